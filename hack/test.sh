@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every check CI runs: formatting, vet, staticcheck, the tests with the race
+# detector, and a short fuzzing pass over the parsers and the builder.
+# Usage: hack/test.sh            (FUZZTIME=30s hack/test.sh for longer fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(find . -name '*.go' -not -path './.git/*' -print0 | xargs -0 gofmt -l)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+go tool -modfile=tools/go.mod staticcheck ./...
+
+step "go test -race"
+go test -race -count=1 ./...
+
+step "fuzz (${FUZZTIME:=10s} each)"
+go test -run='^$' -fuzz='^FuzzDecode$' -fuzztime="$FUZZTIME" ./internal/source/manifest/
+go test -run='^$' -fuzz='^FuzzBuildAndTranslate$' -fuzztime="$FUZZTIME" ./internal/xds/translate/

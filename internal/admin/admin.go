@@ -1,0 +1,221 @@
+// Package admin serves Portico's admin endpoint (--admin-addr): liveness
+// (/healthz), readiness (/readyz) and Prometheus metrics (/metrics).
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const (
+	// readHeaderTimeout bounds slow clients; probes and scrapers send
+	// their headers at once.
+	readHeaderTimeout = 5 * time.Second
+	// runShutdownTimeout bounds the graceful drain in Run; an in-progress
+	// scrape is the longest request this server sees.
+	runShutdownTimeout = 5 * time.Second
+)
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the TCP address to bind, e.g. ":9090" or "127.0.0.1:0".
+	Addr string
+	// Ready reports readiness and, when not ready, what is missing. It is
+	// called on every /readyz request, so it must be cheap and safe for
+	// concurrent use. Nil means always ready.
+	Ready func() (bool, string)
+	// Registry is exposed on /metrics. Nil means a fresh NewRegistry(),
+	// which is only useful when nothing else needs to register metrics.
+	Registry *prometheus.Registry
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the admin HTTP server. Create it with New; use Handler directly
+// or Start/Run it on Config.Addr.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+
+	mu       sync.Mutex
+	srv      *http.Server
+	addr     string
+	done     chan struct{} // closed when Serve returns
+	serveErr error         // set before done is closed
+}
+
+// NewRegistry returns a registry with the Go runtime and process collectors,
+// the baseline every Portico process exposes. A private registry (rather than
+// prometheus.DefaultRegisterer) keeps tests and multiple servers independent.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// New returns an unstarted Server for cfg, with defaults filled in.
+func New(cfg Config) *Server {
+	if cfg.Ready == nil {
+		cfg.Ready = func() (bool, string) { return true, "" }
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log.With("component", "admin")}
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the admin handler, for tests or for mounting elsewhere.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// routes builds the mux. Method-qualified patterns give GET and HEAD, a 405
+// with an Allow header for other methods, and a 404 for unknown paths.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// One failing collector should not blank the whole scrape.
+		ErrorHandling: promhttp.ContinueOnError,
+		// Counts scrape errors in the same registry, so they are visible.
+		Registry: s.cfg.Registry,
+	}))
+	return mux
+}
+
+// healthz answers liveness: if this handler runs, the process is alive.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeText(w, http.StatusOK, "ok")
+}
+
+// readyz answers readiness from Config.Ready.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	ready, reason := s.cfg.Ready()
+	if ready {
+		writeText(w, http.StatusOK, "ready")
+		return
+	}
+	msg := "not ready"
+	if reason != "" {
+		msg += ": " + reason
+	}
+	writeText(w, http.StatusServiceUnavailable, msg)
+}
+
+// writeText writes a short plain-text body. Probes must never be cached.
+func writeText(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body) // a failed write means the prober left
+}
+
+// Start binds Config.Addr and serves in the background. It returns once the
+// socket is bound, so Addr is valid and connections are accepted.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return errors.New("admin: server already started")
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("admin: listen on %q: %w", s.cfg.Addr, err)
+	}
+	s.addr = ln.Addr().String()
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.done = make(chan struct{})
+	s.log.Info("admin server listening", "addr", s.addr)
+	go s.serve(s.srv, ln, s.done)
+	return nil
+}
+
+// serve runs srv until it is shut down, recording any unexpected failure.
+func (s *Server) serve(srv *http.Server, ln net.Listener, done chan struct{}) {
+	defer close(done)
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return
+	}
+	s.log.Error("admin server stopped unexpectedly", "error", err)
+	s.mu.Lock()
+	s.serveErr = fmt.Errorf("admin: serve: %w", err)
+	s.mu.Unlock()
+}
+
+// Addr returns the bound address (e.g. "127.0.0.1:41234"), or "" before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests
+// until ctx is done, after which connections are closed forcibly. Shutting
+// down an unstarted server is a no-op.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done := s.srv, s.done
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		// The graceful window expired; don't leave connections behind.
+		err = errors.Join(fmt.Errorf("admin: shutdown: %w", err), srv.Close())
+	}
+	<-done
+	return err
+}
+
+// Run starts the server, serves until ctx is done (or serving fails), then
+// shuts down gracefully. It returns nil after a clean, ctx-triggered stop.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+
+	select {
+	case <-ctx.Done():
+	case <-done:
+	}
+	// ctx is already done here, so the drain needs its own deadline.
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runShutdownTimeout)
+	defer cancel()
+	shutdownErr := s.Shutdown(shutdownCtx)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.serveErr, shutdownErr)
+}

@@ -1,0 +1,276 @@
+package admin
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// serve runs one request against h and returns status, headers and body.
+func serve(t *testing.T, h http.Handler, method, path string) (int, http.Header, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec.Code, rec.Header(), rec.Body.String()
+}
+
+func TestHealthz(t *testing.T) {
+	// Liveness must not depend on readiness.
+	s := New(Config{Ready: func() (bool, string) { return false, "never" }})
+	code, hdr, body := serve(t, s.Handler(), http.MethodGet, "/healthz")
+	if code != http.StatusOK || body != "ok" {
+		t.Fatalf("GET /healthz = %d %q, want 200 \"ok\"", code, body)
+	}
+	if ct := hdr.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type = %q, want text/plain", ct)
+	}
+}
+
+func TestReadyzFollowsReadyFunc(t *testing.T) {
+	var ready atomic.Bool
+	s := New(Config{Ready: func() (bool, string) {
+		if ready.Load() {
+			return true, ""
+		}
+		return false, "waiting for initial sync of routes"
+	}})
+
+	code, _, body := serve(t, s.Handler(), http.MethodGet, "/readyz")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("before ready: status = %d, want 503", code)
+	}
+	if !strings.Contains(body, "waiting for initial sync of routes") {
+		t.Errorf("before ready: body = %q, want the reason", body)
+	}
+
+	ready.Store(true)
+	code, _, body = serve(t, s.Handler(), http.MethodGet, "/readyz")
+	if code != http.StatusOK || body != "ready" {
+		t.Fatalf("after ready: GET /readyz = %d %q, want 200 \"ready\"", code, body)
+	}
+}
+
+func TestReadyzWithoutReason(t *testing.T) {
+	s := New(Config{Ready: func() (bool, string) { return false, "" }})
+	code, _, body := serve(t, s.Handler(), http.MethodGet, "/readyz")
+	if code != http.StatusServiceUnavailable || body != "not ready" {
+		t.Fatalf("GET /readyz = %d %q, want 503 \"not ready\"", code, body)
+	}
+}
+
+func TestNilReadyMeansReady(t *testing.T) {
+	code, _, body := serve(t, New(Config{}).Handler(), http.MethodGet, "/readyz")
+	if code != http.StatusOK || body != "ready" {
+		t.Fatalf("GET /readyz = %d %q, want 200 \"ready\"", code, body)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := NewRegistry()
+	requests := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "portico_test_requests_total",
+		Help: "Requests seen by the test.",
+	})
+	reg.MustRegister(requests)
+	requests.Add(3)
+
+	code, hdr, body := serve(t, New(Config{Registry: reg}).Handler(), http.MethodGet, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d, body %q", code, body)
+	}
+	if ct := hdr.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type = %q, want the text exposition format", ct)
+	}
+	for _, want := range []string{
+		"portico_test_requests_total 3",
+		"go_goroutines ",
+		"process_cpu_seconds_total ",
+		"promhttp_metric_handler_errors_total",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestRegistryShared checks that two servers on one registry do not clash
+// over the handler's own error counter.
+func TestRegistryShared(t *testing.T) {
+	reg := NewRegistry()
+	for range 2 {
+		code, _, _ := serve(t, New(Config{Registry: reg}).Handler(), http.MethodGet, "/metrics")
+		if code != http.StatusOK {
+			t.Fatalf("GET /metrics = %d", code)
+		}
+	}
+}
+
+func TestNewRegistry(t *testing.T) {
+	families, err := NewRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goSeen, processSeen bool
+	for _, f := range families {
+		goSeen = goSeen || strings.HasPrefix(f.GetName(), "go_")
+		processSeen = processSeen || strings.HasPrefix(f.GetName(), "process_")
+	}
+	if !goSeen || !processSeen {
+		t.Errorf("go collector seen %v, process collector seen %v; want both", goSeen, processSeen)
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	h := New(Config{}).Handler()
+	for _, path := range []string{"/", "/nope", "/healthz/", "/metrics/extra", "/readyz/x"} {
+		if code, _, _ := serve(t, h, http.MethodGet, path); code != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, code)
+		}
+	}
+}
+
+func TestMethods(t *testing.T) {
+	h := New(Config{}).Handler()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		// The recorder keeps HEAD bodies; TestRealListener checks they are dropped.
+		if code, _, _ := serve(t, h, http.MethodHead, path); code != http.StatusOK {
+			t.Errorf("HEAD %s = %d, want 200", path, code)
+		}
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions} {
+			code, hdr, _ := serve(t, h, method, path)
+			if code != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s = %d, want 405", method, path, code)
+			}
+			if allow := hdr.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "HEAD") {
+				t.Errorf("%s %s: Allow = %q, want GET and HEAD", method, path, allow)
+			}
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func TestRealListener(t *testing.T) {
+	var ready atomic.Bool
+	s := New(Config{
+		Addr:  "127.0.0.1:0",
+		Ready: func() (bool, string) { return ready.Load(), "xDS not yet served" },
+	})
+	if err := s.Start(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	base := "http://" + s.Addr()
+	if strings.HasSuffix(s.Addr(), ":0") {
+		t.Fatalf("Addr = %q, want the bound port", s.Addr())
+	}
+
+	if code, body := get(t, base+"/healthz"); code != 200 || body != "ok" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	if code, body := get(t, base+"/readyz"); code != 503 || !strings.Contains(body, "xDS not yet served") {
+		t.Errorf("/readyz before ready = %d %q", code, body)
+	}
+	ready.Store(true)
+	if code, body := get(t, base+"/readyz"); code != 200 || body != "ready" {
+		t.Errorf("/readyz after ready = %d %q", code, body)
+	}
+	if code, body := get(t, base+"/metrics"); code != 200 || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics = %d, go_goroutines present: %v", code, strings.Contains(body, "go_goroutines"))
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Head(base + path)
+		if err != nil {
+			t.Fatalf("HEAD %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(body) != 0 {
+			t.Errorf("HEAD %s = %d with %d body bytes, want 200 and none", path, resp.StatusCode, len(body))
+		}
+	}
+	if code, _ := get(t, base+"/other"); code != 404 {
+		t.Errorf("/other = %d, want 404", code)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Error("server still answering after Shutdown")
+	}
+}
+
+func TestRun(t *testing.T) {
+	s := New(Config{Addr: "127.0.0.1:0"})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Run(ctx) }()
+
+	addr := ""
+	for deadline := time.Now().Add(5 * time.Second); addr == "" && time.Now().Before(deadline); {
+		addr = s.Addr()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if addr == "" {
+		t.Fatal("server never bound")
+	}
+	if code, _ := get(t, "http://"+addr+"/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d", code)
+	}
+
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	s := New(Config{Addr: "127.0.0.1:0"})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+
+	if err := s.Start(); err == nil {
+		t.Error("second Start succeeded")
+	}
+	if err := New(Config{Addr: s.Addr()}).Run(context.Background()); err == nil {
+		t.Error("Run on a taken port succeeded")
+	}
+}
+
+func TestShutdownUnstarted(t *testing.T) {
+	s := New(Config{})
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown of unstarted server: %v", err)
+	}
+	if s.Addr() != "" {
+		t.Fatalf("Addr before Start = %q, want empty", s.Addr())
+	}
+}

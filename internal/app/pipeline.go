@@ -1,0 +1,50 @@
+// Package app wires the pipeline stages into Portico's modes: `run` (manifests and the
+// embedded proxy in one process) and `check` (offline status). Each stage stays in its
+// own package; this one only connects them.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/metrics"
+	"github.com/portico-dev/portico/internal/status"
+	"github.com/portico-dev/portico/internal/store"
+	"github.com/portico-dev/portico/internal/xds/server"
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// Pipeline runs one rebuild: store → graph → xDS resources → published snapshot.
+type Pipeline struct {
+	DAG       dag.Options
+	Translate translate.Options
+	Server    *server.Server
+	Metrics   *metrics.Pipeline
+	Status    *status.Logger
+	Logger    *slog.Logger
+}
+
+// Rebuild compiles s and publishes the result. When translation fails (a translator bug)
+// nothing is published and the data planes keep the last good configuration.
+func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, error) {
+	start := time.Now()
+	g := dag.Build(s, p.DAG)
+	p.Status.Observe(g.Statuses)
+	res, err := translate.Translate(g, p.Translate)
+	if err == nil {
+		var version string
+		version, err = p.Server.Publish(ctx, res)
+		if err == nil {
+			p.Logger.Info("configuration published", "version", version, "virtual_hosts", len(g.HTTP),
+				"secure_virtual_hosts", len(g.HTTPS), "clusters", len(res.Clusters), "duration", time.Since(start).String())
+		}
+	}
+	p.Metrics.ObserveRebuild(start, g.Statuses, err)
+	if err != nil {
+		return g, fmt.Errorf("configuration not published, the last good one keeps serving: %w", err)
+	}
+	return g, nil
+}

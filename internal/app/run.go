@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/portico-dev/portico/internal/admin"
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/metrics"
+	"github.com/portico-dev/portico/internal/proxy"
+	"github.com/portico-dev/portico/internal/source/manifest"
+	"github.com/portico-dev/portico/internal/status"
+	"github.com/portico-dev/portico/internal/store"
+	"github.com/portico-dev/portico/internal/xds/server"
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// RunOptions configure `portico run`.
+type RunOptions struct {
+	ManifestDir      string
+	HTTPAddr         string // default 127.0.0.1:8080
+	HTTPSAddr        string // default 127.0.0.1:8443
+	AdminAddr        string // default 127.0.0.1:8090; "" after defaulting never happens
+	XDSAddr          string // where the in-process xDS server listens; default an ephemeral loopback port
+	IngressClassName string
+	Logger           *slog.Logger
+}
+
+func (o RunOptions) withDefaults() RunOptions {
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = "127.0.0.1:8080"
+	}
+	if o.HTTPSAddr == "" {
+		o.HTTPSAddr = "127.0.0.1:8443"
+	}
+	if o.AdminAddr == "" {
+		o.AdminAddr = "127.0.0.1:8090"
+	}
+	if o.XDSAddr == "" {
+		o.XDSAddr = "127.0.0.1:0"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Runner is a running `portico run`: manifests → pipeline → xDS → embedded proxy.
+type Runner struct {
+	opts     RunOptions
+	pipeline *Pipeline
+	proxy    *proxy.Proxy
+	admin    *admin.Server
+	xdsLis   net.Listener
+}
+
+// NewRunner prepares a Runner; nothing listens until Run.
+func NewRunner(opts RunOptions) (*Runner, error) {
+	opts = opts.withDefaults()
+	reg := admin.NewRegistry()
+	xdsLis, err := net.Listen("tcp", opts.XDSAddr)
+	if err != nil {
+		return nil, fmt.Errorf("xDS server: %w", err)
+	}
+	srv := server.New(opts.Logger.With("component", "xds"), nil)
+	r := &Runner{opts: opts, xdsLis: xdsLis}
+	r.pipeline = &Pipeline{
+		DAG:       dag.Options{IngressClassName: opts.IngressClassName},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr},
+		Server:    srv,
+		Metrics:   metrics.NewPipeline(reg),
+		Status:    status.NewLogger(opts.Logger.With("component", "status")),
+		Logger:    opts.Logger.With("component", "pipeline"),
+	}
+	r.proxy = proxy.New(proxy.Config{
+		XDSAddress: xdsLis.Addr().String(),
+		NodeID:     "portico-run",
+		ListenerAddrs: map[string]string{
+			translate.ListenerHTTP:  opts.HTTPAddr,
+			translate.ListenerHTTPS: opts.HTTPSAddr,
+		},
+		Logger:     opts.Logger.With("component", "proxy"),
+		Registerer: reg,
+	})
+	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger.With("component", "admin")})
+	return r, nil
+}
+
+func (r *Runner) ready() (bool, string) {
+	if !r.pipeline.Server.Published() {
+		return false, "no configuration has been built from the manifests yet"
+	}
+	if !r.proxy.Ready() {
+		return false, "the embedded proxy has not applied a complete configuration yet"
+	}
+	return true, ""
+}
+
+// Proxy returns the embedded proxy (for bound addresses and readiness).
+func (r *Runner) Proxy() *proxy.Proxy { return r.proxy }
+
+// Admin returns the admin server.
+func (r *Runner) Admin() *admin.Server { return r.admin }
+
+// Run serves until ctx is done.
+func (r *Runner) Run(ctx context.Context) error {
+	log := r.opts.Logger
+	if err := r.admin.Start(); err != nil {
+		r.xdsLis.Close()
+		return fmt.Errorf("admin endpoint: %w", err)
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.pipeline.Server.Serve(ctx, r.xdsLis) })
+	g.Go(func() error { return r.proxy.Run(ctx) })
+	g.Go(func() error {
+		return manifest.Watch(ctx, r.opts.ManifestDir, 100*time.Millisecond, log.With("component", "manifests"), func(res *manifest.Result) {
+			for _, p := range res.Problems {
+				log.Warn("manifest skipped", "file", p.File, "line", p.Line, "document", p.Document, "reason", p.Reason)
+			}
+			if _, err := r.pipeline.Rebuild(ctx, store.FromObjects(res.Objects)); err != nil {
+				log.Error("rebuild failed", "err", err)
+			}
+		})
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return r.admin.Shutdown(shutdownCtx)
+	})
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

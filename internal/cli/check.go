@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/status"
+)
+
+// checkCmd prints every object's status. Exit code 1 when any object is invalid or
+// orphaned, or a manifest could not be read; problems go to stderr so that stdout stays
+// one JSON document with -o json.
+func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("check", stderr)
+	output := fs.String("o", "table", "output format: table or json")
+	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: portico check DIR [-o json]")
+		fs.PrintDefaults()
+	}
+	// Accept flags before or after DIR.
+	var dir string
+	rest := args
+	for {
+		if code, ok := parse(fs, rest); !ok {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if dir != "" {
+			return fail(stderr, "check: one directory expected, got %q and %q", dir, fs.Arg(0))
+		}
+		dir, rest = fs.Arg(0), fs.Args()[1:]
+	}
+	if dir == "" {
+		fs.Usage()
+		return 2
+	}
+	if *output != "table" && *output != "json" {
+		return fail(stderr, "check: -o %q: use table or json", *output)
+	}
+	res, err := app.Check(dir, dag.Options{IngressClassName: *className})
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(stderr, "%s\n", p)
+	}
+	if res.TranslateErr != nil {
+		fmt.Fprintf(stderr, "portico: check: internal error, please report it: %v\n", res.TranslateErr)
+	}
+	if *output == "json" {
+		err = status.WriteJSON(stdout, res.Statuses)
+	} else {
+		err = status.WriteTable(stdout, res.Statuses)
+	}
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
+	if status.Failed(res.Statuses) || len(res.Problems) > 0 || res.TranslateErr != nil {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,105 @@
+// Package cli implements Portico's command line. Each command parses its flags and hands
+// over to the package that does the work; the contract of names and flags is in
+// DESIGN.md and must stay stable.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+)
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"run":   {"serve the manifests in a directory with the embedded proxy", runCmd},
+		"check": {"print the status every object in a directory would get", checkCmd},
+		"echo":  {"run a test backend that answers with what it received", echoCmd},
+		"proxy": {"run the embedded proxy against an xDS server", proxyCmd},
+	}
+}
+
+// Main runs the command named by args[0] and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "portico: unknown command %q\n\n", args[0])
+		usage(stderr, cmds)
+		return 2
+	}
+	return cmd.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "Usage: portico COMMAND [flags]")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-7s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'portico COMMAND -h' for a command's flags.")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("portico "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses args and returns the exit code to use when parsing ended the command.
+func parse(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	return 0, true
+}
+
+// logFlags adds --log-level and --log-format to fs and returns a constructor for the logger.
+func logFlags(fs *flag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	format := fs.String("log-format", "text", "text or json")
+	return func(w io.Writer) (*slog.Logger, error) {
+		var lv slog.Level
+		if err := lv.UnmarshalText([]byte(*level)); err != nil {
+			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", *level)
+		}
+		opts := &slog.HandlerOptions{Level: lv}
+		switch strings.ToLower(*format) {
+		case "text":
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		case "json":
+			return slog.New(slog.NewJSONHandler(w, opts)), nil
+		}
+		return nil, fmt.Errorf("--log-format %q: use text or json", *format)
+	}
+}
+
+func fail(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "portico: "+format+"\n", args...)
+	return 1
+}

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"context"
+	"io"
+
+	"github.com/portico-dev/portico/internal/echo"
+)
+
+func echoCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := newFlagSet("echo", stderr)
+	var c echo.Config
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:9000", "address to listen on")
+	fs.StringVar(&c.Service, "service", "", "service name reported in responses (required)")
+	fs.StringVar(&c.Namespace, "namespace", "default", "namespace reported in responses")
+	newLogger := logFlags(fs)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if c.Service == "" {
+		return fail(stderr, "echo: --service NAME is required")
+	}
+	logger, err := newLogger(stderr)
+	if err != nil {
+		return fail(stderr, "echo: %v", err)
+	}
+	c.Logger = logger
+	if err := echo.New(c).Run(ctx); err != nil {
+		return fail(stderr, "echo: %v", err)
+	}
+	return 0
+}

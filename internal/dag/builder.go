@@ -1,0 +1,109 @@
+package dag
+
+import (
+	"sort"
+
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// Defaults for Options.
+const (
+	DefaultIngressClassName = "portico"
+	// ControllerName is the spec.controller value of IngressClasses that Portico implements.
+	ControllerName = "portico.dev/ingress-controller"
+)
+
+// Options configure a build.
+type Options struct {
+	// IngressClassName is the class Portico serves (default "portico").
+	IngressClassName string
+	// DisableIngress turns Ingress processing off.
+	DisableIngress bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.IngressClassName == "" {
+		o.IngressClassName = DefaultIngressClassName
+	}
+	return o
+}
+
+// Build compiles the objects in s into a graph. It never fails: an object that cannot be
+// served is left out of the graph and given a status that says why.
+func Build(s *store.Store, opts Options) *Graph {
+	b := &builder{
+		store:    s,
+		opts:     opts.withDefaults(),
+		vhosts:   map[string]*VirtualHost{},
+		svhosts:  map[string]*SecureVirtualHost{},
+		clusters: map[string]*Cluster{},
+	}
+	if !b.opts.DisableIngress {
+		b.processIngresses()
+	}
+	return b.graph()
+}
+
+// builder holds the state of one build.
+type builder struct {
+	store    *store.Store
+	opts     Options
+	vhosts   map[string]*VirtualHost
+	svhosts  map[string]*SecureVirtualHost
+	clusters map[string]*Cluster
+	statuses []Status
+}
+
+func (b *builder) vhost(name string) *VirtualHost {
+	vh := b.vhosts[name]
+	if vh == nil {
+		vh = &VirtualHost{Name: name}
+		b.vhosts[name] = vh
+	}
+	return vh
+}
+
+func (b *builder) setStatus(ref ObjectRef, v StatusValue, desc string) {
+	b.statuses = append(b.statuses, Status{Object: ref, Status: v, Description: desc})
+}
+
+func (b *builder) graph() *Graph {
+	g := &Graph{Statuses: b.statuses}
+	for _, vh := range b.vhosts {
+		sortRoutes(vh.Routes)
+		g.HTTP = append(g.HTTP, vh)
+	}
+	for _, svh := range b.svhosts {
+		sortRoutes(svh.Routes)
+		g.HTTPS = append(g.HTTPS, svh)
+	}
+	sort.Slice(g.HTTP, func(i, j int) bool { return g.HTTP[i].Name < g.HTTP[j].Name })
+	sort.Slice(g.HTTPS, func(i, j int) bool { return g.HTTPS[i].Name < g.HTTPS[j].Name })
+	sort.SliceStable(g.Statuses, func(i, j int) bool {
+		a, c := g.Statuses[i].Object, g.Statuses[j].Object
+		if a.Kind != c.Kind {
+			return a.Kind < c.Kind
+		}
+		if a.Namespace != c.Namespace {
+			return a.Namespace < c.Namespace
+		}
+		return a.Name < c.Name
+	})
+	return g
+}
+
+// sortRoutes puts routes in match order: Exact before Prefix (the Ingress spec prefers an
+// exact match), and among prefixes the longest first, so that the first match is the
+// longest matching prefix. Ties are broken by value to keep the output deterministic.
+func sortRoutes(routes []*Route) {
+	sort.SliceStable(routes, func(i, j int) bool {
+		a, c := routes[i].Path, routes[j].Path
+		if a.Kind != c.Kind {
+			return a.Kind == PathExact
+		}
+		if len(a.Value) != len(c.Value) {
+			return len(a.Value) > len(c.Value)
+		}
+		return a.Value < c.Value
+	})
+}

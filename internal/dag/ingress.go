@@ -1,0 +1,323 @@
+package dag
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// KindIngress is the ObjectRef kind of Ingresses.
+const KindIngress = "Ingress"
+
+// catchAll is the virtual host for requests whose host matches no other virtual host.
+const catchAll = "*"
+
+// claimKind distinguishes what an Ingress claims on a host.
+type claimKind int
+
+const (
+	claimExact claimKind = iota
+	claimPrefix
+	claimDefault // the Ingress's defaultBackend serving unmatched paths
+	claimTLS
+)
+
+// claim is what an Ingress asks to own. Two Ingresses may not own the same claim.
+type claim struct {
+	host string
+	kind claimKind
+	path string
+}
+
+func (c claim) String() string {
+	host := c.host
+	if host == catchAll {
+		host = "* (any host)"
+	}
+	switch c.kind {
+	case claimExact:
+		return fmt.Sprintf("host %s, Exact path %q", host, c.path)
+	case claimPrefix:
+		return fmt.Sprintf("host %s, Prefix path %q", host, c.path)
+	case claimDefault:
+		return fmt.Sprintf("host %s, default backend", host)
+	default:
+		return fmt.Sprintf("host %s, TLS certificate", host)
+	}
+}
+
+// ingressPlan is what one well-formed Ingress would add to the graph.
+type ingressPlan struct {
+	ref      ObjectRef
+	routes   []plannedRoute
+	defaults []plannedRoute // defaultBackend routes for the Ingress's own hosts, added after all rules
+	// catchAll is the defaultBackend's route for requests matching no host. Only one
+	// Ingress can serve it; the oldest does, and the others are told.
+	catchAll *plannedRoute
+	tls      []plannedTLS
+	errs     []string // problems that do not stop the routes from being served
+	warnings []string
+}
+
+type plannedRoute struct {
+	claim   claim
+	backend *networkingv1.IngressServiceBackend
+}
+
+type plannedTLS struct {
+	claim  claim
+	secret *Secret
+}
+
+// processIngresses adds every Ingress of Portico's class to the graph. Ingresses are
+// considered oldest first; an Ingress that claims a host and path (or a default backend,
+// or a TLS host) that an older one already owns is rejected whole, so a newcomer can never
+// take traffic away from a working Ingress.
+func (b *builder) processIngresses() {
+	var candidates []*networkingv1.Ingress
+	for _, ing := range b.store.SortedIngresses() {
+		ref := ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
+		if d := b.ingressClass(ing); !d.ours {
+			b.setStatus(ref, StatusIgnored, d.reason)
+			continue
+		}
+		if errs := validateIngress(ing); len(errs) > 0 {
+			b.setStatus(ref, StatusInvalid, "not served: "+strings.Join(errs, "; "))
+			continue
+		}
+		candidates = append(candidates, ing)
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		ti, tj := candidates[i].CreationTimestamp, candidates[j].CreationTimestamp
+		return ti.Before(&tj)
+	})
+
+	owners := map[claim]ObjectRef{}
+	notes := map[ObjectRef][]string{}
+	var accepted []*ingressPlan
+	var catchAllOwner *ingressPlan
+	for _, ing := range candidates {
+		plan := b.planIngress(ing)
+		conflicts := conflictsOf(plan, owners, notes)
+		if plan.catchAll != nil && catchAllOwner != nil {
+			loss := fmt.Sprintf("its defaultBackend does not serve requests for unknown hosts: Ingress %s/%s, which is older, does", catchAllOwner.ref.Namespace, catchAllOwner.ref.Name)
+			if len(plan.claims()) == 0 {
+				conflicts = append(conflicts, loss)
+			} else {
+				plan.warnings = append(plan.warnings, loss)
+			}
+			plan.catchAll = nil
+		}
+		if len(conflicts) > 0 {
+			b.setStatus(plan.ref, StatusInvalid, "not served: conflicts with older Ingresses: "+strings.Join(conflicts, "; ")+
+				"; remove or change these rules in one of the Ingresses")
+			continue
+		}
+		for _, c := range plan.claims() {
+			owners[c] = plan.ref
+		}
+		if plan.catchAll != nil {
+			catchAllOwner = plan
+		}
+		accepted = append(accepted, plan)
+	}
+	for _, plan := range accepted {
+		b.applyIngressPlan(plan)
+	}
+	b.addHostDefaults(accepted)
+	b.copyRoutesToSecureHosts()
+	for _, plan := range accepted {
+		b.setIngressStatus(plan, notes[plan.ref])
+	}
+}
+
+func (p *ingressPlan) claims() []claim {
+	var out []claim
+	for _, r := range p.routes {
+		out = append(out, r.claim)
+	}
+	for _, r := range p.defaults {
+		out = append(out, r.claim)
+	}
+	for _, t := range p.tls {
+		out = append(out, t.claim)
+	}
+	return out
+}
+
+// conflictsOf lists plan's claims that another Ingress already owns, and notes on each
+// owner that it won.
+func conflictsOf(plan *ingressPlan, owners map[claim]ObjectRef, notes map[ObjectRef][]string) []string {
+	var out []string
+	for _, c := range plan.claims() {
+		owner, taken := owners[c]
+		if !taken || owner == plan.ref {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s is served by Ingress %s/%s", c, owner.Namespace, owner.Name))
+		notes[owner] = append(notes[owner], fmt.Sprintf("%s is also claimed by Ingress %s/%s, which was rejected", c, plan.ref.Namespace, plan.ref.Name))
+	}
+	return out
+}
+
+// planIngress turns a well-formed Ingress into the claims and routes it asks for.
+func (b *builder) planIngress(ing *networkingv1.Ingress) *ingressPlan {
+	plan := &ingressPlan{ref: ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}}
+	seen := map[claim]string{}
+	add := func(c claim, be *networkingv1.IngressServiceBackend, field string) {
+		if prev, dup := seen[c]; dup {
+			plan.warnings = append(plan.warnings, fmt.Sprintf("%s repeats %s (%s); the first one is used", field, c, prev))
+			return
+		}
+		seen[c] = field
+		plan.routes = append(plan.routes, plannedRoute{claim: c, backend: be})
+	}
+	var hosts []string
+	for i, rule := range ing.Spec.Rules {
+		host := ruleHost(rule.Host)
+		hosts = append(hosts, host)
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, p := range rule.HTTP.Paths {
+			add(pathClaim(host, pathTypeOf(p), p.Path), p.Backend.Service, fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j))
+		}
+	}
+	if db := ing.Spec.DefaultBackend; db != nil {
+		// The default backend serves requests matching no host (seed 000) and, on the hosts
+		// this Ingress has rules for, requests matching no path.
+		plan.catchAll = &plannedRoute{claim: claim{host: catchAll, kind: claimDefault}, backend: db.Service}
+		for _, h := range uniqueSorted(hosts) {
+			if h != catchAll {
+				plan.defaults = append(plan.defaults, plannedRoute{claim: claim{host: h, kind: claimDefault}, backend: db.Service})
+			}
+		}
+	}
+	b.planTLS(ing, plan, hosts)
+	return plan
+}
+
+func ruleHost(host string) string {
+	if host == "" {
+		return catchAll
+	}
+	return host
+}
+
+// pathClaim normalises an Ingress path into a claim. Prefix paths ignore a trailing "/"
+// (seed 000: "/abc" and "/abc/" specify the same match). ImplementationSpecific is served
+// as Prefix, with an empty path meaning "/".
+func pathClaim(host string, pt networkingv1.PathType, path string) claim {
+	if pt == networkingv1.PathTypeExact {
+		return claim{host: host, kind: claimExact, path: path}
+	}
+	p := strings.TrimRight(path, "/")
+	if p == "" {
+		p = "/"
+	}
+	return claim{host: host, kind: claimPrefix, path: p}
+}
+
+func uniqueSorted(in []string) []string {
+	sort.Strings(in)
+	out := in[:0]
+	for i, s := range in {
+		if i == 0 || s != in[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// applyIngressPlan adds an accepted Ingress's rule routes and TLS hosts to the graph.
+func (b *builder) applyIngressPlan(plan *ingressPlan) {
+	for _, r := range plan.routes {
+		route := b.ingressRoute(plan, r)
+		vh := b.vhost(r.claim.host)
+		vh.Routes = append(vh.Routes, route)
+	}
+	for _, t := range plan.tls {
+		b.svhosts[t.claim.host] = &SecureVirtualHost{VirtualHost: VirtualHost{Name: t.claim.host}, Secret: t.secret}
+	}
+}
+
+func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
+	kind := PathPrefix
+	if r.claim.kind == claimExact {
+		kind = PathExact
+	}
+	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend)
+	if warn != "" {
+		plan.warnings = append(plan.warnings, warn)
+	}
+	return &Route{
+		Path:     PathMatch{Kind: kind, Value: r.claim.path},
+		Clusters: []*WeightedCluster{{Cluster: cluster, Weight: 1}},
+		Source:   plan.ref,
+	}
+}
+
+// addHostDefaults gives each host its default-backend route, matching every path, unless
+// the host already has a rule for the prefix "/", which would always win.
+func (b *builder) addHostDefaults(accepted []*ingressPlan) {
+	for _, plan := range accepted {
+		defaults := plan.defaults
+		if plan.catchAll != nil {
+			defaults = append(defaults, *plan.catchAll)
+		}
+		for _, d := range defaults {
+			vh := b.vhost(d.claim.host)
+			if hasRootPrefix(vh) {
+				continue
+			}
+			route := b.ingressRoute(plan, plannedRoute{claim: claim{host: d.claim.host, kind: claimPrefix, path: "/"}, backend: d.backend})
+			vh.Routes = append(vh.Routes, route)
+		}
+	}
+}
+
+func hasRootPrefix(vh *VirtualHost) bool {
+	for _, r := range vh.Routes {
+		if r.Path.Kind == PathPrefix && r.Path.Value == "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// copyRoutesToSecureHosts serves each TLS host's routes over HTTPS as well: an Ingress
+// rule applies whatever the scheme.
+func (b *builder) copyRoutesToSecureHosts() {
+	for name, svh := range b.svhosts {
+		if vh, ok := b.vhosts[name]; ok {
+			svh.Routes = append([]*Route(nil), vh.Routes...)
+		}
+	}
+}
+
+func (b *builder) setIngressStatus(plan *ingressPlan, notes []string) {
+	if len(plan.errs) > 0 {
+		b.setStatus(plan.ref, StatusInvalid, strings.Join(uniqueInOrder(append(plan.errs, plan.warnings...)), "; "))
+		return
+	}
+	desc := "valid Ingress"
+	if extra := uniqueInOrder(append(plan.warnings, notes...)); len(extra) > 0 {
+		desc += "; " + strings.Join(extra, "; ")
+	}
+	b.setStatus(plan.ref, StatusValid, desc)
+}
+
+// uniqueInOrder drops repeated messages (several routes to one missing Service, say).
+func uniqueInOrder(in []string) []string {
+	seen := make(map[string]bool, len(in))
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package dag
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// planTLS adds the TLS hosts of an Ingress to its plan. A secret that is missing or does
+// not hold a matching certificate and key makes the Ingress invalid and leaves its hosts
+// without HTTPS; their plain-HTTP routes are still served.
+func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHosts []string) {
+	for i, t := range ing.Spec.TLS {
+		hosts := t.Hosts
+		if len(hosts) == 0 {
+			// No hosts: the certificate covers every host the Ingress has rules for.
+			for _, h := range ruleHosts {
+				if h != catchAll {
+					hosts = append(hosts, h)
+				}
+			}
+		}
+		if len(hosts) == 0 {
+			continue
+		}
+		field := fmt.Sprintf("spec.tls[%d]", i)
+		if t.SecretName == "" {
+			plan.errs = append(plan.errs, fmt.Sprintf("%s.secretName is empty: HTTPS is not served for %v; name a kubernetes.io/tls Secret in namespace %s", field, hosts, ing.Namespace))
+			continue
+		}
+		key := types.NamespacedName{Namespace: ing.Namespace, Name: t.SecretName}
+		secret, err := validTLSSecret(b.store.Secrets[key], key)
+		if err != nil {
+			plan.errs = append(plan.errs, fmt.Sprintf("%s: %v: HTTPS is not served for %v", field, err, hosts))
+			continue
+		}
+		for _, h := range hosts {
+			plan.tls = append(plan.tls, plannedTLS{claim: claim{host: h, kind: claimTLS, path: secret.Name}, secret: secret})
+		}
+	}
+}
+
+// validTLSSecret checks that a Secret holds a PEM certificate chain and the private key
+// that matches it.
+func validTLSSecret(s *corev1.Secret, key types.NamespacedName) (*Secret, error) {
+	if s == nil {
+		return nil, fmt.Errorf("Secret %s not found", key)
+	}
+	cert, pk := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+	if len(cert) == 0 || len(pk) == 0 {
+		return nil, fmt.Errorf("Secret %s must hold %q and %q", key, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+	}
+	pair, err := tls.X509KeyPair(cert, pk)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s: invalid certificate or key: %v", key, err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s: invalid certificate: %v", key, err)
+	}
+	if time.Now().After(leaf.NotAfter) {
+		return nil, fmt.Errorf("Secret %s: certificate expired on %s", key, leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return &Secret{Name: key.String(), Cert: cert, Key: pk}, nil
+}

@@ -1,0 +1,61 @@
+// Package metrics defines the control plane's Prometheus metrics. Each process creates
+// its own registry; nothing registers globally.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// Pipeline holds the metrics of the rebuild path.
+type Pipeline struct {
+	Rebuilds        prometheus.Counter
+	RebuildFailures prometheus.Counter
+	RebuildDuration prometheus.Histogram
+	LastRebuild     prometheus.Gauge
+	Objects         *prometheus.GaugeVec
+}
+
+// NewPipeline creates the pipeline metrics and registers them on reg.
+func NewPipeline(reg prometheus.Registerer) *Pipeline {
+	m := &Pipeline{
+		Rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portico_rebuilds_total", Help: "Configuration rebuilds (graph build, translation, publication).",
+		}),
+		RebuildFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portico_rebuild_failures_total", Help: "Rebuilds whose configuration was not published.",
+		}),
+		RebuildDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "portico_rebuild_duration_seconds", Help: "Time to build, translate and publish a configuration.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		LastRebuild: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "portico_last_rebuild_timestamp_seconds", Help: "Unix time of the last published configuration.",
+		}),
+		Objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "portico_objects", Help: "Routing objects by kind and status.",
+		}, []string{"kind", "status"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Rebuilds, m.RebuildFailures, m.RebuildDuration, m.LastRebuild, m.Objects)
+	}
+	return m
+}
+
+// ObserveRebuild records one rebuild that started at start.
+func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err error) {
+	m.Rebuilds.Inc()
+	if err != nil {
+		m.RebuildFailures.Inc()
+		return
+	}
+	m.RebuildDuration.Observe(time.Since(start).Seconds())
+	m.LastRebuild.Set(float64(time.Now().Unix()))
+	m.Objects.Reset()
+	for _, s := range statuses {
+		m.Objects.WithLabelValues(s.Object.Kind, string(s.Status)).Inc()
+	}
+}

@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync/atomic"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+)
+
+// snapshot is one complete, immutable configuration. Requests load the
+// listener configuration once and use it to the end, so a swap never changes
+// the configuration under an in-flight request.
+type snapshot struct {
+	listeners map[string]*listenerConfig
+	clusters  map[string]*upstreamCluster
+	version   string // shared by every type, or "" when the types differ
+}
+
+// listenerConfig is a listener of a snapshot.
+type listenerConfig struct {
+	name    string
+	address string // the Listener's own socket address
+	tls     bool
+	// chains is keyed by server-name pattern ("a.example.com", "*.example.com");
+	// "" is the default chain, and the only chain of a plaintext listener.
+	chains   map[string]*filterChain
+	clusters map[string]*upstreamCluster
+}
+
+type filterChain struct {
+	hcm       *hcmSpec
+	routes    *routeTable
+	tlsConfig *tls.Config
+}
+
+// incompleteError says which reference keeps a configuration from being applied.
+type incompleteError struct{ missing string }
+
+func (e *incompleteError) Error() string { return "incomplete configuration: " + e.missing }
+
+// reconcile compiles the accepted resources and applies the result if it is
+// complete; otherwise the previous configuration stays in force (Envoy's
+// warming, simplified to all-or-nothing).
+func (p *Proxy) reconcile(ctx context.Context) {
+	snap, err := p.compile()
+	if err != nil {
+		// Mid-update (types at different versions) a missing reference is
+		// expected to arrive with the next response; once every type is at
+		// one version it will not, and deserves attention.
+		level := slog.LevelDebug
+		if p.store.settled() {
+			level = slog.LevelWarn
+		}
+		p.log.Log(ctx, level, "keeping the previous configuration", "reason", err.Error(), "version", p.store.sharedVersion())
+		return
+	}
+	p.apply(ctx, snap)
+}
+
+// compile links the accepted specs into a snapshot. It fails with an
+// *incompleteError when something referenced has not arrived (yet).
+func (p *Proxy) compile() (*snapshot, error) {
+	s := p.store
+	if !s.received(resourcev3.ListenerType) {
+		return nil, &incompleteError{missing: "no listeners received yet"}
+	}
+	snap := &snapshot{
+		listeners: make(map[string]*listenerConfig),
+		clusters:  make(map[string]*upstreamCluster),
+		version:   s.sharedVersion(),
+	}
+	for _, name := range sortedKeys(s.byType[resourcev3.ListenerType]) {
+		spec := s.byType[resourcev3.ListenerType][name].(*listenerSpec)
+		lc, err := p.compileListener(spec, snap)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: %w", name, err)
+		}
+		snap.listeners[name] = lc
+	}
+	return snap, nil
+}
+
+func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerConfig, error) {
+	lc := &listenerConfig{
+		name:     spec.name,
+		address:  spec.address,
+		tls:      spec.tls,
+		chains:   make(map[string]*filterChain),
+		clusters: snap.clusters,
+	}
+	for _, cs := range spec.chains {
+		fc, err := p.compileChain(cs, snap)
+		if err != nil {
+			return nil, err
+		}
+		if len(cs.serverNames) == 0 {
+			lc.chains[""] = fc
+		}
+		for _, n := range cs.serverNames {
+			lc.chains[n] = fc
+		}
+	}
+	return lc, nil
+}
+
+func (p *Proxy) compileChain(cs *chainSpec, snap *snapshot) (*filterChain, error) {
+	fc := &filterChain{hcm: cs.hcm, routes: cs.hcm.inlineRoutes}
+	if fc.routes == nil {
+		rt, ok := lookup[*routeTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
+		if !ok {
+			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.rdsName)}
+		}
+		fc.routes = rt
+	}
+	for _, name := range fc.routes.clusters {
+		if err := p.compileCluster(name, snap); err != nil {
+			return nil, fmt.Errorf("route configuration %q: %w", fc.routes.name, err)
+		}
+	}
+	if cs.tls != nil {
+		certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
+		for _, name := range cs.tls.secretNames {
+			cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, name)
+			if !ok {
+				return nil, &incompleteError{missing: fmt.Sprintf("secret %q", name)}
+			}
+			certs = append(certs, *cert)
+		}
+		fc.tlsConfig = newServerTLSConfig(cs.tls, certs)
+	}
+	return fc, nil
+}
+
+// compileCluster adds the named cluster, with its endpoints, to snap.
+func (p *Proxy) compileCluster(name string, snap *snapshot) error {
+	if _, done := snap.clusters[name]; done {
+		return nil
+	}
+	spec, ok := lookup[*clusterSpec](p.store, resourcev3.ClusterType, name)
+	if !ok {
+		return &incompleteError{missing: fmt.Sprintf("cluster %q", name)}
+	}
+	endpoints := spec.endpoints
+	if spec.kind == clusterEDS {
+		cla, ok := lookup[*assignmentSpec](p.store, resourcev3.EndpointType, spec.serviceName)
+		if !ok {
+			return &incompleteError{missing: fmt.Sprintf("endpoints %q of cluster %q", spec.serviceName, name)}
+		}
+		endpoints = cla.endpoints
+	}
+	snap.clusters[name] = &upstreamCluster{
+		name:           name,
+		endpoints:      endpoints,
+		connectTimeout: spec.connectTimeout,
+		network:        spec.network,
+		next:           p.lbCounter(name),
+	}
+	return nil
+}
+
+// lbCounter returns the round-robin position of a cluster, shared by every
+// snapshot. Counters of clusters that disappear are dropped at the next apply.
+func (p *Proxy) lbCounter(cluster string) *atomic.Uint64 {
+	c, ok := p.lbCounters[cluster]
+	if !ok {
+		c = new(atomic.Uint64)
+		p.lbCounters[cluster] = c
+	}
+	return c
+}
+
+func (p *Proxy) pruneLBCounters(snap *snapshot) {
+	for name := range p.lbCounters {
+		if _, ok := snap.clusters[name]; !ok {
+			delete(p.lbCounters, name)
+		}
+	}
+}
+
+// apply makes snap the served configuration: listeners are opened, kept or
+// closed as needed, then every listener switches to its new configuration.
+func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
+	p.syncListeners(ctx, snap)
+	p.current.Store(snap)
+	p.pruneLBCounters(snap)
+	if snap.version != "" {
+		v := snap.version
+		p.appliedVersion.Store(&v)
+	}
+	switch {
+	case !p.ready.Swap(true):
+		p.log.Info("first complete configuration applied; ready", "version", snap.version)
+	case snap.version != "":
+		p.log.Info("configuration applied", "version", snap.version)
+	default:
+		// Intermediate state while the types of an update arrive one by one.
+		p.log.Debug("configuration applied (types at different versions)")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,478 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// listenerSpec is a validated Listener.
+type listenerSpec struct {
+	name    string
+	address string // host:port of the Listener's socket address
+	tls     bool
+	chains  []*chainSpec
+}
+
+// chainSpec is a validated filter chain.
+type chainSpec struct {
+	// serverNames are the lower-cased filter_chain_match.server_names; empty
+	// for the default chain of a TLS listener and for a plaintext chain.
+	serverNames []string
+	hcm         *hcmSpec
+	tls         *tlsSpec
+}
+
+type serverHeaderMode int
+
+const (
+	serverHeaderOverwrite serverHeaderMode = iota
+	serverHeaderAppendIfAbsent
+	serverHeaderPassThrough
+)
+
+// hcmSpec is a validated HttpConnectionManager.
+type hcmSpec struct {
+	statPrefix        string
+	rdsName           string      // set when routes come from RDS
+	inlineRoutes      *routeTable // set for an inline route_config
+	serverName        string
+	serverHeader      serverHeaderMode
+	useRemoteAddress  bool
+	skipXFFAppend     bool
+	normalizePath     bool
+	mergeSlashes      bool
+	stripTrailingDot  bool
+	accessLog         bool
+	generateRequestID bool
+	preserveRequestID bool
+	upgrades          []string // lower-cased upgrade types allowed (e.g. "websocket")
+}
+
+// tlsSpec is a validated DownstreamTlsContext.
+type tlsSpec struct {
+	secretNames []string          // SDS secrets (served over ADS)
+	inlineCerts []tls.Certificate // tls_certificates
+	alpn        []string
+	minVersion  uint16
+	maxVersion  uint16
+}
+
+const tlsTransportSocketName = "envoy.transport_sockets.tls"
+
+func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
+	if err := unsupported(
+		field{"additional_addresses", len(l.GetAdditionalAddresses()) > 0},
+		field{"fcds_config", l.GetFcdsConfig() != nil},
+		field{"filter_chain_matcher", l.GetFilterChainMatcher() != nil},
+		field{"use_original_dst", l.GetUseOriginalDst().GetValue()},
+		field{"default_filter_chain", l.GetDefaultFilterChain() != nil},
+		field{"transparent", l.GetTransparent().GetValue()},
+		field{"freebind", l.GetFreebind().GetValue()},
+		field{"socket_options", len(l.GetSocketOptions()) > 0},
+		field{"udp_listener_config", l.GetUdpListenerConfig() != nil},
+		field{"api_listener", l.GetApiListener() != nil},
+		field{"internal_listener", l.GetListenerSpecifier() != nil},
+		field{"access_log", len(l.GetAccessLog()) > 0},
+		field{"bind_to_port=false", l.GetBindToPort() != nil && !l.GetBindToPort().GetValue()},
+		field{"enable_mptcp", l.GetEnableMptcp()},
+	); err != nil {
+		return nil, err
+	}
+	addr, err := tcpSocketAddress(l.GetAddress())
+	if err != nil {
+		return nil, fmt.Errorf("address: %w", err)
+	}
+	for _, lf := range l.GetListenerFilters() {
+		if err := checkListenerFilter(lf); err != nil {
+			return nil, err
+		}
+	}
+	ls := &listenerSpec{name: l.GetName(), address: addr}
+	for i, fc := range l.GetFilterChains() {
+		cs, err := convertFilterChain(fc)
+		if err != nil {
+			return nil, fmt.Errorf("filter chain #%d %q: %w", i, fc.GetName(), err)
+		}
+		ls.chains = append(ls.chains, cs)
+	}
+	if err := ls.checkChains(); err != nil {
+		return nil, err
+	}
+	return ls, nil
+}
+
+// checkChains enforces what the proxy can select between: either one
+// plaintext chain, or TLS chains told apart by SNI alone.
+func (ls *listenerSpec) checkChains() error {
+	if len(ls.chains) == 0 {
+		return errors.New("no filter chains")
+	}
+	ls.tls = ls.chains[0].tls != nil
+	seen := make(map[string]bool)
+	for _, c := range ls.chains {
+		if (c.tls != nil) != ls.tls {
+			return errors.New("mixing TLS and plaintext filter chains is not supported")
+		}
+		names := c.serverNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
+		for _, n := range names {
+			if seen[n] {
+				if n == "" {
+					return errors.New("more than one filter chain without server_names")
+				}
+				return fmt.Errorf("server name %q is matched by more than one filter chain", n)
+			}
+			seen[n] = true
+		}
+	}
+	if !ls.tls && len(ls.chains) > 1 {
+		return errors.New("a plaintext listener must have exactly one filter chain")
+	}
+	return nil
+}
+
+func tcpSocketAddress(a *corev3.Address) (string, error) {
+	sa := a.GetSocketAddress()
+	if sa == nil {
+		return "", fmt.Errorf("%T is not supported (only socket_address)", a.GetAddress())
+	}
+	if sa.GetProtocol() != corev3.SocketAddress_TCP {
+		return "", fmt.Errorf("protocol %v is not supported", sa.GetProtocol())
+	}
+	if sa.GetResolverName() != "" {
+		return "", errors.New("resolver_name is not supported")
+	}
+	if _, ok := sa.GetPortSpecifier().(*corev3.SocketAddress_PortValue); !ok {
+		return "", errors.New("named_port is not supported")
+	}
+	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), nil
+}
+
+func checkListenerFilter(lf *listenerv3.ListenerFilter) error {
+	// tls_inspector only extracts SNI and ALPN, which Go's TLS stack does anyway.
+	if tc := lf.GetTypedConfig(); tc != nil {
+		if !tc.MessageIs(&tlsinspectorv3.TlsInspector{}) {
+			return fmt.Errorf("listener filter %q (%s) is not supported", lf.GetName(), tc.GetTypeUrl())
+		}
+	} else if lf.GetName() != "envoy.filters.listener.tls_inspector" {
+		return fmt.Errorf("listener filter %q is not supported", lf.GetName())
+	}
+	if lf.GetFilterDisabled() != nil {
+		return fmt.Errorf("listener filter %q: filter_disabled is not supported", lf.GetName())
+	}
+	return nil
+}
+
+func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
+	if err := unsupported(
+		field{"use_proxy_proto", fc.GetUseProxyProto().GetValue()},
+	); err != nil {
+		return nil, err
+	}
+	cs := &chainSpec{}
+	if ts := fc.GetTransportSocket(); ts != nil {
+		t, err := convertDownstreamTLS(ts)
+		if err != nil {
+			return nil, fmt.Errorf("transport_socket: %w", err)
+		}
+		cs.tls = t
+	}
+	if m := fc.GetFilterChainMatch(); m != nil {
+		if err := unsupported(
+			field{"filter_chain_match.destination_port", m.GetDestinationPort() != nil},
+			field{"filter_chain_match.prefix_ranges", len(m.GetPrefixRanges()) > 0},
+			field{"filter_chain_match.direct_source_prefix_ranges", len(m.GetDirectSourcePrefixRanges()) > 0},
+			field{"filter_chain_match.source_type", m.GetSourceType() != listenerv3.FilterChainMatch_ANY},
+			field{"filter_chain_match.source_prefix_ranges", len(m.GetSourcePrefixRanges()) > 0},
+			field{"filter_chain_match.source_ports", len(m.GetSourcePorts()) > 0},
+			field{"filter_chain_match.application_protocols", len(m.GetApplicationProtocols()) > 0},
+		); err != nil {
+			return nil, err
+		}
+		switch tp := m.GetTransportProtocol(); {
+		case tp == "":
+		case tp == "tls" && cs.tls != nil, tp == "raw_buffer" && cs.tls == nil:
+		default:
+			return nil, fmt.Errorf("filter_chain_match.transport_protocol %q is not supported here", tp)
+		}
+		for _, n := range m.GetServerNames() {
+			n = strings.ToLower(n)
+			if n == "" {
+				return nil, errors.New("empty server name")
+			}
+			if strings.Contains(n[1:], "*") || (strings.HasPrefix(n, "*") && !strings.HasPrefix(n, "*.")) {
+				return nil, fmt.Errorf("server name %q: only a leading \"*.\" wildcard is supported", n)
+			}
+			cs.serverNames = append(cs.serverNames, n)
+		}
+	}
+	if len(cs.serverNames) > 0 && cs.tls == nil {
+		return nil, errors.New("server_names on a chain without TLS")
+	}
+	if len(fc.GetFilters()) != 1 {
+		return nil, fmt.Errorf("exactly one network filter (the HTTP connection manager) is supported, got %d", len(fc.GetFilters()))
+	}
+	f := fc.GetFilters()[0]
+	tc := f.GetTypedConfig()
+	if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
+		return nil, fmt.Errorf("network filter %q is not supported (only envoy.filters.network.http_connection_manager with a typed_config)", f.GetName())
+	}
+	var hcm hcmv3.HttpConnectionManager
+	if err := tc.UnmarshalTo(&hcm); err != nil {
+		return nil, fmt.Errorf("decode HttpConnectionManager: %w", err)
+	}
+	h, err := convertHCM(&hcm)
+	if err != nil {
+		return nil, fmt.Errorf("http_connection_manager: %w", err)
+	}
+	cs.hcm = h
+	return cs, nil
+}
+
+func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
+	if err := unsupported(
+		field{"codec_type " + h.GetCodecType().String() + " (only AUTO)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO},
+		field{"tracing", h.GetTracing() != nil},
+		field{"common_http_protocol_options", h.GetCommonHttpProtocolOptions() != nil},
+		field{"http_protocol_options", h.GetHttpProtocolOptions() != nil},
+		field{"http2_protocol_options", h.GetHttp2ProtocolOptions() != nil},
+		field{"http3_protocol_options", h.GetHttp3ProtocolOptions() != nil},
+		field{"scheme_header_transformation", h.GetSchemeHeaderTransformation() != nil},
+		field{"access_log_options", h.GetAccessLogOptions() != nil},
+		field{"original_ip_detection_extensions", len(h.GetOriginalIpDetectionExtensions()) > 0},
+		field{"early_header_mutation_extensions", len(h.GetEarlyHeaderMutationExtensions()) > 0},
+		field{"via", h.GetVia() != ""},
+		field{"forward_client_cert_details " + h.GetForwardClientCertDetails().String(), h.GetForwardClientCertDetails() != hcmv3.HttpConnectionManager_SANITIZE},
+		field{"set_current_client_cert_details", h.GetSetCurrentClientCertDetails() != nil},
+		field{"path_with_escaped_slashes_action " + h.GetPathWithEscapedSlashesAction().String(),
+			h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT &&
+				h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_KEEP_UNCHANGED},
+		field{"path_normalization_options", h.GetPathNormalizationOptions() != nil},
+		field{"local_reply_config", h.GetLocalReplyConfig() != nil},
+		field{"typed_header_validation_config", h.GetTypedHeaderValidationConfig() != nil},
+		field{"append_x_forwarded_port", h.GetAppendXForwardedPort()},
+		field{"proxy_status_config", h.GetProxyStatusConfig() != nil},
+		field{"forward_proto_config", h.GetForwardProtoConfig() != nil},
+	); err != nil {
+		return nil, err
+	}
+	spec := &hcmSpec{
+		statPrefix:        h.GetStatPrefix(),
+		serverName:        h.GetServerName(),
+		useRemoteAddress:  h.GetUseRemoteAddress().GetValue(),
+		skipXFFAppend:     h.GetSkipXffAppend(),
+		normalizePath:     h.GetNormalizePath().GetValue(),
+		mergeSlashes:      h.GetMergeSlashes(),
+		stripTrailingDot:  h.GetStripTrailingHostDot(),
+		generateRequestID: h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
+		preserveRequestID: h.GetPreserveExternalRequestId(),
+	}
+	if spec.serverName == "" {
+		spec.serverName = "envoy" // Envoy's default, for configs that do not set it
+	}
+	switch h.GetServerHeaderTransformation() {
+	case hcmv3.HttpConnectionManager_OVERWRITE:
+		spec.serverHeader = serverHeaderOverwrite
+	case hcmv3.HttpConnectionManager_APPEND_IF_ABSENT:
+		spec.serverHeader = serverHeaderAppendIfAbsent
+	case hcmv3.HttpConnectionManager_PASS_THROUGH:
+		spec.serverHeader = serverHeaderPassThrough
+	default:
+		return nil, fmt.Errorf("server_header_transformation %v is not supported", h.GetServerHeaderTransformation())
+	}
+	switch rs := h.GetRouteSpecifier().(type) {
+	case *hcmv3.HttpConnectionManager_Rds:
+		if err := checkADSConfigSource(rs.Rds.GetConfigSource()); err != nil {
+			return nil, fmt.Errorf("rds.config_source: %w", err)
+		}
+		spec.rdsName = rs.Rds.GetRouteConfigName()
+	case *hcmv3.HttpConnectionManager_RouteConfig:
+		t, err := convertRouteConfig(rs.RouteConfig)
+		if err != nil {
+			return nil, fmt.Errorf("route_config: %w", err)
+		}
+		spec.inlineRoutes = t
+	default:
+		return nil, fmt.Errorf("route specifier %T is not supported", h.GetRouteSpecifier())
+	}
+	if err := checkHTTPFilters(h.GetHttpFilters()); err != nil {
+		return nil, err
+	}
+	for _, al := range h.GetAccessLog() {
+		if err := checkAccessLog(al); err != nil {
+			return nil, err
+		}
+		spec.accessLog = true
+	}
+	for _, u := range h.GetUpgradeConfigs() {
+		if len(u.GetFilters()) > 0 {
+			return nil, fmt.Errorf("upgrade_configs %q: filters are not supported", u.GetUpgradeType())
+		}
+		if u.GetEnabled() == nil || u.GetEnabled().GetValue() {
+			spec.upgrades = append(spec.upgrades, strings.ToLower(u.GetUpgradeType()))
+		}
+	}
+	return spec, nil
+}
+
+// checkHTTPFilters accepts exactly the router: the proxy implements no other
+// HTTP filter, and ignoring one would silently drop behaviour.
+func checkHTTPFilters(filters []*hcmv3.HttpFilter) error {
+	if len(filters) != 1 {
+		names := make([]string, 0, len(filters))
+		for _, f := range filters {
+			names = append(names, f.GetName())
+		}
+		return fmt.Errorf("http_filters must be exactly [envoy.filters.http.router], got %v", names)
+	}
+	f := filters[0]
+	if tc := f.GetTypedConfig(); tc == nil || !tc.MessageIs(&routerv3.Router{}) {
+		return fmt.Errorf("http filter %q is not supported (only envoy.filters.http.router with a Router typed_config)", f.GetName())
+	}
+	if f.GetDisabled() {
+		return errors.New("the router filter cannot be disabled")
+	}
+	return nil
+}
+
+func checkAccessLog(al *accesslogv3.AccessLog) error {
+	if al.GetFilter() != nil {
+		return fmt.Errorf("access_log %q: filter is not supported", al.GetName())
+	}
+	tc := al.GetTypedConfig()
+	if tc == nil || !(tc.MessageIs(&streamv3.StdoutAccessLog{}) || tc.MessageIs(&streamv3.StderrAccessLog{})) {
+		return fmt.Errorf("access_log %q is not supported (only envoy.access_loggers.stdout / stderr)", al.GetName())
+	}
+	return nil
+}
+
+// checkADSConfigSource accepts only {ads: {}}: the proxy has no other way to
+// fetch resources.
+func checkADSConfigSource(cs *corev3.ConfigSource) error {
+	if cs.GetAds() == nil {
+		return fmt.Errorf("config source %T is not supported (only ads)", cs.GetConfigSourceSpecifier())
+	}
+	if v := cs.GetResourceApiVersion(); v != corev3.ApiVersion_V3 && v != corev3.ApiVersion_AUTO {
+		return fmt.Errorf("resource_api_version %v is not supported", v)
+	}
+	return nil
+}
+
+func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
+	tc := ts.GetTypedConfig()
+	if tc == nil || !tc.MessageIs(&tlsv3.DownstreamTlsContext{}) {
+		return nil, fmt.Errorf("transport socket %q is not supported (only %s with a DownstreamTlsContext)", ts.GetName(), tlsTransportSocketName)
+	}
+	var dtc tlsv3.DownstreamTlsContext
+	if err := anypb.UnmarshalTo(tc, &dtc, proto.UnmarshalOptions{}); err != nil {
+		return nil, fmt.Errorf("decode DownstreamTlsContext: %w", err)
+	}
+	if err := unsupported(
+		field{"require_client_certificate", dtc.GetRequireClientCertificate().GetValue()},
+		field{"session_ticket_keys", dtc.GetSessionTicketKeysType() != nil},
+		field{"prefer_client_ciphers", dtc.GetPreferClientCiphers()},
+	); err != nil {
+		return nil, err
+	}
+	ctc := dtc.GetCommonTlsContext()
+	if err := unsupported(
+		field{"validation_context", ctc.GetValidationContextType() != nil},
+		field{"tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil},
+		field{"custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil},
+		field{"tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil},
+		field{"tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil},
+		field{"custom_handshaker", ctc.GetCustomHandshaker() != nil},
+		field{"key_log", ctc.GetKeyLog() != nil},
+	); err != nil {
+		return nil, err
+	}
+	spec := &tlsSpec{}
+	for _, alpn := range ctc.GetAlpnProtocols() {
+		if alpn != "h2" && alpn != "http/1.1" {
+			return nil, fmt.Errorf("ALPN protocol %q is not supported", alpn)
+		}
+	}
+	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
+	var err error
+	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams()); err != nil {
+		return nil, err
+	}
+	for _, sds := range ctc.GetTlsCertificateSdsSecretConfigs() {
+		if sds.GetSdsConfig() == nil {
+			return nil, fmt.Errorf("secret %q: static secrets are not supported (sds_config must be ads)", sds.GetName())
+		}
+		if err := checkADSConfigSource(sds.GetSdsConfig()); err != nil {
+			return nil, fmt.Errorf("secret %q: sds_config: %w", sds.GetName(), err)
+		}
+		spec.secretNames = append(spec.secretNames, sds.GetName())
+	}
+	for i, c := range ctc.GetTlsCertificates() {
+		cert, err := convertTLSCertificate(c)
+		if err != nil {
+			return nil, fmt.Errorf("tls_certificates #%d: %w", i, err)
+		}
+		spec.inlineCerts = append(spec.inlineCerts, cert)
+	}
+	if len(spec.secretNames) == 0 && len(spec.inlineCerts) == 0 {
+		return nil, errors.New("no certificate (tls_certificate_sds_secret_configs or tls_certificates)")
+	}
+	return spec, nil
+}
+
+func convertTLSParams(p *tlsv3.TlsParameters) (minV, maxV uint16, err error) {
+	if err := unsupported(
+		field{"tls_params.cipher_suites", len(p.GetCipherSuites()) > 0},
+		field{"tls_params.ecdh_curves", len(p.GetEcdhCurves()) > 0},
+		field{"tls_params.signature_algorithms", len(p.GetSignatureAlgorithms()) > 0},
+		field{"tls_params.compliance_policies", len(p.GetCompliancePolicies()) > 0},
+	); err != nil {
+		return 0, 0, err
+	}
+	// Envoy's server-side defaults: TLS 1.2 .. TLS 1.3.
+	minV, maxV = tls.VersionTLS12, tls.VersionTLS13
+	if v := p.GetTlsMinimumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
+		minV = tlsVersion(v)
+	}
+	if v := p.GetTlsMaximumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
+		maxV = tlsVersion(v)
+	}
+	if minV == 0 || maxV == 0 {
+		return 0, 0, fmt.Errorf("unknown TLS protocol version in tls_params")
+	}
+	if minV > maxV {
+		return 0, 0, errors.New("tls_params: minimum protocol version is above the maximum")
+	}
+	return minV, maxV, nil
+}
+
+func tlsVersion(v tlsv3.TlsParameters_TlsProtocol) uint16 {
+	switch v {
+	case tlsv3.TlsParameters_TLSv1_0:
+		return tls.VersionTLS10
+	case tlsv3.TlsParameters_TLSv1_1:
+		return tls.VersionTLS11
+	case tlsv3.TlsParameters_TLSv1_2:
+		return tls.VersionTLS12
+	case tlsv3.TlsParameters_TLSv1_3:
+		return tls.VersionTLS13
+	}
+	return 0
+}

@@ -1,0 +1,410 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+)
+
+// unsupported returns an error naming the first field that is set, so that a
+// NACK says precisely what the proxy cannot honour.
+func unsupported(fields ...field) error {
+	for _, f := range fields {
+		if f.set {
+			return fmt.Errorf("%s is not supported", f.name)
+		}
+	}
+	return nil
+}
+
+type field struct {
+	name string
+	set  bool
+}
+
+func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
+	if err := unsupported(
+		field{"vhds", rc.GetVhds() != nil},
+		field{"internal_only_headers", len(rc.GetInternalOnlyHeaders()) > 0},
+		field{"response_headers_to_add", len(rc.GetResponseHeadersToAdd()) > 0},
+		field{"response_headers_to_remove", len(rc.GetResponseHeadersToRemove()) > 0},
+		field{"request_headers_to_add", len(rc.GetRequestHeadersToAdd()) > 0},
+		field{"request_headers_to_remove", len(rc.GetRequestHeadersToRemove()) > 0},
+		field{"cluster_specifier_plugins", len(rc.GetClusterSpecifierPlugins()) > 0},
+		field{"request_mirror_policies", len(rc.GetRequestMirrorPolicies()) > 0},
+		field{"vhost_header", rc.GetVhostHeader() != ""},
+		field{"typed_per_filter_config", len(rc.GetTypedPerFilterConfig()) > 0},
+		field{"route_specifiers", len(rc.GetRouteSpecifiers()) > 0},
+	); err != nil {
+		return nil, err
+	}
+	t := &routeTable{name: rc.GetName(), exact: make(map[string]*virtualHost)}
+	seenDomains := make(map[string]string)
+	seenClusters := make(map[string]bool)
+	for _, pvh := range rc.GetVirtualHosts() {
+		vh, err := convertVirtualHost(pvh)
+		if err != nil {
+			return nil, fmt.Errorf("virtual host %q: %w", pvh.GetName(), err)
+		}
+		for _, d := range pvh.GetDomains() {
+			d = strings.ToLower(d)
+			if other, dup := seenDomains[d]; dup {
+				return nil, fmt.Errorf("domain %q is in virtual hosts %q and %q", d, other, pvh.GetName())
+			}
+			seenDomains[d] = pvh.GetName()
+			if err := t.addDomain(d, vh); err != nil {
+				return nil, fmt.Errorf("virtual host %q: %w", pvh.GetName(), err)
+			}
+		}
+		for _, r := range vh.routes {
+			if r.forward == nil {
+				continue
+			}
+			for _, c := range r.forward.clusters {
+				if !seenClusters[c.name] {
+					seenClusters[c.name] = true
+					t.clusters = append(t.clusters, c.name)
+				}
+			}
+		}
+	}
+	sortWildcards(t.suffixes)
+	sortWildcards(t.prefixes)
+	return t, nil
+}
+
+// addDomain files a domain the way Envoy accepts them: "*", "*suffix",
+// "prefix*" or an exact name.
+func (t *routeTable) addDomain(d string, vh *virtualHost) error {
+	switch {
+	case d == "*":
+		t.any = vh
+	case strings.Count(d, "*") > 1:
+		return fmt.Errorf("domain %q: only one wildcard is allowed", d)
+	case strings.HasPrefix(d, "*"):
+		t.suffixes = append(t.suffixes, wildcardDomain{affix: d[1:], vhost: vh})
+	case strings.HasSuffix(d, "*"):
+		t.prefixes = append(t.prefixes, wildcardDomain{affix: d[:len(d)-1], vhost: vh})
+	case strings.Contains(d, "*"):
+		return fmt.Errorf("domain %q: a wildcard must be the first or last character", d)
+	default:
+		t.exact[d] = vh
+	}
+	return nil
+}
+
+func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
+	if err := unsupported(
+		field{"matcher", pvh.GetMatcher() != nil},
+		field{"require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE},
+		field{"virtual_clusters", len(pvh.GetVirtualClusters()) > 0},
+		field{"rate_limits", len(pvh.GetRateLimits()) > 0},
+		field{"request_headers_to_add", len(pvh.GetRequestHeadersToAdd()) > 0},
+		field{"request_headers_to_remove", len(pvh.GetRequestHeadersToRemove()) > 0},
+		field{"response_headers_to_add", len(pvh.GetResponseHeadersToAdd()) > 0},
+		field{"response_headers_to_remove", len(pvh.GetResponseHeadersToRemove()) > 0},
+		field{"cors", pvh.GetCors() != nil},
+		field{"typed_per_filter_config", len(pvh.GetTypedPerFilterConfig()) > 0},
+		field{"retry_policy", pvh.GetRetryPolicy() != nil || pvh.GetRetryPolicyTypedConfig() != nil},
+		field{"hedge_policy", pvh.GetHedgePolicy() != nil},
+		field{"request_mirror_policies", len(pvh.GetRequestMirrorPolicies()) > 0},
+		field{"route_specifiers", len(pvh.GetRouteSpecifiers()) > 0},
+	); err != nil {
+		return nil, err
+	}
+	vh := &virtualHost{name: pvh.GetName()}
+	for i, pr := range pvh.GetRoutes() {
+		r, err := convertRoute(pr)
+		if err != nil {
+			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
+		}
+		vh.routes = append(vh.routes, r)
+	}
+	return vh, nil
+}
+
+func convertRoute(pr *routev3.Route) (*route, error) {
+	if err := unsupported(
+		field{"typed_per_filter_config", len(pr.GetTypedPerFilterConfig()) > 0},
+		field{"request_headers_to_add", len(pr.GetRequestHeadersToAdd()) > 0},
+		field{"request_headers_to_remove", len(pr.GetRequestHeadersToRemove()) > 0},
+		field{"response_headers_to_add", len(pr.GetResponseHeadersToAdd()) > 0},
+		field{"response_headers_to_remove", len(pr.GetResponseHeadersToRemove()) > 0},
+		field{"route_specifiers", len(pr.GetRouteSpecifiers()) > 0},
+	); err != nil {
+		return nil, err
+	}
+	m, err := convertRouteMatch(pr.GetMatch())
+	if err != nil {
+		return nil, fmt.Errorf("match: %w", err)
+	}
+	r := &route{name: pr.GetName(), match: m}
+	switch a := pr.GetAction().(type) {
+	case *routev3.Route_Route:
+		r.forward, err = convertRouteAction(a.Route)
+	case *routev3.Route_Redirect:
+		r.redirect, err = convertRedirect(a.Redirect)
+	case *routev3.Route_DirectResponse:
+		r.direct, err = convertDirectResponse(a.DirectResponse)
+	default:
+		err = fmt.Errorf("action %T is not supported", pr.GetAction())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
+	if err := unsupported(
+		field{"runtime_fraction", pm.GetRuntimeFraction() != nil},
+		field{"query_parameters", len(pm.GetQueryParameters()) > 0},
+		field{"cookies", len(pm.GetCookies()) > 0},
+		field{"grpc", pm.GetGrpc() != nil},
+		field{"tls_context", pm.GetTlsContext() != nil},
+		field{"dynamic_metadata", len(pm.GetDynamicMetadata()) > 0},
+		field{"filter_state", len(pm.GetFilterState()) > 0},
+	); err != nil {
+		return routeMatch{}, err
+	}
+	m := routeMatch{caseSensitive: pm.GetCaseSensitive() == nil || pm.GetCaseSensitive().GetValue()}
+	switch ps := pm.GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_Prefix:
+		m.kind, m.value = pathPrefix, ps.Prefix
+	case *routev3.RouteMatch_Path:
+		m.kind, m.value = pathExact, ps.Path
+	case *routev3.RouteMatch_PathSeparatedPrefix:
+		m.kind, m.value = pathSeparatedPrefix, ps.PathSeparatedPrefix
+	case *routev3.RouteMatch_SafeRegex:
+		re, err := fullMatchRegexp(ps.SafeRegex.GetRegex())
+		if err != nil {
+			return routeMatch{}, fmt.Errorf("safe_regex %q: %w", ps.SafeRegex.GetRegex(), err)
+		}
+		m.kind, m.re = pathRegex, re
+	default:
+		return routeMatch{}, fmt.Errorf("path specifier %T is not supported", pm.GetPathSpecifier())
+	}
+	for _, ph := range pm.GetHeaders() {
+		hm, err := convertHeaderMatcher(ph)
+		if err != nil {
+			return routeMatch{}, fmt.Errorf("header %q: %w", ph.GetName(), err)
+		}
+		m.headers = append(m.headers, hm)
+	}
+	return m, nil
+}
+
+func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
+	hm := headerMatcher{
+		name:                strings.ToLower(ph.GetName()),
+		invert:              ph.GetInvertMatch(),
+		treatMissingAsEmpty: ph.GetTreatMissingHeaderAsEmpty(),
+	}
+	var err error
+	switch s := ph.GetHeaderMatchSpecifier().(type) {
+	case *routev3.HeaderMatcher_PresentMatch:
+		hm.isPresentMatch, hm.present = true, s.PresentMatch
+	case *routev3.HeaderMatcher_StringMatch:
+		hm.str, err = convertStringMatcher(s.StringMatch)
+	// The deprecated single-purpose fields are cheap to honour.
+	case *routev3.HeaderMatcher_ExactMatch:
+		hm.str = stringMatcher{kind: strExact, value: s.ExactMatch}
+	case *routev3.HeaderMatcher_PrefixMatch:
+		hm.str = stringMatcher{kind: strPrefix, value: s.PrefixMatch}
+	case *routev3.HeaderMatcher_SuffixMatch:
+		hm.str = stringMatcher{kind: strSuffix, value: s.SuffixMatch}
+	case *routev3.HeaderMatcher_ContainsMatch:
+		hm.str = stringMatcher{kind: strContains, value: s.ContainsMatch}
+	case *routev3.HeaderMatcher_SafeRegexMatch:
+		hm.str.kind = strRegex
+		hm.str.re, err = fullMatchRegexp(s.SafeRegexMatch.GetRegex())
+	case nil:
+		// Envoy treats a matcher without a specifier as "present".
+		hm.isPresentMatch, hm.present = true, true
+	default:
+		err = fmt.Errorf("match %T is not supported", ph.GetHeaderMatchSpecifier())
+	}
+	return hm, err
+}
+
+func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
+	out := stringMatcher{ignoreCase: sm.GetIgnoreCase()}
+	switch p := sm.GetMatchPattern().(type) {
+	case *matcherv3.StringMatcher_Exact:
+		out.kind, out.value = strExact, p.Exact
+	case *matcherv3.StringMatcher_Prefix:
+		out.kind, out.value = strPrefix, p.Prefix
+	case *matcherv3.StringMatcher_Suffix:
+		out.kind, out.value = strSuffix, p.Suffix
+	case *matcherv3.StringMatcher_Contains:
+		out.kind, out.value = strContains, p.Contains
+	case *matcherv3.StringMatcher_SafeRegex:
+		re, err := fullMatchRegexp(p.SafeRegex.GetRegex())
+		if err != nil {
+			return out, fmt.Errorf("safe_regex %q: %w", p.SafeRegex.GetRegex(), err)
+		}
+		out.kind, out.re = strRegex, re
+	default:
+		return out, fmt.Errorf("string match %T is not supported", sm.GetMatchPattern())
+	}
+	return out, nil
+}
+
+func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
+	if err := unsupported(
+		field{"metadata_match", ra.GetMetadataMatch() != nil},
+		field{"regex_rewrite", ra.GetRegexRewrite() != nil},
+		field{"path_rewrite_policy", ra.GetPathRewritePolicy() != nil},
+		field{"path_rewrite", ra.GetPathRewrite() != ""},
+		field{"host_rewrite", ra.GetHostRewriteSpecifier() != nil},
+		field{"append_x_forwarded_host", ra.GetAppendXForwardedHost()},
+		field{"idle_timeout", ra.GetIdleTimeout() != nil},
+		field{"flush_timeout", ra.GetFlushTimeout() != nil},
+		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
+		field{"retry_policy", ra.GetRetryPolicy() != nil || ra.GetRetryPolicyTypedConfig() != nil},
+		field{"request_mirror_policies", len(ra.GetRequestMirrorPolicies()) > 0},
+		field{"rate_limits", len(ra.GetRateLimits()) > 0},
+		field{"hash_policy", len(ra.GetHashPolicy()) > 0},
+		field{"cors", ra.GetCors() != nil},
+		field{"max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil},
+		field{"grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil},
+		field{"internal_redirect_policy", ra.GetInternalRedirectPolicy() != nil},
+		field{"internal_redirect_action", ra.GetInternalRedirectAction() != routev3.RouteAction_PASS_THROUGH_INTERNAL_REDIRECT},
+		field{"hedge_policy", ra.GetHedgePolicy() != nil},
+		field{"max_stream_duration", ra.GetMaxStreamDuration() != nil},
+		field{"upgrade_configs (per route)", len(ra.GetUpgradeConfigs()) > 0},
+	); err != nil {
+		return nil, err
+	}
+	fa := &forwardAction{
+		timeout:          defaultRouteTimeout,
+		prefixRewrite:    ra.GetPrefixRewrite(),
+		hasPrefixRewrite: ra.GetPrefixRewrite() != "",
+	}
+	if ra.GetTimeout() != nil {
+		fa.timeout = ra.GetTimeout().AsDuration()
+	}
+	switch ra.GetClusterNotFoundResponseCode() {
+	case routev3.RouteAction_SERVICE_UNAVAILABLE:
+		fa.notFoundStatus = http.StatusServiceUnavailable
+	case routev3.RouteAction_NOT_FOUND:
+		fa.notFoundStatus = http.StatusNotFound
+	case routev3.RouteAction_INTERNAL_SERVER_ERROR:
+		fa.notFoundStatus = http.StatusInternalServerError
+	default:
+		return nil, fmt.Errorf("cluster_not_found_response_code %v is not supported", ra.GetClusterNotFoundResponseCode())
+	}
+	switch cs := ra.GetClusterSpecifier().(type) {
+	case *routev3.RouteAction_Cluster:
+		fa.clusters = []weightedCluster{{name: cs.Cluster, weight: 1}}
+		fa.total = 1
+	case *routev3.RouteAction_WeightedClusters:
+		if err := fa.setWeightedClusters(cs.WeightedClusters); err != nil {
+			return nil, fmt.Errorf("weighted_clusters: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("cluster specifier %T is not supported", ra.GetClusterSpecifier())
+	}
+	return fa, nil
+}
+
+func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error {
+	if wc.GetRandomValueSpecifier() != nil {
+		return errors.New("header_name is not supported")
+	}
+	for _, c := range wc.GetClusters() {
+		if err := unsupported(
+			field{"cluster_header", c.GetClusterHeader() != ""},
+			field{"metadata_match", c.GetMetadataMatch() != nil},
+			field{"request_headers_to_add", len(c.GetRequestHeadersToAdd()) > 0},
+			field{"request_headers_to_remove", len(c.GetRequestHeadersToRemove()) > 0},
+			field{"response_headers_to_add", len(c.GetResponseHeadersToAdd()) > 0},
+			field{"response_headers_to_remove", len(c.GetResponseHeadersToRemove()) > 0},
+			field{"typed_per_filter_config", len(c.GetTypedPerFilterConfig()) > 0},
+			field{"host_rewrite", c.GetHostRewriteSpecifier() != nil},
+		); err != nil {
+			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
+		}
+		if c.GetName() == "" {
+			return errors.New("cluster without a name")
+		}
+		w := uint64(c.GetWeight().GetValue())
+		fa.clusters = append(fa.clusters, weightedCluster{name: c.GetName(), weight: w})
+		fa.total += w
+	}
+	if fa.total == 0 {
+		return errors.New("the sum of the weights is 0")
+	}
+	return nil
+}
+
+func convertRedirect(pr *routev3.RedirectAction) (*redirectAction, error) {
+	ra := &redirectAction{host: pr.GetHostRedirect(), port: pr.GetPortRedirect(), stripQuery: pr.GetStripQuery()}
+	switch s := pr.GetSchemeRewriteSpecifier().(type) {
+	case *routev3.RedirectAction_HttpsRedirect:
+		if s.HttpsRedirect {
+			ra.scheme = "https"
+		}
+	case *routev3.RedirectAction_SchemeRedirect:
+		ra.scheme = strings.ToLower(s.SchemeRedirect)
+	}
+	switch s := pr.GetPathRewriteSpecifier().(type) {
+	case *routev3.RedirectAction_PathRedirect:
+		ra.path, ra.hasPath = s.PathRedirect, true
+	case *routev3.RedirectAction_PrefixRewrite:
+		ra.prefixRewrite, ra.hasPrefixRewrite = s.PrefixRewrite, true
+	case nil:
+	default:
+		return nil, fmt.Errorf("redirect path rewrite %T is not supported", pr.GetPathRewriteSpecifier())
+	}
+	switch pr.GetResponseCode() {
+	case routev3.RedirectAction_MOVED_PERMANENTLY:
+		ra.status = http.StatusMovedPermanently
+	case routev3.RedirectAction_FOUND:
+		ra.status = http.StatusFound
+	case routev3.RedirectAction_SEE_OTHER:
+		ra.status = http.StatusSeeOther
+	case routev3.RedirectAction_TEMPORARY_REDIRECT:
+		ra.status = http.StatusTemporaryRedirect
+	case routev3.RedirectAction_PERMANENT_REDIRECT:
+		ra.status = http.StatusPermanentRedirect
+	default:
+		return nil, fmt.Errorf("redirect response_code %v is not supported", pr.GetResponseCode())
+	}
+	return ra, nil
+}
+
+func convertDirectResponse(pd *routev3.DirectResponseAction) (*directResponse, error) {
+	if pd.GetBodyFormat() != nil {
+		return nil, errors.New("direct_response body_format is not supported")
+	}
+	dr := &directResponse{status: int(pd.GetStatus())}
+	if pd.GetBody() != nil {
+		body, err := inlineData(pd.GetBody())
+		if err != nil {
+			return nil, fmt.Errorf("direct_response body: %w", err)
+		}
+		dr.body = body
+	}
+	return dr, nil
+}
+
+// inlineData returns the bytes of an inline DataSource; files and environment
+// variables are not read by the embedded proxy.
+func inlineData(ds *corev3.DataSource) ([]byte, error) {
+	if ds.GetWatchedDirectory() != nil {
+		return nil, errors.New("watched_directory is not supported")
+	}
+	switch s := ds.GetSpecifier().(type) {
+	case *corev3.DataSource_InlineBytes:
+		return s.InlineBytes, nil
+	case *corev3.DataSource_InlineString:
+		return []byte(s.InlineString), nil
+	}
+	return nil, fmt.Errorf("data source %T is not supported (only inline_bytes and inline_string)", ds.GetSpecifier())
+}

@@ -1,0 +1,30 @@
+// Package proxy is Portico's embedded data plane: an ADS (xDS state-of-the-world)
+// client that compiles the subset of Envoy configuration described in
+// docs/dev/xds-contract.md into an HTTP(S) reverse proxy built on net/http.
+//
+// The proxy honours the shapes of that contract, plus a few cheap and
+// unambiguous extras, and NACKs everything else with an error_detail naming
+// the resource and the field, so that a configuration it cannot serve
+// faithfully is never silently half-applied.
+//
+// Files by job:
+//
+//   - ads.go: the ADS stream: wildcard subscriptions, ACK/NACK, reconnects.
+//   - resources.go: decoding and validation of responses; the accepted store.
+//   - convert_*.go, tls.go (convertSecret), upstream.go (convertCluster):
+//     Envoy resources to the proxy's specs; what cannot be honoured is an error.
+//   - compile.go: linking specs into an immutable snapshot (warming), applying it.
+//   - listeners.go, tls.go: sockets, HTTP servers, SNI filter-chain selection.
+//   - routing.go: virtual host and route matching.
+//   - handler.go: the request path: edge headers, actions, access log.
+//   - upstream.go: clusters, round robin, the shared transport, error mapping.
+//
+// Beyond the contract the proxy also honours: inline route_config, "prefix*"
+// domains, the deprecated single-purpose header matchers, STATIC and
+// LOGICAL_DNS clusters, EDS health status, scheme/host/port/path redirects,
+// direct_response bodies, a TLS chain without server_names (default chain),
+// inline tls_certificates, server_header_transformation, merge_slashes,
+// strip_trailing_host_dot, skip_xff_append, generate_request_id and
+// preserve_external_request_id, HCM upgrade_configs (other upgrades get 403),
+// cluster_not_found_response_code and dns_lookup_family.
+package proxy

@@ -1,0 +1,419 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// listenerHandler serves the requests of one listener.
+type listenerHandler struct {
+	p  *Proxy
+	ll *liveListener
+}
+
+// exchange collects what the access log and metrics report about a request.
+type exchange struct {
+	vhost        string
+	route        string
+	cluster      string
+	upstreamHost string
+}
+
+func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	// One configuration for the whole request, whatever swaps happen meanwhile.
+	lc := h.ll.cfg.Load()
+	chain := lc.chains[""]
+	if lc.tls {
+		chain = chainForRequest(r.Context(), lc)
+	}
+	if chain == nil {
+		// Unreachable: plaintext listeners always have a chain, and TLS
+		// handshakes fail without one.
+		http.Error(w, "no filter chain", http.StatusMisdirectedRequest)
+		return
+	}
+	hcm := chain.hcm
+	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
+	ex := &exchange{}
+	ri := newRequestInfo(hcm, r)
+	defer h.finish(r, ri, rw, ex, start)
+
+	switch upgrade := upgradeType(r); {
+	case upgrade == "":
+	case upgrade == "h2c":
+		// Like Envoy, ignore an HTTP/2 upgrade offer and carry on in HTTP/1.1
+		// (h2c is served with prior knowledge only).
+		stripUpgrade(r)
+	case !slices.Contains(hcm.upgrades, upgrade):
+		localReply(rw, http.StatusForbidden, "") // Envoy's "upgrade_failed"
+		return
+	}
+	vh := chain.routes.selectVirtualHost(ri.authority)
+	if vh == nil {
+		localReply(rw, http.StatusNotFound, "")
+		return
+	}
+	ex.vhost = vh.name
+	rt := vh.selectRoute(ri)
+	if rt == nil {
+		localReply(rw, http.StatusNotFound, "")
+		return
+	}
+	ex.route = rt.name
+	switch {
+	case rt.direct != nil:
+		localReply(rw, rt.direct.status, string(rt.direct.body))
+	case rt.redirect != nil:
+		rw.Header().Set("Location", redirectLocation(rt, ri))
+		rw.WriteHeader(rt.redirect.status)
+	default:
+		h.forward(rw, r, lc, rt, ri, ex)
+	}
+}
+
+// forward proxies the request to an endpoint of the route's cluster.
+func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, rt *route, ri *requestInfo, ex *exchange) {
+	fa := rt.forward
+	ex.cluster = fa.pickCluster()
+	cl := lc.clusters[ex.cluster]
+	if cl == nil {
+		body := ""
+		if fa.notFoundStatus == http.StatusServiceUnavailable {
+			body = "no healthy upstream"
+		}
+		localReply(rw, fa.notFoundStatus, body)
+		return
+	}
+	endpoint := cl.pick()
+	if endpoint == "" {
+		localReply(rw, http.StatusServiceUnavailable, "no healthy upstream")
+		return
+	}
+	ex.upstreamHost = endpoint
+
+	path := ri.path
+	if fa.hasPrefixRewrite {
+		path = fa.prefixRewrite + path[rt.match.matchedPrefixLen(path):]
+	}
+	t := &upstreamTarget{
+		cluster:   cl,
+		endpoint:  endpoint,
+		path:      path,
+		host:      ri.authority,
+		rawQuery:  ri.rawQuery,
+		scheme:    forwardedProto(rw.hcm, r, ri.scheme),
+		xff:       forwardedFor(rw.hcm, r),
+		requestID: rw.requestID,
+	}
+	ctx := r.Context()
+	if fa.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, fa.timeout)
+		defer cancel()
+		t.routeDeadline, t.timeoutContext = true, ctx
+	}
+	ctx = context.WithValue(ctx, upstreamTargetKey{}, t)
+	h.p.reverseProxy.ServeHTTP(rw, r.WithContext(ctx))
+}
+
+// pickCluster chooses a cluster by weight, per request.
+func (fa *forwardAction) pickCluster() string {
+	if len(fa.clusters) == 1 {
+		return fa.clusters[0].name
+	}
+	n := randUint64N(fa.total)
+	for _, c := range fa.clusters {
+		if n < c.weight {
+			return c.name
+		}
+		n -= c.weight
+	}
+	return fa.clusters[len(fa.clusters)-1].name
+}
+
+// finish writes the access log line and records metrics. It runs deferred so
+// that requests aborted by ReverseProxy (panic(http.ErrAbortHandler)) are
+// accounted for too.
+func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseWriter, ex *exchange, start time.Time) {
+	elapsed := time.Since(start)
+	status := rw.status
+	if status == 0 {
+		status = http.StatusOK // net/http writes 200 for handlers that wrote nothing
+	}
+	h.p.metrics.request(h.ll.name, ex.cluster, status, elapsed)
+	if !rw.hcm.accessLog {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("listener", h.ll.name),
+		slog.String("method", r.Method),
+		slog.String("authority", ri.authority),
+		slog.String("path", r.URL.RequestURI()),
+		slog.String("proto", r.Proto),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+		slog.Int64("bytes", rw.bytes),
+		slog.String("upstream_cluster", ex.cluster),
+		slog.String("upstream_host", ex.upstreamHost),
+		slog.String("request_id", rw.requestID),
+		slog.String("vhost", ex.vhost),
+		slog.String("route", ex.route),
+		slog.String("downstream_remote_address", r.RemoteAddr),
+	}
+	if rw.upstreamErr != nil {
+		attrs = append(attrs, slog.String("upstream_error", rw.upstreamErr.Error()))
+	}
+	h.p.log.LogAttrs(r.Context(), slog.LevelInfo, "access", attrs...)
+}
+
+func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return &requestInfo{
+		method:    r.Method,
+		scheme:    scheme,
+		authority: routingHost(hcm, r.Host),
+		path:      routingPath(hcm, r.URL.EscapedPath()),
+		rawQuery:  r.URL.RawQuery,
+		header:    r.Header,
+	}
+}
+
+// routingHost strips the port (strip_any_host_port) and, if configured, a
+// trailing dot.
+func routingHost(hcm *hcmSpec, host string) string {
+	host = stripPort(host)
+	if hcm.stripTrailingDot {
+		host = strings.TrimSuffix(host, ".")
+	}
+	return host
+}
+
+func stripPort(host string) string {
+	if strings.HasPrefix(host, "[") {
+		if i := strings.IndexByte(host, ']'); i >= 0 {
+			return host[:i+1]
+		}
+		return host
+	}
+	if i := strings.IndexByte(host, ':'); i >= 0 && strings.Count(host, ":") == 1 {
+		return host[:i]
+	}
+	return host
+}
+
+// routingPath is the path routes are matched against and that is sent
+// upstream: escaped, without the query, normalized as the HCM says.
+func routingPath(hcm *hcmSpec, escaped string) string {
+	if escaped == "" {
+		escaped = "/"
+	}
+	if hcm.normalizePath {
+		escaped = removeDotSegments(escaped)
+	}
+	if hcm.mergeSlashes {
+		escaped = mergeSlashes(escaped)
+	}
+	return escaped
+}
+
+// requestID returns the X-Request-Id of a request: a fresh UUIDv4 unless the
+// HCM preserves a client-supplied one or does not generate ids.
+func requestID(hcm *hcmSpec, r *http.Request) string {
+	existing := r.Header.Get("X-Request-Id")
+	if existing != "" && (hcm.preserveRequestID || !hcm.generateRequestID) {
+		return existing
+	}
+	if !hcm.generateRequestID {
+		return ""
+	}
+	return uuid.NewString()
+}
+
+// forwardedFor appends the client address to X-Forwarded-For when the proxy
+// is the edge (use_remote_address), as Envoy does; otherwise the header
+// passes through unchanged.
+func forwardedFor(hcm *hcmSpec, r *http.Request) string {
+	prior := strings.Join(r.Header.Values("X-Forwarded-For"), ", ")
+	if !hcm.useRemoteAddress || hcm.skipXFFAppend {
+		return prior
+	}
+	client, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		client = r.RemoteAddr
+	}
+	if prior == "" {
+		return client
+	}
+	return prior + ", " + client
+}
+
+// forwardedProto is the downstream scheme at the edge; behind another proxy a
+// client-supplied X-Forwarded-Proto is kept.
+func forwardedProto(hcm *hcmSpec, r *http.Request, scheme string) string {
+	if !hcm.useRemoteAddress {
+		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+			return v
+		}
+	}
+	return scheme
+}
+
+// upgradeType returns the lower-cased Upgrade protocol of an HTTP/1.1
+// upgrade request, or "".
+func upgradeType(r *http.Request) string {
+	if r.ProtoMajor != 1 || !headerHasToken(r.Header["Connection"], "upgrade") {
+		return ""
+	}
+	return strings.ToLower(r.Header.Get("Upgrade"))
+}
+
+// stripUpgrade removes an upgrade offer so that ReverseProxy forwards a plain
+// request. Connection is hop-by-hop and already parsed by net/http.
+func stripUpgrade(r *http.Request) {
+	r.Header.Del("Upgrade")
+	r.Header.Del("Http2-Settings")
+	r.Header.Del("Connection")
+}
+
+// headerHasToken reports whether a comma-separated header contains token
+// (case-insensitively).
+func headerHasToken(values []string, token string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// redirectLocation builds the Location of a redirect route.
+func redirectLocation(rt *route, ri *requestInfo) string {
+	ra := rt.redirect
+	scheme := ri.scheme
+	if ra.scheme != "" {
+		scheme = ra.scheme
+	}
+	host := ri.authority
+	if ra.host != "" {
+		host = ra.host
+	}
+	if ra.port != 0 {
+		host = stripPort(host) + ":" + strconv.FormatUint(uint64(ra.port), 10)
+	}
+	path, query := ri.path, ri.rawQuery
+	switch {
+	case ra.hasPath:
+		path = ra.path
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path, query = path[:i], path[i+1:]
+		}
+	case ra.hasPrefixRewrite:
+		path = ra.prefixRewrite + ri.path[rt.match.matchedPrefixLen(ri.path):]
+	}
+	if ra.stripQuery {
+		query = ""
+	}
+	loc := scheme + "://" + host + path
+	if query != "" {
+		loc += "?" + query
+	}
+	return loc
+}
+
+// localReply sends a response generated by the proxy itself.
+func localReply(w http.ResponseWriter, status int, body string) {
+	if body != "" {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(status)
+	if body != "" {
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+// responseWriter records the status and size for the access log and sets the
+// Server and X-Request-Id response headers just before the head is written,
+// after ReverseProxy has copied the upstream's headers (so Server is
+// overwritten as Envoy does).
+type responseWriter struct {
+	http.ResponseWriter
+	hcm         *hcmSpec
+	requestID   string
+	status      int
+	bytes       int64
+	upstreamErr error
+}
+
+func (w *responseWriter) decorate() {
+	h := w.Header()
+	switch w.hcm.serverHeader {
+	case serverHeaderOverwrite:
+		h.Set("Server", w.hcm.serverName)
+	case serverHeaderAppendIfAbsent:
+		if h.Get("Server") == "" {
+			h.Set("Server", w.hcm.serverName)
+		}
+	}
+	if w.requestID != "" {
+		h.Set("X-Request-Id", w.requestID)
+	}
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	// Informational responses (other than 101) precede the real one.
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.status = code
+	w.decorate()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *responseWriter) Flush() {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack serves protocol upgrades: ReverseProxy writes the 101 response
+// itself on the hijacked connection, from the headers set here.
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+		w.decorate()
+	}
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

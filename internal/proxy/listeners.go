@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// drainTimeout bounds how long in-flight requests may finish when a
+	// listener is removed or the proxy stops.
+	drainTimeout = 5 * time.Second
+
+	readHeaderTimeout = 30 * time.Second
+	idleTimeout       = 5 * time.Minute
+)
+
+// liveListener is a bound socket with its HTTP server. It outlives
+// configuration swaps: only its configuration pointer changes.
+type liveListener struct {
+	name     string
+	bindAddr string
+	tls      bool
+	ln       net.Listener
+	srv      *http.Server
+	cfg      atomic.Pointer[listenerConfig]
+	closing  atomic.Bool
+	served   chan struct{} // closed when Serve returns
+}
+
+// bindAddress is the address a listener binds: the configured override, or
+// the Listener's own socket address.
+func (p *Proxy) bindAddress(lc *listenerConfig) string {
+	if a, ok := p.cfg.ListenerAddrs[lc.name]; ok {
+		return a
+	}
+	return lc.address
+}
+
+// syncListeners opens listeners new in snap, closes removed ones, rebinds
+// those whose address or TLS-ness changed, and points the rest at their new
+// configuration. Unchanged listeners keep their sockets and connections.
+func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, ll := range p.listeners {
+		lc, ok := snap.listeners[name]
+		if ok && ll.bindAddr == p.bindAddress(lc) && ll.tls == lc.tls {
+			continue
+		}
+		delete(p.listeners, name)
+		p.drain(ll)
+	}
+	for _, name := range sortedKeys(snap.listeners) {
+		lc := snap.listeners[name]
+		if ll, ok := p.listeners[name]; ok {
+			ll.cfg.Store(lc)
+			continue
+		}
+		ll, err := p.openListener(serveCtx, lc)
+		if err != nil {
+			// Retried at the next applied configuration.
+			p.log.Error("cannot open listener", "listener", name, "address", p.bindAddress(lc), "error", err)
+			continue
+		}
+		p.listeners[name] = ll
+	}
+}
+
+func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liveListener, error) {
+	addr := p.bindAddress(lc)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	ll := &liveListener{name: lc.name, bindAddr: addr, tls: lc.tls, ln: ln, served: make(chan struct{})}
+	ll.cfg.Store(lc)
+
+	// Requests must survive the cancellation of the ADS stream or of Run's
+	// context: they are drained explicitly instead.
+	baseCtx := context.WithoutCancel(serveCtx)
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	ll.srv = &http.Server{
+		Handler:           &listenerHandler{p: p, ll: ll},
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		Protocols:         protocols,
+	}
+	serveLn := ln
+	if lc.tls {
+		protocols.SetHTTP2(true) // negotiated by ALPN
+		tl := &tlsListener{Listener: ln, ll: ll}
+		ll.srv.ConnContext = tl.connContext
+		serveLn = tl
+	} else {
+		protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+	}
+	go func() {
+		defer close(ll.served)
+		err := ll.srv.Serve(serveLn)
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !ll.closing.Load() {
+			p.log.Error("listener stopped", "listener", ll.name, "error", err)
+		}
+	}()
+	p.log.Info("listening", "listener", lc.name, "address", ln.Addr().String(), "tls", lc.tls)
+	return ll, nil
+}
+
+// drain stops accepting at once (so the address can be rebound immediately)
+// and lets in-flight requests finish for up to drainTimeout.
+func (p *Proxy) drain(ll *liveListener) {
+	ll.closing.Store(true)
+	_ = ll.ln.Close()
+	p.log.Info("draining listener", "listener", ll.name, "address", ll.bindAddr)
+	p.draining.Add(1)
+	go func() {
+		defer p.draining.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		if err := ll.srv.Shutdown(ctx); err != nil {
+			_ = ll.srv.Close()
+		}
+		<-ll.served
+	}()
+}
+
+// shutdown drains every listener and waits for all drains to finish.
+func (p *Proxy) shutdown() {
+	p.mu.Lock()
+	for name, ll := range p.listeners {
+		delete(p.listeners, name)
+		p.drain(ll)
+	}
+	p.mu.Unlock()
+	p.draining.Wait()
+}

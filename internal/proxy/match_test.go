@@ -1,0 +1,250 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestHeaderMatcher(t *testing.T) {
+	str := func(sm *matcherv3.StringMatcher) *routev3.HeaderMatcher_StringMatch {
+		return &routev3.HeaderMatcher_StringMatch{StringMatch: sm}
+	}
+	exact := func(v string, ignoreCase bool) *routev3.HeaderMatcher_StringMatch {
+		return str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}, IgnoreCase: ignoreCase})
+	}
+	regex := func(re string) *routev3.HeaderMatcher_StringMatch {
+		return str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: re}}})
+	}
+	ri := &requestInfo{
+		method: "GET", scheme: "https", authority: "a.foo.com", path: "/p", rawQuery: "q=1",
+		header: http.Header{"X-Env": {"Canary"}, "X-Multi": {"a", "b"}},
+	}
+	tests := []struct {
+		name   string
+		hm     *routev3.HeaderMatcher
+		expect bool
+	}{
+		{"exact", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("Canary", false)}, true},
+		{"exact is case-sensitive", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("canary", false)}, false},
+		{"exact ignore_case", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("canary", true)}, true},
+		{"prefix", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "Can"}})}, true},
+		{"suffix", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: "ary"}})}, true},
+		{"contains", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "nar"}})}, true},
+		{"regex full match", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: regex("Can.*")}, true},
+		{"regex partial is no match", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: regex("Can")}, false},
+		{"repeated values joined by comma", &routev3.HeaderMatcher{Name: "x-multi", HeaderMatchSpecifier: exact("a,b", false)}, true},
+		{"present", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}}, true},
+		{"present on absent", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}}, false},
+		{"present_match false on absent", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: false}}, true},
+		{"invert", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("Canary", false), InvertMatch: true}, false},
+		{"invert on absent header matches", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("v", false), InvertMatch: true}, true},
+		{"absent header does not match", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("", false)}, false},
+		{"treat missing as empty", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("", false), TreatMissingHeaderAsEmpty: true}, true},
+		{":authority one label", &routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: regex(`^[^.]+\.foo\.com$`)}, true},
+		{":path has the query", &routev3.HeaderMatcher{Name: ":path", HeaderMatchSpecifier: exact("/p?q=1", false)}, true},
+		{":method", &routev3.HeaderMatcher{Name: ":method", HeaderMatchSpecifier: exact("GET", false)}, true},
+		{":scheme", &routev3.HeaderMatcher{Name: ":scheme", HeaderMatchSpecifier: exact("https", false)}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hm, err := convertHeaderMatcher(tc.hm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := hm.matches(ri); got != tc.expect {
+				t.Errorf("matches = %v, want %v", got, tc.expect)
+			}
+		})
+	}
+	twoLabels := *ri
+	twoLabels.authority = "a.b.foo.com"
+	hm, _ := convertHeaderMatcher(&routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: regex(`^[^.]+\.foo\.com$`)})
+	if hm.matches(&twoLabels) {
+		t.Error(":authority single-label regex matched two labels")
+	}
+}
+
+func TestSelectVirtualHost(t *testing.T) {
+	rc := &routev3.RouteConfiguration{Name: "rc", VirtualHosts: []*routev3.VirtualHost{
+		{Name: "exact", Domains: []string{"foo.example.com"}},
+		{Name: "short-wild", Domains: []string{"*.com"}},
+		{Name: "long-wild", Domains: []string{"*.example.com"}},
+		{Name: "prefix-wild", Domains: []string{"api.*"}},
+		{Name: "any", Domains: []string{"*"}},
+	}}
+	table, err := convertRouteConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, host := range []string{"foo.example.com", "FOO.EXAMPLE.COM", "bar.example.com", "a.b.example.com", "example.com", "x.com", "api.internal", "other"} {
+		if vh := table.selectVirtualHost(host); vh != nil {
+			got[host] = vh.name
+		}
+	}
+	want := map[string]string{
+		"foo.example.com": "exact", "FOO.EXAMPLE.COM": "exact",
+		"bar.example.com": "long-wild", "a.b.example.com": "long-wild", // suffix wildcards cover several labels
+		"example.com": "short-wild", "x.com": "short-wild",
+		"api.internal": "prefix-wild", "other": "any",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("virtual host selection (-want +got):\n%s", diff)
+	}
+	noCatchAll, _ := convertRouteConfig(&routev3.RouteConfiguration{Name: "x", VirtualHosts: []*routev3.VirtualHost{
+		{Name: "only", Domains: []string{"only.example.com"}},
+	}})
+	if vh := noCatchAll.selectVirtualHost("else.example.com"); vh != nil {
+		t.Errorf("got %q, want no virtual host", vh.name)
+	}
+}
+
+func TestPathHelpers(t *testing.T) {
+	norm := map[string]string{
+		"/":                    "/",
+		"/a/b":                 "/a/b",
+		"/a/b/../c/":           "/a/c/",
+		"/a/./b/.":             "/a/b/",
+		"/a/..":                "/",
+		"/../../a":             "/a",
+		"/public/%2e%2e/admin": "/admin",
+		"/public/.%2E/admin":   "/admin",
+		"//double//slash":      "//double//slash",
+		"/a/..b/c":             "/a/..b/c",
+		"/file.txt":            "/file.txt",
+	}
+	gotNorm := map[string]string{}
+	for in := range norm {
+		gotNorm[in] = removeDotSegments(in)
+	}
+	if diff := cmp.Diff(norm, gotNorm); diff != "" {
+		t.Errorf("removeDotSegments (-want +got):\n%s", diff)
+	}
+	if got := mergeSlashes("//a///b/"); got != "/a/b/" {
+		t.Errorf("mergeSlashes = %q", got)
+	}
+	hosts := map[string]string{
+		"example.com:8080": "example.com", "example.com": "example.com", "[::1]:443": "[::1]", "[::1]": "[::1]", "": "",
+	}
+	for in, want := range hosts {
+		if got := stripPort(in); got != want {
+			t.Errorf("stripPort(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPathMatchAndRewrite(t *testing.T) {
+	tests := []struct {
+		name          string
+		match         *routev3.RouteMatch
+		path          string
+		matches       bool
+		rewriteResult string // with prefix_rewrite "/new"
+	}{
+		{"prefix", prefixMatch("/api"), "/api/v1", true, "/new/v1"},
+		{"prefix is a string prefix", prefixMatch("/api"), "/apis", true, "/news"},
+		{"separated prefix exact", separatedMatch("/api"), "/api", true, "/new"},
+		{"separated prefix element", separatedMatch("/api"), "/api/x", true, "/new/x"},
+		{"separated prefix not a string prefix", separatedMatch("/api"), "/apis", false, ""},
+		{"exact", exactMatch("/api"), "/api", true, "/new"},
+		{"exact mismatch", exactMatch("/api"), "/api/", false, ""},
+		{"regex", regexMatch("/v[0-9]/.*"), "/v1/x", true, "/new"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := convertRouteMatch(tc.match)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.pathMatches(tc.path); got != tc.matches {
+				t.Fatalf("pathMatches(%q) = %v, want %v", tc.path, got, tc.matches)
+			}
+			if tc.matches {
+				if got := "/new" + tc.path[m.matchedPrefixLen(tc.path):]; got != tc.rewriteResult {
+					t.Errorf("rewritten = %q, want %q", got, tc.rewriteResult)
+				}
+			}
+		})
+	}
+}
+
+func TestSelectChain(t *testing.T) {
+	mk := func(keys ...string) *listenerConfig {
+		lc := &listenerConfig{chains: map[string]*filterChain{}}
+		for _, k := range keys {
+			lc.chains[k] = &filterChain{routes: &routeTable{name: k}}
+		}
+		return lc
+	}
+	tests := []struct {
+		chains []string
+		sni    string
+		want   string // route name of the chosen chain, or "-" for none
+	}{
+		{[]string{"a.example.com", "*.example.com"}, "a.example.com", "a.example.com"},
+		{[]string{"a.example.com", "*.example.com"}, "A.Example.com", "a.example.com"},
+		{[]string{"a.example.com", "*.example.com"}, "b.example.com", "*.example.com"},
+		{[]string{"*.b.example.com", "*.example.com"}, "x.b.example.com", "*.b.example.com"},
+		{[]string{"*.example.com"}, "x.y.example.com", "*.example.com"},
+		{[]string{"*.example.com"}, "example.com", "-"},
+		{[]string{"a.example.com"}, "", "-"},
+		{[]string{"a.example.com", ""}, "zzz", ""},
+	}
+	for _, tc := range tests {
+		c, _ := mk(tc.chains...).selectChain(tc.sni)
+		got := "-"
+		if c != nil {
+			got = c.routes.name
+		}
+		if got != tc.want {
+			t.Errorf("chains %v SNI %q: got %q, want %q", tc.chains, tc.sni, got, tc.want)
+		}
+	}
+}
+
+// TestConvertRejects checks that what the proxy cannot honour is refused with
+// a reason naming the problem (the NACK error_detail).
+func TestConvertRejects(t *testing.T) {
+	route := func(m *routev3.RouteMatch, mutate func(r *routev3.Route)) *routev3.RouteConfiguration {
+		r := toCluster("c", m)
+		if mutate != nil {
+			mutate(r)
+		}
+		return routeConfig("rc", vhost("*", r))
+	}
+	tests := []struct {
+		name string
+		rc   *routev3.RouteConfiguration
+		want string
+	}{
+		{"connect matcher", route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_ConnectMatcher_{ConnectMatcher: &routev3.RouteMatch_ConnectMatcher{}}}, nil), "path specifier"},
+		{"bad regex", route(regexMatch("(unclosed"), nil), "safe_regex"},
+		{"query parameters", route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, QueryParameters: []*routev3.QueryParameterMatcher{{Name: "q"}}}, nil), "query_parameters"},
+		{"regex rewrite", route(prefixMatch("/"), func(r *routev3.Route) {
+			r.GetRoute().RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "x"}}
+		}), "regex_rewrite"},
+		{"retry policy", route(prefixMatch("/"), func(r *routev3.Route) { r.GetRoute().RetryPolicy = &routev3.RetryPolicy{} }), "retry_policy"},
+		{"cluster header", route(prefixMatch("/"), func(r *routev3.Route) {
+			r.GetRoute().ClusterSpecifier = &routev3.RouteAction_ClusterHeader{ClusterHeader: "x-cluster"}
+		}), "cluster specifier"},
+		{"header mutation", route(prefixMatch("/"), func(r *routev3.Route) { r.RequestHeadersToRemove = []string{"x"} }), "request_headers_to_remove"},
+		{"duplicate domain", routeConfig("rc", vhost("a.com"), vhost("A.com")), "is in virtual hosts"},
+		{"middle wildcard", routeConfig("rc", vhost("a.*.com")), "wildcard"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := convertRouteConfig(tc.rc)
+			if err == nil {
+				t.Fatal("accepted, want a rejection")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}

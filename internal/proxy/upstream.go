@@ -1,0 +1,326 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+)
+
+// statusClientClosedRequest is logged (never sent) when the downstream client
+// disconnects before the upstream answered.
+const statusClientClosedRequest = 499
+
+// defaultConnectTimeout is Envoy's cluster connect_timeout default.
+const defaultConnectTimeout = 5 * time.Second
+
+type clusterKind int
+
+const (
+	clusterEDS    clusterKind = iota // endpoints from a ClusterLoadAssignment
+	clusterInline                    // endpoints from the cluster's own load_assignment
+)
+
+// clusterSpec is a validated Cluster.
+type clusterSpec struct {
+	name           string
+	kind           clusterKind
+	serviceName    string   // EDS: the ClusterLoadAssignment's cluster_name
+	endpoints      []string // inline: host:port (hostnames for STRICT_DNS, resolved per connection)
+	connectTimeout time.Duration
+	network        string // "tcp", "tcp4" or "tcp6" (dns_lookup_family)
+}
+
+// assignmentSpec is a validated ClusterLoadAssignment.
+type assignmentSpec struct {
+	endpoints []string // host:port of the endpoints that may receive traffic
+}
+
+// upstreamCluster is a cluster of a snapshot.
+type upstreamCluster struct {
+	name           string
+	endpoints      []string
+	connectTimeout time.Duration
+	network        string
+	next           *atomic.Uint64 // round-robin position, shared across snapshots
+}
+
+// pick returns the next endpoint in round-robin order, or "" if there is none.
+func (c *upstreamCluster) pick() string {
+	if len(c.endpoints) == 0 {
+		return ""
+	}
+	n := c.next.Add(1) - 1
+	return c.endpoints[n%uint64(len(c.endpoints))]
+}
+
+func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
+	if err := unsupported(
+		field{"transport_socket", c.GetTransportSocket() != nil},
+		field{"transport_socket_matches", len(c.GetTransportSocketMatches()) > 0},
+		field{"transport_socket_matcher", c.GetTransportSocketMatcher() != nil},
+		field{"health_checks", len(c.GetHealthChecks()) > 0},
+		field{"outlier_detection", c.GetOutlierDetection() != nil},
+		field{"circuit_breakers", c.GetCircuitBreakers() != nil},
+		field{"max_requests_per_connection", c.GetMaxRequestsPerConnection() != nil},
+		field{"upstream_http_protocol_options", c.GetUpstreamHttpProtocolOptions() != nil},
+		field{"common_http_protocol_options", c.GetCommonHttpProtocolOptions() != nil},
+		field{"http_protocol_options", c.GetHttpProtocolOptions() != nil},
+		field{"http2_protocol_options", c.GetHttp2ProtocolOptions() != nil},
+		field{"typed_extension_protocol_options", len(c.GetTypedExtensionProtocolOptions()) > 0},
+		field{"protocol_selection USE_DOWNSTREAM_PROTOCOL", c.GetProtocolSelection() != clusterv3.Cluster_USE_CONFIGURED_PROTOCOL},
+		field{"dns_resolvers", len(c.GetDnsResolvers()) > 0},
+		field{"dns_resolution_config", c.GetDnsResolutionConfig() != nil},
+		field{"typed_dns_resolver_config", c.GetTypedDnsResolverConfig() != nil},
+		field{"upstream_bind_config", c.GetUpstreamBindConfig() != nil},
+		field{"lb_subset_config", c.GetLbSubsetConfig() != nil},
+		field{"lb_config", c.GetLbConfig() != nil},
+		field{"load_balancing_policy", c.GetLoadBalancingPolicy() != nil},
+		field{"filters", len(c.GetFilters()) > 0},
+		field{"upstream_config", c.GetUpstreamConfig() != nil},
+		field{"lrs_server", c.GetLrsServer() != nil},
+		field{"cluster_type (custom cluster)", c.GetClusterType() != nil},
+	); err != nil {
+		return nil, err
+	}
+	if c.GetLbPolicy() != clusterv3.Cluster_ROUND_ROBIN {
+		return nil, fmt.Errorf("lb_policy %v is not supported (only ROUND_ROBIN)", c.GetLbPolicy())
+	}
+	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp"}
+	if c.GetConnectTimeout() != nil {
+		spec.connectTimeout = c.GetConnectTimeout().AsDuration()
+	}
+	switch c.GetDnsLookupFamily() {
+	case clusterv3.Cluster_V4_ONLY:
+		spec.network = "tcp4"
+	case clusterv3.Cluster_V6_ONLY:
+		spec.network = "tcp6"
+	}
+	switch t := c.GetType(); t {
+	case clusterv3.Cluster_EDS:
+		if c.GetLoadAssignment() != nil {
+			return nil, errors.New("an EDS cluster must not have a load_assignment")
+		}
+		if err := checkADSConfigSource(c.GetEdsClusterConfig().GetEdsConfig()); err != nil {
+			return nil, fmt.Errorf("eds_cluster_config.eds_config: %w", err)
+		}
+		spec.kind = clusterEDS
+		spec.serviceName = c.GetEdsClusterConfig().GetServiceName()
+		if spec.serviceName == "" {
+			spec.serviceName = c.GetName()
+		}
+	case clusterv3.Cluster_STATIC, clusterv3.Cluster_STRICT_DNS, clusterv3.Cluster_LOGICAL_DNS:
+		// Hostnames are resolved by the dialer for every new connection, which
+		// honours STRICT_DNS and LOGICAL_DNS closely enough for HTTP.
+		if c.GetLoadAssignment() == nil {
+			return nil, fmt.Errorf("a %v cluster needs a load_assignment", t)
+		}
+		a, err := convertAssignment(c.GetLoadAssignment(), t == clusterv3.Cluster_STATIC)
+		if err != nil {
+			return nil, fmt.Errorf("load_assignment: %w", err)
+		}
+		spec.kind = clusterInline
+		spec.endpoints = a.endpoints
+	default:
+		return nil, fmt.Errorf("cluster type %v is not supported (EDS, STATIC, STRICT_DNS, LOGICAL_DNS)", t)
+	}
+	return spec, nil
+}
+
+// convertEDSAssignment converts an EDS ClusterLoadAssignment; its endpoints
+// must be IP addresses, as in Envoy.
+func convertEDSAssignment(cla *endpointv3.ClusterLoadAssignment) (*assignmentSpec, error) {
+	return convertAssignment(cla, true)
+}
+
+func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*assignmentSpec, error) {
+	if err := unsupported(
+		field{"named_endpoints", len(cla.GetNamedEndpoints()) > 0},
+		field{"policy.drop_overloads", len(cla.GetPolicy().GetDropOverloads()) > 0},
+	); err != nil {
+		return nil, err
+	}
+	a := &assignmentSpec{endpoints: []string{}}
+	var weight uint32
+	for _, loc := range cla.GetEndpoints() {
+		if loc.GetPriority() != 0 {
+			return nil, errors.New("endpoint priorities other than 0 are not supported")
+		}
+		if loc.GetLbConfig() != nil {
+			return nil, errors.New("locality lb_config is not supported")
+		}
+		for _, lbe := range loc.GetLbEndpoints() {
+			ep := lbe.GetEndpoint()
+			if ep == nil {
+				return nil, errors.New("endpoint_name is not supported")
+			}
+			if w := lbe.GetLoadBalancingWeight().GetValue(); w != 0 {
+				if weight != 0 && w != weight {
+					return nil, errors.New("endpoints with different load_balancing_weight are not supported")
+				}
+				weight = w
+			}
+			addr, err := tcpSocketAddress(ep.GetAddress())
+			if err != nil {
+				return nil, fmt.Errorf("endpoint: %w", err)
+			}
+			host, _, _ := net.SplitHostPort(addr)
+			if requireIP && net.ParseIP(host) == nil {
+				return nil, fmt.Errorf("endpoint %q: an IP address is required", addr)
+			}
+			if !servesTraffic(lbe.GetHealthStatus()) {
+				continue
+			}
+			a.endpoints = append(a.endpoints, addr)
+		}
+	}
+	return a, nil
+}
+
+// servesTraffic mirrors Envoy: endpoints reported unhealthy, draining or timed
+// out by EDS receive no new requests.
+func servesTraffic(h corev3.HealthStatus) bool {
+	switch h {
+	case corev3.HealthStatus_UNHEALTHY, corev3.HealthStatus_DRAINING, corev3.HealthStatus_TIMEOUT:
+		return false
+	}
+	return true
+}
+
+// upstreamTarget is what the Rewrite and dial functions need to know about the
+// upstream chosen for one request. It travels in the request context because
+// http.Transport keeps context values (not cancellation) when dialing.
+type upstreamTarget struct {
+	cluster        *upstreamCluster
+	endpoint       string
+	path           string // escaped path to send upstream
+	host           string // Host header to send upstream
+	rawQuery       string
+	scheme         string // downstream scheme, for X-Forwarded-Proto
+	xff            string // X-Forwarded-For to send; "" leaves it out
+	requestID      string
+	routeDeadline  bool // a route timeout is armed on the request context
+	timeoutContext context.Context
+}
+
+type upstreamTargetKey struct{}
+
+func targetFrom(ctx context.Context) *upstreamTarget {
+	t, _ := ctx.Value(upstreamTargetKey{}).(*upstreamTarget)
+	return t
+}
+
+// newUpstreamTransport is the single HTTP/1.1 transport for all clusters.
+// Connections are pooled per endpoint address.
+func newUpstreamTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil, // never use HTTP(S)_PROXY from the environment
+		DialContext:         dialUpstream,
+		MaxIdleConnsPerHost: 256,
+		MaxIdleConns:        4096,
+		IdleConnTimeout:     60 * time.Second,
+		// Upstreams speak HTTP/1.1; the response header wait is bounded by the route timeout.
+		ForceAttemptHTTP2:     false,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// dialUpstream honours the cluster's connect_timeout and dns_lookup_family.
+// Hostnames (STRICT_DNS/LOGICAL_DNS) are resolved on every dial.
+func dialUpstream(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: defaultConnectTimeout, KeepAlive: 30 * time.Second}
+	if t := targetFrom(ctx); t != nil {
+		d.Timeout = t.cluster.connectTimeout
+		network = t.cluster.network
+	}
+	return d.DialContext(ctx, network, addr)
+}
+
+// newReverseProxy builds the ReverseProxy shared by all requests; everything
+// request-specific comes from the upstreamTarget in the request context.
+func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Transport:     p.transport,
+		Rewrite:       rewriteUpstreamRequest,
+		FlushInterval: -1, // stream responses as they come, like Envoy
+		ErrorHandler:  p.upstreamError,
+		// Body-copy failures after the head was sent; the access log has the outcome.
+		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// rewriteUpstreamRequest points the outgoing request at the chosen endpoint
+// and sets the edge headers. ReverseProxy has already removed hop-by-hop and
+// X-Forwarded-* headers from pr.Out.
+func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
+	t := targetFrom(pr.In.Context())
+	pr.Out.URL.Scheme = "http"
+	pr.Out.URL.Host = t.endpoint
+	pr.Out.URL.Path, pr.Out.URL.RawPath = unescapedPath(t.path), t.path
+	pr.Out.URL.RawQuery = t.rawQuery
+	pr.Out.Host = t.host
+	if t.xff != "" {
+		pr.Out.Header.Set("X-Forwarded-For", t.xff)
+	}
+	pr.Out.Header.Set("X-Forwarded-Proto", t.scheme)
+	if t.requestID != "" {
+		pr.Out.Header.Set("X-Request-Id", t.requestID)
+	}
+	// Envoy never forwards a client certificate header it did not set (SANITIZE).
+	pr.Out.Header.Del("X-Forwarded-Client-Cert")
+}
+
+// upstreamError maps transport failures to the contract's status codes:
+// the route timeout gives 504, anything else (refused, reset, connect
+// timeout, malformed response) 502.
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	t := targetFrom(r.Context())
+	if t != nil && t.routeDeadline && errors.Is(t.timeoutContext.Err(), context.DeadlineExceeded) {
+		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
+		return
+	}
+	rw, _ := w.(*responseWriter)
+	if rw != nil {
+		rw.upstreamErr = err
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The client went away: nobody will read a reply, and counting a
+			// 502 would blame the upstream. Log nginx's 499 instead.
+			rw.status = statusClientClosedRequest
+			return
+		}
+	}
+	localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+resetReason(err))
+}
+
+func resetReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return "connection timeout"
+	case strings.Contains(err.Error(), "connection refused"):
+		return "connection failure"
+	case strings.Contains(err.Error(), "malformed"), strings.Contains(err.Error(), "bad status"):
+		return "protocol error"
+	}
+	return "connection termination"
+}
+
+// unescapedPath returns the decoded form of an escaped path, or the escaped
+// form itself if it does not decode (URL.RawPath then wins anyway).
+func unescapedPath(escaped string) string {
+	if u, err := url.PathUnescape(escaped); err == nil {
+		return u
+	}
+	return escaped
+}

@@ -1,0 +1,494 @@
+// Package manifest reads Kubernetes manifests (YAML or JSON files) from a
+// directory and turns them into the typed objects Portico works with:
+// Ingress and IngressClass (networking.k8s.io/v1, with the deprecated
+// v1beta1 versions converted), Service, Endpoints, Secret and EndpointSlice.
+//
+// Every other kind is skipped without complaint, so a directory of complete
+// application manifests (Deployments, ConfigMaps, ...) can be pointed at
+// directly. A document that cannot be used — invalid YAML/JSON, missing
+// apiVersion/kind/name, unknown or duplicate fields in a kept kind — is
+// reported as a Problem and skipped; the rest of the file and the directory
+// are still used.
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
+	networkingv1beta1 "k8s.io/api/networking/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// Problem is a document that could not be used.
+type Problem struct {
+	File     string // path as given (relative to the dir's parent as passed in)
+	Line     int    // 1-based line where the document starts (or the error line, when the decoder tells it)
+	Document int    // 1-based index of the document in the file
+	Reason   string // human-readable, says what to fix
+}
+
+// String formats the problem as "file:line: document N: reason". A problem
+// about a whole file (Line and Document 0, e.g. an unreadable file) is
+// formatted as "file: reason".
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		b.WriteString(":")
+		b.WriteString(strconv.Itoa(p.Line))
+	}
+	b.WriteString(": ")
+	if p.Document > 0 {
+		b.WriteString("document ")
+		b.WriteString(strconv.Itoa(p.Document))
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Reason)
+	return b.String()
+}
+
+// Result is what a directory of manifests yields.
+type Result struct {
+	Objects  []runtime.Object // typed objects only, in deterministic order (file path, then document order)
+	Problems []Problem
+}
+
+// Decode decodes one file's bytes: multi-document YAML, or — for a file
+// whose name ends in .json — JSON (a single object, a `kind: List`, or a
+// stream of objects). file is only used to label problems and to choose
+// between JSON and YAML.
+//
+// Returned objects are typed (*networkingv1.Ingress, *corev1.Service, ...),
+// have their TypeMeta set, a namespace when namespaced ("default" if the
+// manifest has none) and the API server defaults Portico relies on applied.
+func Decode(file string, data []byte) ([]runtime.Object, []Problem) {
+	d := decoder{file: file, log: slog.Default()}
+	d.decodeFile(data)
+	return d.objs, d.probs
+}
+
+// maxListDepth bounds nesting of List documents inside List documents.
+const maxListDepth = 5
+
+type decoder struct {
+	file  string
+	log   *slog.Logger
+	objs  []runtime.Object
+	probs []Problem
+	// objLines has, for each of objs, the document it came from.
+	objLines []doc
+}
+
+// doc locates one document of a file.
+type doc struct {
+	index int // 1-based document index
+	line  int // line of the document's first content
+	// firstLine is the line of the document's first byte; the YAML parser's
+	// line numbers are relative to it.
+	firstLine int
+}
+
+func (d *decoder) problem(dc doc, line int, reason string) {
+	if line <= 0 {
+		line = dc.line
+	}
+	d.probs = append(d.probs, Problem{File: d.file, Line: line, Document: dc.index, Reason: reason})
+}
+
+func (d *decoder) decodeFile(data []byte) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
+	if strings.EqualFold(filepath.Ext(d.file), ".json") {
+		d.decodeJSONStream(data)
+		return
+	}
+	d.decodeYAMLStream(data)
+}
+
+// decodeYAMLStream splits data on "---" separator lines (like kubectl: a
+// line starting with "---" followed only by whitespace or a comment) and
+// decodes each non-empty document.
+func (d *decoder) decodeYAMLStream(data []byte) {
+	index := 0
+	lineNo := 0      // number of the line being looked at
+	chunkStart := 0  // byte offset of the current document
+	chunkLine := 1   // line of the current document's first byte
+	contentLine := 0 // line of its first content, 0 while none
+	flush := func(end int) {
+		if contentLine == 0 {
+			return // only blank lines and comments: not a document
+		}
+		index++
+		d.decodeYAMLDoc(data[chunkStart:end], doc{index: index, line: contentLine, firstLine: chunkLine})
+	}
+	for pos := 0; pos < len(data); {
+		lineNo++
+		end := bytes.IndexByte(data[pos:], '\n')
+		next := len(data)
+		if end >= 0 {
+			end += pos
+			next = end + 1
+		} else {
+			end = len(data)
+		}
+		line := data[pos:end]
+		if isSeparator(line) {
+			flush(pos)
+			chunkStart, chunkLine, contentLine = next, lineNo+1, 0
+		} else if contentLine == 0 && isContent(line) {
+			contentLine = lineNo
+		}
+		pos = next
+	}
+	flush(len(data))
+}
+
+func isSeparator(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return false
+	}
+	rest := bytes.TrimSpace(line[3:])
+	return len(rest) == 0 || rest[0] == '#'
+}
+
+// isContent reports whether a line holds something other than whitespace,
+// a comment or a document end marker.
+func isContent(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 || t[0] == '#' {
+		return false
+	}
+	if bytes.HasPrefix(line, []byte("...")) {
+		rest := bytes.TrimSpace(line[3:])
+		return len(rest) > 0 && rest[0] != '#'
+	}
+	return true
+}
+
+func (d *decoder) decodeYAMLDoc(chunk []byte, dc doc) {
+	defer d.recoverPanic(dc)
+	j, err := yaml.YAMLToJSONStrict(chunk)
+	if err != nil {
+		line, reason := yamlError(err, dc)
+		d.problem(dc, line, reason)
+		return
+	}
+	d.decodeJSONDoc(j, dc, "", 0)
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): ([^\n]*)`)
+
+// yamlError turns a YAML parser error into a line and a reason, with line
+// numbers made relative to the file instead of the document.
+func yamlError(err error, dc doc) (int, string) {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	matches := yamlLineRE.FindAllStringSubmatch(msg, -1)
+	if len(matches) == 0 {
+		return dc.line, "invalid YAML: " + strings.TrimSpace(msg)
+	}
+	line := 0
+	var b strings.Builder
+	b.WriteString("invalid YAML: ")
+	for i, m := range matches {
+		n, convErr := strconv.Atoi(m[1])
+		if convErr != nil || n <= 0 {
+			n = 1
+		}
+		abs := dc.firstLine + n - 1
+		if i == 0 {
+			line = abs
+			b.WriteString(m[2])
+			continue
+		}
+		fmt.Fprintf(&b, "; line %d: %s", abs, m[2])
+	}
+	return line, b.String()
+}
+
+// decodeJSONStream decodes a stream of JSON values, each a document.
+func (d *decoder) decodeJSONStream(data []byte) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	index := 0
+	for {
+		start := int(dec.InputOffset())
+		start += len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n"))
+		if start >= len(data) {
+			return
+		}
+		index++
+		dc := doc{index: index, line: lineAt(data, start), firstLine: lineAt(data, start)}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			var se *json.SyntaxError
+			switch {
+			case errors.As(err, &se):
+				d.problem(dc, lineAt(data, int(se.Offset)), "invalid JSON: "+se.Error())
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				d.problem(dc, lineAt(data, len(data)), "invalid JSON: unexpected end of file")
+			default:
+				d.problem(dc, 0, "invalid JSON: "+err.Error())
+			}
+			return // the rest of the stream cannot be located reliably
+		}
+		if raw[0] == '[' {
+			d.problem(dc, 0, `a JSON array is not a manifest; wrap the objects in {"apiVersion": "v1", "kind": "List", "items": [...]}`)
+			continue
+		}
+		func() {
+			defer d.recoverPanic(dc)
+			d.decodeJSONDoc(raw, dc, "", 0)
+		}()
+	}
+}
+
+// lineAt returns the 1-based line of byte offset off in data.
+func lineAt(data []byte, off int) int {
+	if off > len(data) {
+		off = len(data)
+	}
+	if off < 0 {
+		off = 0
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+func (d *decoder) recoverPanic(dc doc) {
+	if r := recover(); r != nil {
+		d.problem(dc, 0, fmt.Sprintf("internal error while decoding this document (please report it): %v", r))
+	}
+}
+
+// decodeJSONDoc decodes one document, already converted to JSON. prefix
+// locates it inside a List ("items[3]: ") for problem reasons.
+func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
+	j = bytes.TrimSpace(j)
+	if len(j) == 0 || bytes.Equal(j, []byte("null")) {
+		return // empty document
+	}
+	if j[0] != '{' {
+		d.problem(dc, 0, prefix+"document is not an object; expected a mapping with apiVersion, kind and metadata")
+		return
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(j, &fields); err != nil {
+		d.problem(dc, 0, prefix+"invalid document: "+err.Error())
+		return
+	}
+	apiVersion, err1 := stringField(fields, "apiVersion")
+	kind, err2 := stringField(fields, "kind")
+	if err := errors.Join(err1, err2); err != nil {
+		d.problem(dc, 0, prefix+err.Error())
+		return
+	}
+	switch {
+	case apiVersion == "" && kind == "":
+		d.problem(dc, 0, prefix+"apiVersion and kind are missing; every document needs both (e.g. apiVersion: networking.k8s.io/v1, kind: Ingress)")
+		return
+	case apiVersion == "":
+		d.problem(dc, 0, prefix+fmt.Sprintf("apiVersion is missing (kind %q)", kind))
+		return
+	case kind == "":
+		d.problem(dc, 0, prefix+fmt.Sprintf("kind is missing (apiVersion %q)", apiVersion))
+		return
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		d.problem(dc, 0, prefix+fmt.Sprintf("invalid apiVersion %q: expected \"version\" or \"group/version\"", apiVersion))
+		return
+	}
+	gvk := gv.WithKind(kind)
+
+	if info, ok := keptKinds[gvk]; ok {
+		obj, _, err := deserializer().Decode(j, nil, nil)
+		if err != nil {
+			d.problem(dc, 0, prefix+decodeReason(err))
+			return
+		}
+		d.keep(obj, info, dc, prefix)
+		return
+	}
+
+	if kind == "List" {
+		if depth >= maxListDepth {
+			d.problem(dc, 0, prefix+"List nested too deeply")
+			return
+		}
+		var items []json.RawMessage
+		if raw, ok := fields["items"]; ok {
+			if err := json.Unmarshal(raw, &items); err != nil {
+				d.problem(dc, 0, prefix+"items must be a list of objects")
+				return
+			}
+		}
+		for i, item := range items {
+			d.decodeJSONDoc(item, dc, fmt.Sprintf("%sitems[%d]: ", prefix, i), depth+1)
+		}
+		return
+	}
+
+	// A typed list of a kept kind, as the API server returns it (e.g.
+	// IngressList): its items carry no apiVersion/kind of their own.
+	if elem, ok := strings.CutSuffix(kind, "List"); ok {
+		if info, ok := keptKinds[gv.WithKind(elem)]; ok {
+			list, _, err := deserializer().Decode(j, nil, nil)
+			if err != nil {
+				d.problem(dc, 0, prefix+decodeReason(err))
+				return
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				d.problem(dc, 0, prefix+err.Error())
+				return
+			}
+			for i, item := range items {
+				d.keep(item, info, dc, fmt.Sprintf("%sitems[%d]: ", prefix, i))
+			}
+			return
+		}
+	}
+
+	d.log.Debug("manifest: skipping document of a kind Portico does not use",
+		"file", d.file, "line", dc.line, "document", dc.index, "apiVersion", apiVersion, "kind", kind)
+}
+
+func stringField(fields map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := fields[name]
+	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s must be a string, got %s", name, truncate(string(raw), 40))
+	}
+	return s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// keep converts, defaults and checks a decoded object and adds it to the
+// result.
+func (d *decoder) keep(obj runtime.Object, info kindInfo, dc doc, prefix string) {
+	switch o := obj.(type) {
+	case *networkingv1beta1.Ingress:
+		obj = ingressFromNetworkingV1beta1(o)
+	case *extensionsv1beta1.Ingress:
+		obj = ingressFromExtensionsV1beta1(o)
+	case *networkingv1beta1.IngressClass:
+		obj = ingressClassFromNetworkingV1beta1(o)
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		d.problem(dc, 0, prefix+err.Error())
+		return
+	}
+	if acc.GetName() == "" {
+		d.problem(dc, 0, prefix+fmt.Sprintf("%s has no metadata.name", info.target.Kind))
+		return
+	}
+	if info.namespaced {
+		if acc.GetNamespace() == "" {
+			acc.SetNamespace("default")
+		}
+	} else {
+		acc.SetNamespace("")
+	}
+	Scheme().Default(obj)
+	obj.GetObjectKind().SetGroupVersionKind(info.target)
+	d.objs = append(d.objs, obj)
+	d.objLines = append(d.objLines, dc)
+}
+
+var unmarshalTypeRE = regexp.MustCompile(`cannot unmarshal (\w+)(?: \S+)? into Go struct field \w+\.(\S+) of type (\S+)`)
+
+// decodeReason makes a decoding error readable: strict errors become the
+// list of offending fields, type errors name the field and the expected
+// type rather than Go types.
+func decodeReason(err error) string {
+	if se, ok := runtime.AsStrictDecodingError(err); ok {
+		var parts []string
+		for _, e := range se.Errors() {
+			parts = append(parts, e.Error())
+		}
+		return strings.Join(parts, "; ")
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, " cannot be handled as a"); i >= 0 {
+		if j := strings.Index(msg[i:], ": "); j >= 0 {
+			msg = msg[i+j+2:]
+		}
+	}
+	msg = strings.TrimPrefix(msg, "json: ")
+	if m := unmarshalTypeRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("field %q must be %s, not %s", m[2], describeGoType(m[3]), describeJSONKind(m[1]))
+	}
+	if strings.Contains(msg, "illegal base64 data") {
+		return "Secret data values must be base64-encoded (put plain text under stringData instead): " + msg
+	}
+	return msg
+}
+
+// describeGoType names the JSON shape a Go type of the kept kinds expects.
+func describeGoType(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]uint8"):
+		return "a base64-encoded string"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	case t == "bool":
+		return "a boolean"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "intstr.IntOrString":
+		return "an integer or a string"
+	case t == "v1.Time" || t == "v1.MicroTime":
+		return "a timestamp"
+	case t == "string":
+		return "a string"
+	}
+	// Named string types of the kept kinds (v1.Protocol, v1.ServiceType,
+	// v1.PathType, types.UID, ...).
+	for _, suffix := range []string{"Type", "Protocol", "Policy", "Family", "Affinity", "UID", "IPMode", "ConditionStatus"} {
+		if strings.HasSuffix(t, suffix) {
+			return "a string"
+		}
+	}
+	return "an object"
+}
+
+func describeJSONKind(k string) string {
+	switch k {
+	case "array":
+		return "a list"
+	case "object":
+		return "a mapping"
+	case "number":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	}
+	return k
+}

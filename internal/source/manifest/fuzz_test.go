@@ -1,0 +1,68 @@
+package manifest
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+func FuzzDecode(f *testing.F) {
+	seeds := []string{
+		svcYAML("a", 80),
+		svcYAML("a", 80) + "---\n" + svcYAML("b", 81),
+		svcJSON("j", 1),
+		strings.ReplaceAll(v1beta1Ingress, "%s", "networking.k8s.io/v1beta1"),
+		strings.ReplaceAll(v1beta1Ingress, "%s", "extensions/v1beta1"),
+		"apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: c, namespace: x}\nspec: {controller: c, parameters: {kind: K, name: n}}\n",
+		"apiVersion: networking.k8s.io/v1beta1\nkind: IngressClass\nmetadata: {name: c}\n",
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {a: b}\ndata: {c: ZA==}\n",
+		"apiVersion: v1\nkind: Endpoints\nmetadata: {name: e}\nsubsets: [{addresses: [{ip: 1.2.3.4}], ports: [{port: 1}]}]\n",
+		"apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: e}\naddressType: IPv4\nports: [{port: 1}]\nendpoints: []\n",
+		"apiVersion: v1\nkind: List\nitems:\n- " + svcJSON("l", 1) + "\n- {apiVersion: v1, kind: List, items: [{}]}\n",
+		"apiVersion: networking.k8s.io/v1\nkind: IngressList\nitems: [{metadata: {name: i}}, {}]\n",
+		"apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: [{http: {paths: [{pathtype: Prefix}]}}]}\n",
+		"apiVersion: v1\nkind: Service\nmetadata:\n\tname: tab\n",
+		"apiVersion: v1\nkind: Service\nmetadata: {name: a, name: b}\n",
+		"kind: Service\n", "---\n---\n# c\n", "- a\n- b\n", "x: [\n", "apiVersion: 1\nkind: {}\n",
+		"a: &a [*a, *a]\n", "apiVersion: v1\nkind: Service\nmetadata: {name: ''}\n",
+		`{"apiVersion": "v1", "kind": "List", "items": [` + svcJSON("a", 1) + `, 3, null, []]}`,
+		`[1, 2]`, `{"a": `, "\ufeff{}", "null", `"str"`,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, asJSON bool) {
+		file := "f.yaml"
+		if asJSON {
+			file = "f.json"
+		}
+		objs, probs := Decode(file, data)
+		for _, o := range objs {
+			gvk := o.GetObjectKind().GroupVersionKind()
+			info, ok := keptKinds[gvk]
+			if !ok || info.target != gvk {
+				t.Fatalf("returned object of unexpected kind %v (%T)", gvk, o)
+			}
+			acc, err := meta.Accessor(o)
+			if err != nil {
+				t.Fatalf("%T: %v", o, err)
+			}
+			if acc.GetName() == "" {
+				t.Fatalf("%v without a name", gvk)
+			}
+			if info.namespaced != (acc.GetNamespace() != "") {
+				t.Fatalf("%v %q: namespace %q", gvk, acc.GetName(), acc.GetNamespace())
+			}
+		}
+		for _, p := range probs {
+			if p.File != file || p.Line < 1 || p.Document < 1 || p.Reason == "" {
+				t.Fatalf("malformed problem %#v", p)
+			}
+			if strings.HasPrefix(p.Reason, "internal error") {
+				t.Fatalf("decoder panicked: %s", p)
+			}
+		}
+	})
+}

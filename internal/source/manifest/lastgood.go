@@ -1,0 +1,61 @@
+package manifest
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+)
+
+// lastGood remembers, per file, the objects of its last version that decoded without a
+// problem. While a file is broken (an edit saved half-way, a typo), its last good
+// objects keep serving instead of vanishing, so a mistake in one file never takes
+// routes down; deleting the file removes them.
+type lastGood map[string]fileLoad
+
+// retain returns files with each broken file replaced by its last good version, if it
+// has one, and records the clean files as the new last good versions.
+func (lg lastGood) retain(files []fileLoad) []fileLoad {
+	present := make(map[string]bool, len(files))
+	out := make([]fileLoad, 0, len(files))
+	for _, f := range files {
+		present[f.path] = true
+		if len(f.problems) == 0 {
+			lg[f.path] = f
+			out = append(out, f)
+			continue
+		}
+		good, ok := lg[f.path]
+		if !ok {
+			out = append(out, f)
+			continue
+		}
+		kept := good
+		kept.problems = append(append([]Problem(nil), f.problems...), Problem{
+			File:   f.path,
+			Reason: fmt.Sprintf("keeping this file's last good version (%d objects) until the problems above are fixed", len(good.objs)),
+		})
+		out = append(out, kept)
+	}
+	for path := range lg {
+		if !present[path] {
+			delete(lg, path)
+		}
+	}
+	return out
+}
+
+// load reads dir like LoadDir, substituting last good versions for broken files.
+func (lg lastGood) load(dir string, log *slog.Logger) (*Result, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(lg.retain(readDir(dir, entries, log))), nil
+}

@@ -1,0 +1,94 @@
+// Package status reports the outcome of a build to users: as `portico check` output, and
+// as log lines when an object's status changes. (Writing status to the Kubernetes API
+// lives beside it.)
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// Entry is one object's status in `portico check -o json`. Field names are part of the
+// command-line contract.
+type Entry struct {
+	Kind        string `json:"kind"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Status      string `json:"status"`
+	Description string `json:"description"`
+}
+
+// Entries converts build statuses to their reported form.
+func Entries(statuses []dag.Status) []Entry {
+	out := make([]Entry, 0, len(statuses))
+	for _, s := range statuses {
+		out = append(out, Entry{
+			Kind: s.Object.Kind, Namespace: s.Object.Namespace, Name: s.Object.Name,
+			Status: string(s.Status), Description: s.Description,
+		})
+	}
+	return out
+}
+
+// WriteJSON writes the statuses as one JSON array.
+func WriteJSON(w io.Writer, statuses []dag.Status) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Entries(statuses))
+}
+
+// WriteTable writes the statuses as an aligned table for people.
+func WriteTable(w io.Writer, statuses []dag.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSTATUS\tDESCRIPTION")
+	for _, e := range Entries(statuses) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Kind, e.Namespace, e.Name, e.Status, e.Description)
+	}
+	return tw.Flush()
+}
+
+// Failed reports whether any object is invalid or orphaned.
+func Failed(statuses []dag.Status) bool {
+	for _, s := range statuses {
+		if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
+			return true
+		}
+	}
+	return false
+}
+
+// Logger logs each object's status when it changes, so that `portico run` users see at
+// once why an edit did not take effect.
+type Logger struct {
+	logger *slog.Logger
+	last   map[dag.ObjectRef]dag.Status
+}
+
+// NewLogger returns a Logger that has seen no status yet.
+func NewLogger(l *slog.Logger) *Logger {
+	return &Logger{logger: l, last: map[dag.ObjectRef]dag.Status{}}
+}
+
+// Observe logs the statuses that differ from the previous call, and removed objects.
+func (l *Logger) Observe(statuses []dag.Status) {
+	next := make(map[dag.ObjectRef]dag.Status, len(statuses))
+	for _, s := range statuses {
+		next[s.Object] = s
+		if prev, ok := l.last[s.Object]; ok && prev == s {
+			continue
+		}
+		level := slog.LevelInfo
+		if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
+			level = slog.LevelWarn
+		}
+		l.logger.Log(context.Background(), level, "status", "kind", s.Object.Kind, "namespace", s.Object.Namespace,
+			"name", s.Object.Name, "status", string(s.Status), "description", s.Description)
+	}
+	l.last = next
+}

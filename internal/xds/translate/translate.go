@@ -1,0 +1,125 @@
+// Package translate turns a routing graph into Envoy xDS v3 resources, in the shapes that
+// docs/dev/xds-contract.md describes. Every resource it returns has passed ValidateAll:
+// an invalid resource is a translator bug, reported as an error rather than published.
+package translate
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// Listener and route configuration names; the embedded proxy and Envoy see the same.
+const (
+	ListenerHTTP  = "ingress_http"
+	ListenerHTTPS = "ingress_https"
+	RouteHTTP     = "ingress_http"
+)
+
+// RouteHTTPS names the route configuration of one secure virtual host.
+func RouteHTTPS(host string) string { return "https/" + host }
+
+// Options say where the listeners bind and how clusters connect.
+type Options struct {
+	HTTPAddress    string // host:port, default 0.0.0.0:8080
+	HTTPSAddress   string // host:port, default 0.0.0.0:8443
+	ConnectTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.HTTPAddress == "" {
+		o.HTTPAddress = "0.0.0.0:8080"
+	}
+	if o.HTTPSAddress == "" {
+		o.HTTPSAddress = "0.0.0.0:8443"
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = 2 * time.Second
+	}
+	return o
+}
+
+// Resources are the xDS resources of one graph, by type, each in a deterministic order.
+type Resources struct {
+	Listeners []types.Resource
+	Routes    []types.Resource
+	Clusters  []types.Resource
+	Endpoints []types.Resource
+	Secrets   []types.Resource
+}
+
+// validatable is what every generated xDS message implements.
+type validatable interface{ ValidateAll() error }
+
+// Translate converts g. It fails only if a generated resource does not validate.
+func Translate(g *dag.Graph, opts Options) (*Resources, error) {
+	opts = opts.withDefaults()
+	res := &Resources{}
+	httpAddr, err := socketAddress(opts.HTTPAddress)
+	if err != nil {
+		return nil, fmt.Errorf("http address: %w", err)
+	}
+	res.Listeners = append(res.Listeners, httpListener(httpAddr))
+	res.Routes = append(res.Routes, httpRouteConfig(g.HTTP))
+	if len(g.HTTPS) > 0 {
+		httpsAddr, err := socketAddress(opts.HTTPSAddress)
+		if err != nil {
+			return nil, fmt.Errorf("https address: %w", err)
+		}
+		res.Listeners = append(res.Listeners, httpsListener(httpsAddr, g.HTTPS))
+		secrets := map[string]bool{}
+		for _, svh := range g.HTTPS {
+			res.Routes = append(res.Routes, httpsRouteConfig(svh))
+			if !secrets[svh.Secret.Name] {
+				secrets[svh.Secret.Name] = true
+				res.Secrets = append(res.Secrets, secret(svh.Secret))
+			}
+		}
+	}
+	for _, c := range g.Clusters() {
+		res.Clusters = append(res.Clusters, cluster(c, opts.ConnectTimeout))
+		if c.ExternalName == "" {
+			res.Endpoints = append(res.Endpoints, loadAssignment(c))
+		}
+	}
+	if err := res.validate(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (r *Resources) validate() error {
+	for _, group := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
+		for _, res := range group {
+			if err := res.(validatable).ValidateAll(); err != nil {
+				return fmt.Errorf("translator produced an invalid %T: %w", res, err)
+			}
+		}
+	}
+	return nil
+}
+
+type hostPort struct {
+	host string
+	port uint32
+}
+
+func socketAddress(addr string) (hostPort, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return hostPort{}, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return hostPort{}, fmt.Errorf("port %q: %w", port, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return hostPort{host: host, port: uint32(p)}, nil
+}

@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portico-dev/portico/internal/echo"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// portico builds cmd/portico once per test run and returns the binary's path.
+func portico(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "portico-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "portico")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/portico").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestCheckCommand(t *testing.T) {
+	bin := portico(t)
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("good.yaml", ingressManifest("good", "good.test", []pathRule{{"Prefix", "/", "s"}}, ""))
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	if out, errOut, code := run("check", dir, "-o", "json"); code != 0 {
+		t.Fatalf("all valid: exit %d\n%s\n%s", code, out, errOut)
+	}
+	write("bad.yaml", ingressManifest("bad", "bad.test", []pathRule{{"Prefix", "nope", "s"}}, "")+`---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: theirs, namespace: other, annotations: {kubernetes.io/ingress.class: nginx}}
+spec: {defaultBackend: {service: {name: s, port: {number: 80}}}}
+`)
+	out, _, code := run("check", dir, "-o", "json")
+	if code != 1 {
+		t.Errorf("with an invalid Ingress: exit %d, want 1", code)
+	}
+	var entries []map[string]string
+	if err := json.Unmarshal([]byte(out), &entries); err != nil {
+		t.Fatalf("stdout is not one JSON array: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		for _, k := range []string{"kind", "namespace", "name", "status", "description"} {
+			if _, ok := e[k]; !ok {
+				t.Errorf("entry %v lacks %q", e, k)
+			}
+		}
+		got[e["namespace"]+"/"+e["name"]] = e["status"]
+		if e["name"] == "bad" && !strings.Contains(e["description"], `must begin with "/"`) {
+			t.Errorf("bad's description does not say why: %q", e["description"])
+		}
+	}
+	want := map[string]string{"default/good": "valid", "default/bad": "invalid", "other/theirs": "ignored"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: status %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	// Table output for people, and malformed files reported on stderr with file and line.
+	write("broken.yaml", "apiVersion: v1\nkind: Service\nmetadata: [\n")
+	out, errOut, code := run("check", dir)
+	if code != 1 || !strings.Contains(out, "NAMESPACE") || !strings.Contains(errOut, "broken.yaml:") {
+		t.Errorf("table: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if _, _, code := run("check"); code != 2 {
+		t.Errorf("no directory: exit %d, want 2", code)
+	}
+}
+
+func TestEchoCommand(t *testing.T) {
+	bin := portico(t)
+	addr := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "echo", "--listen", addr, "--service", "svc", "--namespace", "ns")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+	}()
+	var resp *http.Response
+	var err error
+	for i := 0; i < 100; i++ {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/p/q?x=1", nil)
+		req.Header.Set("X-Echo-Status", "201")
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body echo.Response
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 201 || body.Service != "svc" || body.Namespace != "ns" || body.Endpoint != addr || body.Path != "/p/q" || body.Method != "GET" || body.Proto != "HTTP/1.1" {
+		t.Errorf("echo answered %d %+v", resp.StatusCode, body)
+	}
+}
+
+// TestRunCommand starts the binary as a user would and sends traffic through it.
+func TestRunCommand(t *testing.T) {
+	bin := portico(t)
+	dir := t.TempDir()
+	backend := startEcho(t, "default", "web")
+	manifests := serviceManifest("default", "web", backend) + "---\n" +
+		ingressManifest("web", "web.test", []pathRule{{"Prefix", "/", "web"}}, "")
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(manifests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr, httpsAddr, adminAddr := freePort(t), freePort(t), freePort(t)
+	cmd := exec.Command(bin, "run", "--manifests", dir, "--http-addr", httpAddr, "--https-addr", httpsAddr, "--admin-addr", adminAddr)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("portico run did not exit cleanly on SIGINT: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("portico run did not exit within 10s of SIGINT")
+		}
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	}()
+	ready := false
+	for i := 0; i < 200 && !ready; i++ {
+		if resp, err := http.Get("http://" + adminAddr + "/readyz"); err == nil {
+			ready = resp.StatusCode == 200
+			resp.Body.Close()
+		}
+		if !ready {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !ready {
+		t.Fatal("/readyz never became 200")
+	}
+	req, _ := http.NewRequest("GET", "http://"+httpAddr+"/hello", nil)
+	req.Host = "web.test"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"service":"web"`) {
+		t.Errorf("GET web.test/hello: %d %s", resp.StatusCode, body)
+	}
+}
