@@ -88,7 +88,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 		Logger:     opts.Logger.With("component", "proxy"),
 		Registerer: reg,
 	})
-	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger.With("component", "admin")})
+	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger})
 	return r, nil
 }
 

@@ -69,3 +69,20 @@ func TestAdminEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestH2C sends HTTP/2 with prior knowledge over plain TCP, as gRPC clients and meshes do.
+func TestH2C(t *testing.T) {
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "h2"),
+		"ing.yaml":      ingressManifest("h2", "h2.test", []pathRule{{"Prefix", "/", "h2"}}, ""),
+	})
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.httpAddr()+"/x", nil)
+	req.Host = "h2.test"
+	r := e.do(req, client)
+	if r.status != 200 || r.proto != "HTTP/2.0" || r.service() != "h2" {
+		t.Errorf("h2c: %d %s from %q", r.status, r.proto, r.service())
+	}
+}

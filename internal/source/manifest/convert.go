@@ -11,6 +11,7 @@ package manifest
 // Every conversion deep-copies: the result shares no memory with its input.
 
 import (
+	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -63,49 +64,19 @@ func ingressFromNetworkingV1beta1(in *networkingv1beta1.Ingress) *networkingv1.I
 	return out
 }
 
-// ingressFromExtensionsV1beta1 converts an extensions/v1beta1 Ingress.
-func ingressFromExtensionsV1beta1(in *extensionsv1beta1.Ingress) *networkingv1.Ingress {
-	out := &networkingv1.Ingress{ObjectMeta: *in.ObjectMeta.DeepCopy()}
-	out.SetGroupVersionKind(gvkIngress)
-	out.Spec.IngressClassName = copyString(in.Spec.IngressClassName)
-	if b := in.Spec.Backend; b != nil {
-		out.Spec.DefaultBackend = convertBackend(b.ServiceName, b.ServicePort, b.Resource)
+// ingressFromExtensionsV1beta1 converts an extensions/v1beta1 Ingress. Its schema is
+// the same as networking.k8s.io/v1beta1's field for field (the API server round-trips
+// the two), so it is carried over through its JSON form and converted as one.
+func ingressFromExtensionsV1beta1(in *extensionsv1beta1.Ingress) (*networkingv1.Ingress, error) {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range in.Spec.TLS {
-		out.Spec.TLS = append(out.Spec.TLS, networkingv1.IngressTLS{
-			Hosts:      copyStrings(t.Hosts),
-			SecretName: t.SecretName,
-		})
+	var same networkingv1beta1.Ingress
+	if err := json.Unmarshal(data, &same); err != nil {
+		return nil, err
 	}
-	for _, r := range in.Spec.Rules {
-		rule := networkingv1.IngressRule{Host: r.Host}
-		if r.HTTP != nil {
-			rule.HTTP = &networkingv1.HTTPIngressRuleValue{}
-			for _, p := range r.HTTP.Paths {
-				var pt *string
-				if p.PathType != nil {
-					s := string(*p.PathType)
-					pt = &s
-				}
-				rule.HTTP.Paths = append(rule.HTTP.Paths, networkingv1.HTTPIngressPath{
-					Path:     p.Path,
-					PathType: convertPathType(pt),
-					Backend:  *convertBackend(p.Backend.ServiceName, p.Backend.ServicePort, p.Backend.Resource),
-				})
-			}
-		}
-		out.Spec.Rules = append(out.Spec.Rules, rule)
-	}
-	for _, lb := range in.Status.LoadBalancer.Ingress {
-		ing := networkingv1.IngressLoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname}
-		for _, p := range lb.Ports {
-			ing.Ports = append(ing.Ports, networkingv1.IngressPortStatus{
-				Port: p.Port, Protocol: p.Protocol, Error: copyString(p.Error),
-			})
-		}
-		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, ing)
-	}
-	return out
+	return ingressFromNetworkingV1beta1(&same), nil
 }
 
 // ingressClassFromNetworkingV1beta1 converts a networking.k8s.io/v1beta1

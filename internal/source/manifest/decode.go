@@ -390,7 +390,12 @@ func (d *decoder) keep(obj runtime.Object, info kindInfo, dc doc, prefix string)
 	case *networkingv1beta1.Ingress:
 		obj = ingressFromNetworkingV1beta1(o)
 	case *extensionsv1beta1.Ingress:
-		obj = ingressFromExtensionsV1beta1(o)
+		conv, err := ingressFromExtensionsV1beta1(o)
+		if err != nil {
+			d.problem(dc, 0, prefix+"converting extensions/v1beta1 Ingress: "+err.Error())
+			return
+		}
+		obj = conv
 	case *networkingv1beta1.IngressClass:
 		obj = ingressClassFromNetworkingV1beta1(o)
 	}

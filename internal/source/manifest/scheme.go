@@ -93,7 +93,11 @@ func initScheme() {
 		return nil
 	})
 	mustConv((*extensionsv1beta1.Ingress)(nil), (*networkingv1.Ingress)(nil), func(a, b any, _ conversion.Scope) error {
-		*b.(*networkingv1.Ingress) = *ingressFromExtensionsV1beta1(a.(*extensionsv1beta1.Ingress))
+		out, err := ingressFromExtensionsV1beta1(a.(*extensionsv1beta1.Ingress))
+		if err != nil {
+			return err
+		}
+		*b.(*networkingv1.Ingress) = *out
 		return nil
 	})
 	mustConv((*networkingv1beta1.IngressClass)(nil), (*networkingv1.IngressClass)(nil), func(a, b any, _ conversion.Scope) error {
