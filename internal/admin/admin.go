@@ -4,18 +4,16 @@ package admin
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/portico-dev/portico/internal/httpserver"
 )
 
 const (
@@ -48,12 +46,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	handler http.Handler
-
-	mu       sync.Mutex
-	srv      *http.Server
-	addr     string
-	done     chan struct{} // closed when Serve returns
-	serveErr error         // set before done is closed
+	hs      *httpserver.Server
 }
 
 // NewRegistry returns a registry with the Go runtime and process collectors,
@@ -82,7 +75,23 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: log.With("component", "admin")}
 	s.handler = s.routes()
+	s.hs = httpserver.New(httpserver.Config{
+		Name:            "admin",
+		Addr:            cfg.Addr,
+		NewServer:       s.newHTTPServer,
+		ShutdownTimeout: runShutdownTimeout,
+		Logger:          s.log,
+	})
 	return s
+}
+
+// newHTTPServer builds the http.Server serving the admin handler.
+func (s *Server) newHTTPServer(string) *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
 
 // Handler returns the admin handler, for tests or for mounting elsewhere.
@@ -135,87 +144,16 @@ func writeText(w http.ResponseWriter, status int, body string) {
 
 // Start binds Config.Addr and serves in the background. It returns once the
 // socket is bound, so Addr is valid and connections are accepted.
-func (s *Server) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.srv != nil {
-		return errors.New("admin: server already started")
-	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("admin: listen on %q: %w", s.cfg.Addr, err)
-	}
-	s.addr = ln.Addr().String()
-	s.srv = &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	s.done = make(chan struct{})
-	s.log.Info("admin server listening", "addr", s.addr)
-	go s.serve(s.srv, ln, s.done)
-	return nil
-}
-
-// serve runs srv until it is shut down, recording any unexpected failure.
-func (s *Server) serve(srv *http.Server, ln net.Listener, done chan struct{}) {
-	defer close(done)
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return
-	}
-	s.log.Error("admin server stopped unexpectedly", "error", err)
-	s.mu.Lock()
-	s.serveErr = fmt.Errorf("admin: serve: %w", err)
-	s.mu.Unlock()
-}
+func (s *Server) Start() error { return s.hs.Start() }
 
 // Addr returns the bound address (e.g. "127.0.0.1:41234"), or "" before Start.
-func (s *Server) Addr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addr
-}
+func (s *Server) Addr() string { return s.hs.Addr() }
 
 // Shutdown stops accepting connections and waits for in-flight requests
 // until ctx is done, after which connections are closed forcibly. Shutting
 // down an unstarted server is a no-op.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	srv, done := s.srv, s.done
-	s.mu.Unlock()
-	if srv == nil {
-		return nil
-	}
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		// The graceful window expired; don't leave connections behind.
-		err = errors.Join(fmt.Errorf("admin: shutdown: %w", err), srv.Close())
-	}
-	<-done
-	return err
-}
+func (s *Server) Shutdown(ctx context.Context) error { return s.hs.Shutdown(ctx) }
 
 // Run starts the server, serves until ctx is done (or serving fails), then
 // shuts down gracefully. It returns nil after a clean, ctx-triggered stop.
-func (s *Server) Run(ctx context.Context) error {
-	if err := s.Start(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-
-	select {
-	case <-ctx.Done():
-	case <-done:
-	}
-	// ctx is already done here, so the drain needs its own deadline.
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runShutdownTimeout)
-	defer cancel()
-	shutdownErr := s.Shutdown(shutdownCtx)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return errors.Join(s.serveErr, shutdownErr)
-}
+func (s *Server) Run(ctx context.Context) error { return s.hs.Run(ctx) }

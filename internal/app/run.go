@@ -29,7 +29,9 @@ type RunOptions struct {
 	AdminAddr        string // default 127.0.0.1:8090; "" after defaulting never happens
 	XDSAddr          string // where the in-process xDS server listens; default an ephemeral loopback port
 	IngressClassName string
-	Logger           *slog.Logger
+	// AllowExternalName lets routes use ExternalName Services (see dag.Options).
+	AllowExternalName bool
+	Logger            *slog.Logger
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -71,7 +73,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	srv := server.New(opts.Logger.With("component", "xds"), nil)
 	r := &Runner{opts: opts, xdsLis: xdsLis}
 	r.pipeline = &Pipeline{
-		DAG:       dag.Options{IngressClassName: opts.IngressClassName},
+		DAG:       dag.Options{IngressClassName: opts.IngressClassName, AllowExternalName: opts.AllowExternalName},
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),

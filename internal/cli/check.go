@@ -17,6 +17,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", stderr)
 	output := fs.String("o", "table", "output format: table or json")
 	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
+	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as `run` does")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: portico check DIR [-o json]")
 		fs.PrintDefaults()
@@ -43,7 +44,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *output != "table" && *output != "json" {
 		return fail(stderr, "check: -o %q: use table or json", *output)
 	}
-	res, err := app.Check(dir, dag.Options{IngressClassName: *className})
+	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName})
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}

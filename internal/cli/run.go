@@ -18,6 +18,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "127.0.0.1:0", "address of the in-process xDS server (port 0: any free port)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
+	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code

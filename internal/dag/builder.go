@@ -19,6 +19,10 @@ type Options struct {
 	IngressClassName string
 	// DisableIngress turns Ingress processing off.
 	DisableIngress bool
+	// AllowExternalName lets routes use Services of type ExternalName (never to loopback,
+	// link-local or other namespaces' cluster names). Off by default: in a shared cluster
+	// it lets a team send traffic anywhere the proxy can reach.
+	AllowExternalName bool
 }
 
 func (o Options) withDefaults() Options {

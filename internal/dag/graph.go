@@ -57,6 +57,10 @@ type SecureVirtualHost struct {
 	Secret *Secret
 	// MinTLSVersion is "1.1", "1.2" or "1.3"; empty means the default (1.2).
 	MinTLSVersion string
+	// Also are the virtual hosts of precise names that a wildcard certificate covers and
+	// that have no certificate of their own: connections for them arrive on this
+	// certificate and must reach their own routes.
+	Also []*VirtualHost
 }
 
 // PathMatchKind says how a route's path is compared with the request path.
@@ -112,6 +116,8 @@ type Cluster struct {
 	ExternalName string
 	// Endpoints are the ready addresses behind the port. Empty means requests get 503.
 	Endpoints []Endpoint
+	// SkippedEndpoints counts addresses left out because they cannot be connected to.
+	SkippedEndpoints int
 }
 
 // Endpoint is one backend address.

@@ -20,7 +20,10 @@ type claimKind int
 const (
 	claimExact claimKind = iota
 	claimPrefix
-	claimDefault // the Ingress's defaultBackend serving unmatched paths
+	// claimDefault is whatever serves every path of a host that no longer rule matches:
+	// a Prefix "/" rule or a defaultBackend. They are one claim, so that a newer Ingress
+	// can take neither a host's "/" nor its default backend from an older one.
+	claimDefault
 	claimTLS
 )
 
@@ -42,7 +45,7 @@ func (c claim) String() string {
 	case claimPrefix:
 		return fmt.Sprintf("host %s, Prefix path %q", host, c.path)
 	case claimDefault:
-		return fmt.Sprintf("host %s, default backend", host)
+		return fmt.Sprintf("host %s, Prefix path \"/\" or default backend", host)
 	default:
 		return fmt.Sprintf("host %s, TLS certificate", host)
 	}
@@ -97,18 +100,21 @@ func (b *builder) processIngresses() {
 	owners := map[claim]ObjectRef{}
 	notes := map[ObjectRef][]string{}
 	var accepted []*ingressPlan
-	var catchAllOwner *ingressPlan
 	for _, ing := range candidates {
 		plan := b.planIngress(ing)
 		conflicts := conflictsOf(plan, owners, notes)
-		if plan.catchAll != nil && catchAllOwner != nil {
-			loss := fmt.Sprintf("its defaultBackend does not serve requests for unknown hosts: Ingress %s/%s, which is older, does", catchAllOwner.ref.Namespace, catchAllOwner.ref.Name)
-			if len(plan.claims()) == 0 {
-				conflicts = append(conflicts, loss)
-			} else {
-				plan.warnings = append(plan.warnings, loss)
+		if c := plan.catchAll; c != nil {
+			if owner, taken := owners[c.claim]; taken {
+				// Losing the catch-all is not a reason to reject an Ingress that has
+				// rules of its own: its default backend still serves its own hosts.
+				loss := fmt.Sprintf("its defaultBackend does not serve requests for unknown hosts: Ingress %s/%s, which is older, does", owner.Namespace, owner.Name)
+				if len(plan.claims()) == 0 {
+					conflicts = append(conflicts, loss)
+				} else {
+					plan.warnings = append(plan.warnings, loss)
+				}
+				plan.catchAll = nil
 			}
-			plan.catchAll = nil
 		}
 		if len(conflicts) > 0 {
 			b.setStatus(plan.ref, StatusInvalid, "not served: conflicts with older Ingresses: "+strings.Join(conflicts, "; ")+
@@ -119,7 +125,7 @@ func (b *builder) processIngresses() {
 			owners[c] = plan.ref
 		}
 		if plan.catchAll != nil {
-			catchAllOwner = plan
+			owners[plan.catchAll.claim] = plan.ref
 		}
 		accepted = append(accepted, plan)
 	}
@@ -188,10 +194,13 @@ func (b *builder) planIngress(ing *networkingv1.Ingress) *ingressPlan {
 	if db := ing.Spec.DefaultBackend; db != nil {
 		// The default backend serves requests matching no host (seed 000) and, on the hosts
 		// this Ingress has rules for, requests matching no path.
-		plan.catchAll = &plannedRoute{claim: claim{host: catchAll, kind: claimDefault}, backend: db.Service}
+		// A rule of the same Ingress for "/" on a host already serves its unmatched paths.
+		if c := defaultClaim(catchAll); seen[c] == "" {
+			plan.catchAll = &plannedRoute{claim: c, backend: db.Service}
+		}
 		for _, h := range uniqueSorted(hosts) {
-			if h != catchAll {
-				plan.defaults = append(plan.defaults, plannedRoute{claim: claim{host: h, kind: claimDefault}, backend: db.Service})
+			if c := defaultClaim(h); h != catchAll && seen[c] == "" {
+				plan.defaults = append(plan.defaults, plannedRoute{claim: c, backend: db.Service})
 			}
 		}
 	}
@@ -215,10 +224,12 @@ func pathClaim(host string, pt networkingv1.PathType, path string) claim {
 	}
 	p := strings.TrimRight(path, "/")
 	if p == "" {
-		p = "/"
+		return defaultClaim(host)
 	}
 	return claim{host: host, kind: claimPrefix, path: p}
 }
+
+func defaultClaim(host string) claim { return claim{host: host, kind: claimDefault, path: "/"} }
 
 func uniqueSorted(in []string) []string {
 	sort.Strings(in)
@@ -248,6 +259,7 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 	if r.claim.kind == claimExact {
 		kind = PathExact
 	}
+	// Default claims carry the path "/", so they become the prefix "/".
 	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend)
 	if warn != "" {
 		plan.warnings = append(plan.warnings, warn)
@@ -259,8 +271,8 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 	}
 }
 
-// addHostDefaults gives each host its default-backend route, matching every path, unless
-// the host already has a rule for the prefix "/", which would always win.
+// addHostDefaults gives each host its default-backend route, matching every path. It is
+// added after all rules; route ordering puts the prefix "/" last anyway.
 func (b *builder) addHostDefaults(accepted []*ingressPlan) {
 	for _, plan := range accepted {
 		defaults := plan.defaults
@@ -269,32 +281,38 @@ func (b *builder) addHostDefaults(accepted []*ingressPlan) {
 		}
 		for _, d := range defaults {
 			vh := b.vhost(d.claim.host)
-			if hasRootPrefix(vh) {
-				continue
-			}
-			route := b.ingressRoute(plan, plannedRoute{claim: claim{host: d.claim.host, kind: claimPrefix, path: "/"}, backend: d.backend})
-			vh.Routes = append(vh.Routes, route)
+			vh.Routes = append(vh.Routes, b.ingressRoute(plan, d))
 		}
 	}
-}
-
-func hasRootPrefix(vh *VirtualHost) bool {
-	for _, r := range vh.Routes {
-		if r.Path.Kind == PathPrefix && r.Path.Value == "/" {
-			return true
-		}
-	}
-	return false
 }
 
 // copyRoutesToSecureHosts serves each TLS host's routes over HTTPS as well: an Ingress
-// rule applies whatever the scheme.
+// rule applies whatever the scheme. A wildcard certificate also reaches the precise
+// hosts under it that have no certificate of their own (their clients' SNI selects the
+// wildcard): those keep their own routes, never the wildcard's.
 func (b *builder) copyRoutesToSecureHosts() {
 	for name, svh := range b.svhosts {
 		if vh, ok := b.vhosts[name]; ok {
 			svh.Routes = append([]*Route(nil), vh.Routes...)
 		}
+		if !svh.IsWildcard() {
+			continue
+		}
+		for host, vh := range b.vhosts {
+			if _, secure := b.svhosts[host]; !secure && coversOneLabel(name, host) {
+				svh.Also = append(svh.Also, vh)
+			}
+		}
+		sort.Slice(svh.Also, func(i, j int) bool { return svh.Also[i].Name < svh.Also[j].Name })
 	}
+}
+
+// coversOneLabel reports whether the wildcard "*.suffix" matches host: exactly one label
+// followed by the suffix.
+func coversOneLabel(wildcard, host string) bool {
+	suffix := wildcard[1:] // ".suffix"
+	label, ok := strings.CutSuffix(host, suffix)
+	return ok && label != "" && !strings.ContainsAny(label, ".*")
 }
 
 func (b *builder) setIngressStatus(plan *ingressPlan, notes []string) {

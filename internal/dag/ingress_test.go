@@ -1,6 +1,9 @@
 package dag
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/portico-dev/portico/internal/store"
 	"strings"
 	"testing"
 
@@ -333,6 +336,10 @@ spec:
     http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}
   - host: mismatch.com
     http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}
+  - host: missing.com
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}
+  - host: old.com
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}
 `
 	g := build(ing(t, doc),
 		tlsSecret("default", "good", good.CertPEM, good.KeyPEM),
@@ -367,5 +374,168 @@ func TestBuildIsDeterministic(t *testing.T) {
 		if diff := cmp.Diff(first, build(objs...)); diff != "" {
 			t.Fatalf("build %d differs:\n%s", i, diff)
 		}
+	}
+}
+
+// A team cannot put its certificate in front of another team's host: TLS hosts need a
+// rule in the same Ingress, and the first Ingress to claim a TLS host keeps it.
+func TestTLSHostsCannotBeTakenOver(t *testing.T) {
+	a, b := testutil.SelfSigned("shop.example.com"), testutil.SelfSigned("shop.example.com")
+	owner := ing(t, `
+metadata: {name: shop, namespace: team-a, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  tls: [{hosts: [shop.example.com], secretName: tls}]
+  rules: [{host: shop.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]
+`)
+	squatter := ing(t, `
+metadata: {name: squat, namespace: team-b, creationTimestamp: "2025-01-01T00:00:00Z"}
+spec:
+  tls: [{hosts: [shop.example.com], secretName: tls}]
+  rules: [{host: squat.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]
+`)
+	secrets := []runtime.Object{tlsSecret("team-a", "tls", a.CertPEM, a.KeyPEM), tlsSecret("team-b", "tls", b.CertPEM, b.KeyPEM)}
+	g := build(append(secrets, owner, squatter)...)
+	if len(g.HTTPS) != 1 || g.HTTPS[0].Secret.Name != "team-a/tls" {
+		t.Fatalf("secure hosts = %+v, want shop.example.com with team-a/tls only", g.HTTPS)
+	}
+	if s := statusOf(g, "team-b", "squat"); !strings.Contains(s.Description, `host "shop.example.com" has no rule in this Ingress`) {
+		t.Errorf("squatter status = %+v", s)
+	}
+	// With a rule for the host too, the newer Ingress conflicts and is rejected whole.
+	squatter.Spec.Rules = append(squatter.Spec.Rules, owner.Spec.Rules...)
+	squatter.Spec.Rules[1].HTTP = ing(t, `{spec: {rules: [{http: {paths: [{path: /other, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]}}`).Spec.Rules[0].HTTP
+	g = build(append(secrets, owner, squatter)...)
+	if s := statusOf(g, "team-b", "squat"); s.Status != StatusInvalid || !strings.Contains(s.Description, "TLS certificate is served by Ingress team-a/shop") {
+		t.Errorf("squatter with a rule: status = %+v", s)
+	}
+	if len(g.HTTPS) != 1 || g.HTTPS[0].Secret.Name != "team-a/tls" {
+		t.Errorf("secure hosts = %+v", g.HTTPS)
+	}
+}
+
+// A "/" rule and a default backend both serve a host's unmatched paths: a newer
+// Ingress cannot take either from an older one.
+func TestRootPathAndDefaultBackendAreOneClaim(t *testing.T) {
+	old := ing(t, `
+metadata: {name: old, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  defaultBackend: {service: {name: a, port: {number: 80}}}
+  rules: [{host: old.example.com, http: {paths: [{path: /x, pathType: Prefix, backend: {service: {name: a, port: {number: 80}}}}]}}]
+`)
+	newer := ing(t, `
+metadata: {name: new, creationTimestamp: "2025-01-01T00:00:00Z"}
+spec:
+  rules:
+  - http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: b, port: {number: 80}}}}]}
+  - host: old.example.com
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: b, port: {number: 80}}}}]}
+`)
+	g := build(old, newer)
+	s := statusOf(g, "default", "new")
+	for _, want := range []string{`host * (any host), Prefix path "/" or default backend is served by Ingress default/old`, `host old.example.com, Prefix path "/" or default backend is served by Ingress default/old`} {
+		if s.Status != StatusInvalid || !strings.Contains(s.Description, want) {
+			t.Errorf("newer status = %+v, want invalid mentioning %q", s, want)
+		}
+	}
+	if diff := cmp.Diff([]routeView{{"Prefix /x", "default/a/80"}, {"Prefix /", "default/a/80"}}, routesOf(g, "old.example.com")); diff != "" {
+		t.Errorf("old.example.com routes (-want +got):\n%s", diff)
+	}
+	// Within one Ingress, its own "/" rule wins over its default backend, silently.
+	g = build(ing(t, `
+metadata: {name: self}
+spec:
+  defaultBackend: {service: {name: fallback, port: {number: 80}}}
+  rules: [{host: h.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: root, port: {number: 80}}}}]}}]
+`))
+	if diff := cmp.Diff([]routeView{{"Prefix /", "default/root/80"}}, routesOf(g, "h.com")); diff != "" {
+		t.Errorf("h.com routes (-want +got):\n%s", diff)
+	}
+	if s := statusOf(g, "default", "self"); s.Description != "valid Ingress; Service default/root not found: its routes answer 503 until it exists; Service default/fallback not found: its routes answer 503 until it exists" {
+		t.Errorf("self status = %q", s.Description)
+	}
+}
+
+func TestWildcardCertificateCarriesThePreciseHostsItCovers(t *testing.T) {
+	c := testutil.SelfSigned("*.example.com")
+	g := build(tlsSecret("default", "wild", c.CertPEM, c.KeyPEM), ing(t, `
+metadata: {name: wild}
+spec:
+  tls: [{hosts: ["*.example.com"], secretName: wild}]
+  rules: [{host: "*.example.com", http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: c, port: {number: 80}}}}]}}]
+`), ing(t, `
+metadata: {name: app}
+spec:
+  rules:
+  - {host: app.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: a, port: {number: 80}}}}]}}
+  - {host: a.b.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: a, port: {number: 80}}}}]}}
+`))
+	if len(g.HTTPS) != 1 {
+		t.Fatalf("secure hosts = %+v", g.HTTPS)
+	}
+	var also []string
+	for _, vh := range g.HTTPS[0].Also {
+		also = append(also, vh.Name)
+	}
+	if diff := cmp.Diff([]string{"app.example.com"}, also); diff != "" {
+		t.Errorf("hosts reached through the wildcard certificate (-want +got):\n%s", diff)
+	}
+}
+
+func TestUnusableEndpointsAreSkipped(t *testing.T) {
+	g := build(
+		ing(t, `{metadata: {name: e}, spec: {rules: [{host: e.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]}}`),
+		svc("default", "web", "http:80"),
+		endpoints("default", "web", "http", 70000, "10.0.0.1"),
+	)
+	if eps := g.Clusters()[0].Endpoints; len(eps) != 0 {
+		t.Errorf("endpoints = %v, want none (port out of range)", eps)
+	}
+	if s := statusOf(g, "default", "e"); !strings.Contains(s.Description, "1 endpoint addresses ignored") {
+		t.Errorf("status = %+v", s)
+	}
+	fqdn := slice("default", "web", "web-fqdn", "http", 8080, map[string]bool{"backend.example.net": true, "10.0.0.9": true, "10.0.0.300": true})
+	g = build(ing(t, `{metadata: {name: e}, spec: {rules: [{host: e.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]}}`),
+		svc("default", "web", "http:80"), fqdn)
+	if diff := cmp.Diff([]Endpoint{{"10.0.0.9", 8080}}, g.Clusters()[0].Endpoints); diff != "" {
+		t.Errorf("endpoints (-want +got):\n%s", diff)
+	}
+}
+
+func TestExternalNameServices(t *testing.T) {
+	route := `{metadata: {name: x, namespace: team-a}, spec: {rules: [{host: x.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: ext, port: {number: 443}}}}]}}]}}`
+	external := func(name string) *corev1.Service {
+		s := svc("team-a", "ext", "https:443")
+		s.Spec.Type, s.Spec.ExternalName = corev1.ServiceTypeExternalName, name
+		return s
+	}
+	for _, tc := range []struct {
+		name, externalName string
+		allow              bool
+		want               string // "" = allowed
+	}{
+		{"disabled", "example.org", false, "ExternalName Services are disabled"},
+		{"public name", "example.org", true, ""},
+		{"same namespace", "db.team-a.svc.cluster.local", true, ""},
+		{"localhost", "localhost", true, "is this machine"},
+		{"loopback IP", "127.0.0.1", true, "loopback"},
+		{"IPv6 loopback", "::1", true, "loopback"},
+		{"link-local", "169.254.169.254", true, "link-local"},
+		{"other namespace", "db.team-b.svc.cluster.local", true, "another namespace"},
+		{"other namespace, short", "db.team-b.svc", true, "another namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := Build(store.FromObjects([]runtime.Object{ing(t, route), external(tc.externalName)}), Options{AllowExternalName: tc.allow})
+			c := g.Clusters()[0]
+			s := statusOf(g, "team-a", "x")
+			if tc.want == "" {
+				if c.ExternalName != tc.externalName {
+					t.Errorf("cluster = %+v, want one resolving %s", c, tc.externalName)
+				}
+				return
+			}
+			if c.ExternalName != "" || !strings.Contains(s.Description, tc.want) {
+				t.Errorf("cluster %+v, status %q: want refused with %q", c, s.Description, tc.want)
+			}
+		})
 	}
 }

@@ -15,9 +15,25 @@ import (
 // not hold a matching certificate and key makes the Ingress invalid and leaves its hosts
 // without HTTPS; their plain-HTTP routes are still served.
 func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHosts []string) {
+	own := map[string]bool{}
+	for _, h := range ruleHosts {
+		if h != catchAll {
+			own[h] = true
+		}
+	}
 	for i, t := range ing.Spec.TLS {
-		hosts := t.Hosts
-		if len(hosts) == 0 {
+		field := fmt.Sprintf("spec.tls[%d]", i)
+		var hosts []string
+		for _, h := range t.Hosts {
+			// A certificate only attaches to hosts this Ingress routes: otherwise any team
+			// could put its certificate in front of another team's host.
+			if !own[h] {
+				plan.warnings = append(plan.warnings, fmt.Sprintf("%s: host %q has no rule in this Ingress, so this Ingress does not serve it over TLS; add a rule for it", field, h))
+				continue
+			}
+			hosts = append(hosts, h)
+		}
+		if len(t.Hosts) == 0 {
 			// No hosts: the certificate covers every host the Ingress has rules for.
 			for _, h := range ruleHosts {
 				if h != catchAll {
@@ -28,7 +44,6 @@ func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHost
 		if len(hosts) == 0 {
 			continue
 		}
-		field := fmt.Sprintf("spec.tls[%d]", i)
 		if t.SecretName == "" {
 			plan.errs = append(plan.errs, fmt.Sprintf("%s.secretName is empty: HTTPS is not served for %v; name a kubernetes.io/tls Secret in namespace %s", field, hosts, ing.Namespace))
 			continue
@@ -40,7 +55,7 @@ func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHost
 			continue
 		}
 		for _, h := range hosts {
-			plan.tls = append(plan.tls, plannedTLS{claim: claim{host: h, kind: claimTLS, path: secret.Name}, secret: secret})
+			plan.tls = append(plan.tls, plannedTLS{claim: claim{host: h, kind: claimTLS}, secret: secret})
 		}
 	}
 }

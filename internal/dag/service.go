@@ -2,8 +2,10 @@ package dag
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -20,6 +22,11 @@ func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServi
 	if svc == nil {
 		return b.cluster(key, portLabel(be.Port), nil, nil), fmt.Sprintf("Service %s not found: its routes answer 503 until it exists", key)
 	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if reason := b.externalNameRefused(svc); reason != "" {
+			return b.cluster(key, portLabel(be.Port), nil, nil), fmt.Sprintf("Service %s: %s: its routes answer 503", key, reason)
+		}
+	}
 	sp, ok := servicePort(svc, be.Port)
 	if !ok {
 		if svc.Spec.Type == corev1.ServiceTypeExternalName && be.Port.Number != 0 {
@@ -28,7 +35,36 @@ func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServi
 			return b.cluster(key, portLabel(be.Port), nil, nil), fmt.Sprintf("Service %s has no port %s: its routes answer 503; name one of the Service's ports", key, portLabel(be.Port))
 		}
 	}
-	return b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp), ""
+	c := b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp)
+	if c.SkippedEndpoints > 0 {
+		return c, fmt.Sprintf("Service %s: %d endpoint addresses ignored (not IP addresses, or ports outside 1-65535)", key, c.SkippedEndpoints)
+	}
+	return c, ""
+}
+
+// externalNameRefused says why an ExternalName Service may not be used, or "". Such a
+// Service points wherever its author likes, so a team could otherwise reach the proxy's
+// own loopback ports (the admin endpoint) or another namespace's Services by their
+// cluster DNS names.
+func (b *builder) externalNameRefused(svc *corev1.Service) string {
+	if !b.opts.AllowExternalName {
+		return "ExternalName Services are disabled; enable them with --enable-external-name-services"
+	}
+	name := strings.ToLower(strings.TrimSuffix(svc.Spec.ExternalName, "."))
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return fmt.Sprintf("externalName %q is this machine", svc.Spec.ExternalName)
+	}
+	if ip, err := netip.ParseAddr(name); err == nil && (ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()) {
+		return fmt.Sprintf("externalName %q is a loopback, link-local or unspecified address", svc.Spec.ExternalName)
+	}
+	for _, zone := range []string{".svc", ".svc.cluster.local"} {
+		if rest, ok := strings.CutSuffix(name, zone); ok {
+			if parts := strings.Split(rest, "."); len(parts) >= 2 && parts[len(parts)-1] != svc.Namespace {
+				return fmt.Sprintf("externalName %q is a Service in another namespace", svc.Spec.ExternalName)
+			}
+		}
+	}
+	return ""
 }
 
 func portLabel(p networkingv1.ServiceBackendPort) string {
@@ -60,7 +96,7 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 		if s.Spec.Type == corev1.ServiceTypeExternalName {
 			c.ExternalName = s.Spec.ExternalName
 		} else {
-			c.Endpoints = b.endpoints(svc, sp.Name)
+			c.Endpoints, c.SkippedEndpoints = b.endpoints(svc, sp.Name)
 		}
 	}
 	b.clusters[name] = c
@@ -69,9 +105,18 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 
 // endpoints returns the ready addresses serving the Service port named portName, from its
 // EndpointSlices when it has any, else from its Endpoints object. Endpoint ports are
-// matched to Service ports by name, as kube-proxy does.
-func (b *builder) endpoints(svc types.NamespacedName, portName string) []Endpoint {
+// matched to Service ports by name, as kube-proxy does. Addresses that are not IPs (FQDN
+// slices) and invalid ports are skipped and counted: the data plane connects to IPs only.
+func (b *builder) endpoints(svc types.NamespacedName, portName string) ([]Endpoint, int) {
 	var out []Endpoint
+	skipped := 0
+	add := func(addr string, port int32) {
+		if ip, err := netip.ParseAddr(addr); err != nil || ip.Zone() != "" || port < 1 || port > 65535 {
+			skipped++
+			return
+		}
+		out = append(out, Endpoint{Address: addr, Port: port})
+	}
 	if slices := b.store.ServiceSlices(svc); len(slices) > 0 {
 		for _, es := range slices {
 			for _, p := range es.Ports {
@@ -83,7 +128,7 @@ func (b *builder) endpoints(svc types.NamespacedName, portName string) []Endpoin
 						continue
 					}
 					for _, addr := range ep.Addresses {
-						out = append(out, Endpoint{Address: addr, Port: *p.Port})
+						add(addr, *p.Port)
 					}
 				}
 			}
@@ -95,12 +140,12 @@ func (b *builder) endpoints(svc types.NamespacedName, portName string) []Endpoin
 					continue
 				}
 				for _, a := range subset.Addresses {
-					out = append(out, Endpoint{Address: a.IP, Port: p.Port})
+					add(a.IP, p.Port)
 				}
 			}
 		}
 	}
-	return sortedUniqueEndpoints(out)
+	return sortedUniqueEndpoints(out), skipped
 }
 
 func derefString(s *string) string {

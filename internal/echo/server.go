@@ -6,12 +6,12 @@ package echo
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/portico-dev/portico/internal/httpserver"
 )
 
 // DefaultNamespace is used when Config.Namespace is empty.
@@ -47,13 +47,7 @@ type Config struct {
 type Server struct {
 	cfg Config
 	log *slog.Logger
-
-	mu       sync.Mutex
-	srv      *http.Server
-	addr     string
-	cancel   context.CancelCauseFunc
-	done     chan struct{} // closed when Serve returns
-	serveErr error         // set before done is closed
+	hs  *httpserver.Server
 }
 
 // New returns an unstarted Server for cfg, with defaults filled in.
@@ -65,45 +59,34 @@ func New(cfg Config) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log.With("component", "echo", "service", cfg.Service)}
-}
-
-// Start binds the listen address and serves in the background. It returns
-// once the socket is bound, so Addr is valid and connections are accepted.
-func (s *Server) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.srv != nil {
-		return errors.New("echo: server already started")
-	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("echo: listen on %q: %w", s.cfg.Listen, err)
-	}
-	s.addr = ln.Addr().String()
-	s.srv = s.newHTTPServer()
-	s.done = make(chan struct{})
-	s.log.Info("echo server listening", "addr", s.addr, "namespace", s.cfg.Namespace)
-	go s.serve(s.srv, ln, s.done)
-	return nil
+	s := &Server{cfg: cfg, log: log.With("component", "echo", "service", cfg.Service)}
+	// Every request context derives from base, so cancelling it on shutdown
+	// aborts X-Echo-Delay waits instead of holding the drain for up to a minute.
+	base, cancel := context.WithCancelCause(context.Background())
+	s.hs = httpserver.New(httpserver.Config{
+		Name: "echo",
+		Addr: cfg.Listen,
+		NewServer: func(addr string) *http.Server {
+			return s.newHTTPServer(addr, base)
+		},
+		OnShutdown:      func() { cancel(errShuttingDown) },
+		ShutdownTimeout: runShutdownTimeout,
+		Logger:          s.log.With("namespace", cfg.Namespace),
+	})
+	return s
 }
 
 // newHTTPServer builds the http.Server; the endpoint reported in responses
 // is the bound address, which is only known after listening.
-func (s *Server) newHTTPServer() *http.Server {
-	// Every request context derives from base, so cancelling it on shutdown
-	// aborts X-Echo-Delay waits instead of holding the drain for up to a minute.
-	base, cancel := context.WithCancelCause(context.Background())
-	s.cancel = cancel
-
+func (s *Server) newHTTPServer(addr string, base context.Context) *http.Server {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
-	srv := &http.Server{
+	return &http.Server{
 		Handler: &handler{
 			service:   s.cfg.Service,
 			namespace: s.cfg.Namespace,
-			endpoint:  s.addr,
+			endpoint:  addr,
 			log:       s.log,
 		},
 		Protocols:         &protos,
@@ -111,70 +94,20 @@ func (s *Server) newHTTPServer() *http.Server {
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(func() { cancel(errShuttingDown) })
-	return srv
 }
 
-// serve runs srv until it is shut down, recording any unexpected failure.
-func (s *Server) serve(srv *http.Server, ln net.Listener, done chan struct{}) {
-	defer close(done)
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return
-	}
-	s.log.Error("echo server stopped unexpectedly", "error", err)
-	s.mu.Lock()
-	s.serveErr = fmt.Errorf("echo: serve: %w", err)
-	s.mu.Unlock()
-}
+// Start binds the listen address and serves in the background. It returns
+// once the socket is bound, so Addr is valid and connections are accepted.
+func (s *Server) Start() error { return s.hs.Start() }
 
 // Addr returns the bound address (e.g. "127.0.0.1:41234"), or "" before Start.
-func (s *Server) Addr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addr
-}
+func (s *Server) Addr() string { return s.hs.Addr() }
 
 // Shutdown stops accepting connections, aborts delayed requests and waits for
 // in-flight ones until ctx is done, after which connections are closed
 // forcibly. Shutting down an unstarted server is a no-op.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	srv, done, cancel := s.srv, s.done, s.cancel
-	s.mu.Unlock()
-	if srv == nil {
-		return nil
-	}
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		// The graceful window expired; don't leave connections behind.
-		err = errors.Join(fmt.Errorf("echo: shutdown: %w", err), srv.Close())
-	}
-	cancel(errShuttingDown) // release the base context even if no hook ran
-	<-done
-	return err
-}
+func (s *Server) Shutdown(ctx context.Context) error { return s.hs.Shutdown(ctx) }
 
 // Run starts the server, serves until ctx is done (or serving fails), then
 // shuts down gracefully. It returns nil after a clean, ctx-triggered stop.
-func (s *Server) Run(ctx context.Context) error {
-	if err := s.Start(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-
-	select {
-	case <-ctx.Done():
-	case <-done:
-	}
-	// ctx is already done here, so the drain needs its own deadline.
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runShutdownTimeout)
-	defer cancel()
-	shutdownErr := s.Shutdown(shutdownCtx)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return errors.Join(s.serveErr, shutdownErr)
-}
+func (s *Server) Run(ctx context.Context) error { return s.hs.Run(ctx) }

@@ -193,7 +193,11 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	}
 	switch {
 	case !p.ready.Swap(true):
-		p.log.Info("first complete configuration applied; ready", "version", snap.version)
+		if n := p.unboundCount.Load(); n > 0 {
+			p.log.Warn("first complete configuration applied; not ready until every listener is bound", "version", snap.version, "unbound_listeners", n)
+		} else {
+			p.log.Info("first complete configuration applied; ready", "version", snap.version)
+		}
 	case snap.version != "":
 		p.log.Info("configuration applied", "version", snap.version)
 	default:

@@ -14,7 +14,8 @@
 //   - convert_*.go, tls.go (convertSecret), upstream.go (convertCluster):
 //     Envoy resources to the proxy's specs; what cannot be honoured is an error.
 //   - compile.go: linking specs into an immutable snapshot (warming), applying it.
-//   - listeners.go, tls.go: sockets, HTTP servers, SNI filter-chain selection.
+//   - listeners.go, tls.go: sockets (with bind retries), HTTP servers, SNI
+//     filter-chain selection.
 //   - routing.go: virtual host and route matching.
 //   - handler.go: the request path: edge headers, actions, access log.
 //   - upstream.go: clusters, round robin, the shared transport, error mapping.

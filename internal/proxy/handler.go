@@ -3,12 +3,15 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -116,14 +119,98 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		requestID: rw.requestID,
 	}
 	ctx := r.Context()
+	out := r
 	if fa.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, fa.timeout)
-		defer cancel()
-		t.routeDeadline, t.timeoutContext = true, ctx
+		// Envoy's route timeout starts when the downstream request is
+		// complete: a slow upload does not count against it.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		t.timer = &routeTimer{timeout: fa.timeout, cancel: cancel}
+		defer t.timer.stop()
+		out = r.WithContext(ctx)
+		if requestHasBody(r) {
+			out.Body = &armOnEOF{ReadCloser: r.Body, remaining: r.ContentLength, arm: t.timer.arm}
+		} else {
+			t.timer.arm()
+		}
 	}
 	ctx = context.WithValue(ctx, upstreamTargetKey{}, t)
-	h.p.reverseProxy.ServeHTTP(rw, r.WithContext(ctx))
+	h.p.reverseProxy.ServeHTTP(rw, out.WithContext(ctx))
+}
+
+// errRouteTimeout is the cancellation cause of a request whose route timeout
+// expired.
+var errRouteTimeout = errors.New("route timeout")
+
+// routeTimer is a route timeout, armed once the downstream request is complete.
+type routeTimer struct {
+	timeout time.Duration
+	cancel  context.CancelCauseFunc
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+// arm starts the timeout; only the first call counts.
+func (rt *routeTimer) arm() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.timer != nil || rt.stopped {
+		return
+	}
+	rt.timer = time.AfterFunc(rt.timeout, func() { rt.cancel(errRouteTimeout) })
+}
+
+// stop disarms the timeout when the exchange is over: the transport may still
+// read (and so arm) the body afterwards.
+func (rt *routeTimer) stop() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.stopped = true
+	if rt.timer != nil {
+		rt.timer.Stop()
+	}
+}
+
+// expired reports whether the request was cancelled by the route timeout.
+func (rt *routeTimer) expired(ctx context.Context) bool {
+	return rt != nil && errors.Is(context.Cause(ctx), errRouteTimeout)
+}
+
+// requestHasBody reports whether a downstream request carries a body that
+// the upstream request will read.
+func requestHasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// armOnEOF arms the route timeout when the request body has been read to its
+// end (or its declared length), or when the transport closes it (the upload
+// is over either way).
+type armOnEOF struct {
+	io.ReadCloser
+	remaining int64 // bytes left of a declared Content-Length; -1 if unknown
+	arm       func()
+}
+
+func (b *armOnEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.remaining > 0 {
+		b.remaining -= int64(n)
+		if b.remaining <= 0 {
+			b.arm()
+		}
+	}
+	if err == io.EOF {
+		b.arm()
+	}
+	return n, err
+}
+
+func (b *armOnEOF) Close() error {
+	b.arm()
+	return b.ReadCloser.Close()
 }
 
 // pickCluster chooses a cluster by weight, per request.

@@ -485,12 +485,18 @@ type testProxy struct {
 
 func startProxy(t *testing.T, cp *controlPlane) *testProxy {
 	t.Helper()
+	return startProxyOn(t, cp, map[string]string{"ingress_http": "127.0.0.1:0", "ingress_https": "127.0.0.1:0"})
+}
+
+// startProxyOn starts a proxy binding its listeners at addrs.
+func startProxyOn(t *testing.T, cp *controlPlane, addrs map[string]string) *testProxy {
+	t.Helper()
 	logs := &logCapture{}
 	reg := prometheus.NewRegistry()
 	p := New(Config{
 		XDSAddress:    cp.addr,
 		NodeID:        testNode,
-		ListenerAddrs: map[string]string{"ingress_http": "127.0.0.1:0", "ingress_https": "127.0.0.1:0"},
+		ListenerAddrs: addrs,
 		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Registerer:    reg,
 	})

@@ -17,6 +17,11 @@ const (
 
 	readHeaderTimeout = 30 * time.Second
 	idleTimeout       = 5 * time.Minute
+
+	// A listener whose address cannot be bound is retried on its own, from
+	// bindRetryMin doubling up to bindRetryMax, with one log line per attempt.
+	bindRetryMin = 200 * time.Millisecond
+	bindRetryMax = 5 * time.Second
 )
 
 // liveListener is a bound socket with its HTTP server. It outlives
@@ -32,6 +37,15 @@ type liveListener struct {
 	served   chan struct{} // closed when Serve returns
 }
 
+// unboundListener is a listener of the applied configuration whose socket
+// could not be opened yet. The proxy is not ready while one exists.
+type unboundListener struct {
+	cfg      *listenerConfig // the latest configuration, served once bound
+	bindAddr string
+	backoff  time.Duration // the wait before the attempt at next
+	next     time.Time
+}
+
 // bindAddress is the address a listener binds: the configured override, or
 // the Listener's own socket address.
 func (p *Proxy) bindAddress(lc *listenerConfig) string {
@@ -44,6 +58,7 @@ func (p *Proxy) bindAddress(lc *listenerConfig) string {
 // syncListeners opens listeners new in snap, closes removed ones, rebinds
 // those whose address or TLS-ness changed, and points the rest at their new
 // configuration. Unchanged listeners keep their sockets and connections.
+// Listeners that cannot be bound are left to retryBinds.
 func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -55,20 +70,94 @@ func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
 		delete(p.listeners, name)
 		p.drain(ll)
 	}
+	for name, u := range p.unbound {
+		if lc, ok := snap.listeners[name]; !ok || u.bindAddr != p.bindAddress(lc) {
+			delete(p.unbound, name)
+		}
+	}
 	for _, name := range sortedKeys(snap.listeners) {
 		lc := snap.listeners[name]
 		if ll, ok := p.listeners[name]; ok {
 			ll.cfg.Store(lc)
 			continue
 		}
+		if u, ok := p.unbound[name]; ok {
+			// Still waiting for its address: retryBinds keeps its backoff, so
+			// a burst of updates does not become a burst of bind errors.
+			u.cfg = lc
+			continue
+		}
 		ll, err := p.openListener(serveCtx, lc)
 		if err != nil {
-			// Retried at the next applied configuration.
-			p.log.Error("cannot open listener", "listener", name, "address", p.bindAddress(lc), "error", err)
+			u := &unboundListener{cfg: lc, bindAddr: p.bindAddress(lc), backoff: bindRetryMin}
+			u.next = time.Now().Add(u.backoff)
+			p.unbound[name] = u
+			p.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
 			continue
 		}
 		p.listeners[name] = ll
 	}
+	p.unboundCount.Store(int32(len(p.unbound)))
+	select {
+	case p.rebind <- struct{}{}:
+	default:
+	}
+}
+
+// retryBinds retries unbound listeners with backoff until ctx is done,
+// independently of configuration updates.
+func (p *Proxy) retryBinds(ctx context.Context) {
+	timer := time.NewTimer(bindRetryMax)
+	defer timer.Stop()
+	for {
+		if wait, pending := p.bindDue(ctx, time.Now()); pending {
+			timer.Reset(wait)
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.rebind:
+		case <-timer.C:
+		}
+	}
+}
+
+// bindDue attempts the binds that are due and returns how long until the
+// next one, if any listener remains unbound.
+func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.unbound) == 0 {
+		return 0, false
+	}
+	var next time.Time
+	for _, name := range sortedKeys(p.unbound) {
+		u := p.unbound[name]
+		if !now.Before(u.next) {
+			ll, err := p.openListener(ctx, u.cfg)
+			if err == nil {
+				delete(p.unbound, name)
+				p.listeners[name] = ll
+				continue
+			}
+			u.backoff = min(2*u.backoff, bindRetryMax)
+			u.next = now.Add(u.backoff)
+			p.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
+		}
+		if next.IsZero() || u.next.Before(next) {
+			next = u.next
+		}
+	}
+	p.unboundCount.Store(int32(len(p.unbound)))
+	if len(p.unbound) == 0 {
+		if p.ready.Load() {
+			p.log.Info("every listener bound; ready")
+		}
+		return 0, false
+	}
+	return next.Sub(now), true
 }
 
 func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liveListener, error) {
@@ -138,6 +227,8 @@ func (p *Proxy) shutdown() {
 		delete(p.listeners, name)
 		p.drain(ll)
 	}
+	clear(p.unbound)
+	p.unboundCount.Store(0)
 	p.mu.Unlock()
 	p.draining.Wait()
 }

@@ -67,6 +67,20 @@ func TestHeaderMatcher(t *testing.T) {
 	if hm.matches(&twoLabels) {
 		t.Error(":authority single-label regex matched two labels")
 	}
+
+	// Inverted and case-insensitive: catches the hosts a "*.foo.com" rule
+	// must not serve.
+	inverted, err := convertHeaderMatcher(&routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: regex(`(?i)^[^.]+\.foo\.com$`), InvertMatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]bool{"a.b.foo.com": true, "A.B.Foo.Com": true, "x.foo.com": false, "X.FOO.COM": false, "foo.com": true} {
+		h := *ri
+		h.authority = host
+		if got := inverted.matches(&h); got != want {
+			t.Errorf("inverted (?i) :authority regex on %q = %v, want %v", host, got, want)
+		}
+	}
 }
 
 func TestSelectVirtualHost(t *testing.T) {

@@ -50,9 +50,16 @@ type Proxy struct {
 	appliedVersion atomic.Pointer[string]
 	running        atomic.Bool
 
-	mu        sync.Mutex // guards listeners (read by ListenerAddr from any goroutine)
+	mu        sync.Mutex // guards listeners and unbound (read by ListenerAddr from any goroutine)
 	listeners map[string]*liveListener
 	draining  sync.WaitGroup // listeners being shut down after removal from the config
+
+	// unbound holds the listeners of the applied configuration that could not
+	// be bound yet (guarded by mu); retryBinds retries them, woken through
+	// rebind. unboundCount mirrors its size for Ready.
+	unbound      map[string]*unboundListener
+	unboundCount atomic.Int32
+	rebind       chan struct{}
 }
 
 // New returns a Proxy for cfg. It does not connect or listen until Run.
@@ -71,6 +78,8 @@ func New(cfg Config) *Proxy {
 		store:      newResourceStore(),
 		lbCounters: make(map[string]*atomic.Uint64),
 		listeners:  make(map[string]*liveListener),
+		unbound:    make(map[string]*unboundListener),
+		rebind:     make(chan struct{}, 1),
 	}
 	p.transport = newUpstreamTransport()
 	p.reverseProxy = p.newReverseProxy()
@@ -93,8 +102,14 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	defer conn.Close()
 
+	retrying := make(chan struct{})
+	go func() {
+		defer close(retrying)
+		p.retryBinds(ctx)
+	}()
 	ads := newADSClient(conn, p.cfg.NodeID, p.log, p)
 	ads.run(ctx)
+	<-retrying // no listener may be opened after shutdown
 
 	p.shutdown()
 	p.transport.CloseIdleConnections()
@@ -102,8 +117,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 }
 
 // Ready reports whether a first complete configuration (listeners + every route
-// config, cluster, assignment and secret they reference) has been applied.
-func (p *Proxy) Ready() bool { return p.ready.Load() }
+// config, cluster, assignment and secret they reference) has been applied and
+// every listener of the applied configuration is bound. A listener that cannot
+// be bound (address in use) is retried with backoff; until it is bound the
+// proxy is not ready.
+func (p *Proxy) Ready() bool { return p.ready.Load() && p.unboundCount.Load() == 0 }
 
 // AppliedVersion returns the xDS version_info shared by all applied resource
 // types of the last applied configuration ("" before the first). A configuration

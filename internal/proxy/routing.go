@@ -89,7 +89,8 @@ type stringMatcher struct {
 type forwardAction struct {
 	clusters []weightedCluster
 	total    uint64
-	// timeout bounds the whole upstream exchange; 0 means none.
+	// timeout runs from the end of the downstream request (its body) to the
+	// end of the response, as Envoy's route timeout; 0 means none.
 	timeout          time.Duration
 	prefixRewrite    string
 	hasPrefixRewrite bool

@@ -202,16 +202,15 @@ func servesTraffic(h corev3.HealthStatus) bool {
 // upstream chosen for one request. It travels in the request context because
 // http.Transport keeps context values (not cancellation) when dialing.
 type upstreamTarget struct {
-	cluster        *upstreamCluster
-	endpoint       string
-	path           string // escaped path to send upstream
-	host           string // Host header to send upstream
-	rawQuery       string
-	scheme         string // downstream scheme, for X-Forwarded-Proto
-	xff            string // X-Forwarded-For to send; "" leaves it out
-	requestID      string
-	routeDeadline  bool // a route timeout is armed on the request context
-	timeoutContext context.Context
+	cluster   *upstreamCluster
+	endpoint  string
+	path      string // escaped path to send upstream
+	host      string // Host header to send upstream
+	rawQuery  string
+	scheme    string // downstream scheme, for X-Forwarded-Proto
+	xff       string // X-Forwarded-For to send; "" leaves it out
+	requestID string
+	timer     *routeTimer // the route timeout; nil when there is none
 }
 
 type upstreamTargetKey struct{}
@@ -233,6 +232,9 @@ func newUpstreamTransport() *http.Transport {
 		// Upstreams speak HTTP/1.1; the response header wait is bounded by the route timeout.
 		ForceAttemptHTTP2:     false,
 		ExpectContinueTimeout: time.Second,
+		// Never add an Accept-Encoding the client did not send, nor decode
+		// the response: bodies, Content-Encoding and ETag pass through as is.
+		DisableCompression: true,
 	}
 }
 
@@ -286,7 +288,7 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 // timeout, malformed response) 502.
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	t := targetFrom(r.Context())
-	if t != nil && t.routeDeadline && errors.Is(t.timeoutContext.Err(), context.DeadlineExceeded) {
+	if t != nil && t.timer.expired(r.Context()) {
 		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
 		return
 	}

@@ -4,6 +4,7 @@
 package store
 
 import (
+	"maps"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -149,4 +150,21 @@ func (s *Store) ServiceSlices(svc types.NamespacedName) []*discoveryv1.EndpointS
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Clone returns a Store with copies of the maps, sharing the objects, so that a build can
+// read it while the original keeps changing.
+func (s *Store) Clone() *Store {
+	c := &Store{
+		Ingresses:      maps.Clone(s.Ingresses),
+		IngressClasses: maps.Clone(s.IngressClasses),
+		Services:       maps.Clone(s.Services),
+		Endpoints:      maps.Clone(s.Endpoints),
+		Secrets:        maps.Clone(s.Secrets),
+		EndpointSlices: make(map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
+	}
+	for k, v := range s.EndpointSlices {
+		c.EndpointSlices[k] = maps.Clone(v)
+	}
+	return c
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"google.golang.org/protobuf/proto"
 	"regexp"
 	"strings"
 
@@ -12,12 +13,7 @@ import (
 )
 
 func httpRouteConfig(hosts []*dag.VirtualHost) *routev3.RouteConfiguration {
-	var fallback []*routev3.Route
-	for _, vh := range hosts {
-		if vh.Name == "*" {
-			fallback = routes(vh, nil)
-		}
-	}
+	fallback := catchAllVirtualHost(hosts)
 	rc := &routev3.RouteConfiguration{Name: RouteHTTP}
 	for _, vh := range hosts {
 		rc.VirtualHosts = append(rc.VirtualHosts, virtualHost(vh, fallback))
@@ -25,25 +21,59 @@ func httpRouteConfig(hosts []*dag.VirtualHost) *routev3.RouteConfiguration {
 	return rc
 }
 
-// httpsRouteConfig holds only the virtual host of one server name: a TLS connection can
-// reach no other host's routes, whatever Host header it sends.
+func catchAllVirtualHost(hosts []*dag.VirtualHost) *dag.VirtualHost {
+	for _, vh := range hosts {
+		if vh.Name == "*" {
+			return vh
+		}
+	}
+	return nil
+}
+
+// MisdirectedVirtualHost names the last virtual host of every HTTPS route configuration.
+const MisdirectedVirtualHost = "misdirected"
+
+// httpsRouteConfig holds the virtual host of one server name, the precise hosts that a
+// wildcard certificate covers, and finally a virtual host answering 421 Misdirected
+// Request to every other Host: an HTTP/2 client that reuses a connection for a host this
+// certificate does not serve retries on a new connection, and a TLS connection can never
+// reach another host's routes.
 func httpsRouteConfig(svh *dag.SecureVirtualHost) *routev3.RouteConfiguration {
-	return &routev3.RouteConfiguration{
+	rc := &routev3.RouteConfiguration{
 		Name:         RouteHTTPS(svh.Name),
 		VirtualHosts: []*routev3.VirtualHost{virtualHost(&svh.VirtualHost, nil)},
 	}
+	for _, vh := range svh.Also {
+		rc.VirtualHosts = append(rc.VirtualHosts, virtualHost(vh, nil))
+	}
+	rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
+		Name:    MisdirectedVirtualHost,
+		Domains: []string{"*"},
+		Routes: []*routev3.Route{{
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 421}},
+		}},
+	})
+	return rc
 }
 
 // virtualHost translates vh. Envoy's "*.foo.com" domain matches any number of labels,
-// while an Ingress wildcard matches exactly one: a wildcard host's routes therefore also
-// require the host to be one label deep, and are followed by the catch-all host's routes
-// (fallback), which serve requests the wildcard does not really match.
-func virtualHost(vh *dag.VirtualHost, fallback []*routev3.Route) *routev3.VirtualHost {
+// while an Ingress wildcard matches exactly one. A wildcard host's routes therefore also
+// require the host to be one label deep; they are followed by the catch-all host's routes
+// (fallback) for hosts that are NOT one label deep, which the wildcard does not really
+// match. A one-label host that matches no wildcard route gets 404, as for any known host.
+func virtualHost(vh *dag.VirtualHost, fallback *dag.VirtualHost) *routev3.VirtualHost {
 	out := &routev3.VirtualHost{Name: vh.Name, Domains: []string{vh.Name}}
-	if vh.IsWildcard() {
-		out.Routes = append(routes(vh, singleLabelHost(vh.Name)), fallback...)
-	} else {
+	if !vh.IsWildcard() {
 		out.Routes = routes(vh, nil)
+		return out
+	}
+	oneLabel := singleLabelHost(vh.Name)
+	out.Routes = routes(vh, oneLabel)
+	if fallback != nil {
+		deeper := proto.Clone(oneLabel).(*routev3.HeaderMatcher)
+		deeper.InvertMatch = true
+		out.Routes = append(out.Routes, routes(fallback, deeper)...)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"google.golang.org/protobuf/proto"
 	"strconv"
 	"testing"
 
@@ -50,12 +51,15 @@ func TestRouteConfigurationShapes(t *testing.T) {
 	oneLabel := &routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
 		MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: `(?i)^[^.]+\.foo\.com$`}},
 	}}}
+	deeper := proto.Clone(oneLabel).(*routev3.HeaderMatcher)
+	deeper.InvertMatch = true
 	catchAllRoute := &routev3.Route{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: toCluster("default/fallback/80")}
 	want := &routev3.RouteConfiguration{Name: "ingress_http", VirtualHosts: []*routev3.VirtualHost{
 		{Name: "*", Domains: []string{"*"}, Routes: []*routev3.Route{catchAllRoute}},
 		{Name: "*.foo.com", Domains: []string{"*.foo.com"}, Routes: []*routev3.Route{
 			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/app"}, Headers: []*routev3.HeaderMatcher{oneLabel}}, Action: toCluster("default/web/80")},
-			catchAllRoute, // a deeper subdomain is not matched by the wildcard: it gets the catch-all
+			// A deeper subdomain is not matched by the wildcard: it gets the catch-all's routes.
+			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, Headers: []*routev3.HeaderMatcher{deeper}}, Action: toCluster("default/fallback/80")},
 		}},
 		{Name: "foo.com", Domains: []string{"foo.com"}, Routes: []*routev3.Route{
 			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/foo"}}, Action: toCluster("default/web/80")},
@@ -143,6 +147,10 @@ func TestSecureHostsGetAFilterChainAndRoutesOfTheirOwn(t *testing.T) {
 	if diff := cmp.Diff([]string{"ingress_http", "https/secure.com", "https/other.com"}, routeNames); diff != "" {
 		t.Errorf("route configurations (-want +got):\n%s", diff)
 	}
+	misdirected := res.Routes[1].(*routev3.RouteConfiguration).VirtualHosts[1]
+	if misdirected.Name != MisdirectedVirtualHost || misdirected.Domains[0] != "*" || misdirected.Routes[0].GetDirectResponse().GetStatus() != 421 {
+		t.Errorf("last virtual host of an HTTPS route configuration = %v, want * → 421", misdirected)
+	}
 	if len(res.Secrets) != 1 {
 		t.Errorf("a secret shared by two hosts must be sent once, got %d", len(res.Secrets))
 	}
@@ -167,5 +175,26 @@ func TestExternalNameClusterResolvesByDNS(t *testing.T) {
 func TestBadListenerAddressIsAnError(t *testing.T) {
 	if _, err := Translate(&dag.Graph{}, Options{HTTPAddress: "nonsense"}); err == nil {
 		t.Error("want an error for an unparsable address")
+	}
+}
+
+func TestWildcardCertificateRoutesIncludeCoveredHosts(t *testing.T) {
+	web, app := testCluster("default", "web", 80), testCluster("default", "app", 80)
+	appHost := &dag.VirtualHost{Name: "app.foo.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", app)}}
+	wild := dag.VirtualHost{Name: "*.foo.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
+	g := &dag.Graph{
+		HTTP:  []*dag.VirtualHost{appHost, &wild},
+		HTTPS: []*dag.SecureVirtualHost{{VirtualHost: wild, Secret: &dag.Secret{Name: "default/wild", Cert: []byte("c"), Key: []byte("k")}, Also: []*dag.VirtualHost{appHost}}},
+	}
+	res, err := Translate(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, vh := range res.Routes[1].(*routev3.RouteConfiguration).VirtualHosts {
+		names = append(names, vh.Name)
+	}
+	if diff := cmp.Diff([]string{"*.foo.com", "app.foo.com", MisdirectedVirtualHost}, names); diff != "" {
+		t.Errorf("virtual hosts of https/*.foo.com (-want +got):\n%s", diff)
 	}
 }
