@@ -19,8 +19,6 @@ import (
 // Config.ShutdownTimeout is zero.
 const DefaultShutdownTimeout = 5 * time.Second
 
-// listen is net.Listen; tests replace it to inject listener failures.
-var listen = net.Listen
 
 // Config configures a Server.
 type Config struct {
@@ -43,6 +41,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Logger receives lifecycle messages; nil discards them.
 	Logger *slog.Logger
+	// Listen opens the listener; nil means net.Listen. Tests use it to inject failures.
+	Listen func(network, addr string) (net.Listener, error)
 }
 
 // Server runs one http.Server. Create it with New, then Start or Run it.
@@ -81,6 +81,10 @@ func (s *Server) Start() error {
 	defer s.mu.Unlock()
 	if s.srv != nil {
 		return fmt.Errorf("%s: server already started", s.cfg.Name)
+	}
+	listen := s.cfg.Listen
+	if listen == nil {
+		listen = net.Listen
 	}
 	ln, err := listen("tcp", s.cfg.Addr)
 	if err != nil {

@@ -283,16 +283,14 @@ func (l failingListener) Accept() (net.Conn, error) {
 
 func TestRunReportsServeError(t *testing.T) {
 	fail := make(chan struct{})
-	listen = func(network, addr string) (net.Listener, error) {
+	listen := func(network, addr string) (net.Listener, error) {
 		ln, err := net.Listen(network, addr)
 		if err != nil {
 			return nil, err
 		}
 		return failingListener{Listener: ln, fail: fail}, nil
 	}
-	t.Cleanup(func() { listen = net.Listen })
-
-	s := New(Config{Name: "demo", Addr: "127.0.0.1:0", NewServer: okServer})
+	s := New(Config{Name: "demo", Addr: "127.0.0.1:0", NewServer: okServer, Listen: listen})
 	errc := make(chan error, 1)
 	go func() { errc <- s.Run(context.Background()) }()
 	waitForAddr(t, s)
