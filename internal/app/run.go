@@ -70,7 +70,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xDS server: %w", err)
 	}
-	srv := server.New(opts.Logger.With("component", "xds"), nil)
+	srv := server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg)))
 	r := &Runner{opts: opts, xdsLis: xdsLis}
 	r.pipeline = &Pipeline{
 		DAG:       dag.Options{IngressClassName: opts.IngressClassName, AllowExternalName: opts.AllowExternalName},

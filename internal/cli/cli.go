@@ -21,10 +21,12 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":   {"serve the manifests in a directory with the embedded proxy", runCmd},
-		"check": {"print the status every object in a directory would get", checkCmd},
-		"echo":  {"run a test backend that answers with what it received", echoCmd},
-		"proxy": {"run the embedded proxy against an xDS server", proxyCmd},
+		"run":       {"serve the manifests in a directory with the embedded proxy", runCmd},
+		"check":     {"print the status every object in a directory would get", checkCmd},
+		"echo":      {"run a test backend that answers with what it received", echoCmd},
+		"proxy":     {"run the embedded proxy against an xDS server", proxyCmd},
+		"serve":     {"run the controller against a Kubernetes API server", serveCmd},
+		"bootstrap": {"write an Envoy bootstrap file pointing at the xDS server", bootstrapCmd},
 	}
 }
 
@@ -56,7 +58,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-7s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'portico COMMAND -h' for a command's flags.")
 }

@@ -19,7 +19,6 @@ import (
 // Config.ShutdownTimeout is zero.
 const DefaultShutdownTimeout = 5 * time.Second
 
-
 // Config configures a Server.
 type Config struct {
 	// Name prefixes errors ("admin: listen on ...") and log messages

@@ -17,6 +17,7 @@ type Pipeline struct {
 	RebuildDuration prometheus.Histogram
 	LastRebuild     prometheus.Gauge
 	Objects         *prometheus.GaugeVec
+	StatusWrites    *prometheus.CounterVec
 }
 
 // NewPipeline creates the pipeline metrics and registers them on reg.
@@ -38,9 +39,12 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		Objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "portico_objects", Help: "Routing objects by kind and status.",
 		}, []string{"kind", "status"}),
+		StatusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portico_status_writes_total", Help: "Status updates written to the Kubernetes API, by kind.",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Rebuilds, m.RebuildFailures, m.RebuildDuration, m.LastRebuild, m.Objects)
+		reg.MustRegister(m.Rebuilds, m.RebuildFailures, m.RebuildDuration, m.LastRebuild, m.Objects, m.StatusWrites)
 	}
 	return m
 }
@@ -58,4 +62,42 @@ func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err er
 	for _, s := range statuses {
 		m.Objects.WithLabelValues(s.Object.Kind, string(s.Status)).Inc()
 	}
+}
+
+// XDS holds the metrics of the xDS server.
+type XDS struct {
+	Clients prometheus.Gauge
+	Pushes  *prometheus.CounterVec
+}
+
+// NewXDS creates the xDS metrics and registers them on reg.
+func NewXDS(reg prometheus.Registerer) *XDS {
+	m := &XDS{
+		Clients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "portico_xds_clients", Help: "Connected xDS streams (Envoys and embedded proxies).",
+		}),
+		Pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portico_xds_pushes_total", Help: "xDS responses sent, by resource type.",
+		}, []string{"type"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Clients, m.Pushes)
+	}
+	return m
+}
+
+// Cache holds the metrics of the Kubernetes source.
+type Cache struct {
+	Objects *prometheus.GaugeVec
+}
+
+// NewCache creates the cache metrics and registers them on reg.
+func NewCache(reg prometheus.Registerer) *Cache {
+	m := &Cache{Objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "portico_cached_objects", Help: "Objects held in the controller's cache, by kind.",
+	}, []string{"kind"})}
+	if reg != nil {
+		reg.MustRegister(m.Objects)
+	}
+	return m
 }

@@ -168,3 +168,15 @@ func (s *Store) Clone() *Store {
 	}
 	return c
 }
+
+// Counts returns how many objects of each kind the store holds.
+func (s *Store) Counts() map[string]int {
+	slices := 0
+	for _, m := range s.EndpointSlices {
+		slices += len(m)
+	}
+	return map[string]int{
+		"Ingress": len(s.Ingresses), "IngressClass": len(s.IngressClasses), "Service": len(s.Services),
+		"Endpoints": len(s.Endpoints), "EndpointSlice": slices, "Secret": len(s.Secrets),
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,39 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/portico-dev/portico/internal/echo"
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// portico builds cmd/portico once per test run and returns the binary's path.
-func portico(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "portico-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "portico")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/portico").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+// portico returns the path of a freshly built cmd/portico.
+func portico(t *testing.T) string { return testutil.PorticoBinary(t) }
 
 func freePort(t *testing.T) string {
 	t.Helper()

@@ -1,0 +1,274 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/portico-dev/portico/internal/admin"
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/metrics"
+	"github.com/portico-dev/portico/internal/proxy"
+	"github.com/portico-dev/portico/internal/source/kube"
+	"github.com/portico-dev/portico/internal/status"
+	"github.com/portico-dev/portico/internal/store"
+	"github.com/portico-dev/portico/internal/xds/server"
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// ServeOptions configure `portico serve`.
+type ServeOptions struct {
+	Config           *rest.Config
+	XDSAddr          string // default 0.0.0.0:8001
+	AdminAddr        string // default 0.0.0.0:8000
+	IngressClassName string
+	WatchNamespaces  []string
+	// IngressStatusAddresses, when set, are written to Ingress status; otherwise the
+	// load-balancer status of EnvoyService is copied.
+	IngressStatusAddresses []string
+	EnvoyService           types.NamespacedName
+	AllowExternalName      bool
+	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
+	EmbeddedProxy     bool
+	HTTPAddr          string
+	HTTPSAddr         string
+	LeaderElection    bool
+	LeaseNamespace    string
+	LeaseName         string
+	Identity          string
+	Holdoff, MaxDelay time.Duration
+	StatusWorkers     int
+	Logger            *slog.Logger
+	// LeaseDuration etc. use client-go's usual values unless set (tests shorten them).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+func (o ServeOptions) withDefaults() ServeOptions {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&o.XDSAddr, "0.0.0.0:8001")
+	def(&o.AdminAddr, "0.0.0.0:8000")
+	def(&o.HTTPAddr, "0.0.0.0:8080")
+	def(&o.HTTPSAddr, "0.0.0.0:8443")
+	def(&o.LeaseNamespace, "portico-system")
+	def(&o.LeaseName, "portico-leader")
+	if o.Identity == "" {
+		host, _ := os.Hostname()
+		o.Identity = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if o.Holdoff == 0 {
+		o.Holdoff = 100 * time.Millisecond
+	}
+	if o.MaxDelay == 0 {
+		o.MaxDelay = time.Second
+	}
+	if o.StatusWorkers == 0 {
+		o.StatusWorkers = 8
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Server is a running `portico serve`: informers → pipeline → xDS (→ embedded proxy),
+// and, on the leader only, status written back to the API server.
+type Server struct {
+	opts     ServeOptions
+	client   kubernetes.Interface
+	source   *kube.Source
+	pipeline *Pipeline
+	proxy    *proxy.Proxy // nil without --embedded-proxy
+	admin    *admin.Server
+	metrics  *metrics.Pipeline
+	cache    *metrics.Cache
+	xdsLis   net.Listener
+	leading  atomic.Bool
+	writer   *status.IngressWriter
+}
+
+// NewServer prepares a Server; nothing runs until Run.
+func NewServer(opts ServeOptions) (*Server, error) {
+	opts = opts.withDefaults()
+	client, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	xdsLis, err := net.Listen("tcp", opts.XDSAddr)
+	if err != nil {
+		return nil, fmt.Errorf("xDS server: %w", err)
+	}
+	reg := admin.NewRegistry()
+	s := &Server{opts: opts, client: client, xdsLis: xdsLis}
+	s.metrics = metrics.NewPipeline(reg)
+	s.cache = metrics.NewCache(reg)
+	s.source = kube.New(kube.Config{Client: client, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
+	s.pipeline = &Pipeline{
+		DAG:       dag.Options{IngressClassName: opts.IngressClassName, AllowExternalName: opts.AllowExternalName},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr},
+		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
+		Metrics:   s.metrics,
+		Status:    status.NewLogger(opts.Logger.With("component", "status")),
+		Logger:    opts.Logger.With("component", "pipeline"),
+	}
+	s.writer = &status.IngressWriter{Client: client, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"),
+		OnWrite: func(kind string) { s.metrics.StatusWrites.WithLabelValues(kind).Inc() }}
+	if opts.EmbeddedProxy {
+		s.proxy = proxy.New(proxy.Config{
+			XDSAddress:    xdsLis.Addr().String(),
+			NodeID:        "portico-embedded",
+			ListenerAddrs: map[string]string{translate.ListenerHTTP: opts.HTTPAddr, translate.ListenerHTTPS: opts.HTTPSAddr},
+			Logger:        opts.Logger.With("component", "proxy"),
+			Registerer:    reg,
+		})
+	}
+	s.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: s.ready, Registry: reg, Logger: opts.Logger})
+	return s, nil
+}
+
+func (s *Server) ready() (bool, string) {
+	switch {
+	case !s.source.Synced():
+		return false, "the Kubernetes caches have not synced yet"
+	case !s.pipeline.Server.Published():
+		return false, "no configuration has been built yet"
+	case s.proxy != nil && !s.proxy.Ready():
+		return false, "the embedded proxy has not applied a complete configuration yet"
+	}
+	return true, ""
+}
+
+// Leading reports whether this replica holds the lease (and so writes status).
+func (s *Server) Leading() bool { return s.leading.Load() }
+
+// Proxy returns the embedded proxy, or nil.
+func (s *Server) Proxy() *proxy.Proxy { return s.proxy }
+
+// Admin returns the admin server.
+func (s *Server) Admin() *admin.Server { return s.admin }
+
+// XDSAddr returns the bound xDS address.
+func (s *Server) XDSAddr() string { return s.xdsLis.Addr().String() }
+
+// Run serves until ctx is done (SIGTERM), then stops everything gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.admin.Start(); err != nil {
+		s.xdsLis.Close()
+		return fmt.Errorf("admin endpoint: %w", err)
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.pipeline.Server.Serve(ctx, s.xdsLis) })
+	if s.proxy != nil {
+		g.Go(func() error { return s.proxy.Run(ctx) })
+	}
+	g.Go(func() error { return s.source.Run(ctx) })
+	g.Go(func() error {
+		coalesce(ctx, s.source.Changes(), s.opts.Holdoff, s.opts.MaxDelay, func() { s.rebuild(ctx) })
+		return nil
+	})
+	g.Go(func() error { return s.runLeaderElection(ctx) })
+	g.Go(func() error {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return s.admin.Shutdown(shutdownCtx)
+	})
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// rebuild publishes a new configuration and, on the leader, writes status.
+func (s *Server) rebuild(ctx context.Context) {
+	if !s.source.Synced() {
+		return // a partial cache would publish a configuration missing routes
+	}
+	snap := s.source.Snapshot()
+	for kind, n := range snap.Counts() {
+		s.cache.Objects.WithLabelValues(kind).Set(float64(n))
+	}
+	g, err := s.pipeline.Rebuild(ctx, snap)
+	if err != nil {
+		s.opts.Logger.Error("rebuild failed", "err", err)
+	}
+	if s.leading.Load() && ctx.Err() == nil {
+		s.writer.Sync(ctx, snap, g.Statuses, s.loadBalancer(snap))
+	}
+}
+
+// loadBalancer is the address Ingresses report: the configured one, else the Envoy
+// Service's load-balancer status (its namespace must be watched).
+func (s *Server) loadBalancer(snap *store.Store) []networkingv1.IngressLoadBalancerIngress {
+	if len(s.opts.IngressStatusAddresses) > 0 {
+		return status.LoadBalancerFromAddresses(s.opts.IngressStatusAddresses)
+	}
+	if s.opts.EnvoyService.Name == "" {
+		return nil
+	}
+	return status.LoadBalancerFromService(snap.Services[s.opts.EnvoyService])
+}
+
+// runLeaderElection keeps trying to lead until ctx is done. Every replica serves xDS;
+// only the leader writes status, and it stops writing as soon as it loses the lease.
+func (s *Server) runLeaderElection(ctx context.Context) error {
+	if !s.opts.LeaderElection {
+		s.becomeLeader()
+		<-ctx.Done()
+		return nil
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: s.opts.LeaseNamespace, Name: s.opts.LeaseName},
+		Client:     s.client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: s.opts.Identity},
+	}
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   s.opts.LeaseDuration,
+			RenewDeadline:   s.opts.RenewDeadline,
+			RetryPeriod:     s.opts.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            s.opts.LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) { s.becomeLeader() },
+				OnStoppedLeading: func() {
+					s.leading.Store(false)
+					s.opts.Logger.Info("lost leadership; no longer writing status", "identity", s.opts.Identity)
+				},
+				OnNewLeader: func(id string) {
+					s.opts.Logger.Info("leader", "identity", id, "self", id == s.opts.Identity)
+				},
+			},
+		})
+	}
+	return nil
+}
+
+func (s *Server) becomeLeader() {
+	s.leading.Store(true)
+	s.opts.Logger.Info("leading; writing status", "identity", s.opts.Identity)
+	// A new leader writes the status of everything once its caches have synced.
+	s.source.Resync()
+}

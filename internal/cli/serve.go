@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := newFlagSet("serve", stderr)
+	var o app.ServeOptions
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
+	fs.StringVar(&o.XDSAddr, "xds-addr", "0.0.0.0:8001", "address of the xDS (ADS) gRPC server")
+	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics)")
+	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
+	watch := fs.String("watch-namespaces", "", "comma-separated namespaces to watch (default: all)")
+	fs.String("root-namespaces", "", "comma-separated namespaces where IngressRoute/HTTPProxy roots may live (used once those APIs are served)")
+	statusAddr := fs.String("ingress-status-address", "", "comma-separated IPs or host names written to Ingress status.loadBalancer")
+	envoySvc := fs.String("envoy-service", "", "namespace/name of the Envoy Service whose load-balancer status Ingresses report (when --ingress-status-address is unset)")
+	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", false, "route to Services of type ExternalName (never to loopback or other namespaces)")
+	fs.BoolVar(&o.EmbeddedProxy, "embedded-proxy", false, "run the embedded proxy in-process (single-node installs, tests)")
+	fs.StringVar(&o.HTTPAddr, "http-addr", "0.0.0.0:8080", "HTTP listener address (Envoy's, or the embedded proxy's)")
+	fs.StringVar(&o.HTTPSAddr, "https-addr", "0.0.0.0:8443", "HTTPS listener address")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one status-writing leader among replicas with a Lease")
+	fs.StringVar(&o.LeaseNamespace, "leader-election-namespace", "portico-system", "namespace of the leader election Lease")
+	fs.StringVar(&o.LeaseName, "leader-election-name", "portico-leader", "name of the leader election Lease")
+	qps := fs.Float64("kube-api-qps", 100, "sustained requests per second to the Kubernetes API (status writes at scale need more than client-go's default of 5)")
+	burst := fs.Int("kube-api-burst", 200, "burst of requests to the Kubernetes API")
+	newLogger := logFlags(fs)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	logger, err := newLogger(stderr)
+	if err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	o.Logger = logger
+	o.WatchNamespaces = splitList(*watch)
+	o.IngressStatusAddresses = splitList(*statusAddr)
+	if *envoySvc != "" {
+		ns, name, ok := strings.Cut(*envoySvc, "/")
+		if !ok || ns == "" || name == "" {
+			return fail(stderr, "serve: --envoy-service %q: use namespace/name", *envoySvc)
+		}
+		o.EnvoyService = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	if o.Config, err = restConfig(*kubeconfig); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	o.Config.QPS, o.Config.Burst = float32(*qps), *burst
+	s, err := app.NewServer(o)
+	if err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	logger.Info("portico serve", "xds", s.XDSAddr(), "admin", o.AdminAddr, "class", o.IngressClassName, "embedded_proxy", o.EmbeddedProxy)
+	if err := s.Run(ctx); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

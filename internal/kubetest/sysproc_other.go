@@ -1,0 +1,7 @@
+//go:build !linux
+
+package kubetest
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,180 @@
+// Package kube is the Kubernetes source: client-go shared informers for every kind that
+// routing depends on, feeding one store, and a signal that coalesces bursts of events
+// into a few rebuilds.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// Config configures a Source.
+type Config struct {
+	Client kubernetes.Interface
+	// Namespaces restricts the namespaced kinds to these namespaces; empty means all.
+	Namespaces []string
+	Logger     *slog.Logger
+}
+
+// Source mirrors the cluster's routing objects into a store.
+type Source struct {
+	cfg     Config
+	mu      sync.Mutex
+	store   *store.Store
+	changes chan struct{}
+	synced  bool
+}
+
+// New returns a Source; nothing is watched until Run.
+func New(cfg Config) *Source {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Source{cfg: cfg, store: store.New(), changes: make(chan struct{}, 1)}
+}
+
+// Changes receives a value after the store changes. Several changes in a row may be
+// delivered as one; receivers take a Snapshot after receiving.
+func (s *Source) Changes() <-chan struct{} { return s.changes }
+
+// Snapshot returns a copy of the store that later events do not change. The objects
+// themselves are shared: informers never mutate an object they have handed out.
+func (s *Source) Snapshot() *store.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.store.Clone()
+}
+
+// Synced reports whether every informer has completed its initial list.
+func (s *Source) Synced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.synced
+}
+
+// Run starts the informers, waits for their caches to fill, signals one change, and
+// keeps mirroring until ctx is done.
+func (s *Source) Run(ctx context.Context) error {
+	var factories []informers.SharedInformerFactory
+	namespaces := s.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{corev1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		f := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
+			informers.WithNamespace(ns), informers.WithTransform(trimObject))
+		s.register(f.Networking().V1().Ingresses().Informer())
+		s.register(f.Core().V1().Services().Informer())
+		s.register(f.Core().V1().Endpoints().Informer())
+		s.register(f.Discovery().V1().EndpointSlices().Informer())
+		s.register(f.Core().V1().Secrets().Informer())
+		factories = append(factories, f)
+	}
+	// IngressClasses are cluster-scoped: one informer whatever the namespaces.
+	cluster := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0, informers.WithTransform(trimObject))
+	s.register(cluster.Networking().V1().IngressClasses().Informer())
+	factories = append(factories, cluster)
+
+	start := time.Now()
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	for _, f := range factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("informer cache for %v did not sync: %w", typ, context.Cause(ctx))
+			}
+		}
+	}
+	s.mu.Lock()
+	s.synced = true
+	s.mu.Unlock()
+	s.cfg.Logger.Info("kubernetes caches synced", "duration", time.Since(start).String(), "namespaces", namespaces)
+	s.notify()
+	<-ctx.Done()
+	for _, f := range factories {
+		f.Shutdown()
+	}
+	return nil
+}
+
+func (s *Source) register(inf cache.SharedIndexInformer) {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.apply(obj, false) },
+		UpdateFunc: func(_, obj any) { s.apply(obj, false) },
+		DeleteFunc: func(obj any) { s.apply(obj, true) },
+	})
+	if err != nil { // only possible once the informer is stopped
+		s.cfg.Logger.Error("registering informer handler", "err", err)
+	}
+}
+
+func (s *Source) apply(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = tomb.Obj, true
+	}
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	var changed bool
+	if deleted {
+		changed = s.store.Delete(o)
+	} else {
+		changed = s.store.Upsert(o)
+	}
+	synced := s.synced
+	s.mu.Unlock()
+	if changed && synced {
+		s.notify()
+	}
+}
+
+// Resync asks receivers of Changes to rebuild from the current store, e.g. after this
+// replica became leader and must write every status once.
+func (s *Source) Resync() { s.notify() }
+
+func (s *Source) notify() {
+	select {
+	case s.changes <- struct{}{}:
+	default: // a change is already pending; the receiver will see this one too
+	}
+}
+
+// trimObject drops what Portico never reads before an object enters the informer's
+// cache: managed fields everywhere, and the data of Secrets that cannot hold a TLS
+// certificate. Clusters hold tens of thousands of unrelated Secrets; only their names
+// stay in memory.
+func trimObject(obj any) (any, error) {
+	if acc, ok := obj.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
+		acc.SetManagedFields(nil)
+	}
+	if sec, ok := obj.(*corev1.Secret); ok && !mayHoldCertificate(sec) {
+		sec.Data, sec.StringData = nil, nil
+	}
+	return obj, nil
+}
+
+func mayHoldCertificate(s *corev1.Secret) bool {
+	if s.Type == corev1.SecretTypeTLS {
+		return true
+	}
+	_, crt := s.Data[corev1.TLSCertKey]
+	_, ca := s.Data["ca.crt"]
+	return crt || ca
+}

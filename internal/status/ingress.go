@@ -1,0 +1,146 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// IngressWriter writes status.loadBalancer on the Ingresses Portico serves, and clears
+// it on Ingresses it stops serving. Writes happen only when the value differs from what
+// the API server has, from a few parallel workers.
+type IngressWriter struct {
+	Client  kubernetes.Interface
+	Workers int
+	Logger  *slog.Logger
+	// OnWrite is called after each successful write (for metrics); may be nil.
+	OnWrite func(kind string)
+}
+
+// LoadBalancerFromAddresses turns --ingress-status-address values (IPs or host names)
+// into load-balancer entries.
+func LoadBalancerFromAddresses(addrs []string) []networkingv1.IngressLoadBalancerIngress {
+	var out []networkingv1.IngressLoadBalancerIngress
+	for _, a := range addrs {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(a); err == nil {
+			out = append(out, networkingv1.IngressLoadBalancerIngress{IP: a})
+		} else {
+			out = append(out, networkingv1.IngressLoadBalancerIngress{Hostname: a})
+		}
+	}
+	return out
+}
+
+// LoadBalancerFromService copies a Service's load-balancer status (the Envoy Service's).
+func LoadBalancerFromService(svc *corev1.Service) []networkingv1.IngressLoadBalancerIngress {
+	if svc == nil {
+		return nil
+	}
+	var out []networkingv1.IngressLoadBalancerIngress
+	for _, lb := range svc.Status.LoadBalancer.Ingress {
+		out = append(out, networkingv1.IngressLoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
+	}
+	return out
+}
+
+type ingressUpdate struct {
+	key  types.NamespacedName
+	want []networkingv1.IngressLoadBalancerIngress
+}
+
+// Sync makes every Ingress's load-balancer status match: lb on those Portico serves
+// (valid or invalid: they are Portico's either way), and nothing on ignored ones that
+// still show Portico's addresses. Another controller's status is never touched.
+func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status, lb []networkingv1.IngressLoadBalancerIngress) {
+	var updates []ingressUpdate
+	for _, st := range statuses {
+		if st.Object.Kind != dag.KindIngress {
+			continue
+		}
+		key := types.NamespacedName{Namespace: st.Object.Namespace, Name: st.Object.Name}
+		ing := s.Ingresses[key]
+		if ing == nil {
+			continue
+		}
+		have := ing.Status.LoadBalancer.Ingress
+		switch {
+		case st.Status != dag.StatusIgnored && !sameLB(have, lb):
+			updates = append(updates, ingressUpdate{key, lb})
+		case st.Status == dag.StatusIgnored && len(lb) > 0 && sameLB(have, lb):
+			updates = append(updates, ingressUpdate{key, nil})
+		}
+	}
+	w.apply(ctx, updates)
+}
+
+func (w *IngressWriter) apply(ctx context.Context, updates []ingressUpdate) {
+	work := make(chan ingressUpdate)
+	var wg sync.WaitGroup
+	for range max(w.Workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range work {
+				w.write(ctx, u)
+			}
+		}()
+	}
+	for _, u := range updates {
+		select {
+		case work <- u:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// write sets the load-balancer status with a merge patch of the status subresource: one
+// request, no read first, and no conflict with concurrent changes to the spec. (The
+// decision to write was taken on the cached object, so writes happen only on change.)
+func (w *IngressWriter) write(ctx context.Context, u ingressUpdate) {
+	lb := u.want
+	if lb == nil {
+		lb = []networkingv1.IngressLoadBalancerIngress{} // clear: null would be ignored by the merge
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": lb}}})
+	if err != nil {
+		w.Logger.Error("encoding Ingress status", "ingress", u.key.String(), "err", err)
+		return
+	}
+	_, err = w.Client.NetworkingV1().Ingresses(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: "portico"}, "status")
+	if err != nil {
+		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			w.Logger.Warn("writing Ingress status", "ingress", u.key.String(), "err", err)
+		}
+		return
+	}
+	if w.OnWrite != nil {
+		w.OnWrite(dag.KindIngress)
+	}
+}
+
+func sameLB(a, b []networkingv1.IngressLoadBalancerIngress) bool {
+	return slices.EqualFunc(a, b, func(x, y networkingv1.IngressLoadBalancerIngress) bool {
+		return x.IP == y.IP && x.Hostname == y.Hostname
+	})
+}

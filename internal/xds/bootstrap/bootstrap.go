@@ -1,0 +1,122 @@
+// Package bootstrap writes the Envoy bootstrap configuration that points an Envoy at
+// Portico's xDS server: everything else arrives over ADS.
+package bootstrap
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// XDSCluster names the static cluster of the xDS server.
+const XDSCluster = "portico-xds"
+
+// Options configure the bootstrap.
+type Options struct {
+	XDSAddress   string // host:port of Portico's xDS server
+	AdminAddress string // Envoy's admin listener, loopback only by default
+	NodeID       string
+	NodeCluster  string
+}
+
+// Build returns a validated bootstrap.
+func Build(o Options) (*bootstrapv3.Bootstrap, error) {
+	if o.AdminAddress == "" {
+		o.AdminAddress = "127.0.0.1:9001"
+	}
+	if o.NodeCluster == "" {
+		o.NodeCluster = "portico"
+	}
+	if o.NodeID == "" {
+		o.NodeID = "envoy"
+	}
+	xdsHost, xdsPort, err := splitAddr(o.XDSAddress)
+	if err != nil {
+		return nil, fmt.Errorf("xDS address: %w", err)
+	}
+	adminHost, adminPort, err := splitAddr(o.AdminAddress)
+	if err != nil {
+		return nil, fmt.Errorf("admin address: %w", err)
+	}
+	// The xDS server speaks gRPC, which needs HTTP/2 to the upstream.
+	h2, err := anypb.New(&httpv3.HttpProtocolOptions{
+		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ads := &corev3.ConfigSource{ResourceApiVersion: corev3.ApiVersion_V3, ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}
+	b := &bootstrapv3.Bootstrap{
+		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
+		Admin: &bootstrapv3.Admin{Address: socket(adminHost, adminPort)},
+		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
+			AdsConfig: &corev3.ApiConfigSource{
+				ApiType:             corev3.ApiConfigSource_GRPC,
+				TransportApiVersion: corev3.ApiVersion_V3,
+				GrpcServices:        []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: XDSCluster}}}},
+			},
+			LdsConfig: ads,
+			CdsConfig: ads,
+		},
+		StaticResources: &bootstrapv3.Bootstrap_StaticResources{Clusters: []*clusterv3.Cluster{{
+			Name:                          XDSCluster,
+			ConnectTimeout:                durationpb.New(5 * time.Second),
+			ClusterDiscoveryType:          &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS},
+			TypedExtensionProtocolOptions: map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": h2},
+			LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: XDSCluster, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socket(xdsHost, xdsPort)}}}},
+			}}},
+		}}},
+	}
+	if err := b.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("bootstrap does not validate: %w", err)
+	}
+	return b, nil
+}
+
+// Write builds the bootstrap and writes it as JSON to path.
+func Write(path string, o Options) error {
+	b, err := Build(o)
+	if err != nil {
+		return err
+	}
+	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(b)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+func socket(host string, port uint32) *corev3.Address {
+	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+		Address: host, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
+	}}}
+}
+
+func splitAddr(addr string) (string, uint32, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 {
+		return "", 0, fmt.Errorf("port %q: must be 1-65535", port)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("%q: a host is required", addr)
+	}
+	return host, uint32(p), nil
+}

@@ -1,0 +1,594 @@
+// Package deploy tests the install manifests in deploy/ against a real kube-apiserver
+// (internal/kubetest): that the API server accepts every object, and that the RBAC they
+// grant is enough for the real `portico serve`, and no more than it needs.
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/portico-dev/portico/internal/kubetest"
+	"github.com/portico-dev/portico/internal/testutil"
+)
+
+var env *kubetest.Env
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
+
+const (
+	systemNamespace = "portico-system"
+	fieldManager    = "portico-deploy-test"
+)
+
+// deployDir is the repository's deploy/ directory.
+func deployDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "deploy")
+}
+
+// manifest is one YAML document of deploy/, with where it came from.
+type manifest struct {
+	file string
+	obj  *unstructured.Unstructured
+}
+
+func (m manifest) String() string {
+	return fmt.Sprintf("%s %s (%s)", m.obj.GetKind(), key(m.obj), m.file)
+}
+
+func key(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// loadManifests reads deploy/kustomization.yaml and returns every document of every
+// file in its resources, in order. It does what `kubectl apply -k` does for a
+// kustomization with nothing but a resources list, and fails on anything else.
+func loadManifests(t *testing.T) []manifest {
+	t.Helper()
+	dir := deployDir()
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	for field := range k {
+		// Anything else (namespace, images, patches, ...) would change the objects, and
+		// this loader does not implement it.
+		if !slices.Contains([]string{"apiVersion", "kind", "resources"}, field) {
+			t.Fatalf("kustomization.yaml: field %q is not supported by this test's loader", field)
+		}
+	}
+	raw, _ := k["resources"].([]any)
+	if len(raw) == 0 {
+		t.Fatal("kustomization.yaml: no resources")
+	}
+	var out []manifest
+	for _, r := range raw {
+		name, ok := r.(string)
+		if !ok {
+			t.Fatalf("kustomization.yaml: resource %v is not a string", r)
+		}
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("kustomization.yaml lists %s: %v", name, err)
+		}
+		reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
+		for i := 0; ; i++ {
+			doc, err := reader.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				f.Close()
+				t.Fatalf("%s: document %d: %v", name, i, err)
+			}
+			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+				continue
+			}
+			js, err := yaml.YAMLToJSON(doc)
+			if err != nil {
+				f.Close()
+				t.Fatalf("%s: document %d: %v", name, i, err)
+			}
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(js); err != nil {
+				f.Close()
+				t.Fatalf("%s: document %d: %v", name, i, err)
+			}
+			out = append(out, manifest{file: name, obj: obj})
+		}
+		f.Close()
+	}
+	return out
+}
+
+func stripComments(doc []byte) []byte {
+	var b bytes.Buffer
+	for line := range bytes.Lines(doc) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			b.Write(line)
+		}
+	}
+	return b.Bytes()
+}
+
+// TestEveryManifestIsListed keeps deploy/kustomization.yaml complete: a YAML file in
+// deploy/ that it does not list would be neither installed nor tested.
+func TestEveryManifestIsListed(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(deployDir(), "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(deployDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || name == "kustomization.yaml" || (!strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml")) {
+			continue
+		}
+		if !slices.Contains(k.Resources, name) {
+			t.Errorf("deploy/%s is not listed in deploy/kustomization.yaml resources", name)
+		}
+	}
+}
+
+// warnings collects the API server's Warning headers (deprecations, and Pod Security
+// violations of workload templates in a namespace that enforces a profile).
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.msgs
+	w.msgs = nil
+	return m
+}
+
+func adminConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	env.Require(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// applier applies manifests with server-side apply through the dynamic client.
+type applier struct {
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+	warn   *warnings
+}
+
+func newApplier(t *testing.T, cfg *rest.Config) *applier {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	w := &warnings{}
+	cfg.WarningHandler = w
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := restmapper.GetAPIGroupResources(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &applier{dyn: dyn, mapper: restmapper.NewDiscoveryRESTMapper(groups), warn: w}
+}
+
+func (a *applier) apply(ctx context.Context, m manifest, dryRun bool) error {
+	gvk := m.obj.GroupVersionKind()
+	mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%v: %w", m, err)
+	}
+	var ri dynamic.ResourceInterface = a.dyn.Resource(mapping.Resource)
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if m.obj.GetNamespace() == "" {
+			return fmt.Errorf("%v: a namespaced kind without metadata.namespace would land in whatever namespace kubectl defaults to", m)
+		}
+		ri = a.dyn.Resource(mapping.Resource).Namespace(m.obj.GetNamespace())
+	} else if m.obj.GetNamespace() != "" {
+		return fmt.Errorf("%v: cluster-scoped kind with metadata.namespace", m)
+	}
+	opts := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if _, err := ri.Apply(ctx, m.obj.GetName(), m.obj, opts); err != nil {
+		return fmt.Errorf("%v: %w", m, err)
+	}
+	return nil
+}
+
+func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
+	cfg := adminConfig(t)
+	ctx := context.Background()
+	manifests := loadManifests(t)
+	a := newApplier(t, cfg)
+
+	// Dry-run of a namespaced object needs its namespace to exist: create that for real.
+	var namespaces int
+	for _, m := range manifests {
+		if m.obj.GetKind() == "Namespace" {
+			namespaces++
+			if err := a.apply(ctx, m, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if namespaces == 0 {
+		t.Fatal("deploy/ creates no Namespace")
+	}
+	a.warn.take()
+
+	kinds := map[string]int{}
+	for _, m := range manifests {
+		kinds[m.obj.GetKind()]++
+		if err := a.apply(ctx, m, true); err != nil {
+			t.Error(err)
+		}
+		for _, w := range a.warn.take() {
+			t.Errorf("%v: API server warning: %s", m, w)
+		}
+	}
+	want := map[string]int{
+		"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
+		"Deployment": 1, "DaemonSet": 1, "Service": 2, "IngressClass": 1,
+	}
+	for kind, n := range want {
+		if kinds[kind] != n {
+			t.Errorf("deploy/ has %d %s, want %d", kinds[kind], kind, n)
+		}
+	}
+	t.Logf("%d objects accepted by the API server (dry run): %v", len(manifests), kinds)
+}
+
+// rbacKinds are the objects TestRBACIsSufficient creates for real: the identity and its
+// permissions, not the workloads (nothing would run them: there is no kubelet).
+var rbacKinds = []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "IngressClass"}
+
+func TestRBACIsSufficient(t *testing.T) {
+	cfg := adminConfig(t)
+	ctx := context.Background()
+	bin := testutil.PorticoBinary(t)
+	manifests := loadManifests(t)
+	a := newApplier(t, cfg)
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var sa, crb *manifest
+	for _, m := range manifests {
+		if !slices.Contains(rbacKinds, m.obj.GetKind()) {
+			continue
+		}
+		if err := a.apply(ctx, m, false); err != nil {
+			t.Fatal(err)
+		}
+		switch m.obj.GetKind() {
+		case "ServiceAccount":
+			sa = &m
+		case "ClusterRoleBinding":
+			crb = &m
+		}
+	}
+	if sa == nil || crb == nil {
+		t.Fatal("deploy/ has no ServiceAccount or no ClusterRoleBinding")
+	}
+
+	// The controller's identity, as the pod would get it: a token for the ServiceAccount.
+	expiry := int64(3600)
+	tr, err := admin.CoreV1().ServiceAccounts(sa.obj.GetNamespace()).CreateToken(ctx, sa.obj.GetName(),
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := env.TokenKubeconfig(tr.Status.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const appNS = "deploy-apps"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	class := "portico"
+	prefix := networkingv1.PathTypePrefix
+	ing, err := admin.NetworkingV1().Ingresses(appNS).Create(ctx, &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: networkingv1.IngressSpec{
+			IngressClassName: &class,
+			Rules: []networkingv1.IngressRule{{
+				Host: "web.deploy.test",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+					Path: "/", PathType: &prefix,
+					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}},
+				}}}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("serve works with exactly these permissions", func(t *testing.T) {
+		p := startServe(t, bin, kubeconfig)
+		took := eventually(t, 30*time.Second, "/readyz to answer 200", p.ready)
+		t.Logf("ready after %v", took.Round(time.Millisecond))
+		took = eventually(t, 30*time.Second, "the Ingress status to show 192.0.2.20", func() bool {
+			cur, err := admin.NetworkingV1().Ingresses(appNS).Get(ctx, ing.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb := cur.Status.LoadBalancer.Ingress
+			return len(lb) == 1 && lb[0].IP == "192.0.2.20"
+		})
+		t.Logf("Ingress status written after %v", took.Round(time.Millisecond))
+		if logs := p.stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
+			t.Error("portico serve logged forbidden with the deploy/ RBAC")
+		}
+	})
+
+	t.Run("nothing beyond what serve needs", func(t *testing.T) {
+		c := clientFor(t, kubeconfig)
+		forbidden := map[string]func() error{
+			"list pods": func() error { _, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
+			"create secrets": func() error {
+				_, err := c.CoreV1().Secrets(appNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+				return err
+			},
+			"delete ingresses":        func() error { return c.NetworkingV1().Ingresses(appNS).Delete(ctx, ing.Name, metav1.DeleteOptions{}) },
+			"update ingresses (spec)": func() error { return updateIngressSpec(ctx, c, admin, appNS, ing.Name) },
+			"update services":         func() error { return updateService(ctx, c) },
+			"list leases elsewhere": func() error {
+				_, err := c.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
+				return err
+			},
+			"delete leases": func() error {
+				return c.CoordinationV1().Leases(systemNamespace).Delete(ctx, "portico-leader", metav1.DeleteOptions{})
+			},
+			"create ingressclasses": func() error {
+				_, err := c.NetworkingV1().IngressClasses().Create(ctx, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: networkingv1.IngressClassSpec{Controller: "x.dev/x"}}, metav1.CreateOptions{})
+				return err
+			},
+			"list configmaps": func() error { _, err := c.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); return err },
+			"create namespaces": func() error {
+				_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+				return err
+			},
+		}
+		for what, do := range forbidden {
+			if err := do(); !apierrors.IsForbidden(err) {
+				t.Errorf("%s: want Forbidden, got %v", what, err)
+			}
+		}
+	})
+
+	// Without the ClusterRoleBinding the same process must fail: this is what shows the
+	// test above can fail at all.
+	t.Run("serve fails without the ClusterRoleBinding", func(t *testing.T) {
+		if err := admin.RbacV1().ClusterRoleBindings().Delete(ctx, crb.obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := a.apply(context.Background(), *crb, false); err != nil {
+				t.Errorf("restoring the ClusterRoleBinding: %v", err)
+			}
+		})
+		p := startServe(t, bin, kubeconfig)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if p.ready() {
+				t.Fatal("portico serve became ready without the ClusterRoleBinding")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if logs := p.stop(t); !strings.Contains(strings.ToLower(logs), "forbidden") {
+			t.Error("portico serve without the ClusterRoleBinding logged no forbidden")
+		}
+	})
+}
+
+func clientFor(t *testing.T, kubeconfig string) *kubernetes.Clientset {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// updateIngressSpec tries, as c, to change an Ingress's spec (not its status).
+func updateIngressSpec(ctx context.Context, c, admin kubernetes.Interface, ns, name string) error {
+	cur, err := admin.NetworkingV1().Ingresses(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cur = cur.DeepCopy()
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	cur.Annotations["deploy.test/touched"] = "true"
+	_, err = c.NetworkingV1().Ingresses(ns).Update(ctx, cur, metav1.UpdateOptions{})
+	return err
+}
+
+func updateService(ctx context.Context, c kubernetes.Interface) error {
+	_, err := c.CoreV1().Services(systemNamespace).Update(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "envoy", Namespace: systemNamespace},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	}, metav1.UpdateOptions{})
+	return err
+}
+
+// serveProcess is a `portico serve` subprocess.
+type serveProcess struct {
+	cmd   *exec.Cmd
+	admin string
+	out   *syncBuffer
+	done  chan struct{}
+	once  sync.Once
+	logs  string
+}
+
+func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{admin: freeAddr(t), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, "serve",
+		"--kubeconfig", kubeconfig,
+		"--embedded-proxy",
+		"--http-addr", freeAddr(t),
+		"--https-addr", freeAddr(t),
+		"--admin-addr", p.admin,
+		"--xds-addr", freeAddr(t),
+		"--ingress-status-address", "192.0.2.20",
+		"--leader-election-namespace", systemNamespace,
+	)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		if logs := p.stop(t); t.Failed() {
+			t.Logf("portico serve output:\n%s", logs)
+		}
+	})
+	return p
+}
+
+func (p *serveProcess) ready() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+	}
+	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + p.admin + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// stop interrupts the process (it releases its Lease on the way out), waits for it,
+// and returns everything it logged.
+func (p *serveProcess) stop(t *testing.T) string {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("portico serve did not exit within 15s of SIGINT; killing it")
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		p.logs = p.out.String()
+	})
+	return p.logs
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// eventually polls cond until it holds, for at most timeout, and returns how long it took.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}

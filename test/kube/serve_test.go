@@ -1,0 +1,115 @@
+package kube
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portico-dev/portico/internal/kubetest"
+)
+
+// TestServe runs the controller against the API server: traffic flows to backends in
+// the pod network, status is written, updates and deletions propagate, and restarting
+// the API server loses nothing.
+func TestServe(t *testing.T) {
+	cfg := adminConfig(t)
+	c := clientset(t, cfg)
+	ctx := context.Background()
+	pn := kubetest.NewPodNetwork(t, 1)
+	backend(t, pn, "blue", 9001)
+	backend(t, pn, "green", 9002)
+	const ns = "serve"
+	createNamespace(t, c, ns)
+	createService(t, c, ns, "blue", pn.PodIP, 9001)
+	createService(t, c, ns, "green", pn.PodIP, 9002)
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("web", "web.test", "/", "blue"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctl := startController(t, cfg, "only", []string{ns})
+	eventually(t, 20*time.Second, "traffic to blue", func() bool {
+		code, r := ctl.get(t, "web.test", "/")
+		return code == 200 && r.Service == "blue"
+	})
+	eventually(t, 10*time.Second, "Ingress status", func() bool {
+		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && len(ing.Status.LoadBalancer.Ingress) == 1 && ing.Status.LoadBalancer.Ingress[0].IP == "192.0.2.10"
+	})
+
+	// Update: point the Ingress at green.
+	ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = "green"
+	if _, err := c.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := eventually(t, 10*time.Second, "traffic to green", func() bool {
+		code, r := ctl.get(t, "web.test", "/")
+		return code == 200 && r.Service == "green"
+	})
+	t.Logf("update applied after %s", d)
+
+	// Another controller's class: its status is not touched, its routes not served.
+	other := ingress("other", "other.test", "/", "blue")
+	cls := "nginx"
+	other.Spec.IngressClassName = &cls
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restart the API server: watches reconnect, and changes made after still arrive.
+	if err := env.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code, r := ctl.get(t, "web.test", "/"); code != 200 || r.Service != "green" {
+		t.Errorf("during/after API server restart: %d from %q", code, r.Service)
+	}
+	if err := c.NetworkingV1().Ingresses(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deleted Ingress's route to disappear", func() bool {
+		code, _ := ctl.get(t, "web.test", "/")
+		return code == 404
+	})
+	if code, _ := ctl.get(t, "other.test", "/"); code != 404 {
+		t.Errorf("another class's Ingress is served: %d", code)
+	}
+	got, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "other", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("status written on another class's Ingress: %v", got.Status.LoadBalancer.Ingress)
+	}
+}
+
+// TestLeaderElection: two replicas, one leader writes status; when it stops, the other
+// takes over and writes.
+func TestLeaderElection(t *testing.T) {
+	cfg := adminConfig(t)
+	c := clientset(t, cfg)
+	ctx := context.Background()
+	const ns = "leader"
+	createNamespace(t, c, ns)
+	a := startController(t, cfg, "replica-a", []string{ns})
+	eventually(t, 20*time.Second, "replica-a to lead", a.srv.Leading)
+	b := startController(t, cfg, "replica-b", []string{ns})
+	time.Sleep(time.Second)
+	if b.srv.Leading() {
+		t.Fatal("two leaders")
+	}
+	a.stop()
+	d := eventually(t, 15*time.Second, "replica-b to take over", b.srv.Leading)
+	t.Logf("failover took %s", d)
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("after", "after.test", "/", "svc"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the new leader to write status", func() bool {
+		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "after", metav1.GetOptions{})
+		return err == nil && len(ing.Status.LoadBalancer.Ingress) == 1
+	})
+}
