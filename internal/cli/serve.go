@@ -17,6 +17,7 @@ import (
 func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("serve", stderr)
 	var o app.ServeOptions
+	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name (flags on the command line win)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "0.0.0.0:8001", "address of the xDS (ADS) gRPC server")
 	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics)")
@@ -37,6 +38,11 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if *configFile != "" {
+		if err := applyConfigFile(fs, *configFile); err != nil {
+			return fail(stderr, "serve: --config: %v", err)
+		}
 	}
 	logger, err := newLogger(stderr)
 	if err != nil {

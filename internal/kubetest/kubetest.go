@@ -18,15 +18,10 @@
 //		...
 //	}
 //
-// The main module does not depend on k8s.io/client-go, so Env.Config is this package's
-// Config rather than a *rest.Config; it carries the same three things (Host,
-// BearerToken, CA) and converts in one line once client-go is a dependency:
-//
-//	rc := &rest.Config{Host: c.Host, BearerToken: c.BearerToken,
-//		TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData}}
-//
-// or load Env.Kubeconfig with clientcmd.BuildConfigFromFlags("", env.Kubeconfig).
-// Until then Config.Do sends requests with encoding/json and the k8s.io/api types.
+// Env.Config (admin) and Env.TokenConfig (any bearer token, e.g. a ServiceAccount's
+// from the TokenRequest API) are client-go rest.Configs; Env.Kubeconfig and
+// Env.TokenKubeconfig are the same credentials as kubeconfig files, for
+// clientcmd.BuildConfigFromFlags("", path) or `portico serve --kubeconfig`.
 package kubetest
 
 import (
@@ -49,6 +44,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 const (
@@ -68,9 +65,9 @@ const (
 
 // Env is a running etcd and kube-apiserver.
 type Env struct {
-	Config     *Config // admin (system:masters) token and the CA of the serving certificate
-	Kubeconfig string  // path of a kubeconfig file with the same credentials
-	URL        string  // https://127.0.0.1:<port>
+	Config     *rest.Config // admin (system:masters) token, trusting the generated CA
+	Kubeconfig string       // path of a kubeconfig file with the same credentials
+	URL        string       // https://127.0.0.1:<port>
 
 	Dir          string // temporary directory: certificates, tokens, etcd data, logs
 	BinDir       string // where etcd and kube-apiserver were found or built
@@ -165,7 +162,7 @@ func (e *Env) start(ctx context.Context) error {
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	e.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	e.Config = &Config{Host: e.URL, BearerToken: e.pki.adminToken, CAData: e.pki.caPEM, CAFile: e.pki.caFile}
+	e.Config = e.TokenConfig(e.pki.adminToken)
 
 	e.etcd, err = startProc(filepath.Join(e.BinDir, "etcd"), e.EtcdLog, []string{
 		"--data-dir=" + filepath.Join(e.Dir, "etcd"),
@@ -223,7 +220,10 @@ func (e *Env) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	e.apiserver = p
-	client := e.Config.HTTPClient()
+	client, err := rest.HTTPClientFor(e.Config)
+	if err != nil {
+		return err
+	}
 	return waitFor(ctx, p, "kube-apiserver", func(ctx context.Context) bool {
 		return probe(ctx, client, e.URL+"/readyz", "ok")
 	})
@@ -274,10 +274,18 @@ func (e *Env) Stop() error {
 	return errors.Join(errs...)
 }
 
-// TokenConfig returns a Config for the same server that authenticates with token, for
-// instance a ServiceAccount token from the TokenRequest API.
-func (e *Env) TokenConfig(token string) *Config {
-	return &Config{Host: e.Config.Host, BearerToken: token, CAData: e.Config.CAData, CAFile: e.Config.CAFile}
+// TokenConfig returns a rest.Config for the same server that authenticates with token,
+// for instance a ServiceAccount token from the TokenRequest API. Each call returns a
+// new Config, free to modify.
+func (e *Env) TokenConfig(token string) *rest.Config {
+	return &rest.Config{
+		Host:            e.URL,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: e.pki.caPEM},
+		// Tests create objects in bursts; client-go's default 5 QPS would throttle them.
+		QPS:   1000,
+		Burst: 1000,
+	}
 }
 
 // TokenKubeconfig writes a kubeconfig file that authenticates with token into Dir and
@@ -310,7 +318,7 @@ contexts:
     cluster: kubetest
     user: kubetest
 current-context: kubetest
-`, e.URL, base64.StdEncoding.EncodeToString(e.Config.CAData), token)
+`, e.URL, base64.StdEncoding.EncodeToString(e.pki.caPEM), token)
 	return os.WriteFile(path, []byte(kc), 0o600)
 }
 

@@ -1,11 +1,8 @@
 package kubetest_test
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -17,8 +14,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/portico-dev/portico/internal/kubetest"
 )
@@ -27,47 +29,52 @@ var env *kubetest.Env
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
 
-const ns = "shop"
+func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
 
 func TestObjectsSurviveAPIServerRestart(t *testing.T) {
 	env.Require(t)
 	ctx := t.Context()
-	c := env.Config
+	cs := clientset(t, env.Config)
+	const ns = "shop"
 
-	create(t, c, "/api/v1/namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	create(t, c, "/api/v1/namespaces/"+ns+"/services", &corev1.Service{
+	must(cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))(t)
+	must(cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
 			Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080),
 		}}},
-	})
-	ready := true
-	create(t, c, "/apis/discovery.k8s.io/v1/namespaces/"+ns+"/endpointslices", &discoveryv1.EndpointSlice{
+	}, metav1.CreateOptions{}))(t)
+	must(cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   "web-1",
 			Labels: map[string]string{discoveryv1.LabelServiceName: "web"},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		// Not a loopback address: the API server rejects those in endpoints.
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
 		Ports:     []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
-	})
-	create(t, c, "/apis/networking.k8s.io/v1/namespaces/"+ns+"/ingresses", ingress("web"))
+	}, metav1.CreateOptions{}))(t)
+	ingresses := cs.NetworkingV1().Ingresses(ns)
+	must(ingresses.Create(ctx, ingress("web"), metav1.CreateOptions{}))(t)
 
 	check := func() string {
 		t.Helper()
-		var svcs corev1.ServiceList
-		do(t, c, http.MethodGet, "/api/v1/namespaces/"+ns+"/services", nil, &svcs)
+		svcs := must(cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}))(t)
 		if len(svcs.Items) != 1 || svcs.Items[0].Spec.ClusterIP == "" {
 			t.Fatalf("services = %+v, want web with a cluster IP", svcs.Items)
 		}
-		var slices discoveryv1.EndpointSliceList
-		do(t, c, http.MethodGet, "/apis/discovery.k8s.io/v1/namespaces/"+ns+"/endpointslices?labelSelector="+discoveryv1.LabelServiceName+"%3Dweb", nil, &slices)
+		slices := must(cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"}))(t)
 		if len(slices.Items) != 1 || slices.Items[0].Endpoints[0].Addresses[0] != "10.0.0.1" {
 			t.Fatalf("endpointslices = %+v, want web-1 with 10.0.0.1", slices.Items)
 		}
-		var ings networkingv1.IngressList
-		do(t, c, http.MethodGet, "/apis/networking.k8s.io/v1/namespaces/"+ns+"/ingresses", nil, &ings)
+		ings := must(ingresses.List(ctx, metav1.ListOptions{}))(t)
 		if len(ings.Items) != 1 || ings.Items[0].Spec.Rules[0].Host != "web.example.com" {
 			t.Fatalf("ingresses = %+v, want web", ings.Items)
 		}
@@ -76,89 +83,98 @@ func TestObjectsSurviveAPIServerRestart(t *testing.T) {
 	rv := check()
 
 	// A watch open across the restart ends. The new kube-apiserver's watch cache starts
-	// at the current etcd revision, so a watch from an older resource version is refused
-	// with 410 Gone (an informer then relists), and one from a fresh list sees changes.
-	path := "/apis/networking.k8s.io/v1/namespaces/" + ns + "/ingresses"
-	w := watch(t, c, path, rv)
+	// at the etcd revision of its start, past rv (the old one deletes its identity Lease
+	// on the way out), so a watch from rv is refused with 410 Gone and the client must
+	// relist, as informers do; a watch from a fresh list sees new changes.
+	w := must(ingresses.Watch(ctx, metav1.ListOptions{ResourceVersion: rv}))(t)
 	begin := time.Now()
 	if err := env.RestartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kube-apiserver restarted in %v", time.Since(begin).Round(time.Millisecond))
-	if ev, err := w.next(); err == nil {
+	if ev, ok := next(t, w); ok {
 		t.Fatalf("watch open across the restart delivered %s, want the stream to end", ev.Type)
 	}
 	rv2 := check()
-	w = watch(t, c, path, rv)
-	ev, err := w.next()
-	w.close()
-	if err != nil || ev.Type != "ERROR" || ev.status().Code != http.StatusGone {
-		t.Fatalf("watch from %s (before the restart): %v %s %s, want ERROR 410", rv, err, ev.Type, ev.Object)
+
+	w = must(ingresses.Watch(ctx, metav1.ListOptions{ResourceVersion: rv}))(t)
+	ev, ok := next(t, w)
+	w.Stop()
+	if err := apierrors.FromObject(ev.Object); !ok || ev.Type != watch.Error || !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch from %s (before the restart): %s %v, want an Expired error", rv, ev.Type, err)
+	} else {
+		t.Logf("watch from the resource version before the restart: %v", err)
 	}
-	t.Logf("watch from the resource version before the restart: %s", ev.status().Message)
-	w = watch(t, c, path, rv2)
-	defer w.close()
-	create(t, c, path, ingress("after-restart"))
-	ev, err = w.next()
-	if err != nil || ev.Type != "ADDED" || ev.ingress().Name != "after-restart" {
-		t.Fatalf("watch from %s after the restart: %v %s %s, want ADDED after-restart", rv2, err, ev.Type, ev.Object)
+
+	w = must(ingresses.Watch(ctx, metav1.ListOptions{ResourceVersion: rv2}))(t)
+	defer w.Stop()
+	must(ingresses.Create(ctx, ingress("after-restart"), metav1.CreateOptions{}))(t)
+	ev, ok = next(t, w)
+	if ing, _ := ev.Object.(*networkingv1.Ingress); !ok || ev.Type != watch.Added || ing == nil || ing.Name != "after-restart" {
+		t.Fatalf("watch from %s after the restart: %s %v, want ADDED after-restart", rv2, ev.Type, ev.Object)
 	}
 }
 
 // A ServiceAccount token from the TokenRequest API authenticates through
-// Env.TokenConfig, and RBAC decides what it may do.
+// Env.TokenConfig and Env.TokenKubeconfig, and RBAC decides what it may do.
 func TestServiceAccountTokenAndRBAC(t *testing.T) {
 	env.Require(t)
+	ctx := t.Context()
+	admin := clientset(t, env.Config)
 	const ns = "rbac"
-	c := env.Config
-	create(t, c, "/api/v1/namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	create(t, c, "/api/v1/namespaces/"+ns+"/serviceaccounts", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "portico"}})
-	var tr authenticationv1.TokenRequest
-	do(t, c, http.MethodPost, "/api/v1/namespaces/"+ns+"/serviceaccounts/portico/token", &authenticationv1.TokenRequest{}, &tr)
-	if tr.Status.Token == "" {
-		t.Fatal("TokenRequest returned no token")
-	}
-	sa := env.TokenConfig(tr.Status.Token)
+	must(admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))(t)
+	must(admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "portico"}}, metav1.CreateOptions{}))(t)
+	tr := must(admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "portico", &authenticationv1.TokenRequest{}, metav1.CreateOptions{}))(t)
+	token := tr.Status.Token
 
-	path := "/apis/networking.k8s.io/v1/namespaces/" + ns + "/ingresses"
-	if err := sa.Do(t.Context(), http.MethodGet, path, nil, nil); kubetest.StatusCode(err) != http.StatusForbidden {
-		t.Fatalf("list ingresses before the RoleBinding: %v, want 403", err)
+	kc, err := env.TokenKubeconfig(token)
+	if err != nil {
+		t.Fatal(err)
 	}
-	create(t, c, "/apis/rbac.authorization.k8s.io/v1/namespaces/"+ns+"/roles", &rbacv1.Role{
+	fromFile, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range map[string]*rest.Config{"TokenConfig": env.TokenConfig(token), "TokenKubeconfig": fromFile} {
+		sa := clientset(t, cfg)
+		review := must(sa.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))(t)
+		if got, want := review.Status.UserInfo.Username, "system:serviceaccount:"+ns+":portico"; got != want {
+			t.Errorf("%s: user %q, want %q", name, got, want)
+		}
+	}
+
+	sa := clientset(t, env.TokenConfig(token))
+	if _, err := sa.NetworkingV1().Ingresses(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list ingresses before the RoleBinding: %v, want Forbidden", err)
+	}
+	must(admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "ingress-reader"},
 		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"},
+			APIGroups: []string{networkingv1.GroupName}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"},
 		}},
-	})
-	create(t, c, "/apis/rbac.authorization.k8s.io/v1/namespaces/"+ns+"/rolebindings", &rbacv1.RoleBinding{
+	}, metav1.CreateOptions{}))(t)
+	must(admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "portico"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "ingress-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "portico"}},
-	})
-	// RBAC reads bindings from an informer: allow a moment.
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err = sa.Do(t.Context(), http.MethodGet, path, nil, nil); err == nil {
+	}, metav1.CreateOptions{}))(t)
+	// The RBAC authorizer reads bindings through an informer: allow it a moment.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err = sa.NetworkingV1().Ingresses(ns).List(ctx, metav1.ListOptions{})
+		if err == nil || time.Now().After(deadline) {
 			break
 		}
 	}
 	if err != nil {
 		t.Fatalf("list ingresses after the RoleBinding: %v", err)
 	}
-	if err := sa.Do(t.Context(), http.MethodGet, "/api/v1/namespaces/"+ns+"/secrets", nil, nil); kubetest.StatusCode(err) != http.StatusForbidden {
-		t.Fatalf("list secrets: %v, want 403", err)
+	if _, err := sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list secrets: %v, want Forbidden", err)
 	}
 
-	// The kubeconfig files carry the same credentials.
-	kc, err := env.TokenKubeconfig(tr.Status.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{env.Kubeconfig, kc} {
-		data, err := os.ReadFile(f)
-		if err != nil || !strings.Contains(string(data), env.URL) {
-			t.Fatalf("kubeconfig %s: %v\n%s", f, err, data)
-		}
+	data, err := os.ReadFile(env.Kubeconfig)
+	if err != nil || !strings.Contains(string(data), env.URL) {
+		t.Fatalf("admin kubeconfig: %v\n%s", err, data)
 	}
 }
 
@@ -177,13 +193,14 @@ func TestSecondEnv(t *testing.T) {
 	}
 	etcdPID, apiPID := e.PIDs()
 	t.Logf("etcd pid %d rss %s, kube-apiserver pid %d rss %s", etcdPID, rss(etcdPID), apiPID, rss(apiPID))
-	var nss corev1.NamespaceList
-	do(t, e.Config, http.MethodGet, "/api/v1/namespaces", nil, &nss)
+	nss := must(clientset(t, e.Config).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}))(t)
 	for _, n := range nss.Items {
-		if n.Name == ns || n.Name == "rbac" {
+		if n.Name == "shop" || n.Name == "rbac" {
 			t.Errorf("second Env sees namespace %s of the first", n.Name)
 		}
 	}
+	v := must(clientset(t, e.Config).Discovery().ServerVersion())(t)
+	t.Logf("server version %s", v.GitVersion)
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,17 +210,19 @@ func TestSecondEnv(t *testing.T) {
 	if err := e.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
+	if _, err := http.Get(e.URL); err == nil {
+		t.Errorf("%s still answers after Stop", e.URL)
+	}
 }
 
 func ingress(name string) *networkingv1.Ingress {
-	prefix := networkingv1.PathTypePrefix
 	return &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
 			Host: name + ".example.com",
 			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 				Paths: []networkingv1.HTTPIngressPath{{
-					Path: "/", PathType: &prefix,
+					Path: "/", PathType: ptr(networkingv1.PathTypePrefix),
 					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
 						Name: "web", Port: networkingv1.ServiceBackendPort{Name: "http"},
 					}},
@@ -213,68 +232,29 @@ func ingress(name string) *networkingv1.Ingress {
 	}
 }
 
-func create(t *testing.T, c *kubetest.Config, path string, obj any) {
+// next returns the watch's next event; ok is false when the stream ended. It fails the
+// test after 30s without either.
+func next(t *testing.T, w watch.Interface) (ev watch.Event, ok bool) {
 	t.Helper()
-	do(t, c, http.MethodPost, path, obj, nil)
-}
-
-func do(t *testing.T, c *kubetest.Config, method, path string, in, out any) {
-	t.Helper()
-	if err := c.Do(t.Context(), method, path, in, out); err != nil {
-		t.Fatal(err)
+	select {
+	case ev, ok = <-w.ResultChan():
+		return ev, ok
+	case <-time.After(30 * time.Second):
+		t.Fatal("no watch event within 30s")
+		return ev, false
 	}
 }
 
-type event struct {
-	Type   string
-	Object json.RawMessage
-}
-
-func (ev event) ingress() (ing networkingv1.Ingress) {
-	_ = json.Unmarshal(ev.Object, &ing)
-	return ing
-}
-
-func (ev event) status() (s metav1.Status) {
-	_ = json.Unmarshal(ev.Object, &s)
-	return s
-}
-
-type watcher struct {
-	body io.ReadCloser
-	dec  *json.Decoder
-}
-
-func watch(t *testing.T, c *kubetest.Config, path, rv string) *watcher {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Host+path+"?watch=1&resourceVersion="+rv, nil)
-	if err != nil {
-		t.Fatal(err)
+// must(f())(t) returns f's first result, failing t if f returned an error.
+func must[T any](v T, err error) func(*testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
-	// Not HTTPClient: its overall timeout would cut the stream.
-	client := *c.HTTPClient()
-	client.Timeout = 0
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("watch %s: %s: %s", path, resp.Status, body)
-	}
-	return &watcher{body: resp.Body, dec: json.NewDecoder(resp.Body)}
 }
-
-func (w *watcher) next() (event, error) {
-	var ev event
-	err := w.dec.Decode(&ev)
-	return ev, err
-}
-
-func (w *watcher) close() { w.body.Close() }
 
 func rss(pid int) string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

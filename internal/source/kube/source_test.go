@@ -1,0 +1,37 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTrimObjectKeepsOnlyCertificateData(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		secret   *corev1.Secret
+		keepData bool
+	}{
+		{"tls type", &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}}, true},
+		{"opaque with a certificate", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"tls.crt": []byte("c")}}, true},
+		{"opaque CA bundle", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": []byte("c")}}, true},
+		{"database password", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"password": []byte("hunter2")}}, false},
+		{"service account token", &corev1.Secret{Type: corev1.SecretTypeServiceAccountToken, Data: map[string][]byte{"token": []byte("t")}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.secret.ObjectMeta = metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
+			out, err := trimObject(tc.secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := out.(*corev1.Secret)
+			if (len(s.Data) > 0) != tc.keepData {
+				t.Errorf("data kept = %v, want %v", len(s.Data) > 0, tc.keepData)
+			}
+			if s.Name != "s" || s.ManagedFields != nil {
+				t.Errorf("name %q, managed fields %v: want the name kept and managed fields dropped", s.Name, s.ManagedFields)
+			}
+		})
+	}
+}
