@@ -22,20 +22,16 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Usage: portico check DIR [-o json]")
 		fs.PrintDefaults()
 	}
-	// Accept flags before or after DIR.
+	positional, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(positional) > 1 {
+		return fail(stderr, "check: one directory expected, got %q", positional)
+	}
 	var dir string
-	rest := args
-	for {
-		if code, ok := parse(fs, rest); !ok {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if dir != "" {
-			return fail(stderr, "check: one directory expected, got %q and %q", dir, fs.Arg(0))
-		}
-		dir, rest = fs.Arg(0), fs.Args()[1:]
+	if len(positional) == 1 {
+		dir = positional[0]
 	}
 	if dir == "" {
 		fs.Usage()

@@ -81,6 +81,22 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// parseInterspersed parses args allowing flags before and after positional arguments
+// ("portico check DIR -o json"), and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var positional []string
+	for {
+		if code, ok := parse(fs, args); !ok {
+			return nil, code, false
+		}
+		if fs.NArg() == 0 {
+			return positional, 0, true
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 // logFlags adds --log-level and --log-format to fs and returns a constructor for the logger.
 func logFlags(fs *flag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
 	level := fs.String("log-level", "info", "debug, info, warn or error")

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -498,14 +497,14 @@ type serveProcess struct {
 
 func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{admin: freeAddr(t), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &serveProcess{admin: testutil.FreeAddr(t), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, "serve",
 		"--kubeconfig", kubeconfig,
 		"--embedded-proxy",
-		"--http-addr", freeAddr(t),
-		"--https-addr", freeAddr(t),
+		"--http-addr", testutil.FreeAddr(t),
+		"--https-addr", testutil.FreeAddr(t),
 		"--admin-addr", p.admin,
-		"--xds-addr", freeAddr(t),
+		"--xds-addr", testutil.FreeAddr(t),
 		"--ingress-status-address", "192.0.2.20",
 		"--leader-election-namespace", systemNamespace,
 	)
@@ -568,16 +567,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // eventually polls cond until it holds, for at most timeout, and returns how long it took.

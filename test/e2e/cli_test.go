@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,16 +19,6 @@ import (
 
 // portico returns the path of a freshly built cmd/portico.
 func portico(t *testing.T) string { return testutil.PorticoBinary(t) }
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func TestCheckCommand(t *testing.T) {
 	bin := portico(t)
@@ -101,7 +90,7 @@ spec: {defaultBackend: {service: {name: s, port: {number: 80}}}}
 
 func TestEchoCommand(t *testing.T) {
 	bin := portico(t)
-	addr := freePort(t)
+	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "echo", "--listen", addr, "--service", "svc", "--namespace", "ns")
 	if err := cmd.Start(); err != nil {
@@ -144,7 +133,7 @@ func TestRunCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(manifests), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	httpAddr, httpsAddr, adminAddr := freePort(t), freePort(t), freePort(t)
+	httpAddr, httpsAddr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cmd := exec.Command(bin, "run", "--manifests", dir, "--http-addr", httpAddr, "--https-addr", httpsAddr, "--admin-addr", adminAddr)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
