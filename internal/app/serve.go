@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -103,13 +104,23 @@ type Server struct {
 	metrics  *metrics.Pipeline
 	cache    *metrics.Cache
 	xdsLis   net.Listener
-	leading  atomic.Bool
-	writer   *status.IngressWriter
+	// leader holds the context of the current term of leadership (nil when not
+	// leading); it is cancelled the moment the lease is lost, stopping status writes.
+	leader atomic.Pointer[context.Context]
+	writer *status.IngressWriter
+	// latest is the newest build for the status writer, which runs apart from
+	// publishing so that slow writes never delay configuration.
+	latest     atomic.Pointer[built]
+	statusKick chan struct{}
 }
 
 // NewServer prepares a Server; nothing runs until Run.
 func NewServer(opts ServeOptions) (*Server, error) {
 	opts = opts.withDefaults()
+	if e := opts.EnvoyService; e.Name != "" && len(opts.WatchNamespaces) > 0 && !slices.Contains(opts.WatchNamespaces, e.Namespace) {
+		// Its load-balancer status would never be seen, and every Ingress's address cleared.
+		return nil, fmt.Errorf("--envoy-service %s: add namespace %q to --watch-namespaces, or set --ingress-status-address", e, e.Namespace)
+	}
 	client, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
 		return nil, err
@@ -119,7 +130,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 		return nil, fmt.Errorf("xDS server: %w", err)
 	}
 	reg := admin.NewRegistry()
-	s := &Server{opts: opts, client: client, xdsLis: xdsLis}
+	s := &Server{opts: opts, client: client, xdsLis: xdsLis, statusKick: make(chan struct{}, 1)}
 	s.metrics = metrics.NewPipeline(reg)
 	s.cache = metrics.NewCache(reg)
 	s.source = kube.New(kube.Config{Client: client, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
@@ -158,8 +169,17 @@ func (s *Server) ready() (bool, string) {
 	return true, ""
 }
 
+// built is one build's inputs and outcome, as the status writer needs them.
+type built struct {
+	store    *store.Store
+	statuses []dag.Status
+}
+
 // Leading reports whether this replica holds the lease (and so writes status).
-func (s *Server) Leading() bool { return s.leading.Load() }
+func (s *Server) Leading() bool {
+	ctx := s.leader.Load()
+	return ctx != nil && (*ctx).Err() == nil
+}
 
 // Proxy returns the embedded proxy, or nil.
 func (s *Server) Proxy() *proxy.Proxy { return s.proxy }
@@ -188,6 +208,10 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return s.runLeaderElection(ctx) })
 	g.Go(func() error {
+		s.writeStatusLoop(ctx)
+		return nil
+	})
+	g.Go(func() error {
 		<-ctx.Done()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -213,8 +237,41 @@ func (s *Server) rebuild(ctx context.Context) {
 	if err != nil {
 		s.opts.Logger.Error("rebuild failed", "err", err)
 	}
-	if s.leading.Load() && ctx.Err() == nil {
-		s.writer.Sync(ctx, snap, g.Statuses, s.loadBalancer(snap))
+	s.latest.Store(&built{store: snap, statuses: g.Statuses})
+	s.kickStatus()
+}
+
+func (s *Server) kickStatus() {
+	select {
+	case s.statusKick <- struct{}{}:
+	default:
+	}
+}
+
+// writeStatusLoop writes the status of the latest build whenever there is a new one or
+// this replica starts leading, with the leader's context, and retries failed writes
+// with backoff.
+func (s *Server) writeStatusLoop(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	backoff := 500 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.statusKick:
+		case <-retry.C:
+		}
+		leaderCtx, b := s.leader.Load(), s.latest.Load()
+		if leaderCtx == nil || (*leaderCtx).Err() != nil || b == nil {
+			continue
+		}
+		if failed := s.writer.Sync(*leaderCtx, b.store, b.statuses, s.loadBalancer(b.store)); failed > 0 {
+			retry.Reset(backoff)
+			backoff = min(backoff*2, 30*time.Second)
+		} else {
+			backoff = 500 * time.Millisecond
+		}
 	}
 }
 
@@ -234,8 +291,7 @@ func (s *Server) loadBalancer(snap *store.Store) []networkingv1.IngressLoadBalan
 // only the leader writes status, and it stops writing as soon as it loses the lease.
 func (s *Server) runLeaderElection(ctx context.Context) error {
 	if !s.opts.LeaderElection {
-		s.becomeLeader()
-		<-ctx.Done()
+		s.lead(ctx)
 		return nil
 	}
 	lock := &resourcelock.LeaseLock{
@@ -252,10 +308,11 @@ func (s *Server) runLeaderElection(ctx context.Context) error {
 			ReleaseOnCancel: true,
 			Name:            s.opts.LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) { s.becomeLeader() },
+				// client-go cancels this context when leadership ends, whatever order
+				// its callbacks run in, so leadership is exactly this context's life.
+				OnStartedLeading: s.lead,
 				OnStoppedLeading: func() {
-					s.leading.Store(false)
-					s.opts.Logger.Info("lost leadership; no longer writing status", "identity", s.opts.Identity)
+					s.opts.Logger.Info("not leading; not writing status", "identity", s.opts.Identity)
 				},
 				OnNewLeader: func(id string) {
 					s.opts.Logger.Info("leader", "identity", id, "self", id == s.opts.Identity)
@@ -266,9 +323,12 @@ func (s *Server) runLeaderElection(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) becomeLeader() {
-	s.leading.Store(true)
+// lead holds leadership for the life of ctx: status is written with ctx, so every
+// write stops when it ends.
+func (s *Server) lead(ctx context.Context) {
+	s.leader.Store(&ctx)
 	s.opts.Logger.Info("leading; writing status", "identity", s.opts.Identity)
-	// A new leader writes the status of everything once its caches have synced.
-	s.source.Resync()
+	s.kickStatus() // write everything once: the previous leader may have missed changes
+	<-ctx.Done()
+	s.leader.CompareAndSwap(&ctx, nil)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -68,8 +69,10 @@ type ingressUpdate struct {
 
 // Sync makes every Ingress's load-balancer status match: lb on those Portico serves
 // (valid or invalid: they are Portico's either way), and nothing on ignored ones that
-// still show Portico's addresses. Another controller's status is never touched.
-func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status, lb []networkingv1.IngressLoadBalancerIngress) {
+// still show Portico's addresses. Another controller's status is never touched. It
+// returns how many writes failed, so that the caller can retry. ctx should end when
+// this replica stops leading: no write starts after that.
+func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status, lb []networkingv1.IngressLoadBalancerIngress) int {
 	var updates []ingressUpdate
 	for _, st := range statuses {
 		if st.Object.Kind != dag.KindIngress {
@@ -88,18 +91,21 @@ func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag
 			updates = append(updates, ingressUpdate{key, nil})
 		}
 	}
-	w.apply(ctx, updates)
+	return w.apply(ctx, updates)
 }
 
-func (w *IngressWriter) apply(ctx context.Context, updates []ingressUpdate) {
+func (w *IngressWriter) apply(ctx context.Context, updates []ingressUpdate) int {
 	work := make(chan ingressUpdate)
+	var failed atomic.Int64
 	var wg sync.WaitGroup
 	for range max(w.Workers, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for u := range work {
-				w.write(ctx, u)
+				if ctx.Err() == nil && !w.write(ctx, u) {
+					failed.Add(1)
+				}
 			}
 		}()
 	}
@@ -111,12 +117,13 @@ func (w *IngressWriter) apply(ctx context.Context, updates []ingressUpdate) {
 	}
 	close(work)
 	wg.Wait()
+	return int(failed.Load())
 }
 
 // write sets the load-balancer status with a merge patch of the status subresource: one
 // request, no read first, and no conflict with concurrent changes to the spec. (The
 // decision to write was taken on the cached object, so writes happen only on change.)
-func (w *IngressWriter) write(ctx context.Context, u ingressUpdate) {
+func (w *IngressWriter) write(ctx context.Context, u ingressUpdate) bool {
 	lb := u.want
 	if lb == nil {
 		lb = []networkingv1.IngressLoadBalancerIngress{} // clear: null would be ignored by the merge
@@ -124,19 +131,21 @@ func (w *IngressWriter) write(ctx context.Context, u ingressUpdate) {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": lb}}})
 	if err != nil {
 		w.Logger.Error("encoding Ingress status", "ingress", u.key.String(), "err", err)
-		return
+		return true // retrying cannot help
 	}
 	_, err = w.Client.NetworkingV1().Ingresses(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: "portico"}, "status")
 	if err != nil {
-		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			w.Logger.Warn("writing Ingress status", "ingress", u.key.String(), "err", err)
+		if apierrors.IsNotFound(err) || ctx.Err() != nil {
+			return true // deleted meanwhile, or no longer leading: nothing to retry
 		}
-		return
+		w.Logger.Warn("writing Ingress status; will retry", "ingress", u.key.String(), "err", err)
+		return false
 	}
 	if w.OnWrite != nil {
 		w.OnWrite(dag.KindIngress)
 	}
+	return true
 }
 
 func sameLB(a, b []networkingv1.IngressLoadBalancerIngress) bool {

@@ -50,10 +50,13 @@ func TestScale(t *testing.T) {
 		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "newcomer", metav1.GetOptions{})
 		return err == nil && len(ing.Status.LoadBalancer.Ingress) == 1
 	})
-	_ = start
 	t.Logf("status of a new Ingress at %d Ingresses: %s", n+1, latency.Round(time.Millisecond))
-	if latency > time.Second {
-		t.Errorf("a new Ingress's status took %s at %d objects, want under 1s", latency, n)
+	bound := time.Second
+	if raceEnabled {
+		bound = 4 * time.Second
+	}
+	if latency > bound {
+		t.Errorf("a new Ingress's status took %s at %d objects, want under %s", latency, n, bound)
 	}
 
 	// A burst of 1,000 changes.

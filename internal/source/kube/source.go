@@ -30,11 +30,14 @@ type Config struct {
 
 // Source mirrors the cluster's routing objects into a store.
 type Source struct {
-	cfg     Config
-	mu      sync.Mutex
-	store   *store.Store
-	changes chan struct{}
-	synced  bool
+	cfg Config
+	// handlers are the event handler registrations; their HasSynced is true only once
+	// the handler has received the initial list, which the informer's own sync is not.
+	handlers []cache.ResourceEventHandlerRegistration
+	mu       sync.Mutex
+	store    *store.Store
+	changes  chan struct{}
+	synced   bool
 }
 
 // New returns a Source; nothing is watched until Run.
@@ -91,12 +94,15 @@ func (s *Source) Run(ctx context.Context) error {
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}
-	for _, f := range factories {
-		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return fmt.Errorf("informer cache for %v did not sync: %w", typ, context.Cause(ctx))
-			}
+	synced := make([]cache.InformerSynced, 0, len(s.handlers))
+	for _, h := range s.handlers {
+		synced = append(synced, h.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if ctx.Err() != nil {
+			return nil
 		}
+		return fmt.Errorf("the Kubernetes caches did not sync")
 	}
 	s.mu.Lock()
 	s.synced = true
@@ -111,14 +117,16 @@ func (s *Source) Run(ctx context.Context) error {
 }
 
 func (s *Source) register(inf cache.SharedIndexInformer) {
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.apply(obj, false) },
 		UpdateFunc: func(_, obj any) { s.apply(obj, false) },
 		DeleteFunc: func(obj any) { s.apply(obj, true) },
 	})
 	if err != nil { // only possible once the informer is stopped
 		s.cfg.Logger.Error("registering informer handler", "err", err)
+		return
 	}
+	s.handlers = append(s.handlers, reg)
 }
 
 func (s *Source) apply(obj any, deleted bool) {
