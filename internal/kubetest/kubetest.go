@@ -205,7 +205,6 @@ func (e *Env) start(ctx context.Context) error {
 		// open watches 2s (instead of --request-timeout, 60s) before closing them.
 		"--shutdown-send-retry-after=true",
 		"--profiling=false",
-		"--cert-dir=" + filepath.Join(e.Dir, "cert-dir"),
 	}
 	if err := e.startAPIServer(ctx); err != nil {
 		return err
