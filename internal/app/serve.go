@@ -108,6 +108,7 @@ type Server struct {
 	// leading); it is cancelled the moment the lease is lost, stopping status writes.
 	leader atomic.Pointer[context.Context]
 	writer *status.IngressWriter
+	events *status.EventWriter
 	// latest is the newest build for the status writer, which runs apart from
 	// publishing so that slow writes never delay configuration.
 	latest     atomic.Pointer[built]
@@ -144,6 +145,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	}
 	s.writer = &status.IngressWriter{Client: client, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"),
 		OnWrite: func(kind string) { s.metrics.StatusWrites.WithLabelValues(kind).Inc() }}
+	s.events = status.NewEventWriter(client, opts.Logger)
 	if opts.EmbeddedProxy {
 		s.proxy = proxy.New(proxy.Config{
 			XDSAddress:    xdsLis.Addr().String(),
@@ -218,6 +220,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return s.admin.Shutdown(shutdownCtx)
 	})
 	err := g.Wait()
+	s.events.Shutdown()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -266,6 +269,7 @@ func (s *Server) writeStatusLoop(ctx context.Context) {
 		if leaderCtx == nil || (*leaderCtx).Err() != nil || b == nil {
 			continue
 		}
+		s.events.Observe(b.store, b.statuses)
 		if failed := s.writer.Sync(*leaderCtx, b.store, b.statuses, s.loadBalancer(b.store)); failed > 0 {
 			retry.Reset(backoff)
 			backoff = min(backoff*2, 30*time.Second)

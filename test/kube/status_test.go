@@ -2,10 +2,12 @@ package kube
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -75,5 +77,34 @@ func TestStatusFollowsEnvoyServiceAndOwnership(t *testing.T) {
 	eventually(t, 10*time.Second, "Portico's address to be cleared", func() bool {
 		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && len(ing.Status.LoadBalancer.Ingress) == 0
+	})
+}
+
+// TestInvalidIngressGetsAnEvent: the reason an Ingress is not served shows up in
+// `kubectl describe ingress`, as a Warning Event.
+func TestInvalidIngressGetsAnEvent(t *testing.T) {
+	cfg := adminConfig(t)
+	c := clientset(t, cfg)
+	ctx := context.Background()
+	const ns = "events"
+	createNamespace(t, c, ns)
+	bucket := ingress("bucket", "bucket.test", "/", "svc")
+	group := "acme.io"
+	bucket.Spec.Rules[0].HTTP.Paths[0].Backend = networkingv1.IngressBackend{Resource: &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: "StorageBucket", Name: "assets"}}
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, bucket, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, cfg, "events", []string{ns})
+	eventually(t, 20*time.Second, "a Warning Event on the invalid Ingress", func() bool {
+		list, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bucket"})
+		if err != nil {
+			return false
+		}
+		for _, e := range list.Items {
+			if e.Type == corev1.EventTypeWarning && e.Reason == "Invalid" && strings.Contains(e.Message, `kind "StorageBucket"`) && e.InvolvedObject.Kind == "Ingress" {
+				return true
+			}
+		}
+		return false
 	})
 }
