@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/source/kube"
 	"github.com/portico-dev/portico/internal/store"
 )
 
@@ -68,8 +70,8 @@ type ingressUpdate struct {
 }
 
 // Sync makes every Ingress's load-balancer status match: lb on those Portico serves
-// (valid or invalid: they are Portico's either way), and nothing on ignored ones that
-// still show Portico's addresses. Another controller's status is never touched. It
+// (valid or invalid: they are Portico's either way), and nothing on ignored ones whose
+// address Portico wrote (by managedFields, or equal to the current address). Another controller's status is never touched. It
 // returns how many writes failed, so that the caller can retry. ctx should end when
 // this replica stops leading: no write starts after that.
 func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status, lb []networkingv1.IngressLoadBalancerIngress) int {
@@ -87,7 +89,7 @@ func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag
 		switch {
 		case st.Status != dag.StatusIgnored && !sameLB(have, lb):
 			updates = append(updates, ingressUpdate{key, lb})
-		case st.Status == dag.StatusIgnored && len(lb) > 0 && sameLB(have, lb):
+		case st.Status == dag.StatusIgnored && len(have) > 0 && (ownsLoadBalancer(ing) || (len(lb) > 0 && sameLB(have, lb))):
 			updates = append(updates, ingressUpdate{key, nil})
 		}
 	}
@@ -134,7 +136,7 @@ func (w *IngressWriter) write(ctx context.Context, u ingressUpdate) bool {
 		return true // retrying cannot help
 	}
 	_, err = w.Client.NetworkingV1().Ingresses(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: "portico"}, "status")
+		metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
 	if err != nil {
 		if apierrors.IsNotFound(err) || ctx.Err() != nil {
 			return true // deleted meanwhile, or no longer leading: nothing to retry
@@ -146,6 +148,19 @@ func (w *IngressWriter) write(ctx context.Context, u ingressUpdate) bool {
 		w.OnWrite(dag.KindIngress)
 	}
 	return true
+}
+
+// ownsLoadBalancer reports whether the API server records Portico as the last writer of
+// the Ingress's status.loadBalancer: then an address there is Portico's, even one from
+// an earlier configuration or run, and it is Portico's to clear.
+func ownsLoadBalancer(ing *networkingv1.Ingress) bool {
+	for _, e := range ing.ManagedFields {
+		if e.Manager == kube.FieldManager && e.Subresource == "status" && e.FieldsV1 != nil &&
+			bytes.Contains(e.FieldsV1.Raw, []byte(`"f:loadBalancer"`)) {
+			return true
+		}
+	}
+	return false
 }
 
 func sameLB(a, b []networkingv1.IngressLoadBalancerIngress) bool {

@@ -108,3 +108,37 @@ func TestInvalidIngressGetsAnEvent(t *testing.T) {
 		return false
 	})
 }
+
+// TestStaleAddressesAreClearedOnlyWhenPorticoWroteThem: an Ingress of another class that
+// still carries an address Portico wrote earlier (another run, another address) is
+// cleared; one whose address another controller wrote is left alone.
+func TestStaleAddressesAreClearedOnlyWhenPorticoWroteThem(t *testing.T) {
+	cfg := adminConfig(t)
+	c := clientset(t, cfg)
+	ctx := context.Background()
+	const ns = "stale"
+	createNamespace(t, c, ns)
+	for name, manager := range map[string]string{"ours-before": "portico", "theirs": "nginx-ingress-controller"} {
+		ing := ingress(name, name+".test", "/", "svc")
+		ing.Annotations = map[string]string{"kubernetes.io/ingress.class": "nginx"}
+		if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		patch := []byte(`{"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.9"}]}}}`)
+		if _, err := c.NetworkingV1().Ingresses(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startController(t, cfg, "stale", []string{ns}) // reports 192.0.2.10, not 203.0.113.9
+	eventually(t, 20*time.Second, "the address Portico wrote earlier to be cleared", func() bool {
+		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "ours-before", metav1.GetOptions{})
+		return err == nil && len(ing.Status.LoadBalancer.Ingress) == 0
+	})
+	ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "theirs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ing.Status.LoadBalancer.Ingress) != 1 || ing.Status.LoadBalancer.Ingress[0].IP != "203.0.113.9" {
+		t.Errorf("another controller's status was changed: %v", ing.Status.LoadBalancer.Ingress)
+	}
+}

@@ -20,6 +20,9 @@ import (
 	"github.com/portico-dev/portico/internal/store"
 )
 
+// FieldManager is the name Portico's writes are recorded under in managedFields.
+const FieldManager = "portico"
+
 // Config configures a Source.
 type Config struct {
 	Client kubernetes.Interface
@@ -163,19 +166,28 @@ func (s *Source) notify() {
 }
 
 // trimObject drops what Portico never reads before an object enters the informer's
-// cache: managed fields everywhere, and the data of Secrets that cannot hold a TLS
+// cache: managed fields (all but Portico's own on Ingress status, which say whether the
+// address there is Portico's to clear), and the data of Secrets that cannot hold a TLS
 // certificate. Clusters hold tens of thousands of unrelated Secrets; only their names
 // stay in memory.
 func trimObject(obj any) (any, error) {
-	if acc, ok := obj.(interface {
-		SetManagedFields([]metav1.ManagedFieldsEntry)
-	}); ok {
-		acc.SetManagedFields(nil)
+	if acc, ok := obj.(metav1.Object); ok {
+		acc.SetManagedFields(ownStatusFields(acc.GetManagedFields()))
 	}
 	if sec, ok := obj.(*corev1.Secret); ok && !mayHoldCertificate(sec) {
 		sec.Data, sec.StringData = nil, nil
 	}
 	return obj, nil
+}
+
+func ownStatusFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var keep []metav1.ManagedFieldsEntry
+	for _, e := range entries {
+		if e.Manager == FieldManager && e.Subresource == "status" {
+			keep = append(keep, e)
+		}
+	}
+	return keep
 }
 
 func mayHoldCertificate(s *corev1.Secret) bool {

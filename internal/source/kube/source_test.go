@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -29,9 +30,22 @@ func TestTrimObjectKeepsOnlyCertificateData(t *testing.T) {
 			if (len(s.Data) > 0) != tc.keepData {
 				t.Errorf("data kept = %v, want %v", len(s.Data) > 0, tc.keepData)
 			}
-			if s.Name != "s" || s.ManagedFields != nil {
+			if s.Name != "s" || len(s.ManagedFields) != 0 {
 				t.Errorf("name %q, managed fields %v: want the name kept and managed fields dropped", s.Name, s.ManagedFields)
 			}
 		})
+	}
+}
+
+func TestTrimObjectKeepsPorticosStatusOwnership(t *testing.T) {
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: FieldManager, Subresource: "status", Operation: metav1.ManagedFieldsOperationUpdate},
+		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate},
+	}}}
+	out, _ := trimObject(ing)
+	got := out.(*networkingv1.Ingress).ManagedFields
+	if len(got) != 1 || got[0].Manager != FieldManager || got[0].Subresource != "status" {
+		t.Errorf("managed fields kept = %+v, want only Portico's status entry", got)
 	}
 }
