@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +31,7 @@ import (
 	"github.com/portico-dev/portico/internal/store"
 	"github.com/portico-dev/portico/internal/xds/server"
 	"github.com/portico-dev/portico/internal/xds/translate"
+	"github.com/portico-dev/portico/internal/xds/xdstls"
 )
 
 // ServeOptions configure `portico serve`.
@@ -56,6 +59,15 @@ type ServeOptions struct {
 	Logger            *slog.Logger
 	// LeaseDuration etc. use client-go's usual values unless set (tests shorten them).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// XDSTLS, when enabled, serves xDS over mutual TLS: the server presents
+	// CertFile/KeyFile and requires client certificates signed by CAFile.
+	XDSTLS xdstls.Files
+	// XDSTLSClientCertFile and XDSTLSClientKeyFile are the client certificate the
+	// embedded proxy presents to the xDS server when XDSTLS is enabled (verified
+	// against XDSTLS.CAFile). When unset, the server's own pair is used, which only
+	// works if that certificate allows client authentication (certgen's xds.crt does
+	// not; pass its client.crt/client.key).
+	XDSTLSClientCertFile, XDSTLSClientKeyFile string
 }
 
 func (o ServeOptions) withDefaults() ServeOptions {
@@ -104,6 +116,7 @@ type Server struct {
 	metrics  *metrics.Pipeline
 	cache    *metrics.Cache
 	xdsLis   net.Listener
+	xdsOpts  []grpc.ServerOption // grpc.Creds when xDS is served over mTLS
 	// leader holds the context of the current term of leadership (nil when not
 	// leading); it is cancelled the moment the lease is lost, stopping status writes.
 	leader atomic.Pointer[context.Context]
@@ -126,12 +139,16 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	xdsOpts, proxyCreds, err := xdsCredentials(opts)
+	if err != nil {
+		return nil, err
+	}
 	xdsLis, err := net.Listen("tcp", opts.XDSAddr)
 	if err != nil {
 		return nil, fmt.Errorf("xDS server: %w", err)
 	}
 	reg := admin.NewRegistry()
-	s := &Server{opts: opts, client: client, xdsLis: xdsLis, statusKick: make(chan struct{}, 1)}
+	s := &Server{opts: opts, client: client, xdsLis: xdsLis, xdsOpts: xdsOpts, statusKick: make(chan struct{}, 1)}
 	s.metrics = metrics.NewPipeline(reg)
 	s.cache = metrics.NewCache(reg)
 	s.source = kube.New(kube.Config{Client: client, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
@@ -148,15 +165,63 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.events = status.NewEventWriter(client, opts.Logger)
 	if opts.EmbeddedProxy {
 		s.proxy = proxy.New(proxy.Config{
-			XDSAddress:    xdsLis.Addr().String(),
-			NodeID:        "portico-embedded",
-			ListenerAddrs: map[string]string{translate.ListenerHTTP: opts.HTTPAddr, translate.ListenerHTTPS: opts.HTTPSAddr},
-			Logger:        opts.Logger.With("component", "proxy"),
-			Registerer:    reg,
+			XDSAddress:     xdsLis.Addr().String(),
+			XDSCredentials: proxyCreds,
+			NodeID:         "portico-embedded",
+			ListenerAddrs:  map[string]string{translate.ListenerHTTP: opts.HTTPAddr, translate.ListenerHTTPS: opts.HTTPSAddr},
+			Logger:         opts.Logger.With("component", "proxy"),
+			Registerer:     reg,
 		})
 	}
 	s.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: s.ready, Registry: reg, Logger: opts.Logger})
 	return s, nil
+}
+
+// xdsCredentials returns the gRPC server options of the xDS server and the
+// credentials of the embedded proxy: none (plaintext) unless opts.XDSTLS is enabled.
+func xdsCredentials(opts ServeOptions) ([]grpc.ServerOption, credentials.TransportCredentials, error) {
+	if err := opts.XDSTLS.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if !opts.XDSTLS.Enabled() {
+		if opts.XDSTLSClientCertFile != "" || opts.XDSTLSClientKeyFile != "" {
+			return nil, nil, errors.New("--xds-tls-client-cert-file/--xds-tls-client-key-file need --xds-tls-cert-file, --xds-tls-key-file and --xds-tls-ca-file")
+		}
+		return nil, nil, nil
+	}
+	serverCreds, err := xdstls.ServerCredentials(opts.XDSTLS)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xDS TLS: %w", err)
+	}
+	serverOpts := []grpc.ServerOption{grpc.Creds(serverCreds)}
+	if !opts.EmbeddedProxy {
+		return serverOpts, nil, nil
+	}
+	client := xdstls.Files{CertFile: opts.XDSTLSClientCertFile, KeyFile: opts.XDSTLSClientKeyFile, CAFile: opts.XDSTLS.CAFile}
+	if (client.CertFile == "") != (client.KeyFile == "") {
+		return nil, nil, errors.New("set both --xds-tls-client-cert-file and --xds-tls-client-key-file, or neither")
+	}
+	if client.CertFile == "" {
+		ok, err := xdstls.AllowsClientAuth(opts.XDSTLS.CertFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("xDS TLS: %w", err)
+		}
+		if !ok {
+			return nil, nil, errors.New("--embedded-proxy with xDS TLS: the server certificate does not allow client authentication; set --xds-tls-client-cert-file and --xds-tls-client-key-file (certgen's client.crt and client.key)")
+		}
+		client.CertFile, client.KeyFile = opts.XDSTLS.CertFile, opts.XDSTLS.KeyFile
+	}
+	// The embedded proxy dials the listener's own address (often 0.0.0.0), so it
+	// verifies the server certificate against a name the certificate carries.
+	serverName, err := xdstls.CertificateName(opts.XDSTLS.CertFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xDS TLS: %w", err)
+	}
+	proxyCreds, err := xdstls.ClientCredentials(client, serverName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xDS TLS, embedded proxy: %w", err)
+	}
+	return serverOpts, proxyCreds, nil
 }
 
 func (s *Server) ready() (bool, string) {
@@ -199,7 +264,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("admin endpoint: %w", err)
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.pipeline.Server.Serve(ctx, s.xdsLis) })
+	g.Go(func() error { return s.pipeline.Server.Serve(ctx, s.xdsLis, s.xdsOpts...) })
 	if s.proxy != nil {
 		g.Go(func() error { return s.proxy.Run(ctx) })
 	}

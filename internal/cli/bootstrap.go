@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/portico-dev/portico/internal/xds/bootstrap"
+	"github.com/portico-dev/portico/internal/xds/xdstls"
 )
 
 func bootstrapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
@@ -13,6 +14,11 @@ func bootstrapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.XDSAddress, "xds-address", "portico:8001", "host:port of Portico's xDS server")
 	fs.StringVar(&o.AdminAddress, "admin-address", "127.0.0.1:9001", "Envoy's admin listener")
 	fs.StringVar(&o.NodeID, "node-id", "envoy", "Envoy node id")
+	var tlsFiles bootstrap.TLSFiles
+	fs.StringVar(&tlsFiles.CertFile, "xds-tls-cert-file", "", "path, inside the Envoy container, of the client certificate for mutual TLS to the xDS server (with --xds-tls-key-file and --xds-tls-ca-file)")
+	fs.StringVar(&tlsFiles.KeyFile, "xds-tls-key-file", "", "path of the private key of --xds-tls-cert-file")
+	fs.StringVar(&tlsFiles.CAFile, "xds-tls-ca-file", "", "path of the CA bundle that verifies the xDS server's certificate")
+	fs.StringVar(&tlsFiles.ServerName, "xds-tls-server-name", "", "SNI and name the xDS server's certificate must carry (default: the host of --xds-address)")
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
@@ -26,6 +32,15 @@ func bootstrapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	}
 	if path == "" {
 		return fail(stderr, "bootstrap: usage: portico bootstrap PATH [--xds-address HOST:PORT]")
+	}
+	files := xdstls.Files{CertFile: tlsFiles.CertFile, KeyFile: tlsFiles.KeyFile, CAFile: tlsFiles.CAFile}
+	if err := files.Validate(); err != nil {
+		return fail(stderr, "bootstrap: %v", err)
+	}
+	if files.Enabled() {
+		o.TLS = &tlsFiles
+	} else if tlsFiles.ServerName != "" {
+		return fail(stderr, "bootstrap: --xds-tls-server-name needs --xds-tls-cert-file, --xds-tls-key-file and --xds-tls-ca-file")
 	}
 	if err := bootstrap.Write(path, o); err != nil {
 		return fail(stderr, "bootstrap: %v", err)

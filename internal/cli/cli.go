@@ -27,6 +27,7 @@ func commands() map[string]command {
 		"proxy":     {"run the embedded proxy against an xDS server", proxyCmd},
 		"serve":     {"run the controller against a Kubernetes API server", serveCmd},
 		"bootstrap": {"write an Envoy bootstrap file pointing at the xDS server", bootstrapCmd},
+		"certgen":   {"generate a CA and certificates for mutual TLS between data planes and xDS", certgenCmd},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy"
 	"github.com/portico-dev/portico/internal/xds/translate"
+	"github.com/portico-dev/portico/internal/xds/xdstls"
 )
 
 func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
@@ -14,6 +15,11 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	httpAddr := fs.String("http-addr", "", "bind the HTTP listener here instead of the address in its xDS Listener")
 	httpsAddr := fs.String("https-addr", "", "bind the HTTPS listener here instead of the address in its xDS Listener")
 	nodeID := fs.String("node-id", "portico-proxy", "node id sent to the xDS server")
+	var tlsFiles xdstls.Files
+	fs.StringVar(&tlsFiles.CertFile, "xds-tls-cert-file", "", "connect to the xDS server over mutual TLS with this client certificate (with --xds-tls-key-file and --xds-tls-ca-file)")
+	fs.StringVar(&tlsFiles.KeyFile, "xds-tls-key-file", "", "private key of --xds-tls-cert-file")
+	fs.StringVar(&tlsFiles.CAFile, "xds-tls-ca-file", "", "CA bundle that verifies the xDS server's certificate")
+	serverName := fs.String("xds-tls-server-name", "", "name the xDS server's certificate must carry (default: the host of --xds-server)")
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -32,7 +38,18 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if *httpsAddr != "" {
 		addrs[translate.ListenerHTTPS] = *httpsAddr
 	}
-	p := proxy.New(proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, ListenerAddrs: addrs, Logger: logger})
+	if err := tlsFiles.Validate(); err != nil {
+		return fail(stderr, "proxy: %v", err)
+	}
+	cfg := proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, ListenerAddrs: addrs, Logger: logger}
+	if tlsFiles.Enabled() {
+		if cfg.XDSCredentials, err = xdstls.ClientCredentials(tlsFiles, *serverName); err != nil {
+			return fail(stderr, "proxy: %v", err)
+		}
+	} else if *serverName != "" {
+		return fail(stderr, "proxy: --xds-tls-server-name needs --xds-tls-cert-file, --xds-tls-key-file and --xds-tls-ca-file")
+	}
+	p := proxy.New(cfg)
 	if err := p.Run(ctx); err != nil {
 		return fail(stderr, "proxy: %v", err)
 	}

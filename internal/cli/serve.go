@@ -35,6 +35,11 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.LeaseName, "leader-election-name", "portico-leader", "name of the leader election Lease")
 	qps := fs.Float64("kube-api-qps", 100, "sustained requests per second to the Kubernetes API (status writes at scale need more than client-go's default of 5)")
 	burst := fs.Int("kube-api-burst", 200, "burst of requests to the Kubernetes API")
+	fs.StringVar(&o.XDSTLS.CertFile, "xds-tls-cert-file", "", "serve xDS over mutual TLS with this certificate (with --xds-tls-key-file and --xds-tls-ca-file)")
+	fs.StringVar(&o.XDSTLS.KeyFile, "xds-tls-key-file", "", "private key of --xds-tls-cert-file")
+	fs.StringVar(&o.XDSTLS.CAFile, "xds-tls-ca-file", "", "CA bundle that data planes' client certificates must chain to")
+	fs.StringVar(&o.XDSTLSClientCertFile, "xds-tls-client-cert-file", "", "client certificate the embedded proxy presents to the xDS server (default: --xds-tls-cert-file, if it allows client auth)")
+	fs.StringVar(&o.XDSTLSClientKeyFile, "xds-tls-client-key-file", "", "private key of --xds-tls-client-cert-file")
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -49,6 +54,9 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "serve: %v", err)
 	}
 	o.Logger = logger
+	if err := o.XDSTLS.Validate(); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
 	o.WatchNamespaces = splitList(*watch)
 	o.IngressStatusAddresses = splitList(*statusAddr)
 	if *envoySvc != "" {

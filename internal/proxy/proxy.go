@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -19,11 +20,14 @@ const DefaultNodeID = "portico-proxy"
 
 // Config configures a Proxy.
 type Config struct {
-	XDSAddress    string                // host:port of the ADS gRPC server (plaintext gRPC)
+	XDSAddress    string                // host:port of the ADS gRPC server (plaintext unless XDSCredentials is set)
 	NodeID        string                // sent in DiscoveryRequest.node.id (default "portico-proxy")
 	ListenerAddrs map[string]string     // listener name -> bind address override, e.g. {"ingress_http":"127.0.0.1:8080"}; when absent, bind the Listener's own socket address
 	Logger        *slog.Logger          // structured logging; access log lines go here too (msg "access")
 	Registerer    prometheus.Registerer // may be nil; if set register request counters/histograms (no global registry)
+	// XDSCredentials secure the connection to the ADS server (package xdstls builds
+	// mutual TLS ones); nil means plaintext gRPC.
+	XDSCredentials credentials.TransportCredentials
 }
 
 // Proxy is an xDS-configured HTTP(S) proxy. Create it with New and start it with Run.
@@ -93,8 +97,12 @@ func (p *Proxy) Run(ctx context.Context) error {
 	if !p.running.CompareAndSwap(false, true) {
 		return errors.New("proxy: Run called twice")
 	}
+	creds := p.cfg.XDSCredentials
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
 	conn, err := grpc.NewClient(p.cfg.XDSAddress,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxXDSMessageBytes)),
 	)
 	if err != nil {

@@ -5,6 +5,7 @@ package bootstrap
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"time"
@@ -13,7 +14,9 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -28,6 +31,17 @@ type Options struct {
 	AdminAddress string // Envoy's admin listener, loopback only by default
 	NodeID       string
 	NodeCluster  string
+	// TLS, when set, makes Envoy connect to the xDS server over mutual TLS.
+	TLS *TLSFiles
+}
+
+// TLSFiles are paths as Envoy sees them (for example a mounted Secret) of the client
+// certificate Envoy presents to the xDS server and of the CA that verifies the server.
+type TLSFiles struct {
+	CertFile, KeyFile, CAFile string
+	// ServerName is sent as SNI and must be a name in the server's certificate;
+	// it defaults to the host of Options.XDSAddress.
+	ServerName string
 }
 
 // Build returns a validated bootstrap.
@@ -81,10 +95,55 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 			}}},
 		}}},
 	}
+	if o.TLS != nil {
+		ts, err := transportSocket(*o.TLS, xdsHost)
+		if err != nil {
+			return nil, err
+		}
+		b.StaticResources.Clusters[0].TransportSocket = ts
+	}
 	if err := b.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("bootstrap does not validate: %w", err)
 	}
 	return b, nil
+}
+
+// transportSocket is the upstream mutual TLS of the xDS cluster.
+func transportSocket(t TLSFiles, xdsHost string) (*corev3.TransportSocket, error) {
+	if t.CertFile == "" || t.KeyFile == "" || t.CAFile == "" {
+		return nil, fmt.Errorf("xDS TLS needs a certificate, key and CA file")
+	}
+	if t.ServerName == "" {
+		t.ServerName = xdsHost
+	}
+	file := func(path string) *corev3.DataSource {
+		return &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: path}}
+	}
+	// Envoy checks only the chain against trusted_ca unless told which name to match.
+	sanType := tlsv3.SubjectAltNameMatcher_DNS
+	if _, err := netip.ParseAddr(t.ServerName); err == nil {
+		sanType = tlsv3.SubjectAltNameMatcher_IP_ADDRESS
+	}
+	ctx, err := anypb.New(&tlsv3.UpstreamTlsContext{
+		Sni: t.ServerName,
+		CommonTlsContext: &tlsv3.CommonTlsContext{
+			TlsParams:       &tlsv3.TlsParameters{TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2},
+			TlsCertificates: []*tlsv3.TlsCertificate{{CertificateChain: file(t.CertFile), PrivateKey: file(t.KeyFile)}},
+			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+				TrustedCa: file(t.CAFile),
+				MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
+					SanType: sanType,
+					Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: t.ServerName}},
+				}},
+			}},
+			// gRPC requires HTTP/2, negotiated with ALPN.
+			AlpnProtocols: []string{"h2"},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: ctx}}, nil
 }
 
 // Write builds the bootstrap and writes it as JSON to path.

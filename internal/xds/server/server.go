@@ -88,8 +88,10 @@ func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string,
 func (s *Server) Published() bool { return s.published.Load() }
 
 // Serve answers ADS and the per-type discovery services on lis until ctx is done.
-func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	gs := grpc.NewServer()
+// opts are passed to grpc.NewServer; pass grpc.Creds(...) (see package xdstls) to
+// serve over (mutual) TLS instead of plaintext.
+func (s *Server) Serve(ctx context.Context, lis net.Listener, opts ...grpc.ServerOption) error {
+	gs := grpc.NewServer(opts...)
 	xds := serverv3.NewServer(ctx, s.cache, s.callbacks)
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(gs, xds)
 	listenerservice.RegisterListenerDiscoveryServiceServer(gs, xds)

@@ -1,0 +1,324 @@
+// Package xdstls secures the xDS gRPC connection between data planes (Envoy and the
+// embedded proxy) and Portico's xDS server with mutual TLS, and generates a small
+// self-signed PKI for it (`portico certgen`).
+//
+// Certificates are read from files. The server re-reads its certificate, key and CA
+// on every handshake, so rotating the files (for example a Kubernetes Secret volume
+// being updated) takes effect for new connections without a restart. The client
+// re-reads its certificate on every handshake too; its CA pool is read once, when the
+// credentials are created.
+package xdstls
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// Files names the PEM files of one side of the xDS connection.
+type Files struct {
+	CertFile string // this side's certificate (chain)
+	KeyFile  string // its private key
+	CAFile   string // CA bundle that verifies the peer
+}
+
+// Enabled reports whether all three files are set.
+func (f Files) Enabled() bool { return f.CertFile != "" && f.KeyFile != "" && f.CAFile != "" }
+
+// Validate returns nil when no file or all files are set, and otherwise an error
+// naming the missing flags.
+func (f Files) Validate() error {
+	if f.CertFile == "" && f.KeyFile == "" && f.CAFile == "" {
+		return nil
+	}
+	var missing []string
+	if f.CertFile == "" {
+		missing = append(missing, "--xds-tls-cert-file")
+	}
+	if f.KeyFile == "" {
+		missing = append(missing, "--xds-tls-key-file")
+	}
+	if f.CAFile == "" {
+		missing = append(missing, "--xds-tls-ca-file")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("xDS TLS is partially configured: %s missing (set all of --xds-tls-cert-file, --xds-tls-key-file and --xds-tls-ca-file, or none)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (f Files) check() error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	if !f.Enabled() {
+		return errors.New("xDS TLS: no certificate files configured")
+	}
+	return nil
+}
+
+func loadPool(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("CA file %s: no PEM certificates found", path)
+	}
+	return pool, nil
+}
+
+func loadPair(f Files) (*tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certificate %s / key %s: %w", f.CertFile, f.KeyFile, err)
+	}
+	return &cert, nil
+}
+
+// serverConfig reads the files and returns the TLS configuration for one handshake.
+func serverConfig(f Files) (*tls.Config, error) {
+	cert, err := loadPair(f)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := loadPool(f.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{*cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+		NextProtos:   []string{"h2"},
+	}, nil
+}
+
+// ServerCredentials returns gRPC server credentials that present f's certificate and
+// require a client certificate signed by f's CA. The files are read once now (so that
+// a bad configuration fails at start-up) and again on every handshake.
+func ServerCredentials(f Files) (credentials.TransportCredentials, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if _, err := serverConfig(f); err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(&tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return serverConfig(f)
+		},
+	}), nil
+}
+
+// ClientCredentials returns gRPC client credentials that present f's certificate and
+// verify the server against f's CA. serverName, when set, is the name the server's
+// certificate must carry; otherwise the host of the dialled address is used.
+func ClientCredentials(f Files, serverName string) (credentials.TransportCredentials, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if _, err := loadPair(f); err != nil {
+		return nil, err
+	}
+	pool, err := loadPool(f.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(&tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: serverName,
+		RootCAs:    pool,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return loadPair(f)
+		},
+	}), nil
+}
+
+// File names written by Generate.
+const (
+	CACertFile     = "ca.crt"
+	CAKeyFile      = "ca.key"
+	ServerCertFile = "xds.crt"
+	ServerKeyFile  = "xds.key"
+	ClientCertFile = "client.crt"
+	ClientKeyFile  = "client.key"
+)
+
+// Generate writes a new CA (ca.crt, ca.key), a server certificate for the xDS server
+// (xds.crt, xds.key; its names are serverNames plus localhost and 127.0.0.1) and a
+// client certificate for data planes (client.crt, client.key) into dir, all ECDSA
+// P-256 and valid for validity. Keys are written with mode 0600.
+func Generate(dir string, serverNames []string, validity time.Duration) error {
+	if validity <= 0 {
+		return fmt.Errorf("validity must be positive, got %s", validity)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	now := time.Now().Add(-5 * time.Minute) // tolerate some clock skew
+	notAfter := now.Add(validity)
+
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "portico-xds-ca"},
+		NotBefore:             now,
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	if err := writePair(dir, CACertFile, CAKeyFile, caDER, caKey); err != nil {
+		return err
+	}
+
+	var dns []string
+	var ips []net.IP
+	seen := map[string]bool{}
+	for _, n := range append(append([]string{}, serverNames...), "localhost", "127.0.0.1") {
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		if ip := net.ParseIP(n); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, n)
+		}
+	}
+	cn := "localhost"
+	if len(serverNames) > 0 && serverNames[0] != "" {
+		cn = serverNames[0]
+	}
+	leaf := func(certFile, keyFile string, tmpl *x509.Certificate) error {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		tmpl.SerialNumber = serial()
+		tmpl.NotBefore, tmpl.NotAfter = now, notAfter
+		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+		tmpl.BasicConstraintsValid = true
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			return err
+		}
+		return writePair(dir, certFile, keyFile, der, key)
+	}
+	if err := leaf(ServerCertFile, ServerKeyFile, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		DNSNames:    dns,
+		IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}); err != nil {
+		return err
+	}
+	return leaf(ClientCertFile, ClientKeyFile, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "portico-xds-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		panic(err) // crypto/rand does not fail
+	}
+	return n
+}
+
+func writePair(dir, certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) error {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, keyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, certFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+// writeFile writes data with mode perm, also when the file already exists.
+func writeFile(path string, data []byte, perm os.FileMode) error {
+	if err := os.WriteFile(path, data, perm); err != nil {
+		return err
+	}
+	return os.Chmod(path, perm)
+}
+
+func readLeaf(certFile string) (*x509.Certificate, error) {
+	data, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%s: no PEM certificate found", certFile)
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+// CertificateName returns a name the certificate in certFile is valid for (its first
+// DNS name, else its first IP address), for a client that must verify it while
+// dialling an address the certificate does not name (such as 0.0.0.0).
+func CertificateName(certFile string) (string, error) {
+	c, err := readLeaf(certFile)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case len(c.DNSNames) > 0:
+		return c.DNSNames[0], nil
+	case len(c.IPAddresses) > 0:
+		return c.IPAddresses[0].String(), nil
+	}
+	return "", fmt.Errorf("%s: the certificate has no DNS or IP subject alternative name", certFile)
+}
+
+// AllowsClientAuth reports whether the certificate in certFile may be used as a TLS
+// client certificate (no extended key usage, or one that includes client auth).
+func AllowsClientAuth(certFile string) (bool, error) {
+	c, err := readLeaf(certFile)
+	if err != nil {
+		return false, err
+	}
+	if len(c.ExtKeyUsage) == 0 {
+		return true, nil
+	}
+	for _, u := range c.ExtKeyUsage {
+		if u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny {
+			return true, nil
+		}
+	}
+	return false, nil
+}
