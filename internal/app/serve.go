@@ -273,9 +273,14 @@ func (s *Server) Run(ctx context.Context) error {
 		coalesce(ctx, s.source.Changes(), s.opts.Holdoff, s.opts.MaxDelay, func() { s.rebuild(ctx) })
 		return nil
 	})
-	g.Go(func() error { return s.runLeaderElection(ctx) })
+	// The lease is released only after the status writer has stopped, so that a new
+	// leader never starts while this one's last writes are still landing.
+	electionCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer endElection()
+	g.Go(func() error { return s.runLeaderElection(electionCtx) })
 	g.Go(func() error {
 		s.writeStatusLoop(ctx)
+		endElection()
 		return nil
 	})
 	g.Go(func() error {
@@ -335,7 +340,13 @@ func (s *Server) writeStatusLoop(ctx context.Context) {
 			continue
 		}
 		s.events.Observe(b.store, b.statuses)
-		if failed := s.writer.Sync(*leaderCtx, b.store, b.statuses, s.loadBalancer(b.store)); failed > 0 {
+		// Writes stop when leadership ends or the process shuts down, whichever is first.
+		writeCtx, cancelWrites := context.WithCancel(*leaderCtx)
+		stopOnShutdown := context.AfterFunc(ctx, cancelWrites)
+		failed := s.writer.Sync(writeCtx, b.store, b.statuses, s.loadBalancer(b.store))
+		stopOnShutdown()
+		cancelWrites()
+		if failed > 0 {
 			retry.Reset(backoff)
 			backoff = min(backoff*2, 30*time.Second)
 		} else {
