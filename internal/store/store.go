@@ -23,6 +23,9 @@ type Store struct {
 	Services       map[types.NamespacedName]*corev1.Service
 	Endpoints      map[types.NamespacedName]*corev1.Endpoints
 	Secrets        map[types.NamespacedName]*corev1.Secret
+	// Namespaces are kept for the rules that depend on where an object lives (root
+	// namespaces of delegation).
+	Namespaces map[string]*corev1.Namespace
 	// EndpointSlices are grouped by the Service they belong to (label
 	// kubernetes.io/service-name), then keyed by the slice's own name.
 	EndpointSlices map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice
@@ -36,6 +39,7 @@ func New() *Store {
 		Services:       map[types.NamespacedName]*corev1.Service{},
 		Endpoints:      map[types.NamespacedName]*corev1.Endpoints{},
 		Secrets:        map[types.NamespacedName]*corev1.Secret{},
+		Namespaces:     map[string]*corev1.Namespace{},
 		EndpointSlices: map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice{},
 	}
 }
@@ -67,6 +71,8 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 		s.Endpoints[key(o.Namespace, o.Name)] = o
 	case *corev1.Secret:
 		s.Secrets[key(o.Namespace, o.Name)] = o
+	case *corev1.Namespace:
+		s.Namespaces[o.Name] = o
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
@@ -95,6 +101,8 @@ func (s *Store) Delete(obj runtime.Object) bool {
 		return deleteKey(s.Endpoints, key(o.Namespace, o.Name))
 	case *corev1.Secret:
 		return deleteKey(s.Secrets, key(o.Namespace, o.Name))
+	case *corev1.Namespace:
+		return deleteKey(s.Namespaces, o.Name)
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
@@ -161,6 +169,7 @@ func (s *Store) Clone() *Store {
 		Services:       maps.Clone(s.Services),
 		Endpoints:      maps.Clone(s.Endpoints),
 		Secrets:        maps.Clone(s.Secrets),
+		Namespaces:     maps.Clone(s.Namespaces),
 		EndpointSlices: make(map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
 	}
 	for k, v := range s.EndpointSlices {
@@ -177,6 +186,6 @@ func (s *Store) Counts() map[string]int {
 	}
 	return map[string]int{
 		"Ingress": len(s.Ingresses), "IngressClass": len(s.IngressClasses), "Service": len(s.Services),
-		"Endpoints": len(s.Endpoints), "EndpointSlice": slices, "Secret": len(s.Secrets),
+		"Endpoints": len(s.Endpoints), "EndpointSlice": slices, "Secret": len(s.Secrets), "Namespace": len(s.Namespaces),
 	}
 }

@@ -88,9 +88,11 @@ func (s *Source) Run(ctx context.Context) error {
 		s.register(f.Core().V1().Secrets().Informer())
 		factories = append(factories, f)
 	}
-	// IngressClasses are cluster-scoped: one informer whatever the namespaces.
+	// IngressClasses and Namespaces are cluster-scoped: one informer each, whatever the
+	// watched namespaces.
 	cluster := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0, informers.WithTransform(trimObject))
 	s.register(cluster.Networking().V1().IngressClasses().Informer())
+	s.register(cluster.Core().V1().Namespaces().Informer())
 	factories = append(factories, cluster)
 
 	start := time.Now()
