@@ -45,6 +45,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -502,4 +503,22 @@ func probe(ctx context.Context, client *http.Client, url, want string) bool {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp.StatusCode == http.StatusOK && strings.Contains(string(body), want)
+}
+
+// AdminConfig returns a copy of the admin configuration that the caller may change (QPS,
+// timeouts). It skips t under -short, like Require.
+func (e *Env) AdminConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	e.Require(t)
+	return rest.CopyConfig(e.Config)
+}
+
+// Clientset returns a clientset for cfg, failing t if it cannot be made.
+func Clientset(t testing.TB, cfg *rest.Config) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -29,19 +28,10 @@ var env *kubetest.Env
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
 
-func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
 func TestObjectsSurviveAPIServerRestart(t *testing.T) {
 	env.Require(t)
 	ctx := t.Context()
-	cs := clientset(t, env.Config)
+	cs := kubetest.Clientset(t, env.Config)
 	const ns = "shop"
 
 	must(cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))(t)
@@ -120,7 +110,7 @@ func TestObjectsSurviveAPIServerRestart(t *testing.T) {
 func TestServiceAccountTokenAndRBAC(t *testing.T) {
 	env.Require(t)
 	ctx := t.Context()
-	admin := clientset(t, env.Config)
+	admin := kubetest.Clientset(t, env.Config)
 	const ns = "rbac"
 	must(admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))(t)
 	must(admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "portico"}}, metav1.CreateOptions{}))(t)
@@ -136,14 +126,14 @@ func TestServiceAccountTokenAndRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, cfg := range map[string]*rest.Config{"TokenConfig": env.TokenConfig(token), "TokenKubeconfig": fromFile} {
-		sa := clientset(t, cfg)
+		sa := kubetest.Clientset(t, cfg)
 		review := must(sa.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))(t)
 		if got, want := review.Status.UserInfo.Username, "system:serviceaccount:"+ns+":portico"; got != want {
 			t.Errorf("%s: user %q, want %q", name, got, want)
 		}
 	}
 
-	sa := clientset(t, env.TokenConfig(token))
+	sa := kubetest.Clientset(t, env.TokenConfig(token))
 	if _, err := sa.NetworkingV1().Ingresses(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("list ingresses before the RoleBinding: %v, want Forbidden", err)
 	}
@@ -193,13 +183,13 @@ func TestSecondEnv(t *testing.T) {
 	}
 	etcdPID, apiPID := e.PIDs()
 	t.Logf("etcd pid %d rss %s, kube-apiserver pid %d rss %s", etcdPID, rss(etcdPID), apiPID, rss(apiPID))
-	nss := must(clientset(t, e.Config).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}))(t)
+	nss := must(kubetest.Clientset(t, e.Config).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}))(t)
 	for _, n := range nss.Items {
 		if n.Name == "shop" || n.Name == "rbac" {
 			t.Errorf("second Env sees namespace %s of the first", n.Name)
 		}
 	}
-	v := must(clientset(t, e.Config).Discovery().ServerVersion())(t)
+	v := must(kubetest.Clientset(t, e.Config).Discovery().ServerVersion())(t)
 	t.Logf("server version %s", v.GitVersion)
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)

@@ -197,16 +197,6 @@ func (w *warnings) take() []string {
 	return m
 }
 
-func adminConfig(t *testing.T) *rest.Config {
-	t.Helper()
-	env.Require(t)
-	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 // applier applies manifests with server-side apply through the dynamic client.
 type applier struct {
 	dyn    dynamic.Interface
@@ -260,7 +250,7 @@ func (a *applier) apply(ctx context.Context, m manifest, dryRun bool) error {
 }
 
 func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
-	cfg := adminConfig(t)
+	cfg := env.AdminConfig(t)
 	ctx := context.Background()
 	manifests := loadManifests(t)
 	a := newApplier(t, cfg)
@@ -307,7 +297,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 var rbacKinds = []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "IngressClass"}
 
 func TestRBACIsSufficient(t *testing.T) {
-	cfg := adminConfig(t)
+	cfg := env.AdminConfig(t)
 	ctx := context.Background()
 	bin := testutil.PorticoBinary(t)
 	manifests := loadManifests(t)

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/echo"
@@ -34,25 +33,6 @@ import (
 var env *kubetest.Env
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
-
-func adminConfig(t *testing.T) *rest.Config {
-	t.Helper()
-	env.Require(t)
-	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // backend starts `portico echo` for service in pod network pn on port, and waits until
 // it answers.

@@ -13,6 +13,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/portico-dev/portico/internal/kubetest"
 )
 
 // TestScale measures, against the real API server, with 5,000 Ingresses: how soon a
@@ -21,9 +23,9 @@ func TestScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("scale test")
 	}
-	cfg := adminConfig(t)
+	cfg := env.AdminConfig(t)
 	cfg.QPS, cfg.Burst = 2000, 4000
-	c := clientset(t, cfg)
+	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	const ns, n = "scale", 5000
 	createNamespace(t, c, ns)
@@ -34,7 +36,7 @@ func TestScale(t *testing.T) {
 	})
 	t.Logf("created %d Ingresses in %s", n, time.Since(start).Round(time.Millisecond))
 
-	ctlCfg := adminConfig(t)
+	ctlCfg := env.AdminConfig(t)
 	ctlCfg.QPS, ctlCfg.Burst = 100, 200 // portico serve's defaults
 	ctl := startController(t, ctlCfg, "scale", []string{ns})
 	start = time.Now()

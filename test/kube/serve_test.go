@@ -14,8 +14,8 @@ import (
 // the pod network, status is written, updates and deletions propagate, and restarting
 // the API server loses nothing.
 func TestServe(t *testing.T) {
-	cfg := adminConfig(t)
-	c := clientset(t, cfg)
+	cfg := env.AdminConfig(t)
+	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	pn := kubetest.NewPodNetwork(t, 1)
 	backend(t, pn, "blue", 9001)
@@ -90,8 +90,8 @@ func TestServe(t *testing.T) {
 // TestLeaderElection: two replicas, one leader writes status; when it stops, the other
 // takes over and writes.
 func TestLeaderElection(t *testing.T) {
-	cfg := adminConfig(t)
-	c := clientset(t, cfg)
+	cfg := env.AdminConfig(t)
+	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	const ns = "leader"
 	createNamespace(t, c, ns)

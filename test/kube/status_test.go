@@ -12,14 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/kubetest"
 )
 
 // TestStatusFollowsEnvoyServiceAndOwnership: Ingresses report the Envoy Service's
 // load-balancer address and follow it when it changes; an Ingress moved to another
 // class has Portico's address cleared.
 func TestStatusFollowsEnvoyServiceAndOwnership(t *testing.T) {
-	cfg := adminConfig(t)
-	c := clientset(t, cfg)
+	cfg := env.AdminConfig(t)
+	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	const ns = "envoy-status"
 	createNamespace(t, c, ns)
@@ -83,8 +84,8 @@ func TestStatusFollowsEnvoyServiceAndOwnership(t *testing.T) {
 // TestInvalidIngressGetsAnEvent: the reason an Ingress is not served shows up in
 // `kubectl describe ingress`, as a Warning Event.
 func TestInvalidIngressGetsAnEvent(t *testing.T) {
-	cfg := adminConfig(t)
-	c := clientset(t, cfg)
+	cfg := env.AdminConfig(t)
+	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	const ns = "events"
 	createNamespace(t, c, ns)
@@ -113,8 +114,8 @@ func TestInvalidIngressGetsAnEvent(t *testing.T) {
 // still carries an address Portico wrote earlier (another run, another address) is
 // cleared; one whose address another controller wrote is left alone.
 func TestStaleAddressesAreClearedOnlyWhenPorticoWroteThem(t *testing.T) {
-	cfg := adminConfig(t)
-	c := clientset(t, cfg)
+	cfg := env.AdminConfig(t)
+	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	const ns = "stale"
 	createNamespace(t, c, ns)
