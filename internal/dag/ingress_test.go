@@ -539,3 +539,18 @@ func TestExternalNameServices(t *testing.T) {
 		})
 	}
 }
+
+func TestInvalidSecretNameInvalidatesTLSOnly(t *testing.T) {
+	g := build(ing(t, `
+metadata: {name: badname}
+spec:
+  tls: [{hosts: [a.com], secretName: "Not_A_Name"}]
+  rules: [{host: a.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]
+`))
+	if s := statusOf(g, "default", "badname"); s.Status != StatusInvalid || !strings.Contains(s.Description, `secretName "Not_A_Name" is not a valid Secret name`) {
+		t.Errorf("status = %+v", s)
+	}
+	if len(g.HTTPS) != 0 || len(routesOf(g, "a.com")) != 1 {
+		t.Errorf("want no HTTPS and the plain-HTTP route kept; got %d secure hosts, %d routes", len(g.HTTPS), len(routesOf(g, "a.com")))
+	}
+}

@@ -56,10 +56,17 @@ type Resources struct {
 // validatable is what every generated xDS message implements.
 type validatable interface{ ValidateAll() error }
 
-// Translate converts g. It fails only if a generated resource does not validate.
-func Translate(g *dag.Graph, opts Options) (*Resources, error) {
+// Translate converts g. It fails only if a generated resource does not validate, or on
+// a translator bug, which is reported as an error rather than crashing the process: the
+// caller keeps the last good configuration serving.
+func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("translator bug (please report it): %v", r)
+		}
+	}()
 	opts = opts.withDefaults()
-	res := &Resources{}
+	res = &Resources{}
 	httpAddr, err := socketAddress(opts.HTTPAddress)
 	if err != nil {
 		return nil, fmt.Errorf("http address: %w", err)
