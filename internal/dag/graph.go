@@ -3,7 +3,11 @@
 // object. The graph is the single source of truth for translation and status.
 package dag
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Graph is the result of one build.
 type Graph struct {
@@ -89,13 +93,44 @@ type PathMatch struct {
 	Value string
 }
 
-// Route sends requests matching its conditions to its clusters.
+// Route sends requests matching its conditions to its clusters, or answers them itself
+// (HTTPSRedirect, DirectStatus).
 type Route struct {
 	Path PathMatch
-	// Clusters receive the traffic, split by Weight.
+	// Clusters receive the traffic, split by Weight. Empty when the route answers itself.
 	Clusters []*WeightedCluster
 	// Source is the object that declared the route.
 	Source ObjectRef
+	// PrefixRewrite, when set, replaces the matched prefix before the request goes upstream.
+	PrefixRewrite string
+	// Timeouts are nil when the proxy defaults apply.
+	Timeouts *TimeoutPolicy
+	// Retry is nil when failed requests are not retried.
+	Retry *RetryPolicy
+	// HTTPSRedirect answers 301 with the same URL on https instead of forwarding.
+	HTTPSRedirect bool
+	// DirectStatus, when non-zero, answers every request with this status (a delegated
+	// prefix whose delegate cannot be served gets 503).
+	DirectStatus uint32
+}
+
+// TimeoutPolicy holds a route's timeouts. A nil field means the proxy's default; a zero
+// duration means no timeout at all.
+type TimeoutPolicy struct {
+	// Request bounds the time from the end of the request to the end of the response.
+	Request *time.Duration
+	// Idle bounds the time a request may see no activity.
+	Idle *time.Duration
+}
+
+// RetryPolicy says when a failed request is tried again.
+type RetryPolicy struct {
+	// NumRetries is the most retries after the first attempt.
+	NumRetries uint32
+	// OnStatusCodes are the upstream response codes retried.
+	OnStatusCodes []uint32
+	// PerTryTimeout bounds each attempt; 0 leaves only the route's request timeout.
+	PerTryTimeout time.Duration
 }
 
 // WeightedCluster is one destination of a route.
@@ -118,6 +153,31 @@ type Cluster struct {
 	Endpoints []Endpoint
 	// SkippedEndpoints counts addresses left out because they cannot be connected to.
 	SkippedEndpoints int
+	// LoadBalancer is the strategy for picking an endpoint; "" means round robin.
+	LoadBalancer LoadBalancer
+	// HealthCheck, when set, is an active HTTP health check of every endpoint.
+	HealthCheck *HealthCheck
+}
+
+// LoadBalancer is a load-balancing strategy (seed 003).
+type LoadBalancer string
+
+const (
+	LBRoundRobin           LoadBalancer = "RoundRobin"
+	LBWeightedLeastRequest LoadBalancer = "WeightedLeastRequest"
+	LBRingHash             LoadBalancer = "RingHash"
+	LBMaglev               LoadBalancer = "Maglev"
+	LBRandom               LoadBalancer = "Random"
+)
+
+// HealthCheck is an active HTTP health check with every field defaulted.
+type HealthCheck struct {
+	Path               string
+	Host               string
+	Interval           time.Duration
+	Timeout            time.Duration
+	UnhealthyThreshold uint32
+	HealthyThreshold   uint32
 }
 
 // Endpoint is one backend address.
@@ -159,4 +219,8 @@ type Status struct {
 	Object      ObjectRef
 	Status      StatusValue
 	Description string
+	// Root is set for IngressRoutes with a virtualhost.
+	Root bool
+	// Hosts are the virtual hosts the object serves routes on, sorted.
+	Hosts []string
 }
