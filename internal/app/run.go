@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -31,7 +32,10 @@ type RunOptions struct {
 	IngressClassName string
 	// AllowExternalName lets routes use ExternalName Services (see dag.Options).
 	AllowExternalName bool
-	Logger            *slog.Logger
+	// RootNamespaces and DisableIngress: see dag.Options.
+	RootNamespaces []string
+	DisableIngress bool
+	Logger         *slog.Logger
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -73,8 +77,13 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	srv := server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg)))
 	r := &Runner{opts: opts, xdsLis: xdsLis}
 	r.pipeline = &Pipeline{
-		DAG:       dag.Options{IngressClassName: opts.IngressClassName, AllowExternalName: opts.AllowExternalName},
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr},
+		DAG: dag.Options{
+			IngressClassName:  opts.IngressClassName,
+			AllowExternalName: opts.AllowExternalName,
+			RootNamespaces:    opts.RootNamespaces,
+			DisableIngress:    opts.DisableIngress,
+		},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr)},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),
 		Status:    status.NewLogger(opts.Logger.With("component", "status")),
@@ -141,4 +150,18 @@ func (r *Runner) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// redirectPort is the port plain-HTTP requests are redirected to: the HTTPS listener's
+// own port, since in run mode nothing maps 443 to it. 443 itself is left out of URLs.
+func redirectPort(httpsAddr string) uint32 {
+	_, port, err := net.SplitHostPort(httpsAddr)
+	if err != nil {
+		return 0
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 443 {
+		return 0
+	}
+	return uint32(p)
 }

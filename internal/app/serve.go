@@ -46,6 +46,9 @@ type ServeOptions struct {
 	IngressStatusAddresses []string
 	EnvoyService           types.NamespacedName
 	AllowExternalName      bool
+	// RootNamespaces and DisableIngress: see dag.Options.
+	RootNamespaces []string
+	DisableIngress bool
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -153,7 +156,12 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.cache = metrics.NewCache(reg)
 	s.source = kube.New(kube.Config{Client: client, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
-		DAG:       dag.Options{IngressClassName: opts.IngressClassName, AllowExternalName: opts.AllowExternalName},
+		DAG: dag.Options{
+			IngressClassName:  opts.IngressClassName,
+			AllowExternalName: opts.AllowExternalName,
+			RootNamespaces:    opts.RootNamespaces,
+			DisableIngress:    opts.DisableIngress,
+		},
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,

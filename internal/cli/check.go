@@ -18,6 +18,8 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	output := fs.String("o", "table", "output format: table or json")
 	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as `run` does")
+	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes may live (default: any)")
+	disableIngress := fs.Bool("disable-ingress", false, "ignore Ingress objects")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: portico check DIR [-o json]")
 		fs.PrintDefaults()
@@ -40,7 +42,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *output != "table" && *output != "json" {
 		return fail(stderr, "check: -o %q: use table or json", *output)
 	}
-	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName})
+	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress})
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}

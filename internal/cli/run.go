@@ -19,6 +19,8 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.XDSAddr, "xds-addr", "127.0.0.1:0", "address of the in-process xDS server (port 0: any free port)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")
+	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes (those with a virtualhost) may live (default: any)")
+	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes only)")
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -34,6 +36,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "run: %v", err)
 	}
 	o.Logger = logger
+	o.RootNamespaces = splitList(*roots)
 	r, err := app.NewRunner(o)
 	if err != nil {
 		return fail(stderr, "run: %v", err)

@@ -23,7 +23,8 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	watch := fs.String("watch-namespaces", "", "comma-separated namespaces to watch (default: all)")
-	fs.String("root-namespaces", "", "comma-separated namespaces where IngressRoute/HTTPProxy roots may live (used once those APIs are served)")
+	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes (those with a virtualhost) may live (default: any)")
+	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes only)")
 	statusAddr := fs.String("ingress-status-address", "", "comma-separated IPs or host names written to Ingress status.loadBalancer")
 	envoySvc := fs.String("envoy-service", "", "namespace/name of the Envoy Service whose load-balancer status Ingresses report (when --ingress-status-address is unset)")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", false, "route to Services of type ExternalName (never to loopback or other namespaces)")
@@ -58,6 +59,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "serve: %v", err)
 	}
 	o.WatchNamespaces = splitList(*watch)
+	o.RootNamespaces = splitList(*roots)
 	o.IngressStatusAddresses = splitList(*statusAddr)
 	if *envoySvc != "" {
 		ns, name, ok := strings.Cut(*envoySvc, "/")

@@ -23,6 +23,9 @@ type Options struct {
 	// link-local or other namespaces' cluster names). Off by default: in a shared cluster
 	// it lets a team send traffic anywhere the proxy can reach.
 	AllowExternalName bool
+	// RootNamespaces, when not empty, are the only namespaces where root IngressRoutes
+	// (those that own a virtual host) are accepted.
+	RootNamespaces []string
 }
 
 func (o Options) withDefaults() Options {
@@ -45,6 +48,7 @@ func Build(s *store.Store, opts Options) *Graph {
 	if !b.opts.DisableIngress {
 		b.processIngresses()
 	}
+	b.processIngressRoutes()
 	return b.graph()
 }
 
@@ -96,13 +100,13 @@ func (b *builder) graph() *Graph {
 	return g
 }
 
-// sortRoutes puts routes in match order: Exact before Prefix (the Ingress spec prefers an
-// exact match), and among prefixes the longest first, so that the first match is the
+// sortRoutes puts routes in match order: Exact before prefixes (the Ingress spec prefers
+// an exact match), and among prefixes the longest first, so that the first match is the
 // longest matching prefix. Ties are broken by value to keep the output deterministic.
 func sortRoutes(routes []*Route) {
 	sort.SliceStable(routes, func(i, j int) bool {
 		a, c := routes[i].Path, routes[j].Path
-		if a.Kind != c.Kind {
+		if (a.Kind == PathExact) != (c.Kind == PathExact) {
 			return a.Kind == PathExact
 		}
 		if len(a.Value) != len(c.Value) {

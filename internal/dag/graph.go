@@ -76,12 +76,17 @@ const (
 	PathPrefix PathMatchKind = iota
 	// PathExact matches only a path equal to Value.
 	PathExact
+	// PathStringPrefix matches every path that starts with Value, character by character
+	// ("/app" matches "/apple"): the prefix match of IngressRoute.
+	PathStringPrefix
 )
 
 func (k PathMatchKind) String() string {
 	switch k {
 	case PathExact:
 		return "Exact"
+	case PathStringPrefix:
+		return "StringPrefix"
 	default:
 		return "Prefix"
 	}
@@ -223,4 +228,10 @@ type Status struct {
 	Root bool
 	// Hosts are the virtual hosts the object serves routes on, sorted.
 	Hosts []string
+}
+
+// Same reports whether two statuses say the same thing about the same object: what a
+// status writer compares before writing again.
+func (s Status) Same(o Status) bool {
+	return s.Object == o.Object && s.Status == o.Status && s.Description == o.Description
 }

@@ -62,6 +62,9 @@ type ingressPlan struct {
 	tls      []plannedTLS
 	errs     []string // problems that do not stop the routes from being served
 	warnings []string
+	// timeouts and retry come from the Ingress's annotations and apply to all its routes.
+	timeouts *TimeoutPolicy
+	retry    *RetryPolicy
 }
 
 type plannedRoute struct {
@@ -171,6 +174,9 @@ func conflictsOf(plan *ingressPlan, owners map[claim]ObjectRef, notes map[Object
 // planIngress turns a well-formed Ingress into the claims and routes it asks for.
 func (b *builder) planIngress(ing *networkingv1.Ingress) *ingressPlan {
 	plan := &ingressPlan{ref: ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}}
+	var notes []string
+	plan.timeouts, plan.retry, notes = ingressPolicies(ing)
+	plan.warnings = append(plan.warnings, notes...)
 	seen := map[claim]string{}
 	add := func(c claim, be *networkingv1.IngressServiceBackend, field string) {
 		if prev, dup := seen[c]; dup {
@@ -260,7 +266,7 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 		kind = PathExact
 	}
 	// Default claims carry the path "/", so they become the prefix "/".
-	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend)
+	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend, clusterPolicy{})
 	if warn != "" {
 		plan.warnings = append(plan.warnings, warn)
 	}
@@ -268,6 +274,8 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 		Path:     PathMatch{Kind: kind, Value: r.claim.path},
 		Clusters: []*WeightedCluster{{Cluster: cluster, Weight: 1}},
 		Source:   plan.ref,
+		Timeouts: plan.timeouts,
+		Retry:    plan.retry,
 	}
 }
 

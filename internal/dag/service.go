@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -16,15 +17,15 @@ import (
 // cluster of one Service port with its ready endpoints. A Service or port that does not
 // exist still yields a cluster, with no endpoints, so the route answers 503 until it
 // appears; the returned warning says so.
-func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServiceBackend) (*Cluster, string) {
+func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServiceBackend, pol clusterPolicy) (*Cluster, string) {
 	key := types.NamespacedName{Namespace: namespace, Name: be.Name}
 	svc := b.store.Services[key]
 	if svc == nil {
-		return b.cluster(key, portLabel(be.Port), nil, nil), fmt.Sprintf("Service %s not found: its routes answer 503 until it exists", key)
+		return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s not found: its routes answer 503 until it exists", key)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		if reason := b.externalNameRefused(svc); reason != "" {
-			return b.cluster(key, portLabel(be.Port), nil, nil), fmt.Sprintf("Service %s: %s: its routes answer 503", key, reason)
+			return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s: %s: its routes answer 503", key, reason)
 		}
 	}
 	sp, ok := servicePort(svc, be.Port)
@@ -32,10 +33,10 @@ func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServi
 		if svc.Spec.Type == corev1.ServiceTypeExternalName && be.Port.Number != 0 {
 			sp = corev1.ServicePort{Port: be.Port.Number}
 		} else {
-			return b.cluster(key, portLabel(be.Port), nil, nil), fmt.Sprintf("Service %s has no port %s: its routes answer 503; name one of the Service's ports", key, portLabel(be.Port))
+			return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s has no port %s: its routes answer 503; name one of the Service's ports", key, portLabel(be.Port))
 		}
 	}
-	c := b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp)
+	c := b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp, pol)
 	if c.SkippedEndpoints > 0 {
 		return c, fmt.Sprintf("Service %s: %d endpoint addresses ignored (not IP addresses, or ports outside 1-65535)", key, c.SkippedEndpoints)
 	}
@@ -83,14 +84,35 @@ func servicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) (corev1
 	return corev1.ServicePort{}, false
 }
 
-// cluster returns the cluster for a Service port, creating it on first use so that every
-// route to the same port shares one cluster.
-func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Service, sp *corev1.ServicePort) *Cluster {
-	name := svc.Namespace + "/" + svc.Name + "/" + port
+// clusterPolicy is how a cluster balances and checks its endpoints. Routes to one Service
+// port with different policies need different clusters.
+type clusterPolicy struct {
+	lb LoadBalancer
+	hc *HealthCheck
+}
+
+// suffix tells clusters of one Service port apart by policy; the default policy has none,
+// so Ingress clusters keep their plain namespace/service/port names.
+func (p clusterPolicy) suffix() string {
+	if (p.lb == "" || p.lb == LBRoundRobin) && p.hc == nil {
+		return ""
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s", p.lb)
+	if hc := p.hc; hc != nil {
+		fmt.Fprintf(h, "|%q|%q|%d|%d|%d|%d", hc.Path, hc.Host, hc.Interval, hc.Timeout, hc.UnhealthyThreshold, hc.HealthyThreshold)
+	}
+	return fmt.Sprintf("/%08x", h.Sum32())
+}
+
+// cluster returns the cluster for a Service port and policy, creating it on first use so
+// that every route to the same port with the same policy shares one cluster.
+func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Service, sp *corev1.ServicePort, pol clusterPolicy) *Cluster {
+	name := svc.Namespace + "/" + svc.Name + "/" + port + pol.suffix()
 	if c, ok := b.clusters[name]; ok {
 		return c
 	}
-	c := &Cluster{Name: name, Service: svc}
+	c := &Cluster{Name: name, Service: svc, LoadBalancer: pol.lb, HealthCheck: pol.hc}
 	if sp != nil {
 		c.Port, c.PortName = sp.Port, sp.Name
 		if s.Spec.Type == corev1.ServiceTypeExternalName {

@@ -51,7 +51,7 @@ func (w *EventWriter) Observe(s *store.Store, statuses []dag.Status) {
 	next := make(map[dag.ObjectRef]dag.Status, len(statuses))
 	for _, st := range statuses {
 		next[st.Object] = st
-		if prev, seen := w.last[st.Object]; (seen && prev == st) || st.Object.Kind != dag.KindIngress {
+		if prev, seen := w.last[st.Object]; (seen && prev.Same(st)) || st.Object.Kind != dag.KindIngress {
 			continue
 		}
 		ing := s.Ingresses[types.NamespacedName{Namespace: st.Object.Namespace, Name: st.Object.Name}]

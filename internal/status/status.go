@@ -80,7 +80,7 @@ func (l *Logger) Observe(statuses []dag.Status) {
 	next := make(map[dag.ObjectRef]dag.Status, len(statuses))
 	for _, s := range statuses {
 		next[s.Object] = s
-		if prev, ok := l.last[s.Object]; ok && prev == s {
+		if prev, ok := l.last[s.Object]; ok && prev.Same(s) {
 			continue
 		}
 		level := slog.LevelInfo

@@ -12,6 +12,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 )
 
 // Store is the set of objects relevant to routing, keyed by namespace/name. It is not safe
@@ -29,6 +31,10 @@ type Store struct {
 	// EndpointSlices are grouped by the Service they belong to (label
 	// kubernetes.io/service-name), then keyed by the slice's own name.
 	EndpointSlices map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice
+	// IngressRoutes and TLSCertificateDelegations are the contour.heptio.com/v1beta1
+	// objects; they are empty when their CRDs are not installed.
+	IngressRoutes             map[types.NamespacedName]*contourv1beta1.IngressRoute
+	TLSCertificateDelegations map[types.NamespacedName]*contourv1beta1.TLSCertificateDelegation
 }
 
 // New returns an empty Store.
@@ -41,6 +47,9 @@ func New() *Store {
 		Secrets:        map[types.NamespacedName]*corev1.Secret{},
 		Namespaces:     map[string]*corev1.Namespace{},
 		EndpointSlices: map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice{},
+
+		IngressRoutes:             map[types.NamespacedName]*contourv1beta1.IngressRoute{},
+		TLSCertificateDelegations: map[types.NamespacedName]*contourv1beta1.TLSCertificateDelegation{},
 	}
 }
 
@@ -82,6 +91,10 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 			s.EndpointSlices[svc] = map[string]*discoveryv1.EndpointSlice{}
 		}
 		s.EndpointSlices[svc][o.Name] = o
+	case *contourv1beta1.IngressRoute:
+		s.IngressRoutes[key(o.Namespace, o.Name)] = o
+	case *contourv1beta1.TLSCertificateDelegation:
+		s.TLSCertificateDelegations[key(o.Namespace, o.Name)] = o
 	default:
 		return false
 	}
@@ -113,6 +126,10 @@ func (s *Store) Delete(obj runtime.Object) bool {
 			delete(s.EndpointSlices, svc)
 		}
 		return removed
+	case *contourv1beta1.IngressRoute:
+		return deleteKey(s.IngressRoutes, key(o.Namespace, o.Name))
+	case *contourv1beta1.TLSCertificateDelegation:
+		return deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name))
 	}
 	return false
 }
@@ -136,16 +153,31 @@ func sliceService(es *discoveryv1.EndpointSlice) (types.NamespacedName, bool) {
 // SortedIngresses returns the Ingresses ordered by namespace/name, so that everything
 // derived from them is deterministic.
 func (s *Store) SortedIngresses() []*networkingv1.Ingress {
-	out := make([]*networkingv1.Ingress, 0, len(s.Ingresses))
-	for _, ing := range s.Ingresses {
-		out = append(out, ing)
+	return sortedByKey(s.Ingresses)
+}
+
+// SortedIngressRoutes returns the IngressRoutes ordered by namespace/name, so that
+// everything derived from them is deterministic.
+func (s *Store) SortedIngressRoutes() []*contourv1beta1.IngressRoute {
+	return sortedByKey(s.IngressRoutes)
+}
+
+// sortedByKey returns the values of m ordered by namespace, then name.
+func sortedByKey[V any](m map[types.NamespacedName]V) []V {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Namespace != keys[j].Namespace {
+			return keys[i].Namespace < keys[j].Namespace
 		}
-		return out[i].Name < out[j].Name
+		return keys[i].Name < keys[j].Name
 	})
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
 	return out
 }
 
@@ -171,6 +203,9 @@ func (s *Store) Clone() *Store {
 		Secrets:        maps.Clone(s.Secrets),
 		Namespaces:     maps.Clone(s.Namespaces),
 		EndpointSlices: make(map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
+
+		IngressRoutes:             maps.Clone(s.IngressRoutes),
+		TLSCertificateDelegations: maps.Clone(s.TLSCertificateDelegations),
 	}
 	for k, v := range s.EndpointSlices {
 		c.EndpointSlices[k] = maps.Clone(v)
@@ -187,5 +222,6 @@ func (s *Store) Counts() map[string]int {
 	return map[string]int{
 		"Ingress": len(s.Ingresses), "IngressClass": len(s.IngressClasses), "Service": len(s.Services),
 		"Endpoints": len(s.Endpoints), "EndpointSlice": slices, "Secret": len(s.Secrets), "Namespace": len(s.Namespaces),
+		"IngressRoute": len(s.IngressRoutes), "TLSCertificateDelegation": len(s.TLSCertificateDelegations),
 	}
 }

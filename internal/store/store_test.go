@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 )
 
 func meta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
@@ -32,7 +34,8 @@ func TestUpsertDeleteAndClone(t *testing.T) {
 		slice("orphan", ""),                             // no Service label: not kept
 		&corev1.ConfigMap{ObjectMeta: meta("a", "cfg")}, // not a kind the store keeps
 	})
-	want := map[string]int{"Ingress": 1, "IngressClass": 1, "Service": 1, "Endpoints": 0, "EndpointSlice": 2, "Secret": 1, "Namespace": 1}
+	want := map[string]int{"Ingress": 1, "IngressClass": 1, "Service": 1, "Endpoints": 0, "EndpointSlice": 2, "Secret": 1, "Namespace": 1,
+		"IngressRoute": 0, "TLSCertificateDelegation": 0}
 	if diff := cmp.Diff(want, s.Counts()); diff != "" {
 		t.Fatalf("counts (-want +got):\n%s", diff)
 	}
@@ -48,5 +51,60 @@ func TestUpsertDeleteAndClone(t *testing.T) {
 	}
 	if c := clone.Counts(); c["EndpointSlice"] != 2 || c["Namespace"] != 1 {
 		t.Errorf("the clone changed with the original: %v", c)
+	}
+}
+
+func TestContourKinds(t *testing.T) {
+	route := func(ns, name, fqdn string) *contourv1beta1.IngressRoute {
+		ir := &contourv1beta1.IngressRoute{ObjectMeta: meta(ns, name)}
+		if fqdn != "" {
+			ir.Spec.VirtualHost = &contourv1beta1.VirtualHost{Fqdn: fqdn}
+		}
+		return ir
+	}
+	delegation := &contourv1beta1.TLSCertificateDelegation{ObjectMeta: meta("certs", "wildcard")}
+	s := FromObjects([]runtime.Object{
+		route("b", "root", "b.example.com"),
+		route("a", "z", ""),
+		route("a", "root", "a.example.com"),
+		route("b", "root", "replaced.example.com"), // same key: the later one wins
+		delegation,
+	})
+	if c := s.Counts(); c["IngressRoute"] != 3 || c["TLSCertificateDelegation"] != 1 {
+		t.Fatalf("counts = %v, want 3 IngressRoutes and 1 TLSCertificateDelegation", c)
+	}
+	var got []string
+	for _, ir := range s.SortedIngressRoutes() {
+		got = append(got, ir.Namespace+"/"+ir.Name)
+	}
+	if diff := cmp.Diff([]string{"a/root", "a/z", "b/root"}, got); diff != "" {
+		t.Errorf("SortedIngressRoutes (-want +got):\n%s", diff)
+	}
+	if fqdn := s.IngressRoutes[types.NamespacedName{Namespace: "b", Name: "root"}].Spec.VirtualHost.Fqdn; fqdn != "replaced.example.com" {
+		t.Errorf("b/root fqdn = %q, want the later object's", fqdn)
+	}
+	if s.TLSCertificateDelegations[types.NamespacedName{Namespace: "certs", Name: "wildcard"}] != delegation {
+		t.Error("the TLSCertificateDelegation is not stored under its namespace/name")
+	}
+
+	clone := s.Clone()
+	if !s.Delete(route("a", "z", "")) || !s.Delete(delegation) {
+		t.Fatal("Delete reported nothing removed")
+	}
+	if s.Delete(route("a", "z", "")) || s.Delete(delegation) {
+		t.Error("deleting twice reported a removal")
+	}
+	if c := s.Counts(); c["IngressRoute"] != 2 || c["TLSCertificateDelegation"] != 0 {
+		t.Errorf("counts after delete = %v", c)
+	}
+	if c := clone.Counts(); c["IngressRoute"] != 3 || c["TLSCertificateDelegation"] != 1 {
+		t.Errorf("the clone changed with the original: %v", c)
+	}
+	clone.Upsert(route("c", "new", ""))
+	if len(s.IngressRoutes) != 2 {
+		t.Error("an upsert into the clone changed the original")
+	}
+	if got := New().SortedIngressRoutes(); got == nil || len(got) != 0 {
+		t.Errorf("SortedIngressRoutes of an empty store = %#v, want an empty slice", got)
 	}
 }

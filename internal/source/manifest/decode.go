@@ -1,7 +1,8 @@
 // Package manifest reads Kubernetes manifests (YAML or JSON files) from a
 // directory and turns them into the typed objects Portico works with:
 // Ingress and IngressClass (networking.k8s.io/v1, with the deprecated
-// v1beta1 versions converted), Service, Endpoints, Secret and EndpointSlice.
+// v1beta1 versions converted), Service, Endpoints, Secret, EndpointSlice, and
+// IngressRoute and TLSCertificateDelegation (contour.heptio.com/v1beta1).
 //
 // Every other kind is skipped without complaint, so a directory of complete
 // application manifests (Deployments, ConfigMaps, ...) can be pointed at
@@ -29,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 )
 
 // Problem is a document that could not be used.
@@ -314,7 +317,11 @@ func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
 	if info, ok := keptKinds[gvk]; ok {
 		obj, _, err := deserializer().Decode(j, nil, nil)
 		if err != nil {
-			d.problem(dc, 0, prefix+decodeReason(err))
+			reason := decodeReason(err)
+			if gvk == gvkIngressRoute {
+				reason = serviceFieldReason(fields, reason)
+			}
+			d.problem(dc, 0, prefix+reason)
 			return
 		}
 		d.keep(obj, info, dc, prefix)
@@ -496,4 +503,34 @@ func describeJSONKind(k string) string {
 		return "a boolean"
 	}
 	return k
+}
+
+// serviceFieldReason locates an error of an IngressRoute route's "service" field, which
+// decodes itself (it is one service or a list) and so cannot say where it is: the
+// reason then names the field, as strict decoding does everywhere else. Any other
+// error's reason is returned unchanged.
+func serviceFieldReason(fields map[string]json.RawMessage, reason string) string {
+	var spec struct {
+		Routes []struct {
+			Service json.RawMessage `json:"service"`
+		} `json:"routes"`
+	}
+	if err := json.Unmarshal(fields["spec"], &spec); err != nil {
+		return reason
+	}
+	for i, r := range spec.Routes {
+		if len(r.Service) == 0 {
+			continue
+		}
+		var l contourv1beta1.ServiceList
+		if err := l.UnmarshalJSON(r.Service); err != nil {
+			msg := strings.TrimPrefix(err.Error(), "service: ")
+			msg = strings.TrimPrefix(msg, "json: ")
+			if m := unmarshalTypeRE.FindStringSubmatch(msg); m != nil {
+				msg = fmt.Sprintf("field %q must be %s, not %s", m[2], describeGoType(m[3]), describeJSONKind(m[1]))
+			}
+			return fmt.Sprintf("spec.routes[%d].service: %s", i, msg)
+		}
+	}
+	return reason
 }

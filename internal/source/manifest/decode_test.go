@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -636,5 +638,197 @@ func TestProblemString(t *testing.T) {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+func ir(ns, name string, spec contourv1beta1.IngressRouteSpec) *contourv1beta1.IngressRoute {
+	return &contourv1beta1.IngressRoute{TypeMeta: tm("contour.heptio.com/v1beta1", "IngressRoute"), ObjectMeta: om(ns, name), Spec: spec}
+}
+
+func svc(name string, port int32) contourv1beta1.Service {
+	return contourv1beta1.Service{Name: name, Port: port}
+}
+
+func intOrString(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+func TestDecodeContourKinds(t *testing.T) {
+	tests := []struct {
+		name  string
+		file  string
+		input string
+		want  []runtime.Object
+		probs []Problem
+	}{
+		{
+			name: "IngressRoute: services, service as one object and as a list, delegation, default namespace",
+			file: "root.yaml",
+			input: `apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: root}
+spec:
+  virtualhost:
+    fqdn: app.example.com
+    aliases: [www.example.com]
+    tls: {secretName: certs/wildcard, minimumProtocolVersion: "1.2"}
+  strategy: WeightedLeastRequest
+  healthCheck: {path: /healthz, intervalSeconds: 10}
+  routes:
+  - match: /
+    services:
+    - {name: web, port: 80, weight: 90}
+    - {name: canary, port: 80, weight: 10, strategy: Random}
+  - match: /single
+    permitInsecure: true
+    service:
+      name: single
+      port: 8080
+  - match: /list
+    prefixRewrite: /
+    service:
+    - {name: one, port: 1}
+    - {name: two, port: 2}
+  - match: /blog
+    delegate: {name: blog, namespace: marketing}
+`,
+			want: []runtime.Object{ir("default", "root", contourv1beta1.IngressRouteSpec{
+				VirtualHost: &contourv1beta1.VirtualHost{
+					Fqdn: "app.example.com", Aliases: []string{"www.example.com"},
+					TLS: &contourv1beta1.TLS{SecretName: "certs/wildcard", MinimumProtocolVersion: "1.2"},
+				},
+				Strategy:    "WeightedLeastRequest",
+				HealthCheck: &contourv1beta1.HealthCheck{Path: "/healthz", IntervalSeconds: 10},
+				Routes: []contourv1beta1.Route{
+					{Match: "/", Services: []contourv1beta1.Service{
+						{Name: "web", Port: 80, Weight: ptr(int64(90))},
+						{Name: "canary", Port: 80, Weight: ptr(int64(10)), Strategy: "Random"},
+					}},
+					{Match: "/single", PermitInsecure: true, Service: contourv1beta1.ServiceList{svc("single", 8080)}},
+					{Match: "/list", PrefixRewrite: "/", Service: contourv1beta1.ServiceList{svc("one", 1), svc("two", 2)}},
+					{Match: "/blog", Delegate: &contourv1beta1.Delegate{Name: "blog", Namespace: "marketing"}},
+				},
+			})},
+		},
+		{
+			name: "IngressRoute policies: count and maxRetries, status codes and durations as strings or numbers",
+			file: "policies.yaml",
+			input: `apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: policies, namespace: team}
+spec:
+  routes:
+  - match: /count
+    services: [{name: s, port: 80}]
+    timeoutPolicy: {request: 1s, idle: infinity}
+    retryPolicy: {count: 3, onStatusCodes: ["50x", "501", 502], perTryTimeout: ""}
+  - match: /maxretries
+    services: [{name: s, port: 80}]
+    timeoutPolicy: {request: 0, idle: -1}
+    retryPolicy: {maxRetries: "2", perTryTimeout: 5}
+`,
+			want: []runtime.Object{ir("team", "policies", contourv1beta1.IngressRouteSpec{Routes: []contourv1beta1.Route{
+				{
+					Match: "/count", Services: []contourv1beta1.Service{svc("s", 80)},
+					TimeoutPolicy: &contourv1beta1.TimeoutPolicy{Request: intOrString(intstr.FromString("1s")), Idle: intOrString(intstr.FromString("infinity"))},
+					RetryPolicy: &contourv1beta1.RetryPolicy{
+						Count:         intOrString(intstr.FromInt32(3)),
+						OnStatusCodes: []intstr.IntOrString{intstr.FromString("50x"), intstr.FromString("501"), intstr.FromInt32(502)},
+						PerTryTimeout: intOrString(intstr.FromString("")),
+					},
+				},
+				{
+					Match: "/maxretries", Services: []contourv1beta1.Service{svc("s", 80)},
+					TimeoutPolicy: &contourv1beta1.TimeoutPolicy{Request: intOrString(intstr.FromInt32(0)), Idle: intOrString(intstr.FromInt32(-1))},
+					RetryPolicy:   &contourv1beta1.RetryPolicy{MaxRetries: intOrString(intstr.FromString("2")), PerTryTimeout: intOrString(intstr.FromInt32(5))},
+				},
+			}})},
+		},
+		{
+			name: "TLSCertificateDelegation, and an IngressRouteList",
+			file: "delegation.json",
+			input: `{"apiVersion": "contour.heptio.com/v1beta1", "kind": "TLSCertificateDelegation",
+ "metadata": {"name": "wildcard", "namespace": "certs"},
+ "spec": {"delegations": [
+   {"secretName": "wildcard", "targetNamespaces": ["*"]},
+   {"secretName": "team", "targetNamespaces": ["team-a", "team-b"]}]}}
+{"apiVersion": "contour.heptio.com/v1beta1", "kind": "IngressRouteList",
+ "items": [{"metadata": {"name": "listed"}, "spec": {"routes": [{"match": "/", "service": {"name": "s", "port": 80}}]}}]}
+`,
+			want: []runtime.Object{
+				&contourv1beta1.TLSCertificateDelegation{
+					TypeMeta: tm("contour.heptio.com/v1beta1", "TLSCertificateDelegation"), ObjectMeta: om("certs", "wildcard"),
+					Spec: contourv1beta1.TLSCertificateDelegationSpec{Delegations: []contourv1beta1.CertificateDelegation{
+						{SecretName: "wildcard", TargetNamespaces: []string{"*"}},
+						{SecretName: "team", TargetNamespaces: []string{"team-a", "team-b"}},
+					}},
+				},
+				ir("default", "listed", contourv1beta1.IngressRouteSpec{Routes: []contourv1beta1.Route{
+					{Match: "/", Service: contourv1beta1.ServiceList{svc("s", 80)}},
+				}}),
+			},
+		},
+		{
+			name: "strict decoding: unknown fields in services, in a service object and in a delegation",
+			file: "typos.yaml",
+			input: `apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: in-services}
+spec:
+  routes:
+  - match: /
+    services: [{name: s, prot: 80}]
+---
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: in-service}
+spec:
+  routes:
+  - match: /
+    services: [{name: s, port: 80}]
+  - match: /one
+    service:
+      name: s
+      prot: 80
+---
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: in-service-list}
+spec:
+  routes:
+  - match: /
+    service: [{name: s, port: "80"}]
+---
+apiVersion: contour.heptio.com/v1beta1
+kind: TLSCertificateDelegation
+metadata: {name: d}
+spec:
+  delegations: [{secretName: s, targetNamespace: ["*"]}]
+---
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: good}
+spec:
+  routes: [{match: /, service: {name: s, port: 80}}]
+`,
+			want: []runtime.Object{ir("default", "good", contourv1beta1.IngressRouteSpec{Routes: []contourv1beta1.Route{
+				{Match: "/", Service: contourv1beta1.ServiceList{svc("s", 80)}},
+			}})},
+			probs: []Problem{
+				{File: "typos.yaml", Line: 1, Document: 1, Reason: `unknown field "spec.routes[0].services[0].prot"`},
+				{File: "typos.yaml", Line: 9, Document: 2, Reason: `spec.routes[1].service: unknown field "prot"`},
+				{File: "typos.yaml", Line: 21, Document: 3, Reason: `spec.routes[0].service: field "port" must be an integer, not a string`},
+				{File: "typos.yaml", Line: 29, Document: 4, Reason: `unknown field "spec.delegations[0].targetNamespace"`},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, probs := Decode(tc.file, []byte(tc.input))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.probs, probs); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -22,6 +22,8 @@ func FuzzDecode(f *testing.F) {
 		"apiVersion: v1\nkind: List\nitems:\n- " + svcJSON("l", 1) + "\n- {apiVersion: v1, kind: List, items: [{}]}\n",
 		"apiVersion: networking.k8s.io/v1\nkind: IngressList\nitems: [{metadata: {name: i}}, {}]\n",
 		"apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: [{http: {paths: [{pathtype: Prefix}]}}]}\n",
+		"apiVersion: contour.heptio.com/v1beta1\nkind: IngressRoute\nmetadata: {name: r}\nspec:\n  virtualhost: {fqdn: a.b, tls: {secretName: s}}\n  routes:\n  - {match: /, services: [{name: s, port: 80}], retryPolicy: {count: 1, onStatusCodes: [\"50x\", 502]}}\n  - {match: /a, service: {name: s, port: 80}, timeoutPolicy: {request: 1s, idle: 0}}\n  - {match: /b, service: [{name: s, port: 1}], delegate: {name: d}}\n",
+		"apiVersion: contour.heptio.com/v1beta1\nkind: TLSCertificateDelegation\nmetadata: {name: d}\nspec: {delegations: [{secretName: s, targetNamespaces: ['*']}]}\n",
 		"apiVersion: v1\nkind: Service\nmetadata:\n\tname: tab\n",
 		"apiVersion: v1\nkind: Service\nmetadata: {name: a, name: b}\n",
 		"kind: Service\n", "---\n---\n# c\n", "- a\n- b\n", "x: [\n", "apiVersion: 1\nkind: {}\n",

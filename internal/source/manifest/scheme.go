@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 )
 
 // Group/version/kinds of everything Portico keeps from manifests, after
@@ -24,6 +26,9 @@ var (
 	gvkEndpoints     = corev1.SchemeGroupVersion.WithKind("Endpoints")
 	gvkSecret        = corev1.SchemeGroupVersion.WithKind("Secret")
 	gvkEndpointSlice = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
+
+	gvkIngressRoute             = contourv1beta1.SchemeGroupVersion.WithKind("IngressRoute")
+	gvkTLSCertificateDelegation = contourv1beta1.SchemeGroupVersion.WithKind("TLSCertificateDelegation")
 
 	gvkIngressNetV1beta1      = networkingv1beta1.SchemeGroupVersion.WithKind("Ingress")
 	gvkIngressClassNetV1beta1 = networkingv1beta1.SchemeGroupVersion.WithKind("IngressClass")
@@ -49,6 +54,9 @@ var keptKinds = map[schema.GroupVersionKind]kindInfo{
 	gvkEndpoints:              {gvkEndpoints, true},
 	gvkSecret:                 {gvkSecret, true},
 	gvkEndpointSlice:          {gvkEndpointSlice, true},
+
+	gvkIngressRoute:             {gvkIngressRoute, true},
+	gvkTLSCertificateDelegation: {gvkTLSCertificateDelegation, true},
 }
 
 var (
@@ -82,6 +90,9 @@ func initScheme() {
 	add(extensionsv1beta1.SchemeGroupVersion,
 		&extensionsv1beta1.Ingress{}, &extensionsv1beta1.IngressList{},
 	)
+	if err := contourv1beta1.AddToScheme(s); err != nil {
+		panic(err) // programming error, caught by any test
+	}
 
 	mustConv := func(a, b any, fn conversion.ConversionFunc) {
 		if err := s.AddConversionFunc(a, b, fn); err != nil {

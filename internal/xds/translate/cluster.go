@@ -9,6 +9,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -20,7 +21,8 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 		Name:           c.Name,
 		AltStatName:    c.Service.Namespace + "_" + c.Service.Name + "_" + portString(c),
 		ConnectTimeout: durationpb.New(connectTimeout),
-		LbPolicy:       clusterv3.Cluster_ROUND_ROBIN,
+		LbPolicy:       lbPolicy(c.LoadBalancer),
+		HealthChecks:   healthChecks(c.HealthCheck),
 	}
 	if c.ExternalName != "" {
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
@@ -35,6 +37,40 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 	out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 	out.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource(), ServiceName: c.Name}
 	return out
+}
+
+func lbPolicy(lb dag.LoadBalancer) clusterv3.Cluster_LbPolicy {
+	switch lb {
+	case dag.LBWeightedLeastRequest:
+		return clusterv3.Cluster_LEAST_REQUEST
+	case dag.LBRingHash:
+		return clusterv3.Cluster_RING_HASH
+	case dag.LBMaglev:
+		return clusterv3.Cluster_MAGLEV
+	case dag.LBRandom:
+		return clusterv3.Cluster_RANDOM
+	}
+	return clusterv3.Cluster_ROUND_ROBIN
+}
+
+// healthChecks translates an active HTTP health check. no_traffic_interval is the
+// interval too: Envoy would otherwise check a cluster that has not had traffic yet only
+// once a minute, and a bad endpoint would get the first requests.
+func healthChecks(hc *dag.HealthCheck) []*corev3.HealthCheck {
+	if hc == nil {
+		return nil
+	}
+	return []*corev3.HealthCheck{{
+		Timeout:            durationpb.New(hc.Timeout),
+		Interval:           durationpb.New(hc.Interval),
+		NoTrafficInterval:  durationpb.New(hc.Interval),
+		UnhealthyThreshold: wrapperspb.UInt32(hc.UnhealthyThreshold),
+		HealthyThreshold:   wrapperspb.UInt32(hc.HealthyThreshold),
+		HealthChecker: &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{
+			Path: hc.Path,
+			Host: hc.Host,
+		}},
+	}}
 }
 
 func portString(c *dag.Cluster) string {

@@ -29,6 +29,9 @@ type Options struct {
 	HTTPAddress    string // host:port, default 0.0.0.0:8080
 	HTTPSAddress   string // host:port, default 0.0.0.0:8443
 	ConnectTimeout time.Duration
+	// HTTPSRedirectPort is the port of redirects from plain HTTP to HTTPS; 0 leaves it
+	// out of the URL (443), right when a load balancer maps 443 to the HTTPS listener.
+	HTTPSRedirectPort uint32
 }
 
 func (o Options) withDefaults() Options {
@@ -72,7 +75,7 @@ func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 		return nil, fmt.Errorf("http address: %w", err)
 	}
 	res.Listeners = append(res.Listeners, httpListener(httpAddr))
-	res.Routes = append(res.Routes, httpRouteConfig(g.HTTP))
+	res.Routes = append(res.Routes, httpRouteConfig(g.HTTP, opts))
 	if len(g.HTTPS) > 0 {
 		httpsAddr, err := socketAddress(opts.HTTPSAddress)
 		if err != nil {
@@ -81,7 +84,7 @@ func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 		res.Listeners = append(res.Listeners, httpsListener(httpsAddr, g.HTTPS))
 		secrets := map[string]bool{}
 		for _, svh := range g.HTTPS {
-			res.Routes = append(res.Routes, httpsRouteConfig(svh))
+			res.Routes = append(res.Routes, httpsRouteConfig(svh, opts))
 			if !secrets[svh.Secret.Name] {
 				secrets[svh.Secret.Name] = true
 				res.Secrets = append(res.Secrets, secret(svh.Secret))

@@ -1,0 +1,308 @@
+package dag
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+)
+
+// KindIngressRoute is the ObjectRef kind of IngressRoutes.
+const KindIngressRoute = "IngressRoute"
+
+// ingressRouteClassAnnotations select the ingress class of an IngressRoute, as for Ingress.
+var ingressRouteClassAnnotations = []string{
+	"kubernetes.io/ingress.class",
+	"projectcontour.io/ingress.class",
+	"contour.heptio.com/ingress.class",
+}
+
+// irNode is one IngressRoute during a build: what is wrong with it, and what the
+// delegation graph did with it.
+type irNode struct {
+	ir  *ingressroutev1.IngressRoute
+	ref ObjectRef
+	// ignored is set when the object belongs to another ingress class.
+	ignored string
+	// invalid holds the reasons the whole object is rejected.
+	invalid []string
+	// notes are remarks on a served object (a missing Service, an ignored value).
+	notes []string
+	// delegatedBy describes the accepted delegations to this object.
+	delegatedBy []string
+	// refused describes delegations to this object that were refused because of it.
+	refused []string
+	// delegatingInvalid names invalid objects that delegate to this one.
+	delegatingInvalid []string
+	hosts             map[string]bool
+}
+
+func (n *irNode) isRoot() bool { return n.ir.Spec.VirtualHost != nil }
+
+func (n *irNode) usable() bool { return n.ignored == "" && len(n.invalid) == 0 }
+
+func (n *irNode) note(format string, args ...any) {
+	n.notes = append(n.notes, fmt.Sprintf(format, args...))
+}
+
+func (n *irNode) reject(format string, args ...any) {
+	n.invalid = append(n.invalid, fmt.Sprintf(format, args...))
+}
+
+// irGraph is the set of IngressRoutes of one build.
+type irGraph struct {
+	nodes map[types.NamespacedName]*irNode
+	order []*irNode // by namespace, then name
+}
+
+func (g *irGraph) lookup(from *irNode, d *ingressroutev1.Delegate) (*irNode, types.NamespacedName) {
+	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
+	if key.Namespace == "" {
+		key.Namespace = from.ir.Namespace
+	}
+	return g.nodes[key], key
+}
+
+// processIngressRoutes adds the virtual hosts of every valid root IngressRoute, and the
+// routes delegated from them, to the graph. It runs after Ingress processing: a host an
+// Ingress serves cannot be taken by an IngressRoute.
+func (b *builder) processIngressRoutes() {
+	g := b.ingressRouteGraph()
+	markCycles(g)
+	var roots []*irNode
+	for _, n := range g.order {
+		if n.usable() && n.isRoot() {
+			roots = append(roots, n)
+		}
+	}
+	b.checkRootNamespaces(roots)
+	b.checkRootHosts(roots)
+	for _, root := range roots {
+		if !root.usable() {
+			continue
+		}
+		secret, minTLS := b.rootTLS(root)
+		if !root.usable() {
+			continue
+		}
+		b.serveRoot(g, root, secret, minTLS)
+	}
+	noteUnservedDelegators(g)
+	for _, n := range g.order {
+		b.setIngressRouteStatus(n)
+	}
+}
+
+// noteUnservedDelegators tells vertices which objects would delegate to them if they were
+// served themselves, so that an orphan's status points at the real problem.
+func noteUnservedDelegators(g *irGraph) {
+	for _, n := range g.order {
+		if n.usable() || n.ignored != "" {
+			continue
+		}
+		for i := range n.ir.Spec.Routes {
+			if d := n.ir.Spec.Routes[i].Delegate; d != nil {
+				if t, _ := g.lookup(n, d); t != nil && t != n {
+					t.delegatingInvalid = append(t.delegatingInvalid, n.ref.String())
+				}
+			}
+		}
+	}
+}
+
+// ingressRouteGraph collects the IngressRoutes, with their class and static validation.
+func (b *builder) ingressRouteGraph() *irGraph {
+	g := &irGraph{nodes: map[types.NamespacedName]*irNode{}}
+	for _, ir := range b.store.SortedIngressRoutes() {
+		n := &irNode{
+			ir:    ir,
+			ref:   ObjectRef{Kind: KindIngressRoute, Namespace: ir.Namespace, Name: ir.Name},
+			hosts: map[string]bool{},
+		}
+		if class, other := b.ingressRouteClass(ir); other {
+			n.ignored = fmt.Sprintf("ingress class %q is not %q", class, b.opts.IngressClassName)
+		} else {
+			n.invalid = validateIngressRoute(ir)
+		}
+		g.nodes[types.NamespacedName{Namespace: ir.Namespace, Name: ir.Name}] = n
+		g.order = append(g.order, n)
+	}
+	return g
+}
+
+// ingressRouteClass returns the class an IngressRoute's annotation names, and whether it
+// is another controller's. Without the annotation an IngressRoute is Portico's.
+func (b *builder) ingressRouteClass(ir *ingressroutev1.IngressRoute) (string, bool) {
+	for _, a := range ingressRouteClassAnnotations {
+		if v, ok := ir.Annotations[a]; ok {
+			return v, v != b.opts.IngressClassName
+		}
+	}
+	return "", false
+}
+
+// checkRootNamespaces enforces --root-namespaces: only there may IngressRoutes own hosts.
+func (b *builder) checkRootNamespaces(roots []*irNode) {
+	if len(b.opts.RootNamespaces) == 0 {
+		return
+	}
+	for _, r := range roots {
+		if !slices.Contains(b.opts.RootNamespaces, r.ir.Namespace) {
+			r.reject("root IngressRoutes (with spec.virtualhost) are only allowed in namespaces %s; ask an administrator of those namespaces to delegate a path to this object instead",
+				strings.Join(b.opts.RootNamespaces, ", "))
+		}
+	}
+}
+
+// rootHosts are the host names a root serves, lower-cased, fqdn first.
+func rootHosts(n *irNode) []string {
+	vh := n.ir.Spec.VirtualHost
+	hosts := []string{strings.ToLower(vh.Fqdn)}
+	for _, a := range vh.Aliases {
+		hosts = append(hosts, strings.ToLower(a))
+	}
+	return hosts
+}
+
+// checkRootHosts rejects roots whose host an Ingress serves, and every root of a host that
+// more than one root claims (seed 003: both are rejected).
+func (b *builder) checkRootHosts(roots []*irNode) {
+	claims := map[string][]*irNode{}
+	for _, r := range roots {
+		if !r.usable() {
+			continue
+		}
+		for _, h := range rootHosts(r) {
+			if owner := b.ingressOwner(h); owner != "" {
+				r.reject("host %q is already served by %s; an IngressRoute cannot share a host with Ingresses", h, owner)
+				continue
+			}
+			claims[h] = append(claims[h], r)
+		}
+	}
+	hosts := make([]string, 0, len(claims))
+	for h := range claims {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		owners := claims[h]
+		if len(owners) < 2 {
+			continue
+		}
+		for _, r := range owners {
+			var others []string
+			for _, o := range owners {
+				if o != r {
+					others = append(others, o.ref.Namespace+"/"+o.ref.Name)
+				}
+			}
+			r.reject("host %q is also claimed by IngressRoute %s: a host has one root; remove it from all but one of them", h, strings.Join(others, ", "))
+		}
+	}
+}
+
+// ingressOwner names the Ingress that serves host, or "".
+func (b *builder) ingressOwner(host string) string {
+	vh := b.vhosts[host]
+	if vh == nil && b.svhosts[host] != nil {
+		vh = &b.svhosts[host].VirtualHost
+	}
+	switch {
+	case vh != nil && len(vh.Routes) > 0:
+		return vh.Routes[0].Source.String()
+	case vh != nil:
+		return "an Ingress"
+	}
+	return ""
+}
+
+// rootTLS resolves a root's certificate: a Secret of its own namespace, or of another
+// namespace that delegates it with a TLSCertificateDelegation. Without a usable
+// certificate the root is rejected: its host must never be served in plain text instead.
+func (b *builder) rootTLS(root *irNode) (*Secret, string) {
+	t := root.ir.Spec.VirtualHost.TLS
+	if t == nil {
+		return nil, ""
+	}
+	key := types.NamespacedName{Namespace: root.ir.Namespace, Name: t.SecretName}
+	if ns, name, ok := strings.Cut(t.SecretName, "/"); ok {
+		key = types.NamespacedName{Namespace: ns, Name: name}
+		if ns != root.ir.Namespace && !b.certificateDelegated(key, root.ir.Namespace) {
+			root.reject("spec.virtualhost.tls.secretName %q: namespace %s does not delegate Secret %s to namespace %s; add a TLSCertificateDelegation in %s listing it",
+				t.SecretName, ns, name, root.ir.Namespace, ns)
+			return nil, ""
+		}
+	}
+	secret, err := validTLSSecret(b.store.Secrets[key], key)
+	if err != nil {
+		root.reject("spec.virtualhost.tls: %v", err)
+		return nil, ""
+	}
+	minTLS := t.MinimumProtocolVersion
+	if minTLS == "" {
+		minTLS = DefaultIngressRouteMinTLSVersion
+	}
+	return secret, minTLS
+}
+
+// DefaultIngressRouteMinTLSVersion is seed 003's default minimumProtocolVersion.
+const DefaultIngressRouteMinTLSVersion = "1.1"
+
+// certificateDelegated reports whether a TLSCertificateDelegation in the Secret's
+// namespace lets namespace use it.
+func (b *builder) certificateDelegated(secret types.NamespacedName, namespace string) bool {
+	for key, d := range b.store.TLSCertificateDelegations {
+		if key.Namespace != secret.Namespace {
+			continue
+		}
+		for _, cd := range d.Spec.Delegations {
+			if cd.SecretName != secret.Name {
+				continue
+			}
+			if slices.Contains(cd.TargetNamespaces, namespace) || slices.Contains(cd.TargetNamespaces, "*") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *builder) setIngressRouteStatus(n *irNode) {
+	st := Status{Object: n.ref, Root: n.isRoot()}
+	for h := range n.hosts {
+		st.Hosts = append(st.Hosts, h)
+	}
+	sort.Strings(st.Hosts)
+	switch {
+	case n.ignored != "":
+		st.Status, st.Description = StatusIgnored, n.ignored
+	case len(n.invalid) > 0:
+		st.Status, st.Description = StatusInvalid, "not served: "+strings.Join(uniqueInOrder(n.invalid), "; ")
+	case n.isRoot():
+		st.Status, st.Description = StatusValid, withNotes("valid IngressRoute", n.notes)
+	case len(n.delegatedBy) > 0:
+		st.Status = StatusValid
+		st.Description = withNotes("valid delegated IngressRoute: "+strings.Join(uniqueInOrder(n.delegatedBy), "; "), append(n.refused, n.notes...))
+	case len(n.refused) > 0:
+		st.Status, st.Description = StatusInvalid, "not served: every delegation to it was refused: "+strings.Join(uniqueInOrder(n.refused), "; ")
+	default:
+		desc := "not part of a delegation chain from a root"
+		if len(n.delegatingInvalid) > 0 {
+			desc += "; " + strings.Join(uniqueInOrder(n.delegatingInvalid), ", ") + " delegate to it but are not served themselves"
+		}
+		st.Status, st.Description = StatusOrphaned, desc
+	}
+	b.statuses = append(b.statuses, st)
+}
+
+func withNotes(desc string, notes []string) string {
+	if extra := uniqueInOrder(notes); len(extra) > 0 {
+		return desc + "; " + strings.Join(extra, "; ")
+	}
+	return desc
+}
