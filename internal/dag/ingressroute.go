@@ -274,6 +274,12 @@ func (b *builder) certificateDelegated(secret types.NamespacedName, namespace st
 
 func (b *builder) setIngressRouteStatus(n *irNode) {
 	st := Status{Object: n.ref, Root: n.isRoot()}
+	if n.isRoot() {
+		// A root is about its own hosts, served or not (metrics count invalid roots by host).
+		for _, h := range rootHosts(n) {
+			n.hosts[h] = true
+		}
+	}
 	for h := range n.hosts {
 		st.Hosts = append(st.Hosts, h)
 	}

@@ -18,6 +18,71 @@ type Pipeline struct {
 	LastRebuild     prometheus.Gauge
 	Objects         *prometheus.GaugeVec
 	StatusWrites    *prometheus.CounterVec
+	IngressRoutes   *IngressRoutes
+}
+
+// IngressRoutes are the IngressRoute metrics of seed 003, under the names it gives them.
+type IngressRoutes struct {
+	Total       *prometheus.GaugeVec // namespace
+	Orphaned    *prometheus.GaugeVec // namespace
+	Roots       *prometheus.GaugeVec // namespace
+	Valid       *prometheus.GaugeVec // namespace, vhost
+	Invalid     *prometheus.GaugeVec // namespace, vhost
+	DAGRebuilds prometheus.Gauge
+}
+
+func newIngressRoutes() *IngressRoutes {
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	return &IngressRoutes{
+		Total:    gauge("contour_ingressroute_total", "IngressRoutes, whatever their status.", "namespace"),
+		Orphaned: gauge("contour_ingressroute_orphaned_total", "Orphaned IngressRoutes: no root delegates to them.", "namespace"),
+		Roots:    gauge("contour_ingressroute_root_total", "Root IngressRoutes (with a virtualhost).", "namespace"),
+		Valid:    gauge("contour_ingressroute_valid_total", "Valid IngressRoutes, by virtual host they serve.", "namespace", "vhost"),
+		Invalid:  gauge("contour_ingressroute_invalid_total", "Invalid IngressRoutes, by virtual host (roots: their own; others: empty).", "namespace", "vhost"),
+		DAGRebuilds: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "contour_ingressroute_dagrebuild_timestamp", Help: "Unix time of the last graph rebuild.",
+		}),
+	}
+}
+
+func (m *IngressRoutes) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Total, m.Orphaned, m.Roots, m.Valid, m.Invalid, m.DAGRebuilds}
+}
+
+// observe replaces the gauges with the counts of one build's statuses.
+func (m *IngressRoutes) observe(statuses []dag.Status, at time.Time) {
+	m.DAGRebuilds.Set(float64(at.Unix()))
+	for _, g := range []*prometheus.GaugeVec{m.Total, m.Orphaned, m.Roots, m.Valid, m.Invalid} {
+		g.Reset()
+	}
+	for _, s := range statuses {
+		if s.Object.Kind != dag.KindIngressRoute || s.Status == dag.StatusIgnored {
+			continue
+		}
+		ns := s.Object.Namespace
+		m.Total.WithLabelValues(ns).Inc()
+		if s.Root {
+			m.Roots.WithLabelValues(ns).Inc()
+		}
+		hosts := s.Hosts
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		switch s.Status {
+		case dag.StatusOrphaned:
+			m.Orphaned.WithLabelValues(ns).Inc()
+		case dag.StatusValid:
+			for _, h := range hosts {
+				m.Valid.WithLabelValues(ns, h).Inc()
+			}
+		case dag.StatusInvalid:
+			for _, h := range hosts {
+				m.Invalid.WithLabelValues(ns, h).Inc()
+			}
+		}
+	}
 }
 
 // NewPipeline creates the pipeline metrics and registers them on reg.
@@ -42,9 +107,11 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		StatusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portico_status_writes_total", Help: "Status updates written to the Kubernetes API, by kind.",
 		}, []string{"kind"}),
+		IngressRoutes: newIngressRoutes(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Rebuilds, m.RebuildFailures, m.RebuildDuration, m.LastRebuild, m.Objects, m.StatusWrites)
+		reg.MustRegister(m.IngressRoutes.collectors()...)
 	}
 	return m
 }
@@ -52,6 +119,8 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 // ObserveRebuild records one rebuild that started at start.
 func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err error) {
 	m.Rebuilds.Inc()
+	// The graph was rebuilt even when its translation failed: its statuses stand.
+	m.IngressRoutes.observe(statuses, time.Now())
 	if err != nil {
 		m.RebuildFailures.Inc()
 		return
