@@ -11,6 +11,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
@@ -109,6 +112,84 @@ func BenchmarkRetainedMemory(b *testing.B) {
 			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "retained-B/ingress")
 			runtime.KeepAlive(keep)
 			runtime.KeepAlive(s)
+		})
+	}
+}
+
+// ingressRouteCluster returns n IngressRoutes as n/5 delegation trees, the multi-team shape
+// of seed 003: a root in "infra" delegates "/" to a team's site, which serves "/" and
+// delegates "/api" and "/blog" to two more namespaces; each tree also has an orphaned
+// vertex. The routes carry timeouts, retries, weights, a strategy and a health check.
+func ingressRouteCluster(n int) *store.Store {
+	var objs []k8sruntime.Object
+	svc := func(ns, name string, i int) {
+		objs = append(objs,
+			&corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+			},
+			&corev1.Endpoints{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Subsets: []corev1.EndpointSubset{{
+					Ports:     []corev1.EndpointPort{{Name: "http", Port: 8080}},
+					Addresses: []corev1.EndpointAddress{{IP: fmt.Sprintf("10.%d.%d.1", i/250, i%250)}, {IP: fmt.Sprintf("10.%d.%d.2", i/250, i%250)}},
+				}},
+			})
+	}
+	ir := func(ns, name string, spec ingressroutev1.IngressRouteSpec) {
+		objs = append(objs, &ingressroutev1.IngressRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec})
+	}
+	str := intstr.FromString
+	for t := 0; t < n/5; t++ {
+		team := fmt.Sprintf("team-%d", t)
+		apiNS, blogNS := team+"-api", team+"-blog"
+		ir("infra", team, ingressroutev1.IngressRouteSpec{
+			VirtualHost: &ingressroutev1.VirtualHost{Fqdn: team + ".example.com"},
+			Routes:      []ingressroutev1.Route{{Match: "/", Delegate: &ingressroutev1.Delegate{Name: "site", Namespace: team}}},
+		})
+		ir(team, "site", ingressroutev1.IngressRouteSpec{Routes: []ingressroutev1.Route{
+			{Match: "/", Services: []ingressroutev1.Service{{Name: "web", Port: 80}}},
+			{Match: "/api", Delegate: &ingressroutev1.Delegate{Name: "api", Namespace: apiNS}},
+			{Match: "/blog", Delegate: &ingressroutev1.Delegate{Name: "blog", Namespace: blogNS}},
+		}})
+		ir(apiNS, "api", ingressroutev1.IngressRouteSpec{Strategy: "WeightedLeastRequest", Routes: []ingressroutev1.Route{{
+			Match: "/api", Services: []ingressroutev1.Service{{Name: "api", Port: 80}},
+			TimeoutPolicy: &ingressroutev1.TimeoutPolicy{Request: ptr(str("2s"))},
+			RetryPolicy:   &ingressroutev1.RetryPolicy{Count: ptr(str("2")), OnStatusCodes: []intstr.IntOrString{str("50x")}},
+		}}})
+		ten, ninety := int64(10), int64(90)
+		ir(blogNS, "blog", ingressroutev1.IngressRouteSpec{Routes: []ingressroutev1.Route{{
+			Match: "/blog", PrefixRewrite: "/",
+			Services: []ingressroutev1.Service{
+				{Name: "blog", Port: 80, Weight: &ninety, HealthCheck: &ingressroutev1.HealthCheck{Path: "/healthz"}},
+				{Name: "blog-canary", Port: 80, Weight: &ten},
+			},
+		}}})
+		ir(team, "site-green", ingressroutev1.IngressRouteSpec{Routes: []ingressroutev1.Route{{Match: "/", Services: []ingressroutev1.Service{{Name: "web", Port: 80}}}}})
+		svc(team, "web", 4*t)
+		svc(apiNS, "api", 4*t+1)
+		svc(blogNS, "blog", 4*t+2)
+		svc(blogNS, "blog-canary", 4*t+3)
+	}
+	return store.FromObjects(objs)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func BenchmarkBuildAndTranslateIngressRoutes(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("ingressroutes=%d", n), func(b *testing.B) {
+			s := ingressRouteCluster(n)
+			if g := dag.Build(s, dag.Options{}); len(g.HTTP) != n/5 {
+				b.Fatalf("%d virtual hosts, want %d: the fixture is not what it claims", len(g.HTTP), n/5)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				g := dag.Build(s, dag.Options{})
+				if _, err := translate.Translate(g, translate.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

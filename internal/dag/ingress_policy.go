@@ -24,6 +24,9 @@ const (
 // (contour.heptio.com/ or projectcontour.io/, as users migrating from Contour have them),
 // and the name it was found under.
 func annotation(ing *networkingv1.Ingress, name string) (*intstr.IntOrString, string) {
+	if len(ing.Annotations) == 0 {
+		return nil, name
+	}
 	suffix := strings.TrimPrefix(name, "portico.dev/")
 	for _, n := range []string{name, contourAnnotationPrefix + suffix, projectContourAnnotationPrefix + suffix} {
 		if v, ok := ing.Annotations[n]; ok {
@@ -36,6 +39,9 @@ func annotation(ing *networkingv1.Ingress, name string) (*intstr.IntOrString, st
 
 // ingressPolicies reads the timeout and retry annotations of an Ingress.
 func ingressPolicies(ing *networkingv1.Ingress) (*TimeoutPolicy, *RetryPolicy, []string) {
+	if len(ing.Annotations) == 0 {
+		return nil, nil, nil // the common case, kept free of allocations
+	}
 	input := func(name string) policyInput {
 		v, found := annotation(ing, name)
 		return policyInput{field: "annotation " + found, value: v}

@@ -140,7 +140,8 @@ type irClaim struct {
 	// team.
 	route *ingressroutev1.Route
 	owner *irNode
-	// prefix is the prefix delegated to owner; "" for the root itself.
+	// prefix is the prefix delegated to owner; "" for the root itself. For a refused
+	// delegation it is the refused prefix.
 	prefix string
 	depth  int
 	order  int
@@ -153,6 +154,7 @@ type rootWalk struct {
 	hosts  []string
 	claims map[string][]*irClaim
 	seen   map[visitKey]bool
+	count  int // claims made so far, for their order
 }
 
 type visitKey struct {
@@ -161,11 +163,8 @@ type visitKey struct {
 }
 
 func (w *rootWalk) claim(match string, r *ingressroutev1.Route, owner *irNode, prefix string, depth int) {
-	n := 0
-	for _, cs := range w.claims {
-		n += len(cs)
-	}
-	w.claims[match] = append(w.claims[match], &irClaim{match: match, route: r, owner: owner, prefix: prefix, depth: depth, order: n})
+	w.claims[match] = append(w.claims[match], &irClaim{match: match, route: r, owner: owner, prefix: prefix, depth: depth, order: w.count})
+	w.count++
 }
 
 // visit adds n's routes, served under prefix, and follows its delegations.
@@ -182,7 +181,10 @@ func (w *rootWalk) visit(n *irNode, prefix string, depth int) {
 		t, key := w.g.lookup(n, r.Delegate)
 		if reason := w.refusal(n, r, t); reason != "" {
 			n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q get 503", r.Match, key, reason, r.Match)
-			w.claim(r.Match, nil, n, prefix, depth)
+			// The 503 stands in for the delegate: it holds the whole delegated prefix, as
+			// the delegate's own routes would, so that no object delegated a shorter
+			// prefix takes the traffic the delegating object gave away.
+			w.claim(r.Match, nil, n, r.Match, depth+1)
 			continue
 		}
 		t.delegatedBy = append(t.delegatedBy, fmt.Sprintf("%q delegated by %s on %s", r.Match, n.ref, w.hosts[0]))
@@ -240,7 +242,11 @@ func (w *rootWalk) winners() []*irClaim {
 		})
 		win := cs[0]
 		for _, c := range cs[1:] {
-			if c.owner != win.owner {
+			switch {
+			case c.owner == win.owner:
+			case win.route == nil:
+				c.owner.note("route %q is not served on %s: %s delegates %q to an IngressRoute that cannot be served, so it answers 503 (see that object's status)", m, w.hosts[0], win.owner.ref, m)
+			default:
 				c.owner.note("route %q is not served on %s: %s serves it (%q is delegated to it)", m, w.hosts[0], win.owner.ref, win.prefix)
 			}
 		}
@@ -274,6 +280,7 @@ func (b *builder) serveRoot(g *irGraph, root *irNode, secret *Secret, minTLS str
 			for _, r := range routes {
 				vh.Routes = append(vh.Routes, r.route)
 			}
+			b.alsoUnderWildcardCertificates(vh)
 			continue
 		}
 		svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, MinTLSVersion: minTLS}
@@ -286,6 +293,19 @@ func (b *builder) serveRoot(g *irGraph, root *irNode, secret *Secret, minTLS str
 			}
 		}
 		b.svhosts[h] = svh
+	}
+}
+
+// alsoUnderWildcardCertificates adds a plain-HTTP host to the wildcard certificates that
+// cover it (SecureVirtualHost.Also): TLS connections for it arrive on such a certificate
+// and must reach its own routes, never the wildcard host's.
+func (b *builder) alsoUnderWildcardCertificates(vh *VirtualHost) {
+	for name, svh := range b.svhosts {
+		if !svh.IsWildcard() || !coversOneLabel(name, vh.Name) || slices.Contains(svh.Also, vh) {
+			continue
+		}
+		svh.Also = append(svh.Also, vh)
+		sort.Slice(svh.Also, func(i, j int) bool { return svh.Also[i].Name < svh.Also[j].Name })
 	}
 }
 

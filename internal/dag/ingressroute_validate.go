@@ -186,8 +186,14 @@ func validateMatch(p string) string {
 	switch {
 	case !strings.HasPrefix(p, "/"):
 		return fmt.Sprintf("%q must start with \"/\"", p)
-	case strings.ContainsAny(p, "?# \t\r\n"):
-		return fmt.Sprintf("%q must be a path: no query, fragment or whitespace", p)
+	case strings.ContainsAny(p, "?#"):
+		return fmt.Sprintf("%q must be a path: no query or fragment", p)
+	}
+	for i := 0; i < len(p); i++ {
+		// Paths are ASCII on the wire; anything else must be percent-encoded.
+		if c := p[i]; c <= ' ' || c >= 0x7f {
+			return fmt.Sprintf("%q must be a path of printable ASCII characters: percent-encode the others", p)
+		}
 	}
 	return ""
 }
