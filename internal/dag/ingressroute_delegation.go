@@ -145,6 +145,8 @@ type irClaim struct {
 	prefix string
 	depth  int
 	order  int
+	// via is how the walk reached owner.
+	via *chain
 }
 
 // rootWalk follows the delegations of one root.
@@ -155,6 +157,32 @@ type rootWalk struct {
 	claims map[string][]*irClaim
 	seen   map[visitKey]bool
 	count  int // claims made so far, for their order
+	// edges are every delegation of the tree, followed or refused.
+	edges []delegationEdge
+}
+
+// delegationEdge is a delegation of prefix, made depth-1 levels below the root.
+type delegationEdge struct {
+	prefix  string
+	depth   int
+	from    ObjectRef
+	to      string // namespace/name of the target
+	refused bool
+}
+
+// chain is the path of delegations (edge indexes) from the root to an object.
+type chain struct {
+	edge   int
+	parent *chain
+}
+
+func (c *chain) contains(edge int) bool {
+	for ; c != nil; c = c.parent {
+		if c.edge == edge {
+			return true
+		}
+	}
+	return false
 }
 
 type visitKey struct {
@@ -162,36 +190,40 @@ type visitKey struct {
 	prefix string
 }
 
-func (w *rootWalk) claim(match string, r *ingressroutev1.Route, owner *irNode, prefix string, depth int) {
-	w.claims[match] = append(w.claims[match], &irClaim{match: match, route: r, owner: owner, prefix: prefix, depth: depth, order: w.count})
+func (w *rootWalk) claim(match string, r *ingressroutev1.Route, owner *irNode, prefix string, depth int, via *chain) {
+	w.claims[match] = append(w.claims[match], &irClaim{match: match, route: r, owner: owner, prefix: prefix, depth: depth, order: w.count, via: via})
 	w.count++
 }
 
 // visit adds n's routes, served under prefix, and follows its delegations.
-func (w *rootWalk) visit(n *irNode, prefix string, depth int) {
+func (w *rootWalk) visit(n *irNode, prefix string, depth int, via *chain) {
 	for _, h := range w.hosts {
 		n.hosts[h] = true
 	}
 	for i := range n.ir.Spec.Routes {
 		r := &n.ir.Spec.Routes[i]
 		if r.Delegate == nil {
-			w.claim(r.Match, r, n, prefix, depth)
+			w.claim(r.Match, r, n, prefix, depth, via)
 			continue
 		}
 		t, key := w.g.lookup(n, r.Delegate)
+		edge := len(w.edges)
+		w.edges = append(w.edges, delegationEdge{prefix: r.Match, depth: depth + 1, from: n.ref, to: key.String()})
+		next := &chain{edge: edge, parent: via}
 		if reason := w.refusal(n, r, t); reason != "" {
+			w.edges[edge].refused = true
 			n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q get 503", r.Match, key, reason, r.Match)
 			// The 503 stands in for the delegate: it holds the whole delegated prefix, as
 			// the delegate's own routes would, so that no object delegated a shorter
 			// prefix takes the traffic the delegating object gave away.
-			w.claim(r.Match, nil, n, r.Match, depth+1)
+			w.claim(r.Match, nil, n, r.Match, depth+1, next)
 			continue
 		}
 		t.delegatedBy = append(t.delegatedBy, fmt.Sprintf("%q delegated by %s on %s", r.Match, n.ref, w.hosts[0]))
 		k := visitKey{node: t, prefix: r.Match}
 		if !w.seen[k] {
 			w.seen[k] = true
-			w.visit(t, r.Match, depth+1)
+			w.visit(t, r.Match, depth+1, next)
 		}
 	}
 }
@@ -222,6 +254,7 @@ func (w *rootWalk) refusal(n *irNode, r *ingressroutev1.Route, t *irNode) string
 // the object with the longest delegated prefix serves it (a delegation hands over all of
 // its prefix, as a DNS zone delegation does), then the one closest to the root.
 func (w *rootWalk) winners() []*irClaim {
+	w.dropShadowed()
 	matches := make([]string, 0, len(w.claims))
 	for m := range w.claims {
 		matches = append(matches, m)
@@ -255,6 +288,48 @@ func (w *rootWalk) winners() []*irClaim {
 	return out
 }
 
+// dropShadowed removes the routes that lie inside a prefix the tree delegated elsewhere:
+// a longer delegated prefix than the one the route's object holds, or the same prefix
+// delegated closer to the root. An object delegated "/" cannot serve "/a/x" once "/a" is
+// delegated to another object, even when that object cannot be served (its prefix then
+// answers 503).
+func (w *rootWalk) dropShadowed() {
+	for m, cs := range w.claims {
+		kept := cs[:0]
+		for _, c := range cs {
+			if e, shadowed := w.shadow(c); shadowed {
+				if e.refused {
+					c.owner.note("route %q is not served on %s: %s delegates %q to %s, which cannot be served, so it answers 503 (see %s's status)", m, w.hosts[0], e.from, e.prefix, e.to, e.from)
+				} else {
+					c.owner.note("route %q is not served on %s: %s delegates %q to %s", m, w.hosts[0], e.from, e.prefix, e.to)
+				}
+				continue
+			}
+			kept = append(kept, c)
+		}
+		if len(kept) == 0 {
+			delete(w.claims, m)
+		} else {
+			w.claims[m] = kept
+		}
+	}
+}
+
+// shadow finds a delegation that takes c's route away: one of a longer prefix, or of the
+// same prefix made closer to the root by an object that is not on c's own chain (a
+// delegate may hand its whole prefix on).
+func (w *rootWalk) shadow(c *irClaim) (delegationEdge, bool) {
+	for i, e := range w.edges {
+		if !strings.HasPrefix(c.match, e.prefix) {
+			continue
+		}
+		if len(e.prefix) > len(c.prefix) || (len(e.prefix) == len(c.prefix) && e.depth < c.depth && !c.via.contains(i)) {
+			return e, true
+		}
+	}
+	return delegationEdge{}, false
+}
+
 // servedRoute is a graph route with whether plain HTTP may reach it on a TLS host.
 type servedRoute struct {
 	route          *Route
@@ -264,7 +339,7 @@ type servedRoute struct {
 // serveRoot walks a valid root's delegation tree and adds its hosts to the graph.
 func (b *builder) serveRoot(g *irGraph, root *irNode, secret *Secret, minTLS string) {
 	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), claims: map[string][]*irClaim{}, seen: map[visitKey]bool{}}
-	w.visit(root, "", 0)
+	w.visit(root, "", 0, nil)
 	winners := w.winners()
 	matches := map[string]bool{}
 	for _, c := range winners {

@@ -125,12 +125,15 @@ func httpsRedirect(opts Options) *routev3.RedirectAction {
 
 // routeMatch maps a path condition. Element-wise prefixes use Envoy's
 // path_separated_prefix, which matches the value itself or the value followed by "/";
-// the prefix "/" matches everything and is a plain prefix.
+// the prefix "/" matches everything and is a plain prefix. String prefixes (IngressRoute)
+// are Envoy's plain prefix of the same value.
 func routeMatch(p dag.PathMatch) *routev3.RouteMatch {
 	switch {
 	case p.Kind == dag.PathExact:
 		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: p.Value}}
-	case p.Value == "/", p.Kind == dag.PathStringPrefix:
+	case p.Kind == dag.PathStringPrefix:
+		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: p.Value}}
+	case p.Value == "/":
 		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}
 	default:
 		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: p.Value}}
