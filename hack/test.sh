@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every check CI runs: formatting, vet, staticcheck, the tests with the race
-# detector, and a short fuzzing pass over the parsers and the builder.
+# Runs every check CI runs: formatting, vet, generated code up to date, staticcheck, the
+# tests with the race detector, and a short fuzzing pass over the parsers and the builder.
 # Usage: hack/test.sh            (FUZZTIME=30s hack/test.sh for longer fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,9 @@ fi
 
 step "go vet"
 go vet ./...
+
+step "generated code (deepcopy, CRDs) is up to date"
+hack/generate.sh --verify
 
 step "staticcheck"
 go tool -modfile=tools/go.mod staticcheck ./...

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/portico-dev/portico/internal/admin"
+	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/metrics"
 	"github.com/portico-dev/portico/internal/proxy"
@@ -122,9 +123,10 @@ type Server struct {
 	xdsOpts  []grpc.ServerOption // grpc.Creds when xDS is served over mTLS
 	// leader holds the context of the current term of leadership (nil when not
 	// leading); it is cancelled the moment the lease is lost, stopping status writes.
-	leader atomic.Pointer[context.Context]
-	writer *status.IngressWriter
-	events *status.EventWriter
+	leader      atomic.Pointer[context.Context]
+	writer      *status.IngressWriter
+	routeWriter *status.IngressRouteWriter
+	events      *status.EventWriter
 	// latest is the newest build for the status writer, which runs apart from
 	// publishing so that slow writes never delay configuration.
 	latest     atomic.Pointer[built]
@@ -142,6 +144,10 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	contour, err := contourclient.New(opts.Config)
+	if err != nil {
+		return nil, err
+	}
 	xdsOpts, proxyCreds, err := xdsCredentials(opts)
 	if err != nil {
 		return nil, err
@@ -154,7 +160,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s := &Server{opts: opts, client: client, xdsLis: xdsLis, xdsOpts: xdsOpts, statusKick: make(chan struct{}, 1)}
 	s.metrics = metrics.NewPipeline(reg)
 	s.cache = metrics.NewCache(reg)
-	s.source = kube.New(kube.Config{Client: client, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
+	s.source = kube.New(kube.Config{Client: client, Contour: contour, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: dag.Options{
 			IngressClassName:  opts.IngressClassName,
@@ -168,8 +174,9 @@ func NewServer(opts ServeOptions) (*Server, error) {
 		Status:    status.NewLogger(opts.Logger.With("component", "status")),
 		Logger:    opts.Logger.With("component", "pipeline"),
 	}
-	s.writer = &status.IngressWriter{Client: client, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"),
-		OnWrite: func(kind string) { s.metrics.StatusWrites.WithLabelValues(kind).Inc() }}
+	onWrite := func(kind string) { s.metrics.StatusWrites.WithLabelValues(kind).Inc() }
+	s.writer = &status.IngressWriter{Client: client, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
+	s.routeWriter = &status.IngressRouteWriter{Client: contour, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.events = status.NewEventWriter(client, opts.Logger)
 	if opts.EmbeddedProxy {
 		s.proxy = proxy.New(proxy.Config{
@@ -351,7 +358,8 @@ func (s *Server) writeStatusLoop(ctx context.Context) {
 		// Writes stop when leadership ends or the process shuts down, whichever is first.
 		writeCtx, cancelWrites := context.WithCancel(*leaderCtx)
 		stopOnShutdown := context.AfterFunc(ctx, cancelWrites)
-		failed := s.writer.Sync(writeCtx, b.store, b.statuses, s.loadBalancer(b.store))
+		failed := s.writer.Sync(writeCtx, b.store, b.statuses, s.loadBalancer(b.store)) +
+			s.routeWriter.Sync(writeCtx, b.store, b.statuses)
 		stopOnShutdown()
 		cancelWrites()
 		if failed > 0 {

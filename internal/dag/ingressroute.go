@@ -125,6 +125,8 @@ func (b *builder) ingressRouteGraph() *irGraph {
 		}
 		if class, other := b.ingressRouteClass(ir); other {
 			n.ignored = fmt.Sprintf("ingress class %q is not %q", class, b.opts.IngressClassName)
+		} else if reason := ir.Annotations[ingressroutev1.DecodeErrorAnnotation]; reason != "" {
+			n.invalid = []string{"its spec cannot be read: " + reason + "; fix that field"}
 		} else {
 			n.invalid = validateIngressRoute(ir)
 		}

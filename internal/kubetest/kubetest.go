@@ -18,6 +18,9 @@
 //		...
 //	}
 //
+// CRDs are not installed by Start: Env.InstallContourCRDs installs deploy/crds and
+// waits until they are established (ContourClient then reads and writes IngressRoutes).
+//
 // Env.Config (admin) and Env.TokenConfig (any bearer token, e.g. a ServiceAccount's
 // from the TokenRequest API) are client-go rest.Configs; Env.Kubeconfig and
 // Env.TokenKubeconfig are the same credentials as kubeconfig files, for
@@ -47,6 +50,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/portico-dev/portico/internal/contourclient"
 )
 
 const (
@@ -521,4 +526,15 @@ func Clientset(t testing.TB, cfg *rest.Config) *kubernetes.Clientset {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// ContourClient returns a client of IngressRoutes and TLSCertificateDelegations for cfg,
+// failing t if it cannot be made.
+func ContourClient(t testing.TB, cfg *rest.Config) *contourclient.Client {
+	t.Helper()
+	c, err := contourclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

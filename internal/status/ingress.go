@@ -97,15 +97,21 @@ func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag
 }
 
 func (w *IngressWriter) apply(ctx context.Context, updates []ingressUpdate) int {
-	work := make(chan ingressUpdate)
+	return writeAll(ctx, w.Workers, updates, w.write)
+}
+
+// writeAll runs write on every update from a few parallel workers and returns how many
+// failed. No write starts once ctx is done.
+func writeAll[U any](ctx context.Context, workers int, updates []U, write func(context.Context, U) bool) int {
+	work := make(chan U)
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	for range max(w.Workers, 1) {
+	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for u := range work {
-				if ctx.Err() == nil && !w.write(ctx, u) {
+				if ctx.Err() == nil && !write(ctx, u) {
 					failed.Add(1)
 				}
 			}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -37,6 +38,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/testutil"
 )
@@ -161,18 +164,54 @@ func TestEveryManifestIsListed(t *testing.T) {
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(deployDir())
-	if err != nil {
+	for _, dir := range []string{".", "crds"} {
+		entries, err := os.ReadDir(filepath.Join(deployDir(), dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := filepath.ToSlash(filepath.Join(dir, e.Name()))
+			if e.IsDir() || name == "kustomization.yaml" || (!strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml")) {
+				continue
+			}
+			if !slices.Contains(k.Resources, name) {
+				t.Errorf("deploy/%s is not listed in deploy/kustomization.yaml resources", name)
+			}
+		}
+	}
+}
+
+// installCRDs applies deploy/'s CustomResourceDefinitions for real and waits until they
+// are established: until then their objects cannot be created, nor watched by serve.
+func installCRDs(t *testing.T, ctx context.Context, a *applier, cfg *rest.Config, manifests []manifest) {
+	t.Helper()
+	var names []string
+	for _, m := range manifests {
+		if m.obj.GetKind() == "CustomResourceDefinition" {
+			if err := a.apply(ctx, m, false); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, m.obj.GetName())
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("deploy/ installs no CustomResourceDefinition")
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := kubetest.WaitForCRDs(waitCtx, cfg, names...); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || name == "kustomization.yaml" || (!strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml")) {
-			continue
-		}
-		if !slices.Contains(k.Resources, name) {
-			t.Errorf("deploy/%s is not listed in deploy/kustomization.yaml resources", name)
-		}
+}
+
+// ingressRoute is a root IngressRoute for host, sending everything to Service web:80.
+func ingressRoute(name, host string) *contourv1beta1.IngressRoute {
+	return &contourv1beta1.IngressRoute{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: contourv1beta1.IngressRouteSpec{
+			VirtualHost: &contourv1beta1.VirtualHost{Fqdn: host},
+			Routes:      []contourv1beta1.Route{{Match: "/", Services: []contourv1beta1.Service{{Name: "web", Port: 80}}}},
+		},
 	}
 }
 
@@ -268,6 +307,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	if namespaces == 0 {
 		t.Fatal("deploy/ creates no Namespace")
 	}
+	installCRDs(t, ctx, a, cfg, manifests)
 	a.warn.take()
 
 	kinds := map[string]int{}
@@ -282,7 +322,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	}
 	want := map[string]int{
 		"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Deployment": 1, "DaemonSet": 1, "Service": 2, "IngressClass": 1,
+		"Deployment": 1, "DaemonSet": 1, "Service": 2, "IngressClass": 1, "CustomResourceDefinition": 2,
 	}
 	for kind, n := range want {
 		if kinds[kind] != n {
@@ -290,6 +330,19 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 		}
 	}
 	t.Logf("%d objects accepted by the API server (dry run): %v", len(manifests), kinds)
+
+	// The installed CRDs serve their kinds.
+	contour := kubetest.ContourClient(t, cfg)
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	if _, err := contour.IngressRoutes(systemNamespace).Create(ctx, ingressRoute("dry-run", "dry-run.deploy.test"), dryRun); err != nil {
+		t.Errorf("creating an IngressRoute (dry run): %v", err)
+	}
+	if _, err := contour.TLSCertificateDelegations(systemNamespace).Create(ctx, &contourv1beta1.TLSCertificateDelegation{
+		ObjectMeta: metav1.ObjectMeta{Name: "dry-run"},
+		Spec:       contourv1beta1.TLSCertificateDelegationSpec{Delegations: []contourv1beta1.CertificateDelegation{{SecretName: "s", TargetNamespaces: []string{"*"}}}},
+	}, dryRun); err != nil {
+		t.Errorf("creating a TLSCertificateDelegation (dry run): %v", err)
+	}
 }
 
 // rbacKinds are the objects TestRBACIsSufficient creates for real: the identity and its
@@ -306,6 +359,10 @@ func TestRBACIsSufficient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// The CRDs first: serve watches IngressRoutes only if they are established when it starts.
+	installCRDs(t, ctx, a, cfg, manifests)
+	contour := kubetest.ContourClient(t, cfg)
 
 	var sa, crb *manifest
 	for _, m := range manifests {
@@ -360,6 +417,10 @@ func TestRBACIsSufficient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	route, err := contour.IngressRoutes(appNS).Create(ctx, ingressRoute("route", "route.deploy.test"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("serve works with exactly these permissions", func(t *testing.T) {
 		p := startServe(t, bin, kubeconfig)
@@ -374,13 +435,49 @@ func TestRBACIsSufficient(t *testing.T) {
 			return len(lb) == 1 && lb[0].IP == "192.0.2.20"
 		})
 		t.Logf("Ingress status written after %v", took.Round(time.Millisecond))
+		took = eventually(t, 30*time.Second, "the IngressRoute status to be written", func() bool {
+			cur, err := contour.IngressRoutes(appNS).Get(ctx, route.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return slices.Contains([]string{"valid", "invalid", "orphaned"}, cur.Status.CurrentStatus) && cur.Status.Description != ""
+		})
+		t.Logf("IngressRoute status written after %v", took.Round(time.Millisecond))
 		if logs := p.stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
 			t.Error("portico serve logged forbidden with the deploy/ RBAC")
 		}
 	})
 
+	t.Run("the IngressRoute access serve needs", func(t *testing.T) {
+		irs := contourClientFor(t, kubeconfig)
+		for what, do := range map[string]func() error{
+			"list ingressroutes": func() error {
+				return irs.REST().Get().Resource(contourclient.ResourceIngressRoutes).Do(ctx).Error()
+			},
+			"watch ingressroutes": func() error {
+				return watchOnce(ctx, irs, contourclient.ResourceIngressRoutes)
+			},
+			"list tlscertificatedelegations": func() error {
+				return irs.REST().Get().Resource(contourclient.ResourceTLSCertificateDelegations).Do(ctx).Error()
+			},
+			"watch tlscertificatedelegations": func() error {
+				return watchOnce(ctx, irs, contourclient.ResourceTLSCertificateDelegations)
+			},
+			"patch ingressroutes/status": func() error {
+				_, err := irs.IngressRoutes(appNS).Patch(ctx, route.Name, types.MergePatchType,
+					[]byte(`{"status":{"description":"patched by the RBAC test"}}`), metav1.PatchOptions{FieldManager: fieldManager}, "status")
+				return err
+			},
+		} {
+			if err := do(); err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+	})
+
 	t.Run("nothing beyond what serve needs", func(t *testing.T) {
 		c := clientFor(t, kubeconfig)
+		irs := contourClientFor(t, kubeconfig)
 		forbidden := map[string]func() error{
 			"list pods": func() error { _, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
 			"create secrets": func() error {
@@ -402,6 +499,24 @@ func TestRBACIsSufficient(t *testing.T) {
 				return err
 			},
 			"list configmaps": func() error { _, err := c.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); return err },
+			"create ingressroutes": func() error {
+				_, err := irs.IngressRoutes(appNS).Create(ctx, ingressRoute("x", "x.deploy.test"), metav1.CreateOptions{})
+				return err
+			},
+			"update ingressroutes (spec)": func() error {
+				cur, err := contour.IngressRoutes(appNS).Get(ctx, route.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				cur.Spec.Routes[0].PrefixRewrite = "/touched"
+				_, err = irs.IngressRoutes(appNS).Update(ctx, cur, metav1.UpdateOptions{})
+				return err
+			},
+			"delete ingressroutes": func() error { return irs.IngressRoutes(appNS).Delete(ctx, route.Name, metav1.DeleteOptions{}) },
+			"create tlscertificatedelegations": func() error {
+				_, err := irs.TLSCertificateDelegations(appNS).Create(ctx, &contourv1beta1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+				return err
+			},
 			"create namespaces": func() error {
 				_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 				return err
@@ -437,6 +552,25 @@ func TestRBACIsSufficient(t *testing.T) {
 			t.Error("portico serve without the ClusterRoleBinding logged no forbidden")
 		}
 	})
+}
+
+func contourClientFor(t *testing.T, kubeconfig string) *contourclient.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubetest.ContourClient(t, cfg)
+}
+
+// watchOnce opens a watch of resource in every namespace, as an informer does, and closes it.
+func watchOnce(ctx context.Context, c *contourclient.Client, resource string) error {
+	w, err := c.REST().Get().Resource(resource).Param("watch", "true").Timeout(time.Second).Watch(ctx)
+	if err != nil {
+		return err
+	}
+	w.Stop()
+	return nil
 }
 
 func clientFor(t *testing.T, kubeconfig string) *kubernetes.Clientset {

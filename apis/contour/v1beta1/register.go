@@ -21,3 +21,8 @@ func AddToScheme(s *runtime.Scheme) error {
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }
+
+// DecodeErrorAnnotation marks an IngressRoute that a client read from the API server but
+// could not decode (only a route's free-form "service" field can cause that); its value
+// says why. Such an object has no spec, and is reported invalid with that reason.
+const DecodeErrorAnnotation = "portico.dev/decode-error"

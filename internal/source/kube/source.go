@@ -1,6 +1,7 @@
 // Package kube is the Kubernetes source: client-go shared informers for every kind that
-// routing depends on, feeding one store, and a signal that coalesces bursts of events
-// into a few rebuilds.
+// routing depends on (contour.heptio.com IngressRoutes and TLSCertificateDelegations
+// included, when their CRDs are installed), feeding one store, and a signal that
+// coalesces bursts of events into a few rebuilds.
 package kube
 
 import (
@@ -12,11 +13,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/store"
 )
 
@@ -26,6 +30,9 @@ const FieldManager = "portico"
 // Config configures a Source.
 type Config struct {
 	Client kubernetes.Interface
+	// Contour reads IngressRoutes and TLSCertificateDelegations. When nil, or when the
+	// API server does not serve them (their CRDs are not installed), they are not watched.
+	Contour *contourclient.Client
 	// Namespaces restricts the namespaced kinds to these namespaces; empty means all.
 	Namespaces []string
 	Logger     *slog.Logger
@@ -37,10 +44,12 @@ type Source struct {
 	// handlers are the event handler registrations; their HasSynced is true only once
 	// the handler has received the initial list, which the informer's own sync is not.
 	handlers []cache.ResourceEventHandlerRegistration
-	mu       sync.Mutex
-	store    *store.Store
-	changes  chan struct{}
-	synced   bool
+	// informers are the ones no factory starts (the contour.heptio.com kinds).
+	informers []cache.SharedIndexInformer
+	mu        sync.Mutex
+	store     *store.Store
+	changes   chan struct{}
+	synced    bool
 }
 
 // New returns a Source; nothing is watched until Run.
@@ -78,7 +87,12 @@ func (s *Source) Run(ctx context.Context) error {
 	if len(namespaces) == 0 {
 		namespaces = []string{corev1.NamespaceAll}
 	}
+	served, err := s.discoverContour(ctx)
+	if err != nil {
+		return nil // ctx ended while the API server could not be reached
+	}
 	for _, ns := range namespaces {
+		s.registerContour(served, ns)
 		f := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
 			informers.WithNamespace(ns), informers.WithTransform(trimObject))
 		s.register(f.Networking().V1().Ingresses().Informer())
@@ -99,6 +113,11 @@ func (s *Source) Run(ctx context.Context) error {
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}
+	var running sync.WaitGroup
+	for _, inf := range s.informers {
+		running.Go(func() { inf.RunWithContext(ctx) })
+	}
+	defer running.Wait()
 	synced := make([]cache.InformerSynced, 0, len(s.handlers))
 	for _, h := range s.handlers {
 		synced = append(synced, h.HasSynced)
@@ -121,6 +140,59 @@ func (s *Source) Run(ctx context.Context) error {
 	return nil
 }
 
+// discoverContour finds out which contour.heptio.com kinds the API server serves,
+// retrying while it cannot be asked (as the informers would). It returns an error only
+// when ctx ends first.
+func (s *Source) discoverContour(ctx context.Context) (contourclient.Served, error) {
+	if s.cfg.Contour == nil {
+		return contourclient.Served{}, nil
+	}
+	backoff := 500 * time.Millisecond
+	for {
+		served, err := contourclient.Discover(s.cfg.Client.Discovery())
+		if err == nil {
+			if !served.IngressRoutes {
+				s.cfg.Logger.Warn("IngressRoute CRD not installed; IngressRoutes are ignored — kubectl apply -f deploy/crds",
+					"then", "restart portico to watch them")
+			}
+			if !served.TLSCertificateDelegations {
+				s.cfg.Logger.Warn("TLSCertificateDelegation CRD not installed; TLSCertificateDelegations are ignored — kubectl apply -f deploy/crds",
+					"then", "restart portico to watch them")
+			}
+			return served, nil
+		}
+		s.cfg.Logger.Warn("asking the API server whether the IngressRoute CRDs are installed; will retry", "err", err, "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return contourclient.Served{}, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// registerContour creates the informers of the contour.heptio.com kinds served, in
+// namespace ns. There is no generated clientset, so they list and watch through the
+// group's REST client.
+func (s *Source) registerContour(served contourclient.Served, ns string) {
+	if served.IngressRoutes {
+		s.registerREST(contourclient.ResourceIngressRoutes, ns, &contourv1beta1.IngressRoute{})
+	}
+	if served.TLSCertificateDelegations {
+		s.registerREST(contourclient.ResourceTLSCertificateDelegations, ns, &contourv1beta1.TLSCertificateDelegation{})
+	}
+}
+
+func (s *Source) registerREST(resource, ns string, example runtime.Object) {
+	lw := cache.NewListWatchFromClient(s.cfg.Contour.REST(), resource, ns, fields.Everything())
+	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{})
+	if err := inf.SetTransform(trimObject); err != nil { // only possible once started
+		s.cfg.Logger.Error("setting informer transform", "resource", resource, "err", err)
+	}
+	s.informers = append(s.informers, inf)
+	s.register(inf)
+}
+
 func (s *Source) register(inf cache.SharedIndexInformer) {
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.apply(obj, false) },
@@ -141,6 +213,14 @@ func (s *Source) apply(obj any, deleted bool) {
 	o, ok := obj.(runtime.Object)
 	if !ok {
 		return
+	}
+	if ir, ok := o.(*contourv1beta1.IngressRoute); ok && !deleted {
+		if reason, bad := contourclient.Undecodable(ir); bad {
+			// Kept, without its spec, so that the graph rejects it whole and its status
+			// tells its owner what to fix.
+			s.cfg.Logger.Warn("IngressRoute cannot be read; it is invalid until it is fixed",
+				"namespace", ir.Namespace, "name", ir.Name, "err", reason)
+		}
 	}
 	s.mu.Lock()
 	var changed bool

@@ -6,6 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	"github.com/portico-dev/portico/internal/contourclient"
 )
 
 func TestTrimObjectKeepsOnlyCertificateData(t *testing.T) {
@@ -47,5 +51,47 @@ func TestTrimObjectKeepsPorticosStatusOwnership(t *testing.T) {
 	got := out.(*networkingv1.Ingress).ManagedFields
 	if len(got) != 1 || got[0].Manager != FieldManager || got[0].Subresource != "status" {
 		t.Errorf("managed fields kept = %+v, want only Portico's status entry", got)
+	}
+}
+
+func TestTrimObjectKeepsPorticosIngressRouteStatusOwnership(t *testing.T) {
+	ir := &contourv1beta1.IngressRoute{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: FieldManager, Subresource: "status", Operation: metav1.ManagedFieldsOperationUpdate},
+	}}}
+	out, _ := trimObject(ir)
+	got := out.(*contourv1beta1.IngressRoute).ManagedFields
+	if len(got) != 1 || got[0].Manager != FieldManager || got[0].Subresource != "status" {
+		t.Errorf("managed fields kept = %+v, want only Portico's status entry", got)
+	}
+}
+
+// TestUndecodableIngressRouteStaysMarked: an IngressRoute the API server holds but that
+// cannot be decoded stays in the store, marked, so that the graph can report it invalid;
+// fixing it clears the mark.
+func TestUndecodableIngressRouteStaysMarked(t *testing.T) {
+	s := New(Config{})
+	route := func(broken bool) *contourv1beta1.IngressRoute {
+		ir := &contourv1beta1.IngressRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "r"}}
+		if broken {
+			ir.Annotations = map[string]string{contourclient.DecodeErrorAnnotation: `spec.routes[0].service: unknown field "prot"`}
+		}
+		return ir
+	}
+	marked := func() bool {
+		ir := s.Snapshot().IngressRoutes[types.NamespacedName{Namespace: "web", Name: "r"}]
+		if ir == nil {
+			t.Fatal("the IngressRoute is not in the store")
+		}
+		_, bad := contourclient.Undecodable(ir)
+		return bad
+	}
+	s.apply(route(true), false)
+	if !marked() {
+		t.Fatal("the undecodable IngressRoute lost its mark")
+	}
+	s.apply(route(false), false)
+	if marked() {
+		t.Fatal("the fixed IngressRoute is still marked")
 	}
 }

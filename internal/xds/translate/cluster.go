@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -67,10 +68,18 @@ func healthChecks(hc *dag.HealthCheck) []*corev3.HealthCheck {
 		UnhealthyThreshold: wrapperspb.UInt32(hc.UnhealthyThreshold),
 		HealthyThreshold:   wrapperspb.UInt32(hc.HealthyThreshold),
 		HealthChecker: &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{
-			Path: hc.Path,
-			Host: hc.Host,
+			Path:              hc.Path,
+			Host:              hc.Host,
+			RetriableStatuses: countedFailures(),
 		}},
 	}}
+}
+
+// countedFailures are the check answers that count towards unhealthy_threshold: every
+// status but 503, which seed 003 says takes an endpoint out at once (Envoy would
+// otherwise take it out on the first non-200 answer). Ranges are [start, end).
+func countedFailures() []*typev3.Int64Range {
+	return []*typev3.Int64Range{{Start: 100, End: 503}, {Start: 504, End: 600}}
 }
 
 func portString(c *dag.Cluster) string {

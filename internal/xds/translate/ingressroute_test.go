@@ -1,6 +1,7 @@
 package translate
 
 import (
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"strings"
 	"testing"
 	"time"
@@ -250,6 +251,8 @@ func TestClusterLbPolicyAndHealthChecks(t *testing.T) {
 		HealthChecker: &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{
 			Path: "/healthz",
 			Host: "contour-envoy-healthcheck",
+			// Every failure but 503 counts towards the threshold (seed 003).
+			RetriableStatuses: []*typev3.Int64Range{{Start: 100, End: 503}, {Start: 504, End: 600}},
 		}},
 	}}
 	clusters := map[string]*clusterv3.Cluster{}
