@@ -3,6 +3,10 @@ package dag
 import (
 	"sort"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+
 	"github.com/portico-dev/portico/internal/store"
 )
 
@@ -45,10 +49,14 @@ func Build(s *store.Store, opts Options) *Graph {
 		svhosts:  map[string]*SecureVirtualHost{},
 		clusters: map[string]*Cluster{},
 	}
+	// IngressRoute roots and Ingresses may want the same host: the older keeps it, so the
+	// roots' hosts are known before Ingresses are processed.
+	irs := b.ingressRouteGraph()
+	roots := b.candidateRoots(irs)
 	if !b.opts.DisableIngress {
-		b.processIngresses()
+		b.processIngresses(rootHostsByName(roots))
 	}
-	b.processIngressRoutes()
+	b.processIngressRoutes(irs, roots)
 	return b.graph()
 }
 
@@ -60,6 +68,9 @@ type builder struct {
 	svhosts  map[string]*SecureVirtualHost
 	clusters map[string]*Cluster
 	statuses []Status
+	// secrets and delegationsByNS are computed once per build, on first use.
+	secrets         map[types.NamespacedName]checkedSecret
+	delegationsByNS map[string][]*ingressroutev1.TLSCertificateDelegation
 }
 
 func (b *builder) vhost(name string) *VirtualHost {

@@ -81,7 +81,10 @@ type plannedTLS struct {
 // considered oldest first; an Ingress that claims a host and path (or a default backend,
 // or a TLS host) that an older one already owns is rejected whole, so a newcomer can never
 // take traffic away from a working Ingress.
-func (b *builder) processIngresses() {
+//
+// A host that an IngressRoute root claims belongs to whichever of the two is older; on a
+// tie, to the root.
+func (b *builder) processIngresses(rootHosts map[string]*irNode) {
 	var candidates []*networkingv1.Ingress
 	for _, ing := range b.store.SortedIngresses() {
 		ref := ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
@@ -106,6 +109,10 @@ func (b *builder) processIngresses() {
 	for _, ing := range candidates {
 		plan := b.planIngress(ing)
 		conflicts := conflictsOf(plan, owners, notes)
+		if taken := rootConflicts(ing, plan, rootHosts); len(taken) > 0 {
+			b.setStatus(plan.ref, StatusInvalid, "not served: "+strings.Join(taken, "; ")+"; use another host, or ask the IngressRoute's owner to delegate a path to you")
+			continue
+		}
 		if c := plan.catchAll; c != nil {
 			if owner, taken := owners[c.claim]; taken {
 				// Losing the catch-all is not a reason to reject an Ingress that has
@@ -344,6 +351,22 @@ func uniqueInOrder(in []string) []string {
 			seen[s] = true
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// rootConflicts lists the hosts of plan that an IngressRoute root at least as old as ing
+// owns.
+func rootConflicts(ing *networkingv1.Ingress, plan *ingressPlan, rootHosts map[string]*irNode) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range plan.claims() {
+		root := rootHosts[c.host]
+		if root == nil || seen[c.host] || ing.CreationTimestamp.Before(&root.ir.CreationTimestamp) {
+			continue
+		}
+		seen[c.host] = true
+		out = append(out, fmt.Sprintf("host %q is served by %s, which is not newer than this Ingress", c.host, root.ref))
 	}
 	return out
 }

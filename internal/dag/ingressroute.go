@@ -70,9 +70,28 @@ func (g *irGraph) lookup(from *irNode, d *ingressroutev1.Delegate) (*irNode, typ
 // processIngressRoutes adds the virtual hosts of every valid root IngressRoute, and the
 // routes delegated from them, to the graph. It runs after Ingress processing: a host an
 // Ingress serves cannot be taken by an IngressRoute.
-func (b *builder) processIngressRoutes() {
-	g := b.ingressRouteGraph()
-	markCycles(g)
+func (b *builder) processIngressRoutes(g *irGraph, roots []*irNode) {
+	b.checkRootHosts(roots)
+	certs := map[*irNode]rootCert{}
+	for _, root := range roots {
+		if root.usable() {
+			secret, minTLS := b.rootTLS(root)
+			certs[root] = rootCert{secret: secret, minTLS: minTLS}
+		}
+	}
+	for _, w := range walkRoots(g, roots) {
+		c := certs[w.root]
+		b.serveRoot(w, c.secret, c.minTLS)
+	}
+	noteUnservedDelegators(g)
+	for _, n := range g.order {
+		b.setIngressRouteStatus(n)
+	}
+}
+
+// candidateRoots are the roots that may own their hosts: valid on their own, and in a
+// root namespace.
+func (b *builder) candidateRoots(g *irGraph) []*irNode {
 	var roots []*irNode
 	for _, n := range g.order {
 		if n.usable() && n.isRoot() {
@@ -80,20 +99,68 @@ func (b *builder) processIngressRoutes() {
 		}
 	}
 	b.checkRootNamespaces(roots)
-	b.checkRootHosts(roots)
-	for _, root := range roots {
-		if !root.usable() {
+	return roots
+}
+
+// rootHostsByName maps each host to the one usable root claiming it; hosts claimed by
+// several roots are left out (those roots are all rejected).
+func rootHostsByName(roots []*irNode) map[string]*irNode {
+	out := map[string]*irNode{}
+	dup := map[string]bool{}
+	for _, r := range roots {
+		if !r.usable() {
 			continue
 		}
-		secret, minTLS := b.rootTLS(root)
-		if !root.usable() {
-			continue
+		for _, h := range rootHosts(r) {
+			if out[h] != nil && out[h] != r {
+				dup[h] = true
+			}
+			out[h] = r
 		}
-		b.serveRoot(g, root, secret, minTLS)
 	}
-	noteUnservedDelegators(g)
+	for h := range dup {
+		delete(out, h)
+	}
+	return out
+}
+
+type rootCert struct {
+	secret *Secret
+	minTLS string
+}
+
+// walkRoots walks every valid root. An object whose delegation closes a cycle is
+// rejected, and the walks start again without it: rejecting only ever removes
+// delegations, so a second pass finds no new cycle.
+func walkRoots(g *irGraph, roots []*irNode) []*rootWalk {
+	for {
+		g.resetWalks()
+		var walks []*rootWalk
+		rejected := false
+		for _, root := range roots {
+			if !root.usable() {
+				continue
+			}
+			w := newRootWalk(g, root)
+			walks = append(walks, w)
+			for _, n := range g.order {
+				if cycle, ok := w.cycles[n]; ok && n.usable() {
+					n.reject("delegation cycle: %s; remove one of these delegations", cycle)
+					rejected = true
+				}
+			}
+		}
+		if !rejected {
+			return walks
+		}
+	}
+}
+
+// resetWalks forgets what a previous pass of walks recorded on the objects.
+func (g *irGraph) resetWalks() {
 	for _, n := range g.order {
-		b.setIngressRouteStatus(n)
+		n.notes, n.delegatedBy, n.refused = nil, nil, nil
+		clear(n.hosts)
 	}
 }
 
@@ -240,7 +307,7 @@ func (b *builder) rootTLS(root *irNode) (*Secret, string) {
 			return nil, ""
 		}
 	}
-	secret, err := validTLSSecret(b.store.Secrets[key], key)
+	secret, err := b.tlsSecret(key)
 	if err != nil {
 		root.reject("spec.virtualhost.tls: %v", err)
 		return nil, ""
@@ -258,10 +325,13 @@ const DefaultIngressRouteMinTLSVersion = "1.1"
 // certificateDelegated reports whether a TLSCertificateDelegation in the Secret's
 // namespace lets namespace use it.
 func (b *builder) certificateDelegated(secret types.NamespacedName, namespace string) bool {
-	for key, d := range b.store.TLSCertificateDelegations {
-		if key.Namespace != secret.Namespace {
-			continue
+	if b.delegationsByNS == nil {
+		b.delegationsByNS = map[string][]*ingressroutev1.TLSCertificateDelegation{}
+		for key, d := range b.store.TLSCertificateDelegations {
+			b.delegationsByNS[key.Namespace] = append(b.delegationsByNS[key.Namespace], d)
 		}
+	}
+	for _, d := range b.delegationsByNS[secret.Namespace] {
 		for _, cd := range d.Spec.Delegations {
 			if cd.SecretName != secret.Name {
 				continue
@@ -290,27 +360,40 @@ func (b *builder) setIngressRouteStatus(n *irNode) {
 	case n.ignored != "":
 		st.Status, st.Description = StatusIgnored, n.ignored
 	case len(n.invalid) > 0:
-		st.Status, st.Description = StatusInvalid, "not served: "+strings.Join(uniqueInOrder(n.invalid), "; ")
+		st.Status, st.Description = StatusInvalid, "not served: "+strings.Join(capped(n.invalid), "; ")
 	case n.isRoot():
 		st.Status, st.Description = StatusValid, withNotes("valid IngressRoute", n.notes)
 	case len(n.delegatedBy) > 0:
 		st.Status = StatusValid
-		st.Description = withNotes("valid delegated IngressRoute: "+strings.Join(uniqueInOrder(n.delegatedBy), "; "), append(n.refused, n.notes...))
+		st.Description = withNotes("valid delegated IngressRoute: "+strings.Join(capped(n.delegatedBy), "; "), append(n.refused, n.notes...))
 	case len(n.refused) > 0:
-		st.Status, st.Description = StatusInvalid, "not served: every delegation to it was refused: "+strings.Join(uniqueInOrder(n.refused), "; ")
+		st.Status, st.Description = StatusInvalid, "not served: every delegation to it was refused: "+strings.Join(capped(n.refused), "; ")
 	default:
 		desc := "not part of a delegation chain from a root"
-		if len(n.delegatingInvalid) > 0 {
-			desc += "; " + strings.Join(uniqueInOrder(n.delegatingInvalid), ", ") + " delegate to it but are not served themselves"
+		if d := capped(n.delegatingInvalid); len(d) > 0 {
+			desc += "; " + strings.Join(d, ", ") + " delegate to it but are not served themselves"
 		}
 		st.Status, st.Description = StatusOrphaned, desc
 	}
 	b.statuses = append(b.statuses, st)
 }
 
+// maxNotes bounds the remarks in one description: other teams' objects can add remarks
+// to an object (by delegating to it), and a status must stay a readable, bounded size.
+const maxNotes = 50
+
 func withNotes(desc string, notes []string) string {
-	if extra := uniqueInOrder(notes); len(extra) > 0 {
+	if extra := capped(notes); len(extra) > 0 {
 		return desc + "; " + strings.Join(extra, "; ")
 	}
 	return desc
+}
+
+// capped drops repeated messages and keeps at most maxNotes of them.
+func capped(notes []string) []string {
+	out := uniqueInOrder(notes)
+	if len(out) > maxNotes {
+		out = append(out[:maxNotes:maxNotes], fmt.Sprintf("and %d more", len(out)-maxNotes))
+	}
+	return out
 }

@@ -11,178 +11,116 @@ import (
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 )
 
-// markCycles rejects every IngressRoute on a delegation cycle. Cycles are a property of
-// the objects, not of where a walk enters them, so every member is rejected whichever
-// root reaches it: a root cannot pick which of them breaks.
-func markCycles(g *irGraph) {
-	t := tarjan{g: g, index: map[*irNode]int{}, low: map[*irNode]int{}, onStack: map[*irNode]bool{}}
-	for _, n := range g.order {
-		if _, done := t.index[n]; !done && n.usable() {
-			t.connect(n)
-		}
-	}
-	for _, scc := range t.sccs {
-		if len(scc) == 1 && !delegatesTo(g, scc[0], scc[0]) {
-			continue
-		}
-		path := cyclePath(g, scc)
-		for _, n := range scc {
-			n.reject("delegation cycle: %s; remove one of these delegations", path)
-		}
-	}
+// A root's path space is divided into zones, as DNS is: the root holds every path, and
+// each delegation hands the zone of its prefix to another object. A path belongs to the
+// zone of its longest delegated prefix, and an object serves a route, or delegates a
+// prefix, only inside a zone it holds. So a team can only ever act on the paths handed to
+// it, minus what it handed on; a delegation that cannot be followed keeps its zone
+// (answering 503) so that its traffic never falls through to another team.
+
+// zone is one delegated prefix of a root's tree.
+type zone struct {
+	prefix string
+	// holders serve the zone: the object it was delegated to, and those it handed the
+	// same prefix on to. Empty when the delegation could not be followed.
+	holders []*irNode
+	// from is the object that delegated the zone (the root holds the zone "").
+	from  *irNode
+	to    string // namespace/name of the delegate, for messages
+	depth int    // delegations between the root and the zone's first holder
 }
 
-// delegationTargets are the usable vertices n delegates to, in route order.
-func delegationTargets(g *irGraph, n *irNode) []*irNode {
-	var out []*irNode
-	for i := range n.ir.Spec.Routes {
-		d := n.ir.Spec.Routes[i].Delegate
-		if d == nil {
-			continue
-		}
-		if t, _ := g.lookup(n, d); t != nil && t.usable() && !t.isRoot() {
-			out = append(out, t)
-		}
-	}
-	return out
+// zoneTrie finds the zone of a path: the one with the longest prefix of it.
+type zoneTrie struct {
+	next map[byte]*zoneTrie
+	zone *zone
 }
 
-func delegatesTo(g *irGraph, from, to *irNode) bool {
-	return slices.Contains(delegationTargets(g, from), to)
+func (t *zoneTrie) insert(z *zone) {
+	n := t
+	for i := 0; i < len(z.prefix); i++ {
+		if n.next == nil {
+			n.next = map[byte]*zoneTrie{}
+		}
+		c := n.next[z.prefix[i]]
+		if c == nil {
+			c = &zoneTrie{}
+			n.next[z.prefix[i]] = c
+		}
+		n = c
+	}
+	n.zone = z
 }
 
-// tarjan finds the strongly connected components of the delegation graph.
-type tarjan struct {
-	g       *irGraph
-	next    int
-	index   map[*irNode]int
-	low     map[*irNode]int
-	stack   []*irNode
-	onStack map[*irNode]bool
-	sccs    [][]*irNode
+func (t *zoneTrie) lookup(path string) *zone {
+	found := t.zone
+	n := t
+	for i := 0; i < len(path) && n != nil; i++ {
+		n = n.next[path[i]]
+		if n != nil && n.zone != nil {
+			found = n.zone
+		}
+	}
+	return found
 }
 
-func (t *tarjan) connect(n *irNode) {
-	t.index[n], t.low[n] = t.next, t.next
-	t.next++
-	t.stack = append(t.stack, n)
-	t.onStack[n] = true
-	for _, m := range delegationTargets(t.g, n) {
-		if _, seen := t.index[m]; !seen {
-			t.connect(m)
-			t.low[n] = min(t.low[n], t.low[m])
-		} else if t.onStack[m] {
-			t.low[n] = min(t.low[n], t.index[m])
-		}
-	}
-	if t.low[n] != t.index[n] {
-		return
-	}
-	var scc []*irNode
-	for {
-		m := t.stack[len(t.stack)-1]
-		t.stack = t.stack[:len(t.stack)-1]
-		t.onStack[m] = false
-		scc = append(scc, m)
-		if m == n {
-			break
-		}
-	}
-	t.sccs = append(t.sccs, scc)
-}
-
-// cyclePath describes one cycle through the first member of scc (in name order), e.g.
-// "IngressRoute a/x -> IngressRoute b/y -> IngressRoute a/x".
-func cyclePath(g *irGraph, scc []*irNode) string {
-	in := map[*irNode]bool{}
-	for _, n := range scc {
-		in[n] = true
-	}
-	start := scc[0]
-	for _, n := range scc {
-		if n.ref.Namespace+"/"+n.ref.Name < start.ref.Namespace+"/"+start.ref.Name {
-			start = n
-		}
-	}
-	// Breadth-first search back to start, inside the component.
-	prev := map[*irNode]*irNode{}
-	queue := []*irNode{start}
-	var last *irNode
-	for len(queue) > 0 && last == nil {
-		n := queue[0]
-		queue = queue[1:]
-		for _, m := range delegationTargets(g, n) {
-			if m == start {
-				last = n
-				break
-			}
-			if _, seen := prev[m]; !seen && in[m] {
-				prev[m] = n
-				queue = append(queue, m)
-			}
-		}
-	}
-	path := []string{start.ref.String()}
-	for n := last; n != nil && n != start; n = prev[n] {
-		path = append(path, n.ref.String())
-	}
-	path = append(path, start.ref.String())
-	// The walk back went from the end to the start: reverse the middle.
-	slices.Reverse(path[1 : len(path)-1])
-	return strings.Join(path, " -> ")
-}
-
-// irClaim is a route a root's delegation tree asks for on the root's hosts.
+// irClaim is a route an object asks for in one of its zones.
 type irClaim struct {
 	match string
-	// route is nil for a delegation that was refused: its prefix answers 503, so that a
-	// broken delegate never lets its traffic fall through to a shorter prefix of another
-	// team.
+	// route is nil for the 503 that stands in for a delegation that cannot be followed.
 	route *ingressroutev1.Route
 	owner *irNode
-	// prefix is the prefix delegated to owner; "" for the root itself. For a refused
-	// delegation it is the refused prefix.
-	prefix string
-	depth  int
-	order  int
-	// via is how the walk reached owner.
-	via *chain
+	zone  *zone
+	depth int
+	order int
 }
 
-// rootWalk follows the delegations of one root.
-type rootWalk struct {
-	g      *irGraph
-	root   *irNode
-	hosts  []string
-	claims map[string][]*irClaim
-	seen   map[visitKey]bool
-	count  int // claims made so far, for their order
-	// edges are every delegation of the tree, followed or refused.
-	edges []delegationEdge
+// step is an object to process in the zone it was delegated, with the objects that led
+// to it (to recognise cycles).
+type step struct {
+	node *irNode
+	zone *zone
+	path *pathLink
 }
 
-// delegationEdge is a delegation of prefix, made depth-1 levels below the root.
-type delegationEdge struct {
-	prefix  string
-	depth   int
-	from    ObjectRef
-	to      string // namespace/name of the target
-	refused bool
+type pathLink struct {
+	node   *irNode
+	parent *pathLink
 }
 
-// chain is the path of delegations (edge indexes) from the root to an object.
-type chain struct {
-	edge   int
-	parent *chain
-}
-
-func (c *chain) contains(edge int) bool {
-	for ; c != nil; c = c.parent {
-		if c.edge == edge {
+func (p *pathLink) contains(n *irNode) bool {
+	for ; p != nil; p = p.parent {
+		if p.node == n {
 			return true
 		}
 	}
 	return false
+}
+
+// describe renders the path from the root to n and back to target: a cycle.
+func (p *pathLink) describe(target *irNode) string {
+	var names []string
+	for l := p; l != nil; l = l.parent {
+		names = append(names, l.node.ref.String())
+		if l.node == target {
+			break
+		}
+	}
+	slices.Reverse(names)
+	return strings.Join(append(names, target.ref.String()), " -> ")
+}
+
+// rootWalk follows the delegations of one root, breadth first, so that a zone is always
+// decided by the delegation closest to the root.
+type rootWalk struct {
+	g      *irGraph
+	root   *irNode
+	hosts  []string
+	zones  zoneTrie
+	claims []*irClaim
+	seen   map[visitKey]bool
+	// cycles are the objects whose delegation leads back to an object on their own path.
+	cycles map[*irNode]string
 }
 
 type visitKey struct {
@@ -190,46 +128,97 @@ type visitKey struct {
 	prefix string
 }
 
-func (w *rootWalk) claim(match string, r *ingressroutev1.Route, owner *irNode, prefix string, depth int, via *chain) {
-	w.claims[match] = append(w.claims[match], &irClaim{match: match, route: r, owner: owner, prefix: prefix, depth: depth, order: w.count, via: via})
-	w.count++
+func newRootWalk(g *irGraph, root *irNode) *rootWalk {
+	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), seen: map[visitKey]bool{}, cycles: map[*irNode]string{}}
+	w.zones.insert(&zone{holders: []*irNode{root}})
+	queue := []step{{node: root, zone: w.zones.zone}}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		queue = append(queue, w.process(s)...)
+	}
+	return w
 }
 
-// visit adds n's routes, served under prefix, and follows its delegations.
-func (w *rootWalk) visit(n *irNode, prefix string, depth int, via *chain) {
+func (w *rootWalk) claim(c *irClaim) {
+	c.order = len(w.claims)
+	w.claims = append(w.claims, c)
+}
+
+// process takes n's routes in its zone and returns the delegations to follow.
+func (w *rootWalk) process(s step) []step {
+	n, z := s.node, s.zone
 	for _, h := range w.hosts {
 		n.hosts[h] = true
 	}
+	path := &pathLink{node: n, parent: s.path}
+	// Every delegation is judged against the zones as they were before n's own: n may
+	// delegate both "/a" and "/a/b".
+	var allowed []*ingressroutev1.Route
 	for i := range n.ir.Spec.Routes {
 		r := &n.ir.Spec.Routes[i]
 		if r.Delegate == nil {
-			w.claim(r.Match, r, n, prefix, depth, via)
+			w.claim(&irClaim{match: r.Match, route: r, owner: n, zone: z, depth: z.depth})
 			continue
 		}
-		t, key := w.g.lookup(n, r.Delegate)
-		edge := len(w.edges)
-		w.edges = append(w.edges, delegationEdge{prefix: r.Match, depth: depth + 1, from: n.ref, to: key.String()})
-		next := &chain{edge: edge, parent: via}
-		if reason := w.refusal(n, r, t); reason != "" {
-			w.edges[edge].refused = true
-			n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q get 503", r.Match, key, reason, r.Match)
-			// The 503 stands in for the delegate: it holds the whole delegated prefix, as
-			// the delegate's own routes would, so that no object delegated a shorter
-			// prefix takes the traffic the delegating object gave away.
-			w.claim(r.Match, nil, n, r.Match, depth+1, next)
+		if other := w.zones.lookup(r.Match); other != z {
+			n.note("route %q: not delegated: %s", r.Match, other.describe())
 			continue
 		}
-		t.delegatedBy = append(t.delegatedBy, fmt.Sprintf("%q delegated by %s on %s", r.Match, n.ref, w.hosts[0]))
-		k := visitKey{node: t, prefix: r.Match}
-		if !w.seen[k] {
-			w.seen[k] = true
-			w.visit(t, r.Match, depth+1, next)
-		}
+		allowed = append(allowed, r)
 	}
+	var next []step
+	for _, r := range allowed {
+		t, key := w.g.lookup(n, r.Delegate)
+		reason := w.refusal(n, r, t, path)
+		if r.Match == z.prefix {
+			// n hands its own zone on: the delegate holds it with n.
+			if reason == "" {
+				z.holders = append(z.holders, t)
+				next = append(next, w.follow(t, r, n, z, path)...)
+			} else {
+				n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q that no route of this object serves get 503", r.Match, key, reason, r.Match)
+				w.claim(&irClaim{match: r.Match, owner: n, zone: z, depth: z.depth + 1})
+			}
+			continue
+		}
+		sub := &zone{prefix: r.Match, from: n, to: key.String(), depth: z.depth + 1}
+		w.zones.insert(sub)
+		if reason != "" {
+			n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q get 503", r.Match, key, reason, r.Match)
+			w.claim(&irClaim{match: r.Match, owner: n, zone: sub, depth: sub.depth})
+			continue
+		}
+		sub.holders = []*irNode{t}
+		next = append(next, w.follow(t, r, n, sub, path)...)
+	}
+	return next
+}
+
+// follow records an accepted delegation and schedules its target, once per zone prefix.
+func (w *rootWalk) follow(t *irNode, r *ingressroutev1.Route, from *irNode, z *zone, path *pathLink) []step {
+	t.delegatedBy = append(t.delegatedBy, fmt.Sprintf("%q delegated by %s on %s", r.Match, from.ref, w.hosts[0]))
+	k := visitKey{node: t, prefix: z.prefix}
+	if w.seen[k] {
+		return nil
+	}
+	w.seen[k] = true
+	return []step{{node: t, zone: z, path: path}}
+}
+
+// describe says who holds a zone, for the object whose route falls inside it.
+func (z *zone) describe() string {
+	if z.from == nil {
+		return "the root holds it"
+	}
+	if len(z.holders) == 0 {
+		return fmt.Sprintf("%s delegates %q to %s, which cannot be served, so it answers 503", z.from.ref, z.prefix, z.to)
+	}
+	return fmt.Sprintf("%s delegates %q to %s", z.from.ref, z.prefix, z.to)
 }
 
 // refusal says why the delegation of route r from n to t cannot be followed, or "".
-func (w *rootWalk) refusal(n *irNode, r *ingressroutev1.Route, t *irNode) string {
+func (w *rootWalk) refusal(n *irNode, r *ingressroutev1.Route, t *irNode, path *pathLink) string {
 	switch {
 	case t == nil:
 		return "it does not exist"
@@ -247,87 +236,47 @@ func (w *rootWalk) refusal(n *irNode, r *ingressroutev1.Route, t *irNode) string
 			return fmt.Sprintf("its route %q is not under %q", m, r.Match)
 		}
 	}
+	if path.contains(t) {
+		w.cycles[n] = path.describe(t)
+		return "that would be a delegation cycle: " + path.describe(t)
+	}
 	return ""
 }
 
-// winners resolves routes that several objects of the tree ask for with the same prefix:
-// the object with the longest delegated prefix serves it (a delegation hands over all of
-// its prefix, as a DNS zone delegation does), then the one closest to the root.
+// winners keeps the claims made inside a zone their owner holds and, among claims for
+// one prefix, the one closest to the root.
 func (w *rootWalk) winners() []*irClaim {
-	w.dropShadowed()
-	matches := make([]string, 0, len(w.claims))
-	for m := range w.claims {
+	byMatch := map[string][]*irClaim{}
+	for _, c := range w.claims {
+		if z := w.zones.lookup(c.match); z != c.zone {
+			c.owner.note("route %q is not served on %s: %s", c.match, w.hosts[0], z.describe())
+			continue
+		}
+		byMatch[c.match] = append(byMatch[c.match], c)
+	}
+	matches := make([]string, 0, len(byMatch))
+	for m := range byMatch {
 		matches = append(matches, m)
 	}
 	sort.Strings(matches)
 	out := make([]*irClaim, 0, len(matches))
 	for _, m := range matches {
-		cs := w.claims[m]
+		cs := byMatch[m]
 		sort.SliceStable(cs, func(i, j int) bool {
-			a, c := cs[i], cs[j]
-			if len(a.prefix) != len(c.prefix) {
-				return len(a.prefix) > len(c.prefix)
+			if cs[i].depth != cs[j].depth {
+				return cs[i].depth < cs[j].depth
 			}
-			if a.depth != c.depth {
-				return a.depth < c.depth
-			}
-			return a.order < c.order
+			return cs[i].order < cs[j].order
 		})
 		win := cs[0]
 		for _, c := range cs[1:] {
-			switch {
-			case c.owner == win.owner:
-			case win.route == nil:
-				c.owner.note("route %q is not served on %s: %s delegates %q to an IngressRoute that cannot be served, so it answers 503 (see that object's status)", m, w.hosts[0], win.owner.ref, m)
-			default:
-				c.owner.note("route %q is not served on %s: %s serves it (%q is delegated to it)", m, w.hosts[0], win.owner.ref, win.prefix)
+			if c.owner != win.owner {
+				c.owner.note("route %q is not served on %s: %s, closer to the root, serves it", m, w.hosts[0], win.owner.ref)
 			}
 		}
 		out = append(out, win)
 	}
 	return out
-}
-
-// dropShadowed removes the routes that lie inside a prefix the tree delegated elsewhere:
-// a longer delegated prefix than the one the route's object holds, or the same prefix
-// delegated closer to the root. An object delegated "/" cannot serve "/a/x" once "/a" is
-// delegated to another object, even when that object cannot be served (its prefix then
-// answers 503).
-func (w *rootWalk) dropShadowed() {
-	for m, cs := range w.claims {
-		kept := cs[:0]
-		for _, c := range cs {
-			if e, shadowed := w.shadow(c); shadowed {
-				if e.refused {
-					c.owner.note("route %q is not served on %s: %s delegates %q to %s, which cannot be served, so it answers 503 (see %s's status)", m, w.hosts[0], e.from, e.prefix, e.to, e.from)
-				} else {
-					c.owner.note("route %q is not served on %s: %s delegates %q to %s", m, w.hosts[0], e.from, e.prefix, e.to)
-				}
-				continue
-			}
-			kept = append(kept, c)
-		}
-		if len(kept) == 0 {
-			delete(w.claims, m)
-		} else {
-			w.claims[m] = kept
-		}
-	}
-}
-
-// shadow finds a delegation that takes c's route away: one of a longer prefix, or of the
-// same prefix made closer to the root by an object that is not on c's own chain (a
-// delegate may hand its whole prefix on).
-func (w *rootWalk) shadow(c *irClaim) (delegationEdge, bool) {
-	for i, e := range w.edges {
-		if !strings.HasPrefix(c.match, e.prefix) {
-			continue
-		}
-		if len(e.prefix) > len(c.prefix) || (len(e.prefix) == len(c.prefix) && e.depth < c.depth && !c.via.contains(i)) {
-			return e, true
-		}
-	}
-	return delegationEdge{}, false
 }
 
 // servedRoute is a graph route with whether plain HTTP may reach it on a TLS host.
@@ -336,10 +285,8 @@ type servedRoute struct {
 	permitInsecure bool
 }
 
-// serveRoot walks a valid root's delegation tree and adds its hosts to the graph.
-func (b *builder) serveRoot(g *irGraph, root *irNode, secret *Secret, minTLS string) {
-	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), claims: map[string][]*irClaim{}, seen: map[visitKey]bool{}}
-	w.visit(root, "", 0, nil)
+// serveRoot adds a root's hosts, with the routes its walk decided, to the graph.
+func (b *builder) serveRoot(w *rootWalk, secret *Secret, minTLS string) {
 	winners := w.winners()
 	matches := map[string]bool{}
 	for _, c := range winners {

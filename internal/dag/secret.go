@@ -56,7 +56,7 @@ func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHost
 			continue
 		}
 		key := types.NamespacedName{Namespace: ing.Namespace, Name: t.SecretName}
-		secret, err := validTLSSecret(b.store.Secrets[key], key)
+		secret, err := b.tlsSecret(key)
 		if err != nil {
 			plan.errs = append(plan.errs, fmt.Sprintf("%s: %v: HTTPS is not served for %v", field, err, hosts))
 			continue
@@ -65,6 +65,25 @@ func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHost
 			plan.tls = append(plan.tls, plannedTLS{claim: claim{host: h, kind: claimTLS}, secret: secret})
 		}
 	}
+}
+
+// tlsSecret returns the validated certificate of a Secret, checking each Secret once per
+// build however many hosts use it (parsing keys is the costly part of a build).
+func (b *builder) tlsSecret(key types.NamespacedName) (*Secret, error) {
+	if r, ok := b.secrets[key]; ok {
+		return r.secret, r.err
+	}
+	s, err := validTLSSecret(b.store.Secrets[key], key)
+	if b.secrets == nil {
+		b.secrets = map[types.NamespacedName]checkedSecret{}
+	}
+	b.secrets[key] = checkedSecret{secret: s, err: err}
+	return s, err
+}
+
+type checkedSecret struct {
+	secret *Secret
+	err    error
 }
 
 // validTLSSecret checks that a Secret holds a PEM certificate chain and the private key
