@@ -56,18 +56,25 @@ func (b *syncBuffer) String() string {
 // ephemeral loopback ports and waits until it is ready.
 func start(t *testing.T, files map[string]string) *env {
 	t.Helper()
+	return startWith(t, files, app.RunOptions{})
+}
+
+// startWith is start with more run options. ManifestDir and Logger are always the test's;
+// empty listener addresses are ephemeral loopback ports.
+func startWith(t *testing.T, files map[string]string, opts app.RunOptions) *env {
+	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
 	for name, content := range files {
 		e.write(name, content)
 	}
-	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r, err := app.NewRunner(app.RunOptions{
-		ManifestDir: e.dir,
-		HTTPAddr:    "127.0.0.1:0",
-		HTTPSAddr:   "127.0.0.1:0",
-		AdminAddr:   "127.0.0.1:0",
-		Logger:      logger,
-	})
+	opts.ManifestDir = e.dir
+	opts.Logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, addr := range []*string{&opts.HTTPAddr, &opts.HTTPSAddr, &opts.AdminAddr} {
+		if *addr == "" {
+			*addr = "127.0.0.1:0"
+		}
+	}
+	r, err := app.NewRunner(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +103,7 @@ func start(t *testing.T, files map[string]string) *env {
 			return http.ErrUseLastResponse
 		},
 	}
-	e.eventually(5*time.Second, "portico to become ready", func() bool {
+	ready := func() bool {
 		addr := r.Admin().Addr()
 		if addr == "" {
 			return false
@@ -107,8 +114,37 @@ func start(t *testing.T, files map[string]string) *env {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	})
+	}
+	for deadline := time.Now().Add(5 * time.Second); !ready(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			if nacks := e.nacks(); len(nacks) > 0 {
+				t.Fatalf("portico never became ready: the embedded proxy rejected the configuration:\n%s", strings.Join(nacks, "\n"))
+			}
+			t.Fatalf("timed out after 5s waiting for portico to become ready")
+		}
+	}
 	return e
+}
+
+// nacks returns the distinct reasons the embedded proxy gave for rejecting xDS resources.
+func (e *env) nacks() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if !strings.Contains(line, "NACK") {
+			continue
+		}
+		_, reason, ok := strings.Cut(line, " error=")
+		if !ok {
+			reason = line
+		}
+		reason, _, _ = strings.Cut(reason, " delay=") // repeated NACKs are delayed
+		if !seen[reason] {
+			seen[reason] = true
+			out = append(out, reason)
+		}
+	}
+	return out
 }
 
 func (e *env) write(name, content string) {
@@ -152,9 +188,18 @@ func (r result) service() string { return r.echo.Service }
 
 func (e *env) do(req *http.Request, client *http.Client) result {
 	e.t.Helper()
-	resp, err := client.Do(req)
+	r, err := fetch(req, client)
 	if err != nil {
 		e.t.Fatalf("%s %s (Host %s): %v", req.Method, req.URL, req.Host, err)
+	}
+	return r
+}
+
+// fetch is do for goroutines other than the test's: it returns the error instead.
+func fetch(req *http.Request, client *http.Client) (result, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return result{}, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
@@ -165,7 +210,7 @@ func (e *env) do(req *http.Request, client *http.Client) result {
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
 		r.tlsCert = resp.TLS.PeerCertificates[0].Subject.CommonName
 	}
-	return r
+	return r, nil
 }
 
 // get sends GET path with the given Host header to the HTTP listener.
