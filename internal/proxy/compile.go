@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync/atomic"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 )
@@ -152,41 +151,81 @@ func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 		}
 		endpoints = cla.endpoints
 	}
-	snap.clusters[name] = &upstreamCluster{
+	cs := p.clusterState(name)
+	uc := &upstreamCluster{
 		name:           name,
 		endpoints:      endpoints,
 		connectTimeout: spec.connectTimeout,
 		network:        spec.network,
-		next:           p.lbCounter(name),
+		lb:             spec.lb,
+		healthCheck:    spec.healthCheck,
+		state:          cs,
+		active:         cs.activeCounters(endpoints),
+		allHosts:       &hostSet{idx: allIndexes(len(endpoints))},
 	}
+	if spec.healthCheck != nil {
+		// Checkers start when the snapshot is applied (syncClusters).
+		if cs.health == nil {
+			cs.health = p.newHealthState(name, &cs.served)
+		}
+		uc.health = cs.health
+	}
+	snap.clusters[name] = uc
 	return nil
 }
 
-// lbCounter returns the round-robin position of a cluster, shared by every
-// snapshot. Counters of clusters that disappear are dropped at the next apply.
-func (p *Proxy) lbCounter(cluster string) *atomic.Uint64 {
-	c, ok := p.lbCounters[cluster]
+// clusterState returns the state a cluster keeps across snapshots. States
+// of clusters that disappear are dropped at the next apply.
+func (p *Proxy) clusterState(cluster string) *clusterState {
+	cs, ok := p.clusterStates[cluster]
 	if !ok {
-		c = new(atomic.Uint64)
-		p.lbCounters[cluster] = c
+		cs = newClusterState()
+		p.clusterStates[cluster] = cs
 	}
-	return c
+	return cs
 }
 
-func (p *Proxy) pruneLBCounters(snap *snapshot) {
-	for name := range p.lbCounters {
-		if _, ok := snap.clusters[name]; !ok {
-			delete(p.lbCounters, name)
+// syncClusters brings the clusters' shared state in line with the snapshot
+// being applied: health checkers start for new endpoints and stop for
+// removed endpoints and clusters, and removed clusters' state is dropped.
+func (p *Proxy) syncClusters(snap *snapshot) {
+	for name, cs := range p.clusterStates {
+		uc, ok := snap.clusters[name]
+		if !ok {
+			if cs.health != nil {
+				cs.health.stop()
+			}
+			delete(p.clusterStates, name)
+			continue
+		}
+		cs.pruneActive(uc.endpoints)
+		switch {
+		case uc.health != nil:
+			uc.health.configure(uc)
+		case cs.health != nil:
+			cs.health.stop() // health_checks were removed from the cluster
+			cs.health = nil
 		}
 	}
+}
+
+// stopHealthChecks stops every checker and waits for them. It runs after
+// the ADS stream has ended, so no configuration can start new ones.
+func (p *Proxy) stopHealthChecks() {
+	for _, cs := range p.clusterStates {
+		if cs.health != nil {
+			cs.health.stop()
+		}
+	}
+	p.healthRunning.Wait()
 }
 
 // apply makes snap the served configuration: listeners are opened, kept or
 // closed as needed, then every listener switches to its new configuration.
 func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
+	p.syncClusters(snap)
 	p.syncListeners(ctx, snap)
 	p.current.Store(snap)
-	p.pruneLBCounters(snap)
 	if snap.version != "" {
 		v := snap.version
 		p.appliedVersion.Store(&v)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -62,6 +63,9 @@ type hcmSpec struct {
 	generateRequestID bool
 	preserveRequestID bool
 	upgrades          []string // lower-cased upgrade types allowed (e.g. "websocket")
+	// streamIdleTimeout bounds how long a stream may see no activity; 0
+	// disables it. A route's idle_timeout overrides it.
+	streamIdleTimeout time.Duration
 }
 
 // tlsSpec is a validated DownstreamTlsContext.
@@ -284,6 +288,10 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		stripTrailingDot:  h.GetStripTrailingHostDot(),
 		generateRequestID: h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
 		preserveRequestID: h.GetPreserveExternalRequestId(),
+		streamIdleTimeout: defaultStreamIdleTimeout,
+	}
+	if d := h.GetStreamIdleTimeout(); d != nil {
+		spec.streamIdleTimeout = d.AsDuration()
 	}
 	if spec.serverName == "" {
 		spec.serverName = "envoy" // Envoy's default, for configs that do not set it

@@ -114,6 +114,13 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
 		field{"hedge_policy", pvh.GetHedgePolicy() != nil},
 		field{"request_mirror_policies", len(pvh.GetRequestMirrorPolicies()) > 0},
 		field{"route_specifiers", len(pvh.GetRouteSpecifiers()) > 0},
+		// Buffer limits would change which request bodies retries replay.
+		field{"per_request_buffer_limit_bytes", pvh.GetPerRequestBufferLimitBytes() != nil},
+		field{"request_body_buffer_limit", pvh.GetRequestBodyBufferLimit() != nil},
+		// Attempt-count headers are not generated.
+		field{"include_request_attempt_count", pvh.GetIncludeRequestAttemptCount()},
+		field{"include_attempt_count_in_response", pvh.GetIncludeAttemptCountInResponse()},
+		field{"include_is_timeout_retry_header", pvh.GetIncludeIsTimeoutRetryHeader()},
 	); err != nil {
 		return nil, err
 	}
@@ -136,6 +143,8 @@ func convertRoute(pr *routev3.Route) (*route, error) {
 		field{"response_headers_to_add", len(pr.GetResponseHeadersToAdd()) > 0},
 		field{"response_headers_to_remove", len(pr.GetResponseHeadersToRemove()) > 0},
 		field{"route_specifiers", len(pr.GetRouteSpecifiers()) > 0},
+		field{"per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil},
+		field{"request_body_buffer_limit", pr.GetRequestBodyBufferLimit() != nil},
 	); err != nil {
 		return nil, err
 	}
@@ -263,13 +272,11 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		field{"path_rewrite", ra.GetPathRewrite() != ""},
 		field{"host_rewrite", ra.GetHostRewriteSpecifier() != nil},
 		field{"append_x_forwarded_host", ra.GetAppendXForwardedHost()},
-		field{"idle_timeout", ra.GetIdleTimeout() != nil},
 		field{"flush_timeout", ra.GetFlushTimeout() != nil},
 		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
-		field{"retry_policy", ra.GetRetryPolicy() != nil || ra.GetRetryPolicyTypedConfig() != nil},
+		field{"retry_policy_typed_config", ra.GetRetryPolicyTypedConfig() != nil},
 		field{"request_mirror_policies", len(ra.GetRequestMirrorPolicies()) > 0},
 		field{"rate_limits", len(ra.GetRateLimits()) > 0},
-		field{"hash_policy", len(ra.GetHashPolicy()) > 0},
 		field{"cors", ra.GetCors() != nil},
 		field{"max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil},
 		field{"grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil},
@@ -285,10 +292,26 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		timeout:          defaultRouteTimeout,
 		prefixRewrite:    ra.GetPrefixRewrite(),
 		hasPrefixRewrite: ra.GetPrefixRewrite() != "",
+		retry:            noRetries,
 	}
 	if ra.GetTimeout() != nil {
 		fa.timeout = ra.GetTimeout().AsDuration()
 	}
+	if d := ra.GetIdleTimeout(); d != nil {
+		fa.idleTimeout, fa.hasIdleTimeout = d.AsDuration(), true
+	}
+	if rp := ra.GetRetryPolicy(); rp != nil {
+		p, err := convertRetryPolicy(rp)
+		if err != nil {
+			return nil, fmt.Errorf("retry_policy: %w", err)
+		}
+		fa.retry = p
+	}
+	hps, err := convertHashPolicies(ra.GetHashPolicy())
+	if err != nil {
+		return nil, err
+	}
+	fa.hashPolicies = hps
 	switch ra.GetClusterNotFoundResponseCode() {
 	case routev3.RouteAction_SERVICE_UNAVAILABLE:
 		fa.notFoundStatus = http.StatusServiceUnavailable

@@ -160,7 +160,7 @@ func TestConvertClusters(t *testing.T) {
 		{"original dst", func(c *clusterv3.Cluster) {
 			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 		}, "cluster type ORIGINAL_DST"},
-		{"least request", func(c *clusterv3.Cluster) { c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST }, "lb_policy"},
+		{"cluster provided lb", func(c *clusterv3.Cluster) { c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED }, "lb_policy CLUSTER_PROVIDED"},
 		{"upstream TLS", func(c *clusterv3.Cluster) { c.TransportSocket = &corev3.TransportSocket{Name: "tls"} }, "transport_socket"},
 		{"health checks", func(c *clusterv3.Cluster) { c.HealthChecks = []*corev3.HealthCheck{{}} }, "health_checks"},
 		{"non-ADS EDS", func(c *clusterv3.Cluster) {

@@ -17,8 +17,15 @@
 //   - listeners.go, tls.go: sockets (with bind retries), HTTP servers, SNI
 //     filter-chain selection.
 //   - routing.go: virtual host and route matching.
-//   - handler.go: the request path: edge headers, actions, access log.
-//   - upstream.go: clusters, round robin, the shared transport, error mapping.
+//   - handler.go: the request path: edge headers, actions, timeouts, access log.
+//   - upstream.go: clusters, the shared transport, error mapping.
+//   - retry.go: retry_policy and the attempts of a request (attemptTransport);
+//     body.go: request body tracking and replay for retries.
+//   - idle.go: the stream idle timeout (HCM stream_idle_timeout, route idle_timeout).
+//   - lb.go: lb_policy, panic mode and the per-cluster state kept across
+//     swaps; hashlb.go, hashpolicy.go, xxhash.go: RING_HASH, MAGLEV and
+//     hash_policy.
+//   - healthcheck.go: active HTTP health checking.
 //
 // Beyond the contract the proxy also honours: inline route_config, "prefix*"
 // domains, the deprecated single-purpose header matchers, STATIC and

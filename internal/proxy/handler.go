@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,7 +28,8 @@ type exchange struct {
 	vhost        string
 	route        string
 	cluster      string
-	upstreamHost string
+	upstreamHost string // of the last attempt
+	attempts     int    // upstream attempts made (0 for local replies)
 }
 
 func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +85,9 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// forward proxies the request to an endpoint of the route's cluster.
+// forward proxies the request to an endpoint of the route's cluster. The
+// cluster is chosen once; attemptTransport makes the attempts (retries pick
+// an endpoint again).
 func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, rt *route, ri *requestInfo, ex *exchange) {
 	fa := rt.forward
 	ex.cluster = fa.pickCluster()
@@ -97,56 +100,101 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		localReply(rw, fa.notFoundStatus, body)
 		return
 	}
-	endpoint := cl.pick()
-	if endpoint == "" {
+	var pc pickContext
+	if cl.lb.usesHash() {
+		pc = requestHash(fa.hashPolicies, r, ri)
+	}
+	endpoint, ok := cl.pick(pc)
+	if !ok {
 		localReply(rw, http.StatusServiceUnavailable, "no healthy upstream")
 		return
 	}
-	ex.upstreamHost = endpoint
+	ex.upstreamHost = cl.endpoints[endpoint]
 
-	path := ri.path
-	if fa.hasPrefixRewrite {
-		path = fa.prefixRewrite + path[rt.match.matchedPrefixLen(path):]
-	}
-	t := &upstreamTarget{
-		cluster:   cl,
-		endpoint:  endpoint,
-		path:      path,
-		host:      ri.authority,
-		rawQuery:  ri.rawQuery,
-		scheme:    forwardedProto(rw.hcm, r, ri.scheme),
-		xff:       forwardedFor(rw.hcm, r),
-		requestID: rw.requestID,
-	}
-	ctx := r.Context()
-	out := r
-	if fa.timeout > 0 {
-		// Envoy's route timeout starts when the downstream request is
-		// complete: a slow upload does not count against it.
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		t.timer = &routeTimer{timeout: fa.timeout, cancel: cancel}
-		defer t.timer.stop()
-		out = r.WithContext(ctx)
-		if requestHasBody(r) {
-			out.Body = &armOnEOF{ReadCloser: r.Body, remaining: r.ContentLength, arm: t.timer.arm}
-		} else {
-			t.timer.arm()
-		}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
+	defer t.startTimeouts(rw, fa, cancel)()
+	out := r.WithContext(ctx)
+	if requestHasBody(r) {
+		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done}
+	} else {
+		t.done.complete()
 	}
 	ctx = context.WithValue(ctx, upstreamTargetKey{}, t)
 	h.p.reverseProxy.ServeHTTP(rw, out.WithContext(ctx))
+}
+
+// newTarget describes the upstream side of a forwarded request.
+func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *route, ri *requestInfo, ex *exchange,
+	cl *upstreamCluster, endpoint int, pc pickContext) *upstreamTarget {
+	path := ri.path
+	if rt.forward.hasPrefixRewrite {
+		path = rt.forward.prefixRewrite + path[rt.match.matchedPrefixLen(path):]
+	}
+	return &upstreamTarget{
+		cluster:     cl,
+		endpointIdx: endpoint,
+		endpoint:    cl.endpoints[endpoint],
+		path:        path,
+		host:        ri.authority,
+		rawQuery:    ri.rawQuery,
+		scheme:      forwardedProto(rw.hcm, r, ri.scheme),
+		xff:         forwardedFor(rw.hcm, r),
+		requestID:   rw.requestID,
+		retry:       rt.forward.retry,
+		pick:        pc,
+		done:        &completion{},
+		ex:          ex,
+		metrics:     h.p.metrics,
+	}
+}
+
+// startTimeouts starts the stream idle timeout and arms the route timeout
+// for when the request is complete; the returned function stops both.
+func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *forwardAction, cancel context.CancelCauseFunc) (stop func()) {
+	t.idle = startIdleTimer(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t, cancel) })
+	rw.idle = t.idle
+	if fa.timeout > 0 {
+		// Envoy's route timeout starts when the downstream request is
+		// complete: a slow upload does not count against it.
+		t.timer = &routeTimer{timeout: fa.timeout, cancel: cancel, cause: errRouteTimeout}
+		t.done.onComplete(t.timer.arm)
+	}
+	return func() {
+		t.idle.stop()
+		t.timer.stop()
+	}
+}
+
+// onIdleTimeout ends a stream that has been idle too long: the request is
+// cancelled (408 if the response head was not sent yet, a reset otherwise),
+// and reads of a stalled upload or writes to a stalled client are unblocked.
+// It runs on the idle timer's goroutine, which stops before forward returns.
+func onIdleTimeout(rw *responseWriter, t *upstreamTarget, cancel context.CancelCauseFunc) {
+	// Look before cancelling: once cancelled, the handler may write the 408,
+	// which must not be mistaken for a response in progress.
+	uploading, responding := !t.done.isComplete(), rw.headerSent.Load()
+	cancel(errStreamIdleTimeout)
+	rc := http.NewResponseController(rw.ResponseWriter)
+	if uploading {
+		_ = rc.SetReadDeadline(time.Now())
+	}
+	if responding {
+		_ = rc.SetWriteDeadline(time.Now())
+	}
 }
 
 // errRouteTimeout is the cancellation cause of a request whose route timeout
 // expired.
 var errRouteTimeout = errors.New("route timeout")
 
-// routeTimer is a route timeout, armed once the downstream request is complete.
+// routeTimer is a route or per-try timeout, armed once the downstream
+// request is complete. A nil *routeTimer is a disabled timeout.
 type routeTimer struct {
 	timeout time.Duration
 	cancel  context.CancelCauseFunc
+	cause   error
 
 	mu      sync.Mutex
 	timer   *time.Timer
@@ -160,12 +208,15 @@ func (rt *routeTimer) arm() {
 	if rt.timer != nil || rt.stopped {
 		return
 	}
-	rt.timer = time.AfterFunc(rt.timeout, func() { rt.cancel(errRouteTimeout) })
+	rt.timer = time.AfterFunc(rt.timeout, func() { rt.cancel(rt.cause) })
 }
 
 // stop disarms the timeout when the exchange is over: the transport may still
 // read (and so arm) the body afterwards.
 func (rt *routeTimer) stop() {
+	if rt == nil {
+		return
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.stopped = true
@@ -174,43 +225,10 @@ func (rt *routeTimer) stop() {
 	}
 }
 
-// expired reports whether the request was cancelled by the route timeout.
-func (rt *routeTimer) expired(ctx context.Context) bool {
-	return rt != nil && errors.Is(context.Cause(ctx), errRouteTimeout)
-}
-
 // requestHasBody reports whether a downstream request carries a body that
 // the upstream request will read.
 func requestHasBody(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
-}
-
-// armOnEOF arms the route timeout when the request body has been read to its
-// end (or its declared length), or when the transport closes it (the upload
-// is over either way).
-type armOnEOF struct {
-	io.ReadCloser
-	remaining int64 // bytes left of a declared Content-Length; -1 if unknown
-	arm       func()
-}
-
-func (b *armOnEOF) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if b.remaining > 0 {
-		b.remaining -= int64(n)
-		if b.remaining <= 0 {
-			b.arm()
-		}
-	}
-	if err == io.EOF {
-		b.arm()
-	}
-	return n, err
-}
-
-func (b *armOnEOF) Close() error {
-	b.arm()
-	return b.ReadCloser.Close()
 }
 
 // pickCluster chooses a cluster by weight, per request.
@@ -252,6 +270,7 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 		slog.Int64("bytes", rw.bytes),
 		slog.String("upstream_cluster", ex.cluster),
 		slog.String("upstream_host", ex.upstreamHost),
+		slog.Int("attempts", ex.attempts),
 		slog.String("request_id", rw.requestID),
 		slog.String("vhost", ex.vhost),
 		slog.String("route", ex.route),
@@ -445,6 +464,9 @@ type responseWriter struct {
 	status      int
 	bytes       int64
 	upstreamErr error
+	// headerSent mirrors status != 0 for the idle timer's goroutine.
+	headerSent atomic.Bool
+	idle       *idleTimer // bytes sent are stream activity; nil for local replies
 }
 
 func (w *responseWriter) decorate() {
@@ -472,6 +494,7 @@ func (w *responseWriter) WriteHeader(code int) {
 		return
 	}
 	w.status = code
+	w.headerSent.Store(true)
 	w.decorate()
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -482,6 +505,9 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
+	if n > 0 {
+		w.idle.touch()
+	}
 	return n, err
 }
 
@@ -497,6 +523,7 @@ func (w *responseWriter) Flush() {
 func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.status == 0 {
 		w.status = http.StatusSwitchingProtocols
+		w.headerSent.Store(true)
 		w.decorate()
 	}
 	return http.NewResponseController(w.ResponseWriter).Hijack()

@@ -16,6 +16,9 @@ type metrics struct {
 	requests   *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	xdsUpdates *prometheus.CounterVec
+	retries    *prometheus.CounterVec
+	// healthyEndpoints exists for clusters with active health checks.
+	healthyEndpoints *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -39,11 +42,25 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name:      "xds_updates_total",
 			Help:      "xDS responses by resource type and outcome (ack or nack).",
 		}, []string{"type", "result"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "portico",
+			Subsystem: "proxy",
+			Name:      "upstream_retries_total",
+			Help:      "Retries of upstream requests (route retry_policy) by cluster.",
+		}, []string{"cluster"}),
+		healthyEndpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "portico",
+			Subsystem: "proxy",
+			Name:      "cluster_healthy_endpoints",
+			Help:      "Endpoints passing active health checks, by cluster (clusters with health_checks only).",
+		}, []string{"cluster"}),
 	}
 	if reg != nil {
 		m.requests = register(reg, m.requests, log)
 		m.duration = register(reg, m.duration, log)
 		m.xdsUpdates = register(reg, m.xdsUpdates, log)
+		m.retries = register(reg, m.retries, log)
+		m.healthyEndpoints = register(reg, m.healthyEndpoints, log)
 	}
 	return m
 }
@@ -72,4 +89,8 @@ func (m *metrics) request(listener, cluster string, status int, elapsed time.Dur
 
 func (m *metrics) xdsUpdate(typeURL, result string) {
 	m.xdsUpdates.WithLabelValues(shortTypeName(typeURL), result).Inc()
+}
+
+func (m *metrics) retry(cluster string) {
+	m.retries.WithLabelValues(cluster).Inc()
 }

@@ -44,10 +44,15 @@ type Proxy struct {
 	// store holds the last accepted resources per type. It is owned by the
 	// goroutine running the ADS stream (see reconcile) and needs no lock.
 	store *resourceStore
-	// lbCounters keeps round-robin positions per cluster across config swaps so
-	// that frequent updates do not keep resetting every cluster to its first
-	// endpoint. Only touched while compiling (ADS goroutine).
-	lbCounters map[string]*atomic.Uint64
+	// clusterStates keeps per-cluster load-balancing and health state across
+	// config swaps, so that frequent updates do not keep resetting round
+	// robin, in-flight counts or health. Only touched while compiling and
+	// applying (ADS goroutine), then by shutdown.
+	clusterStates map[string]*clusterState
+	// healthCheckers counts running health checker goroutines (tests watch
+	// it); healthRunning is waited for at shutdown.
+	healthCheckers atomic.Int64
+	healthRunning  sync.WaitGroup
 
 	current        atomic.Pointer[snapshot]
 	ready          atomic.Bool
@@ -76,14 +81,14 @@ func New(cfg Config) *Proxy {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Proxy{
-		cfg:        cfg,
-		log:        log,
-		metrics:    newMetrics(cfg.Registerer, log),
-		store:      newResourceStore(),
-		lbCounters: make(map[string]*atomic.Uint64),
-		listeners:  make(map[string]*liveListener),
-		unbound:    make(map[string]*unboundListener),
-		rebind:     make(chan struct{}, 1),
+		cfg:           cfg,
+		log:           log,
+		metrics:       newMetrics(cfg.Registerer, log),
+		store:         newResourceStore(),
+		clusterStates: make(map[string]*clusterState),
+		listeners:     make(map[string]*liveListener),
+		unbound:       make(map[string]*unboundListener),
+		rebind:        make(chan struct{}, 1),
 	}
 	p.transport = newUpstreamTransport()
 	p.reverseProxy = p.newReverseProxy()
@@ -120,6 +125,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	<-retrying // no listener may be opened after shutdown
 
 	p.shutdown()
+	p.stopHealthChecks()
 	p.transport.CloseIdleConnections()
 	return nil
 }

@@ -96,6 +96,12 @@ type forwardAction struct {
 	hasPrefixRewrite bool
 	// notFoundStatus is returned when the picked cluster is not in the snapshot.
 	notFoundStatus int
+	retry          *retryPolicy // never nil (noRetries)
+	// idleTimeout overrides the HCM's stream_idle_timeout when
+	// hasIdleTimeout; 0 disables the idle timeout.
+	idleTimeout    time.Duration
+	hasIdleTimeout bool
+	hashPolicies   []hashPolicy // for RING_HASH and MAGLEV clusters
 }
 
 type weightedCluster struct {

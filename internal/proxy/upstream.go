@@ -40,6 +40,8 @@ type clusterSpec struct {
 	endpoints      []string // inline: host:port (hostnames for STRICT_DNS, resolved per connection)
 	connectTimeout time.Duration
 	network        string // "tcp", "tcp4" or "tcp6" (dns_lookup_family)
+	lb             lbSpec
+	healthCheck    *healthCheckSpec // nil without health_checks
 }
 
 // assignmentSpec is a validated ClusterLoadAssignment.
@@ -53,16 +55,16 @@ type upstreamCluster struct {
 	endpoints      []string
 	connectTimeout time.Duration
 	network        string
-	next           *atomic.Uint64 // round-robin position, shared across snapshots
-}
+	lb             lbSpec
+	healthCheck    *healthCheckSpec
+	// state, and the counters and health it holds, are shared by every
+	// snapshot: they survive configuration swaps.
+	state  *clusterState
+	active []*atomic.Int64 // in-flight requests, by endpoint index
+	health *healthState    // nil: every endpoint is healthy
 
-// pick returns the next endpoint in round-robin order, or "" if there is none.
-func (c *upstreamCluster) pick() string {
-	if len(c.endpoints) == 0 {
-		return ""
-	}
-	n := c.next.Add(1) - 1
-	return c.endpoints[n%uint64(len(c.endpoints))]
+	allHosts *hostSet                // every endpoint (without health checks)
+	hosts    atomic.Pointer[hostSet] // with health checks: the set at the latest generation
 }
 
 func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
@@ -70,7 +72,6 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		field{"transport_socket", c.GetTransportSocket() != nil},
 		field{"transport_socket_matches", len(c.GetTransportSocketMatches()) > 0},
 		field{"transport_socket_matcher", c.GetTransportSocketMatcher() != nil},
-		field{"health_checks", len(c.GetHealthChecks()) > 0},
 		field{"outlier_detection", c.GetOutlierDetection() != nil},
 		field{"circuit_breakers", c.GetCircuitBreakers() != nil},
 		field{"max_requests_per_connection", c.GetMaxRequestsPerConnection() != nil},
@@ -85,7 +86,6 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		field{"typed_dns_resolver_config", c.GetTypedDnsResolverConfig() != nil},
 		field{"upstream_bind_config", c.GetUpstreamBindConfig() != nil},
 		field{"lb_subset_config", c.GetLbSubsetConfig() != nil},
-		field{"lb_config", c.GetLbConfig() != nil},
 		field{"load_balancing_policy", c.GetLoadBalancingPolicy() != nil},
 		field{"filters", len(c.GetFilters()) > 0},
 		field{"upstream_config", c.GetUpstreamConfig() != nil},
@@ -94,10 +94,15 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 	); err != nil {
 		return nil, err
 	}
-	if c.GetLbPolicy() != clusterv3.Cluster_ROUND_ROBIN {
-		return nil, fmt.Errorf("lb_policy %v is not supported (only ROUND_ROBIN)", c.GetLbPolicy())
+	lb, err := convertLB(c)
+	if err != nil {
+		return nil, err
 	}
-	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp"}
+	hc, err := convertHealthChecks(c.GetName(), c.GetHealthChecks())
+	if err != nil {
+		return nil, fmt.Errorf("health_checks: %w", err)
+	}
+	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp", lb: lb, healthCheck: hc}
 	if c.GetConnectTimeout() != nil {
 		spec.connectTimeout = c.GetConnectTimeout().AsDuration()
 	}
@@ -211,6 +216,15 @@ type upstreamTarget struct {
 	xff       string // X-Forwarded-For to send; "" leaves it out
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
+
+	endpointIdx int          // the first attempt's endpoint
+	retry       *retryPolicy // never nil
+	pick        pickContext  // for the retries' picks
+	idle        *idleTimer   // nil when the idle timeout is disabled
+	done        *completion  // the downstream request is complete
+	ex          *exchange
+	attempts    int
+	metrics     *metrics
 }
 
 type upstreamTargetKey struct{}
@@ -253,7 +267,7 @@ func dialUpstream(ctx context.Context, network, addr string) (net.Conn, error) {
 // request-specific comes from the upstreamTarget in the request context.
 func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Transport:     p.transport,
+		Transport:     attemptTransport{base: p.transport},
 		Rewrite:       rewriteUpstreamRequest,
 		FlushInterval: -1, // stream responses as they come, like Envoy
 		ErrorHandler:  p.upstreamError,
@@ -283,26 +297,32 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 	pr.Out.Header.Del("X-Forwarded-Client-Cert")
 }
 
-// upstreamError maps transport failures to the contract's status codes:
-// the route timeout gives 504, anything else (refused, reset, connect
-// timeout, malformed response) 502.
+// upstreamError maps failures before the response head to the contract's
+// status codes: the route timeout and a last per-try timeout give 504, the
+// stream idle timeout 408, a retry without endpoint 503, anything else
+// (refused, reset, connect timeout, malformed response) 502.
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	t := targetFrom(r.Context())
-	if t != nil && t.timer.expired(r.Context()) {
-		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
-		return
-	}
 	rw, _ := w.(*responseWriter)
 	if rw != nil {
 		rw.upstreamErr = err
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-			// The client went away: nobody will read a reply, and counting a
-			// 502 would blame the upstream. Log nginx's 499 instead.
-			rw.status = statusClientClosedRequest
-			return
-		}
 	}
-	localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+resetReason(err))
+	cause := context.Cause(r.Context())
+	switch {
+	case errors.Is(cause, errRouteTimeout), errors.Is(err, errPerTryTimeout) && r.Context().Err() == nil:
+		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
+	case errors.Is(cause, errStreamIdleTimeout):
+		localReply(w, http.StatusRequestTimeout, "stream timeout")
+	case errors.Is(err, errNoHealthyUpstream):
+		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
+	case r.Context().Err() != nil:
+		// The client went away: nobody will read a reply, and counting a
+		// 502 would blame the upstream. Log nginx's 499 instead.
+		if rw != nil {
+			rw.status = statusClientClosedRequest
+		}
+	default:
+		localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+resetReason(err))
+	}
 }
 
 func resetReason(err error) string {

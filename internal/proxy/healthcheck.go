@@ -1,0 +1,417 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+)
+
+// Active HTTP health checking of cluster endpoints, with Envoy's semantics:
+// a new endpoint starts unhealthy and is checked at once, one success makes
+// it healthy the first time; afterwards healthy_threshold consecutive
+// successes are needed. A non-200 answer ejects an endpoint at once unless
+// its status is in retriable_statuses; those, timeouts and connection errors
+// must repeat unhealthy_threshold times.
+
+// defaultNoTrafficInterval is Envoy's no_traffic_interval default.
+const defaultNoTrafficInterval = 60 * time.Second
+
+// maxHealthCheckBody bounds how much of a check's response body is read
+// (to keep the connection reusable).
+const maxHealthCheckBody = 64 << 10
+
+// healthCheckSpec is a validated HealthCheck with an http_health_check.
+type healthCheckSpec struct {
+	timeout            time.Duration
+	interval           time.Duration
+	noTrafficInterval  time.Duration // used until the cluster has had traffic
+	unhealthyThreshold uint32
+	healthyThreshold   uint32
+	path               string
+	host               string // Host header of the checks
+	reuseConnection    bool
+	retriable          statusSet // statuses that count towards unhealthy_threshold
+}
+
+// statusSet is a set of HTTP statuses in [100, 600), comparable so that a
+// spec can be compared as a whole.
+type statusSet [10]uint64
+
+func (s *statusSet) add(code int) { s[code/64] |= 1 << (code % 64) }
+
+func (s *statusSet) has(code int) bool {
+	return code >= 0 && code < 640 && s[code/64]&(1<<(code%64)) != 0
+}
+
+func convertHealthChecks(cluster string, hcs []*corev3.HealthCheck) (*healthCheckSpec, error) {
+	switch len(hcs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return convertHealthCheck(cluster, hcs[0])
+	}
+	return nil, fmt.Errorf("only one health check is supported, got %d", len(hcs))
+}
+
+func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpec, error) {
+	// name only names statistics, and the always_log flags only matter with
+	// an event log (which is refused): both are safe to accept.
+	if err := unsupported(
+		field{"initial_jitter", hc.GetInitialJitter() != nil},
+		field{"interval_jitter", hc.GetIntervalJitter() != nil},
+		field{"interval_jitter_percent", hc.GetIntervalJitterPercent() != 0},
+		field{"alt_port", hc.GetAltPort() != nil},
+		field{"no_traffic_healthy_interval", hc.GetNoTrafficHealthyInterval() != nil},
+		field{"unhealthy_interval", hc.GetUnhealthyInterval() != nil},
+		field{"unhealthy_edge_interval", hc.GetUnhealthyEdgeInterval() != nil},
+		field{"healthy_edge_interval", hc.GetHealthyEdgeInterval() != nil},
+		field{"event_log_path", hc.GetEventLogPath() != ""},
+		field{"event_logger", len(hc.GetEventLogger()) > 0},
+		field{"event_service", hc.GetEventService() != nil},
+		field{"tls_options", hc.GetTlsOptions() != nil},
+		field{"transport_socket_match_criteria", hc.GetTransportSocketMatchCriteria() != nil},
+	); err != nil {
+		return nil, err
+	}
+	h, ok := hc.GetHealthChecker().(*corev3.HealthCheck_HttpHealthCheck_)
+	if !ok {
+		return nil, fmt.Errorf("health checker %T is not supported (only http_health_check)", hc.GetHealthChecker())
+	}
+	spec := &healthCheckSpec{
+		timeout:            hc.GetTimeout().AsDuration(),
+		interval:           hc.GetInterval().AsDuration(),
+		noTrafficInterval:  defaultNoTrafficInterval,
+		unhealthyThreshold: hc.GetUnhealthyThreshold().GetValue(),
+		healthyThreshold:   hc.GetHealthyThreshold().GetValue(),
+		reuseConnection:    hc.GetReuseConnection() == nil || hc.GetReuseConnection().GetValue(),
+	}
+	if d := hc.GetNoTrafficInterval(); d != nil {
+		spec.noTrafficInterval = d.AsDuration()
+	}
+	if spec.timeout <= 0 || spec.interval <= 0 || spec.noTrafficInterval <= 0 {
+		return nil, errors.New("timeout, interval and no_traffic_interval must be positive")
+	}
+	if spec.unhealthyThreshold == 0 || spec.healthyThreshold == 0 {
+		return nil, errors.New("unhealthy_threshold and healthy_threshold must be positive")
+	}
+	if err := spec.setHTTP(cluster, h.HttpHealthCheck); err != nil {
+		return nil, fmt.Errorf("http_health_check: %w", err)
+	}
+	return spec, nil
+}
+
+func (s *healthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHealthCheck) error {
+	if err := unsupported(
+		field{"send", h.GetSend() != nil},
+		field{"receive", len(h.GetReceive()) > 0},
+		field{"response_buffer_size", h.GetResponseBufferSize() != nil},
+		field{"request_headers_to_add", len(h.GetRequestHeadersToAdd()) > 0},
+		field{"request_headers_to_remove", len(h.GetRequestHeadersToRemove()) > 0},
+		field{"expected_statuses", len(h.GetExpectedStatuses()) > 0},
+		field{"codec_client_type " + h.GetCodecClientType().String() + " (only HTTP1)", h.GetCodecClientType() != typev3.CodecClientType_HTTP1},
+		field{"use_alpn_protocol", h.GetUseAlpnProtocol()},
+		field{"service_name_matcher", h.GetServiceNameMatcher() != nil},
+		field{"method " + h.GetMethod().String() + " (only GET)", h.GetMethod() != corev3.RequestMethod_METHOD_UNSPECIFIED && h.GetMethod() != corev3.RequestMethod_GET},
+	); err != nil {
+		return err
+	}
+	s.path = h.GetPath()
+	if !strings.HasPrefix(s.path, "/") {
+		return fmt.Errorf("path %q must start with /", s.path)
+	}
+	for _, r := range h.GetRetriableStatuses() {
+		// Half-open ranges within [100, 600), as Envoy requires.
+		if r.GetStart() < 100 || r.GetEnd() > 600 || r.GetStart() >= r.GetEnd() {
+			return fmt.Errorf("retriable_statuses range [%d, %d) is not within [100, 600)", r.GetStart(), r.GetEnd())
+		}
+		for code := r.GetStart(); code < r.GetEnd(); code++ {
+			s.retriable.add(int(code))
+		}
+	}
+	// Envoy's default Host is the cluster's name.
+	s.host = h.GetHost()
+	if s.host == "" {
+		s.host = cluster
+	}
+	return nil
+}
+
+// healthState is the active health checking of one cluster: one checker
+// goroutine per endpoint, and the endpoints' health, which survives
+// configuration swaps.
+type healthState struct {
+	cluster string
+	log     *slog.Logger
+	metrics *metrics
+	served  *atomic.Bool // the cluster has had traffic: checks leave no_traffic_interval
+	// checkers counts the proxy's running checker goroutines; running is
+	// waited for at shutdown.
+	checkers *atomic.Int64
+	running  *sync.WaitGroup
+
+	// gen moves on every transition and membership change, so that load
+	// balancers rebuild their host sets.
+	gen atomic.Uint64
+	cfg atomic.Pointer[checkConfig]
+
+	mu        sync.RWMutex
+	endpoints map[string]*endpointHealth
+	stopped   bool
+}
+
+type endpointHealth struct {
+	healthy atomic.Bool
+	cancel  context.CancelFunc
+}
+
+// checkConfig is what a check needs; replaced as a whole when the cluster's
+// configuration changes, so a checker never sees half of an update.
+type checkConfig struct {
+	spec           healthCheckSpec
+	connectTimeout time.Duration
+	network        string
+	transport      *http.Transport
+	client         *http.Client
+}
+
+func (p *Proxy) newHealthState(cluster string, served *atomic.Bool) *healthState {
+	return &healthState{
+		cluster:   cluster,
+		log:       p.log,
+		metrics:   p.metrics,
+		served:    served,
+		checkers:  &p.healthCheckers,
+		running:   &p.healthRunning,
+		endpoints: make(map[string]*endpointHealth),
+	}
+}
+
+// healthy reports whether an endpoint passes its health checks. Unknown
+// endpoints (not checked yet) are not.
+func (hs *healthState) healthy(endpoint string) bool {
+	hs.mu.RLock()
+	defer hs.mu.RUnlock()
+	eh, ok := hs.endpoints[endpoint]
+	return ok && eh.healthy.Load()
+}
+
+// configure applies a cluster of the snapshot being applied: new endpoints
+// start unhealthy with a checker each, removed ones stop being checked.
+// Called by the ADS goroutine only.
+func (hs *healthState) configure(uc *upstreamCluster) {
+	hs.setConfig(uc)
+	want := make(map[string]bool, len(uc.endpoints))
+	for _, ep := range uc.endpoints {
+		want[ep] = true
+	}
+	hs.mu.Lock()
+	changed := false
+	for ep, eh := range hs.endpoints {
+		if !want[ep] {
+			eh.cancel()
+			delete(hs.endpoints, ep)
+			changed = true
+		}
+	}
+	for ep := range want {
+		if _, ok := hs.endpoints[ep]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		eh := &endpointHealth{cancel: cancel}
+		hs.endpoints[ep] = eh
+		hs.running.Add(1)
+		hs.checkers.Add(1)
+		go hs.run(ctx, ep, eh)
+		changed = true
+	}
+	hs.mu.Unlock()
+	if changed {
+		hs.gen.Add(1)
+		hs.reportHealthy()
+	}
+}
+
+// setConfig replaces the check configuration if the cluster's changed.
+func (hs *healthState) setConfig(uc *upstreamCluster) {
+	cur := hs.cfg.Load()
+	if cur != nil && cur.spec == *uc.healthCheck && cur.connectTimeout == uc.connectTimeout && cur.network == uc.network {
+		return
+	}
+	d := &net.Dialer{Timeout: uc.connectTimeout, KeepAlive: 30 * time.Second}
+	network := uc.network
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
+		DisableKeepAlives:   !uc.healthCheck.reuseConnection,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	hs.cfg.Store(&checkConfig{
+		spec:           *uc.healthCheck,
+		connectTimeout: uc.connectTimeout,
+		network:        network,
+		transport:      tr,
+		client:         &http.Client{Transport: tr, CheckRedirect: noRedirects},
+	})
+}
+
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// stop ends every checker of the cluster (its health checks were removed,
+// or the cluster was).
+func (hs *healthState) stop() {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	for ep, eh := range hs.endpoints {
+		eh.cancel()
+		delete(hs.endpoints, ep)
+	}
+	hs.stopped = true
+	hs.gen.Add(1)
+	hs.metrics.healthyEndpoints.DeleteLabelValues(hs.cluster)
+}
+
+// run checks one endpoint until ctx is cancelled: at once, then every
+// interval (no_traffic_interval while the cluster has had no traffic).
+func (hs *healthState) run(ctx context.Context, endpoint string, eh *endpointHealth) {
+	defer hs.running.Done()
+	defer hs.checkers.Add(-1)
+	var used *checkConfig
+	defer func() { used.transport.CloseIdleConnections() }()
+	counters := checkCounters{fresh: true}
+	for {
+		cfg := hs.cfg.Load()
+		if used != nil && used != cfg {
+			used.transport.CloseIdleConnections() // the configuration changed
+		}
+		used = cfg
+		res := cfg.check(ctx, endpoint)
+		if ctx.Err() != nil {
+			return
+		}
+		hs.record(endpoint, eh, &counters, res, &cfg.spec)
+		wait := cfg.spec.interval
+		if !hs.served.Load() {
+			wait = cfg.spec.noTrafficInterval
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// checkResult is the outcome of one check.
+type checkResult struct {
+	ok bool
+	// immediate failures (an unexpected status) eject at once; others
+	// (timeouts, connection errors, retriable statuses) count towards
+	// unhealthy_threshold.
+	immediate bool
+	reason    string
+}
+
+// check sends one health check request.
+func (cfg *checkConfig) check(ctx context.Context, endpoint string) checkResult {
+	ctx, cancel := context.WithTimeout(ctx, cfg.spec.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+endpoint+cfg.spec.path, nil)
+	if err != nil {
+		return checkResult{immediate: true, reason: err.Error()}
+	}
+	req.Host = cfg.spec.host
+	req.Header.Set("User-Agent", "Envoy/HC")
+	res, err := cfg.client.Do(req)
+	if err == nil {
+		_, err = io.CopyN(io.Discard, res.Body, maxHealthCheckBody)
+		if err == io.EOF {
+			err = nil
+		}
+		res.Body.Close()
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return checkResult{reason: "timeout"}
+	case err != nil:
+		return checkResult{reason: "connection error: " + err.Error()}
+	case res.StatusCode != http.StatusOK:
+		return checkResult{immediate: !cfg.spec.retriable.has(res.StatusCode), reason: fmt.Sprintf("status %d", res.StatusCode)}
+	}
+	return checkResult{ok: true, reason: "status 200"}
+}
+
+// checkCounters are a checker's consecutive results.
+type checkCounters struct {
+	successes, failures uint32
+	fresh               bool // no result recorded yet
+}
+
+// record applies a check result to an endpoint's health.
+func (hs *healthState) record(endpoint string, eh *endpointHealth, c *checkCounters, res checkResult, spec *healthCheckSpec) {
+	first := c.fresh
+	c.fresh = false
+	healthy := eh.healthy.Load()
+	if res.ok {
+		c.failures = 0
+		if healthy {
+			return
+		}
+		c.successes++
+		if first || c.successes >= spec.healthyThreshold {
+			c.successes = 0
+			hs.transition(endpoint, eh, true, res.reason)
+		}
+		return
+	}
+	c.successes = 0
+	if !healthy {
+		return
+	}
+	c.failures++
+	if res.immediate || c.failures >= spec.unhealthyThreshold {
+		c.failures = 0
+		hs.transition(endpoint, eh, false, res.reason)
+	}
+}
+
+func (hs *healthState) transition(endpoint string, eh *endpointHealth, healthy bool, reason string) {
+	eh.healthy.Store(healthy)
+	hs.gen.Add(1)
+	hs.log.Info("health check transition", "cluster", hs.cluster, "endpoint", endpoint, "healthy", healthy, "reason", reason)
+	hs.reportHealthy()
+}
+
+// reportHealthy updates the healthy-endpoints gauge. The lock orders
+// concurrent reports, and keeps a stopped cluster's gauge deleted.
+func (hs *healthState) reportHealthy() {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.stopped {
+		return
+	}
+	n := 0
+	for _, eh := range hs.endpoints {
+		if eh.healthy.Load() {
+			n++
+		}
+	}
+	hs.metrics.healthyEndpoints.WithLabelValues(hs.cluster).Set(float64(n))
+}

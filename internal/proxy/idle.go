@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// defaultStreamIdleTimeout is Envoy's HCM stream_idle_timeout when unset.
+const defaultStreamIdleTimeout = 5 * time.Minute
+
+// errStreamIdleTimeout is the cancellation cause of a request whose stream
+// idle timeout fired: 408 before the response head was sent, a reset after.
+var errStreamIdleTimeout = errors.New("stream idle timeout")
+
+// idleTimeoutFor returns the idle timeout of a forwarded request: the
+// route's idle_timeout when set (0 disables it), else the HCM's
+// stream_idle_timeout (0 disables it too).
+func idleTimeoutFor(fa *forwardAction, hcm *hcmSpec) time.Duration {
+	if fa.hasIdleTimeout {
+		return fa.idleTimeout
+	}
+	return hcm.streamIdleTimeout
+}
+
+// idleTimer fires when a stream has seen no activity for its timeout. Activity
+// is recorded with touch, which only stores a timestamp: the timer re-arms
+// itself lazily for the remaining time instead of being reset per read.
+type idleTimer struct {
+	timeout time.Duration
+	fire    func()
+	start   time.Time
+	last    atomic.Int64 // time.Since(start) of the last activity, in ns
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+// startIdleTimer returns a running idle timer, or nil (a valid no-op timer)
+// when the timeout is disabled.
+func startIdleTimer(timeout time.Duration, fire func()) *idleTimer {
+	if timeout <= 0 {
+		return nil
+	}
+	it := &idleTimer{timeout: timeout, fire: fire, start: time.Now()}
+	it.mu.Lock()
+	it.timer = time.AfterFunc(timeout, it.check)
+	it.mu.Unlock()
+	return it
+}
+
+// touch records activity on the stream.
+func (it *idleTimer) touch() {
+	if it != nil {
+		it.last.Store(int64(time.Since(it.start)))
+	}
+}
+
+func (it *idleTimer) check() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.stopped {
+		return
+	}
+	idle := time.Since(it.start) - time.Duration(it.last.Load())
+	if idle < it.timeout {
+		it.timer.Reset(it.timeout - idle)
+		return
+	}
+	it.stopped = true
+	it.fire()
+}
+
+// stop disarms the timer; once it returns, fire is not running and will not run.
+func (it *idleTimer) stop() {
+	if it == nil {
+		return
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.stopped = true
+	it.timer.Stop()
+}

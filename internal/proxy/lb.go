@@ -1,0 +1,359 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+)
+
+// Load balancing: which endpoint of a cluster serves one attempt. Every
+// policy picks among the cluster's healthy endpoints, or among all of them
+// in panic mode (too few healthy ones), as Envoy does.
+
+type lbPolicy int
+
+const (
+	lbRoundRobin lbPolicy = iota
+	lbLeastRequest
+	lbRandom
+	lbRingHash
+	lbMaglev
+)
+
+const (
+	// Envoy's defaults.
+	defaultChoiceCount    = 2
+	defaultMinRingSize    = 1024
+	defaultMaxRingSize    = 8 * 1024 * 1024
+	defaultMaglevSize     = 65537
+	defaultPanicThreshold = 50.0 // percent of healthy endpoints
+)
+
+// lbSpec is a cluster's validated load-balancing configuration.
+type lbSpec struct {
+	policy      lbPolicy
+	choiceCount int    // LEAST_REQUEST: endpoints sampled per pick
+	minRingSize uint64 // RING_HASH
+	maglevSize  uint64 // MAGLEV: a prime
+	// panicThreshold is common_lb_config.healthy_panic_threshold in percent:
+	// below it every endpoint gets traffic; 0 disables panic mode.
+	panicThreshold float64
+}
+
+// usesHash reports whether picks depend on the request's hash_policy.
+func (s lbSpec) usesHash() bool { return s.policy == lbRingHash || s.policy == lbMaglev }
+
+func convertLB(c *clusterv3.Cluster) (lbSpec, error) {
+	spec := lbSpec{
+		choiceCount:    defaultChoiceCount,
+		minRingSize:    defaultMinRingSize,
+		maglevSize:     defaultMaglevSize,
+		panicThreshold: defaultPanicThreshold,
+	}
+	switch p := c.GetLbPolicy(); p {
+	case clusterv3.Cluster_ROUND_ROBIN:
+		spec.policy = lbRoundRobin
+	case clusterv3.Cluster_LEAST_REQUEST:
+		spec.policy = lbLeastRequest
+	case clusterv3.Cluster_RANDOM:
+		spec.policy = lbRandom
+	case clusterv3.Cluster_RING_HASH:
+		spec.policy = lbRingHash
+	case clusterv3.Cluster_MAGLEV:
+		spec.policy = lbMaglev
+	default:
+		return spec, fmt.Errorf("lb_policy %v is not supported (ROUND_ROBIN, LEAST_REQUEST, RANDOM, RING_HASH, MAGLEV)", p)
+	}
+	if err := spec.setPolicyConfig(c); err != nil {
+		return spec, err
+	}
+	if err := spec.setCommonConfig(c.GetCommonLbConfig()); err != nil {
+		return spec, fmt.Errorf("common_lb_config: %w", err)
+	}
+	return spec, nil
+}
+
+// setPolicyConfig applies the lb_config that goes with the policy; a config
+// for another policy is refused rather than silently ignored.
+func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
+	switch cfg := c.GetLbConfig().(type) {
+	case nil:
+		return nil
+	case *clusterv3.Cluster_LeastRequestLbConfig_:
+		lr := cfg.LeastRequestLbConfig
+		if s.policy != lbLeastRequest {
+			return errors.New("least_request_lb_config needs lb_policy LEAST_REQUEST")
+		}
+		if err := unsupported(
+			field{"least_request_lb_config.active_request_bias", lr.GetActiveRequestBias() != nil},
+			field{"least_request_lb_config.slow_start_config", lr.GetSlowStartConfig() != nil},
+		); err != nil {
+			return err
+		}
+		if cc := lr.GetChoiceCount(); cc != nil {
+			s.choiceCount = int(cc.GetValue())
+		}
+	case *clusterv3.Cluster_RingHashLbConfig_:
+		rh := cfg.RingHashLbConfig
+		if s.policy != lbRingHash {
+			return errors.New("ring_hash_lb_config needs lb_policy RING_HASH")
+		}
+		if err := unsupported(
+			field{"ring_hash_lb_config.hash_function " + rh.GetHashFunction().String(), rh.GetHashFunction() != clusterv3.Cluster_RingHashLbConfig_XX_HASH},
+			field{"ring_hash_lb_config.maximum_ring_size", rh.GetMaximumRingSize() != nil},
+		); err != nil {
+			return err
+		}
+		if m := rh.GetMinimumRingSize(); m != nil {
+			if m.GetValue() == 0 {
+				return errors.New("ring_hash_lb_config.minimum_ring_size must be positive")
+			}
+			s.minRingSize = m.GetValue()
+		}
+	case *clusterv3.Cluster_MaglevLbConfig_:
+		if s.policy != lbMaglev {
+			return errors.New("maglev_lb_config needs lb_policy MAGLEV")
+		}
+		if ts := cfg.MaglevLbConfig.GetTableSize(); ts != nil {
+			if !isPrime(ts.GetValue()) {
+				return fmt.Errorf("maglev_lb_config.table_size %d is not a prime number", ts.GetValue())
+			}
+			s.maglevSize = ts.GetValue()
+		}
+	default:
+		return fmt.Errorf("lb_config %T is not supported", cfg)
+	}
+	return nil
+}
+
+func (s *lbSpec) setCommonConfig(cc *clusterv3.Cluster_CommonLbConfig) error {
+	if err := unsupported(
+		field{"locality config (zone_aware_lb_config / locality_weighted_lb_config)", cc.GetLocalityConfigSpecifier() != nil},
+		field{"update_merge_window", cc.GetUpdateMergeWindow() != nil},
+		field{"ignore_new_hosts_until_first_hc", cc.GetIgnoreNewHostsUntilFirstHc()},
+		field{"close_connections_on_host_set_change", cc.GetCloseConnectionsOnHostSetChange()},
+		field{"consistent_hashing_lb_config", cc.GetConsistentHashingLbConfig() != nil},
+		field{"override_host_status", cc.GetOverrideHostStatus() != nil},
+	); err != nil {
+		return err
+	}
+	if t := cc.GetHealthyPanicThreshold(); t != nil {
+		// Envoy rounds the percentage to an integer.
+		s.panicThreshold = math.Round(t.GetValue())
+	}
+	return nil
+}
+
+func isPrime(n uint64) bool {
+	if n < 2 {
+		return false
+	}
+	for d := uint64(2); d*d <= n; d++ {
+		if n%d == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterState is what a cluster keeps across configuration swaps, so that
+// frequent updates neither reset round robin to the first endpoint, nor
+// forget in-flight requests, health or hash tables.
+type clusterState struct {
+	rr      atomic.Uint64
+	served  atomic.Bool  // the cluster has received traffic (health checks leave no_traffic_interval)
+	retries atomic.Int64 // retries in flight, for the max_retries circuit breaker
+
+	// active counts in-flight requests per endpoint (LEAST_REQUEST). Only
+	// the ADS goroutine touches the map; snapshots hold the counters.
+	active map[string]*atomic.Int64
+	// health is the active health checking state; nil without health_checks.
+	// Owned by the ADS goroutine like active.
+	health *healthState
+
+	hashTable atomic.Pointer[cachedHashTable]
+}
+
+func newClusterState() *clusterState {
+	return &clusterState{active: make(map[string]*atomic.Int64)}
+}
+
+// activeCounters returns the in-flight counters of endpoints, creating the
+// missing ones.
+func (cs *clusterState) activeCounters(endpoints []string) []*atomic.Int64 {
+	out := make([]*atomic.Int64, len(endpoints))
+	for i, ep := range endpoints {
+		c, ok := cs.active[ep]
+		if !ok {
+			c = new(atomic.Int64)
+			cs.active[ep] = c
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// pruneActive drops the counters of endpoints no longer in the cluster; old
+// snapshots still hold theirs until their requests finish.
+func (cs *clusterState) pruneActive(endpoints []string) {
+	keep := make(map[string]bool, len(endpoints))
+	for _, ep := range endpoints {
+		keep[ep] = true
+	}
+	for ep := range cs.active {
+		if !keep[ep] {
+			delete(cs.active, ep)
+		}
+	}
+}
+
+// maxRetriesInFlight is Envoy's default circuit breaker max_retries: at most
+// this many retries of a cluster may be outstanding at once.
+const maxRetriesInFlight = 3
+
+// acquireRetry reserves a retry; false means the circuit breaker is open.
+func (cs *clusterState) acquireRetry() bool {
+	if cs.retries.Add(1) > maxRetriesInFlight {
+		cs.retries.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (cs *clusterState) releaseRetry() { cs.retries.Add(-1) }
+
+// pickContext is what a pick knows about the request.
+type pickContext struct {
+	hash    uint64
+	hasHash bool // false: hash-based policies pick at random, as Envoy does
+}
+
+// hostSet is the set of endpoints picks choose from at one health
+// generation, as indexes into upstreamCluster.endpoints.
+type hostSet struct {
+	gen   uint64
+	idx   []int
+	once  sync.Once
+	table hashTable // RING_HASH / MAGLEV, built on first use
+}
+
+// pick returns the index of the endpoint for one attempt; false when no
+// endpoint can be picked (503 "no healthy upstream").
+func (c *upstreamCluster) pick(pc pickContext) (int, bool) {
+	hs := c.currentHosts()
+	n := len(hs.idx)
+	if n == 0 {
+		return 0, false
+	}
+	switch c.lb.policy {
+	case lbLeastRequest:
+		return c.leastRequest(hs.idx), true
+	case lbRandom:
+		return hs.idx[rand.IntN(n)], true
+	case lbRingHash, lbMaglev:
+		h := pc.hash
+		if !pc.hasHash {
+			h = rand.Uint64()
+		}
+		return hs.idx[c.hashTableOf(hs).lookup(h)], true
+	}
+	i := c.state.rr.Add(1) - 1
+	return hs.idx[i%uint64(n)], true
+}
+
+// currentHosts returns the host set for the current health state. Without
+// health checks it never changes; with them it is rebuilt when the health
+// generation moves (a transition or a membership change).
+func (c *upstreamCluster) currentHosts() *hostSet {
+	if c.health == nil {
+		return c.allHosts
+	}
+	gen := c.health.gen.Load()
+	if hs := c.hosts.Load(); hs != nil && hs.gen == gen {
+		return hs
+	}
+	// Concurrent rebuilds compute the same set; the last store wins.
+	hs := &hostSet{gen: gen, idx: c.selectHosts()}
+	c.hosts.Store(hs)
+	return hs
+}
+
+// selectHosts returns the healthy endpoints, or all of them in panic mode:
+// when the healthy share is below the panic threshold, Envoy spreads the
+// traffic over every endpoint rather than overload the few healthy ones.
+func (c *upstreamCluster) selectHosts() []int {
+	healthy := make([]int, 0, len(c.endpoints))
+	for i, ep := range c.endpoints {
+		if c.health.healthy(ep) {
+			healthy = append(healthy, i)
+		}
+	}
+	total := len(c.endpoints)
+	if total > 0 && c.lb.panicThreshold > 0 && 100*float64(len(healthy))/float64(total) < c.lb.panicThreshold {
+		return allIndexes(total)
+	}
+	return healthy
+}
+
+func allIndexes(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// leastRequest is Envoy's power of choices: sample choiceCount endpoints
+// (with replacement) and take the one with the fewest active requests.
+func (c *upstreamCluster) leastRequest(idx []int) int {
+	best := -1
+	var bestActive int64
+	for range c.lb.choiceCount {
+		i := idx[rand.IntN(len(idx))]
+		if a := c.active[i].Load(); best < 0 || a < bestActive {
+			best, bestActive = i, a
+		}
+	}
+	return best
+}
+
+// hashTableOf returns the ring or Maglev table of a host set, shared with
+// earlier snapshots whose host set was the same.
+func (c *upstreamCluster) hashTableOf(hs *hostSet) hashTable {
+	hs.once.Do(func() {
+		hosts := make([]string, len(hs.idx))
+		for i, j := range hs.idx {
+			hosts[i] = c.endpoints[j]
+		}
+		hs.table = c.state.hashTableFor(c.lb, hosts)
+	})
+	return hs.table
+}
+
+type cachedHashTable struct {
+	key   string
+	table hashTable
+}
+
+// hashTableFor builds (or reuses) the table for hosts: configuration swaps
+// that leave a cluster's hosts alone do not pay for a rebuild.
+func (cs *clusterState) hashTableFor(spec lbSpec, hosts []string) hashTable {
+	key := fmt.Sprintf("%d/%d/%d|%s", spec.policy, spec.minRingSize, spec.maglevSize, strings.Join(hosts, ","))
+	if cached := cs.hashTable.Load(); cached != nil && cached.key == key {
+		return cached.table
+	}
+	var t hashTable
+	if spec.policy == lbMaglev {
+		t = newMaglevTable(hosts, spec.maglevSize)
+	} else {
+		t = newHashRing(hosts, spec.minRingSize)
+	}
+	cs.hashTable.Store(&cachedHashTable{key: key, table: t})
+	return t
+}

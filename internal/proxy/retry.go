@@ -1,0 +1,371 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+)
+
+// retryOn is the set of retry_on conditions.
+type retryOn uint8
+
+const (
+	retryOn5xx retryOn = 1 << iota
+	retryOnGatewayError
+	retryOnReset
+	retryOnConnectFailure
+	retryOnRetriableStatusCodes
+)
+
+var retryOnNames = map[string]retryOn{
+	"5xx":                    retryOn5xx,
+	"gateway-error":          retryOnGatewayError,
+	"reset":                  retryOnReset,
+	"connect-failure":        retryOnConnectFailure,
+	"retriable-status-codes": retryOnRetriableStatusCodes,
+}
+
+const (
+	// Envoy's retry back-off defaults: base 25ms, maximum 10 times the base.
+	defaultRetryBackOffBase = 25 * time.Millisecond
+	retryBackOffMaxFactor   = 10
+)
+
+// retryPolicy is a validated RouteAction.retry_policy. A route without one
+// makes a single attempt.
+type retryPolicy struct {
+	on            retryOn
+	statusCodes   []int // retriable_status_codes, for retriable-status-codes
+	numRetries    int
+	perTryTimeout time.Duration // 0: attempts are bounded by the route timeout only
+	backOffBase   time.Duration
+	backOffMax    time.Duration
+}
+
+// noRetries is the policy of routes without a retry_policy.
+var noRetries = &retryPolicy{}
+
+func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
+	if err := unsupported(
+		field{"per_try_idle_timeout", rp.GetPerTryIdleTimeout() != nil},
+		field{"retry_priority", rp.GetRetryPriority() != nil},
+		field{"retry_host_predicate", len(rp.GetRetryHostPredicate()) > 0},
+		field{"retry_options_predicates", len(rp.GetRetryOptionsPredicates()) > 0},
+		field{"host_selection_retry_max_attempts", rp.GetHostSelectionRetryMaxAttempts() != 0},
+		field{"rate_limited_retry_back_off", rp.GetRateLimitedRetryBackOff() != nil},
+		field{"retriable_headers", len(rp.GetRetriableHeaders()) > 0},
+		field{"retriable_request_headers", len(rp.GetRetriableRequestHeaders()) > 0},
+		field{"refresh_cluster_on_retry", rp.GetRefreshClusterOnRetry()},
+	); err != nil {
+		return nil, err
+	}
+	p := &retryPolicy{numRetries: 1, backOffBase: defaultRetryBackOffBase}
+	for _, tok := range strings.Split(rp.GetRetryOn(), ",") {
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue
+		}
+		on, ok := retryOnNames[tok]
+		if !ok {
+			return nil, fmt.Errorf("retry_on %q is not supported (5xx, gateway-error, reset, connect-failure, retriable-status-codes)", tok)
+		}
+		p.on |= on
+	}
+	for _, c := range rp.GetRetriableStatusCodes() {
+		p.statusCodes = append(p.statusCodes, int(c))
+	}
+	if n := rp.GetNumRetries(); n != nil {
+		p.numRetries = int(n.GetValue())
+	}
+	if d := rp.GetPerTryTimeout(); d != nil {
+		p.perTryTimeout = d.AsDuration()
+	}
+	if err := p.setBackOff(rp.GetRetryBackOff()); err != nil {
+		return nil, fmt.Errorf("retry_back_off: %w", err)
+	}
+	return p, nil
+}
+
+func (p *retryPolicy) setBackOff(bo *routev3.RetryPolicy_RetryBackOff) error {
+	if bo != nil {
+		// Envoy rounds intervals below 1ms up to 1ms.
+		p.backOffBase = max(bo.GetBaseInterval().AsDuration(), time.Millisecond)
+	}
+	p.backOffMax = retryBackOffMaxFactor * p.backOffBase
+	if m := bo.GetMaxInterval(); m != nil {
+		p.backOffMax = max(m.AsDuration(), time.Millisecond)
+		if p.backOffMax < p.backOffBase {
+			return errors.New("max_interval is below base_interval")
+		}
+	}
+	return nil
+}
+
+// backOff returns the wait before retry number n (1 for the first retry):
+// Envoy's fully jittered exponential back-off, uniform in
+// [0, (2^n - 1) * base), where the range stops growing once it exceeds the
+// maximum, and the result is capped at the maximum.
+func (p *retryPolicy) backOff(n int) time.Duration {
+	span := p.backOffBase
+	for k := 1; k < n && span <= p.backOffMax; k++ {
+		span = 2*span + p.backOffBase
+	}
+	return min(time.Duration(rand.Int64N(int64(span))), p.backOffMax)
+}
+
+// outcome is how an attempt ended, as far as retrying is concerned.
+type outcome int
+
+const (
+	outcomeResponse       outcome = iota // response headers arrived
+	outcomeConnectFailure                // no connection to the endpoint
+	outcomeReset                         // the connection failed before the response headers
+	outcomePerTryTimeout                 // the attempt's per_try_timeout expired
+	outcomeAborted                       // the request itself ended (route/idle timeout, client gone)
+)
+
+// retriable reports whether retry_on allows retrying an attempt. Envoy
+// treats a per-try timeout like a reset, and 5xx and gateway-error cover
+// resets and connect failures as well as responses.
+func (p *retryPolicy) retriable(o outcome, status int) bool {
+	switch o {
+	case outcomeResponse:
+		return p.on&retryOn5xx != 0 && status >= 500 ||
+			p.on&retryOnGatewayError != 0 && (status == 502 || status == 503 || status == 504) ||
+			p.on&retryOnRetriableStatusCodes != 0 && slices.Contains(p.statusCodes, status)
+	case outcomeConnectFailure:
+		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset|retryOnConnectFailure) != 0
+	case outcomeReset, outcomePerTryTimeout:
+		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset) != 0
+	}
+	return false
+}
+
+var (
+	// errPerTryTimeout is the cancellation cause of an attempt whose
+	// per_try_timeout expired; with no retry left the client gets 504.
+	errPerTryTimeout = errors.New("per-try timeout")
+	// errNoHealthyUpstream ends a request whose retry finds no endpoint.
+	errNoHealthyUpstream = errors.New("no healthy upstream")
+)
+
+// attemptTransport makes the attempts of a forwarded request. ReverseProxy
+// calls it once per request; it returns the response (or error) of the
+// last attempt, and the responses of retried attempts never reach the client.
+type attemptTransport struct {
+	base http.RoundTripper
+}
+
+func (at attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t := targetFrom(req.Context())
+	if t == nil {
+		return at.base.RoundTrip(req)
+	}
+	return t.roundTrip(at.base, req)
+}
+
+// roundTrip runs attempts until one must be delivered: it succeeded, is
+// not retriable, no retry is left, the body cannot be replayed, or the
+// circuit breaker refuses another retry. The cluster was chosen once for
+// the request; every retry picks an endpoint again, after its back-off.
+func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	rp := t.retry
+	var replay *replayBuffer
+	if rp.numRetries > 0 && rp.on != 0 && req.Body != nil && req.Body != http.NoBody {
+		replay = newReplayBuffer(req.Body, req.ContentLength)
+	}
+	endpoint := t.endpointIdx
+	// n counts the attempts; attempt n > 1 is retry n-1.
+	for n := 1; ; n++ {
+		a, out := t.newAttempt(req, endpoint, replay)
+		res, err := base.RoundTrip(out)
+		if n > 1 {
+			t.cluster.state.releaseRetry() // the retry has its outcome
+		}
+		o := a.outcome(req.Context(), err)
+		status := 0
+		if res != nil {
+			status = res.StatusCode
+		}
+		if n > rp.numRetries || !rp.retriable(o, status) ||
+			(replay != nil && !replay.replayable()) || !t.cluster.state.acquireRetry() {
+			return a.deliver(res, err, o)
+		}
+		a.discard(res)
+		t.metrics.retry(t.cluster.name)
+		if !sleepCtx(req.Context(), rp.backOff(n)) {
+			t.cluster.state.releaseRetry()
+			return nil, context.Cause(req.Context())
+		}
+		next, ok := t.cluster.pick(t.pick)
+		if !ok {
+			t.cluster.state.releaseRetry()
+			return nil, errNoHealthyUpstream
+		}
+		endpoint = next
+	}
+}
+
+// attempt is one try of a request at one endpoint.
+type attempt struct {
+	t        *upstreamTarget
+	endpoint int
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	perTry   *routeTimer // nil without per_try_timeout
+	endOnce  sync.Once
+
+	// final and bodyClosed decide when a replayed body counts as sent (see bodyDone).
+	final      atomic.Bool
+	bodyClosed atomic.Bool
+}
+
+// newAttempt prepares the outgoing request of an attempt at endpoint.
+func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *replayBuffer) (*attempt, *http.Request) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	a := &attempt{t: t, endpoint: endpoint, ctx: ctx, cancel: cancel}
+	if d := t.retry.perTryTimeout; d > 0 {
+		// Like the route timeout, it starts once the downstream request is complete.
+		a.perTry = &routeTimer{timeout: d, cancel: cancel, cause: errPerTryTimeout}
+		t.done.onComplete(a.perTry.arm)
+	}
+	out := req.WithContext(ctx)
+	u := *req.URL
+	u.Host = t.cluster.endpoints[endpoint]
+	out.URL = &u
+	if replay != nil {
+		out.Body = replay.reader(a.bodyDone)
+	}
+	t.attempts++
+	t.ex.attempts = t.attempts
+	t.ex.upstreamHost = u.Host
+	t.cluster.active[endpoint].Add(1)
+	t.cluster.state.served.Store(true)
+	return a, out
+}
+
+// bodyDone is called when the attempt's transport closes its (replayed)
+// request body. For the delivered attempt that ends the upload, which
+// starts the route timeout as closing the client's body would.
+func (a *attempt) bodyDone() {
+	a.bodyClosed.Store(true)
+	if a.final.Load() {
+		a.t.done.complete()
+	}
+}
+
+func (a *attempt) outcome(reqCtx context.Context, err error) outcome {
+	switch {
+	case err == nil:
+		return outcomeResponse
+	case reqCtx.Err() != nil:
+		return outcomeAborted
+	case errors.Is(context.Cause(a.ctx), errPerTryTimeout):
+		return outcomePerTryTimeout
+	case isDialError(err):
+		return outcomeConnectFailure
+	}
+	return outcomeReset
+}
+
+// isDialError reports whether err is a failure to connect.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// deliver hands the attempt's result to ReverseProxy. A response keeps the
+// attempt running until its body is closed.
+func (a *attempt) deliver(res *http.Response, err error, o outcome) (*http.Response, error) {
+	a.final.Store(true)
+	if a.bodyClosed.Load() {
+		a.t.done.complete()
+	}
+	if err != nil {
+		a.end()
+		if o == outcomePerTryTimeout {
+			return nil, fmt.Errorf("%w: %w", errPerTryTimeout, err)
+		}
+		return nil, err
+	}
+	// Response headers on their way to the client are stream activity;
+	// those of retried attempts are not (Envoy never encodes them).
+	a.t.idle.touch()
+	if rwc, ok := res.Body.(io.ReadWriteCloser); ok && res.StatusCode == http.StatusSwitchingProtocols {
+		// ReverseProxy needs a writable body to splice an upgraded connection.
+		res.Body = &upgradedBody{attemptBody{ReadCloser: rwc, a: a}, rwc}
+		return res, nil
+	}
+	res.Body = &attemptBody{ReadCloser: res.Body, a: a}
+	return res, nil
+}
+
+// discard drops the response of an attempt that is retried.
+func (a *attempt) discard(res *http.Response) {
+	if res != nil {
+		// Closing an unread body closes its connection: retried
+		// responses are rare enough not to drain them for reuse.
+		_ = res.Body.Close()
+	}
+	a.end()
+}
+
+// end releases what the attempt holds: its place among the endpoint's
+// active requests, its per-try timer and its context.
+func (a *attempt) end() {
+	a.endOnce.Do(func() {
+		a.t.cluster.active[a.endpoint].Add(-1)
+		a.perTry.stop()
+		a.cancel(nil)
+	})
+}
+
+// attemptBody is the response body of the delivered attempt: bytes received
+// are stream activity, and its end ends the attempt.
+type attemptBody struct {
+	io.ReadCloser
+	a *attempt
+}
+
+func (b *attemptBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.a.t.idle.touch()
+	}
+	if err != nil {
+		b.a.end()
+	}
+	return n, err
+}
+
+func (b *attemptBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.a.end()
+	return err
+}
+
+// upgradedBody is the connection of an upgraded (101) response; data in
+// either direction is stream activity.
+type upgradedBody struct {
+	attemptBody
+	w io.Writer
+}
+
+func (b *upgradedBody) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	if n > 0 {
+		b.a.t.idle.touch()
+	}
+	return n, err
+}
