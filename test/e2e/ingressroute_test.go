@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -1091,4 +1092,105 @@ func TestIngressRouteExample(t *testing.T) {
 	}
 	e.write("infra.yaml", strings.Replace(infra, "{name: blue, namespace: shop}", "{name: green, namespace: shop}", 1))
 	e.waitFor("app.localhost", "/shop", "green", 200)
+}
+
+// TestIngressPolicyAnnotations: the timeout and retry policies of seed 002 reach Ingress
+// users through annotations, enforced by the proxy like the IngressRoute fields.
+func TestIngressPolicyAnnotations(t *testing.T) {
+	t.Parallel()
+	flaky := startScripted(t, "default", "flaky", func(n int64) (int, time.Duration) {
+		if n <= 2 {
+			return http.StatusServiceUnavailable, 0
+		}
+		return http.StatusOK, 0
+	})
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "slow") + "---\n" + serviceManifest("default", "flaky", flaky.addr),
+		"ingress.yaml": `
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: limited
+  annotations:
+    portico.dev/request-timeout: 1s
+spec:
+  rules:
+  - host: annotated.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: slow, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: retried
+  annotations:
+    contour.heptio.com/num-retries: "2"
+    portico.dev/retry-on-status-codes: "503"
+spec:
+  rules:
+  - host: retried.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: flaky, port: {number: 80}}}}
+`,
+	})
+	began := time.Now()
+	r := e.get("annotated.example.com", "/", "X-Echo-Delay", "2s")
+	if took := time.Since(began); r.status != http.StatusGatewayTimeout || took > 1900*time.Millisecond {
+		t.Errorf("portico.dev/request-timeout 1s, backend delay 2s: %d after %s, want 504 after about 1s", r.status, took)
+	}
+	if r := e.get("retried.example.com", "/"); r.status != http.StatusOK {
+		t.Errorf("2 retries on 503 against a backend failing twice: %d, want 200", r.status)
+	}
+	if n := flaky.hits.Load(); n != 3 {
+		t.Errorf("backend saw %d requests, want 3 (1 + 2 retries)", n)
+	}
+}
+
+// TestIngressRouteMetrics: /metrics carries seed 003's IngressRoute gauges.
+func TestIngressRouteMetrics(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "web"),
+		"routes.yaml": `
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: root, namespace: infra}
+spec:
+  virtualhost: {fqdn: metrics.example.com}
+  routes: [{match: /, delegate: {name: site, namespace: default}}]
+---
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: site}
+spec:
+  routes: [{match: /, services: [{name: web, port: 80}]}]
+---
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: green}
+spec:
+  routes: [{match: /, services: [{name: web, port: 80}]}]
+`,
+	})
+	resp, err := http.Get("http://" + e.runner.Admin().Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range []string{
+		`contour_ingressroute_total{namespace="default"} 2`,
+		`contour_ingressroute_total{namespace="infra"} 1`,
+		`contour_ingressroute_root_total{namespace="infra"} 1`,
+		`contour_ingressroute_orphaned_total{namespace="default"} 1`,
+		`contour_ingressroute_valid_total{namespace="default",vhost="metrics.example.com"} 1`,
+		`contour_ingressroute_valid_total{namespace="infra",vhost="metrics.example.com"} 1`,
+		`contour_ingressroute_dagrebuild_timestamp `,
+	} {
+		if !strings.Contains(string(body), line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
 }
