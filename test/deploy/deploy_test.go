@@ -676,22 +676,7 @@ func (p *serveProcess) stop(t *testing.T) string {
 	return p.logs
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testutil.SyncBuffer
 
 // eventually polls cond until it holds, for at most timeout, and returns how long it took.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -16,12 +15,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/echo"
+	"github.com/portico-dev/portico/internal/testutil"
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
@@ -34,23 +33,7 @@ type env struct {
 	client *http.Client
 }
 
-// syncBuffer collects log output written from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testutil.SyncBuffer
 
 // start writes files (name → content) into a fresh manifest directory, starts Portico on
 // ephemeral loopback ports and waits until it is ready.
