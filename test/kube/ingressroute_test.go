@@ -416,11 +416,12 @@ func TestServeWritesIngressRouteStatus(t *testing.T) {
 		}
 	}
 	check("initial", map[[2]string]want{
-		{infra, "root"}: {"valid", `route "/loop": not delegated to IngressRoute ` + web + `/loop-a: it is invalid`},
+		{infra, "root"}: {"valid", "valid IngressRoute"},
 		{web, "site"}:   {"valid", `"/" delegated by IngressRoute ` + infra + `/root on root.ir-serve.test`},
 		{blog, "blog"}:  {"valid", `"/blog" delegated by IngressRoute ` + web + `/site`},
-		{web, "loop-a"}: {"invalid", "delegation cycle: IngressRoute " + web + "/loop-a -> IngressRoute " + web + "/loop-b -> IngressRoute " + web + "/loop-a"},
-		{web, "loop-b"}: {"invalid", "delegation cycle"},
+		// loop-b's delegation back to loop-a closes the cycle: loop-b is rejected.
+		{web, "loop-a"}: {"valid", `route "/loop": not delegated to IngressRoute ` + web + `/loop-b: it is invalid`},
+		{web, "loop-b"}: {"invalid", "delegation cycle: IngressRoute " + web + "/loop-a -> IngressRoute " + web + "/loop-b -> IngressRoute " + web + "/loop-a"},
 		{web, "green"}:  {"orphaned", "not part of a delegation chain from a root"},
 		{blog, "typo"}:  {"invalid", `its spec cannot be read: spec.routes[0].service: unknown field "prot"`},
 	})
