@@ -71,6 +71,8 @@ type builder struct {
 	// secrets and delegationsByNS are computed once per build, on first use.
 	secrets         map[types.NamespacedName]checkedSecret
 	delegationsByNS map[string][]*ingressroutev1.TLSCertificateDelegation
+	// alsoChanged says that IngressRoute hosts were added to wildcard certificates' Also.
+	alsoChanged bool
 }
 
 func (b *builder) vhost(name string) *VirtualHost {
@@ -94,6 +96,9 @@ func (b *builder) graph() *Graph {
 	}
 	for _, svh := range b.svhosts {
 		sortRoutes(svh.Routes)
+		if b.alsoChanged {
+			sort.Slice(svh.Also, func(i, j int) bool { return svh.Also[i].Name < svh.Also[j].Name })
+		}
 		g.HTTPS = append(g.HTTPS, svh)
 	}
 	sort.Slice(g.HTTP, func(i, j int) bool { return g.HTTP[i].Name < g.HTTP[j].Name })

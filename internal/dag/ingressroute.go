@@ -102,24 +102,20 @@ func (b *builder) candidateRoots(g *irGraph) []*irNode {
 	return roots
 }
 
-// rootHostsByName maps each host to the one usable root claiming it; hosts claimed by
-// several roots are left out (those roots are all rejected).
+// rootHostsByName maps each host to the oldest usable root claiming it. A host several
+// roots claim is still theirs against Ingresses (a newer Ingress cannot take it by
+// adding a decoy root), though those roots are then all rejected.
 func rootHostsByName(roots []*irNode) map[string]*irNode {
 	out := map[string]*irNode{}
-	dup := map[string]bool{}
 	for _, r := range roots {
 		if !r.usable() {
 			continue
 		}
 		for _, h := range rootHosts(r) {
-			if out[h] != nil && out[h] != r {
-				dup[h] = true
+			if prev := out[h]; prev == nil || r.ir.CreationTimestamp.Before(&prev.ir.CreationTimestamp) {
+				out[h] = r
 			}
-			out[h] = r
 		}
-	}
-	for h := range dup {
-		delete(out, h)
 	}
 	return out
 }
@@ -129,40 +125,17 @@ type rootCert struct {
 	minTLS string
 }
 
-// walkRoots walks every valid root. An object whose delegation closes a cycle is
-// rejected, and the walks start again without it: rejecting only ever removes
-// delegations, so a second pass finds no new cycle.
+// walkRoots walks every valid root.
 func walkRoots(g *irGraph, roots []*irNode) []*rootWalk {
-	for {
-		g.resetWalks()
-		var walks []*rootWalk
-		rejected := false
-		for _, root := range roots {
-			if !root.usable() {
-				continue
-			}
-			w := newRootWalk(g, root)
-			walks = append(walks, w)
-			for _, n := range g.order {
-				if cycle, ok := w.cycles[n]; ok && n.usable() {
-					n.reject("delegation cycle: %s; remove one of these delegations", cycle)
-					rejected = true
-				}
-			}
-		}
-		if !rejected {
-			return walks
+	var walks []*rootWalk
+	for _, root := range roots {
+		if root.usable() {
+			walks = append(walks, newRootWalk(g, root))
 		}
 	}
+	return walks
 }
 
-// resetWalks forgets what a previous pass of walks recorded on the objects.
-func (g *irGraph) resetWalks() {
-	for _, n := range g.order {
-		n.notes, n.delegatedBy, n.refused = nil, nil, nil
-		clear(n.hosts)
-	}
-}
 
 // noteUnservedDelegators tells vertices which objects would delegate to them if they were
 // served themselves, so that an orphan's status points at the real problem.

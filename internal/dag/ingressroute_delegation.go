@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -67,8 +68,11 @@ func (t *zoneTrie) lookup(path string) *zone {
 // irClaim is a route an object asks for in one of its zones.
 type irClaim struct {
 	match string
-	// route is nil for the 503 that stands in for a delegation that cannot be followed.
-	route *ingressroutev1.Route
+	// route is nil for a stand-in answering status: 503 for a delegation that cannot be
+	// followed, 404 for the prefix of a zone whose holders have no route for it (so that
+	// no request in a zone ever reaches another zone's routes).
+	route  *ingressroutev1.Route
+	status uint32
 	owner *irNode
 	zone  *zone
 	depth int
@@ -77,10 +81,14 @@ type irClaim struct {
 
 // step is an object to process in the zone it was delegated, with the objects that led
 // to it (to recognise cycles).
+// sealDepth ranks a zone's 404 seal below every other claim for its prefix.
+const sealDepth = math.MaxInt
+
 type step struct {
-	node *irNode
-	zone *zone
-	path *pathLink
+	node  *irNode
+	zone  *zone
+	path  *pathLink
+	depth int // delegations between the root and node
 }
 
 type pathLink struct {
@@ -118,18 +126,22 @@ type rootWalk struct {
 	hosts  []string
 	zones  zoneTrie
 	claims []*irClaim
-	seen   map[visitKey]bool
-	// cycles are the objects whose delegation leads back to an object on their own path.
-	cycles map[*irNode]string
+	// seen holds each object the walk reached, with the prefix it was delegated: an
+	// object is served at most once per root, which bounds a walk by the size of the
+	// objects it reaches.
+	seen map[*irNode]string
+	// routed are the routes to services, by zone and prefix: a co-holder of a zone
+	// cannot delegate a prefix that a holder closer to the root routes itself.
+	routed map[zoneMatch]*irClaim
 }
 
-type visitKey struct {
-	node   *irNode
-	prefix string
+type zoneMatch struct {
+	zone  *zone
+	match string
 }
 
 func newRootWalk(g *irGraph, root *irNode) *rootWalk {
-	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), seen: map[visitKey]bool{}, cycles: map[*irNode]string{}}
+	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), seen: map[*irNode]string{root: ""}, routed: map[zoneMatch]*irClaim{}}
 	w.zones.insert(&zone{holders: []*irNode{root}})
 	queue := []step{{node: root, zone: w.zones.zone}}
 	for len(queue) > 0 {
@@ -158,11 +170,19 @@ func (w *rootWalk) process(s step) []step {
 	for i := range n.ir.Spec.Routes {
 		r := &n.ir.Spec.Routes[i]
 		if r.Delegate == nil {
-			w.claim(&irClaim{match: r.Match, route: r, owner: n, zone: z, depth: z.depth})
+			c := &irClaim{match: r.Match, route: r, owner: n, zone: z, depth: s.depth}
+			w.claim(c)
+			if k := (zoneMatch{z, r.Match}); w.routed[k] == nil {
+				w.routed[k] = c
+			}
 			continue
 		}
 		if other := w.zones.lookup(r.Match); other != z {
 			n.note("route %q: not delegated: %s", r.Match, other.describe())
+			continue
+		}
+		if c := w.routed[zoneMatch{z, r.Match}]; c != nil && c.owner != n {
+			n.note("route %q: not delegated: %s, closer to the root, routes it", r.Match, c.owner.ref)
 			continue
 		}
 		allowed = append(allowed, r)
@@ -175,35 +195,36 @@ func (w *rootWalk) process(s step) []step {
 			// n hands its own zone on: the delegate holds it with n.
 			if reason == "" {
 				z.holders = append(z.holders, t)
-				next = append(next, w.follow(t, r, n, z, path)...)
+				next = append(next, w.follow(t, r, n, z, path, s.depth+1))
 			} else {
 				n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q that no route of this object serves get 503", r.Match, key, reason, r.Match)
-				w.claim(&irClaim{match: r.Match, owner: n, zone: z, depth: z.depth + 1})
+				w.claim(&irClaim{match: r.Match, status: 503, owner: n, zone: z, depth: s.depth + 1})
 			}
 			continue
 		}
-		sub := &zone{prefix: r.Match, from: n, to: key.String(), depth: z.depth + 1}
+		sub := &zone{prefix: r.Match, from: n, to: key.String(), depth: s.depth + 1}
 		w.zones.insert(sub)
 		if reason != "" {
 			n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q get 503", r.Match, key, reason, r.Match)
-			w.claim(&irClaim{match: r.Match, owner: n, zone: sub, depth: sub.depth})
+			w.claim(&irClaim{match: r.Match, status: 503, owner: n, zone: sub, depth: sub.depth})
 			continue
 		}
 		sub.holders = []*irNode{t}
-		next = append(next, w.follow(t, r, n, sub, path)...)
+		if r.Match != "/" {
+			// Seals the zone: its prefix answers 404 unless something in it routes it
+			// (nothing shorter than "/" can match, so "/" needs no seal).
+			w.claim(&irClaim{match: r.Match, status: 404, owner: n, zone: sub, depth: sealDepth})
+		}
+		next = append(next, w.follow(t, r, n, sub, path, s.depth+1))
 	}
 	return next
 }
 
-// follow records an accepted delegation and schedules its target, once per zone prefix.
-func (w *rootWalk) follow(t *irNode, r *ingressroutev1.Route, from *irNode, z *zone, path *pathLink) []step {
+// follow records an accepted delegation and schedules its target.
+func (w *rootWalk) follow(t *irNode, r *ingressroutev1.Route, from *irNode, z *zone, path *pathLink, depth int) step {
 	t.delegatedBy = append(t.delegatedBy, fmt.Sprintf("%q delegated by %s on %s", r.Match, from.ref, w.hosts[0]))
-	k := visitKey{node: t, prefix: z.prefix}
-	if w.seen[k] {
-		return nil
-	}
-	w.seen[k] = true
-	return []step{{node: t, zone: z, path: path}}
+	w.seen[t] = z.prefix
+	return step{node: t, zone: z, path: path, depth: depth}
 }
 
 // describe says who holds a zone, for the object whose route falls inside it.
@@ -236,9 +257,11 @@ func (w *rootWalk) refusal(n *irNode, r *ingressroutev1.Route, t *irNode, path *
 			return fmt.Sprintf("its route %q is not under %q", m, r.Match)
 		}
 	}
-	if path.contains(t) {
-		w.cycles[n] = path.describe(t)
-		return "that would be a delegation cycle: " + path.describe(t)
+	if prefix, seen := w.seen[t]; seen {
+		if path.contains(t) {
+			return "that would be a delegation cycle: " + path.describe(t)
+		}
+		return fmt.Sprintf("it is already delegated %q on this host", prefix)
 	}
 	return ""
 }
@@ -249,7 +272,9 @@ func (w *rootWalk) winners() []*irClaim {
 	byMatch := map[string][]*irClaim{}
 	for _, c := range w.claims {
 		if z := w.zones.lookup(c.match); z != c.zone {
-			c.owner.note("route %q is not served on %s: %s", c.match, w.hosts[0], z.describe())
+			if c.route != nil {
+				c.owner.note("route %q is not served on %s: %s", c.match, w.hosts[0], z.describe())
+			}
 			continue
 		}
 		byMatch[c.match] = append(byMatch[c.match], c)
@@ -270,7 +295,7 @@ func (w *rootWalk) winners() []*irClaim {
 		})
 		win := cs[0]
 		for _, c := range cs[1:] {
-			if c.owner != win.owner {
+			if c.owner != win.owner && c.route != nil {
 				c.owner.note("route %q is not served on %s: %s, closer to the root, serves it", m, w.hosts[0], win.owner.ref)
 			}
 		}
@@ -322,12 +347,16 @@ func (b *builder) serveRoot(w *rootWalk, secret *Secret, minTLS string) {
 // cover it (SecureVirtualHost.Also): TLS connections for it arrive on such a certificate
 // and must reach its own routes, never the wildcard host's.
 func (b *builder) alsoUnderWildcardCertificates(vh *VirtualHost) {
-	for name, svh := range b.svhosts {
-		if !svh.IsWildcard() || !coversOneLabel(name, vh.Name) || slices.Contains(svh.Also, vh) {
-			continue
-		}
+	dot := strings.IndexByte(vh.Name, '.')
+	if dot <= 0 {
+		return
+	}
+	// The only wildcard that covers a name is "*" followed by the name without its
+	// first label.
+	// Each host is added once: a host has one root, and Ingress hosts are never roots'.
+	if svh := b.svhosts["*"+vh.Name[dot:]]; svh != nil {
 		svh.Also = append(svh.Also, vh)
-		sort.Slice(svh.Also, func(i, j int) bool { return svh.Also[i].Name < svh.Also[j].Name })
+		b.alsoChanged = true
 	}
 }
 
@@ -337,7 +366,7 @@ func (b *builder) alsoUnderWildcardCertificates(vh *VirtualHost) {
 func (b *builder) claimRoutes(c *irClaim, matches map[string]bool) []servedRoute {
 	path := PathMatch{Kind: PathStringPrefix, Value: c.match}
 	if c.route == nil {
-		return []servedRoute{{route: &Route{Path: path, Source: c.owner.ref, DirectStatus: 503}}}
+		return []servedRoute{{route: &Route{Path: path, Source: c.owner.ref, DirectStatus: c.status}}}
 	}
 	r, n := c.route, c.owner
 	field := fmt.Sprintf("route %q: ", r.Match)
