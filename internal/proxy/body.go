@@ -107,8 +107,11 @@ type replayBuffer struct {
 	current  *replayReader
 }
 
-func newReplayBuffer(src io.Reader, contentLength int64) *replayBuffer {
-	return &replayBuffer{src: src, overflow: contentLength > maxReplayBytes}
+// newReplayBuffer keeps src for replays until more than maxReplayBytes have been read:
+// as in Envoy, a large body rules out retries only once it has actually been sent (a
+// connection refused before the first byte is retried whatever the body's length).
+func newReplayBuffer(src io.Reader) *replayBuffer {
+	return &replayBuffer{src: src}
 }
 
 // replayable reports whether another attempt can be given the whole body.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
@@ -183,7 +184,7 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 	rp := t.retry
 	var replay *replayBuffer
 	if rp.numRetries > 0 && rp.on != 0 && req.Body != nil && req.Body != http.NoBody {
-		replay = newReplayBuffer(req.Body, req.ContentLength)
+		replay = newReplayBuffer(req.Body)
 	}
 	endpoint := t.endpointIdx
 	// n counts the attempts; attempt n > 1 is retry n-1.
@@ -236,9 +237,19 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 	ctx, cancel := context.WithCancelCause(req.Context())
 	a := &attempt{t: t, endpoint: endpoint, ctx: ctx, cancel: cancel}
 	if d := t.retry.perTryTimeout; d > 0 {
-		// Like the route timeout, it starts once the downstream request is complete.
+		// As in Envoy, it starts once the downstream request is complete AND the
+		// attempt has its connection: connecting is bounded by connect_timeout, and a
+		// connection that cannot be made is a connect failure, not a per-try timeout.
 		a.perTry = &routeTimer{timeout: d, cancel: cancel, cause: errPerTryTimeout}
-		t.done.onComplete(a.perTry.arm)
+		var pending atomic.Int32
+		pending.Store(2)
+		armWhenBoth := func() {
+			if pending.Add(-1) == 0 {
+				a.perTry.arm()
+			}
+		}
+		t.done.onComplete(armWhenBoth)
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { armWhenBoth() }})
 	}
 	out := req.WithContext(ctx)
 	u := *req.URL
@@ -299,9 +310,19 @@ func (a *attempt) deliver(res *http.Response, err error, o outcome) (*http.Respo
 		}
 		return nil, err
 	}
+	// Once the response is on its way to the client, only the route timeout bounds
+	// it: Envoy ignores a per-try timeout after the downstream response started.
+	a.perTry.stop()
 	// Response headers on their way to the client are stream activity;
 	// those of retried attempts are not (Envoy never encodes them).
 	a.t.idle.touch()
+	if res.StatusCode == http.StatusSwitchingProtocols && !upgradeAsked(res) {
+		// ReverseProxy fails such a response without closing its body; close it here
+		// so that the attempt ends (its active-request count, timers, context).
+		_ = res.Body.Close()
+		a.end()
+		return nil, errors.New("upstream switched protocols although the request asked for no such upgrade")
+	}
 	if rwc, ok := res.Body.(io.ReadWriteCloser); ok && res.StatusCode == http.StatusSwitchingProtocols {
 		// ReverseProxy needs a writable body to splice an upgraded connection.
 		res.Body = &upgradedBody{attemptBody{ReadCloser: rwc, a: a}, rwc}
@@ -309,6 +330,15 @@ func (a *attempt) deliver(res *http.Response, err error, o outcome) (*http.Respo
 	}
 	res.Body = &attemptBody{ReadCloser: res.Body, a: a}
 	return res, nil
+}
+
+// upgradeAsked reports whether a 101 response answers the upgrade its request asked for.
+func upgradeAsked(res *http.Response) bool {
+	if res.Request == nil {
+		return false
+	}
+	asked := res.Request.Header.Get("Upgrade")
+	return asked != "" && strings.EqualFold(asked, res.Header.Get("Upgrade"))
 }
 
 // discard drops the response of an attempt that is retried.

@@ -125,6 +125,13 @@ func TestRetries(t *testing.T) {
 	add("per-try-not-retriable", alwaysSlow, codes("retriable-status-codes", 2, 503), perTry(150*time.Millisecond))
 	add("route-timeout", alwaysSlow, codes("gateway-error", 10), perTry(200*time.Millisecond),
 		func(a *routev3.RouteAction) { a.Timeout = durationpb.New(500 * time.Millisecond) })
+	streaming := func(_ int64, w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "a")
+		http.NewResponseController(w).Flush()
+		time.Sleep(400 * time.Millisecond)
+		_, _ = io.WriteString(w, "b")
+	}
+	add("streaming", streaming, codes("gateway-error", 1), perTry(150*time.Millisecond))
 	add("body", failFirst(1, 503), codes("retriable-status-codes", 1, 503))
 	add("large-body", failFirst(1, 503), codes("retriable-status-codes", 1, 503))
 	add("medium-body", failFirst(1, 503), codes("retriable-status-codes", 1, 503))
@@ -266,6 +273,27 @@ func TestRetries(t *testing.T) {
 			}
 		})
 	}
+
+	// Review finding: Envoy retries a connection failure whatever the body's declared
+	// length; only a body actually sent beyond the buffer rules retries out.
+	t.Run("body over 1 MiB retried after a connection failure", func(t *testing.T) {
+		body := bytes.Repeat([]byte("r"), 2<<20)
+		for range 2 { // round robin: one of the two goes to the refused endpoint first
+			r := post(t, "/refused", bytes.NewReader(body), int64(len(body)))
+			if r.Status != 200 || r.Backend != "good" {
+				t.Errorf("got %d %q, want 200 from the good endpoint", r.Status, r.Body)
+			}
+		}
+	})
+
+	// Review finding: a per-try timeout never cuts a response already streaming to the
+	// client (Envoy ignores it once the downstream response started).
+	t.Run("streaming response outlives the per-try timeout", func(t *testing.T) {
+		r := get(t, c, p.httpURL(t, "/streaming"), "retry.example.com", nil)
+		if r.Status != 200 || r.Body != "ab" {
+			t.Errorf("got %d %q, want 200 \"ab\" (the body written 400ms after the 150ms per-try timeout)", r.Status, r.Body)
+		}
+	})
 
 	t.Run("retries are counted", func(t *testing.T) {
 		if v, ok := gaugeValue(t, p, "portico_proxy_upstream_retries_total", "fails-twice"); !ok || v < 2 {

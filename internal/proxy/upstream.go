@@ -90,6 +90,8 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		field{"filters", len(c.GetFilters()) > 0},
 		field{"upstream_config", c.GetUpstreamConfig() != nil},
 		field{"lrs_server", c.GetLrsServer() != nil},
+		field{"close_connections_on_host_health_failure", c.GetCloseConnectionsOnHostHealthFailure()},
+		field{"ignore_health_on_host_removal", c.GetIgnoreHealthOnHostRemoval()},
 		field{"cluster_type (custom cluster)", c.GetClusterType() != nil},
 	); err != nil {
 		return nil, err
@@ -169,6 +171,9 @@ func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*
 			ep := lbe.GetEndpoint()
 			if ep == nil {
 				return nil, errors.New("endpoint_name is not supported")
+			}
+			if ep.GetHealthCheckConfig() != nil {
+				return nil, errors.New("endpoint health_check_config is not supported")
 			}
 			if w := lbe.GetLoadBalancingWeight().GetValue(); w != 0 {
 				if weight != 0 && w != weight {
