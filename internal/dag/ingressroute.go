@@ -136,7 +136,6 @@ func walkRoots(g *irGraph, roots []*irNode) []*rootWalk {
 	return walks
 }
 
-
 // noteUnservedDelegators tells vertices which objects would delegate to them if they were
 // served themselves, so that an orphan's status points at the real problem.
 func noteUnservedDelegators(g *irGraph) {
@@ -340,7 +339,9 @@ func (b *builder) setIngressRouteStatus(n *irNode) {
 		st.Status = StatusValid
 		st.Description = withNotes("valid delegated IngressRoute: "+strings.Join(capped(n.delegatedBy), "; "), append(n.refused, n.notes...))
 	case len(n.refused) > 0:
-		st.Status, st.Description = StatusInvalid, "not served: every delegation to it was refused: "+strings.Join(capped(n.refused), "; ")
+		// Orphaned rather than invalid: whoever delegates may be the one at fault, and
+		// another team's delegation must not turn a standby object invalid.
+		st.Status, st.Description = StatusOrphaned, "not part of a delegation chain from a root: every delegation to it was refused: "+strings.Join(capped(n.refused), "; ")
 	default:
 		desc := "not part of a delegation chain from a root"
 		if d := capped(n.delegatingInvalid); len(d) > 0 {

@@ -73,10 +73,10 @@ type irClaim struct {
 	// no request in a zone ever reaches another zone's routes).
 	route  *ingressroutev1.Route
 	status uint32
-	owner *irNode
-	zone  *zone
-	depth int
-	order int
+	owner  *irNode
+	zone   *zone
+	depth  int
+	order  int
 }
 
 // step is an object to process in the zone it was delegated, with the objects that led

@@ -201,7 +201,7 @@ spec:
 			t.Errorf("refused prefix route = %+v, want DirectStatus 503 and no clusters", r)
 		}
 		wantStatus(t, g, "infra", "root", StatusValid, rootNote)
-		wantStatus(t, g, "fin", "finance", StatusInvalid, "every delegation to it was refused", refusal)
+		wantStatus(t, g, "fin", "finance", StatusOrphaned, "every delegation to it was refused", refusal)
 	})
 
 	t.Run("another delegation accepted", func(t *testing.T) {

@@ -210,7 +210,7 @@ func TestIngressRouteOrphansCyclesAndRefusedDelegations(t *testing.T) {
 		// b's delegation back to a would close a cycle: it is refused, and b is told.
 		"loop/a":       {dag.StatusValid, `"/cycle" delegated by IngressRoute infra/root`},
 		"loop/b":       {dag.StatusValid, "that would be a delegation cycle: IngressRoute loop/a -> IngressRoute loop/b -> IngressRoute loop/a"},
-		"web/outside":  {dag.StatusInvalid, `its route "/elsewhere" is not under "/outside"`},
+		"web/outside":  {dag.StatusOrphaned, `its route "/elsewhere" is not under "/outside"`},
 		"web/other":    {dag.StatusValid, "only IngressRoutes without spec.virtualhost can be delegated to"},
 		"sneak/sneaky": {dag.StatusInvalid, `name "web/site" is not a Service name`},
 	} {
