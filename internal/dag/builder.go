@@ -54,7 +54,7 @@ func Build(s *store.Store, opts Options) *Graph {
 	irs := b.ingressRouteGraph()
 	roots := b.candidateRoots(irs)
 	if !b.opts.DisableIngress {
-		b.processIngresses(rootHostsByName(roots))
+		b.processIngresses(rootHostsByName(b.hostHoldingRoots(irs)))
 	}
 	b.processIngressRoutes(irs, roots)
 	return b.graph()

@@ -369,7 +369,7 @@ func rootConflicts(ing *networkingv1.Ingress, plan *ingressPlan, rootHosts map[s
 			continue
 		}
 		seen[c.host] = true
-		out = append(out, fmt.Sprintf("host %q is served by %s, which is not newer than this Ingress", c.host, root.ref))
+		out = append(out, fmt.Sprintf("host %q belongs to %s, which is not newer than this Ingress", c.host, root.ref))
 	}
 	return out
 }

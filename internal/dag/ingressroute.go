@@ -102,15 +102,29 @@ func (b *builder) candidateRoots(g *irGraph) []*irNode {
 	return roots
 }
 
-// rootHostsByName maps each host to the oldest usable root claiming it. A host several
+// hostHoldingRoots are the roots that hold their hosts against Ingresses: Portico's roots
+// in a root namespace, valid or not (a typo in a root must not hand its host to whoever
+// staged an Ingress for it), whose host names themselves are valid.
+func (b *builder) hostHoldingRoots(g *irGraph) []*irNode {
+	var out []*irNode
+	for _, n := range g.order {
+		if n.ignored != "" || !n.isRoot() || validateVirtualHost(&ingressroutev1.VirtualHost{Fqdn: n.ir.Spec.VirtualHost.Fqdn, Aliases: n.ir.Spec.VirtualHost.Aliases}) != nil {
+			continue
+		}
+		if len(b.opts.RootNamespaces) > 0 && !slices.Contains(b.opts.RootNamespaces, n.ir.Namespace) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// rootHostsByName maps each host to the oldest root claiming it. A host several
 // roots claim is still theirs against Ingresses (a newer Ingress cannot take it by
 // adding a decoy root), though those roots are then all rejected.
 func rootHostsByName(roots []*irNode) map[string]*irNode {
 	out := map[string]*irNode{}
 	for _, r := range roots {
-		if !r.usable() {
-			continue
-		}
 		for _, h := range rootHosts(r) {
 			if prev := out[h]; prev == nil || r.ir.CreationTimestamp.Before(&prev.ir.CreationTimestamp) {
 				out[h] = r

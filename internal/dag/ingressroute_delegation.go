@@ -130,18 +130,13 @@ type rootWalk struct {
 	// object is served at most once per root, which bounds a walk by the size of the
 	// objects it reaches.
 	seen map[*irNode]string
-	// routed are the routes to services, by zone and prefix: a co-holder of a zone
-	// cannot delegate a prefix that a holder closer to the root routes itself.
-	routed map[zoneMatch]*irClaim
-}
-
-type zoneMatch struct {
-	zone  *zone
-	match string
+	// routed are the routes to services, by zone: a co-holder of a zone cannot delegate
+	// a prefix that covers a route of a holder closer to the root.
+	routed map[*zone][]*irClaim
 }
 
 func newRootWalk(g *irGraph, root *irNode) *rootWalk {
-	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), seen: map[*irNode]string{root: ""}, routed: map[zoneMatch]*irClaim{}}
+	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), seen: map[*irNode]string{root: ""}, routed: map[*zone][]*irClaim{}}
 	w.zones.insert(&zone{holders: []*irNode{root}})
 	queue := []step{{node: root, zone: w.zones.zone}}
 	for len(queue) > 0 {
@@ -172,17 +167,17 @@ func (w *rootWalk) process(s step) []step {
 		if r.Delegate == nil {
 			c := &irClaim{match: r.Match, route: r, owner: n, zone: z, depth: s.depth}
 			w.claim(c)
-			if k := (zoneMatch{z, r.Match}); w.routed[k] == nil {
-				w.routed[k] = c
-			}
+			w.routed[z] = append(w.routed[z], c)
 			continue
 		}
 		if other := w.zones.lookup(r.Match); other != z {
 			n.note("route %q: not delegated: %s", r.Match, other.describe())
 			continue
 		}
-		if c := w.routed[zoneMatch{z, r.Match}]; c != nil && c.owner != n {
-			n.note("route %q: not delegated: %s, closer to the root, routes it", r.Match, c.owner.ref)
+		// Handing the zone itself on shadows nothing (holders share it); a sub-zone
+		// must not cover a closer holder's route.
+		if c := w.closerRoute(z, r.Match, s.depth); c != nil && r.Match != z.prefix {
+			n.note("route %q: not delegated: %s, closer to the root, routes %q", r.Match, c.owner.ref, c.match)
 			continue
 		}
 		allowed = append(allowed, r)
@@ -218,6 +213,17 @@ func (w *rootWalk) process(s step) []step {
 		next = append(next, w.follow(t, r, n, sub, path, s.depth+1))
 	}
 	return next
+}
+
+// closerRoute returns a route of zone z under prefix that a holder closer to the root
+// than depth has, if any.
+func (w *rootWalk) closerRoute(z *zone, prefix string, depth int) *irClaim {
+	for _, c := range w.routed[z] {
+		if c.depth < depth && strings.HasPrefix(c.match, prefix) {
+			return c
+		}
+	}
+	return nil
 }
 
 // follow records an accepted delegation and schedules its target.

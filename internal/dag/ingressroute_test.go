@@ -530,7 +530,7 @@ spec:
 		if diff := cmp.Diff([]irRoute{{"/", "infra/web/80", "infra/app"}}, httpRoutes(g, "app.example.com")); diff != "" {
 			t.Errorf("routes (-want +got):\n%s", diff)
 		}
-		if s := statusOf(g, "attacker", "steal"); s.Status != StatusInvalid || !strings.Contains(s.Description, `host "app.example.com" is served by IngressRoute infra/app, which is not newer than this Ingress`) {
+		if s := statusOf(g, "attacker", "steal"); s.Status != StatusInvalid || !strings.Contains(s.Description, `host "app.example.com" belongs to IngressRoute infra/app, which is not newer than this Ingress`) {
 			t.Errorf("Ingress status = %+v", s)
 		}
 	}
@@ -1364,7 +1364,7 @@ func TestIngressRouteCoHolderCannotDelegateItsDelegatorsRoute(t *testing.T) {
 	if diff := cmp.Diff(want, httpRoutes(g, "app.example.com")); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
 	}
-	wantStatus(t, g, "b", "b", StatusValid, `route "/pay": not delegated: IngressRoute a/a, closer to the root, routes it`)
+	wantStatus(t, g, "b", "b", StatusValid, `route "/pay": not delegated: IngressRoute a/a, closer to the root, routes "/pay"`)
 	wantStatus(t, g, "b", "b2", StatusOrphaned)
 }
 
@@ -1413,4 +1413,39 @@ func TestIngressRouteNestedDelegationsToOneVertexAreCheap(t *testing.T) {
 	if n := len(httpRoutes(g, "app.example.com")); n > k+m+2 {
 		t.Errorf("%d routes for %d delegations and %d routes", n, k, m)
 	}
+}
+
+// Review finding: a root with a validation error still holds its host against a newer
+// Ingress staged for it (a typo must not hand the host over).
+func TestIngressRouteInvalidRootKeepsItsHostFromNewerIngresses(t *testing.T) {
+	g := build(
+		ir(t, `{metadata: {name: app, namespace: infra, creationTimestamp: "2020-01-01T00:00:00Z"}, spec: {virtualhost: {fqdn: app.example.com}, routes: [{match: /, services: [{name: web, port: 0}]}]}}`),
+		ing(t, `
+metadata: {name: steal, namespace: evil, creationTimestamp: "2021-01-01T00:00:00Z"}
+spec:
+  rules: [{host: app.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: evil, port: {number: 80}}}}]}}]
+`),
+	)
+	if got := routesOf(g, "app.example.com"); len(got) != 0 {
+		t.Errorf("app.example.com routes = %v, want none", got)
+	}
+	if s := statusOf(g, "evil", "steal"); s.Status != StatusInvalid || !strings.Contains(s.Description, "belongs to IngressRoute infra/app") {
+		t.Errorf("Ingress status = %+v", s)
+	}
+	wantStatus(t, g, "infra", "app", StatusInvalid, "port 0 is not in 1-65535")
+}
+
+// Review finding: nor by delegating a shorter prefix that covers the closer holder's route.
+func TestIngressRouteCoHolderCannotCoverItsDelegatorsRouteWithAShorterPrefix(t *testing.T) {
+	g := build(
+		ir(t, `{metadata: {name: app, namespace: infra}, spec: {virtualhost: {fqdn: app.example.com}, routes: [{match: /, delegate: {name: a, namespace: a}}]}}`),
+		ir(t, `{metadata: {name: a, namespace: a}, spec: {routes: [{match: /, delegate: {name: b, namespace: b}}, {match: /pay, services: [{name: pay, port: 80}]}]}}`),
+		ir(t, `{metadata: {name: b, namespace: b}, spec: {routes: [{match: /, services: [{name: web, port: 80}]}, {match: /pa, delegate: {name: b2}}]}}`),
+		ir(t, `{metadata: {name: b2, namespace: b}, spec: {routes: [{match: /pa, services: [{name: evil, port: 80}]}]}}`),
+	)
+	want := []irRoute{{"/pay", "a/pay/80", "a/a"}, {"/", "b/web/80", "b/b"}}
+	if diff := cmp.Diff(want, httpRoutes(g, "app.example.com")); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+	wantStatus(t, g, "b", "b", StatusValid, `route "/pa": not delegated: IngressRoute a/a, closer to the root, routes "/pay"`)
 }
