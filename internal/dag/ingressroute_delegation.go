@@ -31,38 +31,72 @@ type zone struct {
 	depth int    // delegations between the root and the zone's first holder
 }
 
-// zoneTrie finds the zone of a path: the one with the longest prefix of it.
+// zoneTrie finds the zone of a path: the one with the longest prefix of it. It is a radix
+// tree (edges carry strings), so that its size follows the number of zones rather than the
+// length of their prefixes.
 type zoneTrie struct {
-	next map[byte]*zoneTrie
-	zone *zone
+	zone  *zone
+	edges []trieEdge
+}
+
+type trieEdge struct {
+	label string // never empty; edges of a node start with different bytes
+	next  *zoneTrie
 }
 
 func (t *zoneTrie) insert(z *zone) {
-	n := t
-	for i := 0; i < len(z.prefix); i++ {
-		if n.next == nil {
-			n.next = map[byte]*zoneTrie{}
+	n, rest := t, z.prefix
+	for rest != "" {
+		i := n.edgeFor(rest[0])
+		if i < 0 {
+			n.edges = append(n.edges, trieEdge{label: rest, next: &zoneTrie{zone: z}})
+			return
 		}
-		c := n.next[z.prefix[i]]
-		if c == nil {
-			c = &zoneTrie{}
-			n.next[z.prefix[i]] = c
+		e := &n.edges[i]
+		common := commonPrefixLen(e.label, rest)
+		if common < len(e.label) {
+			// Split the edge where the new prefix leaves it.
+			mid := &zoneTrie{edges: []trieEdge{{label: e.label[common:], next: e.next}}}
+			e.label, e.next = e.label[:common], mid
 		}
-		n = c
+		n, rest = e.next, rest[common:]
 	}
 	n.zone = z
 }
 
 func (t *zoneTrie) lookup(path string) *zone {
 	found := t.zone
-	n := t
-	for i := 0; i < len(path) && n != nil; i++ {
-		n = n.next[path[i]]
-		if n != nil && n.zone != nil {
+	n, rest := t, path
+	for rest != "" {
+		i := n.edgeFor(rest[0])
+		if i < 0 || !strings.HasPrefix(rest, n.edges[i].label) {
+			break
+		}
+		n, rest = n.edges[i].next, rest[len(n.edges[i].label):]
+		if n.zone != nil {
 			found = n.zone
 		}
 	}
 	return found
+}
+
+func (t *zoneTrie) edgeFor(b byte) int {
+	for i := range t.edges {
+		if t.edges[i].label[0] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+func commonPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // irClaim is a route an object asks for in one of its zones.
