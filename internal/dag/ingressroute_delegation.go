@@ -160,17 +160,75 @@ type rootWalk struct {
 	hosts  []string
 	zones  zoneTrie
 	claims []*irClaim
-	// seen holds each object the walk reached, with the prefix it was delegated: an
+	// seen holds each object the walk reached, with the delegation that reached it: an
 	// object is served at most once per root, which bounds a walk by the size of the
 	// objects it reaches.
-	seen map[*irNode]string
+	seen map[*irNode]choice
 	// routed are the routes to services, by zone: a co-holder of a zone cannot delegate
 	// a prefix that covers a route of a holder closer to the root.
 	routed map[*zone][]*irClaim
+	// preferred are the delegations an object is served by when several reach it: the
+	// one of the longest prefix (see newRootWalk). better collects those this pass found.
+	preferred, better map[*irNode]choice
+	// effects are what the walk says about objects, applied once the walk is final.
+	effects []effect
+	reached []*irNode
 }
 
+// choice is the delegation that serves an object.
+type choice struct {
+	from   *irNode
+	prefix string
+}
+
+// effect is a remark the walk makes about an object.
+type effect struct {
+	node *irNode
+	kind effectKind
+	text string
+}
+
+type effectKind int
+
+const (
+	effectNote effectKind = iota
+	effectDelegatedBy
+	effectRefused
+)
+
+// maxWalkPasses bounds the passes of newRootWalk.
+const maxWalkPasses = 8
+
+// newRootWalk walks a root's tree. An object is served once, by the delegation of the
+// longest prefix that reaches it: all of them are nested (every route of the object is
+// under each), and the longest comes from the zone that holds the object's paths, so
+// another team cannot capture the object by reaching it first with a shorter prefix.
+// A pass that finds a longer delegation to an object already served starts the walk
+// again preferring it; preferences only lengthen, so the passes end.
 func newRootWalk(g *irGraph, root *irNode) *rootWalk {
-	w := &rootWalk{g: g, root: root, hosts: rootHosts(root), seen: map[*irNode]string{root: ""}, routed: map[*zone][]*irClaim{}}
+	preferred := map[*irNode]choice{}
+	var w *rootWalk
+	for pass := 1; ; pass++ {
+		w = walkOnce(g, root, preferred)
+		if len(w.better) == 0 || pass == maxWalkPasses {
+			break
+		}
+		for t, c := range w.better {
+			preferred[t] = c
+		}
+	}
+	w.apply()
+	return w
+}
+
+func walkOnce(g *irGraph, root *irNode, preferred map[*irNode]choice) *rootWalk {
+	w := &rootWalk{
+		g: g, root: root, hosts: rootHosts(root),
+		seen:      map[*irNode]choice{root: {}},
+		routed:    map[*zone][]*irClaim{},
+		preferred: preferred,
+		better:    map[*irNode]choice{},
+	}
 	w.zones.insert(&zone{holders: []*irNode{root}})
 	queue := []step{{node: root, zone: w.zones.zone}}
 	for len(queue) > 0 {
@@ -181,6 +239,37 @@ func newRootWalk(g *irGraph, root *irNode) *rootWalk {
 	return w
 }
 
+func (w *rootWalk) note(n *irNode, format string, args ...any) {
+	w.effects = append(w.effects, effect{node: n, kind: effectNote, text: fmt.Sprintf(format, args...)})
+}
+
+// apply records the final walk's remarks on the objects.
+func (w *rootWalk) apply() {
+	for _, n := range w.reached {
+		for _, h := range w.hosts {
+			n.hosts[h] = true
+		}
+	}
+	for _, e := range w.effects {
+		switch e.kind {
+		case effectNote:
+			e.node.notes = append(e.node.notes, e.text)
+		case effectDelegatedBy:
+			e.node.delegatedBy = append(e.node.delegatedBy, e.text)
+		case effectRefused:
+			e.node.refused = append(e.node.refused, e.text)
+		}
+	}
+}
+
+// prefer records that t should be served by from's delegation of prefix, if it is
+// longer than any found so far.
+func (w *rootWalk) prefer(t, from *irNode, prefix string) {
+	if c, ok := w.better[t]; !ok || len(prefix) > len(c.prefix) {
+		w.better[t] = choice{from: from, prefix: prefix}
+	}
+}
+
 func (w *rootWalk) claim(c *irClaim) {
 	c.order = len(w.claims)
 	w.claims = append(w.claims, c)
@@ -189,9 +278,7 @@ func (w *rootWalk) claim(c *irClaim) {
 // process takes n's routes in its zone and returns the delegations to follow.
 func (w *rootWalk) process(s step) []step {
 	n, z := s.node, s.zone
-	for _, h := range w.hosts {
-		n.hosts[h] = true
-	}
+	w.reached = append(w.reached, n)
 	path := &pathLink{node: n, parent: s.path}
 	// Every delegation is judged against the zones as they were before n's own: n may
 	// delegate both "/a" and "/a/b".
@@ -205,13 +292,13 @@ func (w *rootWalk) process(s step) []step {
 			continue
 		}
 		if other := w.zones.lookup(r.Match); other != z {
-			n.note("route %q: not delegated: %s", r.Match, other.describe())
+			w.note(n, "route %q: not delegated: %s", r.Match, other.describe())
 			continue
 		}
 		// Handing the zone itself on shadows nothing (holders share it); a sub-zone
 		// must not cover a closer holder's route.
 		if c := w.closerRoute(z, r.Match, s.depth); c != nil && r.Match != z.prefix {
-			n.note("route %q: not delegated: %s, closer to the root, routes %q", r.Match, c.owner.ref, c.match)
+			w.note(n, "route %q: not delegated: %s, closer to the root, routes %q", r.Match, c.owner.ref, c.match)
 			continue
 		}
 		allowed = append(allowed, r)
@@ -226,7 +313,7 @@ func (w *rootWalk) process(s step) []step {
 				z.holders = append(z.holders, t)
 				next = append(next, w.follow(t, r, n, z, path, s.depth+1))
 			} else {
-				n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q that no route of this object serves get 503", r.Match, key, reason, r.Match)
+				w.note(n, "route %q: not delegated to IngressRoute %s: %s; requests under %q that no route of this object serves get 503", r.Match, key, reason, r.Match)
 				w.claim(&irClaim{match: r.Match, status: 503, owner: n, zone: z, depth: s.depth + 1})
 			}
 			continue
@@ -234,7 +321,7 @@ func (w *rootWalk) process(s step) []step {
 		sub := &zone{prefix: r.Match, from: n, to: key.String(), depth: s.depth + 1}
 		w.zones.insert(sub)
 		if reason != "" {
-			n.note("route %q: not delegated to IngressRoute %s: %s; requests under %q get 503", r.Match, key, reason, r.Match)
+			w.note(n, "route %q: not delegated to IngressRoute %s: %s; requests under %q get 503", r.Match, key, reason, r.Match)
 			w.claim(&irClaim{match: r.Match, status: 503, owner: n, zone: sub, depth: sub.depth})
 			continue
 		}
@@ -262,8 +349,8 @@ func (w *rootWalk) closerRoute(z *zone, prefix string, depth int) *irClaim {
 
 // follow records an accepted delegation and schedules its target.
 func (w *rootWalk) follow(t *irNode, r *ingressroutev1.Route, from *irNode, z *zone, path *pathLink, depth int) step {
-	t.delegatedBy = append(t.delegatedBy, fmt.Sprintf("%q delegated by %s on %s", r.Match, from.ref, w.hosts[0]))
-	w.seen[t] = z.prefix
+	w.effects = append(w.effects, effect{node: t, kind: effectDelegatedBy, text: fmt.Sprintf("%q delegated by %s on %s", r.Match, from.ref, w.hosts[0])})
+	w.seen[t] = choice{from: from, prefix: r.Match}
 	return step{node: t, zone: z, path: path, depth: depth}
 }
 
@@ -273,7 +360,7 @@ func (z *zone) describe() string {
 		return "the root holds it"
 	}
 	if len(z.holders) == 0 {
-		return fmt.Sprintf("%s delegates %q to %s, which cannot be served, so it answers 503", z.from.ref, z.prefix, z.to)
+		return fmt.Sprintf("%s delegates %q to %s, a delegation that is refused, so it answers 503", z.from.ref, z.prefix, z.to)
 	}
 	return fmt.Sprintf("%s delegates %q to %s", z.from.ref, z.prefix, z.to)
 }
@@ -288,20 +375,29 @@ func (w *rootWalk) refusal(n *irNode, r *ingressroutev1.Route, t *irNode, path *
 	case !t.usable():
 		return "it is invalid (see its status)"
 	case t.isRoot():
-		t.note("%s delegates %q to it, which is ignored: only IngressRoutes without spec.virtualhost can be delegated to", n.ref, r.Match)
+		w.note(t, "%s delegates %q to it, which is ignored: only IngressRoutes without spec.virtualhost can be delegated to", n.ref, r.Match)
 		return "it is a root (it has spec.virtualhost): only IngressRoutes without a virtualhost can be delegated to"
 	}
 	for i := range t.ir.Spec.Routes {
 		if m := t.ir.Spec.Routes[i].Match; !strings.HasPrefix(m, r.Match) {
-			t.refused = append(t.refused, fmt.Sprintf("%s delegates %q to it, but its route %q is not under %q", n.ref, r.Match, m, r.Match))
+			w.effects = append(w.effects, effect{node: t, kind: effectRefused, text: fmt.Sprintf("%s delegates %q to it, but its route %q is not under %q", n.ref, r.Match, m, r.Match)})
 			return fmt.Sprintf("its route %q is not under %q", m, r.Match)
 		}
 	}
-	if prefix, seen := w.seen[t]; seen {
+	if c, seen := w.seen[t]; seen {
 		if path.contains(t) {
 			return "that would be a delegation cycle: " + path.describe(t)
 		}
-		return fmt.Sprintf("it is already delegated %q on this host", prefix)
+		if len(r.Match) > len(c.prefix) {
+			w.prefer(t, n, r.Match)
+		}
+		return fmt.Sprintf("%s already delegates %q to it on this host (an object is served once per host)", c.from.ref, c.prefix)
+	}
+	if c, ok := w.preferred[t]; ok && (c.from != n || c.prefix != r.Match) {
+		if len(r.Match) > len(c.prefix) {
+			w.prefer(t, n, r.Match)
+		}
+		return fmt.Sprintf("%s delegates the longer prefix %q to it (an object is served once per host, by the longest delegation)", c.from.ref, c.prefix)
 	}
 	return ""
 }

@@ -1112,7 +1112,7 @@ spec:
 		t.Errorf("routes (-want +got):\n%s", diff)
 	}
 	wantStatus(t, g, "infra", "root", StatusValid, `route "/a": not delegated to IngressRoute a/missing: it does not exist`)
-	wantStatus(t, g, "www", "w", StatusValid, `route "/a" is not served on r.example.com: IngressRoute infra/root delegates "/a" to a/missing, which cannot be served, so it answers 503`)
+	wantStatus(t, g, "www", "w", StatusValid, `route "/a" is not served on r.example.com: IngressRoute infra/root delegates "/a" to a/missing, a delegation that is refused, so it answers 503`)
 }
 
 // ... but an object delegated the same prefix closer to the root still wins over a refused
@@ -1195,7 +1195,7 @@ spec:
 	if diff := cmp.Diff(want, httpRoutes(g, "r.example.com")); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
 	}
-	wantStatus(t, g, "www", "w", StatusValid, `route "/a/x" is not served on r.example.com: IngressRoute infra/root delegates "/a" to a/missing, which cannot be served, so it answers 503`)
+	wantStatus(t, g, "www", "w", StatusValid, `route "/a/x" is not served on r.example.com: IngressRoute infra/root delegates "/a" to a/missing, a delegation that is refused, so it answers 503`)
 }
 
 // A delegate may hand its whole prefix on: the object it delegates the same prefix to
@@ -1467,5 +1467,56 @@ func TestIngressRouteLongPrefixesAreCheap(t *testing.T) {
 	allocs := testing.AllocsPerRun(3, func() { Build(s, Options{}) })
 	if allocs > 100_000 {
 		t.Errorf("%.0f allocations per build for 600 delegations", allocs)
+	}
+}
+
+// Review finding: a team holding "/" cannot capture another team's vertex by delegating
+// to it before its rightful delegator does: an object is served by the longest
+// delegation that reaches it, whatever the order of the walk.
+func TestIngressRouteVertexCannotBeCapturedByAShorterDelegation(t *testing.T) {
+	for _, attack := range []string{"/", "/b"} {
+		t.Run(attack, func(t *testing.T) {
+			g := build(
+				ir(t, `{metadata: {name: app, namespace: infra}, spec: {virtualhost: {fqdn: app.localhost}, routes: [{match: /, delegate: {name: shop, namespace: shop}}, {match: /blog, delegate: {name: blog, namespace: blog}}]}}`),
+				ir(t, `{metadata: {name: shop, namespace: shop}, spec: {routes: [{match: /shop, services: [{name: web, port: 80}]}, {match: `+attack+`, delegate: {name: comments, namespace: comments}}]}}`),
+				ir(t, `{metadata: {name: blog, namespace: blog}, spec: {routes: [{match: /blog, services: [{name: blog, port: 80}]}, {match: /blog/comments, delegate: {name: comments, namespace: comments}}]}}`),
+				ir(t, `{metadata: {name: comments, namespace: comments}, spec: {routes: [{match: /blog/comments, services: [{name: c, port: 80}]}]}}`),
+			)
+			got := httpRoutes(g, "app.localhost")
+			found := false
+			for _, r := range got {
+				if r.Match == "/blog/comments" {
+					found = r.To == "comments/c/80" && r.Source == "comments/comments"
+				}
+			}
+			if !found {
+				t.Errorf("/blog/comments is not served by comments/comments: %v", got)
+			}
+			wantStatus(t, g, "comments", "comments", StatusValid, `"/blog/comments" delegated by IngressRoute blog/blog`)
+			wantStatus(t, g, "shop", "shop", StatusValid, "blog/blog delegates the longer prefix \"/blog/comments\" to it")
+		})
+	}
+}
+
+// Review finding: the same vertex behind two nested prefixes of one host is served under
+// the longer one, whichever the root lists first.
+func TestIngressRouteNestedDelegationsToOneVertexDoNotDependOnOrder(t *testing.T) {
+	var results [][]irRoute
+	for _, routes := range []string{
+		`[{match: /t, delegate: {name: v, namespace: v}}, {match: /t/a, delegate: {name: v, namespace: v}}]`,
+		`[{match: /t/a, delegate: {name: v, namespace: v}}, {match: /t, delegate: {name: v, namespace: v}}]`,
+	} {
+		g := build(
+			ir(t, `{metadata: {name: app, namespace: infra}, spec: {virtualhost: {fqdn: app.example.com}, routes: `+routes+`}}`),
+			ir(t, `{metadata: {name: v, namespace: v}, spec: {routes: [{match: /t/a1, services: [{name: s, port: 80}]}, {match: /t/a2, services: [{name: s, port: 80}]}]}}`),
+		)
+		results = append(results, httpRoutes(g, "app.example.com"))
+		wantStatus(t, g, "v", "v", StatusValid, `"/t/a" delegated by IngressRoute infra/app`)
+	}
+	want := []irRoute{{"/t/a1", "v/s/80", "v/v"}, {"/t/a2", "v/s/80", "v/v"}, {"/t/a", "404", "infra/app"}, {"/t", "503", "infra/app"}}
+	for i, got := range results {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("order %d: routes (-want +got):\n%s", i, diff)
+		}
 	}
 }
