@@ -25,13 +25,21 @@ type Pipeline struct {
 	Metrics   *metrics.Pipeline
 	Status    *status.Logger
 	Logger    *slog.Logger
+	// LastValid, when set (run mode), keeps serving the last valid version of an object
+	// whose edit made it invalid.
+	LastValid *LastValid
 }
 
 // Rebuild compiles s and publishes the result. When translation fails (a translator bug)
 // nothing is published and the data planes keep the last good configuration.
 func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, error) {
 	start := time.Now()
-	g := dag.Build(s, p.DAG)
+	var g *dag.Graph
+	if p.LastValid != nil {
+		g = p.LastValid.Build(s, p.DAG)
+	} else {
+		g = dag.Build(s, p.DAG)
+	}
 	p.Status.Observe(g.Statuses)
 	res, err := translate.Translate(g, p.Translate)
 	if err == nil {
@@ -44,6 +52,9 @@ func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, err
 	}
 	p.Metrics.ObserveRebuild(start, g.Statuses, err)
 	if err != nil {
+		if !p.Server.Published() {
+			return g, fmt.Errorf("configuration not published, and none has been served yet: %w", err)
+		}
 		return g, fmt.Errorf("configuration not published, the last good one keeps serving: %w", err)
 	}
 	return g, nil

@@ -36,6 +36,9 @@ type RunOptions struct {
 	RootNamespaces []string
 	DisableIngress bool
 	Logger         *slog.Logger
+	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers (0: Envoy's
+	// defaults, 60 KiB and 100); see translate.Options.
+	MaxRequestHeadersKB, MaxRequestHeaders uint32
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -69,6 +72,9 @@ type Runner struct {
 // NewRunner prepares a Runner; nothing listens until Run.
 func NewRunner(opts RunOptions) (*Runner, error) {
 	opts = opts.withDefaults()
+	if err := checkListenAddrs("http-addr", opts.HTTPAddr, "https-addr", opts.HTTPSAddr, "admin-addr", opts.AdminAddr, "xds-addr", opts.XDSAddr); err != nil {
+		return nil, err
+	}
 	reg := admin.NewRegistry()
 	xdsLis, err := net.Listen("tcp", opts.XDSAddr)
 	if err != nil {
@@ -83,11 +89,13 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			RootNamespaces:    opts.RootNamespaces,
 			DisableIngress:    opts.DisableIngress,
 		},
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr)},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
+			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),
 		Status:    status.NewLogger(opts.Logger.With("component", "status")),
 		Logger:    opts.Logger.With("component", "pipeline"),
+		LastValid: NewLastValid(opts.Logger.With("component", "pipeline")),
 	}
 	r.proxy = proxy.New(proxy.Config{
 		XDSAddress: xdsLis.Addr().String(),

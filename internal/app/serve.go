@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,7 @@ import (
 	"github.com/portico-dev/portico/internal/source/kube"
 	"github.com/portico-dev/portico/internal/status"
 	"github.com/portico-dev/portico/internal/store"
+	"github.com/portico-dev/portico/internal/webhook"
 	"github.com/portico-dev/portico/internal/xds/server"
 	"github.com/portico-dev/portico/internal/xds/translate"
 	"github.com/portico-dev/portico/internal/xds/xdstls"
@@ -50,6 +52,9 @@ type ServeOptions struct {
 	// RootNamespaces and DisableIngress: see dag.Options.
 	RootNamespaces []string
 	DisableIngress bool
+	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers on Envoy and the
+	// embedded proxy (0: Envoy's defaults, 60 KiB and 100); see translate.Options.
+	MaxRequestHeadersKB, MaxRequestHeaders uint32
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -72,6 +77,11 @@ type ServeOptions struct {
 	// works if that certificate allows client authentication (certgen's xds.crt does
 	// not; pass its client.crt/client.key).
 	XDSTLSClientCertFile, XDSTLSClientKeyFile string
+	// WebhookAddr, when set, serves the validating admission webhook (HTTPS) there,
+	// with the certificate in WebhookCertDir (tls.crt, tls.key; re-read when they
+	// change). See internal/webhook.
+	WebhookAddr    string
+	WebhookCertDir string
 }
 
 func (o ServeOptions) withDefaults() ServeOptions {
@@ -131,6 +141,7 @@ type Server struct {
 	// publishing so that slow writes never delay configuration.
 	latest     atomic.Pointer[built]
 	statusKick chan struct{}
+	webhook    *webhook.Server // nil without --webhook-addr
 }
 
 // NewServer prepares a Server; nothing runs until Run.
@@ -139,6 +150,12 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	if e := opts.EnvoyService; e.Name != "" && len(opts.WatchNamespaces) > 0 && !slices.Contains(opts.WatchNamespaces, e.Namespace) {
 		// Its load-balancer status would never be seen, and every Ingress's address cleared.
 		return nil, fmt.Errorf("--envoy-service %s: add namespace %q to --watch-namespaces, or set --ingress-status-address", e, e.Namespace)
+	}
+	if err := checkListenAddrs("http-addr", opts.HTTPAddr, "https-addr", opts.HTTPSAddr, "admin-addr", opts.AdminAddr, "xds-addr", opts.XDSAddr); err != nil {
+		return nil, err
+	}
+	if err := checkWebhookFlags(opts); err != nil {
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
@@ -168,7 +185,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			RootNamespaces:    opts.RootNamespaces,
 			DisableIngress:    opts.DisableIngress,
 		},
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,
 		Status:    status.NewLogger(opts.Logger.With("component", "status")),
@@ -189,7 +206,51 @@ func NewServer(opts ServeOptions) (*Server, error) {
 		})
 	}
 	s.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: s.ready, Registry: reg, Logger: opts.Logger})
+	if opts.WebhookAddr != "" {
+		logger := opts.Logger.With("component", "webhook")
+		s.webhook, err = webhook.NewServer(webhook.ServerConfig{
+			Addr:    opts.WebhookAddr,
+			CertDir: opts.WebhookCertDir,
+			Handler: webhook.NewHandler(webhook.Config{DAG: s.pipeline.DAG, Namespaces: opts.WatchNamespaces, Store: s.latestStore, Logger: logger}),
+			Logger:  logger,
+		})
+		if err != nil {
+			xdsLis.Close()
+			return nil, fmt.Errorf("webhook: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// checkWebhookFlags refuses half a webhook configuration.
+func checkWebhookFlags(opts ServeOptions) error {
+	switch {
+	case opts.WebhookAddr == "" && opts.WebhookCertDir != "":
+		return errors.New("--webhook-cert-dir is set but --webhook-addr is not: set --webhook-addr (such as :9443) to serve the admission webhook")
+	case opts.WebhookAddr == "":
+		return nil
+	case opts.WebhookCertDir == "":
+		return errors.New("--webhook-addr needs --webhook-cert-dir, a directory holding tls.crt and tls.key (portico certgen --webhook, or a cert-manager Secret)")
+	}
+	return checkListenAddr("webhook-addr", opts.WebhookAddr)
+}
+
+// latestStore is what the admission webhook decides with: the objects of the latest
+// build (nil before the first).
+func (s *Server) latestStore() *store.Store {
+	if b := s.latest.Load(); b != nil {
+		return b.store
+	}
+	return nil
+}
+
+// WebhookAddr returns the admission webhook's bound address ("" when it is off or not
+// started yet).
+func (s *Server) WebhookAddr() string {
+	if s.webhook == nil {
+		return ""
+	}
+	return s.webhook.Addr()
 }
 
 // xdsCredentials returns the gRPC server options of the xDS server and the
@@ -284,6 +345,9 @@ func (s *Server) Run(ctx context.Context) error {
 		g.Go(func() error { return s.proxy.Run(ctx) })
 	}
 	g.Go(func() error { return s.source.Run(ctx) })
+	if s.webhook != nil {
+		g.Go(func() error { return s.webhook.Run(ctx) })
+	}
 	g.Go(func() error {
 		coalesce(ctx, s.source.Changes(), s.opts.Holdoff, s.opts.MaxDelay, func() { s.rebuild(ctx) })
 		return nil
@@ -395,6 +459,9 @@ func (s *Server) runLeaderElection(ctx context.Context) error {
 		Client:     s.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: s.opts.Identity},
 	}
+	if !s.waitForLeaseNamespace(ctx) {
+		return nil
+	}
 	for ctx.Err() == nil {
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -417,6 +484,40 @@ func (s *Server) runLeaderElection(ctx context.Context) error {
 		})
 	}
 	return nil
+}
+
+// waitForLeaseNamespace returns once the leader election namespace exists (false when
+// ctx ends first). Without it no replica can take the Lease, so no status would ever be
+// written while client-go logs an error per attempt: say so once, with the fix, and wait.
+// When the namespace cannot be read (RBAC without get on namespaces) election proceeds
+// and reports its own errors.
+func (s *Server) waitForLeaseNamespace(ctx context.Context) bool {
+	ns := s.opts.LeaseNamespace
+	warned := false
+	for {
+		_, err := s.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			if warned {
+				s.opts.Logger.Info("leader election namespace exists now; electing a leader", "namespace", ns)
+			}
+			return true
+		case apierrors.IsNotFound(err):
+			if !warned {
+				s.opts.Logger.Error(fmt.Sprintf("leader election namespace %q does not exist: status is not written until it does; create it (kubectl create namespace %s) or set --leader-election-namespace", ns, ns), "namespace", ns)
+				warned = true
+			}
+		case ctx.Err() != nil:
+			return false
+		default:
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(s.opts.RetryPeriod):
+		}
+	}
 }
 
 // lead holds leadership for the life of ctx: status is written with ctx, so every

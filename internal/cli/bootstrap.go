@@ -10,9 +10,11 @@ import (
 
 func bootstrapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("bootstrap", stderr)
+	withUsage(fs, "bootstrap PATH [flags]\n\nWrites an Envoy bootstrap file to PATH that points Envoy at the xDS server of portico serve.")
 	var o bootstrap.Options
 	fs.StringVar(&o.XDSAddress, "xds-address", "portico:8001", "host:port of Portico's xDS server")
-	fs.StringVar(&o.AdminAddress, "admin-address", "127.0.0.1:9001", "Envoy's admin listener")
+	fs.StringVar(&o.AdminAddress, "admin-address", "127.0.0.1:9001", "Envoy's admin listener (loopback only)")
+	fs.StringVar(&o.StatsAddress, "stats-address", bootstrap.DefaultStatsAddress, "where Envoy serves /stats/prometheus and /ready to scrapers and probes")
 	fs.StringVar(&o.NodeID, "node-id", "envoy", "Envoy node id")
 	var tlsFiles bootstrap.TLSFiles
 	fs.StringVar(&tlsFiles.CertFile, "xds-tls-cert-file", "", "path, inside the Envoy container, of the client certificate for mutual TLS to the xDS server (with --xds-tls-key-file and --xds-tls-ca-file)")

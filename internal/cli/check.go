@@ -15,15 +15,13 @@ import (
 // one JSON document with -o json.
 func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", stderr)
+	withUsage(fs, "check DIR [-o json] [flags]\n\nPrints the status every Ingress and IngressRoute in DIR would get; exit code 1 if any is invalid or orphaned, or a file cannot be used.")
 	output := fs.String("o", "table", "output format: table or json")
 	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
-	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as `run` does")
+	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as portico run does")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes may live (default: any)")
 	disableIngress := fs.Bool("disable-ingress", false, "ignore Ingress objects")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: portico check DIR [-o json]")
-		fs.PrintDefaults()
-	}
+	allowOrphaned := fs.Bool("allow-orphaned", false, "exit 0 even if objects are orphaned (blue-green setups whose standby is orphaned by design); invalid objects still fail")
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
@@ -60,7 +58,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}
-	if status.Failed(res.Statuses) || len(res.Problems) > 0 || res.TranslateErr != nil {
+	if status.Failed(res.Statuses, *allowOrphaned) || len(res.Problems) > 0 || res.TranslateErr != nil {
 		return 1
 	}
 	return 0

@@ -28,6 +28,7 @@ func commands() map[string]command {
 		"serve":     {"run the controller against a Kubernetes API server", serveCmd},
 		"bootstrap": {"write an Envoy bootstrap file pointing at the xDS server", bootstrapCmd},
 		"certgen":   {"generate a CA and certificates for mutual TLS between data planes and xDS", certgenCmd},
+		"version":   {"print the version, the commit it was built from and the Go version", versionCmd},
 	}
 }
 
@@ -40,6 +41,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return versionCmd(ctx, args[1:], stdout, stderr)
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
@@ -71,8 +75,30 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and returns the exit code to use when parsing ended the command.
+// withUsage makes -h print "Usage: portico SYNOPSIS" before the flags.
+func withUsage(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: portico %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+}
+
+// parse parses args of a command that takes no positional arguments and returns the
+// exit code to use when parsing ended the command. A stray argument is an error rather
+// than ignored: "portico run manifests/" would otherwise run without the manifests.
 func parse(fs *flag.FlagSet, args []string) (int, bool) {
+	if code, ok := parseFlags(fs, args); !ok {
+		return code, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q (this command takes flags only; see -h)\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}
+
+// parseFlags parses args, leaving positional arguments in fs.Args().
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0, false
@@ -87,7 +113,7 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	var positional []string
 	for {
-		if code, ok := parse(fs, args); !ok {
+		if code, ok := parseFlags(fs, args); !ok {
 			return nil, code, false
 		}
 		if fs.NArg() == 0 {

@@ -9,6 +9,7 @@ import (
 
 func echoCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("echo", stderr)
+	withUsage(fs, "echo --listen ADDR --service NAME [flags]")
 	var c echo.Config
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:9000", "address to listen on")
 	fs.StringVar(&c.Service, "service", "", "service name reported in responses (required)")

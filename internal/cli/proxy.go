@@ -11,6 +11,7 @@ import (
 
 func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("proxy", stderr)
+	withUsage(fs, "proxy --xds-server ADDR [flags]")
 	xdsServer := fs.String("xds-server", "", "host:port of the xDS (ADS) server (required)")
 	httpAddr := fs.String("http-addr", "", "bind the HTTP listener here instead of the address in its xDS Listener")
 	httpsAddr := fs.String("https-addr", "", "bind the HTTPS listener here instead of the address in its xDS Listener")

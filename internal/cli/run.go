@@ -2,15 +2,21 @@ package cli
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 
 	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
 func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
+	withUsage(fs, "run --manifests DIR [flags]")
 	var o app.RunOptions
 	fs.StringVar(&o.ManifestDir, "manifests", "", "directory of Kubernetes manifests to serve (required)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP listener")
@@ -21,6 +27,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes (those with a virtualhost) may live (default: any)")
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes only)")
+	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -46,4 +53,36 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "run: %v", err)
 	}
 	return 0
+}
+
+// headerLimitFlags adds --max-request-headers-kb and --max-request-headers (run and
+// serve), bound to kb and count and defaulting to Envoy's limits.
+func headerLimitFlags(fs *flag.FlagSet, kb, count *uint32) {
+	*kb, *count = translate.DefaultMaxRequestHeadersKB, translate.DefaultMaxRequestHeaders
+	fs.Var(rangeFlag{kb, 1, translate.MaxRequestHeadersKBLimit}, "max-request-headers-kb",
+		"largest total size of a request's headers, in `KiB` (1-8192); larger requests get 431")
+	fs.Var(rangeFlag{count, 1, math.MaxUint32}, "max-request-headers",
+		"most headers a request may have (`N`); more get 431")
+}
+
+// rangeFlag is a uint32 flag between lo and hi.
+type rangeFlag struct {
+	p      *uint32
+	lo, hi uint64
+}
+
+func (f rangeFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strconv.FormatUint(uint64(*f.p), 10)
+}
+
+func (f rangeFlag) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n < f.lo || n > f.hi {
+		return fmt.Errorf("want a whole number from %d to %d", f.lo, f.hi)
+	}
+	*f.p = uint32(n)
+	return nil
 }

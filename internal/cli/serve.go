@@ -16,6 +16,7 @@ import (
 
 func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("serve", stderr)
+	withUsage(fs, "serve [flags]")
 	var o app.ServeOptions
 	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name (flags on the command line win)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
@@ -41,6 +42,9 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.XDSTLS.CAFile, "xds-tls-ca-file", "", "CA bundle that data planes' client certificates must chain to")
 	fs.StringVar(&o.XDSTLSClientCertFile, "xds-tls-client-cert-file", "", "client certificate the embedded proxy presents to the xDS server (default: --xds-tls-cert-file, if it allows client auth)")
 	fs.StringVar(&o.XDSTLSClientKeyFile, "xds-tls-client-key-file", "", "private key of --xds-tls-client-cert-file")
+	fs.StringVar(&o.WebhookAddr, "webhook-addr", "", "serve the validating admission webhook (HTTPS, path /validate) on this address, such as :9443 (default: off)")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory holding the webhook's tls.crt and tls.key (a kubernetes.io/tls Secret volume); read again when they change")
+	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code

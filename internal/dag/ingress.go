@@ -93,7 +93,7 @@ func (b *builder) processIngresses(rootHosts map[string]*irNode) {
 			continue
 		}
 		if errs := validateIngress(ing); len(errs) > 0 {
-			b.setStatus(ref, StatusInvalid, "not served: "+strings.Join(errs, "; "))
+			b.setStatus(ref, StatusInvalid, notServed(errs))
 			continue
 		}
 		candidates = append(candidates, ing)

@@ -178,10 +178,8 @@ func (b *builder) ingressRouteGraph() *irGraph {
 		}
 		if class, other := b.ingressRouteClass(ir); other {
 			n.ignored = fmt.Sprintf("ingress class %q is not %q", class, b.opts.IngressClassName)
-		} else if reason := ir.Annotations[ingressroutev1.DecodeErrorAnnotation]; reason != "" {
-			n.invalid = []string{"its spec cannot be read: " + reason + "; fix that field"}
 		} else {
-			n.invalid = validateIngressRoute(ir)
+			n.invalid = ingressRouteProblems(ir)
 		}
 		g.nodes[types.NamespacedName{Namespace: ir.Namespace, Name: ir.Name}] = n
 		g.order = append(g.order, n)
@@ -346,7 +344,7 @@ func (b *builder) setIngressRouteStatus(n *irNode) {
 	case n.ignored != "":
 		st.Status, st.Description = StatusIgnored, n.ignored
 	case len(n.invalid) > 0:
-		st.Status, st.Description = StatusInvalid, "not served: "+strings.Join(capped(n.invalid), "; ")
+		st.Status, st.Description = StatusInvalid, notServed(n.invalid)
 	case n.isRoot():
 		st.Status, st.Description = StatusValid, withNotes("valid IngressRoute", n.notes)
 	case len(n.delegatedBy) > 0:

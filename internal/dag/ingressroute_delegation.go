@@ -505,26 +505,10 @@ func (b *builder) claimRoutes(c *irClaim, matches map[string]bool) []servedRoute
 		return []servedRoute{{route: &Route{Path: path, Source: c.owner.ref, DirectStatus: c.status}}}
 	}
 	r, n := c.route, c.owner
-	field := fmt.Sprintf("route %q: ", r.Match)
+	field := routeField(r)
 	out := &Route{Path: path, Source: n.ref, PrefixRewrite: r.PrefixRewrite, Clusters: b.routeClusters(n, r, field)}
 	var notes []string
-	if tp := r.TimeoutPolicy; tp != nil {
-		out.Timeouts, notes = buildTimeouts(policyInput{field + "timeoutPolicy.request", tp.Request}, policyInput{field + "timeoutPolicy.idle", tp.Idle})
-	}
-	if rp := r.RetryPolicy; rp != nil {
-		count := policyInput{field + "retryPolicy.count", rp.Count}
-		if rp.Count == nil && rp.MaxRetries != nil {
-			count = policyInput{field + "retryPolicy.maxRetries", rp.MaxRetries}
-		}
-		var more []string
-		out.Retry, more = buildRetry(rawRetryPolicy{
-			count:         count,
-			statusCodes:   rp.OnStatusCodes,
-			codesField:    field + "retryPolicy.onStatusCodes",
-			perTryTimeout: policyInput{field + "retryPolicy.perTryTimeout", rp.PerTryTimeout},
-		}, out.Timeouts)
-		notes = append(notes, more...)
-	}
+	out.Timeouts, out.Retry, notes = routePolicies(r, field)
 	n.notes = append(n.notes, notes...)
 	routes := []servedRoute{{route: out, permitInsecure: r.PermitInsecure}}
 	if strings.HasSuffix(r.PrefixRewrite, "/") && !strings.HasSuffix(r.Match, "/") && !matches[r.Match+"/"] {
@@ -533,6 +517,35 @@ func (b *builder) claimRoutes(c *irClaim, matches map[string]bool) []servedRoute
 		routes = append(routes, servedRoute{route: &slash, permitInsecure: r.PermitInsecure})
 	}
 	return routes
+}
+
+// routeField prefixes the remarks about a route in its object's status.
+func routeField(r *ingressroutev1.Route) string { return fmt.Sprintf("route %q: ", r.Match) }
+
+// routePolicies interprets a route's timeout and retry policies (seed 002); the notes
+// say which values fell back to a default. field prefixes the notes.
+func routePolicies(r *ingressroutev1.Route, field string) (*TimeoutPolicy, *RetryPolicy, []string) {
+	var timeouts *TimeoutPolicy
+	var retry *RetryPolicy
+	var notes []string
+	if tp := r.TimeoutPolicy; tp != nil {
+		timeouts, notes = buildTimeouts(policyInput{field + "timeoutPolicy.request", tp.Request}, policyInput{field + "timeoutPolicy.idle", tp.Idle})
+	}
+	if rp := r.RetryPolicy; rp != nil {
+		count := policyInput{field + "retryPolicy.count", rp.Count}
+		if rp.Count == nil && rp.MaxRetries != nil {
+			count = policyInput{field + "retryPolicy.maxRetries", rp.MaxRetries}
+		}
+		var more []string
+		retry, more = buildRetry(rawRetryPolicy{
+			count:         count,
+			statusCodes:   rp.OnStatusCodes,
+			codesField:    field + "retryPolicy.onStatusCodes",
+			perTryTimeout: policyInput{field + "retryPolicy.perTryTimeout", rp.PerTryTimeout},
+		}, timeouts)
+		notes = append(notes, more...)
+	}
+	return timeouts, retry, notes
 }
 
 // routeClusters resolves a route's services in the object's own namespace. When no

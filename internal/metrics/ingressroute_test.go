@@ -31,13 +31,19 @@ func TestIngressRouteGaugesFollowRebuilds(t *testing.T) {
 	want := `
 # HELP contour_ingressroute_invalid_total Invalid IngressRoutes, by virtual host (roots: their own; others: empty).
 # TYPE contour_ingressroute_invalid_total gauge
+contour_ingressroute_invalid_total{namespace="infra",vhost="a.example.com"} 0
 contour_ingressroute_invalid_total{namespace="infra",vhost="b.example.com"} 1
+contour_ingressroute_invalid_total{namespace="infra",vhost="www.a.example.com"} 0
+contour_ingressroute_invalid_total{namespace="web",vhost=""} 0
+contour_ingressroute_invalid_total{namespace="web",vhost="a.example.com"} 0
 # HELP contour_ingressroute_orphaned_total Orphaned IngressRoutes: no root delegates to them.
 # TYPE contour_ingressroute_orphaned_total gauge
+contour_ingressroute_orphaned_total{namespace="infra"} 0
 contour_ingressroute_orphaned_total{namespace="web"} 1
 # HELP contour_ingressroute_root_total Root IngressRoutes (with a virtualhost).
 # TYPE contour_ingressroute_root_total gauge
 contour_ingressroute_root_total{namespace="infra"} 2
+contour_ingressroute_root_total{namespace="web"} 0
 # HELP contour_ingressroute_total IngressRoutes, whatever their status.
 # TYPE contour_ingressroute_total gauge
 contour_ingressroute_total{namespace="infra"} 2
@@ -45,7 +51,9 @@ contour_ingressroute_total{namespace="web"} 2
 # HELP contour_ingressroute_valid_total Valid IngressRoutes, by virtual host they serve.
 # TYPE contour_ingressroute_valid_total gauge
 contour_ingressroute_valid_total{namespace="infra",vhost="a.example.com"} 1
+contour_ingressroute_valid_total{namespace="infra",vhost="b.example.com"} 0
 contour_ingressroute_valid_total{namespace="infra",vhost="www.a.example.com"} 1
+contour_ingressroute_valid_total{namespace="web",vhost=""} 0
 contour_ingressroute_valid_total{namespace="web",vhost="a.example.com"} 1
 `
 	names := []string{"contour_ingressroute_total", "contour_ingressroute_orphaned_total", "contour_ingressroute_root_total", "contour_ingressroute_valid_total", "contour_ingressroute_invalid_total"}
@@ -61,8 +69,14 @@ contour_ingressroute_valid_total{namespace="web",vhost="a.example.com"} 1
 # HELP contour_ingressroute_total IngressRoutes, whatever their status.
 # TYPE contour_ingressroute_total gauge
 contour_ingressroute_total{namespace="web"} 1
+# HELP contour_ingressroute_valid_total Valid IngressRoutes, by virtual host they serve.
+# TYPE contour_ingressroute_valid_total gauge
+contour_ingressroute_valid_total{namespace="web",vhost=""} 0
+# HELP contour_ingressroute_invalid_total Invalid IngressRoutes, by virtual host (roots: their own; others: empty).
+# TYPE contour_ingressroute_invalid_total gauge
+contour_ingressroute_invalid_total{namespace="web",vhost=""} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "contour_ingressroute_total", "contour_ingressroute_valid_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "contour_ingressroute_total", "contour_ingressroute_valid_total", "contour_ingressroute_invalid_total"); err != nil {
 		t.Fatal(err)
 	}
 }

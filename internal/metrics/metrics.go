@@ -63,26 +63,27 @@ func (m *IngressRoutes) observe(statuses []dag.Status, at time.Time) {
 		}
 		ns := s.Object.Namespace
 		m.Total.WithLabelValues(ns).Inc()
-		if s.Root {
-			m.Roots.WithLabelValues(ns).Inc()
-		}
+		// Every series an object could be counted in exists, at zero if need be, so that
+		// an alert on `contour_ingressroute_invalid_total > 0` has something to evaluate
+		// while all is well, and its first invalid object is a change, not a new series.
+		m.Roots.WithLabelValues(ns).Add(boolCount(s.Root))
+		m.Orphaned.WithLabelValues(ns).Add(boolCount(s.Status == dag.StatusOrphaned))
 		hosts := s.Hosts
 		if len(hosts) == 0 {
 			hosts = []string{""}
 		}
-		switch s.Status {
-		case dag.StatusOrphaned:
-			m.Orphaned.WithLabelValues(ns).Inc()
-		case dag.StatusValid:
-			for _, h := range hosts {
-				m.Valid.WithLabelValues(ns, h).Inc()
-			}
-		case dag.StatusInvalid:
-			for _, h := range hosts {
-				m.Invalid.WithLabelValues(ns, h).Inc()
-			}
+		for _, h := range hosts {
+			m.Valid.WithLabelValues(ns, h).Add(boolCount(s.Status == dag.StatusValid))
+			m.Invalid.WithLabelValues(ns, h).Add(boolCount(s.Status == dag.StatusInvalid))
 		}
 	}
+}
+
+func boolCount(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // NewPipeline creates the pipeline metrics and registers them on reg.
@@ -128,6 +129,11 @@ func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err er
 	m.RebuildDuration.Observe(time.Since(start).Seconds())
 	m.LastRebuild.Set(float64(time.Now().Unix()))
 	m.Objects.Reset()
+	for _, kind := range []string{dag.KindIngress, dag.KindIngressRoute} {
+		for _, st := range []dag.StatusValue{dag.StatusValid, dag.StatusInvalid, dag.StatusOrphaned, dag.StatusIgnored} {
+			m.Objects.WithLabelValues(kind, string(st))
+		}
+	}
 	for _, s := range statuses {
 		m.Objects.WithLabelValues(s.Object.Kind, string(s.Status)).Inc()
 	}

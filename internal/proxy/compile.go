@@ -17,6 +17,7 @@ type snapshot struct {
 	listeners map[string]*listenerConfig
 	clusters  map[string]*upstreamCluster
 	version   string // shared by every type, or "" when the types differ
+	gen       uint64 // the compilation that built it (see routeStatsFor)
 }
 
 // listenerConfig is a listener of a snapshot.
@@ -33,6 +34,7 @@ type listenerConfig struct {
 type filterChain struct {
 	hcm       *hcmSpec
 	routes    *routeTable
+	stats     *routeTableStats // indexed like routes
 	tlsConfig *tls.Config
 }
 
@@ -67,10 +69,12 @@ func (p *Proxy) compile() (*snapshot, error) {
 	if !s.received(resourcev3.ListenerType) {
 		return nil, &incompleteError{missing: "no listeners received yet"}
 	}
+	p.statsGen++
 	snap := &snapshot{
 		listeners: make(map[string]*listenerConfig),
 		clusters:  make(map[string]*upstreamCluster),
 		version:   s.sharedVersion(),
+		gen:       p.statsGen,
 	}
 	for _, name := range sortedKeys(s.byType[resourcev3.ListenerType]) {
 		spec := s.byType[resourcev3.ListenerType][name].(*listenerSpec)
@@ -92,7 +96,7 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerCo
 		clusters: snap.clusters,
 	}
 	for _, cs := range spec.chains {
-		fc, err := p.compileChain(cs, snap)
+		fc, err := p.compileChain(spec.name, cs, snap)
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +110,7 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerCo
 	return lc, nil
 }
 
-func (p *Proxy) compileChain(cs *chainSpec, snap *snapshot) (*filterChain, error) {
+func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*filterChain, error) {
 	fc := &filterChain{hcm: cs.hcm, routes: cs.hcm.inlineRoutes}
 	if fc.routes == nil {
 		rt, ok := lookup[*routeTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
@@ -115,6 +119,7 @@ func (p *Proxy) compileChain(cs *chainSpec, snap *snapshot) (*filterChain, error
 		}
 		fc.routes = rt
 	}
+	fc.stats = p.compileRouteStats(listener, fc.routes, snap.gen)
 	for _, name := range fc.routes.clusters {
 		if err := p.compileCluster(name, snap); err != nil {
 			return nil, fmt.Errorf("route configuration %q: %w", fc.routes.name, err)
@@ -180,6 +185,7 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 	cs, ok := p.clusterStates[cluster]
 	if !ok {
 		cs = newClusterState()
+		cs.stats = p.metrics.newClusterStats(cluster)
 		p.clusterStates[cluster] = cs
 	}
 	return cs
@@ -187,7 +193,8 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 
 // syncClusters brings the clusters' shared state in line with the snapshot
 // being applied: health checkers start for new endpoints and stop for
-// removed endpoints and clusters, and removed clusters' state is dropped.
+// removed endpoints and clusters, and removed clusters' state and metric
+// series are dropped.
 func (p *Proxy) syncClusters(snap *snapshot) {
 	for name, cs := range p.clusterStates {
 		uc, ok := snap.clusters[name]
@@ -195,6 +202,7 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 			if cs.health != nil {
 				cs.health.stop()
 			}
+			cs.stats.remove()
 			delete(p.clusterStates, name)
 			continue
 		}
@@ -224,6 +232,7 @@ func (p *Proxy) stopHealthChecks() {
 // closed as needed, then every listener switches to its new configuration.
 func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	p.syncClusters(snap)
+	p.syncRouteStats(snap)
 	p.syncListeners(ctx, snap)
 	p.current.Store(snap)
 	if snap.version != "" {
@@ -243,6 +252,9 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 		// Intermediate state while the types of an update arrive one by one.
 		p.log.Debug("configuration applied (types at different versions)")
 	}
+	p.mu.Lock()
+	p.noteStarted()
+	p.mu.Unlock()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -66,6 +66,11 @@ type hcmSpec struct {
 	// streamIdleTimeout bounds how long a stream may see no activity; 0
 	// disables it. A route's idle_timeout overrides it.
 	streamIdleTimeout time.Duration
+	// maxRequestHeaderBytes (max_request_headers_kb) and maxRequestHeaders
+	// (common_http_protocol_options.max_headers_count) bound a request's
+	// headers; beyond either the request gets 431 (see limits.go).
+	maxRequestHeaderBytes int
+	maxRequestHeaders     int
 }
 
 // tlsSpec is a validated DownstreamTlsContext.
@@ -255,7 +260,6 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	if err := unsupported(
 		field{"codec_type " + h.GetCodecType().String() + " (only AUTO)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO},
 		field{"tracing", h.GetTracing() != nil},
-		field{"common_http_protocol_options", h.GetCommonHttpProtocolOptions() != nil},
 		field{"http_protocol_options", h.GetHttpProtocolOptions() != nil},
 		field{"http2_protocol_options", h.GetHttp2ProtocolOptions() != nil},
 		field{"http3_protocol_options", h.GetHttp3ProtocolOptions() != nil},
@@ -279,19 +283,29 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		return nil, err
 	}
 	spec := &hcmSpec{
-		statPrefix:        h.GetStatPrefix(),
-		serverName:        h.GetServerName(),
-		useRemoteAddress:  h.GetUseRemoteAddress().GetValue(),
-		skipXFFAppend:     h.GetSkipXffAppend(),
-		normalizePath:     h.GetNormalizePath().GetValue(),
-		mergeSlashes:      h.GetMergeSlashes(),
-		stripTrailingDot:  h.GetStripTrailingHostDot(),
-		generateRequestID: h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
-		preserveRequestID: h.GetPreserveExternalRequestId(),
-		streamIdleTimeout: defaultStreamIdleTimeout,
+		statPrefix:            h.GetStatPrefix(),
+		serverName:            h.GetServerName(),
+		useRemoteAddress:      h.GetUseRemoteAddress().GetValue(),
+		skipXFFAppend:         h.GetSkipXffAppend(),
+		normalizePath:         h.GetNormalizePath().GetValue(),
+		mergeSlashes:          h.GetMergeSlashes(),
+		stripTrailingDot:      h.GetStripTrailingHostDot(),
+		generateRequestID:     h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
+		preserveRequestID:     h.GetPreserveExternalRequestId(),
+		streamIdleTimeout:     defaultStreamIdleTimeout,
+		maxRequestHeaderBytes: defaultMaxRequestHeadersKB * 1024,
+		maxRequestHeaders:     defaultMaxRequestHeaders,
 	}
 	if d := h.GetStreamIdleTimeout(); d != nil {
 		spec.streamIdleTimeout = d.AsDuration()
+	}
+	if kb := h.GetMaxRequestHeadersKb(); kb != nil {
+		spec.maxRequestHeaderBytes = int(kb.GetValue()) * 1024
+	}
+	if o := h.GetCommonHttpProtocolOptions(); o != nil {
+		if err := convertCommonHTTPOptions(o, spec); err != nil {
+			return nil, fmt.Errorf("common_http_protocol_options: %w", err)
+		}
 	}
 	if spec.serverName == "" {
 		spec.serverName = "envoy" // Envoy's default, for configs that do not set it
@@ -339,6 +353,27 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// convertCommonHTTPOptions honours max_headers_count, the only downstream
+// protocol option the translator sets.
+func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcmSpec) error {
+	if err := unsupported(
+		field{"idle_timeout", o.GetIdleTimeout() != nil},
+		field{"max_connection_duration", o.GetMaxConnectionDuration() != nil},
+		field{"max_connection_duration_jitter", o.GetMaxConnectionDurationJitter() != nil},
+		field{"max_response_headers_kb", o.GetMaxResponseHeadersKb() != nil},
+		field{"max_stream_duration", o.GetMaxStreamDuration() != nil},
+		field{"headers_with_underscores_action " + o.GetHeadersWithUnderscoresAction().String(),
+			o.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW},
+		field{"max_requests_per_connection", o.GetMaxRequestsPerConnection() != nil},
+	); err != nil {
+		return err
+	}
+	if n := o.GetMaxHeadersCount(); n != nil {
+		spec.maxRequestHeaders = int(n.GetValue())
+	}
+	return nil
 }
 
 // checkHTTPFilters accepts exactly the router: the proxy implements no other

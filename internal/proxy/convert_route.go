@@ -51,6 +51,8 @@ func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("virtual host %q: %w", pvh.GetName(), err)
 		}
+		vh.index = len(t.vhosts)
+		t.vhosts = append(t.vhosts, vh)
 		for _, d := range pvh.GetDomains() {
 			d = strings.ToLower(d)
 			if other, dup := seenDomains[d]; dup {
@@ -130,6 +132,7 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
 		}
+		r.index, r.label = i, routeLabel(r.name, i)
 		vh.routes = append(vh.routes, r)
 	}
 	return vh, nil

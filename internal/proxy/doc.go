@@ -18,6 +18,9 @@
 //     filter-chain selection.
 //   - routing.go: virtual host and route matching.
 //   - handler.go: the request path: edge headers, actions, timeouts, access log.
+//   - limits.go: the HCM's request header limits (431).
+//   - metrics.go: Prometheus metrics, resolved per route and cluster, deleted
+//     with them.
 //   - upstream.go: clusters, the shared transport, error mapping.
 //   - retry.go: retry_policy and the attempts of a request (attemptTransport);
 //     body.go: request body tracking and replay for retries.

@@ -25,11 +25,14 @@ type listenerHandler struct {
 
 // exchange collects what the access log and metrics report about a request.
 type exchange struct {
-	vhost        string
+	vhost        string // label values: "(none)" until matched
 	route        string
+	stats        *routeStats
 	cluster      string
-	upstreamHost string // of the last attempt
-	attempts     int    // upstream attempts made (0 for local replies)
+	clusterStats *clusterStats // nil unless the request was forwarded
+	upstreamHost string        // of the last attempt
+	attempts     int           // upstream attempts made (0 for local replies)
+	details      string        // why the proxy answered itself, when it says more than the status
 }
 
 func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,9 +51,15 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hcm := chain.hcm
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
-	ex := &exchange{}
+	ex := &exchange{vhost: unmatchedLabel, route: unmatchedLabel, stats: chain.stats.noVhost}
 	ri := newRequestInfo(hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
+
+	if reason := headerLimitExceeded(hcm, r); reason != "" {
+		h.p.metrics.headersRefusedFor(reason)
+		refuseHeaders(rw, r, ex, reason)
+		return
+	}
 
 	switch upgrade := upgradeType(r); {
 	case upgrade == "":
@@ -67,13 +76,14 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		localReply(rw, http.StatusNotFound, "")
 		return
 	}
-	ex.vhost = vh.name
+	vs := &chain.stats.vhosts[vh.index]
+	ex.vhost, ex.stats = vh.name, vs.noRoute
 	rt := vh.selectRoute(ri)
 	if rt == nil {
 		localReply(rw, http.StatusNotFound, "")
 		return
 	}
-	ex.route = rt.name
+	ex.route, ex.stats = rt.label, vs.routes[rt.index]
 	switch {
 	case rt.direct != nil:
 		localReply(rw, rt.direct.status, string(rt.direct.body))
@@ -110,9 +120,17 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		return
 	}
 	ex.upstreamHost = cl.endpoints[endpoint]
+	ex.clusterStats = cl.state.stats
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	defer func() {
+		// Deferred: ReverseProxy panics (ErrAbortHandler) when the route
+		// timeout cuts a response that had started.
+		if errors.Is(context.Cause(ctx), errRouteTimeout) {
+			cl.state.stats.get().timeouts.Inc()
+		}
+	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(ctx)
@@ -146,7 +164,6 @@ func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *rou
 		pick:        pc,
 		done:        &completion{},
 		ex:          ex,
-		metrics:     h.p.metrics,
 	}
 }
 
@@ -255,7 +272,10 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 	if status == 0 {
 		status = http.StatusOK // net/http writes 200 for handlers that wrote nothing
 	}
-	h.p.metrics.request(h.ll.name, ex.cluster, status, elapsed)
+	ex.stats.observe(status, elapsed.Seconds(), rw.bytes)
+	if ex.clusterStats != nil {
+		ex.clusterStats.get().requests[codeClass(status)].Inc()
+	}
 	if !rw.hcm.accessLog {
 		return
 	}
@@ -278,6 +298,9 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 	}
 	if rw.upstreamErr != nil {
 		attrs = append(attrs, slog.String("upstream_error", rw.upstreamErr.Error()))
+	}
+	if ex.details != "" {
+		attrs = append(attrs, slog.String("response_code_details", ex.details))
 	}
 	h.p.log.LogAttrs(r.Context(), slog.LevelInfo, "access", attrs...)
 }

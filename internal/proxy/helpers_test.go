@@ -55,7 +55,7 @@ const testNode = "test-node"
 // Control plane: a real go-control-plane snapshot cache + ADS gRPC server.
 
 type controlPlane struct {
-	t     *testing.T
+	t     testing.TB
 	cache cachev3.SnapshotCache
 	addr  string
 
@@ -64,7 +64,7 @@ type controlPlane struct {
 	requests []*discoveryv3.DiscoveryRequest
 }
 
-func startControlPlane(t *testing.T) *controlPlane {
+func startControlPlane(t testing.TB) *controlPlane {
 	t.Helper()
 	cp := &controlPlane{t: t, cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -415,7 +415,7 @@ func (b *backend) addr() string { return b.srv.Listener.Addr().String() }
 
 // startBackend echoes the request as JSON. "?sleep=<duration>" delays the
 // answer; the backend sets its own Server header, which the proxy overwrites.
-func startBackend(t *testing.T, name string) *backend {
+func startBackend(t testing.TB, name string) *backend {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d, err := time.ParseDuration(r.URL.Query().Get("sleep")); err == nil {
@@ -483,13 +483,13 @@ type testProxy struct {
 	reg  *prometheus.Registry
 }
 
-func startProxy(t *testing.T, cp *controlPlane) *testProxy {
+func startProxy(t testing.TB, cp *controlPlane) *testProxy {
 	t.Helper()
 	return startProxyOn(t, cp, map[string]string{"ingress_http": "127.0.0.1:0", "ingress_https": "127.0.0.1:0"})
 }
 
 // startProxyOn starts a proxy binding its listeners at addrs.
-func startProxyOn(t *testing.T, cp *controlPlane, addrs map[string]string) *testProxy {
+func startProxyOn(t testing.TB, cp *controlPlane, addrs map[string]string) *testProxy {
 	t.Helper()
 	logs := &logCapture{}
 	reg := prometheus.NewRegistry()
@@ -520,7 +520,7 @@ func startProxyOn(t *testing.T, cp *controlPlane, addrs map[string]string) *test
 	return &testProxy{Proxy: p, logs: logs, reg: reg}
 }
 
-func (tp *testProxy) waitVersion(t *testing.T, version string) {
+func (tp *testProxy) waitVersion(t testing.TB, version string) {
 	t.Helper()
 	waitFor(t, "applied version "+version, func() bool { return tp.AppliedVersion() == version })
 }
@@ -534,7 +534,7 @@ func (tp *testProxy) httpURL(t *testing.T, path string) string {
 	return "http://" + addr + path
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

@@ -178,6 +178,9 @@ type clusterState struct {
 	health *healthState
 
 	hashTable atomic.Pointer[cachedHashTable]
+
+	// stats are the cluster's metric series, deleted with the state.
+	stats *clusterStats
 }
 
 func newClusterState() *clusterState {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +23,10 @@ const (
 	// bindRetryMin doubling up to bindRetryMax, with one log line per attempt.
 	bindRetryMin = 200 * time.Millisecond
 	bindRetryMax = 5 * time.Second
+
+	// DefaultBindGrace is how long a listener of the first configuration may fail to
+	// bind before Run gives up (Config.BindGrace).
+	DefaultBindGrace = 5 * time.Second
 )
 
 // liveListener is a bound socket with its HTTP server. It outlives
@@ -44,6 +49,8 @@ type unboundListener struct {
 	bindAddr string
 	backoff  time.Duration // the wait before the attempt at next
 	next     time.Time
+	since    time.Time // the first failed attempt
+	err      error     // the last attempt's
 }
 
 // bindAddress is the address a listener binds: the configured override, or
@@ -89,8 +96,9 @@ func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
 		}
 		ll, err := p.openListener(serveCtx, lc)
 		if err != nil {
-			u := &unboundListener{cfg: lc, bindAddr: p.bindAddress(lc), backoff: bindRetryMin}
-			u.next = time.Now().Add(u.backoff)
+			now := time.Now()
+			u := &unboundListener{cfg: lc, bindAddr: p.bindAddress(lc), backoff: bindRetryMin, since: now, err: err}
+			u.next = now.Add(u.backoff)
 			p.unbound[name] = u
 			p.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
 			continue
@@ -105,49 +113,78 @@ func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
 }
 
 // retryBinds retries unbound listeners with backoff until ctx is done,
-// independently of configuration updates.
-func (p *Proxy) retryBinds(ctx context.Context) {
+// independently of configuration updates. Until the proxy has been ready once, a
+// listener still unbound after the bind grace is a start-up failure: retryBinds
+// returns it, so that a port taken by another process ends the program with a
+// reason instead of leaving it unready for ever. Later failures (a listener moved
+// to a busy address) are retried without end, since traffic is already flowing.
+func (p *Proxy) retryBinds(ctx context.Context) error {
 	timer := time.NewTimer(bindRetryMax)
 	defer timer.Stop()
 	for {
-		if wait, pending := p.bindDue(ctx, time.Now()); pending {
+		wait, pending, err := p.bindDue(ctx, time.Now())
+		if err != nil {
+			return err
+		}
+		if pending {
 			timer.Reset(wait)
 		} else {
 			timer.Stop()
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-p.rebind:
 		case <-timer.C:
 		}
 	}
 }
 
+// bindGrace is how long a listener may stay unbound at start-up; negative means
+// for ever.
+func (p *Proxy) bindGrace() time.Duration {
+	if p.cfg.BindGrace == 0 {
+		return DefaultBindGrace
+	}
+	return p.cfg.BindGrace
+}
+
 // bindDue attempts the binds that are due and returns how long until the
-// next one, if any listener remains unbound.
-func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool) {
+// next one, if any listener remains unbound, or the start-up failure that ends
+// the proxy.
+func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.unbound) == 0 {
-		return 0, false
+		p.noteStarted()
+		return 0, false, nil
 	}
+	grace, starting := p.bindGrace(), !p.started.Load()
 	var next time.Time
 	for _, name := range sortedKeys(p.unbound) {
 		u := p.unbound[name]
-		if !now.Before(u.next) {
+		deadline := u.since.Add(grace)
+		if !now.Before(u.next) || (starting && grace >= 0 && !now.Before(deadline)) {
 			ll, err := p.openListener(ctx, u.cfg)
 			if err == nil {
 				delete(p.unbound, name)
 				p.listeners[name] = ll
 				continue
 			}
+			u.err = err
+			if starting && grace >= 0 && !now.Before(deadline) {
+				return 0, false, fmt.Errorf("cannot listen on %s (listener %s) after trying for %s: %w", u.bindAddr, name, now.Sub(u.since).Round(time.Millisecond), err)
+			}
 			u.backoff = min(2*u.backoff, bindRetryMax)
 			u.next = now.Add(u.backoff)
 			p.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
 		}
-		if next.IsZero() || u.next.Before(next) {
-			next = u.next
+		due := u.next
+		if starting && grace >= 0 && deadline.Before(due) {
+			due = deadline
+		}
+		if next.IsZero() || due.Before(next) {
+			next = due
 		}
 	}
 	p.unboundCount.Store(int32(len(p.unbound)))
@@ -155,9 +192,18 @@ func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool
 		if p.ready.Load() {
 			p.log.Info("every listener bound; ready")
 		}
-		return 0, false
+		p.noteStarted()
+		return 0, false, nil
 	}
-	return next.Sub(now), true
+	return next.Sub(now), true, nil
+}
+
+// noteStarted records that every listener of an applied configuration has been
+// bound once: from then on bind failures are retried without end.
+func (p *Proxy) noteStarted() {
+	if p.ready.Load() && len(p.unbound) == 0 {
+		p.started.Store(true)
+	}
 }
 
 func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liveListener, error) {
@@ -178,6 +224,7 @@ func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liv
 		Handler:           &listenerHandler{p: p, ll: ll},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    headerReadLimit(lc),
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		Protocols:         protocols,
@@ -220,8 +267,10 @@ func (p *Proxy) drain(ll *liveListener) {
 	}()
 }
 
-// shutdown drains every listener and waits for all drains to finish.
+// shutdown drains every listener and waits for all drains to finish. A proxy
+// shutting down is not ready, so that load balancers stop sending it traffic.
 func (p *Proxy) shutdown() {
+	p.ready.Store(false)
 	p.mu.Lock()
 	for name, ll := range p.listeners {
 		delete(p.listeners, name)

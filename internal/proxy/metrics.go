@@ -4,50 +4,101 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"time"
+	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+)
+
+// unmatchedLabel is the vhost and route label value of requests that matched
+// no virtual host (or, for route, no route of their virtual host), and of
+// requests refused before routing (431).
+const unmatchedLabel = "(none)"
+
+// codeClasses are the values of the code_class label.
+var codeClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// codeClass returns the index in codeClasses of a status code; anything
+// outside 100-599 counts as 5xx.
+func codeClass(status int) int {
+	if c := status/100 - 1; c >= 0 && c < len(codeClasses) {
+		return c
+	}
+	return len(codeClasses) - 1
+}
+
+// latencyBuckets extend to 10 minutes: beyond Envoy's default route timeout
+// (15s) and any reasonable configured one, so that slow routes land in a
+// bucket instead of +Inf.
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600}
+
+// sizeBuckets are response body sizes from 64 bytes to 256 MiB, by factors of 4.
+var sizeBuckets = prometheus.ExponentialBuckets(64, 4, 12)
+
+// Reasons of refused request headers (reason label).
+const (
+	headersTooLarge = "size"
+	tooManyHeaders  = "count"
 )
 
 // metrics are the proxy's Prometheus collectors. They always exist (so the
 // hot path needs no nil checks) and are registered only when a Registerer is
 // configured.
+//
+// Series of routes and clusters are resolved once per route or cluster (on
+// its first request, see lazySeries), never per request, and are deleted when
+// the route or cluster leaves the configuration, so that label cardinality
+// follows the configuration in force.
 type metrics struct {
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	xdsUpdates *prometheus.CounterVec
-	retries    *prometheus.CounterVec
+	requests         *prometheus.CounterVec   // listener, vhost, route, code_class
+	duration         *prometheus.HistogramVec // listener, vhost, route
+	responseSize     *prometheus.HistogramVec // listener, vhost, route
+	upstreamRequests *prometheus.CounterVec   // cluster, code_class
+	retries          *prometheus.CounterVec   // cluster
+	perTryTimeouts   *prometheus.CounterVec   // cluster
+	timeouts         *prometheus.CounterVec   // cluster
+	connectFailures  *prometheus.CounterVec   // cluster
+	headersRefused   *prometheus.CounterVec   // reason
+	xdsUpdates       *prometheus.CounterVec
 	// healthyEndpoints exists for clusters with active health checks.
 	healthyEndpoints *prometheus.GaugeVec
+
+	// refusedSize and refusedCount are the children of headersRefused.
+	refusedSize, refusedCount prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help}, labels)
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help, Buckets: buckets}, labels)
+	}
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "portico",
-			Subsystem: "proxy",
-			Name:      "requests_total",
-			Help:      "Downstream HTTP requests by listener, upstream cluster (empty for local replies) and status code.",
-		}, []string{"listener", "cluster", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "portico",
-			Subsystem: "proxy",
-			Name:      "request_duration_seconds",
-			Help:      "Time from receiving a downstream request to finishing its response.",
-			Buckets:   prometheus.DefBuckets,
-		}, []string{"listener", "cluster"}),
-		xdsUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "portico",
-			Subsystem: "proxy",
-			Name:      "xds_updates_total",
-			Help:      "xDS responses by resource type and outcome (ack or nack).",
-		}, []string{"type", "result"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "portico",
-			Subsystem: "proxy",
-			Name:      "upstream_retries_total",
-			Help:      "Retries of upstream requests (route retry_policy) by cluster.",
-		}, []string{"cluster"}),
+		requests: counter("requests_total",
+			"Downstream HTTP requests by listener, virtual host, route (xDS names; \"(none)\" when nothing matched) and response code class.",
+			"listener", "vhost", "route", "code_class"),
+		duration: histogram("request_duration_seconds",
+			"Time from receiving a downstream request to finishing its response, by listener, virtual host and route.",
+			latencyBuckets, "listener", "vhost", "route"),
+		responseSize: histogram("response_size_bytes",
+			"Response body bytes sent downstream, by listener, virtual host and route.",
+			sizeBuckets, "listener", "vhost", "route"),
+		upstreamRequests: counter("upstream_requests_total",
+			"Requests forwarded to a cluster, by cluster and the code class of the response the client got.",
+			"cluster", "code_class"),
+		retries: counter("upstream_retries_total",
+			"Retries of upstream requests (route retry_policy) by cluster.", "cluster"),
+		perTryTimeouts: counter("upstream_per_try_timeouts_total",
+			"Upstream attempts that exceeded the route's per_try_timeout, by cluster.", "cluster"),
+		timeouts: counter("upstream_timeouts_total",
+			"Requests that exceeded the route timeout while forwarded to a cluster, by cluster.", "cluster"),
+		connectFailures: counter("upstream_connect_failures_total",
+			"Upstream attempts that could not connect (refused, connect_timeout), by cluster.", "cluster"),
+		headersRefused: counter("request_headers_refused_total",
+			"Requests answered 431 because their headers exceeded max_request_headers_kb (reason size) or max_headers_count (reason count).",
+			"reason"),
+		xdsUpdates: counter("xds_updates_total", "xDS responses by resource type and outcome (ack or nack).", "type", "result"),
 		healthyEndpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "portico",
 			Subsystem: "proxy",
@@ -58,10 +109,18 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	if reg != nil {
 		m.requests = register(reg, m.requests, log)
 		m.duration = register(reg, m.duration, log)
-		m.xdsUpdates = register(reg, m.xdsUpdates, log)
+		m.responseSize = register(reg, m.responseSize, log)
+		m.upstreamRequests = register(reg, m.upstreamRequests, log)
 		m.retries = register(reg, m.retries, log)
+		m.perTryTimeouts = register(reg, m.perTryTimeouts, log)
+		m.timeouts = register(reg, m.timeouts, log)
+		m.connectFailures = register(reg, m.connectFailures, log)
+		m.headersRefused = register(reg, m.headersRefused, log)
+		m.xdsUpdates = register(reg, m.xdsUpdates, log)
 		m.healthyEndpoints = register(reg, m.healthyEndpoints, log)
 	}
+	m.refusedSize = m.headersRefused.WithLabelValues(headersTooLarge)
+	m.refusedCount = m.headersRefused.WithLabelValues(tooManyHeaders)
 	return m
 }
 
@@ -82,15 +141,260 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.
 	return c
 }
 
-func (m *metrics) request(listener, cluster string, status int, elapsed time.Duration) {
-	m.requests.WithLabelValues(listener, cluster, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(listener, cluster).Observe(elapsed.Seconds())
-}
-
 func (m *metrics) xdsUpdate(typeURL, result string) {
 	m.xdsUpdates.WithLabelValues(shortTypeName(typeURL), result).Inc()
 }
 
-func (m *metrics) retry(cluster string) {
-	m.retries.WithLabelValues(cluster).Inc()
+// headersRefusedFor counts a request refused for reason.
+func (m *metrics) headersRefusedFor(reason string) {
+	if reason == headersTooLarge {
+		m.refusedSize.Inc()
+	} else {
+		m.refusedCount.Inc()
+	}
+}
+
+// lazySeries holds series resolved on first use. Once retired (its route or
+// cluster left the configuration and its series were deleted) it never
+// resolves again, so that a request still running on an old configuration
+// cannot bring deleted series back.
+type lazySeries[T any] struct {
+	resolved atomic.Pointer[T]
+	mu       sync.Mutex
+	retired  bool
+}
+
+// get returns the resolved series, resolving them with create unless
+// retired (then discard, which nothing exports).
+func (l *lazySeries[T]) get(create func() *T, discard *T) *T {
+	if s := l.resolved.Load(); s != nil {
+		return s
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.resolved.Load(); s != nil {
+		return s
+	}
+	if l.retired {
+		return discard
+	}
+	s := create()
+	l.resolved.Store(s)
+	return s
+}
+
+// retire stops resolution and reports whether series had been resolved (and
+// so need deleting).
+func (l *lazySeries[T]) retire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.retired = true
+	return l.resolved.Load() != nil
+}
+
+// routeKey is the label set of a route's request series.
+type routeKey struct {
+	listener, vhost, route string
+}
+
+// routeSeries are the request series of one routeKey.
+type routeSeries struct {
+	requests [len(codeClasses)]prometheus.Counter
+	duration prometheus.Observer
+	size     prometheus.Observer
+}
+
+// routeStats are the request metrics of one route (or of the requests of a
+// listener or virtual host that matched nothing). The proxy keeps one per
+// routeKey across configurations.
+type routeStats struct {
+	m      *metrics
+	key    routeKey
+	series lazySeries[routeSeries]
+	gen    uint64 // the last compilation that referenced it (ADS goroutine only)
+}
+
+func (s *routeStats) get() *routeSeries {
+	if rs := s.series.resolved.Load(); rs != nil {
+		return rs
+	}
+	return s.series.get(s.create, discardedRouteSeries)
+}
+
+func (s *routeStats) create() *routeSeries {
+	k := s.key
+	rs := &routeSeries{
+		duration: s.m.duration.WithLabelValues(k.listener, k.vhost, k.route),
+		size:     s.m.responseSize.WithLabelValues(k.listener, k.vhost, k.route),
+	}
+	for i, c := range codeClasses {
+		rs.requests[i] = s.m.requests.WithLabelValues(k.listener, k.vhost, k.route, c)
+	}
+	return rs
+}
+
+// remove deletes the route's series.
+func (s *routeStats) remove() {
+	if !s.series.retire() {
+		return
+	}
+	k := s.key
+	s.m.duration.DeleteLabelValues(k.listener, k.vhost, k.route)
+	s.m.responseSize.DeleteLabelValues(k.listener, k.vhost, k.route)
+	for _, c := range codeClasses {
+		s.m.requests.DeleteLabelValues(k.listener, k.vhost, k.route, c)
+	}
+}
+
+// observe records a finished request.
+func (s *routeStats) observe(status int, seconds float64, bytes int64) {
+	rs := s.get()
+	rs.requests[codeClass(status)].Inc()
+	rs.duration.Observe(seconds)
+	rs.size.Observe(float64(bytes))
+}
+
+// clusterSeries are the series of one cluster.
+type clusterSeries struct {
+	requests        [len(codeClasses)]prometheus.Counter
+	retries         prometheus.Counter
+	perTryTimeouts  prometheus.Counter
+	timeouts        prometheus.Counter
+	connectFailures prometheus.Counter
+}
+
+// clusterStats are the metrics of one cluster, kept in its clusterState.
+type clusterStats struct {
+	m      *metrics
+	name   string
+	series lazySeries[clusterSeries]
+}
+
+func (m *metrics) newClusterStats(name string) *clusterStats {
+	return &clusterStats{m: m, name: name}
+}
+
+func (s *clusterStats) get() *clusterSeries {
+	if cs := s.series.resolved.Load(); cs != nil {
+		return cs
+	}
+	return s.series.get(s.create, discardedClusterSeries)
+}
+
+func (s *clusterStats) create() *clusterSeries {
+	cs := &clusterSeries{
+		retries:         s.m.retries.WithLabelValues(s.name),
+		perTryTimeouts:  s.m.perTryTimeouts.WithLabelValues(s.name),
+		timeouts:        s.m.timeouts.WithLabelValues(s.name),
+		connectFailures: s.m.connectFailures.WithLabelValues(s.name),
+	}
+	for i, c := range codeClasses {
+		cs.requests[i] = s.m.upstreamRequests.WithLabelValues(s.name, c)
+	}
+	return cs
+}
+
+// remove deletes the cluster's series.
+func (s *clusterStats) remove() {
+	if s == nil || !s.series.retire() {
+		return
+	}
+	for _, v := range []*prometheus.CounterVec{s.m.retries, s.m.perTryTimeouts, s.m.timeouts, s.m.connectFailures} {
+		v.DeleteLabelValues(s.name)
+	}
+	for _, c := range codeClasses {
+		s.m.upstreamRequests.DeleteLabelValues(s.name, c)
+	}
+}
+
+// Series that nothing exports, for requests of routes and clusters that
+// left the configuration while they ran.
+var (
+	discardedRouteSeries   = newDiscardedRouteSeries()
+	discardedClusterSeries = newDiscardedClusterSeries()
+)
+
+func discardCounter() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: "discarded"})
+}
+
+func newDiscardedRouteSeries() *routeSeries {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "discarded"})
+	rs := &routeSeries{duration: h, size: h}
+	for i := range rs.requests {
+		rs.requests[i] = discardCounter()
+	}
+	return rs
+}
+
+func newDiscardedClusterSeries() *clusterSeries {
+	c := discardCounter()
+	cs := &clusterSeries{retries: c, perTryTimeouts: c, timeouts: c, connectFailures: c}
+	for i := range cs.requests {
+		cs.requests[i] = c
+	}
+	return cs
+}
+
+// routeTableStats are the request metrics of one filter chain's route
+// table, indexed like it, so that the request path finds them without a
+// lookup.
+type routeTableStats struct {
+	noVhost *routeStats
+	vhosts  []vhostStats // by virtualHost.index
+}
+
+type vhostStats struct {
+	noRoute *routeStats
+	routes  []*routeStats // by route.index
+}
+
+// routeStatsFor returns the stats of key, creating them, and marks them as
+// used by the compilation gen. Only the ADS goroutine calls it.
+func (p *Proxy) routeStatsFor(key routeKey, gen uint64) *routeStats {
+	s, ok := p.routeStats[key]
+	if !ok {
+		s = &routeStats{m: p.metrics, key: key}
+		p.routeStats[key] = s
+	}
+	s.gen = gen
+	return s
+}
+
+// compileRouteStats resolves (without creating series) the stats of every
+// route of rt served on listener.
+func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64) *routeTableStats {
+	ts := &routeTableStats{
+		noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel}, gen),
+		vhosts:  make([]vhostStats, len(rt.vhosts)),
+	}
+	for i, vh := range rt.vhosts {
+		vs := &ts.vhosts[i]
+		vs.noRoute = p.routeStatsFor(routeKey{listener, vh.name, unmatchedLabel}, gen)
+		vs.routes = make([]*routeStats, len(vh.routes))
+		for j, r := range vh.routes {
+			vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.name, r.label}, gen)
+		}
+	}
+	return ts
+}
+
+// syncRouteStats deletes the series of routes that the applied snapshot no
+// longer has.
+func (p *Proxy) syncRouteStats(snap *snapshot) {
+	for key, s := range p.routeStats {
+		if s.gen != snap.gen {
+			s.remove()
+			delete(p.routeStats, key)
+		}
+	}
+}
+
+// routeLabel is a route's label: its xDS name, or "#<index>" (its position
+// in the virtual host) when it has none.
+func routeLabel(name string, index int) string {
+	if name != "" {
+		return name
+	}
+	return "#" + strconv.Itoa(index)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -28,6 +29,11 @@ type Config struct {
 	// XDSCredentials secure the connection to the ADS server (package xdstls builds
 	// mutual TLS ones); nil means plaintext gRPC.
 	XDSCredentials credentials.TransportCredentials
+	// BindGrace is how long a listener of the first configuration may fail to bind
+	// (address in use, no such address) before Run returns an error naming it; 0 means
+	// DefaultBindGrace, negative retries for ever. After the proxy has been ready once,
+	// bind failures are logged and retried without end.
+	BindGrace time.Duration
 }
 
 // Proxy is an xDS-configured HTTP(S) proxy. Create it with New and start it with Run.
@@ -53,11 +59,18 @@ type Proxy struct {
 	// it); healthRunning is waited for at shutdown.
 	healthCheckers atomic.Int64
 	healthRunning  sync.WaitGroup
+	// routeStats are the request metrics per (listener, vhost, route) label
+	// set, kept across swaps like clusterStates; statsGen numbers
+	// compilations, to find those no applied snapshot uses. ADS goroutine only.
+	routeStats map[routeKey]*routeStats
+	statsGen   uint64
 
 	current        atomic.Pointer[snapshot]
 	ready          atomic.Bool
 	appliedVersion atomic.Pointer[string]
 	running        atomic.Bool
+	// started is set once every listener of an applied configuration has been bound.
+	started atomic.Bool
 
 	mu        sync.Mutex // guards listeners and unbound (read by ListenerAddr from any goroutine)
 	listeners map[string]*liveListener
@@ -86,6 +99,7 @@ func New(cfg Config) *Proxy {
 		metrics:       newMetrics(cfg.Registerer, log),
 		store:         newResourceStore(),
 		clusterStates: make(map[string]*clusterState),
+		routeStats:    make(map[routeKey]*routeStats),
 		listeners:     make(map[string]*liveListener),
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
@@ -115,10 +129,14 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	defer conn.Close()
 
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	retrying := make(chan struct{})
 	go func() {
 		defer close(retrying)
-		p.retryBinds(ctx)
+		if err := p.retryBinds(ctx); err != nil {
+			cancel(err)
+		}
 	}()
 	ads := newADSClient(conn, p.cfg.NodeID, p.log, p)
 	ads.run(ctx)
@@ -127,6 +145,9 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.shutdown()
 	p.stopHealthChecks()
 	p.transport.CloseIdleConnections()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return err
+	}
 	return nil
 }
 

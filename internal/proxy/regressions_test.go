@@ -33,11 +33,7 @@ func TestReadinessWaitsForListenerBind(t *testing.T) {
 	defer blocker.Close()
 	addr := blocker.Addr().String()
 
-	cp := startControlPlane(t)
-	res, _ := threeBackends(t)
-	res.listeners = []*listenerv3.Listener{httpListener(t)}
-	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("A", prefixMatch("/"))))}
-	cp.set("v1", res)
+	cp := controlPlaneRoutingToA(t)
 	p := startProxyOn(t, cp, map[string]string{"ingress_http": addr})
 	p.waitVersion(t, "v1")
 

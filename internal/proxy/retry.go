@@ -195,6 +195,12 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 			t.cluster.state.releaseRetry() // the retry has its outcome
 		}
 		o := a.outcome(req.Context(), err)
+		switch o {
+		case outcomeConnectFailure:
+			t.cluster.state.stats.get().connectFailures.Inc()
+		case outcomePerTryTimeout:
+			t.cluster.state.stats.get().perTryTimeouts.Inc()
+		}
 		status := 0
 		if res != nil {
 			status = res.StatusCode
@@ -204,7 +210,7 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 			return a.deliver(res, err, o)
 		}
 		a.discard(res)
-		t.metrics.retry(t.cluster.name)
+		t.cluster.state.stats.get().retries.Inc()
 		if !sleepCtx(req.Context(), rp.backOff(n)) {
 			t.cluster.state.releaseRetry()
 			return nil, context.Cause(req.Context())

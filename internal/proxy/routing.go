@@ -20,6 +20,7 @@ type routeTable struct {
 	prefixes []wildcardDomain        // "<prefix>*" domains, longest prefix first
 	any      *virtualHost            // the "*" domain
 	clusters []string                // every cluster name referenced, for completeness checks
+	vhosts   []*virtualHost          // in order, vhosts[i].index == i
 }
 
 type wildcardDomain struct {
@@ -29,11 +30,14 @@ type wildcardDomain struct {
 
 type virtualHost struct {
 	name   string
+	index  int // in routeTable.vhosts, for per-configuration tables such as metrics
 	routes []*route
 }
 
 type route struct {
 	name  string
+	label string // name, or "#<index>" when unnamed: metrics and access log
+	index int    // in virtualHost.routes
 	match routeMatch
 	// exactly one of the following is set
 	forward  *forwardAction

@@ -229,7 +229,6 @@ type upstreamTarget struct {
 	done        *completion  // the downstream request is complete
 	ex          *exchange
 	attempts    int
-	metrics     *metrics
 }
 
 type upstreamTargetKey struct{}

@@ -53,10 +53,12 @@ func WriteTable(w io.Writer, statuses []dag.Status) error {
 	return tw.Flush()
 }
 
-// Failed reports whether any object is invalid or orphaned.
-func Failed(statuses []dag.Status) bool {
+// Failed reports whether any object is invalid, or orphaned unless allowOrphaned: what
+// makes `portico check` exit 1. Blue-green setups keep their standby orphaned on purpose
+// and pass allowOrphaned.
+func Failed(statuses []dag.Status, allowOrphaned bool) bool {
 	for _, s := range statuses {
-		if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
+		if s.Status == dag.StatusInvalid || (s.Status == dag.StatusOrphaned && !allowOrphaned) {
 			return true
 		}
 	}

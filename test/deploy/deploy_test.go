@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -322,7 +323,8 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	}
 	want := map[string]int{
 		"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Deployment": 1, "DaemonSet": 1, "Service": 2, "IngressClass": 1, "CustomResourceDefinition": 2,
+		"Deployment": 1, "DaemonSet": 1, "Service": 3, "IngressClass": 1, "CustomResourceDefinition": 2,
+		"ValidatingWebhookConfiguration": 1,
 	}
 	for kind, n := range want {
 		if kinds[kind] != n {
@@ -552,6 +554,111 @@ func TestRBACIsSufficient(t *testing.T) {
 			t.Error("portico serve without the ClusterRoleBinding logged no forbidden")
 		}
 	})
+}
+
+// TestWebhookWithoutAControllerAdmits registers deploy/webhook.yaml for real with no
+// controller behind its Service (no kubelet runs pods here, so the Service has no
+// endpoints): with failurePolicy Ignore, Ingresses and IngressRoutes are admitted, even
+// ones Portico would refuse, as when the webhook is not installed.
+func TestWebhookWithoutAControllerAdmits(t *testing.T) {
+	cfg := env.AdminConfig(t)
+	ctx := context.Background()
+	manifests := loadManifests(t)
+	a := newApplier(t, cfg)
+	admin := kubetest.Clientset(t, cfg)
+	installCRDs(t, ctx, a, cfg, manifests)
+	var webhooks int
+	for _, m := range manifests {
+		switch {
+		case m.obj.GetKind() == "Namespace", m.file == "webhook.yaml":
+		default:
+			continue
+		}
+		if err := a.apply(ctx, m, false); err != nil {
+			t.Fatal(err)
+		}
+		if m.obj.GetKind() == "ValidatingWebhookConfiguration" {
+			webhooks++
+			name := m.obj.GetName()
+			t.Cleanup(func() {
+				if err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+					t.Errorf("removing the webhook configuration: %v", err)
+				}
+			})
+		}
+	}
+	if webhooks != 1 {
+		t.Fatalf("webhook.yaml has %d ValidatingWebhookConfigurations, want 1", webhooks)
+	}
+
+	const ns = "deploy-webhook"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	class := "portico"
+	implementationSpecific := networkingv1.PathTypeImplementationSpecific
+	// Portico would refuse this path ("//"); the API server itself accepts it.
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: networkingv1.IngressSpec{
+			IngressClassName: &class,
+			Rules: []networkingv1.IngressRule{{
+				Host: "web.deploy.test",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+					Path: "/static//assets", PathType: &implementationSpecific,
+					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}},
+				}}}},
+			}},
+		},
+	}
+	// The API server picks the configuration up asynchronously: wait until it calls
+	// the webhook (and fails open), so that what follows is admitted by the policy and
+	// not because the webhook is not known yet.
+	eventually(t, 30*time.Second, "the API server to call the webhook and fail open", func() bool {
+		before := failOpens(ctx, t, admin)
+		if _, err := admin.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatalf("creating an Ingress (dry run): %v", err)
+		}
+		return failOpens(ctx, t, admin) > before
+	})
+
+	before, start := failOpens(ctx, t, admin), time.Now()
+	if _, err := admin.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating an Ingress with the webhook registered and no controller: %v", err)
+	}
+	t.Logf("Ingress admitted after %v", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	bad := ingressRoute("route", "route.deploy.test")
+	bad.Spec.Routes[0].Match = "api"
+	if _, err := kubetest.ContourClient(t, cfg).IngressRoutes(ns).Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating an IngressRoute with the webhook registered and no controller: %v", err)
+	}
+	t.Logf("IngressRoute admitted after %v", time.Since(start).Round(time.Millisecond))
+	if n := failOpens(ctx, t, admin) - before; n != 2 {
+		t.Errorf("the webhook failed open %v times for the two creations, want 2", n)
+	}
+}
+
+// failOpens is the API server's count of calls to Portico's webhook that failed and were
+// ignored (failurePolicy Ignore).
+func failOpens(ctx context.Context, t *testing.T, c kubernetes.Interface) float64 {
+	t.Helper()
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, "apiserver_admission_webhook_fail_open_count{") && strings.Contains(line, `name="validate.portico.dev"`) {
+			fields := strings.Fields(line)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
 }
 
 func contourClientFor(t *testing.T, kubeconfig string) *contourclient.Client {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -29,19 +28,7 @@ func TestCheckCommand(t *testing.T) {
 		}
 	}
 	write("good.yaml", ingressManifest("good", "good.test", []pathRule{{"Prefix", "/", "s"}}, ""))
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(bin, args...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return stdout.String(), stderr.String(), code
-	}
+	run := func(args ...string) (string, string, int) { return runBinary(t, bin, args...) }
 	if out, errOut, code := run("check", dir, "-o", "json"); code != 0 {
 		t.Fatalf("all valid: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -109,7 +109,13 @@ type controller struct {
 
 func startController(t *testing.T, cfg *rest.Config, identity string, namespaces []string) *controller {
 	t.Helper()
-	s, err := app.NewServer(app.ServeOptions{
+	return startControllerWith(t, cfg, identity, namespaces, nil)
+}
+
+// startControllerWith is startController with options changed by edit first.
+func startControllerWith(t *testing.T, cfg *rest.Config, identity string, namespaces []string, edit func(*app.ServeOptions)) *controller {
+	t.Helper()
+	opts := app.ServeOptions{
 		Config:                 cfg,
 		XDSAddr:                "127.0.0.1:0",
 		AdminAddr:              "127.0.0.1:0",
@@ -128,7 +134,11 @@ func startController(t *testing.T, cfg *rest.Config, identity string, namespaces
 		Holdoff:                50 * time.Millisecond,
 		MaxDelay:               300 * time.Millisecond,
 		Logger:                 slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	s, err := app.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

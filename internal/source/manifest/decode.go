@@ -4,12 +4,20 @@
 // v1beta1 versions converted), Service, Endpoints, Secret, EndpointSlice, and
 // IngressRoute and TLSCertificateDelegation (contour.heptio.com/v1beta1).
 //
-// Every other kind is skipped without complaint, so a directory of complete
-// application manifests (Deployments, ConfigMaps, ...) can be pointed at
-// directly. A document that cannot be used — invalid YAML/JSON, missing
-// apiVersion/kind/name, unknown or duplicate fields in a kept kind — is
-// reported as a Problem and skipped; the rest of the file and the directory
-// are still used.
+// Kinds of API groups Portico does not read (apps/v1 Deployments, CRDs of other
+// projects, ...) and real kinds of the groups it does read that it has no use for
+// (ConfigMap, Pod, NetworkPolicy, ...) are skipped without complaint, so a directory
+// of complete application manifests can be pointed at directly. In the groups Portico
+// reads (core v1, networking.k8s.io, discovery.k8s.io, extensions, contour.heptio.com
+// and projectcontour.io), a kind or version that does not exist — a typo such as
+// `kind: Ingres` or `networking.k8s.io/v2` — and a kind Portico does not support yet
+// (projectcontour.io/v1 HTTPProxy) are reported, since skipping them would make a
+// route silently go missing.
+//
+// A document that cannot be used — invalid YAML/JSON, missing apiVersion/kind/name,
+// unknown or duplicate fields in a kept kind, a mistaken kind or version — is
+// reported as a Problem and skipped; the rest of the file and the directory are
+// still used.
 package manifest
 
 import (
@@ -64,7 +72,10 @@ func (p Problem) String() string {
 
 // Result is what a directory of manifests yields.
 type Result struct {
-	Objects  []runtime.Object // typed objects only, in deterministic order (file path, then document order)
+	// Objects are typed objects only, in deterministic order (file path, then
+	// document order), each with its age as metadata.creationTimestamp (see
+	// LoadDir and Watch).
+	Objects  []runtime.Object
 	Problems []Problem
 }
 
@@ -76,6 +87,8 @@ type Result struct {
 // Returned objects are typed (*networkingv1.Ingress, *corev1.Service, ...),
 // have their TypeMeta set, a namespace when namespaced ("default" if the
 // manifest has none) and the API server defaults Portico relies on applied.
+// Their creationTimestamp is the manifest's: ages are given by LoadDir and
+// Watch, which know when each object appeared.
 func Decode(file string, data []byte) ([]runtime.Object, []Problem) {
 	d := decoder{file: file, log: slog.Default()}
 	d.decodeFile(data)
@@ -101,6 +114,22 @@ type doc struct {
 	// firstLine is the line of the document's first byte; the YAML parser's
 	// line numbers are relative to it.
 	firstLine int
+	// yaml is the document's text when it is YAML, to point problems at the line
+	// of a top-level field.
+	yaml []byte
+}
+
+// fieldLine returns the line of the top-level field name in a YAML document,
+// or 0 when it cannot tell.
+func (dc doc) fieldLine(name string) int {
+	n := 0
+	for line := range bytes.Lines(dc.yaml) {
+		if rest, ok := bytes.CutPrefix(line, []byte(name)); ok && bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), []byte(":")) {
+			return dc.firstLine + n
+		}
+		n++
+	}
+	return 0
 }
 
 func (d *decoder) problem(dc doc, line int, reason string) {
@@ -133,7 +162,7 @@ func (d *decoder) decodeYAMLStream(data []byte) {
 			return // only blank lines and comments: not a document
 		}
 		index++
-		d.decodeYAMLDoc(data[chunkStart:end], doc{index: index, line: contentLine, firstLine: chunkLine})
+		d.decodeYAMLDoc(data[chunkStart:end], doc{index: index, line: contentLine, firstLine: chunkLine, yaml: data[chunkStart:end]})
 	}
 	for pos := 0; pos < len(data); {
 		lineNo++
@@ -367,6 +396,14 @@ func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
 		}
 	}
 
+	if reason, field := unreadKind(gvk); reason != "" {
+		line := 0
+		if prefix == "" {
+			line = dc.fieldLine(field)
+		}
+		d.problem(dc, line, prefix+reason)
+		return
+	}
 	d.log.Debug("manifest: skipping document of a kind Portico does not use",
 		"file", d.file, "line", dc.line, "document", dc.index, "apiVersion", apiVersion, "kind", kind)
 }

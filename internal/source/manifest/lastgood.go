@@ -1,10 +1,6 @@
 package manifest
 
-import (
-	"fmt"
-	"log/slog"
-	"os"
-)
+import "fmt"
 
 // lastGood remembers, per file, the objects of its last version that decoded without a
 // problem. While a file is broken (an edit saved half-way, a typo), its last good
@@ -30,6 +26,7 @@ func (lg lastGood) retain(files []fileLoad) []fileLoad {
 			continue
 		}
 		kept := good
+		kept.shared = true
 		kept.problems = append(append([]Problem(nil), f.problems...), Problem{
 			File:   f.path,
 			Reason: fmt.Sprintf("keeping this file's last good version (%d objects) until the problems above are fixed", len(good.objs)),
@@ -42,20 +39,4 @@ func (lg lastGood) retain(files []fileLoad) []fileLoad {
 		}
 	}
 	return out
-}
-
-// load reads dir like LoadDir, substituting last good versions for broken files.
-func (lg lastGood) load(dir string, log *slog.Logger) (*Result, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dir)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	return assemble(lg.retain(readDir(dir, entries, log))), nil
 }

@@ -3,15 +3,22 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"k8s.io/apimachinery/pkg/runtime"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 )
+
+// MaxFileSize is the largest manifest file read. A bigger file is refused with a
+// Problem instead of being read into memory: it is far beyond any hand-written set of
+// manifests, and more likely a log, a dump or a disk image given a .yaml name.
+const MaxFileSize = 8 << 20
 
 // LoadDir reads every *.yaml, *.yml and *.json file under dir, recursively,
 // in sorted order (directory entries by name, depth first), skipping hidden
@@ -21,17 +28,25 @@ import (
 // symbolic links to directories are not. Only dir itself may be a symbolic
 // link to a directory.
 //
-// A file or subdirectory that cannot be read is a Problem; the error is
-// only for dir itself not being a readable directory. When the same object
-// (kind, namespace, name) is defined more than once, the first definition is
-// kept and each later one is a Problem.
+// A file or subdirectory that cannot be read, or a file larger than
+// MaxFileSize, is a Problem; the error is only for dir itself not being a
+// readable directory. When the same object (kind, namespace, name) is defined
+// more than once, the first definition is kept and each later one is a
+// Problem.
+//
+// Every object's metadata.creationTimestamp is set to its age, replacing any
+// the manifest has, so that the oldest object keeps a contested host or path
+// as it would in a cluster: objects are ordered by their file's modification
+// time, then by the order the files are read in, then by their order in the
+// file, and no two objects get the same timestamp.
 func LoadDir(dir string) (*Result, error) {
 	return loadDir(dir, slog.Default())
 }
 
 func loadDir(dir string, log *slog.Logger) (*Result, error) {
-	// A fresh lastGood remembers nothing, so every broken file is reported as it is.
-	return lastGood{}.load(dir, log)
+	// A fresh reader remembers nothing: every broken file is reported as it is, and
+	// every object is as old as its file.
+	return newReader(time.Now).load(dir, log)
 }
 
 // readDir decodes every manifest file under dir, file by file.
@@ -42,6 +57,13 @@ func readDir(dir string, entries []fs.DirEntry, log *slog.Logger) []fileLoad {
 }
 
 type objectKey struct{ kind, namespace, name string }
+
+func (k objectKey) String() string {
+	if k.namespace == "" {
+		return k.kind + " " + k.name
+	}
+	return k.kind + " " + k.namespace + "/" + k.name
+}
 
 type position struct {
 	file          string
@@ -56,9 +78,13 @@ type loader struct {
 // fileLoad is what one file decoded to.
 type fileLoad struct {
 	path     string
+	modTime  time.Time
 	objs     []runtime.Object
 	lines    []position
 	problems []Problem
+	// shared is set when objs are a version kept from an earlier load, which
+	// earlier Results handed out: they must not be modified any more.
+	shared bool
 }
 
 func (l *loader) walk(dir string, entries []fs.DirEntry) {
@@ -104,53 +130,128 @@ func (l *loader) walk(dir string, entries []fs.DirEntry) {
 }
 
 func (l *loader) file(path string) {
-	data, err := os.ReadFile(path)
+	data, modTime, err := readManifest(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) { // else removed meanwhile
-			l.fileProblem(path, "cannot read: "+err.Error())
+			l.fileProblem(path, err.Error())
 		}
 		return
 	}
 	d := decoder{file: path, log: l.log}
 	d.decodeFile(data)
-	f := fileLoad{path: path, objs: d.objs, problems: d.probs}
+	f := fileLoad{path: path, modTime: modTime, objs: d.objs, problems: d.probs}
 	for i := range d.objs {
 		f.lines = append(f.lines, position{file: path, line: d.objLines[i].line, docIndx: d.objLines[i].index})
 	}
 	l.files = append(l.files, f)
 }
 
+// readManifest reads a regular file of at most MaxFileSize bytes, and returns its
+// modification time. Errors say what went wrong in words fit for a Problem.
+func readManifest(path string) ([]byte, time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+	}
+	defer f.Close()
+	// Stat the opened file, not the path: that is the file read below even if the
+	// path is swapped meanwhile.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, time.Time{}, fmt.Errorf("file is %s, over the %s limit for one manifest file; split it into smaller files", sizeString(fi.Size()), sizeString(MaxFileSize))
+	}
+	// The file may grow after the stat: never read more than the limit allows.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, time.Time{}, fmt.Errorf("file grew over the %s limit for one manifest file while being read; split it into smaller files", sizeString(MaxFileSize))
+	}
+	return data, fi.ModTime(), nil
+}
+
+// sizeString formats a size in bytes for people: "8 MiB", "12.5 MiB", "900 bytes".
+func sizeString(n int64) string {
+	const mib = 1 << 20
+	switch {
+	case n >= mib && n%mib == 0:
+		return fmt.Sprintf("%d MiB", n/mib)
+	case n >= mib:
+		return fmt.Sprintf("%.1f MiB", float64(n)/mib)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}
+
+// placement is where a kept object of a Result comes from, for giving it its age.
+type placement struct {
+	key       objectKey
+	file      string
+	fileIndex int // in reading order
+	modTime   time.Time
+	shared    bool
+}
+
 // assemble joins the files' objects and problems into one Result. When the same object
-// (kind, namespace, name) is defined more than once, the first definition is kept.
-func assemble(files []fileLoad) *Result {
-	res := &Result{}
-	seen := map[objectKey]position{}
-	for _, f := range files {
-		res.Problems = append(res.Problems, f.problems...)
+// (kind, namespace, name) is defined more than once, one definition is kept: the one in
+// the file that held the definition in force before (held reports that file), so a
+// copy added elsewhere never replaces a working object; otherwise the first one.
+// The placements are those of res.Objects, index for index.
+func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, []placement) {
+	type def struct{ file, obj int }
+	keys := make([][]objectKey, len(files))
+	defs := map[objectKey][]def{}
+	for fi, f := range files {
+		keys[fi] = make([]objectKey, len(f.objs))
 		for i, obj := range f.objs {
 			acc, err := meta.Accessor(obj)
 			if err != nil { // cannot happen for the kept kinds
 				continue
 			}
 			key := objectKey{obj.GetObjectKind().GroupVersionKind().Kind, acc.GetNamespace(), acc.GetName()}
-			pos := f.lines[i]
-			if first, dup := seen[key]; dup {
-				what := key.kind + " " + key.name
-				if key.namespace != "" {
-					what = key.kind + " " + key.namespace + "/" + key.name
+			keys[fi][i] = key
+			defs[key] = append(defs[key], def{fi, i})
+		}
+	}
+	winner := func(key objectKey) def {
+		ds := defs[key]
+		if path, ok := held(key); ok && len(ds) > 1 {
+			for _, d := range ds {
+				if files[d.file].path == path {
+					return d
 				}
+			}
+		}
+		return ds[0]
+	}
+
+	res := &Result{}
+	var places []placement
+	for fi, f := range files {
+		res.Problems = append(res.Problems, f.problems...)
+		for i, obj := range f.objs {
+			key := keys[fi][i]
+			if key == (objectKey{}) {
+				continue
+			}
+			if w := winner(key); w != (def{fi, i}) {
+				pos, kept := f.lines[i], files[w.file].lines[w.obj]
 				res.Problems = append(res.Problems, Problem{
 					File: pos.file, Line: pos.line, Document: pos.docIndx,
 					Reason: fmt.Sprintf("%s is already defined at %s:%d (document %d); this definition is ignored",
-						what, first.file, first.line, first.docIndx),
+						key, kept.file, kept.line, kept.docIndx),
 				})
 				continue
 			}
-			seen[key] = pos
 			res.Objects = append(res.Objects, obj)
+			places = append(places, placement{key: key, file: f.path, fileIndex: fi, modTime: f.modTime, shared: f.shared})
 		}
 	}
-	return res
+	return res, places
 }
 
 func (l *loader) fileProblem(path, reason string) {

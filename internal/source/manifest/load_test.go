@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -161,5 +162,38 @@ func TestLoadDirUnreadable(t *testing.T) {
 	}
 	if len(res.Problems) != 2 {
 		t.Errorf("want 2 problems, got %v", res.Problems)
+	}
+}
+
+// A file over MaxFileSize is refused without being read, and the rest still loads.
+func TestLoadDirRefusesHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.yaml": svcYAML("a", 1), "huge.yaml": svcYAML("huge", 1), "limit.yaml": ""})
+	// Sparse files: large without writing (or reading, if the limit works) the data.
+	must(t, os.Truncate(filepath.Join(dir, "huge.yaml"), 3<<30))
+	must(t, os.Truncate(filepath.Join(dir, "limit.yaml"), MaxFileSize))
+	res, err := LoadDir(dir)
+	must(t, err)
+	if diff := cmp.Diff([]string{"Service default/a"}, names(res.Objects)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(res.Problems) != 2 {
+		t.Fatalf("want 2 problems, got %v", res.Problems)
+	}
+	want := Problem{File: filepath.Join(dir, "huge.yaml"), Reason: "file is 3072 MiB, over the 8 MiB limit for one manifest file; split it into smaller files"}
+	if diff := cmp.Diff(want, res.Problems[0]); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// A file of exactly the limit is read (and, being all zero bytes, is not YAML).
+	if p := res.Problems[1]; p.File != filepath.Join(dir, "limit.yaml") || strings.Contains(p.Reason, "limit") {
+		t.Errorf("file at the limit: %s", p)
+	}
+}
+
+func TestSizeString(t *testing.T) {
+	for n, want := range map[int64]string{900: "900 bytes", 8 << 20: "8 MiB", 8<<20 + 1<<19: "8.5 MiB"} {
+		if got := sizeString(n); got != want {
+			t.Errorf("sizeString(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -34,9 +35,18 @@ const (
 // It watches dir and every subdirectory LoadDir reads with fsnotify, and
 // re-synchronises those watches before each reload, so new subdirectories
 // are picked up and editors that save by writing a temporary file and
-// renaming it over the original are handled. If dir itself disappears, the
+// renaming it over the original are handled. A manifest that is a symbolic
+// link is followed to its target wherever that is: the directories of the
+// target and of every link on the way are watched too, for events on those
+// names only, so editing the target or swapping a link (as Kubernetes
+// ConfigMap volumes do with ..data) reloads. If dir itself disappears, the
 // last Result stays in force (onChange is not called) and a warning is
 // logged; loading resumes when it reappears.
+//
+// Objects in the first Result are as old as their files (see LoadDir); an
+// object that appears later is as old as the reload that first saw it, so it
+// is always newer than the objects already there, and an object keeps its
+// age for as long as it stays, through edits and moves between files.
 //
 // onChange is called from Watch's goroutine, never concurrently. Watch
 // returns nil when ctx is done, or an error when dir cannot be watched or
@@ -55,12 +65,12 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 	}
 	defer fw.Close()
 
-	w := &dirWatcher{root: filepath.Clean(dir), fw: fw, log: logger, dirs: map[string]os.FileInfo{}}
+	w := &dirWatcher{root: filepath.Clean(dir), fw: fw, log: logger, dirs: map[string]watchedDir{}}
 	if err := w.sync(); err != nil {
 		return fmt.Errorf("watching %s: %w", dir, err)
 	}
-	good := lastGood{}
-	res, err := good.load(dir, logger)
+	rd := newReader(time.Now)
+	res, err := rd.load(dir, logger)
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", dir, err)
 	}
@@ -98,7 +108,7 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 			if !ok {
 				return errors.New("manifest watcher: fsnotify closed its event channel")
 			}
-			if relevantEvent(ev) {
+			if w.relevant(ev) {
 				logger.Debug("manifest: change", "event", ev.String())
 				schedule()
 			}
@@ -123,7 +133,7 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 			pending = false
 			err := w.sync()
 			if err == nil {
-				res, err = good.load(dir, logger)
+				res, err = rd.load(dir, logger)
 			}
 			if err != nil {
 				if available {
@@ -141,22 +151,41 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 	}
 }
 
-// dirWatcher keeps fsnotify watches on the root and every directory
-// LoadDir reads.
+// dirWatcher keeps fsnotify watches on the root, every directory LoadDir
+// reads, and the directories that symbolic links to manifests lead to.
 type dirWatcher struct {
 	root string
 	fw   *fsnotify.Watcher
 	log  *slog.Logger
-	// dirs are the watched directories with their identity when the watch
-	// was added, to notice a directory replaced by another at the same path.
-	dirs map[string]os.FileInfo
+	dirs map[string]watchedDir
+}
+
+type watchedDir struct {
+	// info is the directory's identity when the watch was added, to notice a
+	// directory replaced by another at the same path.
+	info os.FileInfo
+	// names, for a directory watched only because links lead into it, are the
+	// paths in it that matter; every other event there is unrelated. nil for the
+	// directories LoadDir reads.
+	names map[string]bool
+}
+
+// relevant reports whether ev may change what LoadDir reads.
+func (w *dirWatcher) relevant(ev fsnotify.Event) bool {
+	if !relevantEvent(ev) {
+		return false
+	}
+	if d, ok := w.dirs[filepath.Dir(ev.Name)]; ok && d.names != nil {
+		return d.names[ev.Name]
+	}
+	return true
 }
 
 // sync adds watches for new directories, replaces those whose directory was
 // replaced and drops those of removed directories. It fails only when the
 // root cannot be read or watched.
 func (w *dirWatcher) sync() error {
-	found := map[string]os.FileInfo{}
+	found := map[string]watchedDir{}
 	rootInfo, err := os.Stat(w.root)
 	if err == nil && !rootInfo.IsDir() {
 		err = fmt.Errorf("%s: not a directory", w.root)
@@ -165,8 +194,10 @@ func (w *dirWatcher) sync() error {
 		w.drop(found)
 		return err
 	}
-	found[w.root] = rootInfo
-	w.collect(w.root, found)
+	found[w.root] = watchedDir{info: rootInfo}
+	var links []string
+	w.collect(w.root, found, &links)
+	w.addLinkTargets(links, found)
 
 	// Drop stale watches first: a directory moved within the tree keeps its
 	// inotify watch under its old path, and adding the new path would only
@@ -176,13 +207,15 @@ func (w *dirWatcher) sync() error {
 		active[p] = true
 	}
 	for p, prev := range w.dirs {
-		if fi, ok := found[p]; !ok || !active[p] || !os.SameFile(prev, fi) {
+		if d, ok := found[p]; !ok || !active[p] || !os.SameFile(prev.info, d.info) {
 			_ = w.fw.Remove(p) // may be gone already
 			delete(w.dirs, p)
 		}
 	}
-	for p, fi := range found {
-		if _, ok := w.dirs[p]; ok {
+	for p, d := range found {
+		if prev, ok := w.dirs[p]; ok {
+			prev.names = d.names
+			w.dirs[p] = prev
 			continue
 		}
 		if err := w.fw.Add(p); err != nil {
@@ -193,13 +226,13 @@ func (w *dirWatcher) sync() error {
 			w.log.Warn("manifest: cannot watch directory; changes under it will be missed", "dir", p, "err", err)
 			continue
 		}
-		w.dirs[p] = fi
+		w.dirs[p] = d
 	}
 	return nil
 }
 
 // drop removes the watches of directories not in keep.
-func (w *dirWatcher) drop(keep map[string]os.FileInfo) {
+func (w *dirWatcher) drop(keep map[string]watchedDir) {
 	for p := range w.dirs {
 		if _, ok := keep[p]; !ok {
 			_ = w.fw.Remove(p) // may be gone already
@@ -208,21 +241,125 @@ func (w *dirWatcher) drop(keep map[string]os.FileInfo) {
 	}
 }
 
-// collect adds the directories under dir that LoadDir reads.
-func (w *dirWatcher) collect(dir string, found map[string]os.FileInfo) {
+// collect adds the directories under dir that LoadDir reads, and lists the
+// symbolic links among the manifest files.
+func (w *dirWatcher) collect(dir string, found map[string]watchedDir, links *[]string) {
 	entries, _ := os.ReadDir(dir) // unreadable ones are reported by LoadDir
 	for _, e := range entries {
-		if !e.IsDir() || ignoredName(e.Name()) { // symbolic links are not followed
+		if ignoredName(e.Name()) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 && hasManifestExt(e.Name()) {
+			*links = append(*links, p)
+			continue
+		}
+		if !e.IsDir() { // symbolic links to directories are not followed
+			continue
+		}
 		fi, err := e.Info()
 		if err != nil {
 			continue
 		}
-		found[p] = fi
-		w.collect(p, found)
+		found[p] = watchedDir{info: fi}
+		w.collect(p, found, links)
 	}
+}
+
+// addLinkTargets adds, for each symbolic link, the directories holding its target and
+// the links on the way, with the names to watch in them. A directory that is already
+// watched as part of the tree is not added again under another path: inotify would
+// give both paths one watch, which removing either would end.
+func (w *dirWatcher) addLinkTargets(links []string, found map[string]watchedDir) {
+	tree := make([]os.FileInfo, 0, len(found))
+	for _, d := range found {
+		tree = append(tree, d.info)
+	}
+	inTree := func(fi os.FileInfo) bool {
+		for _, t := range tree {
+			if os.SameFile(t, fi) {
+				return true
+			}
+		}
+		return false
+	}
+	skip := map[string]bool{}
+	for _, link := range links {
+		for _, p := range linkPath(link) {
+			dir := filepath.Dir(p)
+			if skip[dir] {
+				continue
+			}
+			if d, ok := found[dir]; ok {
+				if d.names != nil {
+					d.names[p] = true
+				}
+				continue
+			}
+			fi, err := os.Stat(dir)
+			if err != nil || !fi.IsDir() || inTree(fi) {
+				skip[dir] = true
+				continue
+			}
+			found[dir] = watchedDir{info: fi, names: map[string]bool{p: true}}
+		}
+	}
+}
+
+// maxLinkHops bounds how many symbolic links are followed for one path, as the
+// kernel does (ELOOP).
+const maxLinkHops = 40
+
+// linkPath follows the symbolic link at path and returns every link met on the way
+// (path itself included) and, last, the target. When the target is missing, the last
+// path is the first one missing, whose appearance is worth an event. All paths are
+// free of symbolic links, so that they are the names fsnotify reports in the
+// directories watched for them.
+func linkPath(path string) []string {
+	parent, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return nil
+	}
+	if parent, err = filepath.Abs(parent); err != nil {
+		return nil
+	}
+	var out []string
+	cur := parent
+	rest := []string{filepath.Base(path)}
+	for hops := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return append(out, next)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return out
+		}
+		dest, err := os.Readlink(next)
+		if err != nil {
+			return append(out, next)
+		}
+		out = append(out, next)
+		if filepath.IsAbs(dest) {
+			cur = filepath.VolumeName(dest) + string(filepath.Separator)
+			dest = dest[len(cur):]
+		}
+		rest = append(strings.Split(filepath.ToSlash(dest), "/"), rest...)
+	}
+	return append(out, cur)
 }
 
 // rootChanged reports whether the root appeared, disappeared or is now
@@ -233,7 +370,7 @@ func (w *dirWatcher) rootChanged() bool {
 	if err != nil {
 		return watched
 	}
-	return !watched || !os.SameFile(prev, fi)
+	return !watched || !os.SameFile(prev.info, fi)
 }
 
 // relevantEvent filters out attribute changes and editor scratch files.

@@ -14,6 +14,10 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -25,10 +29,26 @@ import (
 // XDSCluster names the static cluster of the xDS server.
 const XDSCluster = "portico-xds"
 
+// StatsListener names the static listener that serves Envoy's Prometheus stats and
+// readiness from the admin interface, through AdminCluster: the admin interface itself
+// (which can also change Envoy's state or stop it) stays on loopback.
+const (
+	StatsListener = "portico-stats"
+	AdminCluster  = "envoy-admin"
+	// DefaultStatsAddress is where StatsListener listens unless configured.
+	DefaultStatsAddress = "0.0.0.0:8002"
+)
+
+// Paths the stats listener serves (GET only), from the admin interface.
+var statsPaths = []string{"/stats/prometheus", "/ready"}
+
 // Options configure the bootstrap.
 type Options struct {
 	XDSAddress   string // host:port of Portico's xDS server
-	AdminAddress string // Envoy's admin listener, loopback only by default
+	AdminAddress string // Envoy's admin listener: a loopback address, 127.0.0.1:9001 by default
+	// StatsAddress is where Envoy serves /stats/prometheus and /ready to scrapers and
+	// probes (default DefaultStatsAddress).
+	StatsAddress string
 	NodeID       string
 	NodeCluster  string
 	// TLS, when set, makes Envoy connect to the xDS server over mutual TLS.
@@ -55,6 +75,9 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 	if o.NodeID == "" {
 		o.NodeID = "envoy"
 	}
+	if o.StatsAddress == "" {
+		o.StatsAddress = DefaultStatsAddress
+	}
 	xdsHost, xdsPort, err := splitAddr(o.XDSAddress)
 	if err != nil {
 		return nil, fmt.Errorf("xDS address: %w", err)
@@ -62,6 +85,20 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 	adminHost, adminPort, err := splitAddr(o.AdminAddress)
 	if err != nil {
 		return nil, fmt.Errorf("admin address: %w", err)
+	}
+	if !loopback(adminHost) {
+		return nil, fmt.Errorf("admin address %q: Envoy's admin interface must listen on a loopback address (it can change Envoy's state and stop it); its stats are served on the stats address %s", o.AdminAddress, o.StatsAddress)
+	}
+	statsHost, statsPort, err := splitAddr(o.StatsAddress)
+	if err != nil {
+		return nil, fmt.Errorf("stats address: %w", err)
+	}
+	if statsPort == adminPort && (statsHost == adminHost || !loopback(statsHost)) {
+		return nil, fmt.Errorf("stats address %q and admin address %q use the same port", o.StatsAddress, o.AdminAddress)
+	}
+	stats, err := statsListener(statsHost, statsPort)
+	if err != nil {
+		return nil, err
 	}
 	// The xDS server speaks gRPC, which needs HTTP/2 to the upstream.
 	h2, err := anypb.New(&httpv3.HttpProtocolOptions{
@@ -93,7 +130,9 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 			LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: XDSCluster, Endpoints: []*endpointv3.LocalityLbEndpoints{{
 				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socket(xdsHost, xdsPort)}}}},
 			}}},
-		}}},
+		}, adminCluster(adminHost, adminPort)},
+			Listeners: []*listenerv3.Listener{stats},
+		},
 	}
 	if o.TLS != nil {
 		ts, err := transportSocket(*o.TLS, xdsHost)
@@ -106,6 +145,68 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 		return nil, fmt.Errorf("bootstrap does not validate: %w", err)
 	}
 	return b, nil
+}
+
+// loopback reports whether host is a loopback IP address or "localhost".
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// adminCluster reaches Envoy's own admin interface, for the stats listener.
+func adminCluster(host string, port uint32) *clusterv3.Cluster {
+	kind := clusterv3.Cluster_STATIC
+	if _, err := netip.ParseAddr(host); err != nil {
+		kind = clusterv3.Cluster_STRICT_DNS // localhost
+	}
+	return &clusterv3.Cluster{
+		Name:                 AdminCluster,
+		ConnectTimeout:       durationpb.New(time.Second),
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: kind},
+		LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: AdminCluster, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+			LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socket(host, port)}}}},
+		}}},
+	}
+}
+
+// statsListener serves GET /stats/prometheus and GET /ready from the admin
+// interface, and nothing else of it (as Contour's "stats-health" listener does).
+func statsListener(host string, port uint32) (*listenerv3.Listener, error) {
+	get := &routev3.HeaderMatcher{Name: ":method", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+		StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "GET"}},
+	}}
+	vh := &routev3.VirtualHost{Name: StatsListener, Domains: []string{"*"}}
+	for _, path := range statsPaths {
+		vh.Routes = append(vh.Routes, &routev3.Route{
+			Name:   path,
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: path}, Headers: []*routev3.HeaderMatcher{get}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: AdminCluster}}},
+		})
+	}
+	router, err := anypb.New(&routerv3.Router{})
+	if err != nil {
+		return nil, err
+	}
+	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
+		StatPrefix:     "stats",
+		CodecType:      hcmv3.HttpConnectionManager_AUTO,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{Name: StatsListener, VirtualHosts: []*routev3.VirtualHost{vh}}},
+		HttpFilters:    []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &listenerv3.Listener{
+		Name:    StatsListener,
+		Address: socket(host, port),
+		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
+			Name:       "envoy.filters.network.http_connection_manager",
+			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
+		}}}},
+	}, nil
 }
 
 // transportSocket is the upstream mutual TLS of the xDS cluster.

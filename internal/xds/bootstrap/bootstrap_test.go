@@ -3,10 +3,14 @@ package bootstrap
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -112,5 +116,104 @@ func TestNoTLSByDefault(t *testing.T) {
 	}
 	if ts := b.StaticResources.Clusters[0].TransportSocket; ts != nil {
 		t.Errorf("transport socket without TLS: %v", ts)
+	}
+}
+
+// readBootstrap writes the bootstrap of o and reads it back as Envoy would.
+func readBootstrap(t *testing.T, o Options) *bootstrapv3.Bootstrap {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "envoy.json")
+	if err := Write(path, o); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bootstrapv3.Bootstrap
+	if err := protojson.Unmarshal(data, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	return &b
+}
+
+// Envoy's Prometheus stats and readiness are reachable on the stats listener (0.0.0.0:8002
+// by default), routed to the admin interface, which itself stays on loopback.
+func TestStatsListenerServesPrometheusStatsFromTheAdminInterface(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		opts            Options
+		statsHost       string
+		statsPort       uint32
+		adminHost       string
+		adminPort       uint32
+		adminKindStatic bool
+	}{
+		{"defaults", Options{XDSAddress: "portico:8001"}, "0.0.0.0", 8002, "127.0.0.1", 9001, true},
+		{"configured", Options{XDSAddress: "portico:8001", StatsAddress: "[::]:9102", AdminAddress: "localhost:9901"}, "::", 9102, "localhost", 9901, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := readBootstrap(t, tc.opts)
+			if len(b.StaticResources.Listeners) != 1 {
+				t.Fatalf("static listeners = %d, want the stats listener only", len(b.StaticResources.Listeners))
+			}
+			l := b.StaticResources.Listeners[0]
+			if a := l.Address.GetSocketAddress(); l.Name != StatsListener || a.Address != tc.statsHost || a.GetPortValue() != tc.statsPort {
+				t.Errorf("stats listener %q at %v, want %q at %s:%d", l.Name, a, StatsListener, tc.statsHost, tc.statsPort)
+			}
+			var hcm hcmv3.HttpConnectionManager
+			if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+				t.Fatal(err)
+			}
+			routes := map[string]string{}
+			for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+				for _, r := range vh.Routes {
+					if h := r.Match.Headers; len(h) != 1 || h[0].Name != ":method" || h[0].GetStringMatch().GetExact() != "GET" {
+						t.Errorf("route %s: want GET only, got header matchers %v", r.Match.GetPath(), h)
+					}
+					routes[r.Match.GetPath()] = r.GetRoute().GetCluster()
+				}
+			}
+			want := map[string]string{"/stats/prometheus": AdminCluster, "/ready": AdminCluster}
+			if diff := cmp.Diff(want, routes); diff != "" {
+				t.Errorf("stats listener routes, exact path → cluster (-want +got):\n%s", diff)
+			}
+			var admin *clusterv3.Cluster
+			for _, c := range b.StaticResources.Clusters {
+				if c.Name == AdminCluster {
+					admin = c
+				}
+			}
+			if admin == nil {
+				t.Fatalf("no %s cluster", AdminCluster)
+			}
+			ep := admin.LoadAssignment.Endpoints[0].LbEndpoints[0].GetEndpoint().Address.GetSocketAddress()
+			if ep.Address != tc.adminHost || ep.GetPortValue() != tc.adminPort {
+				t.Errorf("admin cluster endpoint %v, want %s:%d", ep, tc.adminHost, tc.adminPort)
+			}
+			if (admin.GetType() == clusterv3.Cluster_STATIC) != tc.adminKindStatic {
+				t.Errorf("admin cluster type %v", admin.GetType())
+			}
+			if a := b.Admin.Address.GetSocketAddress(); a.Address != tc.adminHost || a.GetPortValue() != tc.adminPort {
+				t.Errorf("admin interface at %v, want %s:%d", a, tc.adminHost, tc.adminPort)
+			}
+		})
+	}
+}
+
+func TestAdminInterfaceStaysOnLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:9001", "10.0.0.1:9001", "[::]:9001", "envoy.example:9001"} {
+		if _, err := Build(Options{XDSAddress: "portico:8001", AdminAddress: addr}); err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("admin address %s: error %v, want a refusal naming loopback", addr, err)
+		}
+	}
+	if _, err := Build(Options{XDSAddress: "portico:8001", AdminAddress: "[::1]:9001"}); err != nil {
+		t.Errorf("IPv6 loopback admin address: %v", err)
+	}
+	if _, err := Build(Options{XDSAddress: "portico:8001", StatsAddress: "0.0.0.0:9001"}); err == nil {
+		t.Error("stats address on the admin port: want an error")
 	}
 }

@@ -3,6 +3,8 @@ package translate
 import (
 	"testing"
 
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,10 +148,26 @@ func FuzzBuildAndTranslate(f *testing.F) {
 		}
 		g := dag.Build(s, opts)
 		checkStatuses(t, s, opts, g)
-		if _, err := Translate(g, Options{HTTPSRedirectPort: uint32(port) & 0xffff}); err != nil {
+		res, err := Translate(g, Options{HTTPSRedirectPort: uint32(port) & 0xffff})
+		if err != nil {
 			t.Fatalf("accepted input produced invalid xDS: %v\nstatuses: %+v", err, g.Statuses)
 		}
+		checkMarshal(t, res)
 	})
+}
+
+// checkMarshal fails t unless every resource can be put on the wire: ValidateAll does
+// not check that strings are UTF-8, and one resource the xDS server cannot marshal stops
+// every update to every data plane.
+func checkMarshal(t *testing.T, res *Resources) {
+	t.Helper()
+	for _, list := range [][]types.Resource{res.Listeners, res.Routes, res.Clusters, res.Endpoints, res.Secrets} {
+		for _, r := range list {
+			if _, err := proto.Marshal(r); err != nil {
+				t.Fatalf("resource cannot be marshalled: %v", err)
+			}
+		}
+	}
 }
 
 // fuzzIngressRoutes makes a root (default/root, for host2) that delegates path2 to a

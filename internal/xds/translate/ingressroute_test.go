@@ -51,9 +51,9 @@ func TestStringPrefixTranslatesToPrefix(t *testing.T) {
 		route(dag.PathStringPrefix, "/", web),
 	)
 	want := []*routev3.Route{
-		{Match: prefixMatch("/app"), Action: &routev3.Route_Route{Route: toCluster("team/web/80")}},
-		{Match: prefixMatch("/app/"), Action: &routev3.Route_Route{Route: toCluster("team/web/80")}},
-		{Match: prefixMatch("/"), Action: &routev3.Route_Route{Route: toCluster("team/web/80")}},
+		{Name: "prefix:/app", Match: prefixMatch("/app"), Action: &routev3.Route_Route{Route: toCluster("team/web/80")}},
+		{Name: "prefix:/app/", Match: prefixMatch("/app/"), Action: &routev3.Route_Route{Route: toCluster("team/web/80")}},
+		{Name: "prefix:/", Match: prefixMatch("/"), Action: &routev3.Route_Route{Route: toCluster("team/web/80")}},
 	}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
@@ -65,6 +65,7 @@ func TestHTTPSRedirectRoute(t *testing.T) {
 	for _, port := range []uint32{0, 8443} {
 		got := translateHost(t, Options{HTTPSRedirectPort: port}, &dag.Route{Path: dag.PathMatch{Kind: dag.PathStringPrefix, Value: "/secure"}, HTTPSRedirect: true})
 		want := []*routev3.Route{{
+			Name:  "prefix:/secure",
 			Match: prefixMatch("/secure"),
 			Action: &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{
 				SchemeRewriteSpecifier: &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true},
@@ -82,6 +83,7 @@ func TestHTTPSRedirectRoute(t *testing.T) {
 func TestDirectStatusRoute(t *testing.T) {
 	got := translateHost(t, Options{}, &dag.Route{Path: dag.PathMatch{Kind: dag.PathStringPrefix, Value: "/broken"}, DirectStatus: 503})
 	want := []*routev3.Route{{
+		Name:   "prefix:/broken",
 		Match:  prefixMatch("/broken"),
 		Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 503}},
 	}}

@@ -45,19 +45,19 @@ func address(a hostPort) *corev3.Address {
 	}}}
 }
 
-func httpListener(addr hostPort) *listenerv3.Listener {
+func httpListener(addr hostPort, opts Options) *listenerv3.Listener {
 	return &listenerv3.Listener{
 		Name:    ListenerHTTP,
 		Address: address(addr),
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{httpConnectionManager(ListenerHTTP, RouteHTTP)},
+			Filters: []*listenerv3.Filter{httpConnectionManager(ListenerHTTP, RouteHTTP, opts)},
 		}},
 	}
 }
 
 // httpsListener has one filter chain per server name so that the certificate, the TLS
 // settings and the routes all follow the SNI the client sent.
-func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost) *listenerv3.Listener {
+func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost, opts Options) *listenerv3.Listener {
 	l := &listenerv3.Listener{
 		Name:    ListenerHTTPS,
 		Address: address(addr),
@@ -71,7 +71,7 @@ func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost) *listenerv3.Li
 			Name:             svh.Name,
 			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svh.Name}},
 			TransportSocket:  downstreamTLS(svh),
-			Filters:          []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS(svh.Name))},
+			Filters:          []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS(svh.Name), opts)},
 		})
 	}
 	return l
@@ -107,7 +107,9 @@ func minTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
 
 // httpConnectionManager configures the edge behaviour: Portico is the first proxy a
 // client reaches, so it trusts no forwarding headers and normalises paths before routing.
-func httpConnectionManager(statPrefix, routeName string) *listenerv3.Filter {
+// The request header limits are always explicit, so that Envoy and the embedded proxy
+// enforce the same ones whatever their defaults.
+func httpConnectionManager(statPrefix, routeName string, opts Options) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: statPrefix,
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
@@ -119,10 +121,14 @@ func httpConnectionManager(statPrefix, routeName string) *listenerv3.Filter {
 			Name:       wellknown.Router,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{})},
 		}},
-		UseRemoteAddress: wrapperspb.Bool(true),
-		ServerName:       ServerName,
-		NormalizePath:    wrapperspb.Bool(true),
-		StripPortMode:    &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
+		UseRemoteAddress:    wrapperspb.Bool(true),
+		ServerName:          ServerName,
+		NormalizePath:       wrapperspb.Bool(true),
+		StripPortMode:       &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
+		MaxRequestHeadersKb: wrapperspb.UInt32(opts.MaxRequestHeadersKB),
+		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
+			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
+		},
 		AccessLog: []*accesslogv3.AccessLog{{
 			Name:       "envoy.access_loggers.stdout",
 			ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: mustAny(&streamv3.StdoutAccessLog{})},

@@ -1,9 +1,13 @@
 package translate
 
 import (
+	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -52,6 +56,7 @@ func httpsRouteConfig(svh *dag.SecureVirtualHost, opts Options) *routev3.RouteCo
 		Name:    MisdirectedVirtualHost,
 		Domains: []string{"*"},
 		Routes: []*routev3.Route{{
+			Name:   MisdirectedVirtualHost,
 			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 421}},
 		}},
@@ -68,6 +73,7 @@ func virtualHost(vh *dag.VirtualHost, fallback *dag.VirtualHost, opts Options) *
 	out := &routev3.VirtualHost{Name: vh.Name, Domains: []string{vh.Name}}
 	if !vh.IsWildcard() {
 		out.Routes = routes(vh, nil, opts)
+		uniqueRouteNames(out.Routes)
 		return out
 	}
 	oneLabel := singleLabelHost(vh.Name)
@@ -77,7 +83,52 @@ func virtualHost(vh *dag.VirtualHost, fallback *dag.VirtualHost, opts Options) *
 		deeper.InvertMatch = true
 		out.Routes = append(out.Routes, routes(fallback, deeper, opts)...)
 	}
+	uniqueRouteNames(out.Routes)
 	return out
+}
+
+// maxRouteNameLen bounds route names, which data planes use as metric labels and in
+// access logs: a longer name keeps its start and gets a hash of the whole.
+const maxRouteNameLen = 200
+
+// routeName names a route after the object that declared it and its path condition:
+// "ingress/default/web:prefix:/api", "ingressroute/team/app:exact:/health". It is stable
+// across rebuilds and bounded by the number of routes the objects declare, so it can
+// label metrics.
+func routeName(r *dag.Route) string {
+	kind := "prefix"
+	if r.Path.Kind == dag.PathExact {
+		kind = "exact"
+	}
+	name := kind + ":" + r.Path.Value
+	if src := r.Source; src.Kind != "" {
+		name = strings.ToLower(src.Kind) + "/" + src.Namespace + "/" + src.Name + ":" + name
+	}
+	if len(name) > maxRouteNameLen {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(name))
+		// Cut on a character boundary: a name that is not valid UTF-8 cannot be marshalled,
+		// and one such route would stop every update to every data plane.
+		cut := maxRouteNameLen - 9
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = fmt.Sprintf("%s~%08x", name[:cut], h.Sum32())
+	}
+	return name
+}
+
+// uniqueRouteNames suffixes "#2", "#3"... to a name already used in the same virtual
+// host (the same object and path reached twice, e.g. a wildcard's route and the
+// catch-all route it falls back to).
+func uniqueRouteNames(rs []*routev3.Route) {
+	seen := make(map[string]int, len(rs))
+	for _, r := range rs {
+		seen[r.Name]++
+		if n := seen[r.Name]; n > 1 {
+			r.Name = r.Name + "#" + strconv.Itoa(n)
+		}
+	}
 }
 
 // singleLabelHost matches a Host of exactly one label followed by the wildcard's suffix.
@@ -100,7 +151,7 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 		if host != nil {
 			m.Headers = append(m.Headers, host)
 		}
-		out = append(out, &routev3.Route{Match: m})
+		out = append(out, &routev3.Route{Name: routeName(r), Match: m})
 		switch last := out[len(out)-1]; {
 		case r.HTTPSRedirect:
 			last.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(opts)}

@@ -32,6 +32,31 @@ type Options struct {
 	// HTTPSRedirectPort is the port of redirects from plain HTTP to HTTPS; 0 leaves it
 	// out of the URL (443), right when a load balancer maps 443 to the HTTPS listener.
 	HTTPSRedirectPort uint32
+	// MaxRequestHeadersKB bounds the total size of a request's headers (HCM
+	// max_request_headers_kb); larger requests get 431. 0 means 60, Envoy's default.
+	MaxRequestHeadersKB uint32
+	// MaxRequestHeaders bounds the number of a request's headers (HCM
+	// common_http_protocol_options.max_headers_count); more get 431. 0 means 100,
+	// Envoy's default.
+	MaxRequestHeaders uint32
+}
+
+// Defaults of the request header limits, Envoy's own.
+const (
+	DefaultMaxRequestHeadersKB = 60
+	DefaultMaxRequestHeaders   = 100
+	// MaxRequestHeadersKBLimit is the largest max_request_headers_kb Envoy accepts.
+	MaxRequestHeadersKBLimit = 8192
+)
+
+// CheckMaxRequestHeadersKB says what is wrong with a request header size limit (0 means
+// the default), so that a command line can refuse it before anything runs. Any header
+// count is valid (0 means the default).
+func CheckMaxRequestHeadersKB(kb uint32) error {
+	if kb > MaxRequestHeadersKBLimit {
+		return fmt.Errorf("the request header size limit is %d KiB at most, got %d", MaxRequestHeadersKBLimit, kb)
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {
@@ -43,6 +68,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ConnectTimeout == 0 {
 		o.ConnectTimeout = 2 * time.Second
+	}
+	if o.MaxRequestHeadersKB == 0 {
+		o.MaxRequestHeadersKB = DefaultMaxRequestHeadersKB
+	}
+	if o.MaxRequestHeaders == 0 {
+		o.MaxRequestHeaders = DefaultMaxRequestHeaders
 	}
 	return o
 }
@@ -69,19 +100,22 @@ func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 		}
 	}()
 	opts = opts.withDefaults()
+	if err := CheckMaxRequestHeadersKB(opts.MaxRequestHeadersKB); err != nil {
+		return nil, err
+	}
 	res = &Resources{}
 	httpAddr, err := socketAddress(opts.HTTPAddress)
 	if err != nil {
 		return nil, fmt.Errorf("http address: %w", err)
 	}
-	res.Listeners = append(res.Listeners, httpListener(httpAddr))
+	res.Listeners = append(res.Listeners, httpListener(httpAddr, opts))
 	res.Routes = append(res.Routes, httpRouteConfig(g.HTTP, opts))
 	if len(g.HTTPS) > 0 {
 		httpsAddr, err := socketAddress(opts.HTTPSAddress)
 		if err != nil {
 			return nil, fmt.Errorf("https address: %w", err)
 		}
-		res.Listeners = append(res.Listeners, httpsListener(httpsAddr, g.HTTPS))
+		res.Listeners = append(res.Listeners, httpsListener(httpsAddr, g.HTTPS, opts))
 		secrets := map[string]bool{}
 		for _, svh := range g.HTTPS {
 			res.Routes = append(res.Routes, httpsRouteConfig(svh, opts))

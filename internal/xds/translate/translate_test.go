@@ -53,17 +53,17 @@ func TestRouteConfigurationShapes(t *testing.T) {
 	}}}
 	deeper := proto.Clone(oneLabel).(*routev3.HeaderMatcher)
 	deeper.InvertMatch = true
-	catchAllRoute := &routev3.Route{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: toCluster("default/fallback/80")}
+	catchAllRoute := &routev3.Route{Name: "prefix:/", Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: toCluster("default/fallback/80")}
 	want := &routev3.RouteConfiguration{Name: "ingress_http", VirtualHosts: []*routev3.VirtualHost{
 		{Name: "*", Domains: []string{"*"}, Routes: []*routev3.Route{catchAllRoute}},
 		{Name: "*.foo.com", Domains: []string{"*.foo.com"}, Routes: []*routev3.Route{
-			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/app"}, Headers: []*routev3.HeaderMatcher{oneLabel}}, Action: toCluster("default/web/80")},
+			{Name: "prefix:/app", Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/app"}, Headers: []*routev3.HeaderMatcher{oneLabel}}, Action: toCluster("default/web/80")},
 			// A deeper subdomain is not matched by the wildcard: it gets the catch-all's routes.
-			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, Headers: []*routev3.HeaderMatcher{deeper}}, Action: toCluster("default/fallback/80")},
+			{Name: "prefix:/", Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, Headers: []*routev3.HeaderMatcher{deeper}}, Action: toCluster("default/fallback/80")},
 		}},
 		{Name: "foo.com", Domains: []string{"foo.com"}, Routes: []*routev3.Route{
-			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/foo"}}, Action: toCluster("default/web/80")},
-			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: toCluster("default/web/80")},
+			{Name: "exact:/foo", Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/foo"}}, Action: toCluster("default/web/80")},
+			{Name: "prefix:/", Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: toCluster("default/web/80")},
 		}},
 	}}
 	if diff := cmp.Diff([]types.Resource{want}, res.Routes, protocmp.Transform()); diff != "" {

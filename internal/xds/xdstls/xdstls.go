@@ -1,6 +1,7 @@
 // Package xdstls secures the xDS gRPC connection between data planes (Envoy and the
 // embedded proxy) and Portico's xDS server with mutual TLS, and generates a small
-// self-signed PKI for it (`portico certgen`).
+// self-signed PKI for it, or for the admission webhook's serving certificate
+// (`portico certgen`, `portico certgen --webhook`).
 //
 // Certificates are read from files. The server re-reads its certificate, key and CA
 // on every handshake, so rotating the files (for example a Kubernetes Secret volume
@@ -167,22 +168,98 @@ const (
 // client certificate for data planes (client.crt, client.key) into dir, all ECDSA
 // P-256 and valid for validity. Keys are written with mode 0600.
 func Generate(dir string, serverNames []string, validity time.Duration) error {
+	ca, err := newCA(dir, "portico-xds-ca", validity)
+	if err != nil {
+		return err
+	}
+	if err := writePair(dir, CACertFile, CAKeyFile, ca.der, ca.key); err != nil {
+		return err
+	}
+	dns, ips := subjectAltNames(append(append([]string{}, serverNames...), "localhost", "127.0.0.1"))
+	cn := "localhost"
+	if len(serverNames) > 0 && serverNames[0] != "" {
+		cn = serverNames[0]
+	}
+	if err := ca.issue(dir, ServerCertFile, ServerKeyFile, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		DNSNames:    dns,
+		IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}); err != nil {
+		return err
+	}
+	return ca.issue(dir, ClientCertFile, ClientKeyFile, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "portico-xds-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// File names written by GenerateWebhook: the names of a kubernetes.io/tls Secret's
+// keys, so that a Secret made from them mounts as what --webhook-cert-dir expects.
+const (
+	WebhookCACertFile = "ca.crt"
+	WebhookCertFile   = "tls.crt"
+	WebhookKeyFile    = "tls.key"
+)
+
+// GenerateWebhook writes a new CA certificate (ca.crt: the caBundle of the
+// ValidatingWebhookConfiguration) and a serving certificate for the admission webhook
+// signed by it (tls.crt, tls.key) into dir, ECDSA P-256 and valid for validity. The
+// serving certificate's names are exactly serverNames (DNS names or IPs); the API
+// server calls a webhook Service as <service>.<namespace>.svc. The CA's key is not
+// kept: to rotate, generate everything again and replace the caBundle.
+func GenerateWebhook(dir string, serverNames []string, validity time.Duration) error {
+	dns, ips := subjectAltNames(serverNames)
+	if len(dns) == 0 && len(ips) == 0 {
+		return errors.New("the webhook certificate needs at least one server name")
+	}
+	ca, err := newCA(dir, "portico-webhook-ca", validity)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, WebhookCACertFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.der}), 0o644); err != nil {
+		return err
+	}
+	cn := ""
+	if len(dns) > 0 {
+		cn = dns[0]
+	} else {
+		cn = ips[0].String()
+	}
+	return ca.issue(dir, WebhookCertFile, WebhookKeyFile, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		DNSNames:    dns,
+		IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+}
+
+// authority is a CA made by newCA, for issuing leaf certificates valid as long as it.
+type authority struct {
+	cert          *x509.Certificate
+	der           []byte
+	key           *ecdsa.PrivateKey
+	now, notAfter time.Time
+}
+
+// newCA creates dir and a self-signed CA called cn, valid for validity.
+func newCA(dir, cn string, validity time.Duration) (*authority, error) {
 	if validity <= 0 {
-		return fmt.Errorf("validity must be positive, got %s", validity)
+		return nil, fmt.Errorf("validity must be positive, got %s", validity)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	now := time.Now().Add(-5 * time.Minute) // tolerate some clock skew
 	notAfter := now.Add(validity)
 
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	caTmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "portico-xds-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now,
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
@@ -192,20 +269,39 @@ func Generate(dir string, serverNames []string, validity time.Duration) error {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	caCert, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := writePair(dir, CACertFile, CAKeyFile, caDER, caKey); err != nil {
-		return err
-	}
+	return &authority{cert: caCert, der: caDER, key: caKey, now: now, notAfter: notAfter}, nil
+}
 
+// issue signs a new key's certificate from tmpl and writes both into dir.
+func (ca *authority) issue(dir, certFile, keyFile string, tmpl *x509.Certificate) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore, tmpl.NotAfter = ca.now, ca.notAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return err
+	}
+	return writePair(dir, certFile, keyFile, der, key)
+}
+
+// subjectAltNames splits names into DNS names and IP addresses, dropping empty and
+// repeated ones.
+func subjectAltNames(names []string) ([]string, []net.IP) {
 	var dns []string
 	var ips []net.IP
 	seen := map[string]bool{}
-	for _, n := range append(append([]string{}, serverNames...), "localhost", "127.0.0.1") {
+	for _, n := range names {
 		if n == "" || seen[n] {
 			continue
 		}
@@ -216,37 +312,7 @@ func Generate(dir string, serverNames []string, validity time.Duration) error {
 			dns = append(dns, n)
 		}
 	}
-	cn := "localhost"
-	if len(serverNames) > 0 && serverNames[0] != "" {
-		cn = serverNames[0]
-	}
-	leaf := func(certFile, keyFile string, tmpl *x509.Certificate) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl.SerialNumber = serial()
-		tmpl.NotBefore, tmpl.NotAfter = now, notAfter
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		tmpl.BasicConstraintsValid = true
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		return writePair(dir, certFile, keyFile, der, key)
-	}
-	if err := leaf(ServerCertFile, ServerKeyFile, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		DNSNames:    dns,
-		IPAddresses: ips,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}); err != nil {
-		return err
-	}
-	return leaf(ClientCertFile, ClientKeyFile, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "portico-xds-client"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
+	return dns, ips
 }
 
 func serial() *big.Int {

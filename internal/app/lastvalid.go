@@ -1,0 +1,191 @@
+package app
+
+import (
+	"log/slog"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// keptNote ends the status of an object whose edit made it invalid while its previous
+// version keeps serving.
+const keptNote = "The previous valid version of this object is still served; fix this version, or delete the object to stop serving it."
+
+// LastValid makes one team's bad edit harmless in `portico run`, where no admission
+// webhook stands between a file and the controller: an object that was valid and whose
+// new version is invalid keeps serving its last valid version, and its status says both
+// what is wrong with the new version and that the previous one is still served.
+//
+// It only ever undoes an object's own edit, whatever made the new version invalid (a
+// typo, or a host that conflicts with another object's): the substitute is the version
+// the previous build served. An object that turns invalid with no edit of its own
+// (others changed), or that is not served, is built as it is. Deleting an object removes
+// its routes, last valid version included.
+// Not safe for concurrent use; the pipeline calls it from one goroutine.
+type LastValid struct {
+	valid   map[dag.ObjectRef]runtime.Object // the last version of each object built valid
+	present map[dag.ObjectRef]bool           // routing objects of the previous build
+	log     *slog.Logger
+}
+
+// NewLastValid returns a LastValid that logs removed objects to log.
+func NewLastValid(log *slog.Logger) *LastValid {
+	return &LastValid{valid: map[dag.ObjectRef]runtime.Object{}, present: map[dag.ObjectRef]bool{}, log: log}
+}
+
+// Build builds s as dag.Build does, with the last valid version of each object whose
+// current version is invalid.
+func (k *LastValid) Build(s *store.Store, opts dag.Options) *dag.Graph {
+	g := dag.Build(s, opts)
+	k.noteRemoved(s)
+	kept := k.substitutes(s, g)
+	final := g
+	// The previous version can itself be invalid now (a newer object took its host, a
+	// Secret it needs went away): such an object is served as it is, and the build is
+	// repeated without it. Each round drops at least one, so this ends.
+	for len(kept) > 0 {
+		final = dag.Build(withObjects(s, kept), opts)
+		dropped := false
+		for _, st := range final.Statuses {
+			if _, ok := kept[st.Object]; ok && st.Status != dag.StatusValid {
+				delete(kept, st.Object)
+				dropped = true
+			}
+		}
+		if !dropped {
+			break
+		}
+		if len(kept) == 0 {
+			final = g
+		}
+	}
+	if final != g {
+		markKept(final, g, kept)
+	}
+	k.remember(s, final, kept)
+	return final
+}
+
+// substitutes returns the last valid version of each object that g found invalid and
+// that changed since it was last valid.
+func (k *LastValid) substitutes(s *store.Store, g *dag.Graph) map[dag.ObjectRef]runtime.Object {
+	var kept map[dag.ObjectRef]runtime.Object
+	for _, st := range g.Statuses {
+		if st.Status != dag.StatusInvalid {
+			continue
+		}
+		prev, ok := k.valid[st.Object]
+		if !ok {
+			continue
+		}
+		cur := lookup(s, st.Object)
+		if cur == nil || equality.Semantic.DeepEqual(cur, prev) {
+			// The very version that was valid is invalid now: because of other objects,
+			// so nothing earlier can help.
+			continue
+		}
+		if kept == nil {
+			kept = map[dag.ObjectRef]runtime.Object{}
+		}
+		kept[st.Object] = prev
+	}
+	return kept
+}
+
+// markKept gives each kept object, in the graph built with its previous version, the
+// status its current version got (invalid, and why), noting that the previous one serves.
+func markKept(final, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) {
+	why := map[dag.ObjectRef]dag.Status{}
+	for _, st := range current.Statuses {
+		if _, ok := kept[st.Object]; ok {
+			why[st.Object] = st
+		}
+	}
+	for i := range final.Statuses {
+		st := &final.Statuses[i]
+		if w, ok := why[st.Object]; ok {
+			st.Status = dag.StatusInvalid
+			st.Description = w.Description + " " + keptNote
+			// Hosts stay those the previous version serves: they are still answered.
+		}
+	}
+}
+
+// remember records the current version of every object built valid and forgets every
+// object that is not served now: gone, ignored (another class), orphaned or invalid. A
+// version is only ever kept while it is the one serving, never brought back after a
+// time off the air.
+func (k *LastValid) remember(s *store.Store, final *dag.Graph, kept map[dag.ObjectRef]runtime.Object) {
+	for _, st := range final.Statuses {
+		if _, ok := kept[st.Object]; ok {
+			continue
+		}
+		cur := lookup(s, st.Object)
+		if st.Status != dag.StatusValid || cur == nil {
+			delete(k.valid, st.Object)
+			continue
+		}
+		k.valid[st.Object] = cur
+	}
+	for ref := range k.valid {
+		if !k.present[ref] {
+			delete(k.valid, ref)
+		}
+	}
+}
+
+// noteRemoved logs each routing object of the previous build that s no longer holds:
+// its routes, including any last valid version, are gone.
+func (k *LastValid) noteRemoved(s *store.Store) {
+	now := routingObjects(s)
+	for ref := range k.present {
+		if !now[ref] {
+			k.log.Info("object removed; its routes are no longer served", "object", ref.String())
+		}
+	}
+	k.present = now
+}
+
+func routingObjects(s *store.Store) map[dag.ObjectRef]bool {
+	refs := make(map[dag.ObjectRef]bool, len(s.Ingresses)+len(s.IngressRoutes))
+	for nn := range s.Ingresses {
+		refs[dag.ObjectRef{Kind: dag.KindIngress, Namespace: nn.Namespace, Name: nn.Name}] = true
+	}
+	for nn := range s.IngressRoutes {
+		refs[dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: nn.Namespace, Name: nn.Name}] = true
+	}
+	return refs
+}
+
+// lookup returns the routing object ref names in s, or nil.
+func lookup(s *store.Store, ref dag.ObjectRef) runtime.Object {
+	nn := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	switch ref.Kind {
+	case dag.KindIngress:
+		if o, ok := s.Ingresses[nn]; ok {
+			return o
+		}
+	case dag.KindIngressRoute:
+		if o, ok := s.IngressRoutes[nn]; ok {
+			return o
+		}
+	}
+	return nil
+}
+
+// withObjects returns a copy of s in which objs replace the objects of the same names;
+// s itself is left as it is.
+func withObjects(s *store.Store, objs map[dag.ObjectRef]runtime.Object) *store.Store {
+	c := *s
+	c.Ingresses = maps.Clone(s.Ingresses)
+	c.IngressRoutes = maps.Clone(s.IngressRoutes)
+	for _, o := range objs {
+		c.Upsert(o)
+	}
+	return &c
+}

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/source/manifest"
+	"github.com/portico-dev/portico/internal/store"
+	"github.com/portico-dev/portico/internal/testutil"
+)
+
+const lvServices = `
+apiVersion: v1
+kind: Service
+metadata: {name: a}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: b}
+spec: {ports: [{name: http, port: 80}]}
+`
+
+func lvRoot(name, fqdn, strategy, service string) string {
+	return `
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: ` + name + `}
+spec:
+  virtualhost: {fqdn: ` + fqdn + `}
+  strategy: ` + strategy + `
+  routes:
+  - match: /
+    services: [{name: ` + service + `, port: 80}]
+`
+}
+
+func lvStore(t *testing.T, docs ...string) *store.Store {
+	t.Helper()
+	objs, probs := manifest.Decode("test.yaml", []byte(strings.Join(docs, "\n---\n")))
+	if len(probs) > 0 {
+		t.Fatalf("decode: %v", probs)
+	}
+	return store.FromObjects(objs)
+}
+
+func statusOf(t *testing.T, g *dag.Graph, name string) dag.Status {
+	t.Helper()
+	for _, s := range g.Statuses {
+		if s.Object.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no status for %s in %+v", name, g.Statuses)
+	return dag.Status{}
+}
+
+// servedCluster is the service the first route of host answers from, "" if none.
+func servedCluster(g *dag.Graph, host string) string {
+	for _, vh := range g.HTTP {
+		if vh.Name == host && len(vh.Routes) > 0 && len(vh.Routes[0].Clusters) > 0 {
+			return vh.Routes[0].Clusters[0].Cluster.Service.Name
+		}
+	}
+	return ""
+}
+
+func TestLastValidKeepsPreviousVersion(t *testing.T) {
+	var logs testutil.SyncBuffer
+	k := NewLastValid(slog.New(slog.NewTextHandler(&logs, nil)))
+	g := k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "RoundRobin", "a")), dag.Options{})
+	if st := statusOf(t, g, "site"); st.Status != dag.StatusValid || servedCluster(g, "x.test") != "a" {
+		t.Fatalf("v1: %+v, served %q", st, servedCluster(g, "x.test"))
+	}
+
+	// v2 is invalid (unknown strategy): v1 keeps serving; the status names v2's mistake.
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Fastest", "b")), dag.Options{})
+	st := statusOf(t, g, "site")
+	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "Fastest") || !strings.Contains(st.Description, keptNote) {
+		t.Errorf("v2 status = %+v, want invalid naming the strategy and the kept version", st)
+	}
+	if got := servedCluster(g, "x.test"); got != "a" {
+		t.Errorf("v2: x.test served by %q, want v1's a", got)
+	}
+
+	// v3 is valid again: it is served.
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Random", "b")), dag.Options{})
+	if st := statusOf(t, g, "site"); st.Status != dag.StatusValid || servedCluster(g, "x.test") != "b" {
+		t.Fatalf("v3: %+v, served %q", st, servedCluster(g, "x.test"))
+	}
+
+	// Deleted: nothing kept, and the log says so.
+	g = k.Build(lvStore(t, lvServices), dag.Options{})
+	if got := servedCluster(g, "x.test"); got != "" {
+		t.Errorf("after deletion x.test is served by %q", got)
+	}
+	if !strings.Contains(logs.String(), "object removed") || !strings.Contains(logs.String(), "IngressRoute default/site") {
+		t.Errorf("the removal is not logged with the object's name:\n%s", logs.String())
+	}
+	// A new object of the same name starts afresh: its invalid first version is not
+	// replaced by the deleted object's.
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Fastest", "b")), dag.Options{})
+	if st := statusOf(t, g, "site"); st.Status != dag.StatusInvalid || strings.Contains(st.Description, keptNote) || servedCluster(g, "x.test") != "" {
+		t.Errorf("re-created invalid object: %+v, served %q", st, servedCluster(g, "x.test"))
+	}
+}
+
+// An object invalid because of others is not replaced by an earlier version of itself:
+// only its own edits are undone. Two roots on one host are both invalid (seed 003).
+func TestLastValidLeavesConflictsAlone(t *testing.T) {
+	k := NewLastValid(slog.New(slog.DiscardHandler))
+	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), dag.Options{})
+	g := k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a"), lvRoot("second", "x.test", "RoundRobin", "b")), dag.Options{})
+	for _, name := range []string{"first", "second"} {
+		if st := statusOf(t, g, name); st.Status != dag.StatusInvalid || strings.Contains(st.Description, keptNote) {
+			t.Errorf("%s: %+v, want invalid without a kept version", name, st)
+		}
+	}
+}
+
+// When the last valid version would itself be invalid now, it is not served either, and
+// the status is the current version's own.
+func TestLastValidDropsAVersionInvalidNow(t *testing.T) {
+	k := NewLastValid(slog.New(slog.DiscardHandler))
+	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), dag.Options{})
+	g := k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "Fastest", "a"), lvRoot("second", "x.test", "RoundRobin", "b")), dag.Options{})
+	st := statusOf(t, g, "first")
+	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "Fastest") || strings.Contains(st.Description, keptNote) {
+		t.Errorf("first: %+v, want its own invalid status, nothing kept", st)
+	}
+}
+
+// A version that stopped being served (here: moved to another ingress class) is never
+// brought back by a later invalid edit.
+func TestLastValidForgetsVersionsNoLongerServed(t *testing.T) {
+	k := NewLastValid(slog.New(slog.DiscardHandler))
+	k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "RoundRobin", "a")), dag.Options{})
+	other := strings.Replace(lvRoot("site", "x.test", "RoundRobin", "a"), "metadata: {name: site}", "metadata: {name: site, annotations: {kubernetes.io/ingress.class: nginx}}", 1)
+	g := k.Build(lvStore(t, lvServices, other), dag.Options{})
+	if st := statusOf(t, g, "site"); st.Status != dag.StatusIgnored {
+		t.Fatalf("moved to class nginx: %+v, want ignored", st)
+	}
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "y.test", "Fastest", "b")), dag.Options{})
+	if got := servedCluster(g, "x.test"); got != "" {
+		t.Errorf("the version that stopped serving came back: x.test served by %q", got)
+	}
+	if st := statusOf(t, g, "site"); strings.Contains(st.Description, keptNote) {
+		t.Errorf("status claims a previous version serves: %+v", st)
+	}
+}

@@ -1,0 +1,106 @@
+package dag
+
+import (
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// Verdict is what ValidateObject finds about one object.
+type Verdict struct {
+	// Ours is false when Portico does not serve the object: another ingress class,
+	// Ingresses under Options.DisableIngress, or a kind the dag does not process.
+	Ours bool
+	// Problems make the object invalid whatever else the cluster holds. Any one of them
+	// rejects the whole object; its status then says Message().
+	Problems []string
+	// Notes are remarks the status of the object, served, would carry about its own
+	// values: timeout and retry values that fall back to a default (seed 002), unsupported
+	// annotations. They never make the object invalid.
+	Notes []string
+}
+
+// Message is the status description of an object with v's problems, as the status
+// writer, `portico check` and the admission webhook report it. It is "" when there
+// are none.
+func (v Verdict) Message() string {
+	if len(v.Problems) == 0 {
+		return ""
+	}
+	return notServed(v.Problems)
+}
+
+// notServed is the description of an object rejected for problems.
+func notServed(problems []string) string {
+	return "not served: " + strings.Join(capped(problems), "; ")
+}
+
+// ValidateObject says whether Portico serves obj (an Ingress or an IngressRoute) and
+// what makes it invalid on its own: the checks of a build that look at nothing but the
+// object and opts, with the same messages. The class of an Ingress is decided as in a
+// build, from the IngressClasses in s (nil means none are known).
+//
+// Problems that depend on other objects are not reported, and the build reports them
+// in the object's status: a host or path that an older object holds, a missing Service
+// or Secret, delegations (orphans, cycles, refusals).
+//
+// Adding a kind is one case here: its class decision and its static validation.
+func ValidateObject(obj runtime.Object, s *store.Store, opts Options) Verdict {
+	if s == nil {
+		s = &store.Store{}
+	}
+	b := &builder{store: s, opts: opts.withDefaults()}
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		return b.validateIngressObject(o)
+	case *ingressroutev1.IngressRoute:
+		return b.validateIngressRouteObject(o)
+	}
+	return Verdict{}
+}
+
+// validateIngressObject follows processIngresses up to the checks that need no other
+// Ingress.
+func (b *builder) validateIngressObject(ing *networkingv1.Ingress) Verdict {
+	if b.opts.DisableIngress || !b.ingressClass(ing).ours {
+		return Verdict{}
+	}
+	_, _, notes := ingressPolicies(ing)
+	return Verdict{Ours: true, Problems: validateIngress(ing), Notes: notes}
+}
+
+// validateIngressRouteObject follows ingressRouteGraph and candidateRoots.
+func (b *builder) validateIngressRouteObject(ir *ingressroutev1.IngressRoute) Verdict {
+	if _, other := b.ingressRouteClass(ir); other {
+		return Verdict{}
+	}
+	n := &irNode{ir: ir, invalid: ingressRouteProblems(ir)}
+	if n.usable() && n.isRoot() {
+		b.checkRootNamespaces([]*irNode{n})
+	}
+	v := Verdict{Ours: true, Problems: n.invalid}
+	if len(v.Problems) == 0 {
+		for i := range ir.Spec.Routes {
+			r := &ir.Spec.Routes[i]
+			if r.Delegate == nil {
+				_, _, notes := routePolicies(r, routeField(r))
+				v.Notes = append(v.Notes, notes...)
+			}
+		}
+	}
+	return v
+}
+
+// ingressRouteProblems returns what makes ir unusable on its own: that its spec could
+// not be decoded, or what validateIngressRoute finds.
+func ingressRouteProblems(ir *ingressroutev1.IngressRoute) []string {
+	if reason := ir.Annotations[ingressroutev1.DecodeErrorAnnotation]; reason != "" {
+		return []string{"its spec cannot be read: " + reason + "; fix that field"}
+	}
+	return validateIngressRoute(ir)
+}

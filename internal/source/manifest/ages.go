@@ -1,0 +1,125 @@
+package manifest
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Objects read from files have no creationTimestamp set by an API server, yet the
+// graph gives a contested host or path to the older object, and falls back to names
+// when ages are equal: a new file whose Ingress sorts first by name would take traffic
+// from a working one. So every object gets an age here, and no two the same.
+//
+// At the first load an object is as old as its file (modification time), ties going
+// to the file read first, then to the earlier document. An object that appears later
+// (a new file, a new document, a renamed object) is as old as the moment it was first
+// seen, later than every object already there whatever the file times say. An object
+// that stays (same kind, namespace and name) keeps its age across edits, and when it
+// moves to another file.
+
+// ageBook remembers when each object was first seen.
+type ageBook struct {
+	first map[objectKey]firstSeen
+	// last is the latest age given, which every new age must be after.
+	last    time.Time
+	started bool
+	now     func() time.Time
+}
+
+type firstSeen struct {
+	at time.Time
+	// file holds the definition in force, which wins over copies added elsewhere.
+	file string
+}
+
+// held reports the file that held key's definition at the previous load.
+func (b *ageBook) held(key objectKey) (string, bool) {
+	f, ok := b.first[key]
+	return f.file, ok
+}
+
+// stamp sets the creationTimestamp of objs (placed as places, index for index),
+// replacing an object that earlier Results handed out by a copy rather than
+// modifying it. Objects no longer present are forgotten: if they come back, they are
+// new.
+func (b *ageBook) stamp(objs []runtime.Object, places []placement) {
+	next := make(map[objectKey]firstSeen, len(objs))
+	var fresh []int
+	for i, p := range places {
+		if f, ok := b.first[p.key]; ok {
+			next[p.key] = firstSeen{at: f.at, file: p.file}
+			continue
+		}
+		fresh = append(fresh, i)
+	}
+	// Stable: objects of one file stay in document order.
+	slices.SortStableFunc(fresh, func(i, j int) int {
+		return cmp.Or(places[i].modTime.Compare(places[j].modTime), cmp.Compare(places[i].fileIndex, places[j].fileIndex))
+	})
+	// Wall clock only: the monotonic reading would make comparisons with file times
+	// use a different clock than comparisons between two stamps.
+	now := b.now().Round(0)
+	for _, i := range fresh {
+		at := now
+		if !b.started {
+			at = places[i].modTime
+		}
+		if !at.After(b.last) {
+			at = b.last.Add(time.Nanosecond)
+		}
+		b.last = at
+		next[places[i].key] = firstSeen{at: at, file: places[i].file}
+	}
+	b.first, b.started = next, true
+
+	for i, obj := range objs {
+		at := next[places[i].key].at
+		acc, err := meta.Accessor(obj)
+		if err != nil || acc.GetCreationTimestamp().Time.Equal(at) {
+			continue
+		}
+		if places[i].shared {
+			obj = obj.DeepCopyObject()
+			objs[i] = obj
+			acc, _ = meta.Accessor(obj)
+		}
+		acc.SetCreationTimestamp(metav1.NewTime(at))
+	}
+}
+
+// reader loads a directory again and again, remembering what it needs to from one
+// load to the next: each file's last good version and each object's age.
+type reader struct {
+	good lastGood
+	ages ageBook
+}
+
+func newReader(now func() time.Time) *reader {
+	return &reader{good: lastGood{}, ages: ageBook{now: now}}
+}
+
+// load reads dir like LoadDir, substituting last good versions for broken files.
+func (r *reader) load(dir string, log *slog.Logger) (*Result, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	res, places := assemble(r.good.retain(readDir(dir, entries, log)), r.ages.held)
+	r.ages.stamp(res.Objects, places)
+	return res, nil
+}

@@ -1,0 +1,174 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// ageOf returns the creationTimestamp of the object called name (any kind) in r.
+func ageOf(t *testing.T, r *Result, name string) time.Time {
+	t.Helper()
+	for _, o := range r.Objects {
+		acc, err := meta.Accessor(o)
+		if err == nil && acc.GetName() == name {
+			return acc.GetCreationTimestamp().Time
+		}
+	}
+	t.Fatalf("no object %q in %v", name, names(r.Objects))
+	return time.Time{}
+}
+
+// checkOrder fails unless the objects called want are strictly oldest first.
+func checkOrder(t *testing.T, r *Result, want ...string) {
+	t.Helper()
+	for i := 1; i < len(want); i++ {
+		a, b := ageOf(t, r, want[i-1]), ageOf(t, r, want[i])
+		if !a.Before(b) {
+			t.Errorf("%s (%s) is not older than %s (%s)", want[i-1], a.Format(time.RFC3339Nano), want[i], b.Format(time.RFC3339Nano))
+		}
+	}
+}
+
+func setModTime(t *testing.T, path string, mt time.Time) {
+	t.Helper()
+	must(t, os.Chtimes(path, mt, mt))
+}
+
+// At start-up, an object is as old as its file; equal file times go by reading order,
+// then document order; no two objects share an age, and a creationTimestamp written in
+// a manifest does not count.
+func TestLoadDirAges(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a-newest.yaml": svcYAML("newest", 1),
+		"m-oldest.yaml": svcYAML("oldest1", 1) + "---\n" + svcYAML("oldest2", 1),
+		"sub/b.yaml":    svcYAML("tie-sub", 1),
+		"b.yaml":        svcYAML("tie-b", 1) + "---\n" + `{"apiVersion": "v1", "kind": "List", "items": [` + svcJSON("tie-list1", 1) + "," + svcJSON("tie-list2", 1) + "]}\n",
+		"c.yaml":        "apiVersion: v1\nkind: Service\nmetadata:\n  name: claims-to-be-old\n  creationTimestamp: \"2001-01-01T00:00:00Z\"\nspec:\n  ports: [{port: 1}]\n",
+	})
+	base := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	setModTime(t, filepath.Join(dir, "m-oldest.yaml"), base)
+	for _, f := range []string{"sub/b.yaml", "b.yaml", "c.yaml"} {
+		setModTime(t, filepath.Join(dir, f), base.Add(time.Hour))
+	}
+	setModTime(t, filepath.Join(dir, "a-newest.yaml"), base.Add(2*time.Hour))
+
+	res, err := LoadDir(dir)
+	must(t, err)
+	if len(res.Problems) != 0 {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	// b.yaml, c.yaml and sub/ are read in that order (sorted by name).
+	checkOrder(t, res, "oldest1", "oldest2", "tie-b", "tie-list1", "tie-list2", "claims-to-be-old", "tie-sub", "newest")
+	if got := ageOf(t, res, "oldest1"); !got.Equal(base) {
+		t.Errorf("age of the first object of a file: %s, want the file's modification time %s", got, base)
+	}
+	if got := ageOf(t, res, "newest"); !got.Equal(base.Add(2 * time.Hour)) {
+		t.Errorf("age of newest: %s, want its file's modification time", got)
+	}
+}
+
+// In `run`, what appears later is newer than everything there, even when the files
+// already there have modification times in the future; what stays keeps its age
+// through edits and moves; what goes and comes back is new.
+func TestWatchAges(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"b.yaml": svcYAML("first", 1), "c.yaml": svcYAML("second", 1)})
+	future := time.Now().Add(24 * time.Hour)
+	setModTime(t, filepath.Join(dir, "b.yaml"), future)
+	setModTime(t, filepath.Join(dir, "c.yaml"), future.Add(time.Second))
+	h := startWatch(t, dir)
+	r := h.waitFor("initial load", time.Now(), within, hasNames("first", "second"))
+	checkOrder(t, r, "first", "second")
+	firstAge, secondAge := ageOf(t, r, "first"), ageOf(t, r, "second")
+
+	write := func(name, content string) func() {
+		return func() { writeFiles(t, dir, map[string]string{name: content}) }
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	sameAges := func(r *Result) {
+		t.Helper()
+		if got := ageOf(t, r, "first"); !got.Equal(firstAge) {
+			t.Errorf("first's age changed from %s to %s", firstAge, got)
+		}
+		if got := ageOf(t, r, "second"); !got.Equal(secondAge) {
+			t.Errorf("second's age changed from %s to %s", secondAge, got)
+		}
+	}
+
+	// A new file named to be read first, holding two objects.
+	r = h.change("new file", write("a.yaml", svcYAML("new1", 1)+"---\n"+svcYAML("new2", 1)), hasNames("first", "second", "new1", "new2"))
+	checkOrder(t, r, "first", "second", "new1", "new2")
+	sameAges(r)
+	new1 := ageOf(t, r, "new1")
+
+	r = h.change("edit", write("b.yaml", svcYAML("first", 2)), servicePort("first", 2))
+	sameAges(r)
+	r = h.change("new document in an old file", write("b.yaml", svcYAML("first", 2)+"---\n"+svcYAML("third", 1)), hasNames("first", "second", "new1", "new2", "third"))
+	checkOrder(t, r, "first", "second", "new1", "new2", "third")
+	sameAges(r)
+
+	r = h.change("move to another file", func() {
+		writeFiles(t, dir, map[string]string{"d.yaml": svcYAML("first", 3)})
+		must(t, os.WriteFile(p("b.yaml"), []byte(svcYAML("third", 1)), 0o644))
+	}, servicePort("first", 3))
+	sameAges(r)
+
+	r = h.change("rename the file and edit it", func() {
+		must(t, os.Rename(p("a.yaml"), p("z.yaml")))
+		must(t, os.WriteFile(p("z.yaml"), []byte(svcYAML("new1", 5)+"---\n"+svcYAML("new2", 1)), 0o644))
+	}, servicePort("new1", 5))
+	if got := ageOf(t, r, "new1"); !got.Equal(new1) {
+		t.Errorf("new1's age changed from %s to %s when its file was renamed", new1, got)
+	}
+
+	r = h.change("rename the object", write("z.yaml", svcYAML("renamed", 1)+"---\n"+svcYAML("new2", 1)), hasNames("first", "second", "renamed", "new2", "third"))
+	checkOrder(t, r, "third", "renamed")
+
+	h.change("delete", func() { must(t, os.Remove(p("c.yaml"))) }, hasNames("first", "renamed", "new2", "third"))
+	r = h.change("add back", write("c.yaml", svcYAML("second", 1)), hasNames("first", "second", "renamed", "new2", "third"))
+	checkOrder(t, r, "renamed", "second")
+}
+
+// A second definition of a working object, added in a file read before its own, is
+// the one reported and ignored: it does not replace the working one.
+func TestWatchDuplicateDoesNotReplaceWorkingObject(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"b.yaml": svcYAML("x", 1)})
+	h := startWatch(t, dir)
+	r := h.waitFor("initial load", time.Now(), within, servicePort("x", 1))
+	age := ageOf(t, r, "x")
+
+	r = h.change("copy added in a.yaml", func() { writeFiles(t, dir, map[string]string{"a.yaml": svcYAML("x", 2)}) }, func(r *Result) bool {
+		return len(r.Problems) == 1
+	})
+	if !servicePort("x", 1)(r) {
+		t.Errorf("the copy replaced the working definition: %v", r.Objects)
+	}
+	if p := r.Problems[0]; !strings.HasSuffix(p.File, "a.yaml") || !strings.Contains(p.Reason, "already defined at "+filepath.Join(dir, "b.yaml")) {
+		t.Errorf("problem: %s", p)
+	}
+	if got := ageOf(t, r, "x"); !got.Equal(age) {
+		t.Errorf("age changed from %s to %s", age, got)
+	}
+	// Removing the working definition hands over to the copy, with the object's age.
+	r = h.change("original removed", func() { must(t, os.Remove(filepath.Join(dir, "b.yaml"))) }, servicePort("x", 2))
+	if len(r.Problems) != 0 {
+		t.Errorf("problems: %v", r.Problems)
+	}
+	if got := ageOf(t, r, "x"); !got.Equal(age) {
+		t.Errorf("age changed from %s to %s", age, got)
+	}
+	// LoadDir, starting afresh, keeps the first definition in reading order.
+	writeFiles(t, dir, map[string]string{"b.yaml": svcYAML("x", 1)})
+	res, err := LoadDir(dir)
+	must(t, err)
+	if !servicePort("x", 2)(res) || len(res.Problems) != 1 || !strings.HasSuffix(res.Problems[0].File, "b.yaml") {
+		t.Errorf("LoadDir: %v %v", res.Objects, res.Problems)
+	}
+}

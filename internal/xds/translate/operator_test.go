@@ -1,0 +1,151 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// hcms returns the HTTP connection managers of every filter chain of every listener.
+func hcms(t *testing.T, res *Resources) []*hcmv3.HttpConnectionManager {
+	t.Helper()
+	var out []*hcmv3.HttpConnectionManager
+	for _, r := range res.Listeners {
+		for _, fc := range r.(*listenerv3.Listener).FilterChains {
+			for _, f := range fc.Filters {
+				var h hcmv3.HttpConnectionManager
+				if err := f.GetTypedConfig().UnmarshalTo(&h); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, &h)
+			}
+		}
+	}
+	return out
+}
+
+func secureGraph() *dag.Graph {
+	web := testCluster("default", "web", 80)
+	vh := dag.VirtualHost{Name: "secure.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
+	return &dag.Graph{
+		HTTP:  []*dag.VirtualHost{&vh},
+		HTTPS: []*dag.SecureVirtualHost{{VirtualHost: vh, Secret: &dag.Secret{Name: "default/cert", Cert: []byte("c"), Key: []byte("k")}}},
+	}
+}
+
+// Every HTTP connection manager states the request header limits explicitly: Envoy's
+// defaults (60 KiB, 100 headers) unless configured, so that Envoy and the embedded
+// proxy enforce the same limits.
+func TestHTTPConnectionManagersCarryRequestHeaderLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		opts              Options
+		wantKB, wantCount uint32
+	}{
+		{"defaults", Options{}, 60, 100},
+		{"configured", Options{MaxRequestHeadersKB: 8, MaxRequestHeaders: 20}, 8, 20},
+		{"largest size Envoy accepts", Options{MaxRequestHeadersKB: 8192}, 8192, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Translate(secureGraph(), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := hcms(t, res)
+			if len(got) != 2 {
+				t.Fatalf("got %d connection managers, want 2 (HTTP and one HTTPS chain)", len(got))
+			}
+			for _, h := range got {
+				if kb := h.GetMaxRequestHeadersKb(); kb == nil || kb.GetValue() != tc.wantKB {
+					t.Errorf("%s: max_request_headers_kb = %v, want %d", h.StatPrefix, kb, tc.wantKB)
+				}
+				if n := h.GetCommonHttpProtocolOptions().GetMaxHeadersCount(); n == nil || n.GetValue() != tc.wantCount {
+					t.Errorf("%s: common_http_protocol_options.max_headers_count = %v, want %d", h.StatPrefix, n, tc.wantCount)
+				}
+			}
+		})
+	}
+}
+
+func TestRequestHeaderSizeAboveEnvoysMaximumIsAnError(t *testing.T) {
+	_, err := Translate(secureGraph(), Options{MaxRequestHeadersKB: 8193})
+	if err == nil || !strings.Contains(err.Error(), "8192") {
+		t.Errorf("Translate with 8193 KiB: error %v, want one naming the 8192 KiB maximum", err)
+	}
+	if err := CheckMaxRequestHeadersKB(8193); err == nil {
+		t.Error("CheckMaxRequestHeadersKB(8193) = nil, want an error")
+	}
+	if err := CheckMaxRequestHeadersKB(0); err != nil {
+		t.Errorf("CheckMaxRequestHeadersKB(0) (the default) = %v", err)
+	}
+}
+
+// Route names label the data plane's metrics and access log lines: the declaring
+// object and the path condition, unique within a virtual host, bounded in length.
+func TestRoutesAreNamedAfterTheirObjectAndMatch(t *testing.T) {
+	web, fallback := testCluster("default", "web", 80), testCluster("default", "fallback", 80)
+	ing := dag.ObjectRef{Kind: dag.KindIngress, Namespace: "default", Name: "site"}
+	ir := dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: "team", Name: "app"}
+	named := func(r *dag.Route, src dag.ObjectRef) *dag.Route { r.Source = src; return r }
+	long := "/" + strings.Repeat("x", 300)
+	g := &dag.Graph{HTTP: []*dag.VirtualHost{
+		{Name: "*", Routes: []*dag.Route{named(route(dag.PathPrefix, "/", fallback), ing)}},
+		// The same Ingress serves the wildcard: its fallback route has the same name.
+		{Name: "*.foo.com", Routes: []*dag.Route{named(route(dag.PathPrefix, "/", web), ing)}},
+		{Name: "foo.com", Routes: []*dag.Route{
+			named(route(dag.PathExact, "/health", web), ing),
+			named(route(dag.PathStringPrefix, "/app", web), ir),
+			named(route(dag.PathStringPrefix, long, web), ir),
+		}},
+	}}
+	res, err := Translate(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, vh := range res.Routes[0].(*routev3.RouteConfiguration).VirtualHosts {
+		for _, r := range vh.Routes {
+			got[vh.Name] = append(got[vh.Name], r.Name)
+		}
+	}
+	longName := got["foo.com"][2]
+	if len(longName) > maxRouteNameLen || !strings.HasPrefix(longName, "ingressroute/team/app:prefix:/xxx") {
+		t.Errorf("long route name %q (%d bytes): want at most %d bytes, starting with the object and match", longName, len(longName), maxRouteNameLen)
+	}
+	want := map[string][]string{
+		"*":         {"ingress/default/site:prefix:/"},
+		"*.foo.com": {"ingress/default/site:prefix:/", "ingress/default/site:prefix:/#2"},
+		"foo.com":   {"ingress/default/site:exact:/health", "ingressroute/team/app:prefix:/app", longName},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("route names by virtual host (-want +got):\n%s", diff)
+	}
+	// A cut never splits a character: the name stays UTF-8 and the resource marshals.
+	multibyte := &dag.Graph{HTTP: []*dag.VirtualHost{{Name: "foo.com", Routes: []*dag.Route{
+		named(route(dag.PathPrefix, "/"+strings.Repeat("a", 159)+strings.Repeat("é", 30), web), ing),
+	}}}}
+	mres, err := Translate(multibyte, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := mres.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0].Routes[0].Name; !utf8.ValidString(n) {
+		t.Errorf("route name %q is not valid UTF-8", n)
+	}
+	checkMarshal(t, mres)
+	// Stable: the same graph gives the same names.
+	again, err := Translate(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(res.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[2].Routes[2].Name,
+		again.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[2].Routes[2].Name); diff != "" {
+		t.Errorf("long route name changed between translations: %s", diff)
+	}
+}

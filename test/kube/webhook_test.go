@@ -1,0 +1,276 @@
+package kube
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	"github.com/portico-dev/portico/internal/cli"
+	"github.com/portico-dev/portico/internal/kubetest"
+	"github.com/portico-dev/portico/internal/testutil"
+	"github.com/portico-dev/portico/internal/webhook"
+)
+
+// TestWebhook runs `portico serve --webhook-addr --webhook-cert-dir` (the command line,
+// in-process) with a certificate from `portico certgen --webhook`, registers it with the
+// API server as deploy/webhook.yaml does (a URL instead of a Service: no pod network
+// reaches the API server here), and creates objects through the API server: those
+// invalid on their own are refused with their status message, the rest are admitted.
+func TestWebhook(t *testing.T) {
+	cfg := env.AdminConfig(t)
+	env.InstallContourCRDs(t)
+	warned := &warningLog{}
+	cfg.WarningHandler = warned
+	c := kubetest.Clientset(t, cfg)
+	cc := kubetest.ContourClient(t, cfg)
+	ctx := context.Background()
+	const ns = "webhook"
+	createNamespace(t, c, ns)
+
+	// Created before the webhook exists, as by a cluster that had none: the controller
+	// writes its status, which the webhook's refusal of the same spec must repeat.
+	const badRouteSpec = `{"virtualhost": {"fqdn": "bad.webhook.test"}, "routes": [{"match": "api", "services": [{"name": "web", "port": 80}]}]}`
+	if err := createIngressRouteJSON(ctx, cc, ns, "before", badRouteSpec); err != nil {
+		t.Fatal(err)
+	}
+	badIngress := func(name string) *networkingv1.Ingress {
+		ing := ingress(name, "bad.webhook.test", "/", "web")
+		implementationSpecific := networkingv1.PathTypeImplementationSpecific
+		p := &ing.Spec.Rules[0].HTTP.Paths[0]
+		p.PathType, p.Path = &implementationSpecific, "/static//assets" // the API server accepts this path; Portico does not
+		return ing
+	}
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, badIngress("before"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	certs := t.TempDir()
+	var out testutil.SyncBuffer
+	if code := cli.Main(ctx, []string{"certgen", "--webhook", "--out-dir", certs, "--server-name", "127.0.0.1"}, &out, &out); code != 0 {
+		t.Fatalf("certgen --webhook: exit %d: %s", code, out.String())
+	}
+	caBundle, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhookAddr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	runServe(t, "serve", "--kubeconfig", env.Kubeconfig,
+		"--webhook-addr", webhookAddr, "--webhook-cert-dir", certs,
+		"--watch-namespaces", ns, "--leader-elect=false",
+		"--xds-addr", testutil.FreeAddr(t), "--admin-addr", adminAddr,
+		"--log-level", "warn")
+	eventually(t, 30*time.Second, "serve to become ready", func() bool { return readyz(adminAddr) })
+	eventually(t, 10*time.Second, "the webhook to answer over TLS", func() bool { return answersTLS(webhookAddr, caBundle) })
+
+	const wantIngress = `not served: spec.rules[0].http.paths[0].path "/static//assets": must not contain consecutive "/" characters`
+	const wantRoute = `not served: spec.routes[0] (match "api"): match "api" must start with "/"`
+	var statusDesc string
+	eventually(t, 20*time.Second, "the status of the IngressRoute created before the webhook", func() bool {
+		ir, err := cc.IngressRoutes(ns).Get(ctx, "before", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		statusDesc = ir.Status.Description
+		return ir.Status.CurrentStatus == "invalid"
+	})
+	if statusDesc != wantRoute {
+		t.Fatalf("the status says %q, want %q", statusDesc, wantRoute)
+	}
+
+	registerWebhook(t, c, webhookAddr, caBundle, ns)
+	// The API server picks the configuration up asynchronously: probe with dry runs.
+	eventually(t, 20*time.Second, "the API server to call the webhook", func() bool {
+		_, err := c.NetworkingV1().Ingresses(ns).Create(ctx, badIngress("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil
+	})
+
+	t.Run("invalid Ingress refused with its status message", func(t *testing.T) {
+		_, err := c.NetworkingV1().Ingresses(ns).Create(ctx, badIngress("bad"), metav1.CreateOptions{})
+		refusedWith(t, err, wantIngress)
+	})
+	t.Run("invalid IngressRoute refused with its status message", func(t *testing.T) {
+		refusedWith(t, createIngressRouteJSON(ctx, cc, ns, "bad", badRouteSpec), statusDesc)
+	})
+	t.Run("undecodable IngressRoute refused", func(t *testing.T) {
+		// "service" has an open schema: the API server would store this typo.
+		err := createIngressRouteJSON(ctx, cc, ns, "typo", `{"routes": [{"match": "/", "service": {"name": "s", "prot": 80}}]}`)
+		refusedWith(t, err, `not served: its spec cannot be read: spec.routes[0].service: unknown field "prot"; fix that field`)
+	})
+	t.Run("valid objects admitted", func(t *testing.T) {
+		if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("good", "good.webhook.test", "/", "web"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("Ingress: %v", err)
+		}
+		if err := createIngressRouteJSON(ctx, cc, ns, "good", `{"virtualhost": {"fqdn": "good-route.webhook.test"}, "routes": [{"match": "/", "services": [{"name": "web", "port": 80}]}]}`); err != nil {
+			t.Errorf("IngressRoute: %v", err)
+		}
+	})
+	t.Run("another class's Ingress admitted", func(t *testing.T) {
+		other := badIngress("other-class")
+		class := "nginx"
+		other.Spec.IngressClassName = &class
+		if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("objects invalid only because of others admitted", func(t *testing.T) {
+		// The same host and path as "good", which is older; and an orphan IngressRoute.
+		if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("conflict", "good.webhook.test", "/", "web"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("conflicting Ingress: %v", err)
+		}
+		if err := createIngressRouteJSON(ctx, cc, ns, "orphan", `{"routes": [{"match": "/", "services": [{"name": "web", "port": 80}]}]}`); err != nil {
+			t.Errorf("orphan IngressRoute: %v", err)
+		}
+	})
+	t.Run("values that fall back to defaults admitted with a warning", func(t *testing.T) {
+		ing := ingress("slow", "slow.webhook.test", "/", "web")
+		ing.Annotations = map[string]string{"portico.dev/request-timeout": "soon"}
+		warned.take()
+		if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const want = `annotation portico.dev/request-timeout "soon" is not a duration (e.g. "10s", or "infinity"); the proxy default (15s) applies`
+		if got := warned.take(); !slices.Contains(got, want) {
+			t.Errorf("warnings %q, want %q", got, want)
+		}
+	})
+	t.Run("an object invalid before the webhook can still be edited, not made worse", func(t *testing.T) {
+		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "before", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ing.Labels = map[string]string{"team": "web"}
+		warned.take()
+		ing, err = c.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("a label change: %v", err)
+		}
+		if got := warned.take(); !slices.Contains(got, wantIngress) {
+			t.Errorf("warnings %q, want %q", got, wantIngress)
+		}
+		ing.Spec.Rules = append(ing.Spec.Rules, *ing.Spec.Rules[0].DeepCopy())
+		ing.Spec.Rules[1].HTTP.Paths[0].Path = "/x?y"
+		_, err = c.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{})
+		refusedWith(t, err, wantIngress+`; spec.rules[1].http.paths[0].path "/x?y": must not contain "?" or "#": the query and fragment are not part of the matched path`)
+	})
+}
+
+// runServe runs the command line in-process until the test ends.
+func runServe(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	logs := testWriter{t}
+	go func() { done <- cli.Main(ctx, args, logs, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("portico %s exited %d", args[0], code)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("portico %s did not stop within 15s", args[0])
+		}
+	})
+}
+
+// answersTLS reports whether the webhook completes a request over TLS, trusting only ca.
+func answersTLS(addr string, ca []byte) bool {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	resp, err := client.Get("https://" + addr + webhook.Path)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusMethodNotAllowed
+}
+
+// registerWebhook registers the rules of deploy/webhook.yaml with clientConfig.url
+// pointing at addr, for namespace ns only (other tests share the API server), failing
+// closed so that an admitted object shows the webhook answered. It is removed when the
+// test ends.
+func registerWebhook(t *testing.T, c kubernetes.Interface, addr string, caBundle []byte, ns string) {
+	t.Helper()
+	url := "https://" + addr + webhook.Path
+	fail, none, timeout := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone, int32(5)
+	scope := admissionregistrationv1.NamespacedScope
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "portico-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "validate.portico.dev",
+			AdmissionReviewVersions: []string{"v1"},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			TimeoutSeconds:          &timeout,
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			Rules: []admissionregistrationv1.RuleWithOperations{
+				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{networkingv1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"}, Scope: &scope}},
+				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{contourv1beta1.GroupName}, APIVersions: []string{"v1beta1"}, Resources: []string{"ingressroutes"}, Scope: &scope}},
+			},
+		}},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("removing the webhook configuration: %v", err)
+		}
+	})
+}
+
+// refusedWith checks that err is the webhook's refusal carrying message, as client-go
+// reports it.
+func refusedWith(t *testing.T, err error, message string) {
+	t.Helper()
+	want := `admission webhook "validate.portico.dev" denied the request: ` + message
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v\nwant an error containing %q", err, want)
+		return
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("not an Invalid error: %#v", err)
+	}
+}
+
+// warningLog collects the API server's Warning headers.
+type warningLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+var _ rest.WarningHandler = (*warningLog)(nil)
+
+func (w *warningLog) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warningLog) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.msgs
+	w.msgs = nil
+	return m
+}
