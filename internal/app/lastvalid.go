@@ -3,6 +3,7 @@ package app
 import (
 	"log/slog"
 	"maps"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -110,10 +111,17 @@ func markKept(final, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) 
 		st := &final.Statuses[i]
 		if w, ok := why[st.Object]; ok {
 			st.Status = dag.StatusInvalid
-			st.Description = w.Description + " " + keptNote
+			st.Description = keptDescription(w.Description)
 			// Hosts stay those the previous version serves: they are still answered.
 		}
 	}
+}
+
+// keptDescription is the status of an object whose invalid edit is not served while its
+// previous version is: what is wrong with the edit, then that the previous one serves.
+func keptDescription(why string) string {
+	why = strings.TrimSuffix(strings.TrimPrefix(why, "not served: "), ".")
+	return "this version is not served: " + why + ". " + keptNote
 }
 
 // remember records the current version of every object built valid and forgets every

@@ -150,3 +150,11 @@ func TestLastValidForgetsVersionsNoLongerServed(t *testing.T) {
 		t.Errorf("status claims a previous version serves: %+v", st)
 	}
 }
+
+func TestKeptDescription(t *testing.T) {
+	got := keptDescription(`not served: spec.rules[0].http.paths[0].path "/api": pathType "prefix" is not one of Exact, Prefix, ImplementationSpecific`)
+	want := `this version is not served: spec.rules[0].http.paths[0].path "/api": pathType "prefix" is not one of Exact, Prefix, ImplementationSpecific. ` + keptNote
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
