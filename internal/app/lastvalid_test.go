@@ -108,7 +108,8 @@ func TestLastValidKeepsPreviousVersion(t *testing.T) {
 }
 
 // An object invalid because of others is not replaced by an earlier version of itself:
-// only its own edits are undone. Two roots on one host are both invalid (seed 003).
+// only its own edits are undone. Two roots of the same age on one host are both invalid
+// (seed 003).
 func TestLastValidLeavesConflictsAlone(t *testing.T) {
 	k := NewLastValid(slog.New(slog.DiscardHandler))
 	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), dag.Options{})
@@ -121,7 +122,7 @@ func TestLastValidLeavesConflictsAlone(t *testing.T) {
 }
 
 // When the last valid version would itself be invalid now, it is not served either, and
-// the status is the current version's own.
+// the status is the current version's own. (Same-age roots on one host: all invalid.)
 func TestLastValidDropsAVersionInvalidNow(t *testing.T) {
 	k := NewLastValid(slog.New(slog.DiscardHandler))
 	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), dag.Options{})
@@ -129,6 +130,9 @@ func TestLastValidDropsAVersionInvalidNow(t *testing.T) {
 	st := statusOf(t, g, "first")
 	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "Fastest") || strings.Contains(st.Description, keptNote) {
 		t.Errorf("first: %+v, want its own invalid status, nothing kept", st)
+	}
+	if got := servedCluster(g, "x.test"); got != "" {
+		t.Errorf("x.test served by %q while its roots conflict", got)
 	}
 }
 
@@ -156,5 +160,31 @@ func TestKeptDescription(t *testing.T) {
 	want := `this version is not served: spec.rules[0].http.paths[0].path "/api": pathType "prefix" is not one of Exact, Prefix, ImplementationSpecific. ` + keptNote
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// aged sets an IngressRoute manifest's creation time.
+func aged(doc, name, at string) string {
+	return strings.Replace(doc, "metadata: {name: "+name+"}", "metadata: {name: "+name+", creationTimestamp: \""+at+"\"}", 1)
+}
+
+// The reviewer's takeover: the older root's typo while a newer root claims its host. The
+// kept previous version is older, so it keeps the host; the newcomer gets nothing.
+func TestLastValidTypoDoesNotHandTheHostToANewerRoot(t *testing.T) {
+	k := NewLastValid(slog.New(slog.DiscardHandler))
+	first := func(strategy string) string {
+		return aged(lvRoot("first", "x.test", strategy, "a"), "first", "2020-01-01T00:00:00Z")
+	}
+	second := aged(lvRoot("second", "x.test", "RoundRobin", "b"), "second", "2021-01-01T00:00:00Z")
+	k.Build(lvStore(t, lvServices, first("RoundRobin")), dag.Options{})
+	g := k.Build(lvStore(t, lvServices, first("Fastest"), second), dag.Options{})
+	if got := servedCluster(g, "x.test"); got != "a" {
+		t.Errorf("x.test served by %q, want the older root's kept version (a)", got)
+	}
+	if st := statusOf(t, g, "second"); st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "older IngressRoute default/first") {
+		t.Errorf("second: %+v, want invalid: the host belongs to the older root", st)
+	}
+	if st := statusOf(t, g, "first"); st.Status != dag.StatusInvalid || !strings.Contains(st.Description, keptNote) {
+		t.Errorf("first: %+v, want invalid with its previous version kept", st)
 	}
 }

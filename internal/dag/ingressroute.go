@@ -71,7 +71,7 @@ func (g *irGraph) lookup(from *irNode, d *ingressroutev1.Delegate) (*irNode, typ
 // routes delegated from them, to the graph. It runs after Ingress processing: a host an
 // Ingress serves cannot be taken by an IngressRoute.
 func (b *builder) processIngressRoutes(g *irGraph, roots []*irNode) {
-	b.checkRootHosts(roots)
+	b.checkRootHosts(g, roots)
 	certs := map[*irNode]rootCert{}
 	for _, root := range roots {
 		if root.usable() {
@@ -221,9 +221,13 @@ func rootHosts(n *irNode) []string {
 	return hosts
 }
 
-// checkRootHosts rejects roots whose host an Ingress serves, and every root of a host that
-// more than one root claims (seed 003: both are rejected).
-func (b *builder) checkRootHosts(roots []*irNode) {
+// checkRootHosts rejects roots whose host an Ingress serves, and the newer roots of a
+// host that more than one root claims: the oldest claimant keeps it, so that a new root
+// can neither take a working host over nor take it down. The oldest holds it even while
+// it is invalid itself (a typo in a root must not hand its host to whoever claims it
+// next), as against Ingresses. Roots created at the same moment are all rejected: seed
+// 003's rule for conflicting IngressRoutes, where nothing tells which came first.
+func (b *builder) checkRootHosts(g *irGraph, roots []*irNode) {
 	claims := map[string][]*irNode{}
 	for _, r := range roots {
 		if !r.usable() {
@@ -237,26 +241,72 @@ func (b *builder) checkRootHosts(roots []*irNode) {
 			claims[h] = append(claims[h], r)
 		}
 	}
+	if len(claims) == 0 {
+		return
+	}
+	holders := map[string][]*irNode{} // every root holding each claimed host, valid or not
+	for _, r := range b.hostHoldingRoots(g) {
+		for _, h := range rootHosts(r) {
+			if _, claimed := claims[h]; claimed && !slices.Contains(holders[h], r) {
+				holders[h] = append(holders[h], r)
+			}
+		}
+	}
 	hosts := make([]string, 0, len(claims))
 	for h := range claims {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
 	for _, h := range hosts {
-		owners := claims[h]
-		if len(owners) < 2 {
-			continue
-		}
-		for _, r := range owners {
-			var others []string
-			for _, o := range owners {
-				if o != r {
-					others = append(others, o.ref.Namespace+"/"+o.ref.Name)
-				}
-			}
-			r.reject("host %q is also claimed by IngressRoute %s: a host has one root; remove it from all but one of them", h, strings.Join(others, ", "))
+		if all := holders[h]; len(all) > 1 {
+			settleSharedHost(h, claims[h], all)
 		}
 	}
+}
+
+// settleSharedHost rejects every claimant of host but the single oldest holder, and
+// tells that one who was refused.
+func settleSharedHost(host string, claimants, holders []*irNode) {
+	oldest := holders[0]
+	for _, r := range holders[1:] {
+		if r.ir.CreationTimestamp.Before(&oldest.ir.CreationTimestamp) {
+			oldest = r
+		}
+	}
+	var tied []*irNode
+	for _, r := range holders {
+		if r.ir.CreationTimestamp.Equal(&oldest.ir.CreationTimestamp) {
+			tied = append(tied, r)
+		}
+	}
+	if len(tied) > 1 {
+		for _, r := range claimants {
+			r.reject("host %q is also claimed by IngressRoute %s, created at the same time: a host has one root; remove it from all but one of them", host, names(tied, r))
+		}
+		return
+	}
+	for _, r := range claimants {
+		if r == oldest {
+			continue
+		}
+		state := ""
+		if !oldest.usable() {
+			state = " (invalid itself: fix or delete it to free the host)"
+		}
+		r.reject("host %q belongs to the older IngressRoute %s%s: a host has one root; remove it from this one", host, oldest.ref.Namespace+"/"+oldest.ref.Name, state)
+		oldest.note("host %q is also claimed by the newer IngressRoute %s, which was rejected", host, r.ref.Namespace+"/"+r.ref.Name)
+	}
+}
+
+// names lists the namespace/name of nodes other than self.
+func names(nodes []*irNode, self *irNode) string {
+	var out []string
+	for _, o := range nodes {
+		if o != self {
+			out = append(out, o.ref.Namespace+"/"+o.ref.Name)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // ingressOwner names the Ingress that serves host, or "".

@@ -470,8 +470,8 @@ func TestIngressRouteUnreachedCycleIsOrphaned(t *testing.T) {
 	wantStatus(t, g, "c", "tail", StatusOrphaned, "not part of a delegation chain from a root")
 }
 
-// Two roots claiming one host (fqdn or alias, whatever the case) are both invalid; other
-// roots are unaffected.
+// Two roots created at the same moment claiming one host (fqdn or alias, whatever the
+// case) are both invalid: nothing tells which came first. Other roots are unaffected.
 func TestIngressRouteRootsClaimingOneHostAreBothInvalid(t *testing.T) {
 	g := build(
 		ir(t, `{metadata: {name: one, namespace: infra}, spec: {virtualhost: {fqdn: shop.example.com}, routes: [{match: /, services: [{name: one, port: 80}]}]}}`),
@@ -487,6 +487,28 @@ func TestIngressRouteRootsClaimingOneHostAreBothInvalid(t *testing.T) {
 	}
 	if diff := cmp.Diff([]irRoute{{"/", "team/three/80", "team/three"}}, httpRoutes(g, "three.example.com")); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+}
+
+// Between roots of different ages the oldest keeps the host: a new root can neither take
+// it over nor take it down, and the oldest holds it even while it is invalid itself.
+func TestIngressRouteOldestRootKeepsItsHost(t *testing.T) {
+	older := `{metadata: {name: one, namespace: infra, creationTimestamp: "2020-01-01T00:00:00Z"}, spec: {virtualhost: {fqdn: shop.example.com}, strategy: STRATEGY, routes: [{match: /, services: [{name: one, port: 80}]}]}}`
+	newer := ir(t, `{metadata: {name: two, namespace: team, creationTimestamp: "2021-01-01T00:00:00Z"}, spec: {virtualhost: {fqdn: other.example.com, aliases: [SHOP.example.com]}, routes: [{match: /, services: [{name: two, port: 80}]}]}}`)
+
+	g := build(ir(t, strings.Replace(older, "STRATEGY", "RoundRobin", 1)), newer)
+	wantStatus(t, g, "infra", "one", StatusValid, `host "shop.example.com" is also claimed by the newer IngressRoute team/two, which was rejected`)
+	wantStatus(t, g, "team", "two", StatusInvalid, `host "shop.example.com" belongs to the older IngressRoute infra/one`)
+	if diff := cmp.Diff([]irRoute{{"/", "infra/one/80", "infra/one"}}, httpRoutes(g, "shop.example.com")); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+
+	// A typo in the older root does not hand its host to the newer one.
+	g = build(ir(t, strings.Replace(older, "STRATEGY", "Fastest", 1)), newer)
+	wantStatus(t, g, "infra", "one", StatusInvalid, "Fastest")
+	wantStatus(t, g, "team", "two", StatusInvalid, `host "shop.example.com" belongs to the older IngressRoute infra/one (invalid itself: fix or delete it to free the host)`)
+	if http, _ := hostNames(g); len(http) != 0 {
+		t.Errorf("hosts served while their oldest root is invalid: %v", http)
 	}
 }
 
@@ -1333,7 +1355,8 @@ spec:
 }
 
 // Review finding: a newer Ingress cannot take a root's host by adding a decoy root that
-// claims the same host (the roots are then rejected, but the Ingress does not get it).
+// claims the same host: the decoy is newer, so the root keeps serving it, and the
+// Ingress does not get it.
 func TestIngressRouteDecoyRootDoesNotHandAHostToAnIngress(t *testing.T) {
 	g := build(
 		ir(t, `{metadata: {name: app, namespace: infra, creationTimestamp: "2020-01-01T00:00:00Z"}, spec: {virtualhost: {fqdn: app.example.com}, routes: [{match: /, services: [{name: web, port: 80}]}]}}`),
@@ -1344,9 +1367,10 @@ spec:
   rules: [{host: app.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: evil, port: {number: 80}}}}]}}]
 `),
 	)
-	if got := routesOf(g, "app.example.com"); len(got) != 0 {
-		t.Errorf("app.example.com routes = %v, want none (its roots conflict; the Ingress is newer)", got)
+	if got := routesOf(g, "app.example.com"); len(got) != 1 || got[0].Cluster != "infra/web/80" {
+		t.Errorf("app.example.com routes = %v, want the older root's infra/web only", got)
 	}
+	wantStatus(t, g, "evil", "x", StatusInvalid, `host "app.example.com" belongs to the older IngressRoute infra/app`)
 	if s := statusOf(g, "evil", "steal"); s.Status != StatusInvalid {
 		t.Errorf("Ingress status = %+v, want invalid", s)
 	}

@@ -95,3 +95,33 @@ func TestNeverValidObjectIsNotServed(t *testing.T) {
 		t.Errorf("a never-valid Ingress is served: %d from %q", r.status, r.service())
 	}
 }
+
+const shopRoot = `
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: NAME}
+spec:
+  virtualhost: {fqdn: shop.localhost}
+  routes:
+  - match: /
+    services: [{name: SERVICE, port: 80}]
+`
+
+// TestNewRootNeverTakesAWorkingHost: a root IngressRoute added for a host another root
+// serves is refused; the working root keeps answering, and its status names the newcomer.
+func TestNewRootNeverTakesAWorkingHost(t *testing.T) {
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "api", "web"),
+		"shop.yaml":     strings.NewReplacer("NAME", "shop", "SERVICE", "api").Replace(shopRoot),
+	})
+	e.waitFor("shop.localhost", "/", "api", 200)
+	e.write("a-newcomer.yaml", strings.NewReplacer("NAME", "newcomer", "SERVICE", "web").Replace(shopRoot))
+	e.eventually(5*time.Second, "the newcomer to be refused", func() bool {
+		return strings.Contains(e.logs.String(), `belongs to the older IngressRoute default/shop`)
+	})
+	for i := 0; i < 5; i++ {
+		if r := e.get("shop.localhost", "/"); r.status != 200 || r.service() != "api" {
+			t.Fatalf("after a newer root claimed the host: %d from %q, want the older root's api", r.status, r.service())
+		}
+	}
+}
