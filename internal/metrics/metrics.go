@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,8 @@ type Pipeline struct {
 	Objects         *prometheus.GaugeVec
 	StatusWrites    *prometheus.CounterVec
 	IngressRoutes   *IngressRoutes
+
+	objects seriesSet
 }
 
 // IngressRoutes are the IngressRoute metrics of seed 003, under the names it gives them.
@@ -29,6 +32,8 @@ type IngressRoutes struct {
 	Valid       *prometheus.GaugeVec // namespace, vhost
 	Invalid     *prometheus.GaugeVec // namespace, vhost
 	DAGRebuilds prometheus.Gauge
+
+	total, orphaned, roots, valid, invalid seriesSet
 }
 
 func newIngressRoutes() *IngressRoutes {
@@ -54,29 +59,69 @@ func (m *IngressRoutes) collectors() []prometheus.Collector {
 // observe replaces the gauges with the counts of one build's statuses.
 func (m *IngressRoutes) observe(statuses []dag.Status, at time.Time) {
 	m.DAGRebuilds.Set(float64(at.Unix()))
-	for _, g := range []*prometheus.GaugeVec{m.Total, m.Orphaned, m.Roots, m.Valid, m.Invalid} {
-		g.Reset()
-	}
+	total, orphaned, roots, valid, invalid := counts{}, counts{}, counts{}, counts{}, counts{}
 	for _, s := range statuses {
 		if s.Object.Kind != dag.KindIngressRoute || s.Status == dag.StatusIgnored {
 			continue
 		}
 		ns := s.Object.Namespace
-		m.Total.WithLabelValues(ns).Inc()
+		total.add(1, ns)
 		// Every series an object could be counted in exists, at zero if need be, so that
 		// an alert on `contour_ingressroute_invalid_total > 0` has something to evaluate
 		// while all is well, and its first invalid object is a change, not a new series.
-		m.Roots.WithLabelValues(ns).Add(boolCount(s.Root))
-		m.Orphaned.WithLabelValues(ns).Add(boolCount(s.Status == dag.StatusOrphaned))
+		roots.add(boolCount(s.Root), ns)
+		orphaned.add(boolCount(s.Status == dag.StatusOrphaned), ns)
 		hosts := s.Hosts
 		if len(hosts) == 0 {
 			hosts = []string{""}
 		}
 		for _, h := range hosts {
-			m.Valid.WithLabelValues(ns, h).Add(boolCount(s.Status == dag.StatusValid))
-			m.Invalid.WithLabelValues(ns, h).Add(boolCount(s.Status == dag.StatusInvalid))
+			valid.add(boolCount(s.Status == dag.StatusValid), ns, h)
+			invalid.add(boolCount(s.Status == dag.StatusInvalid), ns, h)
 		}
 	}
+	m.total.replace(m.Total, total)
+	m.orphaned.replace(m.Orphaned, orphaned)
+	m.roots.replace(m.Roots, roots)
+	m.valid.replace(m.Valid, valid)
+	m.invalid.replace(m.Invalid, invalid)
+}
+
+// counts are the values of a gauge vector's series, keyed by their joined label values.
+type counts map[string]*labelled
+
+type labelled struct {
+	labels []string
+	value  float64
+}
+
+func (c counts) add(v float64, labels ...string) {
+	key := strings.Join(labels, "\x00")
+	if l, ok := c[key]; ok {
+		l.value += v
+		return
+	}
+	c[key] = &labelled{labels: labels, value: v}
+}
+
+// seriesSet remembers which series of a gauge vector the last update set, so that the
+// next one can replace them in place: series that stay are set, those that go are
+// deleted. A scrape during an update never finds the vector empty, as it could between
+// a Reset and the first new value.
+type seriesSet map[string][]string
+
+func (s *seriesSet) replace(vec *prometheus.GaugeVec, next counts) {
+	for key, labels := range *s {
+		if _, ok := next[key]; !ok {
+			vec.DeleteLabelValues(labels...)
+		}
+	}
+	kept := make(seriesSet, len(next))
+	for key, l := range next {
+		vec.WithLabelValues(l.labels...).Set(l.value)
+		kept[key] = l.labels
+	}
+	*s = kept
 }
 
 func boolCount(b bool) float64 {
@@ -117,7 +162,8 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 	return m
 }
 
-// ObserveRebuild records one rebuild that started at start.
+// ObserveRebuild records one rebuild that started at start. Rebuilds call it one at a
+// time (the pipeline runs them in one goroutine).
 func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err error) {
 	m.Rebuilds.Inc()
 	// The graph was rebuilt even when its translation failed: its statuses stand.
@@ -128,15 +174,16 @@ func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err er
 	}
 	m.RebuildDuration.Observe(time.Since(start).Seconds())
 	m.LastRebuild.Set(float64(time.Now().Unix()))
-	m.Objects.Reset()
+	objects := counts{}
 	for _, kind := range []string{dag.KindIngress, dag.KindIngressRoute} {
 		for _, st := range []dag.StatusValue{dag.StatusValid, dag.StatusInvalid, dag.StatusOrphaned, dag.StatusIgnored} {
-			m.Objects.WithLabelValues(kind, string(st))
+			objects.add(0, kind, string(st))
 		}
 	}
 	for _, s := range statuses {
-		m.Objects.WithLabelValues(s.Object.Kind, string(s.Status)).Inc()
+		objects.add(1, s.Object.Kind, string(s.Status))
 	}
+	m.objects.replace(m.Objects, objects)
 }
 
 // XDS holds the metrics of the xDS server.
