@@ -3,6 +3,8 @@ package proxy
 import (
 	"errors"
 	"io"
+	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -60,6 +62,10 @@ type requestBody struct {
 	remaining int64 // bytes left of a declared Content-Length; -1 if unknown
 	idle      *idleTimer
 	done      *completion
+	// trailer is the downstream request's trailer map, which net/http fills in when
+	// the body ends; hcm holds the limits it must keep, as headers do.
+	trailer http.Header
+	hcm     *hcmSpec
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
@@ -73,11 +79,24 @@ func (b *requestBody) Read(p []byte) (int, error) {
 			b.done.complete()
 		}
 	}
+	if err != nil && err != io.EOF && strings.Contains(err.Error(), "suspiciously long trailer") {
+		// net/http's own cap on HTTP/1.1 trailers (about 4 KiB; its error is not
+		// exported): the same refusal as trailers beyond the configured limits.
+		return n, errRequestTrailersTooLarge
+	}
 	if err == io.EOF {
 		b.done.complete()
+		if len(b.trailer) > 0 && fieldsExceed(b.hcm, b.trailer, 0, 0) != "" {
+			// Never forwarded: the upstream request fails and the client gets 431.
+			clear(b.trailer)
+			return n, errRequestTrailersTooLarge
+		}
 	}
 	return n, err
 }
+
+// errRequestTrailersTooLarge ends a request whose trailers exceed the header limits.
+var errRequestTrailersTooLarge = errors.New("request trailers exceed the request header limits")
 
 func (b *requestBody) Close() error {
 	b.done.complete()

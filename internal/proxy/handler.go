@@ -135,7 +135,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(ctx)
 	if requestHasBody(r) {
-		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done}
+		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
 	} else {
 		t.done.complete()
 	}

@@ -35,7 +35,13 @@ func headerLimitExceeded(hcm *hcmSpec, r *http.Request) string {
 		count++
 		size += len("transfer-encoding") + len("chunked")
 	}
-	for name, values := range r.Header {
+	return fieldsExceed(hcm, r.Header, size, count)
+}
+
+// fieldsExceed adds the fields of h to size and count and returns the limit they
+// exceed, or "". Request trailers are held to the same limits, as Envoy's codecs do.
+func fieldsExceed(hcm *hcmSpec, h http.Header, size, count int) string {
+	for name, values := range h {
 		count += len(values)
 		for _, v := range values {
 			size += len(name) + len(v)

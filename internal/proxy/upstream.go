@@ -290,6 +290,10 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Path, pr.Out.URL.RawPath = unescapedPath(t.path), t.path
 	pr.Out.URL.RawQuery = t.rawQuery
 	pr.Out.Host = t.host
+	// net/http fills the downstream request's trailer values into its own map when the
+	// body ends; ReverseProxy's clone copied that map before, and would send the upstream
+	// the declared names without their values. Share the map instead.
+	pr.Out.Trailer = pr.In.Trailer
 	if t.xff != "" {
 		pr.Out.Header.Set("X-Forwarded-For", t.xff)
 	}
@@ -318,6 +322,11 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		localReply(w, http.StatusRequestTimeout, "stream timeout")
 	case errors.Is(err, errNoHealthyUpstream):
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
+	case errors.Is(err, errRequestTrailersTooLarge):
+		if rw != nil {
+			rw.Header().Set("Connection", "close")
+		}
+		localReply(w, http.StatusRequestHeaderFieldsTooLarge, "")
 	case r.Context().Err() != nil:
 		// The client went away: nobody will read a reply, and counting a
 		// 502 would blame the upstream. Log nginx's 499 instead.
