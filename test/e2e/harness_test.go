@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +49,17 @@ func start(t *testing.T, files map[string]string) *env {
 func startWith(t *testing.T, files map[string]string, opts app.RunOptions) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
-	for name, content := range files {
-		e.write(name, content)
+	// At start-up an object is as old as its file (mtime, then path): files are written
+	// in name order with increasing modification times, so that which object is older
+	// never depends on map order or on the clock's granularity.
+	names := slices.Sorted(maps.Keys(files))
+	base := time.Now().Add(-time.Hour)
+	for i, name := range names {
+		e.write(name, files[name])
+		at := base.Add(time.Duration(i) * time.Second)
+		if err := os.Chtimes(filepath.Join(e.dir, name), at, at); err != nil {
+			t.Fatal(err)
+		}
 	}
 	opts.ManifestDir = e.dir
 	opts.Logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
