@@ -43,7 +43,7 @@ func NewLastValid(log *slog.Logger) *LastValid {
 // current version is invalid.
 func (k *LastValid) Build(s *store.Store, opts dag.Options) *dag.Graph {
 	g := dag.Build(s, opts)
-	k.noteRemoved(s)
+	k.noteRemoved(g)
 	kept := k.substitutes(s, g)
 	final := g
 	// The previous version can itself be invalid now (a newer object took its host, a
@@ -147,27 +147,20 @@ func (k *LastValid) remember(s *store.Store, final *dag.Graph, kept map[dag.Obje
 	}
 }
 
-// noteRemoved logs each routing object of the previous build that s no longer holds:
-// its routes, including any last valid version, are gone.
-func (k *LastValid) noteRemoved(s *store.Store) {
-	now := routingObjects(s)
+// noteRemoved logs each routing object of the previous build that g no longer has (a
+// build gives every routing object a status): its routes, including any last valid
+// version, are gone.
+func (k *LastValid) noteRemoved(g *dag.Graph) {
+	now := make(map[dag.ObjectRef]bool, len(g.Statuses))
+	for _, st := range g.Statuses {
+		now[st.Object] = true
+	}
 	for ref := range k.present {
 		if !now[ref] {
 			k.log.Info("object removed; its routes are no longer served", "object", ref.String())
 		}
 	}
 	k.present = now
-}
-
-func routingObjects(s *store.Store) map[dag.ObjectRef]bool {
-	refs := make(map[dag.ObjectRef]bool, len(s.Ingresses)+len(s.IngressRoutes))
-	for nn := range s.Ingresses {
-		refs[dag.ObjectRef{Kind: dag.KindIngress, Namespace: nn.Namespace, Name: nn.Name}] = true
-	}
-	for nn := range s.IngressRoutes {
-		refs[dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: nn.Namespace, Name: nn.Name}] = true
-	}
-	return refs
 }
 
 // lookup returns the routing object ref names in s, or nil.

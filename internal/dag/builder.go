@@ -53,10 +53,11 @@ func Build(s *store.Store, opts Options) *Graph {
 	// roots' hosts are known before Ingresses are processed.
 	irs := b.ingressRouteGraph()
 	roots := b.candidateRoots(irs)
+	holders := b.hostHoldingRoots(irs)
 	if !b.opts.DisableIngress {
-		b.processIngresses(rootHostsByName(b.hostHoldingRoots(irs)))
+		b.processIngresses(rootHostsByName(holders))
 	}
-	b.processIngressRoutes(irs, roots)
+	b.processIngressRoutes(irs, roots, holders)
 	return b.graph()
 }
 

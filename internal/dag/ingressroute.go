@@ -70,8 +70,8 @@ func (g *irGraph) lookup(from *irNode, d *ingressroutev1.Delegate) (*irNode, typ
 // processIngressRoutes adds the virtual hosts of every valid root IngressRoute, and the
 // routes delegated from them, to the graph. It runs after Ingress processing: a host an
 // Ingress serves cannot be taken by an IngressRoute.
-func (b *builder) processIngressRoutes(g *irGraph, roots []*irNode) {
-	b.checkRootHosts(g, roots)
+func (b *builder) processIngressRoutes(g *irGraph, roots, holders []*irNode) {
+	b.checkRootHosts(roots, holders)
 	certs := map[*irNode]rootCert{}
 	for _, root := range roots {
 		if root.usable() {
@@ -227,7 +227,8 @@ func rootHosts(n *irNode) []string {
 // it is invalid itself (a typo in a root must not hand its host to whoever claims it
 // next), as against Ingresses. Roots created at the same moment are all rejected: seed
 // 003's rule for conflicting IngressRoutes, where nothing tells which came first.
-func (b *builder) checkRootHosts(g *irGraph, roots []*irNode) {
+// holders are the roots that hold their hosts (hostHoldingRoots).
+func (b *builder) checkRootHosts(roots, holders []*irNode) {
 	claims := map[string][]*irNode{}
 	for _, r := range roots {
 		if !r.usable() {
@@ -244,11 +245,11 @@ func (b *builder) checkRootHosts(g *irGraph, roots []*irNode) {
 	if len(claims) == 0 {
 		return
 	}
-	holders := map[string][]*irNode{} // every root holding each claimed host, valid or not
-	for _, r := range b.hostHoldingRoots(g) {
+	byHost := map[string][]*irNode{} // every root holding each claimed host, valid or not
+	for _, r := range holders {
 		for _, h := range rootHosts(r) {
-			if _, claimed := claims[h]; claimed && !slices.Contains(holders[h], r) {
-				holders[h] = append(holders[h], r)
+			if _, claimed := claims[h]; claimed && !slices.Contains(byHost[h], r) {
+				byHost[h] = append(byHost[h], r)
 			}
 		}
 	}
@@ -258,7 +259,7 @@ func (b *builder) checkRootHosts(g *irGraph, roots []*irNode) {
 	}
 	sort.Strings(hosts)
 	for _, h := range hosts {
-		if all := holders[h]; len(all) > 1 {
+		if all := byHost[h]; len(all) > 1 {
 			settleSharedHost(h, claims[h], all)
 		}
 	}

@@ -24,6 +24,22 @@ func controlPlaneRoutingToA(t *testing.T) *controlPlane {
 	return cp
 }
 
+// proxyToOneBackend starts a proxy whose HTTP listener sends every request to the
+// cluster name, one endpoint at addr, and waits until it serves.
+func proxyToOneBackend(t *testing.T, name, addr string) *testProxy {
+	t.Helper()
+	cp := startControlPlane(t)
+	var res resources
+	res.clusters = append(res.clusters, edsCluster(name))
+	res.endpoints = append(res.endpoints, assignment(name, addr))
+	res.listeners = []*listenerv3.Listener{httpListener(t)}
+	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster(name, prefixMatch("/"))))}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	return p
+}
+
 // TestRunFailsWhenAListenerCannotBindAtStartUp: a port taken by another process
 // ends Run with an error that names the address and the cause, instead of a proxy
 // that retries for ever and never becomes ready.

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
 
 // TestRequestTrailersKeepTheHeaderLimits: request trailers are held to the header limits
@@ -31,15 +28,7 @@ func TestRequestTrailersKeepTheHeaderLimits(t *testing.T) {
 		seen.Store(int64(n))
 	}))
 	defer srv.Close()
-	cp := startControlPlane(t)
-	var res resources
-	res.clusters = append(res.clusters, edsCluster("t"))
-	res.endpoints = append(res.endpoints, assignment("t", srv.Listener.Addr().String()))
-	res.listeners = []*listenerv3.Listener{httpListener(t)}
-	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("t", prefixMatch("/"))))}
-	cp.set("v1", res)
-	p := startProxy(t, cp)
-	p.waitVersion(t, "v1")
+	p := proxyToOneBackend(t, "t", srv.Listener.Addr().String())
 
 	send := func(fields, valueLen int) int {
 		t.Helper()
