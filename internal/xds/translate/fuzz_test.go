@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -116,6 +117,14 @@ func FuzzBuildAndTranslate(f *testing.F) {
 	f.Add("bar.com", "/x", "Maglev", "web", int32(443), "-1", "ir.foo.com", "/x/", "250ms", "cert", fuzzTLS)
 	cert := testutil.SelfSigned("foo.com", "*.foo.com")
 	f.Fuzz(func(t *testing.T, host1, path1, type1, svc string, port int32, portName, host2, path2, type2, secret, manifestYAML string) {
+		// Objects reach Portico decoded from JSON (the API server) or YAML turned into JSON
+		// (manifests), and both decoders replace invalid UTF-8: so do the fuzzer's strings.
+		utf := func(ss ...*string) {
+			for _, s := range ss {
+				*s = strings.ToValidUTF8(*s, "\uFFFD")
+			}
+		}
+		utf(&host1, &path1, &type1, &svc, &portName, &host2, &path2, &type2, &secret)
 		pt1, pt2 := networkingv1.PathType(type1), networkingv1.PathType(type2)
 		ing := &networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fuzz"},
@@ -164,7 +173,7 @@ func checkMarshal(t *testing.T, res *Resources) {
 	for _, list := range [][]types.Resource{res.Listeners, res.Routes, res.Clusters, res.Endpoints, res.Secrets} {
 		for _, r := range list {
 			if _, err := proto.Marshal(r); err != nil {
-				t.Fatalf("resource cannot be marshalled: %v", err)
+				t.Fatalf("resource cannot be marshalled: %v\n%v", err, r)
 			}
 		}
 	}
