@@ -4,6 +4,7 @@
 package dag
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +40,14 @@ func (g *Graph) Clusters() []*Cluster {
 	}
 	for _, svh := range g.HTTPS {
 		visit(&svh.VirtualHost)
+		if svh.TCPProxy != nil {
+			for _, wc := range svh.TCPProxy.Clusters {
+				if !seen[wc.Cluster.Name] {
+					seen[wc.Cluster.Name] = true
+					out = append(out, wc.Cluster)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -61,6 +70,14 @@ type SecureVirtualHost struct {
 	Secret *Secret
 	// MinTLSVersion is "1.1", "1.2" or "1.3"; empty means the default (1.2).
 	MinTLSVersion string
+	// MaxTLSVersion is "1.2" or "1.3"; empty means the default (1.3).
+	MaxTLSVersion string
+	// Passthrough forwards the TLS connection undecrypted to TCPProxy, chosen by SNI
+	// alone; Secret is nil then.
+	Passthrough bool
+	// TCPProxy, when set, makes the connections for this server name a TCP stream to its
+	// clusters (after TLS termination unless Passthrough) instead of HTTP routing.
+	TCPProxy *TCPProxy
 	// Also are the virtual hosts of precise names that a wildcard certificate covers and
 	// that have no certificate of their own: connections for them arrive on this
 	// certificate and must reach their own routes.
@@ -79,6 +96,8 @@ const (
 	// PathStringPrefix matches every path that starts with Value, character by character
 	// ("/app" matches "/apple"): the prefix match of IngressRoute.
 	PathStringPrefix
+	// PathRegex matches a path that the RE2 expression in Value matches whole.
+	PathRegex
 )
 
 func (k PathMatchKind) String() string {
@@ -87,6 +106,8 @@ func (k PathMatchKind) String() string {
 		return "Exact"
 	case PathStringPrefix:
 		return "StringPrefix"
+	case PathRegex:
+		return "Regex"
 	default:
 		return "Prefix"
 	}
@@ -102,6 +123,9 @@ type PathMatch struct {
 // (HTTPSRedirect, DirectStatus).
 type Route struct {
 	Path PathMatch
+	// Headers and Query are further conditions, all of which must hold (HTTPProxy).
+	Headers []HeaderMatch
+	Query   []QueryMatch
 	// Clusters receive the traffic, split by Weight. Empty when the route answers itself.
 	Clusters []*WeightedCluster
 	// Source is the object that declared the route.
@@ -115,8 +139,103 @@ type Route struct {
 	// HTTPSRedirect answers 301 with the same URL on https instead of forwarding.
 	HTTPSRedirect bool
 	// DirectStatus, when non-zero, answers every request with this status (a delegated
-	// prefix whose delegate cannot be served gets 503).
+	// prefix whose delegate cannot be served gets 503), and DirectBody as the body.
 	DirectStatus uint32
+	DirectBody   string
+	// Redirect, when set, answers with a redirect instead of forwarding.
+	Redirect *Redirect
+	// RequestHeaders and ResponseHeaders change the headers of every request forwarded
+	// and every response returned on this route.
+	RequestHeaders  *HeadersPolicy
+	ResponseHeaders *HeadersPolicy
+	// HostRewrite, when set, is the Host the upstream sees.
+	HostRewrite string
+	// Websocket lets requests upgrade to WebSocket on this route.
+	Websocket bool
+	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
+	// cookie affinity). Empty means the client's address when the clusters hash.
+	HashPolicies []HashPolicy
+}
+
+// StringMatchKind says how a header or query parameter value is compared.
+type StringMatchKind int
+
+const (
+	// MatchPresent holds when the header or parameter is present, whatever its value.
+	MatchPresent StringMatchKind = iota
+	MatchExact
+	MatchPrefix
+	MatchSuffix
+	MatchContains
+	// MatchRegex holds when the RE2 expression matches the whole value.
+	MatchRegex
+)
+
+// HeaderMatch is one condition on a request header.
+type HeaderMatch struct {
+	// Name is the header name, lower case.
+	Name  string
+	Kind  StringMatchKind
+	Value string
+	// Invert negates the condition: "notpresent", "notexact", "notcontains".
+	Invert     bool
+	IgnoreCase bool
+	// TreatMissingAsEmpty compares a missing header as the empty string instead of
+	// failing the condition.
+	TreatMissingAsEmpty bool
+}
+
+// QueryMatch is one condition on a query parameter (its first value).
+type QueryMatch struct {
+	Name       string
+	Kind       StringMatchKind
+	Value      string
+	IgnoreCase bool
+}
+
+// HeadersPolicy sets and removes headers. Set values replace any existing value.
+type HeadersPolicy struct {
+	Set    []HeaderValue
+	Remove []string
+}
+
+// HeaderValue is one header to set; Name is canonical ("X-Foo").
+type HeaderValue struct {
+	Name  string
+	Value string
+}
+
+// Redirect describes a redirect answer; empty fields keep the request's value.
+type Redirect struct {
+	Scheme   string
+	Hostname string
+	// Port is 0 to keep the request's port.
+	Port uint32
+	// Path replaces the whole path; Prefix replaces the matched prefix. At most one is set.
+	Path   string
+	Prefix string
+	// StatusCode is 301 or 302.
+	StatusCode uint32
+}
+
+// HashPolicy is one input to a request's hash. Exactly one of the fields is set.
+type HashPolicy struct {
+	Header         string
+	QueryParameter string
+	SourceIP       bool
+	// Cookie, when set, hashes the named cookie; with CookieTTL > 0 the proxy creates the
+	// cookie when the request has none (cookie affinity).
+	Cookie     string
+	CookieTTL  time.Duration
+	CookiePath string
+	Terminal   bool
+}
+
+// TCPProxy sends a connection's bytes to one of its clusters.
+type TCPProxy struct {
+	Clusters []*WeightedCluster
+	// Source is the object that declared it.
+	Source ObjectRef
 }
 
 // TimeoutPolicy holds a route's timeouts. A nil field means the proxy's default; a zero
@@ -136,12 +255,19 @@ type RetryPolicy struct {
 	OnStatusCodes []uint32
 	// PerTryTimeout bounds each attempt; 0 leaves only the route's request timeout.
 	PerTryTimeout time.Duration
+	// RetryOn are Envoy retry conditions ("5xx", "gateway-error", "reset", ...) used
+	// instead of the status-code rule above when not empty; OnStatusCodes then adds
+	// "retriable-status-codes".
+	RetryOn []string
 }
 
 // WeightedCluster is one destination of a route.
 type WeightedCluster struct {
 	Cluster *Cluster
 	Weight  uint32
+	// RequestHeaders and ResponseHeaders apply only to requests sent to this cluster.
+	RequestHeaders  *HeadersPolicy
+	ResponseHeaders *HeadersPolicy
 }
 
 // Cluster is a Service port that routes send to, with its resolved endpoints.
@@ -160,8 +286,36 @@ type Cluster struct {
 	SkippedEndpoints int
 	// LoadBalancer is the strategy for picking an endpoint; "" means round robin.
 	LoadBalancer LoadBalancer
-	// HealthCheck, when set, is an active HTTP health check of every endpoint.
+	// HealthCheck, when set, is an active health check of every endpoint.
 	HealthCheck *HealthCheck
+	// Protocol is how the proxy speaks to the endpoints: "" (HTTP/1.1), "h2c" (HTTP/2 in
+	// clear text), "h2" (HTTP/2 over TLS) or "tls" (HTTP/1.1 over TLS).
+	Protocol string
+	// UpstreamValidation, when set, verifies the endpoints' certificates (TLS protocols
+	// only); without it the connection is encrypted but not verified.
+	UpstreamValidation *UpstreamValidation
+	// Outlier, when set, ejects endpoints that keep failing (passive health check).
+	Outlier *OutlierDetection
+	// IdleConnectionTimeout, when set, closes upstream connections idle this long.
+	IdleConnectionTimeout *time.Duration
+}
+
+// UpstreamValidation is how an upstream certificate is verified.
+type UpstreamValidation struct {
+	// CAName is the namespace/name of the Secret holding CACert, for names and messages.
+	CAName string
+	CACert []byte
+	// SubjectNames are accepted subject alternative names; the first is sent as SNI.
+	SubjectNames []string
+}
+
+// OutlierDetection ejects an endpoint after Consecutive5xx consecutive 5xx answers, for
+// BaseEjectionTime times the number of times it has been ejected.
+type OutlierDetection struct {
+	Consecutive5xx     uint32
+	Interval           time.Duration
+	BaseEjectionTime   time.Duration
+	MaxEjectionPercent uint32
 }
 
 // LoadBalancer is a load-balancing strategy (seed 003).
@@ -175,14 +329,24 @@ const (
 	LBRandom               LoadBalancer = "Random"
 )
 
-// HealthCheck is an active HTTP health check with every field defaulted.
+// HealthCheck is an active health check with every field defaulted: HTTP unless TCP.
 type HealthCheck struct {
+	// TCP checks only that a connection can be opened; Path and Host are unused then.
+	TCP bool
+	// ExpectedStatuses are the HTTP answers that count as healthy, [Start, End) each;
+	// empty means 200 only.
+	ExpectedStatuses   []StatusRange
 	Path               string
 	Host               string
 	Interval           time.Duration
 	Timeout            time.Duration
 	UnhealthyThreshold uint32
 	HealthyThreshold   uint32
+}
+
+// StatusRange is the HTTP statuses from Start up to but not including End.
+type StatusRange struct {
+	Start, End int64
 }
 
 // Endpoint is one backend address.
@@ -224,14 +388,29 @@ type Status struct {
 	Object      ObjectRef
 	Status      StatusValue
 	Description string
-	// Root is set for IngressRoutes with a virtualhost.
+	// Root is set for IngressRoutes and HTTPProxies with a virtualhost.
 	Root bool
+	// Warnings are remarks on an object that is served anyway (HTTPProxy status
+	// conditions list them apart from the description).
+	Warnings []Problem
+	// Errors are the reasons an invalid object is not served, one per problem.
+	Errors []Problem
 	// Hosts are the virtual hosts the object serves routes on, sorted.
 	Hosts []string
+}
+
+// Problem is one error or warning about an object, as HTTPProxy status sub-conditions
+// carry them: Type is the area ("IncludeError", "ServiceError", ...), Reason a CamelCase
+// cause ("NotFound"), Message what is wrong and how to fix it.
+type Problem struct {
+	Type    string
+	Reason  string
+	Message string
 }
 
 // Same reports whether two statuses say the same thing about the same object: what a
 // status writer compares before writing again.
 func (s Status) Same(o Status) bool {
-	return s.Object == o.Object && s.Status == o.Status && s.Description == o.Description
+	return s.Object == o.Object && s.Status == o.Status && s.Description == o.Description &&
+		slices.Equal(s.Warnings, o.Warnings) && slices.Equal(s.Errors, o.Errors)
 }
