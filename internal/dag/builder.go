@@ -52,12 +52,23 @@ func Build(s *store.Store, opts Options) *Graph {
 	// IngressRoute roots and Ingresses may want the same host: the older keeps it, so the
 	// roots' hosts are known before Ingresses are processed.
 	irs := b.ingressRouteGraph()
-	roots := b.candidateRoots(irs)
-	holders := b.hostHoldingRoots(irs)
+	proxies := b.proxyGraph()
+	irRoots := b.candidateRoots(irs)
+	proxyRoots := b.candidateProxyRoots(proxies)
+	holders := append(b.hostHoldingRoots(irs), b.proxyHoldingRoots(proxies)...)
 	if !b.opts.DisableIngress {
 		b.processIngresses(rootHostsByName(holders))
 	}
-	b.processIngressRoutes(irs, roots, holders)
+	roots := make([]hostRoot, 0, len(irRoots)+len(proxyRoots))
+	for _, r := range irRoots {
+		roots = append(roots, r)
+	}
+	for _, r := range proxyRoots {
+		roots = append(roots, r)
+	}
+	b.checkRootHosts(roots, holders)
+	b.processIngressRoutes(irs, irRoots)
+	b.processHTTPProxies(proxies, proxyRoots)
 	return b.graph()
 }
 
@@ -117,18 +128,36 @@ func (b *builder) graph() *Graph {
 	return g
 }
 
-// sortRoutes puts routes in match order: Exact before prefixes (the Ingress spec prefers
-// an exact match), and among prefixes the longest first, so that the first match is the
-// longest matching prefix. Ties are broken by value to keep the output deterministic.
+// sortRoutes puts routes in match order: Exact before regexes before prefixes (the
+// Ingress spec prefers an exact match), and among prefixes the longest first, so that
+// the first match is the longest matching prefix. Among routes with the same path, more
+// header conditions come first, then more query conditions: the more specific route
+// wins (seed 004's header routing). Ties are broken by value to keep the output
+// deterministic.
 func sortRoutes(routes []*Route) {
+	rank := func(k PathMatchKind) int {
+		switch k {
+		case PathExact:
+			return 0
+		case PathRegex:
+			return 1
+		}
+		return 2
+	}
 	sort.SliceStable(routes, func(i, j int) bool {
-		a, c := routes[i].Path, routes[j].Path
-		if (a.Kind == PathExact) != (c.Kind == PathExact) {
-			return a.Kind == PathExact
+		a, c := routes[i], routes[j]
+		if ra, rc := rank(a.Path.Kind), rank(c.Path.Kind); ra != rc {
+			return ra < rc
 		}
-		if len(a.Value) != len(c.Value) {
-			return len(a.Value) > len(c.Value)
+		if len(a.Path.Value) != len(c.Path.Value) {
+			return len(a.Path.Value) > len(c.Path.Value)
 		}
-		return a.Value < c.Value
+		if a.Path.Value != c.Path.Value {
+			return a.Path.Value < c.Path.Value
+		}
+		if len(a.Headers) != len(c.Headers) {
+			return len(a.Headers) > len(c.Headers)
+		}
+		return len(a.Query) > len(c.Query)
 	})
 }

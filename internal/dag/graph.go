@@ -223,11 +223,13 @@ type HashPolicy struct {
 	Header         string
 	QueryParameter string
 	SourceIP       bool
-	// Cookie, when set, hashes the named cookie; with CookieTTL > 0 the proxy creates the
-	// cookie when the request has none (cookie affinity).
-	Cookie     string
-	CookieTTL  time.Duration
-	CookiePath string
+	// Cookie, when set, hashes the named cookie. With CookieGenerate the proxy creates the
+	// cookie when the request has none (cookie affinity), with CookieTTL as its lifetime
+	// (0: a session cookie).
+	Cookie         string
+	CookieGenerate bool
+	CookieTTL      time.Duration
+	CookiePath     string
 	Terminal   bool
 }
 

@@ -84,7 +84,7 @@ type plannedTLS struct {
 //
 // A host that an IngressRoute root claims belongs to whichever of the two is older; on a
 // tie, to the root.
-func (b *builder) processIngresses(rootHosts map[string]*irNode) {
+func (b *builder) processIngresses(rootHosts map[string]hostRoot) {
 	var candidates []*networkingv1.Ingress
 	for _, ing := range b.store.SortedIngresses() {
 		ref := ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
@@ -110,7 +110,7 @@ func (b *builder) processIngresses(rootHosts map[string]*irNode) {
 		plan := b.planIngress(ing)
 		conflicts := conflictsOf(plan, owners, notes)
 		if taken := rootConflicts(ing, plan, rootHosts); len(taken) > 0 {
-			b.setStatus(plan.ref, StatusInvalid, "not served: "+strings.Join(taken, "; ")+"; use another host, or ask the IngressRoute's owner to delegate a path to you")
+			b.setStatus(plan.ref, StatusInvalid, "not served: "+strings.Join(taken, "; ")+"; use another host, or ask the owner of that root to delegate a path to you")
 			continue
 		}
 		if c := plan.catchAll; c != nil {
@@ -357,7 +357,7 @@ func uniqueInOrder(in []string) []string {
 
 // rootConflicts lists the hosts of plan that an IngressRoute root at least as old as ing
 // owns.
-func rootConflicts(ing *networkingv1.Ingress, plan *ingressPlan, rootHosts map[string]*irNode) []string {
+func rootConflicts(ing *networkingv1.Ingress, plan *ingressPlan, rootHosts map[string]hostRoot) []string {
 	if len(rootHosts) == 0 {
 		return nil // no IngressRoutes: keep the Ingress path free of extra work
 	}
@@ -365,11 +365,11 @@ func rootConflicts(ing *networkingv1.Ingress, plan *ingressPlan, rootHosts map[s
 	seen := map[string]bool{}
 	for _, c := range plan.claims() {
 		root := rootHosts[c.host]
-		if root == nil || seen[c.host] || ing.CreationTimestamp.Before(&root.ir.CreationTimestamp) {
+		if root == nil || seen[c.host] || ing.CreationTimestamp.Before(root.createdAt()) {
 			continue
 		}
 		seen[c.host] = true
-		out = append(out, fmt.Sprintf("host %q belongs to %s, which is not newer than this Ingress", c.host, root.ref))
+		out = append(out, fmt.Sprintf("host %q belongs to %s, which is not newer than this Ingress", c.host, root.objRef()))
 	}
 	return out
 }

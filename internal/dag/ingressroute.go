@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
@@ -70,8 +71,7 @@ func (g *irGraph) lookup(from *irNode, d *ingressroutev1.Delegate) (*irNode, typ
 // processIngressRoutes adds the virtual hosts of every valid root IngressRoute, and the
 // routes delegated from them, to the graph. It runs after Ingress processing: a host an
 // Ingress serves cannot be taken by an IngressRoute.
-func (b *builder) processIngressRoutes(g *irGraph, roots, holders []*irNode) {
-	b.checkRootHosts(roots, holders)
+func (b *builder) processIngressRoutes(g *irGraph, roots []*irNode) {
 	certs := map[*irNode]rootCert{}
 	for _, root := range roots {
 		if root.usable() {
@@ -105,8 +105,8 @@ func (b *builder) candidateRoots(g *irGraph) []*irNode {
 // hostHoldingRoots are the roots that hold their hosts against Ingresses: Portico's roots
 // in a root namespace, valid or not (a typo in a root must not hand its host to whoever
 // staged an Ingress for it), whose host names themselves are valid.
-func (b *builder) hostHoldingRoots(g *irGraph) []*irNode {
-	var out []*irNode
+func (b *builder) hostHoldingRoots(g *irGraph) []hostRoot {
+	var out []hostRoot
 	for _, n := range g.order {
 		if n.ignored != "" || !n.isRoot() || validateVirtualHost(&ingressroutev1.VirtualHost{Fqdn: n.ir.Spec.VirtualHost.Fqdn, Aliases: n.ir.Spec.VirtualHost.Aliases}) != nil {
 			continue
@@ -122,11 +122,11 @@ func (b *builder) hostHoldingRoots(g *irGraph) []*irNode {
 // rootHostsByName maps each host to the oldest root claiming it. A host several
 // roots claim is still theirs against Ingresses (a newer Ingress cannot take it by
 // adding a decoy root), though those roots are then all rejected.
-func rootHostsByName(roots []*irNode) map[string]*irNode {
-	out := map[string]*irNode{}
+func rootHostsByName(roots []hostRoot) map[string]hostRoot {
+	out := map[string]hostRoot{}
 	for _, r := range roots {
-		for _, h := range rootHosts(r) {
-			if prev := out[h]; prev == nil || r.ir.CreationTimestamp.Before(&prev.ir.CreationTimestamp) {
+		for _, h := range r.hostNames() {
+			if prev := out[h]; prev == nil || r.createdAt().Before(prev.createdAt()) {
 				out[h] = r
 			}
 		}
@@ -222,21 +222,21 @@ func rootHosts(n *irNode) []string {
 }
 
 // checkRootHosts rejects roots whose host an Ingress serves, and the newer roots of a
-// host that more than one root claims: the oldest claimant keeps it, so that a new root
-// can neither take a working host over nor take it down. The oldest holds it even while
-// it is invalid itself (a typo in a root must not hand its host to whoever claims it
-// next), as against Ingresses. Roots created at the same moment are all rejected: seed
-// 003's rule for conflicting IngressRoutes, where nothing tells which came first.
-// holders are the roots that hold their hosts (hostHoldingRoots).
-func (b *builder) checkRootHosts(roots, holders []*irNode) {
-	claims := map[string][]*irNode{}
+// host that more than one root claims, whatever their kinds (IngressRoute, HTTPProxy):
+// the oldest claimant keeps it, so that a new root can neither take a working host over
+// nor take it down. The oldest holds it even while it is invalid itself (a typo in a root
+// must not hand its host to whoever claims it next), as against Ingresses. Roots created
+// at the same moment are all rejected: seed 003's rule for conflicting roots, where
+// nothing tells which came first. holders are the roots that hold their hosts.
+func (b *builder) checkRootHosts(roots, holders []hostRoot) {
+	claims := map[string][]hostRoot{}
 	for _, r := range roots {
 		if !r.usable() {
 			continue
 		}
-		for _, h := range rootHosts(r) {
+		for _, h := range r.hostNames() {
 			if owner := b.ingressOwner(h); owner != "" {
-				r.reject("host %q is already served by %s; an IngressRoute cannot share a host with Ingresses", h, owner)
+				r.reject("host %q is already served by %s; a root cannot share a host with Ingresses", h, owner)
 				continue
 			}
 			claims[h] = append(claims[h], r)
@@ -245,9 +245,9 @@ func (b *builder) checkRootHosts(roots, holders []*irNode) {
 	if len(claims) == 0 {
 		return
 	}
-	byHost := map[string][]*irNode{} // every root holding each claimed host, valid or not
+	byHost := map[string][]hostRoot{} // every root holding each claimed host, valid or not
 	for _, r := range holders {
-		for _, h := range rootHosts(r) {
+		for _, h := range r.hostNames() {
 			if _, claimed := claims[h]; claimed && !slices.Contains(byHost[h], r) {
 				byHost[h] = append(byHost[h], r)
 			}
@@ -267,22 +267,22 @@ func (b *builder) checkRootHosts(roots, holders []*irNode) {
 
 // settleSharedHost rejects every claimant of host but the single oldest holder, and
 // tells that one who was refused.
-func settleSharedHost(host string, claimants, holders []*irNode) {
+func settleSharedHost(host string, claimants, holders []hostRoot) {
 	oldest := holders[0]
 	for _, r := range holders[1:] {
-		if r.ir.CreationTimestamp.Before(&oldest.ir.CreationTimestamp) {
+		if r.createdAt().Before(oldest.createdAt()) {
 			oldest = r
 		}
 	}
-	var tied []*irNode
+	var tied []hostRoot
 	for _, r := range holders {
-		if r.ir.CreationTimestamp.Equal(&oldest.ir.CreationTimestamp) {
+		if r.createdAt().Equal(oldest.createdAt()) {
 			tied = append(tied, r)
 		}
 	}
 	if len(tied) > 1 {
 		for _, r := range claimants {
-			r.reject("host %q is also claimed by IngressRoute %s, created at the same time: a host has one root; remove it from all but one of them", host, names(tied, r))
+			r.reject("host %q is also claimed by %s, created at the same time: a host has one root; remove it from all but one of them", host, names(tied, r))
 		}
 		return
 	}
@@ -294,21 +294,36 @@ func settleSharedHost(host string, claimants, holders []*irNode) {
 		if !oldest.usable() {
 			state = " (invalid itself: fix or delete it to free the host)"
 		}
-		r.reject("host %q belongs to the older IngressRoute %s%s: a host has one root; remove it from this one", host, oldest.ref.Namespace+"/"+oldest.ref.Name, state)
-		oldest.note("host %q is also claimed by the newer IngressRoute %s, which was rejected", host, r.ref.Namespace+"/"+r.ref.Name)
+		r.reject("host %q belongs to the older %s%s: a host has one root; remove it from this one", host, oldest.objRef(), state)
+		oldest.note("host %q is also claimed by the newer %s, which was rejected", host, r.objRef())
 	}
 }
 
-// names lists the namespace/name of nodes other than self.
-func names(nodes []*irNode, self *irNode) string {
+// names lists the roots other than self.
+func names(roots []hostRoot, self hostRoot) string {
 	var out []string
-	for _, o := range nodes {
+	for _, o := range roots {
 		if o != self {
-			out = append(out, o.ref.Namespace+"/"+o.ref.Name)
+			out = append(out, o.objRef().String())
 		}
 	}
 	return strings.Join(out, ", ")
 }
+
+// hostRoot is a root object of any kind, as host ownership sees it.
+type hostRoot interface {
+	objRef() ObjectRef
+	createdAt() *metav1.Time
+	// hostNames are the hosts it claims, lower-cased.
+	hostNames() []string
+	usable() bool
+	reject(format string, args ...any)
+	note(format string, args ...any)
+}
+
+func (n *irNode) objRef() ObjectRef        { return n.ref }
+func (n *irNode) createdAt() *metav1.Time  { return &n.ir.CreationTimestamp }
+func (n *irNode) hostNames() []string      { return rootHosts(n) }
 
 // ingressOwner names the Ingress that serves host, or "".
 func (b *builder) ingressOwner(host string) string {
@@ -368,15 +383,27 @@ func (b *builder) certificateDelegated(secret types.NamespacedName, namespace st
 	}
 	for _, d := range b.delegationsByNS[secret.Namespace] {
 		for _, cd := range d.Spec.Delegations {
-			if cd.SecretName != secret.Name {
-				continue
+			if delegates(cd.SecretName, cd.TargetNamespaces, secret.Name, namespace) {
+				return true
 			}
-			if slices.Contains(cd.TargetNamespaces, namespace) || slices.Contains(cd.TargetNamespaces, "*") {
+		}
+	}
+	// projectcontour.io/v1 delegations say the same in the newer API group.
+	for key, d := range b.store.ProjectTLSCertificateDelegations {
+		if key.Namespace != secret.Namespace {
+			continue
+		}
+		for _, cd := range d.Spec.Delegations {
+			if delegates(cd.SecretName, cd.TargetNamespaces, secret.Name, namespace) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+func delegates(secretName string, targets []string, secret, namespace string) bool {
+	return secretName == secret && (slices.Contains(targets, namespace) || slices.Contains(targets, "*"))
 }
 
 func (b *builder) setIngressRouteStatus(n *irNode) {

@@ -109,3 +109,8 @@ func validTLSSecret(s *corev1.Secret, key types.NamespacedName) (*Secret, error)
 	}
 	return &Secret{Name: key.String(), Cert: cert, Key: pk}, nil
 }
+
+// validCABundle reports whether pem holds at least one certificate.
+func validCABundle(pem []byte) bool {
+	return x509.NewCertPool().AppendCertsFromPEM(pem)
+}

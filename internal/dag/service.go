@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -90,18 +91,38 @@ func servicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) (corev1
 type clusterPolicy struct {
 	lb LoadBalancer
 	hc *HealthCheck
+	// The rest are HTTPProxy's: how to speak to the endpoints and when to eject them.
+	protocol   string
+	validation *UpstreamValidation
+	outlier    *OutlierDetection
+	idleConn   *time.Duration
 }
 
 // suffix tells clusters of one Service port apart by policy; the default policy has none,
 // so Ingress clusters keep their plain namespace/service/port names.
 func (p clusterPolicy) suffix() string {
-	if (p.lb == "" || p.lb == LBRoundRobin) && p.hc == nil {
+	if (p.lb == "" || p.lb == LBRoundRobin) && p.hc == nil && p.protocol == "" && p.validation == nil && p.outlier == nil && p.idleConn == nil {
 		return ""
 	}
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s", p.lb)
 	if hc := p.hc; hc != nil {
 		fmt.Fprintf(h, "|%q|%q|%d|%d|%d|%d", hc.Path, hc.Host, hc.Interval, hc.Timeout, hc.UnhealthyThreshold, hc.HealthyThreshold)
+		if hc.TCP || len(hc.ExpectedStatuses) > 0 {
+			fmt.Fprintf(h, "|tcp=%t|%v", hc.TCP, hc.ExpectedStatuses)
+		}
+	}
+	if p.protocol != "" || p.validation != nil || p.outlier != nil || p.idleConn != nil {
+		fmt.Fprintf(h, "|proto=%s", p.protocol)
+		if v := p.validation; v != nil {
+			fmt.Fprintf(h, "|ca=%s|%q", v.CAName, v.SubjectNames)
+		}
+		if o := p.outlier; o != nil {
+			fmt.Fprintf(h, "|outlier=%v", *o)
+		}
+		if p.idleConn != nil {
+			fmt.Fprintf(h, "|idle=%d", *p.idleConn)
+		}
 	}
 	return fmt.Sprintf("/%08x", h.Sum32())
 }
@@ -113,7 +134,8 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 	if c, ok := b.clusters[name]; ok {
 		return c
 	}
-	c := &Cluster{Name: name, Service: svc, LoadBalancer: pol.lb, HealthCheck: pol.hc}
+	c := &Cluster{Name: name, Service: svc, LoadBalancer: pol.lb, HealthCheck: pol.hc,
+		Protocol: pol.protocol, UpstreamValidation: pol.validation, Outlier: pol.outlier, IdleConnectionTimeout: pol.idleConn}
 	if sp != nil {
 		c.Port = sp.Port
 		// The name labels the cluster's stats. The API server only stores DNS labels, but

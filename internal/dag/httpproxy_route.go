@@ -1,0 +1,647 @@
+package dag
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+)
+
+// HTTPProxy defaults, as HTTPProxy users know them.
+const (
+	// DefaultProxyMinTLSVersion is an HTTPProxy root's minimumProtocolVersion when unset.
+	DefaultProxyMinTLSVersion = "1.2"
+	// AffinityCookie is the cookie that the Cookie load-balancing strategy sets.
+	AffinityCookie = "X-Contour-Session-Affinity"
+	// maxDirectResponseBody is Envoy's default limit on a direct response body.
+	maxDirectResponseBody = 4096
+)
+
+// failurePolicy defaults (seed 004, DESIGN.md).
+const (
+	defaultFailureCount          = 1
+	defaultConsecutive5xx        = 5
+	defaultOutlierInterval       = 10 * time.Second
+	defaultBaseEjectionTime      = 30 * time.Second
+	defaultMaxEjectionPercent    = 50
+	defaultProxyRetryOn          = "5xx"
+	defaultProxyHealthInterval   = 5 * time.Second
+	defaultProxyHealthTimeout    = 2 * time.Second
+	defaultProxyUnhealthyThresh  = 3
+	defaultProxyHealthyThreshold = 2
+)
+
+// routePlan is what one HTTPProxy route becomes before its conditions are merged with
+// those of the includes that lead to it: everything but the path and extra conditions.
+type routePlan struct {
+	conds          conditions
+	permitInsecure bool
+	build          func(merged conditions) *Route
+}
+
+// proxyRoutePlans checks and translates the routes of n. A route with a problem makes n
+// invalid (through c); the plans are only used when n is valid.
+func (b *builder) proxyRoutePlans(n *proxyNode, c *proxyCheck) []routePlan {
+	var out []routePlan
+	for i := range n.p.Spec.Routes {
+		r := &n.p.Spec.Routes[i]
+		field := fmt.Sprintf("spec.routes[%d]", i)
+		conds, _ := parseConditions(field+".conditions", r.Conditions, false)
+		tmpl := b.proxyRoute(n, r, field, conds, c)
+		rewrite := r.PathRewritePolicy
+		out = append(out, routePlan{
+			conds:          conds,
+			permitInsecure: r.PermitInsecure,
+			build: func(merged conditions) *Route {
+				route := *tmpl
+				route.Path, route.Headers, route.Query = merged.path, merged.headers, merged.query
+				if rewrite != nil {
+					route.PrefixRewrite = pickPrefixRewrite(rewrite, merged.path.Value)
+				}
+				return &route
+			},
+		})
+	}
+	return out
+}
+
+// proxyRoute translates everything of r that does not depend on where it is included.
+func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, conds conditions, c *proxyCheck) *Route {
+	out := &Route{Source: n.ref, Websocket: r.EnableWebsockets}
+	out.Timeouts = proxyTimeouts(r.TimeoutPolicy, field, c)
+	out.Retry = proxyRetry(r, out.Timeouts, field, c)
+	req, host := proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n, "", 0, true, c)
+	out.RequestHeaders, out.HostRewrite = req, host
+	out.ResponseHeaders, _ = proxyHeadersPolicy(r.ResponseHeadersPolicy, field+".responseHeadersPolicy", false, n, "", 0, true, c)
+	if p := r.PathRewritePolicy; p != nil {
+		validatePathRewrite(p, conds, field, c)
+	}
+	switch {
+	case r.RequestRedirectPolicy != nil:
+		out.Redirect = proxyRedirect(r.RequestRedirectPolicy, field, c)
+	case r.DirectResponsePolicy != nil:
+		d := r.DirectResponsePolicy
+		if d.StatusCode < 200 || d.StatusCode > 599 {
+			c.fail(problemRoute, "DirectResponseInvalid", "%s.directResponsePolicy.statusCode %d must be 200-599", field, d.StatusCode)
+		}
+		if len(d.Body) > maxDirectResponseBody {
+			c.fail(problemRoute, "DirectResponseInvalid", "%s.directResponsePolicy.body is %d bytes; at most %d", field, len(d.Body), maxDirectResponseBody)
+		}
+		out.DirectStatus, out.DirectBody = uint32(d.StatusCode), d.Body
+	default:
+		lb, hashes := proxyLoadBalancer(r.LoadBalancerPolicy, field+".loadBalancerPolicy", c)
+		out.HashPolicies = hashes
+		pol := clusterPolicy{lb: lb, hc: proxyHealthCheck(r.HealthCheckPolicy, field+".healthCheckPolicy", c)}
+		if r.TimeoutPolicy != nil && r.TimeoutPolicy.IdleConnection != "" {
+			pol.idleConn = proxyDuration(r.TimeoutPolicy.IdleConnection, field+".timeoutPolicy.idleConnection", c)
+		}
+		pol.outlier = proxyOutlier(r.FailurePolicy, field+".failurePolicy", c)
+		out.Clusters = b.proxyServices(n, r.Services, field, pol, c)
+	}
+	return out
+}
+
+// proxyDuration parses a policy duration: "infinity" (or "infinite") is 0, no limit.
+func proxyDuration(v, field string, c *proxyCheck) *time.Duration {
+	if v == "" {
+		return nil
+	}
+	if v == "infinity" || v == "infinite" {
+		return durationPtr(0)
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		c.fail(problemRoute, "DurationInvalid", "%s %q is not a duration (e.g. \"10s\", \"1m30s\", or \"infinity\")", field, v)
+		return nil
+	}
+	return &d
+}
+
+func proxyTimeouts(tp *contourv1.TimeoutPolicy, field string, c *proxyCheck) *TimeoutPolicy {
+	if tp == nil {
+		return nil
+	}
+	req := proxyDuration(tp.Response, field+".timeoutPolicy.response", c)
+	idle := proxyDuration(tp.Idle, field+".timeoutPolicy.idle", c)
+	if req == nil && idle == nil {
+		return nil
+	}
+	return &TimeoutPolicy{Request: req, Idle: idle}
+}
+
+// envoyRetryOn are the retry conditions a retryPolicy may name.
+var envoyRetryOn = []string{
+	"5xx", "gateway-error", "reset", "connect-failure", "retriable-4xx", "refused-stream",
+	"retriable-status-codes", "retriable-headers", "cancelled", "deadline-exceeded", "internal",
+	"resource-exhausted", "unavailable",
+}
+
+// proxyRetry merges retryPolicy and failurePolicy's retries (at most one of them).
+func proxyRetry(r *contourv1.Route, timeouts *TimeoutPolicy, field string, c *proxyCheck) *RetryPolicy {
+	fp := r.FailurePolicy
+	fpRetries := fp != nil && (fp.RetryPolicyEnabled == nil || *fp.RetryPolicyEnabled)
+	if r.RetryPolicy != nil && fpRetries {
+		c.fail(problemRoute, "RetryPolicyConflict", "%s sets both retryPolicy and failurePolicy, which retries too (retryPolicyEnabled defaults to true): use one of them (or set failurePolicy.retryPolicyEnabled: false)", field)
+		return nil
+	}
+	switch {
+	case r.RetryPolicy != nil:
+		rp := r.RetryPolicy
+		if rp.NumRetries < 0 {
+			return nil // -1 turns retries off
+		}
+		n := uint32(rp.NumRetries)
+		if n == 0 {
+			n = 1
+		}
+		return retryPolicy(n, rp.PerTryTimeout, retryOnStrings(rp.RetryOn), rp.RetriableStatusCodes, timeouts, field+".retryPolicy", c)
+	case fpRetries:
+		n := uint32(defaultFailureCount)
+		if fp.Count != nil {
+			if *fp.Count < 0 || *fp.Count > 100 {
+				c.fail(problemRoute, "FailurePolicyInvalid", "%s.failurePolicy.count %d must be 0-100", field, *fp.Count)
+				return nil
+			}
+			n = uint32(*fp.Count)
+		}
+		if n == 0 {
+			return nil
+		}
+		return retryPolicy(n, fp.PerTryTimeout, retryOnStrings(fp.RetryOn), nil, timeouts, field+".failurePolicy", c)
+	}
+	return nil
+}
+
+func retryOnStrings[T ~string](in []T) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = string(v)
+	}
+	return out
+}
+
+func retryPolicy(n uint32, perTry string, retryOn []string, codes []uint32, timeouts *TimeoutPolicy, field string, c *proxyCheck) *RetryPolicy {
+	rp := &RetryPolicy{NumRetries: n, RetryOn: retryOn}
+	if len(rp.RetryOn) == 0 {
+		rp.RetryOn = []string{defaultProxyRetryOn}
+	}
+	for _, on := range rp.RetryOn {
+		if !slices.Contains(envoyRetryOn, on) {
+			c.fail(problemRoute, "RetryOnInvalid", "%s.retryOn %q is not one of %s", field, on, strings.Join(envoyRetryOn, ", "))
+		}
+	}
+	if len(codes) > 0 {
+		if !slices.Contains(rp.RetryOn, "retriable-status-codes") {
+			c.fail(problemRoute, "RetryOnInvalid", "%s.retriableStatusCodes needs \"retriable-status-codes\" in retryOn", field)
+		}
+		for _, code := range codes {
+			if code < 100 || code > 599 {
+				c.fail(problemRoute, "RetryOnInvalid", "%s.retriableStatusCodes: %d is not an HTTP status", field, code)
+			}
+		}
+		rp.OnStatusCodes = slices.Clone(codes)
+	}
+	rp.RetryOn = slices.DeleteFunc(slices.Clone(rp.RetryOn), func(s string) bool { return s == "retriable-status-codes" })
+	if d := proxyDuration(perTry, field+".perTryTimeout", c); d != nil {
+		rp.PerTryTimeout = *d
+		if timeouts != nil && timeouts.Request != nil && *timeouts.Request > 0 && *d > *timeouts.Request {
+			c.warn(problemRoute, "PerTryTimeoutIgnored", "%s.perTryTimeout %s is longer than timeoutPolicy.response (%s): each try is cut short by it", field, *d, *timeouts.Request)
+		}
+	}
+	return rp
+}
+
+// proxyOutlier is the passive health check of failurePolicy, on by default.
+func proxyOutlier(fp *contourv1.FailurePolicy, field string, c *proxyCheck) *OutlierDetection {
+	if fp == nil || (fp.PassiveHealthCheckEnabled != nil && !*fp.PassiveHealthCheckEnabled) {
+		return nil
+	}
+	o := &OutlierDetection{
+		Consecutive5xx:     defaultConsecutive5xx,
+		Interval:           defaultOutlierInterval,
+		BaseEjectionTime:   defaultBaseEjectionTime,
+		MaxEjectionPercent: defaultMaxEjectionPercent,
+	}
+	if fp.Consecutive5xx != nil {
+		if *fp.Consecutive5xx < 1 || *fp.Consecutive5xx > 1000 {
+			c.fail(problemRoute, "FailurePolicyInvalid", "%s.consecutive5xx %d must be 1-1000", field, *fp.Consecutive5xx)
+		} else {
+			o.Consecutive5xx = uint32(*fp.Consecutive5xx)
+		}
+	}
+	for _, d := range []struct {
+		name, value string
+		into        *time.Duration
+	}{{"interval", fp.Interval, &o.Interval}, {"baseEjectionTime", fp.BaseEjectionTime, &o.BaseEjectionTime}} {
+		if v := proxyDuration(d.value, field+"."+d.name, c); v != nil {
+			if *v <= 0 {
+				c.fail(problemRoute, "FailurePolicyInvalid", "%s.%s must be positive", field, d.name)
+			} else {
+				*d.into = *v
+			}
+		}
+	}
+	if fp.MaxEjectionPercent != nil {
+		if *fp.MaxEjectionPercent < 0 || *fp.MaxEjectionPercent > 100 {
+			c.fail(problemRoute, "FailurePolicyInvalid", "%s.maxEjectionPercent %d must be 0-100", field, *fp.MaxEjectionPercent)
+		} else {
+			o.MaxEjectionPercent = uint32(*fp.MaxEjectionPercent)
+		}
+	}
+	return o
+}
+
+// proxyLoadBalancer maps a load-balancing strategy and its hash policies.
+func proxyLoadBalancer(lbp *contourv1.LoadBalancerPolicy, field string, c *proxyCheck) (LoadBalancer, []HashPolicy) {
+	if lbp == nil {
+		return "", nil
+	}
+	switch lbp.Strategy {
+	case "", "RoundRobin":
+		return "", nil
+	case "WeightedLeastRequest":
+		return LBWeightedLeastRequest, nil
+	case "Random":
+		return LBRandom, nil
+	case "Cookie":
+		return LBRingHash, []HashPolicy{{Cookie: AffinityCookie, CookiePath: "/", CookieGenerate: true}}
+	case "RequestHash":
+		var hashes []HashPolicy
+		for i, h := range lbp.RequestHashPolicies {
+			at := fmt.Sprintf("%s.requestHashPolicies[%d]", field, i)
+			set := 0
+			hp := HashPolicy{Terminal: h.Terminal}
+			if h.HeaderHashOptions != nil {
+				set++
+				hp.Header = strings.ToLower(h.HeaderHashOptions.HeaderName)
+				if !validHeaderName(hp.Header) {
+					c.fail(problemRoute, "HashPolicyInvalid", "%s.headerHashOptions.headerName %q is not a valid header name", at, h.HeaderHashOptions.HeaderName)
+				}
+			}
+			if h.QueryParameterHashOptions != nil {
+				set++
+				hp.QueryParameter = h.QueryParameterHashOptions.ParameterName
+				if hp.QueryParameter == "" {
+					c.fail(problemRoute, "HashPolicyInvalid", "%s.queryParameterHashOptions.parameterName is required", at)
+				}
+			}
+			if h.HashSourceIP {
+				set++
+				hp.SourceIP = true
+			}
+			if set != 1 {
+				c.fail(problemRoute, "HashPolicyInvalid", "%s must set exactly one of headerHashOptions, queryParameterHashOptions, hashSourceIP", at)
+				continue
+			}
+			hashes = append(hashes, hp)
+		}
+		if len(hashes) == 0 {
+			c.warn(problemRoute, "HashPolicyMissing", "%s: strategy RequestHash without requestHashPolicies balances at random", field)
+		}
+		return LBRingHash, hashes
+	default:
+		c.fail(problemRoute, "LoadBalancerStrategyInvalid", "%s.strategy %q is not one of RoundRobin, WeightedLeastRequest, Random, Cookie, RequestHash", field, lbp.Strategy)
+		return "", nil
+	}
+}
+
+// proxyHealthCheck is an active HTTP health check with HTTPProxy's defaults.
+func proxyHealthCheck(hp *contourv1.HTTPHealthCheckPolicy, field string, c *proxyCheck) *HealthCheck {
+	if hp == nil {
+		return nil
+	}
+	hc := &HealthCheck{Path: hp.Path, Host: hp.Host}
+	if hc.Host == "" {
+		hc.Host = DefaultHealthCheckHost
+	}
+	if !strings.HasPrefix(hp.Path, "/") {
+		c.fail(problemRoute, "HealthCheckInvalid", "%s.path %q must start with \"/\"", field, hp.Path)
+	}
+	proxyHealthTiming(hc, hp.IntervalSeconds, hp.TimeoutSeconds, hp.UnhealthyThresholdCount, hp.HealthyThresholdCount, field, c)
+	for i, r := range hp.ExpectedStatuses {
+		if r.Start < 100 || r.End > 600 || r.Start >= r.End {
+			c.fail(problemRoute, "HealthCheckInvalid", "%s.expectedStatuses[%d] [%d, %d) must be a range of HTTP statuses within [100, 600) with start < end", field, i, r.Start, r.End)
+			continue
+		}
+		hc.ExpectedStatuses = append(hc.ExpectedStatuses, StatusRange{Start: r.Start, End: r.End})
+	}
+	return hc
+}
+
+func proxyHealthTiming(hc *HealthCheck, interval, timeout, unhealthy, healthy int64, field string, c *proxyCheck) {
+	hc.Interval, hc.Timeout = defaultProxyHealthInterval, defaultProxyHealthTimeout
+	hc.UnhealthyThreshold, hc.HealthyThreshold = defaultProxyUnhealthyThresh, defaultProxyHealthyThreshold
+	for _, v := range []struct {
+		name  string
+		value int64
+		max   int64
+		set   func(int64)
+	}{
+		{"intervalSeconds", interval, maxHealthCheckSeconds, func(v int64) { hc.Interval = time.Duration(v) * time.Second }},
+		{"timeoutSeconds", timeout, maxHealthCheckSeconds, func(v int64) { hc.Timeout = time.Duration(v) * time.Second }},
+		{"unhealthyThresholdCount", unhealthy, maxHealthCheckThresholdSize, func(v int64) { hc.UnhealthyThreshold = uint32(v) }},
+		{"healthyThresholdCount", healthy, maxHealthCheckThresholdSize, func(v int64) { hc.HealthyThreshold = uint32(v) }},
+	} {
+		switch {
+		case v.value < 0 || v.value > v.max:
+			c.fail(problemRoute, "HealthCheckInvalid", "%s.%s %d must be 0-%d (0 means the default)", field, v.name, v.value, v.max)
+		case v.value > 0:
+			v.set(v.value)
+		}
+	}
+}
+
+// proxyTCPHealthCheck is a connect-only health check.
+func proxyTCPHealthCheck(hp *contourv1.TCPHealthCheckPolicy, field string, c *proxyCheck) *HealthCheck {
+	if hp == nil {
+		return nil
+	}
+	hc := &HealthCheck{TCP: true}
+	proxyHealthTiming(hc, hp.IntervalSeconds, hp.TimeoutSeconds, int64(hp.UnhealthyThresholdCount), int64(hp.HealthyThresholdCount), field, c)
+	return hc
+}
+
+// headerOperators are the Envoy header value operators an HTTPProxy may use; any other
+// "%" is sent literally.
+var headerOperator = regexp.MustCompile(`%(REQ\([A-Za-z0-9_:-]+\)|DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT|PROTOCOL|HOSTNAME|CONTOUR_NAMESPACE|CONTOUR_SERVICE_NAME|CONTOUR_SERVICE_PORT)%`)
+
+// headerValue escapes every "%" of v that does not start a supported operator, so that
+// what the user wrote is what the client or backend sees, and fills in the values that
+// Portico knows (the object's namespace, the service).
+func headerValue(v string, n *proxyNode, svc string, port int) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range headerOperator.FindAllStringIndex(v, -1) {
+		b.WriteString(strings.ReplaceAll(v[last:m[0]], "%", "%%"))
+		op := v[m[0]:m[1]]
+		switch op {
+		case "%CONTOUR_NAMESPACE%":
+			op = n.p.Namespace
+		case "%CONTOUR_SERVICE_NAME%":
+			op = svc
+		case "%CONTOUR_SERVICE_PORT%":
+			op = strconv.Itoa(port)
+		}
+		b.WriteString(op)
+		last = m[1]
+	}
+	b.WriteString(strings.ReplaceAll(v[last:], "%", "%%"))
+	return b.String()
+}
+
+// proxyHeadersPolicy checks and converts a headers policy. Setting Host on a route's
+// requests is a host rewrite, returned apart; on a service's requests it is a header like
+// the others (it reaches only that service); responses have no Host to set.
+func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool, n *proxyNode, svc string, port int, routeLevel bool, c *proxyCheck) (*HeadersPolicy, string) {
+	if hp == nil {
+		return nil, ""
+	}
+	out := &HeadersPolicy{}
+	host := ""
+	seen := map[string]bool{}
+	for i, h := range hp.Set {
+		at := fmt.Sprintf("%s.set[%d]", field, i)
+		name := http.CanonicalHeaderKey(h.Name)
+		switch {
+		case !validHeaderName(h.Name):
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.name %q is not a valid header name", at, h.Name)
+			continue
+		case strings.ContainsAny(h.Value, "\r\n\x00"):
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.value may not contain CR, LF or NUL", at)
+			continue
+		case seen[name]:
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s: header %q is set twice", at, h.Name)
+			continue
+		case strings.HasPrefix(h.Name, ":"):
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.name %q: pseudo-headers cannot be set", at, h.Name)
+			continue
+		}
+		seen[name] = true
+		if name == "Host" {
+			if !request {
+				c.fail(problemRoute, "HeaderPolicyInvalid", "%s: Host cannot be set on responses", at)
+				continue
+			}
+			if routeLevel {
+				host = h.Value
+				continue
+			}
+		}
+		out.Set = append(out.Set, HeaderValue{Name: name, Value: headerValue(h.Value, n, svc, port)})
+	}
+	for i, name := range hp.Remove {
+		if !validHeaderName(name) || strings.HasPrefix(name, ":") {
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.remove[%d] %q is not a header that can be removed", field, i, name)
+			continue
+		}
+		if strings.EqualFold(name, "host") {
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.remove[%d]: Host cannot be removed", field, i)
+			continue
+		}
+		out.Remove = append(out.Remove, http.CanonicalHeaderKey(name))
+	}
+	if len(out.Set) == 0 && len(out.Remove) == 0 {
+		return nil, host
+	}
+	return out, host
+}
+
+func proxyRedirect(rp *contourv1.HTTPRequestRedirectPolicy, field string, c *proxyCheck) *Redirect {
+	field += ".requestRedirectPolicy"
+	r := &Redirect{StatusCode: http.StatusFound}
+	if rp.Scheme != nil {
+		if *rp.Scheme != "http" && *rp.Scheme != "https" {
+			c.fail(problemRoute, "RedirectInvalid", "%s.scheme %q must be http or https", field, *rp.Scheme)
+		}
+		r.Scheme = *rp.Scheme
+	}
+	if rp.Hostname != nil {
+		if msg := validateFQDN(*rp.Hostname); msg != "" {
+			c.fail(problemRoute, "RedirectInvalid", "%s.hostname: %s", field, msg)
+		}
+		r.Hostname = *rp.Hostname
+	}
+	if rp.Port != nil {
+		if *rp.Port < 1 || *rp.Port > 65535 {
+			c.fail(problemRoute, "RedirectInvalid", "%s.port %d must be 1-65535", field, *rp.Port)
+		} else {
+			r.Port = uint32(*rp.Port)
+		}
+	}
+	if rp.StatusCode != nil {
+		if *rp.StatusCode != 301 && *rp.StatusCode != 302 {
+			c.fail(problemRoute, "RedirectInvalid", "%s.statusCode %d must be 301 or 302", field, *rp.StatusCode)
+		} else {
+			r.StatusCode = uint32(*rp.StatusCode)
+		}
+	}
+	if rp.Path != nil && rp.Prefix != nil {
+		c.fail(problemRoute, "RedirectInvalid", "%s: path and prefix are exclusive", field)
+	}
+	for _, p := range []struct {
+		name string
+		v    *string
+		into *string
+	}{{"path", rp.Path, &r.Path}, {"prefix", rp.Prefix, &r.Prefix}} {
+		if p.v != nil {
+			if !strings.HasPrefix(*p.v, "/") {
+				c.fail(problemRoute, "RedirectInvalid", "%s.%s %q must start with \"/\"", field, p.name, *p.v)
+			}
+			*p.into = *p.v
+		}
+	}
+	return r
+}
+
+// validatePathRewrite checks a pathRewritePolicy: it replaces the route's prefix, so the
+// route must match by prefix, and each prefix may be replaced once.
+func validatePathRewrite(p *contourv1.PathRewritePolicy, conds conditions, field string, c *proxyCheck) {
+	field += ".pathRewritePolicy"
+	if conds.path.Kind == PathExact || conds.path.Kind == PathRegex {
+		c.fail(problemRoute, "PathRewriteInvalid", "%s needs a prefix condition: it replaces the prefix the route matched", field)
+	}
+	seen := map[string]bool{}
+	for i, rp := range p.ReplacePrefix {
+		if seen[rp.Prefix] {
+			c.fail(problemRoute, "PathRewriteInvalid", "%s.replacePrefix[%d]: prefix %q is replaced twice", field, i, rp.Prefix)
+		}
+		seen[rp.Prefix] = true
+		if !strings.HasPrefix(rp.Replacement, "/") {
+			c.fail(problemRoute, "PathRewriteInvalid", "%s.replacePrefix[%d].replacement %q must start with \"/\"", field, i, rp.Replacement)
+		}
+	}
+}
+
+// pickPrefixRewrite chooses the replacement for a route's merged prefix: the entry that
+// names that prefix, else the entry without a prefix (any prefix).
+func pickPrefixRewrite(p *contourv1.PathRewritePolicy, prefix string) string {
+	fallback := ""
+	for _, rp := range p.ReplacePrefix {
+		switch rp.Prefix {
+		case prefix:
+			return rp.Replacement
+		case "":
+			fallback = rp.Replacement
+		}
+	}
+	return fallback
+}
+
+// proxyServices resolves a route's services in the object's own namespace. Weights are
+// used as written when any is set (0 then means no traffic); otherwise traffic is split
+// evenly.
+func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, field string, pol clusterPolicy, c *proxyCheck) []*WeightedCluster {
+	var total int64
+	for _, s := range services {
+		total += s.Weight
+	}
+	var out []*WeightedCluster
+	for i := range services {
+		s := &services[i]
+		at := fmt.Sprintf("%s.services[%d]", field, i)
+		if s.Name == "" {
+			c.fail(problemService, "NameMissing", "%s.name is required", at)
+			continue
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			c.fail(problemService, "PortInvalid", "%s.port %d must be 1-65535", at, s.Port)
+			continue
+		}
+		if s.Weight < 0 {
+			c.fail(problemService, "WeightInvalid", "%s.weight %d must not be negative", at, s.Weight)
+			continue
+		}
+		p := pol
+		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at, c)
+		be := &networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
+		cluster, warning := b.serviceCluster(n.p.Namespace, be, p)
+		if warning != "" {
+			c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
+		}
+		weight := uint32(1)
+		if total > 0 {
+			weight = uint32(min(s.Weight, 1<<24))
+		}
+		wc := &WeightedCluster{Cluster: cluster, Weight: weight}
+		wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at+".requestHeadersPolicy", true, n, s.Name, s.Port, false, c)
+		wc.ResponseHeaders, _ = proxyHeadersPolicy(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", false, n, s.Name, s.Port, false, c)
+		out = append(out, wc)
+	}
+	return out
+}
+
+// proxyUpstreamTLS checks a service's protocol and certificate validation.
+func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field string, c *proxyCheck) (string, *UpstreamValidation) {
+	protocol := ""
+	if s.Protocol != nil {
+		protocol = *s.Protocol
+	}
+	if protocol != "" && !validProxyProtocol(protocol) {
+		c.fail(problemService, "ProtocolInvalid", "%s.protocol %q must be one of %s (or unset for HTTP/1.1)", field, protocol, strings.Join(proxyProtocols, ", "))
+		return "", nil
+	}
+	uv := s.UpstreamValidation
+	if uv == nil {
+		return protocol, nil
+	}
+	if protocol != "tls" && protocol != "h2" {
+		c.fail(problemService, "ValidationInvalid", "%s.validation needs protocol tls or h2: only a TLS connection has a certificate to verify", field)
+		return protocol, nil
+	}
+	names := slices.Clone(uv.SubjectNames)
+	if uv.SubjectName != "" {
+		if len(names) > 0 && names[0] != uv.SubjectName {
+			c.fail(problemService, "ValidationInvalid", "%s.validation: subjectNames must start with subjectName %q when both are set", field, uv.SubjectName)
+		}
+		if !slices.Contains(names, uv.SubjectName) {
+			names = append([]string{uv.SubjectName}, names...)
+		}
+	}
+	if len(names) == 0 {
+		c.fail(problemService, "ValidationInvalid", "%s.validation needs subjectName: the name the backend's certificate must carry", field)
+		return protocol, nil
+	}
+	if uv.CACertificate == "" {
+		c.fail(problemService, "ValidationInvalid", "%s.validation.caSecret is required", field)
+		return protocol, nil
+	}
+	key := types.NamespacedName{Namespace: n.p.Namespace, Name: uv.CACertificate}
+	if ns, name, ok := strings.Cut(uv.CACertificate, "/"); ok {
+		key = types.NamespacedName{Namespace: ns, Name: name}
+		if ns != n.p.Namespace && !b.certificateDelegated(key, n.p.Namespace) {
+			c.fail(problemService, "CASecretNotDelegated", "%s.validation.caSecret %q: namespace %s does not delegate Secret %s to namespace %s; add a TLSCertificateDelegation in %s listing it", field, uv.CACertificate, ns, name, n.p.Namespace, ns)
+			return protocol, nil
+		}
+	}
+	ca, msg := b.caSecret(key)
+	if msg != "" {
+		c.fail(problemService, "CASecretInvalid", "%s.validation.caSecret: %s", field, msg)
+		return protocol, nil
+	}
+	return protocol, &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: names}
+}
+
+// caSecret returns the PEM certificates of a CA Secret ("ca.crt").
+func (b *builder) caSecret(key types.NamespacedName) ([]byte, string) {
+	s := b.store.Secrets[key]
+	if s == nil {
+		return nil, fmt.Sprintf("Secret %s not found", key)
+	}
+	ca := s.Data["ca.crt"]
+	if len(ca) == 0 {
+		return nil, fmt.Sprintf("Secret %s has no %q", key, "ca.crt")
+	}
+	if !validCABundle(ca) {
+		return nil, fmt.Sprintf("Secret %s: %q holds no PEM certificate", key, "ca.crt")
+	}
+	return ca, ""
+}
+

@@ -1,0 +1,263 @@
+package dag
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+)
+
+// Types of HTTPProxy status sub-conditions, as HTTPProxy users filter on them.
+const (
+	problemSpec        = "SpecError"
+	problemVirtualHost = "VirtualHostError"
+	problemTLS         = "TLSError"
+	problemRoute       = "RouteError"
+	problemInclude     = "IncludeError"
+	problemService     = "ServiceError"
+	problemTCPProxy    = "TCPProxyError"
+	problemUnsupported = "NotImplemented"
+	problemInsecure    = "PermitInsecure"
+	problemRootNS      = "RootNamespaceError"
+)
+
+// proxyCheck collects the problems of one HTTPProxy.
+type proxyCheck struct {
+	errors   []Problem
+	warnings []Problem
+}
+
+func (c *proxyCheck) fail(typ, reason, format string, args ...any) {
+	c.errors = append(c.errors, Problem{Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *proxyCheck) warn(typ, reason, format string, args ...any) {
+	c.warnings = append(c.warnings, Problem{Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// failAll records problems of one type and reason.
+func (c *proxyCheck) failAll(typ, reason string, msgs []string) {
+	for _, m := range msgs {
+		c.fail(typ, reason, "%s", m)
+	}
+}
+
+// validateHTTPProxy finds what makes p unusable on its own (errors) and what it asks for
+// that Portico does not do (warnings), looking at nothing but p. The checks of the values
+// that are translated (policies, services) happen where they are translated
+// (httpproxy_route.go), and report through the same proxyCheck.
+func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) {
+	spec := &p.Spec
+	if vh := spec.VirtualHost; vh != nil {
+		validateProxyVirtualHost(vh, spec.TCPProxy != nil, c)
+	}
+	if spec.TCPProxy != nil && spec.VirtualHost == nil {
+		// An included object's tcpproxy is reached through a root's tcpproxy.include.
+		validateTCPProxy(spec.TCPProxy, "spec.tcpproxy", c)
+	}
+	if len(spec.Routes) == 0 && len(spec.Includes) == 0 && spec.TCPProxy == nil {
+		c.fail(problemSpec, "NothingToRoute", "spec has no routes, includes or tcpproxy: an HTTPProxy must route something")
+	}
+	if len(spec.HTTPVersions) > 0 {
+		c.warn(problemUnsupported, "HTTPVersionsIgnored", "spec.httpVersions is not implemented by Portico yet and is ignored: HTTP/1.1 and HTTP/2 are both served")
+	}
+	seenIncludes := map[string]int{}
+	for i := range spec.Includes {
+		inc := &spec.Includes[i]
+		field := fmt.Sprintf("spec.includes[%d]", i)
+		if inc.Name == "" {
+			c.fail(problemInclude, "NameMissing", "%s.name is required", field)
+		}
+		conds, errs := parseConditions(field+".conditions", inc.Conditions, true)
+		c.failAll(problemInclude, "InvalidCondition", errs)
+		k := conds.key()
+		if j, dup := seenIncludes[k]; dup {
+			c.fail(problemInclude, "DuplicateMatchConditions", "%s and spec.includes[%d] have the same conditions (%s): each include needs its own conditions, or requests could not tell them apart", field, j, conds.describe())
+		} else {
+			seenIncludes[k] = i
+		}
+	}
+	seenRoutes := map[string]int{}
+	for i := range spec.Routes {
+		r := &spec.Routes[i]
+		field := fmt.Sprintf("spec.routes[%d]", i)
+		conds, errs := parseConditions(field+".conditions", r.Conditions, false)
+		c.failAll(problemRoute, "InvalidCondition", errs)
+		if len(errs) == 0 {
+			k := conds.key()
+			if j, dup := seenRoutes[k]; dup {
+				c.fail(problemRoute, "DuplicateMatchConditions", "%s and spec.routes[%d] have the same conditions (%s): merge them into one route", field, j, conds.describe())
+			} else {
+				seenRoutes[k] = i
+			}
+		}
+		validateRouteSecurity(r, field, c)
+		validateRouteUnsupported(r, field, c)
+		actions := 0
+		if len(r.Services) > 0 {
+			actions++
+		}
+		if r.RequestRedirectPolicy != nil {
+			actions++
+		}
+		if r.DirectResponsePolicy != nil {
+			actions++
+		}
+		if actions != 1 {
+			c.fail(problemRoute, "InvalidAction", "%s must have exactly one of services, requestRedirectPolicy, directResponsePolicy (it has %d)", field, actions)
+		}
+	}
+}
+
+// validateProxyVirtualHost checks a root's virtualhost. The security features Portico
+// does not implement make the object invalid: serving it without them would expose what
+// they protect.
+func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *proxyCheck) {
+	if msg := validateProxyFQDN(vh.Fqdn); msg != "" {
+		c.fail(problemVirtualHost, "FQDNInvalid", "spec.virtualhost.fqdn: %s", msg)
+	}
+	unsupportedSecurity := []struct {
+		field string
+		set   bool
+	}{
+		{"spec.virtualhost.authorization", vh.Authorization != nil},
+		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
+		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
+		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
+		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
+		{"spec.virtualhost.tls.clientValidation", vh.TLS != nil && vh.TLS.ClientValidation != nil},
+	}
+	for _, u := range unsupportedSecurity {
+		if u.set {
+			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", u.field)
+		}
+	}
+	if vh.CORSPolicy != nil {
+		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.corsPolicy is not implemented by Portico yet and is ignored: browsers see no CORS headers from the proxy")
+	}
+	if t := vh.TLS; t != nil {
+		validateProxyTLS(t, hasTCPProxy, c)
+	} else if hasTCPProxy {
+		c.fail(problemTCPProxy, "TLSMustBeConfigured", "spec.tcpproxy needs spec.virtualhost.tls (secretName or passthrough): the connection is chosen by the TLS server name")
+	}
+}
+
+func validateProxyTLS(t *contourv1.TLS, hasTCPProxy bool, c *proxyCheck) {
+	switch {
+	case t.Passthrough && t.SecretName != "":
+		c.fail(problemTLS, "TLSConfigInvalid", "spec.virtualhost.tls: passthrough and secretName are exclusive: with passthrough the backend terminates TLS with its own certificate")
+	case t.Passthrough && !hasTCPProxy:
+		c.fail(problemTLS, "TLSConfigInvalid", "spec.virtualhost.tls.passthrough needs spec.tcpproxy: it names where the TLS connections go")
+	case !t.Passthrough && t.SecretName == "":
+		c.fail(problemTLS, "TLSConfigInvalid", "spec.virtualhost.tls needs secretName (or passthrough: true)")
+	}
+	if t.SecretName != "" {
+		if msg := validateSecretRef(t.SecretName); msg != "" {
+			c.fail(problemTLS, "SecretNameInvalid", "spec.virtualhost.tls.secretName: %s", msg)
+		}
+	}
+	for _, v := range []struct{ field, value string }{
+		{"minimumProtocolVersion", t.MinimumProtocolVersion},
+		{"maximumProtocolVersion", t.MaximumProtocolVersion},
+	} {
+		if v.value != "" && v.value != "1.2" && v.value != "1.3" {
+			c.fail(problemTLS, "TLSVersionInvalid", "spec.virtualhost.tls.%s %q must be \"1.2\" or \"1.3\"", v.field, v.value)
+		}
+	}
+	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
+		c.fail(problemTLS, "TLSVersionInvalid", "spec.virtualhost.tls: minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
+	}
+	if t.EnableFallbackCertificate {
+		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.tls.enableFallbackCertificate is not implemented by Portico yet and is ignored: clients without SNI get no certificate for this host")
+	}
+}
+
+// validateProxyFQDN accepts a DNS name, or a wildcard "*.example.com" whose "*" stands
+// for exactly one label.
+func validateProxyFQDN(fqdn string) string {
+	if fqdn == "" {
+		return "required on a root (an HTTPProxy with spec.virtualhost)"
+	}
+	if rest, ok := strings.CutPrefix(fqdn, "*."); ok {
+		if msg := validateFQDN(rest); msg != "" {
+			return fmt.Sprintf("wildcard %q: %s", fqdn, msg)
+		}
+		return ""
+	}
+	if strings.Contains(fqdn, "*") {
+		return fmt.Sprintf("%q: a wildcard must be the whole first label (\"*.example.com\")", fqdn)
+	}
+	return validateFQDN(fqdn)
+}
+
+func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
+	inc := tp.Include
+	if inc == nil {
+		inc = tp.IncludesDeprecated
+	}
+	switch {
+	case len(tp.Services) > 0 && inc != nil:
+		c.fail(problemTCPProxy, "NoServicesAndInclude", "%s: services and include are exclusive", field)
+	case len(tp.Services) == 0 && inc == nil:
+		c.fail(problemTCPProxy, "NothingDefined", "%s needs services or include", field)
+	}
+	if tp.Include != nil && tp.IncludesDeprecated != nil {
+		c.fail(problemTCPProxy, "IncludeDuplicated", "%s: include and includes are the same field (includes is its old name); keep include", field)
+	}
+	for i := range tp.Services {
+		if tp.Services[i].Protocol != nil && *tp.Services[i].Protocol != "" {
+			c.fail(problemTCPProxy, "ProtocolInvalid", "%s.services[%d].protocol: a TCP proxy forwards bytes, it has no HTTP protocol; remove it", field, i)
+		}
+	}
+}
+
+// validateRouteSecurity fails a route that asks for a security feature Portico does not
+// implement yet (fail closed).
+func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
+	for _, u := range []struct {
+		name string
+		set  bool
+	}{
+		{"authPolicy", r.AuthPolicy != nil},
+		{"jwtVerificationPolicy", r.JWTVerificationPolicy != nil},
+		{"ipAllowPolicy", len(r.IPAllowFilterPolicy) > 0},
+		{"ipDenyPolicy", len(r.IPDenyFilterPolicy) > 0},
+		{"rateLimitPolicy", r.RateLimitPolicy != nil},
+	} {
+		if u.set {
+			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s.%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", field, u.name)
+		}
+	}
+}
+
+// validateRouteUnsupported warns about the fields of a route Portico ignores.
+func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
+	if len(r.CookieRewritePolicies) > 0 {
+		c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies is not implemented by Portico yet and is ignored", field)
+	}
+	if r.InternalRedirectPolicy != nil {
+		c.warn(problemUnsupported, "NotImplemented", "%s.internalRedirectPolicy is not implemented by Portico yet and is ignored: redirects reach the client", field)
+	}
+	for i := range r.Services {
+		s := &r.Services[i]
+		at := fmt.Sprintf("%s.services[%d]", field, i)
+		if s.Mirror {
+			c.warn(problemUnsupported, "NotImplemented", "%s.mirror is not implemented by Portico yet: %s receives no traffic", at, s.Name)
+		}
+		if len(s.CookieRewritePolicies) > 0 {
+			c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies is not implemented by Portico yet and is ignored", at)
+		}
+		if s.SlowStartPolicy != nil {
+			c.warn(problemUnsupported, "NotImplemented", "%s.slowStartPolicy is not implemented by Portico yet and is ignored: new endpoints get their full share at once", at)
+		}
+		if s.HealthPort != 0 && s.HealthPort != s.Port {
+			c.warn(problemUnsupported, "NotImplemented", "%s.healthPort is not implemented by Portico yet: health checks go to port %d", at, s.Port)
+		}
+	}
+}
+
+// proxyProtocols are the upstream protocols a service may name.
+var proxyProtocols = []string{"h2", "h2c", "tls"}
+
+func validProxyProtocol(p string) bool { return slices.Contains(proxyProtocols, p) }
