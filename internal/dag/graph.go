@@ -230,7 +230,7 @@ type HashPolicy struct {
 	CookieGenerate bool
 	CookieTTL      time.Duration
 	CookiePath     string
-	Terminal   bool
+	Terminal       bool
 }
 
 // TCPProxy sends a connection's bytes to one of its clusters.

@@ -644,4 +644,3 @@ func (b *builder) caSecret(key types.NamespacedName) ([]byte, string) {
 	}
 	return ca, ""
 }
-

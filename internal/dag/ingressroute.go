@@ -321,9 +321,9 @@ type hostRoot interface {
 	note(format string, args ...any)
 }
 
-func (n *irNode) objRef() ObjectRef        { return n.ref }
-func (n *irNode) createdAt() *metav1.Time  { return &n.ir.CreationTimestamp }
-func (n *irNode) hostNames() []string      { return rootHosts(n) }
+func (n *irNode) objRef() ObjectRef       { return n.ref }
+func (n *irNode) createdAt() *metav1.Time { return &n.ir.CreationTimestamp }
+func (n *irNode) hostNames() []string     { return rootHosts(n) }
 
 // ingressOwner names the Ingress that serves host, or "".
 func (b *builder) ingressOwner(host string) string {
