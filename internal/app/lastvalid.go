@@ -175,6 +175,10 @@ func lookup(s *store.Store, ref dag.ObjectRef) runtime.Object {
 		if o, ok := s.IngressRoutes[nn]; ok {
 			return o
 		}
+	case dag.KindHTTPProxy:
+		if o, ok := s.HTTPProxies[nn]; ok {
+			return o
+		}
 	}
 	return nil
 }
@@ -185,6 +189,7 @@ func withObjects(s *store.Store, objs map[dag.ObjectRef]runtime.Object) *store.S
 	c := *s
 	c.Ingresses = maps.Clone(s.Ingresses)
 	c.IngressRoutes = maps.Clone(s.IngressRoutes)
+	c.HTTPProxies = maps.Clone(s.HTTPProxies)
 	for _, o := range objs {
 		c.Upsert(o)
 	}

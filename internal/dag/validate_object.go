@@ -1,12 +1,14 @@
 package dag
 
 import (
+	"slices"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 
 	"github.com/portico-dev/portico/internal/store"
 )
@@ -60,8 +62,49 @@ func ValidateObject(obj runtime.Object, s *store.Store, opts Options) Verdict {
 		return b.validateIngressObject(o)
 	case *ingressroutev1.IngressRoute:
 		return b.validateIngressRouteObject(o)
+	case *contourv1.HTTPProxy:
+		return b.validateHTTPProxyObject(o)
 	}
 	return Verdict{}
+}
+
+// validateHTTPProxyObject follows proxyGraph and candidateProxyRoots: the object's own
+// checks, and its routes translated (policies are checked where they are translated).
+// Warnings (fields Portico ignores, an include's permitInsecure) are its notes.
+func (b *builder) validateHTTPProxyObject(p *contourv1.HTTPProxy) Verdict {
+	if _, other := b.proxyClass(p); other {
+		return Verdict{}
+	}
+	if b.clusters == nil {
+		b.clusters = map[string]*Cluster{}
+	}
+	n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}, hosts: map[string]bool{}}
+	if reason := p.Annotations[contourv1.DecodeErrorAnnotation]; reason != "" {
+		n.check.fail(problemSpec, "SpecUnreadable", "its spec cannot be read: %s; fix that field", reason)
+	} else {
+		validateHTTPProxy(p, &n.check)
+		if n.usable() {
+			// Services, Secrets and other objects are not looked at: only problems of
+			// the object itself count here.
+			var own proxyCheck
+			b.proxyRoutePlans(n, &own)
+			n.check.errors = append(n.check.errors, withoutLookups(own.errors)...)
+		}
+		if n.usable() && n.isRoot() {
+			if ns := b.opts.RootNamespaces; len(ns) > 0 && !slices.Contains(ns, p.Namespace) {
+				n.check.fail(problemRootNS, "RootProxyNotAllowedInNamespace", "root HTTPProxies (with spec.virtualhost) are only allowed in namespaces %s; ask an administrator of those namespaces to include this object instead", strings.Join(ns, ", "))
+			}
+		}
+	}
+	return Verdict{Ours: true, Problems: problemMessages(n.check.errors), Notes: problemMessages(n.check.warnings)}
+}
+
+// withoutLookups drops the problems that depend on other objects (a CA Secret that is
+// missing or not delegated): the webhook must admit an object created before its Secret.
+func withoutLookups(ps []Problem) []Problem {
+	return slices.DeleteFunc(ps, func(p Problem) bool {
+		return p.Reason == "CASecretInvalid" || p.Reason == "CASecretNotDelegated"
+	})
 }
 
 // validateIngressObject follows processIngresses up to the checks that need no other

@@ -20,48 +20,93 @@ type Pipeline struct {
 	Objects         *prometheus.GaugeVec
 	StatusWrites    *prometheus.CounterVec
 	IngressRoutes   *IngressRoutes
+	HTTPProxies     *RouteObjects
 
 	objects seriesSet
 }
 
 // IngressRoutes are the IngressRoute metrics of seed 003, under the names it gives them.
 type IngressRoutes struct {
-	Total       *prometheus.GaugeVec // namespace
-	Orphaned    *prometheus.GaugeVec // namespace
-	Roots       *prometheus.GaugeVec // namespace
-	Valid       *prometheus.GaugeVec // namespace, vhost
-	Invalid     *prometheus.GaugeVec // namespace, vhost
+	RouteObjects
 	DAGRebuilds prometheus.Gauge
+}
+
+// RouteObjects count the objects of one delegating kind (IngressRoute, HTTPProxy) by
+// status, namespace and virtual host.
+type RouteObjects struct {
+	kind     string
+	Total    *prometheus.GaugeVec // namespace
+	Orphaned *prometheus.GaugeVec // namespace
+	Roots    *prometheus.GaugeVec // namespace
+	Valid    *prometheus.GaugeVec // namespace, vhost
+	Invalid  *prometheus.GaugeVec // namespace, vhost
 
 	total, orphaned, roots, valid, invalid seriesSet
 }
 
-func newIngressRoutes() *IngressRoutes {
+// routeObjectNames are the metric names of one kind: total, orphaned, root, valid, invalid.
+type routeObjectNames struct {
+	total, orphaned, root, valid, invalid string
+}
+
+func newRouteObjects(kind string, names routeObjectNames) RouteObjects {
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
+	plural := kind + "s"
+	if strings.HasSuffix(kind, "y") {
+		plural = kind[:len(kind)-1] + "ies"
+	}
+	return RouteObjects{
+		kind:     kind,
+		Total:    gauge(names.total, plural+", whatever their status.", "namespace"),
+		Orphaned: gauge(names.orphaned, "Orphaned "+plural+": no root delegates to them.", "namespace"),
+		Roots:    gauge(names.root, "Root "+plural+" (with a virtualhost).", "namespace"),
+		Valid:    gauge(names.valid, "Valid "+plural+", by virtual host they serve.", "namespace", "vhost"),
+		Invalid:  gauge(names.invalid, "Invalid "+plural+", by virtual host (roots: their own; others: empty).", "namespace", "vhost"),
+	}
+}
+
+func newIngressRoutes() *IngressRoutes {
 	return &IngressRoutes{
-		Total:    gauge("contour_ingressroute_total", "IngressRoutes, whatever their status.", "namespace"),
-		Orphaned: gauge("contour_ingressroute_orphaned_total", "Orphaned IngressRoutes: no root delegates to them.", "namespace"),
-		Roots:    gauge("contour_ingressroute_root_total", "Root IngressRoutes (with a virtualhost).", "namespace"),
-		Valid:    gauge("contour_ingressroute_valid_total", "Valid IngressRoutes, by virtual host they serve.", "namespace", "vhost"),
-		Invalid:  gauge("contour_ingressroute_invalid_total", "Invalid IngressRoutes, by virtual host (roots: their own; others: empty).", "namespace", "vhost"),
+		RouteObjects: newRouteObjects(dag.KindIngressRoute, routeObjectNames{
+			"contour_ingressroute_total", "contour_ingressroute_orphaned_total", "contour_ingressroute_root_total",
+			"contour_ingressroute_valid_total", "contour_ingressroute_invalid_total",
+		}),
 		DAGRebuilds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "contour_ingressroute_dagrebuild_timestamp", Help: "Unix time of the last graph rebuild.",
 		}),
 	}
 }
 
+// newHTTPProxies are the HTTPProxy gauges under the names Contour exposes them.
+func newHTTPProxies() *RouteObjects {
+	m := newRouteObjects(dag.KindHTTPProxy, routeObjectNames{
+		"contour_httpproxy", "contour_httpproxy_orphaned", "contour_httpproxy_root",
+		"contour_httpproxy_valid", "contour_httpproxy_invalid",
+	})
+	return &m
+}
+
 func (m *IngressRoutes) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Total, m.Orphaned, m.Roots, m.Valid, m.Invalid, m.DAGRebuilds}
+	return append(m.RouteObjects.collectors(), m.DAGRebuilds)
+}
+
+func (m *RouteObjects) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Total, m.Orphaned, m.Roots, m.Valid, m.Invalid}
 }
 
 // observe replaces the gauges with the counts of one build's statuses.
 func (m *IngressRoutes) observe(statuses []dag.Status, at time.Time) {
 	m.DAGRebuilds.Set(float64(at.Unix()))
+	m.RouteObjects.observe(statuses)
+}
+
+// observe replaces the gauges with the counts of one build's statuses.
+func (m *RouteObjects) observe(statuses []dag.Status) {
 	total, orphaned, roots, valid, invalid := counts{}, counts{}, counts{}, counts{}, counts{}
 	for _, s := range statuses {
-		if s.Object.Kind != dag.KindIngressRoute || s.Status == dag.StatusIgnored {
+		if s.Object.Kind != m.kind || s.Status == dag.StatusIgnored {
 			continue
 		}
 		ns := s.Object.Namespace
@@ -154,10 +199,12 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 			Name: "portico_status_writes_total", Help: "Status updates written to the Kubernetes API, by kind.",
 		}, []string{"kind"}),
 		IngressRoutes: newIngressRoutes(),
+		HTTPProxies:   newHTTPProxies(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Rebuilds, m.RebuildFailures, m.RebuildDuration, m.LastRebuild, m.Objects, m.StatusWrites)
 		reg.MustRegister(m.IngressRoutes.collectors()...)
+		reg.MustRegister(m.HTTPProxies.collectors()...)
 	}
 	return m
 }
@@ -168,6 +215,7 @@ func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err er
 	m.Rebuilds.Inc()
 	// The graph was rebuilt even when its translation failed: its statuses stand.
 	m.IngressRoutes.observe(statuses, time.Now())
+	m.HTTPProxies.observe(statuses)
 	if err != nil {
 		m.RebuildFailures.Inc()
 		return
@@ -175,7 +223,7 @@ func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err er
 	m.RebuildDuration.Observe(time.Since(start).Seconds())
 	m.LastRebuild.Set(float64(time.Now().Unix()))
 	objects := counts{}
-	for _, kind := range []string{dag.KindIngress, dag.KindIngressRoute} {
+	for _, kind := range []string{dag.KindIngress, dag.KindIngressRoute, dag.KindHTTPProxy} {
 		for _, st := range []dag.StatusValue{dag.StatusValid, dag.StatusInvalid, dag.StatusOrphaned, dag.StatusIgnored} {
 			objects.add(0, kind, string(st))
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/contourclient"
 )
 
@@ -29,6 +30,7 @@ func kinds() map[schema.GroupVersionKind]decodeFunc {
 			obj, _, err := irDecoder.Decode(raw, &gvk, &ingressroutev1.IngressRoute{})
 			return obj, err
 		},
+		contourv1.SchemeGroupVersion.WithKind("HTTPProxy"): decodeInto[contourv1.HTTPProxy],
 	}
 }
 
