@@ -112,6 +112,7 @@ func markKept(final, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) 
 		if w, ok := why[st.Object]; ok {
 			st.Status = dag.StatusInvalid
 			st.Description = keptDescription(w.Description)
+			st.Errors = w.Errors
 			// Hosts stay those the previous version serves: they are still answered.
 		}
 	}

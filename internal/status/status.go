@@ -22,6 +22,28 @@ type Entry struct {
 	Name        string `json:"name"`
 	Status      string `json:"status"`
 	Description string `json:"description"`
+	// Errors and Warnings are the problems one by one, for the kinds whose status lists
+	// them (HTTPProxy): what its Valid condition's errors and warnings say.
+	Errors   []Problem `json:"errors,omitempty"`
+	Warnings []Problem `json:"warnings,omitempty"`
+}
+
+// Problem is one error or warning of an Entry.
+type Problem struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func problems(ps []dag.Problem) []Problem {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]Problem, len(ps))
+	for i, p := range ps {
+		out[i] = Problem{Type: p.Type, Reason: p.Reason, Message: p.Message}
+	}
+	return out
 }
 
 // Entries converts build statuses to their reported form.
@@ -31,6 +53,7 @@ func Entries(statuses []dag.Status) []Entry {
 		out = append(out, Entry{
 			Kind: s.Object.Kind, Namespace: s.Object.Namespace, Name: s.Object.Name,
 			Status: string(s.Status), Description: s.Description,
+			Errors: problems(s.Errors), Warnings: problems(s.Warnings),
 		})
 	}
 	return out
