@@ -184,7 +184,67 @@ func (b *builder) ingressRouteGraph() *irGraph {
 		g.nodes[types.NamespacedName{Namespace: ir.Namespace, Name: ir.Name}] = n
 		g.order = append(g.order, n)
 	}
+	markDelegationCycles(g)
 	return g
+}
+
+// markDelegationCycles rejects the newest object of every delegation cycle (see
+// breakCycles), naming the cycle. Only delegations the prefix rule would let through
+// count: one it refuses anyway (a route of the target not under the delegated prefix)
+// cannot loop.
+func markDelegationCycles(g *irGraph) {
+	var nodes []*irNode
+	for _, n := range g.order {
+		if n.usable() && !n.isRoot() {
+			nodes = append(nodes, n)
+		}
+	}
+	edges := func(n *irNode) []*irNode {
+		var out []*irNode
+		for i := range n.ir.Spec.Routes {
+			r := &n.ir.Spec.Routes[i]
+			if r.Delegate == nil {
+				continue
+			}
+			if t, _ := g.lookup(n, r.Delegate); t != nil && t.usable() && !t.isRoot() && routesUnder(t, r.Match) {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	blamed := breakCycles(cycleGraph[*irNode]{
+		nodes: nodes,
+		edges: edges,
+		newer: func(a, b *irNode) bool { return newerObject(a.ref, &a.ir.CreationTimestamp, b.ref, &b.ir.CreationTimestamp) },
+		name:  func(n *irNode) string { return n.ref.String() },
+	})
+	for _, n := range nodes {
+		if cycle, ok := blamed[n]; ok {
+			n.reject("its delegation closes a cycle: %s; it is the newest object on the cycle, so its delegation is the one rejected: remove the delegation that points back up the chain", cycle)
+		}
+	}
+}
+
+// routesUnder reports whether every route of n is under prefix.
+func routesUnder(n *irNode, prefix string) bool {
+	for i := range n.ir.Spec.Routes {
+		if !strings.HasPrefix(n.ir.Spec.Routes[i].Match, prefix) {
+			return false
+		}
+	}
+	return true
+}
+
+// newerObject reports whether object a came after b: a later creation time, then a
+// later namespace/name (a deterministic order for objects of the same age).
+func newerObject(a ObjectRef, at *metav1.Time, b ObjectRef, bt *metav1.Time) bool {
+	if !at.Equal(bt) {
+		return bt.Before(at)
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace > b.Namespace
+	}
+	return a.Name > b.Name
 }
 
 // ingressRouteClass returns the class an IngressRoute's annotation names, and whether it
@@ -429,9 +489,10 @@ func (b *builder) setIngressRouteStatus(n *irNode) {
 		st.Status = StatusValid
 		st.Description = withNotes("valid delegated IngressRoute: "+strings.Join(capped(n.delegatedBy), "; "), append(n.refused, n.notes...))
 	case len(n.refused) > 0:
-		// Orphaned rather than invalid: whoever delegates may be the one at fault, and
-		// another team's delegation must not turn a standby object invalid.
-		st.Status, st.Description = StatusOrphaned, "not part of a delegation chain from a root: every delegation to it was refused: "+strings.Join(capped(n.refused), "; ")
+		// Seed 003: every route of a delegate must start with the prefix delegated to it;
+		// one that does not makes the delegate invalid (when no other delegation serves
+		// it), and the status says which route and prefix.
+		st.Status, st.Description = StatusInvalid, notServed(append([]string{"every delegation to it was refused, because of its own routes"}, capped(n.refused)...))
 	default:
 		desc := "not part of a delegation chain from a root"
 		if d := capped(n.delegatingInvalid); len(d) > 0 {

@@ -202,7 +202,7 @@ spec:
 			t.Errorf("refused prefix route = %+v, want DirectStatus 503 and no clusters", r)
 		}
 		wantStatus(t, g, "infra", "root", StatusValid, rootNote)
-		wantStatus(t, g, "fin", "finance", StatusOrphaned, "every delegation to it was refused", refusal)
+		wantStatus(t, g, "fin", "finance", StatusInvalid, "every delegation to it was refused", refusal)
 	})
 
 	t.Run("another delegation accepted", func(t *testing.T) {
@@ -347,27 +347,27 @@ spec:
 	}
 }
 
-// A delegation that leads back to an object already on its own path from the root (a
-// real cycle: the prefix rule lets a cycle through only when every delegation on it is of
-// the same prefix) is refused like any delegation that cannot be followed: the object
-// making it is told, and its zone answers 503 for what no route of the cycle serves. No
-// object becomes invalid, so where a walk enters a cycle changes nothing for others.
+// A delegation cycle makes its newest object invalid (seed 003 asks for the object
+// closing a cycle to be invalid; the newest is the one that closed it), naming the
+// cycle. The choice looks at the objects alone, never at where a root's walk enters the
+// cycle, so no root can choose which object of another tree is rejected. The delegation
+// to the rejected object answers 503 for its prefix, like any refused delegation.
 func TestIngressRouteDelegationCycles(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		objs   []string
-		entry  string // the object the root delegates "/a" to
-		closer string // the object whose delegation closes the cycle
-		path   string
-		routes []irRoute
+		name    string
+		objs    []string
+		entry   string // the object the root delegates "/a" to
+		invalid string // the newest object of the cycle
+		cycle   string
+		routes  []irRoute
 	}{
 		{
-			name:   "self delegation",
-			objs:   []string{`{metadata: {name: a, namespace: c}, spec: {routes: [{match: /a, delegate: {name: a}}, {match: /a/x, services: [{name: s, port: 80}]}]}}`},
-			entry:  "a",
-			closer: "a",
-			path:   "that would be a delegation cycle: IngressRoute c/a -> IngressRoute c/a",
-			routes: []irRoute{{"/a/x", "c/s/80", "c/a"}, {"/a", "503", "c/a"}},
+			name:    "self delegation",
+			objs:    []string{`{metadata: {name: a, namespace: c}, spec: {routes: [{match: /a, delegate: {name: a}}, {match: /a/x, services: [{name: s, port: 80}]}]}}`},
+			entry:   "a",
+			invalid: "a",
+			cycle:   "its delegation closes a cycle: IngressRoute c/a -> IngressRoute c/a",
+			routes:  []irRoute{{"/a", "503", "infra/root"}},
 		},
 		{
 			name: "two objects",
@@ -375,10 +375,10 @@ func TestIngressRouteDelegationCycles(t *testing.T) {
 				`{metadata: {name: a, namespace: c}, spec: {routes: [{match: /a, delegate: {name: b}}]}}`,
 				`{metadata: {name: b, namespace: c}, spec: {routes: [{match: /a, delegate: {name: a}}, {match: /a/x, services: [{name: s, port: 80}]}]}}`,
 			},
-			entry:  "a",
-			closer: "b",
-			path:   "that would be a delegation cycle: IngressRoute c/a -> IngressRoute c/b -> IngressRoute c/a",
-			routes: []irRoute{{"/a/x", "c/s/80", "c/b"}, {"/a", "503", "c/b"}},
+			entry:   "a",
+			invalid: "b",
+			cycle:   "its delegation closes a cycle: IngressRoute c/b -> IngressRoute c/a -> IngressRoute c/b",
+			routes:  []irRoute{{"/a", "503", "c/a"}},
 		},
 		{
 			name: "three objects, entered in the middle",
@@ -387,10 +387,10 @@ func TestIngressRouteDelegationCycles(t *testing.T) {
 				`{metadata: {name: b, namespace: c}, spec: {routes: [{match: /a, delegate: {name: z}}]}}`,
 				`{metadata: {name: z, namespace: c}, spec: {routes: [{match: /a, delegate: {name: a}}]}}`,
 			},
-			entry:  "b",
-			closer: "a",
-			path:   "that would be a delegation cycle: IngressRoute c/b -> IngressRoute c/z -> IngressRoute c/a -> IngressRoute c/b",
-			routes: []irRoute{{"/a", "503", "c/a"}},
+			entry:   "b",
+			invalid: "z",
+			cycle:   "its delegation closes a cycle: IngressRoute c/z -> IngressRoute c/a -> IngressRoute c/b -> IngressRoute c/z",
+			routes:  []irRoute{{"/a", "503", "c/b"}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -411,27 +411,29 @@ spec:
 				t.Errorf("routes (-want +got):\n%s", diff)
 			}
 			wantStatus(t, g, "infra", "root", StatusValid)
-			wantStatus(t, g, "c", tc.closer, StatusValid, tc.path)
+			wantStatus(t, g, "c", tc.invalid, StatusInvalid, tc.cycle)
 		})
 	}
 }
 
-// Another root entering a cycle elsewhere changes nothing for the first root's tree (a
-// review found that rejecting the object closing a cycle let a second root choose which
-// object of the first tree was rejected).
+// The object blamed for a cycle does not depend on the roots: a second root entering the
+// cycle elsewhere rejects the same object, the newest one (a review found that blaming
+// the object where a walk closed the cycle let a second root choose).
 func TestIngressRouteCycleEnteredByAnotherRoot(t *testing.T) {
-	g := build(
+	objs := []runtime.Object{
 		ir(t, `{metadata: {name: app, namespace: platform}, spec: {virtualhost: {fqdn: app.example.com}, routes: [{match: /, services: [{name: web, port: 80}]}, {match: /a, delegate: {name: a, namespace: team-a}}]}}`),
-		ir(t, `{metadata: {name: a, namespace: team-a}, spec: {routes: [{match: /a, delegate: {name: b, namespace: blog}}, {match: /a/x, services: [{name: ax, port: 80}]}]}}`),
-		ir(t, `{metadata: {name: b, namespace: blog}, spec: {routes: [{match: /a/b, services: [{name: bb, port: 80}]}, {match: /a, delegate: {name: a, namespace: team-a}}]}}`),
-		ir(t, `{metadata: {name: r, namespace: blog}, spec: {virtualhost: {fqdn: blog.example.com}, routes: [{match: /a, delegate: {name: b}}]}}`),
-	)
-	want := []irRoute{{"/a/b", "blog/bb/80", "blog/b"}, {"/a/x", "team-a/ax/80", "team-a/a"}, {"/a", "503", "blog/b"}, {"/", "platform/web/80", "platform/app"}}
-	if diff := cmp.Diff(want, httpRoutes(g, "app.example.com")); diff != "" {
-		t.Errorf("routes (-want +got):\n%s", diff)
+		ir(t, `{metadata: {name: a, namespace: team-a, creationTimestamp: "2026-01-01T00:00:00Z"}, spec: {routes: [{match: /a, delegate: {name: b, namespace: blog}}, {match: /a/x, services: [{name: ax, port: 80}]}]}}`),
+		ir(t, `{metadata: {name: b, namespace: blog, creationTimestamp: "2026-02-01T00:00:00Z"}, spec: {routes: [{match: /a/b, services: [{name: bb, port: 80}]}, {match: /a, delegate: {name: a, namespace: team-a}}]}}`),
 	}
-	wantStatus(t, g, "team-a", "a", StatusValid)
-	wantStatus(t, g, "blog", "b", StatusValid)
+	second := ir(t, `{metadata: {name: r, namespace: blog}, spec: {virtualhost: {fqdn: blog.example.com}, routes: [{match: /a, delegate: {name: b}}]}}`)
+	want := []irRoute{{"/a/x", "team-a/ax/80", "team-a/a"}, {"/a", "503", "team-a/a"}, {"/", "platform/web/80", "platform/app"}}
+	for _, g := range []*Graph{build(objs...), build(append(objs, second)...)} {
+		if diff := cmp.Diff(want, httpRoutes(g, "app.example.com")); diff != "" {
+			t.Errorf("routes (-want +got):\n%s", diff)
+		}
+		wantStatus(t, g, "team-a", "a", StatusValid)
+		wantStatus(t, g, "blog", "b", StatusInvalid, "its delegation closes a cycle: IngressRoute blog/b -> IngressRoute team-a/a -> IngressRoute blog/b")
+	}
 }
 
 // A delegation back up the tree that the prefix rule refuses anyway is not a cycle: it
@@ -460,13 +462,14 @@ spec:
 	wantStatus(t, g, "reviews", "reviews", StatusValid, `route "/reviews/x": not delegated to IngressRoute shop/shop: its route "/" is not under "/reviews/x"`)
 }
 
-// Objects on a cycle that no root reaches are orphaned, like any unreachable vertex.
+// A cycle that no root reaches still makes its newest object invalid (it is wrong on its
+// own terms); the rest are orphaned, like any unreachable vertex.
 func TestIngressRouteUnreachedCycleIsOrphaned(t *testing.T) {
 	g := build(
 		ir(t, `{metadata: {name: a, namespace: c}, spec: {routes: [{match: /a, delegate: {name: a}}, {match: /a/t, delegate: {name: tail}}]}}`),
 		ir(t, `{metadata: {name: tail, namespace: c}, spec: {routes: [{match: /a/t, services: [{name: s, port: 80}]}]}}`),
 	)
-	wantStatus(t, g, "c", "a", StatusOrphaned, "not part of a delegation chain from a root")
+	wantStatus(t, g, "c", "a", StatusInvalid, "its delegation closes a cycle: IngressRoute c/a -> IngressRoute c/a")
 	wantStatus(t, g, "c", "tail", StatusOrphaned, "not part of a delegation chain from a root")
 }
 
