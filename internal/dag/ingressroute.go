@@ -215,8 +215,10 @@ func markDelegationCycles(g *irGraph) {
 	blamed := breakCycles(cycleGraph[*irNode]{
 		nodes: nodes,
 		edges: edges,
-		newer: func(a, b *irNode) bool { return newerObject(a.ref, &a.ir.CreationTimestamp, b.ref, &b.ir.CreationTimestamp) },
-		name:  func(n *irNode) string { return n.ref.String() },
+		newer: func(a, b *irNode) bool {
+			return newerObject(a.ref, &a.ir.CreationTimestamp, b.ref, &b.ir.CreationTimestamp)
+		},
+		name: func(n *irNode) string { return n.ref.String() },
 	})
 	for _, n := range nodes {
 		if cycle, ok := blamed[n]; ok {
