@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
 
 // Store is the set of objects relevant to routing, keyed by namespace/name. It is not safe
@@ -35,6 +36,11 @@ type Store struct {
 	// objects; they are empty when their CRDs are not installed.
 	IngressRoutes             map[types.NamespacedName]*contourv1beta1.IngressRoute
 	TLSCertificateDelegations map[types.NamespacedName]*contourv1beta1.TLSCertificateDelegation
+	// HTTPProxies and ProjectTLSCertificateDelegations are the projectcontour.io/v1
+	// objects; they are empty when their CRDs are not installed. The two kinds of
+	// TLSCertificateDelegation are kept apart: one of each may share a namespace/name.
+	HTTPProxies                      map[types.NamespacedName]*contourv1.HTTPProxy
+	ProjectTLSCertificateDelegations map[types.NamespacedName]*contourv1.TLSCertificateDelegation
 }
 
 // New returns an empty Store.
@@ -50,6 +56,9 @@ func New() *Store {
 
 		IngressRoutes:             map[types.NamespacedName]*contourv1beta1.IngressRoute{},
 		TLSCertificateDelegations: map[types.NamespacedName]*contourv1beta1.TLSCertificateDelegation{},
+
+		HTTPProxies:                      map[types.NamespacedName]*contourv1.HTTPProxy{},
+		ProjectTLSCertificateDelegations: map[types.NamespacedName]*contourv1.TLSCertificateDelegation{},
 	}
 }
 
@@ -95,6 +104,10 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 		s.IngressRoutes[key(o.Namespace, o.Name)] = o
 	case *contourv1beta1.TLSCertificateDelegation:
 		s.TLSCertificateDelegations[key(o.Namespace, o.Name)] = o
+	case *contourv1.HTTPProxy:
+		s.HTTPProxies[key(o.Namespace, o.Name)] = o
+	case *contourv1.TLSCertificateDelegation:
+		s.ProjectTLSCertificateDelegations[key(o.Namespace, o.Name)] = o
 	default:
 		return false
 	}
@@ -130,6 +143,10 @@ func (s *Store) Delete(obj runtime.Object) bool {
 		return deleteKey(s.IngressRoutes, key(o.Namespace, o.Name))
 	case *contourv1beta1.TLSCertificateDelegation:
 		return deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name))
+	case *contourv1.HTTPProxy:
+		return deleteKey(s.HTTPProxies, key(o.Namespace, o.Name))
+	case *contourv1.TLSCertificateDelegation:
+		return deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name))
 	}
 	return false
 }
@@ -160,6 +177,12 @@ func (s *Store) SortedIngresses() []*networkingv1.Ingress {
 // everything derived from them is deterministic.
 func (s *Store) SortedIngressRoutes() []*contourv1beta1.IngressRoute {
 	return sortedByKey(s.IngressRoutes)
+}
+
+// SortedHTTPProxies returns the HTTPProxies ordered by namespace/name, so that
+// everything derived from them is deterministic.
+func (s *Store) SortedHTTPProxies() []*contourv1.HTTPProxy {
+	return sortedByKey(s.HTTPProxies)
 }
 
 // sortedByKey returns the values of m ordered by namespace, then name.
@@ -206,6 +229,9 @@ func (s *Store) Clone() *Store {
 
 		IngressRoutes:             maps.Clone(s.IngressRoutes),
 		TLSCertificateDelegations: maps.Clone(s.TLSCertificateDelegations),
+
+		HTTPProxies:                      maps.Clone(s.HTTPProxies),
+		ProjectTLSCertificateDelegations: maps.Clone(s.ProjectTLSCertificateDelegations),
 	}
 	for k, v := range s.EndpointSlices {
 		c.EndpointSlices[k] = maps.Clone(v)
@@ -213,7 +239,10 @@ func (s *Store) Clone() *Store {
 	return c
 }
 
-// Counts returns how many objects of each kind the store holds.
+// Counts returns how many objects of each kind the store holds. The kinds are named
+// as in manifests, except that projectcontour.io's TLSCertificateDelegation is
+// "TLSCertificateDelegation.projectcontour.io" (kind.group, as schema.GroupKind writes
+// it), the plain name being contour.heptio.com's.
 func (s *Store) Counts() map[string]int {
 	slices := 0
 	for _, m := range s.EndpointSlices {
@@ -223,5 +252,10 @@ func (s *Store) Counts() map[string]int {
 		"Ingress": len(s.Ingresses), "IngressClass": len(s.IngressClasses), "Service": len(s.Services),
 		"Endpoints": len(s.Endpoints), "EndpointSlice": slices, "Secret": len(s.Secrets), "Namespace": len(s.Namespaces),
 		"IngressRoute": len(s.IngressRoutes), "TLSCertificateDelegation": len(s.TLSCertificateDelegations),
+		"HTTPProxy": len(s.HTTPProxies), ProjectTLSCertificateDelegationKind: len(s.ProjectTLSCertificateDelegations),
 	}
 }
+
+// ProjectTLSCertificateDelegationKind is the Counts key of projectcontour.io/v1
+// TLSCertificateDelegations.
+const ProjectTLSCertificateDelegationKind = "TLSCertificateDelegation.projectcontour.io"
