@@ -1,7 +1,9 @@
-// Package contourclient is a typed REST client for the contour.heptio.com/v1beta1 API
-// (IngressRoute and TLSCertificateDelegation). The group has no generated clientset; this
-// is the small part of one that the Kubernetes source, the status writer and the tests
-// use, plus a discovery check for whether the CRDs are installed at all.
+// Package contourclient is a typed REST client for Contour's two API groups:
+// contour.heptio.com/v1beta1 (IngressRoute and TLSCertificateDelegation) and
+// projectcontour.io/v1 (HTTPProxy and TLSCertificateDelegation). Neither group has a
+// generated clientset; this is the small part of one that the Kubernetes source, the
+// status writers and the tests use, plus a discovery check for which of the CRDs are
+// installed at all.
 package contourclient
 
 import (
@@ -9,34 +11,51 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
 
-// The group's resources, as they appear in URLs, RBAC rules and discovery.
+// The groups' resources, as they appear in URLs, RBAC rules and discovery.
 const (
-	ResourceIngressRoutes             = "ingressroutes"
+	ResourceIngressRoutes = "ingressroutes"
+	ResourceHTTPProxies   = "httpproxies"
+	// ResourceTLSCertificateDelegations is the resource of both groups'
+	// TLSCertificateDelegations.
 	ResourceTLSCertificateDelegations = "tlscertificatedelegations"
 )
 
-// NewScheme returns a scheme holding the group's types (and the meta types every group
+// NewScheme returns a scheme holding both groups' types (and the meta types every group
 // registers), for decoding what the API server sends.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := v1beta1.AddToScheme(s); err != nil {
-		panic(err) // static registration; fails only on a programming error
+	for _, add := range []func(*runtime.Scheme) error{v1beta1.AddToScheme, contourv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // static registration; fails only on a programming error
+		}
 	}
 	return s
 }
 
-// RESTConfig returns a copy of cfg set up for the group: its API path and version, JSON,
-// and a serializer that never fails on an IngressRoute (see DecodeErrorAnnotation).
+// RESTConfig returns a copy of cfg set up for contour.heptio.com/v1beta1: its API path
+// and version, JSON, and a serializer that never fails on an IngressRoute (see
+// DecodeErrorAnnotation).
 func RESTConfig(cfg *rest.Config) *rest.Config {
+	return restConfig(cfg, v1beta1.SchemeGroupVersion)
+}
+
+// ProjectRESTConfig is RESTConfig for projectcontour.io/v1, whose serializer never
+// fails on an HTTPProxy.
+func ProjectRESTConfig(cfg *rest.Config) *rest.Config {
+	return restConfig(cfg, contourv1.SchemeGroupVersion)
+}
+
+func restConfig(cfg *rest.Config, gv schema.GroupVersion) *rest.Config {
 	c := rest.CopyConfig(cfg)
-	gv := v1beta1.SchemeGroupVersion
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
 	c.ContentType = runtime.ContentTypeJSON
@@ -48,14 +67,21 @@ func RESTConfig(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// NewREST returns a REST client for the group, for cache.NewListWatchFromClient.
+// NewREST returns a REST client for contour.heptio.com/v1beta1, for
+// cache.NewListWatchFromClient.
 func NewREST(cfg *rest.Config) (*rest.RESTClient, error) {
 	return rest.RESTClientFor(RESTConfig(cfg))
 }
 
-// Client is a typed client of the group.
+// NewProjectREST returns a REST client for projectcontour.io/v1.
+func NewProjectREST(cfg *rest.Config) (*rest.RESTClient, error) {
+	return rest.RESTClientFor(ProjectRESTConfig(cfg))
+}
+
+// Client is a typed client of both groups.
 type Client struct {
-	rest rest.Interface
+	rest    rest.Interface // contour.heptio.com/v1beta1
+	project rest.Interface // projectcontour.io/v1
 }
 
 // New returns a Client for the API server of cfg.
@@ -64,11 +90,18 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rest: r}, nil
+	p, err := NewProjectREST(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rest: r, project: p}, nil
 }
 
-// REST returns the underlying REST client.
+// REST returns the REST client of contour.heptio.com/v1beta1.
 func (c *Client) REST() rest.Interface { return c.rest }
+
+// ProjectREST returns the REST client of projectcontour.io/v1.
+func (c *Client) ProjectREST() rest.Interface { return c.project }
 
 // IngressRoutes returns a client of the IngressRoutes in namespace.
 func (c *Client) IngressRoutes(namespace string) Resource[v1beta1.IngressRoute, *v1beta1.IngressRoute] {
@@ -80,7 +113,19 @@ func (c *Client) TLSCertificateDelegations(namespace string) Resource[v1beta1.TL
 	return Resource[v1beta1.TLSCertificateDelegation, *v1beta1.TLSCertificateDelegation]{rest: c.rest, namespace: namespace, resource: ResourceTLSCertificateDelegations}
 }
 
-// object is a pointer to one of the group's types.
+// HTTPProxies returns a client of the HTTPProxies in namespace. Its UpdateStatus and
+// Patch(..., "status") write the status subresource.
+func (c *Client) HTTPProxies(namespace string) Resource[contourv1.HTTPProxy, *contourv1.HTTPProxy] {
+	return Resource[contourv1.HTTPProxy, *contourv1.HTTPProxy]{rest: c.project, namespace: namespace, resource: ResourceHTTPProxies}
+}
+
+// ProjectTLSCertificateDelegations returns a client of the projectcontour.io/v1
+// TLSCertificateDelegations in namespace.
+func (c *Client) ProjectTLSCertificateDelegations(namespace string) Resource[contourv1.TLSCertificateDelegation, *contourv1.TLSCertificateDelegation] {
+	return Resource[contourv1.TLSCertificateDelegation, *contourv1.TLSCertificateDelegation]{rest: c.project, namespace: namespace, resource: ResourceTLSCertificateDelegations}
+}
+
+// object is a pointer to one of the groups' types.
 type object[T any] interface {
 	*T
 	runtime.Object

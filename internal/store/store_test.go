@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
 
 func meta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
@@ -35,7 +36,7 @@ func TestUpsertDeleteAndClone(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: meta("a", "cfg")}, // not a kind the store keeps
 	})
 	want := map[string]int{"Ingress": 1, "IngressClass": 1, "Service": 1, "Endpoints": 0, "EndpointSlice": 2, "Secret": 1, "Namespace": 1,
-		"IngressRoute": 0, "TLSCertificateDelegation": 0}
+		"IngressRoute": 0, "TLSCertificateDelegation": 0, "HTTPProxy": 0, "TLSCertificateDelegation.projectcontour.io": 0}
 	if diff := cmp.Diff(want, s.Counts()); diff != "" {
 		t.Fatalf("counts (-want +got):\n%s", diff)
 	}
@@ -106,5 +107,67 @@ func TestContourKinds(t *testing.T) {
 	}
 	if got := New().SortedIngressRoutes(); got == nil || len(got) != 0 {
 		t.Errorf("SortedIngressRoutes of an empty store = %#v, want an empty slice", got)
+	}
+}
+
+func TestProjectContourKinds(t *testing.T) {
+	proxy := func(ns, name, fqdn string) *contourv1.HTTPProxy {
+		p := &contourv1.HTTPProxy{ObjectMeta: meta(ns, name)}
+		if fqdn != "" {
+			p.Spec.VirtualHost = &contourv1.VirtualHost{Fqdn: fqdn}
+		}
+		return p
+	}
+	// The two groups' delegations under one namespace/name are different objects.
+	delegation := &contourv1.TLSCertificateDelegation{ObjectMeta: meta("certs", "wildcard")}
+	oldDelegation := &contourv1beta1.TLSCertificateDelegation{ObjectMeta: meta("certs", "wildcard")}
+	s := FromObjects([]runtime.Object{
+		proxy("b", "root", "b.example.com"),
+		proxy("a", "z", ""),
+		proxy("a", "root", "a.example.com"),
+		proxy("b", "root", "replaced.example.com"), // same key: the later one wins
+		delegation, oldDelegation,
+	})
+	counts := func(s *Store) [3]int {
+		c := s.Counts()
+		return [3]int{c["HTTPProxy"], c[ProjectTLSCertificateDelegationKind], c["TLSCertificateDelegation"]}
+	}
+	if got := counts(s); got != [3]int{3, 1, 1} {
+		t.Fatalf("HTTPProxies, projectcontour.io and contour.heptio.com delegations = %v, want 3, 1, 1", got)
+	}
+	var got []string
+	for _, p := range s.SortedHTTPProxies() {
+		got = append(got, p.Namespace+"/"+p.Name)
+	}
+	if diff := cmp.Diff([]string{"a/root", "a/z", "b/root"}, got); diff != "" {
+		t.Errorf("SortedHTTPProxies (-want +got):\n%s", diff)
+	}
+	if fqdn := s.HTTPProxies[types.NamespacedName{Namespace: "b", Name: "root"}].Spec.VirtualHost.Fqdn; fqdn != "replaced.example.com" {
+		t.Errorf("b/root fqdn = %q, want the later object's", fqdn)
+	}
+	wildcard := types.NamespacedName{Namespace: "certs", Name: "wildcard"}
+	if s.ProjectTLSCertificateDelegations[wildcard] != delegation || s.TLSCertificateDelegations[wildcard] != oldDelegation {
+		t.Error("each TLSCertificateDelegation is not stored under its namespace/name, in its group's map")
+	}
+
+	clone := s.Clone()
+	if !s.Delete(proxy("a", "z", "")) || !s.Delete(delegation) {
+		t.Fatal("Delete reported nothing removed")
+	}
+	if s.Delete(proxy("a", "z", "")) || s.Delete(delegation) {
+		t.Error("deleting twice reported a removal")
+	}
+	if got := counts(s); got != [3]int{2, 0, 1} {
+		t.Errorf("after delete = %v, want 2, 0, 1 (the other group's delegation stays)", got)
+	}
+	if got := counts(clone); got != [3]int{3, 1, 1} {
+		t.Errorf("the clone changed with the original: %v", got)
+	}
+	clone.Upsert(proxy("c", "new", ""))
+	if len(s.HTTPProxies) != 2 {
+		t.Error("an upsert into the clone changed the original")
+	}
+	if got := New().SortedHTTPProxies(); got == nil || len(got) != 0 {
+		t.Errorf("SortedHTTPProxies of an empty store = %#v, want an empty slice", got)
 	}
 }
