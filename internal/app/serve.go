@@ -136,6 +136,7 @@ type Server struct {
 	leader      atomic.Pointer[context.Context]
 	writer      *status.IngressWriter
 	routeWriter *status.IngressRouteWriter
+	proxyWriter *status.HTTPProxyWriter
 	events      *status.EventWriter
 	// latest is the newest build for the status writer, which runs apart from
 	// publishing so that slow writes never delay configuration.
@@ -194,6 +195,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	onWrite := func(kind string) { s.metrics.StatusWrites.WithLabelValues(kind).Inc() }
 	s.writer = &status.IngressWriter{Client: client, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.routeWriter = &status.IngressRouteWriter{Client: contour, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
+	s.proxyWriter = &status.HTTPProxyWriter{Client: contour, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.events = status.NewEventWriter(client, opts.Logger)
 	if opts.EmbeddedProxy {
 		s.proxy = proxy.New(proxy.Config{
@@ -422,8 +424,10 @@ func (s *Server) writeStatusLoop(ctx context.Context) {
 		// Writes stop when leadership ends or the process shuts down, whichever is first.
 		writeCtx, cancelWrites := context.WithCancel(*leaderCtx)
 		stopOnShutdown := context.AfterFunc(ctx, cancelWrites)
-		failed := s.writer.Sync(writeCtx, b.store, b.statuses, s.loadBalancer(b.store)) +
-			s.routeWriter.Sync(writeCtx, b.store, b.statuses)
+		lb := s.loadBalancer(b.store)
+		failed := s.writer.Sync(writeCtx, b.store, b.statuses, lb) +
+			s.routeWriter.Sync(writeCtx, b.store, b.statuses) +
+			s.proxyWriter.Sync(writeCtx, b.store, b.statuses, lb)
 		stopOnShutdown()
 		cancelWrites()
 		if failed > 0 {

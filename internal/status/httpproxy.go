@@ -1,13 +1,24 @@
 package status
 
 import (
+	"context"
+	"encoding/json"
+	"log/slog"
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/source/kube"
+	"github.com/portico-dev/portico/internal/store"
 )
 
 // The Valid condition of an HTTPProxy, as HTTPProxy users (and their tooling) read it:
@@ -82,4 +93,91 @@ func sameHTTPProxyStatus(a, b contourv1.HTTPProxyStatus) bool {
 		}
 	}
 	return true
+}
+
+// HTTPProxyWriter writes the status of the HTTPProxies Portico processed (valid, invalid
+// or orphaned), only when it differs from what the API server has, from a few parallel
+// workers. HTTPProxies of another ingress class are left alone.
+type HTTPProxyWriter struct {
+	Client  *contourclient.Client
+	Workers int
+	Logger  *slog.Logger
+	// OnWrite is called after each successful write (for metrics); may be nil.
+	OnWrite func(kind string)
+	// Now is the clock for condition transition times; nil means time.Now.
+	Now func() time.Time
+}
+
+type httpProxyUpdate struct {
+	key  types.NamespacedName
+	want contourv1.HTTPProxyStatus
+}
+
+// Sync makes every processed HTTPProxy's status match its build status and returns how
+// many writes failed. ctx should end when this replica stops leading.
+// Roots also get lb, the addresses the proxy is reached at, as Ingresses do.
+func (w *HTTPProxyWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status, lb []networkingv1.IngressLoadBalancerIngress) int {
+	if w.Client == nil {
+		return 0
+	}
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	var updates []httpProxyUpdate
+	for _, st := range statuses {
+		if st.Object.Kind != dag.KindHTTPProxy || st.Status == dag.StatusIgnored {
+			continue
+		}
+		key := types.NamespacedName{Namespace: st.Object.Namespace, Name: st.Object.Name}
+		p := s.HTTPProxies[key]
+		if p == nil {
+			continue
+		}
+		want := HTTPProxyStatus(st, p.Generation, p.Status, now())
+		want.LoadBalancer = corev1.LoadBalancerStatus{}
+		if st.Root && st.Status == dag.StatusValid {
+			want.LoadBalancer = serviceLoadBalancer(lb)
+		}
+		if !sameHTTPProxyStatus(p.Status, want) || !equality.Semantic.DeepEqual(p.Status.LoadBalancer, want.LoadBalancer) {
+			updates = append(updates, httpProxyUpdate{key, want})
+		}
+	}
+	return writeAll(ctx, w.Workers, updates, w.write)
+}
+
+// write replaces the status with a merge patch of the status subresource (conditions are
+// a list, which a merge patch replaces whole).
+func (w *HTTPProxyWriter) write(ctx context.Context, u httpProxyUpdate) bool {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"currentStatus": u.want.CurrentStatus, "description": u.want.Description, "conditions": u.want.Conditions,
+		"loadBalancer": u.want.LoadBalancer,
+	}})
+	if err != nil {
+		w.Logger.Error("encoding HTTPProxy status", "httpproxy", u.key.String(), "err", err)
+		return true
+	}
+	_, err = w.Client.HTTPProxies(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
+	if err != nil {
+		if apierrors.IsNotFound(err) || ctx.Err() != nil {
+			return true
+		}
+		w.Logger.Warn("writing HTTPProxy status; will retry", "httpproxy", u.key.String(), "err", err)
+		return false
+	}
+	if w.OnWrite != nil {
+		w.OnWrite(dag.KindHTTPProxy)
+	}
+	return true
+}
+
+// serviceLoadBalancer converts Ingress load-balancer addresses to the Service form that
+// HTTPProxy status uses.
+func serviceLoadBalancer(lb []networkingv1.IngressLoadBalancerIngress) corev1.LoadBalancerStatus {
+	var out corev1.LoadBalancerStatus
+	for _, in := range lb {
+		out.Ingress = append(out.Ingress, corev1.LoadBalancerIngress{IP: in.IP, Hostname: in.Hostname})
+	}
+	return out
 }
