@@ -490,7 +490,8 @@ func (b *builder) alsoUnderWildcardCertificates(vh *VirtualHost) {
 	// The only wildcard that covers a name is "*" followed by the name without its
 	// first label.
 	// Each host is added once: a host has one root, and Ingress hosts are never roots'.
-	if svh := b.svhosts["*"+vh.Name[dot:]]; svh != nil {
+	// A wildcard whose connections are TCP-proxied has no routes to stand in for.
+	if svh := b.svhosts["*"+vh.Name[dot:]]; svh != nil && svh.TCPProxy == nil {
 		svh.Also = append(svh.Also, vh)
 		b.alsoChanged = true
 	}
