@@ -8,7 +8,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -25,6 +29,11 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 		LbPolicy:       lbPolicy(c.LoadBalancer),
 		HealthChecks:   healthChecks(c.HealthCheck),
 	}
+	if po := httpProtocolOptions(c); po != nil {
+		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{HTTPProtocolOptionsName: mustAny(po)}
+	}
+	out.TransportSocket = upstreamTLS(c)
+	out.OutlierDetection = outlierDetection(c.Outlier)
 	if c.ExternalName != "" {
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
@@ -37,6 +46,91 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 	}
 	out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 	out.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource(), ServiceName: c.Name}
+	return out
+}
+
+// HTTPProtocolOptionsName is the key of a cluster's HTTP protocol options in
+// typed_extension_protocol_options.
+const HTTPProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+
+// httpProtocolOptions says how the proxy speaks HTTP to the endpoints: HTTP/2 for "h2c"
+// and "h2", and the upstream connections' idle timeout. Nil means Envoy's defaults
+// (HTTP/1.1, a one-hour idle timeout). HttpProtocolOptions requires an upstream protocol,
+// so a timeout alone comes with an explicit HTTP/1.1.
+func httpProtocolOptions(c *dag.Cluster) *httpv3.HttpProtocolOptions {
+	h2 := c.Protocol == "h2c" || c.Protocol == "h2"
+	if !h2 && c.IdleConnectionTimeout == nil {
+		return nil
+	}
+	explicit := &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+		ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &corev3.Http1ProtocolOptions{}},
+	}
+	if h2 {
+		explicit.ProtocolConfig = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}}
+	}
+	out := &httpv3.HttpProtocolOptions{
+		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: explicit},
+	}
+	if d := c.IdleConnectionTimeout; d != nil {
+		out.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(*d)}
+	}
+	return out
+}
+
+// upstreamTLS encrypts the connections to the endpoints of "h2" and "tls" clusters,
+// offering only the protocol the cluster speaks by ALPN. With UpstreamValidation the
+// endpoint's certificate must chain to its CA and carry one of its subject names (the
+// first is sent as SNI); without it the connection is encrypted but not verified and no
+// SNI is sent. Other protocols are clear text: UpstreamValidation is ignored then.
+func upstreamTLS(c *dag.Cluster) *corev3.TransportSocket {
+	var alpn string
+	switch c.Protocol {
+	case "h2":
+		alpn = "h2"
+	case "tls":
+		alpn = "http/1.1"
+	default:
+		return nil
+	}
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{alpn}}}
+	if v := c.UpstreamValidation; v != nil {
+		if len(v.SubjectNames) > 0 {
+			ctx.Sni = v.SubjectNames[0]
+		}
+		vc := &tlsv3.CertificateValidationContext{
+			TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: v.CACert}},
+		}
+		for _, name := range v.SubjectNames {
+			vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, &tlsv3.SubjectAltNameMatcher{
+				SanType: tlsv3.SubjectAltNameMatcher_DNS,
+				Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: name}},
+			})
+		}
+		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
+	}
+	return &corev3.TransportSocket{
+		Name:       wellknown.TransportSocketTls,
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
+	}
+}
+
+// outlierDetection ejects endpoints that keep answering 5xx. A zero duration is left
+// unset (Envoy's default: 10s interval, 30s base ejection time), as Envoy refuses 0s; the
+// percentage is at most 100.
+func outlierDetection(o *dag.OutlierDetection) *clusterv3.OutlierDetection {
+	if o == nil {
+		return nil
+	}
+	out := &clusterv3.OutlierDetection{
+		Consecutive_5Xx:    wrapperspb.UInt32(o.Consecutive5xx),
+		MaxEjectionPercent: wrapperspb.UInt32(min(o.MaxEjectionPercent, 100)),
+	}
+	if o.Interval > 0 {
+		out.Interval = durationpb.New(o.Interval)
+	}
+	if o.BaseEjectionTime > 0 {
+		out.BaseEjectionTime = durationpb.New(o.BaseEjectionTime)
+	}
 	return out
 }
 
@@ -54,30 +148,45 @@ func lbPolicy(lb dag.LoadBalancer) clusterv3.Cluster_LbPolicy {
 	return clusterv3.Cluster_ROUND_ROBIN
 }
 
-// healthChecks translates an active HTTP health check. no_traffic_interval is the
-// interval too: Envoy would otherwise check a cluster that has not had traffic yet only
-// once a minute, and a bad endpoint would get the first requests.
+// healthChecks translates an active health check: an HTTP GET, or a TCP connection
+// alone. no_traffic_interval is the interval too: Envoy would otherwise check a cluster
+// that has not had traffic yet only once a minute, and a bad endpoint would get the first
+// requests.
 func healthChecks(hc *dag.HealthCheck) []*corev3.HealthCheck {
 	if hc == nil {
 		return nil
 	}
-	return []*corev3.HealthCheck{{
+	out := &corev3.HealthCheck{
 		Timeout:            durationpb.New(hc.Timeout),
 		Interval:           durationpb.New(hc.Interval),
 		NoTrafficInterval:  durationpb.New(hc.Interval),
 		UnhealthyThreshold: wrapperspb.UInt32(hc.UnhealthyThreshold),
 		HealthyThreshold:   wrapperspb.UInt32(hc.HealthyThreshold),
-		HealthChecker: &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{
-			Path:              hc.Path,
-			Host:              hc.Host,
-			RetriableStatuses: countedFailures(),
-		}},
-	}}
+	}
+	if hc.TCP {
+		out.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{}}
+		return []*corev3.HealthCheck{out}
+	}
+	check := &corev3.HealthCheck_HttpHealthCheck{
+		Path:              hc.Path,
+		Host:              hc.Host,
+		RetriableStatuses: countedFailures(),
+	}
+	for _, r := range hc.ExpectedStatuses {
+		check.ExpectedStatuses = append(check.ExpectedStatuses, &typev3.Int64Range{Start: r.Start, End: r.End})
+	}
+	out.HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: check}
+	return []*corev3.HealthCheck{out}
 }
 
 // countedFailures are the check answers that count towards unhealthy_threshold: every
 // status but 503, which seed 003 says takes an endpoint out at once (Envoy would
 // otherwise take it out on the first non-200 answer). Ranges are [start, end).
+//
+// They stay the same when the check lists its own expected statuses: Envoy (and the
+// embedded proxy) look an answer up in expected_statuses first, so an expected status is
+// a success even inside these ranges (a 503 too, when listed), and every other answer
+// keeps the meaning above.
 func countedFailures() []*typev3.Int64Range {
 	return []*typev3.Int64Range{{Start: 100, End: 503}, {Start: 504, End: 600}}
 }

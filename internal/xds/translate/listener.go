@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"strings"
+
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -8,6 +10,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
 	"google.golang.org/protobuf/proto"
@@ -20,14 +23,27 @@ import (
 // ServerName is the Server header the data plane sends.
 const ServerName = "portico"
 
-// mustAny packs a message whose type is known at compile time; packing can only fail for
-// a nil message, which would be a bug here.
+// mustAny validates and packs a message whose type is known at compile time. A resource's
+// ValidateAll does not look inside the Any, so the packed message is validated here; an
+// invalid one is a translator bug, which Translate recovers and reports as an error, as it
+// does for an invalid resource. Packing itself can only fail for a nil message.
 func mustAny(m proto.Message) *anypb.Any {
+	if v, ok := m.(validatable); ok {
+		if err := v.ValidateAll(); err != nil {
+			panic(invalidPacked{msg: m, err: err})
+		}
+	}
 	a, err := anypb.New(m)
 	if err != nil {
 		panic(err)
 	}
 	return a
+}
+
+// invalidPacked is mustAny's panic value for a message that does not validate.
+type invalidPacked struct {
+	msg proto.Message
+	err error
 }
 
 // adsSource is the config source of every dynamic resource: the aggregated stream.
@@ -56,7 +72,9 @@ func httpListener(addr hostPort, opts Options) *listenerv3.Listener {
 }
 
 // httpsListener has one filter chain per server name so that the certificate, the TLS
-// settings and the routes all follow the SNI the client sent.
+// settings and the routes all follow the SNI the client sent. A TCP-proxied host's chain
+// has the tcp_proxy filter instead of the HTTP connection manager, and, for TLS
+// passthrough, no transport socket: the encrypted bytes go to the upstream as they came.
 func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost, opts Options) *listenerv3.Listener {
 	l := &listenerv3.Listener{
 		Name:    ListenerHTTPS,
@@ -67,25 +85,96 @@ func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost, opts Options) 
 		}},
 	}
 	for _, svh := range hosts {
-		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+		fc := &listenerv3.FilterChain{
 			Name:             svh.Name,
 			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svh.Name}},
-			TransportSocket:  downstreamTLS(svh),
-			Filters:          []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS(svh.Name), opts)},
-		})
+		}
+		switch {
+		case svh.TCPProxy != nil && len(svh.TCPProxy.Clusters) == 0:
+			// Nowhere to send the bytes (the builder does not produce this): no chain,
+			// so the connection is closed.
+			continue
+		case svh.TCPProxy != nil && svh.Passthrough:
+			fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
+		case svh.Secret == nil:
+			// Only a passthrough host has no certificate; anything else without one
+			// cannot be served (the builder does not produce it).
+			continue
+		case svh.TCPProxy != nil:
+			fc.TransportSocket = downstreamTLS(svh, nil)
+			fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
+		default:
+			fc.TransportSocket = downstreamTLS(svh, []string{"h2", "http/1.1"})
+			fc.Filters = []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS(svh.Name), opts)}
+		}
+		l.FilterChains = append(l.FilterChains, fc)
 	}
 	return l
 }
 
-func downstreamTLS(svh *dag.SecureVirtualHost) *corev3.TransportSocket {
+// servesHTTP reports whether a secure virtual host's connections are HTTP requests
+// routed by its route configuration (not a TCP stream), with a certificate: whether its
+// filter chain names the route configuration https/<name>.
+func servesHTTP(svh *dag.SecureVirtualHost) bool {
+	return svh.TCPProxy == nil && svh.Secret != nil
+}
+
+// terminatesTLS reports whether a secure virtual host's filter chain presents its
+// certificate: whether the chain refers to the SDS secret.
+func terminatesTLS(svh *dag.SecureVirtualHost) bool {
+	if svh.Secret == nil {
+		return false
+	}
+	if svh.TCPProxy != nil {
+		return !svh.Passthrough && len(svh.TCPProxy.Clusters) > 0
+	}
+	return true
+}
+
+// tcpProxy sends the connection's bytes to the host's cluster, or to one of its clusters
+// by weight. TCP weights must be at least 1: a cluster of weight 0 is left out (it would
+// get no connections), and when every weight is 0 they all get 1 (an even split).
+func tcpProxy(svh *dag.SecureVirtualHost) *listenerv3.Filter {
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: tcpStatPrefix(svh.Name)}
+	var clusters []*tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight
+	for _, wc := range svh.TCPProxy.Clusters {
+		if wc.Weight > 0 {
+			clusters = append(clusters, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: wc.Cluster.Name, Weight: wc.Weight})
+		}
+	}
+	if len(clusters) == 0 {
+		for _, wc := range svh.TCPProxy.Clusters {
+			clusters = append(clusters, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: wc.Cluster.Name, Weight: 1})
+		}
+	}
+	if len(clusters) == 1 {
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: clusters[0].Name}
+	} else {
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: &tcpproxyv3.TcpProxy_WeightedCluster{Clusters: clusters}}
+	}
+	return &listenerv3.Filter{
+		Name:       wellknown.TCPProxy,
+		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(tp)},
+	}
+}
+
+// tcpStatPrefix is "tcp_" and the server name with its dots as underscores and a
+// wildcard spelled out: "tcp_db_example_com", "tcp_wildcard_example_com".
+func tcpStatPrefix(name string) string {
+	return "tcp_" + strings.NewReplacer("*", "wildcard", ".", "_").Replace(name)
+}
+
+// downstreamTLS terminates TLS with the host's certificate, offering alpn (none for a TCP
+// stream: the client must not believe it speaks HTTP to the proxy).
+func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string) *corev3.TransportSocket {
 	ctx := &tlsv3.DownstreamTlsContext{
 		CommonTlsContext: &tlsv3.CommonTlsContext{
 			TlsParams: &tlsv3.TlsParameters{
 				TlsMinimumProtocolVersion: minTLSVersion(svh.MinTLSVersion),
-				TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
+				TlsMaximumProtocolVersion: maxTLSVersion(svh.MaxTLSVersion),
 			},
 			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: svh.Secret.Name, SdsConfig: adsSource()}},
-			AlpnProtocols:                  []string{"h2", "http/1.1"},
+			AlpnProtocols:                  alpn,
 		},
 	}
 	return &corev3.TransportSocket{
@@ -103,6 +192,14 @@ func minTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
 	default:
 		return tlsv3.TlsParameters_TLSv1_2
 	}
+}
+
+// maxTLSVersion is TLSv1_3 unless "1.2" is asked for.
+func maxTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
+	if v == "1.2" {
+		return tlsv3.TlsParameters_TLSv1_2
+	}
+	return tlsv3.TlsParameters_TLSv1_3
 }
 
 // httpConnectionManager configures the edge behaviour: Portico is the first proxy a

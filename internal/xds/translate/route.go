@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
@@ -92,15 +93,24 @@ func virtualHost(vh *dag.VirtualHost, fallback *dag.VirtualHost, opts Options) *
 const maxRouteNameLen = 200
 
 // routeName names a route after the object that declared it and its path condition:
-// "ingress/default/web:prefix:/api", "ingressroute/team/app:exact:/health". It is stable
-// across rebuilds and bounded by the number of routes the objects declare, so it can
-// label metrics.
+// "ingress/default/web:prefix:/api", "ingressroute/team/app:exact:/health",
+// "httpproxy/team/app:regex:/v[0-9]+/.*". A route with header or query conditions gets a
+// hash of them ("httpproxy/team/app:prefix:/api?h=1a2b3c4d"), so that two routes of one
+// path that differ only in their conditions have different names. It is stable across
+// rebuilds and bounded by the number of routes the objects declare, so it can label
+// metrics.
 func routeName(r *dag.Route) string {
 	kind := "prefix"
-	if r.Path.Kind == dag.PathExact {
+	switch r.Path.Kind {
+	case dag.PathExact:
 		kind = "exact"
+	case dag.PathRegex:
+		kind = "regex"
 	}
 	name := kind + ":" + r.Path.Value
+	if len(r.Headers) > 0 || len(r.Query) > 0 {
+		name += fmt.Sprintf("?h=%08x", conditionsHash(r))
+	}
 	if src := r.Source; src.Kind != "" {
 		name = strings.ToLower(src.Kind) + "/" + src.Namespace + "/" + src.Name + ":" + name
 	}
@@ -116,6 +126,47 @@ func routeName(r *dag.Route) string {
 		name = fmt.Sprintf("%s~%08x", name[:cut], h.Sum32())
 	}
 	return name
+}
+
+// conditionsHash is a short hash of a route's header and query conditions. They all must
+// hold, so their order does not matter: each is written out unambiguously (quoted
+// strings), and the lines are sorted before hashing.
+func conditionsHash(r *dag.Route) uint32 {
+	lines := make([]string, 0, len(r.Headers)+len(r.Query))
+	for _, m := range r.Headers {
+		lines = append(lines, fmt.Sprintf("header %q %s %q invert=%t ignorecase=%t missingempty=%t",
+			m.Name, matchKindName(m.Kind), m.Value, m.Invert, m.IgnoreCase, m.TreatMissingAsEmpty))
+	}
+	for _, m := range r.Query {
+		lines = append(lines, fmt.Sprintf("query %q %s %q ignorecase=%t", m.Name, matchKindName(m.Kind), m.Value, m.IgnoreCase))
+	}
+	slices.Sort(lines)
+	h := fnv.New32a()
+	for _, l := range lines {
+		_, _ = h.Write([]byte(l))
+		_, _ = h.Write([]byte{'\n'})
+	}
+	return h.Sum32()
+}
+
+// matchKindName spells a string match kind out, so that route names do not depend on
+// the order of the constants.
+func matchKindName(k dag.StringMatchKind) string {
+	switch k {
+	case dag.MatchPresent:
+		return "present"
+	case dag.MatchExact:
+		return "exact"
+	case dag.MatchPrefix:
+		return "prefix"
+	case dag.MatchSuffix:
+		return "suffix"
+	case dag.MatchContains:
+		return "contains"
+	case dag.MatchRegex:
+		return "regex"
+	}
+	return "kind" + strconv.Itoa(int(k))
 }
 
 // uniqueRouteNames suffixes "#2", "#3"... to a name already used in the same virtual
@@ -148,18 +199,148 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 	out := make([]*routev3.Route, 0, len(vh.Routes))
 	for _, r := range vh.Routes {
 		m := routeMatch(r.Path)
+		for _, h := range r.Headers {
+			m.Headers = append(m.Headers, headerMatcher(h))
+		}
+		for _, q := range r.Query {
+			m.QueryParameters = append(m.QueryParameters, queryMatcher(q))
+		}
 		if host != nil {
 			m.Headers = append(m.Headers, host)
 		}
-		out = append(out, &routev3.Route{Name: routeName(r), Match: m})
-		switch last := out[len(out)-1]; {
+		rt := &routev3.Route{Name: routeName(r), Match: m}
+		rt.RequestHeadersToAdd, rt.RequestHeadersToRemove, _ = headersPolicy(r.RequestHeaders, true)
+		rt.ResponseHeadersToAdd, rt.ResponseHeadersToRemove, _ = headersPolicy(r.ResponseHeaders, false)
+		switch {
 		case r.HTTPSRedirect:
-			last.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(opts)}
+			rt.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(opts)}
+		case r.Redirect != nil:
+			rt.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect)}
 		case r.DirectStatus != 0:
-			last.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: r.DirectStatus}}
+			rt.Action = &routev3.Route_DirectResponse{DirectResponse: directResponse(r)}
 		default:
-			last.Action = &routev3.Route_Route{Route: routeAction(r)}
+			rt.Action = &routev3.Route_Route{Route: routeAction(r)}
 		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// headerMatcher translates a header condition. Envoy refuses ignore_case on a safe_regex
+// string matcher (it would have no effect), so a case-insensitive regex gets the RE2 flag
+// "(?i)" instead.
+func headerMatcher(h dag.HeaderMatch) *routev3.HeaderMatcher {
+	out := &routev3.HeaderMatcher{Name: h.Name, InvertMatch: h.Invert, TreatMissingHeaderAsEmpty: h.TreatMissingAsEmpty}
+	if h.Kind == dag.MatchPresent {
+		out.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+	} else {
+		out.HeaderMatchSpecifier = &routev3.HeaderMatcher_StringMatch{StringMatch: stringMatcher(h.Kind, h.Value, h.IgnoreCase)}
+	}
+	return out
+}
+
+// queryMatcher translates a query parameter condition, as headerMatcher does.
+func queryMatcher(q dag.QueryMatch) *routev3.QueryParameterMatcher {
+	out := &routev3.QueryParameterMatcher{Name: q.Name}
+	if q.Kind == dag.MatchPresent {
+		out.QueryParameterMatchSpecifier = &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}
+	} else {
+		out.QueryParameterMatchSpecifier = &routev3.QueryParameterMatcher_StringMatch{StringMatch: stringMatcher(q.Kind, q.Value, q.IgnoreCase)}
+	}
+	return out
+}
+
+func stringMatcher(kind dag.StringMatchKind, value string, ignoreCase bool) *matcherv3.StringMatcher {
+	out := &matcherv3.StringMatcher{IgnoreCase: ignoreCase}
+	switch kind {
+	case dag.MatchPrefix:
+		out.MatchPattern = &matcherv3.StringMatcher_Prefix{Prefix: value}
+	case dag.MatchSuffix:
+		out.MatchPattern = &matcherv3.StringMatcher_Suffix{Suffix: value}
+	case dag.MatchContains:
+		out.MatchPattern = &matcherv3.StringMatcher_Contains{Contains: value}
+	case dag.MatchRegex:
+		if ignoreCase {
+			value = "(?i)" + value
+		}
+		out.IgnoreCase = false
+		out.MatchPattern = &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: value}}
+	default:
+		out.MatchPattern = &matcherv3.StringMatcher_Exact{Exact: value}
+	}
+	return out
+}
+
+// headersPolicy translates header changes. Set values replace any existing value
+// (OVERWRITE_IF_EXISTS_OR_ADD). Envoy refuses to add or remove Host or a pseudo-header
+// (":path") in these lists (":-prefixed or host headers may not be modified"), which
+// would refuse the whole route configuration: a request Host is returned as the host
+// to rewrite to (host_rewrite_literal) instead, and the others are left out (the builder
+// is expected to refuse them).
+func headersPolicy(p *dag.HeadersPolicy, request bool) (add []*corev3.HeaderValueOption, remove []string, host string) {
+	if p == nil {
+		return nil, nil, ""
+	}
+	for _, h := range p.Set {
+		if strings.EqualFold(h.Name, "host") {
+			if request {
+				host = h.Value
+			}
+			continue
+		}
+		if strings.HasPrefix(h.Name, ":") {
+			continue
+		}
+		add = append(add, &corev3.HeaderValueOption{
+			Header:       &corev3.HeaderValue{Key: h.Name, Value: h.Value},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		})
+	}
+	for _, name := range p.Remove {
+		if strings.EqualFold(name, "host") || strings.HasPrefix(name, ":") {
+			continue
+		}
+		remove = append(remove, name)
+	}
+	return add, remove, host
+}
+
+// hasHeadersPolicy reports whether a destination changes headers of its own.
+func hasHeadersPolicy(wc *dag.WeightedCluster) bool {
+	nonEmpty := func(p *dag.HeadersPolicy) bool { return p != nil && (len(p.Set) > 0 || len(p.Remove) > 0) }
+	return nonEmpty(wc.RequestHeaders) || nonEmpty(wc.ResponseHeaders)
+}
+
+// redirect answers with a redirect; an empty field keeps the request's value.
+func redirect(rd *dag.Redirect) *routev3.RedirectAction {
+	out := &routev3.RedirectAction{
+		HostRedirect: rd.Hostname,
+		PortRedirect: rd.Port,
+		ResponseCode: routev3.RedirectAction_MOVED_PERMANENTLY,
+	}
+	if rd.StatusCode == 302 {
+		out.ResponseCode = routev3.RedirectAction_FOUND
+	}
+	switch rd.Scheme {
+	case "":
+	case "https":
+		out.SchemeRewriteSpecifier = &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true}
+	default:
+		out.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: rd.Scheme}
+	}
+	switch {
+	case rd.Path != "":
+		out.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: rd.Path}
+	case rd.Prefix != "":
+		out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: rd.Prefix}
+	}
+	return out
+}
+
+func directResponse(r *dag.Route) *routev3.DirectResponseAction {
+	out := &routev3.DirectResponseAction{Status: r.DirectStatus}
+	if r.DirectBody != "" {
+		out.Body = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: r.DirectBody}}
 	}
 	return out
 }
@@ -177,9 +358,12 @@ func httpsRedirect(opts Options) *routev3.RedirectAction {
 // routeMatch maps a path condition. Element-wise prefixes use Envoy's
 // path_separated_prefix, which matches the value itself or the value followed by "/";
 // the prefix "/" matches everything and is a plain prefix. String prefixes (IngressRoute)
-// are Envoy's plain prefix of the same value.
+// are Envoy's plain prefix of the same value; regular expressions are safe_regex (RE2,
+// matching the whole path).
 func routeMatch(p dag.PathMatch) *routev3.RouteMatch {
 	switch {
+	case p.Kind == dag.PathRegex:
+		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: p.Value}}}
 	case p.Kind == dag.PathExact:
 		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: p.Value}}
 	case p.Kind == dag.PathStringPrefix:
@@ -191,19 +375,38 @@ func routeMatch(p dag.PathMatch) *routev3.RouteMatch {
 	}
 }
 
+// routeAction forwards to the route's clusters. A single cluster is named directly unless
+// it changes headers of its own: those live on a weighted cluster entry, so it is then a
+// weighted_clusters of one (weight 1 if its weight is 0).
 func routeAction(r *dag.Route) *routev3.RouteAction {
 	ra := &routev3.RouteAction{PrefixRewrite: r.PrefixRewrite}
-	if len(r.Clusters) == 1 {
+	if len(r.Clusters) == 1 && !hasHeadersPolicy(r.Clusters[0]) {
 		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: r.Clusters[0].Cluster.Name}
 	} else {
 		wc := &routev3.WeightedCluster{}
 		for _, c := range r.Clusters {
-			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{
-				Name:   c.Cluster.Name,
-				Weight: wrapperspb.UInt32(c.Weight),
-			})
+			weight := c.Weight
+			if len(r.Clusters) == 1 && weight == 0 {
+				weight = 1
+			}
+			cw := &routev3.WeightedCluster_ClusterWeight{Name: c.Cluster.Name, Weight: wrapperspb.UInt32(weight)}
+			var host string
+			cw.RequestHeadersToAdd, cw.RequestHeadersToRemove, host = headersPolicy(c.RequestHeaders, true)
+			cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove, _ = headersPolicy(c.ResponseHeaders, false)
+			if host != "" {
+				cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: host}
+			}
+			wc.Clusters = append(wc.Clusters, cw)
 		}
 		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+	}
+	// HostRewrite wins over a Host set among the route's request headers.
+	host := r.HostRewrite
+	if host == "" {
+		_, _, host = headersPolicy(r.RequestHeaders, true)
+	}
+	if host != "" {
+		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: host}
 	}
 	if t := r.Timeouts; t != nil {
 		if t.Request != nil {
@@ -214,7 +417,13 @@ func routeAction(r *dag.Route) *routev3.RouteAction {
 		}
 	}
 	ra.RetryPolicy = retryPolicy(r.Retry)
-	if hashesClient(r) {
+	if r.Websocket {
+		ra.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket"}}
+	}
+	switch {
+	case len(r.HashPolicies) > 0:
+		ra.HashPolicy = hashPolicies(r.HashPolicies)
+	case hashesClient(r):
 		ra.HashPolicy = []*routev3.RouteAction_HashPolicy{{
 			PolicySpecifier: &routev3.RouteAction_HashPolicy_ConnectionProperties_{
 				ConnectionProperties: &routev3.RouteAction_HashPolicy_ConnectionProperties{SourceIp: true},
@@ -224,15 +433,51 @@ func routeAction(r *dag.Route) *routev3.RouteAction {
 	return ra
 }
 
+// hashPolicies translates a route's own hash policies, in order. They replace the
+// client-address hash that consistent-hashing clusters otherwise get.
+func hashPolicies(hps []dag.HashPolicy) []*routev3.RouteAction_HashPolicy {
+	out := make([]*routev3.RouteAction_HashPolicy, 0, len(hps))
+	for _, hp := range hps {
+		p := &routev3.RouteAction_HashPolicy{Terminal: hp.Terminal}
+		switch {
+		case hp.Header != "":
+			p.PolicySpecifier = &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{HeaderName: hp.Header}}
+		case hp.QueryParameter != "":
+			p.PolicySpecifier = &routev3.RouteAction_HashPolicy_QueryParameter_{QueryParameter: &routev3.RouteAction_HashPolicy_QueryParameter{Name: hp.QueryParameter}}
+		case hp.SourceIP:
+			p.PolicySpecifier = &routev3.RouteAction_HashPolicy_ConnectionProperties_{ConnectionProperties: &routev3.RouteAction_HashPolicy_ConnectionProperties{SourceIp: true}}
+		case hp.Cookie != "":
+			c := &routev3.RouteAction_HashPolicy_Cookie{Name: hp.Cookie, Path: hp.CookiePath}
+			if hp.CookieTTL > 0 {
+				c.Ttl = durationpb.New(hp.CookieTTL)
+			}
+			p.PolicySpecifier = &routev3.RouteAction_HashPolicy_Cookie_{Cookie: c}
+		default:
+			// A policy with nothing to hash on would be refused (policy_specifier is
+			// required): the builder sets exactly one field, so this is never reached.
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // retryPolicy retries the listed status codes. When 502, 503 and 504 are all listed,
 // "gateway-error" also retries what the proxy itself would answer with them: connection
-// failures, resets and per-try timeouts.
+// failures, resets and per-try timeouts. Explicit conditions (RetryOn, HTTPProxy) are used
+// as they are instead, with "retriable-status-codes" added when status codes are listed.
 func retryPolicy(rp *dag.RetryPolicy) *routev3.RetryPolicy {
 	if rp == nil {
 		return nil
 	}
 	retryOn := "retriable-status-codes"
-	if slices.Contains(rp.OnStatusCodes, 502) && slices.Contains(rp.OnStatusCodes, 503) && slices.Contains(rp.OnStatusCodes, 504) {
+	switch {
+	case len(rp.RetryOn) > 0:
+		retryOn = strings.Join(rp.RetryOn, ",")
+		if len(rp.OnStatusCodes) > 0 && !slices.Contains(rp.RetryOn, "retriable-status-codes") {
+			retryOn += ",retriable-status-codes"
+		}
+	case slices.Contains(rp.OnStatusCodes, 502) && slices.Contains(rp.OnStatusCodes, 503) && slices.Contains(rp.OnStatusCodes, 504):
 		retryOn = "gateway-error," + retryOn
 	}
 	out := &routev3.RetryPolicy{

@@ -92,10 +92,16 @@ type validatable interface{ ValidateAll() error }
 
 // Translate converts g. It fails only if a generated resource does not validate, or on
 // a translator bug, which is reported as an error rather than crashing the process: the
-// caller keeps the last good configuration serving.
+// caller keeps the last good configuration serving. Validation covers the messages packed
+// in typed configs too (the HCM, TLS contexts, tcp_proxy, HTTP protocol options), which a
+// resource's ValidateAll does not look into: mustAny validates them as it packs them.
 func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if inv, ok := r.(invalidPacked); ok {
+				res, err = nil, fmt.Errorf("translator produced an invalid %T: %w", inv.msg, inv.err)
+				return
+			}
 			res, err = nil, fmt.Errorf("translator bug (please report it): %v", r)
 		}
 	}()
@@ -118,8 +124,10 @@ func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 		res.Listeners = append(res.Listeners, httpsListener(httpsAddr, g.HTTPS, opts))
 		secrets := map[string]bool{}
 		for _, svh := range g.HTTPS {
-			res.Routes = append(res.Routes, httpsRouteConfig(svh, opts))
-			if !secrets[svh.Secret.Name] {
+			if servesHTTP(svh) {
+				res.Routes = append(res.Routes, httpsRouteConfig(svh, opts))
+			}
+			if terminatesTLS(svh) && !secrets[svh.Secret.Name] {
 				secrets[svh.Secret.Name] = true
 				res.Secrets = append(res.Secrets, secret(svh.Secret))
 			}
