@@ -124,6 +124,9 @@ func outlierDetection(o *dag.OutlierDetection) *clusterv3.OutlierDetection {
 	out := &clusterv3.OutlierDetection{
 		Consecutive_5Xx:    wrapperspb.UInt32(o.Consecutive5xx),
 		MaxEjectionPercent: wrapperspb.UInt32(min(o.MaxEjectionPercent, 100)),
+		// Envoy's success-rate detector is on by default; failurePolicy asks for the
+		// consecutive-5xx detector only.
+		EnforcingSuccessRate: wrapperspb.UInt32(0),
 	}
 	if o.Interval > 0 {
 		out.Interval = durationpb.New(o.Interval)

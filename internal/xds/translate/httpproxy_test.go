@@ -66,7 +66,7 @@ func TestRegexPathHeaderAndQueryConditions(t *testing.T) {
 		PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/v[0-9]+/.*"}},
 		Headers: []*routev3.HeaderMatcher{
 			{Name: "x-present", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}},
-			{Name: "x-absent", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}, InvertMatch: true},
+			{Name: "x-absent", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: false}},
 			{Name: "x-exact", HeaderMatchSpecifier: strMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "a"}})},
 			{Name: "x-notexact", HeaderMatchSpecifier: strMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "b"}}), InvertMatch: true, TreatMissingHeaderAsEmpty: true},
 			{Name: "x-prefix", HeaderMatchSpecifier: strMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "Pre"}, IgnoreCase: true})},
@@ -362,6 +362,7 @@ func TestRouteHashPolicies(t *testing.T) {
 		{SourceIP: true},
 		{Cookie: "affinity", CookieTTL: time.Hour, CookiePath: "/app"},
 		{Cookie: "plain"},
+		{Cookie: "session", CookieGenerate: true, CookiePath: "/"},
 		{}, // nothing to hash on: left out
 	}
 	got := translateHost(t, Options{}, r)[0].GetRoute().GetHashPolicy()
@@ -372,6 +373,8 @@ func TestRouteHashPolicies(t *testing.T) {
 		{PolicySpecifier: &routev3.RouteAction_HashPolicy_ConnectionProperties_{ConnectionProperties: &routev3.RouteAction_HashPolicy_ConnectionProperties{SourceIp: true}}},
 		{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "affinity", Ttl: durationpb.New(time.Hour), Path: "/app"}}},
 		{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "plain"}}},
+		// A generated session cookie: ttl 0s is what tells Envoy to create it.
+		{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "session", Ttl: durationpb.New(0), Path: "/"}}},
 	}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("hash policies (-want +got):\n%s", diff)
@@ -519,10 +522,10 @@ func TestOutlierDetection(t *testing.T) {
 	}{
 		{"none", nil, nil},
 		{"all four", &dag.OutlierDetection{Consecutive5xx: 5, Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second, MaxEjectionPercent: 50},
-			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(5), Interval: durationpb.New(10 * time.Second), BaseEjectionTime: durationpb.New(30 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(50)}},
+			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(5), Interval: durationpb.New(10 * time.Second), BaseEjectionTime: durationpb.New(30 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(50), EnforcingSuccessRate: wrapperspb.UInt32(0)}},
 		// Envoy refuses 0s durations and more than 100%.
 		{"zero durations left to Envoy, percentage capped", &dag.OutlierDetection{Consecutive5xx: 3, MaxEjectionPercent: 250},
-			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(3), MaxEjectionPercent: wrapperspb.UInt32(100)}},
+			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(3), MaxEjectionPercent: wrapperspb.UInt32(100), EnforcingSuccessRate: wrapperspb.UInt32(0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testCluster("team", "web", 80)

@@ -232,7 +232,10 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 func headerMatcher(h dag.HeaderMatch) *routev3.HeaderMatcher {
 	out := &routev3.HeaderMatcher{Name: h.Name, InvertMatch: h.Invert, TreatMissingHeaderAsEmpty: h.TreatMissingAsEmpty}
 	if h.Kind == dag.MatchPresent {
-		out.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+		// "Not present" is present_match false: Envoy does not apply invert_match to a
+		// presence check the way one would expect, so the inversion is spelled out.
+		out.InvertMatch = false
+		out.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: !h.Invert}
 	} else {
 		out.HeaderMatchSpecifier = &routev3.HeaderMatcher_StringMatch{StringMatch: stringMatcher(h.Kind, h.Value, h.IgnoreCase)}
 	}
@@ -448,7 +451,9 @@ func hashPolicies(hps []dag.HashPolicy) []*routev3.RouteAction_HashPolicy {
 			p.PolicySpecifier = &routev3.RouteAction_HashPolicy_ConnectionProperties_{ConnectionProperties: &routev3.RouteAction_HashPolicy_ConnectionProperties{SourceIp: true}}
 		case hp.Cookie != "":
 			c := &routev3.RouteAction_HashPolicy_Cookie{Name: hp.Cookie, Path: hp.CookiePath}
-			if hp.CookieTTL > 0 {
+			// A ttl, even 0s (a session cookie), is what makes Envoy create the cookie
+			// for a client that has none.
+			if hp.CookieGenerate || hp.CookieTTL > 0 {
 				c.Ttl = durationpb.New(hp.CookieTTL)
 			}
 			p.PolicySpecifier = &routev3.RouteAction_HashPolicy_Cookie_{Cookie: c}
