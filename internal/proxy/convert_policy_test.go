@@ -115,8 +115,8 @@ func TestConvertRouteActionPolicyRejects(t *testing.T) {
 		mutate func(r *routev3.Route)
 		want   string
 	}{
-		{"unknown retry_on", retry(&routev3.RetryPolicy{RetryOn: "gateway-error,retriable-4xx"}), `retry_policy: retry_on "retriable-4xx" is not supported`},
-		{"refused-stream", retry(&routev3.RetryPolicy{RetryOn: "refused-stream"}), `retry_on "refused-stream"`},
+		{"unknown retry_on", retry(&routev3.RetryPolicy{RetryOn: "gateway-error,reset-before-request"}), `retry_policy: retry_on "reset-before-request" is not supported`},
+		{"retriable-headers", retry(&routev3.RetryPolicy{RetryOn: "retriable-headers"}), `retry_on "retriable-headers"`},
 		{"retry_policy_typed_config", func(r *routev3.Route) { r.GetRoute().RetryPolicyTypedConfig = anyCfg }, "retry_policy_typed_config"},
 		{"retry_host_predicate", retry(&routev3.RetryPolicy{RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{Name: "envoy.retry_host_predicates.previous_hosts"}}}), "retry_host_predicate"},
 		{"retry_priority", retry(&routev3.RetryPolicy{RetryPriority: &routev3.RetryPolicy_RetryPriority{Name: "p"}}), "retry_priority"},

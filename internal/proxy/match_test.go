@@ -242,7 +242,7 @@ func TestConvertRejects(t *testing.T) {
 		{"regex rewrite", route(prefixMatch("/"), func(r *routev3.Route) {
 			r.GetRoute().RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "x"}}
 		}), "regex_rewrite"},
-		{"retry policy", route(prefixMatch("/"), func(r *routev3.Route) { r.GetRoute().RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx,refused-stream"} }), `retry_on "refused-stream"`},
+		{"retry policy", route(prefixMatch("/"), func(r *routev3.Route) { r.GetRoute().RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx,envoy-ratelimited"} }), `retry_on "envoy-ratelimited"`},
 		{"cluster header", route(prefixMatch("/"), func(r *routev3.Route) {
 			r.GetRoute().ClusterSpecifier = &routev3.RouteAction_ClusterHeader{ClusterHeader: "x-cluster"}
 		}), "cluster specifier"},
