@@ -131,10 +131,8 @@ func TestConvertRouteActionPolicyRejects(t *testing.T) {
 		{"back-off max below base", retry(&routev3.RetryPolicy{RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
 			BaseInterval: durationpb.New(time.Second), MaxInterval: durationpb.New(time.Millisecond),
 		}}), "retry_back_off: max_interval is below base_interval"},
-		{"hash on cookie", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{
-			Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "session"}}}), "hash_policy #0: *routev3.RouteAction_HashPolicy_Cookie_ is not supported"},
-		{"hash on query parameter", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_QueryParameter_{
-			QueryParameter: &routev3.RouteAction_HashPolicy_QueryParameter{Name: "u"}}}), "QueryParameter_ is not supported"},
+		{"hash on cookie with a negative ttl", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{
+			Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "session", Ttl: durationpb.New(-time.Second)}}}), `hash_policy #0: cookie "session": negative ttl`},
 		{"hash on filter state", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_FilterState_{
 			FilterState: &routev3.RouteAction_HashPolicy_FilterState{Key: "k"}}}), "FilterState_ is not supported"},
 		{"header hash with regex_rewrite", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{
