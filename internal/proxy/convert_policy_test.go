@@ -115,8 +115,8 @@ func TestConvertRouteActionPolicyRejects(t *testing.T) {
 		mutate func(r *routev3.Route)
 		want   string
 	}{
-		{"unknown retry_on", retry(&routev3.RetryPolicy{RetryOn: "gateway-error,retriable-4xx"}), `retry_policy: retry_on "retriable-4xx" is not supported`},
-		{"refused-stream", retry(&routev3.RetryPolicy{RetryOn: "refused-stream"}), `retry_on "refused-stream"`},
+		{"unknown retry_on", retry(&routev3.RetryPolicy{RetryOn: "gateway-error,reset-before-request"}), `retry_policy: retry_on "reset-before-request" is not supported`},
+		{"retriable-headers", retry(&routev3.RetryPolicy{RetryOn: "retriable-headers"}), `retry_on "retriable-headers"`},
 		{"retry_policy_typed_config", func(r *routev3.Route) { r.GetRoute().RetryPolicyTypedConfig = anyCfg }, "retry_policy_typed_config"},
 		{"retry_host_predicate", retry(&routev3.RetryPolicy{RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{Name: "envoy.retry_host_predicates.previous_hosts"}}}), "retry_host_predicate"},
 		{"retry_priority", retry(&routev3.RetryPolicy{RetryPriority: &routev3.RetryPolicy_RetryPriority{Name: "p"}}), "retry_priority"},
@@ -131,10 +131,8 @@ func TestConvertRouteActionPolicyRejects(t *testing.T) {
 		{"back-off max below base", retry(&routev3.RetryPolicy{RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
 			BaseInterval: durationpb.New(time.Second), MaxInterval: durationpb.New(time.Millisecond),
 		}}), "retry_back_off: max_interval is below base_interval"},
-		{"hash on cookie", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{
-			Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "session"}}}), "hash_policy #0: *routev3.RouteAction_HashPolicy_Cookie_ is not supported"},
-		{"hash on query parameter", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_QueryParameter_{
-			QueryParameter: &routev3.RouteAction_HashPolicy_QueryParameter{Name: "u"}}}), "QueryParameter_ is not supported"},
+		{"hash on cookie with a negative ttl", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{
+			Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "session", Ttl: durationpb.New(-time.Second)}}}), `hash_policy #0: cookie "session": negative ttl`},
 		{"hash on filter state", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_FilterState_{
 			FilterState: &routev3.RouteAction_HashPolicy_FilterState{Key: "k"}}}), "FilterState_ is not supported"},
 		{"header hash with regex_rewrite", hash(&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -31,10 +32,6 @@ func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
 	if err := unsupported(
 		field{"vhds", rc.GetVhds() != nil},
 		field{"internal_only_headers", len(rc.GetInternalOnlyHeaders()) > 0},
-		field{"response_headers_to_add", len(rc.GetResponseHeadersToAdd()) > 0},
-		field{"response_headers_to_remove", len(rc.GetResponseHeadersToRemove()) > 0},
-		field{"request_headers_to_add", len(rc.GetRequestHeadersToAdd()) > 0},
-		field{"request_headers_to_remove", len(rc.GetRequestHeadersToRemove()) > 0},
 		field{"cluster_specifier_plugins", len(rc.GetClusterSpecifierPlugins()) > 0},
 		field{"request_mirror_policies", len(rc.GetRequestMirrorPolicies()) > 0},
 		field{"vhost_header", rc.GetVhostHeader() != ""},
@@ -42,6 +39,16 @@ func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
 		field{"route_specifiers", len(rc.GetRouteSpecifiers()) > 0},
 	); err != nil {
 		return nil, err
+	}
+	global, err := convertHeaderLevel(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(),
+		rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove())
+	if err != nil {
+		return nil, err
+	}
+	mostSpecificWins := rc.GetMostSpecificHeaderMutationsWins()
+	maxBody := uint32(defaultMaxDirectResponseBody)
+	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
+		maxBody = m.GetValue()
 	}
 	t := &routeTable{name: rc.GetName(), exact: make(map[string]*virtualHost)}
 	seenDomains := make(map[string]string)
@@ -64,10 +71,20 @@ func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
 			}
 		}
 		for _, r := range vh.routes {
+			r.plan = planMutations(headerLevel{}, r.headers, vh.headers, global, mostSpecificWins)
+			if r.direct != nil && len(r.direct.body) > int(maxBody) {
+				// Envoy refuses such a route configuration too.
+				return nil, fmt.Errorf("virtual host %q: route #%d %q: direct_response body is %d bytes, more than max_direct_response_body_size_bytes (%d)",
+					pvh.GetName(), r.index, r.name, len(r.direct.body), maxBody)
+			}
 			if r.forward == nil {
 				continue
 			}
-			for _, c := range r.forward.clusters {
+			for i := range r.forward.clusters {
+				c := &r.forward.clusters[i]
+				if !c.headers.empty() {
+					c.plan = planMutations(c.headers, r.headers, vh.headers, global, mostSpecificWins)
+				}
 				if !seenClusters[c.name] {
 					seenClusters[c.name] = true
 					t.clusters = append(t.clusters, c.name)
@@ -106,10 +123,6 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
 		field{"require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE},
 		field{"virtual_clusters", len(pvh.GetVirtualClusters()) > 0},
 		field{"rate_limits", len(pvh.GetRateLimits()) > 0},
-		field{"request_headers_to_add", len(pvh.GetRequestHeadersToAdd()) > 0},
-		field{"request_headers_to_remove", len(pvh.GetRequestHeadersToRemove()) > 0},
-		field{"response_headers_to_add", len(pvh.GetResponseHeadersToAdd()) > 0},
-		field{"response_headers_to_remove", len(pvh.GetResponseHeadersToRemove()) > 0},
 		field{"cors", pvh.GetCors() != nil},
 		field{"typed_per_filter_config", len(pvh.GetTypedPerFilterConfig()) > 0},
 		field{"retry_policy", pvh.GetRetryPolicy() != nil || pvh.GetRetryPolicyTypedConfig() != nil},
@@ -126,7 +139,12 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
 	); err != nil {
 		return nil, err
 	}
-	vh := &virtualHost{name: pvh.GetName()}
+	headers, err := convertHeaderLevel(pvh.GetRequestHeadersToAdd(), pvh.GetRequestHeadersToRemove(),
+		pvh.GetResponseHeadersToAdd(), pvh.GetResponseHeadersToRemove())
+	if err != nil {
+		return nil, err
+	}
+	vh := &virtualHost{name: pvh.GetName(), headers: headers}
 	for i, pr := range pvh.GetRoutes() {
 		r, err := convertRoute(pr)
 		if err != nil {
@@ -141,10 +159,6 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
 func convertRoute(pr *routev3.Route) (*route, error) {
 	if err := unsupported(
 		field{"typed_per_filter_config", len(pr.GetTypedPerFilterConfig()) > 0},
-		field{"request_headers_to_add", len(pr.GetRequestHeadersToAdd()) > 0},
-		field{"request_headers_to_remove", len(pr.GetRequestHeadersToRemove()) > 0},
-		field{"response_headers_to_add", len(pr.GetResponseHeadersToAdd()) > 0},
-		field{"response_headers_to_remove", len(pr.GetResponseHeadersToRemove()) > 0},
 		field{"route_specifiers", len(pr.GetRouteSpecifiers()) > 0},
 		field{"per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil},
 		field{"request_body_buffer_limit", pr.GetRequestBodyBufferLimit() != nil},
@@ -156,6 +170,11 @@ func convertRoute(pr *routev3.Route) (*route, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	r := &route{name: pr.GetName(), match: m}
+	r.headers, err = convertHeaderLevel(pr.GetRequestHeadersToAdd(), pr.GetRequestHeadersToRemove(),
+		pr.GetResponseHeadersToAdd(), pr.GetResponseHeadersToRemove())
+	if err != nil {
+		return nil, err
+	}
 	switch a := pr.GetAction().(type) {
 	case *routev3.Route_Route:
 		r.forward, err = convertRouteAction(a.Route)
@@ -175,7 +194,6 @@ func convertRoute(pr *routev3.Route) (*route, error) {
 func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 	if err := unsupported(
 		field{"runtime_fraction", pm.GetRuntimeFraction() != nil},
-		field{"query_parameters", len(pm.GetQueryParameters()) > 0},
 		field{"cookies", len(pm.GetCookies()) > 0},
 		field{"grpc", pm.GetGrpc() != nil},
 		field{"tls_context", pm.GetTlsContext() != nil},
@@ -208,12 +226,42 @@ func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 		}
 		m.headers = append(m.headers, hm)
 	}
+	for _, pq := range pm.GetQueryParameters() {
+		qm, err := convertQueryParameterMatcher(pq)
+		if err != nil {
+			return routeMatch{}, fmt.Errorf("query_parameters %q: %w", pq.GetName(), err)
+		}
+		m.queries = append(m.queries, qm)
+	}
 	return m, nil
+}
+
+// convertQueryParameterMatcher follows Envoy (1.34 and later): a
+// string_match is matched against the parameter's first value, present_match
+// requires the parameter to be present (true) or absent (false), and a
+// matcher without a specifier requires it to be present.
+func convertQueryParameterMatcher(pq *routev3.QueryParameterMatcher) (queryMatcher, error) {
+	qm := queryMatcher{name: pq.GetName()}
+	switch s := pq.GetQueryParameterMatchSpecifier().(type) {
+	case *routev3.QueryParameterMatcher_StringMatch:
+		sm, err := convertStringMatcher(s.StringMatch)
+		if err != nil {
+			return qm, err
+		}
+		qm.str = &sm
+	case *routev3.QueryParameterMatcher_PresentMatch:
+		qm.absent = !s.PresentMatch
+	case nil:
+	default:
+		return qm, fmt.Errorf("match %T is not supported", pq.GetQueryParameterMatchSpecifier())
+	}
+	return qm, nil
 }
 
 func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	hm := headerMatcher{
 		name:                strings.ToLower(ph.GetName()),
+		key:                 textproto.CanonicalMIMEHeaderKey(ph.GetName()),
 		invert:              ph.GetInvertMatch(),
 		treatMissingAsEmpty: ph.GetTreatMissingHeaderAsEmpty(),
 	}
@@ -245,6 +293,7 @@ func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 }
 
 func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
+	// ignore_case has no effect on safe_regex, as in Envoy.
 	out := stringMatcher{ignoreCase: sm.GetIgnoreCase()}
 	switch p := sm.GetMatchPattern().(type) {
 	case *matcherv3.StringMatcher_Exact:
@@ -273,7 +322,10 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		field{"regex_rewrite", ra.GetRegexRewrite() != nil},
 		field{"path_rewrite_policy", ra.GetPathRewritePolicy() != nil},
 		field{"path_rewrite", ra.GetPathRewrite() != ""},
-		field{"host_rewrite", ra.GetHostRewriteSpecifier() != nil},
+		field{"auto_host_rewrite", ra.GetAutoHostRewrite() != nil},
+		field{"host_rewrite_header", ra.GetHostRewriteHeader() != ""},
+		field{"host_rewrite_path_regex", ra.GetHostRewritePathRegex() != nil},
+		field{"host_rewrite", ra.GetHostRewrite() != ""},
 		field{"append_x_forwarded_host", ra.GetAppendXForwardedHost()},
 		field{"flush_timeout", ra.GetFlushTimeout() != nil},
 		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
@@ -287,7 +339,6 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		field{"internal_redirect_action", ra.GetInternalRedirectAction() != routev3.RouteAction_PASS_THROUGH_INTERNAL_REDIRECT},
 		field{"hedge_policy", ra.GetHedgePolicy() != nil},
 		field{"max_stream_duration", ra.GetMaxStreamDuration() != nil},
-		field{"upgrade_configs (per route)", len(ra.GetUpgradeConfigs()) > 0},
 	); err != nil {
 		return nil, err
 	}
@@ -295,7 +346,18 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		timeout:          defaultRouteTimeout,
 		prefixRewrite:    ra.GetPrefixRewrite(),
 		hasPrefixRewrite: ra.GetPrefixRewrite() != "",
+		hostRewrite:      ra.GetHostRewriteLiteral(),
 		retry:            noRetries,
+	}
+	for _, u := range ra.GetUpgradeConfigs() {
+		if u.GetConnectConfig() != nil {
+			return nil, fmt.Errorf("upgrade_configs %q: connect_config is not supported", u.GetUpgradeType())
+		}
+		// Enabled unless enabled is false: it overrides the HCM's setting for this upgrade type.
+		fa.upgrades = append(fa.upgrades, routeUpgrade{
+			upgradeType: strings.ToLower(u.GetUpgradeType()),
+			enabled:     u.GetEnabled() == nil || u.GetEnabled().GetValue(),
+		})
 	}
 	if ra.GetTimeout() != nil {
 		fa.timeout = ra.GetTimeout().AsDuration()
@@ -347,20 +409,21 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error 
 		if err := unsupported(
 			field{"cluster_header", c.GetClusterHeader() != ""},
 			field{"metadata_match", c.GetMetadataMatch() != nil},
-			field{"request_headers_to_add", len(c.GetRequestHeadersToAdd()) > 0},
-			field{"request_headers_to_remove", len(c.GetRequestHeadersToRemove()) > 0},
-			field{"response_headers_to_add", len(c.GetResponseHeadersToAdd()) > 0},
-			field{"response_headers_to_remove", len(c.GetResponseHeadersToRemove()) > 0},
 			field{"typed_per_filter_config", len(c.GetTypedPerFilterConfig()) > 0},
-			field{"host_rewrite", c.GetHostRewriteSpecifier() != nil},
 		); err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
 		if c.GetName() == "" {
 			return errors.New("cluster without a name")
 		}
+		headers, err := convertHeaderLevel(c.GetRequestHeadersToAdd(), c.GetRequestHeadersToRemove(),
+			c.GetResponseHeadersToAdd(), c.GetResponseHeadersToRemove())
+		if err != nil {
+			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
+		}
 		w := uint64(c.GetWeight().GetValue())
-		fa.clusters = append(fa.clusters, weightedCluster{name: c.GetName(), weight: w})
+		fa.clusters = append(fa.clusters, weightedCluster{name: c.GetName(), weight: w, headers: headers,
+			hostRewrite: c.GetHostRewriteLiteral()})
 		fa.total += w
 	}
 	if fa.total == 0 {

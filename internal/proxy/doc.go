@@ -16,7 +16,9 @@
 //   - compile.go: linking specs into an immutable snapshot (warming), applying it.
 //   - listeners.go, tls.go: sockets (with bind retries), HTTP servers, SNI
 //     filter-chain selection.
-//   - routing.go: virtual host and route matching.
+//   - routing.go: virtual host and route matching (path, headers, query parameters).
+//   - headers.go: route header mutations (request/response_headers_to_add/remove at
+//     every level) and their %COMMAND% values, resolved at conversion time.
 //   - handler.go: the request path: edge headers, actions, timeouts, access log.
 //   - limits.go: the HCM's request header limits (431).
 //   - metrics.go: Prometheus metrics, resolved per route and cluster, deleted
@@ -27,15 +29,19 @@
 //   - idle.go: the stream idle timeout (HCM stream_idle_timeout, route idle_timeout).
 //   - lb.go: lb_policy, panic mode and the per-cluster state kept across
 //     swaps; hashlb.go, hashpolicy.go, xxhash.go: RING_HASH, MAGLEV and
-//     hash_policy.
+//     hash_policy (source IP, header, query parameter, cookie).
 //   - healthcheck.go: active HTTP health checking.
 //
 // Beyond the contract the proxy also honours: inline route_config, "prefix*"
-// domains, the deprecated single-purpose header matchers, STATIC and
-// LOGICAL_DNS clusters, EDS health status, scheme/host/port/path redirects,
-// direct_response bodies, a TLS chain without server_names (default chain),
-// inline tls_certificates, server_header_transformation, merge_slashes,
+// domains, the deprecated single-purpose header matchers and
+// HeaderValueOption.append, STATIC and LOGICAL_DNS clusters, EDS health
+// status, a TLS chain without server_names (default chain), inline
+// tls_certificates, server_header_transformation, merge_slashes,
 // strip_trailing_host_dot, skip_xff_append, generate_request_id and
 // preserve_external_request_id, HCM upgrade_configs (other upgrades get 403),
-// cluster_not_found_response_code and dns_lookup_family.
+// cluster_not_found_response_code, dns_lookup_family,
+// max_direct_response_body_size_bytes, and the rarer header-mutation and
+// retry_on shapes the contract lists next to the translator's (ADD_IF_ABSENT,
+// OVERWRITE_IF_EXISTS, keep_empty_value, %REQ(a?b):N%, retriable-4xx,
+// refused-stream and the gRPC conditions).
 package proxy

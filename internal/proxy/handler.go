@@ -33,6 +33,7 @@ type exchange struct {
 	upstreamHost string        // of the last attempt
 	attempts     int           // upstream attempts made (0 for local replies)
 	details      string        // why the proxy answered itself, when it says more than the status
+	headers      *routeHeaders // the route's header mutations and cookies; nil: none
 }
 
 func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -61,31 +62,44 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	switch upgrade := upgradeType(r); {
-	case upgrade == "":
-	case upgrade == "h2c":
+	upgrade := upgradeType(r)
+	if upgrade == "h2c" {
 		// Like Envoy, ignore an HTTP/2 upgrade offer and carry on in HTTP/1.1
 		// (h2c is served with prior knowledge only).
 		stripUpgrade(r)
-	case !slices.Contains(hcm.upgrades, upgrade):
+		upgrade = ""
+	}
+	vh := chain.routes.selectVirtualHost(ri.authority)
+	var rt *route
+	if vh != nil {
+		vs := &chain.stats.vhosts[vh.index]
+		ex.vhost, ex.stats = vh.name, vs.noRoute
+		if rt = vh.selectRoute(ri); rt != nil {
+			ex.route, ex.stats = rt.label, vs.routes[rt.index]
+			if rt.plan != nil {
+				// From here on every response carries the route's headers.
+				ex.headersFor(rw, r, ri).plan = rt.plan
+			}
+		}
+	}
+	// As in Envoy, the route is known when the upgrade is checked: its
+	// upgrade_configs override the HCM's.
+	if upgrade != "" && !upgradeAllowed(hcm, rt, upgrade) {
+		if rt != nil && rt.forward == nil {
+			rw.headers = nil // Envoy's connection manager adds only a forwarding route's
+		}
 		localReply(rw, http.StatusForbidden, "") // Envoy's "upgrade_failed"
 		return
 	}
-	vh := chain.routes.selectVirtualHost(ri.authority)
-	if vh == nil {
-		localReply(rw, http.StatusNotFound, "")
-		return
-	}
-	vs := &chain.stats.vhosts[vh.index]
-	ex.vhost, ex.stats = vh.name, vs.noRoute
-	rt := vh.selectRoute(ri)
 	if rt == nil {
 		localReply(rw, http.StatusNotFound, "")
 		return
 	}
-	ex.route, ex.stats = rt.label, vs.routes[rt.index]
 	switch {
 	case rt.direct != nil:
+		if loc := directResponseLocation(rt.direct.status, ri); loc != "" {
+			rw.Header().Set("Location", loc)
+		}
 		localReply(rw, rt.direct.status, string(rt.direct.body))
 	case rt.redirect != nil:
 		rw.Header().Set("Location", redirectLocation(rt, ri))
@@ -100,7 +114,12 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // an endpoint again).
 func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, rt *route, ri *requestInfo, ex *exchange) {
 	fa := rt.forward
-	ex.cluster = fa.pickCluster()
+	wc := fa.pickCluster()
+	ex.cluster = wc.name
+	if wc.plan != nil {
+		// The picked cluster's own mutations, with the route's.
+		ex.headersFor(rw, r, ri).plan = wc.plan
+	}
 	cl := lc.clusters[ex.cluster]
 	if cl == nil {
 		body := ""
@@ -112,7 +131,10 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	}
 	var pc pickContext
 	if cl.lb.usesHash() {
-		pc = requestHash(fa.hashPolicies, r, ri)
+		var cookies []string
+		if pc, cookies = hashRequest(fa.hashPolicies, r, ri); cookies != nil {
+			ex.headersFor(rw, r, ri).cookies = cookies
+		}
 	}
 	endpoint, ok := cl.pick(pc)
 	if !ok {
@@ -132,6 +154,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		}
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
+	t.host = upstreamHost(ri.authority, wc.hostRewrite, fa.hostRewrite)
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(ctx)
 	if requestHasBody(r) {
@@ -249,18 +272,43 @@ func requestHasBody(r *http.Request) bool {
 }
 
 // pickCluster chooses a cluster by weight, per request.
-func (fa *forwardAction) pickCluster() string {
+func (fa *forwardAction) pickCluster() *weightedCluster {
 	if len(fa.clusters) == 1 {
-		return fa.clusters[0].name
+		return &fa.clusters[0]
 	}
 	n := randUint64N(fa.total)
-	for _, c := range fa.clusters {
-		if n < c.weight {
-			return c.name
+	for i := range fa.clusters {
+		if n < fa.clusters[i].weight {
+			return &fa.clusters[i]
 		}
-		n -= c.weight
+		n -= fa.clusters[i].weight
 	}
-	return fa.clusters[len(fa.clusters)-1].name
+	return &fa.clusters[len(fa.clusters)-1]
+}
+
+// upstreamHost is the Host sent upstream: the request's, or a
+// host_rewrite_literal, the route's winning over the weighted cluster's.
+func upstreamHost(host, clusterRewrite, routeRewrite string) string {
+	switch {
+	case routeRewrite != "":
+		return routeRewrite
+	case clusterRewrite != "":
+		return clusterRewrite
+	}
+	return host
+}
+
+// upgradeAllowed decides an upgrade as Envoy does: the route's
+// upgrade_configs entry for the type, when it has one, else the HCM's.
+func upgradeAllowed(hcm *hcmSpec, rt *route, upgrade string) bool {
+	if rt != nil && rt.forward != nil {
+		for _, u := range rt.forward.upgrades {
+			if u.upgradeType == upgrade {
+				return u.enabled
+			}
+		}
+	}
+	return slices.Contains(hcm.upgrades, upgrade)
 }
 
 // finish writes the access log line and records metrics. It runs deferred so
@@ -445,21 +493,40 @@ func redirectLocation(rt *route, ri *requestInfo) string {
 		host = stripPort(host) + ":" + strconv.FormatUint(uint64(ra.port), 10)
 	}
 	path, query := ri.path, ri.rawQuery
+	stripQuery := ra.stripQuery
 	switch {
 	case ra.hasPath:
 		path = ra.path
 		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path, query = path[:i], path[i+1:]
+			// Envoy: a path_redirect's own query replaces the request's and is
+			// kept whatever strip_query says.
+			path, query, stripQuery = path[:i], path[i+1:], false
 		}
 	case ra.hasPrefixRewrite:
 		path = ra.prefixRewrite + ri.path[rt.match.matchedPrefixLen(ri.path):]
 	}
-	if ra.stripQuery {
+	if stripQuery {
 		query = ""
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
 	}
 	loc := scheme + "://" + host + path
 	if query != "" {
 		loc += "?" + query
+	}
+	return loc
+}
+
+// directResponseLocation is the Location Envoy gives a direct_response with
+// status 201 or 3xx: the request's own URL. Other statuses get none.
+func directResponseLocation(status int, ri *requestInfo) string {
+	if status != http.StatusCreated && (status < 300 || status > 399) {
+		return ""
+	}
+	loc := ri.scheme + "://" + ri.authority + ri.path
+	if ri.rawQuery != "" {
+		loc += "?" + ri.rawQuery
 	}
 	return loc
 }
@@ -490,10 +557,20 @@ type responseWriter struct {
 	// headerSent mirrors status != 0 for the idle timer's goroutine.
 	headerSent atomic.Bool
 	idle       *idleTimer // bytes sent are stream activity; nil for local replies
+	// headers, once a route is chosen: its response mutations, which every
+	// response gets (ReverseProxy's ModifyResponse applies them to the
+	// upstream's, see withRouteHeaders, before they get here).
+	headers *routeHeaders
 }
 
+// decorate sets the headers of the response head: the route's mutations
+// (on local replies), then Server and X-Request-Id, which the connection
+// manager sets after the router in Envoy.
 func (w *responseWriter) decorate() {
 	h := w.Header()
+	if w.headers != nil && !w.headers.responded {
+		w.headers.applyResponse(h, false)
+	}
 	switch w.hcm.serverHeader {
 	case serverHeaderOverwrite:
 		h.Set("Server", w.hcm.serverName)

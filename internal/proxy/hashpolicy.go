@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
@@ -14,10 +16,27 @@ import (
 // hashPolicy is one RouteAction.hash_policy entry: what a request is hashed
 // on for RING_HASH and MAGLEV clusters.
 type hashPolicy struct {
+	kind     hashKind
 	sourceIP bool   // connection_properties.source_ip
-	header   string // lower-cased header name; "" for sourceIP
+	header   string // lower-cased header name
 	terminal bool
+	// query_parameter: the parameter's name; cookie: the cookie's name.
+	name string
+	// cookie: with a ttl, a client without the cookie gets one generated
+	// (and hashed on), set with Max-Age (unless 0) and Path (unless "").
+	hasTTL     bool
+	ttlSeconds int64
+	path       string
+	attributes string // "; name=value" for each of the cookie's attributes
 }
+
+type hashKind uint8
+
+const (
+	hashHeader hashKind = iota // also source IP, see sourceIP
+	hashQueryParameter
+	hashCookie
+)
 
 func convertHashPolicies(hps []*routev3.RouteAction_HashPolicy) ([]hashPolicy, error) {
 	var out []hashPolicy
@@ -44,8 +63,27 @@ func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) (hashPolicy, error) {
 			return p, errors.New("header.regex_rewrite is not supported")
 		}
 		p.header = strings.ToLower(s.Header.GetHeaderName())
+	case *routev3.RouteAction_HashPolicy_QueryParameter_:
+		p.kind, p.name = hashQueryParameter, s.QueryParameter.GetName()
+	case *routev3.RouteAction_HashPolicy_Cookie_:
+		c := s.Cookie
+		if c.GetTtl() != nil {
+			d := c.GetTtl().AsDuration()
+			if d < 0 {
+				return p, fmt.Errorf("cookie %q: negative ttl %v", c.GetName(), d)
+			}
+			// Envoy counts Max-Age in whole seconds, truncating.
+			p.hasTTL, p.ttlSeconds = true, int64(d/time.Second)
+		}
+		p.kind, p.name, p.path = hashCookie, c.GetName(), c.GetPath()
+		for _, a := range c.GetAttributes() {
+			p.attributes += "; " + a.GetName()
+			if a.GetValue() != "" {
+				p.attributes += "=" + a.GetValue()
+			}
+		}
 	default:
-		return p, fmt.Errorf("%T is not supported (only connection_properties.source_ip and header)", hp.GetPolicySpecifier())
+		return p, fmt.Errorf("%T is not supported (only connection_properties.source_ip, header, query_parameter and cookie)", hp.GetPolicySpecifier())
 	}
 	return p, nil
 }
@@ -55,9 +93,23 @@ func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) (hashPolicy, error) {
 // terminal policy that produced a hash ends the evaluation. No hash at all
 // (e.g. an absent header) means the load balancer picks at random.
 func requestHash(policies []hashPolicy, r *http.Request, ri *requestInfo) pickContext {
+	pc, _ := hashRequest(policies, r, ri)
+	return pc
+}
+
+// hashRequest is requestHash that also returns the Set-Cookie values of the
+// cookies that cookie policies generated, for the upstream's response.
+func hashRequest(policies []hashPolicy, r *http.Request, ri *requestInfo) (pickContext, []string) {
 	var pc pickContext
+	var cookies []string
 	for _, p := range policies {
-		if h, ok := p.evaluate(r, ri); ok {
+		h, ok := p.evaluate(r, ri)
+		if !ok && p.kind == hashCookie && p.hasTTL {
+			var c string
+			h, c = p.generateCookie(r)
+			ok, cookies = true, append(cookies, c)
+		}
+		if ok {
 			if pc.hasHash {
 				pc.hash = pc.hash<<1 | pc.hash>>63
 			}
@@ -68,10 +120,24 @@ func requestHash(policies []hashPolicy, r *http.Request, ri *requestInfo) pickCo
 			break
 		}
 	}
-	return pc
+	return pc, cookies
 }
 
 func (p hashPolicy) evaluate(r *http.Request, ri *requestInfo) (uint64, bool) {
+	switch p.kind {
+	case hashQueryParameter:
+		v, ok := firstQueryValue(ri.rawQuery, p.name)
+		if !ok {
+			return 0, false
+		}
+		return xxHash64String(v), true
+	case hashCookie:
+		// An empty value counts as absent, as in Envoy.
+		if v := cookieValue(ri.header, p.name); v != "" {
+			return xxHash64String(v), true
+		}
+		return 0, false
+	}
 	if p.sourceIP {
 		ip, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
@@ -104,4 +170,46 @@ func headerHash(name string, ri *requestInfo) (uint64, bool) {
 		h = xxHash64([]byte(v), h)
 	}
 	return h, true
+}
+
+// cookieValue returns the value of the first cookie called name in the
+// Cookie headers, parsed as Envoy does: "; "-separated pairs, leading
+// spaces dropped, surrounding double quotes removed.
+func cookieValue(h http.Header, name string) string {
+	for _, line := range h["Cookie"] {
+		for line != "" {
+			var c string
+			c, line, _ = strings.Cut(line, ";")
+			k, v, ok := strings.Cut(strings.TrimLeft(c, " "), "=")
+			if !ok || k != name {
+				continue
+			}
+			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+				v = v[1 : len(v)-1]
+			}
+			return v
+		}
+	}
+	return ""
+}
+
+// generateCookie makes the cookie Envoy makes for a client without one: its
+// value is the hex xxHash64 of the connection's remote and local addresses
+// (the same for every request of the connection), and the request is hashed
+// on that value, as it will be when the client sends it back.
+func (p hashPolicy) generateCookie(r *http.Request) (uint64, string) {
+	local := ""
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		local = a.String()
+	}
+	value := fmt.Sprintf("%016x", xxHash64String(r.RemoteAddr+local))
+	c := p.name + "=\"" + value + "\""
+	if p.ttlSeconds != 0 {
+		c += "; Max-Age=" + strconv.FormatInt(p.ttlSeconds, 10)
+	}
+	if p.path != "" {
+		c += "; Path=" + p.path
+	}
+	c += p.attributes + "; HttpOnly"
+	return xxHash64String(value), c
 }

@@ -238,15 +238,21 @@ func TestConvertRejects(t *testing.T) {
 	}{
 		{"connect matcher", route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_ConnectMatcher_{ConnectMatcher: &routev3.RouteMatch_ConnectMatcher{}}}, nil), "path specifier"},
 		{"bad regex", route(regexMatch("(unclosed"), nil), "safe_regex"},
-		{"query parameters", route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, QueryParameters: []*routev3.QueryParameterMatcher{{Name: "q"}}}, nil), "query_parameters"},
+		{"query parameter regex", route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, QueryParameters: []*routev3.QueryParameterMatcher{{
+			Name: "q", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
+				MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "(x"}}}},
+		}}}, nil), `query_parameters "q": safe_regex`},
+		{"cookies matcher", route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, Cookies: []*routev3.CookieMatcher{{Name: "c"}}}, nil), "cookies"},
 		{"regex rewrite", route(prefixMatch("/"), func(r *routev3.Route) {
 			r.GetRoute().RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "x"}}
 		}), "regex_rewrite"},
-		{"retry policy", route(prefixMatch("/"), func(r *routev3.Route) { r.GetRoute().RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx,refused-stream"} }), `retry_on "refused-stream"`},
+		{"retry policy", route(prefixMatch("/"), func(r *routev3.Route) {
+			r.GetRoute().RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx,envoy-ratelimited"}
+		}), `retry_on "envoy-ratelimited"`},
 		{"cluster header", route(prefixMatch("/"), func(r *routev3.Route) {
 			r.GetRoute().ClusterSpecifier = &routev3.RouteAction_ClusterHeader{ClusterHeader: "x-cluster"}
 		}), "cluster specifier"},
-		{"header mutation", route(prefixMatch("/"), func(r *routev3.Route) { r.RequestHeadersToRemove = []string{"x"} }), "request_headers_to_remove"},
+		{"header mutation of host", route(prefixMatch("/"), func(r *routev3.Route) { r.RequestHeadersToRemove = []string{"Host"} }), `request_headers_to_remove "Host": :-prefixed or host headers may not be removed`},
 		{"duplicate domain", routeConfig("rc", vhost("a.com"), vhost("A.com")), "is in virtual hosts"},
 		{"middle wildcard", routeConfig("rc", vhost("a.*.com")), "wildcard"},
 	}

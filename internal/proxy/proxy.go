@@ -105,7 +105,7 @@ func New(cfg Config) *Proxy {
 		rebind:        make(chan struct{}, 1),
 	}
 	p.transport = newUpstreamTransport()
-	p.reverseProxy = p.newReverseProxy()
+	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	return p
 }
 

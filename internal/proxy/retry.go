@@ -19,7 +19,7 @@ import (
 )
 
 // retryOn is the set of retry_on conditions.
-type retryOn uint8
+type retryOn uint16
 
 const (
 	retryOn5xx retryOn = 1 << iota
@@ -27,6 +27,18 @@ const (
 	retryOnReset
 	retryOnConnectFailure
 	retryOnRetriableStatusCodes
+	retryOnRetriable4xx
+	// retryOnRefusedStream is accepted and never fires: only an HTTP/2
+	// upstream refuses streams, and upstreams are spoken to in HTTP/1.1.
+	retryOnRefusedStream
+	// The gRPC conditions look at a grpc-status in the response headers (a
+	// trailers-only response), as Envoy's: a status in trailers never
+	// triggers a retry.
+	retryOnGRPCCancelled
+	retryOnGRPCDeadlineExceeded
+	retryOnGRPCInternal
+	retryOnGRPCResourceExhausted
+	retryOnGRPCUnavailable
 )
 
 var retryOnNames = map[string]retryOn{
@@ -35,7 +47,26 @@ var retryOnNames = map[string]retryOn{
 	"reset":                  retryOnReset,
 	"connect-failure":        retryOnConnectFailure,
 	"retriable-status-codes": retryOnRetriableStatusCodes,
+	"retriable-4xx":          retryOnRetriable4xx,
+	"refused-stream":         retryOnRefusedStream,
+	"cancelled":              retryOnGRPCCancelled,
+	"deadline-exceeded":      retryOnGRPCDeadlineExceeded,
+	"internal":               retryOnGRPCInternal,
+	"resource-exhausted":     retryOnGRPCResourceExhausted,
+	"unavailable":            retryOnGRPCUnavailable,
 }
+
+// grpcRetryOn maps the gRPC status codes retry_on can name to their condition.
+var grpcRetryOn = map[string]retryOn{
+	"1":  retryOnGRPCCancelled,         // CANCELLED
+	"4":  retryOnGRPCDeadlineExceeded,  // DEADLINE_EXCEEDED
+	"8":  retryOnGRPCResourceExhausted, // RESOURCE_EXHAUSTED
+	"13": retryOnGRPCInternal,          // INTERNAL
+	"14": retryOnGRPCUnavailable,       // UNAVAILABLE
+}
+
+const retryOnGRPC = retryOnGRPCCancelled | retryOnGRPCDeadlineExceeded | retryOnGRPCInternal |
+	retryOnGRPCResourceExhausted | retryOnGRPCUnavailable
 
 const (
 	// Envoy's retry back-off defaults: base 25ms, maximum 10 times the base.
@@ -79,7 +110,8 @@ func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
 		}
 		on, ok := retryOnNames[tok]
 		if !ok {
-			return nil, fmt.Errorf("retry_on %q is not supported (5xx, gateway-error, reset, connect-failure, retriable-status-codes)", tok)
+			return nil, fmt.Errorf("retry_on %q is not supported (5xx, gateway-error, reset, connect-failure, retriable-4xx, "+
+				"refused-stream, retriable-status-codes, cancelled, deadline-exceeded, internal, resource-exhausted, unavailable)", tok)
 		}
 		p.on |= on
 	}
@@ -144,6 +176,7 @@ func (p *retryPolicy) retriable(o outcome, status int) bool {
 	case outcomeResponse:
 		return p.on&retryOn5xx != 0 && status >= 500 ||
 			p.on&retryOnGatewayError != 0 && (status == 502 || status == 503 || status == 504) ||
+			p.on&retryOnRetriable4xx != 0 && status == http.StatusConflict ||
 			p.on&retryOnRetriableStatusCodes != 0 && slices.Contains(p.statusCodes, status)
 	case outcomeConnectFailure:
 		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset|retryOnConnectFailure) != 0
@@ -151,6 +184,16 @@ func (p *retryPolicy) retriable(o outcome, status int) bool {
 		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset) != 0
 	}
 	return false
+}
+
+// retriableGRPC reports whether retry_on allows retrying a response for the
+// grpc-status in its headers.
+func (p *retryPolicy) retriableGRPC(res *http.Response) bool {
+	if p.on&retryOnGRPC == 0 || res == nil {
+		return false
+	}
+	vs := res.Header["Grpc-Status"]
+	return len(vs) > 0 && p.on&grpcRetryOn[strings.TrimSpace(vs[0])] != 0
 }
 
 var (
@@ -205,7 +248,7 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 		if res != nil {
 			status = res.StatusCode
 		}
-		if n > rp.numRetries || !rp.retriable(o, status) ||
+		if n > rp.numRetries || !rp.retriable(o, status) && !rp.retriableGRPC(res) ||
 			(replay != nil && !replay.replayable()) || !t.cluster.state.acquireRetry() {
 			return a.deliver(res, err, o)
 		}

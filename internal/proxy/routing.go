@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"net/textproto"
 	"regexp"
 	"sort"
 	"strings"
@@ -10,6 +11,10 @@ import (
 
 // defaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is unset.
 const defaultRouteTimeout = 15 * time.Second
+
+// defaultMaxDirectResponseBody is Envoy's limit on a direct_response body
+// when RouteConfiguration.max_direct_response_body_size_bytes is unset.
+const defaultMaxDirectResponseBody = 4096
 
 // routeTable is a compiled RouteConfiguration. It is immutable once built and
 // shared by every snapshot that references it.
@@ -29,9 +34,10 @@ type wildcardDomain struct {
 }
 
 type virtualHost struct {
-	name   string
-	index  int // in routeTable.vhosts, for per-configuration tables such as metrics
-	routes []*route
+	name    string
+	index   int // in routeTable.vhosts, for per-configuration tables such as metrics
+	routes  []*route
+	headers headerLevel // its own header mutations (resolved into its routes' plans)
 }
 
 type route struct {
@@ -43,6 +49,8 @@ type route struct {
 	forward  *forwardAction
 	redirect *redirectAction
 	direct   *directResponse
+	headers  headerLevel   // its own header mutations
+	plan     *mutationPlan // every level's that apply to it, in order; nil: none
 }
 
 type pathMatchKind int
@@ -60,11 +68,13 @@ type routeMatch struct {
 	re            *regexp.Regexp
 	caseSensitive bool
 	headers       []headerMatcher
+	queries       []queryMatcher
 }
 
 // headerMatcher is an Envoy HeaderMatcher restricted to string and present matches.
 type headerMatcher struct {
 	name                string // lower-case
+	key                 string // canonical http.Header key
 	present             bool   // for present_match
 	isPresentMatch      bool
 	str                 stringMatcher
@@ -86,7 +96,15 @@ type stringMatcher struct {
 	kind       stringMatchKind
 	value      string
 	re         *regexp.Regexp
-	ignoreCase bool
+	ignoreCase bool // ASCII case folding, as Envoy's; not for regexes
+}
+
+// queryMatcher is an Envoy QueryParameterMatcher: the first value of the
+// parameter in the raw (not percent-decoded) query string is matched.
+type queryMatcher struct {
+	name   string
+	str    *stringMatcher // nil: a presence match
+	absent bool           // present_match: false: the parameter must be absent
 }
 
 // forwardAction is a RouteAction: proxy to one of its clusters.
@@ -106,11 +124,23 @@ type forwardAction struct {
 	idleTimeout    time.Duration
 	hasIdleTimeout bool
 	hashPolicies   []hashPolicy // for RING_HASH and MAGLEV clusters
+	hostRewrite    string       // host_rewrite_literal; "" keeps the request's host
+	upgrades       []routeUpgrade
+}
+
+// routeUpgrade is a per-route upgrade_configs entry: it allows or refuses an
+// upgrade type whatever the HCM says.
+type routeUpgrade struct {
+	upgradeType string // lower-case
+	enabled     bool
 }
 
 type weightedCluster struct {
-	name   string
-	weight uint64
+	name        string
+	weight      uint64
+	hostRewrite string        // host_rewrite_literal of the ClusterWeight; the route's wins
+	headers     headerLevel   // its own header mutations
+	plan        *mutationPlan // when it has its own: every level's, its own first
 }
 
 type redirectAction struct {
@@ -182,7 +212,41 @@ func (m *routeMatch) matches(ri *requestInfo) bool {
 			return false
 		}
 	}
+	for i := range m.queries {
+		if !m.queries[i].matches(ri.rawQuery) {
+			return false
+		}
+	}
 	return true
+}
+
+// matches follows Envoy's QueryParameterMatcher: present_match: false
+// matches a missing parameter; otherwise a missing parameter never matches,
+// a presence match matches any value, and a string match looks at the
+// parameter's first value.
+func (qm *queryMatcher) matches(rawQuery string) bool {
+	v, ok := firstQueryValue(rawQuery, qm.name)
+	switch {
+	case qm.absent:
+		return !ok
+	case !ok:
+		return false
+	}
+	return qm.str == nil || qm.str.matches(v)
+}
+
+// firstQueryValue returns the first value of a parameter in a raw query
+// string, parsed as Envoy does: "&"-separated, the name up to the first "=",
+// no percent-decoding; a parameter without "=" has the value "".
+func firstQueryValue(q, name string) (string, bool) {
+	for q != "" {
+		var param string
+		param, q, _ = strings.Cut(q, "&")
+		if k, v, _ := strings.Cut(param, "="); k == name {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func (m *routeMatch) pathMatches(path string) bool {
@@ -229,7 +293,7 @@ func hasPrefixFold(s, prefix string, fold bool) bool {
 // matches implements Envoy's HeaderUtility::matchHeaders semantics, including
 // its handling of absent headers with invert_match.
 func (hm *headerMatcher) matches(ri *requestInfo) bool {
-	value, ok := ri.headerValue(hm.name)
+	value, ok := ri.headerValueKey(hm.name, hm.key)
 	if !ok {
 		if !hm.treatMissingAsEmpty {
 			if hm.invert {
@@ -248,30 +312,64 @@ func (hm *headerMatcher) matches(ri *requestInfo) bool {
 	return match != hm.invert
 }
 
+// matches compares as Envoy's StringMatcher: ignore_case folds ASCII letters
+// only, and a regex must match the whole value.
 func (sm *stringMatcher) matches(v string) bool {
-	if sm.kind == strRegex {
-		return sm.re.MatchString(v)
-	}
-	value := sm.value
-	if sm.ignoreCase {
-		v, value = strings.ToLower(v), strings.ToLower(value)
-	}
 	switch sm.kind {
+	case strRegex:
+		return sm.re.MatchString(v)
 	case strExact:
-		return v == value
+		return len(v) == len(sm.value) && hasPrefixASCII(v, sm.value, sm.ignoreCase)
 	case strPrefix:
-		return strings.HasPrefix(v, value)
+		return hasPrefixASCII(v, sm.value, sm.ignoreCase)
 	case strSuffix:
-		return strings.HasSuffix(v, value)
+		return len(v) >= len(sm.value) && hasPrefixASCII(v[len(v)-len(sm.value):], sm.value, sm.ignoreCase)
 	case strContains:
-		return strings.Contains(v, value)
+		if !sm.ignoreCase {
+			return strings.Contains(v, sm.value)
+		}
+		for i := 0; i+len(sm.value) <= len(v); i++ {
+			if hasPrefixASCII(v[i:], sm.value, true) {
+				return true
+			}
+		}
 	}
 	return false
 }
 
+// hasPrefixASCII reports whether s starts with prefix, folding ASCII letters
+// when fold is set.
+func hasPrefixASCII(s, prefix string, fold bool) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	if !fold {
+		return s[:len(prefix)] == prefix
+	}
+	for i := 0; i < len(prefix); i++ {
+		a, b := s[i], prefix[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
 // headerValue returns a header as Envoy sees it: pseudo-headers map to the
-// request line, and repeated headers are joined with ",".
+// request line, and repeated headers are joined with "," (Cookie with "; ",
+// as Envoy's codecs coalesce it).
 func (ri *requestInfo) headerValue(name string) (string, bool) {
+	return ri.headerValueKey(name, textproto.CanonicalMIMEHeaderKey(name))
+}
+
+// headerValueKey is headerValue with the canonical key already known.
+func (ri *requestInfo) headerValueKey(name, key string) (string, bool) {
 	switch name {
 	case ":authority", "host":
 		return ri.authority, true
@@ -285,11 +383,16 @@ func (ri *requestInfo) headerValue(name string) (string, bool) {
 	case ":scheme":
 		return ri.scheme, true
 	}
-	values := ri.header.Values(name)
-	if len(values) == 0 {
+	switch values := ri.header[key]; {
+	case len(values) == 0:
 		return "", false
+	case len(values) == 1:
+		return values[0], true
+	case key == "Cookie":
+		return strings.Join(values, "; "), true
+	default:
+		return strings.Join(values, ","), true
 	}
-	return strings.Join(values, ","), true
 }
 
 // fullMatchRegexp compiles an RE2 pattern anchored at both ends, since Envoy's
