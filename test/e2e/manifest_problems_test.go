@@ -50,8 +50,8 @@ func TestCheckReportsMistakenKinds(t *testing.T) {
 			`typo.yaml:2: document 1: unknown kind "Ingres" in networking.k8s.io/v1; did you mean "Ingress"?`},
 		{"unserved version", "version.yaml", "# the next API version, surely\napiVersion: networking.k8s.io/v2\nkind: Ingress\nmetadata: {name: v2}\n",
 			"version.yaml:2: document 1: networking.k8s.io/v2 is not a version Kubernetes serves; Ingress is networking.k8s.io/v1"},
-		{"HTTPProxy", "proxy.yaml", "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: p}\nspec: {}\n",
-			"proxy.yaml:2: document 1: projectcontour.io/v1 HTTPProxy is not supported by Portico yet"},
+		{"misspelt HTTPProxy", "proxy.yaml", "apiVersion: projectcontour.io/v1\nkind: HTTPProxies\nmetadata: {name: p}\nspec: {}\n",
+			`proxy.yaml:2: document 1: unknown kind "HTTPProxies" in projectcontour.io/v1; did you mean "HTTPProxy"?`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,13 +1,18 @@
 package manifest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
 
 // ageOf returns the creationTimestamp of the object called name (any kind) in r.
@@ -170,5 +175,96 @@ func TestWatchDuplicateDoesNotReplaceWorkingObject(t *testing.T) {
 	must(t, err)
 	if !servicePort("x", 2)(res) || len(res.Problems) != 1 || !strings.HasSuffix(res.Problems[0].File, "b.yaml") {
 		t.Errorf("LoadDir: %v %v", res.Objects, res.Problems)
+	}
+}
+
+func proxyYAML(name, fqdn string) string {
+	return fmt.Sprintf("apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: %s}\nspec:\n  virtualhost: {fqdn: %s}\n  routes: [{services: [{name: s, port: 80}]}]\n", name, fqdn)
+}
+
+func delegationYAML(apiVersion string) string {
+	return "apiVersion: " + apiVersion + "\nkind: TLSCertificateDelegation\nmetadata: {name: wildcard, namespace: certs}\nspec: {delegations: [{secretName: s, targetNamespaces: ['*']}]}\n"
+}
+
+func proxyFqdn(name, fqdn string) func(*Result) bool {
+	return func(r *Result) bool {
+		for _, o := range r.Objects {
+			if p, ok := o.(*contourv1.HTTPProxy); ok && p.Name == name && p.Spec.VirtualHost != nil && p.Spec.VirtualHost.Fqdn == fqdn {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// HTTPProxies get their ages as every object does: at start-up from their files, later
+// from when they appear, kept across edits. The host an HTTPProxy holds depends on it.
+// A TLSCertificateDelegation of each group may share a namespace/name: they are two
+// objects, not one defined twice.
+func TestHTTPProxyAges(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a-new.yaml": proxyYAML("new", "new.example.com"),
+		"b-old.yaml": proxyYAML("old", "old.example.com"),
+		"certs.yaml": delegationYAML("projectcontour.io/v1") + "---\n" + delegationYAML("contour.heptio.com/v1beta1"),
+	})
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	setModTime(t, filepath.Join(dir, "b-old.yaml"), base)
+	setModTime(t, filepath.Join(dir, "a-new.yaml"), base.Add(time.Minute))
+	setModTime(t, filepath.Join(dir, "certs.yaml"), base)
+
+	res, err := LoadDir(dir)
+	must(t, err)
+	if len(res.Problems) != 0 {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	checkOrder(t, res, "old", "new")
+	if got := ageOf(t, res, "old"); !got.Equal(base) {
+		t.Errorf("age of old: %s, want its file's modification time %s", got, base)
+	}
+	delegations := 0
+	for _, o := range res.Objects {
+		switch o.(type) {
+		case *contourv1.TLSCertificateDelegation, *contourv1beta1.TLSCertificateDelegation:
+			delegations++
+		}
+	}
+	if delegations != 2 {
+		t.Errorf("TLSCertificateDelegations kept: %d, want one of each group; objects %v", delegations, names(res.Objects))
+	}
+
+	// A second definition is reported under the kind, with the group when the kind
+	// alone is ambiguous.
+	writeFiles(t, dir, map[string]string{"d-copies.yaml": proxyYAML("old", "copy.example.com") + "---\n" + delegationYAML("projectcontour.io/v1")})
+	res, err = LoadDir(dir)
+	must(t, err)
+	var reasons []string
+	for _, p := range res.Problems {
+		reasons = append(reasons, p.Reason)
+	}
+	want := []string{
+		"HTTPProxy default/old is already defined at " + filepath.Join(dir, "b-old.yaml") + ":1 (document 1); this definition is ignored",
+		"TLSCertificateDelegation.projectcontour.io certs/wildcard is already defined at " + filepath.Join(dir, "certs.yaml") + ":1 (document 1); this definition is ignored",
+	}
+	if diff := cmp.Diff(want, reasons); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	must(t, os.Remove(filepath.Join(dir, "d-copies.yaml")))
+
+	h := startWatch(t, dir)
+	r := h.waitFor("initial load", time.Now(), within, proxyFqdn("old", "old.example.com"))
+	old, newer := ageOf(t, r, "old"), ageOf(t, r, "new")
+	r = h.change("edit", func() {
+		writeFiles(t, dir, map[string]string{"b-old.yaml": proxyYAML("old", "edited.example.com")})
+	}, proxyFqdn("old", "edited.example.com"))
+	if got := ageOf(t, r, "old"); !got.Equal(old) {
+		t.Errorf("old's age changed from %s to %s when it was edited", old, got)
+	}
+	r = h.change("a new HTTPProxy in a file read first", func() {
+		writeFiles(t, dir, map[string]string{"0.yaml": proxyYAML("latest", "latest.example.com")})
+	}, proxyFqdn("latest", "latest.example.com"))
+	checkOrder(t, r, "old", "new", "latest")
+	if got := ageOf(t, r, "new"); !got.Equal(newer) {
+		t.Errorf("new's age changed from %s to %s", newer, got)
 	}
 }

@@ -1,8 +1,9 @@
 // Package manifest reads Kubernetes manifests (YAML or JSON files) from a
 // directory and turns them into the typed objects Portico works with:
 // Ingress and IngressClass (networking.k8s.io/v1, with the deprecated
-// v1beta1 versions converted), Service, Endpoints, Secret, EndpointSlice, and
-// IngressRoute and TLSCertificateDelegation (contour.heptio.com/v1beta1).
+// v1beta1 versions converted), Service, Endpoints, Secret, EndpointSlice,
+// IngressRoute and TLSCertificateDelegation (contour.heptio.com/v1beta1), and HTTPProxy
+// and TLSCertificateDelegation (projectcontour.io/v1).
 //
 // Kinds of API groups Portico does not read (apps/v1 Deployments, CRDs of other
 // projects, ...) and real kinds of the groups it does read that it has no use for
@@ -10,8 +11,7 @@
 // of complete application manifests can be pointed at directly. In the groups Portico
 // reads (core v1, networking.k8s.io, discovery.k8s.io, extensions, contour.heptio.com
 // and projectcontour.io), a kind or version that does not exist — a typo such as
-// `kind: Ingres` or `networking.k8s.io/v2` — and a kind Portico does not support yet
-// (projectcontour.io/v1 HTTPProxy) are reported, since skipping them would make a
+// `kind: Ingres` or `networking.k8s.io/v2` — is reported, since skipping it would make a
 // route silently go missing.
 //
 // A document that cannot be used — invalid YAML/JSON, missing apiVersion/kind/name,

@@ -42,12 +42,9 @@ var contourKinds = []schema.GroupVersionKind{
 	{Group: "projectcontour.io", Version: "v1alpha1", Kind: "ContourDeployment"},
 }
 
-// notYetRead are kinds Portico will read but does not yet, with what to use meanwhile.
-// Silently skipping them would look like a routing bug.
-var notYetRead = map[schema.GroupVersionKind]string{
-	{Group: "projectcontour.io", Version: "v1", Kind: "HTTPProxy"}:                "use a contour.heptio.com/v1beta1 IngressRoute or an Ingress meanwhile",
-	{Group: "projectcontour.io", Version: "v1", Kind: "TLSCertificateDelegation"}: "a contour.heptio.com/v1beta1 TLSCertificateDelegation with the same spec is supported",
-}
+// notYetRead are kinds Portico will read but does not yet, with what to use meanwhile
+// (none at the moment). Silently skipping them would look like a routing bug.
+var notYetRead = map[schema.GroupVersionKind]string{}
 
 // kindIndex knows every kind of every version of the built-in API groups and of
 // Contour's groups.
@@ -196,16 +193,20 @@ func groupName(group string) string {
 
 // exactElsewhere returns the apiVersion of kind when it is a kind of another group:
 // apiVersion: v1 with kind: Ingress, say. A kind Portico reads wins over others of the
-// same name (Ingress is read as networking.k8s.io/v1, not extensions/v1beta1).
+// same name (Ingress is read as networking.k8s.io/v1, not extensions/v1beta1); among
+// several it reads (TLSCertificateDelegation), the GA one.
 func (ix *kindIndex) exactElsewhere(kind string) string {
-	var groups []string
+	var groups, kept []string
 	for gk := range ix.kinds {
 		if gk.Kind == kind {
-			if target, ok := ix.keptByKind[gk]; ok {
-				return target.GroupVersion().String()
+			if _, ok := ix.keptByKind[gk]; ok {
+				kept = append(kept, gk.Group)
 			}
 			groups = append(groups, gk.Group)
 		}
+	}
+	if len(kept) > 0 {
+		groups = kept
 	}
 	if len(groups) == 0 {
 		return ""
@@ -219,6 +220,9 @@ func (ix *kindIndex) exactElsewhere(kind string) string {
 		return strings.Compare(a, b)
 	})
 	g := groups[0]
+	if target, ok := ix.keptByKind[schema.GroupKind{Group: g, Kind: kind}]; ok {
+		return target.GroupVersion().String()
+	}
 	return schema.GroupVersion{Group: g, Version: ix.kinds[schema.GroupKind{Group: g, Kind: kind}][0]}.String()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // MaxFileSize is the largest manifest file read. A bigger file is refused with a
@@ -56,13 +57,30 @@ func readDir(dir string, entries []fs.DirEntry, log *slog.Logger) []fileLoad {
 	return l.files
 }
 
-type objectKey struct{ kind, namespace, name string }
+// objectKey identifies an object across loads. The group is part of it: contour.heptio.com
+// and projectcontour.io both have a TLSCertificateDelegation.
+type objectKey struct{ group, kind, namespace, name string }
 
 func (k objectKey) String() string {
-	if k.namespace == "" {
-		return k.kind + " " + k.name
+	kind := k.kind
+	if kindInGroups(k.kind) > 1 {
+		kind = schema.GroupKind{Group: k.group, Kind: k.kind}.String()
 	}
-	return k.kind + " " + k.namespace + "/" + k.name
+	if k.namespace == "" {
+		return kind + " " + k.name
+	}
+	return kind + " " + k.namespace + "/" + k.name
+}
+
+// kindInGroups returns the number of groups Portico reads kind from.
+func kindInGroups(kind string) int {
+	n := 0
+	for gk := range kinds().keptByKind {
+		if gk.Kind == kind {
+			n++
+		}
+	}
+	return n
 }
 
 type position struct {
@@ -212,7 +230,8 @@ func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, [
 			if err != nil { // cannot happen for the kept kinds
 				continue
 			}
-			key := objectKey{obj.GetObjectKind().GroupVersionKind().Kind, acc.GetNamespace(), acc.GetName()}
+			gvk := obj.GetObjectKind().GroupVersionKind()
+			key := objectKey{gvk.Group, gvk.Kind, acc.GetNamespace(), acc.GetName()}
 			keys[fi][i] = key
 			defs[key] = append(defs[key], def{fi, i})
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
 
 // Group/version/kinds of everything Portico keeps from manifests, after
@@ -29,6 +30,9 @@ var (
 
 	gvkIngressRoute             = contourv1beta1.SchemeGroupVersion.WithKind("IngressRoute")
 	gvkTLSCertificateDelegation = contourv1beta1.SchemeGroupVersion.WithKind("TLSCertificateDelegation")
+
+	gvkHTTPProxy                       = contourv1.SchemeGroupVersion.WithKind("HTTPProxy")
+	gvkProjectTLSCertificateDelegation = contourv1.SchemeGroupVersion.WithKind("TLSCertificateDelegation")
 
 	gvkIngressNetV1beta1      = networkingv1beta1.SchemeGroupVersion.WithKind("Ingress")
 	gvkIngressClassNetV1beta1 = networkingv1beta1.SchemeGroupVersion.WithKind("IngressClass")
@@ -57,6 +61,9 @@ var keptKinds = map[schema.GroupVersionKind]kindInfo{
 
 	gvkIngressRoute:             {gvkIngressRoute, true},
 	gvkTLSCertificateDelegation: {gvkTLSCertificateDelegation, true},
+
+	gvkHTTPProxy:                       {gvkHTTPProxy, true},
+	gvkProjectTLSCertificateDelegation: {gvkProjectTLSCertificateDelegation, true},
 }
 
 var (
@@ -90,8 +97,10 @@ func initScheme() {
 	add(extensionsv1beta1.SchemeGroupVersion,
 		&extensionsv1beta1.Ingress{}, &extensionsv1beta1.IngressList{},
 	)
-	if err := contourv1beta1.AddToScheme(s); err != nil {
-		panic(err) // programming error, caught by any test
+	for _, add := range []func(*runtime.Scheme) error{contourv1beta1.AddToScheme, contourv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // programming error, caught by any test
+		}
 	}
 
 	mustConv := func(a, b any, fn conversion.ConversionFunc) {
