@@ -181,8 +181,8 @@ func TestIngressRouteOrphansCyclesAndRefusedDelegations(t *testing.T) {
 		{"/orphan", 200, "site"}, // the orphan's own route is not served
 		{"/missing", 503, ""},
 		{"/missing/deeper", 503, ""},
-		{"/cycle", 503, ""},       // the cycle's zone: what its routes do not serve
-		{"/cycle/b", 200, "loop"}, // loop/b's own route still serves
+		{"/cycle", 503, ""},   // the cycle's zone: what its routes do not serve
+		{"/cycle/b", 503, ""}, // loop/b, the newest object of the cycle, is invalid
 		{"/outside", 503, ""},
 		{"/elsewhere", 200, "site"}, // web/outside's route is not served: "/" answers it
 		{"/rooted", 503, ""},
@@ -207,10 +207,11 @@ func TestIngressRouteOrphansCyclesAndRefusedDelegations(t *testing.T) {
 		"infra/root": {dag.StatusValid, `route "/missing": not delegated to IngressRoute web/nothere: it does not exist`},
 		"web/site":   {dag.StatusValid, `"/" delegated by IngressRoute infra/root`},
 		"web/orphan": {dag.StatusOrphaned, "not part of a delegation chain from a root"},
-		// b's delegation back to a would close a cycle: it is refused, and b is told.
+		// b's delegation back to a closes a cycle; b comes after a in the same file, so
+		// it is the newest object on the cycle: b is invalid and says why.
 		"loop/a":       {dag.StatusValid, `"/cycle" delegated by IngressRoute infra/root`},
-		"loop/b":       {dag.StatusValid, "that would be a delegation cycle: IngressRoute loop/a -> IngressRoute loop/b -> IngressRoute loop/a"},
-		"web/outside":  {dag.StatusOrphaned, `its route "/elsewhere" is not under "/outside"`},
+		"loop/b":       {dag.StatusInvalid, "its delegation closes a cycle: IngressRoute loop/b -> IngressRoute loop/a -> IngressRoute loop/b"},
+		"web/outside":  {dag.StatusInvalid, `its route "/elsewhere" is not under "/outside"`},
 		"web/other":    {dag.StatusValid, "only IngressRoutes without spec.virtualhost can be delegated to"},
 		"sneak/sneaky": {dag.StatusInvalid, `name "web/site" is not a Service name`},
 	} {
