@@ -84,12 +84,12 @@ func (b *builder) proxyGraph() *proxyGraph {
 			n.check.fail(problemSpec, "SpecUnreadable", "its spec cannot be read: %s; fix that field", reason)
 			continue
 		}
+		// The routes are translated even when the object is already invalid, so that its
+		// status lists every problem at once, not one more after each fix.
 		validateHTTPProxy(p, &n.check)
-		if n.usable() {
-			n.plans = b.proxyRoutePlans(n, &n.check)
-			if tp := p.Spec.TCPProxy; tp != nil && len(tp.Services) > 0 {
-				n.tcp = b.proxyTCPServices(n, tp)
-			}
+		n.plans = b.proxyRoutePlans(n, &n.check)
+		if tp := p.Spec.TCPProxy; tp != nil && len(tp.Services) > 0 {
+			n.tcp = b.proxyTCPServices(n, tp)
 		}
 	}
 	markIncludeCycles(g)
@@ -268,6 +268,8 @@ type proxyClaim struct {
 	depth          int
 	permitInsecure bool
 	conds          conditions
+	// unfollowed marks the 503 route of an include that is not followed.
+	unfollowed bool
 }
 
 type proxyPath struct {
@@ -289,14 +291,18 @@ func (p *proxyPath) contains(n *proxyNode) bool {
 func (w *proxyWalk) visit(n *proxyNode, conds conditions, depth int, path *proxyPath, insecureOK bool) {
 	w.visits++
 	path = &proxyPath{node: n, parent: path}
-	for n.hosts == nil {
-		n.hosts = map[string]bool{}
-	}
 	n.hosts[w.host] = true
 	for i, plan := range n.plans {
 		merged := conds.merge(plan.conds)
+		if merged.path.Kind == PathRegex && merged.path.Value != plan.conds.path.Value {
+			// The regex grew by the include's prefix: it must still be within bounds.
+			if p := checkRegex(merged.path.Value); p != "" {
+				n.check.warn(problemRoute, "RegexTooComplex", "spec.routes[%d] is not served on %s: under its include's prefix its path regex becomes %s", i, w.host, p)
+				continue
+			}
+		}
 		permit := plan.permitInsecure && (depth == 0 || insecureOK)
-		if plan.permitInsecure && !permit {
+		if plan.permitInsecure && !permit && w.root.p.Spec.VirtualHost.TLS != nil {
 			n.check.warn(problemInsecure, "PermitInsecureNotGranted", "spec.routes[%d].permitInsecure is ignored on %s: an included route is served over plain HTTP only when every include that leads to it sets permitInsecure: true; it is redirected to HTTPS", i, w.host)
 		}
 		w.claim(&proxyClaim{route: plan.build(merged), owner: n, depth: depth, permitInsecure: permit, conds: merged})
@@ -308,7 +314,7 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, depth int, path *proxy
 		t, key := w.g.lookup(n, inc.Name, inc.Namespace)
 		if reason, why := w.refusal(n, t, path); reason != "" {
 			n.check.warn(problemInclude, reason, "spec.includes[%d] (%s) is not followed on %s: %s %s; requests matching its conditions get 503", i, merged.describe(), w.host, key, why)
-			w.claim(&proxyClaim{route: &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}, owner: n, depth: depth + 1, conds: merged})
+			w.claim(&proxyClaim{route: &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}, owner: n, depth: depth + 1, conds: merged, unfollowed: true})
 			continue
 		}
 		t.includedBy = append(t.includedBy, fmt.Sprintf("included by %s on %s (%s)", n.ref, w.host, merged.describe()))
@@ -353,8 +359,12 @@ func (w *proxyWalk) claim(c *proxyClaim) {
 		win, lose = c, prev
 		w.claims[k] = c
 	}
-	if lose.owner != win.owner && lose.route.DirectStatus == 0 {
-		lose.owner.check.warn(problemRoute, "DuplicateMatchConditions", "route (%s) is not served on %s: %s, closer to the root, has a route with the same conditions", lose.conds.describe(), w.host, win.owner.ref)
+	if lose.owner != win.owner && !lose.unfollowed {
+		where := "closer to the root"
+		if win.depth == lose.depth {
+			where = "as deep in the includes and reached first"
+		}
+		lose.owner.check.warn(problemRoute, "DuplicateMatchConditions", "route (%s) is not served on %s: %s, %s, has a route with the same conditions", lose.conds.describe(), w.host, win.owner.ref, where)
 	}
 }
 
@@ -408,8 +418,9 @@ func (b *builder) proxyTCPServices(n *proxyNode, tp *contourv1.TCPProxy) *TCPPro
 	pol := clusterPolicy{lb: lb, hc: proxyTCPHealthCheck(tp.HealthCheckPolicy, field+".healthCheckPolicy", &n.check)}
 	clusters := b.proxyServices(n, tp.Services, field, pol, &n.check)
 	for _, wc := range clusters {
-		if wc.Cluster.Protocol != "" || wc.RequestHeaders != nil || wc.ResponseHeaders != nil {
-			n.check.fail(problemTCPProxy, "HTTPFeatureInvalid", "%s.services: protocols and headers policies need HTTP; remove them", field)
+		// (A protocol is refused by validateTCPProxy.)
+		if wc.RequestHeaders != nil || wc.ResponseHeaders != nil {
+			n.check.fail(problemTCPProxy, "HTTPFeatureInvalid", "%s.services: headers policies need HTTP; remove them", field)
 			return nil
 		}
 	}

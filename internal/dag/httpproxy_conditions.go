@@ -33,6 +33,61 @@ func checkRegex(re string) string {
 	return ""
 }
 
+// checkPathRegex says why re cannot be a path condition, or "". Under an include, re
+// is appended to the include's prefix as a group, "/blog(?:re)": for that to stay inside
+// the include, re must be a whole group on its own (no unterminated \Q) and every path it
+// matches must start with "/" ("/a|b" or "/?a" would match "/blogb" or "/bloga").
+func checkPathRegex(re string) string {
+	if p := checkRegex(re); p != "" {
+		return p
+	}
+	if _, err := syntax.Parse("(?:"+re+")", syntax.Perl); err != nil {
+		return fmt.Sprintf("%q cannot be used inside a group (an unterminated \\Q?): %v", re, unwrapSyntax(err))
+	}
+	parsed, _ := syntax.Parse(re, syntax.Perl)
+	prog, _ := syntax.Compile(parsed.Simplify())
+	if !matchesOnlySlashFirst(prog) {
+		return fmt.Sprintf("%q must match only paths that start with \"/\": an alternative or optional part matches others; keep the leading \"/\" outside them, as in \"/(a|b)\"", re)
+	}
+	return ""
+}
+
+// matchesOnlySlashFirst reports whether every string prog matches starts with "/" (the
+// empty string does not).
+func matchesOnlySlashFirst(prog *syntax.Prog) bool {
+	seen := make([]bool, len(prog.Inst))
+	var first func(pc uint32) bool
+	first = func(pc uint32) bool {
+		if seen[pc] {
+			return true
+		}
+		seen[pc] = true
+		i := &prog.Inst[pc]
+		switch i.Op {
+		case syntax.InstFail:
+			return true
+		case syntax.InstAlt, syntax.InstAltMatch:
+			return first(i.Out) && first(i.Arg)
+		case syntax.InstCapture, syntax.InstEmptyWidth, syntax.InstNop:
+			return first(i.Out)
+		case syntax.InstRune1:
+			return i.Rune[0] == '/'
+		case syntax.InstRune:
+			if len(i.Rune) == 1 {
+				return i.Rune[0] == '/'
+			}
+			for _, r := range i.Rune {
+				if r != '/' {
+					return false
+				}
+			}
+			return true
+		}
+		return false // InstMatch (the empty string), any character
+	}
+	return first(uint32(prog.Start))
+}
+
 func unwrapSyntax(err error) string {
 	if se, ok := err.(*syntax.Error); ok {
 		return fmt.Sprintf("%s in %q", se.Code, se.Expr)
@@ -118,9 +173,14 @@ func rootConditions() conditions {
 
 // prefixMatch is the path condition of an HTTPProxy prefix. A prefix matches by path
 // segments ("/api" matches "/api" and "/api/x", not "/apix"), as HTTPProxy users expect;
-// a prefix ending in "/" matches every path that starts with it.
+// a prefix ending in "/" matches every path that starts with it. "/" is always the
+// segment prefix "/", as for a route without a path condition, so that the two are
+// recognised as the same conditions.
 func prefixMatch(p string) PathMatch {
-	if p == "/" || strings.HasSuffix(p, "/") {
+	if p == "/" {
+		return PathMatch{Kind: PathPrefix, Value: "/"}
+	}
+	if strings.HasSuffix(p, "/") {
 		return PathMatch{Kind: PathStringPrefix, Value: p}
 	}
 	return PathMatch{Kind: PathPrefix, Value: p}
@@ -211,7 +271,7 @@ func parseConditions(field string, conds []contourv1.MatchCondition, forInclude 
 			case !strings.HasPrefix(mc.Regex, "/"):
 				add("%s.regex %q must start with \"/\"", at, mc.Regex)
 			default:
-				if p := checkRegex(mc.Regex); p != "" {
+				if p := checkPathRegex(mc.Regex); p != "" {
 					add("%s.regex: %s", at, p)
 				}
 			}

@@ -541,12 +541,17 @@ func pickPrefixRewrite(p *contourv1.PathRewritePolicy, prefix string) string {
 func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, field string, pol clusterPolicy, c *proxyCheck) []*WeightedCluster {
 	var total int64
 	for _, s := range services {
-		total += s.Weight
+		if !s.Mirror {
+			total += s.Weight
+		}
 	}
 	var out []*WeightedCluster
 	for i := range services {
 		s := &services[i]
 		at := fmt.Sprintf("%s.services[%d]", field, i)
+		if s.Mirror {
+			continue // not implemented (a warning says so): it must get no traffic at all
+		}
 		if s.Name == "" {
 			c.fail(problemService, "NameMissing", "%s.name is required", at)
 			continue

@@ -52,8 +52,7 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) {
 	if vh := spec.VirtualHost; vh != nil {
 		validateProxyVirtualHost(vh, spec.TCPProxy != nil, c)
 	}
-	if spec.TCPProxy != nil && spec.VirtualHost == nil {
-		// An included object's tcpproxy is reached through a root's tcpproxy.include.
+	if spec.TCPProxy != nil {
 		validateTCPProxy(spec.TCPProxy, "spec.tcpproxy", c)
 	}
 	if len(spec.Routes) == 0 && len(spec.Includes) == 0 && spec.TCPProxy == nil {
@@ -106,6 +105,9 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) {
 		}
 		if actions != 1 {
 			c.fail(problemRoute, "InvalidAction", "%s must have exactly one of services, requestRedirectPolicy, directResponsePolicy (it has %d)", field, actions)
+		}
+		if len(r.Services) > 0 && !slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return !s.Mirror }) {
+			c.fail(problemService, "NoServices", "%s.services: every service is a mirror (which Portico does not implement yet); a route needs a service that answers its requests", field)
 		}
 	}
 }
@@ -179,16 +181,17 @@ func validateProxyFQDN(fqdn string) string {
 	if fqdn == "" {
 		return "required on a root (an HTTPProxy with spec.virtualhost)"
 	}
-	if rest, ok := strings.CutPrefix(fqdn, "*."); ok {
-		if msg := validateFQDN(rest); msg != "" {
-			return fmt.Sprintf("wildcard %q: %s", fqdn, msg)
-		}
-		return ""
-	}
-	if strings.Contains(fqdn, "*") {
+	name, wildcard := strings.CutPrefix(fqdn, "*.")
+	if name == "" || strings.Contains(name, "*") {
 		return fmt.Sprintf("%q: a wildcard must be the whole first label (\"*.example.com\")", fqdn)
 	}
-	return validateFQDN(fqdn)
+	if msg := validateFQDN(name); msg != "" {
+		if wildcard {
+			return fmt.Sprintf("wildcard %q: %s", fqdn, msg)
+		}
+		return msg
+	}
+	return ""
 }
 
 func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
