@@ -28,12 +28,21 @@ type proxyNode struct {
 	ref     ObjectRef
 	ignored string
 	check   proxyCheck
-	// includedBy describes the includes that reach this object; refused those refused
-	// because of it; includingInvalid the invalid objects that include it.
-	includedBy, refused, includingInvalid []string
-	hosts                                 map[string]bool
-	plans                                 []routePlan
-	tcp                                   *TCPProxy
+	// includedBy describes the includes that reach this object; includingInvalid the
+	// invalid objects that include it.
+	includedBy, includingInvalid []string
+	// hosts are those it serves routes on (made on first use).
+	hosts        map[string]bool
+	plans        []routePlan
+	includeConds []conditions // those of spec.includes, parsed
+	tcp          *TCPProxy
+}
+
+func (n *proxyNode) addHost(h string) {
+	if n.hosts == nil {
+		n.hosts = make(map[string]bool, 1)
+	}
+	n.hosts[h] = true
 }
 
 func (n *proxyNode) isRoot() bool { return n.p.Spec.VirtualHost != nil }
@@ -71,9 +80,10 @@ func (g *proxyGraph) lookup(from *proxyNode, name, namespace string) (*proxyNode
 // proxyGraph collects the HTTPProxies with their class, their static validation, and
 // their routes translated (everything that does not depend on who includes them).
 func (b *builder) proxyGraph() *proxyGraph {
-	g := &proxyGraph{nodes: map[types.NamespacedName]*proxyNode{}}
-	for _, p := range b.store.SortedHTTPProxies() {
-		n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}, hosts: map[string]bool{}}
+	all := b.store.SortedHTTPProxies()
+	g := &proxyGraph{nodes: make(map[types.NamespacedName]*proxyNode, len(all)), order: make([]*proxyNode, 0, len(all))}
+	for _, p := range all {
+		n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}}
 		g.nodes[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = n
 		g.order = append(g.order, n)
 		if class, other := b.proxyClass(p); other {
@@ -86,8 +96,9 @@ func (b *builder) proxyGraph() *proxyGraph {
 		}
 		// The routes are translated even when the object is already invalid, so that its
 		// status lists every problem at once, not one more after each fix.
-		validateHTTPProxy(p, &n.check)
-		n.plans = b.proxyRoutePlans(n, &n.check)
+		routeConds, includeConds := validateHTTPProxy(p, &n.check)
+		n.includeConds = includeConds
+		n.plans = b.proxyRoutePlans(n, routeConds, &n.check)
 		if tp := p.Spec.TCPProxy; tp != nil && len(tp.Services) > 0 {
 			n.tcp = b.proxyTCPServices(n, tp)
 		}
@@ -216,6 +227,7 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 			}
 		}
 	}
+	b.statuses = slices.Grow(b.statuses, len(g.order))
 	for _, n := range g.order {
 		b.setProxyStatus(n)
 	}
@@ -291,8 +303,9 @@ func (p *proxyPath) contains(n *proxyNode) bool {
 func (w *proxyWalk) visit(n *proxyNode, conds conditions, depth int, path *proxyPath, insecureOK bool) {
 	w.visits++
 	path = &proxyPath{node: n, parent: path}
-	n.hosts[w.host] = true
-	for i, plan := range n.plans {
+	n.addHost(w.host)
+	for i := range n.plans {
+		plan := &n.plans[i]
 		merged := conds.merge(plan.conds)
 		if merged.path.Kind == PathRegex && merged.path.Value != plan.conds.path.Value {
 			// The regex grew by the include's prefix: it must still be within bounds.
@@ -309,8 +322,7 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, depth int, path *proxy
 	}
 	for i := range n.p.Spec.Includes {
 		inc := &n.p.Spec.Includes[i]
-		incConds, _ := parseConditions("", inc.Conditions, true)
-		merged := conds.merge(incConds)
+		merged := conds.merge(n.includeConds[i])
 		t, key := w.g.lookup(n, inc.Name, inc.Namespace)
 		if reason, why := w.refusal(n, t, path); reason != "" {
 			n.check.warn(problemInclude, reason, "spec.includes[%d] (%s) is not followed on %s: %s %s; requests matching its conditions get 503", i, merged.describe(), w.host, key, why)
@@ -461,7 +473,7 @@ func (b *builder) proxyRootTCP(w *proxyWalk) *TCPProxy {
 		return nil
 	}
 	t.includedBy = append(t.includedBy, fmt.Sprintf("tcpproxy included by %s on %s", root.ref, w.host))
-	t.hosts[w.host] = true
+	t.addHost(w.host)
 	return t.tcp
 }
 
@@ -470,13 +482,16 @@ func (b *builder) setProxyStatus(n *proxyNode) {
 	st := Status{Object: n.ref, Root: n.isRoot()}
 	if n.isRoot() {
 		for _, h := range n.hostNames() {
-			n.hosts[h] = true
+			n.addHost(h)
 		}
 	}
-	for h := range n.hosts {
-		st.Hosts = append(st.Hosts, h)
+	if len(n.hosts) > 0 {
+		st.Hosts = make([]string, 0, len(n.hosts))
+		for h := range n.hosts {
+			st.Hosts = append(st.Hosts, h)
+		}
+		sort.Strings(st.Hosts)
 	}
-	sort.Strings(st.Hosts)
 	st.Warnings = cappedProblems(n.check.warnings)
 	warnings := problemMessages(st.Warnings)
 	switch {
@@ -501,6 +516,9 @@ func (b *builder) setProxyStatus(n *proxyNode) {
 
 // cappedProblems drops repeated problems and keeps at most maxNotes of them.
 func cappedProblems(in []Problem) []Problem {
+	if len(in) == 0 {
+		return nil
+	}
 	var out []Problem
 	seen := map[Problem]bool{}
 	for _, p := range in {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -328,14 +327,4 @@ func routesOfHost(t testing.TB, g *Graph, host string) []*Route {
 		t.Fatalf("no HTTP virtual host %s; hosts %v", host, g.HTTP)
 	}
 	return vh.Routes
-}
-
-// problemsOf lists "Type/Reason" of problems, sorted.
-func problemsOf(ps []Problem) []string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, p.Type+"/"+p.Reason)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -425,6 +425,23 @@ func TestHTTPProxyDuplicateMergedConditions(t *testing.T) {
 		)
 		wantWarning(t, g, "team", "child", problemRoute, "DuplicateMatchConditions", `route (prefix "/blog") is not served`)
 	})
+	t.Run("a closer route reached later still wins", func(t *testing.T) {
+		g := build(
+			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: m.example.com}, includes: [{name: a, conditions: [{prefix: /x}]}, {name: b, conditions: [{prefix: /x/y}]}]}}`),
+			proxy(t, `{metadata: {name: a}, spec: {includes: [{name: c, conditions: [{prefix: /y}]}]}}`),
+			proxy(t, `{metadata: {name: b}, spec: {routes: [{services: [{name: b, port: 80}]}]}}`),
+			proxy(t, `{metadata: {name: c}, spec: {routes: [{services: [{name: c, port: 80}]}]}}`),
+			svc("default", "b", ":80"),
+		)
+		wantWarning(t, g, "default", "c", problemRoute, "DuplicateMatchConditions", `route (prefix "/x/y") is not served on m.example.com: HTTPProxy default/b, closer to the root`)
+		st := proxyStatus(t, g, "default", "b")
+		if len(st.Warnings) > 0 {
+			t.Errorf("the winner is warned: %+v", st.Warnings)
+		}
+		if diff := cmp.Diff([]string{"Prefix /x/y -> default/b/80"}, proxyHTTP(g, "m.example.com")); diff != "" {
+			t.Errorf("routes (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("siblings as deep", func(t *testing.T) {
 		g := build(
 			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: m.example.com}, includes: [{name: a, conditions: [{prefix: /x}]}, {name: b, conditions: [{prefix: /x/y}]}]}}`),

@@ -121,6 +121,7 @@ func TestHTTPProxyHeaderConditions(t *testing.T) {
 		{`{name: user-agent, contains: Chrome}`, "h:user-agent~Chrome", [][]string{{"user-agent: Mozilla/5.0 Chrome/74.0"}}, [][]string{{"user-agent: Firefox"}, {"user-agent: chrome"}}},
 		{`{name: user-agent, notcontains: Chrome}`, "h:user-agent!~Chrome", [][]string{{"user-agent: Firefox"}}, [][]string{{"user-agent: Mozilla Chrome/74"}}},
 		{`{name: apiversion, regex: "v2\\.[0-9]+"}`, `h:apiversion=~v2\.[0-9]+`, [][]string{{"apiversion: v2.1"}}, [][]string{{"apiversion: v2.1-beta"}, {"apiversion: xv2.1"}, {"apiversion: v2x1"}}},
+		{`{name: user-agent, regex: "mozilla.*chrome/[0-9.]+.*", ignoreCase: true}`, "h:user-agent=~(?i)mozilla.*chrome/[0-9.]+.*", [][]string{{"user-agent: Mozilla/5.0 Chrome/74.0 Safari"}}, [][]string{{"user-agent: Mozilla Firefox"}}},
 		{`{name: x-tenant, exact: "", notexact: org-a, treatMissingAsEmpty: true}`, "h:x-tenant!=org-a/e", [][]string{{}, {"x-tenant: org-b"}}, [][]string{{"x-tenant: org-a"}}},
 		{`{name: x-tenant, contains: "", regex: "(org-a)?", treatMissingAsEmpty: true}`, "h:x-tenant=~(org-a)?/e", [][]string{{}, {"x-tenant: org-a"}}, [][]string{{"x-tenant: org-b"}}},
 	} {
@@ -154,6 +155,7 @@ func TestHTTPProxyQueryParameterConditions(t *testing.T) {
 		{`{name: v, suffix: ta}`, "q:v$ta", []string{"v=beta"}, []string{"v=tax"}},
 		{`{name: v, contains: et}`, "q:v~et", []string{"v=beta"}, []string{"v=bta"}},
 		{`{name: v, regex: "[0-9]+"}`, "q:v=~[0-9]+", []string{"v=12"}, []string{"v=12a", "v=a12"}},
+		{`{name: v, regex: "beta|rc", ignoreCase: true}`, "q:v=~(?i)beta|rc", []string{"v=BETA", "v=Rc"}, []string{"v=betas", "v=xrc"}},
 	} {
 		t.Run(tc.cond, func(t *testing.T) {
 			g := build(rootWithRoute(t, "[{prefix: /q}, {queryParameter: "+tc.cond+"}]"), svc("default", "web", ":80"))
