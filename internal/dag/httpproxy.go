@@ -347,6 +347,8 @@ func (w *proxyWalk) refusal(n, t *proxyNode, path *proxyPath) (string, string) {
 		return "RootIncludesRoot", "is a root (it has spec.virtualhost): only HTTPProxies without a virtualhost can be included"
 	case !t.usable():
 		return "IncludeInvalid", "is invalid (see its status)"
+	case len(t.p.Spec.Routes) == 0 && len(t.p.Spec.Includes) == 0:
+		return "IncludeNothingToRoute", "has no routes or includes for HTTP requests (only spec.tcpproxy, which a root reaches through its own spec.tcpproxy.include)"
 	case path.contains(t):
 		return "IncludeCreatesCycle", "is already on this include chain (a cycle)"
 	case w.visits >= maxProxyVisits:

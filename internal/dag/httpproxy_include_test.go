@@ -217,6 +217,7 @@ func TestHTTPProxyUnfollowedIncludesAnswer503(t *testing.T) {
 		{"root", `{metadata: {name: target, namespace: team}, spec: {virtualhost: {fqdn: other.example.com}, routes: [{services: [{name: web, port: 80}]}]}}`, "RootIncludesRoot", []string{"team/target is a root"}},
 		{"invalid", `{metadata: {name: target, namespace: team}, spec: {routes: [{services: [{name: web, port: 80}], timeoutPolicy: {response: soon}}]}}`, "IncludeInvalid", []string{"team/target is invalid (see its status)"}},
 		{"another class", `{metadata: {name: target, namespace: team}, spec: {ingressClassName: other, routes: [{services: [{name: web, port: 80}]}]}}`, "IncludeOtherClass", []string{"team/target belongs to another ingress class"}},
+		{"TCP proxy only", `{metadata: {name: target, namespace: team}, spec: {tcpproxy: {services: [{name: db, port: 5432}]}}}`, "IncludeNothingToRoute", []string{"team/target has no routes or includes for HTTP requests"}},
 		{"another class by annotation", `{metadata: {name: target, namespace: team, annotations: {projectcontour.io/ingress.class: other}}, spec: {routes: [{services: [{name: web, port: 80}]}]}}`, "IncludeOtherClass", []string{"belongs to another ingress class"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
