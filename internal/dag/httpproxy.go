@@ -28,12 +28,21 @@ type proxyNode struct {
 	ref     ObjectRef
 	ignored string
 	check   proxyCheck
-	// includedBy describes the includes that reach this object; refused those refused
-	// because of it; includingInvalid the invalid objects that include it.
-	includedBy, refused, includingInvalid []string
-	hosts                                 map[string]bool
-	plans                                 []routePlan
-	tcp                                   *TCPProxy
+	// includedBy describes the includes that reach this object; includingInvalid the
+	// invalid objects that include it.
+	includedBy, includingInvalid []string
+	// hosts are those it serves routes on (made on first use).
+	hosts        map[string]bool
+	plans        []routePlan
+	includeConds []conditions // those of spec.includes, parsed
+	tcp          *TCPProxy
+}
+
+func (n *proxyNode) addHost(h string) {
+	if n.hosts == nil {
+		n.hosts = make(map[string]bool, 1)
+	}
+	n.hosts[h] = true
 }
 
 func (n *proxyNode) isRoot() bool { return n.p.Spec.VirtualHost != nil }
@@ -71,9 +80,10 @@ func (g *proxyGraph) lookup(from *proxyNode, name, namespace string) (*proxyNode
 // proxyGraph collects the HTTPProxies with their class, their static validation, and
 // their routes translated (everything that does not depend on who includes them).
 func (b *builder) proxyGraph() *proxyGraph {
-	g := &proxyGraph{nodes: map[types.NamespacedName]*proxyNode{}}
-	for _, p := range b.store.SortedHTTPProxies() {
-		n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}, hosts: map[string]bool{}}
+	all := b.store.SortedHTTPProxies()
+	g := &proxyGraph{nodes: make(map[types.NamespacedName]*proxyNode, len(all)), order: make([]*proxyNode, 0, len(all))}
+	for _, p := range all {
+		n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}}
 		g.nodes[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = n
 		g.order = append(g.order, n)
 		if class, other := b.proxyClass(p); other {
@@ -84,12 +94,13 @@ func (b *builder) proxyGraph() *proxyGraph {
 			n.check.fail(problemSpec, "SpecUnreadable", "its spec cannot be read: %s; fix that field", reason)
 			continue
 		}
-		validateHTTPProxy(p, &n.check)
-		if n.usable() {
-			n.plans = b.proxyRoutePlans(n, &n.check)
-			if tp := p.Spec.TCPProxy; tp != nil && len(tp.Services) > 0 {
-				n.tcp = b.proxyTCPServices(n, tp)
-			}
+		// The routes are translated even when the object is already invalid, so that its
+		// status lists every problem at once, not one more after each fix.
+		routeConds, includeConds := validateHTTPProxy(p, &n.check)
+		n.includeConds = includeConds
+		n.plans = b.proxyRoutePlans(n, routeConds, &n.check)
+		if tp := p.Spec.TCPProxy; tp != nil && len(tp.Services) > 0 {
+			n.tcp = b.proxyTCPServices(n, tp)
 		}
 	}
 	markIncludeCycles(g)
@@ -216,6 +227,7 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 			}
 		}
 	}
+	b.statuses = slices.Grow(b.statuses, len(g.order))
 	for _, n := range g.order {
 		b.setProxyStatus(n)
 	}
@@ -268,6 +280,8 @@ type proxyClaim struct {
 	depth          int
 	permitInsecure bool
 	conds          conditions
+	// unfollowed marks the 503 route of an include that is not followed.
+	unfollowed bool
 }
 
 type proxyPath struct {
@@ -289,26 +303,30 @@ func (p *proxyPath) contains(n *proxyNode) bool {
 func (w *proxyWalk) visit(n *proxyNode, conds conditions, depth int, path *proxyPath, insecureOK bool) {
 	w.visits++
 	path = &proxyPath{node: n, parent: path}
-	for n.hosts == nil {
-		n.hosts = map[string]bool{}
-	}
-	n.hosts[w.host] = true
-	for i, plan := range n.plans {
+	n.addHost(w.host)
+	for i := range n.plans {
+		plan := &n.plans[i]
 		merged := conds.merge(plan.conds)
+		if merged.path.Kind == PathRegex && merged.path.Value != plan.conds.path.Value {
+			// The regex grew by the include's prefix: it must still be within bounds.
+			if p := checkRegex(merged.path.Value); p != "" {
+				n.check.warn(problemRoute, "RegexTooComplex", "spec.routes[%d] is not served on %s: under its include's prefix its path regex becomes %s", i, w.host, p)
+				continue
+			}
+		}
 		permit := plan.permitInsecure && (depth == 0 || insecureOK)
-		if plan.permitInsecure && !permit {
+		if plan.permitInsecure && !permit && w.root.p.Spec.VirtualHost.TLS != nil {
 			n.check.warn(problemInsecure, "PermitInsecureNotGranted", "spec.routes[%d].permitInsecure is ignored on %s: an included route is served over plain HTTP only when every include that leads to it sets permitInsecure: true; it is redirected to HTTPS", i, w.host)
 		}
 		w.claim(&proxyClaim{route: plan.build(merged), owner: n, depth: depth, permitInsecure: permit, conds: merged})
 	}
 	for i := range n.p.Spec.Includes {
 		inc := &n.p.Spec.Includes[i]
-		incConds, _ := parseConditions("", inc.Conditions, true)
-		merged := conds.merge(incConds)
+		merged := conds.merge(n.includeConds[i])
 		t, key := w.g.lookup(n, inc.Name, inc.Namespace)
 		if reason, why := w.refusal(n, t, path); reason != "" {
 			n.check.warn(problemInclude, reason, "spec.includes[%d] (%s) is not followed on %s: %s %s; requests matching its conditions get 503", i, merged.describe(), w.host, key, why)
-			w.claim(&proxyClaim{route: &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}, owner: n, depth: depth + 1, conds: merged})
+			w.claim(&proxyClaim{route: &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}, owner: n, depth: depth + 1, conds: merged, unfollowed: true})
 			continue
 		}
 		t.includedBy = append(t.includedBy, fmt.Sprintf("included by %s on %s (%s)", n.ref, w.host, merged.describe()))
@@ -329,6 +347,8 @@ func (w *proxyWalk) refusal(n, t *proxyNode, path *proxyPath) (string, string) {
 		return "RootIncludesRoot", "is a root (it has spec.virtualhost): only HTTPProxies without a virtualhost can be included"
 	case !t.usable():
 		return "IncludeInvalid", "is invalid (see its status)"
+	case len(t.p.Spec.Routes) == 0 && len(t.p.Spec.Includes) == 0:
+		return "IncludeNothingToRoute", "has no routes or includes for HTTP requests (only spec.tcpproxy, which a root reaches through its own spec.tcpproxy.include)"
 	case path.contains(t):
 		return "IncludeCreatesCycle", "is already on this include chain (a cycle)"
 	case w.visits >= maxProxyVisits:
@@ -353,8 +373,12 @@ func (w *proxyWalk) claim(c *proxyClaim) {
 		win, lose = c, prev
 		w.claims[k] = c
 	}
-	if lose.owner != win.owner && lose.route.DirectStatus == 0 {
-		lose.owner.check.warn(problemRoute, "DuplicateMatchConditions", "route (%s) is not served on %s: %s, closer to the root, has a route with the same conditions", lose.conds.describe(), w.host, win.owner.ref)
+	if lose.owner != win.owner && !lose.unfollowed {
+		where := "closer to the root"
+		if win.depth == lose.depth {
+			where = "as deep in the includes and reached first"
+		}
+		lose.owner.check.warn(problemRoute, "DuplicateMatchConditions", "route (%s) is not served on %s: %s, %s, has a route with the same conditions", lose.conds.describe(), w.host, win.owner.ref, where)
 	}
 }
 
@@ -408,8 +432,9 @@ func (b *builder) proxyTCPServices(n *proxyNode, tp *contourv1.TCPProxy) *TCPPro
 	pol := clusterPolicy{lb: lb, hc: proxyTCPHealthCheck(tp.HealthCheckPolicy, field+".healthCheckPolicy", &n.check)}
 	clusters := b.proxyServices(n, tp.Services, field, pol, &n.check)
 	for _, wc := range clusters {
-		if wc.Cluster.Protocol != "" || wc.RequestHeaders != nil || wc.ResponseHeaders != nil {
-			n.check.fail(problemTCPProxy, "HTTPFeatureInvalid", "%s.services: protocols and headers policies need HTTP; remove them", field)
+		// (A protocol is refused by validateTCPProxy.)
+		if wc.RequestHeaders != nil || wc.ResponseHeaders != nil {
+			n.check.fail(problemTCPProxy, "HTTPFeatureInvalid", "%s.services: headers policies need HTTP; remove them", field)
 			return nil
 		}
 	}
@@ -450,7 +475,7 @@ func (b *builder) proxyRootTCP(w *proxyWalk) *TCPProxy {
 		return nil
 	}
 	t.includedBy = append(t.includedBy, fmt.Sprintf("tcpproxy included by %s on %s", root.ref, w.host))
-	t.hosts[w.host] = true
+	t.addHost(w.host)
 	return t.tcp
 }
 
@@ -459,13 +484,16 @@ func (b *builder) setProxyStatus(n *proxyNode) {
 	st := Status{Object: n.ref, Root: n.isRoot()}
 	if n.isRoot() {
 		for _, h := range n.hostNames() {
-			n.hosts[h] = true
+			n.addHost(h)
 		}
 	}
-	for h := range n.hosts {
-		st.Hosts = append(st.Hosts, h)
+	if len(n.hosts) > 0 {
+		st.Hosts = make([]string, 0, len(n.hosts))
+		for h := range n.hosts {
+			st.Hosts = append(st.Hosts, h)
+		}
+		sort.Strings(st.Hosts)
 	}
-	sort.Strings(st.Hosts)
 	st.Warnings = cappedProblems(n.check.warnings)
 	warnings := problemMessages(st.Warnings)
 	switch {
@@ -490,6 +518,9 @@ func (b *builder) setProxyStatus(n *proxyNode) {
 
 // cappedProblems drops repeated problems and keeps at most maxNotes of them.
 func cappedProblems(in []Problem) []Problem {
+	if len(in) == 0 {
+		return nil
+	}
 	var out []Problem
 	seen := map[Problem]bool{}
 	for _, p := range in {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
@@ -33,6 +34,61 @@ func checkRegex(re string) string {
 	return ""
 }
 
+// checkPathRegex says why re cannot be a path condition, or "". Under an include, re
+// is appended to the include's prefix as a group, "/blog(?:re)": for that to stay inside
+// the include, re must be a whole group on its own (no unterminated \Q) and every path it
+// matches must start with "/" ("/a|b" or "/?a" would match "/blogb" or "/bloga").
+func checkPathRegex(re string) string {
+	if p := checkRegex(re); p != "" {
+		return p
+	}
+	if _, err := syntax.Parse("(?:"+re+")", syntax.Perl); err != nil {
+		return fmt.Sprintf("%q cannot be used inside a group (an unterminated \\Q?): %v", re, unwrapSyntax(err))
+	}
+	parsed, _ := syntax.Parse(re, syntax.Perl)
+	prog, _ := syntax.Compile(parsed.Simplify())
+	if !matchesOnlySlashFirst(prog) {
+		return fmt.Sprintf("%q must match only paths that start with \"/\": an alternative or optional part matches others; keep the leading \"/\" outside them, as in \"/(a|b)\"", re)
+	}
+	return ""
+}
+
+// matchesOnlySlashFirst reports whether every string prog matches starts with "/" (the
+// empty string does not).
+func matchesOnlySlashFirst(prog *syntax.Prog) bool {
+	seen := make([]bool, len(prog.Inst))
+	var first func(pc uint32) bool
+	first = func(pc uint32) bool {
+		if seen[pc] {
+			return true
+		}
+		seen[pc] = true
+		i := &prog.Inst[pc]
+		switch i.Op {
+		case syntax.InstFail:
+			return true
+		case syntax.InstAlt, syntax.InstAltMatch:
+			return first(i.Out) && first(i.Arg)
+		case syntax.InstCapture, syntax.InstEmptyWidth, syntax.InstNop:
+			return first(i.Out)
+		case syntax.InstRune1:
+			return i.Rune[0] == '/'
+		case syntax.InstRune:
+			if len(i.Rune) == 1 {
+				return i.Rune[0] == '/'
+			}
+			for _, r := range i.Rune {
+				if r != '/' {
+					return false
+				}
+			}
+			return true
+		}
+		return false // InstMatch (the empty string), any character
+	}
+	return first(uint32(prog.Start))
+}
+
 func unwrapSyntax(err error) string {
 	if se, ok := err.(*syntax.Error); ok {
 		return fmt.Sprintf("%s in %q", se.Code, se.Expr)
@@ -54,18 +110,43 @@ type conditions struct {
 // requests.
 func (c conditions) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d:%q", c.path.Kind, c.path.Value)
-	hs := slices.Clone(c.headers)
-	slices.SortFunc(hs, func(a, b HeaderMatch) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
-	for _, h := range hs {
-		fmt.Fprintf(&b, "|h%v", h)
+	b.Grow(len(c.path.Value) + 8 + 32*(len(c.headers)+len(c.query)))
+	b.WriteByte(byte('0' + c.path.Kind))
+	b.WriteString(strconv.Quote(c.path.Value))
+	hs := c.headers
+	if len(hs) > 1 {
+		hs = slices.Clone(hs)
+		slices.SortFunc(hs, func(a, b HeaderMatch) int { return strings.Compare(a.key(), b.key()) })
 	}
-	qs := slices.Clone(c.query)
-	slices.SortFunc(qs, func(a, b QueryMatch) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	for _, h := range hs {
+		b.WriteString("|h")
+		b.WriteString(h.key())
+	}
+	qs := c.query
+	if len(qs) > 1 {
+		qs = slices.Clone(qs)
+		slices.SortFunc(qs, func(a, b QueryMatch) int { return strings.Compare(a.key(), b.key()) })
+	}
 	for _, q := range qs {
-		fmt.Fprintf(&b, "|q%v", q)
+		b.WriteString("|q")
+		b.WriteString(q.key())
 	}
 	return b.String()
+}
+
+func (h HeaderMatch) key() string {
+	return strconv.Quote(h.Name) + string([]byte{byte('0' + h.Kind), flag(h.Invert), flag(h.IgnoreCase), flag(h.TreatMissingAsEmpty)}) + strconv.Quote(h.Value)
+}
+
+func (q QueryMatch) key() string {
+	return strconv.Quote(q.Name) + string([]byte{byte('0' + q.Kind), flag(q.IgnoreCase)}) + strconv.Quote(q.Value)
+}
+
+func flag(b bool) byte {
+	if b {
+		return 't'
+	}
+	return 'f'
 }
 
 // describe renders conditions for messages: `prefix "/foo", header x-a exact "b"`.
@@ -118,9 +199,14 @@ func rootConditions() conditions {
 
 // prefixMatch is the path condition of an HTTPProxy prefix. A prefix matches by path
 // segments ("/api" matches "/api" and "/api/x", not "/apix"), as HTTPProxy users expect;
-// a prefix ending in "/" matches every path that starts with it.
+// a prefix ending in "/" matches every path that starts with it. "/" is always the
+// segment prefix "/", as for a route without a path condition, so that the two are
+// recognised as the same conditions.
 func prefixMatch(p string) PathMatch {
-	if p == "/" || strings.HasSuffix(p, "/") {
+	if p == "/" {
+		return PathMatch{Kind: PathPrefix, Value: "/"}
+	}
+	if strings.HasSuffix(p, "/") {
 		return PathMatch{Kind: PathStringPrefix, Value: p}
 	}
 	return PathMatch{Kind: PathPrefix, Value: p}
@@ -150,11 +236,8 @@ func collapseSlashes(p string) string {
 // merge adds the conditions of a route or include written in an object reached through
 // parent's conditions.
 func (parent conditions) merge(child conditions) conditions {
-	out := conditions{
-		path:    parent.path,
-		headers: append(slices.Clone(parent.headers), child.headers...),
-		query:   append(slices.Clone(parent.query), child.query...),
-	}
+	// The lists are shared when one side is empty: routes are never changed once built.
+	out := conditions{path: parent.path, headers: concat(parent.headers, child.headers), query: concat(parent.query, child.query)}
 	if child.hasPath {
 		switch child.path.Kind {
 		case PathExact, PathRegex:
@@ -176,6 +259,18 @@ func (parent conditions) merge(child conditions) conditions {
 	return out
 }
 
+// concat is a followed by b, sharing a or b when the other is empty.
+func concat[T any](a, b []T) []T {
+	switch {
+	case len(a) == 0:
+		return b
+	case len(b) == 0:
+		return a
+	}
+	out := make([]T, 0, len(a)+len(b))
+	return append(append(out, a...), b...)
+}
+
 // parseConditions checks and converts a list of conditions. forInclude refuses the path
 // kinds an include may not use. Problems name the field, as `field[i].header`.
 func parseConditions(field string, conds []contourv1.MatchCondition, forInclude bool) (conditions, []string) {
@@ -185,7 +280,7 @@ func parseConditions(field string, conds []contourv1.MatchCondition, forInclude 
 	paths := 0
 	for i := range conds {
 		mc := &conds[i]
-		at := fmt.Sprintf("%s[%d]", field, i)
+		at := lazyField{field, i}
 		set := 0
 		if mc.Prefix != "" {
 			set++
@@ -211,7 +306,7 @@ func parseConditions(field string, conds []contourv1.MatchCondition, forInclude 
 			case !strings.HasPrefix(mc.Regex, "/"):
 				add("%s.regex %q must start with \"/\"", at, mc.Regex)
 			default:
-				if p := checkRegex(mc.Regex); p != "" {
+				if p := checkPathRegex(mc.Regex); p != "" {
 					add("%s.regex: %s", at, p)
 				}
 			}
@@ -261,6 +356,14 @@ func parseConditions(field string, conds []contourv1.MatchCondition, forInclude 
 	return c, errs
 }
 
+// lazyField prints as "field[i]": only messages need the name.
+type lazyField struct {
+	field string
+	i     int
+}
+
+func (f lazyField) String() string { return fmt.Sprintf("%s[%d]", f.field, f.i) }
+
 // parseHeaderCondition converts a header condition; exactly one operator must be set.
 func parseHeaderCondition(hc *contourv1.HeaderMatchCondition) (HeaderMatch, string) {
 	h := HeaderMatch{Name: strings.ToLower(hc.Name), IgnoreCase: hc.IgnoreCase, TreatMissingAsEmpty: hc.TreatMissingAsEmpty}
@@ -302,6 +405,11 @@ func parseHeaderCondition(hc *contourv1.HeaderMatchCondition) (HeaderMatch, stri
 	if hc.TreatMissingAsEmpty && h.Kind == MatchPresent {
 		return h, "treatMissingAsEmpty has no meaning with present or notpresent; remove it"
 	}
+	if h.Kind == MatchRegex && h.IgnoreCase {
+		// Case is folded by the regex itself: proxies apply ignoreCase to plain strings
+		// only (Envoy refuses it on a regex).
+		h.Value, h.IgnoreCase = "(?i)"+h.Value, false
+	}
 	return h, ""
 }
 
@@ -342,6 +450,9 @@ func parseQueryCondition(qc *contourv1.QueryParameterMatchCondition) (QueryMatch
 	}
 	if qc.IgnoreCase && q.Kind == MatchPresent {
 		return q, "ignoreCase has no meaning with present; remove it"
+	}
+	if q.Kind == MatchRegex && q.IgnoreCase {
+		q.Value, q.IgnoreCase = "(?i)"+q.Value, false
 	}
 	return q, ""
 }

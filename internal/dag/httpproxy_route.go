@@ -44,31 +44,41 @@ const (
 type routePlan struct {
 	conds          conditions
 	permitInsecure bool
-	build          func(merged conditions) *Route
+	tmpl           *Route
+	rewrite        *contourv1.PathRewritePolicy
+	// used says that tmpl was handed out: the next route is a copy.
+	used bool
 }
 
-// proxyRoutePlans checks and translates the routes of n. A route with a problem makes n
-// invalid (through c); the plans are only used when n is valid.
-func (b *builder) proxyRoutePlans(n *proxyNode, c *proxyCheck) []routePlan {
-	var out []routePlan
+// build returns the route under merged conditions. Most objects are reached once, so
+// the template itself is the first route.
+func (p *routePlan) build(merged conditions) *Route {
+	route := p.tmpl
+	if p.used {
+		cp := *p.tmpl
+		route = &cp
+	}
+	p.used = true
+	route.Path, route.Headers, route.Query = merged.path, merged.headers, merged.query
+	if p.rewrite != nil {
+		route.PrefixRewrite = pickPrefixRewrite(p.rewrite, merged.path.Value)
+	}
+	return route
+}
+
+// proxyRoutePlans checks and translates the routes of n, whose conditions are conds. A
+// route with a problem makes n invalid (through c); the plans are only used when n is
+// valid.
+func (b *builder) proxyRoutePlans(n *proxyNode, conds []conditions, c *proxyCheck) []routePlan {
+	out := make([]routePlan, len(n.p.Spec.Routes))
 	for i := range n.p.Spec.Routes {
 		r := &n.p.Spec.Routes[i]
-		field := fmt.Sprintf("spec.routes[%d]", i)
-		conds, _ := parseConditions(field+".conditions", r.Conditions, false)
-		tmpl := b.proxyRoute(n, r, field, conds, c)
-		rewrite := r.PathRewritePolicy
-		out = append(out, routePlan{
-			conds:          conds,
+		out[i] = routePlan{
+			conds:          conds[i],
 			permitInsecure: r.PermitInsecure,
-			build: func(merged conditions) *Route {
-				route := *tmpl
-				route.Path, route.Headers, route.Query = merged.path, merged.headers, merged.query
-				if rewrite != nil {
-					route.PrefixRewrite = pickPrefixRewrite(rewrite, merged.path.Value)
-				}
-				return &route
-			},
-		})
+			tmpl:           b.proxyRoute(n, r, indexedField("spec.routes", i), conds[i], c),
+			rewrite:        r.PathRewritePolicy,
+		}
 	}
 	return out
 }
@@ -78,9 +88,12 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 	out := &Route{Source: n.ref, Websocket: r.EnableWebsockets}
 	out.Timeouts = proxyTimeouts(r.TimeoutPolicy, field, c)
 	out.Retry = proxyRetry(r, out.Timeouts, field, c)
-	req, host := proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n, "", 0, true, c)
-	out.RequestHeaders, out.HostRewrite = req, host
-	out.ResponseHeaders, _ = proxyHeadersPolicy(r.ResponseHeadersPolicy, field+".responseHeadersPolicy", false, n, "", 0, true, c)
+	if r.RequestHeadersPolicy != nil {
+		out.RequestHeaders, out.HostRewrite = proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n, "", 0, true, c)
+	}
+	if r.ResponseHeadersPolicy != nil {
+		out.ResponseHeaders, _ = proxyHeadersPolicy(r.ResponseHeadersPolicy, field+".responseHeadersPolicy", false, n, "", 0, true, c)
+	}
 	if p := r.PathRewritePolicy; p != nil {
 		validatePathRewrite(p, conds, field, c)
 	}
@@ -97,13 +110,19 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 		}
 		out.DirectStatus, out.DirectBody = uint32(d.StatusCode), d.Body
 	default:
-		lb, hashes := proxyLoadBalancer(r.LoadBalancerPolicy, field+".loadBalancerPolicy", c)
-		out.HashPolicies = hashes
-		pol := clusterPolicy{lb: lb, hc: proxyHealthCheck(r.HealthCheckPolicy, field+".healthCheckPolicy", c)}
+		var pol clusterPolicy
+		if r.LoadBalancerPolicy != nil {
+			pol.lb, out.HashPolicies = proxyLoadBalancer(r.LoadBalancerPolicy, field+".loadBalancerPolicy", c)
+		}
+		if r.HealthCheckPolicy != nil {
+			pol.hc = proxyHealthCheck(r.HealthCheckPolicy, field+".healthCheckPolicy", c)
+		}
 		if r.TimeoutPolicy != nil && r.TimeoutPolicy.IdleConnection != "" {
 			pol.idleConn = proxyDuration(r.TimeoutPolicy.IdleConnection, field+".timeoutPolicy.idleConnection", c)
 		}
-		pol.outlier = proxyOutlier(r.FailurePolicy, field+".failurePolicy", c)
+		if r.FailurePolicy != nil {
+			pol.outlier = proxyOutlier(r.FailurePolicy, field+".failurePolicy", c)
+		}
 		out.Clusters = b.proxyServices(n, r.Services, field, pol, c)
 	}
 	return out
@@ -541,12 +560,17 @@ func pickPrefixRewrite(p *contourv1.PathRewritePolicy, prefix string) string {
 func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, field string, pol clusterPolicy, c *proxyCheck) []*WeightedCluster {
 	var total int64
 	for _, s := range services {
-		total += s.Weight
+		if !s.Mirror {
+			total += s.Weight
+		}
 	}
-	var out []*WeightedCluster
+	out := make([]*WeightedCluster, 0, len(services))
 	for i := range services {
 		s := &services[i]
-		at := fmt.Sprintf("%s.services[%d]", field, i)
+		if s.Mirror {
+			continue // not implemented (a warning says so): it must get no traffic at all
+		}
+		at := lazyField{field + ".services", i}
 		if s.Name == "" {
 			c.fail(problemService, "NameMissing", "%s.name is required", at)
 			continue
@@ -560,9 +584,11 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			continue
 		}
 		p := pol
-		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at, c)
-		be := &networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
-		cluster, warning := b.serviceCluster(n.p.Namespace, be, p)
+		if s.Protocol != nil || s.UpstreamValidation != nil {
+			p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
+		}
+		be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
+		cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
 		if warning != "" {
 			c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
 		}
@@ -571,8 +597,12 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			weight = uint32(min(s.Weight, 1<<24))
 		}
 		wc := &WeightedCluster{Cluster: cluster, Weight: weight}
-		wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at+".requestHeadersPolicy", true, n, s.Name, s.Port, false, c)
-		wc.ResponseHeaders, _ = proxyHeadersPolicy(s.ResponseHeadersPolicy, at+".responseHeadersPolicy", false, n, s.Name, s.Port, false, c)
+		if s.RequestHeadersPolicy != nil {
+			wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at.String()+".requestHeadersPolicy", true, n, s.Name, s.Port, false, c)
+		}
+		if s.ResponseHeadersPolicy != nil {
+			wc.ResponseHeaders, _ = proxyHeadersPolicy(s.ResponseHeadersPolicy, at.String()+".responseHeadersPolicy", false, n, s.Name, s.Port, false, c)
+		}
 		out = append(out, wc)
 	}
 	return out

@@ -47,13 +47,15 @@ func (c *proxyCheck) failAll(typ, reason string, msgs []string) {
 // that Portico does not do (warnings), looking at nothing but p. The checks of the values
 // that are translated (policies, services) happen where they are translated
 // (httpproxy_route.go), and report through the same proxyCheck.
-func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) {
+//
+// It returns the conditions of the routes and includes, parsed (those with problems as
+// far as they could be read), for the build to use.
+func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes []conditions) {
 	spec := &p.Spec
 	if vh := spec.VirtualHost; vh != nil {
 		validateProxyVirtualHost(vh, spec.TCPProxy != nil, c)
 	}
-	if spec.TCPProxy != nil && spec.VirtualHost == nil {
-		// An included object's tcpproxy is reached through a root's tcpproxy.include.
+	if spec.TCPProxy != nil {
 		validateTCPProxy(spec.TCPProxy, "spec.tcpproxy", c)
 	}
 	if len(spec.Routes) == 0 && len(spec.Includes) == 0 && spec.TCPProxy == nil {
@@ -62,15 +64,23 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) {
 	if len(spec.HTTPVersions) > 0 {
 		c.warn(problemUnsupported, "HTTPVersionsIgnored", "spec.httpVersions is not implemented by Portico yet and is ignored: HTTP/1.1 and HTTP/2 are both served")
 	}
-	seenIncludes := map[string]int{}
+	includes = make([]conditions, len(spec.Includes))
+	var seenIncludes map[string]int
+	if len(spec.Includes) > 1 {
+		seenIncludes = make(map[string]int, len(spec.Includes))
+	}
 	for i := range spec.Includes {
 		inc := &spec.Includes[i]
-		field := fmt.Sprintf("spec.includes[%d]", i)
+		field := indexedField("spec.includes", i)
 		if inc.Name == "" {
 			c.fail(problemInclude, "NameMissing", "%s.name is required", field)
 		}
-		conds, errs := parseConditions(field+".conditions", inc.Conditions, true)
+		conds, errs := parseConditions(indexedField("spec.includes", i, ".conditions"), inc.Conditions, true)
+		includes[i] = conds
 		c.failAll(problemInclude, "InvalidCondition", errs)
+		if seenIncludes == nil {
+			continue
+		}
 		k := conds.key()
 		if j, dup := seenIncludes[k]; dup {
 			c.fail(problemInclude, "DuplicateMatchConditions", "%s and spec.includes[%d] have the same conditions (%s): each include needs its own conditions, or requests could not tell them apart", field, j, conds.describe())
@@ -78,13 +88,18 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) {
 			seenIncludes[k] = i
 		}
 	}
-	seenRoutes := map[string]int{}
+	routes = make([]conditions, len(spec.Routes))
+	var seenRoutes map[string]int
+	if len(spec.Routes) > 1 {
+		seenRoutes = make(map[string]int, len(spec.Routes))
+	}
 	for i := range spec.Routes {
 		r := &spec.Routes[i]
-		field := fmt.Sprintf("spec.routes[%d]", i)
-		conds, errs := parseConditions(field+".conditions", r.Conditions, false)
+		field := indexedField("spec.routes", i)
+		conds, errs := parseConditions(indexedField("spec.routes", i, ".conditions"), r.Conditions, false)
+		routes[i] = conds
 		c.failAll(problemRoute, "InvalidCondition", errs)
-		if len(errs) == 0 {
+		if len(errs) == 0 && seenRoutes != nil {
 			k := conds.key()
 			if j, dup := seenRoutes[k]; dup {
 				c.fail(problemRoute, "DuplicateMatchConditions", "%s and spec.routes[%d] have the same conditions (%s): merge them into one route", field, j, conds.describe())
@@ -107,7 +122,39 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) {
 		if actions != 1 {
 			c.fail(problemRoute, "InvalidAction", "%s must have exactly one of services, requestRedirectPolicy, directResponsePolicy (it has %d)", field, actions)
 		}
+		if len(r.Services) > 0 && !slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return !s.Mirror }) {
+			c.fail(problemService, "NoServices", "%s.services: every service is a mirror (which Portico does not implement yet); a route needs a service that answers its requests", field)
+		}
 	}
+	return routes, includes
+}
+
+// indexedFields holds the names of the first fields of lists: building a name is an
+// allocation, and a build names every route although most are never mentioned.
+var indexedFields = func() map[[2]string][]string {
+	out := map[[2]string][]string{}
+	for _, list := range []string{"spec.routes", "spec.includes"} {
+		for _, suffix := range []string{"", ".conditions"} {
+			names := make([]string, 16)
+			for i := range names {
+				names[i] = fmt.Sprintf("%s[%d]%s", list, i, suffix)
+			}
+			out[[2]string{list, suffix}] = names
+		}
+	}
+	return out
+}()
+
+// indexedField is "list[i]suffix" (suffix is optional).
+func indexedField(list string, i int, suffix ...string) string {
+	sfx := ""
+	if len(suffix) > 0 {
+		sfx = suffix[0]
+	}
+	if names := indexedFields[[2]string{list, sfx}]; i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("%s[%d]%s", list, i, sfx)
 }
 
 // validateProxyVirtualHost checks a root's virtualhost. The security features Portico
@@ -179,16 +226,17 @@ func validateProxyFQDN(fqdn string) string {
 	if fqdn == "" {
 		return "required on a root (an HTTPProxy with spec.virtualhost)"
 	}
-	if rest, ok := strings.CutPrefix(fqdn, "*."); ok {
-		if msg := validateFQDN(rest); msg != "" {
-			return fmt.Sprintf("wildcard %q: %s", fqdn, msg)
-		}
-		return ""
-	}
-	if strings.Contains(fqdn, "*") {
+	name, wildcard := strings.CutPrefix(fqdn, "*.")
+	if name == "" || strings.Contains(name, "*") {
 		return fmt.Sprintf("%q: a wildcard must be the whole first label (\"*.example.com\")", fqdn)
 	}
-	return validateFQDN(fqdn)
+	if msg := validateFQDN(name); msg != "" {
+		if wildcard {
+			return fmt.Sprintf("wildcard %q: %s", fqdn, msg)
+		}
+		return msg
+	}
+	return ""
 }
 
 func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
@@ -241,6 +289,9 @@ func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
 	}
 	for i := range r.Services {
 		s := &r.Services[i]
+		if !s.Mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && (s.HealthPort == 0 || s.HealthPort == s.Port) {
+			continue
+		}
 		at := fmt.Sprintf("%s.services[%d]", field, i)
 		if s.Mirror {
 			c.warn(problemUnsupported, "NotImplemented", "%s.mirror is not implemented by Portico yet: %s receives no traffic", at, s.Name)

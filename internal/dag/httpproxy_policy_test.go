@@ -1,0 +1,535 @@
+package dag
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/portico-dev/portico/internal/testutil"
+)
+
+// policyRoot is a root on p.example.com in namespace team whose routes are written as
+// YAML flow mappings.
+func policyRoot(t testing.TB, routes ...string) runtime.Object {
+	return proxy(t, `{metadata: {name: root, namespace: team}, spec: {virtualhost: {fqdn: p.example.com}, routes: [`+strings.Join(routes, ", ")+`]}}`)
+}
+
+// onlyRoute builds the objects and returns the single route of p.example.com, checking
+// that the root is valid.
+func onlyRoute(t *testing.T, objs ...runtime.Object) (*Route, Status) {
+	t.Helper()
+	g := build(append(objs, svc("team", "web", ":80"), svc("team", "api", ":80"))...)
+	st := wantProxy(t, g, "team", "root", StatusValid)
+	routes := routesOfHost(t, g, "p.example.com")
+	if len(routes) != 1 {
+		t.Fatalf("routes = %v, want one", viewProxyRoutes(routes))
+	}
+	return routes[0], st
+}
+
+// invalidRoute builds the objects and checks that the root is invalid for the reason.
+func invalidRoute(t *testing.T, typ, reason string, parts []string, objs ...runtime.Object) {
+	t.Helper()
+	g := build(append(objs, svc("team", "web", ":80"))...)
+	wantInvalid(t, g, "team", "root", typ, reason, parts...)
+	if http, _ := hostNames(g); len(http) != 0 {
+		t.Errorf("an invalid root is served: %v", http)
+	}
+}
+
+func TestHTTPProxyTimeoutPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy   string
+		want     *TimeoutPolicy
+		idleConn *time.Duration
+	}{
+		{`{response: 1s}`, &TimeoutPolicy{Request: dur(time.Second)}, nil},
+		{`{response: infinity, idle: 1m30s}`, &TimeoutPolicy{Request: dur(0), Idle: dur(90 * time.Second)}, nil},
+		{`{idle: infinite}`, &TimeoutPolicy{Idle: dur(0)}, nil},
+		{`{idleConnection: 30s}`, nil, dur(30 * time.Second)},
+		{`{idleConnection: infinity}`, nil, dur(0)},
+		{`{}`, nil, nil},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			r, _ := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], timeoutPolicy: `+tc.policy+`}`))
+			if diff := cmp.Diff(tc.want, r.Timeouts); diff != "" {
+				t.Errorf("timeouts (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.idleConn, r.Clusters[0].Cluster.IdleConnectionTimeout); diff != "" {
+				t.Errorf("idle connection timeout (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct{ policy, field string }{
+		{`{response: soon}`, "spec.routes[0].timeoutPolicy.response"},
+		{`{idle: "-1s"}`, "spec.routes[0].timeoutPolicy.idle"},
+		{`{idleConnection: 10}`, "spec.routes[0].timeoutPolicy.idleConnection"},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			invalidRoute(t, problemRoute, "DurationInvalid", []string{tc.field, "is not a duration"}, policyRoot(t, `{services: [{name: web, port: 80}], timeoutPolicy: `+tc.policy+`}`))
+		})
+	}
+}
+
+// retryPolicy with HTTPProxy's defaults: count 0 is one retry, -1 none; retryOn 5xx.
+func TestHTTPProxyRetryPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		want   *RetryPolicy
+	}{
+		{`{count: 0}`, &RetryPolicy{NumRetries: 1, RetryOn: []string{"5xx"}}},
+		{`{count: -1}`, nil},
+		{`{count: 3, perTryTimeout: 150ms, retryOn: [gateway-error, reset]}`, &RetryPolicy{NumRetries: 3, PerTryTimeout: 150 * time.Millisecond, RetryOn: []string{"gateway-error", "reset"}}},
+		{`{count: 2, retryOn: [retriable-status-codes], retriableStatusCodes: [502, 503]}`, &RetryPolicy{NumRetries: 2, RetryOn: []string{}, OnStatusCodes: []uint32{502, 503}}},
+		{`{count: 2, retryOn: [5xx, retriable-status-codes], retriableStatusCodes: [418]}`, &RetryPolicy{NumRetries: 2, RetryOn: []string{"5xx"}, OnStatusCodes: []uint32{418}}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			r, _ := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], retryPolicy: `+tc.policy+`}`))
+			if diff := cmp.Diff(tc.want, r.Retry); diff != "" {
+				t.Errorf("retries (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		policy string
+		parts  []string
+	}{
+		{`{count: 1, retriableStatusCodes: [503]}`, []string{`spec.routes[0].retryPolicy.retriableStatusCodes needs "retriable-status-codes" in retryOn`}},
+		{`{count: 1, retryOn: [retriable-status-codes], retriableStatusCodes: [700]}`, []string{"700 is not an HTTP status"}},
+		{`{count: 1, retryOn: [sometimes]}`, []string{`spec.routes[0].retryPolicy.retryOn "sometimes" is not one of`}},
+		{`{count: 1, perTryTimeout: fast}`, []string{"spec.routes[0].retryPolicy.perTryTimeout"}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			invalidRoute(t, problemRoute, "", tc.parts, policyRoot(t, `{services: [{name: web, port: 80}], retryPolicy: `+tc.policy+`}`))
+		})
+	}
+	t.Run("perTryTimeout over the response timeout", func(t *testing.T) {
+		_, st := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], timeoutPolicy: {response: 1s}, retryPolicy: {count: 1, perTryTimeout: 2s}}`))
+		wantProblem(t, "warnings", st.Warnings, problemRoute, "PerTryTimeoutIgnored", "perTryTimeout 2s is longer than timeoutPolicy.response (1s)")
+	})
+}
+
+// failurePolicy (seed 004): retries and a passive health check, both on by default.
+func TestHTTPProxyFailurePolicy(t *testing.T) {
+	defaults := &OutlierDetection{Consecutive5xx: 5, Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second, MaxEjectionPercent: 50}
+	for _, tc := range []struct {
+		policy  string
+		retry   *RetryPolicy
+		outlier *OutlierDetection
+	}{
+		{`{}`, &RetryPolicy{NumRetries: 1, RetryOn: []string{"5xx"}}, defaults},
+		{`{count: 3, perTryTimeout: 150ms, retryOn: [reset, connect-failure], consecutive5xx: 2, interval: 1s, baseEjectionTime: 5s, maxEjectionPercent: 100}`,
+			&RetryPolicy{NumRetries: 3, PerTryTimeout: 150 * time.Millisecond, RetryOn: []string{"reset", "connect-failure"}},
+			&OutlierDetection{Consecutive5xx: 2, Interval: time.Second, BaseEjectionTime: 5 * time.Second, MaxEjectionPercent: 100}},
+		{`{count: 0}`, nil, defaults},
+		{`{retryPolicyEnabled: false}`, nil, defaults},
+		{`{passiveHealthCheckEnabled: false, count: 2}`, &RetryPolicy{NumRetries: 2, RetryOn: []string{"5xx"}}, nil},
+		{`{retryPolicyEnabled: true, passiveHealthCheckEnabled: true, maxEjectionPercent: 0}`, &RetryPolicy{NumRetries: 1, RetryOn: []string{"5xx"}},
+			&OutlierDetection{Consecutive5xx: 5, Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second, MaxEjectionPercent: 0}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			r, _ := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], failurePolicy: `+tc.policy+`}`))
+			if diff := cmp.Diff(tc.retry, r.Retry); diff != "" {
+				t.Errorf("retries (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.outlier, r.Clusters[0].Cluster.Outlier); diff != "" {
+				t.Errorf("outlier detection (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		route  string
+		reason string
+		parts  []string
+	}{
+		{`failurePolicy: {}, retryPolicy: {count: 2}`, "RetryPolicyConflict", []string{"spec.routes[0] sets both retryPolicy and failurePolicy", "use one of them"}},
+		{`failurePolicy: {count: 2, passiveHealthCheckEnabled: false}, retryPolicy: {count: 2}`, "RetryPolicyConflict", []string{"use one of them"}},
+		{`failurePolicy: {count: 101}`, "FailurePolicyInvalid", []string{"spec.routes[0].failurePolicy.count 101 must be 0-100"}},
+		{`failurePolicy: {consecutive5xx: 0}`, "FailurePolicyInvalid", []string{"consecutive5xx 0 must be 1-1000"}},
+		{`failurePolicy: {interval: 0s}`, "FailurePolicyInvalid", []string{"spec.routes[0].failurePolicy.interval must be positive"}},
+		{`failurePolicy: {baseEjectionTime: later}`, "DurationInvalid", []string{"spec.routes[0].failurePolicy.baseEjectionTime"}},
+		{`failurePolicy: {maxEjectionPercent: 101}`, "FailurePolicyInvalid", []string{"maxEjectionPercent 101 must be 0-100"}},
+		{`failurePolicy: {retryOn: [often]}`, "RetryOnInvalid", []string{`spec.routes[0].failurePolicy.retryOn "often"`}},
+	} {
+		t.Run(tc.route, func(t *testing.T) {
+			invalidRoute(t, problemRoute, tc.reason, tc.parts, policyRoot(t, `{services: [{name: web, port: 80}], `+tc.route+`}`))
+		})
+	}
+	t.Run("retryPolicy with failurePolicy's retries off", func(t *testing.T) {
+		r, st := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], retryPolicy: {count: 4}, failurePolicy: {retryPolicyEnabled: false}}`))
+		if len(st.Warnings) > 0 {
+			t.Errorf("warnings %+v", st.Warnings)
+		}
+		if diff := cmp.Diff(&RetryPolicy{NumRetries: 4, RetryOn: []string{"5xx"}}, r.Retry); diff != "" {
+			t.Errorf("retries (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(defaults, r.Clusters[0].Cluster.Outlier); diff != "" {
+			t.Errorf("outlier detection (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestHTTPProxyLoadBalancerPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		lb     LoadBalancer
+		hashes []HashPolicy
+	}{
+		{`{strategy: RoundRobin}`, "", nil},
+		{`{}`, "", nil},
+		{`{strategy: WeightedLeastRequest}`, LBWeightedLeastRequest, nil},
+		{`{strategy: Random}`, LBRandom, nil},
+		{`{strategy: Cookie}`, LBRingHash, []HashPolicy{{Cookie: "X-Contour-Session-Affinity", CookieGenerate: true, CookiePath: "/"}}},
+		{`{strategy: RequestHash, requestHashPolicies: [{headerHashOptions: {headerName: X-User}, terminal: true}, {queryParameterHashOptions: {parameterName: session}}, {hashSourceIP: true}]}`,
+			LBRingHash, []HashPolicy{{Header: "x-user", Terminal: true}, {QueryParameter: "session"}, {SourceIP: true}}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			r, st := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], loadBalancerPolicy: `+tc.policy+`}`))
+			if len(st.Warnings) > 0 {
+				t.Errorf("warnings %+v", st.Warnings)
+			}
+			if got := r.Clusters[0].Cluster.LoadBalancer; got != tc.lb {
+				t.Errorf("load balancer = %q, want %q", got, tc.lb)
+			}
+			if diff := cmp.Diff(tc.hashes, r.HashPolicies); diff != "" {
+				t.Errorf("hash policies (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("RequestHash without policies", func(t *testing.T) {
+		r, st := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: RequestHash}}`))
+		wantProblem(t, "warnings", st.Warnings, problemRoute, "HashPolicyMissing", "balances at random")
+		if r.Clusters[0].Cluster.LoadBalancer != LBRingHash {
+			t.Errorf("load balancer = %q", r.Clusters[0].Cluster.LoadBalancer)
+		}
+	})
+	for _, tc := range []struct {
+		policy, reason string
+		parts          []string
+	}{
+		{`{strategy: Fastest}`, "LoadBalancerStrategyInvalid", []string{`spec.routes[0].loadBalancerPolicy.strategy "Fastest" is not one of`}},
+		{`{strategy: RequestHash, requestHashPolicies: [{hashSourceIP: true, headerHashOptions: {headerName: x}}]}`, "HashPolicyInvalid", []string{"requestHashPolicies[0] must set exactly one of"}},
+		{`{strategy: RequestHash, requestHashPolicies: [{headerHashOptions: {headerName: "a b"}}]}`, "HashPolicyInvalid", []string{`headerName "a b" is not a valid header name`}},
+		{`{strategy: RequestHash, requestHashPolicies: [{queryParameterHashOptions: {}}]}`, "HashPolicyInvalid", []string{"parameterName is required"}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			invalidRoute(t, problemRoute, tc.reason, tc.parts, policyRoot(t, `{services: [{name: web, port: 80}], loadBalancerPolicy: `+tc.policy+`}`))
+		})
+	}
+}
+
+func TestHTTPProxyHealthCheckPolicy(t *testing.T) {
+	r, _ := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], healthCheckPolicy: {path: /healthz}}`))
+	want := &HealthCheck{Path: "/healthz", Host: DefaultHealthCheckHost, Interval: 5 * time.Second, Timeout: 2 * time.Second, UnhealthyThreshold: 3, HealthyThreshold: 2}
+	if diff := cmp.Diff(want, r.Clusters[0].Cluster.HealthCheck); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	r, _ = onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], healthCheckPolicy: {path: /hz, host: check.local, intervalSeconds: 10, timeoutSeconds: 1, unhealthyThresholdCount: 4, healthyThresholdCount: 1, expectedStatuses: [{start: 200, end: 300}, {start: 404, end: 405}]}}`))
+	want = &HealthCheck{Path: "/hz", Host: "check.local", Interval: 10 * time.Second, Timeout: time.Second, UnhealthyThreshold: 4, HealthyThreshold: 1,
+		ExpectedStatuses: []StatusRange{{200, 300}, {404, 405}}}
+	if diff := cmp.Diff(want, r.Clusters[0].Cluster.HealthCheck); diff != "" {
+		t.Errorf("written out (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ policy, part string }{
+		{`{path: hz}`, `spec.routes[0].healthCheckPolicy.path "hz" must start with "/"`},
+		{`{path: /hz, expectedStatuses: [{start: 300, end: 200}]}`, "expectedStatuses[0] [300, 200) must be a range"},
+		{`{path: /hz, expectedStatuses: [{start: 99, end: 200}]}`, "expectedStatuses[0]"},
+		{`{path: /hz, intervalSeconds: -1}`, "spec.routes[0].healthCheckPolicy.intervalSeconds -1 must be"},
+		{`{path: /hz, healthyThresholdCount: 1001}`, "healthyThresholdCount 1001 must be"},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			invalidRoute(t, problemRoute, "HealthCheckInvalid", []string{tc.part}, policyRoot(t, `{services: [{name: web, port: 80}], healthCheckPolicy: `+tc.policy+`}`))
+		})
+	}
+}
+
+// pathRewritePolicy replaces the route's prefix: the entry naming the route's merged
+// prefix, else the entry without a prefix.
+func TestHTTPProxyPathRewritePolicy(t *testing.T) {
+	g := build(
+		proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: p.example.com}, includes: [{name: blog, namespace: team, conditions: [{prefix: /blog}]}, {name: blog, namespace: team, conditions: [{prefix: /news}]}], routes: [{conditions: [{prefix: /api}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /v1}]}}]}}`),
+		proxy(t, `
+metadata: {name: blog, namespace: team}
+spec:
+  routes:
+  - services: [{name: blog, port: 80}]
+    pathRewritePolicy: {replacePrefix: [{prefix: /blog, replacement: /}, {prefix: /news, replacement: /n}]}
+  - conditions: [{prefix: /posts}]
+    services: [{name: blog, port: 80}]
+    pathRewritePolicy: {replacePrefix: [{prefix: /blog, replacement: /b}, {replacement: /fallback}]}
+  - conditions: [{prefix: /raw}]
+    services: [{name: blog, port: 80}]
+    pathRewritePolicy: {replacePrefix: [{prefix: /blog, replacement: /b}]}
+`),
+	)
+	got := map[string]string{}
+	for _, r := range routesOfHost(t, g, "p.example.com") {
+		got[r.Path.Value] = r.PrefixRewrite
+	}
+	want := map[string]string{
+		"/api":        "/v1",
+		"/blog":       "/",
+		"/news":       "/n",
+		"/blog/posts": "/fallback",
+		"/news/posts": "/fallback",
+		"/blog/raw":   "",
+		"/news/raw":   "",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("prefix rewrites by path (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ route, part string }{
+		{`{conditions: [{exact: /a}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /b}]}}`, "spec.routes[0].pathRewritePolicy needs a prefix condition"},
+		{`{conditions: [{regex: /a.*}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /b}]}}`, "needs a prefix condition"},
+		{`{services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: b}]}}`, `replacePrefix[0].replacement "b" must start with "/"`},
+		{`{services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{prefix: /a, replacement: /b}, {prefix: /a, replacement: /c}]}}`, `replacePrefix[1]: prefix "/a" is replaced twice`},
+	} {
+		t.Run(tc.route, func(t *testing.T) {
+			invalidRoute(t, problemRoute, "PathRewriteInvalid", []string{tc.part}, policyRoot(t, tc.route))
+		})
+	}
+}
+
+// Headers policies at route and service level: set and remove; Host on a route's
+// requests is a host rewrite; a "%" is sent as written unless it starts one of the
+// supported variables, and %CONTOUR_NAMESPACE% and the service variables are filled in.
+func TestHTTPProxyHeadersPolicies(t *testing.T) {
+	r, st := onlyRoute(t, policyRoot(t, `
+{services: [{name: web, port: 80,
+   requestHeadersPolicy: {set: [{name: Host, value: svc.example.com}, {name: x-svc, value: "%CONTOUR_SERVICE_NAME%:%CONTOUR_SERVICE_PORT%"}]},
+   responseHeadersPolicy: {set: [{name: x-served-by, value: "%CONTOUR_NAMESPACE%/%CONTOUR_SERVICE_NAME%"}], remove: [server]}}],
+ requestHeadersPolicy: {set: [{name: host, value: new.example.com}, {name: x-rate, value: "100%"}, {name: x-ns, value: "%CONTOUR_NAMESPACE%"}, {name: x-client, value: "%REQ(X-Forwarded-For)% %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}, {name: x-odd, value: "%UNKNOWN% %% %"}], remove: [x-debug, Cookie]},
+ responseHeadersPolicy: {set: [{name: strict-transport-security, value: max-age=31536000}], remove: [x-powered-by]}}`))
+	if len(st.Warnings) > 0 {
+		t.Errorf("warnings %+v", st.Warnings)
+	}
+	if r.HostRewrite != "new.example.com" {
+		t.Errorf("host rewrite = %q", r.HostRewrite)
+	}
+	wantReq := &HeadersPolicy{
+		Set: []HeaderValue{
+			{Name: "X-Rate", Value: "100%%"},
+			{Name: "X-Ns", Value: "team"},
+			{Name: "X-Client", Value: "%REQ(X-Forwarded-For)% %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"},
+			{Name: "X-Odd", Value: "%%UNKNOWN%% %%%% %%"},
+		},
+		Remove: []string{"X-Debug", "Cookie"},
+	}
+	if diff := cmp.Diff(wantReq, r.RequestHeaders); diff != "" {
+		t.Errorf("route request headers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "Strict-Transport-Security", Value: "max-age=31536000"}}, Remove: []string{"X-Powered-By"}}, r.ResponseHeaders); diff != "" {
+		t.Errorf("route response headers (-want +got):\n%s", diff)
+	}
+	wc := r.Clusters[0]
+	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "Host", Value: "svc.example.com"}, {Name: "X-Svc", Value: "web:80"}}}, wc.RequestHeaders); diff != "" {
+		t.Errorf("service request headers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "X-Served-By", Value: "team/web"}}, Remove: []string{"Server"}}, wc.ResponseHeaders); diff != "" {
+		t.Errorf("service response headers (-want +got):\n%s", diff)
+	}
+
+	// A Host-only request policy is a rewrite and no header policy.
+	r, _ = onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Host, value: h.example.com}]}}`))
+	if r.HostRewrite != "h.example.com" || r.RequestHeaders != nil {
+		t.Errorf("host rewrite %q, request headers %+v", r.HostRewrite, r.RequestHeaders)
+	}
+
+	for _, tc := range []struct{ route, part string }{
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: Host, value: x}]}}`, "spec.routes[0].responseHeadersPolicy.set[0]: Host cannot be set on responses"},
+		{`{services: [{name: web, port: 80, responseHeadersPolicy: {set: [{name: host, value: x}]}}]}`, "spec.routes[0].services[0].responseHeadersPolicy.set[0]: Host cannot be set on responses"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: "x a", value: x}]}}`, `set[0].name "x a" is not a valid header name`},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-a, value: "a\nb"}]}}`, "set[0].value may not contain CR, LF or NUL"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-a, value: a}, {name: X-A, value: b}]}}`, `set[1]: header "X-A" is set twice`},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [host]}}`, "remove[0]: Host cannot be removed"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [":path"]}}`, `remove[0] ":path" is not a header that can be removed`},
+	} {
+		t.Run(tc.route, func(t *testing.T) {
+			invalidRoute(t, problemRoute, "HeaderPolicyInvalid", []string{tc.part}, policyRoot(t, tc.route))
+		})
+	}
+}
+
+func TestHTTPProxyRedirectAndDirectResponse(t *testing.T) {
+	r, _ := onlyRoute(t, policyRoot(t, `{requestRedirectPolicy: {scheme: https, hostname: new.example.com, port: 8443, statusCode: 301, path: /new}}`))
+	if diff := cmp.Diff(&Redirect{Scheme: "https", Hostname: "new.example.com", Port: 8443, StatusCode: 301, Path: "/new"}, r.Redirect); diff != "" {
+		t.Errorf("redirect (-want +got):\n%s", diff)
+	}
+	if len(r.Clusters) != 0 || r.DirectStatus != 0 {
+		t.Errorf("a redirect route also has clusters %v or status %d", r.Clusters, r.DirectStatus)
+	}
+	r, _ = onlyRoute(t, policyRoot(t, `{requestRedirectPolicy: {prefix: /v2}}`))
+	if diff := cmp.Diff(&Redirect{StatusCode: 302, Prefix: "/v2"}, r.Redirect); diff != "" {
+		t.Errorf("redirect defaults (-want +got):\n%s", diff)
+	}
+	r, _ = onlyRoute(t, policyRoot(t, `{directResponsePolicy: {statusCode: 418, body: "I'm a teapot"}}`))
+	if r.DirectStatus != 418 || r.DirectBody != "I'm a teapot" || len(r.Clusters) != 0 || r.Redirect != nil {
+		t.Errorf("direct response route = %+v", r)
+	}
+	for _, tc := range []struct{ route, reason, part string }{
+		{`{requestRedirectPolicy: {statusCode: 307}}`, "RedirectInvalid", "statusCode 307 must be 301 or 302"},
+		{`{requestRedirectPolicy: {scheme: ftp}}`, "RedirectInvalid", `scheme "ftp" must be http or https`},
+		{`{requestRedirectPolicy: {port: 0}}`, "RedirectInvalid", "port 0 must be 1-65535"},
+		{`{requestRedirectPolicy: {path: /a, prefix: /b}}`, "RedirectInvalid", "path and prefix are exclusive"},
+		{`{requestRedirectPolicy: {path: a}}`, "RedirectInvalid", `path "a" must start with "/"`},
+		{`{requestRedirectPolicy: {hostname: "bad host"}}`, "RedirectInvalid", "hostname"},
+		{`{directResponsePolicy: {statusCode: 600}}`, "DirectResponseInvalid", "statusCode 600 must be 200-599"},
+		{`{directResponsePolicy: {statusCode: 200, body: ` + strings.Repeat("x", 4097) + `}}`, "DirectResponseInvalid", "body is 4097 bytes; at most 4096"},
+		{`{directResponsePolicy: {statusCode: 200}, services: [{name: web, port: 80}]}`, "InvalidAction", "must have exactly one of services, requestRedirectPolicy, directResponsePolicy (it has 2)"},
+		{`{conditions: [{prefix: /a}]}`, "InvalidAction", "(it has 0)"},
+	} {
+		t.Run(tc.reason+" "+tc.part, func(t *testing.T) {
+			invalidRoute(t, problemRoute, tc.reason, []string{tc.part}, policyRoot(t, tc.route))
+		})
+	}
+}
+
+func TestHTTPProxyWebsocketsAndWeights(t *testing.T) {
+	r, _ := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], enableWebsockets: true}`))
+	if !r.Websocket {
+		t.Errorf("websockets not enabled")
+	}
+	r, _ = onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}]}`))
+	if r.Websocket {
+		t.Errorf("websockets enabled by default")
+	}
+	for _, tc := range []struct {
+		services string
+		want     string
+	}{
+		{`[{name: web, port: 80}, {name: api, port: 80}]`, "team/web/80=1 team/api/80=1"},
+		{`[{name: web, port: 80, weight: 90}, {name: api, port: 80, weight: 10}]`, "team/web/80=90 team/api/80=10"},
+		{`[{name: web, port: 80, weight: 3}, {name: api, port: 80}]`, "team/web/80=3 team/api/80=0"},
+		{`[{name: web, port: 80, weight: 0}, {name: api, port: 80, weight: 0}]`, "team/web/80=1 team/api/80=1"},
+		{`[{name: web, port: 80, weight: 7}]`, "team/web/80=7"},
+	} {
+		t.Run(tc.services, func(t *testing.T) {
+			r, _ := onlyRoute(t, policyRoot(t, `{services: `+tc.services+`}`))
+			if got := routeTarget(r); got != tc.want {
+				t.Errorf("clusters = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct{ services, reason, part string }{
+		{`[{name: web, port: 80, weight: -1}]`, "WeightInvalid", "spec.routes[0].services[0].weight -1 must not be negative"},
+		{`[{name: web, port: 70000}]`, "PortInvalid", "port 70000 must be 1-65535"},
+		{`[{name: "", port: 80}]`, "NameMissing", "spec.routes[0].services[0].name is required"},
+		{`[{name: web, port: 80, mirror: true}]`, "NoServices", "every service is a mirror"},
+	} {
+		t.Run(tc.services, func(t *testing.T) {
+			invalidRoute(t, problemService, tc.reason, []string{tc.part}, policyRoot(t, `{services: `+tc.services+`}`))
+		})
+	}
+}
+
+// Upstream protocols and certificate validation, per service.
+func TestHTTPProxyUpstreamProtocols(t *testing.T) {
+	ca := testutil.SelfSigned("backend.example.com")
+	caSecret := func(ns, name string) runtime.Object {
+		s := tlsSecret(ns, name, ca.CertPEM, ca.KeyPEM)
+		s.Type = "Opaque"
+		s.Data = map[string][]byte{"ca.crt": ca.CertPEM}
+		return s
+	}
+	for _, p := range []string{"h2", "h2c", "tls"} {
+		t.Run(p, func(t *testing.T) {
+			r, _ := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80, protocol: `+p+`}]}`))
+			c := r.Clusters[0].Cluster
+			if c.Protocol != p || c.UpstreamValidation != nil {
+				t.Errorf("cluster protocol %q, validation %+v; want %s unverified", c.Protocol, c.UpstreamValidation, p)
+			}
+		})
+	}
+	t.Run("validation", func(t *testing.T) {
+		r, _ := onlyRoute(t, caSecret("team", "ca"), policyRoot(t, `{services: [{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: backend.example.com, subjectNames: [backend.example.com, alt.example.com]}}]}`))
+		want := &UpstreamValidation{CAName: "team/ca", CACert: ca.CertPEM, SubjectNames: []string{"backend.example.com", "alt.example.com"}}
+		if diff := cmp.Diff(want, r.Clusters[0].Cluster.UpstreamValidation); diff != "" {
+			t.Errorf("validation (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("validation with subjectName only, h2", func(t *testing.T) {
+		r, _ := onlyRoute(t, caSecret("team", "ca"), policyRoot(t, `{services: [{name: web, port: 80, protocol: h2, validation: {caSecret: ca, subjectName: backend.example.com}}]}`))
+		if v := r.Clusters[0].Cluster.UpstreamValidation; v == nil || !cmp.Equal(v.SubjectNames, []string{"backend.example.com"}) {
+			t.Errorf("validation = %+v", v)
+		}
+	})
+	t.Run("delegated CA", func(t *testing.T) {
+		r, _ := onlyRoute(t, caSecret("certs", "ca"), proxyDelegation(t, `{metadata: {name: d, namespace: certs}, spec: {delegations: [{secretName: ca, targetNamespaces: [team]}]}}`),
+			policyRoot(t, `{services: [{name: web, port: 80, protocol: tls, validation: {caSecret: certs/ca, subjectName: backend.example.com}}]}`))
+		if v := r.Clusters[0].Cluster.UpstreamValidation; v == nil || v.CAName != "certs/ca" {
+			t.Errorf("validation = %+v", v)
+		}
+	})
+	for _, tc := range []struct {
+		name, service, reason, part string
+		objs                        []runtime.Object
+	}{
+		{"unknown protocol", `{name: web, port: 80, protocol: h3}`, "ProtocolInvalid", `spec.routes[0].services[0].protocol "h3" must be one of h2, h2c, tls`, nil},
+		{"validation without TLS", `{name: web, port: 80, validation: {caSecret: ca, subjectName: b}}`, "ValidationInvalid", "validation needs protocol tls or h2", []runtime.Object{caSecret("team", "ca")}},
+		{"validation over h2c", `{name: web, port: 80, protocol: h2c, validation: {caSecret: ca, subjectName: b}}`, "ValidationInvalid", "validation needs protocol tls or h2", []runtime.Object{caSecret("team", "ca")}},
+		{"missing CA secret", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: b}}`, "CASecretInvalid", "validation.caSecret: Secret team/ca not found", nil},
+		{"CA secret without ca.crt", `{name: web, port: 80, protocol: tls, validation: {caSecret: cert, subjectName: b}}`, "CASecretInvalid", `Secret team/cert has no "ca.crt"`, []runtime.Object{tlsSecret("team", "cert", ca.CertPEM, ca.KeyPEM)}},
+		{"CA not delegated", `{name: web, port: 80, protocol: tls, validation: {caSecret: certs/ca, subjectName: b}}`, "CASecretNotDelegated", "namespace certs does not delegate Secret ca to namespace team", []runtime.Object{caSecret("certs", "ca")}},
+		{"no subject name", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca}}`, "ValidationInvalid", "validation needs subjectName", []runtime.Object{caSecret("team", "ca")}},
+		{"subjectNames not starting with subjectName", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: a, subjectNames: [b, a]}}`, "ValidationInvalid", `subjectNames must start with subjectName "a"`, []runtime.Object{caSecret("team", "ca")}},
+		{"no CA secret", `{name: web, port: 80, protocol: tls, validation: {subjectName: b}}`, "ValidationInvalid", "validation.caSecret is required", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			invalidRoute(t, problemService, tc.reason, []string{tc.part}, append(tc.objs, policyRoot(t, `{services: [`+tc.service+`]}`))...)
+		})
+	}
+}
+
+// Routes to one Service port with different cluster policies get different clusters;
+// the same policy shares one; the default policy keeps the plain name.
+func TestHTTPProxyClusterPolicies(t *testing.T) {
+	g := build(
+		policyRoot(t,
+			`{conditions: [{prefix: /a}], services: [{name: web, port: 80}]}`,
+			`{conditions: [{prefix: /b}], services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: RoundRobin}}`,
+			`{conditions: [{prefix: /c}], services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: Random}}`,
+			`{conditions: [{prefix: /d}], services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: Random}, timeoutPolicy: {response: 1s}}`,
+			`{conditions: [{prefix: /e}], services: [{name: web, port: 80, protocol: h2c}]}`,
+			`{conditions: [{prefix: /f}], services: [{name: web, port: 80}], failurePolicy: {}}`,
+			`{conditions: [{prefix: /g}], services: [{name: web, port: 80}], failurePolicy: {consecutive5xx: 2}}`,
+			`{conditions: [{prefix: /h}], services: [{name: web, port: 80}], healthCheckPolicy: {path: /hz}}`,
+			`{conditions: [{prefix: /i}], services: [{name: web, port: 80}], healthCheckPolicy: {path: /hz, expectedStatuses: [{start: 200, end: 400}]}}`,
+			`{conditions: [{prefix: /j}], services: [{name: web, port: 80}], timeoutPolicy: {idleConnection: 10s}}`,
+			`{conditions: [{prefix: /k}], services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: Cookie}}`,
+			`{conditions: [{prefix: /l}], services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: RequestHash, requestHashPolicies: [{hashSourceIP: true}]}}`,
+		),
+		svc("team", "web", ":80"),
+	)
+	wantProxy(t, g, "team", "root", StatusValid)
+	names := map[string]*Cluster{}
+	for _, r := range routesOfHost(t, g, "p.example.com") {
+		names[r.Path.Value] = r.Clusters[0].Cluster
+	}
+	if n := names["/a"].Name; n != "team/web/80" {
+		t.Errorf("default policy cluster = %s, want team/web/80", n)
+	}
+	same := [][2]string{{"/a", "/b"}, {"/c", "/d"}, {"/k", "/l"}}
+	for _, p := range same {
+		if names[p[0]] != names[p[1]] {
+			t.Errorf("%s and %s have the same cluster policy but clusters %s and %s", p[0], p[1], names[p[0]].Name, names[p[1]].Name)
+		}
+	}
+	distinct := []string{"/a", "/c", "/e", "/f", "/g", "/h", "/i", "/j", "/k"}
+	seen := map[string]string{}
+	for _, p := range distinct {
+		c := names[p]
+		if !strings.HasPrefix(c.Name, "team/web/80") {
+			t.Errorf("%s: cluster %s is not named after its service port", p, c.Name)
+		}
+		if prev, ok := seen[c.Name]; ok {
+			t.Errorf("%s and %s have different policies but share cluster %s", prev, p, c.Name)
+		}
+		seen[c.Name] = p
+	}
+	if len(g.Clusters()) != len(distinct) {
+		t.Errorf("%d clusters, want %d", len(g.Clusters()), len(distinct))
+	}
+}
