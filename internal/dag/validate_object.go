@@ -82,14 +82,13 @@ func (b *builder) validateHTTPProxyObject(p *contourv1.HTTPProxy) Verdict {
 	if reason := p.Annotations[contourv1.DecodeErrorAnnotation]; reason != "" {
 		n.check.fail(problemSpec, "SpecUnreadable", "its spec cannot be read: %s; fix that field", reason)
 	} else {
-		validateHTTPProxy(p, &n.check)
-		if n.usable() {
-			// Services, Secrets and other objects are not looked at: only problems of
-			// the object itself count here.
-			var own proxyCheck
-			b.proxyRoutePlans(n, &own)
-			n.check.errors = append(n.check.errors, withoutLookups(own.errors)...)
-		}
+		routeConds, _ := validateHTTPProxy(p, &n.check)
+		// Services, Secrets and other objects are not looked at: only problems of the
+		// object itself count here.
+		var own proxyCheck
+		b.proxyRoutePlans(n, routeConds, &own)
+		n.check.errors = append(n.check.errors, withoutLookups(own.errors)...)
+		n.check.warnings = append(n.check.warnings, withoutLookups(own.warnings)...)
 		if n.usable() && n.isRoot() {
 			if ns := b.opts.RootNamespaces; len(ns) > 0 && !slices.Contains(ns, p.Namespace) {
 				n.check.fail(problemRootNS, "RootProxyNotAllowedInNamespace", "root HTTPProxies (with spec.virtualhost) are only allowed in namespaces %s; ask an administrator of those namespaces to include this object instead", strings.Join(ns, ", "))
@@ -103,7 +102,7 @@ func (b *builder) validateHTTPProxyObject(p *contourv1.HTTPProxy) Verdict {
 // missing or not delegated): the webhook must admit an object created before its Secret.
 func withoutLookups(ps []Problem) []Problem {
 	return slices.DeleteFunc(ps, func(p Problem) bool {
-		return p.Reason == "CASecretInvalid" || p.Reason == "CASecretNotDelegated"
+		return p.Reason == "CASecretInvalid" || p.Reason == "CASecretNotDelegated" || p.Reason == "ServiceUnresolved"
 	})
 }
 

@@ -276,3 +276,66 @@ func TestValidateObjectUnknownKind(t *testing.T) {
 		t.Errorf("an IngressClass: %+v", v)
 	}
 }
+
+// The webhook's verdict on an HTTPProxy is its own problems with the build's words;
+// missing Services and Secrets are not its problems (they may come later).
+func TestValidateObjectHTTPProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		doc      string
+		ours     bool
+		problems []string
+		notes    []string
+	}{
+		{
+			name: "valid, its Service missing",
+			doc:  `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: nothere, port: 80}]}]}}`,
+			ours: true,
+		},
+		{
+			name:     "bad header condition",
+			doc:      `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{conditions: [{header: {name: x-a, exact: a, contains: b}}], services: [{name: s, port: 80}]}]}}`,
+			ours:     true,
+			problems: []string{"must set exactly one of present, notpresent, exact, notexact, contains, notcontains, regex"},
+		},
+		{
+			name:     "security field fails closed",
+			doc:      `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]}, routes: [{services: [{name: s, port: 80}]}]}}`,
+			ours:     true,
+			problems: []string{"spec.virtualhost.ipAllowPolicy is not implemented by Portico yet"},
+		},
+		{
+			name:  "other field warns",
+			doc:   `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com, corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}}, routes: [{services: [{name: s, port: 80}]}]}}`,
+			ours:  true,
+			notes: []string{"spec.virtualhost.corsPolicy is not implemented by Portico yet"},
+		},
+		{
+			name: "another class",
+			doc:  `{metadata: {name: a}, spec: {ingressClassName: other, virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80}]}]}}`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := ValidateObject(proxy(t, tc.doc), nil, Options{})
+			if v.Ours != tc.ours {
+				t.Fatalf("ours = %v, want %v", v.Ours, tc.ours)
+			}
+			if len(v.Problems) != len(tc.problems) {
+				t.Fatalf("problems %q, want %d containing %q", v.Problems, len(tc.problems), tc.problems)
+			}
+			for i, p := range tc.problems {
+				if !strings.Contains(v.Problems[i], p) {
+					t.Errorf("problem %q does not contain %q", v.Problems[i], p)
+				}
+			}
+			for _, n := range tc.notes {
+				if !strings.Contains(strings.Join(v.Notes, "\n"), n) {
+					t.Errorf("notes %q do not contain %q", v.Notes, n)
+				}
+			}
+			if tc.problems != nil && !strings.Contains(v.Message(), tc.problems[0]) {
+				t.Errorf("message %q does not say %q", v.Message(), tc.problems[0])
+			}
+		})
+	}
+}
