@@ -208,7 +208,8 @@ func TestTCPProxyTermination(t *testing.T) {
 }
 
 // TestTCPProxyConnectAttempts: tcp_proxy makes max_connect_attempts
-// connection attempts (1 by default), each to an endpoint picked again.
+// connection attempts (1 by default), each to an endpoint picked again;
+// connect failures feed outlier detection.
 func TestTCPProxyConnectAttempts(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
@@ -258,6 +259,26 @@ func TestTCPProxyConnectAttempts(t *testing.T) {
 	for i := range 4 {
 		if got := try(); got != "echo:x" {
 			t.Errorf("connection %d with 2 attempts: %q, want echo:x", i, got)
+		}
+	}
+
+	// One attempt again, with outlier detection: a connect failure is a 5xx,
+	// and the load balancer skips the ejected endpoint.
+	res.listeners = []*listenerv3.Listener{listener(nil)}
+	res.clusters = []*clusterv3.Cluster{outlierCluster("two", time.Minute, time.Minute, func(od *clusterv3.OutlierDetection) {
+		od.Consecutive_5Xx = wrapperspb.UInt32(1)
+	})}
+	cp.set("v3", res)
+	p.waitVersion(t, "v3")
+	if got := try(); got != "" {
+		t.Errorf("first connection (refusing endpoint): %q, want the connection closed", got)
+	}
+	if !ejected(p, "two", refused) {
+		t.Fatal("the refusing endpoint was not ejected")
+	}
+	for i := range 3 {
+		if got := try(); got != "echo:x" {
+			t.Errorf("connection %d with the refusing endpoint ejected: %q, want echo:x", i, got)
 		}
 	}
 }
