@@ -1,11 +1,15 @@
 // Package echo implements the test backend behind `portico echo`: an HTTP/1.1
-// and h2c server that answers every request with a JSON description of what
-// it received, so end-to-end tests can see exactly what the proxy forwarded.
+// and h2c server (or, with a certificate, an HTTPS server speaking h2 and
+// HTTP/1.1 by ALPN) that answers every request with a JSON description of
+// what it received, so end-to-end tests can see exactly what the proxy
+// forwarded, and over which protocol.
 package echo
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,7 +45,16 @@ type Config struct {
 	Namespace string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// TLSCertFile and TLSKeyFile (PEM), when both are set, make the server
+	// serve TLS, with h2 and HTTP/1.1 negotiated by ALPN; without them it
+	// serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge). They are read
+	// by Start.
+	TLSCertFile string
+	TLSKeyFile  string
 }
+
+// tls reports whether the server serves TLS.
+func (c Config) tls() bool { return c.TLSCertFile != "" || c.TLSKeyFile != "" }
 
 // Server is an echo server. Create it with New, then Start or Run it.
 type Server struct {
@@ -72,8 +85,26 @@ func New(cfg Config) *Server {
 		OnShutdown:      func() { cancel(errShuttingDown) },
 		ShutdownTimeout: runShutdownTimeout,
 		Logger:          s.log.With("namespace", cfg.Namespace),
+		Listen:          s.listen,
 	})
 	return s
+}
+
+// listen opens the socket, with TLS when a certificate is configured.
+func (s *Server) listen(network, addr string) (net.Listener, error) {
+	var tlsConfig *tls.Config
+	if s.cfg.tls() {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil || tlsConfig == nil {
+		return ln, err
+	}
+	return tls.NewListener(ln, tlsConfig), nil
 }
 
 // newHTTPServer builds the http.Server; the endpoint reported in responses
@@ -81,7 +112,11 @@ func New(cfg Config) *Server {
 func (s *Server) newHTTPServer(addr string, base context.Context) *http.Server {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+	if s.cfg.tls() {
+		protos.SetHTTP2(true) // h2 by ALPN
+	} else {
+		protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+	}
 	return &http.Server{
 		Handler: &handler{
 			service:   s.cfg.Service,

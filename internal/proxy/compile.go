@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 )
@@ -29,12 +30,20 @@ type listenerConfig struct {
 	// "" is the default chain, and the only chain of a plaintext listener.
 	chains   map[string]*filterChain
 	clusters map[string]*upstreamCluster
+	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
+	// their ClientHello's SNI before anything else (see tlsListener).
+	hasTCP            bool
+	filtersTimeout    time.Duration
+	continueOnTimeout bool
 }
 
+// filterChain is an HTTP chain (hcm, routes, stats) or a tcp_proxy one (tcp);
+// tlsConfig terminates TLS, nil for a passthrough or plaintext chain.
 type filterChain struct {
 	hcm       *hcmSpec
 	routes    *routeTable
 	stats     *routeTableStats // indexed like routes
+	tcp       *tcpProxySpec
 	tlsConfig *tls.Config
 }
 
@@ -94,12 +103,16 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerCo
 		tls:      spec.tls,
 		chains:   make(map[string]*filterChain),
 		clusters: snap.clusters,
+
+		filtersTimeout:    spec.filtersTimeout,
+		continueOnTimeout: spec.continueOnTimeout,
 	}
 	for _, cs := range spec.chains {
 		fc, err := p.compileChain(spec.name, cs, snap)
 		if err != nil {
 			return nil, err
 		}
+		lc.hasTCP = lc.hasTCP || fc.tcp != nil
 		if len(cs.serverNames) == 0 {
 			lc.chains[""] = fc
 		}
@@ -111,6 +124,19 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerCo
 }
 
 func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*filterChain, error) {
+	if cs.tcp != nil {
+		fc := &filterChain{tcp: cs.tcp}
+		for _, c := range cs.tcp.clusters {
+			if err := p.compileCluster(c.name, snap); err != nil {
+				return nil, fmt.Errorf("tcp_proxy: %w", err)
+			}
+		}
+		var err error
+		if fc.tlsConfig, err = p.chainTLSConfig(cs); err != nil {
+			return nil, err
+		}
+		return fc, nil
+	}
 	fc := &filterChain{hcm: cs.hcm, routes: cs.hcm.inlineRoutes}
 	if fc.routes == nil {
 		rt, ok := lookup[*routeTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
@@ -125,18 +151,28 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 			return nil, fmt.Errorf("route configuration %q: %w", fc.routes.name, err)
 		}
 	}
-	if cs.tls != nil {
-		certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
-		for _, name := range cs.tls.secretNames {
-			cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, name)
-			if !ok {
-				return nil, &incompleteError{missing: fmt.Sprintf("secret %q", name)}
-			}
-			certs = append(certs, *cert)
-		}
-		fc.tlsConfig = newServerTLSConfig(cs.tls, certs)
+	var err error
+	if fc.tlsConfig, err = p.chainTLSConfig(cs); err != nil {
+		return nil, err
 	}
 	return fc, nil
+}
+
+// chainTLSConfig is the server TLS configuration of a chain that terminates
+// TLS; nil for the others.
+func (p *Proxy) chainTLSConfig(cs *chainSpec) (*tls.Config, error) {
+	if cs.tls == nil {
+		return nil, nil
+	}
+	certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
+	for _, name := range cs.tls.secretNames {
+		cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, name)
+		if !ok {
+			return nil, &incompleteError{missing: fmt.Sprintf("secret %q", name)}
+		}
+		certs = append(certs, *cert)
+	}
+	return newServerTLSConfig(cs.tls, certs), nil
 }
 
 // compileCluster adds the named cluster, with its endpoints, to snap.
@@ -164,9 +200,17 @@ func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 		network:        spec.network,
 		lb:             spec.lb,
 		healthCheck:    spec.healthCheck,
+		tls:            spec.tls,
+		scheme:         "http",
 		state:          cs,
 		active:         cs.activeCounters(endpoints),
 		allHosts:       &hostSet{idx: allIndexes(len(endpoints))},
+	}
+	if spec.tls != nil {
+		uc.scheme = "https"
+	}
+	if tr := cs.transportFor(spec); tr != nil {
+		uc.transport = tr
 	}
 	if spec.healthCheck != nil {
 		// Checkers start when the snapshot is applied (syncClusters).
@@ -174,6 +218,14 @@ func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 			cs.health = p.newHealthState(name, &cs.served)
 		}
 		uc.health = cs.health
+	}
+	if spec.outlier != nil {
+		// Its interval timer starts when the snapshot is applied (syncClusters).
+		if cs.outlier == nil {
+			cs.outlier = p.newOutlierState(name)
+		}
+		uc.outlier, uc.outlierSpec = cs.outlier, spec.outlier
+		uc.outlierHosts = cs.outlier.hostsFor(endpoints)
 	}
 	snap.clusters[name] = uc
 	return nil
@@ -202,13 +254,28 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 			if cs.health != nil {
 				cs.health.stop()
 			}
+			if cs.outlier != nil {
+				cs.outlier.stop()
+			}
+			if cs.transport != nil {
+				cs.transport.rt.CloseIdleConnections()
+			}
 			cs.stats.remove()
 			delete(p.clusterStates, name)
 			continue
 		}
 		cs.pruneActive(uc.endpoints)
 		switch {
+		case uc.outlier != nil:
+			uc.outlier.configure(uc.outlierSpec, uc.endpoints, uc.outlierHosts)
+		case cs.outlier != nil:
+			cs.outlier.stop() // outlier_detection was removed from the cluster
+			cs.outlier = nil
+		}
+		switch {
 		case uc.health != nil:
+			// A successful check ends an outlier ejection.
+			uc.health.outlier.Store(uc.outlier)
 			uc.health.configure(uc)
 		case cs.health != nil:
 			cs.health.stop() // health_checks were removed from the cluster
@@ -217,15 +284,23 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 	}
 }
 
-// stopHealthChecks stops every checker and waits for them. It runs after
+// stopHealthChecks stops every health checker and outlier detection timer
+// and waits for them, and closes the clusters' idle connections. It runs after
 // the ADS stream has ended, so no configuration can start new ones.
 func (p *Proxy) stopHealthChecks() {
 	for _, cs := range p.clusterStates {
 		if cs.health != nil {
 			cs.health.stop()
 		}
+		if cs.outlier != nil {
+			cs.outlier.stop()
+		}
+		if cs.transport != nil {
+			cs.transport.rt.CloseIdleConnections()
+		}
 	}
 	p.healthRunning.Wait()
+	p.outlierRunning.Wait()
 }
 
 // apply makes snap the served configuration: listeners are opened, kept or

@@ -17,6 +17,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -26,16 +27,29 @@ import (
 type listenerSpec struct {
 	name    string
 	address string // host:port of the Listener's socket address
-	tls     bool
-	chains  []*chainSpec
+	// tls: the chains are chosen by SNI (TLS termination or passthrough);
+	// otherwise the listener has one plaintext HTTP chain.
+	tls          bool
+	tlsInspector bool // the envoy.filters.listener.tls_inspector listener filter
+	// filtersTimeout bounds the wait for the ClientHello (listener_filters_timeout,
+	// default 15s, 0 = none); on expiry the connection is closed, or handed to the
+	// default chain with continueOnTimeout.
+	filtersTimeout    time.Duration
+	continueOnTimeout bool
+	chains            []*chainSpec
 }
 
-// chainSpec is a validated filter chain.
+// defaultListenerFiltersTimeout is Envoy's listener_filters_timeout default.
+const defaultListenerFiltersTimeout = 15 * time.Second
+
+// chainSpec is a validated filter chain: an HTTP connection manager, or a
+// tcp_proxy (TLS terminated with tls set, passed through otherwise).
 type chainSpec struct {
 	// serverNames are the lower-cased filter_chain_match.server_names; empty
 	// for the default chain of a TLS listener and for a plaintext chain.
 	serverNames []string
 	hcm         *hcmSpec
+	tcp         *tcpProxySpec
 	tls         *tlsSpec
 }
 
@@ -107,12 +121,17 @@ func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("address: %w", err)
 	}
+	ls := &listenerSpec{name: l.GetName(), address: addr, filtersTimeout: defaultListenerFiltersTimeout,
+		continueOnTimeout: l.GetContinueOnListenerFiltersTimeout()}
 	for _, lf := range l.GetListenerFilters() {
 		if err := checkListenerFilter(lf); err != nil {
 			return nil, err
 		}
+		ls.tlsInspector = true
 	}
-	ls := &listenerSpec{name: l.GetName(), address: addr}
+	if d := l.GetListenerFiltersTimeout(); d != nil {
+		ls.filtersTimeout = d.AsDuration()
+	}
 	for i, fc := range l.GetFilterChains() {
 		cs, err := convertFilterChain(fc)
 		if err != nil {
@@ -127,16 +146,23 @@ func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
 }
 
 // checkChains enforces what the proxy can select between: either one
-// plaintext chain, or TLS chains told apart by SNI alone.
+// plaintext HTTP chain, or chains told apart by SNI alone: TLS-terminating
+// HTTP and tcp_proxy chains, and tcp_proxy chains passing TLS through.
 func (ls *listenerSpec) checkChains() error {
 	if len(ls.chains) == 0 {
 		return errors.New("no filter chains")
 	}
-	ls.tls = ls.chains[0].tls != nil
+	plainHTTP := func(c *chainSpec) bool { return c.tls == nil && c.hcm != nil }
+	ls.tls = !plainHTTP(ls.chains[0])
 	seen := make(map[string]bool)
 	for _, c := range ls.chains {
-		if (c.tls != nil) != ls.tls {
+		if plainHTTP(c) == ls.tls {
 			return errors.New("mixing TLS and plaintext filter chains is not supported")
+		}
+		if c.tcp != nil && !ls.tlsInspector {
+			// The chain is chosen by the ClientHello's SNI, which Envoy only
+			// reads with the inspector (the proxy reads it the same way).
+			return errors.New("a tcp_proxy filter chain needs the envoy.filters.listener.tls_inspector listener filter")
 		}
 		names := c.serverNames
 		if len(names) == 0 {
@@ -216,12 +242,6 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 		); err != nil {
 			return nil, err
 		}
-		switch tp := m.GetTransportProtocol(); {
-		case tp == "":
-		case tp == "tls" && cs.tls != nil, tp == "raw_buffer" && cs.tls == nil:
-		default:
-			return nil, fmt.Errorf("filter_chain_match.transport_protocol %q is not supported here", tp)
-		}
 		for _, n := range m.GetServerNames() {
 			n = strings.ToLower(n)
 			if n == "" {
@@ -233,16 +253,39 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 			cs.serverNames = append(cs.serverNames, n)
 		}
 	}
-	if len(cs.serverNames) > 0 && cs.tls == nil {
-		return nil, errors.New("server_names on a chain without TLS")
-	}
 	if len(fc.GetFilters()) != 1 {
-		return nil, fmt.Errorf("exactly one network filter (the HTTP connection manager) is supported, got %d", len(fc.GetFilters()))
+		return nil, fmt.Errorf("exactly one network filter (the HTTP connection manager or tcp_proxy) is supported, got %d", len(fc.GetFilters()))
 	}
 	f := fc.GetFilters()[0]
 	tc := f.GetTypedConfig()
+	if tc != nil && tc.MessageIs(&tcpproxyv3.TcpProxy{}) {
+		var tp tcpproxyv3.TcpProxy
+		if err := tc.UnmarshalTo(&tp); err != nil {
+			return nil, fmt.Errorf("decode TcpProxy: %w", err)
+		}
+		t, err := convertTCPProxy(&tp)
+		if err != nil {
+			return nil, fmt.Errorf("tcp_proxy: %w", err)
+		}
+		cs.tcp = t
+		// "tls" is implied by a TLS transport socket, or by server_names (only
+		// a TLS ClientHello has one).
+		if tp := fc.GetFilterChainMatch().GetTransportProtocol(); tp != "" && (tp != "tls" || (cs.tls == nil && len(cs.serverNames) == 0)) {
+			return nil, fmt.Errorf("filter_chain_match.transport_protocol %q is not supported here", tp)
+		}
+		return cs, nil
+	}
+	switch tp := fc.GetFilterChainMatch().GetTransportProtocol(); {
+	case tp == "":
+	case tp == "tls" && cs.tls != nil, tp == "raw_buffer" && cs.tls == nil:
+	default:
+		return nil, fmt.Errorf("filter_chain_match.transport_protocol %q is not supported here", tp)
+	}
+	if len(cs.serverNames) > 0 && cs.tls == nil {
+		return nil, errors.New("server_names on an HTTP chain without TLS")
+	}
 	if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
-		return nil, fmt.Errorf("network filter %q is not supported (only envoy.filters.network.http_connection_manager with a typed_config)", f.GetName())
+		return nil, fmt.Errorf("network filter %q is not supported (only envoy.filters.network.http_connection_manager or envoy.filters.network.tcp_proxy with a typed_config)", f.GetName())
 	}
 	var hcm hcmv3.HttpConnectionManager
 	if err := tc.UnmarshalTo(&hcm); err != nil {
@@ -455,7 +498,7 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
 	var err error
-	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams()); err != nil {
+	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		return nil, err
 	}
 	for _, sds := range ctc.GetTlsCertificateSdsSecretConfigs() {
@@ -480,7 +523,9 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 	return spec, nil
 }
 
-func convertTLSParams(p *tlsv3.TlsParameters) (minV, maxV uint16, err error) {
+// convertTLSParams applies tls_params; the default maximum differs between
+// servers (TLS 1.3) and clients (TLS 1.2) in Envoy, the minimum is TLS 1.2.
+func convertTLSParams(p *tlsv3.TlsParameters, defaultMax uint16) (minV, maxV uint16, err error) {
 	if err := unsupported(
 		field{"tls_params.cipher_suites", len(p.GetCipherSuites()) > 0},
 		field{"tls_params.ecdh_curves", len(p.GetEcdhCurves()) > 0},
@@ -489,8 +534,7 @@ func convertTLSParams(p *tlsv3.TlsParameters) (minV, maxV uint16, err error) {
 	); err != nil {
 		return 0, 0, err
 	}
-	// Envoy's server-side defaults: TLS 1.2 .. TLS 1.3.
-	minV, maxV = tls.VersionTLS12, tls.VersionTLS13
+	minV, maxV = tls.VersionTLS12, defaultMax
 	if v := p.GetTlsMinimumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
 		minV = tlsVersion(v)
 	}

@@ -259,7 +259,7 @@ func TestConvertClusterPolicies(t *testing.T) {
 		{"translator health check", func(c *clusterv3.Cluster) { c.HealthChecks = []*corev3.HealthCheck{translatorHealthCheck()} }, defaults,
 			&healthCheckSpec{timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: 10 * time.Second,
 				unhealthyThreshold: 3, healthyThreshold: 2, path: "/healthz", host: "svc.example.com", reuseConnection: true,
-				retriable: statuses(100, 503, 504, 600)}},
+				expected: statuses(200, 201), retriable: statuses(100, 503, 504, 600)}},
 		{"health check defaults: Host is the cluster name, no_traffic_interval 60s", func(c *clusterv3.Cluster) {
 			hc := translatorHealthCheck()
 			hc.NoTrafficInterval = nil
@@ -270,7 +270,20 @@ func TestConvertClusterPolicies(t *testing.T) {
 			hc.AlwaysLogHealthCheckFailures = true
 			c.HealthChecks = []*corev3.HealthCheck{hc}
 		}, defaults, &healthCheckSpec{timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: time.Minute,
-			unhealthyThreshold: 3, healthyThreshold: 2, path: "/healthz", host: "ns/svc/80"}},
+			unhealthyThreshold: 3, healthyThreshold: 2, path: "/healthz", host: "ns/svc/80", expected: statuses(200, 201)}},
+		{"expected_statuses replace 200", func(c *clusterv3.Cluster) {
+			hc := translatorHealthCheck()
+			hc.GetHttpHealthCheck().ExpectedStatuses = []*typev3.Int64Range{{Start: 200, End: 300}, {Start: 404, End: 405}}
+			c.HealthChecks = []*corev3.HealthCheck{hc}
+		}, defaults, &healthCheckSpec{timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: 10 * time.Second,
+			unhealthyThreshold: 3, healthyThreshold: 2, path: "/healthz", host: "svc.example.com", reuseConnection: true,
+			expected: statuses(200, 300, 404, 405), retriable: statuses(100, 503, 504, 600)}},
+		{"connect-only tcp health check", func(c *clusterv3.Cluster) {
+			hc := translatorHealthCheck()
+			hc.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{}}
+			c.HealthChecks = []*corev3.HealthCheck{hc}
+		}, defaults, &healthCheckSpec{kind: hcTCP, timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: 10 * time.Second,
+			unhealthyThreshold: 3, healthyThreshold: 2, reuseConnection: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,9 +362,14 @@ func TestConvertClusterPolicyRejects(t *testing.T) {
 		{"two health checks", func(c *clusterv3.Cluster) {
 			c.HealthChecks = []*corev3.HealthCheck{translatorHealthCheck(), translatorHealthCheck()}
 		}, "health_checks: only one health check is supported, got 2"},
-		{"tcp health check", hc(func(h *corev3.HealthCheck) {
-			h.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{}}
-		}), "HealthCheck_TcpHealthCheck_ is not supported (only http_health_check)"},
+		{"tcp health check with send", hc(func(h *corev3.HealthCheck) {
+			h.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{
+				Send: &corev3.HealthCheck_Payload{Payload: &corev3.HealthCheck_Payload_Text{Text: "50494E47"}}}}
+		}), "tcp_health_check.send is not supported"},
+		{"tcp health check with receive", hc(func(h *corev3.HealthCheck) {
+			h.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{
+				Receive: []*corev3.HealthCheck_Payload{{Payload: &corev3.HealthCheck_Payload_Text{Text: "504F4E47"}}}}}
+		}), "tcp_health_check.receive is not supported"},
 		{"grpc health check", hc(func(h *corev3.HealthCheck) {
 			h.HealthChecker = &corev3.HealthCheck_GrpcHealthCheck_{GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{}}
 		}), "GrpcHealthCheck_ is not supported"},
@@ -366,9 +384,9 @@ func TestConvertClusterPolicyRejects(t *testing.T) {
 		{"interval jitter", hc(func(h *corev3.HealthCheck) { h.IntervalJitter = durationpb.New(time.Second) }), "interval_jitter"},
 		{"unhealthy interval", hc(func(h *corev3.HealthCheck) { h.UnhealthyInterval = durationpb.New(time.Second) }), "unhealthy_interval"},
 		{"transport socket match", hc(func(h *corev3.HealthCheck) { h.TransportSocketMatchCriteria = &structpb.Struct{} }), "transport_socket_match_criteria"},
-		{"expected statuses", httpHC(func(h *corev3.HealthCheck_HttpHealthCheck) {
-			h.ExpectedStatuses = []*typev3.Int64Range{{Start: 200, End: 300}}
-		}), "http_health_check: expected_statuses"},
+		{"expected statuses out of range", httpHC(func(h *corev3.HealthCheck_HttpHealthCheck) {
+			h.ExpectedStatuses = []*typev3.Int64Range{{Start: 200, End: 300}, {Start: 0, End: 100}}
+		}), "http_health_check: expected_statuses range [0, 100) is not within [100, 600)"},
 		{"retriable statuses out of range", httpHC(func(h *corev3.HealthCheck_HttpHealthCheck) {
 			h.RetriableStatuses = []*typev3.Int64Range{{Start: 500, End: 700}}
 		}), "retriable_statuses range [500, 700) is not within [100, 600)"},

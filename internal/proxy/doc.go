@@ -1,6 +1,7 @@
 // Package proxy is Portico's embedded data plane: an ADS (xDS state-of-the-world)
 // client that compiles the subset of Envoy configuration described in
-// docs/dev/xds-contract.md into an HTTP(S) reverse proxy built on net/http.
+// docs/dev/xds-contract.md into an HTTP(S) reverse proxy built on net/http,
+// with TCP proxying (TLS passthrough or termination) by SNI.
 //
 // The proxy honours the shapes of that contract, plus a few cheap and
 // unambiguous extras, and NACKs everything else with an error_detail naming
@@ -13,9 +14,15 @@
 //   - resources.go: decoding and validation of responses; the accepted store.
 //   - convert_*.go, tls.go (convertSecret), upstream.go (convertCluster):
 //     Envoy resources to the proxy's specs; what cannot be honoured is an error.
+//     upstream_tls.go (UpstreamTlsContext), upstream_protocol.go
+//     (HttpProtocolOptions), outlier.go (OutlierDetection) and tcpproxy.go
+//     (TcpProxy) convert their parts.
 //   - compile.go: linking specs into an immutable snapshot (warming), applying it.
 //   - listeners.go, tls.go: sockets (with bind retries), HTTP servers, SNI
-//     filter-chain selection.
+//     filter-chain selection; on a listener with tcp_proxy chains, the
+//     ClientHello is read first (tls_inspector) to dispatch each connection.
+//   - tcpproxy.go: tcp_proxy chains: upstream connection attempts, copying
+//     both ways with half-closes, the idle timeout, draining.
 //   - routing.go: virtual host and route matching (path, headers, query parameters).
 //   - headers.go: route header mutations (request/response_headers_to_add/remove at
 //     every level) and their %COMMAND% values, resolved at conversion time.
@@ -24,13 +31,18 @@
 //   - metrics.go: Prometheus metrics, resolved per route and cluster, deleted
 //     with them.
 //   - upstream.go: clusters, the shared transport, error mapping.
+//   - upstream_tls.go: upstream TLS (SNI, ALPN, Envoy's certificate
+//     verification); upstream_protocol.go: HTTP/1.1, h2 and h2c upstreams,
+//     the idle timeout, and the per-cluster transports they need.
 //   - retry.go: retry_policy and the attempts of a request (attemptTransport);
 //     body.go: request body tracking and replay for retries.
 //   - idle.go: the stream idle timeout (HCM stream_idle_timeout, route idle_timeout).
 //   - lb.go: lb_policy, panic mode and the per-cluster state kept across
 //     swaps; hashlb.go, hashpolicy.go, xxhash.go: RING_HASH, MAGLEV and
 //     hash_policy (source IP, header, query parameter, cookie).
-//   - healthcheck.go: active HTTP health checking.
+//   - healthcheck.go: active HTTP and connect-only TCP health checking.
+//   - outlier.go: outlier detection (consecutive 5xx, success rate,
+//     ejections), its state kept across swaps like the load balancers'.
 //
 // Beyond the contract the proxy also honours: inline route_config, "prefix*"
 // domains, the deprecated single-purpose header matchers and

@@ -17,12 +17,15 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
-// Active HTTP health checking of cluster endpoints, with Envoy's semantics:
+// Active health checking of cluster endpoints, with Envoy's semantics:
 // a new endpoint starts unhealthy and is checked at once, one success makes
 // it healthy the first time; afterwards healthy_threshold consecutive
-// successes are needed. A non-200 answer ejects an endpoint at once unless
-// its status is in retriable_statuses; those, timeouts and connection errors
-// must repeat unhealthy_threshold times.
+// successes are needed. An HTTP check's answer outside expected_statuses
+// (200 only by default) ejects an endpoint at once unless its status is in
+// retriable_statuses; those, timeouts and connection errors must repeat
+// unhealthy_threshold times. A TCP check without send/receive only connects.
+// Checks of a cluster with upstream TLS go over TLS (its SNI and
+// verification, no ALPN, as Envoy without tls_options).
 
 // defaultNoTrafficInterval is Envoy's no_traffic_interval default.
 const defaultNoTrafficInterval = 60 * time.Second
@@ -31,8 +34,17 @@ const defaultNoTrafficInterval = 60 * time.Second
 // (to keep the connection reusable).
 const maxHealthCheckBody = 64 << 10
 
-// healthCheckSpec is a validated HealthCheck with an http_health_check.
+type healthCheckKind int
+
+const (
+	hcHTTP healthCheckKind = iota
+	hcTCP                  // tcp_health_check without send/receive: connect only
+)
+
+// healthCheckSpec is a validated HealthCheck with an http_health_check or a
+// connect-only tcp_health_check.
 type healthCheckSpec struct {
+	kind               healthCheckKind
 	timeout            time.Duration
 	interval           time.Duration
 	noTrafficInterval  time.Duration // used until the cluster has had traffic
@@ -41,6 +53,7 @@ type healthCheckSpec struct {
 	path               string
 	host               string // Host header of the checks
 	reuseConnection    bool
+	expected           statusSet // healthy statuses (expected_statuses, 200 by default)
 	retriable          statusSet // statuses that count towards unhealthy_threshold
 }
 
@@ -52,6 +65,19 @@ func (s *statusSet) add(code int) { s[code/64] |= 1 << (code % 64) }
 
 func (s *statusSet) has(code int) bool {
 	return code >= 0 && code < 640 && s[code/64]&(1<<(code%64)) != 0
+}
+
+// addRanges adds Int64Ranges: half-open, within [100, 600), as Envoy requires.
+func (s *statusSet) addRanges(field string, ranges []*typev3.Int64Range) error {
+	for _, r := range ranges {
+		if r.GetStart() < 100 || r.GetEnd() > 600 || r.GetStart() >= r.GetEnd() {
+			return fmt.Errorf("%s range [%d, %d) is not within [100, 600)", field, r.GetStart(), r.GetEnd())
+		}
+		for code := r.GetStart(); code < r.GetEnd(); code++ {
+			s.add(int(code))
+		}
+	}
+	return nil
 }
 
 func convertHealthChecks(cluster string, hcs []*corev3.HealthCheck) (*healthCheckSpec, error) {
@@ -84,10 +110,6 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpe
 	); err != nil {
 		return nil, err
 	}
-	h, ok := hc.GetHealthChecker().(*corev3.HealthCheck_HttpHealthCheck_)
-	if !ok {
-		return nil, fmt.Errorf("health checker %T is not supported (only http_health_check)", hc.GetHealthChecker())
-	}
 	spec := &healthCheckSpec{
 		timeout:            hc.GetTimeout().AsDuration(),
 		interval:           hc.GetInterval().AsDuration(),
@@ -105,8 +127,23 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpe
 	if spec.unhealthyThreshold == 0 || spec.healthyThreshold == 0 {
 		return nil, errors.New("unhealthy_threshold and healthy_threshold must be positive")
 	}
-	if err := spec.setHTTP(cluster, h.HttpHealthCheck); err != nil {
-		return nil, fmt.Errorf("http_health_check: %w", err)
+	switch h := hc.GetHealthChecker().(type) {
+	case *corev3.HealthCheck_HttpHealthCheck_:
+		if err := spec.setHTTP(cluster, h.HttpHealthCheck); err != nil {
+			return nil, fmt.Errorf("http_health_check: %w", err)
+		}
+	case *corev3.HealthCheck_TcpHealthCheck_:
+		t := h.TcpHealthCheck
+		if err := unsupported(
+			field{"tcp_health_check.send", t.GetSend() != nil},
+			field{"tcp_health_check.receive", len(t.GetReceive()) > 0},
+			field{"tcp_health_check.proxy_protocol_config", t.GetProxyProtocolConfig() != nil},
+		); err != nil {
+			return nil, err
+		}
+		spec.kind = hcTCP
+	default:
+		return nil, fmt.Errorf("health checker %T is not supported (only http_health_check and a connect-only tcp_health_check)", hc.GetHealthChecker())
 	}
 	return spec, nil
 }
@@ -118,7 +155,6 @@ func (s *healthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHeal
 		field{"response_buffer_size", h.GetResponseBufferSize() != nil},
 		field{"request_headers_to_add", len(h.GetRequestHeadersToAdd()) > 0},
 		field{"request_headers_to_remove", len(h.GetRequestHeadersToRemove()) > 0},
-		field{"expected_statuses", len(h.GetExpectedStatuses()) > 0},
 		field{"codec_client_type " + h.GetCodecClientType().String() + " (only HTTP1)", h.GetCodecClientType() != typev3.CodecClientType_HTTP1},
 		field{"use_alpn_protocol", h.GetUseAlpnProtocol()},
 		field{"service_name_matcher", h.GetServiceNameMatcher() != nil},
@@ -130,14 +166,13 @@ func (s *healthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHeal
 	if !strings.HasPrefix(s.path, "/") {
 		return fmt.Errorf("path %q must start with /", s.path)
 	}
-	for _, r := range h.GetRetriableStatuses() {
-		// Half-open ranges within [100, 600), as Envoy requires.
-		if r.GetStart() < 100 || r.GetEnd() > 600 || r.GetStart() >= r.GetEnd() {
-			return fmt.Errorf("retriable_statuses range [%d, %d) is not within [100, 600)", r.GetStart(), r.GetEnd())
-		}
-		for code := r.GetStart(); code < r.GetEnd(); code++ {
-			s.retriable.add(int(code))
-		}
+	if err := s.retriable.addRanges("retriable_statuses", h.GetRetriableStatuses()); err != nil {
+		return err
+	}
+	if len(h.GetExpectedStatuses()) == 0 {
+		s.expected.add(http.StatusOK)
+	} else if err := s.expected.addRanges("expected_statuses", h.GetExpectedStatuses()); err != nil {
+		return err
 	}
 	// Envoy's default Host is the cluster's name.
 	s.host = h.GetHost()
@@ -164,6 +199,9 @@ type healthState struct {
 	// balancers rebuild their host sets.
 	gen atomic.Uint64
 	cfg atomic.Pointer[checkConfig]
+	// outlier is the cluster's outlier detection, whose ejections a
+	// successful check ends; nil without it.
+	outlier atomic.Pointer[outlierState]
 
 	mu        sync.RWMutex
 	endpoints map[string]*endpointHealth
@@ -181,6 +219,9 @@ type checkConfig struct {
 	spec           healthCheckSpec
 	connectTimeout time.Duration
 	network        string
+	tls            *upstreamTLSSpec // the cluster's, nil for clear text
+	tlsKey         string
+	scheme         string
 	transport      *http.Transport
 	client         *http.Client
 }
@@ -245,12 +286,25 @@ func (hs *healthState) configure(uc *upstreamCluster) {
 
 // setConfig replaces the check configuration if the cluster's changed.
 func (hs *healthState) setConfig(uc *upstreamCluster) {
+	tlsKey := ""
+	var hcTLS *upstreamTLSSpec
+	if uc.tls != nil {
+		// Envoy's checks use the cluster's transport socket without ALPN
+		// (HealthCheck.tls_options, refused, would set it).
+		tlsKey = uc.tls.key
+		c := *uc.tls
+		c.config = uc.tls.config.Clone()
+		c.config.NextProtos = nil
+		hcTLS = &c
+	}
 	cur := hs.cfg.Load()
-	if cur != nil && cur.spec == *uc.healthCheck && cur.connectTimeout == uc.connectTimeout && cur.network == uc.network {
+	if cur != nil && cur.spec == *uc.healthCheck && cur.connectTimeout == uc.connectTimeout && cur.network == uc.network && cur.tlsKey == tlsKey {
 		return
 	}
-	d := &net.Dialer{Timeout: uc.connectTimeout, KeepAlive: 30 * time.Second}
+	d := upstreamDialer(uc.connectTimeout)
 	network := uc.network
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
 	tr := &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
@@ -260,11 +314,22 @@ func (hs *healthState) setConfig(uc *upstreamCluster) {
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
+		Protocols:           protocols,
+	}
+	scheme := "http"
+	if hcTLS != nil {
+		scheme = "https"
+		tr.DialTLSContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return dialTLS(ctx, d, network, addr, hcTLS, false)
+		}
 	}
 	hs.cfg.Store(&checkConfig{
 		spec:           *uc.healthCheck,
 		connectTimeout: uc.connectTimeout,
 		network:        network,
+		tls:            hcTLS,
+		tlsKey:         tlsKey,
+		scheme:         scheme,
 		transport:      tr,
 		client:         &http.Client{Transport: tr, CheckRedirect: noRedirects},
 	})
@@ -329,11 +394,14 @@ type checkResult struct {
 	reason    string
 }
 
-// check sends one health check request.
+// check runs one health check.
 func (cfg *checkConfig) check(ctx context.Context, endpoint string) checkResult {
 	ctx, cancel := context.WithTimeout(ctx, cfg.spec.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+endpoint+cfg.spec.path, nil)
+	if cfg.spec.kind == hcTCP {
+		return cfg.checkConnect(ctx, endpoint)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.scheme+"://"+endpoint+cfg.spec.path, nil)
 	if err != nil {
 		return checkResult{immediate: true, reason: err.Error()}
 	}
@@ -352,10 +420,35 @@ func (cfg *checkConfig) check(ctx context.Context, endpoint string) checkResult 
 		return checkResult{reason: "timeout"}
 	case err != nil:
 		return checkResult{reason: "connection error: " + err.Error()}
-	case res.StatusCode != http.StatusOK:
+	case !cfg.spec.expected.has(res.StatusCode):
 		return checkResult{immediate: !cfg.spec.retriable.has(res.StatusCode), reason: fmt.Sprintf("status %d", res.StatusCode)}
 	}
-	return checkResult{ok: true, reason: "status 200"}
+	return checkResult{ok: true, reason: fmt.Sprintf("status %d", res.StatusCode)}
+}
+
+// checkConnect is a connect-only TCP check: the endpoint is healthy when a
+// connection (and, for a TLS cluster, its handshake) succeeds within the
+// timeout. Each check opens and closes its own connection.
+func (cfg *checkConfig) checkConnect(ctx context.Context, endpoint string) checkResult {
+	d := upstreamDialer(cfg.connectTimeout)
+	var conn net.Conn
+	var err error
+	if cfg.tls != nil {
+		conn, err = dialTLS(ctx, d, cfg.network, endpoint, cfg.tls, false)
+	} else {
+		conn, err = d.DialContext(ctx, cfg.network, endpoint)
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		if conn != nil {
+			_ = conn.Close()
+		}
+		return checkResult{reason: "timeout"}
+	case err != nil:
+		return checkResult{reason: "connection error: " + err.Error()}
+	}
+	_ = conn.Close()
+	return checkResult{ok: true, reason: "connected"}
 }
 
 // checkCounters are a checker's consecutive results.
@@ -370,6 +463,9 @@ func (hs *healthState) record(endpoint string, eh *endpointHealth, c *checkCount
 	c.fresh = false
 	healthy := eh.healthy.Load()
 	if res.ok {
+		if o := hs.outlier.Load(); o != nil {
+			o.healthCheckPassed(endpoint)
+		}
 		c.failures = 0
 		if healthy {
 			return

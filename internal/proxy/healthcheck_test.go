@@ -19,6 +19,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -265,7 +266,7 @@ func TestHealthCheckRequest(t *testing.T) {
 	b := startHCBackend(t, "b")
 	uc := &upstreamCluster{name: "ns/svc/80", connectTimeout: time.Second, network: "tcp", healthCheck: &healthCheckSpec{
 		timeout: 200 * time.Millisecond, interval: time.Second, path: "/healthz", host: "svc.example.com",
-		unhealthyThreshold: 2, healthyThreshold: 2, reuseConnection: true, retriable: statuses(500, 503),
+		unhealthyThreshold: 2, healthyThreshold: 2, reuseConnection: true, expected: statuses(200, 201), retriable: statuses(500, 503),
 	}}
 	hs := &healthState{}
 	hs.setConfig(uc)
@@ -493,4 +494,89 @@ func TestHealthCheckersStop(t *testing.T) {
 			t.Errorf("%d checkers still running after Run returned", n)
 		}
 	})
+}
+
+// TestHealthCheckExpectedStatuses: expected_statuses replaces the default
+// 200-only expectation; a status outside it (and outside retriable_statuses)
+// ejects at once.
+func TestHealthCheckExpectedStatuses(t *testing.T) {
+	t.Parallel()
+	a, b := startHCBackend(t, "a"), startHCBackend(t, "b")
+	a.status.Store(204)
+	cp := startControlPlane(t)
+	only204 := hcCluster("only204", 50*time.Millisecond, 3, 1)
+	only204.HealthChecks[0].GetHttpHealthCheck().ExpectedStatuses = []*typev3.Int64Range{{Start: 204, End: 205}}
+	twoxx := hcCluster("2xx", 50*time.Millisecond, 3, 1)
+	twoxx.HealthChecks[0].GetHttpHealthCheck().ExpectedStatuses = []*typev3.Int64Range{{Start: 200, End: 300}}
+	res := resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		clusters:  []*clusterv3.Cluster{only204, twoxx, hcCluster("default", 50*time.Millisecond, 3, 1)},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("only204", a.addr(), b.addr()),
+			assignment("2xx", a.addr(), b.addr()), assignment("default", a.addr(), b.addr())},
+		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*",
+			toCluster("only204", separatedMatch("/only204")), toCluster("2xx", separatedMatch("/2xx")),
+			toCluster("default", separatedMatch("/default"))))},
+	}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := noRedirectClient()
+	for _, tc := range []struct {
+		cluster string
+		a, b    bool // healthy
+	}{{"only204", true, false}, {"2xx", true, true}, {"default", false, true}} {
+		waitFor(t, tc.cluster+" checked", func() bool {
+			return endpointHealthy(p, tc.cluster, a.addr()) == tc.a && endpointHealthy(p, tc.cluster, b.addr()) == tc.b
+		})
+		seen := backendsOf(t, c, p.httpURL(t, "/"+tc.cluster), 6)
+		want := map[string]int{"a": 3, "b": 3}
+		switch {
+		case !tc.a:
+			want = map[string]int{"b": 6}
+		case !tc.b:
+			want = map[string]int{"a": 6}
+		}
+		if diff := cmp.Diff(want, seen); diff != "" {
+			t.Errorf("%s: requests went to (-want +got):\n%s", tc.cluster, diff)
+		}
+	}
+}
+
+// TestTCPHealthCheck: a tcp_health_check without send/receive only connects:
+// an endpoint accepting connections is healthy whatever it answers, one
+// refusing them is ejected after unhealthy_threshold failures.
+func TestTCPHealthCheck(t *testing.T) {
+	t.Parallel()
+	a, b := startHCBackend(t, "a"), startHCBackend(t, "b")
+	a.status.Store(500) // HTTP checks would fail; connecting succeeds
+	cp := startControlPlane(t)
+	tcp := hcCluster("tcp", 50*time.Millisecond, 2, 1)
+	tcp.HealthChecks[0].HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{}}
+	res := resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		clusters:  []*clusterv3.Cluster{tcp},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("tcp", a.addr(), b.addr())},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("tcp", prefixMatch("/"))))},
+	}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	waitFor(t, "both healthy", func() bool { return endpointHealthy(p, "tcp", a.addr()) && endpointHealthy(p, "tcp", b.addr()) })
+	if n := a.checks.Load() + b.checks.Load(); n != 0 {
+		t.Errorf("%d HTTP requests sent by a connect-only check", n)
+	}
+	addr := b.addr()
+	b.srv.Close()
+	waitFor(t, "b ejected once it refuses connections", func() bool { return !endpointHealthy(p, "tcp", addr) })
+	if seen := backendsOf(t, noRedirectClient(), p.httpURL(t, "/"), 4); seen["a"] != 4 {
+		t.Errorf("requests went to %v, want all to a", seen)
+	}
+	found := false
+	for _, rec := range p.logs.records("health check transition") {
+		reason, _ := rec["reason"].(string)
+		found = found || (rec["endpoint"] == addr && rec["healthy"] == false && strings.HasPrefix(reason, "connection error"))
+	}
+	if !found {
+		t.Error("no transition logged for b's refused connections")
+	}
 }

@@ -174,8 +174,12 @@ type clusterState struct {
 	// the ADS goroutine touches the map; snapshots hold the counters.
 	active map[string]*atomic.Int64
 	// health is the active health checking state; nil without health_checks.
-	// Owned by the ADS goroutine like active.
+	// Owned by the ADS goroutine like active, as are outlier and transport.
 	health *healthState
+	// outlier is the outlier detection state; nil without outlier_detection.
+	outlier *outlierState
+	// transport is the cluster's own transport; nil when it uses the shared one.
+	transport *clusterTransport
 
 	hashTable atomic.Pointer[cachedHashTable]
 
@@ -271,13 +275,21 @@ func (c *upstreamCluster) pick(pc pickContext) (int, bool) {
 }
 
 // currentHosts returns the host set for the current health state. Without
-// health checks it never changes; with them it is rebuilt when the health
-// generation moves (a transition or a membership change).
+// health checks and outlier detection it never changes; with them it is
+// rebuilt when their generation moves (a transition, an ejection or its end, a
+// membership change).
 func (c *upstreamCluster) currentHosts() *hostSet {
-	if c.health == nil {
+	if c.health == nil && c.outlier == nil {
 		return c.allHosts
 	}
-	gen := c.health.gen.Load()
+	// Both generations only grow, so their sum moves whenever either does.
+	var gen uint64
+	if c.health != nil {
+		gen = c.health.gen.Load()
+	}
+	if c.outlier != nil {
+		gen += c.outlier.gen.Load()
+	}
 	if hs := c.hosts.Load(); hs != nil && hs.gen == gen {
 		return hs
 	}
@@ -287,13 +299,14 @@ func (c *upstreamCluster) currentHosts() *hostSet {
 	return hs
 }
 
-// selectHosts returns the healthy endpoints, or all of them in panic mode:
-// when the healthy share is below the panic threshold, Envoy spreads the
-// traffic over every endpoint rather than overload the few healthy ones.
+// selectHosts returns the healthy endpoints (passing their health checks and
+// not ejected by outlier detection), or all of them in panic mode: when the
+// healthy share is below the panic threshold, Envoy spreads the traffic over
+// every endpoint rather than overload the few healthy ones.
 func (c *upstreamCluster) selectHosts() []int {
 	healthy := make([]int, 0, len(c.endpoints))
 	for i, ep := range c.endpoints {
-		if c.health.healthy(ep) {
+		if (c.health == nil || c.health.healthy(ep)) && (c.outlier == nil || !c.outlierHosts[i].ejected.Load()) {
 			healthy = append(healthy, i)
 		}
 	}

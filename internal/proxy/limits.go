@@ -82,7 +82,9 @@ func refuseHeaders(rw *responseWriter, r *http.Request, ex *exchange, reason str
 func headerReadLimit(lc *listenerConfig) int {
 	n := http.DefaultMaxHeaderBytes
 	for _, fc := range lc.chains {
-		n = max(n, 2*fc.hcm.maxRequestHeaderBytes)
+		if fc.hcm != nil { // tcp_proxy chains have none
+			n = max(n, 2*fc.hcm.maxRequestHeaderBytes)
+		}
 	}
 	return n
 }

@@ -40,6 +40,11 @@ type liveListener struct {
 	cfg      atomic.Pointer[listenerConfig]
 	closing  atomic.Bool
 	served   chan struct{} // closed when Serve returns
+	// conns are the connections a TLS listener serves outside http.Server
+	// (waiting for their ClientHello, or TCP-proxied); acceptDone is closed
+	// when its accept loop has ended (nil for plaintext listeners).
+	conns      connTracker
+	acceptDone chan struct{}
 }
 
 // unboundListener is a listener of the applied configuration whose socket
@@ -232,8 +237,9 @@ func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liv
 	serveLn := ln
 	if lc.tls {
 		protocols.SetHTTP2(true) // negotiated by ALPN
-		tl := &tlsListener{Listener: ln, ll: ll}
+		tl := newTLSListener(p, ll, ln)
 		ll.srv.ConnContext = tl.connContext
+		ll.acceptDone = tl.acceptDone
 		serveLn = tl
 	} else {
 		protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
@@ -263,7 +269,11 @@ func (p *Proxy) drain(ll *liveListener) {
 		if err := ll.srv.Shutdown(ctx); err != nil {
 			_ = ll.srv.Close()
 		}
+		ll.conns.drain(ctx) // TCP-proxied connections get the rest of the drain time
 		<-ll.served
+		if ll.acceptDone != nil {
+			<-ll.acceptDone
+		}
 	}()
 }
 

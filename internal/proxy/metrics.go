@@ -62,6 +62,10 @@ type metrics struct {
 	xdsUpdates       *prometheus.CounterVec
 	// healthyEndpoints exists for clusters with active health checks.
 	healthyEndpoints *prometheus.GaugeVec
+	// outlierEjections and ejectedEndpoints exist for clusters with outlier
+	// detection.
+	outlierEjections *prometheus.CounterVec // cluster
+	ejectedEndpoints *prometheus.GaugeVec   // cluster
 
 	// refusedSize and refusedCount are the children of headersRefused.
 	refusedSize, refusedCount prometheus.Counter
@@ -105,6 +109,14 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name:      "cluster_healthy_endpoints",
 			Help:      "Endpoints passing active health checks, by cluster (clusters with health_checks only).",
 		}, []string{"cluster"}),
+		outlierEjections: counter("upstream_outlier_ejections_total",
+			"Endpoints ejected by outlier detection, by cluster (clusters with outlier_detection only).", "cluster"),
+		ejectedEndpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "portico",
+			Subsystem: "proxy",
+			Name:      "cluster_ejected_endpoints",
+			Help:      "Endpoints currently ejected by outlier detection, by cluster (clusters with outlier_detection only).",
+		}, []string{"cluster"}),
 	}
 	if reg != nil {
 		m.requests = register(reg, m.requests, log)
@@ -118,6 +130,8 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.headersRefused = register(reg, m.headersRefused, log)
 		m.xdsUpdates = register(reg, m.xdsUpdates, log)
 		m.healthyEndpoints = register(reg, m.healthyEndpoints, log)
+		m.outlierEjections = register(reg, m.outlierEjections, log)
+		m.ejectedEndpoints = register(reg, m.ejectedEndpoints, log)
 	}
 	m.refusedSize = m.headersRefused.WithLabelValues(headersTooLarge)
 	m.refusedCount = m.headersRefused.WithLabelValues(tooManyHeaders)

@@ -59,6 +59,8 @@ type Proxy struct {
 	// it); healthRunning is waited for at shutdown.
 	healthCheckers atomic.Int64
 	healthRunning  sync.WaitGroup
+	// outlierRunning counts the clusters' outlier detection interval timers.
+	outlierRunning sync.WaitGroup
 	// routeStats are the request metrics per (listener, vhost, route) label
 	// set, kept across swaps like clusterStates; statsGen numbers
 	// compilations, to find those no applied snapshot uses. ADS goroutine only.

@@ -216,6 +216,9 @@ func (at attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if t == nil {
 		return at.base.RoundTrip(req)
 	}
+	if tr := t.cluster.transport; tr != nil {
+		return t.roundTrip(tr, req) // upstream TLS, HTTP/2 or idle_timeout
+	}
 	return t.roundTrip(at.base, req)
 }
 
@@ -247,6 +250,9 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 		status := 0
 		if res != nil {
 			status = res.StatusCode
+		}
+		if od := t.cluster.outlier; od != nil {
+			od.observe(t.cluster.outlierHosts[endpoint], o, status, req.Context())
 		}
 		if n > rp.numRetries || !rp.retriable(o, status) && !rp.retriableGRPC(res) ||
 			(replay != nil && !replay.replayable()) || !t.cluster.state.acquireRetry() {

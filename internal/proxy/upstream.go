@@ -42,6 +42,9 @@ type clusterSpec struct {
 	network        string // "tcp", "tcp4" or "tcp6" (dns_lookup_family)
 	lb             lbSpec
 	healthCheck    *healthCheckSpec // nil without health_checks
+	tls            *upstreamTLSSpec // nil: clear text
+	protocol       protocolSpec
+	outlier        *outlierSpec // nil without outlier_detection
 }
 
 // assignmentSpec is a validated ClusterLoadAssignment.
@@ -57,11 +60,20 @@ type upstreamCluster struct {
 	network        string
 	lb             lbSpec
 	healthCheck    *healthCheckSpec
+	tls            *upstreamTLSSpec // nil: clear text
+	scheme         string           // of upstream URLs: "https" with TLS
+	// transport is the cluster's own transport (TLS, HTTP/2, idle_timeout);
+	// nil: the shared HTTP/1.1 one.
+	transport http.RoundTripper
 	// state, and the counters and health it holds, are shared by every
 	// snapshot: they survive configuration swaps.
 	state  *clusterState
 	active []*atomic.Int64 // in-flight requests, by endpoint index
 	health *healthState    // nil: every endpoint is healthy
+	// outlier is nil without outlier_detection; outlierHosts are by endpoint index.
+	outlier      *outlierState
+	outlierSpec  *outlierSpec
+	outlierHosts []*outlierHost
 
 	allHosts *hostSet                // every endpoint (without health checks)
 	hosts    atomic.Pointer[hostSet] // with health checks: the set at the latest generation
@@ -69,17 +81,14 @@ type upstreamCluster struct {
 
 func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 	if err := unsupported(
-		field{"transport_socket", c.GetTransportSocket() != nil},
 		field{"transport_socket_matches", len(c.GetTransportSocketMatches()) > 0},
 		field{"transport_socket_matcher", c.GetTransportSocketMatcher() != nil},
-		field{"outlier_detection", c.GetOutlierDetection() != nil},
 		field{"circuit_breakers", c.GetCircuitBreakers() != nil},
 		field{"max_requests_per_connection", c.GetMaxRequestsPerConnection() != nil},
 		field{"upstream_http_protocol_options", c.GetUpstreamHttpProtocolOptions() != nil},
 		field{"common_http_protocol_options", c.GetCommonHttpProtocolOptions() != nil},
 		field{"http_protocol_options", c.GetHttpProtocolOptions() != nil},
 		field{"http2_protocol_options", c.GetHttp2ProtocolOptions() != nil},
-		field{"typed_extension_protocol_options", len(c.GetTypedExtensionProtocolOptions()) > 0},
 		field{"protocol_selection USE_DOWNSTREAM_PROTOCOL", c.GetProtocolSelection() != clusterv3.Cluster_USE_CONFIGURED_PROTOCOL},
 		field{"dns_resolvers", len(c.GetDnsResolvers()) > 0},
 		field{"dns_resolution_config", c.GetDnsResolutionConfig() != nil},
@@ -105,6 +114,20 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		return nil, fmt.Errorf("health_checks: %w", err)
 	}
 	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp", lb: lb, healthCheck: hc}
+	if ts := c.GetTransportSocket(); ts != nil {
+		if spec.tls, err = convertUpstreamTLS(ts); err != nil {
+			return nil, fmt.Errorf("transport_socket: %w", err)
+		}
+	}
+	if spec.protocol, err = convertProtocolOptions(c); err != nil {
+		return nil, err
+	}
+	if err := checkProtocolALPN(spec.protocol.protocol, spec.tls); err != nil {
+		return nil, fmt.Errorf("transport_socket: %w", err)
+	}
+	if spec.outlier, err = convertOutlierDetection(c.GetOutlierDetection()); err != nil {
+		return nil, fmt.Errorf("outlier_detection: %w", err)
+	}
 	if c.GetConnectTimeout() != nil {
 		spec.connectTimeout = c.GetConnectTimeout().AsDuration()
 	}
@@ -246,7 +269,7 @@ func newUpstreamTransport() *http.Transport {
 		DialContext:         dialUpstream,
 		MaxIdleConnsPerHost: 256,
 		MaxIdleConns:        4096,
-		IdleConnTimeout:     60 * time.Second,
+		IdleConnTimeout:     defaultUpstreamIdleTimeout,
 		// Upstreams speak HTTP/1.1; the response header wait is bounded by the route timeout.
 		ForceAttemptHTTP2:     false,
 		ExpectContinueTimeout: time.Second,
@@ -285,7 +308,7 @@ func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
 // X-Forwarded-* headers from pr.Out.
 func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 	t := targetFrom(pr.In.Context())
-	pr.Out.URL.Scheme = "http"
+	pr.Out.URL.Scheme = t.cluster.scheme
 	pr.Out.URL.Host = t.endpoint
 	pr.Out.URL.Path, pr.Out.URL.RawPath = unescapedPath(t.path), t.path
 	pr.Out.URL.RawQuery = t.rawQuery
@@ -340,7 +363,10 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 
 func resetReason(err error) string {
 	var ne net.Error
+	var te *tlsHandshakeError
 	switch {
+	case errors.As(err, &te):
+		return "connection failure, transport failure reason: " + te.Error()
 	case errors.As(err, &ne) && ne.Timeout():
 		return "connection timeout"
 	case strings.Contains(err.Error(), "connection refused"):

@@ -1,0 +1,264 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Upstream TLS: a cluster's transport_socket envoy.transport_sockets.tls with
+// an UpstreamTlsContext. As in Envoy, the connection is encrypted but the
+// server's certificate is not verified unless a validation_context gives a
+// trusted_ca; then the chain must verify against it and, when
+// match_typed_subject_alt_names is set, one DNS SAN must match. The server
+// name is never compared with the certificate otherwise (Envoy's behaviour).
+
+// defaultMaxSessionKeys is Envoy's UpstreamTlsContext.max_session_keys default.
+const defaultMaxSessionKeys = 1
+
+// upstreamTLSSpec is a validated UpstreamTlsContext.
+type upstreamTLSSpec struct {
+	sni  string
+	alpn []string
+	// roots verify the server's chain; nil: the certificate is not verified.
+	roots *x509.CertPool
+	// sans are the exact DNS SAN matchers; empty: any verified certificate.
+	sans       []string
+	minVersion uint16
+	maxVersion uint16
+	// config is the client configuration of every connection (ServerName, ALPN,
+	// verification, session cache), built once.
+	config *tls.Config
+	// key identifies the settings, so that a transport survives a
+	// configuration update that leaves them unchanged.
+	key string
+}
+
+func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
+	tc := ts.GetTypedConfig()
+	if tc == nil || !tc.MessageIs(&tlsv3.UpstreamTlsContext{}) {
+		return nil, fmt.Errorf("transport socket %q is not supported (only %s with an UpstreamTlsContext)", ts.GetName(), tlsTransportSocketName)
+	}
+	var utc tlsv3.UpstreamTlsContext
+	if err := anypb.UnmarshalTo(tc, &utc, proto.UnmarshalOptions{}); err != nil {
+		return nil, fmt.Errorf("decode UpstreamTlsContext: %w", err)
+	}
+	// enforce_rsa_key_usage is deprecated and ignored by Envoy.
+	if err := unsupported(
+		field{"auto_host_sni", utc.GetAutoHostSni()},
+		field{"auto_sni_san_validation", utc.GetAutoSniSanValidation()},
+		field{"allow_renegotiation", utc.GetAllowRenegotiation()},
+	); err != nil {
+		return nil, err
+	}
+	ctc := utc.GetCommonTlsContext()
+	if err := unsupported(
+		field{"tls_certificates (client certificates)", len(ctc.GetTlsCertificates()) > 0},
+		field{"tls_certificate_sds_secret_configs (client certificates)", len(ctc.GetTlsCertificateSdsSecretConfigs()) > 0},
+		field{"tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil},
+		field{"custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil},
+		field{"tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil},
+		field{"tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil},
+		field{"validation_context_sds_secret_config", ctc.GetValidationContextSdsSecretConfig() != nil},
+		field{"combined_validation_context", ctc.GetCombinedValidationContext() != nil},
+		field{"validation_context_certificate_provider", ctc.GetValidationContextCertificateProvider() != nil},
+		field{"validation_context_certificate_provider_instance", ctc.GetValidationContextCertificateProviderInstance() != nil},
+		field{"custom_handshaker", ctc.GetCustomHandshaker() != nil},
+		field{"key_log", ctc.GetKeyLog() != nil},
+	); err != nil {
+		return nil, err
+	}
+	spec := &upstreamTLSSpec{sni: utc.GetSni()}
+	for _, p := range ctc.GetAlpnProtocols() {
+		if p != "h2" && p != "http/1.1" {
+			return nil, fmt.Errorf("ALPN protocol %q is not supported", p)
+		}
+	}
+	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
+	var err error
+	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
+		return nil, err
+	}
+	var caPEM []byte
+	if vc := ctc.GetValidationContext(); vc != nil {
+		if caPEM, err = spec.setValidation(vc); err != nil {
+			return nil, fmt.Errorf("validation_context: %w", err)
+		}
+	}
+	sessionKeys := defaultMaxSessionKeys
+	if n := utc.GetMaxSessionKeys(); n != nil {
+		sessionKeys = int(n.GetValue())
+	}
+	spec.config = &tls.Config{
+		ServerName: spec.sni,
+		NextProtos: spec.alpn,
+		MinVersion: spec.minVersion,
+		MaxVersion: spec.maxVersion,
+		// Verification is Envoy's, not Go's (which would also check the server
+		// name): see verify.
+		InsecureSkipVerify: true,
+		VerifyConnection:   spec.verify,
+	}
+	if sessionKeys > 0 {
+		spec.config.ClientSessionCache = tls.NewLRUClientSessionCache(sessionKeys)
+	}
+	sum := sha256.Sum256(caPEM)
+	spec.key = fmt.Sprintf("sni=%q alpn=%q ca=%s sans=%q v=%d-%d keys=%d",
+		spec.sni, spec.alpn, hex.EncodeToString(sum[:]), spec.sans, spec.minVersion, spec.maxVersion, sessionKeys)
+	return spec, nil
+}
+
+// setValidation honours trusted_ca and match_typed_subject_alt_names (DNS,
+// exact), and returns the CA's PEM.
+func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) ([]byte, error) {
+	if err := unsupported(
+		field{"ca_certificate_provider_instance", vc.GetCaCertificateProviderInstance() != nil},
+		field{"system_root_certs", vc.GetSystemRootCerts() != nil},
+		field{"watched_directory", vc.GetWatchedDirectory() != nil},
+		field{"verify_certificate_spki", len(vc.GetVerifyCertificateSpki()) > 0},
+		field{"verify_certificate_hash", len(vc.GetVerifyCertificateHash()) > 0},
+		field{"match_subject_alt_names (deprecated; use match_typed_subject_alt_names)", len(vc.GetMatchSubjectAltNames()) > 0},
+		field{"require_signed_certificate_timestamp", vc.GetRequireSignedCertificateTimestamp().GetValue()},
+		field{"crl", vc.GetCrl() != nil},
+		field{"allow_expired_certificate", vc.GetAllowExpiredCertificate()},
+		field{"trust_chain_verification " + vc.GetTrustChainVerification().String(),
+			vc.GetTrustChainVerification() != tlsv3.CertificateValidationContext_VERIFY_TRUST_CHAIN},
+		field{"custom_validator_config", vc.GetCustomValidatorConfig() != nil},
+		field{"only_verify_leaf_cert_crl", vc.GetOnlyVerifyLeafCertCrl()},
+		field{"max_verify_depth", vc.GetMaxVerifyDepth() != nil},
+	); err != nil {
+		return nil, err
+	}
+	var caPEM []byte
+	if ca := vc.GetTrustedCa(); ca != nil {
+		var err error
+		if caPEM, err = inlineData(ca); err != nil {
+			return nil, fmt.Errorf("trusted_ca: %w", err)
+		}
+		s.roots = x509.NewCertPool()
+		if !s.roots.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("trusted_ca: no PEM certificate")
+		}
+	}
+	for i, m := range vc.GetMatchTypedSubjectAltNames() {
+		if m.GetSanType() != tlsv3.SubjectAltNameMatcher_DNS {
+			return nil, fmt.Errorf("match_typed_subject_alt_names #%d: san_type %v is not supported (only DNS)", i, m.GetSanType())
+		}
+		exact, ok := m.GetMatcher().GetMatchPattern().(*matcherv3.StringMatcher_Exact)
+		if !ok || exact.Exact == "" {
+			return nil, fmt.Errorf("match_typed_subject_alt_names #%d: only a non-empty exact matcher is supported", i)
+		}
+		// Envoy matches DNS names case-insensitively whatever ignore_case says.
+		s.sans = append(s.sans, strings.ToLower(exact.Exact))
+	}
+	if len(s.sans) > 0 && s.roots == nil {
+		// Envoy refuses SAN matching without a trust anchor, which would be
+		// no verification at all.
+		return nil, errors.New("match_typed_subject_alt_names needs trusted_ca")
+	}
+	return caPEM, nil
+}
+
+// verify is Envoy's verification of an upstream's certificate: the chain
+// against trusted_ca, then the SAN matchers. Without trusted_ca anything goes.
+func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
+	if s.roots == nil {
+		return nil
+	}
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("the upstream sent no certificate")
+	}
+	leaf := cs.PeerCertificates[0]
+	opts := x509.VerifyOptions{
+		Roots:         s.roots,
+		Intermediates: x509.NewCertPool(),
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
+	}
+	for _, c := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := leaf.Verify(opts); err != nil {
+		return fmt.Errorf("certificate verify failed: %w", err)
+	}
+	if len(s.sans) == 0 {
+		return nil
+	}
+	for _, want := range s.sans {
+		for _, san := range leaf.DNSNames {
+			if dnsNameMatch(want, san) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("certificate verify failed: no DNS SAN of %q matches %q", leaf.DNSNames, s.sans)
+}
+
+// dnsNameMatch is Envoy's DNS SAN comparison for an exact matcher: equal
+// case-insensitively, or a "*.suffix" SAN covering exactly one more label.
+func dnsNameMatch(name, san string) bool {
+	name, san = strings.ToLower(name), strings.ToLower(san)
+	if name == san {
+		return true
+	}
+	if len(san) > 2 && strings.HasPrefix(san, "*.") && len(name) > len(san)-1 {
+		label, rest := name[:len(name)-len(san)+1], name[len(name)-len(san)+1:]
+		return !strings.Contains(label, ".") && rest == san[1:]
+	}
+	return false
+}
+
+// tlsHandshakeError is a failed TLS handshake with an upstream: a connect
+// failure, as in Envoy.
+type tlsHandshakeError struct{ err error }
+
+func (e *tlsHandshakeError) Error() string { return "TLS error: " + e.err.Error() }
+func (e *tlsHandshakeError) Unwrap() error { return e.err }
+
+// dialTLS connects to addr and completes the TLS handshake of the cluster's
+// transport socket; connect_timeout bounds both, as Envoy's connect timer
+// only stops once the handshake is done. A handshake failure is reported as a
+// dial error (a connect failure for retries, outlier detection and metrics).
+func dialTLS(ctx context.Context, d *net.Dialer, network, addr string, spec *upstreamTLSSpec, requireH2 bool) (net.Conn, error) {
+	if d.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := tls.Client(conn, spec.config)
+	fail := func(err error) (net.Conn, error) {
+		_ = conn.Close()
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: conn.RemoteAddr(), Err: &tlsHandshakeError{err}}
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fail(err)
+	}
+	if requireH2 && tc.ConnectionState().NegotiatedProtocol != "h2" {
+		// Envoy would speak HTTP/2 anyway and fail; net/http would fall back
+		// to HTTP/1.1, which the cluster does not allow.
+		return fail(errors.New("the upstream did not negotiate h2 by ALPN"))
+	}
+	return tc, nil
+}
+
+// upstreamDialer is a dialer with a cluster's connect_timeout.
+func upstreamDialer(connectTimeout time.Duration) *net.Dialer {
+	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+}
