@@ -419,9 +419,10 @@ func TestServeWritesIngressRouteStatus(t *testing.T) {
 		{infra, "root"}: {"valid", "valid IngressRoute"},
 		{web, "site"}:   {"valid", `"/" delegated by IngressRoute ` + infra + `/root on root.ir-serve.test`},
 		{blog, "blog"}:  {"valid", `"/blog" delegated by IngressRoute ` + web + `/site`},
-		// loop-b's delegation back to loop-a would close a cycle: it is refused.
+		// loop-b's delegation back to loop-a closes a cycle; loop-b is the newest object
+		// on it (created later, or in the same second and later by name): it is invalid.
 		{web, "loop-a"}: {"valid", `"/loop" delegated by IngressRoute ` + infra + `/root`},
-		{web, "loop-b"}: {"valid", "that would be a delegation cycle: IngressRoute " + web + "/loop-a -> IngressRoute " + web + "/loop-b -> IngressRoute " + web + "/loop-a"},
+		{web, "loop-b"}: {"invalid", "its delegation closes a cycle: IngressRoute " + web + "/loop-b -> IngressRoute " + web + "/loop-a -> IngressRoute " + web + "/loop-b"},
 		{web, "green"}:  {"orphaned", "not part of a delegation chain from a root"},
 		{blog, "typo"}:  {"invalid", `its spec cannot be read: spec.routes[0].service: unknown field "prot"`},
 	})
