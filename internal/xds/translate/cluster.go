@@ -127,6 +127,9 @@ func outlierDetection(o *dag.OutlierDetection) *clusterv3.OutlierDetection {
 		// Envoy's success-rate detector is on by default; failurePolicy asks for the
 		// consecutive-5xx detector only.
 		EnforcingSuccessRate: wrapperspb.UInt32(0),
+		// One endpoint may always be ejected (seed 004), even where max_ejection_percent
+		// of a small cluster rounds down to none.
+		AlwaysEjectOneHost: wrapperspb.Bool(true),
 	}
 	if o.Interval > 0 {
 		out.Interval = durationpb.New(o.Interval)

@@ -522,10 +522,10 @@ func TestOutlierDetection(t *testing.T) {
 	}{
 		{"none", nil, nil},
 		{"all four", &dag.OutlierDetection{Consecutive5xx: 5, Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second, MaxEjectionPercent: 50},
-			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(5), Interval: durationpb.New(10 * time.Second), BaseEjectionTime: durationpb.New(30 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(50), EnforcingSuccessRate: wrapperspb.UInt32(0)}},
+			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(5), Interval: durationpb.New(10 * time.Second), BaseEjectionTime: durationpb.New(30 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(50), EnforcingSuccessRate: wrapperspb.UInt32(0), AlwaysEjectOneHost: wrapperspb.Bool(true)}},
 		// Envoy refuses 0s durations and more than 100%.
 		{"zero durations left to Envoy, percentage capped", &dag.OutlierDetection{Consecutive5xx: 3, MaxEjectionPercent: 250},
-			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(3), MaxEjectionPercent: wrapperspb.UInt32(100), EnforcingSuccessRate: wrapperspb.UInt32(0)}},
+			&clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(3), MaxEjectionPercent: wrapperspb.UInt32(100), EnforcingSuccessRate: wrapperspb.UInt32(0), AlwaysEjectOneHost: wrapperspb.Bool(true)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testCluster("team", "web", 80)
