@@ -596,6 +596,11 @@ func (w *responseWriter) WriteHeader(code int) {
 	w.status = code
 	w.headerSent.Store(true)
 	w.decorate()
+	// A response without a Content-Type leaves without one, as from Envoy: net/http
+	// would otherwise guess one from the first bytes written.
+	if h := w.Header(); h["Content-Type"] == nil {
+		h["Content-Type"] = nil
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 

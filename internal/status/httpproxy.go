@@ -53,11 +53,10 @@ func HTTPProxyStatus(st dag.Status, generation int64, prev contourv1.HTTPProxySt
 		}
 	case dag.StatusOrphaned:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonOrphaned
-		c.Errors = []contourv1.SubCondition{{Type: ReasonOrphaned, Status: metav1.ConditionTrue, Reason: ReasonOrphaned, Message: st.Description}}
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonErrorPresent
 	}
-	for _, p := range st.Errors {
+	for _, p := range errorsOf(st) {
 		c.Errors = append(c.Errors, contourv1.SubCondition{Type: p.Type, Status: metav1.ConditionTrue, Reason: p.Reason, Message: p.Message})
 	}
 	for _, p := range st.Warnings {

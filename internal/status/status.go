@@ -35,6 +35,15 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// errorsOf are the errors an object's status lists: its problems, and for an orphaned
+// HTTPProxy the fact that it is orphaned, as its Valid condition says.
+func errorsOf(s dag.Status) []dag.Problem {
+	if s.Object.Kind == dag.KindHTTPProxy && s.Status == dag.StatusOrphaned && len(s.Errors) == 0 {
+		return []dag.Problem{{Type: ReasonOrphaned, Reason: ReasonOrphaned, Message: s.Description}}
+	}
+	return s.Errors
+}
+
 func problems(ps []dag.Problem) []Problem {
 	if len(ps) == 0 {
 		return nil
@@ -53,7 +62,7 @@ func Entries(statuses []dag.Status) []Entry {
 		out = append(out, Entry{
 			Kind: s.Object.Kind, Namespace: s.Object.Namespace, Name: s.Object.Name,
 			Status: string(s.Status), Description: s.Description,
-			Errors: problems(s.Errors), Warnings: problems(s.Warnings),
+			Errors: problems(errorsOf(s)), Warnings: problems(s.Warnings),
 		})
 	}
 	return out
