@@ -363,6 +363,7 @@ spec:
 		miss("/exact?w=one"),
 		miss("/exact?v=two&v=one"), // the first value counts
 		miss("/exact"),
+		miss("/exact?v=o%6Ee"), // as written in the URL, not percent-decoded
 		hit("/prefix?v=prefix", "prefix"),
 		hit("/prefix?v=pre", "prefix"),
 		miss("/prefix?v=xpre"),
@@ -398,6 +399,7 @@ func TestHTTPProxyHeaderConditions(t *testing.T) {
 		{"/contains", "{name: x-a, contains: Mid}"},
 		{"/notcontains", "{name: x-a, notcontains: bad}"},
 		{"/regex", `{name: x-a, regex: "v[0-9]+"}`},
+		{"/joined", "{name: x-a, exact: \"a,b\"}"},
 		{"/nocase", "{name: x-a, exact: Hello, ignoreCase: true}"},
 		{"/nocase-contains", "{name: x-a, contains: abc, ignoreCase: true}"},
 		{"/nocase-regex", `{name: x-a, regex: "v[0-9]+", ignoreCase: true}`},
@@ -445,6 +447,9 @@ func TestHTTPProxyHeaderConditions(t *testing.T) {
 		miss("/regex", "x-a", "v12x"),
 		miss("/regex", "x-a", "V12"),
 		miss("/regex"),
+
+		hit("/joined", "x-a", "a", "x-a", "b"), // several headers of one name are joined with ","
+		miss("/joined", "x-a", "a"),
 
 		hit("/nocase", "x-a", "hello"),
 		hit("/nocase", "x-a", "HELLO"),
@@ -913,6 +918,55 @@ spec:
 			t.Errorf("GET %s/x: %d from %q, want %d from %q", host, r.status, got, status, want)
 		}
 	}
+}
+
+// TestHTTPProxySecurityFieldsFailClosed: a security field Portico does not implement makes
+// its object invalid, and its host is not served at all rather than served without the
+// protection; other unimplemented fields are warnings and the object is served.
+func TestHTTPProxySecurityFieldsFailClosed(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "app"),
+		"proxies.yaml": `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: allow}
+spec:
+  virtualhost:
+    fqdn: allow.example.com
+    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]
+  routes:
+  - services: [{name: app, port: 80}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: routeauth}
+spec:
+  virtualhost: {fqdn: routeauth.example.com}
+  routes:
+  - conditions: [{prefix: /private}]
+    ipDenyPolicy: [{source: Peer, cidr: 127.0.0.0/8}]
+    services: [{name: app, port: 80}]
+  - services: [{name: app, port: 80}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: cors}
+spec:
+  virtualhost:
+    fqdn: cors.example.com
+    corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}
+  routes:
+  - services: [{name: app, port: 80}]
+`,
+	})
+	e.expectRequests("allow.example.com", []hpReq{{"/", nil, 404, ""}})
+	e.expectRequests("routeauth.example.com", []hpReq{{"/private", nil, 404, ""}, {"/", nil, 404, ""}})
+	e.expectRequests("cors.example.com", []hpReq{{"/", nil, 200, "default/app"}})
+	st := proxyStatuses(t, e.dir, dag.Options{})
+	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "spec.virtualhost.ipAllowPolicy is not implemented")
+	wantStatus(t, st, "default/routeauth", dag.StatusInvalid, "SecurityFeatureNotImplemented", "ipDenyPolicy")
+	wantStatus(t, st, "default/cors", dag.StatusValid, "NotImplemented", "corsPolicy")
 }
 
 // proxyStatusLine returns the last status log line of the object that contains text, or "".
