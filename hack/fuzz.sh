@@ -29,4 +29,5 @@ fuzz() { # PACKAGE TARGET
 
 fuzz ./internal/source/manifest/ FuzzDecode
 fuzz ./internal/xds/translate/ FuzzBuildAndTranslate
+fuzz ./internal/dag/ FuzzHTTPProxyConditions
 exit "$status"

@@ -15,11 +15,11 @@ import (
 // one JSON document with -o json.
 func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", stderr)
-	withUsage(fs, "check DIR [-o json] [flags]\n\nPrints the status every Ingress and IngressRoute in DIR would get; exit code 1 if any is invalid or orphaned, or a file cannot be used.")
+	withUsage(fs, "check DIR [-o json] [flags]\n\nPrints the status every Ingress, IngressRoute and HTTPProxy in DIR would get; exit code 1 if any is invalid or orphaned, or a file cannot be used.")
 	output := fs.String("o", "table", "output format: table or json")
 	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as portico run does")
-	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes may live (default: any)")
+	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies may live (default: any)")
 	disableIngress := fs.Bool("disable-ingress", false, "ignore Ingress objects")
 	allowOrphaned := fs.Bool("allow-orphaned", false, "exit 0 even if objects are orphaned (blue-green setups whose standby is orphaned by design); invalid objects still fail")
 	positional, code, ok := parseInterspersed(fs, args)

@@ -40,9 +40,10 @@ func ContourCRDFiles() ([]string, error) {
 	return files, nil
 }
 
-// InstallContourCRDs installs deploy/crds (IngressRoute, TLSCertificateDelegation) into
-// the API server and returns once they are established, so that their objects can be
-// created. Installing them again is harmless: later tests of the same binary may all
+// InstallContourCRDs installs deploy/crds (contour.heptio.com IngressRoute and
+// TLSCertificateDelegation, projectcontour.io HTTPProxy and TLSCertificateDelegation)
+// into the API server and returns once they are established, so that their objects can
+// be created. Installing them again is harmless: later tests of the same binary may all
 // call it. It skips t under -short, like Require.
 func (e *Env) InstallContourCRDs(t testing.TB) {
 	t.Helper()

@@ -19,7 +19,8 @@
 //	}
 //
 // CRDs are not installed by Start: Env.InstallContourCRDs installs deploy/crds and
-// waits until they are established (ContourClient then reads and writes IngressRoutes).
+// waits until they are established (ContourClient then reads and writes IngressRoutes
+// and HTTPProxies).
 //
 // Env.Config (admin) and Env.TokenConfig (any bearer token, e.g. a ServiceAccount's
 // from the TokenRequest API) are client-go rest.Configs; Env.Kubeconfig and
@@ -528,8 +529,8 @@ func Clientset(t testing.TB, cfg *rest.Config) *kubernetes.Clientset {
 	return cs
 }
 
-// ContourClient returns a client of IngressRoutes and TLSCertificateDelegations for cfg,
-// failing t if it cannot be made.
+// ContourClient returns a client of both Contour groups (IngressRoutes, HTTPProxies and
+// TLSCertificateDelegations) for cfg, failing t if it cannot be made.
 func ContourClient(t testing.TB, cfg *rest.Config) *contourclient.Client {
 	t.Helper()
 	c, err := contourclient.New(cfg)

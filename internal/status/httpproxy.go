@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -42,7 +43,7 @@ func HTTPProxyStatus(st dag.Status, generation int64, prev contourv1.HTTPProxySt
 	c := contourv1.DetailedCondition{Condition: metav1.Condition{
 		Type:               ConditionValid,
 		ObservedGeneration: generation,
-		Message:            st.Description,
+		Message:            truncateMessage(st.Description),
 	}}
 	switch st.Status {
 	case dag.StatusValid:
@@ -52,15 +53,15 @@ func HTTPProxyStatus(st dag.Status, generation int64, prev contourv1.HTTPProxySt
 		}
 	case dag.StatusOrphaned:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonOrphaned
-		c.Errors = []contourv1.SubCondition{{Type: ReasonOrphaned, Reason: ReasonOrphaned, Message: st.Description}}
+		c.Errors = []contourv1.SubCondition{{Type: ReasonOrphaned, Status: metav1.ConditionTrue, Reason: ReasonOrphaned, Message: st.Description}}
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonErrorPresent
 	}
 	for _, p := range st.Errors {
-		c.Errors = append(c.Errors, contourv1.SubCondition{Type: p.Type, Reason: p.Reason, Message: p.Message})
+		c.Errors = append(c.Errors, contourv1.SubCondition{Type: p.Type, Status: metav1.ConditionTrue, Reason: p.Reason, Message: p.Message})
 	}
 	for _, p := range st.Warnings {
-		c.Warnings = append(c.Warnings, contourv1.SubCondition{Type: p.Type, Reason: p.Reason, Message: p.Message})
+		c.Warnings = append(c.Warnings, contourv1.SubCondition{Type: p.Type, Status: metav1.ConditionTrue, Reason: p.Reason, Message: p.Message})
 	}
 	c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
 	if old := validCondition(prev); old != nil && old.Status == c.Status {
@@ -180,4 +181,20 @@ func serviceLoadBalancer(lb []networkingv1.IngressLoadBalancerIngress) corev1.Lo
 		out.Ingress = append(out.Ingress, corev1.LoadBalancerIngress{IP: in.IP, Hostname: in.Hostname})
 	}
 	return out
+}
+
+// maxConditionMessage is the API's limit on a condition message.
+const maxConditionMessage = 32768
+
+// truncateMessage keeps a message within the limit (on a rune boundary), so that a long
+// description never makes the whole status write fail.
+func truncateMessage(m string) string {
+	if len(m) <= maxConditionMessage {
+		return m
+	}
+	cut := maxConditionMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "…"
 }

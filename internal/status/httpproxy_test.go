@@ -27,13 +27,13 @@ func TestHTTPProxyStatusConditions(t *testing.T) {
 			contourv1.DetailedCondition{Condition: metav1.Condition{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid", Message: "valid HTTPProxy", ObservedGeneration: 3}}},
 		{"valid with warnings", dag.Status{Object: ref, Status: dag.StatusValid, Description: "valid HTTPProxy; " + warn.Message, Warnings: []dag.Problem{warn}},
 			contourv1.DetailedCondition{Condition: metav1.Condition{Type: "Valid", Status: metav1.ConditionTrue, Reason: "WarningPresent", Message: "valid HTTPProxy; " + warn.Message, ObservedGeneration: 3},
-				Warnings: []contourv1.SubCondition{{Type: warn.Type, Reason: warn.Reason, Message: warn.Message}}}},
+				Warnings: []contourv1.SubCondition{{Type: warn.Type, Status: metav1.ConditionTrue, Reason: warn.Reason, Message: warn.Message}}}},
 		{"invalid", dag.Status{Object: ref, Status: dag.StatusInvalid, Description: "not served: " + bad.Message, Errors: []dag.Problem{bad}},
 			contourv1.DetailedCondition{Condition: metav1.Condition{Type: "Valid", Status: metav1.ConditionFalse, Reason: "ErrorPresent", Message: "not served: " + bad.Message, ObservedGeneration: 3},
-				Errors: []contourv1.SubCondition{{Type: bad.Type, Reason: bad.Reason, Message: bad.Message}}}},
+				Errors: []contourv1.SubCondition{{Type: bad.Type, Status: metav1.ConditionTrue, Reason: bad.Reason, Message: bad.Message}}}},
 		{"orphaned", dag.Status{Object: ref, Status: dag.StatusOrphaned, Description: "not included"},
 			contourv1.DetailedCondition{Condition: metav1.Condition{Type: "Valid", Status: metav1.ConditionFalse, Reason: "Orphaned", Message: "not included", ObservedGeneration: 3},
-				Errors: []contourv1.SubCondition{{Type: "Orphaned", Reason: "Orphaned", Message: "not included"}}}},
+				Errors: []contourv1.SubCondition{{Type: "Orphaned", Status: metav1.ConditionTrue, Reason: "Orphaned", Message: "not included"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,6 +112,21 @@ func TestWebhook(t *testing.T) {
 		err := createIngressRouteJSON(ctx, cc, ns, "typo", `{"routes": [{"match": "/", "service": {"name": "s", "prot": 80}}]}`)
 		refusedWith(t, err, `not served: its spec cannot be read: spec.routes[0].service: unknown field "prot"; fix that field`)
 	})
+	t.Run("invalid HTTPProxy refused with its status message", func(t *testing.T) {
+		err := createHTTPProxyJSON(ctx, cc, ns, "bad", `{"virtualhost": {"fqdn": "proxy.webhook.test"}, "routes": [{"conditions": [{"header": {"name": "x-a", "exact": "a", "contains": "b"}}], "services": [{"name": "web", "port": 80}]}]}`)
+		refusedWith(t, err, `not served: spec.routes[0].conditions[0].header: header "x-a" must set exactly one of present, notpresent, exact, notexact, contains, notcontains, regex (it sets 2)`)
+		err = createHTTPProxyJSON(ctx, cc, ns, "unprotected", `{"virtualhost": {"fqdn": "proxy.webhook.test", "ipAllowPolicy": [{"source": "Peer", "cidr": "10.0.0.0/8"}]}, "routes": [{"services": [{"name": "web", "port": 80}]}]}`)
+		refusedWith(t, err, `not served: spec.virtualhost.ipAllowPolicy is not implemented by Portico yet`)
+	})
+	t.Run("valid HTTPProxy admitted, with a warning for what Portico ignores", func(t *testing.T) {
+		warned.take()
+		if err := createHTTPProxyJSON(ctx, cc, ns, "good", `{"virtualhost": {"fqdn": "good-proxy.webhook.test", "corsPolicy": {"allowOrigin": ["*"], "allowMethods": ["GET"]}}, "routes": [{"services": [{"name": "nothere", "port": 80}]}]}`); err != nil {
+			t.Fatalf("HTTPProxy: %v", err)
+		}
+		if got := strings.Join(warned.take(), "\n"); !strings.Contains(got, "spec.virtualhost.corsPolicy is not implemented by Portico yet") {
+			t.Errorf("warnings %q, want the corsPolicy one", got)
+		}
+	})
 	t.Run("valid objects admitted", func(t *testing.T) {
 		if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("good", "good.webhook.test", "/", "web"), metav1.CreateOptions{}); err != nil {
 			t.Errorf("Ingress: %v", err)
@@ -226,6 +241,7 @@ func registerWebhook(t *testing.T, c kubernetes.Interface, addr string, caBundle
 			Rules: []admissionregistrationv1.RuleWithOperations{
 				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{networkingv1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"}, Scope: &scope}},
 				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{contourv1beta1.GroupName}, APIVersions: []string{"v1beta1"}, Resources: []string{"ingressroutes"}, Scope: &scope}},
+				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{"projectcontour.io"}, APIVersions: []string{"v1"}, Resources: []string{"httpproxies"}, Scope: &scope}},
 			},
 		}},
 	}

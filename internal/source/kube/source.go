@@ -1,7 +1,7 @@
 // Package kube is the Kubernetes source: client-go shared informers for every kind that
-// routing depends on (contour.heptio.com IngressRoutes and TLSCertificateDelegations
-// included, when their CRDs are installed), feeding one store, and a signal that
-// coalesces bursts of events into a few rebuilds.
+// routing depends on (contour.heptio.com IngressRoutes, projectcontour.io HTTPProxies and
+// both groups' TLSCertificateDelegations included, when their CRDs are installed),
+// feeding one store, and a signal that coalesces bursts of events into a few rebuilds.
 package kube
 
 import (
@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/store"
 )
@@ -30,8 +31,9 @@ const FieldManager = "portico"
 // Config configures a Source.
 type Config struct {
 	Client kubernetes.Interface
-	// Contour reads IngressRoutes and TLSCertificateDelegations. When nil, or when the
-	// API server does not serve them (their CRDs are not installed), they are not watched.
+	// Contour reads IngressRoutes, HTTPProxies and TLSCertificateDelegations. When nil,
+	// or for the kinds the API server does not serve (their CRDs are not installed),
+	// they are not watched.
 	Contour *contourclient.Client
 	// Namespaces restricts the namespaced kinds to these namespaces; empty means all.
 	Namespaces []string
@@ -44,7 +46,7 @@ type Source struct {
 	// handlers are the event handler registrations; their HasSynced is true only once
 	// the handler has received the initial list, which the informer's own sync is not.
 	handlers []cache.ResourceEventHandlerRegistration
-	// informers are the ones no factory starts (the contour.heptio.com kinds).
+	// informers are the ones no factory starts (Contour's kinds).
 	informers []cache.SharedIndexInformer
 	mu        sync.Mutex
 	store     *store.Store
@@ -140,9 +142,9 @@ func (s *Source) Run(ctx context.Context) error {
 	return nil
 }
 
-// discoverContour finds out which contour.heptio.com kinds the API server serves,
-// retrying while it cannot be asked (as the informers would). It returns an error only
-// when ctx ends first.
+// discoverContour finds out which of Contour's kinds the API server serves, retrying
+// while it cannot be asked (as the informers would), and warns once about each kind
+// that is not served. It returns an error only when ctx ends first.
 func (s *Source) discoverContour(ctx context.Context) (contourclient.Served, error) {
 	if s.cfg.Contour == nil {
 		return contourclient.Served{}, nil
@@ -159,9 +161,17 @@ func (s *Source) discoverContour(ctx context.Context) (contourclient.Served, err
 				s.cfg.Logger.Warn("TLSCertificateDelegation CRD not installed; TLSCertificateDelegations are ignored — kubectl apply -f deploy/crds",
 					"then", "restart portico to watch them")
 			}
+			if !served.HTTPProxies {
+				s.cfg.Logger.Warn("HTTPProxy CRD not installed; HTTPProxies are ignored — kubectl apply -f deploy/crds",
+					"then", "restart portico to watch them")
+			}
+			if !served.ProjectTLSCertificateDelegations {
+				s.cfg.Logger.Warn("projectcontour.io TLSCertificateDelegation CRD not installed; delegations of that group are ignored — kubectl apply -f deploy/crds",
+					"then", "restart portico to watch them")
+			}
 			return served, nil
 		}
-		s.cfg.Logger.Warn("asking the API server whether the IngressRoute CRDs are installed; will retry", "err", err, "retry_in", backoff.String())
+		s.cfg.Logger.Warn("asking the API server whether the IngressRoute and HTTPProxy CRDs are installed; will retry", "err", err, "retry_in", backoff.String())
 		select {
 		case <-ctx.Done():
 			return contourclient.Served{}, ctx.Err()
@@ -171,20 +181,27 @@ func (s *Source) discoverContour(ctx context.Context) (contourclient.Served, err
 	}
 }
 
-// registerContour creates the informers of the contour.heptio.com kinds served, in
-// namespace ns. There is no generated clientset, so they list and watch through the
-// group's REST client.
+// registerContour creates the informers of Contour's kinds served, in namespace ns.
+// There is no generated clientset, so they list and watch through each group's REST
+// client.
 func (s *Source) registerContour(served contourclient.Served, ns string) {
+	old, project := s.cfg.Contour.REST(), s.cfg.Contour.ProjectREST()
 	if served.IngressRoutes {
-		s.registerREST(contourclient.ResourceIngressRoutes, ns, &contourv1beta1.IngressRoute{})
+		s.registerREST(old, contourclient.ResourceIngressRoutes, ns, &contourv1beta1.IngressRoute{})
 	}
 	if served.TLSCertificateDelegations {
-		s.registerREST(contourclient.ResourceTLSCertificateDelegations, ns, &contourv1beta1.TLSCertificateDelegation{})
+		s.registerREST(old, contourclient.ResourceTLSCertificateDelegations, ns, &contourv1beta1.TLSCertificateDelegation{})
+	}
+	if served.HTTPProxies {
+		s.registerREST(project, contourclient.ResourceHTTPProxies, ns, &contourv1.HTTPProxy{})
+	}
+	if served.ProjectTLSCertificateDelegations {
+		s.registerREST(project, contourclient.ResourceTLSCertificateDelegations, ns, &contourv1.TLSCertificateDelegation{})
 	}
 }
 
-func (s *Source) registerREST(resource, ns string, example runtime.Object) {
-	lw := cache.NewListWatchFromClient(s.cfg.Contour.REST(), resource, ns, fields.Everything())
+func (s *Source) registerREST(client cache.Getter, resource, ns string, example runtime.Object) {
+	lw := cache.NewListWatchFromClient(client, resource, ns, fields.Everything())
 	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{})
 	if err := inf.SetTransform(trimObject); err != nil { // only possible once started
 		s.cfg.Logger.Error("setting informer transform", "resource", resource, "err", err)
@@ -214,13 +231,8 @@ func (s *Source) apply(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	if ir, ok := o.(*contourv1beta1.IngressRoute); ok && !deleted {
-		if reason, bad := contourclient.Undecodable(ir); bad {
-			// Kept, without its spec, so that the graph rejects it whole and its status
-			// tells its owner what to fix.
-			s.cfg.Logger.Warn("IngressRoute cannot be read; it is invalid until it is fixed",
-				"namespace", ir.Namespace, "name", ir.Name, "err", reason)
-		}
+	if !deleted {
+		s.warnUndecodable(o)
 	}
 	s.mu.Lock()
 	var changed bool
@@ -233,6 +245,26 @@ func (s *Source) apply(obj any, deleted bool) {
 	s.mu.Unlock()
 	if changed && synced {
 		s.notify()
+	}
+}
+
+// warnUndecodable logs an IngressRoute or HTTPProxy that the client could not decode.
+// It is kept, without its spec, so that the graph rejects it whole and its status tells
+// its owner what to fix.
+func (s *Source) warnUndecodable(o runtime.Object) {
+	var kind string
+	switch o.(type) {
+	case *contourv1beta1.IngressRoute:
+		kind = "IngressRoute"
+	case *contourv1.HTTPProxy:
+		kind = "HTTPProxy"
+	default:
+		return
+	}
+	m := o.(metav1.Object)
+	if reason, bad := contourclient.Undecodable(m); bad {
+		s.cfg.Logger.Warn(kind+" cannot be read; it is invalid until it is fixed",
+			"namespace", m.GetNamespace(), "name", m.GetName(), "err", reason)
 	}
 }
 

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/contourclient"
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
 func TestTrimObjectKeepsOnlyCertificateData(t *testing.T) {
@@ -93,5 +97,38 @@ func TestUndecodableIngressRouteStaysMarked(t *testing.T) {
 	s.apply(route(false), false)
 	if marked() {
 		t.Fatal("the fixed IngressRoute is still marked")
+	}
+}
+
+// TestUndecodableHTTPProxyStaysMarked: the same for an HTTPProxy, and the warning names
+// it.
+func TestUndecodableHTTPProxyStaysMarked(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	s := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	proxy := func(broken bool) *contourv1.HTTPProxy {
+		p := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "p"}}
+		if broken {
+			p.Annotations = map[string]string{contourclient.DecodeErrorAnnotation: "spec.routes.retryPolicy.retriableStatusCodes: number -1 is not an integer from 0 to 4294967295"}
+		}
+		return p
+	}
+	marked := func() bool {
+		p := s.Snapshot().HTTPProxies[types.NamespacedName{Namespace: "web", Name: "p"}]
+		if p == nil {
+			t.Fatal("the HTTPProxy is not in the store")
+		}
+		_, bad := contourclient.Undecodable(p)
+		return bad
+	}
+	s.apply(proxy(true), false)
+	if !marked() {
+		t.Fatal("the undecodable HTTPProxy lost its mark")
+	}
+	if !strings.Contains(logs.String(), "HTTPProxy cannot be read") || !strings.Contains(logs.String(), "retriableStatusCodes") {
+		t.Errorf("warning = %q, want it to name the kind and the field", logs.String())
+	}
+	s.apply(proxy(false), false)
+	if marked() {
+		t.Fatal("the fixed HTTPProxy is still marked")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/source/manifest"
 	"github.com/portico-dev/portico/internal/store"
@@ -107,6 +108,75 @@ spec:
 // input, the build must not panic, every routing object must get exactly one status, no
 // route may come from an IngressRoute that is not valid, and translation must succeed: an
 // object the builder accepts must never produce a resource that fails ValidateAll.
+// HTTPProxy seeds: includes with header conditions, policies, TLS, TCP proxying.
+const (
+	fuzzHTTPProxy = `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: root, namespace: default}
+spec:
+  virtualhost: {fqdn: app.hp.com, tls: {secretName: cert, minimumProtocolVersion: "1.3"}}
+  routes:
+  - conditions: [{prefix: /}, {header: {name: x-canary, exact: "true"}}]
+    services: [{name: canary, port: 80, protocol: h2c}]
+    permitInsecure: true
+  - conditions: [{exact: /health}]
+    directResponsePolicy: {statusCode: 200, body: ok}
+  - conditions: [{prefix: /old}]
+    requestRedirectPolicy: {scheme: https, hostname: new.hp.com, statusCode: 301, prefix: /new}
+  - services: [{name: web, port: 80, weight: 90, requestHeadersPolicy: {set: [{name: Host, value: internal}, {name: X-Ns, value: "%CONTOUR_NAMESPACE% 100%"}]}}, {name: web2, port: 80, weight: 10}]
+    loadBalancerPolicy: {strategy: Cookie}
+    timeoutPolicy: {response: 2s, idle: infinity, idleConnection: 30s}
+    failurePolicy: {count: 2, perTryTimeout: 100ms, consecutive5xx: 3, baseEjectionTime: 1s}
+    pathRewritePolicy: {replacePrefix: [{replacement: /}]}
+    healthCheckPolicy: {path: /hz, expectedStatuses: [{start: 200, end: 300}]}
+  includes:
+  - name: team
+    namespace: team-a
+    conditions: [{prefix: /a}, {header: {name: x-tenant, notpresent: true}}, {queryParameter: {name: v, regex: "[0-9]+"}}]
+    permitInsecure: true
+  - {name: missing, conditions: [{prefix: /missing}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: team, namespace: team-a}
+spec:
+  routes:
+  - conditions: [{regex: "/x.*"}, {cookie: user=test}, {userAgent: Chrome}]
+    services: [{name: app, port: 443, protocol: tls, validation: {caSecret: ca, subjectName: app.team-a}}]
+    retryPolicy: {count: 3, retryOn: [5xx, retriable-status-codes], retriableStatusCodes: [503]}
+  includes:
+  - {name: loop, conditions: [{prefix: /l}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: loop, namespace: team-a}
+spec:
+  includes: [{name: team, conditions: [{prefix: /m}]}]
+`
+	fuzzHTTPProxyTCP = `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: pass, namespace: default}
+spec:
+  virtualhost: {fqdn: pass.hp.com, tls: {passthrough: true}}
+  tcpproxy: {services: [{name: db, port: 5432}], healthCheckPolicy: {intervalSeconds: 5}}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: term, namespace: default}
+spec:
+  virtualhost: {fqdn: "*.term.hp.com", tls: {secretName: cert}}
+  tcpproxy: {include: {name: backend, namespace: db}}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: backend, namespace: db}
+spec:
+  tcpproxy: {services: [{name: db, port: 5432, weight: 1}, {name: db2, port: 5432}], loadBalancerPolicy: {strategy: Random}}
+`
+)
+
 func FuzzBuildAndTranslate(f *testing.F) {
 	f.Add("foo.com", "/api", "Prefix", "web", int32(80), "", "*.foo.com", "/", "Exact", "secret", "")
 	f.Add("", "", "ImplementationSpecific", "a", int32(0), "http", "*", "//", "Prefix", "", "")
@@ -115,6 +185,8 @@ func FuzzBuildAndTranslate(f *testing.F) {
 	f.Add("foo.com", "/api", "RingHash", "web", int32(80), "3", "ir.foo.com", "/v", "1s", "cert", fuzzDelegation)
 	f.Add("foo.com", "/", "Random", "web", int32(8080), "50x", "ir.foo.com", "/", "infinity", "", fuzzPolicies)
 	f.Add("bar.com", "/x", "Maglev", "web", int32(443), "-1", "ir.foo.com", "/x/", "250ms", "cert", fuzzTLS)
+	f.Add("hp.com", "/v[0-9]+/.*", "x-team", "web", int32(80), "a.*", "*.hp.com", "/api", "user=test", "cert", fuzzHTTPProxy)
+	f.Add("hp.com", "/api|/b", "Cookie", "web", int32(81), "%REQ(x)%", "tcp.hp.com", "/", "Chrome", "cert", fuzzHTTPProxyTCP)
 	cert := testutil.SelfSigned("foo.com", "*.foo.com")
 	f.Fuzz(func(t *testing.T, host1, path1, type1, svc string, port int32, portName, host2, path2, type2, secret, manifestYAML string) {
 		// Objects reach Portico decoded from JSON (the API server) or YAML turned into JSON
@@ -145,6 +217,7 @@ func FuzzBuildAndTranslate(f *testing.F) {
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: secret}, Data: map[string][]byte{"tls.crt": cert.CertPEM, "tls.key": cert.KeyPEM}}
 		objs := []runtime.Object{ing, service, sec}
 		objs = append(objs, fuzzIngressRoutes(host1, path1, type1, svc, port, portName, host2, path2, type2, secret)...)
+		objs = append(objs, fuzzHTTPProxies(host1, path1, type1, svc, port, portName, host2, path2, type2, secret)...)
 		decoded, _ := manifest.Decode("fuzz.yaml", []byte(manifestYAML))
 		objs = append(objs, decoded...)
 		s := store.FromObjects(objs)
@@ -226,7 +299,7 @@ func fuzzIngressRoutes(host1, path1, type1, svc string, port int32, portName, ho
 // valid IngressRoutes have routes in the graph.
 func checkStatuses(t *testing.T, s *store.Store, opts dag.Options, g *dag.Graph) {
 	t.Helper()
-	want := len(s.IngressRoutes)
+	want := len(s.IngressRoutes) + len(s.HTTPProxies)
 	if !opts.DisableIngress {
 		want += len(s.Ingresses)
 	}
@@ -242,13 +315,13 @@ func checkStatuses(t *testing.T, s *store.Store, opts dag.Options, g *dag.Graph)
 	}
 	check := func(vh *dag.VirtualHost) {
 		for _, r := range vh.Routes {
-			if r.Source.Kind == dag.KindIngressRoute && statuses[r.Source].Status != dag.StatusValid {
+			if (r.Source.Kind == dag.KindIngressRoute || r.Source.Kind == dag.KindHTTPProxy) && statuses[r.Source].Status != dag.StatusValid {
 				t.Fatalf("host %s route %q comes from %s, which is %s: %s", vh.Name, r.Path.Value, r.Source, statuses[r.Source].Status, statuses[r.Source].Description)
 			}
 			if (r.HTTPSRedirect || r.DirectStatus != 0) && len(r.Clusters) > 0 {
 				t.Fatalf("host %s route %q answers itself but has clusters", vh.Name, r.Path.Value)
 			}
-			if !r.HTTPSRedirect && r.DirectStatus == 0 && len(r.Clusters) == 0 {
+			if !r.HTTPSRedirect && r.DirectStatus == 0 && r.Redirect == nil && len(r.Clusters) == 0 {
 				t.Fatalf("host %s route %q has nothing to do", vh.Name, r.Path.Value)
 			}
 		}
@@ -259,4 +332,48 @@ func checkStatuses(t *testing.T, s *store.Store, opts dag.Options, g *dag.Graph)
 	for _, svh := range g.HTTPS {
 		check(&svh.VirtualHost)
 	}
+}
+
+// fuzzHTTPProxies makes a root (default/proxy, for host1) with conditions, policies and
+// an include of a child (team/child) out of the fuzzer's strings.
+func fuzzHTTPProxies(host1, path1, type1, svc string, port int32, portName, host2, path2, type2, secret string) []runtime.Object {
+	protocol := []string{"", "h2", "h2c", "tls", type1}[int(port&0x7fffffff)%5]
+	root := &contourv1.HTTPProxy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "proxy"},
+		Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: host1},
+			Routes: []contourv1.Route{
+				{
+					Conditions:         []contourv1.MatchCondition{{Prefix: path1}, {Header: &contourv1.HeaderMatchCondition{Name: type1, Regex: portName}}},
+					Services:           []contourv1.Service{{Name: svc, Port: int(port), Protocol: &protocol, RequestHeadersPolicy: &contourv1.HeadersPolicy{Set: []contourv1.HeaderValue{{Name: type1, Value: portName}}}}},
+					PermitInsecure:     port%2 == 0,
+					TimeoutPolicy:      &contourv1.TimeoutPolicy{Response: type2, Idle: portName},
+					PathRewritePolicy:  &contourv1.PathRewritePolicy{ReplacePrefix: []contourv1.ReplacePrefix{{Prefix: path1, Replacement: path2}}},
+					LoadBalancerPolicy: &contourv1.LoadBalancerPolicy{Strategy: type1, RequestHashPolicies: []contourv1.RequestHashPolicy{{HeaderHashOptions: &contourv1.HeaderHashOptions{HeaderName: portName}}}},
+				},
+				{
+					Conditions:    []contourv1.MatchCondition{{Regex: path2}, {QueryParameter: &contourv1.QueryParameterMatchCondition{Name: type1, Contains: type2}}, {Cookie: type2}},
+					Services:      []contourv1.Service{{Name: svc, Port: int(port)}},
+					FailurePolicy: &contourv1.FailurePolicy{PerTryTimeout: type2, Interval: portName},
+				},
+			},
+			Includes: []contourv1.Include{{Name: "child", Namespace: "team", Conditions: []contourv1.MatchCondition{{Prefix: path2}, {UserAgent: type2}}, PermitInsecure: port%3 == 0}},
+		},
+	}
+	if secret != "" {
+		root.Spec.VirtualHost.TLS = &contourv1.TLS{SecretName: secret, MinimumProtocolVersion: []string{"", "1.2", "1.3", type2}[port&3]}
+	}
+	child := &contourv1.HTTPProxy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "child"},
+		Spec: contourv1.HTTPProxySpec{
+			Routes: []contourv1.Route{{
+				Conditions:            []contourv1.MatchCondition{{Prefix: path1}, {Header: &contourv1.HeaderMatchCondition{Name: portName, NotContains: host2}}},
+				Services:              []contourv1.Service{{Name: svc, Port: int(port), Weight: int64(port)}},
+				ResponseHeadersPolicy: &contourv1.HeadersPolicy{Set: []contourv1.HeaderValue{{Name: portName, Value: host2}}, Remove: []string{type1}},
+				PermitInsecure:        true,
+			}},
+			Includes: []contourv1.Include{{Name: portName, Conditions: []contourv1.MatchCondition{{Prefix: path1 + path2}}}},
+		},
+	}
+	return []runtime.Object{root, child}
 }
