@@ -79,9 +79,16 @@ func TestHTTPProxyTeamsExample(t *testing.T) {
 		{"/api/orders", nil, 404, ""},
 		{"/api/orders", ua("Mozilla/5.0 (iPhone)", "X-Tenant", "org-a"), 200, "org-a/api"},
 		{"/home", ua("Mozilla/5.0 (iPhone)", "X-Tenant", "org-a"), 200, "team-ios/backend-ios"},
+		// The iOS team's include covers "/" for iPhones; the platform's longer /api route
+		// still wins inside it.
+		{"/api/orders", ua("Mozilla/5.0 (iPhone)"), 404, ""},
+		// The iOS team routes every path it is given, so nothing of it is sealed.
+		{"/anything/at/all", ua("Mozilla/5.0 (iPhone)"), 200, "team-ios/backend-ios"},
 	})
-	if r := e.get("app.localhost", "/api/orders", "X-Tenant", "org-c"); r.body != "unknown tenant: set X-Tenant\n" {
-		t.Errorf("an unknown tenant's body is %q, want the platform's direct response", r.body)
+	for _, agent := range []string{"curl/8.0", "Mozilla/5.0 (iPhone)"} {
+		if r := e.get("app.localhost", "/api/orders", "X-Tenant", "org-c", "User-Agent", agent); r.body != "unknown tenant: set X-Tenant\n" {
+			t.Errorf("an unknown tenant's body (User-Agent %q) is %q, want the platform's direct response", agent, r.body)
+		}
 	}
 
 	// The TLS host: plain HTTP is redirected, except the ACME solver that the platform's

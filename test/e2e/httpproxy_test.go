@@ -534,6 +534,10 @@ spec:
   virtualhost: {fqdn: inc.example.com}
   routes:
   - services: [{name: web, port: 80}]
+  - conditions: [{prefix: /team/root-owned}]
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /shared}]
+    services: [{name: web, port: 80}]
   includes:
   - name: nothere
     namespace: team
@@ -556,6 +560,9 @@ spec:
   - name: team
     namespace: team
     conditions: [{header: {name: x-team, exact: "yes"}}]
+  - name: team
+    namespace: team
+    conditions: [{prefix: /shared}]
 ---
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
@@ -643,6 +650,12 @@ func TestHTTPProxyIncludeProblems(t *testing.T) {
 		{"/team", nil, 404, ""},
 		{"/team/other", nil, 404, ""},
 		{"/teamx", nil, 200, "root/web"},
+		// The seal covers the include's conditions, no more: a longer route of the root
+		// inside them still wins.
+		{"/team/root-owned/x", nil, 200, "root/web"},
+		// The includer's own route on exactly the include's conditions replaces the seal.
+		{"/shared/known", nil, 200, "team/app"},
+		{"/shared/other", nil, 200, "root/web"},
 		// The same for header conditions: x-team: yes belongs to team/team, on every path.
 		{"/known", []string{"x-team", "yes"}, 200, "team/app"},
 		{"/", []string{"x-team", "yes"}, 404, ""},
@@ -967,6 +980,63 @@ spec:
 	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "spec.virtualhost.ipAllowPolicy is not implemented")
 	wantStatus(t, st, "default/routeauth", dag.StatusInvalid, "SecurityFeatureNotImplemented", "ipDenyPolicy")
 	wantStatus(t, st, "default/cors", dag.StatusValid, "NotImplemented", "corsPolicy")
+}
+
+// TestHTTPProxyCycleBlamesNewestObject: of an include cycle, the newest object is invalid,
+// whichever object the root's include enters the cycle by; in run mode an object's age
+// is its file's. Here loop/a, which the root includes, is the newer: the root's include
+// answers 503, and loop/b, included only by the invalid loop/a, is orphaned.
+func TestHTTPProxyCycleBlamesNewestObject(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "root/web", "loop/app"),
+		"root.yaml": `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: root, namespace: root}
+spec:
+  virtualhost: {fqdn: cycle.example.com}
+  routes:
+  - services: [{name: web, port: 80}]
+  includes:
+  - {name: a, namespace: loop, conditions: [{prefix: /cycle}]}
+`,
+		// Files are as old as their names' order: loop/b's is older than loop/a's.
+		"loop-1-b.yaml": `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: b, namespace: loop}
+spec:
+  routes:
+  - services: [{name: app, port: 80}]
+  includes:
+  - {name: a, conditions: [{prefix: /again}]}
+`,
+		"loop-2-a.yaml": `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: a, namespace: loop}
+spec:
+  routes:
+  - conditions: [{prefix: /a}]
+    services: [{name: app, port: 80}]
+  includes:
+  - {name: b, conditions: [{prefix: /b}]}
+`,
+	})
+	e.expectRequests("cycle.example.com", []hpReq{
+		{"/", nil, 200, "root/web"},
+		{"/cycle", nil, 503, ""},
+		{"/cycle/a", nil, 503, ""},
+		{"/cycle/b", nil, 503, ""},
+		{"/cyclex", nil, 200, "root/web"},
+	})
+	e.eventually(5*time.Second, "loop/a to be reported invalid as the newest object of the cycle", func() bool {
+		return strings.Contains(proxyStatusLine(e, "HTTPProxy", "loop", "a", "status=invalid"), "it is the newest object on the cycle")
+	})
+	e.eventually(5*time.Second, "loop/b to be reported orphaned", func() bool {
+		return statusLogged(e, "HTTPProxy", "loop", "b", "status=orphaned")
+	})
 }
 
 // proxyStatusLine returns the last status log line of the object that contains text, or "".
