@@ -107,6 +107,15 @@ spec:
     services: [{name: app, port: 80}]
     requestHeadersPolicy:
       set: [{name: Host, value: internal.example.com}]
+  - conditions: [{prefix: /svchost}]
+    services:
+    - name: app
+      port: 80
+      requestHeadersPolicy:
+        set: [{name: Host, value: service.internal}]
+  - conditions: [{prefix: /timeout}]
+    services: [{name: app, port: 80}]
+    timeoutPolicy: {response: 500ms}
   - conditions: [{prefix: /api}]
     services: [{name: app, port: 80}]
     pathRewritePolicy:
@@ -207,6 +216,9 @@ func TestHTTPProxyRoutePolicies(t *testing.T) {
 		if r := e.get(host, "/host/x"); r.status != 200 || r.echo.Host != "internal.example.com" {
 			t.Errorf("GET /host/x: %d, the backend saw Host %q, want internal.example.com", r.status, r.echo.Host)
 		}
+		if r := e.get(host, "/svchost/x"); r.status != 200 || r.echo.Host != "service.internal" {
+			t.Errorf("GET /svchost/x: %d, the backend saw Host %q, want service.internal (the service's policy)", r.status, r.echo.Host)
+		}
 		if r := e.get(host, "/api/x"); r.echo.Host != host {
 			t.Errorf("without a Host rewrite the backend saw Host %q", r.echo.Host)
 		}
@@ -253,6 +265,16 @@ func TestHTTPProxyRoutePolicies(t *testing.T) {
 			if r.status != want.status || r.header.Get("Location") != want.location || r.service() != "" {
 				t.Errorf("GET %s: %d to %q (from %q), want %d to %s", path, r.status, r.header.Get("Location"), r.service(), want.status, want.location)
 			}
+		}
+	}()
+
+	// response timeout: a backend answering after a minute gets 504 from the proxy
+	func() {
+		if r := e.get(host, "/timeout", "X-Echo-Delay", "60s"); r.status != http.StatusGatewayTimeout || r.service() != "" {
+			t.Errorf("GET /timeout (response: 500ms, backend 60s): %d from %q, want 504", r.status, r.service())
+		}
+		if r := e.get(host, "/timeout"); r.status != 200 {
+			t.Errorf("GET /timeout (answered at once): %d", r.status)
 		}
 	}()
 

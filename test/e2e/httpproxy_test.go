@@ -1039,6 +1039,53 @@ spec:
 	})
 }
 
+// TestHTTPProxyHostClaimedAcrossKinds: when Ingresses, IngressRoutes and HTTPProxy roots
+// claim one host, the oldest object keeps it (in run mode an object is as old as its
+// file) and every newer one is invalid, naming the owner.
+func TestHTTPProxyHostClaimedAcrossKinds(t *testing.T) {
+	t.Parallel()
+	proxy := func(name, host string) string {
+		return fmt.Sprintf(`
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: %s}
+spec:
+  virtualhost: {fqdn: %s}
+  routes:
+  - services: [{name: %s, port: 80}]
+`, name, host, name)
+	}
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "ingress", "proxy", "later", "route", "three"),
+		// Older files first.
+		"1-ingress.yaml": ingressManifest("ingress", "one.example.com", []pathRule{{"Prefix", "/", "ingress"}}, ""),
+		"2-proxy.yaml":   proxy("proxy", "two.example.com") + "---\n" + proxy("three", "three.example.com"),
+		"5-ingress.yaml": ingressManifest("newer", "three.example.com", []pathRule{{"Prefix", "/", "ingress"}}, ""),
+		"3-later.yaml":   strings.ReplaceAll(proxy("later", "one.example.com"), "fqdn: one.example.com", "fqdn: ONE.example.com") + "---\n" + proxy("later2", "two.example.com"),
+		"4-route.yaml": `
+apiVersion: contour.heptio.com/v1beta1
+kind: IngressRoute
+metadata: {name: route}
+spec:
+  virtualhost: {fqdn: two.example.com}
+  routes: [{match: /, services: [{name: route, port: 80}]}]
+`,
+	})
+	e.expectRequests("one.example.com", []hpReq{{"/", nil, 200, "default/ingress"}})
+	e.expectRequests("two.example.com", []hpReq{{"/", nil, 200, "default/proxy"}})
+	e.expectRequests("three.example.com", []hpReq{{"/", nil, 200, "default/three"}})
+	e.eventually(5*time.Second, "the newer HTTPProxy roots to be refused", func() bool {
+		return strings.Contains(proxyStatusLine(e, "HTTPProxy", "default", "later", "status=invalid"), "is already served by Ingress default/ingress") &&
+			strings.Contains(proxyStatusLine(e, "HTTPProxy", "default", "later2", "status=invalid"), "belongs to the older HTTPProxy default/proxy")
+	})
+	e.eventually(5*time.Second, "the newer IngressRoute root to be refused", func() bool {
+		return strings.Contains(proxyStatusLine(e, "IngressRoute", "default", "route", "status=invalid"), "belongs to the older HTTPProxy default/proxy")
+	})
+	e.eventually(5*time.Second, "the newer Ingress to be refused", func() bool {
+		return strings.Contains(proxyStatusLine(e, "Ingress", "default", "newer", "status=invalid"), "belongs to HTTPProxy default/three")
+	})
+}
+
 // proxyStatusLine returns the last status log line of the object that contains text, or "".
 func proxyStatusLine(e *env, kind, ns, name, text string) string {
 	var found string

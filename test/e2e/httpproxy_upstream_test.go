@@ -290,8 +290,11 @@ func TestHTTPProxyOutlierEjection(t *testing.T) {
 	t.Parallel()
 	good := startEcho(t, "out", "good")
 	bad := startScripted(t, "out", "bad", func(int64) (int, time.Duration) { return 500, 0 })
+	bad1 := startScripted(t, "out", "bad1", func(int64) (int, time.Duration) { return 500, 0 })
+	bad2 := startScripted(t, "out", "bad2", func(int64) (int, time.Duration) { return 500, 0 })
 	e := start(t, map[string]string{
-		"backends.yaml": serviceManifest("out", "pool", good, bad.addr) + "---\n" + serviceManifest("out", "retried", good, bad.addr),
+		"backends.yaml": serviceManifest("out", "pool", good, bad.addr) + "---\n" + serviceManifest("out", "retried", good, bad.addr) +
+			"---\n" + serviceManifest("out", "allbad", bad1.addr, bad2.addr),
 		"proxy.yaml": `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
@@ -305,6 +308,9 @@ spec:
   - conditions: [{prefix: /retried}]
     services: [{name: retried, port: 80}]
     failurePolicy: {consecutive5xx: 3, interval: 100ms, baseEjectionTime: 1s}
+  - conditions: [{prefix: /allbad}]
+    services: [{name: allbad, port: 80}]
+    failurePolicy: {retryPolicyEnabled: false, consecutive5xx: 2, interval: 100ms, baseEjectionTime: 10m}
 `,
 	})
 	const pool = "out/pool/80"
@@ -375,4 +381,26 @@ spec:
 		_, n := outlierMetrics(e, "out/retried/80")
 		return n >= 1
 	})
+
+	// Both endpoints of a Service failing: maxEjectionPercent (50 by default) lets one of
+	// the two be ejected, never both; the other keeps getting the requests.
+	for i := 0; i < 20; i++ {
+		if r := e.get("outlier.example.com", "/allbad"); r.status != 500 {
+			t.Fatalf("GET /allbad: %d from %q, want a backend's 500", r.status, answeredBy(r))
+		}
+		if ejected, _ := outlierMetrics(e, "out/allbad/80"); ejected > 1 {
+			t.Fatalf("%v of the 2 endpoints ejected, beyond maxEjectionPercent 50", ejected)
+		}
+	}
+	e.eventually(10*time.Second, "one of two failing endpoints to be ejected", func() bool {
+		ejected, _ := outlierMetrics(e, "out/allbad/80")
+		return ejected == 1
+	})
+	h1, h2 := bad1.hits.Load(), bad2.hits.Load()
+	for i := 0; i < 10; i++ {
+		e.get("outlier.example.com", "/allbad")
+	}
+	if d1, d2 := bad1.hits.Load()-h1, bad2.hits.Load()-h2; d1+d2 != 10 || (d1 != 0 && d2 != 0) {
+		t.Errorf("with one of two endpoints ejected for 10m, 10 requests went %d and %d to them, want all to the other one", d1, d2)
+	}
 }
