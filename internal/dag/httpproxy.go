@@ -18,9 +18,10 @@ const KindHTTPProxy = "HTTPProxy"
 // An HTTPProxy root owns a host; includes hand the requests that match their conditions
 // (a path prefix, headers, query parameters) to other objects, which add conditions of
 // their own. Conditions only ever narrow down the include chain, so an included object
-// can only serve requests that every include on its way let through. An include that
-// cannot be followed keeps its requests: they are answered 503, never passed to another
-// route of the root.
+// can only serve requests that every include on its way let through. An include seals
+// its requests: those that no route under it matches are answered 404 (503 when the
+// include cannot be followed), never passed to another route of the includer, as a
+// delegated IngressRoute prefix is.
 
 // proxyNode is one HTTPProxy during a build.
 type proxyNode struct {
@@ -121,48 +122,43 @@ func (b *builder) proxyClass(p *contourv1.HTTPProxy) (string, bool) {
 	return "", false
 }
 
-// markIncludeCycles makes invalid every object whose include closes a cycle, naming the
-// cycle. Roots cannot be included, so cycles are among included objects; the search
-// starts from the roots, then from the other objects, in name order, so the object
-// blamed is always the same one.
+// markIncludeCycles makes invalid the newest object of every include cycle (see
+// breakCycles), naming the cycle: the rule IngressRoute delegation cycles follow, which
+// does not depend on where a root's walk enters the cycle. Only includes the walk would
+// follow count: roots, objects of another class and objects invalid on their own are
+// never followed, and an object without includes cannot lead back.
 func markIncludeCycles(g *proxyGraph) {
-	const (
-		unvisited = iota
-		active
-		done
-	)
-	state := map[*proxyNode]int{}
-	var stack []*proxyNode
-	var visit func(n *proxyNode)
-	visit = func(n *proxyNode) {
-		state[n] = active
-		stack = append(stack, n)
-		for _, inc := range n.p.Spec.Includes {
-			t, _ := g.lookup(n, inc.Name, inc.Namespace)
-			if t == nil || t.isRoot() || t.ignored != "" {
-				continue
-			}
-			switch state[t] {
-			case active:
-				i := slices.Index(stack, t)
-				var names []string
-				for _, s := range stack[i:] {
-					names = append(names, s.ref.String())
-				}
-				names = append(names, t.ref.String())
-				n.check.fail(problemInclude, "IncludeCreatesCycle", "its include of %s closes a cycle: %s; remove one of these includes", t.ref, strings.Join(names, " -> "))
-			case unvisited:
-				visit(t)
+	leads := func(n *proxyNode) bool { return len(n.p.Spec.Includes) > 0 && !n.isRoot() && n.usable() }
+	var nodes []*proxyNode
+	for _, n := range g.order {
+		if leads(n) {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return
+	}
+	edges := func(n *proxyNode) []*proxyNode {
+		var out []*proxyNode
+		for i := range n.p.Spec.Includes {
+			inc := &n.p.Spec.Includes[i]
+			if t, _ := g.lookup(n, inc.Name, inc.Namespace); t != nil && leads(t) {
+				out = append(out, t)
 			}
 		}
-		stack = stack[:len(stack)-1]
-		state[n] = done
+		return out
 	}
-	for _, roots := range []bool{true, false} {
-		for _, n := range g.order {
-			if n.isRoot() == roots && state[n] == unvisited && n.ignored == "" {
-				visit(n)
-			}
+	blamed := breakCycles(cycleGraph[*proxyNode]{
+		nodes: nodes,
+		edges: edges,
+		newer: func(a, b *proxyNode) bool {
+			return newerObject(a.ref, &a.p.CreationTimestamp, b.ref, &b.p.CreationTimestamp)
+		},
+		name: func(n *proxyNode) string { return n.ref.String() },
+	})
+	for _, n := range nodes {
+		if cycle, ok := blamed[n]; ok {
+			n.check.fail(problemInclude, "IncludeCreatesCycle", "its include closes a cycle: %s; it is the newest object on the cycle (by creationTimestamp, then namespace/name), so it is the one not served: remove one of the includes on the cycle", cycle)
 		}
 	}
 }
@@ -214,7 +210,7 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
 		}
-		w.visit(root, rootConditions(), 0, nil, true)
+		w.visit(root, rootConditions(), "", 0, true)
 		b.serveProxyRoot(w, secret, tcp)
 	}
 	for _, n := range g.order {
@@ -275,6 +271,9 @@ type proxyWalk struct {
 
 // proxyClaim is a route an object asks for, under its merged conditions.
 type proxyClaim struct {
+	// route is nil for a seal: the 404 that answers the requests of a followed include
+	// that no route under it matches. Any other claim with the same conditions replaces
+	// a seal, and a seal never competes (nor warns).
 	route          *Route
 	owner          *proxyNode
 	depth          int
@@ -282,27 +281,20 @@ type proxyClaim struct {
 	conds          conditions
 	// unfollowed marks the 503 route of an include that is not followed.
 	unfollowed bool
+	// twin is the second route of a prefix rewrite (rewriteTwin): served with route
+	// when it wins, unless another claim holds the twin's conditions.
+	twin *Route
 }
 
-type proxyPath struct {
-	node   *proxyNode
-	parent *proxyPath
-}
+func (c *proxyClaim) seal() bool { return c.route == nil }
 
-func (p *proxyPath) contains(n *proxyNode) bool {
-	for ; p != nil; p = p.parent {
-		if p.node == n {
-			return true
-		}
-	}
-	return false
-}
-
-// visit claims n's routes under conds and follows its includes. insecureOK says that
-// every include on the way granted permitInsecure.
-func (w *proxyWalk) visit(n *proxyNode, conds conditions, depth int, path *proxyPath, insecureOK bool) {
+// visit claims n's routes under conds and follows its includes. condsKey is
+// conds.key(), or "" when not computed yet. insecureOK says that every include on the
+// way granted permitInsecure. The includes the walk follows hold no cycle
+// (markIncludeCycles made the newest object of each invalid), and maxProxyVisits bounds
+// the objects it reaches.
+func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth int, insecureOK bool) {
 	w.visits++
-	path = &proxyPath{node: n, parent: path}
 	n.addHost(w.host)
 	for i := range n.plans {
 		plan := &n.plans[i]
@@ -318,25 +310,38 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, depth int, path *proxy
 		if plan.permitInsecure && !permit && w.root.p.Spec.VirtualHost.TLS != nil {
 			n.check.warn(problemInsecure, "PermitInsecureNotGranted", "spec.routes[%d].permitInsecure is ignored on %s: an included route is served over plain HTTP only when every include that leads to it sets permitInsecure: true; it is redirected to HTTPS", i, w.host)
 		}
-		w.claim(&proxyClaim{route: plan.build(merged), owner: n, depth: depth, permitInsecure: permit, conds: merged})
+		key := ""
+		if plan.conds.addsNothing() {
+			key = condsKey // merged holds the same requests as conds
+		}
+		route := plan.build(merged)
+		w.claim(proxyClaim{route: route, owner: n, depth: depth, permitInsecure: permit, conds: merged, twin: rewriteTwin(route)}, key)
 	}
 	for i := range n.p.Spec.Includes {
 		inc := &n.p.Spec.Includes[i]
 		merged := conds.merge(n.includeConds[i])
-		t, key := w.g.lookup(n, inc.Name, inc.Namespace)
-		if reason, why := w.refusal(n, t, path); reason != "" {
-			n.check.warn(problemInclude, reason, "spec.includes[%d] (%s) is not followed on %s: %s %s; requests matching its conditions get 503", i, merged.describe(), w.host, key, why)
-			w.claim(&proxyClaim{route: &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}, owner: n, depth: depth + 1, conds: merged, unfollowed: true})
+		key := ""
+		if n.includeConds[i].addsNothing() {
+			key = condsKey
+		}
+		t, name := w.g.lookup(n, inc.Name, inc.Namespace)
+		if reason, why := w.refusal(n, t); reason != "" {
+			n.check.warn(problemInclude, reason, "spec.includes[%d] (%s) is not followed on %s: %s %s; requests matching its conditions get 503", i, merged.describe(), w.host, name, why)
+			w.claim(proxyClaim{route: &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}, owner: n, depth: depth + 1, conds: merged, unfollowed: true}, key)
 			continue
 		}
 		t.includedBy = append(t.includedBy, fmt.Sprintf("included by %s on %s (%s)", n.ref, w.host, merged.describe()))
-		w.visit(t, merged, depth+1, path, insecureOK && inc.PermitInsecure)
+		// The include's requests belong to t: those that no route under it matches get
+		// 404, never a shorter route of the includer (as for a delegated IngressRoute
+		// prefix).
+		key = w.claim(proxyClaim{owner: t, depth: depth + 1, conds: merged}, key)
+		w.visit(t, merged, key, depth+1, insecureOK && inc.PermitInsecure)
 	}
 }
 
 // refusal says why the include of t from n cannot be followed: a status reason and the
 // explanation, or "".
-func (w *proxyWalk) refusal(n, t *proxyNode, path *proxyPath) (string, string) {
+func (w *proxyWalk) refusal(n, t *proxyNode) (string, string) {
 	switch {
 	case t == nil:
 		return "IncludeNotFound", "does not exist"
@@ -349,8 +354,6 @@ func (w *proxyWalk) refusal(n, t *proxyNode, path *proxyPath) (string, string) {
 		return "IncludeInvalid", "is invalid (see its status)"
 	case len(t.p.Spec.Routes) == 0 && len(t.p.Spec.Includes) == 0:
 		return "IncludeNothingToRoute", "has no routes or includes for HTTP requests (only spec.tcpproxy, which a root reaches through its own spec.tcpproxy.include)"
-	case path.contains(t):
-		return "IncludeCreatesCycle", "is already on this include chain (a cycle)"
 	case w.visits >= maxProxyVisits:
 		w.root.check.warn(problemInclude, "TooManyIncludes", "the includes of this root reach more than %d objects on %s; the rest answer 503", maxProxyVisits, w.host)
 		return "TooManyIncludes", fmt.Sprintf("would exceed %d included objects for this root", maxProxyVisits)
@@ -358,20 +361,32 @@ func (w *proxyWalk) refusal(n, t *proxyNode, path *proxyPath) (string, string) {
 	return "", ""
 }
 
-// claim records a route; among routes with the same conditions the one closest to the
-// root wins, then the first.
-func (w *proxyWalk) claim(c *proxyClaim) {
-	k := c.conds.key()
-	prev, ok := w.claims[k]
-	if !ok {
-		w.claims[k] = c
-		w.keys = append(w.keys, k)
-		return
+// claim records a route and returns the key of its conditions (key, unless "", is that
+// key already computed). Among routes with the same conditions the one closest to the
+// root wins, then the first; a seal gives way to any of them.
+func (w *proxyWalk) claim(c proxyClaim, key string) string {
+	if key == "" {
+		key = c.conds.key()
 	}
-	win, lose := prev, c
+	prev, ok := w.claims[key]
+	switch {
+	case !ok:
+		p := new(proxyClaim)
+		*p = c
+		w.claims[key] = p
+		w.keys = append(w.keys, key)
+		return key
+	case c.seal():
+		return key
+	case prev.seal():
+		*prev = c
+		return key
+	}
+	win, lose := prev, &c
 	if c.depth < prev.depth {
-		win, lose = c, prev
-		w.claims[k] = c
+		old := *prev
+		*prev = c
+		win, lose = prev, &old
 	}
 	if lose.owner != win.owner && !lose.unfollowed {
 		where := "closer to the root"
@@ -380,19 +395,36 @@ func (w *proxyWalk) claim(c *proxyClaim) {
 		}
 		lose.owner.check.warn(problemRoute, "DuplicateMatchConditions", "route (%s) is not served on %s: %s, %s, has a route with the same conditions", lose.conds.describe(), w.host, win.owner.ref, where)
 	}
+	return key
 }
 
 // serveProxyRoot adds a root's host with its routes (and TCP proxy) to the graph.
 func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	vhSpec := w.root.p.Spec.VirtualHost
-	var plain, secure []*Route
+	plainServes := secret == nil && !(vhSpec.TLS != nil && vhSpec.TLS.Passthrough)
+	plain := make([]*Route, 0, len(w.keys))
+	secure := make([]*Route, 0, len(w.keys))
 	for _, k := range w.keys {
 		c := w.claims[k]
-		secure = append(secure, c.route)
-		if secret == nil && !(vhSpec.TLS != nil && vhSpec.TLS.Passthrough) || c.permitInsecure {
-			plain = append(plain, c.route)
+		route := c.route
+		if route == nil {
+			route = &Route{Path: c.conds.path, Headers: c.conds.headers, Query: c.conds.query, Source: c.owner.ref, DirectStatus: 404}
+		}
+		open := plainServes || c.permitInsecure
+		secure = append(secure, route)
+		if open {
+			plain = append(plain, route)
 		} else {
-			plain = append(plain, &Route{Path: c.route.Path, Headers: c.route.Headers, Query: c.route.Query, Source: c.route.Source, HTTPSRedirect: true})
+			plain = append(plain, &Route{Path: route.Path, Headers: route.Headers, Query: route.Query, Source: route.Source, HTTPSRedirect: true})
+		}
+		if c.twin != nil {
+			if _, taken := w.claims[conditions{path: c.twin.Path, headers: c.conds.headers, query: c.conds.query}.key()]; !taken {
+				secure = append(secure, c.twin)
+				if open {
+					// (Redirected, it needs no route: the route's redirect covers its paths.)
+					plain = append(plain, c.twin)
+				}
+			}
 		}
 	}
 	h := w.host
@@ -430,15 +462,9 @@ func (b *builder) proxyTCPServices(n *proxyNode, tp *contourv1.TCPProxy) *TCPPro
 		return nil
 	}
 	pol := clusterPolicy{lb: lb, hc: proxyTCPHealthCheck(tp.HealthCheckPolicy, field+".healthCheckPolicy", &n.check)}
-	clusters := b.proxyServices(n, tp.Services, field, pol, &n.check)
-	for _, wc := range clusters {
-		// (A protocol is refused by validateTCPProxy.)
-		if wc.RequestHeaders != nil || wc.ResponseHeaders != nil {
-			n.check.fail(problemTCPProxy, "HTTPFeatureInvalid", "%s.services: headers policies need HTTP; remove them", field)
-			return nil
-		}
-	}
-	return &TCPProxy{Clusters: clusters, Source: n.ref}
+	// (A protocol is refused, and headers policies are ignored with a warning, by
+	// validateTCPProxy.)
+	return &TCPProxy{Clusters: b.proxyServices(n, tp.Services, field, pol, false, &n.check), Source: n.ref}
 }
 
 // proxyRootTCP is a root's TCP proxy: its own services or those of the object its
@@ -541,4 +567,16 @@ func problemMessages(ps []Problem) []string {
 		out[i] = p.Message
 	}
 	return out
+}
+
+// rewriteTwin returns the second route a prefix rewrite ending in "/" needs on a segment
+// prefix: "/api" rewritten to "/" must send "/api/x" as "/x", not "//x", so "/api/" gets
+// a route of its own with the same rewrite. nil when none is needed.
+func rewriteTwin(r *Route) *Route {
+	if r.PrefixRewrite == "" || !strings.HasSuffix(r.PrefixRewrite, "/") || r.Path.Kind != PathPrefix || r.Path.Value == "/" {
+		return nil
+	}
+	twin := *r
+	twin.Path = PathMatch{Kind: PathStringPrefix, Value: r.Path.Value + "/"}
+	return &twin
 }

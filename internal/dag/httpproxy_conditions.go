@@ -233,6 +233,12 @@ func collapseSlashes(p string) string {
 	return p
 }
 
+// addsNothing reports whether merging c under an include's conditions leaves them as
+// they are: no header or query condition, and no path condition or the prefix "/".
+func (c conditions) addsNothing() bool {
+	return len(c.headers) == 0 && len(c.query) == 0 && (!c.hasPath || c.path == PathMatch{Kind: PathPrefix, Value: "/"})
+}
+
 // merge adds the conditions of a route or include written in an object reached through
 // parent's conditions.
 func (parent conditions) merge(child conditions) conditions {

@@ -15,27 +15,30 @@ import (
 
 // An include's conditions and those of the included object's routes merge: prefixes
 // concatenate (doubled slashes collapsed; a child's "/" leaves the include's prefix as it
-// is), exact paths and regexes are relative to the include's prefix.
+// is), exact paths and regexes are relative to the include's prefix. The include's own
+// conditions are sealed: what the child does not route under them gets 404 ("sealed"),
+// unless a route of the child has exactly the include's conditions.
 func TestHTTPProxyIncludeMergesPaths(t *testing.T) {
 	for _, tc := range []struct {
 		include, route string
-		want           string
-		match, nomatch []string
+		want           []string
+		match, sealed  []string
+		nomatch        []string
 	}{
-		{`[{prefix: /blog}]`, `[]`, "Prefix /blog", []string{"/blog", "/blog/x"}, []string{"/blogx", "/"}},
-		{`[{prefix: /blog}]`, `[{prefix: /}]`, "Prefix /blog", []string{"/blog", "/blog/x"}, []string{"/blogx"}},
-		{`[{prefix: /blog}]`, `[{prefix: /posts}]`, "Prefix /blog/posts", []string{"/blog/posts", "/blog/posts/1"}, []string{"/blog", "/blog/postsx", "/posts"}},
-		{`[{prefix: /blog/}]`, `[{prefix: /posts}]`, "Prefix /blog/posts", []string{"/blog/posts"}, []string{"/blog//posts"}},
-		{`[{prefix: /blog}]`, `[{prefix: //posts}]`, "Prefix /blog/posts", []string{"/blog/posts"}, nil},
-		{`[{prefix: /blog/}]`, `[]`, "StringPrefix /blog/", []string{"/blog/", "/blog/x"}, []string{"/blog"}},
-		{`[{prefix: /blog/}]`, `[{prefix: /}]`, "StringPrefix /blog/", []string{"/blog/x"}, []string{"/blog"}},
-		{`[{prefix: /blog}]`, `[{prefix: /posts/}]`, "StringPrefix /blog/posts/", []string{"/blog/posts/1"}, []string{"/blog/posts"}},
-		{`[{prefix: /}]`, `[{prefix: /x}]`, "Prefix /x", []string{"/x"}, []string{"/y"}},
-		{`[{header: {name: x-a, present: true}}]`, `[{prefix: /x}]`, "Prefix /x h:x-a?", []string{"/x/1"}, nil},
-		{`[{prefix: /blog}]`, `[{exact: /about}]`, "Exact /blog/about", []string{"/blog/about"}, []string{"/about", "/blog/about/x"}},
-		{`[{prefix: /blog}]`, `[{regex: "/p/[0-9]+"}]`, "Regex /blog(?:/p/[0-9]+)", []string{"/blog/p/12"}, []string{"/p/12", "/blog/p/x"}},
-		{`[{prefix: /blog.v1}]`, `[{regex: "/.*"}]`, `Regex /blog\.v1(?:/.*)`, []string{"/blog.v1/x"}, []string{"/blogXv1/x"}},
-		{`[]`, `[{regex: "/a|/b"}]`, "Regex /a|/b", []string{"/a", "/b"}, []string{"/c"}},
+		{`[{prefix: /blog}]`, `[]`, []string{"Prefix /blog -> default/web/80"}, []string{"/blog", "/blog/x"}, nil, []string{"/blogx", "/"}},
+		{`[{prefix: /blog}]`, `[{prefix: /}]`, []string{"Prefix /blog -> default/web/80"}, []string{"/blog", "/blog/x"}, nil, []string{"/blogx"}},
+		{`[{prefix: /blog}]`, `[{prefix: /posts}]`, []string{"Prefix /blog/posts -> default/web/80", "Prefix /blog -> 404"}, []string{"/blog/posts", "/blog/posts/1"}, []string{"/blog", "/blog/postsx"}, []string{"/posts", "/blogx"}},
+		{`[{prefix: /blog/}]`, `[{prefix: /posts}]`, []string{"Prefix /blog/posts -> default/web/80", "StringPrefix /blog/ -> 404"}, []string{"/blog/posts"}, []string{"/blog//posts"}, []string{"/blog"}},
+		{`[{prefix: /blog}]`, `[{prefix: //posts}]`, []string{"Prefix /blog/posts -> default/web/80", "Prefix /blog -> 404"}, []string{"/blog/posts"}, nil, nil},
+		{`[{prefix: /blog/}]`, `[]`, []string{"StringPrefix /blog/ -> default/web/80"}, []string{"/blog/", "/blog/x"}, nil, []string{"/blog"}},
+		{`[{prefix: /blog/}]`, `[{prefix: /}]`, []string{"StringPrefix /blog/ -> default/web/80"}, []string{"/blog/x"}, nil, []string{"/blog"}},
+		{`[{prefix: /blog}]`, `[{prefix: /posts/}]`, []string{"StringPrefix /blog/posts/ -> default/web/80", "Prefix /blog -> 404"}, []string{"/blog/posts/1"}, []string{"/blog/posts"}, nil},
+		{`[{prefix: /}]`, `[{prefix: /x}]`, []string{"Prefix /x -> default/web/80", "Prefix / -> 404"}, []string{"/x"}, []string{"/y"}, nil},
+		{`[{header: {name: x-a, present: true}}]`, `[{prefix: /x}]`, []string{"Prefix /x h:x-a? -> default/web/80", "Prefix / h:x-a? -> 404"}, []string{"/x/1"}, []string{"/y"}, nil},
+		{`[{prefix: /blog}]`, `[{exact: /about}]`, []string{"Exact /blog/about -> default/web/80", "Prefix /blog -> 404"}, []string{"/blog/about"}, []string{"/blog/about/x"}, []string{"/about"}},
+		{`[{prefix: /blog}]`, `[{regex: "/p/[0-9]+"}]`, []string{"Regex /blog(?:/p/[0-9]+) -> default/web/80", "Prefix /blog -> 404"}, []string{"/blog/p/12"}, []string{"/blog/p/x"}, []string{"/p/12"}},
+		{`[{prefix: /blog.v1}]`, `[{regex: "/.*"}]`, []string{`Regex /blog\.v1(?:/.*) -> default/web/80`, "Prefix /blog.v1 -> 404"}, []string{"/blog.v1/x"}, nil, []string{"/blogXv1/x"}},
+		{`[]`, `[{regex: "/a|/b"}]`, []string{"Regex /a|/b -> default/web/80", "Prefix / -> 404"}, []string{"/a", "/b"}, []string{"/c"}, nil},
 	} {
 		t.Run(tc.include+" "+tc.route, func(t *testing.T) {
 			g := build(
@@ -45,18 +48,108 @@ func TestHTTPProxyIncludeMergesPaths(t *testing.T) {
 			)
 			wantClean(t, g, "default", "root")
 			wantClean(t, g, "default", "child")
-			if diff := cmp.Diff([]string{tc.want + " -> default/web/80"}, proxyHTTP(g, "m.example.com")); diff != "" {
+			if diff := cmp.Diff(tc.want, proxyHTTP(g, "m.example.com")); diff != "" {
 				t.Fatalf("routes (-want +got):\n%s", diff)
 			}
 			routes := routesOfHost(t, g, "m.example.com")
 			for _, p := range tc.match {
 				checkServed(t, routes, expectation{req(p, "x-a: 1"), "web"})
 			}
+			for _, p := range tc.sealed {
+				checkServed(t, routes, expectation{req(p, "x-a: 1"), "404"})
+			}
 			for _, p := range tc.nomatch {
 				checkServed(t, routes, expectation{req(p, "x-a: 1"), "none"})
 			}
+			for _, r := range routes {
+				if r.DirectStatus == 404 && r.Source != (ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "child"}) {
+					t.Errorf("the seal %s comes from %s, want the included object", viewProxyRoute(r), r.Source)
+				}
+			}
 		})
 	}
+}
+
+// A followed include seals its conditions: the requests that match them but none of the
+// included object's routes get 404, from the included object, never a shorter route of
+// the includer (as for a delegated IngressRoute prefix). The seal is a stand-in: a route
+// with the same conditions replaces it, and it never competes or warns.
+func TestHTTPProxyIncludeSealsItsConditions(t *testing.T) {
+	t.Run("what the included object does not route gets 404", func(t *testing.T) {
+		g := build(
+			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: m.example.com}, routes: [{services: [{name: site, port: 80}]}], includes: [{name: blog, namespace: team, conditions: [{prefix: /blog}]}, {name: tenant, namespace: org-a, conditions: [{prefix: /api}, {header: {name: x-tenant, exact: org-a}}]}]}}`),
+			proxy(t, `{metadata: {name: blog, namespace: team}, spec: {routes: [{conditions: [{prefix: /posts}], services: [{name: blog, port: 80}]}]}}`),
+			proxy(t, `{metadata: {name: tenant, namespace: org-a}, spec: {routes: [{conditions: [{prefix: /v2}], services: [{name: api, port: 80}]}]}}`),
+			svc("default", "site", ":80"), svc("team", "blog", ":80"), svc("org-a", "api", ":80"),
+		)
+		for _, o := range [][2]string{{"default", "root"}, {"team", "blog"}, {"org-a", "tenant"}} {
+			wantClean(t, g, o[0], o[1])
+		}
+		if diff := cmp.Diff([]string{
+			"Prefix /blog/posts -> team/blog/80",
+			"Prefix /api/v2 h:x-tenant=org-a -> org-a/api/80",
+			"Prefix /blog -> 404",
+			"Prefix /api h:x-tenant=org-a -> 404",
+			"Prefix / -> default/site/80",
+		}, proxyHTTP(g, "m.example.com")); diff != "" {
+			t.Errorf("routes (-want +got):\n%s", diff)
+		}
+		routes := routesOfHost(t, g, "m.example.com")
+		checkServed(t, routes,
+			expectation{req("/blog/posts/1"), "team/blog"},
+			expectation{req("/blog/drafts"), "404"},
+			expectation{req("/blog"), "404"},
+			expectation{req("/blogroll"), "site"},
+			expectation{req("/api/v2/x", "x-tenant: org-a"), "org-a/api"},
+			expectation{req("/api/v1", "x-tenant: org-a"), "404"},
+			expectation{req("/api/v1", "x-tenant: org-b"), "site"},
+			expectation{req("/api/v2"), "site"},
+		)
+		for _, r := range routes {
+			if r.DirectStatus == 404 && r.Source.Namespace != "team" && r.Source.Namespace != "org-a" {
+				t.Errorf("the seal %s comes from %s, want the included object", viewProxyRoute(r), r.Source)
+			}
+		}
+	})
+	t.Run("the includer's route with the same conditions replaces the seal", func(t *testing.T) {
+		g := build(
+			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: m.example.com}, includes: [{name: blog, conditions: [{prefix: /blog}]}], routes: [{conditions: [{prefix: /blog}], services: [{name: site, port: 80}]}]}}`),
+			proxy(t, `{metadata: {name: blog}, spec: {routes: [{conditions: [{prefix: /posts}], services: [{name: blog, port: 80}]}]}}`),
+			svc("default", "site", ":80"), svc("default", "blog", ":80"),
+		)
+		wantClean(t, g, "default", "root")
+		wantClean(t, g, "default", "blog")
+		if diff := cmp.Diff([]string{"Prefix /blog/posts -> default/blog/80", "Prefix /blog -> default/site/80"}, proxyHTTP(g, "m.example.com")); diff != "" {
+			t.Errorf("routes (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("nested includes with the same conditions give one seal", func(t *testing.T) {
+		g := build(
+			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: m.example.com}, includes: [{name: a, conditions: [{prefix: /x}]}]}}`),
+			proxy(t, `{metadata: {name: a}, spec: {includes: [{name: b}]}}`),
+			proxy(t, `{metadata: {name: b}, spec: {routes: [{conditions: [{prefix: /y}], services: [{name: web, port: 80}]}]}}`),
+			svc("default", "web", ":80"),
+		)
+		for _, name := range []string{"root", "a", "b"} {
+			wantClean(t, g, "default", name)
+		}
+		if diff := cmp.Diff([]string{"Prefix /x/y -> default/web/80", "Prefix /x -> 404"}, proxyHTTP(g, "m.example.com")); diff != "" {
+			t.Errorf("routes (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("on plain HTTP the seal redirects like the routes it stands for", func(t *testing.T) {
+		cert := testutil.SelfSigned("secure.example.com")
+		g := build(tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM),
+			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: secure.example.com, tls: {secretName: cert}}, routes: [{services: [{name: site, port: 80}], permitInsecure: true}], includes: [{name: blog, conditions: [{prefix: /blog}], permitInsecure: true}]}}`),
+			proxy(t, `{metadata: {name: blog}, spec: {routes: [{conditions: [{prefix: /open}], services: [{name: blog, port: 80}], permitInsecure: true}]}}`),
+		)
+		if diff := cmp.Diff([]string{"Prefix /blog/open -> default/blog/80", "Prefix /blog -> https", "Prefix / -> default/site/80"}, proxyHTTP(g, "secure.example.com")); diff != "" {
+			t.Errorf("HTTP routes (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"Prefix /blog/open -> default/blog/80", "Prefix /blog -> 404", "Prefix / -> default/site/80"}, proxyHTTPS(g, "secure.example.com")); diff != "" {
+			t.Errorf("HTTPS routes (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // A regex written in an included object can never match a path outside its include's
@@ -69,14 +162,15 @@ func TestHTTPProxyIncludedRegexStaysInsideTheInclude(t *testing.T) {
 			svc("default", "site", ":80"), svc("default", "blog", ":80"),
 		)
 	}
+	// nomatch reach the root's route; sealed are inside the include, which answers 404.
 	for _, tc := range []struct {
-		re             string
-		match, nomatch []string
+		re                     string
+		match, nomatch, sealed []string
 	}{
-		{`/a|/b`, []string{"/blog/a", "/blog/b"}, []string{"/a", "/b", "/blog/c", "/blog/ab"}},
-		{`/(a|b)|/c.*`, []string{"/blog/a", "/blog/cc"}, []string{"/c", "/blogc"}},
-		{`/a$|/b`, []string{"/blog/a"}, []string{"/a", "/b"}},
-		{`/(?i)A|/B`, []string{"/blog/a", "/blog/B"}, []string{"/BLOG/a", "/b"}},
+		{`/a|/b`, []string{"/blog/a", "/blog/b"}, []string{"/a", "/b"}, []string{"/blog/c", "/blog/ab"}},
+		{`/(a|b)|/c.*`, []string{"/blog/a", "/blog/cc"}, []string{"/c", "/blogc"}, []string{"/blog/d"}},
+		{`/a$|/b`, []string{"/blog/a"}, []string{"/a", "/b"}, []string{"/blog/b/x"}},
+		{`/(?i)A|/B`, []string{"/blog/a", "/blog/B"}, []string{"/BLOG/a", "/b"}, []string{"/blog/c"}},
 	} {
 		t.Run(tc.re, func(t *testing.T) {
 			g := build1(t, tc.re)
@@ -92,6 +186,9 @@ func TestHTTPProxyIncludedRegexStaysInsideTheInclude(t *testing.T) {
 			}
 			for _, p := range tc.nomatch {
 				checkServed(t, routes, expectation{req(p), "site"})
+			}
+			for _, p := range tc.sealed {
+				checkServed(t, routes, expectation{req(p), "404"})
 			}
 		})
 	}
@@ -257,8 +354,9 @@ func TestHTTPProxyUnfollowedIncludesAnswer503(t *testing.T) {
 	}
 }
 
-// An include cycle makes invalid the object whose include closes it, naming the cycle;
-// the object including it answers 503 where it would have led.
+// An include cycle makes invalid its newest object (creationTimestamp, then
+// namespace/name), naming the cycle from it; whoever includes that object answers 503
+// where it would have led, and the other objects of the cycle stay valid.
 func TestHTTPProxyIncludeCycles(t *testing.T) {
 	t.Run("two objects", func(t *testing.T) {
 		g := build(
@@ -266,7 +364,7 @@ func TestHTTPProxyIncludeCycles(t *testing.T) {
 			proxy(t, `{metadata: {name: a, namespace: team-a}, spec: {includes: [{name: b, namespace: team-b, conditions: [{prefix: /b}]}], routes: [{services: [{name: web, port: 80}]}]}}`),
 			proxy(t, `{metadata: {name: b, namespace: team-b}, spec: {includes: [{name: a, namespace: team-a, conditions: [{prefix: /again}]}], routes: [{services: [{name: web, port: 80}]}]}}`),
 		)
-		wantInvalid(t, g, "team-b", "b", problemInclude, "IncludeCreatesCycle", "its include of HTTPProxy team-a/a closes a cycle: HTTPProxy team-a/a -> HTTPProxy team-b/b -> HTTPProxy team-a/a")
+		wantInvalid(t, g, "team-b", "b", problemInclude, "IncludeCreatesCycle", "its include closes a cycle: HTTPProxy team-b/b -> HTTPProxy team-a/a -> HTTPProxy team-b/b; it is the newest object on the cycle")
 		wantWarning(t, g, "team-a", "a", problemInclude, "IncludeInvalid", `spec.includes[0] (prefix "/a/b") is not followed`, "team-b/b is invalid")
 		wantProxy(t, g, "default", "root", StatusValid)
 		if diff := cmp.Diff([]string{"Prefix /a/b -> 503", "Prefix /a -> team-a/web/80"}, proxyHTTP(g, "m.example.com")); diff != "" {
@@ -291,18 +389,71 @@ func TestHTTPProxyIncludeCycles(t *testing.T) {
 			proxy(t, `{metadata: {name: b}, spec: {includes: [{name: c, conditions: [{header: {name: z, exact: c}}]}]}}`),
 			proxy(t, `{metadata: {name: c}, spec: {includes: [{name: a}]}}`),
 		)
-		wantInvalid(t, g, "default", "c", problemInclude, "IncludeCreatesCycle", "HTTPProxy default/a -> HTTPProxy default/b -> HTTPProxy default/c -> HTTPProxy default/a")
+		wantInvalid(t, g, "default", "c", problemInclude, "IncludeCreatesCycle", "HTTPProxy default/c -> HTTPProxy default/a -> HTTPProxy default/b -> HTTPProxy default/c")
 		wantProxy(t, g, "default", "a", StatusValid)
 		wantWarning(t, g, "default", "b", problemInclude, "IncludeInvalid")
+	})
+	t.Run("the newest object, wherever the root enters", func(t *testing.T) {
+		// The root enters at a, and b's include closes the walk's loop; but a is the
+		// newest, so a is the one not served.
+		g := build(
+			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: m.example.com}, includes: [{name: a, conditions: [{prefix: /a}]}], routes: [{services: [{name: web, port: 80}]}]}}`),
+			proxy(t, `{metadata: {name: a, creationTimestamp: "2026-03-01T00:00:00Z"}, spec: {includes: [{name: b, conditions: [{prefix: /b}]}], routes: [{services: [{name: web, port: 80}]}]}}`),
+			proxy(t, `{metadata: {name: b, creationTimestamp: "2026-01-01T00:00:00Z"}, spec: {includes: [{name: a}], routes: [{services: [{name: web, port: 80}]}]}}`),
+		)
+		wantInvalid(t, g, "default", "a", problemInclude, "IncludeCreatesCycle", "HTTPProxy default/a -> HTTPProxy default/b -> HTTPProxy default/a")
+		wantProxy(t, g, "default", "b", StatusOrphaned, "HTTPProxy default/a include it but are not served themselves")
+		wantWarning(t, g, "default", "root", problemInclude, "IncludeInvalid", "default/a is invalid")
+		if diff := cmp.Diff([]string{"Prefix /a -> 503", "Prefix / -> default/web/80"}, proxyHTTP(g, "m.example.com")); diff != "" {
+			t.Errorf("routes (-want +got):\n%s", diff)
+		}
 	})
 	t.Run("not reached from a root", func(t *testing.T) {
 		g := build(
 			proxy(t, `{metadata: {name: c}, spec: {includes: [{name: d}]}}`),
 			proxy(t, `{metadata: {name: d}, spec: {includes: [{name: c}]}}`),
 		)
-		wantInvalid(t, g, "default", "d", problemInclude, "IncludeCreatesCycle", "HTTPProxy default/c -> HTTPProxy default/d -> HTTPProxy default/c")
+		wantInvalid(t, g, "default", "d", problemInclude, "IncludeCreatesCycle", "HTTPProxy default/d -> HTTPProxy default/c -> HTTPProxy default/d")
 		wantProxy(t, g, "default", "c", StatusOrphaned, "HTTPProxy default/d include it but are not served themselves")
 	})
+	t.Run("two loops through one object", func(t *testing.T) {
+		// a -> b -> a and a -> c -> a: the newest of the component (c) goes first, then
+		// the newest of what is left (b).
+		g := build(
+			proxy(t, `{metadata: {name: a, creationTimestamp: "2026-01-01T00:00:00Z"}, spec: {includes: [{name: b, conditions: [{prefix: /b}]}, {name: c, conditions: [{prefix: /c}]}]}}`),
+			proxy(t, `{metadata: {name: b, creationTimestamp: "2026-02-01T00:00:00Z"}, spec: {includes: [{name: a}]}}`),
+			proxy(t, `{metadata: {name: c, creationTimestamp: "2026-03-01T00:00:00Z"}, spec: {includes: [{name: a}]}}`),
+		)
+		wantInvalid(t, g, "default", "c", problemInclude, "IncludeCreatesCycle", "HTTPProxy default/c -> HTTPProxy default/a -> HTTPProxy default/c")
+		wantInvalid(t, g, "default", "b", problemInclude, "IncludeCreatesCycle", "HTTPProxy default/b -> HTTPProxy default/a -> HTTPProxy default/b")
+		wantProxy(t, g, "default", "a", StatusOrphaned)
+	})
+}
+
+// Which object of a cycle is invalid does not depend on the roots: a second root (of
+// another team) that includes the cycle at another object does not move the blame,
+// and the first root's routes stay as they were.
+func TestHTTPProxyCycleEnteredByAnotherRoot(t *testing.T) {
+	objs := []runtime.Object{
+		proxy(t, `{metadata: {name: app, namespace: platform}, spec: {virtualhost: {fqdn: app.example.com}, routes: [{services: [{name: web, port: 80}]}], includes: [{name: a, namespace: team-a, conditions: [{prefix: /a}]}]}}`),
+		proxy(t, `{metadata: {name: a, namespace: team-a, creationTimestamp: "2026-01-01T00:00:00Z"}, spec: {includes: [{name: b, namespace: blog, conditions: [{prefix: /b}]}], routes: [{conditions: [{prefix: /x}], services: [{name: ax, port: 80}]}]}}`),
+		proxy(t, `{metadata: {name: b, namespace: blog, creationTimestamp: "2026-02-01T00:00:00Z"}, spec: {includes: [{name: a, namespace: team-a, conditions: [{prefix: /again}]}], routes: [{services: [{name: bb, port: 80}]}]}}`),
+	}
+	// In name order this root is met first, and it enters the cycle at b.
+	second := proxy(t, `{metadata: {name: r, namespace: blog}, spec: {virtualhost: {fqdn: blog.example.com}, includes: [{name: b, conditions: [{prefix: /blog}]}]}}`)
+	want := []string{"Prefix /a/b -> 503", "Prefix /a/x -> team-a/ax/80", "Prefix /a -> 404", "Prefix / -> platform/web/80"}
+	for i, g := range []*Graph{build(objs...), build(append(objs, second)...)} {
+		if diff := cmp.Diff(want, proxyHTTP(g, "app.example.com")); diff != "" {
+			t.Errorf("build %d: routes (-want +got):\n%s", i, diff)
+		}
+		wantProxy(t, g, "team-a", "a", StatusValid)
+		wantInvalid(t, g, "blog", "b", problemInclude, "IncludeCreatesCycle", "its include closes a cycle: HTTPProxy blog/b -> HTTPProxy team-a/a -> HTTPProxy blog/b")
+	}
+	g := build(append(objs, second)...)
+	wantWarning(t, g, "blog", "r", problemInclude, "IncludeInvalid", "blog/b is invalid")
+	if diff := cmp.Diff([]string{"Prefix /blog -> 503"}, proxyHTTP(g, "blog.example.com")); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
 }
 
 // Static checks of includes: each include needs conditions of its own, and may only use
@@ -439,7 +590,8 @@ func TestHTTPProxyDuplicateMergedConditions(t *testing.T) {
 		if len(st.Warnings) > 0 {
 			t.Errorf("the winner is warned: %+v", st.Warnings)
 		}
-		if diff := cmp.Diff([]string{"Prefix /x/y -> default/b/80"}, proxyHTTP(g, "m.example.com")); diff != "" {
+		// a's include seals /x: a has no route of its own there.
+		if diff := cmp.Diff([]string{"Prefix /x/y -> default/b/80", "Prefix /x -> 404"}, proxyHTTP(g, "m.example.com")); diff != "" {
 			t.Errorf("routes (-want +got):\n%s", diff)
 		}
 	})
@@ -450,7 +602,7 @@ func TestHTTPProxyDuplicateMergedConditions(t *testing.T) {
 			proxy(t, `{metadata: {name: b}, spec: {routes: [{services: [{name: b, port: 80}]}]}}`),
 		)
 		wantWarning(t, g, "default", "b", problemRoute, "DuplicateMatchConditions", `route (prefix "/x/y") is not served on m.example.com: HTTPProxy default/a, as deep in the includes and reached first`)
-		if diff := cmp.Diff([]string{"Prefix /x/y -> default/a/80"}, proxyHTTP(g, "m.example.com")); diff != "" {
+		if diff := cmp.Diff([]string{"Prefix /x/y -> default/a/80", "Prefix /x -> 404"}, proxyHTTP(g, "m.example.com")); diff != "" {
 			t.Errorf("routes (-want +got):\n%s", diff)
 		}
 	})

@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,9 @@ func TestHTTPProxyRetryPolicy(t *testing.T) {
 		{`{count: 1, retriableStatusCodes: [503]}`, []string{`spec.routes[0].retryPolicy.retriableStatusCodes needs "retriable-status-codes" in retryOn`}},
 		{`{count: 1, retryOn: [retriable-status-codes], retriableStatusCodes: [700]}`, []string{"700 is not an HTTP status"}},
 		{`{count: 1, retryOn: [sometimes]}`, []string{`spec.routes[0].retryPolicy.retryOn "sometimes" is not one of`}},
+		// In the schema, but it needs retriable_headers, which HTTPProxy cannot express:
+		// the proxy would refuse the route configuration.
+		{`{count: 1, retryOn: [retriable-headers]}`, []string{`spec.routes[0].retryPolicy.retryOn "retriable-headers" is not one of`}},
 		{`{count: 1, perTryTimeout: fast}`, []string{"spec.routes[0].retryPolicy.perTryTimeout"}},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
@@ -153,6 +157,7 @@ func TestHTTPProxyFailurePolicy(t *testing.T) {
 		{`failurePolicy: {baseEjectionTime: later}`, "DurationInvalid", []string{"spec.routes[0].failurePolicy.baseEjectionTime"}},
 		{`failurePolicy: {maxEjectionPercent: 101}`, "FailurePolicyInvalid", []string{"maxEjectionPercent 101 must be 0-100"}},
 		{`failurePolicy: {retryOn: [often]}`, "RetryOnInvalid", []string{`spec.routes[0].failurePolicy.retryOn "often"`}},
+		{`failurePolicy: {retryOn: [retriable-headers]}`, "RetryOnInvalid", []string{`spec.routes[0].failurePolicy.retryOn "retriable-headers"`}},
 	} {
 		t.Run(tc.route, func(t *testing.T) {
 			invalidRoute(t, problemRoute, tc.reason, tc.parts, policyRoot(t, `{services: [{name: web, port: 80}], `+tc.route+`}`))
@@ -201,7 +206,10 @@ func TestHTTPProxyLoadBalancerPolicy(t *testing.T) {
 	}
 	t.Run("RequestHash without policies", func(t *testing.T) {
 		r, st := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: RequestHash}}`))
-		wantProblem(t, "warnings", st.Warnings, problemRoute, "HashPolicyMissing", "balances at random")
+		wantProblem(t, "warnings", st.Warnings, problemRoute, "HashPolicyMissing", "spec.routes[0].loadBalancerPolicy: strategy RequestHash without requestHashPolicies hashes the client address")
+		if len(r.HashPolicies) != 0 {
+			t.Errorf("hash policies %+v, want none: the translator hashes the client address", r.HashPolicies)
+		}
 		if r.Clusters[0].Cluster.LoadBalancer != LBRingHash {
 			t.Errorf("load balancer = %q", r.Clusters[0].Cluster.LoadBalancer)
 		}
@@ -272,6 +280,7 @@ spec:
 	want := map[string]string{
 		"/api":        "/v1",
 		"/blog":       "/",
+		"/blog/":      "/", // the twin of "/blog": "/blog/x" goes up as "/x", not "//x"
 		"/news":       "/n",
 		"/blog/posts": "/fallback",
 		"/news/posts": "/fallback",
@@ -291,6 +300,119 @@ spec:
 			invalidRoute(t, problemRoute, "PathRewriteInvalid", []string{tc.part}, policyRoot(t, tc.route))
 		})
 	}
+}
+
+// A prefix rewrite ending in "/" on a segment prefix ("/api" to "/") gets a twin route
+// on the string prefix "/api/" with the same rewrite, so that "/api/x" goes upstream as
+// "/x", not "//x". The twin follows its route: it is served only where its route is, and
+// a route or a seal with the twin's conditions replaces it.
+func TestHTTPProxyPathRewriteTwin(t *testing.T) {
+	// upstream is the path a request goes upstream with: the proxy replaces the part
+	// of the path the route's prefix matched.
+	upstream := func(t *testing.T, routes []*Route, path string) string {
+		r := firstMatch(t, routes, req(path))
+		switch {
+		case r == nil:
+			return "none"
+		case r.DirectStatus != 0:
+			return fmt.Sprint(r.DirectStatus)
+		case r.PrefixRewrite == "":
+			return path
+		}
+		return r.PrefixRewrite + strings.TrimPrefix(path, r.Path.Value)
+	}
+	for _, tc := range []struct {
+		name, route string
+		want        []string
+		paths       map[string]string
+	}{
+		{"to /", `{conditions: [{prefix: /api}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}}`,
+			[]string{"StringPrefix /api/ -> team/web/80", "Prefix /api -> team/web/80"},
+			map[string]string{"/api": "/", "/api/x": "/x", "/api/x/y/": "/x/y/", "/apix": "none"}},
+		{"to a directory", `{conditions: [{prefix: /api}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /v1/}]}}`,
+			[]string{"StringPrefix /api/ -> team/web/80", "Prefix /api -> team/web/80"},
+			map[string]string{"/api": "/v1/", "/api/x": "/v1/x"}},
+		{"no slash, no twin", `{conditions: [{prefix: /api}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /v1}]}}`,
+			[]string{"Prefix /api -> team/web/80"},
+			map[string]string{"/api": "/v1", "/api/x": "/v1/x"}},
+		{"a string prefix needs none", `{conditions: [{prefix: /api/}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}}`,
+			[]string{"StringPrefix /api/ -> team/web/80"},
+			map[string]string{"/api/x": "/x", "/api": "none"}},
+		{"nor does /", `{services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}}`,
+			[]string{"Prefix / -> team/web/80"},
+			map[string]string{"/x": "/x"}},
+		{"a route on the twin's conditions replaces it", `{conditions: [{prefix: /api}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}}, {conditions: [{prefix: /api/}], services: [{name: api, port: 80}]}`,
+			[]string{"StringPrefix /api/ -> team/api/80", "Prefix /api -> team/web/80"},
+			map[string]string{"/api": "/", "/api/x": "/api/x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := build(policyRoot(t, tc.route), svc("team", "web", ":80"), svc("team", "api", ":80"))
+			wantClean(t, g, "team", "root")
+			if diff := cmp.Diff(tc.want, proxyHTTP(g, "p.example.com")); diff != "" {
+				t.Errorf("routes (-want +got):\n%s", diff)
+			}
+			routes := routesOfHost(t, g, "p.example.com")
+			for path, want := range tc.paths {
+				if got := upstream(t, routes, path); got != want {
+					t.Errorf("%s goes upstream as %s, want %s", path, got, want)
+				}
+			}
+		})
+	}
+	t.Run("an include's seal on the twin's conditions replaces it", func(t *testing.T) {
+		g := build(
+			proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: p.example.com}, routes: [{conditions: [{prefix: /api}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}}], includes: [{name: v2, conditions: [{prefix: /api/}]}]}}`),
+			proxy(t, `{metadata: {name: v2}, spec: {routes: [{conditions: [{prefix: /v2}], services: [{name: v2, port: 80}]}]}}`),
+		)
+		if diff := cmp.Diff([]string{"Prefix /api/v2 -> default/v2/80", "StringPrefix /api/ -> 404", "Prefix /api -> default/web/80"}, proxyHTTP(g, "p.example.com")); diff != "" {
+			t.Errorf("routes (-want +got):\n%s", diff)
+		}
+		routes := routesOfHost(t, g, "p.example.com")
+		for path, want := range map[string]string{"/api": "/", "/api/v2": "/api/v2", "/api/v1": "404"} {
+			if got := upstream(t, routes, path); got != want {
+				t.Errorf("%s goes upstream as %s, want %s", path, got, want)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		name, b, c string
+		want       []string
+	}{
+		// c's route loses to b's, closer to the root: c's twin must not serve /x/y/...
+		{"the losing route's twin is not served", `{services: [{name: b, port: 80}]}`, `{services: [{name: c, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}}`,
+			[]string{"Prefix /x/y -> default/b/80", "Prefix /x -> 404"}},
+		{"the winning route's twin is", `{services: [{name: b, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}}`, `{services: [{name: c, port: 80}]}`,
+			[]string{"StringPrefix /x/y/ -> default/b/80", "Prefix /x/y -> default/b/80", "Prefix /x -> 404"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := build(
+				proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: p.example.com}, includes: [{name: a, conditions: [{prefix: /x}]}, {name: b, conditions: [{prefix: /x/y}]}]}}`),
+				proxy(t, `{metadata: {name: a}, spec: {includes: [{name: c, conditions: [{prefix: /y}]}]}}`),
+				proxy(t, `{metadata: {name: b}, spec: {routes: [`+tc.b+`]}}`),
+				proxy(t, `{metadata: {name: c}, spec: {routes: [`+tc.c+`]}}`),
+			)
+			wantWarning(t, g, "default", "c", problemRoute, "DuplicateMatchConditions", "HTTPProxy default/b, closer to the root")
+			if diff := cmp.Diff(tc.want, proxyHTTP(g, "p.example.com")); diff != "" {
+				t.Errorf("routes (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("on plain HTTP only when the route is served there", func(t *testing.T) {
+		cert := testutil.SelfSigned("p.example.com")
+		for _, permit := range []bool{false, true} {
+			g := build(tlsSecret("team", "cert", cert.CertPEM, cert.KeyPEM), svc("team", "web", ":80"), proxy(t, fmt.Sprintf(`{metadata: {name: root, namespace: team}, spec: {virtualhost: {fqdn: p.example.com, tls: {secretName: cert}}, routes: [{conditions: [{prefix: /api}], services: [{name: web, port: 80}], pathRewritePolicy: {replacePrefix: [{replacement: /}]}, permitInsecure: %t}]}}`, permit)))
+			want := []string{"Prefix /api -> https"}
+			if permit {
+				want = []string{"StringPrefix /api/ -> team/web/80", "Prefix /api -> team/web/80"}
+			}
+			if diff := cmp.Diff(want, proxyHTTP(g, "p.example.com")); diff != "" {
+				t.Errorf("permitInsecure %t: HTTP routes (-want +got):\n%s", permit, diff)
+			}
+			if diff := cmp.Diff([]string{"StringPrefix /api/ -> team/web/80", "Prefix /api -> team/web/80"}, proxyHTTPS(g, "p.example.com")); diff != "" {
+				t.Errorf("permitInsecure %t: HTTPS routes (-want +got):\n%s", permit, diff)
+			}
+		}
+	})
 }
 
 // Headers policies at route and service level: set and remove; Host on a route's
@@ -346,6 +468,13 @@ func TestHTTPProxyHeadersPolicies(t *testing.T) {
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-a, value: a}, {name: X-A, value: b}]}}`, `set[1]: header "X-A" is set twice`},
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [host]}}`, "remove[0]: Host cannot be removed"},
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [":path"]}}`, `remove[0] ":path" is not a header that can be removed`},
+		// The proxy rewrites Host with a literal only.
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Host, value: "%REQ(X-Host)%"}]}}`, `spec.routes[0].requestHeadersPolicy.set[0]: Host "%REQ(X-Host)%" must be a host name; %...% operators cannot set it`},
+		{`{services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: host, value: "%CONTOUR_NAMESPACE%.internal"}]}}]}`, `spec.routes[0].services[0].requestHeadersPolicy.set[0]: Host "%CONTOUR_NAMESPACE%.internal" must be a host name`},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Host, value: "50%"}]}}`, `Host "50%" must be a host name`},
+		// A route's policy applies to all its services: no one service to name.
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-svc, value: "%CONTOUR_SERVICE_NAME%"}]}}`, "spec.routes[0].requestHeadersPolicy.set[0]: %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% name a service: use them in a service's headers policy, not the route's"},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: x-port, value: "port %CONTOUR_SERVICE_PORT%"}]}}`, "spec.routes[0].responseHeadersPolicy.set[0]: %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% name a service"},
 	} {
 		t.Run(tc.route, func(t *testing.T) {
 			invalidRoute(t, problemRoute, "HeaderPolicyInvalid", []string{tc.part}, policyRoot(t, tc.route))

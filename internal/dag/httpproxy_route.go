@@ -123,7 +123,7 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 		if r.FailurePolicy != nil {
 			pol.outlier = proxyOutlier(r.FailurePolicy, field+".failurePolicy", c)
 		}
-		out.Clusters = b.proxyServices(n, r.Services, field, pol, c)
+		out.Clusters = b.proxyServices(n, r.Services, field, pol, true, c)
 	}
 	return out
 }
@@ -159,7 +159,7 @@ func proxyTimeouts(tp *contourv1.TimeoutPolicy, field string, c *proxyCheck) *Ti
 // envoyRetryOn are the retry conditions a retryPolicy may name.
 var envoyRetryOn = []string{
 	"5xx", "gateway-error", "reset", "connect-failure", "retriable-4xx", "refused-stream",
-	"retriable-status-codes", "retriable-headers", "cancelled", "deadline-exceeded", "internal",
+	"retriable-status-codes", "cancelled", "deadline-exceeded", "internal",
 	"resource-exhausted", "unavailable",
 }
 
@@ -323,7 +323,9 @@ func proxyLoadBalancer(lbp *contourv1.LoadBalancerPolicy, field string, c *proxy
 			hashes = append(hashes, hp)
 		}
 		if len(hashes) == 0 {
-			c.warn(problemRoute, "HashPolicyMissing", "%s: strategy RequestHash without requestHashPolicies balances at random", field)
+			// The translator gives a consistent-hashing cluster without hash policies
+			// the client address to hash (xds/translate hashesClient).
+			c.warn(problemRoute, "HashPolicyMissing", "%s: strategy RequestHash without requestHashPolicies hashes the client address (as hashSourceIP: true does); add requestHashPolicies to hash a header or query parameter instead", field)
 		}
 		return LBRingHash, hashes
 	default:
@@ -445,14 +447,24 @@ func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool,
 		}
 		seen[name] = true
 		if name == "Host" {
-			if !request {
+			switch {
+			case !request:
 				c.fail(problemRoute, "HeaderPolicyInvalid", "%s: Host cannot be set on responses", at)
 				continue
-			}
-			if routeLevel {
+			case strings.Contains(h.Value, "%"):
+				// The proxy rewrites Host only with a literal value.
+				c.fail(problemRoute, "HeaderPolicyInvalid", "%s: Host %q must be a host name; %%...%% operators cannot set it", at, h.Value)
+				continue
+			case routeLevel:
 				host = h.Value
 				continue
 			}
+			out.Set = append(out.Set, HeaderValue{Name: name, Value: h.Value})
+			continue
+		}
+		if routeLevel && (strings.Contains(h.Value, "%CONTOUR_SERVICE_NAME%") || strings.Contains(h.Value, "%CONTOUR_SERVICE_PORT%")) {
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s: %%CONTOUR_SERVICE_NAME%% and %%CONTOUR_SERVICE_PORT%% name a service: use them in a service's headers policy, not the route's", at)
+			continue
 		}
 		out.Set = append(out.Set, HeaderValue{Name: name, Value: headerValue(h.Value, n, svc, port)})
 	}
@@ -554,10 +566,11 @@ func pickPrefixRewrite(p *contourv1.PathRewritePolicy, prefix string) string {
 	return fallback
 }
 
-// proxyServices resolves a route's services in the object's own namespace. Weights are
-// used as written when any is set (0 then means no traffic); otherwise traffic is split
-// evenly.
-func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, field string, pol clusterPolicy, c *proxyCheck) []*WeightedCluster {
+// proxyServices resolves a route's (or a tcpproxy's) services in the object's own
+// namespace. Weights are used as written when any is set (0 then means no traffic);
+// otherwise traffic is split evenly. http says that the services receive HTTP requests,
+// to which their headers policies apply.
+func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, field string, pol clusterPolicy, http bool, c *proxyCheck) []*WeightedCluster {
 	var total int64
 	for _, s := range services {
 		if !s.Mirror {
@@ -597,10 +610,10 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			weight = uint32(min(s.Weight, 1<<24))
 		}
 		wc := &WeightedCluster{Cluster: cluster, Weight: weight}
-		if s.RequestHeadersPolicy != nil {
+		if s.RequestHeadersPolicy != nil && http {
 			wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at.String()+".requestHeadersPolicy", true, n, s.Name, s.Port, false, c)
 		}
-		if s.ResponseHeadersPolicy != nil {
+		if s.ResponseHeadersPolicy != nil && http {
 			wc.ResponseHeaders, _ = proxyHeadersPolicy(s.ResponseHeadersPolicy, at.String()+".responseHeadersPolicy", false, n, s.Name, s.Port, false, c)
 		}
 		out = append(out, wc)

@@ -644,6 +644,7 @@ spec:
 		{"include of a missing object", `{virtualhost: {fqdn: tcp.example.com, tls: {passthrough: true}}, tcpproxy: {include: {name: nope}}}`, nil, problemTCPProxy, "IncludeNotFound", []string{"spec.tcpproxy.include default/nope does not exist"}},
 		{"include of an object without tcpproxy", `{virtualhost: {fqdn: tcp.example.com, tls: {passthrough: true}}, tcpproxy: {include: {name: web}}}`, []string{`{metadata: {name: web}, spec: {routes: [{services: [{name: web, port: 80}]}]}}`}, problemTCPProxy, "IncludeNotFound", []string{"default/web has no spec.tcpproxy.services"}},
 		{"include of a root", `{virtualhost: {fqdn: tcp.example.com, tls: {passthrough: true}}, tcpproxy: {include: {name: other}}}`, []string{`{metadata: {name: other}, spec: {virtualhost: {fqdn: other.example.com, tls: {passthrough: true}}, tcpproxy: {services: [{name: db, port: 5432}]}}}`}, problemTCPProxy, "IncludeNotFound", []string{"is a root"}},
+		{"only mirrors", `{virtualhost: {fqdn: tcp.example.com, tls: {passthrough: true}}, tcpproxy: {services: [{name: db, port: 5432, mirror: true}]}}`, nil, problemService, "NoServices", []string{"spec.tcpproxy.services: every service is a mirror"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := []runtime.Object{proxy(t, `{metadata: {name: root}, spec: `+tc.root+`}`), secret}
@@ -660,6 +661,48 @@ spec:
 	t.Run("included tcpproxy without a root", func(t *testing.T) {
 		g := build(proxy(t, `{metadata: {name: db}, spec: {tcpproxy: {services: [{name: postgres, port: 5432}]}}}`))
 		wantProxy(t, g, "default", "db", StatusOrphaned)
+	})
+	t.Run("service fields Portico ignores warn, as on routes", func(t *testing.T) {
+		// Headers policies mean nothing to a TCP proxy: ignored (even one that would be
+		// invalid on a route), with a warning.
+		g := build(proxy(t, `
+metadata: {name: db, namespace: data}
+spec:
+  tcpproxy:
+    services:
+    - name: postgres
+      port: 5432
+      healthPort: 8080
+      slowStartPolicy: {window: 10s}
+      cookieRewritePolicies: [{name: c, secure: true}]
+      requestHeadersPolicy: {set: [{name: Host, value: "%REQ(x)%"}]}
+      responseHeadersPolicy: {remove: [server]}
+    - {name: shadow, port: 5432, mirror: true}
+`), proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost: {fqdn: tcp.example.com, tls: {passthrough: true}}
+  tcpproxy: {include: {name: db, namespace: data}}
+`))
+		wantClean(t, g, "default", "root")
+		st := wantProxy(t, g, "data", "db", StatusValid)
+		for _, w := range []string{
+			"spec.tcpproxy.services[0].healthPort is not implemented by Portico yet: health checks go to port 5432",
+			"spec.tcpproxy.services[0].slowStartPolicy is not implemented by Portico yet",
+			"spec.tcpproxy.services[0].cookieRewritePolicies is not implemented by Portico yet",
+			"spec.tcpproxy.services[0].requestHeadersPolicy is ignored: a TCP proxy forwards bytes",
+			"spec.tcpproxy.services[0].responseHeadersPolicy is ignored",
+			"spec.tcpproxy.services[1].mirror is not implemented by Portico yet: shadow receives no traffic",
+		} {
+			wantProblem(t, "data/db warnings", st.Warnings, problemUnsupported, "NotImplemented", w)
+		}
+		svh := httpsHost(g, "tcp.example.com")
+		if svh == nil || svh.TCPProxy == nil {
+			t.Fatalf("secure virtual host = %+v", svh)
+		}
+		if got := svh.TCPProxy.Clusters; len(got) != 1 || got[0].Cluster.Name != "data/postgres/5432" || got[0].RequestHeaders != nil || got[0].ResponseHeaders != nil {
+			t.Errorf("TCP clusters = %+v, want postgres alone, without headers policies", got)
+		}
 	})
 }
 
@@ -756,6 +799,7 @@ spec:
 		{name: "service cookieRewritePolicies", service: ", cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].services[0].cookieRewritePolicies"},
 		{name: "mirror", service: "}, {name: shadow, port: 80, mirror: true", field: "spec.routes[0].services[1].mirror"},
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
+		{name: "healthPort", service: ", healthPort: 8080", field: "spec.routes[0].services[0].healthPort"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
 		{name: "httpVersions", spec: "\n  httpVersions: [HTTP/1.1]", field: "spec.httpVersions"},
 		{name: "enableFallbackCertificate", vh: `, tls: {secretName: cert, enableFallbackCertificate: true}`, field: "spec.virtualhost.tls.enableFallbackCertificate"},

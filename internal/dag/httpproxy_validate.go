@@ -258,6 +258,10 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 			c.fail(problemTCPProxy, "ProtocolInvalid", "%s.services[%d].protocol: a TCP proxy forwards bytes, it has no HTTP protocol; remove it", field, i)
 		}
 	}
+	if len(tp.Services) > 0 && !slices.ContainsFunc(tp.Services, func(s contourv1.Service) bool { return !s.Mirror }) {
+		c.fail(problemService, "NoServices", "%s.services: every service is a mirror (which Portico does not implement yet); a tcpproxy needs a service that receives its connections", field)
+	}
+	validateServicesUnsupported(tp.Services, field, true, c)
 }
 
 // validateRouteSecurity fails a route that asks for a security feature Portico does not
@@ -287,12 +291,20 @@ func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
 	if r.InternalRedirectPolicy != nil {
 		c.warn(problemUnsupported, "NotImplemented", "%s.internalRedirectPolicy is not implemented by Portico yet and is ignored: redirects reach the client", field)
 	}
-	for i := range r.Services {
-		s := &r.Services[i]
-		if !s.Mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && (s.HealthPort == 0 || s.HealthPort == s.Port) {
+	validateServicesUnsupported(r.Services, field, false, c)
+}
+
+// validateServicesUnsupported warns about the fields of services Portico ignores, for a
+// route's services or (tcp) a tcpproxy's, which have no HTTP requests to apply headers
+// policies to.
+func validateServicesUnsupported(services []contourv1.Service, field string, tcp bool, c *proxyCheck) {
+	for i := range services {
+		s := &services[i]
+		headers := tcp && (s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil)
+		if !s.Mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && (s.HealthPort == 0 || s.HealthPort == s.Port) && !headers {
 			continue
 		}
-		at := fmt.Sprintf("%s.services[%d]", field, i)
+		at := indexedField(field+".services", i)
 		if s.Mirror {
 			c.warn(problemUnsupported, "NotImplemented", "%s.mirror is not implemented by Portico yet: %s receives no traffic", at, s.Name)
 		}
@@ -304,6 +316,14 @@ func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
 		}
 		if s.HealthPort != 0 && s.HealthPort != s.Port {
 			c.warn(problemUnsupported, "NotImplemented", "%s.healthPort is not implemented by Portico yet: health checks go to port %d", at, s.Port)
+		}
+		for _, h := range []struct {
+			name string
+			set  bool
+		}{{"requestHeadersPolicy", s.RequestHeadersPolicy != nil}, {"responseHeadersPolicy", s.ResponseHeadersPolicy != nil}} {
+			if tcp && h.set {
+				c.warn(problemUnsupported, "NotImplemented", "%s.%s is ignored: a TCP proxy forwards bytes, it sets and removes no headers", at, h.name)
+			}
 		}
 	}
 }

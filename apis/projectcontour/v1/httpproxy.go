@@ -41,8 +41,9 @@ type HTTPProxySpec struct {
 	// VirtualHost makes the object a root: it owns this host name.
 	// +optional
 	VirtualHost *VirtualHost `json:"virtualhost,omitempty"`
-	// Routes send the requests matching their conditions to services. Ignored when
-	// TCPProxy is set.
+	// Routes send the requests matching their conditions to services. When TCPProxy
+	// is set, they are served on plain HTTP only (redirected to HTTPS unless
+	// permitInsecure): the TLS connections go to the tcpproxy.
 	// +optional
 	Routes []Route `json:"routes,omitempty"`
 	// TCPProxy forwards the virtual host's TLS connections as TCP streams instead of
@@ -53,14 +54,15 @@ type HTTPProxySpec struct {
 	// possibly in other namespaces.
 	// +optional
 	Includes []Include `json:"includes,omitempty"`
-	// IngressClassName says which controller serves the object. The
-	// kubernetes.io/ingress.class annotation, when set, takes precedence, as it did
-	// before this field existed.
+	// IngressClassName says which controller serves the object. It takes precedence
+	// over the kubernetes.io/ingress.class annotation (and projectcontour.io/ and
+	// contour.heptio.com/ingress.class); an object with neither is Portico's.
 	// +optional
 	IngressClassName string `json:"ingressClassName,omitempty"`
 	// HTTPVersions are the HTTP versions offered to clients of a root's virtual host;
 	// empty means every version the listener serves.
-	// Portico: not in Contour's schema.
+	// Portico: not in Contour's schema, and not implemented yet: a warning, and both
+	// versions are served.
 	// +optional
 	HTTPVersions []HTTPVersionType `json:"httpVersions,omitempty"`
 }
@@ -86,7 +88,9 @@ type Include struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// Conditions select the requests handed over. At most one prefix; exact and
-	// regex path conditions are not allowed here.
+	// regex path conditions are not allowed here. The requests they select belong to
+	// the included object: those none of its routes match get 404, they are never
+	// passed to another route of the including object.
 	// +optional
 	Conditions []MatchCondition `json:"conditions,omitempty"`
 	// PermitInsecure lets the included routes that ask for it be served over plain
@@ -101,14 +105,17 @@ type Include struct {
 // MatchCondition is one condition a request must meet. Conditions of a route or an
 // include all have to hold. One of the fields is set.
 type MatchCondition struct {
-	// Prefix matches the start of the path.
+	// Prefix matches the start of the path by whole segments ("/api" matches "/api"
+	// and "/api/x", not "/apix"); a prefix ending in "/" matches every path that
+	// starts with it.
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
-	// Exact matches the whole path. Not allowed on includes.
+	// Exact matches the whole path; under an include it is relative to the include's
+	// prefix ("/about" under "/blog" is "/blog/about"). Not allowed on includes.
 	// +optional
 	Exact string `json:"exact,omitempty"`
-	// Regex matches the whole path against a regular expression. Not allowed on
-	// includes.
+	// Regex matches the whole path against an RE2 regular expression; under an
+	// include it is confined to the include's prefix. Not allowed on includes.
 	// +optional
 	Regex string `json:"regex,omitempty"`
 	// Header matches a request header.
@@ -146,7 +153,7 @@ type HeaderMatchCondition struct {
 	// NotContains holds when the value does not contain this text.
 	// +optional
 	NotContains string `json:"notcontains,omitempty"`
-	// IgnoreCase compares text without regard to case; it does not affect Regex.
+	// IgnoreCase compares text without regard to case; a Regex gets "(?i)".
 	// +optional
 	IgnoreCase bool `json:"ignoreCase,omitempty"`
 	// Exact holds when the value is this text.
@@ -155,11 +162,13 @@ type HeaderMatchCondition struct {
 	// NotExact holds when the value is anything but this text.
 	// +optional
 	NotExact string `json:"notexact,omitempty"`
-	// Regex holds when the value matches this regular expression.
+	// Regex holds when the whole value matches this RE2 regular expression.
 	// +optional
 	Regex string `json:"regex,omitempty"`
-	// TreatMissingAsEmpty makes a negative condition (NotContains, NotExact) see an
-	// absent header as an empty value, so that it holds.
+	// TreatMissingAsEmpty compares an absent header as the empty value, so that a
+	// Regex matching "" holds for it. Without it, Exact, Contains and Regex never hold
+	// for an absent header, and NotExact and NotContains always do. Not with Present
+	// or NotPresent.
 	// +optional
 	TreatMissingAsEmpty bool `json:"treatMissingAsEmpty,omitempty"`
 }
@@ -178,13 +187,13 @@ type QueryParameterMatchCondition struct {
 	// Suffix holds when the value ends with this text.
 	// +optional
 	Suffix string `json:"suffix,omitempty"`
-	// Regex holds when the value matches this regular expression.
+	// Regex holds when the whole value matches this RE2 regular expression.
 	// +optional
 	Regex string `json:"regex,omitempty"`
 	// Contains holds when the value contains this text.
 	// +optional
 	Contains string `json:"contains,omitempty"`
-	// IgnoreCase compares text without regard to case; it does not affect Regex.
+	// IgnoreCase compares text without regard to case; a Regex gets "(?i)".
 	// +optional
 	IgnoreCase bool `json:"ignoreCase,omitempty"`
 	// Present holds when the parameter is there, whatever its value.
@@ -206,10 +215,13 @@ type Route struct {
 	// +optional
 	EnableWebsockets bool `json:"enableWebsockets,omitempty"`
 	// PermitInsecure serves the route over plain HTTP too on a TLS virtual host,
-	// instead of redirecting to HTTPS.
+	// instead of redirecting to HTTPS. A route of an included object is served so
+	// only when every include on its way from the root sets permitInsecure too.
 	// +optional
 	PermitInsecure bool `json:"permitInsecure,omitempty"`
 	// AuthPolicy changes, for this route, the authorization the virtual host asks for.
+	// Portico: not implemented yet; the object is not served (invalid) rather than
+	// served without it.
 	// +optional
 	AuthPolicy *AuthorizationPolicy `json:"authPolicy,omitempty"`
 	// TimeoutPolicy sets the route's timeouts.
@@ -227,9 +239,10 @@ type Route struct {
 	// PathRewritePolicy rewrites the path once the request has been routed.
 	// +optional
 	PathRewritePolicy *PathRewritePolicy `json:"pathRewritePolicy,omitempty"`
-	// RequestHeadersPolicy edits the request headers sent upstream. The Host header
-	// may be set from another request header with the value "%REQ(X-Header-Name)%":
-	// only do so with a header the client cannot forge.
+	// RequestHeadersPolicy edits the request headers sent upstream. Setting Host
+	// rewrites the request's host; its value must be a literal host name. The
+	// %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% variables are refused here:
+	// only a service's policy has a service to name.
 	// +optional
 	RequestHeadersPolicy *HeadersPolicy `json:"requestHeadersPolicy,omitempty"`
 	// ResponseHeadersPolicy edits the response headers; Host cannot be set.
@@ -237,9 +250,12 @@ type Route struct {
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
 	// CookieRewritePolicies rewrite attributes of Set-Cookie headers of responses;
 	// at most one per cookie name.
+	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// RateLimitPolicy limits the route's request rate.
+	// Portico: not implemented yet; the object is not served (invalid) rather than
+	// served without it.
 	// +optional
 	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
 	// RequestRedirectPolicy answers with a redirect instead of proxying.
@@ -250,18 +266,23 @@ type Route struct {
 	DirectResponsePolicy *HTTPDirectResponsePolicy `json:"directResponsePolicy,omitempty"`
 	// InternalRedirectPolicy follows redirects of the upstream instead of returning
 	// them to the client.
+	// Portico: not implemented yet; ignored, with a warning: redirects reach the
+	// client.
 	// +optional
 	InternalRedirectPolicy *HTTPInternalRedirectPolicy `json:"internalRedirectPolicy,omitempty"`
 	// JWTVerificationPolicy chooses which of the virtual host's JWT providers the
 	// route requires, if any.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	JWTVerificationPolicy *JWTVerificationPolicy `json:"jwtVerificationPolicy,omitempty"`
 	// IPAllowFilterPolicy only lets requests from these addresses through; it
 	// replaces the virtual host's filter. Not together with IPDenyFilterPolicy.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPAllowFilterPolicy []IPFilterPolicy `json:"ipAllowPolicy,omitempty"`
 	// IPDenyFilterPolicy refuses requests from these addresses; it replaces the
 	// virtual host's filter. Not together with IPAllowFilterPolicy.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPDenyFilterPolicy []IPFilterPolicy `json:"ipDenyPolicy,omitempty"`
 	// FailurePolicy retries failed requests and ejects failing endpoints (a passive
@@ -275,7 +296,7 @@ type Route struct {
 // through as they are) to services, or includes another HTTPProxy that does.
 type TCPProxy struct {
 	// LoadBalancerPolicy chooses among the endpoints; the Cookie and RequestHash
-	// strategies do not apply to TCP.
+	// strategies need HTTP requests and make the object invalid here.
 	// +optional
 	LoadBalancerPolicy *LoadBalancerPolicy `json:"loadBalancerPolicy,omitempty"`
 	// Services receive the connections, split by weight.
@@ -311,12 +332,15 @@ type Service struct {
 	// +kubebuilder:validation:Maximum=65535
 	Port int `json:"port"`
 	// HealthPort is the port health checks go to; default Port.
+	// Portico: not implemented yet; a different port gives a warning, and health
+	// checks go to Port.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	HealthPort int `json:"healthPort,omitempty"`
 	// Protocol spoken to the endpoints: h2 (HTTP/2 over TLS), h2c (HTTP/2 in clear
-	// text) or tls (HTTP/1.1 over TLS). Unset, the Service's annotations decide.
+	// text) or tls (HTTP/1.1 over TLS). Unset: HTTP/1.1 in clear text (the Service's
+	// annotations are not read). Not on a tcpproxy's services.
 	// +optional
 	// +kubebuilder:validation:Enum=h2;h2c;tls
 	Protocol *string `json:"protocol,omitempty"`
@@ -331,19 +355,24 @@ type Service struct {
 	UpstreamValidation *UpstreamValidation `json:"validation,omitempty"`
 	// Mirror sends the service a copy of the route's requests; its responses are
 	// dropped.
+	// Portico: not implemented yet; a mirror gets no traffic at all (a warning).
 	// +optional
 	Mirror bool `json:"mirror,omitempty"`
-	// RequestHeadersPolicy edits the request headers sent to this service.
+	// RequestHeadersPolicy edits the request headers sent to this service; Host,
+	// when set, must be a literal host name. Ignored (a warning) on a tcpproxy's
+	// services.
 	// +optional
 	RequestHeadersPolicy *HeadersPolicy `json:"requestHeadersPolicy,omitempty"`
 	// ResponseHeadersPolicy edits the headers of this service's responses; Host
-	// cannot be set.
+	// cannot be set. Ignored (a warning) on a tcpproxy's services.
 	// +optional
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
 	// CookieRewritePolicies rewrite attributes of this service's Set-Cookie headers.
+	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// SlowStartPolicy ramps up the traffic sent to a new endpoint.
+	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	SlowStartPolicy *SlowStartPolicy `json:"slowStartPolicy,omitempty"`
 }
@@ -359,9 +388,9 @@ type HTTPProxyStatus struct {
 	// LoadBalancer holds the addresses the virtual host is reached at.
 	// +optional
 	LoadBalancer corev1.LoadBalancerStatus `json:"loadBalancer,omitempty"`
-	// Conditions detail the verdict. The controller owns the "Valid" condition
-	// (status True when currentStatus is valid) and leaves others alone: another
-	// controller may add its own, under a domain-qualified type.
+	// Conditions detail the verdict: the controller writes one condition, "Valid"
+	// (status True when currentStatus is valid), with the errors and warnings behind
+	// it. It replaces the whole list: conditions of other types are not kept.
 	// +optional
 	// +patchMergeKey=type
 	// +patchStrategy=merge

@@ -1,7 +1,8 @@
 package v1
 
-// TimeoutPolicy holds a route's timeouts. Each is a Go duration ("300ms", "5s", "1m")
-// or "infinity" for none; "0s" means unset.
+// TimeoutPolicy holds a route's timeouts. Each is a Go duration ("300ms", "5s", "1m"),
+// or "infinity" (also "infinite") for none; "0s" is none too. Unset, the default
+// applies.
 type TimeoutPolicy struct {
 	// Response is the time allowed for the whole response, from the end of the
 	// request; default 15s.
@@ -9,7 +10,7 @@ type TimeoutPolicy struct {
 	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+|infinity|infinite)$`
 	Response string `json:"response,omitempty"`
 	// Idle is the time a request (an HTTP/2 stream) may see no activity; an idle
-	// HTTP/1.1 connection between requests does not count.
+	// HTTP/1.1 connection between requests does not count. Default 5m.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+|infinity|infinite)$`
 	Idle string `json:"idle,omitempty"`
@@ -21,7 +22,9 @@ type TimeoutPolicy struct {
 }
 
 // RetryOn is a condition under which a request is retried, as Envoy names it
-// (x-envoy-retry-on and x-envoy-retry-grpc-on).
+// (x-envoy-retry-on and x-envoy-retry-grpc-on). Portico refuses reset-before-request,
+// envoy-ratelimited, http3-post-connect-failure and retriable-headers (which needs
+// header matchers HTTPProxy cannot express): they make the object invalid.
 // +kubebuilder:validation:Enum="5xx";gateway-error;reset;reset-before-request;connect-failure;envoy-ratelimited;retriable-4xx;refused-stream;retriable-status-codes;retriable-headers;http3-post-connect-failure;cancelled;deadline-exceeded;internal;resource-exhausted;unavailable
 type RetryOn string
 
@@ -33,7 +36,8 @@ type RetryPolicy struct {
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=-1
 	NumRetries int64 `json:"count"`
-	// PerTryTimeout bounds each attempt; ignored unless count is set.
+	// PerTryTimeout bounds each attempt, the first and every retry; unset, an attempt
+	// is bounded only by the route's response timeout.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+|infinity|infinite)$`
 	PerTryTimeout string `json:"perTryTimeout,omitempty"`
@@ -52,7 +56,7 @@ type RetryPolicy struct {
 // which gets the default given, from a zero one.
 // Portico: not in Contour's schema.
 type FailurePolicy struct {
-	// Count is the most retries of a request; default 1.
+	// Count is the most retries of a request, 0 to 100; 0 means none; default 1.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Count *int64 `json:"count,omitempty"`
@@ -98,17 +102,19 @@ type HTTPHealthCheckPolicy struct {
 	// Host is the Host header of the checks; default "contour-envoy-healthcheck".
 	// +optional
 	Host string `json:"host,omitempty"`
-	// IntervalSeconds between checks.
+	// IntervalSeconds between checks; 0 means the default, 5.
 	// +optional
 	IntervalSeconds int64 `json:"intervalSeconds"`
-	// TimeoutSeconds to wait for an answer.
+	// TimeoutSeconds to wait for an answer; 0 means the default, 2.
 	// +optional
 	TimeoutSeconds int64 `json:"timeoutSeconds"`
-	// UnhealthyThresholdCount failed checks mark an endpoint unhealthy.
+	// UnhealthyThresholdCount failed checks mark an endpoint unhealthy; 0 means the
+	// default, 3.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	UnhealthyThresholdCount int64 `json:"unhealthyThresholdCount"`
-	// HealthyThresholdCount passed checks mark it healthy again.
+	// HealthyThresholdCount passed checks mark it healthy again; 0 means the
+	// default, 2.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	HealthyThresholdCount int64 `json:"healthyThresholdCount"`
@@ -131,28 +137,31 @@ type StatusRange struct {
 
 // TCPHealthCheckPolicy is an active TCP health check: a connection is attempted.
 type TCPHealthCheckPolicy struct {
-	// IntervalSeconds between checks.
+	// IntervalSeconds between checks; 0 means the default, 5.
 	// +optional
 	IntervalSeconds int64 `json:"intervalSeconds"`
-	// TimeoutSeconds to wait for the connection.
+	// TimeoutSeconds to wait for the connection; 0 means the default, 2.
 	// +optional
 	TimeoutSeconds int64 `json:"timeoutSeconds"`
-	// UnhealthyThresholdCount failed checks mark an endpoint unhealthy.
+	// UnhealthyThresholdCount failed checks mark an endpoint unhealthy; 0 means the
+	// default, 3.
 	// +optional
 	UnhealthyThresholdCount uint32 `json:"unhealthyThresholdCount"`
-	// HealthyThresholdCount passed checks mark it healthy again.
+	// HealthyThresholdCount passed checks mark it healthy again; 0 means the
+	// default, 2.
 	// +optional
 	HealthyThresholdCount uint32 `json:"healthyThresholdCount"`
 }
 
 // LoadBalancerPolicy chooses among the endpoints of a service.
 type LoadBalancerPolicy struct {
-	// Strategy is RoundRobin (the default, also for an unknown name), Random,
-	// WeightedLeastRequest, Cookie or RequestHash.
+	// Strategy is RoundRobin (the default), Random, WeightedLeastRequest, Cookie or
+	// RequestHash; another name makes the object invalid.
 	// +optional
 	Strategy string `json:"strategy,omitempty"`
-	// RequestHashPolicies say what RequestHash hashes; invalid entries are ignored,
-	// and none left means RoundRobin.
+	// RequestHashPolicies say what RequestHash hashes; an invalid entry makes the
+	// object invalid. Without any, RequestHash hashes the client's address (with a
+	// warning).
 	// +optional
 	RequestHashPolicies []RequestHashPolicy `json:"requestHashPolicies,omitempty"`
 }
@@ -206,14 +215,15 @@ type ReplacePrefix struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	Prefix string `json:"prefix,omitempty"`
-	// Replacement takes the prefix's place.
+	// Replacement takes the prefix's place; it starts with "/". Replacing a prefix
+	// such as "/api" with one ending in "/" sends "/api/x" as ".../x", not "...//x".
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	Replacement string `json:"replacement"`
 }
 
-// HeadersPolicy edits headers. Setting Host on a request also sets the SNI of a TLS
-// upstream; it cannot be set on a response.
+// HeadersPolicy edits headers. Host can be set on requests only, to a literal host
+// name; it cannot be removed.
 type HeadersPolicy struct {
 	// Set adds these headers, replacing any of the same name.
 	// +optional
@@ -229,7 +239,10 @@ type HeaderValue struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
-	// Value of the header.
+	// Value of the header: text, with Envoy's %REQ(Header-Name)%,
+	// %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%, %PROTOCOL% and %HOSTNAME%, and
+	// %CONTOUR_NAMESPACE%, %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% (these
+	// two in a service's policy only); any other "%" is sent as it is.
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	Value string `json:"value"`
@@ -253,7 +266,8 @@ type HTTPRequestRedirectPolicy struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port *int32 `json:"port,omitempty"`
-	// StatusCode of the redirect.
+	// StatusCode of the redirect. Portico: 301 or 302; the others make the object
+	// invalid.
 	// +optional
 	// +kubebuilder:default=302
 	// +kubebuilder:validation:Enum=301;302;303;307;308
@@ -300,7 +314,7 @@ type HTTPDirectResponsePolicy struct {
 	// +kubebuilder:validation:Minimum=200
 	// +kubebuilder:validation:Maximum=599
 	StatusCode int `json:"statusCode"`
-	// Body of the response; none when unset. Keep it short: it is held in memory.
+	// Body of the response; none when unset. At most 4096 bytes.
 	// +optional
 	Body string `json:"body,omitempty"`
 }
@@ -373,8 +387,9 @@ type UpstreamValidation struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
 	CACertificate string `json:"caSecret"`
-	// SubjectName must be among the certificate's subject alternative names. It
-	// predates SubjectNames, whose first entry must equal it when both are set.
+	// SubjectName must be among the certificate's subject alternative names, and is
+	// sent as SNI. It predates SubjectNames, whose first entry must equal it when both
+	// are set.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=250
 	SubjectName string `json:"subjectName"`

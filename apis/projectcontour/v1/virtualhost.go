@@ -8,28 +8,36 @@ type VirtualHost struct {
 	// +kubebuilder:validation:Pattern="^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 	Fqdn string `json:"fqdn"`
 	// TLS serves the host over HTTPS (SNI is Fqdn); plain-HTTP requests are
-	// redirected unless their route permits insecure requests.
+	// redirected unless their route permits insecure requests (a route of an included
+	// object only when every include on its way permits them too).
 	// +optional
 	TLS *TLS `json:"tls,omitempty"`
 	// Authorization asks an external server whether each request may pass. It needs
 	// TLS; a client certificate, when validated, is sent along.
+	// Portico: not implemented yet; the object is not served (invalid) rather than
+	// served without it.
 	// +optional
 	Authorization *AuthorizationServer `json:"authorization,omitempty"`
 	// CORSPolicy answers cross-origin requests.
+	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	CORSPolicy *CORSPolicy `json:"corsPolicy,omitempty"`
 	// RateLimitPolicy limits the host's request rate.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
 	// JWTProviders verify JSON Web Tokens of requests; routes say which they require.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	JWTProviders []JWTProvider `json:"jwtProviders,omitempty"`
 	// IPAllowFilterPolicy only lets requests from these addresses through, unless a
 	// route sets its own filter. Not together with IPDenyFilterPolicy.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPAllowFilterPolicy []IPFilterPolicy `json:"ipAllowPolicy,omitempty"`
 	// IPDenyFilterPolicy refuses requests from these addresses, unless a route sets
 	// its own filter. Not together with IPAllowFilterPolicy.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPDenyFilterPolicy []IPFilterPolicy `json:"ipDenyPolicy,omitempty"`
 }
@@ -54,10 +62,12 @@ type TLS struct {
 	// +optional
 	Passthrough bool `json:"passthrough,omitempty"`
 	// ClientValidation asks clients for a certificate, and says how to check it.
+	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	ClientValidation *DownstreamValidation `json:"clientValidation,omitempty"`
 	// EnableFallbackCertificate also serves clients that send no SNI (or an unknown
 	// one) with the controller's fallback certificate.
+	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	EnableFallbackCertificate bool `json:"enableFallbackCertificate,omitempty"`
 }
