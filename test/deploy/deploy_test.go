@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/testutil"
@@ -323,7 +324,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	}
 	want := map[string]int{
 		"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Deployment": 1, "DaemonSet": 1, "Service": 3, "IngressClass": 1, "CustomResourceDefinition": 2,
+		"Deployment": 1, "DaemonSet": 1, "Service": 3, "IngressClass": 1, "CustomResourceDefinition": 4,
 		"ValidatingWebhookConfiguration": 1,
 	}
 	for kind, n := range want {
@@ -344,6 +345,26 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 		Spec:       contourv1beta1.TLSCertificateDelegationSpec{Delegations: []contourv1beta1.CertificateDelegation{{SecretName: "s", TargetNamespaces: []string{"*"}}}},
 	}, dryRun); err != nil {
 		t.Errorf("creating a TLSCertificateDelegation (dry run): %v", err)
+	}
+	if _, err := contour.HTTPProxies(systemNamespace).Create(ctx, httpProxy("dry-run", "dry-run-proxy.deploy.test"), dryRun); err != nil {
+		t.Errorf("creating an HTTPProxy (dry run): %v", err)
+	}
+	if _, err := contour.ProjectTLSCertificateDelegations(systemNamespace).Create(ctx, &contourv1.TLSCertificateDelegation{
+		ObjectMeta: metav1.ObjectMeta{Name: "dry-run"},
+		Spec:       contourv1.TLSCertificateDelegationSpec{Delegations: []contourv1.CertificateDelegation{{SecretName: "s", TargetNamespaces: []string{"*"}}}},
+	}, dryRun); err != nil {
+		t.Errorf("creating a projectcontour.io TLSCertificateDelegation (dry run): %v", err)
+	}
+}
+
+// httpProxy is a root HTTPProxy for host routing everything to Service "web".
+func httpProxy(name, host string) *contourv1.HTTPProxy {
+	return &contourv1.HTTPProxy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: host},
+			Routes:      []contourv1.Route{{Services: []contourv1.Service{{Name: "web", Port: 80}}}},
+		},
 	}
 }
 
@@ -423,6 +444,10 @@ func TestRBACIsSufficient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	proxy, err := contour.HTTPProxies(appNS).Create(ctx, httpProxy("proxy", "proxy.deploy.test"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("serve works with exactly these permissions", func(t *testing.T) {
 		p := startServe(t, bin, kubeconfig)
@@ -445,6 +470,14 @@ func TestRBACIsSufficient(t *testing.T) {
 			return slices.Contains([]string{"valid", "invalid", "orphaned"}, cur.Status.CurrentStatus) && cur.Status.Description != ""
 		})
 		t.Logf("IngressRoute status written after %v", took.Round(time.Millisecond))
+		took = eventually(t, 30*time.Second, "the HTTPProxy status to be written", func() bool {
+			cur, err := contour.HTTPProxies(appNS).Get(ctx, proxy.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cur.Status.CurrentStatus == "valid" && len(cur.Status.Conditions) == 1
+		})
+		t.Logf("HTTPProxy status written after %v", took.Round(time.Millisecond))
 		if logs := p.stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
 			t.Error("portico serve logged forbidden with the deploy/ RBAC")
 		}
@@ -467,6 +500,24 @@ func TestRBACIsSufficient(t *testing.T) {
 			},
 			"patch ingressroutes/status": func() error {
 				_, err := irs.IngressRoutes(appNS).Patch(ctx, route.Name, types.MergePatchType,
+					[]byte(`{"status":{"description":"patched by the RBAC test"}}`), metav1.PatchOptions{FieldManager: fieldManager}, "status")
+				return err
+			},
+			"list httpproxies": func() error {
+				return irs.ProjectREST().Get().Resource(contourclient.ResourceHTTPProxies).Do(ctx).Error()
+			},
+			"watch httpproxies": func() error {
+				w, err := irs.ProjectREST().Get().Resource(contourclient.ResourceHTTPProxies).Param("watch", "true").Timeout(time.Second).Watch(ctx)
+				if err == nil {
+					w.Stop()
+				}
+				return err
+			},
+			"list projectcontour.io tlscertificatedelegations": func() error {
+				return irs.ProjectREST().Get().Resource(contourclient.ResourceTLSCertificateDelegations).Do(ctx).Error()
+			},
+			"patch httpproxies/status": func() error {
+				_, err := irs.HTTPProxies(appNS).Patch(ctx, proxy.Name, types.MergePatchType,
 					[]byte(`{"status":{"description":"patched by the RBAC test"}}`), metav1.PatchOptions{FieldManager: fieldManager}, "status")
 				return err
 			},
@@ -515,6 +566,11 @@ func TestRBACIsSufficient(t *testing.T) {
 				return err
 			},
 			"delete ingressroutes": func() error { return irs.IngressRoutes(appNS).Delete(ctx, route.Name, metav1.DeleteOptions{}) },
+			"create httpproxies": func() error {
+				_, err := irs.HTTPProxies(appNS).Create(ctx, httpProxy("x", "x-proxy.deploy.test"), metav1.CreateOptions{})
+				return err
+			},
+			"delete httpproxies": func() error { return irs.HTTPProxies(appNS).Delete(ctx, proxy.Name, metav1.DeleteOptions{}) },
 			"create tlscertificatedelegations": func() error {
 				_, err := irs.TLSCertificateDelegations(appNS).Create(ctx, &contourv1beta1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 				return err
