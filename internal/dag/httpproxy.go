@@ -32,18 +32,25 @@ type proxyNode struct {
 	// includedBy describes the includes that reach this object; includingInvalid the
 	// invalid objects that include it.
 	includedBy, includingInvalid []string
-	// hosts are those it serves routes on (made on first use).
-	hosts        map[string]bool
+	// host and moreHosts are those it serves routes on: most objects serve on one,
+	// so the map is only made for a second.
+	host         string
+	moreHosts    map[string]bool
+	names        []string // hostNames, made once
 	plans        []routePlan
 	includeConds []conditions // those of spec.includes, parsed
 	tcp          *TCPProxy
 }
 
 func (n *proxyNode) addHost(h string) {
-	if n.hosts == nil {
-		n.hosts = make(map[string]bool, 1)
+	switch {
+	case n.host == "" || n.host == h:
+		n.host = h
+	case n.moreHosts == nil:
+		n.moreHosts = map[string]bool{h: true}
+	default:
+		n.moreHosts[h] = true
 	}
-	n.hosts[h] = true
 }
 
 func (n *proxyNode) isRoot() bool { return n.p.Spec.VirtualHost != nil }
@@ -53,7 +60,19 @@ func (n *proxyNode) usable() bool { return n.ignored == "" && len(n.check.errors
 func (n *proxyNode) objRef() ObjectRef       { return n.ref }
 func (n *proxyNode) createdAt() *metav1.Time { return &n.p.CreationTimestamp }
 func (n *proxyNode) hostNames() []string {
-	return []string{strings.ToLower(n.p.Spec.VirtualHost.Fqdn)}
+	if n.names == nil {
+		n.names = []string{strings.ToLower(n.p.Spec.VirtualHost.Fqdn)}
+	}
+	return n.names
+}
+
+// fqdnInvalid reports whether a root's fqdn is no host name: validateHTTPProxy said so
+// (checked once), or, when the spec could not be read, it is not one.
+func (n *proxyNode) fqdnInvalid() bool {
+	if n.p.Annotations[contourv1.DecodeErrorAnnotation] != "" {
+		return validateProxyFQDN(n.p.Spec.VirtualHost.Fqdn) != ""
+	}
+	return slices.ContainsFunc(n.check.errors, func(p Problem) bool { return p.Reason == "FQDNInvalid" })
 }
 
 func (n *proxyNode) reject(format string, args ...any) {
@@ -184,7 +203,7 @@ func (b *builder) candidateProxyRoots(g *proxyGraph) []*proxyNode {
 func (b *builder) proxyHoldingRoots(g *proxyGraph) []hostRoot {
 	var out []hostRoot
 	for _, n := range g.order {
-		if n.ignored != "" || !n.isRoot() || validateProxyFQDN(n.p.Spec.VirtualHost.Fqdn) != "" {
+		if n.ignored != "" || !n.isRoot() || n.fqdnInvalid() {
 			continue
 		}
 		if ns := b.opts.RootNamespaces; len(ns) > 0 && !slices.Contains(ns, n.p.Namespace) {
@@ -402,8 +421,7 @@ func (w *proxyWalk) claim(c proxyClaim, key string) string {
 func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	vhSpec := w.root.p.Spec.VirtualHost
 	plainServes := secret == nil && !(vhSpec.TLS != nil && vhSpec.TLS.Passthrough)
-	plain := make([]*Route, 0, len(w.keys))
-	secure := make([]*Route, 0, len(w.keys))
+	var plain, secure []*Route
 	for _, k := range w.keys {
 		c := w.claims[k]
 		route := c.route
@@ -513,9 +531,10 @@ func (b *builder) setProxyStatus(n *proxyNode) {
 			n.addHost(h)
 		}
 	}
-	if len(n.hosts) > 0 {
-		st.Hosts = make([]string, 0, len(n.hosts))
-		for h := range n.hosts {
+	if n.host != "" {
+		st.Hosts = make([]string, 1, 1+len(n.moreHosts))
+		st.Hosts[0] = n.host
+		for h := range n.moreHosts {
 			st.Hosts = append(st.Hosts, h)
 		}
 		sort.Strings(st.Hosts)

@@ -112,7 +112,7 @@ func (c conditions) key() string {
 	var b strings.Builder
 	b.Grow(len(c.path.Value) + 8 + 32*(len(c.headers)+len(c.query)))
 	b.WriteByte(byte('0' + c.path.Kind))
-	b.WriteString(strconv.Quote(c.path.Value))
+	writeQuoted(&b, c.path.Value)
 	hs := c.headers
 	if len(hs) > 1 {
 		hs = slices.Clone(hs)
@@ -120,7 +120,7 @@ func (c conditions) key() string {
 	}
 	for _, h := range hs {
 		b.WriteString("|h")
-		b.WriteString(h.key())
+		h.writeKey(&b)
 	}
 	qs := c.query
 	if len(qs) > 1 {
@@ -129,17 +129,47 @@ func (c conditions) key() string {
 	}
 	for _, q := range qs {
 		b.WriteString("|q")
-		b.WriteString(q.key())
+		q.writeKey(&b)
 	}
 	return b.String()
 }
 
 func (h HeaderMatch) key() string {
-	return strconv.Quote(h.Name) + string([]byte{byte('0' + h.Kind), flag(h.Invert), flag(h.IgnoreCase), flag(h.TreatMissingAsEmpty)}) + strconv.Quote(h.Value)
+	var b strings.Builder
+	h.writeKey(&b)
+	return b.String()
+}
+
+func (h HeaderMatch) writeKey(b *strings.Builder) {
+	writeQuoted(b, h.Name)
+	b.Write([]byte{byte('0' + h.Kind), flag(h.Invert), flag(h.IgnoreCase), flag(h.TreatMissingAsEmpty)})
+	writeQuoted(b, h.Value)
 }
 
 func (q QueryMatch) key() string {
-	return strconv.Quote(q.Name) + string([]byte{byte('0' + q.Kind), flag(q.IgnoreCase)}) + strconv.Quote(q.Value)
+	var b strings.Builder
+	q.writeKey(&b)
+	return b.String()
+}
+
+func (q QueryMatch) writeKey(b *strings.Builder) {
+	writeQuoted(b, q.Name)
+	b.Write([]byte{byte('0' + q.Kind), flag(q.IgnoreCase)})
+	writeQuoted(b, q.Value)
+}
+
+// writeQuoted writes s as strconv.Quote does, without allocating when s needs no
+// escaping (names and values usually do not).
+func writeQuoted(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			b.WriteString(strconv.Quote(s))
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 func flag(b bool) byte {
@@ -286,7 +316,7 @@ func parseConditions(field string, conds []contourv1.MatchCondition, forInclude 
 	paths := 0
 	for i := range conds {
 		mc := &conds[i]
-		at := lazyField{field, i}
+		at := lazyField{field: field, i: i}
 		set := 0
 		if mc.Prefix != "" {
 			set++
@@ -362,13 +392,13 @@ func parseConditions(field string, conds []contourv1.MatchCondition, forInclude 
 	return c, errs
 }
 
-// lazyField prints as "field[i]": only messages need the name.
+// lazyField prints as "field.list[i]" (list is optional): only messages need the name.
 type lazyField struct {
-	field string
-	i     int
+	field, list string
+	i           int
 }
 
-func (f lazyField) String() string { return fmt.Sprintf("%s[%d]", f.field, f.i) }
+func (f lazyField) String() string { return fmt.Sprintf("%s%s[%d]", f.field, f.list, f.i) }
 
 // parseHeaderCondition converts a header condition; exactly one operator must be set.
 func parseHeaderCondition(hc *contourv1.HeaderMatchCondition) (HeaderMatch, string) {

@@ -583,7 +583,7 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 		if s.Mirror {
 			continue // not implemented (a warning says so): it must get no traffic at all
 		}
-		at := lazyField{field + ".services", i}
+		at := lazyField{field, ".services", i}
 		if s.Name == "" {
 			c.fail(problemService, "NameMissing", "%s.name is required", at)
 			continue

@@ -78,7 +78,7 @@ func (b *builder) validateHTTPProxyObject(p *contourv1.HTTPProxy) Verdict {
 	if b.clusters == nil {
 		b.clusters = map[string]*Cluster{}
 	}
-	n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}, hosts: map[string]bool{}}
+	n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}}
 	if reason := p.Annotations[contourv1.DecodeErrorAnnotation]; reason != "" {
 		n.check.fail(problemSpec, "SpecUnreadable", "its spec cannot be read: %s; fix that field", reason)
 	} else {

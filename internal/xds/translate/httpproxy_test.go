@@ -1,9 +1,13 @@
 package translate
 
 import (
+	"fmt"
+	"hash/fnv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -160,6 +164,76 @@ func TestRouteNamesOfConditionalRoutes(t *testing.T) {
 	// every conditional route must be deliberate.
 	if want := "httpproxy/team/app:prefix:/api?h=cd3bcab1"; names[0] != want {
 		t.Errorf("route name = %q, want %q", names[0], want)
+	}
+}
+
+// routeName writes its names without fmt; they label metrics, so they must stay what the
+// fmt version made, byte for byte (this is that version).
+func TestRouteNamesAreTheFmtOnes(t *testing.T) {
+	fmtHash := func(r *dag.Route) uint32 {
+		lines := make([]string, 0, len(r.Headers)+len(r.Query))
+		for _, m := range r.Headers {
+			lines = append(lines, fmt.Sprintf("header %q %s %q invert=%t ignorecase=%t missingempty=%t",
+				m.Name, matchKindName(m.Kind), m.Value, m.Invert, m.IgnoreCase, m.TreatMissingAsEmpty))
+		}
+		for _, m := range r.Query {
+			lines = append(lines, fmt.Sprintf("query %q %s %q ignorecase=%t", m.Name, matchKindName(m.Kind), m.Value, m.IgnoreCase))
+		}
+		slices.Sort(lines)
+		h := fnv.New32a()
+		for _, l := range lines {
+			_, _ = h.Write([]byte(l))
+			_, _ = h.Write([]byte{'\n'})
+		}
+		return h.Sum32()
+	}
+	fmtName := func(r *dag.Route) string {
+		kind := map[dag.PathMatchKind]string{dag.PathExact: "exact", dag.PathRegex: "regex"}[r.Path.Kind]
+		if kind == "" {
+			kind = "prefix"
+		}
+		name := kind + ":" + r.Path.Value
+		if len(r.Headers) > 0 || len(r.Query) > 0 {
+			name += fmt.Sprintf("?h=%08x", fmtHash(r))
+		}
+		if src := r.Source; src.Kind != "" {
+			name = strings.ToLower(src.Kind) + "/" + src.Namespace + "/" + src.Name + ":" + name
+		}
+		if len(name) > maxRouteNameLen {
+			h := fnv.New32a()
+			_, _ = h.Write([]byte(name))
+			cut := maxRouteNameLen - 9
+			for cut > 0 && !utf8.RuneStart(name[cut]) {
+				cut--
+			}
+			name = fmt.Sprintf("%s~%08x", name[:cut], h.Sum32())
+		}
+		return name
+	}
+	long := "/" + strings.Repeat("päth/", 50)
+	odd := []string{"", "1", `a "quoted" \ value`, "tab\there", "ünïcode", "\xff\xfe", strings.Repeat("v", 300)}
+	var routes []*dag.Route
+	for _, kind := range []dag.PathMatchKind{dag.PathPrefix, dag.PathStringPrefix, dag.PathExact, dag.PathRegex} {
+		for _, path := range []string{"/", "/api", long} {
+			for _, src := range []dag.ObjectRef{{}, httpProxySource, {Kind: "IngressRoute", Namespace: "ns", Name: "Mixed-Case"}} {
+				r := &dag.Route{Path: dag.PathMatch{Kind: kind, Value: path}, Source: src}
+				routes = append(routes, r)
+				for i, v := range odd {
+					h := dag.HeaderMatch{Name: "x-" + v, Kind: dag.StringMatchKind(i % 6), Value: v, Invert: i%2 == 0, IgnoreCase: i%3 == 0, TreatMissingAsEmpty: i%4 == 0}
+					q := dag.QueryMatch{Name: v, Kind: dag.StringMatchKind(i % 6), Value: v, IgnoreCase: i%2 == 1}
+					routes = append(routes,
+						&dag.Route{Path: r.Path, Source: src, Headers: []dag.HeaderMatch{h}},
+						&dag.Route{Path: r.Path, Source: src, Query: []dag.QueryMatch{q}},
+						&dag.Route{Path: r.Path, Source: src, Headers: []dag.HeaderMatch{h, {Name: "x-b", Kind: dag.MatchPresent}}, Query: []dag.QueryMatch{q}},
+					)
+				}
+			}
+		}
+	}
+	for _, r := range routes {
+		if got, want := routeName(r), fmtName(r); got != want {
+			t.Errorf("route name %q, want %q", got, want)
+		}
 	}
 }
 

@@ -107,13 +107,33 @@ func routeName(r *dag.Route) string {
 	case dag.PathRegex:
 		kind = "regex"
 	}
-	name := kind + ":" + r.Path.Value
+	// Written in one buffer: a build names every route, and fmt would allocate several
+	// times for each.
+	var b strings.Builder
+	src := r.Source
+	b.Grow(len(src.Kind) + len(src.Namespace) + len(src.Name) + len(kind) + len(r.Path.Value) + 16)
+	if src.Kind != "" {
+		for i := 0; i < len(src.Kind); i++ {
+			c := src.Kind[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b.WriteByte(c)
+		}
+		b.WriteByte('/')
+		b.WriteString(src.Namespace)
+		b.WriteByte('/')
+		b.WriteString(src.Name)
+		b.WriteByte(':')
+	}
+	b.WriteString(kind)
+	b.WriteByte(':')
+	b.WriteString(r.Path.Value)
 	if len(r.Headers) > 0 || len(r.Query) > 0 {
-		name += fmt.Sprintf("?h=%08x", conditionsHash(r))
+		b.WriteString("?h=")
+		writeHex8(&b, conditionsHash(r))
 	}
-	if src := r.Source; src.Kind != "" {
-		name = strings.ToLower(src.Kind) + "/" + src.Namespace + "/" + src.Name + ":" + name
-	}
+	name := b.String()
 	if len(name) > maxRouteNameLen {
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(name))
@@ -128,25 +148,85 @@ func routeName(r *dag.Route) string {
 	return name
 }
 
+// writeHex8 writes v as fmt's %08x does.
+func writeHex8(b *strings.Builder, v uint32) {
+	const digits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		b.WriteByte(digits[v>>uint(shift)&0xf])
+	}
+}
+
 // conditionsHash is a short hash of a route's header and query conditions. They all must
 // hold, so their order does not matter: each is written out unambiguously (quoted
-// strings), and the lines are sorted before hashing.
+// strings), one line each, and the lines are sorted before hashing (FNV-1a, 32 bits).
 func conditionsHash(r *dag.Route) uint32 {
-	lines := make([]string, 0, len(r.Headers)+len(r.Query))
-	for _, m := range r.Headers {
-		lines = append(lines, fmt.Sprintf("header %q %s %q invert=%t ignorecase=%t missingempty=%t",
-			m.Name, matchKindName(m.Kind), m.Value, m.Invert, m.IgnoreCase, m.TreatMissingAsEmpty))
+	var buf [160]byte
+	if len(r.Headers)+len(r.Query) == 1 { // most routes: nothing to sort
+		var line []byte
+		if len(r.Headers) == 1 {
+			line = appendHeaderLine(buf[:0], &r.Headers[0])
+		} else {
+			line = appendQueryLine(buf[:0], &r.Query[0])
+		}
+		return fnv32a(fnv32a(fnvOffset32, line), newline)
 	}
-	for _, m := range r.Query {
-		lines = append(lines, fmt.Sprintf("query %q %s %q ignorecase=%t", m.Name, matchKindName(m.Kind), m.Value, m.IgnoreCase))
+	lines := make([]string, 0, len(r.Headers)+len(r.Query))
+	for i := range r.Headers {
+		lines = append(lines, string(appendHeaderLine(buf[:0], &r.Headers[i])))
+	}
+	for i := range r.Query {
+		lines = append(lines, string(appendQueryLine(buf[:0], &r.Query[i])))
 	}
 	slices.Sort(lines)
-	h := fnv.New32a()
+	h := uint32(fnvOffset32)
 	for _, l := range lines {
-		_, _ = h.Write([]byte(l))
-		_, _ = h.Write([]byte{'\n'})
+		h = fnv32a(fnv32a(h, []byte(l)), newline)
 	}
-	return h.Sum32()
+	return h
+}
+
+// appendHeaderLine and appendQueryLine write a condition as conditionsHash hashes it
+// (the route name depends on these bytes: they must not change):
+//
+//	header "x-a" exact "1" invert=false ignorecase=false missingempty=false
+//	query "q" exact "1" ignorecase=false
+func appendHeaderLine(b []byte, m *dag.HeaderMatch) []byte {
+	b = append(b, "header "...)
+	b = strconv.AppendQuote(b, m.Name)
+	b = append(b, ' ')
+	b = append(b, matchKindName(m.Kind)...)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, m.Value)
+	b = append(b, " invert="...)
+	b = strconv.AppendBool(b, m.Invert)
+	b = append(b, " ignorecase="...)
+	b = strconv.AppendBool(b, m.IgnoreCase)
+	b = append(b, " missingempty="...)
+	return strconv.AppendBool(b, m.TreatMissingAsEmpty)
+}
+
+func appendQueryLine(b []byte, m *dag.QueryMatch) []byte {
+	b = append(b, "query "...)
+	b = strconv.AppendQuote(b, m.Name)
+	b = append(b, ' ')
+	b = append(b, matchKindName(m.Kind)...)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, m.Value)
+	b = append(b, " ignorecase="...)
+	return strconv.AppendBool(b, m.IgnoreCase)
+}
+
+const fnvOffset32, fnvPrime32 = 2166136261, 16777619
+
+var newline = []byte{'\n'}
+
+// fnv32a continues the FNV-1a hash h over p, as hash/fnv's New32a does.
+func fnv32a(h uint32, p []byte) uint32 {
+	for _, c := range p {
+		h ^= uint32(c)
+		h *= fnvPrime32
+	}
+	return h
 }
 
 // matchKindName spells a string match kind out, so that route names do not depend on
