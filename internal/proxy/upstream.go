@@ -294,9 +294,13 @@ func dialUpstream(ctx context.Context, network, addr string) (net.Conn, error) {
 // request-specific comes from the upstreamTarget in the request context.
 func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Transport:     attemptTransport{base: p.transport},
-		Rewrite:       rewriteUpstreamRequest,
-		FlushInterval: -1, // stream responses as they come, like Envoy
+		Transport: attemptTransport{base: p.transport},
+		Rewrite:   rewriteUpstreamRequest,
+		// Responses of unknown length (chunked, event streams, gRPC) are flushed as
+		// every chunk arrives, as Envoy streams them; a response with a Content-Length
+		// leaves through the connection's buffer, in as few writes as it fits, instead
+		// of one write and a flush goroutine per chunk.
+		FlushInterval: 0,
 		ErrorHandler:  p.upstreamError,
 		// Body-copy failures after the head was sent; the access log has the outcome.
 		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
