@@ -11,6 +11,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
@@ -495,8 +496,8 @@ func proxyRedirect(rp *contourv1.HTTPRequestRedirectPolicy, field string, c *pro
 		r.Scheme = *rp.Scheme
 	}
 	if rp.Hostname != nil {
-		if msg := validateFQDN(*rp.Hostname); msg != "" {
-			c.fail(problemRoute, "RedirectInvalid", "%s.hostname: %s", field, msg)
+		if msg := redirectHostname(*rp.Hostname); msg != "" {
+			c.fail(problemRoute, "RedirectInvalid", "%s.hostname %q %s", field, *rp.Hostname, msg)
 		}
 		r.Hostname = *rp.Hostname
 	}
@@ -530,6 +531,17 @@ func proxyRedirect(rp *contourv1.HTTPRequestRedirectPolicy, field string, c *pro
 		}
 	}
 	return r
+}
+
+// redirectHostname says why h cannot be a redirect's host name, or "".
+func redirectHostname(h string) string {
+	if h == "" {
+		return "is empty: name the host to redirect to, or leave hostname out to keep the request's"
+	}
+	if errs := validation.IsDNS1123Subdomain(strings.ToLower(h)); len(errs) > 0 {
+		return "is not a host name: " + strings.Join(errs, "; ")
+	}
+	return ""
 }
 
 // validatePathRewrite checks a pathRewritePolicy: it replaces the route's prefix, so the
