@@ -146,6 +146,18 @@ func (cp *controlPlane) nacks() []*discoveryv3.DiscoveryRequest {
 	return out
 }
 
+// acked reports whether the proxy has acknowledged version of typeURL.
+func (cp *controlPlane) acked(typeURL, version string) bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	for _, r := range cp.requests {
+		if r.GetTypeUrl() == typeURL && r.GetVersionInfo() == version && r.GetErrorDetail() == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // resources is one snapshot's content.
 type resources struct {
 	listeners []*listenerv3.Listener

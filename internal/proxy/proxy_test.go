@@ -582,6 +582,10 @@ func TestNACKKeepsPreviousConfig(t *testing.T) {
 			cp.set("v1", good)
 			p := startProxy(t, cp)
 			p.waitVersion(t, "v1")
+			// The NACK names the last version of its type the proxy accepted: wait for
+			// that type's v1 ACK (a type with no resources, such as Secret here, may be
+			// answered after the configuration is applied).
+			waitFor(t, "the v1 ACK of "+tc.typeURL, func() bool { return cp.acked(tc.typeURL, "v1") })
 
 			bad := good
 			tc.mutate(t, &bad)
