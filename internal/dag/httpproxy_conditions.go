@@ -2,12 +2,13 @@ package dag
 
 import (
 	"fmt"
-	"net/http"
 	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
@@ -513,29 +514,7 @@ func cookieCondition(spec string) (HeaderMatch, string) {
 	return h, ""
 }
 
-func validCookieName(n string) bool {
-	if n == "" {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
+// validCookieName and validHeaderName accept an RFC 7230 token, which both names are.
+func validCookieName(n string) bool { return httpguts.ValidHeaderFieldName(n) }
 
-// validHeaderName accepts an HTTP field name (a token).
-func validHeaderName(n string) bool {
-	if n == "" {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
-			return false
-		}
-	}
-	return http.CanonicalHeaderKey(n) != ""
-}
+func validHeaderName(n string) bool { return httpguts.ValidHeaderFieldName(n) }

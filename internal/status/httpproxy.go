@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"slices"
 	"time"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -149,27 +147,15 @@ func (w *HTTPProxyWriter) Sync(ctx context.Context, s *store.Store, statuses []d
 // write replaces the status with a merge patch of the status subresource (conditions are
 // a list, which a merge patch replaces whole).
 func (w *HTTPProxyWriter) write(ctx context.Context, u httpProxyUpdate) bool {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+	status := map[string]any{
 		"currentStatus": u.want.CurrentStatus, "description": u.want.Description, "conditions": u.want.Conditions,
 		"loadBalancer": u.want.LoadBalancer,
-	}})
-	if err != nil {
-		w.Logger.Error("encoding HTTPProxy status", "httpproxy", u.key.String(), "err", err)
-		return true
 	}
-	_, err = w.Client.HTTPProxies(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
-	if err != nil {
-		if apierrors.IsNotFound(err) || ctx.Err() != nil {
-			return true
-		}
-		w.Logger.Warn("writing HTTPProxy status; will retry", "httpproxy", u.key.String(), "err", err)
-		return false
-	}
-	if w.OnWrite != nil {
-		w.OnWrite(dag.KindHTTPProxy)
-	}
-	return true
+	return patchStatus(ctx, w.Logger, w.OnWrite, dag.KindHTTPProxy, u.key, status, func(patch []byte) error {
+		_, err := w.Client.HTTPProxies(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
+		return err
+	})
 }
 
 // serviceLoadBalancer converts Ingress load-balancer addresses to the Service form that

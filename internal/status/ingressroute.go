@@ -70,24 +70,32 @@ func ingressRouteUpdates(s *store.Store, statuses []dag.Status) []ingressRouteUp
 // write was taken on the cached object, so writes happen only on change.)
 func (w *IngressRouteWriter) write(ctx context.Context, u ingressRouteUpdate) bool {
 	// Both fields always, even empty: a merge patch leaves out what it does not name.
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{
-		"currentStatus": u.want.CurrentStatus, "description": u.want.Description,
-	}})
+	status := map[string]any{"currentStatus": u.want.CurrentStatus, "description": u.want.Description}
+	return patchStatus(ctx, w.Logger, w.OnWrite, dag.KindIngressRoute, u.key, status, func(patch []byte) error {
+		_, err := w.Client.IngressRoutes(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
+		return err
+	})
+}
+
+// patchStatus sends status as a merge patch of an object's status subresource through
+// send, and says whether the write is settled (done, or not worth retrying: the object
+// is gone, or this replica stopped leading).
+func patchStatus(ctx context.Context, log *slog.Logger, onWrite func(string), kind string, key types.NamespacedName, status map[string]any, send func([]byte) error) bool {
+	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
-		w.Logger.Error("encoding IngressRoute status", "ingressroute", u.key.String(), "err", err)
+		log.Error("encoding status", "kind", kind, "object", key.String(), "err", err)
 		return true // retrying cannot help
 	}
-	_, err = w.Client.IngressRoutes(u.key.Namespace).Patch(ctx, u.key.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
-	if err != nil {
+	if err := send(patch); err != nil {
 		if apierrors.IsNotFound(err) || ctx.Err() != nil {
-			return true // deleted meanwhile, or no longer leading: nothing to retry
+			return true
 		}
-		w.Logger.Warn("writing IngressRoute status; will retry", "ingressroute", u.key.String(), "err", err)
+		log.Warn("writing status; will retry", "kind", kind, "object", key.String(), "err", err)
 		return false
 	}
-	if w.OnWrite != nil {
-		w.OnWrite(dag.KindIngressRoute)
+	if onWrite != nil {
+		onWrite(kind)
 	}
 	return true
 }

@@ -5,8 +5,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,7 +25,6 @@ import (
 	"github.com/portico-dev/portico/internal/echo"
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/testutil"
-	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
 var env *kubetest.Env
@@ -159,21 +156,7 @@ func (c *controller) stop() {
 
 func (c *controller) get(t *testing.T, host, path string) (int, echo.Response) {
 	t.Helper()
-	addr := c.srv.Proxy().ListenerAddr(translate.ListenerHTTP)
-	if addr == "" {
-		return 0, echo.Response{}
-	}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-	req.Host = host
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return 0, echo.Response{}
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var r echo.Response
-	_ = json.Unmarshal(body, &r)
-	return resp.StatusCode, r
+	return c.getWith(host, path)
 }
 
 // eventually polls until cond holds, for at most timeout.
