@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -17,8 +18,28 @@ import (
 type snapshot struct {
 	listeners map[string]*listenerConfig
 	clusters  map[string]*upstreamCluster
-	version   string // shared by every type, or "" when the types differ
+	version   string // the system version of the newest response it includes
 	gen       uint64 // the compilation that built it (see routeStatsFor)
+
+	// What each compiled part was built from: the next compilation reuses a
+	// part whose inputs are the same specs (a delta response replaces only the
+	// specs of the resources it carries), so applying a change recompiles what
+	// it touches and not the whole configuration.
+	clusterInputs map[string]clusterInputs
+	chains        map[*chainSpec]*compiledChain
+}
+
+// clusterInputs are the specs an upstreamCluster is compiled from.
+type clusterInputs struct {
+	spec       *clusterSpec
+	assignment *assignmentSpec // nil for a cluster with inline endpoints
+}
+
+// compiledChain is a filter chain with the resources it was compiled from.
+type compiledChain struct {
+	routes  *routeTable        // from RDS; nil for inline routes and tcp_proxy
+	secrets []*tls.Certificate // from SDS, in the chain's order
+	fc      *filterChain
 }
 
 // listenerConfig is a listener of a snapshot.
@@ -65,7 +86,7 @@ func (p *Proxy) reconcile(ctx context.Context) {
 		if p.store.settled() {
 			level = slog.LevelWarn
 		}
-		p.log.Log(ctx, level, "keeping the previous configuration", "reason", err.Error(), "version", p.store.sharedVersion())
+		p.log.Log(ctx, level, "keeping the previous configuration", "reason", err.Error(), "version", p.store.version)
 		return
 	}
 	p.apply(ctx, snap)
@@ -80,10 +101,12 @@ func (p *Proxy) compile() (*snapshot, error) {
 	}
 	p.statsGen++
 	snap := &snapshot{
-		listeners: make(map[string]*listenerConfig),
-		clusters:  make(map[string]*upstreamCluster),
-		version:   s.sharedVersion(),
-		gen:       p.statsGen,
+		listeners:     make(map[string]*listenerConfig),
+		clusters:      make(map[string]*upstreamCluster),
+		version:       s.version,
+		gen:           p.statsGen,
+		clusterInputs: make(map[string]clusterInputs),
+		chains:        make(map[*chainSpec]*compiledChain),
 	}
 	for _, name := range sortedKeys(s.byType[resourcev3.ListenerType]) {
 		spec := s.byType[resourcev3.ListenerType][name].(*listenerSpec)
@@ -124,58 +147,99 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerCo
 }
 
 func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*filterChain, error) {
+	cc, err := p.chainInputs(cs)
+	if err != nil {
+		return nil, err
+	}
+	if prev := p.current.Load(); prev != nil && prev.chains[cs].sameInputs(cc) {
+		cc = prev.chains[cs]
+		markRouteStats(cc.fc.stats, snap.gen)
+	} else {
+		cc.fc = p.buildChain(listener, cs, cc, snap.gen)
+	}
+	snap.chains[cs] = cc
 	if cs.tcp != nil {
-		fc := &filterChain{tcp: cs.tcp}
 		for _, c := range cs.tcp.clusters {
 			if err := p.compileCluster(c.name, snap); err != nil {
 				return nil, fmt.Errorf("tcp_proxy: %w", err)
 			}
 		}
-		var err error
-		if fc.tlsConfig, err = p.chainTLSConfig(cs); err != nil {
-			return nil, err
-		}
-		return fc, nil
+		return cc.fc, nil
 	}
-	fc := &filterChain{hcm: cs.hcm, routes: cs.hcm.inlineRoutes}
-	if fc.routes == nil {
+	for _, name := range cc.fc.routes.clusters {
+		if err := p.compileCluster(name, snap); err != nil {
+			return nil, fmt.Errorf("route configuration %q: %w", cc.fc.routes.name, err)
+		}
+	}
+	return cc.fc, nil
+}
+
+// chainInputs looks up the route configuration and secrets cs uses.
+func (p *Proxy) chainInputs(cs *chainSpec) (*compiledChain, error) {
+	cc := &compiledChain{}
+	if cs.tcp == nil && cs.hcm.inlineRoutes == nil {
 		rt, ok := lookup[*routeTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
 		if !ok {
 			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.rdsName)}
 		}
-		fc.routes = rt
+		cc.routes = rt
 	}
-	fc.stats = p.compileRouteStats(listener, fc.routes, snap.gen)
-	for _, name := range fc.routes.clusters {
-		if err := p.compileCluster(name, snap); err != nil {
-			return nil, fmt.Errorf("route configuration %q: %w", fc.routes.name, err)
+	if cs.tls != nil {
+		for _, name := range cs.tls.secretNames {
+			cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, name)
+			if !ok {
+				return nil, &incompleteError{missing: fmt.Sprintf("secret %q", name)}
+			}
+			cc.secrets = append(cc.secrets, cert)
 		}
 	}
-	var err error
-	if fc.tlsConfig, err = p.chainTLSConfig(cs); err != nil {
-		return nil, err
-	}
-	return fc, nil
+	return cc, nil
 }
 
-// chainTLSConfig is the server TLS configuration of a chain that terminates
-// TLS; nil for the others.
-func (p *Proxy) chainTLSConfig(cs *chainSpec) (*tls.Config, error) {
-	if cs.tls == nil {
-		return nil, nil
-	}
-	certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
-	for _, name := range cs.tls.secretNames {
-		cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, name)
-		if !ok {
-			return nil, &incompleteError{missing: fmt.Sprintf("secret %q", name)}
+// sameInputs reports whether cc (nil: never compiled) was compiled from the
+// resources next names.
+func (cc *compiledChain) sameInputs(next *compiledChain) bool {
+	return cc != nil && cc.routes == next.routes && slices.Equal(cc.secrets, next.secrets)
+}
+
+// buildChain compiles cs from the resources cc names: its routes' stats, and
+// the server TLS configuration of a chain that terminates TLS.
+func (p *Proxy) buildChain(listener string, cs *chainSpec, cc *compiledChain, gen uint64) *filterChain {
+	fc := &filterChain{tcp: cs.tcp}
+	if cs.tcp == nil {
+		fc.hcm, fc.routes = cs.hcm, cs.hcm.inlineRoutes
+		if cc.routes != nil {
+			fc.routes = cc.routes
 		}
-		certs = append(certs, *cert)
+		fc.stats = p.compileRouteStats(listener, fc.routes, gen)
 	}
-	return newServerTLSConfig(cs.tls, certs), nil
+	if cs.tls != nil {
+		certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
+		for _, c := range cc.secrets {
+			certs = append(certs, *c)
+		}
+		fc.tlsConfig = newServerTLSConfig(cs.tls, certs)
+	}
+	return fc
 }
 
-// compileCluster adds the named cluster, with its endpoints, to snap.
+// markRouteStats marks the stats of a reused chain as used by the compilation
+// gen, as compileRouteStats does for a new one, so that syncRouteStats keeps them.
+func markRouteStats(ts *routeTableStats, gen uint64) {
+	if ts == nil {
+		return
+	}
+	ts.noVhost.gen = gen
+	for _, vs := range ts.vhosts {
+		vs.noRoute.gen = gen
+		for _, s := range vs.routes {
+			s.gen = gen
+		}
+	}
+}
+
+// compileCluster adds the named cluster, with its endpoints, to snap: the
+// applied snapshot's when compiled from the same specs, else a new one.
 func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 	if _, done := snap.clusters[name]; done {
 		return nil
@@ -184,13 +248,27 @@ func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 	if !ok {
 		return &incompleteError{missing: fmt.Sprintf("cluster %q", name)}
 	}
-	endpoints := spec.endpoints
+	in := clusterInputs{spec: spec}
 	if spec.kind == clusterEDS {
 		cla, ok := lookup[*assignmentSpec](p.store, resourcev3.EndpointType, spec.serviceName)
 		if !ok {
 			return &incompleteError{missing: fmt.Sprintf("endpoints %q of cluster %q", spec.serviceName, name)}
 		}
-		endpoints = cla.endpoints
+		in.assignment = cla
+	}
+	snap.clusterInputs[name] = in
+	if prev := p.current.Load(); prev != nil && prev.clusterInputs[name] == in {
+		snap.clusters[name] = prev.clusters[name]
+		return nil
+	}
+	snap.clusters[name] = p.buildCluster(name, in)
+	return nil
+}
+
+func (p *Proxy) buildCluster(name string, in clusterInputs) *upstreamCluster {
+	spec, endpoints := in.spec, in.spec.endpoints
+	if in.assignment != nil {
+		endpoints = in.assignment.endpoints
 	}
 	cs := p.clusterState(name)
 	uc := &upstreamCluster{
@@ -227,8 +305,7 @@ func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 		uc.outlier, uc.outlierSpec = cs.outlier, spec.outlier
 		uc.outlierHosts = cs.outlier.hostsFor(endpoints)
 	}
-	snap.clusters[name] = uc
-	return nil
+	return uc
 }
 
 // clusterState returns the state a cluster keeps across snapshots. States
@@ -246,10 +323,17 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 // syncClusters brings the clusters' shared state in line with the snapshot
 // being applied: health checkers start for new endpoints and stop for
 // removed endpoints and clusters, and removed clusters' state and metric
-// series are dropped.
+// series are dropped. Clusters reused from the applied snapshot need nothing.
 func (p *Proxy) syncClusters(snap *snapshot) {
+	var applied map[string]*upstreamCluster
+	if prev := p.current.Load(); prev != nil {
+		applied = prev.clusters
+	}
 	for name, cs := range p.clusterStates {
 		uc, ok := snap.clusters[name]
+		if ok && applied[name] == uc {
+			continue
+		}
 		if !ok {
 			if cs.health != nil {
 				cs.health.stop()

@@ -12,6 +12,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -204,23 +205,25 @@ func TestConvertAssignment(t *testing.T) {
 
 func TestDecode(t *testing.T) {
 	p := New(Config{})
-	ok := mustAny(t, routeConfig("rc", vhost("*", toCluster("c", prefixMatch("/")))))
-	if got, err := p.decode(resourcev3.RouteType, []*anypb.Any{ok}); err != nil || len(got) != 1 {
+	ok := deltaResource("rc", mustAny(t, routeConfig("rc", vhost("*", toCluster("c", prefixMatch("/"))))))
+	if got, err := p.decode(resourcev3.RouteType, []*discoveryv3.Resource{ok}); err != nil || len(got) != 1 {
 		t.Fatalf("decode: %v %v", got, err)
 	}
 	tests := []struct {
 		name    string
 		typeURL string
-		res     []*anypb.Any
+		res     []*discoveryv3.Resource
 		want    string
 	}{
-		{"duplicate names", resourcev3.RouteType, []*anypb.Any{ok, ok}, `RouteConfiguration "rc": duplicate`},
-		{"wrong type", resourcev3.ClusterType, []*anypb.Any{ok}, "in a response for"},
+		{"duplicate names", resourcev3.RouteType, []*discoveryv3.Resource{ok, ok}, `RouteConfiguration "rc": duplicate`},
+		{"wrong type", resourcev3.ClusterType, []*discoveryv3.Resource{ok}, "in a response for"},
 		{"unsupported type", resourcev3.RuntimeType, nil, "unsupported resource type"},
-		{"fails ValidateAll", resourcev3.RouteType, []*anypb.Any{mustAny(t, &routev3.RouteConfiguration{
+		{"name differs", resourcev3.RouteType, []*discoveryv3.Resource{deltaResource("other", ok.GetResource())}, `RouteConfiguration "rc": sent under the name "other"`},
+		{"no resource", resourcev3.RouteType, []*discoveryv3.Resource{{Name: "rc"}}, `"rc": no resource`},
+		{"fails ValidateAll", resourcev3.RouteType, []*discoveryv3.Resource{deltaResource("v", mustAny(t, &routev3.RouteConfiguration{
 			Name: "v", VirtualHosts: []*routev3.VirtualHost{{Name: "no-domains"}},
-		})}, `RouteConfiguration "v": invalid`},
-		{"broken secret", resourcev3.SecretType, []*anypb.Any{mustAny(t, tlsSecret("ns/s", []byte("x"), []byte("y")))}, `Secret "ns/s": invalid key pair`},
+		}))}, `RouteConfiguration "v": invalid`},
+		{"broken secret", resourcev3.SecretType, []*discoveryv3.Resource{deltaResource("ns/s", mustAny(t, tlsSecret("ns/s", []byte("x"), []byte("y"))))}, `Secret "ns/s": invalid key pair`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,4 +233,9 @@ func TestDecode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deltaResource wraps a as a delta response's resource.
+func deltaResource(name string, a *anypb.Any) *discoveryv3.Resource {
+	return &discoveryv3.Resource{Name: name, Version: "1", Resource: a}
 }

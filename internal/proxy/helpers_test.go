@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -61,12 +62,31 @@ type controlPlane struct {
 
 	mu       sync.Mutex
 	grpc     *grpc.Server
-	requests []*discoveryv3.DiscoveryRequest
+	requests []*discoveryv3.DeltaDiscoveryRequest
+	// sent holds each response by stream and nonce.
+	sent map[streamNonce]*discoveryv3.DeltaDiscoveryResponse
+	// known is, per stream and type, the resource versions the proxy has
+	// ACKed: what it has applied.
+	known      map[int64]map[string]map[string]string
+	lastStream int64
+	// snaps are the snapshots set, by version.
+	snaps map[string]*cachev3.Snapshot
+}
+
+type streamNonce struct {
+	stream int64
+	nonce  string
 }
 
 func startControlPlane(t testing.TB) *controlPlane {
 	t.Helper()
-	cp := &controlPlane{t: t, cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)}
+	cp := &controlPlane{
+		t:     t,
+		cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil),
+		sent:  make(map[streamNonce]*discoveryv3.DeltaDiscoveryResponse),
+		known: make(map[int64]map[string]map[string]string),
+		snaps: make(map[string]*cachev3.Snapshot),
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +99,17 @@ func startControlPlane(t testing.TB) *controlPlane {
 
 func (cp *controlPlane) serve(ln net.Listener) {
 	srv := serverv3.NewServer(context.Background(), cp.cache, serverv3.CallbackFuncs{
-		StreamRequestFunc: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
+		StreamDeltaRequestFunc: func(stream int64, req *discoveryv3.DeltaDiscoveryRequest) error {
 			cp.mu.Lock()
 			defer cp.mu.Unlock()
-			cp.requests = append(cp.requests, proto.Clone(req).(*discoveryv3.DiscoveryRequest))
+			cp.requests = append(cp.requests, proto.Clone(req).(*discoveryv3.DeltaDiscoveryRequest))
+			cp.track(stream, req)
 			return nil
+		},
+		StreamDeltaResponseFunc: func(stream int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
+			cp.mu.Lock()
+			defer cp.mu.Unlock()
+			cp.sent[streamNonce{stream, resp.GetNonce()}] = resp
 		},
 	})
 	g := grpc.NewServer()
@@ -122,22 +148,56 @@ func (cp *controlPlane) restart() {
 	cp.serve(ln)
 }
 
+// track follows what the proxy holds on stream, from its requests: the
+// versions it starts a subscription with, then each response it ACKs.
+func (cp *controlPlane) track(stream int64, req *discoveryv3.DeltaDiscoveryRequest) {
+	if cp.known[stream] == nil {
+		cp.known[stream] = make(map[string]map[string]string)
+		cp.lastStream = max(cp.lastStream, stream)
+	}
+	typeURL := req.GetTypeUrl()
+	if len(req.GetResourceNamesSubscribe()) > 0 {
+		cp.known[stream][typeURL] = maps.Clone(req.GetInitialResourceVersions())
+	}
+	resp := cp.sent[streamNonce{stream, req.GetResponseNonce()}]
+	if resp == nil || req.GetErrorDetail() != nil {
+		return
+	}
+	known := cp.known[stream][typeURL]
+	if known == nil {
+		known = make(map[string]string)
+		cp.known[stream][typeURL] = known
+	}
+	for _, r := range resp.GetResources() {
+		known[r.GetName()] = r.GetVersion()
+	}
+	for _, name := range resp.GetRemovedResources() {
+		delete(known, name)
+	}
+}
+
 func (cp *controlPlane) set(version string, res resources) {
 	cp.t.Helper()
 	snap, err := cachev3.NewSnapshot(version, res.byType())
 	if err != nil {
 		cp.t.Fatal(err)
 	}
+	if err := snap.ConstructVersionMap(); err != nil {
+		cp.t.Fatal(err)
+	}
+	cp.mu.Lock()
+	cp.snaps[version] = snap
+	cp.mu.Unlock()
 	if err := cp.cache.SetSnapshot(context.Background(), testNode, snap); err != nil {
 		cp.t.Fatal(err)
 	}
 }
 
 // nacks returns the NACKs (requests with error_detail) received so far.
-func (cp *controlPlane) nacks() []*discoveryv3.DiscoveryRequest {
+func (cp *controlPlane) nacks() []*discoveryv3.DeltaDiscoveryRequest {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	var out []*discoveryv3.DiscoveryRequest
+	var out []*discoveryv3.DeltaDiscoveryRequest
 	for _, r := range cp.requests {
 		if r.GetErrorDetail() != nil {
 			out = append(out, r)
@@ -146,16 +206,53 @@ func (cp *controlPlane) nacks() []*discoveryv3.DiscoveryRequest {
 	return out
 }
 
-// acked reports whether the proxy has acknowledged version of typeURL.
+// responseVersion is the system version of the response nack answers.
+func (cp *controlPlane) responseVersion(nack *discoveryv3.DeltaDiscoveryRequest) string {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	for k, resp := range cp.sent {
+		if k.stream == cp.lastStream && k.nonce == nack.GetResponseNonce() {
+			return resp.GetSystemVersionInfo()
+		}
+	}
+	return ""
+}
+
+// acked reports whether the proxy has acknowledged a response of typeURL at version.
 func (cp *controlPlane) acked(typeURL, version string) bool {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	for _, r := range cp.requests {
-		if r.GetTypeUrl() == typeURL && r.GetVersionInfo() == version && r.GetErrorDetail() == nil {
-			return true
+		if r.GetErrorDetail() != nil || r.GetResponseNonce() == "" {
+			continue
+		}
+		for k, resp := range cp.sent {
+			if k.nonce == r.GetResponseNonce() && resp.GetTypeUrl() == typeURL && resp.GetSystemVersionInfo() == version {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// holds reports whether the proxy, on its latest stream, has ACKed every
+// resource of the snapshot set as version, and holds nothing else: the proxy
+// ACKs after applying, so that snapshot is in force. (A delta server sends
+// only what differs from what the proxy holds, so a version may never be named
+// in a response: the proxy can reach it through earlier ones.)
+func (cp *controlPlane) holds(version string) bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	snap := cp.snaps[version]
+	if snap == nil {
+		return false
+	}
+	for _, typeURL := range subscribedTypes {
+		if !maps.Equal(cp.known[cp.lastStream][typeURL], snap.GetVersionMap(typeURL)) {
+			return false
+		}
+	}
+	return true
 }
 
 // resources is one snapshot's content.
@@ -491,6 +588,7 @@ func closedAddr(t *testing.T) string {
 
 type testProxy struct {
 	*Proxy
+	cp   *controlPlane
 	logs *logCapture
 	reg  *prometheus.Registry
 }
@@ -529,12 +627,15 @@ func startProxyOn(t testing.TB, cp *controlPlane, addrs map[string]string) *test
 			t.Logf("proxy log:\n%s", logs.String())
 		}
 	})
-	return &testProxy{Proxy: p, logs: logs, reg: reg}
+	return &testProxy{Proxy: p, cp: cp, logs: logs, reg: reg}
 }
 
+// waitVersion waits until the snapshot set as version is applied in full:
+// with delta xDS each type of an update arrives in its own response, and a
+// version whose changes the proxy already has is not sent at all.
 func (tp *testProxy) waitVersion(t testing.TB, version string) {
 	t.Helper()
-	waitFor(t, "applied version "+version, func() bool { return tp.AppliedVersion() == version })
+	waitFor(t, "applied version "+version, func() bool { return tp.cp.holds(version) })
 }
 
 func (tp *testProxy) httpURL(t *testing.T, path string) string {

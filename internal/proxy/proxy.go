@@ -160,11 +160,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 // proxy is not ready.
 func (p *Proxy) Ready() bool { return p.ready.Load() && p.unboundCount.Load() == 0 }
 
-// AppliedVersion returns the xDS version_info shared by all applied resource
-// types of the last applied configuration ("" before the first). A configuration
-// applied while the types are at different versions (mid-update, or after a
-// NACK of one type) does not change it: it names the last version that was
-// applied in full.
+// AppliedVersion returns the xDS system_version_info of the newest response
+// whose configuration was applied ("" before the first). With delta xDS an
+// update arrives as one response per type that changed, each applied as it
+// comes (if the configuration it makes is complete), so the other types of the
+// same version may still be on their way; a NACKed response does not change it.
 func (p *Proxy) AppliedVersion() string {
 	if v := p.appliedVersion.Load(); v != nil {
 		return *v

@@ -582,15 +582,15 @@ func TestNACKKeepsPreviousConfig(t *testing.T) {
 			cp.set("v1", good)
 			p := startProxy(t, cp)
 			p.waitVersion(t, "v1")
-			// The NACK names the last version of its type the proxy accepted: wait for
-			// that type's v1 ACK (a type with no resources, such as Secret here, may be
-			// answered after the configuration is applied).
+			// Wait for that type's v1 ACK (a type with no resources, such as Secret
+			// here, may be answered after the configuration is applied), so that the
+			// NACK below is of v2.
 			waitFor(t, "the v1 ACK of "+tc.typeURL, func() bool { return cp.acked(tc.typeURL, "v1") })
 
 			bad := good
 			tc.mutate(t, &bad)
 			cp.set("v2", bad)
-			var nack *discoveryv3.DiscoveryRequest
+			var nack *discoveryv3.DeltaDiscoveryRequest
 			waitFor(t, "NACK", func() bool {
 				for _, n := range cp.nacks() {
 					if n.GetTypeUrl() == tc.typeURL {
@@ -600,9 +600,9 @@ func TestNACKKeepsPreviousConfig(t *testing.T) {
 				}
 				return false
 			})
-			if nack.GetVersionInfo() != "v1" || !strings.Contains(nack.GetErrorDetail().GetMessage(), tc.wantText) {
-				t.Errorf("NACK version %q detail %q; want version v1 and detail containing %q",
-					nack.GetVersionInfo(), nack.GetErrorDetail().GetMessage(), tc.wantText)
+			if v := cp.responseVersion(nack); v != "v2" || !strings.Contains(nack.GetErrorDetail().GetMessage(), tc.wantText) {
+				t.Errorf("NACK of the %q response, detail %q; want a NACK of v2 with detail containing %q",
+					v, nack.GetErrorDetail().GetMessage(), tc.wantText)
 			}
 			if r := get(t, noRedirectClient(), p.httpURL(t, "/"), "x", nil); r.Backend != "A" {
 				t.Errorf("after NACK got %+v, want the previous config (backend A)", r)
@@ -610,8 +610,8 @@ func TestNACKKeepsPreviousConfig(t *testing.T) {
 			if v := p.AppliedVersion(); v != "v1" {
 				t.Errorf("AppliedVersion = %q, want v1", v)
 			}
-			// The snapshot cache answers each NACK with the same snapshot;
-			// repeated NACKs are slowed down rather than looping.
+			// A delta server does not answer a NACK with the rejected response again:
+			// it waits for a new version.
 			time.Sleep(600 * time.Millisecond)
 			count := 0
 			for _, n := range cp.nacks() {
@@ -619,8 +619,8 @@ func TestNACKKeepsPreviousConfig(t *testing.T) {
 					count++
 				}
 			}
-			if count > 4 {
-				t.Errorf("%d NACKs in ~600ms: the NACK loop is not throttled", count)
+			if count != 1 {
+				t.Errorf("%d NACKs of one response, want 1", count)
 			}
 
 			fixed := good

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,10 +28,6 @@ var subscribedTypes = []string{
 	resourcev3.SecretType,
 }
 
-// discoveryResourceType wraps a resource with a name and TTL; servers use it
-// for TTL'd or heartbeat resources.
-var discoveryResourceType = resourcev3.APITypePrefix + string((&discoveryv3.Resource{}).ProtoReflect().Descriptor().FullName())
-
 func shortTypeName(typeURL string) string {
 	return typeURL[strings.LastIndex(typeURL, ".")+1:]
 }
@@ -41,20 +38,33 @@ type validatable interface {
 	ValidateAll() error
 }
 
-// resourceStore holds the last accepted state-of-the-world per type, already
-// converted to the proxy's specs. Owned by the ADS goroutine.
+// resourceStore holds the resources in force per type, already converted to
+// the proxy's specs. Owned by the ADS goroutine.
 type resourceStore struct {
-	byType   map[string]map[string]any // type URL -> resource name -> spec
-	versions map[string]string         // type URL -> accepted version
+	byType map[string]map[string]any // type URL -> resource name -> spec
+	// version is the system version of the last accepted response: with delta
+	// xDS, a response carries only the types (and resources) that changed.
+	version string
 }
 
 func newResourceStore() *resourceStore {
-	return &resourceStore{byType: make(map[string]map[string]any), versions: make(map[string]string)}
+	return &resourceStore{byType: make(map[string]map[string]any)}
 }
 
-func (s *resourceStore) replace(typeURL, version string, resources map[string]any) {
-	s.byType[typeURL] = resources
-	s.versions[typeURL] = version
+// update applies an accepted delta response to its type.
+func (s *resourceStore) update(typeURL, version string, updated map[string]any, removed []string) {
+	m := s.byType[typeURL]
+	if m == nil {
+		m = make(map[string]any, len(updated))
+		s.byType[typeURL] = m
+	}
+	for name, spec := range updated {
+		m[name] = spec
+	}
+	for _, name := range removed {
+		delete(m, name)
+	}
+	s.version = version
 }
 
 func (s *resourceStore) received(typeURL string) bool {
@@ -71,51 +81,36 @@ func lookup[T any](s *resourceStore, typeURL, name string) (T, bool) {
 	return v.(T), true
 }
 
-// sharedVersion returns the version all received types agree on, or "" when
-// they differ. Types answered with an empty version (absent from the server's
-// snapshot) do not count.
-func (s *resourceStore) sharedVersion() string {
-	shared := ""
-	for _, v := range s.versions {
-		if v == "" {
-			continue
-		}
-		if shared != "" && v != shared {
-			return ""
-		}
-		shared = v
-	}
-	return shared
-}
-
-// settled reports whether every subscribed type has been received and all
-// agree on one version: no further response of the current update is due.
+// settled reports whether every subscribed type has been received: from then
+// on a missing reference is not expected to arrive with the next response.
 func (s *resourceStore) settled() bool {
 	for _, t := range subscribedTypes {
 		if !s.received(t) {
 			return false
 		}
 	}
-	return s.sharedVersion() != ""
+	return true
 }
 
 // decode implements configSink: it unpacks, validates and converts every
-// resource of one response. Any error rejects the whole response, as SotW
-// requires.
-func (p *Proxy) decode(typeURL string, resources []*anypb.Any) (map[string]any, error) {
+// resource of one response. Any error rejects the whole response.
+func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource) (map[string]any, error) {
 	newMsg, convert, ok := converterFor(typeURL)
 	if !ok {
 		return nil, fmt.Errorf("unsupported resource type %q", typeURL)
 	}
 	out := make(map[string]any, len(resources))
-	for i, a := range resources {
-		msg, err := unpack(a, typeURL, newMsg)
+	for i, r := range resources {
+		msg, err := unpack(r.GetResource(), typeURL, newMsg)
 		if err != nil {
-			return nil, fmt.Errorf("%s #%d: %w", shortTypeName(typeURL), i, err)
+			return nil, fmt.Errorf("%s #%d %q: %w", shortTypeName(typeURL), i, r.GetName(), err)
 		}
 		name := resourceName(msg)
 		if name == "" {
 			return nil, fmt.Errorf("%s #%d: empty name", shortTypeName(typeURL), i)
+		}
+		if name != r.GetName() {
+			return nil, fmt.Errorf("%s %q: sent under the name %q", shortTypeName(typeURL), name, r.GetName())
 		}
 		if err := msg.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("%s %q: invalid: %w", shortTypeName(typeURL), name, err)
@@ -133,8 +128,8 @@ func (p *Proxy) decode(typeURL string, resources []*anypb.Any) (map[string]any, 
 }
 
 // accept implements configSink.
-func (p *Proxy) accept(ctx context.Context, typeURL, version string, resources map[string]any) {
-	p.store.replace(typeURL, version, resources)
+func (p *Proxy) accept(ctx context.Context, typeURL, version string, updated map[string]any, removed []string) {
+	p.store.update(typeURL, version, updated, removed)
 	p.metrics.xdsUpdate(typeURL, "ack")
 	p.reconcile(ctx)
 }
@@ -167,17 +162,10 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 	return nil, nil, false
 }
 
-// unpack decodes a, unwrapping a discovery Resource envelope if present.
+// unpack decodes a, a resource of typeURL.
 func unpack(a *anypb.Any, typeURL string, newMsg func() validatable) (validatable, error) {
-	if a.GetTypeUrl() == discoveryResourceType {
-		var wrapped discoveryv3.Resource
-		if err := a.UnmarshalTo(&wrapped); err != nil {
-			return nil, fmt.Errorf("decode Resource envelope: %w", err)
-		}
-		if wrapped.GetResource() == nil {
-			return nil, fmt.Errorf("resource %q: envelope without a resource (removal by TTL is not supported)", wrapped.GetName())
-		}
-		a = wrapped.GetResource()
+	if a == nil {
+		return nil, errors.New("no resource (removal by TTL is not supported)")
 	}
 	if a.GetTypeUrl() != typeURL {
 		return nil, fmt.Errorf("type %q in a response for %q", a.GetTypeUrl(), typeURL)

@@ -132,7 +132,6 @@ func (e *env) nacks() []string {
 		if !ok {
 			reason = line
 		}
-		reason, _, _ = strings.Cut(reason, " delay=") // repeated NACKs are delayed
 		if !seen[reason] {
 			seen[reason] = true
 			out = append(out, reason)

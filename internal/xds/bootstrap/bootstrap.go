@@ -109,13 +109,17 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every config source, the bootstrap's and the translator's (RDS, EDS, SDS), is
+	// "ads: {}": it follows the ADS stream's protocol, so DELTA_GRPC below makes all
+	// of them incremental. Portico's server still answers state-of-the-world
+	// clients (older bootstraps).
 	ads := &corev3.ConfigSource{ResourceApiVersion: corev3.ApiVersion_V3, ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}
 	b := &bootstrapv3.Bootstrap{
 		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
 		Admin: &bootstrapv3.Admin{Address: socket(adminHost, adminPort)},
 		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
 			AdsConfig: &corev3.ApiConfigSource{
-				ApiType:             corev3.ApiConfigSource_GRPC,
+				ApiType:             corev3.ApiConfigSource_DELTA_GRPC,
 				TransportApiVersion: corev3.ApiVersion_V3,
 				GrpcServices:        []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: XDSCluster}}}},
 			},

@@ -8,6 +8,7 @@ import (
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/google/go-cmp/cmp"
@@ -39,6 +40,9 @@ func TestWriteProducesAValidBootstrap(t *testing.T) {
 	}
 	if b.DynamicResources.LdsConfig.GetAds() == nil || b.DynamicResources.CdsConfig.GetAds() == nil {
 		t.Error("listeners and clusters must come over ADS")
+	}
+	if got := b.DynamicResources.AdsConfig.GetApiType(); got != corev3.ApiConfigSource_DELTA_GRPC {
+		t.Errorf("ADS api_type = %v, want DELTA_GRPC (incremental xDS)", got)
 	}
 }
 

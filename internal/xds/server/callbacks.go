@@ -11,15 +11,23 @@ import (
 	"github.com/portico-dev/portico/internal/metrics"
 )
 
-// MetricsCallbacks counts connected streams and responses sent by type.
+// MetricsCallbacks counts connected streams and responses sent by type, state of the
+// world and delta alike.
 func MetricsCallbacks(m *metrics.XDS) serverv3.Callbacks {
+	open := func(context.Context, int64, string) error {
+		m.Clients.Inc()
+		return nil
+	}
+	closed := func(int64, *corev3.Node) { m.Clients.Dec() }
 	return serverv3.CallbackFuncs{
-		StreamOpenFunc: func(context.Context, int64, string) error {
-			m.Clients.Inc()
-			return nil
-		},
-		StreamClosedFunc: func(int64, *corev3.Node) { m.Clients.Dec() },
+		StreamOpenFunc:        open,
+		StreamClosedFunc:      closed,
+		DeltaStreamOpenFunc:   open,
+		DeltaStreamClosedFunc: closed,
 		StreamResponseFunc: func(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
+			m.Pushes.WithLabelValues(shortType(resp.GetTypeUrl())).Inc()
+		},
+		StreamDeltaResponseFunc: func(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
 			m.Pushes.WithLabelValues(shortType(resp.GetTypeUrl())).Inc()
 		},
 	}

@@ -19,9 +19,7 @@ import (
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
 	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
 	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 
@@ -40,8 +38,10 @@ type Server struct {
 	cache   cachev3.SnapshotCache
 	logger  *slog.Logger
 	version atomic.Uint64
-	// mu serialises Publish so versions reach the cache in order.
-	mu        sync.Mutex
+	// mu serialises Publish so versions reach the cache in order, and guards current.
+	mu sync.Mutex
+	// current is the last published state; the next Publish is compared with it.
+	current   state
 	published atomic.Bool
 	callbacks serverv3.Callbacks
 }
@@ -58,29 +58,81 @@ func New(logger *slog.Logger, callbacks serverv3.Callbacks) *Server {
 	}
 }
 
+// deferredRemovals are the types whose removed resources are withdrawn in a second
+// snapshot, after the listeners and routes that stopped using them have been sent:
+// Envoy's make-before-break order, so no request meets a route to a cluster (or a
+// listener to a secret) that is already gone. The server pushes a type only once the
+// client has ACKed its previous response of that type, so a client still busy with
+// route configurations when both snapshots are set can get the removal first (the
+// embedded proxy then keeps its previous configuration until the routes arrive; Envoy
+// answers 503 for a moment on the routes to the removed cluster).
+var deferredRemovals = []int{clusterIdx, endpointIdx, secretIdx}
+
 // Publish makes res the configuration every data plane receives, as one consistent
-// snapshot, and returns its version.
+// snapshot, and returns its version. res is the full set each time; what is sent to
+// a delta client is what changed since the previous Publish. A resource passed as the
+// same pointer as before is taken as unchanged; any other one is compared by the hash
+// of its deterministic marshalling, so the cost follows the change, not the number of
+// resources, when unchanged resources are reused. Published resources must not be
+// modified afterwards.
 func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	version := strconv.FormatUint(s.version.Add(1), 10)
-	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
-		resource.ListenerType: res.Listeners,
-		resource.RouteType:    res.Routes,
-		resource.ClusterType:  res.Clusters,
-		resource.EndpointType: res.Endpoints,
-		resource.SecretType:   res.Secrets,
-	})
+	next, diffs, err := s.nextState(res)
 	if err != nil {
-		return "", fmt.Errorf("snapshot %s: %w", version, err)
+		return "", err
 	}
-	if err := snap.Consistent(); err != nil {
-		return "", fmt.Errorf("snapshot %s is inconsistent: %w", version, err)
+	if interim, ok := withDeferredRemovals(&s.current, &next, diffs); ok {
+		if _, err := s.setSnapshot(ctx, interim); err != nil {
+			return "", err
+		}
 	}
-	if err := s.cache.SetSnapshot(ctx, nodeGroup, snap); err != nil {
-		return "", fmt.Errorf("snapshot %s: %w", version, err)
+	version, err := s.setSnapshot(ctx, next)
+	if err != nil {
+		return "", err
 	}
+	s.current = next
 	s.published.Store(true)
+	return version, nil
+}
+
+// nextState computes the state holding res and what changed per type.
+func (s *Server) nextState(res *translate.Resources) (state, [numTypes]diff, error) {
+	var next state
+	var diffs [numTypes]diff
+	var changed [numTypes]bool
+	for i, items := range inputs(res) {
+		ts, d, err := s.current.set(i).next(items)
+		if err != nil {
+			return state{}, diffs, err
+		}
+		next[i], diffs[i], changed[i] = ts, d, !d.empty()
+	}
+	if err := next.consistent(changed); err != nil {
+		return state{}, diffs, fmt.Errorf("inconsistent configuration: %w", err)
+	}
+	return next, diffs, nil
+}
+
+// withDeferredRemovals returns next with the deferredRemovals types' removed resources
+// still present, when there are any.
+func withDeferredRemovals(prev, next *state, diffs [numTypes]diff) (state, bool) {
+	interim := *next
+	deferred := false
+	for _, i := range deferredRemovals {
+		if len(diffs[i].removed) > 0 {
+			interim[i] = next.set(i).restore(prev.set(i), diffs[i].removed)
+			deferred = true
+		}
+	}
+	return interim, deferred
+}
+
+func (s *Server) setSnapshot(ctx context.Context, st state) (string, error) {
+	version := strconv.FormatUint(s.version.Add(1), 10)
+	if err := s.cache.SetSnapshot(ctx, nodeGroup, &snapshot{version: version, sets: st}); err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", version, err)
+	}
 	return version, nil
 }
 
