@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,9 @@ type Server struct {
 	// mu serialises Publish so versions reach the cache in order, and guards current.
 	mu sync.Mutex
 	// current is the last published state; the next Publish is compared with it.
-	current   state
+	current state
+	// refs follow the references that must resolve in a consistent snapshot.
+	refs      []*refIndex
 	published atomic.Bool
 	callbacks serverv3.Callbacks
 }
@@ -55,6 +58,7 @@ func New(logger *slog.Logger, callbacks serverv3.Callbacks) *Server {
 		cache:     cachev3.NewSnapshotCache(true, allNodes{}, nil),
 		logger:    logger,
 		callbacks: callbacks,
+		refs:      []*refIndex{newRefIndex(clusterIdx, endpointIdx), newRefIndex(listenerIdx, routeIdx)},
 	}
 }
 
@@ -78,17 +82,19 @@ var deferredRemovals = []int{clusterIdx, endpointIdx, secretIdx}
 func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next, diffs, err := s.nextState(res)
+	next, diffs, revert, err := s.nextState(res)
 	if err != nil {
 		return "", err
 	}
 	if interim, ok := withDeferredRemovals(&s.current, &next, diffs); ok {
 		if _, err := s.setSnapshot(ctx, interim); err != nil {
+			revert()
 			return "", err
 		}
 	}
 	version, err := s.setSnapshot(ctx, next)
 	if err != nil {
+		revert()
 		return "", err
 	}
 	s.current = next
@@ -96,22 +102,33 @@ func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string,
 	return version, nil
 }
 
-// nextState computes the state holding res and what changed per type.
-func (s *Server) nextState(res *translate.Resources) (state, [numTypes]diff, error) {
-	var next state
-	var diffs [numTypes]diff
-	var changed [numTypes]bool
+// nextState computes the state holding res and what changed per type, and checks
+// that it is consistent: every EDS and RDS resource referenced, every reference
+// resolved (as go-control-plane's Snapshot.Consistent requires for ADS).
+// revert undoes what nextState recorded, for a state that is not published after all.
+func (s *Server) nextState(res *translate.Resources) (next state, diffs [numTypes]diff, revert func(), err error) {
 	for i, items := range inputs(res) {
 		ts, d, err := s.current.set(i).next(items)
 		if err != nil {
-			return state{}, diffs, err
+			return state{}, diffs, nil, err
 		}
-		next[i], diffs[i], changed[i] = ts, d, !d.empty()
+		next[i], diffs[i] = ts, d
 	}
-	if err := next.consistent(changed); err != nil {
-		return state{}, diffs, fmt.Errorf("inconsistent configuration: %w", err)
+	var reverts []func()
+	revert = func() {
+		for _, r := range slices.Backward(reverts) {
+			r()
+		}
 	}
-	return next, diffs, nil
+	for _, x := range s.refs {
+		r, err := x.update(diffs, &next)
+		if err != nil {
+			revert()
+			return state{}, diffs, nil, fmt.Errorf("inconsistent configuration: %w", err)
+		}
+		reverts = append(reverts, r)
+	}
+	return next, diffs, revert, nil
 }
 
 // withDeferredRemovals returns next with the deferredRemovals types' removed resources

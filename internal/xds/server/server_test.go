@@ -45,7 +45,7 @@ func assignment(name string) *endpointv3.ClusterLoadAssignment {
 	return &endpointv3.ClusterLoadAssignment{ClusterName: name}
 }
 
-func httpListener(t *testing.T, rds string) *listenerv3.Listener {
+func httpListener(t testing.TB, rds string) *listenerv3.Listener {
 	t.Helper()
 	router, err := anypb.New(&routerv3.Router{})
 	if err != nil {
@@ -86,7 +86,7 @@ func routes(name string, clusters ...string) *routev3.RouteConfiguration {
 }
 
 // config is a listener and route configuration routing to clusters, each with its EDS.
-func config(t *testing.T, clusters ...string) *translate.Resources {
+func config(t testing.TB, clusters ...string) *translate.Resources {
 	res := &translate.Resources{
 		Listeners: []types.Resource{httpListener(t, "ingress_http")},
 		Routes:    []types.Resource{routes("ingress_http", clusters...)},

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"maps"
+	"sync"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -45,25 +46,30 @@ func typeIndex(typeURL string) int {
 // did not change is shared between snapshots at no cost.
 type typeSet struct {
 	// order is the slice it was built from: when the next Publish passes the same
-	// pointers in the same order, the type is unchanged without a map lookup.
+	// pointers at the same positions, they are unchanged without a map lookup.
 	order     []types.Resource
-	withTTL   map[string]types.ResourceWithTTL // what SotW responses are built from
-	resources map[string]types.Resource        // what delta responses are built from
+	resources map[string]types.Resource // what delta responses are built from
 	// versions are per resource: a hash of the deterministic marshalling, so equal
 	// content has an equal version across rebuilds and server restarts, and delta
 	// clients are sent only what changed.
 	versions map[string]string
-	// refs are the names each resource references in another type (a cluster's EDS
-	// name, a listener's RDS names), kept to check consistency without re-reading
-	// unchanged resources.
-	refs map[string][]string
+
+	// withTTL is what SotW responses are built from, made on first use: a server
+	// with delta clients only never needs it.
+	withTTLOnce sync.Once
+	withTTL     map[string]types.ResourceWithTTL
 }
 
-var emptyTypeSet = &typeSet{
-	withTTL:   map[string]types.ResourceWithTTL{},
-	resources: map[string]types.Resource{},
-	versions:  map[string]string{},
-	refs:      map[string][]string{},
+var emptyTypeSet = &typeSet{resources: map[string]types.Resource{}, versions: map[string]string{}}
+
+func (ts *typeSet) sotw() map[string]types.ResourceWithTTL {
+	ts.withTTLOnce.Do(func() {
+		ts.withTTL = make(map[string]types.ResourceWithTTL, len(ts.resources))
+		for name, r := range ts.resources {
+			ts.withTTL[name] = types.ResourceWithTTL{Resource: r}
+		}
+	})
+	return ts.withTTL
 }
 
 // diff is what changed in one type between two typeSets.
@@ -85,7 +91,11 @@ func (prev *typeSet) next(items []types.Resource) (*typeSet, diff, error) {
 	var repointed []types.Resource // equal content under a new pointer
 	versions := make(map[string]string)
 	seen := 0
-	for _, r := range items {
+	for i, r := range items {
+		if i < len(prev.order) && prev.order[i] == r {
+			seen++ // the same resource at the same position
+			continue
+		}
 		name := cachev3.GetResourceName(r)
 		old, known := prev.resources[name]
 		if known {
@@ -108,7 +118,9 @@ func (prev *typeSet) next(items []types.Resource) (*typeSet, diff, error) {
 		}
 		d.changed = append(d.changed, r)
 	}
-	if seen < len(prev.resources) {
+	// Names are unique in a publish (the translator's contract), so every previous
+	// name was seen exactly when none was removed.
+	if seen != len(prev.resources) {
 		d.removed = removedNames(prev.resources, items)
 	}
 	// Equal resources under new pointers are stored too, so that the next Publish,
@@ -120,28 +132,18 @@ func (prev *typeSet) next(items []types.Resource) (*typeSet, diff, error) {
 
 // apply returns a copy of prev with d applied; versions holds the changed resources'.
 func (prev *typeSet) apply(d diff, versions map[string]string) *typeSet {
-	ts := &typeSet{
-		withTTL:   maps.Clone(prev.withTTL),
-		resources: maps.Clone(prev.resources),
-		versions:  maps.Clone(prev.versions),
-		refs:      maps.Clone(prev.refs),
+	if d.empty() {
+		return &typeSet{resources: prev.resources, versions: prev.versions}
 	}
+	ts := &typeSet{resources: maps.Clone(prev.resources), versions: maps.Clone(prev.versions)}
 	for _, r := range d.changed {
 		name := cachev3.GetResourceName(r)
-		ts.withTTL[name] = types.ResourceWithTTL{Resource: r}
 		ts.resources[name] = r
 		ts.versions[name] = versions[name]
-		if refs := references(r); len(refs) > 0 {
-			ts.refs[name] = refs
-		} else {
-			delete(ts.refs, name)
-		}
 	}
 	for _, name := range d.removed {
-		delete(ts.withTTL, name)
 		delete(ts.resources, name)
 		delete(ts.versions, name)
-		delete(ts.refs, name)
 	}
 	return ts
 }
@@ -154,9 +156,7 @@ func (ts *typeSet) restore(prev *typeSet, names []string) *typeSet {
 		d.changed = append(d.changed, prev.resources[name])
 		versions[name] = prev.versions[name]
 	}
-	out := ts.apply(d, versions)
-	out.order = nil // not the slice any Publish passed
-	return out
+	return ts.apply(d, versions) // order stays nil: not a slice any Publish passed
 }
 
 func samePointers(a, b []types.Resource) bool {
@@ -213,6 +213,99 @@ func typeURLOf(r types.Resource) string {
 	return resource.APITypePrefix + string(r.ProtoReflect().Descriptor().FullName())
 }
 
+// refIndex follows the references from one type to another (clusters to their EDS
+// names, listeners to their RDS names) across publishes, so that consistency is
+// checked on what changed only. It belongs to the Server, under its lock.
+type refIndex struct {
+	from, to int
+	refs     map[string][]string // referring resource -> the names it references
+	count    map[string]int      // referenced name -> how many references it has
+}
+
+func newRefIndex(from, to int) *refIndex {
+	return &refIndex{from: from, to: to, refs: map[string][]string{}, count: map[string]int{}}
+}
+
+// update applies the referring type's diff and checks what go-control-plane's
+// Snapshot.Consistent checks, for the names that changed: every referenced resource
+// of the target type exists in next, and every one in next is referenced. On error
+// the index is left as it was; otherwise revert undoes the update.
+func (x *refIndex) update(diffs [numTypes]diff, next *state) (revert func(), err error) {
+	from, to := diffs[x.from], diffs[x.to]
+	if from.empty() && to.empty() {
+		return func() {}, nil
+	}
+	type undo struct {
+		name string
+		refs []string
+		had  bool
+	}
+	var undos []undo
+	revert = func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			u := undos[i]
+			x.count = x.adjust(x.refs[u.name], -1, nil)
+			delete(x.refs, u.name)
+			if u.had {
+				x.refs[u.name] = u.refs
+			}
+			x.count = x.adjust(u.refs, 1, nil)
+		}
+	}
+	touched := map[string]struct{}{}
+	set := func(name string, refs []string) {
+		old, had := x.refs[name]
+		undos = append(undos, undo{name, old, had})
+		x.count = x.adjust(old, -1, touched)
+		if len(refs) > 0 {
+			x.refs[name] = refs
+		} else {
+			delete(x.refs, name)
+		}
+		x.count = x.adjust(refs, 1, touched)
+	}
+	for _, r := range from.changed {
+		set(cachev3.GetResourceName(r), references(r))
+	}
+	for _, name := range from.removed {
+		set(name, nil)
+	}
+	for _, r := range to.changed {
+		touched[cachev3.GetResourceName(r)] = struct{}{}
+	}
+	for _, name := range to.removed {
+		touched[name] = struct{}{}
+	}
+	targets := next.set(x.to).resources
+	for name := range touched {
+		_, present := targets[name]
+		referenced := x.count[name] > 0
+		if present == referenced {
+			continue
+		}
+		revert()
+		if present {
+			return nil, fmt.Errorf("%s %q is published but not referenced", shortType(typeURLs[x.to]), name)
+		}
+		return nil, fmt.Errorf("%s %q is referenced but not published", shortType(typeURLs[x.to]), name)
+	}
+	return revert, nil
+}
+
+// adjust adds delta to the count of each name, noting it in touched when not nil.
+func (x *refIndex) adjust(names []string, delta int, touched map[string]struct{}) map[string]int {
+	for _, n := range names {
+		x.count[n] += delta
+		if x.count[n] == 0 {
+			delete(x.count, n)
+		}
+		if touched != nil {
+			touched[n] = struct{}{}
+		}
+	}
+	return x.count
+}
+
 // state is every type's published set. The zero value is an empty state.
 type state [numTypes]*typeSet
 
@@ -232,35 +325,6 @@ func inputs(res *translate.Resources) [numTypes][]types.Resource {
 		routeIdx:    res.Routes,
 		secretIdx:   res.Secrets,
 	}
-}
-
-// consistent checks what go-control-plane's Snapshot.Consistent checks (every EDS and
-// RDS resource is referenced, and every reference resolves), for the pairs of types
-// that changed only.
-func (s *state) consistent(changed [numTypes]bool) error {
-	pairs := []struct{ from, to int }{{clusterIdx, endpointIdx}, {listenerIdx, routeIdx}}
-	for _, p := range pairs {
-		if !changed[p.from] && !changed[p.to] {
-			continue
-		}
-		referenced := make(map[string]struct{}, len(s.set(p.to).resources))
-		for _, names := range s.set(p.from).refs {
-			for _, n := range names {
-				referenced[n] = struct{}{}
-			}
-		}
-		for n := range referenced {
-			if _, ok := s.set(p.to).resources[n]; !ok {
-				return fmt.Errorf("%s %q is referenced but not published", shortType(typeURLs[p.to]), n)
-			}
-		}
-		for n := range s.set(p.to).resources {
-			if _, ok := referenced[n]; !ok {
-				return fmt.Errorf("%s %q is published but not referenced", shortType(typeURLs[p.to]), n)
-			}
-		}
-	}
-	return nil
 }
 
 // snapshot is one published state under one version, as the snapshot cache reads it.
@@ -293,7 +357,7 @@ func (s *snapshot) GetVersion(typeURL string) string {
 // GetResourcesAndTTL implements cachev3.ResourceSnapshot.
 func (s *snapshot) GetResourcesAndTTL(typeURL string) map[string]types.ResourceWithTTL {
 	if ts := s.typeSet(typeURL); ts != nil {
-		return ts.withTTL
+		return ts.sotw()
 	}
 	return nil
 }
