@@ -36,11 +36,14 @@ func (allNodes) ID(*corev3.Node) string { return nodeGroup }
 
 // Server holds the current snapshot and serves it over gRPC.
 type Server struct {
-	cache   cachev3.SnapshotCache
-	logger  *slog.Logger
-	version atomic.Uint64
-	// mu serialises Publish so versions reach the cache in order, and guards current.
+	cache  cachev3.SnapshotCache
+	logger *slog.Logger
+	// mu serialises Publish so versions reach the cache in order, and guards version,
+	// current and refs.
 	mu sync.Mutex
+	// version numbers the snapshots set; a type's version is the number of the one
+	// that last changed it.
+	version uint64
 	// current is the last published state; the next Publish is compared with it.
 	current state
 	// refs follow the references that must resolve in a consistent snapshot.
@@ -82,33 +85,41 @@ var deferredRemovals = []int{clusterIdx, endpointIdx, secretIdx}
 func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next, diffs, revert, err := s.nextState(res)
+	version := s.version + 1
+	next, diffs, revert, err := s.nextState(res, strconv.FormatUint(version, 10))
 	if err != nil {
 		return "", err
 	}
 	if interim, ok := withDeferredRemovals(&s.current, &next, diffs); ok {
-		if _, err := s.setSnapshot(ctx, interim); err != nil {
+		if err := s.setSnapshot(ctx, interim); err != nil {
 			revert()
 			return "", err
 		}
+		// The removals come with a version of their own, after the interim one.
+		version++
+		for _, i := range deferredRemovals {
+			if len(diffs[i].removed) > 0 {
+				next[i] = next[i].restamped(strconv.FormatUint(version, 10))
+			}
+		}
 	}
-	version, err := s.setSnapshot(ctx, next)
-	if err != nil {
+	if err := s.setSnapshot(ctx, next); err != nil {
 		revert()
 		return "", err
 	}
+	s.version = version
 	s.current = next
 	s.published.Store(true)
-	return version, nil
+	return strconv.FormatUint(version, 10), nil
 }
 
 // nextState computes the state holding res and what changed per type, and checks
 // that it is consistent: every EDS and RDS resource referenced, every reference
 // resolved (as go-control-plane's Snapshot.Consistent requires for ADS).
 // revert undoes what nextState recorded, for a state that is not published after all.
-func (s *Server) nextState(res *translate.Resources) (next state, diffs [numTypes]diff, revert func(), err error) {
+func (s *Server) nextState(res *translate.Resources, version string) (next state, diffs [numTypes]diff, revert func(), err error) {
 	for i, items := range inputs(res) {
-		ts, d, err := s.current.set(i).next(items)
+		ts, d, err := s.current.set(i).next(items, version)
 		if err != nil {
 			return state{}, diffs, nil, err
 		}
@@ -137,7 +148,12 @@ func withDeferredRemovals(prev, next *state, diffs [numTypes]diff) (state, bool)
 	interim := *next
 	deferred := false
 	for _, i := range deferredRemovals {
-		if len(diffs[i].removed) > 0 {
+		switch {
+		case len(diffs[i].removed) == 0:
+		case len(diffs[i].changed) == 0:
+			interim[i] = prev.set(i) // only removals: the interim is the previous set
+			deferred = true
+		default:
 			interim[i] = next.set(i).restore(prev.set(i), diffs[i].removed)
 			deferred = true
 		}
@@ -145,12 +161,11 @@ func withDeferredRemovals(prev, next *state, diffs [numTypes]diff) (state, bool)
 	return interim, deferred
 }
 
-func (s *Server) setSnapshot(ctx context.Context, st state) (string, error) {
-	version := strconv.FormatUint(s.version.Add(1), 10)
-	if err := s.cache.SetSnapshot(ctx, nodeGroup, &snapshot{version: version, sets: st}); err != nil {
-		return "", fmt.Errorf("snapshot %s: %w", version, err)
+func (s *Server) setSnapshot(ctx context.Context, st state) error {
+	if err := s.cache.SetSnapshot(ctx, nodeGroup, &snapshot{sets: st}); err != nil {
+		return fmt.Errorf("set snapshot: %w", err)
 	}
-	return version, nil
+	return nil
 }
 
 // Published reports whether a first snapshot has been published.

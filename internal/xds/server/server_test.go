@@ -282,7 +282,8 @@ func TestReconnectSendsOnlyWhatChangedMeanwhile(t *testing.T) {
 	v := publish(t, s, changed)
 	c2 := newDeltaClient(t, client, known)
 	got := c2.summaries(len(allTypes))
-	want := []string{"Cluster v" + v, "ClusterLoadAssignment v" + v + " +b", "Listener v" + v, "RouteConfiguration v" + v, "Secret v" + v}
+	// Each type keeps the version of the publish that last changed it.
+	want := []string{"Cluster v1", "ClusterLoadAssignment v" + v + " +b", "Listener v1", "RouteConfiguration v1", "Secret v1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("after reconnecting: %q, want %q", got, want)
 	}
@@ -370,12 +371,11 @@ func TestInconsistentPublishKeepsThePreviousState(t *testing.T) {
 		t.Fatal("an inconsistent configuration was published")
 	}
 	// The state compared with is still the last published one: publishing it again
-	// changes nothing, so the version does not move for delta clients.
+	// changes nothing, so the types keep the first publish's version.
 	c := newDeltaClient(t, serve(t, s), nil)
-	v := publish(t, s, config(t, "a"))
-	resp := c.recv()
-	if resp.GetSystemVersionInfo() != v || len(resp.GetResources()) != 1 {
-		t.Errorf("first response %s", summary(resp))
+	publish(t, s, config(t, "a"))
+	if got := c.summaries(len(allTypes)); got[0] != "Cluster v1 +a" {
+		t.Errorf("first responses %q", got)
 	}
 }
 
@@ -383,20 +383,20 @@ func TestUnchangedPointersAreNotRehashed(t *testing.T) {
 	res := config(t, "a", "b")
 	var st state
 	for i, items := range inputs(res) {
-		ts, _, err := st.set(i).next(items)
+		ts, _, err := st.set(i).next(items, "1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		st[i] = ts
 	}
 	// The same slice: the same set, nothing looked at.
-	if ts, d, _ := st[clusterIdx].next(res.Clusters); ts != st[clusterIdx] || !d.empty() {
+	if ts, d, _ := st[clusterIdx].next(res.Clusters, "2"); ts != st[clusterIdx] || !d.empty() {
 		t.Error("the same resources made a new set")
 	}
 	// A new slice reusing one pointer and changing the other.
 	b := edsCluster("b")
 	b.ConnectTimeout = durationpb.New(2 * time.Second)
-	ts, d, err := st[clusterIdx].next([]types.Resource{res.Clusters[0], b})
+	ts, d, err := st[clusterIdx].next([]types.Resource{res.Clusters[0], b}, "2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,6 +408,9 @@ func TestUnchangedPointersAreNotRehashed(t *testing.T) {
 	}
 	if st[clusterIdx].resources["b"] == b {
 		t.Error("the previous set was modified")
+	}
+	if ts.version != "2" || st[clusterIdx].version != "1" {
+		t.Errorf("type versions %q -> %q, want 1 -> 2", st[clusterIdx].version, ts.version)
 	}
 }
 

@@ -45,6 +45,9 @@ func typeIndex(typeURL string) int {
 // published snapshot: the next one clones what changes (copy on write), so a type that
 // did not change is shared between snapshots at no cost.
 type typeSet struct {
+	// version is the type's version: the snapshot version of the publish that last
+	// changed it. A SotW client is sent a type again only when it changes.
+	version string
 	// order is the slice it was built from: when the next Publish passes the same
 	// pointers at the same positions, they are unchanged without a map lookup.
 	order     []types.Resource
@@ -80,10 +83,11 @@ type diff struct {
 
 func (d diff) empty() bool { return len(d.changed) == 0 && len(d.removed) == 0 }
 
-// next returns the typeSet holding items, sharing prev when nothing changed. A resource
-// whose pointer is the one prev holds under its name is unchanged without further
-// work; any other one is hashed, so an equal rebuild still changes nothing.
-func (prev *typeSet) next(items []types.Resource) (*typeSet, diff, error) {
+// next returns the typeSet holding items, sharing prev when nothing changed, and
+// stamped with version when something did. A resource whose pointer is the one prev
+// holds under its name is unchanged without further work; any other one is hashed,
+// so an equal rebuild still changes nothing.
+func (prev *typeSet) next(items []types.Resource, version string) (*typeSet, diff, error) {
 	if samePointers(prev.order, items) {
 		return prev, diff{}, nil
 	}
@@ -107,7 +111,7 @@ func (prev *typeSet) next(items []types.Resource) (*typeSet, diff, error) {
 		if _, dup := versions[name]; dup {
 			return nil, diff{}, fmt.Errorf("%s %q: published twice", shortType(typeURLOf(r)), name)
 		}
-		v, err := version(r)
+		v, err := resourceVersion(r)
 		if err != nil {
 			return nil, diff{}, fmt.Errorf("%s %q: %w", shortType(typeURLOf(r)), name, err)
 		}
@@ -127,15 +131,20 @@ func (prev *typeSet) next(items []types.Resource) (*typeSet, diff, error) {
 	// which passes those pointers, finds them without hashing.
 	ts := prev.apply(diff{changed: append(repointed, d.changed...), removed: d.removed}, versions)
 	ts.order = items
+	if !d.empty() || prev.version == "" {
+		// A type is stamped at its first publish even when empty: a SotW client
+		// must get an answer to complete its initialisation.
+		ts.version = version
+	}
 	return ts, d, nil
 }
 
 // apply returns a copy of prev with d applied; versions holds the changed resources'.
 func (prev *typeSet) apply(d diff, versions map[string]string) *typeSet {
 	if d.empty() {
-		return &typeSet{resources: prev.resources, versions: prev.versions}
+		return &typeSet{version: prev.version, resources: prev.resources, versions: prev.versions}
 	}
-	ts := &typeSet{resources: maps.Clone(prev.resources), versions: maps.Clone(prev.versions)}
+	ts := &typeSet{version: prev.version, resources: maps.Clone(prev.resources), versions: maps.Clone(prev.versions)}
 	for _, r := range d.changed {
 		name := cachev3.GetResourceName(r)
 		ts.resources[name] = r
@@ -185,11 +194,11 @@ func removedNames(prev map[string]types.Resource, items []types.Resource) []stri
 	return out
 }
 
-// version is a resource's content hash, computed as go-control-plane computes the
+// resourceVersion is a resource's content hash, computed as go-control-plane computes the
 // version it sends with the resource (so a reconnecting client's
 // initial_resource_versions match): equal content has an equal version across
 // rebuilds and server restarts.
-func version(r types.Resource) (string, error) {
+func resourceVersion(r types.Resource) (string, error) {
 	b, err := cachev3.MarshalResource(r)
 	if err != nil {
 		return "", err
@@ -327,13 +336,12 @@ func inputs(res *translate.Resources) [numTypes][]types.Resource {
 	}
 }
 
-// snapshot is one published state under one version, as the snapshot cache reads it.
-// The cache uses one version for every type (SotW clients are answered per type when
-// the version changes, as before), and the per-resource versions held here for delta
-// clients, instead of hashing every resource of every snapshot as cachev3.Snapshot does.
+// snapshot is one published state, as the snapshot cache reads it: per-type
+// versions (SotW clients are sent the types that changed) and the per-resource
+// versions kept by Publish (delta clients are sent the resources that changed),
+// instead of hashing every resource of every snapshot as cachev3.Snapshot does.
 type snapshot struct {
-	version string
-	sets    state
+	sets state
 }
 
 var _ cachev3.ResourceSnapshot = (*snapshot)(nil)
@@ -348,10 +356,10 @@ func (s *snapshot) typeSet(typeURL string) *typeSet {
 
 // GetVersion implements cachev3.ResourceSnapshot.
 func (s *snapshot) GetVersion(typeURL string) string {
-	if s.typeSet(typeURL) == nil {
-		return ""
+	if ts := s.typeSet(typeURL); ts != nil {
+		return ts.version
 	}
-	return s.version
+	return ""
 }
 
 // GetResourcesAndTTL implements cachev3.ResourceSnapshot.
@@ -380,4 +388,9 @@ func (s *snapshot) GetVersionMap(typeURL string) map[string]string {
 		return ts.versions
 	}
 	return nil
+}
+
+// restamped returns ts under another version.
+func (ts *typeSet) restamped(version string) *typeSet {
+	return &typeSet{version: version, order: ts.order, resources: ts.resources, versions: ts.versions}
 }
