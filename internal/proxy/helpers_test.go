@@ -69,6 +69,9 @@ type controlPlane struct {
 	// ACKed: what it has applied.
 	known      map[int64]map[string]map[string]string
 	lastStream int64
+	// servers counts serve calls: stream ids start again with each server, so a
+	// stream is known as servers<<32 + its id.
+	servers int64
 	// snaps are the snapshots set, by version.
 	snaps map[string]*cachev3.Snapshot
 }
@@ -98,18 +101,22 @@ func startControlPlane(t testing.TB) *controlPlane {
 }
 
 func (cp *controlPlane) serve(ln net.Listener) {
+	cp.mu.Lock()
+	cp.servers++
+	base := cp.servers << 32
+	cp.mu.Unlock()
 	srv := serverv3.NewServer(context.Background(), cp.cache, serverv3.CallbackFuncs{
 		StreamDeltaRequestFunc: func(stream int64, req *discoveryv3.DeltaDiscoveryRequest) error {
 			cp.mu.Lock()
 			defer cp.mu.Unlock()
 			cp.requests = append(cp.requests, proto.Clone(req).(*discoveryv3.DeltaDiscoveryRequest))
-			cp.track(stream, req)
+			cp.track(base+stream, req)
 			return nil
 		},
 		StreamDeltaResponseFunc: func(stream int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
 			cp.mu.Lock()
 			defer cp.mu.Unlock()
-			cp.sent[streamNonce{stream, resp.GetNonce()}] = resp
+			cp.sent[streamNonce{base + stream, resp.GetNonce()}] = resp
 		},
 	})
 	g := grpc.NewServer()

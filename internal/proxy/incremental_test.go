@@ -68,3 +68,46 @@ func TestApplyRecompilesOnlyWhatChanged(t *testing.T) {
 		t.Errorf("after the route change /b got %+v, want backend A", r)
 	}
 }
+
+// TestReconnectResendsOnlyWhatChanged: a new stream starts from the versions the
+// proxy holds (initial_resource_versions), so the server sends only what changed
+// while the proxy was away.
+func TestReconnectResendsOnlyWhatChanged(t *testing.T) {
+	cp, p, res := proxyRoutingAllTo(t, "A")
+	cp.stop()
+	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("B", prefixMatch("/"))))}
+	cp.set("v2", res)
+	cp.restart()
+	p.waitVersion(t, "v2")
+	var sent []string
+	cp.mu.Lock()
+	for k, resp := range cp.sent {
+		if k.stream != cp.lastStream {
+			continue
+		}
+		for _, r := range resp.GetResources() {
+			sent = append(sent, shortTypeName(resp.GetTypeUrl())+" "+r.GetName())
+		}
+	}
+	cp.mu.Unlock()
+	if len(sent) != 1 || sent[0] != "RouteConfiguration ingress_http" {
+		t.Errorf("resources sent after reconnecting: %q, want only the changed route configuration", sent)
+	}
+	if r := get(t, noRedirectClient(), p.httpURL(t, "/"), "x", nil); r.Backend != "B" {
+		t.Errorf("after reconnecting got %+v, want backend B", r)
+	}
+}
+
+// proxyRoutingAllTo starts a control plane with the three backends' clusters and
+// every request routed to cluster, and a proxy that has applied it as "v1".
+func proxyRoutingAllTo(t *testing.T, cluster string) (*controlPlane, *testProxy, resources) {
+	t.Helper()
+	cp := startControlPlane(t)
+	res, _ := threeBackends(t)
+	res.listeners = []*listenerv3.Listener{httpListener(t)}
+	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster(cluster, prefixMatch("/"))))}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	return cp, p, res
+}
