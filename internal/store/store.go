@@ -6,6 +6,7 @@ package store
 import (
 	"maps"
 	"sort"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -41,6 +42,57 @@ type Store struct {
 	// TLSCertificateDelegation are kept apart: one of each may share a namespace/name.
 	HTTPProxies                      map[types.NamespacedName]*contourv1.HTTPProxy
 	ProjectTLSCertificateDelegations map[types.NamespacedName]*contourv1.TLSCertificateDelegation
+
+	// gens say when each kind last changed (see Generations). clock is shared by a store
+	// and every store cloned or copied from it, so that two of them that changed apart
+	// never show the same generation.
+	gens  [numKinds]uint64
+	clock *atomic.Uint64
+}
+
+// Kind numbers the kinds a Store keeps, for Generations.
+type Kind int
+
+// The kinds a Store keeps.
+const (
+	KindIngress Kind = iota
+	KindIngressClass
+	KindService
+	KindEndpoints
+	KindSecret
+	KindNamespace
+	KindEndpointSlice
+	KindIngressRoute
+	KindTLSCertificateDelegation
+	KindHTTPProxy
+	KindProjectTLSCertificateDelegation
+	numKinds
+)
+
+// Generations hold, per kind, a number that changes whenever an object of that kind is
+// added, replaced or removed through Upsert or Delete, and the lineage of the store:
+// stores cloned (or copied) from one another share it. Two stores of one lineage with
+// the same generation for a kind hold the same objects of that kind; 0 means unknown.
+// The maps must be changed through Upsert and Delete only, or the generations lie.
+type Generations struct {
+	Lineage *atomic.Uint64
+	Kinds   [numKinds]uint64
+}
+
+// Unchanged reports whether the objects of kind k are certainly the same in stores with
+// generations g and h.
+func (g Generations) Unchanged(h Generations, k Kind) bool {
+	return g.Lineage != nil && g.Lineage == h.Lineage && g.Kinds[k] != 0 && g.Kinds[k] == h.Kinds[k]
+}
+
+// Generations returns the generations of s.
+func (s *Store) Generations() Generations { return Generations{Lineage: s.clock, Kinds: s.gens} }
+
+func (s *Store) touch(k Kind) {
+	if s.clock == nil {
+		s.clock = new(atomic.Uint64)
+	}
+	s.gens[k] = s.clock.Add(1)
 }
 
 // New returns an empty Store.
@@ -81,16 +133,22 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
 		s.Ingresses[key(o.Namespace, o.Name)] = o
+		s.touch(KindIngress)
 	case *networkingv1.IngressClass:
 		s.IngressClasses[o.Name] = o
+		s.touch(KindIngressClass)
 	case *corev1.Service:
 		s.Services[key(o.Namespace, o.Name)] = o
+		s.touch(KindService)
 	case *corev1.Endpoints:
 		s.Endpoints[key(o.Namespace, o.Name)] = o
+		s.touch(KindEndpoints)
 	case *corev1.Secret:
 		s.Secrets[key(o.Namespace, o.Name)] = o
+		s.touch(KindSecret)
 	case *corev1.Namespace:
 		s.Namespaces[o.Name] = o
+		s.touch(KindNamespace)
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
@@ -100,14 +158,19 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 			s.EndpointSlices[svc] = map[string]*discoveryv1.EndpointSlice{}
 		}
 		s.EndpointSlices[svc][o.Name] = o
+		s.touch(KindEndpointSlice)
 	case *contourv1beta1.IngressRoute:
 		s.IngressRoutes[key(o.Namespace, o.Name)] = o
+		s.touch(KindIngressRoute)
 	case *contourv1beta1.TLSCertificateDelegation:
 		s.TLSCertificateDelegations[key(o.Namespace, o.Name)] = o
+		s.touch(KindTLSCertificateDelegation)
 	case *contourv1.HTTPProxy:
 		s.HTTPProxies[key(o.Namespace, o.Name)] = o
+		s.touch(KindHTTPProxy)
 	case *contourv1.TLSCertificateDelegation:
 		s.ProjectTLSCertificateDelegations[key(o.Namespace, o.Name)] = o
+		s.touch(KindProjectTLSCertificateDelegation)
 	default:
 		return false
 	}
@@ -118,37 +181,45 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 func (s *Store) Delete(obj runtime.Object) bool {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
-		return deleteKey(s.Ingresses, key(o.Namespace, o.Name))
+		return s.deleted(KindIngress, deleteKey(s.Ingresses, key(o.Namespace, o.Name)))
 	case *networkingv1.IngressClass:
-		return deleteKey(s.IngressClasses, o.Name)
+		return s.deleted(KindIngressClass, deleteKey(s.IngressClasses, o.Name))
 	case *corev1.Service:
-		return deleteKey(s.Services, key(o.Namespace, o.Name))
+		return s.deleted(KindService, deleteKey(s.Services, key(o.Namespace, o.Name)))
 	case *corev1.Endpoints:
-		return deleteKey(s.Endpoints, key(o.Namespace, o.Name))
+		return s.deleted(KindEndpoints, deleteKey(s.Endpoints, key(o.Namespace, o.Name)))
 	case *corev1.Secret:
-		return deleteKey(s.Secrets, key(o.Namespace, o.Name))
+		return s.deleted(KindSecret, deleteKey(s.Secrets, key(o.Namespace, o.Name)))
 	case *corev1.Namespace:
-		return deleteKey(s.Namespaces, o.Name)
+		return s.deleted(KindNamespace, deleteKey(s.Namespaces, o.Name))
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
 			return false
 		}
-		removed := deleteKey(s.EndpointSlices[svc], o.Name)
+		removed := s.deleted(KindEndpointSlice, deleteKey(s.EndpointSlices[svc], o.Name))
 		if len(s.EndpointSlices[svc]) == 0 {
 			delete(s.EndpointSlices, svc)
 		}
 		return removed
 	case *contourv1beta1.IngressRoute:
-		return deleteKey(s.IngressRoutes, key(o.Namespace, o.Name))
+		return s.deleted(KindIngressRoute, deleteKey(s.IngressRoutes, key(o.Namespace, o.Name)))
 	case *contourv1beta1.TLSCertificateDelegation:
-		return deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name))
+		return s.deleted(KindTLSCertificateDelegation, deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name)))
 	case *contourv1.HTTPProxy:
-		return deleteKey(s.HTTPProxies, key(o.Namespace, o.Name))
+		return s.deleted(KindHTTPProxy, deleteKey(s.HTTPProxies, key(o.Namespace, o.Name)))
 	case *contourv1.TLSCertificateDelegation:
-		return deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name))
+		return s.deleted(KindProjectTLSCertificateDelegation, deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name)))
 	}
 	return false
+}
+
+// deleted notes a removal of kind k when removed is true, and returns removed.
+func (s *Store) deleted(k Kind, removed bool) bool {
+	if removed {
+		s.touch(k)
+	}
+	return removed
 }
 
 func deleteKey[K comparable, V any](m map[K]V, k K) bool {
@@ -232,6 +303,9 @@ func (s *Store) Clone() *Store {
 
 		HTTPProxies:                      maps.Clone(s.HTTPProxies),
 		ProjectTLSCertificateDelegations: maps.Clone(s.ProjectTLSCertificateDelegations),
+
+		gens:  s.gens,
+		clock: s.clock,
 	}
 	for k, v := range s.EndpointSlices {
 		c.EndpointSlices[k] = maps.Clone(v)
