@@ -2,6 +2,8 @@ package translate
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -19,18 +21,26 @@ import (
 // same pointer as in the previous graph (dag.Incremental keeps them so) reuses its
 // translation. A resource whose content did not change is returned as the same pointer
 // as before, which lets the xDS server find what changed without comparing everything.
-// The result is always what Translate returns for the same graph (the property test in
-// incremental_test.go checks it); only the work differs.
+// The result holds the resources Translate returns for the same graph (the property test
+// in incremental_test.go checks it), with clusters and load assignments ordered by name
+// instead of by first reference; only the work differs.
+//
+// The graph's hosts are ordered by name, so the previous graph's hosts are matched with
+// the new ones in one walk of both lists, without hashing; clusters are counted by the
+// hosts that use them, so a change visits only the clusters of the hosts it replaced.
 //
 // Not safe for concurrent use.
 type Incremental struct {
-	opts   Options
-	gen    uint64
-	vhosts map[*dag.VirtualHost]*vhostEntry
-	secure map[*dag.SecureVirtualHost]*secureEntry
-	// clusters holds one entry per cluster name; byCluster finds it from any of the
-	// graph's copies of that cluster without hashing the name (the common case).
+	opts Options
+
+	http   []hostEntry[*dag.VirtualHost, *vhostEntry]
+	secure []hostEntry[*dag.SecureVirtualHost, *secureEntry]
+
+	// clusters holds the clusters in use, one entry per name; order holds the same
+	// entries sorted by name. byCluster finds the entry from any of the graph's copies of
+	// a cluster without hashing the name.
 	clusters  map[string]*clusterEntry
+	order     []*clusterEntry
 	byCluster map[*dag.Cluster]*clusterUse
 
 	httpListener  *listenerv3.Listener
@@ -38,37 +48,42 @@ type Incremental struct {
 	httpRoutes    *routev3.RouteConfiguration
 	httpsListener *listenerv3.Listener
 
-	// lastClusters and lastEndpoints size the next call's lists.
-	lastClusters, lastEndpoints int
-
 	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
 	// by the last call (not reused), for tests and benchmarks.
 	Retranslated int
 }
 
+// hostEntry is one host of the previous graph and its translation.
+type hostEntry[H any, E any] struct {
+	host  H
+	entry E
+}
+
 type vhostEntry struct {
 	fallback *dag.VirtualHost
 	out      *routev3.VirtualHost
-	gen      uint64
+	uses     []*clusterUse
 }
 
 type secureEntry struct {
 	routes *routev3.RouteConfiguration // nil unless the host serves HTTP
 	chain  *listenerv3.FilterChain     // nil when the host has no filter chain
 	secret *tlsv3.Secret               // nil unless the host terminates TLS
-	gen    uint64
+	uses   []*clusterUse
 }
 
 type clusterEntry struct {
+	name    string
 	cluster *clusterv3.Cluster
 	cla     *endpointv3.ClusterLoadAssignment
-	gen     uint64 // the last call that emitted it
+	refs    int // routes (and TCP proxies) of the current hosts using it
 }
 
 // clusterUse ties one graph's cluster to the entry of its name.
 type clusterUse struct {
+	src   *dag.Cluster
 	entry *clusterEntry
-	gen   uint64
+	refs  int
 }
 
 // NewIncremental returns a translator for opts. It fails when the listener addresses
@@ -86,13 +101,8 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	if err != nil {
 		return nil, fmt.Errorf("https address: %w", err)
 	}
-	t := &Incremental{
-		opts:      opts,
-		vhosts:    map[*dag.VirtualHost]*vhostEntry{},
-		secure:    map[*dag.SecureVirtualHost]*secureEntry{},
-		clusters:  map[string]*clusterEntry{},
-		byCluster: map[*dag.Cluster]*clusterUse{},
-	}
+	t := &Incremental{opts: opts}
+	t.forget()
 	err = recoverInvalid(func() error {
 		t.httpListener = httpListener(httpAddr, opts)
 		t.httpsShell = httpsListener(httpsAddr, nil, opts)
@@ -104,38 +114,34 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	return t, nil
 }
 
+// forget drops every translation, so that the next call translates everything.
+func (t *Incremental) forget() {
+	t.http, t.secure, t.order = nil, nil, nil
+	t.clusters, t.byCluster = map[string]*clusterEntry{}, map[*dag.Cluster]*clusterUse{}
+	t.httpRoutes, t.httpsListener = nil, nil
+}
+
 // Translate converts g, as Translate(g, opts) does.
 func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
-	t.gen++
 	t.Retranslated = 0
 	err = recoverInvalid(func() error {
-		res = &Resources{
-			Listeners: []types.Resource{t.httpListener},
-			Clusters:  make([]types.Resource, 0, t.lastClusters),
-			Endpoints: make([]types.Resource, 0, t.lastEndpoints),
-		}
+		res = &Resources{Listeners: []types.Resource{t.httpListener}}
 		routes, err := t.httpRouteConfig(g.HTTP)
 		if err != nil {
 			return err
 		}
 		res.Routes = append(res.Routes, routes)
-		if len(g.HTTPS) > 0 {
-			if err := t.secureHosts(g.HTTPS, res); err != nil {
-				return err
-			}
+		if err := t.secureHosts(g.HTTPS, res); err != nil {
+			return err
 		}
-		return t.clusterResources(g, res)
+		t.clusterResources(res)
+		return nil
 	})
 	if err != nil {
-		// A failed call may have stored translations of this generation only: drop them
-		// all, so the next call cannot reuse anything half made.
-		t.vhosts, t.secure = map[*dag.VirtualHost]*vhostEntry{}, map[*dag.SecureVirtualHost]*secureEntry{}
-		t.clusters, t.byCluster = map[string]*clusterEntry{}, map[*dag.Cluster]*clusterUse{}
-		t.httpRoutes, t.httpsListener = nil, nil
+		// A failed call leaves the entries half updated: start again from nothing.
+		t.forget()
 		return nil, err
 	}
-	t.sweep()
-	t.lastClusters, t.lastEndpoints = len(res.Clusters), len(res.Endpoints)
 	return res, nil
 }
 
@@ -163,41 +169,99 @@ func validateAll(msgs ...validatable) error {
 	return nil
 }
 
+// walkHosts matches hosts (ordered by name) with the previous call's entries: a host
+// that is the same pointer keeps its entry when keep says so, any other is made by build;
+// previous entries left over are released. It returns the new entries, in hosts' order.
+func walkHosts[H interface{ comparable }, E any](prev []hostEntry[H, E], hosts []H, name func(H) string,
+	keep func(H, E) bool, build func(H) (E, error), release func(E)) ([]hostEntry[H, E], error) {
+	out := make([]hostEntry[H, E], 0, len(hosts))
+	j := 0
+	for _, h := range hosts {
+		for j < len(prev) && name(prev[j].host) < name(h) {
+			release(prev[j].entry)
+			j++
+		}
+		if j < len(prev) && prev[j].host == h && keep(h, prev[j].entry) {
+			out = append(out, prev[j])
+			j++
+			continue
+		}
+		// The new entry is made before the old one of the same name is released, so that
+		// the clusters they share stay in use and keep their published resources.
+		e, err := build(h)
+		if err != nil {
+			return nil, err
+		}
+		if j < len(prev) && name(prev[j].host) == name(h) {
+			release(prev[j].entry)
+			j++
+		}
+		out = append(out, hostEntry[H, E]{host: h, entry: e})
+	}
+	for ; j < len(prev); j++ {
+		release(prev[j].entry)
+	}
+	return out, nil
+}
+
+func vhostName(vh *dag.VirtualHost) string         { return vh.Name }
+func secureName(svh *dag.SecureVirtualHost) string { return svh.Name }
+
 func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteConfiguration, error) {
 	fallback := catchAllVirtualHost(hosts)
-	out := make([]*routev3.VirtualHost, len(hosts))
-	same := t.httpRoutes != nil && len(t.httpRoutes.VirtualHosts) == len(hosts)
-	for i, vh := range hosts {
-		e := t.vhosts[vh]
-		if e == nil || e.fallback != fallback {
+	next, err := walkHosts(t.http, hosts, vhostName,
+		func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback },
+		func(vh *dag.VirtualHost) (*vhostEntry, error) {
 			tr := virtualHost(vh, fallback, t.opts)
 			if err := validateAll(tr); err != nil {
 				return nil, err
 			}
-			e = &vhostEntry{fallback: fallback, out: tr}
-			t.vhosts[vh] = e
 			t.Retranslated++
-		}
-		e.gen = t.gen
-		out[i] = e.out
-		same = same && t.httpRoutes.VirtualHosts[i] == e.out
+			return &vhostEntry{fallback: fallback, out: tr, uses: t.use(routeClusters(vh.Routes))}, nil
+		},
+		func(e *vhostEntry) { t.release(e.uses) })
+	if err != nil {
+		return nil, err
 	}
-	if same {
-		return t.httpRoutes, nil
+	same := t.httpRoutes != nil && len(t.httpRoutes.VirtualHosts) == len(next)
+	out := make([]*routev3.VirtualHost, len(next))
+	for i, h := range next {
+		out[i] = h.entry.out
+		same = same && t.httpRoutes.VirtualHosts[i] == out[i]
 	}
-	t.httpRoutes = &routev3.RouteConfiguration{Name: RouteHTTP, VirtualHosts: out}
+	t.http = next
+	if !same {
+		t.httpRoutes = &routev3.RouteConfiguration{Name: RouteHTTP, VirtualHosts: out}
+	}
 	return t.httpRoutes, nil
 }
 
-func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources) error {
-	chains := make([]*listenerv3.FilterChain, 0, len(hosts))
-	same := t.httpsListener != nil
-	secrets := map[string]bool{}
-	for _, svh := range hosts {
-		e, err := t.secureEntry(svh)
-		if err != nil {
-			return err
+func routeClusters(routes []*dag.Route) []*dag.Cluster {
+	var out []*dag.Cluster
+	for _, r := range routes {
+		for _, wc := range r.Clusters {
+			out = append(out, wc.Cluster)
 		}
+	}
+	return out
+}
+
+func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources) error {
+	next, err := walkHosts(t.secure, hosts, secureName,
+		func(*dag.SecureVirtualHost, *secureEntry) bool { return true },
+		t.secureEntry,
+		func(e *secureEntry) { t.release(e.uses) })
+	if err != nil {
+		return err
+	}
+	t.secure = next
+	if len(hosts) == 0 {
+		return nil // no HTTPS listener, as in Translate
+	}
+	chains := make([]*listenerv3.FilterChain, 0, len(next))
+	secrets := map[string]bool{}
+	for _, h := range next {
+		e := h.entry
 		if e.routes != nil {
 			res.Routes = append(res.Routes, e.routes)
 		}
@@ -206,11 +270,10 @@ func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources
 			res.Secrets = append(res.Secrets, e.secret)
 		}
 		if e.chain != nil {
-			same = same && len(chains) < len(t.httpsListener.FilterChains) && t.httpsListener.FilterChains[len(chains)] == e.chain
 			chains = append(chains, e.chain)
 		}
 	}
-	if !same || len(chains) != len(t.httpsListener.FilterChains) {
+	if t.httpsListener == nil || !slices.Equal(chains, t.httpsListener.FilterChains) {
 		l := proto.Clone(t.httpsShell).(*listenerv3.Listener)
 		l.FilterChains = chains
 		t.httpsListener = l
@@ -220,11 +283,7 @@ func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources
 }
 
 func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost) (*secureEntry, error) {
-	if e := t.secure[svh]; e != nil {
-		e.gen = t.gen
-		return e, nil
-	}
-	e := &secureEntry{gen: t.gen, chain: secureFilterChain(svh, t.opts)}
+	e := &secureEntry{chain: secureFilterChain(svh, t.opts)}
 	if servesHTTP(svh) {
 		e.routes = httpsRouteConfig(svh, t.opts)
 		if err := validateAll(e.routes); err != nil {
@@ -242,108 +301,106 @@ func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost) (*secureEntry, err
 			return nil, err
 		}
 	}
-	t.secure[svh] = e
+	clusters := routeClusters(svh.Routes)
+	if svh.TCPProxy != nil {
+		for _, wc := range svh.TCPProxy.Clusters {
+			clusters = append(clusters, wc.Cluster)
+		}
+	}
+	e.uses = t.use(clusters)
 	t.Retranslated++
 	return e, nil
 }
 
-// clusterResources adds the clusters of g and their load assignments in the order
-// Graph.Clusters gives.
-func (t *Incremental) clusterResources(g *dag.Graph, res *Resources) error {
-	var err error
-	visit := func(wcs []*dag.WeightedCluster) {
-		for _, wc := range wcs {
-			if err != nil {
-				return
-			}
-			err = t.addCluster(wc.Cluster, res)
+// use counts one more reference to each cluster, translating those not in use yet.
+// A cluster whose translation errs is a translator bug: mustAny's panic reports it.
+func (t *Incremental) use(clusters []*dag.Cluster) []*clusterUse {
+	out := make([]*clusterUse, 0, len(clusters))
+	for _, c := range clusters {
+		u := t.byCluster[c]
+		if u == nil {
+			u = &clusterUse{src: c, entry: t.clusterEntry(c)}
+			t.byCluster[c] = u
 		}
+		u.refs++
+		u.entry.refs++
+		out = append(out, u)
 	}
-	for _, vh := range g.HTTP {
-		for _, r := range vh.Routes {
-			visit(r.Clusters)
-		}
-	}
-	for _, svh := range g.HTTPS {
-		for _, r := range svh.Routes {
-			visit(r.Clusters)
-		}
-		if svh.TCPProxy != nil {
-			visit(svh.TCPProxy.Clusters)
-		}
-	}
-	return err
+	return out
 }
 
-func (t *Incremental) addCluster(c *dag.Cluster, res *Resources) error {
-	use := t.byCluster[c]
-	if use == nil {
-		e, err := t.clusterEntry(c)
-		if err != nil {
-			return err
+// release undoes use.
+func (t *Incremental) release(uses []*clusterUse) {
+	for _, u := range uses {
+		u.refs--
+		if u.refs == 0 {
+			delete(t.byCluster, u.src)
 		}
-		use = &clusterUse{entry: e}
-		t.byCluster[c] = use
+		e := u.entry
+		e.refs--
+		if e.refs == 0 && t.clusters[e.name] == e {
+			delete(t.clusters, e.name)
+			t.order = removeSorted(t.order, e)
+		}
 	}
-	use.gen = t.gen
-	e := use.entry
-	if e.gen == t.gen {
-		return nil // already added by an earlier route
-	}
-	e.gen = t.gen
-	res.Clusters = append(res.Clusters, e.cluster)
-	if e.cla != nil {
-		res.Endpoints = append(res.Endpoints, e.cla)
-	}
-	return nil
 }
 
-// clusterEntry translates a cluster the translator has not seen. When its name is
-// known and the translation is the same, the known entry is reused: another graph's copy
-// of an unchanged cluster keeps the resources already published, so nothing is sent.
-func (t *Incremental) clusterEntry(c *dag.Cluster) (*clusterEntry, error) {
-	next := &clusterEntry{cluster: cluster(c, t.opts.ConnectTimeout)}
+// clusterEntry returns the entry of c's name, translating c. When the name is in use
+// with the same translation, that entry is kept: another graph's copy of an unchanged
+// cluster keeps the resources already published, so nothing is sent for it.
+func (t *Incremental) clusterEntry(c *dag.Cluster) *clusterEntry {
+	next := &clusterEntry{name: c.Name, cluster: cluster(c, t.opts.ConnectTimeout)}
 	if c.ExternalName == "" {
 		next.cla = loadAssignment(c)
 	}
-	if err := validateAll(next.cluster); err != nil {
-		return nil, err
+	if err := next.cluster.ValidateAll(); err != nil {
+		panic(invalidPacked{msg: next.cluster, err: err})
 	}
 	if next.cla != nil {
-		if err := validateAll(next.cla); err != nil {
-			return nil, err
+		if err := next.cla.ValidateAll(); err != nil {
+			panic(invalidPacked{msg: next.cla, err: err})
 		}
 	}
 	t.Retranslated++
 	prev := t.clusters[c.Name]
 	if prev != nil && proto.Equal(prev.cluster, next.cluster) && (prev.cla == nil) == (next.cla == nil) &&
 		(prev.cla == nil || proto.Equal(prev.cla, next.cla)) {
-		return prev, nil
-	}
-	if prev != nil && prev.gen == t.gen {
-		// Two clusters of one name with different contents in one graph: the first one
-		// wins, as in Translate.
-		return prev, nil
+		return prev
 	}
 	if prev != nil && proto.Equal(prev.cluster, next.cluster) {
 		next.cluster = prev.cluster
 	}
+	if prev != nil {
+		t.order = removeSorted(t.order, prev)
+	}
 	t.clusters[c.Name] = next
-	return next, nil
+	t.order = insertSorted(t.order, next)
+	return next
 }
 
-// sweep forgets the translations the last graph did not use.
-func (t *Incremental) sweep() {
-	sweepMap(t.vhosts, func(e *vhostEntry) bool { return e.gen == t.gen })
-	sweepMap(t.secure, func(e *secureEntry) bool { return e.gen == t.gen })
-	sweepMap(t.clusters, func(e *clusterEntry) bool { return e.gen == t.gen })
-	sweepMap(t.byCluster, func(u *clusterUse) bool { return u.gen == t.gen })
+func byName(a, b *clusterEntry) int { return strings.Compare(a.name, b.name) }
+
+func insertSorted(order []*clusterEntry, e *clusterEntry) []*clusterEntry {
+	i, _ := slices.BinarySearchFunc(order, e, byName)
+	return slices.Insert(order, i, e)
 }
 
-func sweepMap[K comparable, V any](m map[K]V, used func(V) bool) {
-	for k, v := range m {
-		if !used(v) {
-			delete(m, k)
+func removeSorted(order []*clusterEntry, e *clusterEntry) []*clusterEntry {
+	i, found := slices.BinarySearchFunc(order, e, byName)
+	if found && order[i] == e {
+		return slices.Delete(order, i, i+1)
+	}
+	return order
+}
+
+// clusterResources adds the clusters in use and their load assignments, by name.
+func (t *Incremental) clusterResources(res *Resources) {
+	res.Clusters = make([]types.Resource, 0, len(t.order))
+	res.Endpoints = make([]types.Resource, 0, len(t.order))
+	for _, e := range t.order {
+		res.Clusters = append(res.Clusters, e.cluster)
+		if e.cla != nil {
+			res.Endpoints = append(res.Endpoints, e.cla)
 		}
 	}
 }
