@@ -126,7 +126,9 @@ func TestIncrementalTranslationReusesUnchanged(t *testing.T) {
 }
 
 func sortByName(rs []types.Resource) {
-	slices.SortStableFunc(rs, func(a, b types.Resource) int { return strings.Compare(cache.GetResourceName(a), cache.GetResourceName(b)) })
+	slices.SortStableFunc(rs, func(a, b types.Resource) int {
+		return strings.Compare(cache.GetResourceName(a), cache.GetResourceName(b))
+	})
 }
 
 // sameResources is a fast equality check; cmp with protocmp explains a difference.
