@@ -243,25 +243,12 @@ func (sc *scope) statuses(g *dag.Graph) []dag.Status {
 	}
 	var out []dag.Status
 	for ref := range sc.refs {
-		out = append(out, statusesOf(g, ref)...)
+		out = append(out, dag.StatusesOf(g.Statuses, ref)...)
 	}
 	return out
 }
 
-// statusesOf returns ref's statuses in g, found by binary search: Graph.Statuses is
-// ordered by object.
-func statusesOf(g *dag.Graph, ref dag.ObjectRef) []dag.Status {
-	i, _ := slices.BinarySearchFunc(g.Statuses, ref, func(st dag.Status, r dag.ObjectRef) int {
-		return dag.CompareObjectRefs(st.Object, r)
-	})
-	j := i
-	for j < len(g.Statuses) && g.Statuses[j].Object == ref {
-		j++
-	}
-	return g.Statuses[i:j]
-}
-
-func hasStatus(g *dag.Graph, ref dag.ObjectRef) bool { return len(statusesOf(g, ref)) > 0 }
+func hasStatus(g *dag.Graph, ref dag.ObjectRef) bool { return len(dag.StatusesOf(g.Statuses, ref)) > 0 }
 
 // lookup returns the routing object ref names in s, or nil.
 func lookup(s *store.Store, ref dag.ObjectRef) runtime.Object {

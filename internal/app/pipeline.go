@@ -42,13 +42,18 @@ func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, err
 	if p.builder == nil {
 		p.builder = dag.NewIncremental(p.DAG)
 	}
+	rec := &touchRecorder{Incremental: p.builder}
 	var g *dag.Graph
 	if p.LastValid != nil {
-		g = p.LastValid.Build(s, p.builder)
+		g = p.LastValid.Build(s, rec)
 	} else {
-		g = p.builder.Build(s)
+		g = rec.Build(s)
 	}
-	p.Status.Observe(g.Statuses)
+	if rec.all {
+		p.Status.Observe(g.Statuses)
+	} else {
+		p.Status.ObserveTouched(g.Statuses, rec.refs)
+	}
 	res, err := p.translate(g)
 	if err == nil {
 		var version string
@@ -78,4 +83,19 @@ func (p *Pipeline) translate(g *dag.Graph) (*translate.Resources, error) {
 		p.translator = t
 	}
 	return p.translator.Translate(g)
+}
+
+// touchRecorder gathers what the builds of one rebuild touched (LastValid may build twice).
+type touchRecorder struct {
+	*dag.Incremental
+	refs []dag.ObjectRef
+	all  bool
+}
+
+func (r *touchRecorder) Build(s *store.Store) *dag.Graph {
+	g := r.Incremental.Build(s)
+	refs, all := r.Incremental.Touched()
+	r.refs = append(r.refs, refs...)
+	r.all = r.all || all
+	return g
 }

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -550,6 +551,17 @@ func CompareObjectRefs(a, b ObjectRef) int {
 	return cmpString(a.Name, b.Name)
 }
 
+// StatusesOf returns the statuses of ref in statuses, which are ordered by object as
+// Graph.Statuses is, found by binary search.
+func StatusesOf(statuses []Status, ref ObjectRef) []Status {
+	i, _ := slices.BinarySearchFunc(statuses, ref, func(st Status, r ObjectRef) int { return CompareObjectRefs(st.Object, r) })
+	j := i
+	for j < len(statuses) && statuses[j].Object == ref {
+		j++
+	}
+	return statuses[i:j]
+}
+
 func refLess(a, b ObjectRef) bool { return CompareObjectRefs(a, b) < 0 }
 
 type unionFind struct{ parent map[ObjectRef]ObjectRef }
@@ -601,8 +613,10 @@ type seenObjects struct {
 	delegations     map[types.NamespacedName]*ingressroutev1.TLSCertificateDelegation
 	projDelegations map[types.NamespacedName]*contourv1.TLSCertificateDelegation
 	// gens are the generations of the store last seen: a kind whose generation did not
-	// change need not be compared object by object.
-	gens store.Generations
+	// change need not be compared object by object. journal is its journal: when the next
+	// store's journal tells which objects changed since, only those are compared.
+	gens    store.Generations
+	journal *store.Journal
 }
 
 func newSeenObjects() seenObjects {
@@ -623,6 +637,16 @@ func newSeenObjects() seenObjects {
 // diff records s as seen and returns what changed since the previous call.
 func (sn *seenObjects) diff(s *store.Store) changes {
 	var ch changes
+	gens, journal := s.Generations(), s.Journal()
+	defer func() { sn.gens, sn.journal = gens, journal }()
+	if sn.journal != nil && gens.Lineage != nil && gens.Lineage == sn.gens.Lineage {
+		if changed, ok := journal.ChangesSince(sn.journal); ok {
+			for _, c := range changed {
+				sn.diffKey(s, c, &ch)
+			}
+			return ch
+		}
+	}
 	routing := func(kind string) func(types.NamespacedName) {
 		return func(k types.NamespacedName) {
 			ch.objects = append(ch.objects, ObjectRef{Kind: kind, Namespace: k.Namespace, Name: k.Name})
@@ -633,7 +657,6 @@ func (sn *seenObjects) diff(s *store.Store) changes {
 	}
 	everything := func(string) { ch.everything = true }
 	everythingNN := func(types.NamespacedName) { ch.everything = true }
-	gens := s.Generations()
 	changed := func(k store.Kind) bool { return !gens.Unchanged(sn.gens, k) }
 	diffIf(changed(store.KindIngress), sn.ingresses, s.Ingresses, routing(KindIngress))
 	diffIf(changed(store.KindIngressRoute), sn.ingressRoutes, s.IngressRoutes, routing(KindIngressRoute))
@@ -649,8 +672,64 @@ func (sn *seenObjects) diff(s *store.Store) changes {
 	diffIf(changed(store.KindIngressClass), sn.classes, s.IngressClasses, everything)
 	diffIf(changed(store.KindTLSCertificateDelegation), sn.delegations, s.TLSCertificateDelegations, everythingNN)
 	diffIf(changed(store.KindProjectTLSCertificateDelegation), sn.projDelegations, s.ProjectTLSCertificateDelegations, everythingNN)
-	sn.gens = gens
 	return ch
+}
+
+// diffKey compares the one object a journal entry names, adding it to ch if it changed.
+func (sn *seenObjects) diffKey(s *store.Store, c store.Change, ch *changes) {
+	k := c.Key
+	routing := func(kind string) func() {
+		return func() { ch.objects = append(ch.objects, ObjectRef{Kind: kind, Namespace: k.Namespace, Name: k.Name}) }
+	}
+	dep := func(prefix string) func() {
+		return func() { ch.deps = append(ch.deps, prefix+nsName(k.Namespace, k.Name)) }
+	}
+	everything := func() { ch.everything = true }
+	switch c.Kind {
+	case store.KindIngress:
+		diffOne(sn.ingresses, s.Ingresses, k, routing(KindIngress))
+	case store.KindIngressRoute:
+		diffOne(sn.ingressRoutes, s.IngressRoutes, k, routing(KindIngressRoute))
+	case store.KindHTTPProxy:
+		diffOne(sn.proxies, s.HTTPProxies, k, routing(KindHTTPProxy))
+	case store.KindService:
+		diffOne(sn.services, s.Services, k, dep(svcKeyPrefix))
+	case store.KindEndpoints:
+		diffOne(sn.endpoints, s.Endpoints, k, dep(svcKeyPrefix))
+	case store.KindEndpointSlice:
+		cur, had := s.EndpointSlices[k], sn.slices[k]
+		if !maps.Equal(cur, had) || (cur == nil) != (had == nil) {
+			if cur == nil {
+				delete(sn.slices, k)
+			} else {
+				sn.slices[k] = maps.Clone(cur)
+			}
+			dep(svcKeyPrefix)()
+		}
+	case store.KindSecret:
+		diffOne(sn.secrets, s.Secrets, k, dep(secKeyPrefix))
+	case store.KindIngressClass:
+		diffOne(sn.classes, s.IngressClasses, k.Name, everything)
+	case store.KindTLSCertificateDelegation:
+		diffOne(sn.delegations, s.TLSCertificateDelegations, k, everything)
+	case store.KindProjectTLSCertificateDelegation:
+		diffOne(sn.projDelegations, s.ProjectTLSCertificateDelegations, k, everything)
+	}
+}
+
+// diffOne makes seen[k] equal to cur[k], calling changed if it was not.
+func diffOne[K comparable, V comparable](seen, cur map[K]V, k K, changed func()) {
+	old, had := seen[k]
+	now, has := cur[k]
+	if had == has && old == now {
+		return
+	}
+	if has {
+		seen[k] = now
+	} else {
+		delete(seen, k)
+	}
+	changed()
 }
 
 // diffIf runs diffMap when the kind may have changed.

@@ -41,3 +41,27 @@ func TestLoggerLogsChangesOnly(t *testing.T) {
 		t.Fatalf("nothing changed, yet logged %q", out.String())
 	}
 }
+
+// TestLoggerObserveTouched checks that comparing only the touched objects logs what
+// Observe would for a build that changed only those.
+func TestLoggerObserveTouched(t *testing.T) {
+	var out bytes.Buffer
+	l := NewLogger(slog.New(slog.NewTextHandler(&out, nil)))
+	ref := func(name string) dag.ObjectRef {
+		return dag.ObjectRef{Kind: dag.KindIngress, Namespace: "default", Name: name}
+	}
+	st := func(name string, v dag.StatusValue) dag.Status { return dag.Status{Object: ref(name), Status: v} }
+	l.Observe([]dag.Status{st("a", dag.StatusValid), st("b", dag.StatusValid)})
+	out.Reset()
+	l.ObserveTouched([]dag.Status{st("a", dag.StatusValid), st("b", dag.StatusInvalid), st("c", dag.StatusValid)},
+		[]dag.ObjectRef{ref("b"), ref("c"), ref("gone")})
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(got) != 2 || !strings.Contains(got[0], "name=b") || !strings.Contains(got[1], "name=c") {
+		t.Fatalf("want b's change and the new c, got %q", got)
+	}
+	out.Reset()
+	l.ObserveTouched([]dag.Status{st("a", dag.StatusValid), st("b", dag.StatusInvalid), st("c", dag.StatusValid)}, []dag.ObjectRef{ref("b")})
+	if out.Len() != 0 {
+		t.Fatalf("b did not change, yet logged %q", out.String())
+	}
+}

@@ -127,14 +127,36 @@ func (l *Logger) Observe(statuses []dag.Status) {
 		if len(prev) > 0 && prev[0].Object == s.Object && prev[0].Same(s) {
 			continue
 		}
-		level := slog.LevelInfo
-		if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
-			level = slog.LevelWarn
-		}
-		l.logger.Log(context.Background(), level, "status", "kind", s.Object.Kind, "namespace", s.Object.Namespace,
-			"name", s.Object.Name, "status", string(s.Status), "description", s.Description)
+		l.log(s)
 	}
 	l.last = statuses
+}
+
+// ObserveTouched is Observe for a build that says which objects it may have changed
+// (dag.Incremental.Touched): only their statuses are compared.
+func (l *Logger) ObserveTouched(statuses []dag.Status, touched []dag.ObjectRef) {
+	if !slices.IsSortedFunc(statuses, byObject) {
+		l.Observe(statuses)
+		return
+	}
+	for _, ref := range touched {
+		before := dag.StatusesOf(l.last, ref)
+		for _, s := range dag.StatusesOf(statuses, ref) {
+			if !slices.ContainsFunc(before, s.Same) {
+				l.log(s)
+			}
+		}
+	}
+	l.last = statuses
+}
+
+func (l *Logger) log(s dag.Status) {
+	level := slog.LevelInfo
+	if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
+		level = slog.LevelWarn
+	}
+	l.logger.Log(context.Background(), level, "status", "kind", s.Object.Kind, "namespace", s.Object.Namespace,
+		"name", s.Object.Name, "status", string(s.Status), "description", s.Description)
 }
 
 func byObject(a, b dag.Status) int { return dag.CompareObjectRefs(a.Object, b.Object) }

@@ -46,8 +46,9 @@ type Store struct {
 	// gens say when each kind last changed (see Generations). clock is shared by a store
 	// and every store cloned or copied from it, so that two of them that changed apart
 	// never show the same generation.
-	gens  [numKinds]uint64
-	clock *atomic.Uint64
+	gens    [numKinds]uint64
+	clock   *atomic.Uint64
+	journal Journal
 }
 
 // Kind numbers the kinds a Store keeps, for Generations.
@@ -88,11 +89,15 @@ func (g Generations) Unchanged(h Generations, k Kind) bool {
 // Generations returns the generations of s.
 func (s *Store) Generations() Generations { return Generations{Lineage: s.clock, Kinds: s.gens} }
 
-func (s *Store) touch(k Kind) {
+// touch records a change of the object of kind k under key (an EndpointSlice's is its
+// Service's).
+func (s *Store) touch(k Kind, key types.NamespacedName) {
 	if s.clock == nil {
 		s.clock = new(atomic.Uint64)
 	}
-	s.gens[k] = s.clock.Add(1)
+	gen := s.clock.Add(1)
+	s.gens[k] = gen
+	s.journal.record(Change{Gen: gen, Kind: k, Key: key})
 }
 
 // New returns an empty Store.
@@ -133,22 +138,22 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
 		s.Ingresses[key(o.Namespace, o.Name)] = o
-		s.touch(KindIngress)
+		s.touch(KindIngress, key(o.Namespace, o.Name))
 	case *networkingv1.IngressClass:
 		s.IngressClasses[o.Name] = o
-		s.touch(KindIngressClass)
+		s.touch(KindIngressClass, key("", o.Name))
 	case *corev1.Service:
 		s.Services[key(o.Namespace, o.Name)] = o
-		s.touch(KindService)
+		s.touch(KindService, key(o.Namespace, o.Name))
 	case *corev1.Endpoints:
 		s.Endpoints[key(o.Namespace, o.Name)] = o
-		s.touch(KindEndpoints)
+		s.touch(KindEndpoints, key(o.Namespace, o.Name))
 	case *corev1.Secret:
 		s.Secrets[key(o.Namespace, o.Name)] = o
-		s.touch(KindSecret)
+		s.touch(KindSecret, key(o.Namespace, o.Name))
 	case *corev1.Namespace:
 		s.Namespaces[o.Name] = o
-		s.touch(KindNamespace)
+		s.touch(KindNamespace, key("", o.Name))
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
@@ -158,19 +163,19 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 			s.EndpointSlices[svc] = map[string]*discoveryv1.EndpointSlice{}
 		}
 		s.EndpointSlices[svc][o.Name] = o
-		s.touch(KindEndpointSlice)
+		s.touch(KindEndpointSlice, svc)
 	case *contourv1beta1.IngressRoute:
 		s.IngressRoutes[key(o.Namespace, o.Name)] = o
-		s.touch(KindIngressRoute)
+		s.touch(KindIngressRoute, key(o.Namespace, o.Name))
 	case *contourv1beta1.TLSCertificateDelegation:
 		s.TLSCertificateDelegations[key(o.Namespace, o.Name)] = o
-		s.touch(KindTLSCertificateDelegation)
+		s.touch(KindTLSCertificateDelegation, key(o.Namespace, o.Name))
 	case *contourv1.HTTPProxy:
 		s.HTTPProxies[key(o.Namespace, o.Name)] = o
-		s.touch(KindHTTPProxy)
+		s.touch(KindHTTPProxy, key(o.Namespace, o.Name))
 	case *contourv1.TLSCertificateDelegation:
 		s.ProjectTLSCertificateDelegations[key(o.Namespace, o.Name)] = o
-		s.touch(KindProjectTLSCertificateDelegation)
+		s.touch(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name))
 	default:
 		return false
 	}
@@ -181,43 +186,44 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 func (s *Store) Delete(obj runtime.Object) bool {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
-		return s.deleted(KindIngress, deleteKey(s.Ingresses, key(o.Namespace, o.Name)))
+		return s.deleted(KindIngress, key(o.Namespace, o.Name), deleteKey(s.Ingresses, key(o.Namespace, o.Name)))
 	case *networkingv1.IngressClass:
-		return s.deleted(KindIngressClass, deleteKey(s.IngressClasses, o.Name))
+		return s.deleted(KindIngressClass, key("", o.Name), deleteKey(s.IngressClasses, o.Name))
 	case *corev1.Service:
-		return s.deleted(KindService, deleteKey(s.Services, key(o.Namespace, o.Name)))
+		return s.deleted(KindService, key(o.Namespace, o.Name), deleteKey(s.Services, key(o.Namespace, o.Name)))
 	case *corev1.Endpoints:
-		return s.deleted(KindEndpoints, deleteKey(s.Endpoints, key(o.Namespace, o.Name)))
+		return s.deleted(KindEndpoints, key(o.Namespace, o.Name), deleteKey(s.Endpoints, key(o.Namespace, o.Name)))
 	case *corev1.Secret:
-		return s.deleted(KindSecret, deleteKey(s.Secrets, key(o.Namespace, o.Name)))
+		return s.deleted(KindSecret, key(o.Namespace, o.Name), deleteKey(s.Secrets, key(o.Namespace, o.Name)))
 	case *corev1.Namespace:
-		return s.deleted(KindNamespace, deleteKey(s.Namespaces, o.Name))
+		return s.deleted(KindNamespace, key("", o.Name), deleteKey(s.Namespaces, o.Name))
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
 			return false
 		}
-		removed := s.deleted(KindEndpointSlice, deleteKey(s.EndpointSlices[svc], o.Name))
+		removed := s.deleted(KindEndpointSlice, svc, deleteKey(s.EndpointSlices[svc], o.Name))
 		if len(s.EndpointSlices[svc]) == 0 {
 			delete(s.EndpointSlices, svc)
 		}
 		return removed
 	case *contourv1beta1.IngressRoute:
-		return s.deleted(KindIngressRoute, deleteKey(s.IngressRoutes, key(o.Namespace, o.Name)))
+		return s.deleted(KindIngressRoute, key(o.Namespace, o.Name), deleteKey(s.IngressRoutes, key(o.Namespace, o.Name)))
 	case *contourv1beta1.TLSCertificateDelegation:
-		return s.deleted(KindTLSCertificateDelegation, deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name)))
+		return s.deleted(KindTLSCertificateDelegation, key(o.Namespace, o.Name), deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name)))
 	case *contourv1.HTTPProxy:
-		return s.deleted(KindHTTPProxy, deleteKey(s.HTTPProxies, key(o.Namespace, o.Name)))
+		return s.deleted(KindHTTPProxy, key(o.Namespace, o.Name), deleteKey(s.HTTPProxies, key(o.Namespace, o.Name)))
 	case *contourv1.TLSCertificateDelegation:
-		return s.deleted(KindProjectTLSCertificateDelegation, deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name)))
+		return s.deleted(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name), deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name)))
 	}
 	return false
 }
 
-// deleted notes a removal of kind k when removed is true, and returns removed.
-func (s *Store) deleted(k Kind, removed bool) bool {
+// deleted notes the removal of an object of kind k when removed is true, and returns
+// removed.
+func (s *Store) deleted(k Kind, key types.NamespacedName, removed bool) bool {
 	if removed {
-		s.touch(k)
+		s.touch(k, key)
 	}
 	return removed
 }
@@ -304,8 +310,9 @@ func (s *Store) Clone() *Store {
 		HTTPProxies:                      maps.Clone(s.HTTPProxies),
 		ProjectTLSCertificateDelegations: maps.Clone(s.ProjectTLSCertificateDelegations),
 
-		gens:  s.gens,
-		clock: s.clock,
+		gens:    s.gens,
+		clock:   s.clock,
+		journal: s.journal,
 	}
 	for k, v := range s.EndpointSlices {
 		c.EndpointSlices[k] = maps.Clone(v)
