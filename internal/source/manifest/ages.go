@@ -96,14 +96,17 @@ func (b *ageBook) stamp(objs []runtime.Object, places []placement) {
 }
 
 // reader loads a directory again and again, remembering what it needs to from one
-// load to the next: each file's last good version and each object's age.
+// load to the next: each file's last good version, what each file held when last
+// read, each object's age, and the objects handed out.
 type reader struct {
-	good lastGood
-	ages ageBook
+	good   lastGood
+	cache  *fileCache
+	ages   ageBook
+	handed handedOut
 }
 
 func newReader(now func() time.Time) *reader {
-	return &reader{good: lastGood{}, ages: ageBook{now: now}}
+	return &reader{good: lastGood{}, cache: newFileCache(), ages: ageBook{now: now}}
 }
 
 // load reads dir like LoadDir, substituting last good versions for broken files.
@@ -119,7 +122,17 @@ func (r *reader) load(dir string, log *slog.Logger) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, places := assemble(r.good.retain(readDir(dir, entries, log)), r.ages.held)
+	files := r.good.retain(readDir(dir, entries, log, r.cache))
+	res, places := assemble(files, r.ages.held)
 	r.ages.stamp(res.Objects, places)
+	r.handed.diff(res, places)
+	// The files' versions are kept (cache, last good) for the next load: from now on
+	// they hold the objects handed out, so that an object whose file does not change
+	// is neither copied again to be stamped nor compared again.
+	for i, p := range places {
+		files[p.fileIndex].objs[p.objIndex] = res.Objects[i]
+	}
+	log.Debug("manifest: loaded", "dir", dir, "files", len(files), "read", r.cache.reads, "decoded", r.cache.decodes,
+		"objects", len(res.Objects), "changes", len(res.Changes))
 	return res, nil
 }

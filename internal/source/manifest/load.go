@@ -50,10 +50,13 @@ func loadDir(dir string, log *slog.Logger) (*Result, error) {
 	return newReader(time.Now).load(dir, log)
 }
 
-// readDir decodes every manifest file under dir, file by file.
-func readDir(dir string, entries []fs.DirEntry, log *slog.Logger) []fileLoad {
-	l := loader{log: log}
+// readDir decodes every manifest file under dir, file by file, taking the files that
+// did not change from cache.
+func readDir(dir string, entries []fs.DirEntry, log *slog.Logger, cache *fileCache) []fileLoad {
+	l := loader{log: log, cache: cache}
+	cache.begin()
 	l.walk(dir, entries)
+	cache.end()
 	return l.files
 }
 
@@ -90,6 +93,7 @@ type position struct {
 
 type loader struct {
 	log   *slog.Logger
+	cache *fileCache
 	files []fileLoad
 }
 
@@ -148,48 +152,42 @@ func (l *loader) walk(dir string, entries []fs.DirEntry) {
 }
 
 func (l *loader) file(path string) {
-	data, modTime, err := readManifest(path)
+	f, err := l.cache.file(path, l.log)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) { // else removed meanwhile
 			l.fileProblem(path, err.Error())
 		}
 		return
 	}
-	d := decoder{file: path, log: l.log}
-	d.decodeFile(data)
-	f := fileLoad{path: path, modTime: modTime, objs: d.objs, problems: d.probs}
-	for i := range d.objs {
-		f.lines = append(f.lines, position{file: path, line: d.objLines[i].line, docIndx: d.objLines[i].index})
-	}
 	l.files = append(l.files, f)
 }
 
 // readManifest reads a regular file of at most MaxFileSize bytes, and returns its
-// modification time. Errors say what went wrong in words fit for a Problem.
-func readManifest(path string) ([]byte, time.Time, error) {
+// stat. Errors say what went wrong in words fit for a Problem.
+func readManifest(path string) ([]byte, os.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+		return nil, nil, fmt.Errorf("cannot read: %w", err)
 	}
 	defer f.Close()
 	// Stat the opened file, not the path: that is the file read below even if the
 	// path is swapped meanwhile.
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+		return nil, nil, fmt.Errorf("cannot read: %w", err)
 	}
 	if fi.Size() > MaxFileSize {
-		return nil, time.Time{}, fmt.Errorf("file is %s, over the %s limit for one manifest file; split it into smaller files", sizeString(fi.Size()), sizeString(MaxFileSize))
+		return nil, nil, fmt.Errorf("file is %s, over the %s limit for one manifest file; split it into smaller files", sizeString(fi.Size()), sizeString(MaxFileSize))
 	}
 	// The file may grow after the stat: never read more than the limit allows.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+		return nil, nil, fmt.Errorf("cannot read: %w", err)
 	}
 	if len(data) > MaxFileSize {
-		return nil, time.Time{}, fmt.Errorf("file grew over the %s limit for one manifest file while being read; split it into smaller files", sizeString(MaxFileSize))
+		return nil, nil, fmt.Errorf("file grew over the %s limit for one manifest file while being read; split it into smaller files", sizeString(MaxFileSize))
 	}
-	return data, fi.ModTime(), nil
+	return data, fi, nil
 }
 
 // sizeString formats a size in bytes for people: "8 MiB", "12.5 MiB", "900 bytes".
@@ -210,6 +208,7 @@ type placement struct {
 	key       objectKey
 	file      string
 	fileIndex int // in reading order
+	objIndex  int // in the file
 	modTime   time.Time
 	shared    bool
 }
@@ -267,7 +266,7 @@ func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, [
 				continue
 			}
 			res.Objects = append(res.Objects, obj)
-			places = append(places, placement{key: key, file: f.path, fileIndex: fi, modTime: f.modTime, shared: f.shared})
+			places = append(places, placement{key: key, file: f.path, fileIndex: fi, objIndex: i, modTime: f.modTime, shared: f.shared})
 		}
 	}
 	return res, places
