@@ -17,10 +17,11 @@ const racyWindow = 2 * time.Second
 // only the files that changed and decodes only those whose content changed: at 10,000
 // files, reading and decoding them all took seconds per edit.
 type fileCache struct {
-	entries map[string]cachedFile
-	// seen are the paths met by the walk under way; the others are forgotten after it.
-	seen map[string]bool
-	// reads and decodes count files read and decoded, for tests and the debug log.
+	entries map[string]*cachedFile
+	// walks counts walks, to tell the files met by the current one.
+	walks uint64
+	// reads and decodes count files read and decoded by the last walk, for tests and
+	// the debug log.
 	reads, decodes int
 }
 
@@ -31,35 +32,35 @@ type cachedFile struct {
 	readAt time.Time
 	sum    [sha256.Size]byte
 	load   fileLoad
+	seen   uint64 // the last walk that met the file
 }
 
 func newFileCache() *fileCache {
-	return &fileCache{entries: map[string]cachedFile{}}
+	return &fileCache{entries: map[string]*cachedFile{}}
 }
 
 // begin starts a walk.
 func (c *fileCache) begin() {
-	c.seen = map[string]bool{}
+	c.walks++
 	c.reads, c.decodes = 0, 0
 }
 
 // end forgets the files the walk did not meet.
 func (c *fileCache) end() {
-	for path := range c.entries {
-		if !c.seen[path] {
+	for path, e := range c.entries {
+		if e.seen != c.walks {
 			delete(c.entries, path)
 		}
 	}
-	c.seen = nil
 }
 
 // file returns what the file at path holds: the cached version when the file did not
 // change since it was read, or its content did not. A version from the cache is shared:
 // earlier Results may hold its objects. The error says why the file cannot be read.
 func (c *fileCache) file(path string, log *slog.Logger) (fileLoad, error) {
-	c.seen[path] = true
 	prev, cached := c.entries[path]
 	if cached {
+		prev.seen = c.walks
 		// Stat the path, following links: a link pointed elsewhere leads to another file.
 		if fi, err := os.Stat(path); err == nil && prev.unchanged(fi) {
 			return prev.load.reused(), nil
@@ -76,17 +77,16 @@ func (c *fileCache) file(path string, log *slog.Logger) (fileLoad, error) {
 	if cached && sum == prev.sum {
 		prev.info, prev.readAt = fi, readAt
 		prev.load.modTime = fi.ModTime()
-		c.entries[path] = prev
 		return prev.load.reused(), nil
 	}
 	c.decodes++
 	f := decodeLoad(path, fi.ModTime(), data, log)
-	c.entries[path] = cachedFile{info: fi, readAt: readAt, sum: sum, load: f}
+	c.entries[path] = &cachedFile{info: fi, readAt: readAt, sum: sum, load: f, seen: c.walks}
 	return f, nil
 }
 
 // unchanged reports whether fi shows the very file read, untouched since.
-func (e cachedFile) unchanged(fi os.FileInfo) bool {
+func (e *cachedFile) unchanged(fi os.FileInfo) bool {
 	return fi.Size() == e.info.Size() && fi.ModTime().Equal(e.info.ModTime()) && fi.Mode() == e.info.Mode() &&
 		os.SameFile(fi, e.info) && e.readAt.Sub(fi.ModTime()) > racyWindow
 }
@@ -102,7 +102,8 @@ func decodeLoad(path string, modTime time.Time, data []byte, log *slog.Logger) f
 	d := decoder{file: path, log: log}
 	d.decodeFile(data)
 	f := fileLoad{path: path, modTime: modTime, objs: d.objs, problems: d.probs}
-	for i := range d.objs {
+	for i, obj := range d.objs {
+		f.keys = append(f.keys, keyOf(obj))
 		f.lines = append(f.lines, position{file: path, line: d.objLines[i].line, docIndx: d.objLines[i].index})
 	}
 	return f

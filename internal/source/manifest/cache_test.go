@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -326,6 +327,34 @@ func checkUnmodified(t *testing.T, objs, snapshot []runtime.Object) {
 	for i, o := range objs {
 		if !equality.Semantic.DeepEqual(o, snapshot[i]) {
 			t.Errorf("%s was modified after it was handed out", names(objs[i : i+1])[0])
+		}
+	}
+}
+
+// BenchmarkReload is one reload of 10,000 files of which one changed, the case of an
+// edit in `portico run`.
+func BenchmarkReload(b *testing.B) {
+	dir := b.TempDir()
+	old := time.Now().Add(-time.Hour)
+	for i := range 10000 {
+		name := filepath.Join(dir, fmt.Sprintf("team-%d", i/100), fmt.Sprintf("app-%d.yaml", i))
+		writeFiles(b, dir, map[string]string{strings.TrimPrefix(name, dir+"/"): svcYAML(fmt.Sprintf("app-%d", i), 80) + "---\n" + svcYAML(fmt.Sprintf("app-%d-b", i), 81)})
+		must(b, os.Chtimes(name, old, old))
+	}
+	r := newReader(time.Now)
+	log := slog.New(slog.DiscardHandler)
+	_, err := r.load(dir, log)
+	must(b, err)
+	edited := filepath.Join(dir, "team-5", "app-500.yaml")
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		must(b, os.WriteFile(edited, []byte(svcYAML("app-500", 1000+i)), 0o644))
+		b.StartTimer()
+		res, err := r.load(dir, log)
+		must(b, err)
+		if len(res.Changes) == 0 {
+			b.Fatal("the edit was not seen")
 		}
 	}
 }

@@ -11,41 +11,32 @@ type Change struct {
 	Old, New runtime.Object
 }
 
-// handedOut remembers the objects of the last Result, by key, so that the next Result
-// hands out the same pointer for each object that did not change, and says what did.
-type handedOut struct {
-	objs  map[objectKey]runtime.Object
-	order []objectKey // of the last Result's objects
-}
-
-// diff replaces each object of res that equals the one handed out under its key by
-// that one, sets res.Changes, and remembers res. places are res.Objects' placements.
-func (h *handedOut) diff(res *Result, places []placement) {
-	next := make(map[objectKey]runtime.Object, len(res.Objects))
-	order := make([]objectKey, len(places))
+// diff replaces each object of res that equals the version handed out under its key
+// (ents are res.Objects' entries) by that version, sets res.Changes, and forgets the
+// objects no longer present.
+func (b *book) diff(res *Result, ents []*entry) {
 	var changed []Change
 	for i, obj := range res.Objects {
-		key := places[i].key
-		order[i] = key
-		old, ok := h.objs[key]
+		e := ents[i]
 		switch {
-		case !ok:
+		case e.obj == nil:
 			changed = append(changed, Change{New: obj})
-		case old == obj:
-		case equality.Semantic.DeepEqual(old, obj):
+		case e.obj == obj:
+		case equality.Semantic.DeepEqual(e.obj, obj):
 			// Decoded again (its file was edited elsewhere, renamed, or touched), or
 			// moved to another file, but the same object, age included.
-			res.Objects[i] = old
+			res.Objects[i] = e.obj
 		default:
-			changed = append(changed, Change{Old: old, New: obj})
+			changed = append(changed, Change{Old: e.obj, New: obj})
 		}
-		next[key] = res.Objects[i]
+		e.obj = res.Objects[i]
 	}
-	for _, key := range h.order {
-		if _, ok := next[key]; !ok {
-			res.Changes = append(res.Changes, Change{Old: h.objs[key]})
+	for _, e := range b.handed {
+		if e.seen != b.loads {
+			res.Changes = append(res.Changes, Change{Old: e.obj})
+			delete(b.entries, e.key)
 		}
 	}
 	res.Changes = append(res.Changes, changed...)
-	h.objs, h.order = next, order
+	b.handed = ents
 }

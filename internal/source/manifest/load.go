@@ -102,6 +102,7 @@ type fileLoad struct {
 	path     string
 	modTime  time.Time
 	objs     []runtime.Object
+	keys     []objectKey // of objs, index for index; zero for an object without metadata
 	lines    []position
 	problems []Problem
 	// shared is set when objs are a version kept from an earlier load, which
@@ -213,31 +214,44 @@ type placement struct {
 	shared    bool
 }
 
+// objRef is an object of a load: the index of its file, and its index in the file.
+type objRef struct{ file, obj int }
+
 // assemble joins the files' objects and problems into one Result. When the same object
 // (kind, namespace, name) is defined more than once, one definition is kept: the one in
 // the file that held the definition in force before (held reports that file), so a
 // copy added elsewhere never replaces a working object; otherwise the first one.
 // The placements are those of res.Objects, index for index.
 func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, []placement) {
-	type def struct{ file, obj int }
-	keys := make([][]objectKey, len(files))
-	defs := map[objectKey][]def{}
+	total := 0
+	for _, f := range files {
+		total += len(f.objs)
+	}
+	first := make(map[objectKey]objRef, total)
+	// dups has every definition of the keys defined more than once, a rare case.
+	var dups map[objectKey][]objRef
 	for fi, f := range files {
-		keys[fi] = make([]objectKey, len(f.objs))
-		for i, obj := range f.objs {
-			acc, err := meta.Accessor(obj)
-			if err != nil { // cannot happen for the kept kinds
+		for i, key := range f.keys {
+			if key == (objectKey{}) {
 				continue
 			}
-			gvk := obj.GetObjectKind().GroupVersionKind()
-			key := objectKey{gvk.Group, gvk.Kind, acc.GetNamespace(), acc.GetName()}
-			keys[fi][i] = key
-			defs[key] = append(defs[key], def{fi, i})
+			d, ok := first[key]
+			if !ok {
+				first[key] = objRef{fi, i}
+				continue
+			}
+			if dups == nil {
+				dups = map[objectKey][]objRef{}
+			}
+			if dups[key] == nil {
+				dups[key] = []objRef{d}
+			}
+			dups[key] = append(dups[key], objRef{fi, i})
 		}
 	}
-	winner := func(key objectKey) def {
-		ds := defs[key]
-		if path, ok := held(key); ok && len(ds) > 1 {
+	winner := func(key objectKey) objRef {
+		ds := dups[key]
+		if path, ok := held(key); ok {
 			for _, d := range ds {
 				if files[d.file].path == path {
 					return d
@@ -247,29 +261,41 @@ func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, [
 		return ds[0]
 	}
 
-	res := &Result{}
-	var places []placement
+	res := &Result{Objects: make([]runtime.Object, 0, total)}
+	places := make([]placement, 0, total)
 	for fi, f := range files {
 		res.Problems = append(res.Problems, f.problems...)
 		for i, obj := range f.objs {
-			key := keys[fi][i]
+			key := f.keys[i]
 			if key == (objectKey{}) {
 				continue
 			}
-			if w := winner(key); w != (def{fi, i}) {
-				pos, kept := f.lines[i], files[w.file].lines[w.obj]
-				res.Problems = append(res.Problems, Problem{
-					File: pos.file, Line: pos.line, Document: pos.docIndx,
-					Reason: fmt.Sprintf("%s is already defined at %s:%d (document %d); this definition is ignored",
-						key, kept.file, kept.line, kept.docIndx),
-				})
-				continue
+			if _, dup := dups[key]; dup {
+				if w := winner(key); w != (objRef{fi, i}) {
+					pos, kept := f.lines[i], files[w.file].lines[w.obj]
+					res.Problems = append(res.Problems, Problem{
+						File: pos.file, Line: pos.line, Document: pos.docIndx,
+						Reason: fmt.Sprintf("%s is already defined at %s:%d (document %d); this definition is ignored",
+							key, kept.file, kept.line, kept.docIndx),
+					})
+					continue
+				}
 			}
 			res.Objects = append(res.Objects, obj)
 			places = append(places, placement{key: key, file: f.path, fileIndex: fi, objIndex: i, modTime: f.modTime, shared: f.shared})
 		}
 	}
 	return res, places
+}
+
+// keyOf returns obj's key, or the zero key when obj has no metadata.
+func keyOf(obj runtime.Object) objectKey {
+	acc, err := meta.Accessor(obj)
+	if err != nil { // cannot happen for the kept kinds
+		return objectKey{}
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return objectKey{gvk.Group, gvk.Kind, acc.GetNamespace(), acc.GetName()}
 }
 
 func (l *loader) fileProblem(path, reason string) {
