@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -357,4 +358,77 @@ func BenchmarkReload(b *testing.B) {
 			b.Fatal("the edit was not seen")
 		}
 	}
+}
+
+// Random sequences of file operations: after every reload, applying the change sets of
+// all Results so far to an empty set gives exactly the Result's objects, pointer for
+// pointer, and no object handed out was modified since.
+func TestReaderChangeSetsAddUp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 3))
+	h := newReaderHarness(t, nil)
+	files := []string{"a.yaml", "b.yaml", "sub/c.yaml", "sub/d.yaml", "e.json"}
+	objNames := []string{"p", "q", "r", "s"}
+	content := func(file string) string {
+		var docs []string
+		for _, n := range objNames {
+			if rng.IntN(3) == 0 {
+				if strings.HasSuffix(file, ".json") {
+					docs = append(docs, svcJSON(n, 1+rng.IntN(3)))
+				} else {
+					docs = append(docs, svcYAML(n, 1+rng.IntN(3)))
+				}
+			}
+		}
+		if rng.IntN(8) == 0 {
+			docs = append(docs, "kind: [") // broken
+		}
+		if strings.HasSuffix(file, ".json") {
+			return strings.Join(docs, "\n")
+		}
+		return strings.Join(docs, "---\n")
+	}
+	applied := map[objectKey]runtime.Object{}
+	var handedOut, snapshots []runtime.Object
+	for step := range 300 {
+		f := files[rng.IntN(len(files))]
+		switch op := rng.IntN(10); {
+		case op < 5:
+			h.write(f, content(f))
+		case op < 7:
+			_ = os.Remove(h.path(f))
+		case op < 8:
+			to := files[rng.IntN(len(files))]
+			if strings.HasSuffix(to, ".json") == strings.HasSuffix(f, ".json") && os.Rename(h.path(f), h.path(to)) == nil {
+				h.touch(to)
+			}
+		default:
+			if _, err := os.Stat(h.path(f)); err == nil {
+				h.touch(f)
+			}
+		}
+		res, err := h.r.load(h.dir, h.log)
+		must(t, err)
+		for _, c := range res.Changes {
+			if c.Old != nil {
+				if applied[keyOf(c.Old)] != c.Old {
+					t.Fatalf("step %d: change %v: the old version is not the one handed out", step, changes([]Change{c}))
+				}
+				delete(applied, keyOf(c.Old))
+			}
+			if c.New != nil {
+				applied[keyOf(c.New)] = c.New
+			}
+		}
+		if len(applied) != len(res.Objects) {
+			t.Fatalf("step %d: the changes add up to %d objects, the Result has %v", step, len(applied), names(res.Objects))
+		}
+		for _, o := range res.Objects {
+			if applied[keyOf(o)] != o {
+				t.Fatalf("step %d: %s is not the object the changes add up to", step, names([]runtime.Object{o})[0])
+			}
+		}
+		handedOut = append(handedOut, res.Objects...)
+		snapshots = append(snapshots, deepCopies(res.Objects)...)
+	}
+	checkUnmodified(t, handedOut, snapshots)
 }
