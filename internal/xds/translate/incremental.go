@@ -170,10 +170,11 @@ func validateAll(msgs ...validatable) error {
 }
 
 // walkHosts matches hosts (ordered by name) with the previous call's entries: a host
-// that is the same pointer keeps its entry when keep says so, any other is made by build;
+// that is the same pointer keeps its entry when keep says so, any other is made by build,
+// given the previous entry of the same name if there is one (old, else the zero E);
 // previous entries left over are released. It returns the new entries, in hosts' order.
 func walkHosts[H interface{ comparable }, E any](prev []hostEntry[H, E], hosts []H, name func(H) string,
-	keep func(H, E) bool, build func(H) (E, error), release func(E)) ([]hostEntry[H, E], error) {
+	keep func(H, E) bool, build func(h H, old E) (E, error), release func(E)) ([]hostEntry[H, E], error) {
 	out := make([]hostEntry[H, E], 0, len(hosts))
 	j := 0
 	for _, h := range hosts {
@@ -188,12 +189,17 @@ func walkHosts[H interface{ comparable }, E any](prev []hostEntry[H, E], hosts [
 		}
 		// The new entry is made before the old one of the same name is released, so that
 		// the clusters they share stay in use and keep their published resources.
-		e, err := build(h)
+		var old E
+		sameName := j < len(prev) && name(prev[j].host) == name(h)
+		if sameName {
+			old = prev[j].entry
+		}
+		e, err := build(h, old)
 		if err != nil {
 			return nil, err
 		}
-		if j < len(prev) && name(prev[j].host) == name(h) {
-			release(prev[j].entry)
+		if sameName {
+			release(old)
 			j++
 		}
 		out = append(out, hostEntry[H, E]{host: h, entry: e})
@@ -211,12 +217,18 @@ func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteC
 	fallback := catchAllVirtualHost(hosts)
 	next, err := walkHosts(t.http, hosts, vhostName,
 		func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback },
-		func(vh *dag.VirtualHost) (*vhostEntry, error) {
+		func(vh *dag.VirtualHost, old *vhostEntry) (*vhostEntry, error) {
 			tr := virtualHost(vh, fallback, t.opts)
 			if err := validateAll(tr); err != nil {
 				return nil, err
 			}
 			t.Retranslated++
+			// A host rebuilt for a change that did not reach its routes (its Service's
+			// endpoints moved) keeps the virtual host already published, and so the route
+			// configuration: nothing is sent for it.
+			if old != nil && proto.Equal(old.out, tr) {
+				tr = old.out
+			}
 			return &vhostEntry{fallback: fallback, out: tr, uses: t.use(routeClusters(vh.Routes))}, nil
 		},
 		func(e *vhostEntry) { t.release(e.uses) })
@@ -282,7 +294,7 @@ func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources
 	return nil
 }
 
-func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost) (*secureEntry, error) {
+func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost, old *secureEntry) (*secureEntry, error) {
 	e := &secureEntry{chain: secureFilterChain(svh, t.opts)}
 	if servesHTTP(svh) {
 		e.routes = httpsRouteConfig(svh, t.opts)
@@ -301,6 +313,11 @@ func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost) (*secureEntry, err
 			return nil, err
 		}
 	}
+	if old != nil {
+		e.routes = keepEqual(old.routes, e.routes)
+		e.chain = keepEqual(old.chain, e.chain)
+		e.secret = keepEqual(old.secret, e.secret)
+	}
 	clusters := routeClusters(svh.Routes)
 	if svh.TCPProxy != nil {
 		for _, wc := range svh.TCPProxy.Clusters {
@@ -310,6 +327,19 @@ func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost) (*secureEntry, err
 	e.uses = t.use(clusters)
 	t.Retranslated++
 	return e, nil
+}
+
+// keepEqual returns old when it is equal to next, so that an unchanged resource stays
+// the same pointer; next otherwise.
+func keepEqual[M interface {
+	comparable
+	proto.Message
+}](old, next M) M {
+	var zero M
+	if old != zero && next != zero && proto.Equal(old, next) {
+		return old
+	}
+	return next
 }
 
 // use counts one more reference to each cluster, translating those not in use yet.

@@ -116,6 +116,10 @@ func TestIncrementalTranslationReusesUnchanged(t *testing.T) {
 	if first.Listeners[0] != second.Listeners[0] {
 		t.Fatal("the HTTP listener is a new object although it did not change")
 	}
+	// Endpoints moved, routes did not: the route configuration is not sent again.
+	if first.Routes[0] != second.Routes[0] {
+		t.Fatal("an endpoint change made a new route configuration")
+	}
 	third, err := tr.Translate(builder.Build(s))
 	if err != nil {
 		t.Fatal(err)
