@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -301,9 +302,31 @@ func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
 		// leaves through the connection's buffer, in as few writes as it fits, instead
 		// of one write and a flush goroutine per chunk.
 		FlushInterval: 0,
+		BufferPool:    &copyBuffers{},
 		ErrorHandler:  p.upstreamError,
 		// Body-copy failures after the head was sent; the access log has the outcome.
 		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// copyBufferSize is the size of ReverseProxy's response copy buffers (its
+// own default).
+const copyBufferSize = 32 << 10
+
+// copyBuffers lend ReverseProxy its response copy buffers: without them, every
+// response allocates 32 KiB, which makes most of the garbage of a small request.
+type copyBuffers struct{ pool sync.Pool }
+
+func (b *copyBuffers) Get() []byte {
+	if buf, ok := b.pool.Get().(*[copyBufferSize]byte); ok {
+		return buf[:]
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *copyBuffers) Put(buf []byte) {
+	if len(buf) == copyBufferSize {
+		b.pool.Put((*[copyBufferSize]byte)(buf))
 	}
 }
 
