@@ -262,14 +262,20 @@ func targetFrom(ctx context.Context) *upstreamTarget {
 	return t
 }
 
+// maxIdleConnsPerEndpoint is how many idle connections an endpoint's pool
+// keeps: Envoy keeps every connection until its idle timeout, and opens at
+// most its default max_connections (1024) per cluster. A lower bound would
+// close, after each burst, connections the next burst opens again.
+const maxIdleConnsPerEndpoint = 1024
+
 // newUpstreamTransport is the single HTTP/1.1 transport for all clusters.
 // Connections are pooled per endpoint address.
 func newUpstreamTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:               nil, // never use HTTP(S)_PROXY from the environment
 		DialContext:         dialUpstream,
-		MaxIdleConnsPerHost: 256,
-		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: maxIdleConnsPerEndpoint,
+		MaxIdleConns:        0, // no bound across endpoints, as in Envoy
 		IdleConnTimeout:     defaultUpstreamIdleTimeout,
 		// Upstreams speak HTTP/1.1; the response header wait is bounded by the route timeout.
 		ForceAttemptHTTP2:     false,
