@@ -75,7 +75,7 @@ type scenarioResult struct {
 }
 
 // maxExtraRounds bounds the rounds added when a side's rounds disagree.
-const maxExtraRounds = 2
+const maxExtraRounds = 1
 
 // disturbedSpread is the spread of req/s across a side's rounds, relative
 // to their median, beyond which other load on the machine is suspected.
@@ -186,7 +186,7 @@ func (b *bench) load(ctx context.Context, sc scenario, target string, d time.Dur
 		}
 		args = append(args, target)
 	}
-	out, err := exec.CommandContext(ctx, "taskset", append([]string{"-c", b.loadCore}, args...)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "nice", b.pinned(b.loadCore, args)...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, out)
 	}

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +27,8 @@ func main() {
 	baseline := flag.String("baseline", "", "another portico binary (e.g. an older commit's), measured as a third side in the same rounds")
 	work := flag.String("work", "", "working directory (default: a new temporary one)")
 	rounds := flag.Int("rounds", 3, "rounds per side and scenario")
-	duration := flag.Duration("duration", 5*time.Second, "length of one round")
+	duration := flag.Duration("duration", 4*time.Second, "length of one round")
+	niceness := flag.Int("nice", -10, "niceness of every process of the benchmark (proxies, backend, load generator): below 0, other work on the machine disturbs the rounds less")
 	only := flag.String("scenarios", "", "comma-separated scenario names to run (default: all)")
 	proxyCore := flag.String("proxy-core", "0", "CPU the proxy under test is pinned to")
 	loadCore := flag.String("load-core", "1", "CPU the load generator and the backend are pinned to")
@@ -43,6 +45,7 @@ func main() {
 		proxyCore: *proxyCore,
 		loadCore:  *loadCore,
 		profile:   *profile,
+		nice:      *niceness,
 	}
 	if err := b.run(ctx, *work, *only); err != nil {
 		log.Fatal(err)
@@ -57,6 +60,7 @@ type bench struct {
 	proxyCore string
 	loadCore  string
 	profile   string
+	nice      int
 
 	dir   string
 	ports ports
@@ -204,7 +208,7 @@ func (b *bench) start(ctx context.Context, core, logFile, name string, args ...s
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("taskset", append([]string{"-c", core, name}, args...)...)
+	cmd := exec.Command("nice", b.pinned(core, append([]string{name}, args...))...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -250,6 +254,13 @@ func (p *process) stop() {
 		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 		<-p.done
 	}
+}
+
+// pinned returns the arguments of nice that run command at the benchmark's
+// niceness on core (nice and taskset exec the command: its PID is the one
+// started).
+func (b *bench) pinned(core string, command []string) []string {
+	return append([]string{"-n", strconv.Itoa(b.nice), "taskset", "-c", core}, command...)
 }
 
 // tail returns the end of a log file, for error messages.

@@ -4,7 +4,7 @@
 # pinned to core 0, the load generator (wrk, h2load) and the backend (nginx) to core 1.
 # Prints a Markdown table of medians and Portico/nginx ratios. See docs/performance.md.
 #
-#   bench/proxy/run.sh                 # 3 rounds of 5 s per side and scenario (~5 minutes)
+#   bench/proxy/run.sh                 # 3 rounds of 4 s per side and scenario (~4 minutes)
 #   QUICK=1 bench/proxy/run.sh         # 1 round of 2 s (~1 minute)
 #   PORTICO=/path/to/portico bench/proxy/run.sh   # measure another build
 #   bench/proxy/run.sh -scenarios c32,tls -rounds 5   # flags go to the driver
