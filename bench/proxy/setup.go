@@ -168,7 +168,9 @@ http {
 // The nginx under test: one worker, upstream keepalive (the counterpart of
 // Portico's and Envoy's connection pools), the headers Portico adds (X-Forwarded-For,
 // X-Forwarded-Proto, X-Request-Id to the upstream and the client) and a buffered
-// access log line per request, as Portico logs every request.
+// access log line per request, as Portico logs every request. Responses larger
+// than its buffers stream through instead of going to a temporary file on disk,
+// as they stream through Portico.
 const nginxProxyConf = `user root;
 daemon off;
 worker_processes 1;
@@ -196,6 +198,7 @@ http {
     ssl_certificate_key {{.Dir}}/tls.key;
     location / {
       proxy_pass http://backend;
+      proxy_max_temp_file_size 0;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
