@@ -26,16 +26,16 @@ func BenchmarkRunModeBuild(b *testing.B) {
 	})
 	b.Run(fmt.Sprintf("LastValid/ingresses=%d", n), func(b *testing.B) {
 		k := app.NewLastValid(slog.New(slog.DiscardHandler))
-		k.Build(s, dag.Options{})
+		k.Build(s, app.FullBuilder{})
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			k.Build(s, dag.Options{})
+			k.Build(s, app.FullBuilder{})
 		}
 	})
 	b.Run(fmt.Sprintf("LastValid-one-kept/ingresses=%d", n), func(b *testing.B) {
 		k := app.NewLastValid(slog.New(slog.DiscardHandler))
-		k.Build(s, dag.Options{})
+		k.Build(s, app.FullBuilder{})
 		edited := cluster(n)
 		key := types.NamespacedName{Namespace: "team-0", Name: "app-0"}
 		bad := edited.Ingresses[key].DeepCopy()
@@ -45,7 +45,7 @@ func BenchmarkRunModeBuild(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			k.Build(edited, dag.Options{})
+			k.Build(edited, app.FullBuilder{})
 		}
 	})
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,18 +40,38 @@ func NewLastValid(log *slog.Logger) *LastValid {
 	return &LastValid{valid: map[dag.ObjectRef]runtime.Object{}, present: map[dag.ObjectRef]bool{}, log: log}
 }
 
-// Build builds s as dag.Build does, with the last valid version of each object whose
-// current version is invalid.
-func (k *LastValid) Build(s *store.Store, opts dag.Options) *dag.Graph {
-	g := dag.Build(s, opts)
-	k.noteRemoved(g)
-	kept := k.substitutes(s, g)
+// Builder builds graphs for LastValid: dag.Incremental, or FullBuilder.
+type Builder interface {
+	Build(*store.Store) *dag.Graph
+	// Touched returns the objects whose status or version the last Build may have
+	// changed since the one before (added, edited, removed, or rebuilt with them), or
+	// all=true when anything may have.
+	Touched() (refs []dag.ObjectRef, all bool)
+}
+
+// FullBuilder builds every graph whole with dag.Build.
+type FullBuilder struct{ Options dag.Options }
+
+// Build returns dag.Build(s, b.Options).
+func (b FullBuilder) Build(s *store.Store) *dag.Graph { return dag.Build(s, b.Options) }
+
+// Touched says that anything may have changed.
+func (FullBuilder) Touched() ([]dag.ObjectRef, bool) { return nil, true }
+
+// Build builds s with b, with the last valid version of each object whose current
+// version is invalid. Its work is in proportion to the objects b says it touched.
+func (k *LastValid) Build(s *store.Store, b Builder) *dag.Graph {
+	g := b.Build(s)
+	sc := newScope(b)
+	k.noteRemoved(g, sc)
+	kept := k.substitutes(s, g, sc)
 	final := g
 	// The previous version can itself be invalid now (a newer object took its host, a
 	// Secret it needs went away): such an object is served as it is, and the build is
 	// repeated without it. Each round drops at least one, so this ends.
 	for len(kept) > 0 {
-		final = dag.Build(withObjects(s, kept), opts)
+		final = b.Build(withObjects(s, kept))
+		sc.add(b)
 		dropped := false
 		for _, st := range final.Statuses {
 			if _, ok := kept[st.Object]; ok && st.Status != dag.StatusValid {
@@ -66,17 +87,17 @@ func (k *LastValid) Build(s *store.Store, opts dag.Options) *dag.Graph {
 		}
 	}
 	if final != g {
-		markKept(final, g, kept)
+		final = markKept(final, g, kept)
 	}
-	k.remember(s, final, kept)
+	k.remember(s, final, kept, sc)
 	return final
 }
 
 // substitutes returns the last valid version of each object that g found invalid and
 // that changed since it was last valid.
-func (k *LastValid) substitutes(s *store.Store, g *dag.Graph) map[dag.ObjectRef]runtime.Object {
+func (k *LastValid) substitutes(s *store.Store, g *dag.Graph, sc *scope) map[dag.ObjectRef]runtime.Object {
 	var kept map[dag.ObjectRef]runtime.Object
-	for _, st := range g.Statuses {
+	for _, st := range sc.statuses(g) {
 		if st.Status != dag.StatusInvalid {
 			continue
 		}
@@ -98,9 +119,12 @@ func (k *LastValid) substitutes(s *store.Store, g *dag.Graph) map[dag.ObjectRef]
 	return kept
 }
 
-// markKept gives each kept object, in the graph built with its previous version, the
-// status its current version got (invalid, and why), noting that the previous one serves.
-func markKept(final, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) {
+// markKept returns the graph built with the kept objects' previous versions, each kept
+// object given the status its current version got (invalid, and why), noting that the
+// previous one serves.
+func markKept(built, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) *dag.Graph {
+	// The builder may keep the graph it returned (an incremental one does): change a copy.
+	final := &dag.Graph{HTTP: built.HTTP, HTTPS: built.HTTPS, Statuses: slices.Clone(built.Statuses)}
 	why := map[dag.ObjectRef]dag.Status{}
 	for _, st := range current.Statuses {
 		if _, ok := kept[st.Object]; ok {
@@ -116,6 +140,7 @@ func markKept(final, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) 
 			// Hosts stay those the previous version serves: they are still answered.
 		}
 	}
+	return final
 }
 
 // keptDescription is the status of an object whose invalid edit is not served while its
@@ -129,8 +154,8 @@ func keptDescription(why string) string {
 // object that is not served now: gone, ignored (another class), orphaned or invalid. A
 // version is only ever kept while it is the one serving, never brought back after a
 // time off the air.
-func (k *LastValid) remember(s *store.Store, final *dag.Graph, kept map[dag.ObjectRef]runtime.Object) {
-	for _, st := range final.Statuses {
+func (k *LastValid) remember(s *store.Store, final *dag.Graph, kept map[dag.ObjectRef]runtime.Object, sc *scope) {
+	for _, st := range sc.statuses(final) {
 		if _, ok := kept[st.Object]; ok {
 			continue
 		}
@@ -141,28 +166,89 @@ func (k *LastValid) remember(s *store.Store, final *dag.Graph, kept map[dag.Obje
 		}
 		k.valid[st.Object] = cur
 	}
-	for ref := range k.valid {
+	forget := func(ref dag.ObjectRef) {
 		if !k.present[ref] {
 			delete(k.valid, ref)
 		}
+	}
+	if sc.all {
+		for ref := range k.valid {
+			forget(ref)
+		}
+		return
+	}
+	for ref := range sc.refs {
+		forget(ref)
 	}
 }
 
 // noteRemoved logs each routing object of the previous build that g no longer has (a
 // build gives every routing object a status): its routes, including any last valid
 // version, are gone.
-func (k *LastValid) noteRemoved(g *dag.Graph) {
-	now := make(map[dag.ObjectRef]bool, len(g.Statuses))
-	for _, st := range g.Statuses {
-		now[st.Object] = true
+func (k *LastValid) noteRemoved(g *dag.Graph, sc *scope) {
+	if sc.all {
+		now := make(map[dag.ObjectRef]bool, len(g.Statuses))
+		for _, st := range g.Statuses {
+			now[st.Object] = true
+		}
+		for ref := range k.present {
+			if !now[ref] {
+				k.logRemoved(ref)
+			}
+		}
+		k.present = now
+		return
 	}
-	for ref := range k.present {
-		if !now[ref] {
-			k.log.Info("object removed; its routes are no longer served", "object", ref.String())
+	for ref := range sc.refs {
+		switch has := hasStatus(g, ref); {
+		case has:
+			k.present[ref] = true
+		case k.present[ref]:
+			k.logRemoved(ref)
+			delete(k.present, ref)
 		}
 	}
-	k.present = now
 }
+
+func (k *LastValid) logRemoved(ref dag.ObjectRef) {
+	k.log.Info("object removed; its routes are no longer served", "object", ref.String())
+}
+
+// scope is what one LastValid.Build looks at: every status, or those of the objects
+// its builds touched (an object they did not touch has the status and version it had).
+type scope struct {
+	all  bool
+	refs map[dag.ObjectRef]struct{}
+}
+
+func newScope(b Builder) *scope {
+	sc := &scope{refs: map[dag.ObjectRef]struct{}{}}
+	sc.add(b)
+	return sc
+}
+
+// add widens the scope by what b's last build touched.
+func (sc *scope) add(b Builder) {
+	refs, all := b.Touched()
+	sc.all = sc.all || all
+	for _, r := range refs {
+		sc.refs[r] = struct{}{}
+	}
+}
+
+// statuses returns the statuses of g in the scope.
+func (sc *scope) statuses(g *dag.Graph) []dag.Status {
+	if sc.all {
+		return g.Statuses
+	}
+	var out []dag.Status
+	for ref := range sc.refs {
+		out = append(out, dag.StatusesOf(g.Statuses, ref)...)
+	}
+	return out
+}
+
+func hasStatus(g *dag.Graph, ref dag.ObjectRef) bool { return len(dag.StatusesOf(g.Statuses, ref)) > 0 }
 
 // lookup returns the routing object ref names in s, or nil.
 func lookup(s *store.Store, ref dag.ObjectRef) runtime.Object {

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/dag/dagtest"
 	"github.com/portico-dev/portico/internal/source/manifest"
 	"github.com/portico-dev/portico/internal/store"
 	"github.com/portico-dev/portico/internal/testutil"
@@ -70,13 +73,13 @@ func servedCluster(g *dag.Graph, host string) string {
 func TestLastValidKeepsPreviousVersion(t *testing.T) {
 	var logs testutil.SyncBuffer
 	k := NewLastValid(slog.New(slog.NewTextHandler(&logs, nil)))
-	g := k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "RoundRobin", "a")), dag.Options{})
+	g := k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "RoundRobin", "a")), FullBuilder{})
 	if st := statusOf(t, g, "site"); st.Status != dag.StatusValid || servedCluster(g, "x.test") != "a" {
 		t.Fatalf("v1: %+v, served %q", st, servedCluster(g, "x.test"))
 	}
 
 	// v2 is invalid (unknown strategy): v1 keeps serving; the status names v2's mistake.
-	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Fastest", "b")), dag.Options{})
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Fastest", "b")), FullBuilder{})
 	st := statusOf(t, g, "site")
 	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "Fastest") || !strings.Contains(st.Description, keptNote) {
 		t.Errorf("v2 status = %+v, want invalid naming the strategy and the kept version", st)
@@ -86,13 +89,13 @@ func TestLastValidKeepsPreviousVersion(t *testing.T) {
 	}
 
 	// v3 is valid again: it is served.
-	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Random", "b")), dag.Options{})
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Random", "b")), FullBuilder{})
 	if st := statusOf(t, g, "site"); st.Status != dag.StatusValid || servedCluster(g, "x.test") != "b" {
 		t.Fatalf("v3: %+v, served %q", st, servedCluster(g, "x.test"))
 	}
 
 	// Deleted: nothing kept, and the log says so.
-	g = k.Build(lvStore(t, lvServices), dag.Options{})
+	g = k.Build(lvStore(t, lvServices), FullBuilder{})
 	if got := servedCluster(g, "x.test"); got != "" {
 		t.Errorf("after deletion x.test is served by %q", got)
 	}
@@ -101,7 +104,7 @@ func TestLastValidKeepsPreviousVersion(t *testing.T) {
 	}
 	// A new object of the same name starts afresh: its invalid first version is not
 	// replaced by the deleted object's.
-	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Fastest", "b")), dag.Options{})
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Fastest", "b")), FullBuilder{})
 	if st := statusOf(t, g, "site"); st.Status != dag.StatusInvalid || strings.Contains(st.Description, keptNote) || servedCluster(g, "x.test") != "" {
 		t.Errorf("re-created invalid object: %+v, served %q", st, servedCluster(g, "x.test"))
 	}
@@ -112,8 +115,8 @@ func TestLastValidKeepsPreviousVersion(t *testing.T) {
 // (seed 003).
 func TestLastValidLeavesConflictsAlone(t *testing.T) {
 	k := NewLastValid(slog.New(slog.DiscardHandler))
-	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), dag.Options{})
-	g := k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a"), lvRoot("second", "x.test", "RoundRobin", "b")), dag.Options{})
+	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), FullBuilder{})
+	g := k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a"), lvRoot("second", "x.test", "RoundRobin", "b")), FullBuilder{})
 	for _, name := range []string{"first", "second"} {
 		if st := statusOf(t, g, name); st.Status != dag.StatusInvalid || strings.Contains(st.Description, keptNote) {
 			t.Errorf("%s: %+v, want invalid without a kept version", name, st)
@@ -125,8 +128,8 @@ func TestLastValidLeavesConflictsAlone(t *testing.T) {
 // the status is the current version's own. (Same-age roots on one host: all invalid.)
 func TestLastValidDropsAVersionInvalidNow(t *testing.T) {
 	k := NewLastValid(slog.New(slog.DiscardHandler))
-	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), dag.Options{})
-	g := k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "Fastest", "a"), lvRoot("second", "x.test", "RoundRobin", "b")), dag.Options{})
+	k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "RoundRobin", "a")), FullBuilder{})
+	g := k.Build(lvStore(t, lvServices, lvRoot("first", "x.test", "Fastest", "a"), lvRoot("second", "x.test", "RoundRobin", "b")), FullBuilder{})
 	st := statusOf(t, g, "first")
 	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "Fastest") || strings.Contains(st.Description, keptNote) {
 		t.Errorf("first: %+v, want its own invalid status, nothing kept", st)
@@ -140,13 +143,13 @@ func TestLastValidDropsAVersionInvalidNow(t *testing.T) {
 // brought back by a later invalid edit.
 func TestLastValidForgetsVersionsNoLongerServed(t *testing.T) {
 	k := NewLastValid(slog.New(slog.DiscardHandler))
-	k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "RoundRobin", "a")), dag.Options{})
+	k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "RoundRobin", "a")), FullBuilder{})
 	other := strings.Replace(lvRoot("site", "x.test", "RoundRobin", "a"), "metadata: {name: site}", "metadata: {name: site, annotations: {kubernetes.io/ingress.class: nginx}}", 1)
-	g := k.Build(lvStore(t, lvServices, other), dag.Options{})
+	g := k.Build(lvStore(t, lvServices, other), FullBuilder{})
 	if st := statusOf(t, g, "site"); st.Status != dag.StatusIgnored {
 		t.Fatalf("moved to class nginx: %+v, want ignored", st)
 	}
-	g = k.Build(lvStore(t, lvServices, lvRoot("site", "y.test", "Fastest", "b")), dag.Options{})
+	g = k.Build(lvStore(t, lvServices, lvRoot("site", "y.test", "Fastest", "b")), FullBuilder{})
 	if got := servedCluster(g, "x.test"); got != "" {
 		t.Errorf("the version that stopped serving came back: x.test served by %q", got)
 	}
@@ -176,8 +179,8 @@ func TestLastValidTypoDoesNotHandTheHostToANewerRoot(t *testing.T) {
 		return aged(lvRoot("first", "x.test", strategy, "a"), "first", "2020-01-01T00:00:00Z")
 	}
 	second := aged(lvRoot("second", "x.test", "RoundRobin", "b"), "second", "2021-01-01T00:00:00Z")
-	k.Build(lvStore(t, lvServices, first("RoundRobin")), dag.Options{})
-	g := k.Build(lvStore(t, lvServices, first("Fastest"), second), dag.Options{})
+	k.Build(lvStore(t, lvServices, first("RoundRobin")), FullBuilder{})
+	g := k.Build(lvStore(t, lvServices, first("Fastest"), second), FullBuilder{})
 	if got := servedCluster(g, "x.test"); got != "a" {
 		t.Errorf("x.test served by %q, want the older root's kept version (a)", got)
 	}
@@ -186,5 +189,36 @@ func TestLastValidTypoDoesNotHandTheHostToANewerRoot(t *testing.T) {
 	}
 	if st := statusOf(t, g, "first"); st.Status != dag.StatusInvalid || !strings.Contains(st.Description, keptNote) {
 		t.Errorf("first: %+v, want invalid with its previous version kept", st)
+	}
+}
+
+// TestLastValidIncrementalEqualsFull runs two LastValids over the same random change
+// sequences, one building whole and one incrementally (looking only at the objects the
+// builder touched): every graph, statuses included, must be the same.
+func TestLastValidIncrementalEqualsFull(t *testing.T) {
+	const seeds, steps = 20, 60
+	keptSeen := 0
+	var full, inc *LastValid
+	var builder *dag.Incremental
+	start := func(uint64) {
+		full = NewLastValid(slog.New(slog.DiscardHandler))
+		inc = NewLastValid(slog.New(slog.DiscardHandler))
+		builder = dag.NewIncremental(dag.Options{})
+	}
+	dagtest.Run(t, seeds, steps, start, func(s *store.Store, seed uint64, step int, log string) {
+		want := full.Build(s, FullBuilder{})
+		got := inc.Build(s, builder)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("seed %d, step %d: (-full +incremental):\n%s\nchanges:\n%s", seed, step, diff, log)
+		}
+		for _, st := range got.Statuses {
+			if strings.Contains(st.Description, keptNote) {
+				keptSeen++
+			}
+		}
+	})
+	// The sequences must exercise what LastValid is for: edits that keep a previous version.
+	if keptSeen < 20 {
+		t.Fatalf("only %d statuses of kept versions in all sequences", keptSeen)
 	}
 }

@@ -28,20 +28,33 @@ type Pipeline struct {
 	// LastValid, when set (run mode), keeps serving the last valid version of an object
 	// whose edit made it invalid.
 	LastValid *LastValid
+
+	// builder and translator are made on the first Rebuild: they remember the previous
+	// build, so that a change costs in proportion to what it touches.
+	builder    *dag.Incremental
+	translator *translate.Incremental
 }
 
 // Rebuild compiles s and publishes the result. When translation fails (a translator bug)
 // nothing is published and the data planes keep the last good configuration.
 func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, error) {
 	start := time.Now()
+	if p.builder == nil {
+		p.builder = dag.NewIncremental(p.DAG)
+	}
+	rec := &touchRecorder{Incremental: p.builder}
 	var g *dag.Graph
 	if p.LastValid != nil {
-		g = p.LastValid.Build(s, p.DAG)
+		g = p.LastValid.Build(s, rec)
 	} else {
-		g = dag.Build(s, p.DAG)
+		g = rec.Build(s)
 	}
-	p.Status.Observe(g.Statuses)
-	res, err := translate.Translate(g, p.Translate)
+	if rec.all {
+		p.Status.Observe(g.Statuses)
+	} else {
+		p.Status.ObserveTouched(g.Statuses, rec.refs)
+	}
+	res, err := p.translate(g)
 	if err == nil {
 		var version string
 		version, err = p.Server.Publish(ctx, res)
@@ -58,4 +71,31 @@ func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, err
 		return g, fmt.Errorf("configuration not published, the last good one keeps serving: %w", err)
 	}
 	return g, nil
+}
+
+// translate converts g with the incremental translator, made on first use.
+func (p *Pipeline) translate(g *dag.Graph) (*translate.Resources, error) {
+	if p.translator == nil {
+		t, err := translate.NewIncremental(p.Translate)
+		if err != nil {
+			return nil, err
+		}
+		p.translator = t
+	}
+	return p.translator.Translate(g)
+}
+
+// touchRecorder gathers what the builds of one rebuild touched (LastValid may build twice).
+type touchRecorder struct {
+	*dag.Incremental
+	refs []dag.ObjectRef
+	all  bool
+}
+
+func (r *touchRecorder) Build(s *store.Store) *dag.Graph {
+	g := r.Incremental.Build(s)
+	refs, all := r.Incremental.Touched()
+	r.refs = append(r.refs, refs...)
+	r.all = r.all || all
+	return g
 }

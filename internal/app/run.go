@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/portico-dev/portico/internal/admin"
 	"github.com/portico-dev/portico/internal/dag"
@@ -138,11 +140,22 @@ func (r *Runner) Run(ctx context.Context) error {
 	g.Go(func() error { return r.pipeline.Server.Serve(ctx, r.xdsLis) })
 	g.Go(func() error { return r.proxy.Run(ctx) })
 	g.Go(func() error {
+		// One store for the life of the Runner, brought up to date by each reload's
+		// changes, as the informers do in serve.
+		st := store.New()
+		first := true
 		return manifest.Watch(ctx, r.opts.ManifestDir, 100*time.Millisecond, log.With("component", "manifests"), func(res *manifest.Result) {
 			for _, p := range res.Problems {
 				log.Warn("manifest skipped", "file", p.File, "line", p.Line, "document", p.Document, "reason", p.Reason)
 			}
-			if _, err := r.pipeline.Rebuild(ctx, store.FromObjects(res.Objects)); err != nil {
+			// A reload that changed no object (a file touched, a broken edit whose
+			// last good version stays) leaves the configuration as it is.
+			if !first && len(res.Changes) == 0 {
+				return
+			}
+			first = false
+			applyChanges(st, res.Changes)
+			if _, err := r.pipeline.Rebuild(ctx, st); err != nil {
 				log.Error("rebuild failed", "err", err)
 			}
 		})
@@ -158,6 +171,26 @@ func (r *Runner) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// applyChanges brings s up to date with one reload of the manifests.
+func applyChanges(s *store.Store, changes []manifest.Change) {
+	for _, c := range changes {
+		if c.Old != nil && (c.New == nil || refiled(c.Old, c.New)) {
+			s.Delete(c.Old)
+		}
+		if c.New != nil {
+			s.Upsert(c.New)
+		}
+	}
+}
+
+// refiled reports whether the store keeps the new version of an object under another key
+// than the old one: an EndpointSlice is filed under its Service, named by a label.
+func refiled(old, updated runtime.Object) bool {
+	o, ok := old.(*discoveryv1.EndpointSlice)
+	u, ok2 := updated.(*discoveryv1.EndpointSlice)
+	return ok && ok2 && o.Labels[discoveryv1.LabelServiceName] != u.Labels[discoveryv1.LabelServiceName]
 }
 
 // redirectPort is the port plain-HTTP requests are redirected to: the HTTPS listener's

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/portico-dev/portico/internal/dag"
@@ -101,28 +102,61 @@ func Failed(statuses []dag.Status, allowOrphaned bool) bool {
 // once why an edit did not take effect.
 type Logger struct {
 	logger *slog.Logger
-	last   map[dag.ObjectRef]dag.Status
+	// last are the statuses of the previous call, ordered by object.
+	last []dag.Status
 }
 
 // NewLogger returns a Logger that has seen no status yet.
 func NewLogger(l *slog.Logger) *Logger {
-	return &Logger{logger: l, last: map[dag.ObjectRef]dag.Status{}}
+	return &Logger{logger: l}
 }
 
-// Observe logs the statuses that differ from the previous call, and removed objects.
+// Observe logs the statuses that differ from the previous call. It walks both lists in
+// object order, as Graph.Statuses comes, without a map: a rebuild at 10,000 objects
+// should not cost a 10,000-entry map to find the one status that changed.
 func (l *Logger) Observe(statuses []dag.Status) {
-	next := make(map[dag.ObjectRef]dag.Status, len(statuses))
+	if !slices.IsSortedFunc(statuses, byObject) {
+		statuses = slices.Clone(statuses)
+		slices.SortStableFunc(statuses, byObject)
+	}
+	prev := l.last
 	for _, s := range statuses {
-		next[s.Object] = s
-		if prev, ok := l.last[s.Object]; ok && prev.Same(s) {
+		for len(prev) > 0 && dag.CompareObjectRefs(prev[0].Object, s.Object) < 0 {
+			prev = prev[1:]
+		}
+		if len(prev) > 0 && prev[0].Object == s.Object && prev[0].Same(s) {
 			continue
 		}
-		level := slog.LevelInfo
-		if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
-			level = slog.LevelWarn
-		}
-		l.logger.Log(context.Background(), level, "status", "kind", s.Object.Kind, "namespace", s.Object.Namespace,
-			"name", s.Object.Name, "status", string(s.Status), "description", s.Description)
+		l.log(s)
 	}
-	l.last = next
+	l.last = statuses
 }
+
+// ObserveTouched is Observe for a build that says which objects it may have changed
+// (dag.Incremental.Touched): only their statuses are compared.
+func (l *Logger) ObserveTouched(statuses []dag.Status, touched []dag.ObjectRef) {
+	if !slices.IsSortedFunc(statuses, byObject) {
+		l.Observe(statuses)
+		return
+	}
+	for _, ref := range touched {
+		before := dag.StatusesOf(l.last, ref)
+		for _, s := range dag.StatusesOf(statuses, ref) {
+			if !slices.ContainsFunc(before, s.Same) {
+				l.log(s)
+			}
+		}
+	}
+	l.last = statuses
+}
+
+func (l *Logger) log(s dag.Status) {
+	level := slog.LevelInfo
+	if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
+		level = slog.LevelWarn
+	}
+	l.logger.Log(context.Background(), level, "status", "kind", s.Object.Kind, "namespace", s.Object.Namespace,
+		"name", s.Object.Name, "status", string(s.Status), "description", s.Description)
+}
+
+func byObject(a, b dag.Status) int { return dag.CompareObjectRefs(a.Object, b.Object) }

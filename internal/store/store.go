@@ -6,6 +6,7 @@ package store
 import (
 	"maps"
 	"sort"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -41,6 +42,62 @@ type Store struct {
 	// TLSCertificateDelegation are kept apart: one of each may share a namespace/name.
 	HTTPProxies                      map[types.NamespacedName]*contourv1.HTTPProxy
 	ProjectTLSCertificateDelegations map[types.NamespacedName]*contourv1.TLSCertificateDelegation
+
+	// gens say when each kind last changed (see Generations). clock is shared by a store
+	// and every store cloned or copied from it, so that two of them that changed apart
+	// never show the same generation.
+	gens    [numKinds]uint64
+	clock   *atomic.Uint64
+	journal Journal
+}
+
+// Kind numbers the kinds a Store keeps, for Generations.
+type Kind int
+
+// The kinds a Store keeps.
+const (
+	KindIngress Kind = iota
+	KindIngressClass
+	KindService
+	KindEndpoints
+	KindSecret
+	KindNamespace
+	KindEndpointSlice
+	KindIngressRoute
+	KindTLSCertificateDelegation
+	KindHTTPProxy
+	KindProjectTLSCertificateDelegation
+	numKinds
+)
+
+// Generations hold, per kind, a number that changes whenever an object of that kind is
+// added, replaced or removed through Upsert or Delete, and the lineage of the store:
+// stores cloned (or copied) from one another share it. Two stores of one lineage with
+// the same generation for a kind hold the same objects of that kind; 0 means unknown.
+// The maps must be changed through Upsert and Delete only, or the generations lie.
+type Generations struct {
+	Lineage *atomic.Uint64
+	Kinds   [numKinds]uint64
+}
+
+// Unchanged reports whether the objects of kind k are certainly the same in stores with
+// generations g and h.
+func (g Generations) Unchanged(h Generations, k Kind) bool {
+	return g.Lineage != nil && g.Lineage == h.Lineage && g.Kinds[k] != 0 && g.Kinds[k] == h.Kinds[k]
+}
+
+// Generations returns the generations of s.
+func (s *Store) Generations() Generations { return Generations{Lineage: s.clock, Kinds: s.gens} }
+
+// touch records a change of the object of kind k under key (an EndpointSlice's is its
+// Service's).
+func (s *Store) touch(k Kind, key types.NamespacedName) {
+	if s.clock == nil {
+		s.clock = new(atomic.Uint64)
+	}
+	gen := s.clock.Add(1)
+	s.gens[k] = gen
+	s.journal.record(Change{Gen: gen, Kind: k, Key: key})
 }
 
 // New returns an empty Store.
@@ -81,16 +138,22 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
 		s.Ingresses[key(o.Namespace, o.Name)] = o
+		s.touch(KindIngress, key(o.Namespace, o.Name))
 	case *networkingv1.IngressClass:
 		s.IngressClasses[o.Name] = o
+		s.touch(KindIngressClass, key("", o.Name))
 	case *corev1.Service:
 		s.Services[key(o.Namespace, o.Name)] = o
+		s.touch(KindService, key(o.Namespace, o.Name))
 	case *corev1.Endpoints:
 		s.Endpoints[key(o.Namespace, o.Name)] = o
+		s.touch(KindEndpoints, key(o.Namespace, o.Name))
 	case *corev1.Secret:
 		s.Secrets[key(o.Namespace, o.Name)] = o
+		s.touch(KindSecret, key(o.Namespace, o.Name))
 	case *corev1.Namespace:
 		s.Namespaces[o.Name] = o
+		s.touch(KindNamespace, key("", o.Name))
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
@@ -100,14 +163,19 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 			s.EndpointSlices[svc] = map[string]*discoveryv1.EndpointSlice{}
 		}
 		s.EndpointSlices[svc][o.Name] = o
+		s.touch(KindEndpointSlice, svc)
 	case *contourv1beta1.IngressRoute:
 		s.IngressRoutes[key(o.Namespace, o.Name)] = o
+		s.touch(KindIngressRoute, key(o.Namespace, o.Name))
 	case *contourv1beta1.TLSCertificateDelegation:
 		s.TLSCertificateDelegations[key(o.Namespace, o.Name)] = o
+		s.touch(KindTLSCertificateDelegation, key(o.Namespace, o.Name))
 	case *contourv1.HTTPProxy:
 		s.HTTPProxies[key(o.Namespace, o.Name)] = o
+		s.touch(KindHTTPProxy, key(o.Namespace, o.Name))
 	case *contourv1.TLSCertificateDelegation:
 		s.ProjectTLSCertificateDelegations[key(o.Namespace, o.Name)] = o
+		s.touch(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name))
 	default:
 		return false
 	}
@@ -118,37 +186,46 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 func (s *Store) Delete(obj runtime.Object) bool {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
-		return deleteKey(s.Ingresses, key(o.Namespace, o.Name))
+		return s.deleted(KindIngress, key(o.Namespace, o.Name), deleteKey(s.Ingresses, key(o.Namespace, o.Name)))
 	case *networkingv1.IngressClass:
-		return deleteKey(s.IngressClasses, o.Name)
+		return s.deleted(KindIngressClass, key("", o.Name), deleteKey(s.IngressClasses, o.Name))
 	case *corev1.Service:
-		return deleteKey(s.Services, key(o.Namespace, o.Name))
+		return s.deleted(KindService, key(o.Namespace, o.Name), deleteKey(s.Services, key(o.Namespace, o.Name)))
 	case *corev1.Endpoints:
-		return deleteKey(s.Endpoints, key(o.Namespace, o.Name))
+		return s.deleted(KindEndpoints, key(o.Namespace, o.Name), deleteKey(s.Endpoints, key(o.Namespace, o.Name)))
 	case *corev1.Secret:
-		return deleteKey(s.Secrets, key(o.Namespace, o.Name))
+		return s.deleted(KindSecret, key(o.Namespace, o.Name), deleteKey(s.Secrets, key(o.Namespace, o.Name)))
 	case *corev1.Namespace:
-		return deleteKey(s.Namespaces, o.Name)
+		return s.deleted(KindNamespace, key("", o.Name), deleteKey(s.Namespaces, o.Name))
 	case *discoveryv1.EndpointSlice:
 		svc, ok := sliceService(o)
 		if !ok {
 			return false
 		}
-		removed := deleteKey(s.EndpointSlices[svc], o.Name)
+		removed := s.deleted(KindEndpointSlice, svc, deleteKey(s.EndpointSlices[svc], o.Name))
 		if len(s.EndpointSlices[svc]) == 0 {
 			delete(s.EndpointSlices, svc)
 		}
 		return removed
 	case *contourv1beta1.IngressRoute:
-		return deleteKey(s.IngressRoutes, key(o.Namespace, o.Name))
+		return s.deleted(KindIngressRoute, key(o.Namespace, o.Name), deleteKey(s.IngressRoutes, key(o.Namespace, o.Name)))
 	case *contourv1beta1.TLSCertificateDelegation:
-		return deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name))
+		return s.deleted(KindTLSCertificateDelegation, key(o.Namespace, o.Name), deleteKey(s.TLSCertificateDelegations, key(o.Namespace, o.Name)))
 	case *contourv1.HTTPProxy:
-		return deleteKey(s.HTTPProxies, key(o.Namespace, o.Name))
+		return s.deleted(KindHTTPProxy, key(o.Namespace, o.Name), deleteKey(s.HTTPProxies, key(o.Namespace, o.Name)))
 	case *contourv1.TLSCertificateDelegation:
-		return deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name))
+		return s.deleted(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name), deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name)))
 	}
 	return false
+}
+
+// deleted notes the removal of an object of kind k when removed is true, and returns
+// removed.
+func (s *Store) deleted(k Kind, key types.NamespacedName, removed bool) bool {
+	if removed {
+		s.touch(k, key)
+	}
+	return removed
 }
 
 func deleteKey[K comparable, V any](m map[K]V, k K) bool {
@@ -232,6 +309,10 @@ func (s *Store) Clone() *Store {
 
 		HTTPProxies:                      maps.Clone(s.HTTPProxies),
 		ProjectTLSCertificateDelegations: maps.Clone(s.ProjectTLSCertificateDelegations),
+
+		gens:    s.gens,
+		clock:   s.clock,
+		journal: s.journal,
 	}
 	for k, v := range s.EndpointSlices {
 		c.EndpointSlices[k] = maps.Clone(v)

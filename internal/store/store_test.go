@@ -171,3 +171,42 @@ func TestProjectContourKinds(t *testing.T) {
 		t.Errorf("SortedHTTPProxies of an empty store = %#v, want an empty slice", got)
 	}
 }
+
+// TestGenerationsTellChangedKinds checks the promise the incremental builder relies on:
+// equal generations of a kind mean the same objects of that kind, even for stores
+// cloned from one another that then changed apart.
+func TestGenerationsTellChangedKinds(t *testing.T) {
+	s := New()
+	s.Upsert(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}})
+	before := s.Generations()
+	c := s.Clone()
+	if c.Generations() != before {
+		t.Fatal("a clone must have the generations of its original")
+	}
+	s.Upsert(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "api"}})
+	c.Upsert(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "other"}})
+	gs, gc := s.Generations(), c.Generations()
+	if gs.Unchanged(before, KindService) || gc.Unchanged(before, KindService) {
+		t.Fatal("an Upsert must change its kind's generation")
+	}
+	if gs.Unchanged(gc, KindService) {
+		t.Fatal("two stores that changed apart show the same generation")
+	}
+	if !gs.Unchanged(before, KindIngress) && before.Kinds[KindIngress] != 0 {
+		t.Fatal("a Service change moved the Ingress generation")
+	}
+	if s.Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "nothing"}}) || s.Generations() != gs {
+		t.Fatal("deleting nothing must change nothing")
+	}
+	s.Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "api"}})
+	if s.Generations().Unchanged(gs, KindService) {
+		t.Fatal("a Delete must change its kind's generation")
+	}
+	// Stores made apart, even by the same calls, are never taken for one another.
+	a, b := FromObjects(nil), FromObjects(nil)
+	a.Upsert(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}})
+	b.Upsert(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y"}})
+	if a.Generations().Unchanged(b.Generations(), KindService) {
+		t.Fatal("two unrelated stores show the same generation")
+	}
+}

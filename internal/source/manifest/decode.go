@@ -77,6 +77,12 @@ type Result struct {
 	// LoadDir and Watch).
 	Objects  []runtime.Object
 	Problems []Problem
+	// Changes say how Objects differ from the previous Result of the same Watch
+	// (removals first, then additions and updates in the order of Objects); in
+	// LoadDir's Result and Watch's first, every object is added. An object that did
+	// not change is the very same pointer in both Results, and no object handed out
+	// is ever modified, so that consumers can tell what changed by pointer.
+	Changes []Change
 }
 
 // Decode decodes one file's bytes: multi-document YAML, or — for a file

@@ -50,10 +50,13 @@ func loadDir(dir string, log *slog.Logger) (*Result, error) {
 	return newReader(time.Now).load(dir, log)
 }
 
-// readDir decodes every manifest file under dir, file by file.
-func readDir(dir string, entries []fs.DirEntry, log *slog.Logger) []fileLoad {
-	l := loader{log: log}
+// readDir decodes every manifest file under dir, file by file, taking the files that
+// did not change from cache.
+func readDir(dir string, entries []fs.DirEntry, log *slog.Logger, cache *fileCache) []fileLoad {
+	l := loader{log: log, cache: cache}
+	cache.begin()
 	l.walk(dir, entries)
+	cache.end()
 	return l.files
 }
 
@@ -90,6 +93,7 @@ type position struct {
 
 type loader struct {
 	log   *slog.Logger
+	cache *fileCache
 	files []fileLoad
 }
 
@@ -98,6 +102,7 @@ type fileLoad struct {
 	path     string
 	modTime  time.Time
 	objs     []runtime.Object
+	keys     []objectKey // of objs, index for index; zero for an object without metadata
 	lines    []position
 	problems []Problem
 	// shared is set when objs are a version kept from an earlier load, which
@@ -148,48 +153,42 @@ func (l *loader) walk(dir string, entries []fs.DirEntry) {
 }
 
 func (l *loader) file(path string) {
-	data, modTime, err := readManifest(path)
+	f, err := l.cache.file(path, l.log)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) { // else removed meanwhile
 			l.fileProblem(path, err.Error())
 		}
 		return
 	}
-	d := decoder{file: path, log: l.log}
-	d.decodeFile(data)
-	f := fileLoad{path: path, modTime: modTime, objs: d.objs, problems: d.probs}
-	for i := range d.objs {
-		f.lines = append(f.lines, position{file: path, line: d.objLines[i].line, docIndx: d.objLines[i].index})
-	}
 	l.files = append(l.files, f)
 }
 
 // readManifest reads a regular file of at most MaxFileSize bytes, and returns its
-// modification time. Errors say what went wrong in words fit for a Problem.
-func readManifest(path string) ([]byte, time.Time, error) {
+// stat. Errors say what went wrong in words fit for a Problem.
+func readManifest(path string) ([]byte, os.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+		return nil, nil, fmt.Errorf("cannot read: %w", err)
 	}
 	defer f.Close()
 	// Stat the opened file, not the path: that is the file read below even if the
 	// path is swapped meanwhile.
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+		return nil, nil, fmt.Errorf("cannot read: %w", err)
 	}
 	if fi.Size() > MaxFileSize {
-		return nil, time.Time{}, fmt.Errorf("file is %s, over the %s limit for one manifest file; split it into smaller files", sizeString(fi.Size()), sizeString(MaxFileSize))
+		return nil, nil, fmt.Errorf("file is %s, over the %s limit for one manifest file; split it into smaller files", sizeString(fi.Size()), sizeString(MaxFileSize))
 	}
 	// The file may grow after the stat: never read more than the limit allows.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("cannot read: %w", err)
+		return nil, nil, fmt.Errorf("cannot read: %w", err)
 	}
 	if len(data) > MaxFileSize {
-		return nil, time.Time{}, fmt.Errorf("file grew over the %s limit for one manifest file while being read; split it into smaller files", sizeString(MaxFileSize))
+		return nil, nil, fmt.Errorf("file grew over the %s limit for one manifest file while being read; split it into smaller files", sizeString(MaxFileSize))
 	}
-	return data, fi.ModTime(), nil
+	return data, fi, nil
 }
 
 // sizeString formats a size in bytes for people: "8 MiB", "12.5 MiB", "900 bytes".
@@ -210,9 +209,13 @@ type placement struct {
 	key       objectKey
 	file      string
 	fileIndex int // in reading order
+	objIndex  int // in the file
 	modTime   time.Time
 	shared    bool
 }
+
+// objRef is an object of a load: the index of its file, and its index in the file.
+type objRef struct{ file, obj int }
 
 // assemble joins the files' objects and problems into one Result. When the same object
 // (kind, namespace, name) is defined more than once, one definition is kept: the one in
@@ -220,25 +223,35 @@ type placement struct {
 // copy added elsewhere never replaces a working object; otherwise the first one.
 // The placements are those of res.Objects, index for index.
 func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, []placement) {
-	type def struct{ file, obj int }
-	keys := make([][]objectKey, len(files))
-	defs := map[objectKey][]def{}
+	total := 0
+	for _, f := range files {
+		total += len(f.objs)
+	}
+	first := make(map[objectKey]objRef, total)
+	// dups has every definition of the keys defined more than once, a rare case.
+	var dups map[objectKey][]objRef
 	for fi, f := range files {
-		keys[fi] = make([]objectKey, len(f.objs))
-		for i, obj := range f.objs {
-			acc, err := meta.Accessor(obj)
-			if err != nil { // cannot happen for the kept kinds
+		for i, key := range f.keys {
+			if key == (objectKey{}) {
 				continue
 			}
-			gvk := obj.GetObjectKind().GroupVersionKind()
-			key := objectKey{gvk.Group, gvk.Kind, acc.GetNamespace(), acc.GetName()}
-			keys[fi][i] = key
-			defs[key] = append(defs[key], def{fi, i})
+			d, ok := first[key]
+			if !ok {
+				first[key] = objRef{fi, i}
+				continue
+			}
+			if dups == nil {
+				dups = map[objectKey][]objRef{}
+			}
+			if dups[key] == nil {
+				dups[key] = []objRef{d}
+			}
+			dups[key] = append(dups[key], objRef{fi, i})
 		}
 	}
-	winner := func(key objectKey) def {
-		ds := defs[key]
-		if path, ok := held(key); ok && len(ds) > 1 {
+	winner := func(key objectKey) objRef {
+		ds := dups[key]
+		if path, ok := held(key); ok {
 			for _, d := range ds {
 				if files[d.file].path == path {
 					return d
@@ -248,29 +261,41 @@ func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, [
 		return ds[0]
 	}
 
-	res := &Result{}
-	var places []placement
+	res := &Result{Objects: make([]runtime.Object, 0, total)}
+	places := make([]placement, 0, total)
 	for fi, f := range files {
 		res.Problems = append(res.Problems, f.problems...)
 		for i, obj := range f.objs {
-			key := keys[fi][i]
+			key := f.keys[i]
 			if key == (objectKey{}) {
 				continue
 			}
-			if w := winner(key); w != (def{fi, i}) {
-				pos, kept := f.lines[i], files[w.file].lines[w.obj]
-				res.Problems = append(res.Problems, Problem{
-					File: pos.file, Line: pos.line, Document: pos.docIndx,
-					Reason: fmt.Sprintf("%s is already defined at %s:%d (document %d); this definition is ignored",
-						key, kept.file, kept.line, kept.docIndx),
-				})
-				continue
+			if _, dup := dups[key]; dup {
+				if w := winner(key); w != (objRef{fi, i}) {
+					pos, kept := f.lines[i], files[w.file].lines[w.obj]
+					res.Problems = append(res.Problems, Problem{
+						File: pos.file, Line: pos.line, Document: pos.docIndx,
+						Reason: fmt.Sprintf("%s is already defined at %s:%d (document %d); this definition is ignored",
+							key, kept.file, kept.line, kept.docIndx),
+					})
+					continue
+				}
 			}
 			res.Objects = append(res.Objects, obj)
-			places = append(places, placement{key: key, file: f.path, fileIndex: fi, modTime: f.modTime, shared: f.shared})
+			places = append(places, placement{key: key, file: f.path, fileIndex: fi, objIndex: i, modTime: f.modTime, shared: f.shared})
 		}
 	}
 	return res, places
+}
+
+// keyOf returns obj's key, or the zero key when obj has no metadata.
+func keyOf(obj runtime.Object) objectKey {
+	acc, err := meta.Accessor(obj)
+	if err != nil { // cannot happen for the kept kinds
+		return objectKey{}
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return objectKey{gvk.Group, gvk.Kind, acc.GetNamespace(), acc.GetName()}
 }
 
 func (l *loader) fileProblem(path, reason string) {

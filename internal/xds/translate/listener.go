@@ -85,31 +85,38 @@ func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost, opts Options) 
 		}},
 	}
 	for _, svh := range hosts {
-		fc := &listenerv3.FilterChain{
-			Name:             svh.Name,
-			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svh.Name}},
+		if fc := secureFilterChain(svh, opts); fc != nil {
+			l.FilterChains = append(l.FilterChains, fc)
 		}
-		switch {
-		case svh.TCPProxy != nil && len(svh.TCPProxy.Clusters) == 0:
-			// Nowhere to send the bytes (the builder does not produce this): no chain,
-			// so the connection is closed.
-			continue
-		case svh.TCPProxy != nil && svh.Passthrough:
-			fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
-		case svh.Secret == nil:
-			// Only a passthrough host has no certificate; anything else without one
-			// cannot be served (the builder does not produce it).
-			continue
-		case svh.TCPProxy != nil:
-			fc.TransportSocket = downstreamTLS(svh, nil)
-			fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
-		default:
-			fc.TransportSocket = downstreamTLS(svh, []string{"h2", "http/1.1"})
-			fc.Filters = []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS(svh.Name), opts)}
-		}
-		l.FilterChains = append(l.FilterChains, fc)
 	}
 	return l
+}
+
+// secureFilterChain is the filter chain of one server name, or nil when the host has
+// nothing to serve (the builder does not produce such hosts).
+func secureFilterChain(svh *dag.SecureVirtualHost, opts Options) *listenerv3.FilterChain {
+	fc := &listenerv3.FilterChain{
+		Name:             svh.Name,
+		FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svh.Name}},
+	}
+	switch {
+	case svh.TCPProxy != nil && len(svh.TCPProxy.Clusters) == 0:
+		// Nowhere to send the bytes: no chain, so the connection is closed.
+		return nil
+	case svh.TCPProxy != nil && svh.Passthrough:
+		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
+	case svh.Secret == nil:
+		// Only a passthrough host has no certificate; anything else without one cannot
+		// be served.
+		return nil
+	case svh.TCPProxy != nil:
+		fc.TransportSocket = downstreamTLS(svh, nil)
+		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
+	default:
+		fc.TransportSocket = downstreamTLS(svh, []string{"h2", "http/1.1"})
+		fc.Filters = []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS(svh.Name), opts)}
+	}
+	return fc
 }
 
 // servesHTTP reports whether a secure virtual host's connections are HTTP requests

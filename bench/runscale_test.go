@@ -1,0 +1,374 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/echo"
+	"github.com/portico-dev/portico/internal/testutil"
+)
+
+// TestRunScale measures `portico run` over a directory of N Ingress files, each with its
+// own host, Service and Endpoints (all pointing at one echo backend): time to ready,
+// RSS, and the latency from editing one file (its path) or adding one to the new route
+// answering through the embedded proxy, with the CPU each takes. It is a measurement,
+// not a check, and is skipped unless PORTICO_SCALE is set:
+//
+//	PORTICO_SCALE=1000,10000            file counts to measure
+//	PORTICO_BINS=old=/tmp/a,new=/tmp/b  portico binaries, measured in alternation (default:
+//	                                    the tree, in process)
+//	PORTICO_OPS=10                      edits, and as many additions, per round
+//	PORTICO_PROFILE=/tmp/edits.pprof    in process: CPU profile of the edits and additions
+//
+//	PORTICO_SCALE=1000,10000 go test -run TestRunScale -v -timeout 1h ./bench/
+func TestRunScale(t *testing.T) {
+	scales := os.Getenv("PORTICO_SCALE")
+	if scales == "" {
+		t.Skip("set PORTICO_SCALE=1000,10000 to measure portico run at scale")
+	}
+	ops := 10
+	if s := os.Getenv("PORTICO_OPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("PORTICO_OPS=%q: want a positive number", s)
+		}
+		ops = n
+	}
+	bins := [][2]string{{"in-process", ""}}
+	if s := os.Getenv("PORTICO_BINS"); s != "" {
+		bins = nil
+		for _, b := range strings.Split(s, ",") {
+			name, path, ok := strings.Cut(b, "=")
+			if !ok {
+				t.Fatalf("PORTICO_BINS: %q is not name=path", b)
+			}
+			bins = append(bins, [2]string{name, path})
+		}
+	}
+	backend := startBackend(t)
+	var rows []string
+	for _, s := range strings.Split(scales, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			t.Fatalf("PORTICO_SCALE: %q is not a file count", s)
+		}
+		for _, b := range bins {
+			m := measureRun(t, b[1], n, ops, backend)
+			row := fmt.Sprintf("%-10s %6d files: ready %7s, RSS %4d MB ready / %4d MB after; edit→answer median %7s (min %s, max %s), CPU %s/edit; add→answer median %7s, CPU %s/add",
+				b[0], n, m.ready.Round(time.Millisecond), m.rssReady>>20, m.rssAfter>>20,
+				median(m.edits), slices.Min(m.edits).Round(time.Millisecond), slices.Max(m.edits).Round(time.Millisecond), m.editCPU.Round(time.Millisecond),
+				median(m.adds), m.addCPU.Round(time.Millisecond))
+			t.Log(row)
+			rows = append(rows, row)
+		}
+	}
+	t.Logf("results:\n%s", strings.Join(rows, "\n"))
+}
+
+type runMeasure struct {
+	ready              time.Duration
+	rssReady, rssAfter int64
+	edits, adds        []time.Duration
+	editCPU, addCPU    time.Duration // per operation
+}
+
+// process is a running `portico run`, whichever way it was started.
+type process interface {
+	adminAddr() string
+	httpAddr() string
+	cpu() time.Duration
+	rss() int64
+	stop()
+}
+
+func measureRun(t *testing.T, bin string, n, ops int, backend string) runMeasure {
+	dir := t.TempDir()
+	writeApps(t, dir, n, backend)
+	var m runMeasure
+	start := time.Now()
+	p := startPortico(t, bin, dir)
+	defer p.stop()
+	client := &http.Client{Timeout: 10 * time.Second}
+	waitUntil(t, "ready", 10*time.Minute, func() bool {
+		resp, err := client.Get("http://" + p.adminAddr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	m.ready = time.Since(start)
+	waitUntil(t, "the first host answering", time.Minute, answers(client, p.httpAddr(), "app-0.test", "/v0"))
+	m.rssReady = p.rss()
+
+	if path := os.Getenv("PORTICO_PROFILE"); path != "" && bin == "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	timed := func(what string, change func(), host, path string) (time.Duration, time.Duration) {
+		time.Sleep(300 * time.Millisecond) // let the previous change settle
+		if answers(client, p.httpAddr(), host, path)() {
+			t.Fatalf("%s: %s%s answers before the change", what, host, path)
+		}
+		cpu := p.cpu()
+		begin := time.Now()
+		change()
+		waitUntil(t, what, 10*time.Minute, answers(client, p.httpAddr(), host, path))
+		d := time.Since(begin)
+		// The CPU of the whole change, including what follows the answer (the rest of a
+		// publish, the garbage collection it drives): wait for it to settle.
+		time.Sleep(300 * time.Millisecond)
+		return d, p.cpu() - cpu
+	}
+	for i := range ops {
+		k := (i*7919 + 13) % n
+		d, cpu := timed(fmt.Sprintf("edit %d", i), func() {
+			writeAtomic(t, dir, appFile(k), appManifest(k, fmt.Sprintf("/v%d", i+1), backend))
+		}, appHost(k), fmt.Sprintf("/v%d", i+1))
+		m.edits = append(m.edits, d)
+		m.editCPU += cpu / time.Duration(ops)
+	}
+	for i := range ops {
+		k := n + i
+		d, cpu := timed(fmt.Sprintf("add %d", i), func() {
+			// Into a directory already there: a new directory is another case.
+			writeAtomic(t, dir, fmt.Sprintf("team-0/app-%d.yaml", k), appManifest(k, "/v0", backend))
+		}, appHost(k), "/v0")
+		m.adds = append(m.adds, d)
+		m.addCPU += cpu / time.Duration(ops)
+	}
+	m.rssAfter = p.rss()
+	return m
+}
+
+func answers(client *http.Client, addr, host, path string) func() bool {
+	return func() bool {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			return false
+		}
+		req.Host = host
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+}
+
+func waitUntil(t *testing.T, what string, limit time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2].Round(time.Millisecond)
+}
+
+func appFile(i int) string { return fmt.Sprintf("team-%d/app-%d.yaml", i/100, i) }
+func appHost(i int) string { return fmt.Sprintf("app-%d.test", i) }
+
+// appManifest is one application: an Ingress with its own host and one Exact path, its
+// Service and Endpoints.
+func appManifest(i int, path, backend string) string {
+	host, port, _ := net.SplitHostPort(backend)
+	return fmt.Sprintf(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: app-%[1]d, namespace: team-%[2]d}
+spec:
+  rules:
+  - host: %[3]s
+    http: {paths: [{path: %[4]s, pathType: Exact, backend: {service: {name: app-%[1]d, port: {name: http}}}}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app-%[1]d, namespace: team-%[2]d}
+spec:
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: app-%[1]d, namespace: team-%[2]d}
+subsets:
+- addresses: [{ip: %[5]s}]
+  ports: [{name: http, port: %[6]s}]
+`, i, i/10, appHost(i), path, host, port)
+}
+
+// writeApps writes n applications, an hour old as a directory of manifests usually is.
+func writeApps(t *testing.T, dir string, n int, backend string) {
+	old := time.Now().Add(-time.Hour)
+	for i := range n {
+		p := filepath.Join(dir, appFile(i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(appManifest(i, "/v0", backend)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeAtomic writes a file as editors and kubectl-like tools do: a temporary file
+// renamed over the original.
+func writeAtomic(t *testing.T, dir, name, content string) {
+	p := filepath.Join(dir, name)
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(name)+".tmp")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startBackend(t *testing.T) string {
+	s := echo.New(echo.Config{Listen: "127.0.0.1:0", Service: "backend"})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	return s.Addr()
+}
+
+func startPortico(t *testing.T, bin, dir string) process {
+	plain, secure, admin := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
+	if bin == "" {
+		return startInProcess(t, dir, plain, secure, admin)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "run", "--manifests", dir, "--http-addr", plain, "--https-addr", secure, "--admin-addr", admin, "--log-level", "warn")
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &child{cmd: cmd, http: plain, admin: admin}
+}
+
+// child is portico run as a process of its own.
+type child struct {
+	cmd         *exec.Cmd
+	http, admin string
+}
+
+func (c *child) adminAddr() string { return c.admin }
+func (c *child) httpAddr() string  { return c.http }
+
+func (c *child) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (in parentheses): utime and stime are the 12th and
+	// 13th, in clock ticks of 1/100 s.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+func (c *child) rss() int64 { return statusRSS(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid)) }
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	_ = c.cmd.Wait()
+}
+
+// inProcess is portico run in the test's process: its CPU and RSS include the test's.
+type inProcess struct {
+	runner      *app.Runner
+	http, admin string
+	cancel      context.CancelFunc
+	done        chan error
+}
+
+func startInProcess(t *testing.T, dir, plain, secure, admin string) process {
+	r, err := app.NewRunner(app.RunOptions{ManifestDir: dir, HTTPAddr: plain, HTTPSAddr: secure, AdminAddr: admin,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &inProcess{runner: r, http: plain, admin: admin, cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- r.Run(ctx) }()
+	return p
+}
+
+func (p *inProcess) adminAddr() string { return p.admin }
+func (p *inProcess) httpAddr() string  { return p.http }
+
+func (p *inProcess) cpu() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (p *inProcess) rss() int64 { return statusRSS("/proc/self/status") }
+
+func (p *inProcess) stop() {
+	p.cancel()
+	<-p.done
+}
+
+// statusRSS reads VmRSS from a /proc status file, in bytes.
+func statusRSS(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

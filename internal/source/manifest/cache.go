@@ -1,0 +1,110 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// racyWindow is how long after a file's modification time its size and modification
+// time alone cannot tell that it did not change since it was read: a second write in
+// the same tick of the file system's clock (a second on some file systems, two on FAT)
+// leaves both as they were. Within it, the file is read again and its hash compared.
+const racyWindow = 2 * time.Second
+
+// fileCache remembers, per file, what it held when last read, so that a reload reads
+// only the files that changed and decodes only those whose content changed: at 10,000
+// files, reading and decoding them all took seconds per edit.
+type fileCache struct {
+	entries map[string]*cachedFile
+	// walks counts walks, to tell the files met by the current one.
+	walks uint64
+	// reads and decodes count files read and decoded by the last walk, for tests and
+	// the debug log.
+	reads, decodes int
+}
+
+type cachedFile struct {
+	// info is the stat of the file read: size, modification time, mode and identity.
+	info os.FileInfo
+	// readAt is when the read started, for racyWindow.
+	readAt time.Time
+	sum    [sha256.Size]byte
+	load   fileLoad
+	seen   uint64 // the last walk that met the file
+}
+
+func newFileCache() *fileCache {
+	return &fileCache{entries: map[string]*cachedFile{}}
+}
+
+// begin starts a walk.
+func (c *fileCache) begin() {
+	c.walks++
+	c.reads, c.decodes = 0, 0
+}
+
+// end forgets the files the walk did not meet.
+func (c *fileCache) end() {
+	for path, e := range c.entries {
+		if e.seen != c.walks {
+			delete(c.entries, path)
+		}
+	}
+}
+
+// file returns what the file at path holds: the cached version when the file did not
+// change since it was read, or its content did not. A version from the cache is shared:
+// earlier Results may hold its objects. The error says why the file cannot be read.
+func (c *fileCache) file(path string, log *slog.Logger) (fileLoad, error) {
+	prev, cached := c.entries[path]
+	if cached {
+		prev.seen = c.walks
+		// Stat the path, following links: a link pointed elsewhere leads to another file.
+		if fi, err := os.Stat(path); err == nil && prev.unchanged(fi) {
+			return prev.load.reused(), nil
+		}
+	}
+	readAt := time.Now()
+	data, fi, err := readManifest(path)
+	c.reads++
+	if err != nil {
+		delete(c.entries, path)
+		return fileLoad{}, err
+	}
+	sum := sha256.Sum256(data)
+	if cached && sum == prev.sum {
+		prev.info, prev.readAt = fi, readAt
+		prev.load.modTime = fi.ModTime()
+		return prev.load.reused(), nil
+	}
+	c.decodes++
+	f := decodeLoad(path, fi.ModTime(), data, log)
+	c.entries[path] = &cachedFile{info: fi, readAt: readAt, sum: sum, load: f, seen: c.walks}
+	return f, nil
+}
+
+// unchanged reports whether fi shows the very file read, untouched since.
+func (e *cachedFile) unchanged(fi os.FileInfo) bool {
+	return fi.Size() == e.info.Size() && fi.ModTime().Equal(e.info.ModTime()) && fi.Mode() == e.info.Mode() &&
+		os.SameFile(fi, e.info) && e.readAt.Sub(fi.ModTime()) > racyWindow
+}
+
+// reused returns f as a version read before, whose objects must not be modified.
+func (f fileLoad) reused() fileLoad {
+	f.shared = true
+	return f
+}
+
+// decodeLoad decodes one file's bytes.
+func decodeLoad(path string, modTime time.Time, data []byte, log *slog.Logger) fileLoad {
+	d := decoder{file: path, log: log}
+	d.decodeFile(data)
+	f := fileLoad{path: path, modTime: modTime, objs: d.objs, problems: d.probs}
+	for i, obj := range d.objs {
+		f.keys = append(f.keys, keyOf(obj))
+		f.lines = append(f.lines, position{file: path, line: d.objLines[i].line, docIndx: d.objLines[i].index})
+	}
+	return f
+}

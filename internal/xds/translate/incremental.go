@@ -1,0 +1,436 @@
+package translate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// Incremental translates a sequence of graphs, translating again only the parts of
+// each graph that are new: a virtual host, secure virtual host or cluster that is the
+// same pointer as in the previous graph (dag.Incremental keeps them so) reuses its
+// translation. A resource whose content did not change is returned as the same pointer
+// as before, which lets the xDS server find what changed without comparing everything.
+// The result holds the resources Translate returns for the same graph (the property test
+// in incremental_test.go checks it), with clusters and load assignments ordered by name
+// instead of by first reference; only the work differs.
+//
+// The graph's hosts are ordered by name, so the previous graph's hosts are matched with
+// the new ones in one walk of both lists, without hashing; clusters are counted by the
+// hosts that use them, so a change visits only the clusters of the hosts it replaced.
+//
+// Not safe for concurrent use.
+type Incremental struct {
+	opts Options
+
+	http   []hostEntry[*dag.VirtualHost, *vhostEntry]
+	secure []hostEntry[*dag.SecureVirtualHost, *secureEntry]
+
+	// clusters holds the clusters in use, one entry per name; order holds the same
+	// entries sorted by name. byCluster finds the entry from any of the graph's copies of
+	// a cluster without hashing the name.
+	clusters  map[string]*clusterEntry
+	order     []*clusterEntry
+	byCluster map[*dag.Cluster]*clusterUse
+
+	httpListener  *listenerv3.Listener
+	httpsShell    *listenerv3.Listener // the HTTPS listener without filter chains
+	httpRoutes    *routev3.RouteConfiguration
+	httpsListener *listenerv3.Listener
+
+	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
+	// by the last call (not reused), for tests and benchmarks.
+	Retranslated int
+}
+
+// hostEntry is one host of the previous graph and its translation.
+type hostEntry[H any, E any] struct {
+	host  H
+	entry E
+}
+
+type vhostEntry struct {
+	fallback *dag.VirtualHost
+	out      *routev3.VirtualHost
+	uses     []*clusterUse
+}
+
+type secureEntry struct {
+	routes *routev3.RouteConfiguration // nil unless the host serves HTTP
+	chain  *listenerv3.FilterChain     // nil when the host has no filter chain
+	secret *tlsv3.Secret               // nil unless the host terminates TLS
+	uses   []*clusterUse
+}
+
+type clusterEntry struct {
+	name    string
+	cluster *clusterv3.Cluster
+	cla     *endpointv3.ClusterLoadAssignment
+	refs    int // routes (and TCP proxies) of the current hosts using it
+}
+
+// clusterUse ties one graph's cluster to the entry of its name.
+type clusterUse struct {
+	src   *dag.Cluster
+	entry *clusterEntry
+	refs  int
+}
+
+// NewIncremental returns a translator for opts. It fails when the listener addresses
+// are invalid, as Translate would on every call.
+func NewIncremental(opts Options) (*Incremental, error) {
+	opts = opts.withDefaults()
+	if err := CheckMaxRequestHeadersKB(opts.MaxRequestHeadersKB); err != nil {
+		return nil, err
+	}
+	httpAddr, err := socketAddress(opts.HTTPAddress)
+	if err != nil {
+		return nil, fmt.Errorf("http address: %w", err)
+	}
+	httpsAddr, err := socketAddress(opts.HTTPSAddress)
+	if err != nil {
+		return nil, fmt.Errorf("https address: %w", err)
+	}
+	t := &Incremental{opts: opts}
+	t.forget()
+	err = recoverInvalid(func() error {
+		t.httpListener = httpListener(httpAddr, opts)
+		t.httpsShell = httpsListener(httpsAddr, nil, opts)
+		return validateAll(t.httpListener, t.httpsShell, &routev3.RouteConfiguration{Name: RouteHTTP})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// forget drops every translation, so that the next call translates everything.
+func (t *Incremental) forget() {
+	t.http, t.secure, t.order = nil, nil, nil
+	t.clusters, t.byCluster = map[string]*clusterEntry{}, map[*dag.Cluster]*clusterUse{}
+	t.httpRoutes, t.httpsListener = nil, nil
+}
+
+// Translate converts g, as Translate(g, opts) does.
+func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
+	t.Retranslated = 0
+	err = recoverInvalid(func() error {
+		res = &Resources{Listeners: []types.Resource{t.httpListener}}
+		routes, err := t.httpRouteConfig(g.HTTP)
+		if err != nil {
+			return err
+		}
+		res.Routes = append(res.Routes, routes)
+		if err := t.secureHosts(g.HTTPS, res); err != nil {
+			return err
+		}
+		t.clusterResources(res)
+		return nil
+	})
+	if err != nil {
+		// A failed call leaves the entries half updated: start again from nothing.
+		t.forget()
+		return nil, err
+	}
+	return res, nil
+}
+
+// recoverInvalid runs f, turning mustAny's panic on an invalid packed message (and any
+// other translator panic) into an error, as Translate does.
+func recoverInvalid(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if inv, ok := r.(invalidPacked); ok {
+				err = fmt.Errorf("translator produced an invalid %T: %w", inv.msg, inv.err)
+				return
+			}
+			err = fmt.Errorf("translator bug (please report it): %v", r)
+		}
+	}()
+	return f()
+}
+
+func validateAll(msgs ...validatable) error {
+	for _, m := range msgs {
+		if err := m.ValidateAll(); err != nil {
+			return fmt.Errorf("translator produced an invalid %T: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// walkHosts matches hosts (ordered by name) with the previous call's entries: a host
+// that is the same pointer keeps its entry when keep says so, any other is made by build,
+// given the previous entry of the same name if there is one (old, else the zero E);
+// previous entries left over are released. It returns the new entries, in hosts' order.
+func walkHosts[H interface{ comparable }, E any](prev []hostEntry[H, E], hosts []H, name func(H) string,
+	keep func(H, E) bool, build func(h H, old E) (E, error), release func(E)) ([]hostEntry[H, E], error) {
+	out := make([]hostEntry[H, E], 0, len(hosts))
+	j := 0
+	for _, h := range hosts {
+		for j < len(prev) && name(prev[j].host) < name(h) {
+			release(prev[j].entry)
+			j++
+		}
+		if j < len(prev) && prev[j].host == h && keep(h, prev[j].entry) {
+			out = append(out, prev[j])
+			j++
+			continue
+		}
+		// The new entry is made before the old one of the same name is released, so that
+		// the clusters they share stay in use and keep their published resources.
+		var old E
+		sameName := j < len(prev) && name(prev[j].host) == name(h)
+		if sameName {
+			old = prev[j].entry
+		}
+		e, err := build(h, old)
+		if err != nil {
+			return nil, err
+		}
+		if sameName {
+			release(old)
+			j++
+		}
+		out = append(out, hostEntry[H, E]{host: h, entry: e})
+	}
+	for ; j < len(prev); j++ {
+		release(prev[j].entry)
+	}
+	return out, nil
+}
+
+func vhostName(vh *dag.VirtualHost) string         { return vh.Name }
+func secureName(svh *dag.SecureVirtualHost) string { return svh.Name }
+
+func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteConfiguration, error) {
+	fallback := catchAllVirtualHost(hosts)
+	next, err := walkHosts(t.http, hosts, vhostName,
+		func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback },
+		func(vh *dag.VirtualHost, old *vhostEntry) (*vhostEntry, error) {
+			tr := virtualHost(vh, fallback, t.opts)
+			if err := validateAll(tr); err != nil {
+				return nil, err
+			}
+			t.Retranslated++
+			// A host rebuilt for a change that did not reach its routes (its Service's
+			// endpoints moved) keeps the virtual host already published, and so the route
+			// configuration: nothing is sent for it.
+			if old != nil && proto.Equal(old.out, tr) {
+				tr = old.out
+			}
+			return &vhostEntry{fallback: fallback, out: tr, uses: t.use(routeClusters(vh.Routes))}, nil
+		},
+		func(e *vhostEntry) { t.release(e.uses) })
+	if err != nil {
+		return nil, err
+	}
+	same := t.httpRoutes != nil && len(t.httpRoutes.VirtualHosts) == len(next)
+	out := make([]*routev3.VirtualHost, len(next))
+	for i, h := range next {
+		out[i] = h.entry.out
+		same = same && t.httpRoutes.VirtualHosts[i] == out[i]
+	}
+	t.http = next
+	if !same {
+		t.httpRoutes = &routev3.RouteConfiguration{Name: RouteHTTP, VirtualHosts: out}
+	}
+	return t.httpRoutes, nil
+}
+
+func routeClusters(routes []*dag.Route) []*dag.Cluster {
+	var out []*dag.Cluster
+	for _, r := range routes {
+		for _, wc := range r.Clusters {
+			out = append(out, wc.Cluster)
+		}
+	}
+	return out
+}
+
+func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources) error {
+	next, err := walkHosts(t.secure, hosts, secureName,
+		func(*dag.SecureVirtualHost, *secureEntry) bool { return true },
+		t.secureEntry,
+		func(e *secureEntry) { t.release(e.uses) })
+	if err != nil {
+		return err
+	}
+	t.secure = next
+	if len(hosts) == 0 {
+		return nil // no HTTPS listener, as in Translate
+	}
+	chains := make([]*listenerv3.FilterChain, 0, len(next))
+	secrets := map[string]bool{}
+	for _, h := range next {
+		e := h.entry
+		if e.routes != nil {
+			res.Routes = append(res.Routes, e.routes)
+		}
+		if e.secret != nil && !secrets[e.secret.Name] {
+			secrets[e.secret.Name] = true
+			res.Secrets = append(res.Secrets, e.secret)
+		}
+		if e.chain != nil {
+			chains = append(chains, e.chain)
+		}
+	}
+	if t.httpsListener == nil || !slices.Equal(chains, t.httpsListener.FilterChains) {
+		l := proto.Clone(t.httpsShell).(*listenerv3.Listener)
+		l.FilterChains = chains
+		t.httpsListener = l
+	}
+	res.Listeners = append(res.Listeners, t.httpsListener)
+	return nil
+}
+
+func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost, old *secureEntry) (*secureEntry, error) {
+	e := &secureEntry{chain: secureFilterChain(svh, t.opts)}
+	if servesHTTP(svh) {
+		e.routes = httpsRouteConfig(svh, t.opts)
+		if err := validateAll(e.routes); err != nil {
+			return nil, err
+		}
+	}
+	if terminatesTLS(svh) {
+		e.secret = secret(svh.Secret)
+		if err := validateAll(e.secret); err != nil {
+			return nil, err
+		}
+	}
+	if e.chain != nil {
+		if err := validateAll(e.chain); err != nil {
+			return nil, err
+		}
+	}
+	if old != nil {
+		e.routes = keepEqual(old.routes, e.routes)
+		e.chain = keepEqual(old.chain, e.chain)
+		e.secret = keepEqual(old.secret, e.secret)
+	}
+	clusters := routeClusters(svh.Routes)
+	if svh.TCPProxy != nil {
+		for _, wc := range svh.TCPProxy.Clusters {
+			clusters = append(clusters, wc.Cluster)
+		}
+	}
+	e.uses = t.use(clusters)
+	t.Retranslated++
+	return e, nil
+}
+
+// keepEqual returns old when it is equal to next, so that an unchanged resource stays
+// the same pointer; next otherwise.
+func keepEqual[M interface {
+	comparable
+	proto.Message
+}](old, next M) M {
+	var zero M
+	if old != zero && next != zero && proto.Equal(old, next) {
+		return old
+	}
+	return next
+}
+
+// use counts one more reference to each cluster, translating those not in use yet.
+// A cluster whose translation errs is a translator bug: mustAny's panic reports it.
+func (t *Incremental) use(clusters []*dag.Cluster) []*clusterUse {
+	out := make([]*clusterUse, 0, len(clusters))
+	for _, c := range clusters {
+		u := t.byCluster[c]
+		if u == nil {
+			u = &clusterUse{src: c, entry: t.clusterEntry(c)}
+			t.byCluster[c] = u
+		}
+		u.refs++
+		u.entry.refs++
+		out = append(out, u)
+	}
+	return out
+}
+
+// release undoes use.
+func (t *Incremental) release(uses []*clusterUse) {
+	for _, u := range uses {
+		u.refs--
+		if u.refs == 0 {
+			delete(t.byCluster, u.src)
+		}
+		e := u.entry
+		e.refs--
+		if e.refs == 0 && t.clusters[e.name] == e {
+			delete(t.clusters, e.name)
+			t.order = removeSorted(t.order, e)
+		}
+	}
+}
+
+// clusterEntry returns the entry of c's name, translating c. When the name is in use
+// with the same translation, that entry is kept: another graph's copy of an unchanged
+// cluster keeps the resources already published, so nothing is sent for it.
+func (t *Incremental) clusterEntry(c *dag.Cluster) *clusterEntry {
+	next := &clusterEntry{name: c.Name, cluster: cluster(c, t.opts.ConnectTimeout)}
+	if c.ExternalName == "" {
+		next.cla = loadAssignment(c)
+	}
+	if err := next.cluster.ValidateAll(); err != nil {
+		panic(invalidPacked{msg: next.cluster, err: err})
+	}
+	if next.cla != nil {
+		if err := next.cla.ValidateAll(); err != nil {
+			panic(invalidPacked{msg: next.cla, err: err})
+		}
+	}
+	t.Retranslated++
+	prev := t.clusters[c.Name]
+	if prev != nil && proto.Equal(prev.cluster, next.cluster) && (prev.cla == nil) == (next.cla == nil) &&
+		(prev.cla == nil || proto.Equal(prev.cla, next.cla)) {
+		return prev
+	}
+	if prev != nil && proto.Equal(prev.cluster, next.cluster) {
+		next.cluster = prev.cluster
+	}
+	if prev != nil {
+		t.order = removeSorted(t.order, prev)
+	}
+	t.clusters[c.Name] = next
+	t.order = insertSorted(t.order, next)
+	return next
+}
+
+func byName(a, b *clusterEntry) int { return strings.Compare(a.name, b.name) }
+
+func insertSorted(order []*clusterEntry, e *clusterEntry) []*clusterEntry {
+	i, _ := slices.BinarySearchFunc(order, e, byName)
+	return slices.Insert(order, i, e)
+}
+
+func removeSorted(order []*clusterEntry, e *clusterEntry) []*clusterEntry {
+	i, found := slices.BinarySearchFunc(order, e, byName)
+	if found && order[i] == e {
+		return slices.Delete(order, i, i+1)
+	}
+	return order
+}
+
+// clusterResources adds the clusters in use and their load assignments, by name.
+func (t *Incremental) clusterResources(res *Resources) {
+	res.Clusters = make([]types.Resource, 0, len(t.order))
+	res.Endpoints = make([]types.Resource, 0, len(t.order))
+	for _, e := range t.order {
+		res.Clusters = append(res.Clusters, e.cluster)
+		if e.cla != nil {
+			res.Endpoints = append(res.Endpoints, e.cla)
+		}
+	}
+}
