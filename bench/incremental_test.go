@@ -62,6 +62,26 @@ func BenchmarkOneChange(b *testing.B) {
 				}
 			}
 		})
+		b.Run(fmt.Sprintf("incremental-unpublished/%s/ingresses=%d", k.name, n), func(b *testing.B) {
+			s := cluster(n)
+			builder := dag.NewIncremental(dag.Options{})
+			tr, err := translate.NewIncremental(translate.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tr.Translate(builder.Build(s)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				k.edit(s, i)
+				i++
+				if _, err := tr.Translate(builder.Build(s)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("full/%s/ingresses=%d", k.name, n), func(b *testing.B) {
 			s := cluster(n)
 			srv := server.New(slog.New(slog.DiscardHandler), nil)

@@ -1,5 +1,6 @@
 // Package admin serves Portico's admin endpoint (--admin-addr): liveness
-// (/healthz), readiness (/readyz) and Prometheus metrics (/metrics).
+// (/healthz), readiness (/readyz), Prometheus metrics (/metrics) and Go
+// profiles (/debug/pprof/).
 package admin
 
 import (
@@ -7,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -110,7 +112,18 @@ func (s *Server) routes() http.Handler {
 		// Counts scrape errors in the same registry, so they are visible.
 		Registry: s.cfg.Registry,
 	}))
+	addProfiling(mux)
 	return mux
+}
+
+// addProfiling serves the Go runtime profiles, as on Envoy's admin port:
+// only the admin address exposes them, never a proxy listener.
+func addProfiling(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // healthz answers liveness: if this handler runs, the process is alive.

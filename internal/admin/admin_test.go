@@ -136,6 +136,18 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
+func TestProfiles(t *testing.T) {
+	h := New(Config{}).Handler()
+	code, _, body := serve(t, h, http.MethodGet, "/debug/pprof/")
+	if code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Fatalf("GET /debug/pprof/ = %d %q, want 200 with the profile index", code, body)
+	}
+	code, _, body = serve(t, h, http.MethodGet, "/debug/pprof/goroutine?debug=1")
+	if code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("GET /debug/pprof/goroutine = %d %q, want a goroutine profile", code, body)
+	}
+}
+
 func TestMethods(t *testing.T) {
 	h := New(Config{}).Handler()
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {

@@ -228,8 +228,14 @@ func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err er
 			objects.add(0, kind, string(st))
 		}
 	}
+	// Counted by a comparable key first: one label string per object would allocate
+	// tens of thousands of them per rebuild at 10,000 objects.
+	byKindStatus := map[[2]string]float64{}
 	for _, s := range statuses {
-		objects.add(1, s.Object.Kind, string(s.Status))
+		byKindStatus[[2]string{s.Object.Kind, string(s.Status)}]++
+	}
+	for k, n := range byKindStatus {
+		objects.add(n, k[0], k[1])
 	}
 	m.objects.replace(m.Objects, objects)
 }

@@ -3,8 +3,9 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
-	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -156,14 +157,13 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.authority, wc.hostRewrite, fa.hostRewrite)
 	defer t.startTimeouts(rw, fa, cancel)()
-	out := r.WithContext(ctx)
+	out := r.WithContext(context.WithValue(ctx, upstreamTargetKey{}, t))
 	if requestHasBody(r) {
 		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
 	} else {
 		t.done.complete()
 	}
-	ctx = context.WithValue(ctx, upstreamTargetKey{}, t)
-	h.p.reverseProxy.ServeHTTP(rw, out.WithContext(ctx))
+	h.p.reverseProxy.ServeHTTP(rw, out)
 }
 
 // newTarget describes the upstream side of a forwarded request.
@@ -324,33 +324,30 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 	if ex.clusterStats != nil {
 		ex.clusterStats.get().requests[codeClass(status)].Inc()
 	}
-	if !rw.hcm.accessLog {
+	if !rw.hcm.accessLog || !h.p.accessLog.enabled(r.Context()) {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("listener", h.ll.name),
-		slog.String("method", r.Method),
-		slog.String("authority", ri.authority),
-		slog.String("path", r.URL.RequestURI()),
-		slog.String("proto", r.Proto),
-		slog.Int("status", status),
-		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-		slog.Int64("bytes", rw.bytes),
-		slog.String("upstream_cluster", ex.cluster),
-		slog.String("upstream_host", ex.upstreamHost),
-		slog.Int("attempts", ex.attempts),
-		slog.String("request_id", rw.requestID),
-		slog.String("vhost", ex.vhost),
-		slog.String("route", ex.route),
-		slog.String("downstream_remote_address", r.RemoteAddr),
-	}
-	if rw.upstreamErr != nil {
-		attrs = append(attrs, slog.String("upstream_error", rw.upstreamErr.Error()))
-	}
-	if ex.details != "" {
-		attrs = append(attrs, slog.String("response_code_details", ex.details))
-	}
-	h.p.log.LogAttrs(r.Context(), slog.LevelInfo, "access", attrs...)
+	h.p.accessLog.add(&accessEntry{
+		ctx:          r.Context(),
+		time:         start.Add(elapsed),
+		listener:     h.ll.name,
+		method:       r.Method,
+		authority:    ri.authority,
+		url:          r.URL,
+		proto:        r.Proto,
+		status:       status,
+		elapsed:      elapsed,
+		bytes:        rw.bytes,
+		cluster:      ex.cluster,
+		upstreamHost: ex.upstreamHost,
+		attempts:     ex.attempts,
+		requestID:    rw.requestID,
+		vhost:        ex.vhost,
+		route:        ex.route,
+		remoteAddr:   r.RemoteAddr,
+		upstreamErr:  rw.upstreamErr,
+		details:      ex.details,
+	})
 }
 
 func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {
@@ -416,7 +413,20 @@ func requestID(hcm *hcmSpec, r *http.Request) string {
 	if !hcm.generateRequestID {
 		return ""
 	}
-	return uuid.NewString()
+	return newRequestID()
+}
+
+// newRequestID returns a random UUIDv4, as Envoy generates for every request.
+// The bits come from the runtime's per-thread ChaCha8 generator (as Envoy's
+// come from its own non-blocking generator): unpredictable, without the
+// system call and lock of crypto/rand on every request.
+func newRequestID() string {
+	var id uuid.UUID
+	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
+	id[6] = id[6]&0x0f | 0x40 // version 4
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id.String()
 }
 
 // forwardedFor appends the client address to X-Forwarded-For when the proxy

@@ -598,6 +598,8 @@ type testProxy struct {
 	cp   *controlPlane
 	logs *logCapture
 	reg  *prometheus.Registry
+	// stop cancels Run and waits for it to return (the test's cleanup does it too).
+	stop func()
 }
 
 func startProxy(t testing.TB, cp *controlPlane) *testProxy {
@@ -608,33 +610,52 @@ func startProxy(t testing.TB, cp *controlPlane) *testProxy {
 // startProxyOn starts a proxy binding its listeners at addrs.
 func startProxyOn(t testing.TB, cp *controlPlane, addrs map[string]string) *testProxy {
 	t.Helper()
+	return startProxyWith(t, cp, addrs, nil, accessLogQueue)
+}
+
+// startProxyWith starts a proxy binding its listeners at addrs, logging
+// through sink (given the capture the test searches; nil: to it directly),
+// with room for queue access log lines.
+func startProxyWith(t testing.TB, cp *controlPlane, addrs map[string]string, sink func(*logCapture) io.Writer, queue int) *testProxy {
+	t.Helper()
 	logs := &logCapture{}
+	var w io.Writer = logs
+	if sink != nil {
+		w = sink(logs)
+	}
 	reg := prometheus.NewRegistry()
 	p := New(Config{
 		XDSAddress:    cp.addr,
 		NodeID:        testNode,
 		ListenerAddrs: addrs,
-		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:        slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Registerer:    reg,
 	})
+	p.accessLog = newAccessLog(p.log, p.metrics.accessLogDropped, queue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("Run did not return after cancel")
 			}
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
+		})
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() || os.Getenv("PROXY_TEST_LOGS") != "" {
 			t.Logf("proxy log:\n%s", logs.String())
 		}
 	})
-	return &testProxy{Proxy: p, cp: cp, logs: logs, reg: reg}
+	return &testProxy{Proxy: p, cp: cp, logs: logs, reg: reg, stop: stop}
 }
 
 // waitVersion waits until the snapshot set as version is applied in full:

@@ -150,14 +150,14 @@ func TestIdleTimeout(t *testing.T) {
 		})
 	})
 	t.Run("access log", func(t *testing.T) {
-		found := false
-		for _, rec := range p.logs.records("access") {
-			if rec["status"] == float64(408) && rec["upstream_cluster"] == "idle" {
-				found = true
+		// Lines are written off the request path: wait for it.
+		waitFor(t, "an access log line with status 408", func() bool {
+			for _, rec := range p.logs.records("access") {
+				if rec["status"] == float64(408) && rec["upstream_cluster"] == "idle" {
+					return true
+				}
 			}
-		}
-		if !found {
-			t.Error("no access log line with status 408")
-		}
+			return false
+		})
 	})
 }

@@ -67,6 +67,8 @@ type metrics struct {
 	outlierEjections *prometheus.CounterVec // cluster
 	ejectedEndpoints *prometheus.GaugeVec   // cluster
 
+	accessLogDropped prometheus.Counter
+
 	// refusedSize and refusedCount are the children of headersRefused.
 	refusedSize, refusedCount prometheus.Counter
 }
@@ -117,6 +119,12 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name:      "cluster_ejected_endpoints",
 			Help:      "Endpoints currently ejected by outlier detection, by cluster (clusters with outlier_detection only).",
 		}, []string{"cluster"}),
+		accessLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "portico",
+			Subsystem: "proxy",
+			Name:      "access_log_dropped_total",
+			Help:      "Access log lines dropped because the log sink was slower than the traffic (the queue of lines waiting for it was full).",
+		}),
 	}
 	if reg != nil {
 		m.requests = register(reg, m.requests, log)
@@ -132,6 +140,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.healthyEndpoints = register(reg, m.healthyEndpoints, log)
 		m.outlierEjections = register(reg, m.outlierEjections, log)
 		m.ejectedEndpoints = register(reg, m.ejectedEndpoints, log)
+		m.accessLogDropped = register(reg, m.accessLogDropped, log)
 	}
 	m.refusedSize = m.headersRefused.WithLabelValues(headersTooLarge)
 	m.refusedCount = m.headersRefused.WithLabelValues(tooManyHeaders)

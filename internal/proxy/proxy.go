@@ -41,6 +41,8 @@ type Proxy struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	// accessLog writes the access log lines of every listener off the request path.
+	accessLog *accessLog
 
 	// transport and reverseProxy are shared by every request of every
 	// configuration so that upstream connection pools survive config swaps.
@@ -106,6 +108,7 @@ func New(cfg Config) *Proxy {
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
 	}
+	p.accessLog = newAccessLog(log, p.metrics.accessLogDropped, accessLogQueue)
 	p.transport = newUpstreamTransport()
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	return p
@@ -131,6 +134,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	defer conn.Close()
 
+	p.accessLog.start()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	retrying := make(chan struct{})
@@ -145,6 +149,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	<-retrying // no listener may be opened after shutdown
 
 	p.shutdown()
+	p.accessLog.stop() // the drained requests' lines are written before Run returns
 	p.stopHealthChecks()
 	p.transport.CloseIdleConnections()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() != nil {

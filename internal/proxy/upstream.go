@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -261,14 +262,20 @@ func targetFrom(ctx context.Context) *upstreamTarget {
 	return t
 }
 
+// maxIdleConnsPerEndpoint is how many idle connections an endpoint's pool
+// keeps: Envoy keeps every connection until its idle timeout, and opens at
+// most its default max_connections (1024) per cluster. A lower bound would
+// close, after each burst, connections the next burst opens again.
+const maxIdleConnsPerEndpoint = 1024
+
 // newUpstreamTransport is the single HTTP/1.1 transport for all clusters.
 // Connections are pooled per endpoint address.
 func newUpstreamTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:               nil, // never use HTTP(S)_PROXY from the environment
 		DialContext:         dialUpstream,
-		MaxIdleConnsPerHost: 256,
-		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: maxIdleConnsPerEndpoint,
+		MaxIdleConns:        0, // no bound across endpoints, as in Envoy
 		IdleConnTimeout:     defaultUpstreamIdleTimeout,
 		// Upstreams speak HTTP/1.1; the response header wait is bounded by the route timeout.
 		ForceAttemptHTTP2:     false,
@@ -301,9 +308,31 @@ func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
 		// leaves through the connection's buffer, in as few writes as it fits, instead
 		// of one write and a flush goroutine per chunk.
 		FlushInterval: 0,
+		BufferPool:    &copyBuffers{},
 		ErrorHandler:  p.upstreamError,
 		// Body-copy failures after the head was sent; the access log has the outcome.
 		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// copyBufferSize is the size of ReverseProxy's response copy buffers (its
+// own default).
+const copyBufferSize = 32 << 10
+
+// copyBuffers lend ReverseProxy its response copy buffers: without them, every
+// response allocates 32 KiB, which makes most of the garbage of a small request.
+type copyBuffers struct{ pool sync.Pool }
+
+func (b *copyBuffers) Get() []byte {
+	if buf, ok := b.pool.Get().(*[copyBufferSize]byte); ok {
+		return buf[:]
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *copyBuffers) Put(buf []byte) {
+	if len(buf) == copyBufferSize {
+		b.pool.Put((*[copyBufferSize]byte)(buf))
 	}
 }
 

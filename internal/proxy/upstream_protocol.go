@@ -190,8 +190,8 @@ func newClusterTransport(key transportKey) *clusterTransport {
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialUpstream,
-		MaxIdleConnsPerHost:   256,
-		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   maxIdleConnsPerEndpoint,
+		MaxIdleConns:          0,
 		IdleConnTimeout:       key.idleTimeout, // 0: never closed for idleness, as Envoy's 0s
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,

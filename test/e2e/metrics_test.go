@@ -177,24 +177,30 @@ func TestProxyMetricsAndAccessLog(t *testing.T) {
 		map[string]string{"vhost": "site.example.com", "route": "ingress/default/site:prefix:/", "le": "600"}, 3)
 
 	// Every access log line names its route; the unmatched request names none.
+	// Lines are written off the request path, so wait for them.
 	routes := map[string]string{}
 	accessRoute := regexp.MustCompile(` authority=(\S+) .* route=(\S+)`)
-	for _, line := range strings.Split(e.logs.String(), "\n") {
-		if !strings.Contains(line, "msg=access") {
-			continue
-		}
-		if m := accessRoute.FindStringSubmatch(line); m != nil {
-			routes[m[1]] = m[2]
-		} else {
-			t.Errorf("access log line without route: %s", line)
-		}
-	}
-	for host, want := range map[string]string{
+	wantRoutes := map[string]string{
 		"site.example.com":    "ingress/default/site:", // prefix:/ or exact:/api
 		"retry.example.com":   "ingress/default/retry:prefix:/",
 		"down.example.com":    "ingress/default/down:prefix:/",
 		"nowhere.example.com": "(none)",
-	} {
+	}
+	e.eventually(10*time.Second, "access log lines of every host", func() bool {
+		clear(routes)
+		for _, line := range strings.Split(e.logs.String(), "\n") {
+			if m := accessRoute.FindStringSubmatch(line); m != nil && strings.Contains(line, "msg=access") {
+				routes[m[1]] = m[2]
+			}
+		}
+		return len(routes) >= len(wantRoutes)
+	})
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, "msg=access") && !accessRoute.MatchString(line) {
+			t.Errorf("access log line without route: %s", line)
+		}
+	}
+	for host, want := range wantRoutes {
 		if !strings.HasPrefix(routes[host], want) {
 			t.Errorf("access log route for %s = %q, want %q", host, routes[host], want)
 		}

@@ -1,0 +1,280 @@
+// Command proxy compares Portico's embedded proxy with nginx on loopback: the
+// same backend, the proxy under test pinned to core 0, the load generator and
+// the backend on core 1, rounds alternating between the two proxies. Run it
+// through bench/proxy/run.sh, which installs nginx, wrk and h2load and builds
+// portico.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	portico := flag.String("portico", "bin/portico", "the portico binary under test")
+	baseline := flag.String("baseline", "", "another portico binary (e.g. an older commit's), measured as a third side in the same rounds")
+	work := flag.String("work", "", "working directory (default: a new temporary one)")
+	rounds := flag.Int("rounds", 3, "rounds per side and scenario")
+	duration := flag.Duration("duration", 4*time.Second, "length of one round")
+	niceness := flag.Int("nice", -10, "niceness of every process of the benchmark (proxies, backend, load generator): below 0, other work on the machine disturbs the rounds less")
+	only := flag.String("scenarios", "", "comma-separated scenario names to run (default: all)")
+	proxyCore := flag.String("proxy-core", "0", "CPU the proxy under test is pinned to")
+	loadCore := flag.String("load-core", "1", "CPU the load generator and the backend are pinned to")
+	profile := flag.String("cpuprofile", "", "with -scenarios naming one scenario: write a CPU profile of Portico's first round there (needs the admin /debug/pprof endpoint)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b := &bench{
+		portico:   *portico,
+		baseline:  *baseline,
+		rounds:    *rounds,
+		duration:  *duration,
+		proxyCore: *proxyCore,
+		loadCore:  *loadCore,
+		profile:   *profile,
+		nice:      *niceness,
+	}
+	if err := b.run(ctx, *work, *only); err != nil {
+		log.Fatal(err)
+	}
+}
+
+type bench struct {
+	portico   string
+	baseline  string
+	rounds    int
+	duration  time.Duration
+	proxyCore string
+	loadCore  string
+	profile   string
+	nice      int
+
+	dir   string
+	ports ports
+}
+
+func (b *bench) run(ctx context.Context, work, only string) error {
+	scenarios, err := selectScenarios(only)
+	if err != nil {
+		return err
+	}
+	if b.dir, err = workDir(work); err != nil {
+		return err
+	}
+	if b.ports, err = freePorts(); err != nil {
+		return err
+	}
+	if err := b.writeFiles(); err != nil {
+		return err
+	}
+	var procs []*process
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+	}()
+	backend, err := b.startBackend(ctx)
+	if err != nil {
+		return err
+	}
+	procs = append(procs, backend)
+	sides, err := b.startSides(ctx)
+	for _, s := range sides {
+		procs = append(procs, s.proc)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("work dir %s; proxies on core %s, load generator and backend on core %s; %d rounds of %s per side\n",
+		b.dir, b.proxyCore, b.loadCore, b.rounds, b.duration)
+	results := make([]scenarioResult, 0, len(scenarios))
+	for _, sc := range scenarios {
+		r, err := b.runScenario(ctx, sc, sides)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		results = append(results, r)
+	}
+	printTable(os.Stdout, results, sides)
+	return nil
+}
+
+// workDir returns dir, created, or a new temporary directory.
+func workDir(dir string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "portico-proxybench-")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return abs, os.MkdirAll(abs, 0o755)
+}
+
+// side is one proxy under test, started once and measured in every round.
+type side struct {
+	name  string
+	proc  *process
+	http  string // base URLs
+	https string
+	// pprof is the address serving /debug/pprof for this side ("": none).
+	pprof string
+}
+
+func (b *bench) startSides(ctx context.Context) ([]*side, error) {
+	starts := []func(context.Context) (*side, error){
+		func(ctx context.Context) (*side, error) {
+			return b.startPortico(ctx, "portico", b.portico, b.ports.PorticoHTTP, b.ports.PorticoHTTPS, b.ports.PorticoAdmin)
+		},
+		b.startNginxProxy,
+	}
+	if b.baseline != "" {
+		starts = append(starts, func(ctx context.Context) (*side, error) {
+			return b.startPortico(ctx, "baseline", b.baseline, b.ports.BaselineHTTP, b.ports.BaselineHTTPS, b.ports.BaselineAdmin)
+		})
+	}
+	var sides []*side
+	for _, start := range starts {
+		s, err := start(ctx)
+		if s != nil {
+			sides = append(sides, s)
+		}
+		if err != nil {
+			return sides, err
+		}
+	}
+	return sides, nil
+}
+
+func (b *bench) startPortico(ctx context.Context, name, bin string, httpPort, httpsPort, adminPort int) (*side, error) {
+	logFile := filepath.Join(b.dir, name+".log")
+	proc, err := b.start(ctx, b.proxyCore, logFile, bin, "run",
+		"--manifests", filepath.Join(b.dir, "manifests"),
+		"--http-addr", addr(httpPort),
+		"--https-addr", addr(httpsPort),
+		"--admin-addr", addr(adminPort))
+	if err != nil {
+		return nil, err
+	}
+	s := &side{name: name, proc: proc, http: url("http", httpPort), https: url("https", httpsPort)}
+	if name == "portico" {
+		s.pprof = addr(adminPort)
+	}
+	return s, waitReady(ctx, s, logFile)
+}
+
+func (b *bench) startNginxProxy(ctx context.Context) (*side, error) {
+	logFile := filepath.Join(b.dir, "nginx-proxy.stderr")
+	proc, err := b.start(ctx, b.proxyCore, logFile, "nginx", "-p", b.dir, "-c", filepath.Join(b.dir, "nginx-proxy.conf"))
+	if err != nil {
+		return nil, err
+	}
+	s := &side{name: "nginx", proc: proc, http: url("http", b.ports.NginxHTTP), https: url("https", b.ports.NginxHTTPS)}
+	return s, waitReady(ctx, s, logFile)
+}
+
+func (b *bench) startBackend(ctx context.Context) (*process, error) {
+	logFile := filepath.Join(b.dir, "nginx-backend.stderr")
+	proc, err := b.start(ctx, b.loadCore, logFile, "nginx", "-p", b.dir, "-c", filepath.Join(b.dir, "nginx-backend.conf"))
+	if err != nil {
+		return nil, err
+	}
+	return proc, waitURL(ctx, url("http", b.ports.Backend)+"/", logFile)
+}
+
+// process is a started server; pid is the one /proc accounting starts from
+// (taskset execs its command, so it is the server's own).
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// start runs name pinned to core, its output going to logFile.
+func (b *bench) start(ctx context.Context, core, logFile, name string, args ...string) (*process, error) {
+	out, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("nice", b.pinned(core, append([]string{name}, args...))...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, err
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		out.Close()
+		close(p.done)
+	}()
+	select {
+	case <-ctx.Done():
+		p.stop()
+		return nil, ctx.Err()
+	default:
+	}
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the process (SIGTERM: nginx and portico both shut down cleanly
+// on it) and, after a grace period, its whole process group.
+func (p *process) stop() {
+	if p == nil || p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// pinned returns the arguments of nice that run command at the benchmark's
+// niceness on core (nice and taskset exec the command: its PID is the one
+// started).
+func (b *bench) pinned(core string, command []string) []string {
+	return append([]string{"-n", strconv.Itoa(b.nice), "taskset", "-c", core}, command...)
+}
+
+// tail returns the end of a log file, for error messages.
+func tail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(f)
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return strings.TrimSpace(string(data))
+}
+
+var errNotReady = errors.New("not ready")

@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// accessLogQueue is how many access log lines may wait for a slow log sink
+// before further lines are dropped (and counted): about a second of traffic
+// at a few thousand requests per second, and a few MB at most.
+const accessLogQueue = 8192
+
+// accessLogFlushTimeout bounds how long shutdown waits for the queued lines
+// to be written; a sink that is stuck for longer loses them.
+const accessLogFlushTimeout = 5 * time.Second
+
+// accessEntry is what an access log line says about one request. Requests
+// queue it; formatting and writing happen on the access log's goroutine.
+type accessEntry struct {
+	ctx          context.Context
+	time         time.Time
+	listener     string
+	method       string
+	authority    string
+	url          *url.URL // the downstream request's, never modified after the request
+	proto        string
+	status       int
+	elapsed      time.Duration
+	bytes        int64
+	cluster      string
+	upstreamHost string
+	attempts     int
+	requestID    string
+	vhost        string
+	route        string
+	remoteAddr   string
+	upstreamErr  error
+	details      string
+}
+
+// accessLog writes access log lines off the request path, as Envoy's access
+// loggers do: a request hands its line to a bounded queue and never waits for
+// the log sink. When the queue is full (the sink is slower than the
+// traffic), lines are dropped and counted in
+// portico_proxy_access_log_dropped_total rather than slowing requests down.
+type accessLog struct {
+	log     *slog.Logger
+	dropped prometheus.Counter
+	queue   chan accessEntry
+	done    chan struct{} // closed when the writer has drained the queue
+
+	mu      sync.RWMutex // write-held only to stop
+	started bool
+	stopped bool
+}
+
+func newAccessLog(log *slog.Logger, dropped prometheus.Counter, capacity int) *accessLog {
+	return &accessLog{log: log, dropped: dropped, queue: make(chan accessEntry, capacity), done: make(chan struct{})}
+}
+
+// enabled reports whether access log lines would be written at all.
+func (a *accessLog) enabled(ctx context.Context) bool {
+	return a.log.Enabled(ctx, slog.LevelInfo)
+}
+
+// start starts the writer.
+func (a *accessLog) start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.stopped {
+		return
+	}
+	a.started = true
+	go a.run()
+}
+
+func (a *accessLog) run() {
+	defer close(a.done)
+	for e := range a.queue {
+		a.write(&e)
+	}
+}
+
+// add queues a line; after stop (a request that outlived the shutdown's
+// drain) it is written at once.
+func (a *accessLog) add(e *accessEntry) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.stopped {
+		a.write(e)
+		return
+	}
+	select {
+	case a.queue <- *e:
+	default:
+		a.dropped.Inc()
+	}
+}
+
+// stop writes the queued lines (waiting at most accessLogFlushTimeout for
+// the sink) and makes later lines synchronous.
+func (a *accessLog) stop() {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return
+	}
+	a.stopped = true
+	close(a.queue)
+	started := a.started
+	a.mu.Unlock()
+	if !started {
+		a.run()
+		return
+	}
+	select {
+	case <-a.done:
+	case <-time.After(accessLogFlushTimeout):
+	}
+}
+
+// write formats and writes one line.
+func (a *accessLog) write(e *accessEntry) {
+	r := slog.NewRecord(e.time, slog.LevelInfo, "access", 0)
+	r.AddAttrs(
+		slog.String("listener", e.listener),
+		slog.String("method", e.method),
+		slog.String("authority", e.authority),
+		slog.String("path", e.url.RequestURI()),
+		slog.String("proto", e.proto),
+		slog.Int("status", e.status),
+		slog.Float64("duration_ms", float64(e.elapsed.Microseconds())/1000),
+		slog.Int64("bytes", e.bytes),
+		slog.String("upstream_cluster", e.cluster),
+		slog.String("upstream_host", e.upstreamHost),
+		slog.Int("attempts", e.attempts),
+		slog.String("request_id", e.requestID),
+		slog.String("vhost", e.vhost),
+		slog.String("route", e.route),
+		slog.String("downstream_remote_address", e.remoteAddr),
+	)
+	if e.upstreamErr != nil {
+		r.AddAttrs(slog.String("upstream_error", e.upstreamErr.Error()))
+	}
+	if e.details != "" {
+		r.AddAttrs(slog.String("response_code_details", e.details))
+	}
+	_ = a.log.Handler().Handle(e.ctx, r)
+}

@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+)
+
+// gatedSink holds access log lines until opened, as a log pipe whose reader
+// stalls would; other log lines pass.
+type gatedSink struct {
+	logs *logCapture
+	open chan struct{}
+}
+
+func (g *gatedSink) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"msg":"access"`)) {
+		<-g.open
+	}
+	return g.logs.Write(p)
+}
+
+// startGatedProxy serves every request from one backend, logging through a
+// closed gatedSink, with room for queue access log lines.
+func startGatedProxy(t *testing.T, queue int) (*testProxy, *gatedSink) {
+	t.Helper()
+	cp := startControlPlane(t)
+	be := startBackend(t, "A")
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("A", prefixMatch("/"))))},
+		clusters:  []*clusterv3.Cluster{edsCluster("A")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("A", be.addr())},
+	})
+	gate := &gatedSink{open: make(chan struct{})}
+	t.Cleanup(func() {
+		select {
+		case <-gate.open:
+		default:
+			close(gate.open) // let the proxy stop
+		}
+	})
+	sink := func(l *logCapture) io.Writer {
+		gate.logs = l
+		return gate
+	}
+	p := startProxyWith(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, sink, queue)
+	p.waitVersion(t, "v1")
+	return p, gate
+}
+
+// requestAll sends n requests from clients concurrent clients, each of which
+// must be answered 200: a request blocked by the log sink would time out.
+func requestAll(t *testing.T, p *testProxy, clients, n int) {
+	t.Helper()
+	client := &http.Client{Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	url := p.httpURL(t, "/")
+	var wg sync.WaitGroup
+	statuses := make(chan int, n)
+	for c := range clients {
+		wg.Go(func() {
+			for i := c; i < n; i += clients {
+				resp, err := client.Get(url)
+				if err != nil {
+					t.Errorf("request %d: %v", i, err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			}
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != http.StatusOK {
+			t.Errorf("status %d, want 200", s)
+		}
+	}
+}
+
+// A log sink that stops reading must not hold requests up: lines that do not
+// fit the queue are dropped and counted, and the others are written once the
+// sink moves again.
+func TestAccessLogStalledSinkDoesNotBlockRequests(t *testing.T) {
+	const queue, n = 4, 20
+	p, gate := startGatedProxy(t, queue)
+	requestAll(t, p, 1, n)
+
+	dropped, _ := metricValue(t, p, "portico_proxy_access_log_dropped_total", nil)
+	// The writer holds one line (blocked in the sink) or none yet; the queue holds 4.
+	if dropped < n-queue-1 || dropped > n-queue {
+		t.Errorf("portico_proxy_access_log_dropped_total = %v, want %d or %d", dropped, n-queue-1, n-queue)
+	}
+	close(gate.open)
+	want := n - int(dropped)
+	waitFor(t, "the queued access log lines", func() bool { return len(p.logs.records("access")) == want })
+	p.stop()
+	if got := len(p.logs.records("access")); got != want {
+		t.Errorf("%d access log lines after shutdown, want %d (%d requests, %v dropped)", got, want, n, dropped)
+	}
+}
+
+// Under concurrent load every line is kept (the queue is large enough), and
+// lines still queued at shutdown are written before Run returns.
+func TestAccessLogWrittenOnShutdown(t *testing.T) {
+	const n = 400
+	p, gate := startGatedProxy(t, accessLogQueue)
+	requestAll(t, p, 16, n)
+	if got := len(p.logs.records("access")); got != 0 {
+		t.Fatalf("%d access log lines went through the closed sink", got)
+	}
+
+	stopped := make(chan struct{})
+	go func() {
+		p.stop()
+		close(stopped)
+	}()
+	close(gate.open)
+	<-stopped
+	if got := len(p.logs.records("access")); got != n {
+		t.Errorf("%d access log lines when Run returned, want %d", got, n)
+	}
+	if dropped, _ := metricValue(t, p, "portico_proxy_access_log_dropped_total", nil); dropped != 0 {
+		t.Errorf("portico_proxy_access_log_dropped_total = %v, want 0", dropped)
+	}
+}
+
+func TestRequestIDsAreUUIDv4(t *testing.T) {
+	seen := map[string]bool{}
+	for range 10000 {
+		id := newRequestID()
+		if !uuidV4.MatchString(id) {
+			t.Fatalf("request id %q is not a UUIDv4", id)
+		}
+		if seen[id] {
+			t.Fatalf("request id %q generated twice", id)
+		}
+		seen[id] = true
+	}
+}
