@@ -81,6 +81,8 @@ func (p *Pipeline) translate(g *dag.Graph) (*translate.Resources, error) {
 			return nil, err
 		}
 		p.translator = t
+		// The incremental translator passes unchanged resources as the same pointers.
+		p.Server.VersionByIdentity()
 	}
 	return p.translator.Translate(g)
 }

@@ -383,20 +383,20 @@ func TestUnchangedPointersAreNotRehashed(t *testing.T) {
 	res := config(t, "a", "b")
 	var st state
 	for i, items := range inputs(res) {
-		ts, _, err := st.set(i).next(items, "1")
+		ts, _, err := st.set(i).next(items, "1", false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		st[i] = ts
 	}
 	// The same slice: the same set, nothing looked at.
-	if ts, d, _ := st[clusterIdx].next(res.Clusters, "2"); ts != st[clusterIdx] || !d.empty() {
+	if ts, d, _ := st[clusterIdx].next(res.Clusters, "2", false); ts != st[clusterIdx] || !d.empty() {
 		t.Error("the same resources made a new set")
 	}
 	// A new slice reusing one pointer and changing the other.
 	b := edsCluster("b")
 	b.ConnectTimeout = durationpb.New(2 * time.Second)
-	ts, d, err := st[clusterIdx].next([]types.Resource{res.Clusters[0], b}, "2")
+	ts, d, err := st[clusterIdx].next([]types.Resource{res.Clusters[0], b}, "2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,5 +422,35 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestVersionByIdentity checks the mode the pipeline uses with its incremental
+// translator: a resource under the same pointer is unchanged, one under a new pointer is
+// sent (no hashing to find out that it is equal), and only those.
+func TestVersionByIdentity(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler), nil)
+	s.VersionByIdentity()
+	c := newDeltaClient(t, serve(t, s), nil)
+	v1 := config(t, "a", "b")
+	publish(t, s, v1)
+	c.summaries(len(allTypes))
+
+	v2 := *v1
+	v2.Clusters = slices.Clone(v1.Clusters)
+	b := edsCluster("b")
+	v2.Clusters[1] = b // equal content, new pointer: taken as changed
+	version := publish(t, s, &v2)
+	if got := c.summaries(1); !slices.Equal(got, []string{"Cluster v" + version + " +b"}) {
+		t.Errorf("after a new pointer for b: %q", got)
+	}
+	// The same pointers again: nothing is sent, so the next response is the next change.
+	publish(t, s, &v2)
+	v4 := v2
+	v4.Clusters = slices.Clone(v2.Clusters)
+	v4.Clusters[0] = edsCluster("a")
+	version = publish(t, s, &v4)
+	if got := c.summaries(1); !slices.Equal(got, []string{"Cluster v" + version + " +a"}) {
+		t.Errorf("after a new pointer for a: %q", got)
 	}
 }

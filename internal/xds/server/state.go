@@ -86,8 +86,9 @@ func (d diff) empty() bool { return len(d.changed) == 0 && len(d.removed) == 0 }
 // next returns the typeSet holding items, sharing prev when nothing changed, and
 // stamped with version when something did. A resource whose pointer is the one prev
 // holds under its name is unchanged without further work; any other one is hashed,
-// so an equal rebuild still changes nothing.
-func (prev *typeSet) next(items []types.Resource, version string) (*typeSet, diff, error) {
+// so an equal rebuild still changes nothing, unless byIdentity says that a new pointer
+// is new content (see Server.VersionByIdentity): it is then versioned by the publish.
+func (prev *typeSet) next(items []types.Resource, version string, byIdentity bool) (*typeSet, diff, error) {
 	if samePointers(prev.order, items) {
 		return prev, diff{}, nil
 	}
@@ -111,9 +112,12 @@ func (prev *typeSet) next(items []types.Resource, version string) (*typeSet, dif
 		if _, dup := versions[name]; dup {
 			return nil, diff{}, fmt.Errorf("%s %q: published twice", shortType(typeURLOf(r)), name)
 		}
-		v, err := resourceVersion(r)
-		if err != nil {
-			return nil, diff{}, fmt.Errorf("%s %q: %w", shortType(typeURLOf(r)), name, err)
+		v := version
+		if !byIdentity {
+			var err error
+			if v, err = resourceVersion(r); err != nil {
+				return nil, diff{}, fmt.Errorf("%s %q: %w", shortType(typeURLOf(r)), name, err)
+			}
 		}
 		versions[name] = v
 		if known && prev.versions[name] == v {
