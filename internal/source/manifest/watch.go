@@ -18,7 +18,7 @@ import (
 
 const (
 	// defaultDebounce is used when Watch is given a debounce <= 0.
-	defaultDebounce = 100 * time.Millisecond
+	defaultDebounce = 25 * time.Millisecond
 	// maxWaitFactor bounds how long a steady stream of events can postpone
 	// a reload: at most maxWaitFactor*debounce after the first event.
 	maxWaitFactor = 4
@@ -31,7 +31,7 @@ const (
 // Watch calls onChange with a freshly loaded Result once at start and then
 // after every change under dir (files created, written, removed or renamed,
 // subdirectories created or removed), coalescing bursts: a reload happens
-// once no event arrived for debounce (default 100ms when <= 0), and at the
+// once no event arrived for debounce (default 25ms when <= 0), and at the
 // latest 4×debounce after the first event of a burst.
 //
 // It watches dir and every subdirectory LoadDir reads with fsnotify, and
