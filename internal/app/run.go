@@ -24,6 +24,12 @@ import (
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
+// manifestDebounce is how long run waits after the last file event before reloading:
+// long enough for an editor's save (a temporary file written, then renamed over the
+// original, within a millisecond or two) to land in one reload, short enough not to
+// dominate an edit's latency. See docs/run-mode.md.
+const manifestDebounce = 25 * time.Millisecond
+
 // RunOptions configure `portico run`.
 type RunOptions struct {
 	ManifestDir      string
@@ -144,7 +150,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		// changes, as the informers do in serve.
 		st := store.New()
 		first := true
-		return manifest.Watch(ctx, r.opts.ManifestDir, 100*time.Millisecond, log.With("component", "manifests"), func(res *manifest.Result) {
+		return manifest.Watch(ctx, r.opts.ManifestDir, manifestDebounce, log.With("component", "manifests"), func(res *manifest.Result) {
 			for _, p := range res.Problems {
 				log.Warn("manifest skipped", "file", p.File, "line", p.Line, "document", p.Document, "reason", p.Reason)
 			}

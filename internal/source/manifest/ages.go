@@ -119,11 +119,16 @@ func (b *book) stamp(objs []runtime.Object, places []placement) []*entry {
 
 // reader loads a directory again and again, remembering what it needs to from one
 // load to the next: each file's last good version, what each file held when last
-// read, each object's age, and the objects handed out.
+// read, each object's age, the objects handed out, and the files of the last walk.
 type reader struct {
 	good  lastGood
 	cache *fileCache
 	book  book
+	// walked are the files read, in reading order, as read (before last good versions
+	// stand in for broken ones); state is the tree they were read from. state.dirs is
+	// nil until a load succeeds, and after one fails.
+	walked []fileLoad
+	state  walkState
 }
 
 func newReader(now func() time.Time) *reader {
@@ -132,6 +137,7 @@ func newReader(now func() time.Time) *reader {
 
 // load reads dir like LoadDir, substituting last good versions for broken files.
 func (r *reader) load(dir string, log *slog.Logger) (*Result, error) {
+	r.walked, r.state = nil, walkState{}
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -143,16 +149,27 @@ func (r *reader) load(dir string, log *slog.Logger) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := r.good.retain(readDir(dir, entries, log, r.cache))
+	walked, state := readDir(dir, entries, log, r.cache)
+	state.linkDirs = linkDirsOf(state.links)
+	r.walked, r.state = walked, state
+	return r.finish(dir, log), nil
+}
+
+// finish turns the files of r.walked into a Result.
+func (r *reader) finish(dir string, log *slog.Logger) *Result {
+	files := r.good.retain(r.walked)
 	res, places := assemble(files, r.book.held)
 	r.book.diff(res, r.book.stamp(res.Objects, places))
-	// The files' versions are kept (cache, last good) for the next load: from now on
-	// they hold the objects handed out, so that an object whose file does not change
+	// The files' versions are kept (walk, cache, last good) for the next load: from now
+	// on they hold the objects handed out, so that an object whose file does not change
 	// is neither copied again to be stamped nor compared again.
 	for i, p := range places {
 		files[p.fileIndex].objs[p.objIndex] = res.Objects[i]
 	}
+	for i := range r.walked {
+		r.walked[i].shared = true
+	}
 	log.Debug("manifest: loaded", "dir", dir, "files", len(files), "read", r.cache.reads, "decoded", r.cache.decodes,
 		"objects", len(res.Objects), "changes", len(res.Changes))
-	return res, nil
+	return res
 }

@@ -333,7 +333,7 @@ func checkUnmodified(t *testing.T, objs, snapshot []runtime.Object) {
 }
 
 // BenchmarkReload is one reload of 10,000 files of which one changed, the case of an
-// edit in `portico run`.
+// edit in `portico run`: walking the whole tree, and updating from the changed name.
 func BenchmarkReload(b *testing.B) {
 	dir := b.TempDir()
 	old := time.Now().Add(-time.Hour)
@@ -342,21 +342,32 @@ func BenchmarkReload(b *testing.B) {
 		writeFiles(b, dir, map[string]string{strings.TrimPrefix(name, dir+"/"): svcYAML(fmt.Sprintf("app-%d", i), 80) + "---\n" + svcYAML(fmt.Sprintf("app-%d-b", i), 81)})
 		must(b, os.Chtimes(name, old, old))
 	}
-	r := newReader(time.Now)
-	log := slog.New(slog.DiscardHandler)
-	_, err := r.load(dir, log)
-	must(b, err)
 	edited := filepath.Join(dir, "team-5", "app-500.yaml")
-	b.ResetTimer()
-	for i := range b.N {
-		b.StopTimer()
-		must(b, os.WriteFile(edited, []byte(svcYAML("app-500", 1000+i)), 0o644))
-		b.StartTimer()
-		res, err := r.load(dir, log)
-		must(b, err)
-		if len(res.Changes) == 0 {
-			b.Fatal("the edit was not seen")
-		}
+	log := slog.New(slog.DiscardHandler)
+	port := 1000 // every write a new version, across runs of the sub-benchmarks
+	for _, mode := range []string{"walk", "update"} {
+		b.Run(mode, func(b *testing.B) {
+			r := newReader(time.Now)
+			_, err := r.load(dir, log)
+			must(b, err)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				port++
+				must(b, os.WriteFile(edited, []byte(svcYAML("app-500", port)), 0o644))
+				b.StartTimer()
+				var res *Result
+				if mode == "walk" {
+					res, err = r.load(dir, log)
+					must(b, err)
+				} else if res, _ = r.update(dir, []string{edited}, log); res == nil {
+					b.Fatal("no update")
+				}
+				if len(res.Changes) == 0 {
+					b.Fatal("the edit was not seen")
+				}
+			}
+		})
 	}
 }
 
@@ -368,25 +379,7 @@ func TestReaderChangeSetsAddUp(t *testing.T) {
 	h := newReaderHarness(t, nil)
 	files := []string{"a.yaml", "b.yaml", "sub/c.yaml", "sub/d.yaml", "e.json"}
 	objNames := []string{"p", "q", "r", "s"}
-	content := func(file string) string {
-		var docs []string
-		for _, n := range objNames {
-			if rng.IntN(3) == 0 {
-				if strings.HasSuffix(file, ".json") {
-					docs = append(docs, svcJSON(n, 1+rng.IntN(3)))
-				} else {
-					docs = append(docs, svcYAML(n, 1+rng.IntN(3)))
-				}
-			}
-		}
-		if rng.IntN(8) == 0 {
-			docs = append(docs, "kind: [") // broken
-		}
-		if strings.HasSuffix(file, ".json") {
-			return strings.Join(docs, "\n")
-		}
-		return strings.Join(docs, "---\n")
-	}
+	content := func(file string) string { return randomManifest(rng, file, objNames) }
 	applied := map[objectKey]runtime.Object{}
 	var handedOut, snapshots []runtime.Object
 	for step := range 300 {
@@ -431,4 +424,26 @@ func TestReaderChangeSetsAddUp(t *testing.T) {
 		snapshots = append(snapshots, deepCopies(res.Objects)...)
 	}
 	checkUnmodified(t, handedOut, snapshots)
+}
+
+// randomManifest returns a random file of Services named from objNames, some of them
+// broken.
+func randomManifest(rng *rand.Rand, file string, objNames []string) string {
+	var docs []string
+	for _, n := range objNames {
+		if rng.IntN(3) == 0 {
+			if strings.HasSuffix(file, ".json") {
+				docs = append(docs, svcJSON(n, 1+rng.IntN(3)))
+			} else {
+				docs = append(docs, svcYAML(n, 1+rng.IntN(3)))
+			}
+		}
+	}
+	if rng.IntN(8) == 0 {
+		docs = append(docs, "kind: [") // broken
+	}
+	if strings.HasSuffix(file, ".json") {
+		return strings.Join(docs, "\n")
+	}
+	return strings.Join(docs, "---\n")
 }

@@ -51,13 +51,14 @@ func loadDir(dir string, log *slog.Logger) (*Result, error) {
 }
 
 // readDir decodes every manifest file under dir, file by file, taking the files that
-// did not change from cache.
-func readDir(dir string, entries []fs.DirEntry, log *slog.Logger, cache *fileCache) []fileLoad {
-	l := loader{log: log, cache: cache}
+// did not change from cache. It returns the files in reading order, and what an update
+// needs to know of the tree (see walkState).
+func readDir(dir string, entries []fs.DirEntry, log *slog.Logger, cache *fileCache) ([]fileLoad, walkState) {
+	l := loader{log: log, cache: cache, state: walkState{dirs: map[string]bool{filepath.Clean(dir): true}}}
 	cache.begin()
 	l.walk(dir, entries)
 	cache.end()
-	return l.files
+	return l.files, l.state
 }
 
 // objectKey identifies an object across loads. The group is part of it: contour.heptio.com
@@ -95,6 +96,7 @@ type loader struct {
 	log   *slog.Logger
 	cache *fileCache
 	files []fileLoad
+	state walkState
 }
 
 // fileLoad is what one file decoded to.
@@ -119,6 +121,9 @@ func (l *loader) walk(dir string, entries []fs.DirEntry) {
 		path := filepath.Join(dir, name)
 		mode := e.Type()
 		if mode&fs.ModeSymlink != 0 {
+			if hasManifestExt(name) {
+				l.state.links = append(l.state.links, path)
+			}
 			fi, err := os.Stat(path)
 			if err != nil {
 				if hasManifestExt(name) {
@@ -134,6 +139,7 @@ func (l *loader) walk(dir string, entries []fs.DirEntry) {
 		}
 		switch {
 		case mode.IsDir():
+			l.state.dirs[path] = true
 			sub, err := os.ReadDir(path)
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) { // else removed meanwhile
@@ -299,7 +305,12 @@ func keyOf(obj runtime.Object) objectKey {
 }
 
 func (l *loader) fileProblem(path, reason string) {
-	l.files = append(l.files, fileLoad{path: path, problems: []Problem{{File: path, Reason: reason}}})
+	l.files = append(l.files, problemLoad(path, reason))
+}
+
+// problemLoad is a file that could not be read.
+func problemLoad(path, reason string) fileLoad {
+	return fileLoad{path: path, problems: []Problem{{File: path, Reason: reason}}}
 }
 
 // hasManifestExt reports whether name ends in .yaml, .yml or .json (in any

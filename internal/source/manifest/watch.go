@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 
 const (
 	// defaultDebounce is used when Watch is given a debounce <= 0.
-	defaultDebounce = 100 * time.Millisecond
+	defaultDebounce = 25 * time.Millisecond
 	// maxWaitFactor bounds how long a steady stream of events can postpone
 	// a reload: at most maxWaitFactor*debounce after the first event.
 	maxWaitFactor = 4
@@ -29,7 +31,7 @@ const (
 // Watch calls onChange with a freshly loaded Result once at start and then
 // after every change under dir (files created, written, removed or renamed,
 // subdirectories created or removed), coalescing bursts: a reload happens
-// once no event arrived for debounce (default 100ms when <= 0), and at the
+// once no event arrived for debounce (default 25ms when <= 0), and at the
 // latest 4×debounce after the first event of a burst.
 //
 // It watches dir and every subdirectory LoadDir reads with fsnotify, and
@@ -39,7 +41,11 @@ const (
 // link is followed to its target wherever that is: the directories of the
 // target and of every link on the way are watched too, for events on those
 // names only, so editing the target or swapping a link (as Kubernetes
-// ConfigMap volumes do with ..data) reloads. If dir itself disappears, the
+// ConfigMap volumes do with ..data) reloads. A reload after events that name
+// files only looks at those files, and takes the rest from the last one; any
+// event it cannot attribute that way (on a directory, near a symbolic link,
+// an event queue overflow, dir replaced) makes it walk the whole tree again,
+// with the same result. If dir itself disappears, the
 // last Result stays in force (onChange is not called) and a warning is
 // logged; loading resumes when it reappears.
 //
@@ -86,6 +92,10 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 		pending    bool
 		burstStart time.Time
 		available  = true // whether dir could be loaded last time
+		// changed are the names events reported since the last reload, which is enough
+		// to reload unless everything must be looked at again (walkAll).
+		changed = map[string]bool{}
+		walkAll bool
 	)
 	schedule := func() {
 		now := time.Now()
@@ -110,6 +120,7 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 			}
 			if w.relevant(ev) {
 				logger.Debug("manifest: change", "event", ev.String())
+				changed[filepath.Clean(ev.Name)] = true
 				schedule()
 			}
 
@@ -119,6 +130,7 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				logger.Warn("manifest: too many file system events; reloading everything", "dir", dir)
+				walkAll = true
 				schedule()
 			} else {
 				logger.Warn("manifest: file system watch error", "dir", dir, "err", err)
@@ -126,11 +138,22 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 
 		case <-poll.C:
 			if w.rootChanged() {
+				walkAll = true
 				schedule()
 			}
 
 		case <-timer.C:
 			pending = false
+			var updated bool
+			if !walkAll && available {
+				res, updated = rd.update(dir, slices.Collect(maps.Keys(changed)), logger)
+			}
+			clear(changed)
+			walkAll = false
+			if updated {
+				onChange(res)
+				continue
+			}
 			err := w.sync()
 			if err == nil {
 				res, err = rd.load(dir, logger)
