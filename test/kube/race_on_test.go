@@ -2,6 +2,6 @@
 
 package kube
 
-// raceEnabled: the race detector slows the controller several times over, so latency
-// bounds are looser under it. The figures that count are measured without it.
+// raceEnabled: the race detector slows the controller several times over, so the
+// figures TestScale logs under it are not the ones to quote.
 const raceEnabled = true

@@ -5,9 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,18 +23,36 @@ import (
 	"github.com/portico-dev/portico/internal/kubetest"
 )
 
-// TestScale measures, against the real API server, with 5,000 Ingresses: how soon a
-// new Ingress's status appears, and how many rebuilds a burst of 1,000 changes causes.
+// TestScale measures `portico serve` against the real API server with 5,000 Ingresses
+// and logs the figures docs/performance.md quotes: the time to the first status on all of
+// them, the time from creating one more to its status being readable, the time until a
+// burst of 1,000 changes is served and how many rebuilds it caused, and the controller's
+// live heap per object. Nothing here passes or fails on speed: the deadlines only catch a
+// controller that never gets there. PORTICO_SCALE_CPUPROFILE=file writes a CPU profile of
+// the process (controller, API clients and test) from the burst's first write until its
+// last change is served.
 func TestScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("scale test")
+	}
+	if raceEnabled {
+		t.Log("the race detector is on: the figures below are several times those without it")
 	}
 	cfg := env.AdminConfig(t)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
-	const ns, n = "scale", 5000
+	const ns, n, changes = "scale", 5000, 1000
 	createNamespace(t, c, ns)
+	ctlCfg := env.AdminConfig(t)
+	ctlCfg.QPS, ctlCfg.Burst = 100, 200 // portico serve's defaults
+
+	// The same controller's heap with nothing to serve, for the per-object figure.
+	empty := startController(t, ctlCfg, "scale-empty", []string{ns})
+	eventually(t, time.Minute, "the controller over no objects to be ready", func() bool { return readyz(empty.srv.Admin().Addr()) })
+	heapEmpty := quietHeap()
+	empty.stop()
+
 	start := time.Now()
 	parallel(t, n, func(i int) error {
 		_, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress(fmt.Sprintf("app-%d", i), fmt.Sprintf("app-%d.scale.test", i), "/", "svc"), metav1.CreateOptions{})
@@ -36,51 +60,154 @@ func TestScale(t *testing.T) {
 	})
 	t.Logf("created %d Ingresses in %s", n, time.Since(start).Round(time.Millisecond))
 
-	ctlCfg := env.AdminConfig(t)
-	ctlCfg.QPS, ctlCfg.Burst = 100, 200 // portico serve's defaults
 	ctl := startController(t, ctlCfg, "scale", []string{ns})
 	start = time.Now()
-	eventually(t, 3*time.Minute, "status on all Ingresses", func() bool { return withStatus(t, c, ns) == n })
-	t.Logf("initial status on %d Ingresses after %s", n, time.Since(start).Round(time.Millisecond))
+	eventually(t, 5*time.Minute, "status on all Ingresses", func() bool { return withStatus(t, c, ns) == n })
+	t.Logf("initial status on %d Ingresses after %s (status writes are paced by the controller's API client, %g requests/s)",
+		n, time.Since(start).Round(time.Millisecond), ctlCfg.QPS)
+	heapFull := quietHeap()
+	t.Logf("controller live heap: %.1f MB with 0 objects, %.1f MB with %d Ingresses: %.1f kB per Ingress (runtime.MemStats.HeapAlloc after a forced GC, test process included)",
+		float64(heapEmpty)/1e6, float64(heapFull)/1e6, n, (float64(heapFull)-float64(heapEmpty))/n/1e3)
 
-	// One new Ingress among 5,000: time until its status is written.
-	start = time.Now()
-	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("newcomer", "newcomer.scale.test", "/", "svc"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// One new Ingress at a time, each once the previous one's status is written.
+	const newcomers = 5
+	latencies := make([]time.Duration, newcomers)
+	for i := range latencies {
+		latencies[i] = newcomerStatus(t, c, ns, fmt.Sprintf("newcomer-%d", i))
 	}
-	eventually(t, 10*time.Second, "the newcomer's status", func() bool {
-		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, "newcomer", metav1.GetOptions{})
-		return err == nil && len(ing.Status.LoadBalancer.Ingress) == 1
-	})
-	latency := time.Since(start) // from the create request to the status being readable
-	t.Logf("status of a new Ingress at %d Ingresses: %s", n+1, latency.Round(time.Millisecond))
-	bound := time.Second
-	if raceEnabled {
-		bound = 4 * time.Second
-	}
-	if latency > bound {
-		t.Errorf("a new Ingress's status took %s at %d objects, want under %s", latency, n, bound)
-	}
+	t.Logf("status of a new Ingress at %d Ingresses, from the create request to the status being readable: median %s of %v",
+		n+1, median(latencies).Round(time.Millisecond), roundAll(latencies))
 
-	// A burst of 1,000 changes.
-	time.Sleep(time.Second) // let the status writes above settle
-	before := rebuilds(t, ctl)
+	time.Sleep(time.Second) // let the newcomers' rebuilds and status writes settle
+	stopProfile := cpuProfile(t, os.Getenv("PORTICO_SCALE_CPUPROFILE"))
+	before, cpuBefore := rebuilds(t, ctl), processCPU(t)
 	start = time.Now()
-	parallel(t, 1000, func(i int) error {
+	var lastWritten atomic.Int64 // the change whose write was acknowledged last
+	parallel(t, changes, func(i int) error {
 		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, fmt.Sprintf("app-%d", i), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		ing.Annotations = map[string]string{"burst": strconv.Itoa(i)}
-		_, err = c.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{})
-		return err
+		ing.Spec.Rules[0].Host = burstHost(i)
+		if _, err = c.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		lastWritten.Store(int64(i))
+		return nil
 	})
-	burst := time.Since(start)
-	time.Sleep(2 * time.Second)
+	written := time.Since(start)
+	// Each change moves an Ingress to a new host; a route to a missing Service answers
+	// 503, an unknown host 404. The last change written is waited for first, so that
+	// the figure is not the time it takes this test to ask for 1,000 hosts; then every
+	// host is checked (once served, a host stays served).
+	isServed := func(i int) func() bool {
+		return func() bool {
+			code, _ := ctl.get(t, burstHost(i), "/")
+			return code != 0 && code != http.StatusNotFound
+		}
+	}
+	last := int(lastWritten.Load())
+	eventually(t, 5*time.Minute, "host "+burstHost(last)+" to be served", isServed(last))
+	lastServed := time.Since(start)
+	stopProfile()
+	cpu := processCPU(t) - cpuBefore
+	for i := range changes {
+		eventually(t, 5*time.Minute, "host "+burstHost(i)+" to be served", isServed(i))
+	}
+	served := time.Since(start)
 	count := rebuilds(t, ctl) - before
-	t.Logf("a burst of 1,000 changes over %s caused %d rebuilds", burst.Round(time.Millisecond), count)
-	if limit := int(burst/(300*time.Millisecond)) + 5; count > limit {
-		t.Errorf("%d rebuilds for 1,000 changes over %s, want at most %d", count, burst, limit)
+	t.Logf("a burst of %d changes (new hosts), written in %s by 16 clients: the last one served by the embedded proxy %s after the first write (%s after the last), all of them checked by %s; %d rebuilds; %s CPU in this process (controller and clients) until the last was served",
+		changes, written.Round(time.Millisecond), lastServed.Round(time.Millisecond), (lastServed - written).Round(time.Millisecond), served.Round(time.Millisecond), count, cpu.Round(10*time.Millisecond))
+	// How many rebuilds coalescing makes of a burst depends on how the changes arrive in
+	// time, so the count is logged, not asserted; but a rebuild needs a change to start
+	// it (one more for the last newcomer's status, should its event come late).
+	if count > changes+1 {
+		t.Errorf("%d rebuilds for %d changes: coalescing should never rebuild more often than changes arrive", count, changes)
+	}
+}
+
+// newcomerStatus creates an Ingress and returns the time until its status is readable.
+func newcomerStatus(t *testing.T, c kubernetes.Interface, ns, name string) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress(name, name+".scale.test", "/", "svc"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, name+"'s status", func() bool {
+		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && len(ing.Status.LoadBalancer.Ingress) == 1
+	})
+	return time.Since(start)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond)
+	}
+	return out
+}
+
+func burstHost(i int) string { return fmt.Sprintf("app-%d.burst.scale.test", i) }
+
+// quietHeap is the smallest of three live heap readings a quarter second apart, after
+// a second's rest: a reading taken while a rebuild or a status write is under way counts
+// that work's garbage-to-be as live.
+func quietHeap() uint64 {
+	time.Sleep(time.Second)
+	least := liveHeap()
+	for range 2 {
+		time.Sleep(250 * time.Millisecond)
+		least = min(least, liveHeap())
+	}
+	return least
+}
+
+// processCPU is the user and system time this process has used.
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// liveHeap is the process's live Go heap after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC() // the second collection frees what finalizers released in the first
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// cpuProfile starts a CPU profile into file when file is set, and returns its stop.
+func cpuProfile(t *testing.T, file string) func() {
+	t.Helper()
+	if file == "" {
+		return func() {}
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+		t.Logf("CPU profile of the burst in %s", file)
 	}
 }
 
