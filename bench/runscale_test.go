@@ -263,16 +263,7 @@ func writeAtomic(t *testing.T, dir, name, content string) {
 }
 
 func startBackend(t *testing.T) string {
-	s := echo.New(echo.Config{Listen: "127.0.0.1:0", Service: "backend"})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	return s.Addr()
+	return testutil.StartEcho(t, echo.Config{Listen: "127.0.0.1:0", Service: "backend"})
 }
 
 func startPortico(t *testing.T, bin, dir string) process {

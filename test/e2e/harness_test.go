@@ -281,16 +281,7 @@ func backends(t *testing.T, names ...string) string {
 
 func startEcho(t *testing.T, ns, name string) string {
 	t.Helper()
-	s := echo.New(echo.Config{Listen: "127.0.0.1:0", Service: name, Namespace: ns})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	return s.Addr()
+	return testutil.StartEcho(t, echo.Config{Listen: "127.0.0.1:0", Service: name, Namespace: ns})
 }
 
 // serviceManifest declares a Service with port "http" (80) whose endpoints are addrs.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/testutil"
 )
@@ -54,23 +53,7 @@ func answeredBy(r result) string {
 // "namespace/name".
 func proxyStatuses(t *testing.T, dir string, opts dag.Options) map[string]dag.Status {
 	t.Helper()
-	res, err := app.Check(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.TranslateErr != nil {
-		t.Errorf("translation failed: %v", res.TranslateErr)
-	}
-	for _, p := range res.Problems {
-		t.Errorf("manifest problem: %s:%d: %s", p.File, p.Line, p.Reason)
-	}
-	out := map[string]dag.Status{}
-	for _, s := range res.Statuses {
-		if s.Object.Kind == dag.KindHTTPProxy {
-			out[s.Object.Namespace+"/"+s.Object.Name] = s
-		}
-	}
-	return out
+	return checkStatuses(t, dir, opts, dag.KindHTTPProxy)
 }
 
 // findProblem returns the problem of ps with the reason whose message contains every one

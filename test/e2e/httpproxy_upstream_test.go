@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -37,16 +36,7 @@ func startTLSEcho(t *testing.T, ns, name string, cert testutil.Cert) string {
 	if err := os.WriteFile(keyFile, cert.KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := echo.New(echo.Config{Listen: "127.0.0.1:0", Service: name, Namespace: ns, TLSCertFile: certFile, TLSKeyFile: keyFile})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	return s.Addr()
+	return testutil.StartEcho(t, echo.Config{Listen: "127.0.0.1:0", Service: name, Namespace: ns, TLSCertFile: certFile, TLSKeyFile: keyFile})
 }
 
 // tlsBackend is a TLS backend (h2 and HTTP/1.1 by ALPN) that counts the requests it gets

@@ -22,6 +22,13 @@ import (
 // statuses by "namespace/name".
 func checkIngressRoutes(t *testing.T, dir string, opts dag.Options) map[string]dag.Status {
 	t.Helper()
+	return checkStatuses(t, dir, opts, dag.KindIngressRoute)
+}
+
+// checkStatuses runs the offline check on dir and returns the statuses of the objects of
+// kind by "namespace/name", failing t on manifest problems and translation errors.
+func checkStatuses(t *testing.T, dir string, opts dag.Options, kind string) map[string]dag.Status {
+	t.Helper()
 	res, err := app.Check(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func checkIngressRoutes(t *testing.T, dir string, opts dag.Options) map[string]d
 	}
 	out := map[string]dag.Status{}
 	for _, s := range res.Statuses {
-		if s.Object.Kind == dag.KindIngressRoute {
+		if s.Object.Kind == kind {
 			out[s.Object.Namespace+"/"+s.Object.Name] = s
 		}
 	}
