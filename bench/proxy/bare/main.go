@@ -5,6 +5,9 @@
 // that the benchmark can measure it as its -baseline:
 //
 //	go build -o /tmp/bare ./bench/proxy/bare && bench/proxy/run.sh -baseline /tmp/bare
+//
+// With BARE_UPSTREAM=direct in its environment it forwards with direct (direct.go)
+// instead of http.Transport, to measure what the Transport's goroutines cost.
 package main
 
 import (
@@ -43,14 +46,21 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}
-	rp.BufferPool = &buffers{}
+	bufs := &buffers{}
+	var handler http.Handler
+	if os.Getenv("BARE_UPSTREAM") == "direct" {
+		handler = &direct{addr: target.Host, bufs: bufs}
+	} else {
+		rp := httputil.NewSingleHostReverseProxy(target)
+		rp.Transport = &http.Transport{MaxIdleConnsPerHost: maxIdlePerHost, DisableCompression: true}
+		rp.BufferPool = bufs
+		handler = rp
+	}
 	dir := filepath.Dir(*manifests)
 	errs := make(chan error, 2)
-	go func() { errs <- http.ListenAndServe(*httpAddr, rp) }()
+	go func() { errs <- http.ListenAndServe(*httpAddr, handler) }()
 	go func() {
-		errs <- http.ListenAndServeTLS(*httpsAddr, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), rp)
+		errs <- http.ListenAndServeTLS(*httpsAddr, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), handler)
 	}()
 	return <-errs
 }
@@ -68,7 +78,11 @@ func backendURL(manifests string) (*url.URL, error) {
 	return url.Parse("http://127.0.0.1:" + string(m[1]))
 }
 
-const bufferSize = 32 << 10
+const (
+	bufferSize = 32 << 10
+	// maxIdlePerHost is Portico's upstream pool size.
+	maxIdlePerHost = 1024
+)
 
 type buffers struct{ pool sync.Pool }
 
