@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -101,7 +102,7 @@ func (b *builder) setStatus(ref ObjectRef, v StatusValue, desc string) {
 }
 
 func (b *builder) graph() *Graph {
-	g := &Graph{Statuses: b.statuses}
+	g := &Graph{Statuses: statusPointers(b.statuses)}
 	for _, vh := range b.vhosts {
 		sortRoutes(vh.Routes)
 		g.HTTP = append(g.HTTP, vh)
@@ -115,17 +116,21 @@ func (b *builder) graph() *Graph {
 	}
 	sort.Slice(g.HTTP, func(i, j int) bool { return g.HTTP[i].Name < g.HTTP[j].Name })
 	sort.Slice(g.HTTPS, func(i, j int) bool { return g.HTTPS[i].Name < g.HTTPS[j].Name })
-	sort.SliceStable(g.Statuses, func(i, j int) bool {
-		a, c := g.Statuses[i].Object, g.Statuses[j].Object
-		if a.Kind != c.Kind {
-			return a.Kind < c.Kind
-		}
-		if a.Namespace != c.Namespace {
-			return a.Namespace < c.Namespace
-		}
-		return a.Name < c.Name
-	})
+	slices.SortStableFunc(g.Statuses, func(a, c *Status) int { return CompareObjectRefs(a.Object, c.Object) })
 	return g
+}
+
+// statusPointers points at each of statuses, which the graph then shares with the
+// graphs built incrementally after it: those copy only pointers, not the statuses.
+func statusPointers(statuses []Status) []*Status {
+	if len(statuses) == 0 {
+		return nil
+	}
+	out := make([]*Status, len(statuses))
+	for i := range statuses {
+		out[i] = &statuses[i]
+	}
+	return out
 }
 
 // sortRoutes puts routes in match order: Exact before regexes before prefixes (the
