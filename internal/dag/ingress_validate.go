@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // validateIngress returns every reason ing cannot be served, each naming the field and
@@ -55,11 +54,11 @@ func validateHost(host string) string {
 	if host == "*" {
 		return `a wildcard must be followed by a domain, as in "*.example.com"`
 	}
-	if validation.IsValidIP(nil, host) == nil {
+	if isIP(host) {
 		return "hosts must be DNS names, not IP addresses"
 	}
 	if strings.HasPrefix(host, "*.") {
-		if msgs := validation.IsWildcardDNS1123Subdomain(host); len(msgs) > 0 {
+		if msgs := isWildcardDNS1123Subdomain(host); len(msgs) > 0 {
 			return strings.Join(msgs, "; ")
 		}
 		return ""
@@ -67,7 +66,7 @@ func validateHost(host string) string {
 	if strings.Contains(host, "*") {
 		return `"*" may only appear alone as the first label, as in "*.example.com"`
 	}
-	if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
+	if msgs := isDNS1123Subdomain(host); len(msgs) > 0 {
 		return strings.Join(msgs, "; ")
 	}
 	return ""
@@ -129,7 +128,7 @@ func validateBackend(field string, be *networkingv1.IngressBackend) []string {
 	}
 	svc := be.Service
 	var errs []string
-	if msgs := validation.IsDNS1035Label(svc.Name); len(msgs) > 0 {
+	if msgs := isDNS1035Label(svc.Name); len(msgs) > 0 {
 		errs = append(errs, fmt.Sprintf("%s.service.name %q: %s", field, svc.Name, strings.Join(msgs, "; ")))
 	}
 	p := svc.Port
@@ -139,7 +138,7 @@ func validateBackend(field string, be *networkingv1.IngressBackend) []string {
 	case p.Name == "" && (p.Number < 1 || p.Number > 65535):
 		errs = append(errs, fmt.Sprintf("%s.service.port.number %d: must be between 1 and 65535 (or set port.name)", field, p.Number))
 	case p.Name != "":
-		if msgs := validation.IsValidPortName(p.Name); len(msgs) > 0 {
+		if msgs := isValidPortName(p.Name); len(msgs) > 0 {
 			errs = append(errs, fmt.Sprintf("%s.service.port.name %q: %s", field, p.Name, strings.Join(msgs, "; ")))
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // serviceCluster resolves a Service backend (in the referring object's namespace) to the
@@ -141,7 +140,7 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 		// The name labels the cluster's stats. The API server only stores DNS labels, but
 		// a manifest in run mode is not validated: a name it would refuse (not UTF-8, say)
 		// is left out, and the stats use the port number.
-		if len(validation.IsDNS1123Label(sp.Name)) == 0 {
+		if len(isDNS1123Label(sp.Name)) == 0 {
 			c.PortName = sp.Name
 		}
 		if s.Spec.Type == corev1.ServiceTypeExternalName {
