@@ -9,7 +9,7 @@ import (
 
 // CheckResult is what `portico check` reports.
 type CheckResult struct {
-	Statuses []dag.Status
+	Statuses []*dag.Status
 	Problems []manifest.Problem
 	// TranslateErr is set if the graph could not be translated (a Portico bug).
 	TranslateErr error

@@ -125,19 +125,21 @@ func (k *LastValid) substitutes(s *store.Store, g *dag.Graph, sc *scope) map[dag
 func markKept(built, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) *dag.Graph {
 	// The builder may keep the graph it returned (an incremental one does): change a copy.
 	final := &dag.Graph{HTTP: built.HTTP, HTTPS: built.HTTPS, Statuses: slices.Clone(built.Statuses)}
-	why := map[dag.ObjectRef]dag.Status{}
+	why := map[dag.ObjectRef]*dag.Status{}
 	for _, st := range current.Statuses {
 		if _, ok := kept[st.Object]; ok {
 			why[st.Object] = st
 		}
 	}
-	for i := range final.Statuses {
-		st := &final.Statuses[i]
+	for i, st := range final.Statuses {
 		if w, ok := why[st.Object]; ok {
-			st.Status = dag.StatusInvalid
-			st.Description = keptDescription(w.Description)
-			st.Errors = w.Errors
+			// The built graph's status may be shared with other graphs: replace, not modify.
+			marked := *st
+			marked.Status = dag.StatusInvalid
+			marked.Description = keptDescription(w.Description)
+			marked.Errors = w.Errors
 			// Hosts stay those the previous version serves: they are still answered.
+			final.Statuses[i] = &marked
 		}
 	}
 	return final
@@ -237,11 +239,11 @@ func (sc *scope) add(b Builder) {
 }
 
 // statuses returns the statuses of g in the scope.
-func (sc *scope) statuses(g *dag.Graph) []dag.Status {
+func (sc *scope) statuses(g *dag.Graph) []*dag.Status {
 	if sc.all {
 		return g.Statuses
 	}
-	var out []dag.Status
+	var out []*dag.Status
 	for ref := range sc.refs {
 		out = append(out, dag.StatusesOf(g.Statuses, ref)...)
 	}

@@ -49,7 +49,7 @@ func lvStore(t *testing.T, docs ...string) *store.Store {
 	return store.FromObjects(objs)
 }
 
-func statusOf(t *testing.T, g *dag.Graph, name string) dag.Status {
+func statusOf(t *testing.T, g *dag.Graph, name string) *dag.Status {
 	t.Helper()
 	for _, s := range g.Statuses {
 		if s.Object.Name == name {
@@ -57,7 +57,7 @@ func statusOf(t *testing.T, g *dag.Graph, name string) dag.Status {
 		}
 	}
 	t.Fatalf("no status for %s in %+v", name, g.Statuses)
-	return dag.Status{}
+	return &dag.Status{}
 }
 
 // servedCluster is the service the first route of host answers from, "" if none.

@@ -317,7 +317,7 @@ func (s *Server) ready() (bool, string) {
 // built is one build's inputs and outcome, as the status writer needs them.
 type built struct {
 	store    *store.Store
-	statuses []dag.Status
+	statuses []*dag.Status
 }
 
 // Leading reports whether this replica holds the lease (and so writes status).

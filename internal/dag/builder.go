@@ -1,7 +1,10 @@
 package dag
 
 import (
+	"cmp"
+	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -42,12 +45,16 @@ func (o Options) withDefaults() Options {
 // Build compiles the objects in s into a graph. It never fails: an object that cannot be
 // served is left out of the graph and given a status that says why.
 func Build(s *store.Store, opts Options) *Graph {
+	// Sized for one host, one cluster and one status per routing object, the common
+	// shape: growing them from nothing costs more than the guess when it is wrong.
+	objects := len(s.Ingresses) + len(s.IngressRoutes) + len(s.HTTPProxies)
 	b := &builder{
 		store:    s,
 		opts:     opts.withDefaults(),
-		vhosts:   map[string]*VirtualHost{},
+		vhosts:   make(map[string]*VirtualHost, objects),
 		svhosts:  map[string]*SecureVirtualHost{},
-		clusters: map[string]*Cluster{},
+		clusters: make(map[clusterKey]*Cluster, objects),
+		statuses: make([]Status, 0, objects),
 	}
 	// IngressRoute roots and Ingresses may want the same host: the older keeps it, so the
 	// roots' hosts are known before Ingresses are processed.
@@ -78,7 +85,7 @@ type builder struct {
 	opts     Options
 	vhosts   map[string]*VirtualHost
 	svhosts  map[string]*SecureVirtualHost
-	clusters map[string]*Cluster
+	clusters map[clusterKey]*Cluster
 	statuses []Status
 	// secrets and delegationsByNS are computed once per build, on first use.
 	secrets         map[types.NamespacedName]checkedSecret
@@ -101,7 +108,7 @@ func (b *builder) setStatus(ref ObjectRef, v StatusValue, desc string) {
 }
 
 func (b *builder) graph() *Graph {
-	g := &Graph{Statuses: b.statuses}
+	g := &Graph{Statuses: statusPointers(b.statuses)}
 	for _, vh := range b.vhosts {
 		sortRoutes(vh.Routes)
 		g.HTTP = append(g.HTTP, vh)
@@ -113,19 +120,23 @@ func (b *builder) graph() *Graph {
 		}
 		g.HTTPS = append(g.HTTPS, svh)
 	}
-	sort.Slice(g.HTTP, func(i, j int) bool { return g.HTTP[i].Name < g.HTTP[j].Name })
-	sort.Slice(g.HTTPS, func(i, j int) bool { return g.HTTPS[i].Name < g.HTTPS[j].Name })
-	sort.SliceStable(g.Statuses, func(i, j int) bool {
-		a, c := g.Statuses[i].Object, g.Statuses[j].Object
-		if a.Kind != c.Kind {
-			return a.Kind < c.Kind
-		}
-		if a.Namespace != c.Namespace {
-			return a.Namespace < c.Namespace
-		}
-		return a.Name < c.Name
-	})
+	slices.SortFunc(g.HTTP, func(a, c *VirtualHost) int { return strings.Compare(a.Name, c.Name) })
+	slices.SortFunc(g.HTTPS, func(a, c *SecureVirtualHost) int { return strings.Compare(a.Name, c.Name) })
+	slices.SortStableFunc(g.Statuses, func(a, c *Status) int { return CompareObjectRefs(a.Object, c.Object) })
 	return g
+}
+
+// statusPointers points at each of statuses, which the graph then shares with the
+// graphs built incrementally after it: those copy only pointers, not the statuses.
+func statusPointers(statuses []Status) []*Status {
+	if len(statuses) == 0 {
+		return nil
+	}
+	out := make([]*Status, len(statuses))
+	for i := range statuses {
+		out[i] = &statuses[i]
+	}
+	return out
 }
 
 // sortRoutes puts routes in match order: Exact before regexes before prefixes (the
@@ -144,20 +155,22 @@ func sortRoutes(routes []*Route) {
 		}
 		return 2
 	}
-	sort.SliceStable(routes, func(i, j int) bool {
-		a, c := routes[i], routes[j]
+	if len(routes) < 2 {
+		return
+	}
+	slices.SortStableFunc(routes, func(a, c *Route) int {
 		if ra, rc := rank(a.Path.Kind), rank(c.Path.Kind); ra != rc {
-			return ra < rc
+			return cmp.Compare(ra, rc)
 		}
 		if len(a.Path.Value) != len(c.Path.Value) {
-			return len(a.Path.Value) > len(c.Path.Value)
+			return cmp.Compare(len(c.Path.Value), len(a.Path.Value))
 		}
 		if a.Path.Value != c.Path.Value {
-			return a.Path.Value < c.Path.Value
+			return strings.Compare(a.Path.Value, c.Path.Value)
 		}
 		if len(a.Headers) != len(c.Headers) {
-			return len(a.Headers) > len(c.Headers)
+			return cmp.Compare(len(c.Headers), len(a.Headers))
 		}
-		return len(a.Query) > len(c.Query)
+		return cmp.Compare(len(c.Query), len(a.Query))
 	})
 }

@@ -17,7 +17,9 @@ type Graph struct {
 	// HTTPS are the virtual hosts served on the TLS listener, one per server name, ordered by name.
 	HTTPS []*SecureVirtualHost
 	// Statuses holds one entry per routing object (Ingress, ...), ordered by kind, namespace, name.
-	Statuses []Status
+	// A status is never modified once in a graph: graphs built incrementally share the
+	// unchanged ones.
+	Statuses []*Status
 }
 
 // Clusters returns every cluster referenced by the graph's routes, once each, in order of
@@ -412,7 +414,7 @@ type Problem struct {
 
 // Same reports whether two statuses say the same thing about the same object: what a
 // status writer compares before writing again.
-func (s Status) Same(o Status) bool {
+func (s *Status) Same(o *Status) bool {
 	return s.Object == o.Object && s.Status == o.Status && s.Description == o.Description &&
 		slices.Equal(s.Warnings, o.Warnings) && slices.Equal(s.Errors, o.Errors)
 }

@@ -110,7 +110,7 @@ func viewRoutes(vh *VirtualHost) []routeView {
 func statusOf(g *Graph, namespace, name string) Status {
 	for _, s := range g.Statuses {
 		if s.Object.Namespace == namespace && s.Object.Name == name {
-			return s
+			return *s
 		}
 	}
 	return Status{}

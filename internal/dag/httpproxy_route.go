@@ -11,7 +11,6 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
@@ -538,7 +537,7 @@ func redirectHostname(h string) string {
 	if h == "" {
 		return "is empty: name the host to redirect to, or leave hostname out to keep the request's"
 	}
-	if errs := validation.IsDNS1123Subdomain(strings.ToLower(h)); len(errs) > 0 {
+	if errs := isDNS1123Subdomain(strings.ToLower(h)); len(errs) > 0 {
 		return "is not a host name: " + strings.Join(errs, "; ")
 	}
 	return ""

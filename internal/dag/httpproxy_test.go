@@ -999,8 +999,8 @@ spec:
 	c.Errors = []Problem{{Type: "T", Reason: "R", Message: "m"}}
 	d := a
 	d.Warnings = append([]Problem(nil), a.Warnings...)
-	if !a.Same(d) || a.Same(b) || a.Same(c) {
-		t.Errorf("Same: a~d %t (want true), a~b %t, a~c %t (want false)", a.Same(d), a.Same(b), a.Same(c))
+	if !a.Same(&d) || a.Same(&b) || a.Same(&c) {
+		t.Errorf("Same: a~d %t (want true), a~b %t, a~c %t (want false)", a.Same(&d), a.Same(&b), a.Same(&c))
 	}
 }
 

@@ -97,7 +97,7 @@ type component struct {
 	objects  []ObjectRef
 	http     []*VirtualHost
 	https    []*SecureVirtualHost
-	statuses []Status
+	statuses []*Status
 }
 
 type keyIndex map[string]map[ObjectRef]struct{}
@@ -468,7 +468,7 @@ func (inc *Incremental) merge(removed map[int]bool, added []*component) *Graph {
 		dropObjs  []ObjectRef
 		addHTTP   []*VirtualHost
 		addHTTPS  []*SecureVirtualHost
-		addStatus []Status
+		addStatus []*Status
 	)
 	for id := range removed {
 		c := inc.comps[id]
@@ -497,7 +497,7 @@ func (inc *Incremental) merge(removed map[int]bool, added []*component) *Graph {
 			func(a, b string) int { return cmpString(a, b) }),
 		HTTPS: spliceSorted(old.HTTPS, dropHTTPS, addHTTPS, func(svh *SecureVirtualHost) string { return svh.Name },
 			func(a, b string) int { return cmpString(a, b) }),
-		Statuses: spliceSorted(old.Statuses, dropObjs, addStatus, func(st Status) ObjectRef { return st.Object }, CompareObjectRefs),
+		Statuses: spliceSorted(old.Statuses, dropObjs, addStatus, func(st *Status) ObjectRef { return st.Object }, CompareObjectRefs),
 	}
 }
 
@@ -553,8 +553,8 @@ func CompareObjectRefs(a, b ObjectRef) int {
 
 // StatusesOf returns the statuses of ref in statuses, which are ordered by object as
 // Graph.Statuses is, found by binary search.
-func StatusesOf(statuses []Status, ref ObjectRef) []Status {
-	i, _ := slices.BinarySearchFunc(statuses, ref, func(st Status, r ObjectRef) int { return CompareObjectRefs(st.Object, r) })
+func StatusesOf(statuses []*Status, ref ObjectRef) []*Status {
+	i, _ := slices.BinarySearchFunc(statuses, ref, func(st *Status, r ObjectRef) int { return CompareObjectRefs(st.Object, r) })
 	j := i
 	for j < len(statuses) && statuses[j].Object == ref {
 		j++

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // validateIngress returns every reason ing cannot be served, each naming the field and
@@ -13,24 +12,23 @@ import (
 func validateIngress(ing *networkingv1.Ingress) []string {
 	var errs []string
 	if db := ing.Spec.DefaultBackend; db != nil {
-		errs = append(errs, validateBackend("spec.defaultBackend", db)...)
+		errs = append(errs, validateBackend(func() string { return "spec.defaultBackend" }, db)...)
 	}
+	// Field names are formatted only for the messages: a valid Ingress needs none.
 	for i, rule := range ing.Spec.Rules {
-		field := fmt.Sprintf("spec.rules[%d]", i)
 		if rule.Host != "" {
 			if err := validateHost(rule.Host); err != "" {
-				errs = append(errs, fmt.Sprintf("%s.host %q: %s", field, rule.Host, err))
+				errs = append(errs, fmt.Sprintf("spec.rules[%d].host %q: %s", i, rule.Host, err))
 			}
 		}
 		if rule.HTTP == nil {
 			continue
 		}
 		for j, p := range rule.HTTP.Paths {
-			pf := fmt.Sprintf("%s.http.paths[%d]", field, j)
 			if err := validatePath(pathTypeOf(p), p.Path); err != "" {
-				errs = append(errs, fmt.Sprintf("%s.path %q: %s", pf, p.Path, err))
+				errs = append(errs, fmt.Sprintf("spec.rules[%d].http.paths[%d].path %q: %s", i, j, p.Path, err))
 			}
-			errs = append(errs, validateBackend(pf+".backend", &p.Backend)...)
+			errs = append(errs, validateBackend(func() string { return fmt.Sprintf("spec.rules[%d].http.paths[%d].backend", i, j) }, &p.Backend)...)
 		}
 	}
 	for i, t := range ing.Spec.TLS {
@@ -55,11 +53,11 @@ func validateHost(host string) string {
 	if host == "*" {
 		return `a wildcard must be followed by a domain, as in "*.example.com"`
 	}
-	if validation.IsValidIP(nil, host) == nil {
+	if isIP(host) {
 		return "hosts must be DNS names, not IP addresses"
 	}
 	if strings.HasPrefix(host, "*.") {
-		if msgs := validation.IsWildcardDNS1123Subdomain(host); len(msgs) > 0 {
+		if msgs := isWildcardDNS1123Subdomain(host); len(msgs) > 0 {
 			return strings.Join(msgs, "; ")
 		}
 		return ""
@@ -67,7 +65,7 @@ func validateHost(host string) string {
 	if strings.Contains(host, "*") {
 		return `"*" may only appear alone as the first label, as in "*.example.com"`
 	}
-	if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
+	if msgs := isDNS1123Subdomain(host); len(msgs) > 0 {
 		return strings.Join(msgs, "; ")
 	}
 	return ""
@@ -112,35 +110,35 @@ func validatePath(pt networkingv1.PathType, path string) string {
 }
 
 // validateBackend checks that exactly one of service and resource is set, and that a service
-// backend names a port by number or by name.
-func validateBackend(field string, be *networkingv1.IngressBackend) []string {
+// backend names a port by number or by name. field names the backend in messages.
+func validateBackend(field func() string, be *networkingv1.IngressBackend) []string {
 	switch {
 	case be.Service != nil && be.Resource != nil:
-		return []string{field + ": set either service or resource, not both"}
+		return []string{field() + ": set either service or resource, not both"}
 	case be.Resource != nil:
 		r := be.Resource
 		group := ""
 		if r.APIGroup != nil {
 			group = *r.APIGroup
 		}
-		return []string{fmt.Sprintf("%s.resource: backends of kind %q (apiGroup %q) are not supported by Portico; use a Service backend", field, r.Kind, group)}
+		return []string{fmt.Sprintf("%s.resource: backends of kind %q (apiGroup %q) are not supported by Portico; use a Service backend", field(), r.Kind, group)}
 	case be.Service == nil:
-		return []string{field + ": a service backend is required"}
+		return []string{field() + ": a service backend is required"}
 	}
 	svc := be.Service
 	var errs []string
-	if msgs := validation.IsDNS1035Label(svc.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Sprintf("%s.service.name %q: %s", field, svc.Name, strings.Join(msgs, "; ")))
+	if msgs := isDNS1035Label(svc.Name); len(msgs) > 0 {
+		errs = append(errs, fmt.Sprintf("%s.service.name %q: %s", field(), svc.Name, strings.Join(msgs, "; ")))
 	}
 	p := svc.Port
 	switch {
 	case p.Name != "" && p.Number != 0:
-		errs = append(errs, field+".service.port: set either number or name, not both")
+		errs = append(errs, field()+".service.port: set either number or name, not both")
 	case p.Name == "" && (p.Number < 1 || p.Number > 65535):
-		errs = append(errs, fmt.Sprintf("%s.service.port.number %d: must be between 1 and 65535 (or set port.name)", field, p.Number))
+		errs = append(errs, fmt.Sprintf("%s.service.port.number %d: must be between 1 and 65535 (or set port.name)", field(), p.Number))
 	case p.Name != "":
-		if msgs := validation.IsValidPortName(p.Name); len(msgs) > 0 {
-			errs = append(errs, fmt.Sprintf("%s.service.port.name %q: %s", field, p.Name, strings.Join(msgs, "; ")))
+		if msgs := isValidPortName(p.Name); len(msgs) > 0 {
+			errs = append(errs, fmt.Sprintf("%s.service.port.name %q: %s", field(), p.Name, strings.Join(msgs, "; ")))
 		}
 	}
 	return errs

@@ -106,7 +106,7 @@ func irStatus(t testing.TB, g *Graph, namespace, name string) Status {
 	var found []Status
 	for _, s := range g.Statuses {
 		if s.Object == (ObjectRef{Kind: KindIngressRoute, Namespace: namespace, Name: name}) {
-			found = append(found, s)
+			found = append(found, *s)
 		}
 	}
 	if len(found) != 1 {

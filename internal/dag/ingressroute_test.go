@@ -1066,6 +1066,7 @@ func TestIngressRouteStatusOnePerObject(t *testing.T) {
 	var got []Status
 	for _, s := range g.Statuses {
 		if s.Object.Kind == KindIngressRoute {
+			s := *s
 			s.Description = ""
 			got = append(got, s)
 		}

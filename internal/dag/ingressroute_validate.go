@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 )
 
@@ -96,7 +94,7 @@ func validateFQDN(h string) string {
 	case strings.Contains(h, "*"):
 		return "has a wildcard: IngressRoute virtual hosts are fully qualified names"
 	}
-	if errs := validation.IsDNS1123Subdomain(strings.ToLower(h)); len(errs) > 0 {
+	if errs := isDNS1123Subdomain(strings.ToLower(h)); len(errs) > 0 {
 		return "is not a valid host name: " + strings.Join(errs, "; ")
 	}
 	return ""
@@ -110,10 +108,10 @@ func validateSecretRef(ref string) string {
 	ns, name, delegated := strings.Cut(ref, "/")
 	if !delegated {
 		name = ns
-	} else if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+	} else if errs := isDNS1123Label(ns); len(errs) > 0 {
 		return fmt.Sprintf("%q: namespace %q is not valid: %s", ref, ns, strings.Join(errs, "; "))
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+	if errs := isDNS1123Subdomain(name); len(errs) > 0 {
 		return fmt.Sprintf("%q: %q is not a valid Secret name: %s", ref, name, strings.Join(errs, "; "))
 	}
 	return ""
@@ -135,11 +133,11 @@ func validateRoute(r *ingressroutev1.Route) []string {
 		add("has neither services nor delegate")
 	}
 	if d := r.Delegate; d != nil {
-		if errs := validation.IsDNS1123Subdomain(d.Name); len(errs) > 0 {
+		if errs := isDNS1123Subdomain(d.Name); len(errs) > 0 {
 			add("delegate.name %q is not valid: %s", d.Name, strings.Join(errs, "; "))
 		}
 		if d.Namespace != "" {
-			if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
+			if errs := isDNS1123Label(d.Namespace); len(errs) > 0 {
 				add("delegate.namespace %q is not valid: %s", d.Namespace, strings.Join(errs, "; "))
 			}
 		}
@@ -200,7 +198,7 @@ func validateMatch(p string) string {
 
 func validateService(s *ingressroutev1.Service) []string {
 	var errs []string
-	if es := validation.IsDNS1035Label(s.Name); len(es) > 0 {
+	if es := isDNS1035Label(s.Name); len(es) > 0 {
 		errs = append(errs, fmt.Sprintf("name %q is not a Service name: %s", s.Name, strings.Join(es, "; ")))
 	}
 	if s.Port < 1 || s.Port > 65535 {
@@ -226,7 +224,7 @@ func validateHealthCheck(hc *ingressroutev1.HealthCheck) []string {
 		errs = append(errs, "path "+e)
 	}
 	if hc.Host != "" {
-		if es := validation.IsDNS1123Subdomain(strings.ToLower(hc.Host)); len(es) > 0 {
+		if es := isDNS1123Subdomain(strings.ToLower(hc.Host)); len(es) > 0 {
 			errs = append(errs, fmt.Sprintf("host %q is not a host name: %s", hc.Host, strings.Join(es, "; ")))
 		}
 	}

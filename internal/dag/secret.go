@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +50,7 @@ func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHost
 			plan.errs = append(plan.errs, fmt.Sprintf("%s.secretName is empty: HTTPS is not served for %v; name a kubernetes.io/tls Secret in namespace %s", field, hosts, ing.Namespace))
 			continue
 		}
-		if msgs := validation.IsDNS1123Subdomain(t.SecretName); len(msgs) > 0 {
+		if msgs := isDNS1123Subdomain(t.SecretName); len(msgs) > 0 {
 			plan.errs = append(plan.errs, fmt.Sprintf("%s.secretName %q is not a valid Secret name (%s): HTTPS is not served for %v", field, t.SecretName, strings.Join(msgs, "; "), hosts))
 			continue
 		}

@@ -1,10 +1,11 @@
 package dag
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // serviceCluster resolves a Service backend (in the referring object's namespace) to the
@@ -130,18 +130,18 @@ func (p clusterPolicy) suffix() string {
 // cluster returns the cluster for a Service port and policy, creating it on first use so
 // that every route to the same port with the same policy shares one cluster.
 func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Service, sp *corev1.ServicePort, pol clusterPolicy) *Cluster {
-	name := svc.Namespace + "/" + svc.Name + "/" + port + pol.suffix()
-	if c, ok := b.clusters[name]; ok {
+	key := clusterKey{svc: svc, port: port, suffix: pol.suffix()}
+	if c, ok := b.clusters[key]; ok {
 		return c
 	}
-	c := &Cluster{Name: name, Service: svc, LoadBalancer: pol.lb, HealthCheck: pol.hc,
+	c := &Cluster{Name: svc.Namespace + "/" + svc.Name + "/" + port + key.suffix, Service: svc, LoadBalancer: pol.lb, HealthCheck: pol.hc,
 		Protocol: pol.protocol, UpstreamValidation: pol.validation, Outlier: pol.outlier, IdleConnectionTimeout: pol.idleConn}
 	if sp != nil {
 		c.Port = sp.Port
 		// The name labels the cluster's stats. The API server only stores DNS labels, but
 		// a manifest in run mode is not validated: a name it would refuse (not UTF-8, say)
 		// is left out, and the stats use the port number.
-		if len(validation.IsDNS1123Label(sp.Name)) == 0 {
+		if len(isDNS1123Label(sp.Name)) == 0 {
 			c.PortName = sp.Name
 		}
 		if s.Spec.Type == corev1.ServiceTypeExternalName {
@@ -150,8 +150,15 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 			c.Endpoints, c.SkippedEndpoints = b.endpoints(svc, sp.Name)
 		}
 	}
-	b.clusters[name] = c
+	b.clusters[key] = c
 	return c
+}
+
+// clusterKey is what a cluster's name is made of: routes to the same Service port find
+// their cluster without making the name again.
+type clusterKey struct {
+	svc          types.NamespacedName
+	port, suffix string
 }
 
 // endpoints returns the ready addresses serving the Service port named portName, from its
@@ -207,11 +214,11 @@ func derefString(s *string) string {
 }
 
 func sortedUniqueEndpoints(in []Endpoint) []Endpoint {
-	sort.Slice(in, func(i, j int) bool {
-		if in[i].Address != in[j].Address {
-			return in[i].Address < in[j].Address
+	slices.SortFunc(in, func(a, b Endpoint) int {
+		if c := strings.Compare(a.Address, b.Address); c != 0 {
+			return c
 		}
-		return in[i].Port < in[j].Port
+		return cmp.Compare(a.Port, b.Port)
 	})
 	out := in[:0]
 	for i, e := range in {

@@ -76,7 +76,7 @@ func (b *builder) validateHTTPProxyObject(p *contourv1.HTTPProxy) Verdict {
 		return Verdict{}
 	}
 	if b.clusters == nil {
-		b.clusters = map[string]*Cluster{}
+		b.clusters = map[clusterKey]*Cluster{}
 	}
 	n := &proxyNode{p: p, ref: ObjectRef{Kind: KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}}
 	if reason := p.Annotations[contourv1.DecodeErrorAnnotation]; reason != "" {

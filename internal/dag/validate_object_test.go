@@ -250,7 +250,7 @@ spec:
 			g := Build(store.FromObjects(append([]runtime.Object{tc.obj}, tc.context...)), tc.opts)
 			var st Status
 			if len(g.Statuses) > 0 {
-				st = g.Statuses[0]
+				st = *g.Statuses[0]
 			}
 			if st.Status != tc.status {
 				t.Fatalf("build status %q (%s), want %q", st.Status, st.Description, tc.status)

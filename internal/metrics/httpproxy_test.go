@@ -16,10 +16,10 @@ import (
 func TestHTTPProxyGaugesCountHTTPProxiesOnly(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := NewPipeline(reg)
-	proxy := func(ns, name string, v dag.StatusValue, root bool, hosts ...string) dag.Status {
-		return dag.Status{Object: dag.ObjectRef{Kind: dag.KindHTTPProxy, Namespace: ns, Name: name}, Status: v, Root: root, Hosts: hosts}
+	proxy := func(ns, name string, v dag.StatusValue, root bool, hosts ...string) *dag.Status {
+		return &dag.Status{Object: dag.ObjectRef{Kind: dag.KindHTTPProxy, Namespace: ns, Name: name}, Status: v, Root: root, Hosts: hosts}
 	}
-	m.ObserveRebuild(time.Now(), []dag.Status{
+	m.ObserveRebuild(time.Now(), []*dag.Status{
 		proxy("infra", "root", dag.StatusValid, true, "a.example.com"),
 		proxy("team", "api", dag.StatusValid, false, "a.example.com"),
 		proxy("team", "stray", dag.StatusOrphaned, false),

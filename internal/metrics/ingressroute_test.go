@@ -11,8 +11,8 @@ import (
 	"github.com/portico-dev/portico/internal/dag"
 )
 
-func irStatus(ns, name string, v dag.StatusValue, root bool, hosts ...string) dag.Status {
-	return dag.Status{Object: dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: ns, Name: name}, Status: v, Root: root, Hosts: hosts}
+func irStatus(ns, name string, v dag.StatusValue, root bool, hosts ...string) *dag.Status {
+	return &dag.Status{Object: dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: ns, Name: name}, Status: v, Root: root, Hosts: hosts}
 }
 
 // The seed-003 gauges count IngressRoutes by namespace (and virtual host), follow each
@@ -20,7 +20,7 @@ func irStatus(ns, name string, v dag.StatusValue, root bool, hosts ...string) da
 func TestIngressRouteGaugesFollowRebuilds(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := NewPipeline(reg)
-	m.ObserveRebuild(time.Now(), []dag.Status{
+	m.ObserveRebuild(time.Now(), []*dag.Status{
 		irStatus("infra", "root", dag.StatusValid, true, "a.example.com", "www.a.example.com"),
 		irStatus("web", "site", dag.StatusValid, false, "a.example.com"),
 		irStatus("web", "green", dag.StatusOrphaned, false),
@@ -64,7 +64,7 @@ contour_ingressroute_valid_total{namespace="web",vhost="a.example.com"} 1
 		t.Fatalf("dagrebuild timestamp %v is not recent", ts)
 	}
 
-	m.ObserveRebuild(time.Now(), []dag.Status{irStatus("web", "green", dag.StatusOrphaned, false)}, nil)
+	m.ObserveRebuild(time.Now(), []*dag.Status{irStatus("web", "green", dag.StatusOrphaned, false)}, nil)
 	want = `
 # HELP contour_ingressroute_total IngressRoutes, whatever their status.
 # TYPE contour_ingressroute_total gauge

@@ -97,13 +97,13 @@ func (m *RouteObjects) collectors() []prometheus.Collector {
 }
 
 // observe replaces the gauges with the counts of one build's statuses.
-func (m *IngressRoutes) observe(statuses []dag.Status, at time.Time) {
+func (m *IngressRoutes) observe(statuses []*dag.Status, at time.Time) {
 	m.DAGRebuilds.Set(float64(at.Unix()))
 	m.RouteObjects.observe(statuses)
 }
 
 // observe replaces the gauges with the counts of one build's statuses.
-func (m *RouteObjects) observe(statuses []dag.Status) {
+func (m *RouteObjects) observe(statuses []*dag.Status) {
 	total, orphaned, roots, valid, invalid := counts{}, counts{}, counts{}, counts{}, counts{}
 	for _, s := range statuses {
 		if s.Object.Kind != m.kind || s.Status == dag.StatusIgnored {
@@ -211,7 +211,7 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 
 // ObserveRebuild records one rebuild that started at start. Rebuilds call it one at a
 // time (the pipeline runs them in one goroutine).
-func (m *Pipeline) ObserveRebuild(start time.Time, statuses []dag.Status, err error) {
+func (m *Pipeline) ObserveRebuild(start time.Time, statuses []*dag.Status, err error) {
 	m.Rebuilds.Inc()
 	// The graph was rebuilt even when its translation failed: its statuses stand.
 	m.IngressRoutes.observe(statuses, time.Now())

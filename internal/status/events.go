@@ -27,7 +27,7 @@ const (
 type EventWriter struct {
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
-	last        map[dag.ObjectRef]dag.Status
+	last        map[dag.ObjectRef]*dag.Status
 }
 
 // NewEventWriter starts recording Events through client until Shutdown.
@@ -38,7 +38,7 @@ func NewEventWriter(client kubernetes.Interface, logger *slog.Logger) *EventWrit
 	return &EventWriter{
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "portico"}),
 		broadcaster: b,
-		last:        map[dag.ObjectRef]dag.Status{},
+		last:        map[dag.ObjectRef]*dag.Status{},
 	}
 }
 
@@ -47,8 +47,8 @@ func (w *EventWriter) Shutdown() { w.broadcaster.Shutdown() }
 
 // Observe emits an Event for each Ingress whose status changed since the last call:
 // a Warning when it is invalid, a Normal one when it becomes valid.
-func (w *EventWriter) Observe(s *store.Store, statuses []dag.Status) {
-	next := make(map[dag.ObjectRef]dag.Status, len(statuses))
+func (w *EventWriter) Observe(s *store.Store, statuses []*dag.Status) {
+	next := make(map[dag.ObjectRef]*dag.Status, len(statuses))
 	for _, st := range statuses {
 		next[st.Object] = st
 		if prev, seen := w.last[st.Object]; (seen && prev.Same(st)) || st.Object.Kind != dag.KindIngress {

@@ -32,7 +32,7 @@ const (
 // HTTPProxyStatus is the status an HTTPProxy with build status st should have. prev is
 // the status it has now: the condition's lastTransitionTime moves only when the
 // condition's truth does, as Kubernetes API conventions ask.
-func HTTPProxyStatus(st dag.Status, generation int64, prev contourv1.HTTPProxyStatus, now time.Time) contourv1.HTTPProxyStatus {
+func HTTPProxyStatus(st *dag.Status, generation int64, prev contourv1.HTTPProxyStatus, now time.Time) contourv1.HTTPProxyStatus {
 	out := contourv1.HTTPProxyStatus{
 		CurrentStatus: string(st.Status),
 		Description:   st.Description,
@@ -114,7 +114,7 @@ type httpProxyUpdate struct {
 // Sync makes every processed HTTPProxy's status match its build status and returns how
 // many writes failed. ctx should end when this replica stops leading.
 // Roots also get lb, the addresses the proxy is reached at, as Ingresses do.
-func (w *HTTPProxyWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status, lb []networkingv1.IngressLoadBalancerIngress) int {
+func (w *HTTPProxyWriter) Sync(ctx context.Context, s *store.Store, statuses []*dag.Status, lb []networkingv1.IngressLoadBalancerIngress) int {
 	if w.Client == nil {
 		return 0
 	}

@@ -74,7 +74,7 @@ type ingressUpdate struct {
 // address Portico wrote (by managedFields, or equal to the current address). Another controller's status is never touched. It
 // returns how many writes failed, so that the caller can retry. ctx should end when
 // this replica stops leading: no write starts after that.
-func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status, lb []networkingv1.IngressLoadBalancerIngress) int {
+func (w *IngressWriter) Sync(ctx context.Context, s *store.Store, statuses []*dag.Status, lb []networkingv1.IngressLoadBalancerIngress) int {
 	var updates []ingressUpdate
 	for _, st := range statuses {
 		if st.Object.Kind != dag.KindIngress {

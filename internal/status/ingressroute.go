@@ -37,7 +37,7 @@ type ingressRouteUpdate struct {
 // Sync makes every processed IngressRoute's status match its build status. It returns
 // how many writes failed, so that the caller can retry. ctx should end when this replica
 // stops leading: no write starts after that.
-func (w *IngressRouteWriter) Sync(ctx context.Context, s *store.Store, statuses []dag.Status) int {
+func (w *IngressRouteWriter) Sync(ctx context.Context, s *store.Store, statuses []*dag.Status) int {
 	if w.Client == nil {
 		return 0
 	}
@@ -46,7 +46,7 @@ func (w *IngressRouteWriter) Sync(ctx context.Context, s *store.Store, statuses 
 
 // ingressRouteUpdates returns the IngressRoutes whose status differs from their build
 // status, with the status they should have.
-func ingressRouteUpdates(s *store.Store, statuses []dag.Status) []ingressRouteUpdate {
+func ingressRouteUpdates(s *store.Store, statuses []*dag.Status) []ingressRouteUpdate {
 	var updates []ingressRouteUpdate
 	for _, st := range statuses {
 		if st.Object.Kind != dag.KindIngressRoute || st.Status == dag.StatusIgnored {

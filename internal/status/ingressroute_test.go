@@ -17,8 +17,8 @@ func TestIngressRouteUpdatesOnlyWhatChanged(t *testing.T) {
 	route := func(name string, have contourv1beta1.Status) *contourv1beta1.IngressRoute {
 		return &contourv1beta1.IngressRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name}, Status: have}
 	}
-	st := func(kind, name string, v dag.StatusValue, desc string) dag.Status {
-		return dag.Status{Object: dag.ObjectRef{Kind: kind, Namespace: "web", Name: name}, Status: v, Description: desc}
+	st := func(kind, name string, v dag.StatusValue, desc string) *dag.Status {
+		return &dag.Status{Object: dag.ObjectRef{Kind: kind, Namespace: "web", Name: name}, Status: v, Description: desc}
 	}
 	s := store.FromObjects([]runtime.Object{
 		route("new", contourv1beta1.Status{}),
@@ -27,7 +27,7 @@ func TestIngressRouteUpdatesOnlyWhatChanged(t *testing.T) {
 		route("description", contourv1beta1.Status{CurrentStatus: "invalid", Description: "old reason"}),
 		route("other-class", contourv1beta1.Status{CurrentStatus: "valid", Description: "theirs"}),
 	})
-	statuses := []dag.Status{
+	statuses := []*dag.Status{
 		st(dag.KindIngress, "new", dag.StatusValid, "an Ingress of the same name"),
 		st(dag.KindIngressRoute, "new", dag.StatusOrphaned, "not part of a delegation chain"),
 		st(dag.KindIngressRoute, "same", dag.StatusValid, "valid IngressRoute"),

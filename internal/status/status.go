@@ -38,7 +38,7 @@ type Problem struct {
 
 // errorsOf are the errors an object's status lists: its problems, and for an orphaned
 // HTTPProxy the fact that it is orphaned, as its Valid condition says.
-func errorsOf(s dag.Status) []dag.Problem {
+func errorsOf(s *dag.Status) []dag.Problem {
 	if s.Object.Kind == dag.KindHTTPProxy && s.Status == dag.StatusOrphaned && len(s.Errors) == 0 {
 		return []dag.Problem{{Type: ReasonOrphaned, Reason: ReasonOrphaned, Message: s.Description}}
 	}
@@ -57,7 +57,7 @@ func problems(ps []dag.Problem) []Problem {
 }
 
 // Entries converts build statuses to their reported form.
-func Entries(statuses []dag.Status) []Entry {
+func Entries(statuses []*dag.Status) []Entry {
 	out := make([]Entry, 0, len(statuses))
 	for _, s := range statuses {
 		out = append(out, Entry{
@@ -70,14 +70,14 @@ func Entries(statuses []dag.Status) []Entry {
 }
 
 // WriteJSON writes the statuses as one JSON array.
-func WriteJSON(w io.Writer, statuses []dag.Status) error {
+func WriteJSON(w io.Writer, statuses []*dag.Status) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(Entries(statuses))
 }
 
 // WriteTable writes the statuses as an aligned table for people.
-func WriteTable(w io.Writer, statuses []dag.Status) error {
+func WriteTable(w io.Writer, statuses []*dag.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSTATUS\tDESCRIPTION")
 	for _, e := range Entries(statuses) {
@@ -89,7 +89,7 @@ func WriteTable(w io.Writer, statuses []dag.Status) error {
 // Failed reports whether any object is invalid, or orphaned unless allowOrphaned: what
 // makes `portico check` exit 1. Blue-green setups keep their standby orphaned on purpose
 // and pass allowOrphaned.
-func Failed(statuses []dag.Status, allowOrphaned bool) bool {
+func Failed(statuses []*dag.Status, allowOrphaned bool) bool {
 	for _, s := range statuses {
 		if s.Status == dag.StatusInvalid || (s.Status == dag.StatusOrphaned && !allowOrphaned) {
 			return true
@@ -103,7 +103,7 @@ func Failed(statuses []dag.Status, allowOrphaned bool) bool {
 type Logger struct {
 	logger *slog.Logger
 	// last are the statuses of the previous call, ordered by object.
-	last []dag.Status
+	last []*dag.Status
 }
 
 // NewLogger returns a Logger that has seen no status yet.
@@ -114,7 +114,7 @@ func NewLogger(l *slog.Logger) *Logger {
 // Observe logs the statuses that differ from the previous call. It walks both lists in
 // object order, as Graph.Statuses comes, without a map: a rebuild at 10,000 objects
 // should not cost a 10,000-entry map to find the one status that changed.
-func (l *Logger) Observe(statuses []dag.Status) {
+func (l *Logger) Observe(statuses []*dag.Status) {
 	if !slices.IsSortedFunc(statuses, byObject) {
 		statuses = slices.Clone(statuses)
 		slices.SortStableFunc(statuses, byObject)
@@ -134,7 +134,7 @@ func (l *Logger) Observe(statuses []dag.Status) {
 
 // ObserveTouched is Observe for a build that says which objects it may have changed
 // (dag.Incremental.Touched): only their statuses are compared.
-func (l *Logger) ObserveTouched(statuses []dag.Status, touched []dag.ObjectRef) {
+func (l *Logger) ObserveTouched(statuses []*dag.Status, touched []dag.ObjectRef) {
 	if !slices.IsSortedFunc(statuses, byObject) {
 		l.Observe(statuses)
 		return
@@ -150,7 +150,7 @@ func (l *Logger) ObserveTouched(statuses []dag.Status, touched []dag.ObjectRef) 
 	l.last = statuses
 }
 
-func (l *Logger) log(s dag.Status) {
+func (l *Logger) log(s *dag.Status) {
 	level := slog.LevelInfo
 	if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
 		level = slog.LevelWarn
@@ -159,4 +159,4 @@ func (l *Logger) log(s dag.Status) {
 		"name", s.Object.Name, "status", string(s.Status), "description", s.Description)
 }
 
-func byObject(a, b dag.Status) int { return dag.CompareObjectRefs(a.Object, b.Object) }
+func byObject(a, b *dag.Status) int { return dag.CompareObjectRefs(a.Object, b.Object) }

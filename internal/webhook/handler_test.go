@@ -337,13 +337,13 @@ spec:
 	}
 }
 
-func statusOf(g *dag.Graph, name string) dag.Status {
+func statusOf(g *dag.Graph, name string) *dag.Status {
 	for _, s := range g.Statuses {
 		if s.Object.Name == name {
 			return s
 		}
 	}
-	return dag.Status{}
+	return &dag.Status{}
 }
 
 // TestReviewAdmitsWhatOthersInvalidate: objects whose status is invalid or orphaned only

@@ -51,7 +51,7 @@ func answeredBy(r result) string {
 
 // proxyStatuses runs the offline check on dir and returns the HTTPProxies' statuses by
 // "namespace/name".
-func proxyStatuses(t *testing.T, dir string, opts dag.Options) map[string]dag.Status {
+func proxyStatuses(t *testing.T, dir string, opts dag.Options) map[string]*dag.Status {
 	t.Helper()
 	return checkStatuses(t, dir, opts, dag.KindHTTPProxy)
 }
@@ -76,7 +76,7 @@ func findProblem(ps []dag.Problem, reason string, texts ...string) (dag.Problem,
 
 // wantStatus reports when the object's status is not want, or lacks a problem (an error
 // for invalid objects, a warning otherwise) with the reason and texts, when reason is set.
-func wantStatus(t *testing.T, st map[string]dag.Status, obj string, want dag.StatusValue, reason string, texts ...string) {
+func wantStatus(t *testing.T, st map[string]*dag.Status, obj string, want dag.StatusValue, reason string, texts ...string) {
 	t.Helper()
 	s, ok := st[obj]
 	if !ok {

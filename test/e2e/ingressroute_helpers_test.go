@@ -20,14 +20,14 @@ import (
 
 // checkIngressRoutes runs the offline check on dir and returns the IngressRoutes'
 // statuses by "namespace/name".
-func checkIngressRoutes(t *testing.T, dir string, opts dag.Options) map[string]dag.Status {
+func checkIngressRoutes(t *testing.T, dir string, opts dag.Options) map[string]*dag.Status {
 	t.Helper()
 	return checkStatuses(t, dir, opts, dag.KindIngressRoute)
 }
 
 // checkStatuses runs the offline check on dir and returns the statuses of the objects of
 // kind by "namespace/name", failing t on manifest problems and translation errors.
-func checkStatuses(t *testing.T, dir string, opts dag.Options, kind string) map[string]dag.Status {
+func checkStatuses(t *testing.T, dir string, opts dag.Options, kind string) map[string]*dag.Status {
 	t.Helper()
 	res, err := app.Check(dir, opts)
 	if err != nil {
@@ -39,7 +39,7 @@ func checkStatuses(t *testing.T, dir string, opts dag.Options, kind string) map[
 	for _, p := range res.Problems {
 		t.Errorf("manifest problem: %s:%d: %s", p.File, p.Line, p.Reason)
 	}
-	out := map[string]dag.Status{}
+	out := map[string]*dag.Status{}
 	for _, s := range res.Statuses {
 		if s.Object.Kind == kind {
 			out[s.Object.Namespace+"/"+s.Object.Name] = s

@@ -56,7 +56,7 @@ func TestNewIngressNeverTakesTrafficFromAWorkingOne(t *testing.T) {
 	if len(res.Problems) != 0 {
 		t.Errorf("check: problems %v", res.Problems)
 	}
-	got := map[string]dag.Status{}
+	got := map[string]*dag.Status{}
 	for _, s := range res.Statuses {
 		got[s.Object.Name] = s
 	}

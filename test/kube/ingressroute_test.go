@@ -276,8 +276,8 @@ func TestIngressRouteWriter(t *testing.T) {
 			writes.Add(1)
 		}}
 	written := func() int { return int(writes.Load()) }
-	st := func(name string, v dag.StatusValue, desc string) dag.Status {
-		return dag.Status{Object: dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: ns, Name: name}, Status: v, Description: desc}
+	st := func(name string, v dag.StatusValue, desc string) *dag.Status {
+		return &dag.Status{Object: dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: ns, Name: name}, Status: v, Description: desc}
 	}
 	statusOf := func(name string) contourv1beta1.Status {
 		t.Helper()
@@ -289,7 +289,7 @@ func TestIngressRouteWriter(t *testing.T) {
 	}
 	// write writes statuses, deciding on the source's cached objects as the serve loop
 	// does, checks them on the API server, and waits for the source to see them.
-	write := func(want map[string]contourv1beta1.Status, statuses ...dag.Status) {
+	write := func(want map[string]contourv1beta1.Status, statuses ...*dag.Status) {
 		t.Helper()
 		if failed := w.Sync(ctx, src.Snapshot(), statuses); failed != 0 {
 			t.Fatalf("%d writes failed", failed)
@@ -358,7 +358,7 @@ func TestIngressRouteWriter(t *testing.T) {
 	if err := cc.IngressRoutes(ns).Delete(ctx, "vertex", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if failed := w.Sync(ctx, snap, []dag.Status{st("vertex", dag.StatusValid, "valid delegated IngressRoute")}); failed != 0 {
+	if failed := w.Sync(ctx, snap, []*dag.Status{st("vertex", dag.StatusValid, "valid delegated IngressRoute")}); failed != 0 {
 		t.Errorf("writing the status of a deleted IngressRoute: %d failed, want 0", failed)
 	}
 }

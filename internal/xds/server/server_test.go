@@ -403,10 +403,11 @@ func TestUnchangedPointersAreNotRehashed(t *testing.T) {
 	if len(d.changed) != 1 || d.changed[0] != b || len(d.removed) != 0 {
 		t.Errorf("diff %+v, want cluster b changed", d)
 	}
-	if ts.versions["a"] != st[clusterIdx].versions["a"] || ts.versions["b"] == st[clusterIdx].versions["b"] {
-		t.Errorf("versions %v -> %v", st[clusterIdx].versions, ts.versions)
+	before, after := st[clusterIdx].set.flatten().versions, ts.set.flatten().versions
+	if after["a"] != before["a"] || after["b"] == before["b"] {
+		t.Errorf("versions %v -> %v", before, after)
 	}
-	if st[clusterIdx].resources["b"] == b {
+	if st[clusterIdx].set.flatten().resources["b"] == b {
 		t.Error("the previous set was modified")
 	}
 	if ts.version != "2" || st[clusterIdx].version != "1" {

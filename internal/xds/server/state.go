@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -42,20 +41,20 @@ func typeIndex(typeURL string) int {
 }
 
 // typeSet is the published resources of one type. It is never modified once part of a
-// published snapshot: the next one clones what changes (copy on write), so a type that
-// did not change is shared between snapshots at no cost.
+// published snapshot: the next one shares what did not change (see resourceSet), so a
+// type that did not change is shared between snapshots at no cost.
 type typeSet struct {
 	// version is the type's version: the snapshot version of the publish that last
 	// changed it. A SotW client is sent a type again only when it changes.
 	version string
 	// order is the slice it was built from: when the next Publish passes the same
 	// pointers at the same positions, they are unchanged without a map lookup.
-	order     []types.Resource
-	resources map[string]types.Resource // what delta responses are built from
-	// versions are per resource: a hash of the deterministic marshalling, so equal
-	// content has an equal version across rebuilds and server restarts, and delta
-	// clients are sent only what changed.
-	versions map[string]string
+	order []types.Resource
+	// set holds the resources by name, which delta responses are built from, with
+	// their versions: a hash of the deterministic marshalling, so equal content has an
+	// equal version across rebuilds and server restarts, and delta clients are sent
+	// only what changed.
+	set *resourceSet
 
 	// withTTL is what SotW responses are built from, made on first use: a server
 	// with delta clients only never needs it.
@@ -63,12 +62,13 @@ type typeSet struct {
 	withTTL     map[string]types.ResourceWithTTL
 }
 
-var emptyTypeSet = &typeSet{resources: map[string]types.Resource{}, versions: map[string]string{}}
+var emptyTypeSet = &typeSet{set: emptyResourceSet}
 
 func (ts *typeSet) sotw() map[string]types.ResourceWithTTL {
 	ts.withTTLOnce.Do(func() {
-		ts.withTTL = make(map[string]types.ResourceWithTTL, len(ts.resources))
-		for name, r := range ts.resources {
+		resources := ts.set.flatten().resources
+		ts.withTTL = make(map[string]types.ResourceWithTTL, len(resources))
+		for name, r := range resources {
 			ts.withTTL[name] = types.ResourceWithTTL{Resource: r}
 		}
 	})
@@ -102,10 +102,10 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 			continue
 		}
 		name := cachev3.GetResourceName(r)
-		old, known := prev.resources[name]
+		old, known := prev.set.get(name)
 		if known {
 			seen++
-			if old == r {
+			if old.resource == r {
 				continue
 			}
 		}
@@ -120,7 +120,7 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 			}
 		}
 		versions[name] = v
-		if known && prev.versions[name] == v {
+		if known && old.version == v {
 			repointed = append(repointed, r)
 			continue
 		}
@@ -128,8 +128,8 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 	}
 	// Names are unique in a publish (the translator's contract), so every previous
 	// name was seen exactly when none was removed.
-	if seen != len(prev.resources) {
-		d.removed = removedNames(prev.resources, items)
+	if seen != prev.set.len() {
+		d.removed = removedNames(prev.set, items)
 	}
 	// Equal resources under new pointers are stored too, so that the next Publish,
 	// which passes those pointers, finds them without hashing.
@@ -146,19 +146,9 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 // apply returns a copy of prev with d applied; versions holds the changed resources'.
 func (prev *typeSet) apply(d diff, versions map[string]string) *typeSet {
 	if d.empty() {
-		return &typeSet{version: prev.version, resources: prev.resources, versions: prev.versions}
+		return &typeSet{version: prev.version, set: prev.set}
 	}
-	ts := &typeSet{version: prev.version, resources: maps.Clone(prev.resources), versions: maps.Clone(prev.versions)}
-	for _, r := range d.changed {
-		name := cachev3.GetResourceName(r)
-		ts.resources[name] = r
-		ts.versions[name] = versions[name]
-	}
-	for _, name := range d.removed {
-		delete(ts.resources, name)
-		delete(ts.versions, name)
-	}
-	return ts
+	return &typeSet{version: prev.version, set: prev.set.with(d.changed, versions, d.removed)}
 }
 
 // restore returns a copy of ts in which the named resources of prev are present again.
@@ -166,8 +156,9 @@ func (ts *typeSet) restore(prev *typeSet, names []string) *typeSet {
 	d := diff{}
 	versions := make(map[string]string, len(names))
 	for _, name := range names {
-		d.changed = append(d.changed, prev.resources[name])
-		versions[name] = prev.versions[name]
+		old, _ := prev.set.get(name)
+		d.changed = append(d.changed, old.resource)
+		versions[name] = old.version
 	}
 	return ts.apply(d, versions) // order stays nil: not a slice any Publish passed
 }
@@ -184,13 +175,13 @@ func samePointers(a, b []types.Resource) bool {
 	return true
 }
 
-func removedNames(prev map[string]types.Resource, items []types.Resource) []string {
+func removedNames(prev *resourceSet, items []types.Resource) []string {
 	present := make(map[string]struct{}, len(items))
 	for _, r := range items {
 		present[cachev3.GetResourceName(r)] = struct{}{}
 	}
 	var out []string
-	for name := range prev {
+	for name := range prev.names {
 		if _, ok := present[name]; !ok {
 			out = append(out, name)
 		}
@@ -289,9 +280,9 @@ func (x *refIndex) update(diffs [numTypes]diff, next *state) (revert func(), err
 	for _, name := range to.removed {
 		touched[name] = struct{}{}
 	}
-	targets := next.set(x.to).resources
+	targets := next.set(x.to).set
 	for name := range touched {
-		_, present := targets[name]
+		_, present := targets.get(name)
 		referenced := x.count[name] > 0
 		if present == referenced {
 			continue
@@ -377,7 +368,7 @@ func (s *snapshot) GetResourcesAndTTL(typeURL string) map[string]types.ResourceW
 // GetResources implements cachev3.ResourceSnapshot.
 func (s *snapshot) GetResources(typeURL string) map[string]types.Resource {
 	if ts := s.typeSet(typeURL); ts != nil {
-		return ts.resources
+		return ts.set.flatten().resources
 	}
 	return nil
 }
@@ -389,12 +380,12 @@ func (s *snapshot) ConstructVersionMap() error { return nil }
 // GetVersionMap implements cachev3.ResourceSnapshot.
 func (s *snapshot) GetVersionMap(typeURL string) map[string]string {
 	if ts := s.typeSet(typeURL); ts != nil {
-		return ts.versions
+		return ts.set.flatten().versions
 	}
 	return nil
 }
 
 // restamped returns ts under another version.
 func (ts *typeSet) restamped(version string) *typeSet {
-	return &typeSet{version: version, order: ts.order, resources: ts.resources, versions: ts.versions}
+	return &typeSet{version: version, order: ts.order, set: ts.set}
 }

@@ -22,13 +22,15 @@ import (
 // cluster translates a Service port. Kubernetes endpoints arrive over EDS so that an
 // endpoint change does not touch the cluster; ExternalName Services resolve by DNS.
 func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
-	out := &clusterv3.Cluster{
-		Name:           c.Name,
-		AltStatName:    c.Service.Namespace + "_" + c.Service.Name + "_" + portString(c),
-		ConnectTimeout: durationpb.New(connectTimeout),
-		LbPolicy:       lbPolicy(c.LoadBalancer),
-		HealthChecks:   healthChecks(c.HealthCheck),
-	}
+	// The messages of an EDS cluster are allocated together: a build translates one
+	// cluster per Service port in use.
+	parts := &clusterParts{timeout: durationpb.Duration{Seconds: int64(connectTimeout / time.Second), Nanos: int32(connectTimeout % time.Second)}}
+	out := &parts.cluster
+	out.Name = c.Name
+	out.AltStatName = c.Service.Namespace + "_" + c.Service.Name + "_" + portString(c)
+	out.ConnectTimeout = &parts.timeout
+	out.LbPolicy = lbPolicy(c.LoadBalancer)
+	out.HealthChecks = healthChecks(c.HealthCheck)
 	if po := httpProtocolOptions(c); po != nil {
 		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{HTTPProtocolOptionsName: mustAny(po)}
 	}
@@ -44,9 +46,25 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 		}
 		return out
 	}
-	out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
-	out.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource(), ServiceName: c.Name}
+	parts.typ.Type = clusterv3.Cluster_EDS
+	out.ClusterDiscoveryType = &parts.typ
+	parts.source.ResourceApiVersion = corev3.ApiVersion_V3
+	parts.ads.Ads = &parts.aggregated
+	parts.source.ConfigSourceSpecifier = &parts.ads
+	parts.eds.EdsConfig, parts.eds.ServiceName = &parts.source, c.Name
+	out.EdsClusterConfig = &parts.eds
 	return out
+}
+
+// clusterParts are the messages of one EDS cluster.
+type clusterParts struct {
+	cluster    clusterv3.Cluster
+	timeout    durationpb.Duration
+	typ        clusterv3.Cluster_Type
+	eds        clusterv3.Cluster_EdsClusterConfig
+	source     corev3.ConfigSource
+	ads        corev3.ConfigSource_Ads
+	aggregated corev3.AggregatedConfigSource
 }
 
 // HTTPProtocolOptionsName is the key of a cluster's HTTP protocol options in
@@ -209,18 +227,42 @@ func loadAssignment(c *dag.Cluster) *endpointv3.ClusterLoadAssignment {
 	if len(c.Endpoints) == 0 {
 		return cla
 	}
-	lle := &endpointv3.LocalityLbEndpoints{}
-	for _, ep := range c.Endpoints {
-		lle.LbEndpoints = append(lle.LbEndpoints, lbEndpoint(ep.Address, ep.Port))
+	// The endpoints' messages are allocated together, one array of parts for the
+	// cluster: a build translates tens of thousands of endpoints.
+	parts := make([]endpointParts, len(c.Endpoints))
+	lbs := make([]*endpointv3.LbEndpoint, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		lbs[i] = parts[i].lbEndpoint(ep.Address, ep.Port)
 	}
-	cla.Endpoints = []*endpointv3.LocalityLbEndpoints{lle}
+	cla.Endpoints = []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs}}
 	return cla
 }
 
 func lbEndpoint(host string, port int32) *endpointv3.LbEndpoint {
-	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-		Address: address(hostPort{host: host, port: uint32(port)}),
-	}}}
+	return new(endpointParts).lbEndpoint(host, port)
+}
+
+// endpointParts are the messages of one endpoint.
+type endpointParts struct {
+	lb       endpointv3.LbEndpoint
+	id       endpointv3.LbEndpoint_Endpoint
+	endpoint endpointv3.Endpoint
+	addr     corev3.Address
+	sock     corev3.Address_SocketAddress
+	sa       corev3.SocketAddress
+	port     corev3.SocketAddress_PortValue
+}
+
+// lbEndpoint makes p the endpoint host:port, returning its root message.
+func (p *endpointParts) lbEndpoint(host string, port int32) *endpointv3.LbEndpoint {
+	p.port.PortValue = uint32(port)
+	p.sa.Address, p.sa.PortSpecifier = host, &p.port
+	p.sock.SocketAddress = &p.sa
+	p.addr.Address = &p.sock
+	p.endpoint.Address = &p.addr
+	p.id.Endpoint = &p.endpoint
+	p.lb.HostIdentifier = &p.id
+	return &p.lb
 }
 
 func secret(s *dag.Secret) *tlsv3.Secret {

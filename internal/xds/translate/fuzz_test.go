@@ -303,7 +303,7 @@ func checkStatuses(t *testing.T, s *store.Store, opts dag.Options, g *dag.Graph)
 	if !opts.DisableIngress {
 		want += len(s.Ingresses)
 	}
-	statuses := map[dag.ObjectRef]dag.Status{}
+	statuses := map[dag.ObjectRef]*dag.Status{}
 	for _, st := range g.Statuses {
 		if _, dup := statuses[st.Object]; dup {
 			t.Fatalf("two statuses for %s: %+v", st.Object, g.Statuses)

@@ -35,6 +35,10 @@ type Incremental struct {
 
 	http   []hostEntry[*dag.VirtualHost, *vhostEntry]
 	secure []hostEntry[*dag.SecureVirtualHost, *secureEntry]
+	// httpSpare and secureSpare are the arrays of the lists before, empty, which the
+	// next walk fills (no other reference to them remains).
+	httpSpare   []hostEntry[*dag.VirtualHost, *vhostEntry]
+	secureSpare []hostEntry[*dag.SecureVirtualHost, *secureEntry]
 
 	// clusters holds the clusters in use, one entry per name; order holds the same
 	// entries sorted by name. byCluster finds the entry from any of the graph's copies of
@@ -42,6 +46,12 @@ type Incremental struct {
 	clusters  map[string]*clusterEntry
 	order     []*clusterEntry
 	byCluster map[*dag.Cluster]*clusterUse
+
+	// lastClusters and lastEndpoints are the lists the last call returned. They are
+	// returned again while their elements stay the same, and never modified: the server
+	// keeps them.
+	lastClusters  []types.Resource
+	lastEndpoints []types.Resource
 
 	httpListener  *listenerv3.Listener
 	httpsShell    *listenerv3.Listener // the HTTPS listener without filter chains
@@ -117,6 +127,8 @@ func NewIncremental(opts Options) (*Incremental, error) {
 // forget drops every translation, so that the next call translates everything.
 func (t *Incremental) forget() {
 	t.http, t.secure, t.order = nil, nil, nil
+	t.lastClusters, t.lastEndpoints = nil, nil
+	t.httpSpare, t.secureSpare = nil, nil
 	t.clusters, t.byCluster = map[string]*clusterEntry{}, map[*dag.Cluster]*clusterUse{}
 	t.httpRoutes, t.httpsListener = nil, nil
 }
@@ -172,10 +184,14 @@ func validateAll(msgs ...validatable) error {
 // walkHosts matches hosts (ordered by name) with the previous call's entries: a host
 // that is the same pointer keeps its entry when keep says so, any other is made by build,
 // given the previous entry of the same name if there is one (old, else the zero E);
-// previous entries left over are released. It returns the new entries, in hosts' order.
-func walkHosts[H interface{ comparable }, E any](prev []hostEntry[H, E], hosts []H, name func(H) string,
+// previous entries left over are released. It returns the new entries, in hosts' order,
+// in spare's array when it is large enough (spare must not share prev's).
+func walkHosts[H interface{ comparable }, E any](prev, spare []hostEntry[H, E], hosts []H, name func(H) string,
 	keep func(H, E) bool, build func(h H, old E) (E, error), release func(E)) ([]hostEntry[H, E], error) {
-	out := make([]hostEntry[H, E], 0, len(hosts))
+	out := spare[:0]
+	if cap(out) < len(hosts) {
+		out = make([]hostEntry[H, E], 0, len(hosts)+len(hosts)/8)
+	}
 	j := 0
 	for _, h := range hosts {
 		for j < len(prev) && name(prev[j].host) < name(h) {
@@ -215,7 +231,7 @@ func secureName(svh *dag.SecureVirtualHost) string { return svh.Name }
 
 func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteConfiguration, error) {
 	fallback := catchAllVirtualHost(hosts)
-	next, err := walkHosts(t.http, hosts, vhostName,
+	next, err := walkHosts(t.http, t.httpSpare, hosts, vhostName,
 		func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback },
 		func(vh *dag.VirtualHost, old *vhostEntry) (*vhostEntry, error) {
 			tr := virtualHost(vh, fallback, t.opts)
@@ -235,17 +251,36 @@ func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteC
 	if err != nil {
 		return nil, err
 	}
-	same := t.httpRoutes != nil && len(t.httpRoutes.VirtualHosts) == len(next)
-	out := make([]*routev3.VirtualHost, len(next))
-	for i, h := range next {
-		out[i] = h.entry.out
-		same = same && t.httpRoutes.VirtualHosts[i] == out[i]
-	}
-	t.http = next
-	if !same {
+	t.http, t.httpSpare = next, recycle(t.http)
+	if !sameVirtualHosts(t.httpRoutes, next) {
+		out := make([]*routev3.VirtualHost, len(next))
+		for i, h := range next {
+			out[i] = h.entry.out
+		}
 		t.httpRoutes = &routev3.RouteConfiguration{Name: RouteHTTP, VirtualHosts: out}
 	}
 	return t.httpRoutes, nil
+}
+
+// sameVirtualHosts reports whether rc, published before, holds the translations of
+// hosts already: then it is published again as it is.
+func sameVirtualHosts(rc *routev3.RouteConfiguration, hosts []hostEntry[*dag.VirtualHost, *vhostEntry]) bool {
+	if rc == nil || len(rc.VirtualHosts) != len(hosts) {
+		return false
+	}
+	for i, h := range hosts {
+		if rc.VirtualHosts[i] != h.entry.out {
+			return false
+		}
+	}
+	return true
+}
+
+// recycle empties a list of entries no longer used, keeping its array for the next
+// walk: the walk over 10,000 hosts then allocates nothing.
+func recycle[H any, E any](entries []hostEntry[H, E]) []hostEntry[H, E] {
+	clear(entries) // drop the references to released entries
+	return entries[:0]
 }
 
 func routeClusters(routes []*dag.Route) []*dag.Cluster {
@@ -259,14 +294,14 @@ func routeClusters(routes []*dag.Route) []*dag.Cluster {
 }
 
 func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources) error {
-	next, err := walkHosts(t.secure, hosts, secureName,
+	next, err := walkHosts(t.secure, t.secureSpare, hosts, secureName,
 		func(*dag.SecureVirtualHost, *secureEntry) bool { return true },
 		t.secureEntry,
 		func(e *secureEntry) { t.release(e.uses) })
 	if err != nil {
 		return err
 	}
-	t.secure = next
+	t.secure, t.secureSpare = next, recycle(t.secure)
 	if len(hosts) == 0 {
 		return nil // no HTTPS listener, as in Translate
 	}
@@ -423,14 +458,49 @@ func removeSorted(order []*clusterEntry, e *clusterEntry) []*clusterEntry {
 	return order
 }
 
-// clusterResources adds the clusters in use and their load assignments, by name.
+// clusterResources adds the clusters in use and their load assignments, by name. A
+// list whose every element is the previous call's is the previous call's slice: a
+// change that reaches no cluster, or only endpoints, does not copy 10,000 entries, and
+// the xDS server sees the type unchanged by comparing the slices.
 func (t *Incremental) clusterResources(res *Resources) {
-	res.Clusters = make([]types.Resource, 0, len(t.order))
-	res.Endpoints = make([]types.Resource, 0, len(t.order))
-	for _, e := range t.order {
-		res.Clusters = append(res.Clusters, e.cluster)
-		if e.cla != nil {
-			res.Endpoints = append(res.Endpoints, e.cla)
+	if !sameOrder(t.lastClusters, t.order, clusterOf) {
+		t.lastClusters = make([]types.Resource, 0, len(t.order))
+		for _, e := range t.order {
+			t.lastClusters = append(t.lastClusters, e.cluster)
 		}
 	}
+	if !sameOrder(t.lastEndpoints, t.order, loadAssignmentOf) {
+		t.lastEndpoints = make([]types.Resource, 0, len(t.order))
+		for _, e := range t.order {
+			if e.cla != nil {
+				t.lastEndpoints = append(t.lastEndpoints, e.cla)
+			}
+		}
+	}
+	res.Clusters, res.Endpoints = t.lastClusters, t.lastEndpoints
+}
+
+// sameOrder reports whether list holds exactly the non-nil resources of order, in order.
+func sameOrder(list []types.Resource, order []*clusterEntry, of func(*clusterEntry) types.Resource) bool {
+	i := 0
+	for _, e := range order {
+		r := of(e)
+		if r == nil {
+			continue
+		}
+		if i >= len(list) || list[i] != r {
+			return false
+		}
+		i++
+	}
+	return i == len(list)
+}
+
+func clusterOf(e *clusterEntry) types.Resource { return e.cluster }
+
+func loadAssignmentOf(e *clusterEntry) types.Resource {
+	if e.cla == nil {
+		return nil // not a nil pointer in an interface
+	}
+	return e.cla
 }

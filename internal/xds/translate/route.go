@@ -253,6 +253,9 @@ func matchKindName(k dag.StringMatchKind) string {
 // host (the same object and path reached twice, e.g. a wildcard's route and the
 // catch-all route it falls back to).
 func uniqueRouteNames(rs []*routev3.Route) {
+	if len(rs) <= 16 && !duplicateNames(rs) {
+		return // the common case, without a map per virtual host
+	}
 	seen := make(map[string]int, len(rs))
 	for _, r := range rs {
 		seen[r.Name]++
@@ -260,6 +263,17 @@ func uniqueRouteNames(rs []*routev3.Route) {
 			r.Name = r.Name + "#" + strconv.Itoa(n)
 		}
 	}
+}
+
+func duplicateNames(rs []*routev3.Route) bool {
+	for i, r := range rs {
+		for _, o := range rs[:i] {
+			if o.Name == r.Name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // singleLabelHost matches a Host of exactly one label followed by the wildcard's suffix.
@@ -277,8 +291,13 @@ func singleLabelHost(wildcard string) *routev3.HeaderMatcher {
 
 func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*routev3.Route {
 	out := make([]*routev3.Route, 0, len(vh.Routes))
-	for _, r := range vh.Routes {
-		m := routeMatch(r.Path)
+	// The messages of each route are allocated together, in one array for the host: a
+	// build translates tens of thousands of routes.
+	parts := make([]routeParts, len(vh.Routes))
+	for i, r := range vh.Routes {
+		p := &parts[i]
+		m := &p.match
+		setRouteMatch(m, r.Path)
 		for _, h := range r.Headers {
 			m.Headers = append(m.Headers, headerMatcher(h))
 		}
@@ -288,7 +307,8 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 		if host != nil {
 			m.Headers = append(m.Headers, host)
 		}
-		rt := &routev3.Route{Name: routeName(r), Match: m}
+		rt := &p.route
+		rt.Name, rt.Match = routeName(r), m
 		rt.RequestHeadersToAdd, rt.RequestHeadersToRemove, _ = headersPolicy(r.RequestHeaders, true)
 		rt.ResponseHeadersToAdd, rt.ResponseHeadersToRemove, _ = headersPolicy(r.ResponseHeaders, false)
 		switch {
@@ -299,7 +319,8 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 		case r.DirectStatus != 0:
 			rt.Action = &routev3.Route_DirectResponse{DirectResponse: directResponse(r)}
 		default:
-			rt.Action = &routev3.Route_Route{Route: routeAction(r)}
+			p.action.Route = p.routeAction(r)
+			rt.Action = &p.action
 		}
 		out = append(out, rt)
 	}
@@ -438,33 +459,44 @@ func httpsRedirect(opts Options) *routev3.RedirectAction {
 	}
 }
 
-// routeMatch maps a path condition. Element-wise prefixes use Envoy's
+// setRouteMatch sets m to a path condition. Element-wise prefixes use Envoy's
 // path_separated_prefix, which matches the value itself or the value followed by "/";
 // the prefix "/" matches everything and is a plain prefix. String prefixes (IngressRoute)
 // are Envoy's plain prefix of the same value; regular expressions are safe_regex (RE2,
 // matching the whole path).
-func routeMatch(p dag.PathMatch) *routev3.RouteMatch {
+func setRouteMatch(m *routev3.RouteMatch, p dag.PathMatch) {
 	switch {
 	case p.Kind == dag.PathRegex:
-		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: p.Value}}}
+		m.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: p.Value}}
 	case p.Kind == dag.PathExact:
-		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: p.Value}}
+		m.PathSpecifier = &routev3.RouteMatch_Path{Path: p.Value}
 	case p.Kind == dag.PathStringPrefix:
-		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: p.Value}}
+		m.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: p.Value}
 	case p.Value == "/":
-		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}
+		m.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
 	default:
-		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: p.Value}}
+		m.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: p.Value}
 	}
 }
 
-// routeAction forwards to the route's clusters. A single cluster is named directly unless
+// routeParts are the messages of one route that forwards to one cluster.
+type routeParts struct {
+	route   routev3.Route
+	match   routev3.RouteMatch
+	action  routev3.Route_Route
+	ra      routev3.RouteAction
+	cluster routev3.RouteAction_Cluster
+}
+
+// routeAction forwards, in p, to the route's clusters. A single cluster is named directly unless
 // it changes headers of its own: those live on a weighted cluster entry, so it is then a
 // weighted_clusters of one (weight 1 if its weight is 0).
-func routeAction(r *dag.Route) *routev3.RouteAction {
-	ra := &routev3.RouteAction{PrefixRewrite: r.PrefixRewrite}
+func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
+	ra := &p.ra
+	ra.PrefixRewrite = r.PrefixRewrite
 	if len(r.Clusters) == 1 && !hasHeadersPolicy(r.Clusters[0]) {
-		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: r.Clusters[0].Cluster.Name}
+		p.cluster.Cluster = r.Clusters[0].Cluster.Name
+		ra.ClusterSpecifier = &p.cluster
 	} else {
 		wc := &routev3.WeightedCluster{}
 		for _, c := range r.Clusters {
