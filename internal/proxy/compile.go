@@ -27,6 +27,12 @@ type snapshot struct {
 	// it touches and not the whole configuration.
 	clusterInputs map[string]clusterInputs
 	chains        map[*chainSpec]*compiledChain
+	// specRevisions are the store's revisions of clusters and endpoints it
+	// was compiled at; sharedClusters: clusters and clusterInputs are the
+	// previous snapshot's, as its chains use the same clusters (an edit of
+	// routes that keeps their clusters).
+	specRevisions  [2]uint64
+	sharedClusters bool
 }
 
 // clusterInputs are the specs an upstreamCluster is compiled from.
@@ -102,13 +108,13 @@ func (p *Proxy) compile() (*snapshot, error) {
 	p.statsGen++
 	snap := &snapshot{
 		listeners:     make(map[string]*listenerConfig),
-		clusters:      make(map[string]*upstreamCluster),
 		version:       s.version,
 		gen:           p.statsGen,
-		clusterInputs: make(map[string]clusterInputs),
 		chains:        make(map[*chainSpec]*compiledChain),
+		specRevisions: [2]uint64{s.revisions[resourcev3.ClusterType], s.revisions[resourcev3.EndpointType]},
 	}
-	for _, name := range sortedKeys(s.byType[resourcev3.ListenerType]) {
+	names := sortedKeys(s.byType[resourcev3.ListenerType])
+	for _, name := range names {
 		spec := s.byType[resourcev3.ListenerType][name].(*listenerSpec)
 		lc, err := p.compileListener(spec, snap)
 		if err != nil {
@@ -116,16 +122,83 @@ func (p *Proxy) compile() (*snapshot, error) {
 		}
 		snap.listeners[name] = lc
 	}
+	if err := p.compileClusters(names, snap); err != nil {
+		return nil, err
+	}
+	for _, lc := range snap.listeners {
+		lc.clusters = snap.clusters
+	}
 	return snap, nil
+}
+
+// compileClusters adds to snap the clusters its filter chains use, listener
+// by listener in order.
+func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
+	prev := p.current.Load()
+	if prev.usesClustersOf(snap) {
+		snap.clusters, snap.clusterInputs, snap.sharedClusters = prev.clusters, prev.clusterInputs, true
+		return nil
+	}
+	var n int
+	if prev != nil {
+		n = len(prev.clusters)
+	}
+	snap.clusters = make(map[string]*upstreamCluster, n)
+	snap.clusterInputs = make(map[string]clusterInputs, n)
+	for _, name := range listeners {
+		spec := p.store.byType[resourcev3.ListenerType][name].(*listenerSpec)
+		for _, cs := range spec.chains {
+			if err := p.compileChainClusters(cs, snap); err != nil {
+				return fmt.Errorf("listener %q: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// usesClustersOf reports whether the compiled chains of next use exactly the
+// clusters that s (nil: none applied) uses, and their specs have not changed since.
+func (s *snapshot) usesClustersOf(next *snapshot) bool {
+	if s == nil || s.specRevisions != next.specRevisions || len(s.chains) != len(next.chains) {
+		return false
+	}
+	for cs, cc := range next.chains {
+		old, ok := s.chains[cs]
+		if !ok {
+			return false
+		}
+		// A tcp_proxy chain's clusters are in its spec, cs.
+		if old != cc && cs.tcp == nil && !slices.Equal(old.fc.routes.clusters, cc.fc.routes.clusters) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
+	if cs.tcp != nil {
+		for _, c := range cs.tcp.clusters {
+			if err := p.compileCluster(c.name, snap); err != nil {
+				return fmt.Errorf("tcp_proxy: %w", err)
+			}
+		}
+		return nil
+	}
+	routes := snap.chains[cs].fc.routes
+	for _, name := range routes.clusters {
+		if err := p.compileCluster(name, snap); err != nil {
+			return fmt.Errorf("route configuration %q: %w", routes.name, err)
+		}
+	}
+	return nil
 }
 
 func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerConfig, error) {
 	lc := &listenerConfig{
-		name:     spec.name,
-		address:  spec.address,
-		tls:      spec.tls,
-		chains:   make(map[string]*filterChain),
-		clusters: snap.clusters,
+		name:    spec.name,
+		address: spec.address,
+		tls:     spec.tls,
+		chains:  make(map[string]*filterChain),
 
 		filtersTimeout:    spec.filtersTimeout,
 		continueOnTimeout: spec.continueOnTimeout,
@@ -151,26 +224,17 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 	if err != nil {
 		return nil, err
 	}
-	if prev := p.current.Load(); prev != nil && prev.chains[cs].sameInputs(cc) {
-		cc = prev.chains[cs]
+	var old *compiledChain
+	if prev := p.current.Load(); prev != nil {
+		old = prev.chains[cs]
+	}
+	if old.sameInputs(cc) {
+		cc = old
 		markRouteStats(cc.fc.stats, snap.gen)
 	} else {
-		cc.fc = p.buildChain(listener, cs, cc, snap.gen)
+		cc.fc = p.buildChain(listener, cs, cc, old, snap.gen)
 	}
 	snap.chains[cs] = cc
-	if cs.tcp != nil {
-		for _, c := range cs.tcp.clusters {
-			if err := p.compileCluster(c.name, snap); err != nil {
-				return nil, fmt.Errorf("tcp_proxy: %w", err)
-			}
-		}
-		return cc.fc, nil
-	}
-	for _, name := range cc.fc.routes.clusters {
-		if err := p.compileCluster(name, snap); err != nil {
-			return nil, fmt.Errorf("route configuration %q: %w", cc.fc.routes.name, err)
-		}
-	}
 	return cc.fc, nil
 }
 
@@ -203,15 +267,20 @@ func (cc *compiledChain) sameInputs(next *compiledChain) bool {
 }
 
 // buildChain compiles cs from the resources cc names: its routes' stats, and
-// the server TLS configuration of a chain that terminates TLS.
-func (p *Proxy) buildChain(listener string, cs *chainSpec, cc *compiledChain, gen uint64) *filterChain {
+// the server TLS configuration of a chain that terminates TLS. old is what
+// the applied snapshot compiled cs from (nil: none).
+func (p *Proxy) buildChain(listener string, cs *chainSpec, cc, old *compiledChain, gen uint64) *filterChain {
 	fc := &filterChain{tcp: cs.tcp}
 	if cs.tcp == nil {
 		fc.hcm, fc.routes = cs.hcm, cs.hcm.inlineRoutes
 		if cc.routes != nil {
 			fc.routes = cc.routes
 		}
-		fc.stats = p.compileRouteStats(listener, fc.routes, gen)
+		var prev *filterChain
+		if old != nil {
+			prev = old.fc
+		}
+		fc.stats = p.compileRouteStats(listener, fc.routes, gen, prev)
 	}
 	if cs.tls != nil {
 		certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
@@ -230,11 +299,15 @@ func markRouteStats(ts *routeTableStats, gen uint64) {
 		return
 	}
 	ts.noVhost.gen = gen
-	for _, vs := range ts.vhosts {
-		vs.noRoute.gen = gen
-		for _, s := range vs.routes {
-			s.gen = gen
-		}
+	for i := range ts.vhosts {
+		ts.vhosts[i].mark(gen)
+	}
+}
+
+func (vs *vhostStats) mark(gen uint64) {
+	vs.noRoute.gen = gen
+	for _, s := range vs.routes {
+		s.gen = gen
 	}
 }
 
@@ -325,6 +398,11 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 // removed endpoints and clusters, and removed clusters' state and metric
 // series are dropped. Clusters reused from the applied snapshot need nothing.
 func (p *Proxy) syncClusters(snap *snapshot) {
+	// Every cluster of snap has a state, so with as many states as clusters
+	// no state is left to drop, and shared clusters need nothing either.
+	if snap.sharedClusters && len(p.clusterStates) == len(snap.clusters) {
+		return
+	}
 	var applied map[string]*upstreamCluster
 	if prev := p.current.Load(); prev != nil {
 		applied = prev.clusters

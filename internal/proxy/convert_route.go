@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -28,7 +29,28 @@ type field struct {
 	set  bool
 }
 
+// routeConfigLevel is what the virtual hosts of a RouteConfiguration take
+// from it: everything but their own fields that their converted form depends on.
+type routeConfigLevel struct {
+	global           headerLevel
+	mostSpecificWins bool
+	maxBody          uint32
+}
+
 func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
+	level, err := convertRouteConfigLevel(rc)
+	if err != nil {
+		return nil, err
+	}
+	pvhs := rc.GetVirtualHosts()
+	return buildRouteTable(rc.GetName(), level, len(pvhs), func(i int) (*vhostDef, bool, error) {
+		def, err := level.convertVirtualHost(pvhs[i])
+		return def, true, err
+	})
+}
+
+// convertRouteConfigLevel converts the fields of rc other than its virtual hosts.
+func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, error) {
 	if err := unsupported(
 		field{"vhds", rc.GetVhds() != nil},
 		field{"internal_only_headers", len(rc.GetInternalOnlyHeaders()) > 0},
@@ -38,63 +60,116 @@ func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
 		field{"typed_per_filter_config", len(rc.GetTypedPerFilterConfig()) > 0},
 		field{"route_specifiers", len(rc.GetRouteSpecifiers()) > 0},
 	); err != nil {
-		return nil, err
+		return routeConfigLevel{}, err
 	}
 	global, err := convertHeaderLevel(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(),
 		rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove())
 	if err != nil {
-		return nil, err
+		return routeConfigLevel{}, err
 	}
-	mostSpecificWins := rc.GetMostSpecificHeaderMutationsWins()
-	maxBody := uint32(defaultMaxDirectResponseBody)
+	level := routeConfigLevel{global: global, mostSpecificWins: rc.GetMostSpecificHeaderMutationsWins(),
+		maxBody: defaultMaxDirectResponseBody}
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
-		maxBody = m.GetValue()
+		level.maxBody = m.GetValue()
 	}
-	t := &routeTable{name: rc.GetName(), exact: make(map[string]*virtualHost)}
-	seenDomains := make(map[string]string)
-	seenClusters := make(map[string]bool)
-	for _, pvh := range rc.GetVirtualHosts() {
-		vh, err := convertVirtualHost(pvh)
+	return level, nil
+}
+
+// buildRouteTable files n virtual hosts, given in order by vhost, into a
+// table. vhost reports whether the def is fresh: a def reused from a table
+// converted at the same level has had its routes checked already.
+func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i int) (def *vhostDef, fresh bool, err error)) (*routeTable, error) {
+	t := &routeTable{name: name, level: level, exact: make(map[string]*virtualHost, n), vhosts: make([]*virtualHost, 0, n)}
+	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.exact
+	seenClusters := make(map[string]bool, n)
+	all := make([]virtualHost, n) // one allocation for the table's
+	for i := range n {
+		def, fresh, err := vhost(i)
 		if err != nil {
-			return nil, fmt.Errorf("virtual host %q: %w", pvh.GetName(), err)
+			return nil, fmt.Errorf("virtual host %q: %w", def.name, err)
 		}
-		vh.index = len(t.vhosts)
+		vh := &all[i]
+		vh.vhostDef, vh.index = def, i
 		t.vhosts = append(t.vhosts, vh)
-		for _, d := range pvh.GetDomains() {
-			d = strings.ToLower(d)
-			if other, dup := seenDomains[d]; dup {
-				return nil, fmt.Errorf("domain %q is in virtual hosts %q and %q", d, other, pvh.GetName())
-			}
-			seenDomains[d] = pvh.GetName()
-			if err := t.addDomain(d, vh); err != nil {
-				return nil, fmt.Errorf("virtual host %q: %w", pvh.GetName(), err)
+		for _, d := range def.domains {
+			if err := t.addUniqueDomain(d, vh, wildcards); err != nil {
+				return nil, err
 			}
 		}
-		for _, r := range vh.routes {
-			r.plan = planMutations(headerLevel{}, r.headers, vh.headers, global, mostSpecificWins)
-			if r.direct != nil && len(r.direct.body) > int(maxBody) {
-				// Envoy refuses such a route configuration too.
-				return nil, fmt.Errorf("virtual host %q: route #%d %q: direct_response body is %d bytes, more than max_direct_response_body_size_bytes (%d)",
-					pvh.GetName(), r.index, r.name, len(r.direct.body), maxBody)
+		if fresh {
+			if err := level.checkDirectBodies(def); err != nil {
+				return nil, fmt.Errorf("virtual host %q: %w", def.name, err)
 			}
-			if r.forward == nil {
-				continue
-			}
-			for i := range r.forward.clusters {
-				c := &r.forward.clusters[i]
-				if !c.headers.empty() {
-					c.plan = planMutations(c.headers, r.headers, vh.headers, global, mostSpecificWins)
-				}
-				if !seenClusters[c.name] {
-					seenClusters[c.name] = true
-					t.clusters = append(t.clusters, c.name)
-				}
+		}
+		for _, c := range def.clusters {
+			if !seenClusters[c] {
+				seenClusters[c] = true
+				t.clusters = append(t.clusters, c)
 			}
 		}
 	}
 	sortWildcards(t.suffixes)
 	sortWildcards(t.prefixes)
 	return t, nil
+}
+
+// addUniqueDomain files d unless another virtual host has it: exact domains
+// are found in t.exact, the others in wildcards.
+func (t *routeTable) addUniqueDomain(d string, vh *virtualHost, wildcards map[string]string) error {
+	other, dup := wildcards[d]
+	if o, ok := t.exact[d]; ok {
+		other, dup = o.name, true
+	}
+	if dup {
+		return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, other, vh.name)
+	}
+	if strings.Contains(d, "*") {
+		wildcards[d] = vh.name
+	}
+	if err := t.addDomain(d, vh); err != nil {
+		return fmt.Errorf("virtual host %q: %w", vh.name, err)
+	}
+	return nil
+}
+
+// checkDirectBodies rejects a direct response longer than the configuration allows.
+func (l routeConfigLevel) checkDirectBodies(def *vhostDef) error {
+	for _, r := range def.routes {
+		if r.direct != nil && len(r.direct.body) > int(l.maxBody) {
+			// Envoy refuses such a route configuration too.
+			return fmt.Errorf("route #%d %q: direct_response body is %d bytes, more than max_direct_response_body_size_bytes (%d)",
+				r.index, r.name, len(r.direct.body), l.maxBody)
+		}
+	}
+	return nil
+}
+
+// convertVirtualHost converts pvh and plans its routes' header mutations
+// with the configuration's.
+func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
+	def, err := convertVirtualHost(pvh)
+	if err != nil {
+		return &vhostDef{name: pvh.GetName()}, err
+	}
+	for _, r := range def.routes {
+		r.plan = planMutations(headerLevel{}, r.headers, def.headers, l.global, l.mostSpecificWins)
+		if r.forward == nil {
+			continue
+		}
+		for i := range r.forward.clusters {
+			c := &r.forward.clusters[i]
+			if !c.headers.empty() {
+				c.plan = planMutations(c.headers, r.headers, def.headers, l.global, l.mostSpecificWins)
+			}
+			if !slices.Contains(def.clusters, c.name) {
+				def.clusters = append(def.clusters, c.name)
+			}
+		}
+	}
+	for _, d := range pvh.GetDomains() {
+		def.domains = append(def.domains, strings.ToLower(d))
+	}
+	return def, nil
 }
 
 // addDomain files a domain the way Envoy accepts them: "*", "*suffix",
@@ -117,7 +192,7 @@ func (t *routeTable) addDomain(d string, vh *virtualHost) error {
 	return nil
 }
 
-func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
+func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	if err := unsupported(
 		field{"matcher", pvh.GetMatcher() != nil},
 		field{"require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE},
@@ -144,7 +219,7 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*virtualHost, error) {
 	if err != nil {
 		return nil, err
 	}
-	vh := &virtualHost{name: pvh.GetName(), headers: headers}
+	vh := &vhostDef{name: pvh.GetName(), headers: headers}
 	for i, pr := range pvh.GetRoutes() {
 		r, err := convertRoute(pr)
 		if err != nil {

@@ -385,14 +385,27 @@ func (p *Proxy) routeStatsFor(key routeKey, gen uint64) *routeStats {
 }
 
 // compileRouteStats resolves (without creating series) the stats of every
-// route of rt served on listener.
-func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64) *routeTableStats {
+// route of rt served on listener. prev is the chain's applied compilation
+// (nil: none): a virtual host it shares with rt keeps its stats, found
+// without looking up each of its routes.
+func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, prev *filterChain) *routeTableStats {
 	ts := &routeTableStats{
 		noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel}, gen),
 		vhosts:  make([]vhostStats, len(rt.vhosts)),
 	}
+	var match *aligner[*virtualHost, *vhostDef]
+	if prev != nil && prev.stats != nil {
+		match = newAligner(prev.routes.vhosts, func(vh *virtualHost) *vhostDef { return vh.vhostDef })
+	}
 	for i, vh := range rt.vhosts {
 		vs := &ts.vhosts[i]
+		if match != nil {
+			if j, ok := match.find(vh.vhostDef); ok {
+				*vs = prev.stats.vhosts[j]
+				vs.mark(gen)
+				continue
+			}
+		}
 		vs.noRoute = p.routeStatsFor(routeKey{listener, vh.name, unmatchedLabel}, gen)
 		vs.routes = make([]*routeStats, len(vh.routes))
 		for j, r := range vh.routes {

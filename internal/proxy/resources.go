@@ -45,10 +45,13 @@ type resourceStore struct {
 	// version is the system version of the last accepted response: with delta
 	// xDS, a response carries only the types (and resources) that changed.
 	version string
+	// revisions counts the accepted responses of each type: a compilation
+	// at the same revisions of a type as the applied one had the same specs.
+	revisions map[string]uint64
 }
 
 func newResourceStore() *resourceStore {
-	return &resourceStore{byType: make(map[string]map[string]any)}
+	return &resourceStore{byType: make(map[string]map[string]any), revisions: make(map[string]uint64)}
 }
 
 // update applies an accepted delta response to its type.
@@ -65,6 +68,7 @@ func (s *resourceStore) update(typeURL, version string, updated map[string]any, 
 		delete(m, name)
 	}
 	s.version = version
+	s.revisions[typeURL]++
 }
 
 func (s *resourceStore) received(typeURL string) bool {
@@ -101,6 +105,10 @@ func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource) (map[s
 	}
 	out := make(map[string]any, len(resources))
 	for i, r := range resources {
+		if t, ok := p.reuseRoutes(typeURL, r); ok && !has(out, r.GetName()) {
+			out[r.GetName()] = t
+			continue
+		}
 		msg, err := unpack(r.GetResource(), typeURL, newMsg)
 		if err != nil {
 			return nil, fmt.Errorf("%s #%d %q: %w", shortTypeName(typeURL), i, r.GetName(), err)
@@ -115,16 +123,34 @@ func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource) (map[s
 		if err := msg.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("%s %q: invalid: %w", shortTypeName(typeURL), name, err)
 		}
-		if _, dup := out[name]; dup {
+		if has(out, name) {
 			return nil, fmt.Errorf("%s %q: duplicate name in response", shortTypeName(typeURL), name)
 		}
 		spec, err := convert(msg)
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", shortTypeName(typeURL), name, err)
 		}
+		if t, ok := spec.(*routeTable); ok {
+			recordEncoding(t, r.GetResource())
+		}
 		out[name] = spec
 	}
 	return out, nil
+}
+
+func has(m map[string]any, name string) bool {
+	_, ok := m[name]
+	return ok
+}
+
+// reuseRoutes converts r, if it is a route configuration, reusing what it
+// shares with the version in force (see reuseRouteConfig).
+func (p *Proxy) reuseRoutes(typeURL string, r *discoveryv3.Resource) (*routeTable, bool) {
+	if typeURL != resourcev3.RouteType || r.GetResource().GetTypeUrl() != typeURL {
+		return nil, false
+	}
+	prev, _ := lookup[*routeTable](p.store, typeURL, r.GetName())
+	return reuseRouteConfig(r.GetResource(), prev)
 }
 
 // accept implements configSink.

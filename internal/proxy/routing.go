@@ -26,6 +26,12 @@ type routeTable struct {
 	any      *virtualHost            // the "*" domain
 	clusters []string                // every cluster name referenced, for completeness checks
 	vhosts   []*virtualHost          // in order, vhosts[i].index == i
+	// level is what the virtual hosts' routes inherit from the configuration;
+	// shell is the encoding of every field but virtual_hosts, set for a table
+	// decoded from RDS ("" otherwise; see reuseRouteConfig): the next version
+	// reuses this one's virtual hosts only if its shell is the same.
+	level routeConfigLevel
+	shell string
 }
 
 type wildcardDomain struct {
@@ -33,11 +39,26 @@ type wildcardDomain struct {
 	vhost *virtualHost
 }
 
+// virtualHost is a vhostDef at its position in one routeTable. The def may
+// be shared with the tables of other versions of the configuration; the
+// position is this table's own.
 type virtualHost struct {
-	name    string
-	index   int // in routeTable.vhosts, for per-configuration tables such as metrics
-	routes  []*route
-	headers headerLevel // its own header mutations (resolved into its routes' plans)
+	*vhostDef
+	index int // in routeTable.vhosts, for per-configuration tables such as metrics
+}
+
+// vhostDef is a converted VirtualHost. It is immutable once its table is
+// built, so that the next version of the route configuration can reuse it
+// while the table in service still routes requests with it.
+type vhostDef struct {
+	name     string
+	routes   []*route
+	headers  headerLevel // its own header mutations (resolved into its routes' plans)
+	domains  []string    // lower-cased
+	clusters []string    // every cluster its routes name, each once
+	// raw is the VirtualHost's encoding, when it was decoded from RDS: an
+	// identical encoding in the next version stands for the same def.
+	raw string
 }
 
 type route struct {

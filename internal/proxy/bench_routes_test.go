@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// benchHosts is the size of the route configuration of the editing benchmarks:
+// the 10,000 Ingresses of bench/.
+const benchHosts = 10000
+
+// ingressVhost is a virtual host shaped like the translator's for one Ingress:
+// its host, a named prefix route with a timeout to its Service's cluster.
+func ingressVhost(i int, prefix string) *routev3.VirtualHost {
+	host := fmt.Sprintf("app-%05d.example.com", i)
+	cluster := fmt.Sprintf("default/app-%05d/80", i)
+	return &routev3.VirtualHost{Name: host, Domains: []string{host}, Routes: []*routev3.Route{{
+		Name:  fmt.Sprintf("ingress/default/app-%05d:prefix:%s", i, prefix),
+		Match: prefixMatch(prefix),
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster},
+			Timeout:          durationpb.New(15 * time.Second),
+		}},
+	}}}
+}
+
+// feed decodes and accepts one response as the ADS client does, without the
+// gRPC stream: the proxy's own work on a response.
+func feed(tb testing.TB, p *Proxy, typeURL, version string, msgs ...proto.Message) {
+	tb.Helper()
+	rs := make([]*discoveryv3.Resource, len(msgs))
+	for i, m := range msgs {
+		rs[i] = &discoveryv3.Resource{Name: resourceName(m), Version: version, Resource: mustAny(tb, m)}
+	}
+	feedResources(tb, p, typeURL, version, rs)
+}
+
+func feedResources(tb testing.TB, p *Proxy, typeURL, version string, rs []*discoveryv3.Resource) {
+	tb.Helper()
+	decoded, err := p.decode(typeURL, rs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.accept(context.Background(), typeURL, version, decoded, nil)
+}
+
+// BenchmarkApplyOneVirtualHostChange measures the proxy's work on an RDS
+// response (decode, validate, convert, compile, apply) for a route
+// configuration of benchHosts virtual hosts of which one changed: what each
+// edit of one Ingress costs the embedded proxy at that scale.
+func BenchmarkApplyOneVirtualHostChange(b *testing.B) {
+	p := New(Config{ListenerAddrs: map[string]string{"ingress_http": "127.0.0.1:0"}})
+	b.Cleanup(p.shutdown)
+	clusters := make([]proto.Message, benchHosts)
+	assignments := make([]proto.Message, benchHosts)
+	rc := &routev3.RouteConfiguration{Name: "ingress_http"}
+	for i := range benchHosts {
+		name := fmt.Sprintf("default/app-%05d/80", i)
+		clusters[i] = edsCluster(name)
+		assignments[i] = assignment(name, "127.0.0.1:1")
+		rc.VirtualHosts = append(rc.VirtualHosts, ingressVhost(i, "/"))
+	}
+	feed(b, p, resourcev3.ClusterType, "v0", clusters...)
+	feed(b, p, resourcev3.EndpointType, "v0", assignments...)
+	feed(b, p, resourcev3.SecretType, "v0")
+	feed(b, p, resourcev3.ListenerType, "v0", httpListener(b))
+	feed(b, p, resourcev3.RouteType, "v0", rc)
+	if p.current.Load() == nil {
+		b.Fatal("the configuration was not applied")
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		k := i * 7919 % benchHosts // spread the edits over the table
+		rc.VirtualHosts[k] = ingressVhost(k, fmt.Sprintf("/v%d", i))
+		version := fmt.Sprintf("v%d", i)
+		rs := []*discoveryv3.Resource{{Name: rc.Name, Version: version, Resource: mustAny(b, rc)}}
+		b.StartTimer()
+		feedResources(b, p, resourcev3.RouteType, version, rs)
+		if got := p.AppliedVersion(); got != version {
+			b.Fatalf("applied %q, want %q", got, version)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// A route configuration holds every virtual host of a listener, and one
+// edited Ingress changes one of them. Decoding, validating and converting
+// the whole configuration for each edit would cost in proportion to all of
+// them; instead the encoding is split at its top level, and the virtual hosts
+// whose encoding is the same as in the version in force keep their converted
+// form (same bytes, same message: it was validated and converted already).
+
+// virtualHostsField is RouteConfiguration.virtual_hosts's field number.
+const virtualHostsField protowire.Number = 2
+
+// span is a part of an encoding, [start, end).
+type span struct{ start, end int }
+
+// splitRouteConfig splits the encoding of a RouteConfiguration into the
+// encodings of its virtual hosts, in order, and the fields of everything else
+// (its shell). ok is false for an encoding that does not parse.
+func splitRouteConfig(b []byte) (shell []byte, vhosts []span, ok bool) {
+	for pos := 0; pos < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[pos:])
+		if n < 0 {
+			return nil, nil, false
+		}
+		if num == virtualHostsField && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b[pos+n:])
+			if m < 0 {
+				return nil, nil, false
+			}
+			start := pos + n + m - len(v)
+			vhosts = append(vhosts, span{start, start + len(v)})
+			pos += n + m
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[pos+n:])
+		if m < 0 {
+			return nil, nil, false
+		}
+		shell = append(shell, b[pos:pos+n+m]...)
+		pos += n + m
+	}
+	return shell, vhosts, true
+}
+
+// reuseRouteConfig converts a, a RouteConfiguration, reusing the virtual
+// hosts of prev (the version in force) whose encoding is unchanged: only new
+// and changed ones are decoded, validated and converted. ok is false when
+// there is nothing to reuse (no previous version, a field other than
+// virtual_hosts changed) and when anything is wrong with a: the caller then
+// converts it in full, which reports the problem as it always has.
+func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
+	if prev == nil || prev.shell == "" {
+		return nil, false
+	}
+	shell, spans, ok := splitRouteConfig(a.GetValue())
+	if !ok || string(shell) != prev.shell {
+		return nil, false
+	}
+	// One copy of the whole encoding: each virtual host's is a substring of it.
+	value := string(a.GetValue())
+	match := newAligner(prev.vhosts, func(vh *virtualHost) string { return vh.raw })
+	t, err := buildRouteTable(prev.name, prev.level, len(spans), func(i int) (*vhostDef, bool, error) {
+		raw := value[spans[i].start:spans[i].end]
+		if j, ok := match.find(raw); ok {
+			return prev.vhosts[j].vhostDef, false, nil
+		}
+		// A clone: the def outlives this encoding, of which it would keep all alive.
+		return decodeVirtualHost(strings.Clone(raw), prev.level)
+	})
+	if err != nil {
+		return nil, false
+	}
+	t.shell = prev.shell
+	return t, true
+}
+
+// decodeVirtualHost decodes, validates and converts one virtual host of a
+// route configuration converted at level.
+func decodeVirtualHost(raw string, level routeConfigLevel) (*vhostDef, bool, error) {
+	pvh := &routev3.VirtualHost{}
+	if err := proto.Unmarshal([]byte(raw), pvh); err != nil {
+		return &vhostDef{}, true, err
+	}
+	if err := pvh.ValidateAll(); err != nil {
+		return &vhostDef{name: pvh.GetName()}, true, err
+	}
+	def, err := level.convertVirtualHost(pvh)
+	def.raw = raw
+	return def, true, err
+}
+
+// recordEncoding keeps, in t converted in full from a, what the next version
+// needs to reuse t's virtual hosts: the encoding of its shell and of each
+// virtual host.
+func recordEncoding(t *routeTable, a *anypb.Any) {
+	shell, spans, ok := splitRouteConfig(a.GetValue())
+	if !ok || len(spans) != len(t.vhosts) {
+		return
+	}
+	// Substrings of one copy: every def of t is converted from it.
+	value := string(a.GetValue())
+	for i, vh := range t.vhosts {
+		vh.raw = value[spans[i].start:spans[i].end]
+	}
+	t.shell = string(shell)
+}
+
+// aligner finds, for each key of a new list in turn, the position of an
+// equal key in the previous list. An update inserts, removes or replaces a
+// few items and keeps the others in order, so the two items after the last
+// match are tried first; the previous list is indexed only after two misses
+// in a row, which one replaced item does not cause.
+type aligner[T any, K comparable] struct {
+	prev   []T
+	key    func(T) K
+	next   int // after the last match
+	misses int // in a row
+	index  map[K]int
+}
+
+func newAligner[T any, K comparable](prev []T, key func(T) K) *aligner[T, K] {
+	return &aligner[T, K]{prev: prev, key: key}
+}
+
+func (a *aligner[T, K]) find(k K) (int, bool) {
+	for j := a.next; j < min(a.next+2, len(a.prev)); j++ {
+		if a.key(a.prev[j]) == k {
+			a.next, a.misses = j+1, 0
+			return j, true
+		}
+	}
+	if a.misses++; a.misses < 2 {
+		return 0, false
+	}
+	if a.index == nil {
+		a.index = make(map[K]int, len(a.prev))
+		for j, item := range a.prev {
+			a.index[a.key(item)] = j
+		}
+	}
+	j, ok := a.index[k]
+	if ok {
+		a.next, a.misses = j+1, 0
+	}
+	return j, ok
+}
