@@ -60,7 +60,8 @@ func TestIdleTimeout(t *testing.T) {
 		idle("/long", durationpb.New(1500*time.Millisecond)),
 		idle("/steady", durationpb.New(600*time.Millisecond)),
 		idle("/disabled", durationpb.New(0)),
-		idle("/upload", durationpb.New(300*time.Millisecond)),
+		// 20 times the slow upload's gap: a loaded machine must not make it look stalled.
+		idle("/upload", durationpb.New(time.Second)),
 	))}
 	cp.set("v1", res)
 	p := startProxy(t, cp)

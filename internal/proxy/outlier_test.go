@@ -79,12 +79,18 @@ func TestOutlierDetection(t *testing.T) {
 	url := p.httpURL(t, "/od")
 
 	// Round robin: a, b, a, b... b's fifth 500 is the tenth request.
+	// ejectedAt is taken before the request that ejects b is sent: the ejection starts
+	// when the proxy sees its 500, before the client does, so only a time taken before
+	// that request bounds the ejection's start from below.
 	statuses := map[int]int{}
-	for range 10 {
+	var ejectedAt time.Time
+	for i := range 10 {
+		if i == 9 {
+			ejectedAt = time.Now()
+		}
 		r, _ := getProto(t, c, url)
 		statuses[r.Status]++
 	}
-	ejectedAt := time.Now()
 	if diff := cmp.Diff(map[int]int{200: 5, 500: 5}, statuses); diff != "" {
 		t.Fatalf("first 10 requests (-want +got):\n%s", diff)
 	}
