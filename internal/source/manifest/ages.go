@@ -42,8 +42,10 @@ type book struct {
 type entry struct {
 	key objectKey
 	at  time.Time
-	// file holds the definition in force, which wins over copies added elsewhere.
-	file string
+	// file holds the definition in force, which wins over copies added elsewhere, at
+	// index in the file.
+	file  string
+	index int
 	// obj is the version handed out; nil until the end of the load that added it.
 	obj  runtime.Object
 	seen uint64 // the last load that had the object
@@ -77,7 +79,7 @@ func (b *book) stamp(objs []runtime.Object, places []placement) []*entry {
 			fresh = append(fresh, i)
 			continue
 		}
-		e.file, e.seen = p.file, b.loads
+		e.file, e.index, e.seen = p.file, p.objIndex, b.loads
 		ents[i] = e
 	}
 	// Stable: objects of one file stay in document order.
@@ -96,7 +98,7 @@ func (b *book) stamp(objs []runtime.Object, places []placement) []*entry {
 			at = b.last.Add(time.Nanosecond)
 		}
 		b.last = at
-		e := &entry{key: places[i].key, at: at, file: places[i].file, seen: b.loads}
+		e := &entry{key: places[i].key, at: at, file: places[i].file, index: places[i].objIndex, seen: b.loads}
 		b.entries[e.key] = e
 		ents[i] = e
 	}
@@ -129,6 +131,13 @@ type reader struct {
 	// nil until a load succeeds, and after one fails.
 	walked []fileLoad
 	state  walkState
+	// dups has every definition, in reading order, of the keys defined more than once
+	// at the last load.
+	dups map[objectKey][]defRef
+	// objects and problems are the last Result's, which an update patches (see
+	// refinish): book.handed are the objects' entries.
+	objects  []runtime.Object
+	problems []Problem
 }
 
 func newReader(now func() time.Time) *reader {
@@ -158,18 +167,25 @@ func (r *reader) load(dir string, log *slog.Logger) (*Result, error) {
 // finish turns the files of r.walked into a Result.
 func (r *reader) finish(dir string, log *slog.Logger) *Result {
 	files := r.good.retain(r.walked)
-	res, places := assemble(files, r.book.held)
-	r.book.diff(res, r.book.stamp(res.Objects, places))
-	// The files' versions are kept (walk, cache, last good) for the next load: from now
-	// on they hold the objects handed out, so that an object whose file does not change
-	// is neither copied again to be stamped nor compared again.
-	for i, p := range places {
-		files[p.fileIndex].objs[p.objIndex] = res.Objects[i]
-	}
+	res, places, dups := assemble(files, r.book.held)
+	ents := r.book.stamp(res.Objects, places)
+	res.Changes = r.book.diff(res.Objects, ents, r.book.handed)
+	keep(files, places, res.Objects)
 	for i := range r.walked {
 		r.walked[i].shared = true
 	}
+	r.book.handed, r.dups, r.objects, r.problems = ents, dups, res.Objects, res.Problems
 	log.Debug("manifest: loaded", "dir", dir, "files", len(files), "read", r.cache.reads, "decoded", r.cache.decodes,
 		"objects", len(res.Objects), "changes", len(res.Changes))
 	return res
+}
+
+// keep makes files (placed as places, index for index with objs) hold the objects handed
+// out, for the next load: their versions are kept (walk, cache, last good), so that an
+// object whose file does not change is neither copied again to be stamped nor compared
+// again. The caller marks the files shared: from then on, Results hold their objects.
+func keep(files []fileLoad, places []placement, objs []runtime.Object) {
+	for i, p := range places {
+		files[p.fileIndex].objs[p.objIndex] = objs[i]
+	}
 }

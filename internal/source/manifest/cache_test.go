@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -335,13 +336,7 @@ func checkUnmodified(t *testing.T, objs, snapshot []runtime.Object) {
 // BenchmarkReload is one reload of 10,000 files of which one changed, the case of an
 // edit in `portico run`: walking the whole tree, and updating from the changed name.
 func BenchmarkReload(b *testing.B) {
-	dir := b.TempDir()
-	old := time.Now().Add(-time.Hour)
-	for i := range 10000 {
-		name := filepath.Join(dir, fmt.Sprintf("team-%d", i/100), fmt.Sprintf("app-%d.yaml", i))
-		writeFiles(b, dir, map[string]string{strings.TrimPrefix(name, dir+"/"): svcYAML(fmt.Sprintf("app-%d", i), 80) + "---\n" + svcYAML(fmt.Sprintf("app-%d-b", i), 81)})
-		must(b, os.Chtimes(name, old, old))
-	}
+	dir := benchTree(b, 10000, 2)
 	edited := filepath.Join(dir, "team-5", "app-500.yaml")
 	log := slog.New(slog.DiscardHandler)
 	port := 1000 // every write a new version, across runs of the sub-benchmarks
@@ -371,6 +366,54 @@ func BenchmarkReload(b *testing.B) {
 	}
 }
 
+// BenchmarkUpdate is the reload after one of 10,000 files of three objects each was
+// saved with one object changed, from the name the file system event carries: the case
+// of an edit in `portico run`.
+func BenchmarkUpdate(b *testing.B) {
+	dir := benchTree(b, 10000, 3)
+	edited := filepath.Join(dir, "team-5", "app-500.yaml")
+	log := slog.New(slog.DiscardHandler)
+	r := newReader(time.Now)
+	_, err := r.load(dir, log)
+	must(b, err)
+	goruntime.GC() // not to charge the first updates with collecting what loading left
+	port := 1000   // every write a new version, across the rounds of the sub-benchmark
+	b.Run("one-file", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			port++
+			must(b, os.WriteFile(edited, []byte(benchFile(500, 3, port)), 0o644))
+			b.StartTimer()
+			res, ok := r.update(dir, []string{edited}, log)
+			if !ok || len(res.Changes) != 1 || len(res.Objects) != 30000 {
+				b.Fatalf("update %v: %d changes, %d objects; want 1 and 30,000", ok, len(res.Changes), len(res.Objects))
+			}
+		}
+	})
+}
+
+// benchTree writes files files of perFile Services each, an hour old, as
+// team-K/app-I.yaml, 100 to a directory, and returns the directory.
+func benchTree(b *testing.B, files, perFile int) string {
+	dir := b.TempDir()
+	old := time.Now().Add(-time.Hour)
+	for i := range files {
+		name := filepath.Join(dir, fmt.Sprintf("team-%d", i/100), fmt.Sprintf("app-%d.yaml", i))
+		writeFiles(b, dir, map[string]string{strings.TrimPrefix(name, dir+"/"): benchFile(i, perFile, 80)})
+		must(b, os.Chtimes(name, old, old))
+	}
+	return dir
+}
+
+// benchFile is file i of benchTree, its first Service on port.
+func benchFile(i, perFile, port int) string {
+	docs := []string{svcYAML(fmt.Sprintf("app-%d", i), port)}
+	for j := 1; j < perFile; j++ {
+		docs = append(docs, svcYAML(fmt.Sprintf("app-%d-%c", i, 'a'+j), 80+j))
+	}
+	return strings.Join(docs, "---\n")
+}
+
 // Random sequences of file operations: after every reload, applying the change sets of
 // all Results so far to an empty set gives exactly the Result's objects, pointer for
 // pointer, and no object handed out was modified since.
@@ -380,8 +423,7 @@ func TestReaderChangeSetsAddUp(t *testing.T) {
 	files := []string{"a.yaml", "b.yaml", "sub/c.yaml", "sub/d.yaml", "e.json"}
 	objNames := []string{"p", "q", "r", "s"}
 	content := func(file string) string { return randomManifest(rng, file, objNames) }
-	applied := map[objectKey]runtime.Object{}
-	var handedOut, snapshots []runtime.Object
+	applied := newChangeSets()
 	for step := range 300 {
 		f := files[rng.IntN(len(files))]
 		switch op := rng.IntN(10); {
@@ -401,43 +443,69 @@ func TestReaderChangeSetsAddUp(t *testing.T) {
 		}
 		res, err := h.r.load(h.dir, h.log)
 		must(t, err)
-		for _, c := range res.Changes {
-			if c.Old != nil {
-				if applied[keyOf(c.Old)] != c.Old {
-					t.Fatalf("step %d: change %v: the old version is not the one handed out", step, changes([]Change{c}))
-				}
-				delete(applied, keyOf(c.Old))
-			}
-			if c.New != nil {
-				applied[keyOf(c.New)] = c.New
-			}
-		}
-		if len(applied) != len(res.Objects) {
-			t.Fatalf("step %d: the changes add up to %d objects, the Result has %v", step, len(applied), names(res.Objects))
-		}
-		for _, o := range res.Objects {
-			if applied[keyOf(o)] != o {
-				t.Fatalf("step %d: %s is not the object the changes add up to", step, names([]runtime.Object{o})[0])
-			}
-		}
-		handedOut = append(handedOut, res.Objects...)
-		snapshots = append(snapshots, deepCopies(res.Objects)...)
+		applied.apply(t, step, res)
 	}
-	checkUnmodified(t, handedOut, snapshots)
+	applied.checkUnmodified(t)
+}
+
+// changeSets applies the change sets of Results one after the other, as run does to its
+// store, and checks that they add up to each Result's objects, pointer for pointer.
+type changeSets struct {
+	applied              map[objectKey]runtime.Object
+	handedOut, snapshots []runtime.Object
+}
+
+func newChangeSets() *changeSets { return &changeSets{applied: map[objectKey]runtime.Object{}} }
+
+func (s *changeSets) apply(t *testing.T, step int, res *Result) {
+	t.Helper()
+	for _, c := range res.Changes {
+		if c.Old != nil {
+			if s.applied[keyOf(c.Old)] != c.Old {
+				t.Fatalf("step %d: change %v: the old version is not the one handed out", step, changes([]Change{c}))
+			}
+			delete(s.applied, keyOf(c.Old))
+		}
+		if c.New != nil {
+			s.applied[keyOf(c.New)] = c.New
+		}
+	}
+	if len(s.applied) != len(res.Objects) {
+		t.Fatalf("step %d: the changes add up to %d objects, the Result has %v", step, len(s.applied), names(res.Objects))
+	}
+	for _, o := range res.Objects {
+		if s.applied[keyOf(o)] != o {
+			t.Fatalf("step %d: %s is not the object the changes add up to", step, names([]runtime.Object{o})[0])
+		}
+	}
+	s.handedOut = append(s.handedOut, res.Objects...)
+	s.snapshots = append(s.snapshots, deepCopies(res.Objects)...)
+}
+
+// checkUnmodified fails if an object handed out was modified since.
+func (s *changeSets) checkUnmodified(t *testing.T) {
+	t.Helper()
+	checkUnmodified(t, s.handedOut, s.snapshots)
 }
 
 // randomManifest returns a random file of Services named from objNames, some of them
-// broken.
+// broken, some defining one Service twice.
 func randomManifest(rng *rand.Rand, file string, objNames []string) string {
 	var docs []string
+	svc := func(n string) {
+		if strings.HasSuffix(file, ".json") {
+			docs = append(docs, svcJSON(n, 1+rng.IntN(3)))
+		} else {
+			docs = append(docs, svcYAML(n, 1+rng.IntN(3)))
+		}
+	}
 	for _, n := range objNames {
 		if rng.IntN(3) == 0 {
-			if strings.HasSuffix(file, ".json") {
-				docs = append(docs, svcJSON(n, 1+rng.IntN(3)))
-			} else {
-				docs = append(docs, svcYAML(n, 1+rng.IntN(3)))
-			}
+			svc(n)
 		}
+	}
+	if rng.IntN(8) == 0 {
+		svc(objNames[rng.IntN(len(objNames))])
 	}
 	if rng.IntN(8) == 0 {
 		docs = append(docs, "kind: [") // broken

@@ -11,12 +11,14 @@ type Change struct {
 	Old, New runtime.Object
 }
 
-// diff replaces each object of res that equals the version handed out under its key
-// (ents are res.Objects' entries) by that version, sets res.Changes, and forgets the
-// objects no longer present.
-func (b *book) diff(res *Result, ents []*entry) {
-	var changed []Change
-	for i, obj := range res.Objects {
+// diff replaces each of objs that equals the version handed out under its key (ents
+// are objs' entries, index for index) by that version, and returns the changes: first
+// the removals of the objects of before (entries handed out, in the order they were)
+// that this load did not see, which it forgets, then the additions and updates in the
+// order of objs.
+func (b *book) diff(objs []runtime.Object, ents, before []*entry) []Change {
+	var changes, changed []Change
+	for i, obj := range objs {
 		e := ents[i]
 		switch {
 		case e.obj == nil:
@@ -25,18 +27,17 @@ func (b *book) diff(res *Result, ents []*entry) {
 		case equality.Semantic.DeepEqual(e.obj, obj):
 			// Decoded again (its file was edited elsewhere, renamed, or touched), or
 			// moved to another file, but the same object, age included.
-			res.Objects[i] = e.obj
+			objs[i] = e.obj
 		default:
 			changed = append(changed, Change{Old: e.obj, New: obj})
 		}
-		e.obj = res.Objects[i]
+		e.obj = objs[i]
 	}
-	for _, e := range b.handed {
+	for _, e := range before {
 		if e.seen != b.loads {
-			res.Changes = append(res.Changes, Change{Old: e.obj})
+			changes = append(changes, Change{Old: e.obj})
 			delete(b.entries, e.key)
 		}
 	}
-	res.Changes = append(res.Changes, changed...)
-	b.handed = ents
+	return append(changes, changed...)
 }

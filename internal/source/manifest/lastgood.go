@@ -15,23 +15,7 @@ func (lg lastGood) retain(files []fileLoad) []fileLoad {
 	out := make([]fileLoad, 0, len(files))
 	for _, f := range files {
 		present[f.path] = true
-		if len(f.problems) == 0 {
-			lg[f.path] = f
-			out = append(out, f)
-			continue
-		}
-		good, ok := lg[f.path]
-		if !ok {
-			out = append(out, f)
-			continue
-		}
-		kept := good
-		kept.shared = true
-		kept.problems = append(append([]Problem(nil), f.problems...), Problem{
-			File:   f.path,
-			Reason: fmt.Sprintf("keeping this file's last good version (%d objects) until the problems above are fixed", len(good.objs)),
-		})
-		out = append(out, kept)
+		out = append(out, lg.record(f))
 	}
 	for path := range lg {
 		if !present[path] {
@@ -39,4 +23,32 @@ func (lg lastGood) retain(files []fileLoad) []fileLoad {
 		}
 	}
 	return out
+}
+
+// record records f as its file's last good version if it is clean, and returns the
+// version in force.
+func (lg lastGood) record(f fileLoad) fileLoad {
+	if len(f.problems) == 0 {
+		lg[f.path] = f
+	}
+	return lg.inForce(f)
+}
+
+// inForce returns f, or in its place its file's last good version if f is broken and
+// there is one.
+func (lg lastGood) inForce(f fileLoad) fileLoad {
+	if len(f.problems) == 0 {
+		return f
+	}
+	good, ok := lg[f.path]
+	if !ok {
+		return f
+	}
+	kept := good
+	kept.shared = true
+	kept.problems = append(append([]Problem(nil), f.problems...), Problem{
+		File:   f.path,
+		Reason: fmt.Sprintf("keeping this file's last good version (%d objects) until the problems above are fixed", len(good.objs)),
+	})
+	return kept
 }

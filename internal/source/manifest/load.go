@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,22 +221,41 @@ type placement struct {
 	shared    bool
 }
 
-// objRef is an object of a load: the index of its file, and its index in the file.
-type objRef struct{ file, obj int }
+// defRef is one definition of an object: the file, and the object's index there.
+type defRef struct {
+	path string
+	obj  int
+}
 
 // assemble joins the files' objects and problems into one Result. When the same object
 // (kind, namespace, name) is defined more than once, one definition is kept: the one in
 // the file that held the definition in force before (held reports that file), so a
 // copy added elsewhere never replaces a working object; otherwise the first one.
-// The placements are those of res.Objects, index for index.
-func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, []placement) {
+// The placements are those of res.Objects, index for index; dups has every definition,
+// in reading order, of the keys defined more than once.
+func assemble(files []fileLoad, held func(objectKey) (string, bool)) (res *Result, places []placement, dups map[objectKey][]defRef) {
 	total := 0
 	for _, f := range files {
 		total += len(f.objs)
 	}
+	a := assembler{dups: duplicates(files, total), held: held, file: func(path string) fileLoad {
+		i, _ := findFile(files, path)
+		return files[i]
+	}}
+	res = &Result{Objects: make([]runtime.Object, 0, total)}
+	places = make([]placement, 0, total)
+	for fi, f := range files {
+		places = a.add(res, places, f, fi)
+	}
+	return res, places, a.dups
+}
+
+// duplicates returns every definition, in reading order, of the keys the files define
+// more than once: a rare case, kept out of the map of all keys.
+func duplicates(files []fileLoad, total int) map[objectKey][]defRef {
+	type objRef struct{ file, obj int }
 	first := make(map[objectKey]objRef, total)
-	// dups has every definition of the keys defined more than once, a rare case.
-	var dups map[objectKey][]objRef
+	var dups map[objectKey][]defRef
 	for fi, f := range files {
 		for i, key := range f.keys {
 			if key == (objectKey{}) {
@@ -247,51 +267,71 @@ func assemble(files []fileLoad, held func(objectKey) (string, bool)) (*Result, [
 				continue
 			}
 			if dups == nil {
-				dups = map[objectKey][]objRef{}
+				dups = map[objectKey][]defRef{}
 			}
 			if dups[key] == nil {
-				dups[key] = []objRef{d}
+				dups[key] = []defRef{{files[d.file].path, d.obj}}
 			}
-			dups[key] = append(dups[key], objRef{fi, i})
+			dups[key] = append(dups[key], defRef{f.path, i})
 		}
 	}
-	winner := func(key objectKey) objRef {
-		ds := dups[key]
-		if path, ok := held(key); ok {
-			for _, d := range ds {
-				if files[d.file].path == path {
-					return d
-				}
-			}
-		}
-		return ds[0]
-	}
+	return dups
+}
 
-	res := &Result{Objects: make([]runtime.Object, 0, total)}
-	places := make([]placement, 0, total)
-	for fi, f := range files {
-		res.Problems = append(res.Problems, f.problems...)
-		for i, obj := range f.objs {
-			key := f.keys[i]
-			if key == (objectKey{}) {
+// assembler adds files, in reading order, to a Result.
+type assembler struct {
+	// dups has every definition, in reading order, of the keys defined more than once
+	// in the whole tree.
+	dups map[objectKey][]defRef
+	held func(objectKey) (string, bool)
+	// file returns the version in force of the file at path, which is in the tree.
+	file func(path string) fileLoad
+}
+
+// add appends f's problems to res, and its objects with their placements, f being the
+// fi-th file of those placements; of an object defined more than once, only the
+// definition in force is added, and every other one is a problem.
+func (a *assembler) add(res *Result, places []placement, f fileLoad, fi int) []placement {
+	res.Problems = append(res.Problems, f.problems...)
+	for i, obj := range f.objs {
+		key := f.keys[i]
+		if key == (objectKey{}) {
+			continue
+		}
+		if ds, dup := a.dups[key]; dup {
+			if w := winner(ds, key, a.held); w != (defRef{f.path, i}) {
+				pos, kept := f.lines[i], a.file(w.path).lines[w.obj]
+				res.Problems = append(res.Problems, Problem{
+					File: pos.file, Line: pos.line, Document: pos.docIndx,
+					Reason: fmt.Sprintf("%s is already defined at %s:%d (document %d); this definition is ignored",
+						key, kept.file, kept.line, kept.docIndx),
+				})
 				continue
 			}
-			if _, dup := dups[key]; dup {
-				if w := winner(key); w != (objRef{fi, i}) {
-					pos, kept := f.lines[i], files[w.file].lines[w.obj]
-					res.Problems = append(res.Problems, Problem{
-						File: pos.file, Line: pos.line, Document: pos.docIndx,
-						Reason: fmt.Sprintf("%s is already defined at %s:%d (document %d); this definition is ignored",
-							key, kept.file, kept.line, kept.docIndx),
-					})
-					continue
-				}
+		}
+		res.Objects = append(res.Objects, obj)
+		places = append(places, placement{key: key, file: f.path, fileIndex: fi, objIndex: i, modTime: f.modTime, shared: f.shared})
+	}
+	return places
+}
+
+// winner returns which of key's definitions ds is in force: the first one in the file
+// that held it before, or else the first one.
+func winner(ds []defRef, key objectKey, held func(objectKey) (string, bool)) defRef {
+	if path, ok := held(key); ok {
+		for _, d := range ds {
+			if d.path == path {
+				return d
 			}
-			res.Objects = append(res.Objects, obj)
-			places = append(places, placement{key: key, file: f.path, fileIndex: fi, objIndex: i, modTime: f.modTime, shared: f.shared})
 		}
 	}
-	return res, places
+	return ds[0]
+}
+
+// findFile returns the index of the file at path in files, sorted in reading order, or
+// where it would be, and whether it is there.
+func findFile(files []fileLoad, path string) (int, bool) {
+	return slices.BinarySearchFunc(files, path, func(f fileLoad, p string) int { return walkOrder(f.path, p) })
 }
 
 // keyOf returns obj's key, or the zero key when obj has no metadata.

@@ -65,13 +65,14 @@ func (r *reader) update(dir string, paths []string, log *slog.Logger) (*Result, 
 		}
 		kinds[i] = k
 	}
+	before := r.inForce(paths)
 	r.cache.reads, r.cache.decodes = 0, 0
 	changes := make([]fileChange, len(paths))
 	for i, p := range paths {
 		changes[i] = r.reread(p, kinds[i], log)
 	}
 	r.walked = mergeWalk(r.walked, changes)
-	return r.finish(dir, log), true
+	return r.refinish(dir, paths, before, log), true
 }
 
 // kind tells what a walk would do with path, or false when a full walk is needed.
@@ -147,7 +148,7 @@ func mergeWalk(walked []fileLoad, changes []fileChange) []fileLoad {
 	// In place when every change is a new version of a file already there: an edit.
 	at := make([]int, len(changes))
 	for i, c := range changes {
-		j, found := slices.BinarySearchFunc(walked, c.path, func(f fileLoad, p string) int { return walkOrder(f.path, p) })
+		j, found := findFile(walked, c.path)
 		if !found || !c.present {
 			return mergeSorted(walked, changes)
 		}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,15 +11,24 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
-// Random sequences of file operations: after each, a reader told only the names the
-// operation touched (the names file system events carry) gives the same Result as a
-// reader walking the whole directory: the same objects, ages included, in the same
-// order, the same problems and the same changes.
+// Random sequences of file operations (edits, additions, removals, renames, broken
+// files, objects defined in several files or twice in one): after each, a reader told
+// only the names the operation touched (the names file system events carry) gives the
+// same Result as a reader walking the whole directory: the same objects, ages included,
+// in the same order, the same problems and the same changes in the same order; its
+// change sets add up to its objects, and it never modifies an object handed out.
 func TestReaderUpdateEqualsFullWalk(t *testing.T) {
-	rng := rand.New(rand.NewPCG(10, 4))
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { testReaderUpdateEqualsFullWalk(t, seed) })
+	}
+}
+
+func testReaderUpdateEqualsFullWalk(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(10, 4+seed))
 	h := newReaderHarness(t, nil)
 	clock := time.Now().Round(time.Second)
 	now := func() time.Time { return clock }
@@ -41,6 +51,7 @@ func TestReaderUpdateEqualsFullWalk(t *testing.T) {
 	}
 	exists := func(name string) bool { _, err := os.Lstat(h.path(name)); return err == nil }
 
+	applied := newChangeSets()
 	updated, walked := 0, 0
 	for step := range 600 {
 		clock = clock.Add(time.Second)
@@ -114,13 +125,13 @@ func TestReaderUpdateEqualsFullWalk(t *testing.T) {
 		if d := cmp.Diff(want.Problems, got.Problems); d != "" {
 			t.Fatalf("step %d (%v, update %v): problems (-want +got):\n%s", step, names, ok, d)
 		}
-		gc, wc := changes(got.Changes), changes(want.Changes)
-		slices.Sort(gc)
-		slices.Sort(wc)
-		if d := cmp.Diff(wc, gc); d != "" {
+		if d := cmp.Diff(changes(want.Changes), changes(got.Changes)); d != "" {
 			t.Fatalf("step %d (%v, update %v): changes (-want +got):\n%s", step, names, ok, d)
 		}
+		applied.apply(t, step, got)
+		checkSameBooks(t, step, inc, full)
 	}
+	applied.checkUnmodified(t)
 	t.Logf("%d updates, %d full walks", updated, walked)
 	if updated < 200 || walked == 0 {
 		t.Errorf("%d updates and %d full walks: the operations no longer exercise both", updated, walked)
@@ -135,5 +146,29 @@ func TestWalkOrder(t *testing.T) {
 	slices.SortFunc(got, walkOrder)
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+// checkSameBooks fails unless the two readers remember the same of every object: its
+// age, where its definition in force is, and where it is defined more than once.
+func checkSameBooks(t *testing.T, step int, got, want *reader) {
+	t.Helper()
+	type kept struct {
+		At    time.Time
+		File  string
+		Index int
+	}
+	entries := func(r *reader) map[string]kept {
+		out := map[string]kept{}
+		for k, e := range r.book.entries {
+			out[k.String()] = kept{e.at, e.file, e.index}
+		}
+		return out
+	}
+	if d := cmp.Diff(entries(want), entries(got)); d != "" {
+		t.Fatalf("step %d: book (-want +got):\n%s", step, d)
+	}
+	if d := cmp.Diff(want.dups, got.dups, cmp.AllowUnexported(defRef{}, objectKey{}), cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("step %d: definitions (-want +got):\n%s", step, d)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 const (
 	// defaultDebounce is used when Watch is given a debounce <= 0.
-	defaultDebounce = 25 * time.Millisecond
+	defaultDebounce = 10 * time.Millisecond
 	// maxWaitFactor bounds how long a steady stream of events can postpone
 	// a reload: at most maxWaitFactor*debounce after the first event.
 	maxWaitFactor = 4
@@ -31,7 +31,7 @@ const (
 // Watch calls onChange with a freshly loaded Result once at start and then
 // after every change under dir (files created, written, removed or renamed,
 // subdirectories created or removed), coalescing bursts: a reload happens
-// once no event arrived for debounce (default 25ms when <= 0), and at the
+// once no event arrived for debounce (default 10ms when <= 0), and at the
 // latest 4×debounce after the first event of a burst.
 //
 // It watches dir and every subdirectory LoadDir reads with fsnotify, and
@@ -54,10 +54,11 @@ const (
 // is always newer than the objects already there, and an object keeps its
 // age for as long as it stays, through edits and moves between files.
 //
-// onChange is called from Watch's goroutine, never concurrently. Watch
-// returns nil when ctx is done, or an error when dir cannot be watched or
-// loaded at start (in which case onChange is never called). logger may be
-// nil (slog.Default()).
+// onChange is called from Watch's goroutine, never concurrently. It must not
+// modify a Result's slices, which the next Result is built from. Watch returns
+// nil when ctx is done, or an error when dir cannot be watched or loaded at
+// start (in which case onChange is never called). logger may be nil
+// (slog.Default()).
 func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog.Logger, onChange func(*Result)) error {
 	if debounce <= 0 {
 		debounce = defaultDebounce
