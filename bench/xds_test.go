@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -73,9 +74,33 @@ func reusePointers(prev, next *translate.Resources) {
 			byName[cachev3.GetResourceName(r)] = r
 		}
 		for i, r := range p[1] {
-			if old, ok := byName[cachev3.GetResourceName(r)]; ok && proto.Equal(old, r) {
+			old, ok := byName[cachev3.GetResourceName(r)]
+			switch {
+			case !ok:
+			case proto.Equal(old, r):
 				p[1][i] = old
+			default:
+				reuseVirtualHosts(old, r)
 			}
+		}
+	}
+}
+
+// reuseVirtualHosts replaces each virtual host of the route configuration next equal to
+// the one of prev with the same name by prev's pointer, as translate.Incremental does.
+func reuseVirtualHosts(prev, next types.Resource) {
+	p, ok := prev.(*routev3.RouteConfiguration)
+	n, _ := next.(*routev3.RouteConfiguration)
+	if !ok || n == nil {
+		return
+	}
+	byName := make(map[string]*routev3.VirtualHost, len(p.VirtualHosts))
+	for _, vh := range p.VirtualHosts {
+		byName[vh.Name] = vh
+	}
+	for i, vh := range n.VirtualHosts {
+		if old, ok := byName[vh.Name]; ok && proto.Equal(old, vh) {
+			n.VirtualHosts[i] = old
 		}
 	}
 }
@@ -229,13 +254,19 @@ func bytesUntilRoutes(tb testing.TB, st adsStream, version string) (responses, b
 // proto.Size of the responses received for the change. The "-reused" modes pass the
 // resources that did not change as the previous pointers, as an incremental translator
 // does; the others pass a full rebuild, which the server hashes to find what changed.
+// The "-identity" modes reuse too and version by identity instead of hashing, as
+// `portico run` does (Server.VersionByIdentity).
 func BenchmarkXDSOneIngressChange(b *testing.B) {
-	for _, mode := range []string{"sotw", "sotw-reused", "delta", "delta-reused"} {
+	for _, mode := range []string{"sotw", "sotw-reused", "sotw-identity", "delta", "delta-reused", "delta-identity"} {
 		b.Run(mode, func(b *testing.B) {
 			e := newEditor(b, xdsIngresses)
-			e.reuse = strings.HasSuffix(mode, "-reused")
+			protocol, variant, _ := strings.Cut(mode, "-")
+			e.reuse = variant != ""
+			if variant == "identity" {
+				e.srv.VersionByIdentity()
+			}
 			v := e.publish(b)
-			st := openStream(b, e.serve(b), strings.TrimSuffix(mode, "-reused"))
+			st := openStream(b, e.serve(b), protocol)
 			bytesUntilRoutes(b, st, v)
 			var responses, bytes int
 			var elapsed time.Duration

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 )
 
 // resourceSet is the published resources of one type by name, with their versions. It
@@ -27,14 +26,15 @@ type resourceSet struct {
 	flat atomic.Pointer[flatSet]
 }
 
-// flatSet is a whole resource set as plain maps. Never modified once made.
+// flatSet is a whole resource set as plain maps. Never modified once made. The
+// resources are *encoded.
 type flatSet struct {
 	resources map[string]types.Resource
 	versions  map[string]string
 }
 
 type versioned struct {
-	resource types.Resource
+	resource *encoded
 	version  string
 }
 
@@ -55,7 +55,7 @@ func (s *resourceSet) get(name string) (versioned, bool) {
 	if !ok {
 		return versioned{}, false
 	}
-	return versioned{resource: r, version: s.base.versions[name]}, true
+	return versioned{resource: r.(*encoded), version: s.base.versions[name]}, true
 }
 
 func (s *resourceSet) len() int { return s.size }
@@ -103,7 +103,7 @@ func (s *resourceSet) flatten() *flatSet {
 
 // with returns the set with the changed resources (of the versions given by name) set
 // and the removed names gone.
-func (s *resourceSet) with(changed []types.Resource, versions map[string]string, removed []string) *resourceSet {
+func (s *resourceSet) with(changed []*encoded, versions map[string]string, removed []string) *resourceSet {
 	next := &resourceSet{base: s.base, size: s.size}
 	if f := s.flat.Load(); f != nil {
 		next.base = f // already made: start from it with nothing on top
@@ -114,7 +114,7 @@ func (s *resourceSet) with(changed []types.Resource, versions map[string]string,
 		next.overlay = make(map[string]versioned, len(changed)+len(removed))
 	}
 	for _, r := range changed {
-		name := cachev3.GetResourceName(r)
+		name := r.name
 		if _, ok := next.get(name); !ok {
 			next.size++
 		}

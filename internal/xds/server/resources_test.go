@@ -24,7 +24,7 @@ func TestResourceSetEqualsMap(t *testing.T) {
 	for step := range 3000 {
 		prev := history[len(history)-1]
 		want := maps.Clone(prev.want)
-		var changed []types.Resource
+		var changed []*encoded
 		versions := map[string]string{}
 		var removed []string
 		for range 1 + rng.IntN(4) {
@@ -36,13 +36,13 @@ func TestResourceSetEqualsMap(t *testing.T) {
 			if _, dup := versions[name]; dup {
 				continue
 			}
-			r := &clusterv3.Cluster{Name: name}
+			r := encode(&clusterv3.Cluster{Name: name}, nil)
 			changed = append(changed, r)
 			versions[name] = fmt.Sprint(step)
 		}
 		removed = slices.DeleteFunc(removed, func(n string) bool { _, set := versions[n]; return set })
 		for _, r := range changed {
-			name := r.(*clusterv3.Cluster).Name
+			name := r.name
 			want[name] = versioned{resource: r, version: versions[name]}
 		}
 		for _, name := range removed {
@@ -84,7 +84,7 @@ func checkResourceSet(t *testing.T, step int, s *resourceSet, want map[string]ve
 		t.Fatalf("step %d: flat maps of %d and %d, want %d", step, len(f.resources), len(f.versions), len(want))
 	}
 	for name, w := range want {
-		if f.resources[name] != w.resource || f.versions[name] != w.version {
+		if f.resources[name] != types.Resource(w.resource) || f.versions[name] != w.version {
 			t.Fatalf("step %d: flat %s differs", step, name)
 		}
 	}

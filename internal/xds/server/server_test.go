@@ -407,7 +407,7 @@ func TestUnchangedPointersAreNotRehashed(t *testing.T) {
 	if after["a"] != before["a"] || after["b"] == before["b"] {
 		t.Errorf("versions %v -> %v", before, after)
 	}
-	if st[clusterIdx].set.flatten().resources["b"] == b {
+	if st[clusterIdx].set.flatten().resources["b"].(*encoded).Resource == b {
 		t.Error("the previous set was modified")
 	}
 	if ts.version != "2" || st[clusterIdx].version != "1" {

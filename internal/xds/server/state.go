@@ -93,7 +93,7 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 		return prev, diff{}, nil
 	}
 	var d diff
-	var repointed []types.Resource // equal content under a new pointer
+	var stored []*encoded // the changed resources, and equal ones under a new pointer
 	versions := make(map[string]string)
 	seen := 0
 	for i, r := range items {
@@ -105,23 +105,26 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 		old, known := prev.set.get(name)
 		if known {
 			seen++
-			if old.resource == r {
+			if old.resource.Resource == r {
 				continue
 			}
 		}
 		if _, dup := versions[name]; dup {
 			return nil, diff{}, fmt.Errorf("%s %q: published twice", shortType(typeURLOf(r)), name)
 		}
+		e := encode(r, old.resource)
 		v := version
 		if !byIdentity {
 			var err error
-			if v, err = resourceVersion(r); err != nil {
+			if v, err = resourceVersion(e); err != nil {
 				return nil, diff{}, fmt.Errorf("%s %q: %w", shortType(typeURLOf(r)), name, err)
 			}
 		}
 		versions[name] = v
+		// Equal resources under new pointers are stored too, so that the next
+		// Publish, which passes those pointers, finds them without hashing.
+		stored = append(stored, e)
 		if known && old.version == v {
-			repointed = append(repointed, r)
 			continue
 		}
 		d.changed = append(d.changed, r)
@@ -131,9 +134,7 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 	if seen != prev.set.len() {
 		d.removed = removedNames(prev.set, items)
 	}
-	// Equal resources under new pointers are stored too, so that the next Publish,
-	// which passes those pointers, finds them without hashing.
-	ts := prev.apply(diff{changed: append(repointed, d.changed...), removed: d.removed}, versions)
+	ts := prev.apply(stored, d.removed, versions)
 	ts.order = items
 	if !d.empty() || prev.version == "" {
 		// A type is stamped at its first publish even when empty: a SotW client
@@ -143,24 +144,25 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 	return ts, d, nil
 }
 
-// apply returns a copy of prev with d applied; versions holds the changed resources'.
-func (prev *typeSet) apply(d diff, versions map[string]string) *typeSet {
-	if d.empty() {
+// apply returns a copy of prev with the changed resources (of the versions given by
+// name) set and the removed names gone.
+func (prev *typeSet) apply(changed []*encoded, removed []string, versions map[string]string) *typeSet {
+	if len(changed) == 0 && len(removed) == 0 {
 		return &typeSet{version: prev.version, set: prev.set}
 	}
-	return &typeSet{version: prev.version, set: prev.set.with(d.changed, versions, d.removed)}
+	return &typeSet{version: prev.version, set: prev.set.with(changed, versions, removed)}
 }
 
 // restore returns a copy of ts in which the named resources of prev are present again.
 func (ts *typeSet) restore(prev *typeSet, names []string) *typeSet {
-	d := diff{}
+	var changed []*encoded
 	versions := make(map[string]string, len(names))
 	for _, name := range names {
 		old, _ := prev.set.get(name)
-		d.changed = append(d.changed, old.resource)
+		changed = append(changed, old.resource)
 		versions[name] = old.version
 	}
-	return ts.apply(d, versions) // order stays nil: not a slice any Publish passed
+	return ts.apply(changed, nil, versions) // order stays nil: not a slice any Publish passed
 }
 
 func samePointers(a, b []types.Resource) bool {
@@ -190,11 +192,11 @@ func removedNames(prev *resourceSet, items []types.Resource) []string {
 }
 
 // resourceVersion is a resource's content hash, computed as go-control-plane computes the
-// version it sends with the resource (so a reconnecting client's
-// initial_resource_versions match): equal content has an equal version across
+// version it sends with the resource, from the encoding it sends (so a reconnecting
+// client's initial_resource_versions match): equal content has an equal version across
 // rebuilds and server restarts.
-func resourceVersion(r types.Resource) (string, error) {
-	b, err := cachev3.MarshalResource(r)
+func resourceVersion(e *encoded) (string, error) {
+	b, err := e.encoding()
 	if err != nil {
 		return "", err
 	}
