@@ -418,6 +418,9 @@ func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, p
 // syncRouteStats deletes the series of routes that the applied snapshot no
 // longer has.
 func (p *Proxy) syncRouteStats(snap *snapshot) {
+	if snap.sameRouteStats {
+		return
+	}
 	for key, s := range p.routeStats {
 		if s.gen != snap.gen {
 			s.remove()
