@@ -38,6 +38,11 @@ type snapshot struct {
 	// sameRouteStats: none was, and the chains are the previous snapshot's.
 	rebuiltChains  int
 	sameRouteStats bool
+	// compiledAt numbers the compilation (gen is that of the route stats);
+	// routeStatsClean: once applied, the proxy keeps the stats of its routes
+	// only, none that a failed compilation resolved (see syncRouteStats).
+	compiledAt      uint64
+	routeStatsClean bool
 	// clusterRefs counts, by cluster, the chains that use it. patched: the
 	// clusters are the previous snapshot's but for touched, the ones added,
 	// removed or relinked (see patchClusters); else any may have changed.
@@ -121,6 +126,7 @@ func (p *Proxy) compile() (*snapshot, error) {
 		listeners:     make(map[string]*listenerConfig),
 		version:       s.version,
 		gen:           p.statsGen,
+		compiledAt:    p.statsGen,
 		chains:        make(map[*chainSpec]*compiledChain),
 		specRevisions: [2]uint64{s.revisions[resourcev3.ClusterType], s.revisions[resourcev3.EndpointType]},
 	}
