@@ -24,42 +24,51 @@ import (
 // paths and a Service with three endpoints: the shape of a large multi-team cluster.
 func cluster(n int) *store.Store {
 	var objs []k8sruntime.Object
-	prefix := networkingv1.PathTypePrefix
-	exact := networkingv1.PathTypeExact
 	for i := 0; i < n; i++ {
-		ns := fmt.Sprintf("team-%d", i/10)
-		name := fmt.Sprintf("app-%d", i)
-		backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Name: "http"}}}
-		objs = append(objs,
-			&networkingv1.Ingress{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
-					Host: fmt.Sprintf("%s.%s.example.com", name, ns),
-					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
-						{Path: "/", PathType: &prefix, Backend: backend},
-						{Path: "/healthz", PathType: &exact, Backend: backend},
-					}}},
-				}}},
-			},
-			&corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-			},
-			&corev1.Endpoints{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Subsets: []corev1.EndpointSubset{{
-					Ports: []corev1.EndpointPort{{Name: "http", Port: 8080}},
-					Addresses: []corev1.EndpointAddress{
-						{IP: fmt.Sprintf("10.%d.%d.1", i/250, i%250)},
-						{IP: fmt.Sprintf("10.%d.%d.2", i/250, i%250)},
-						{IP: fmt.Sprintf("10.%d.%d.3", i/250, i%250)},
-					},
-				}},
-			},
-		)
+		objs = append(objs, clusterApp(i, fmt.Sprintf("10.%d.%d.", i/250, i%250), 8080)...)
 	}
 	return store.FromObjects(objs)
 }
+
+// clusterApp is the i-th Ingress of cluster with its Service and the Endpoints
+// <ipPrefix>1..3:port.
+func clusterApp(i int, ipPrefix string, port int32) []k8sruntime.Object {
+	prefix := networkingv1.PathTypePrefix
+	exact := networkingv1.PathTypeExact
+	ns := fmt.Sprintf("team-%d", i/10)
+	name := fmt.Sprintf("app-%d", i)
+	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Name: "http"}}}
+	return []k8sruntime.Object{
+		&networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
+				Host: clusterAppHost(i),
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
+					{Path: "/", PathType: &prefix, Backend: backend},
+					{Path: "/healthz", PathType: &exact, Backend: backend},
+				}}},
+			}}},
+		},
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		},
+		&corev1.Endpoints{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Subsets: []corev1.EndpointSubset{{
+				Ports: []corev1.EndpointPort{{Name: "http", Port: port}},
+				Addresses: []corev1.EndpointAddress{
+					{IP: ipPrefix + "1"},
+					{IP: ipPrefix + "2"},
+					{IP: ipPrefix + "3"},
+				},
+			}},
+		},
+	}
+}
+
+// clusterAppHost is the host of app i's Ingress in cluster.
+func clusterAppHost(i int) string { return fmt.Sprintf("app-%d.team-%d.example.com", i, i/10) }
 
 func BenchmarkBuildAndTranslate(b *testing.B) {
 	for _, n := range []int{1000, 10000} {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -301,23 +304,67 @@ func BenchmarkProxyApplyOneIngressChange(b *testing.B) {
 			benchmarkProxyApply(b, reuse)
 		})
 	}
+	b.Run("add,reused=true", benchmarkProxyAdd)
+}
+
+// benchmarkProxyAdd adds one Ingress (a new host, cluster and endpoints) per
+// iteration and times its publication until the proxy answers the new host
+// from its backend: delta ADS sends its cluster, its endpoints and the
+// route configuration as three responses, each applied in turn.
+func benchmarkProxyAdd(b *testing.B) {
+	e := newEditor(b, xdsIngresses)
+	e.reuse = true
+	e.publish(b)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	b.Cleanup(backend.Close)
+	host, port, err := net.SplitHostPort(backend.Listener.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	backendPort, err := strconv.Atoi(port)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := runProxy(b, e)
+	url := "http://" + p.ListenerAddr("ingress_http") + "/"
+	client := &http.Client{Transport: &http.Transport{}}
+	answered := func(i int) func() bool {
+		return func() bool {
+			req, err := http.NewRequest(http.MethodGet, url, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req.Host = clusterAppHost(i)
+			resp, err := client.Do(req)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}
+	}
+	i := xdsIngresses
+	for b.Loop() {
+		b.StopTimer()
+		// The new host's endpoints are three addresses of the backend (127.0.0.1-3).
+		for _, obj := range clusterApp(i, strings.TrimSuffix(host, "1"), int32(backendPort)) {
+			e.s.Upsert(obj)
+		}
+		res := e.translate(b)
+		b.StartTimer()
+		if _, err := e.srv.Publish(context.Background(), res); err != nil {
+			b.Fatal(err)
+		}
+		waitApplied(b, answered(i))
+		i++
+	}
 }
 
 func benchmarkProxyApply(b *testing.B, reuse bool) {
 	e := newEditor(b, xdsIngresses)
 	e.reuse = reuse
 	e.publish(b)
-	p := proxy.New(proxy.Config{XDSAddress: e.serve(b), ListenerAddrs: map[string]string{"ingress_http": "127.0.0.1:0"}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	b.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	})
-	waitApplied(b, p.Ready)
+	p := runProxy(b, e)
 	for b.Loop() {
 		b.StopTimer()
 		e.edit()
@@ -329,6 +376,22 @@ func benchmarkProxyApply(b *testing.B, reuse bool) {
 		}
 		waitApplied(b, func() bool { return p.AppliedVersion() == v })
 	}
+}
+
+// runProxy runs an embedded proxy on e's ADS server until it is ready.
+func runProxy(b *testing.B, e *editor) *proxy.Proxy {
+	p := proxy.New(proxy.Config{XDSAddress: e.serve(b), ListenerAddrs: map[string]string{"ingress_http": "127.0.0.1:0"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	})
+	waitApplied(b, p.Ready)
+	return p
 }
 
 func waitApplied(tb testing.TB, cond func() bool) {

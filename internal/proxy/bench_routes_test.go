@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,11 +53,9 @@ func feedResources(tb testing.TB, p *Proxy, typeURL, version string, rs []*disco
 	p.accept(context.Background(), typeURL, version, decoded, nil)
 }
 
-// BenchmarkApplyOneVirtualHostChange measures the proxy's work on an RDS
-// response (decode, validate, convert, compile, apply) for a route
-// configuration of benchHosts virtual hosts of which one changed: what each
-// edit of one Ingress costs the embedded proxy at that scale.
-func BenchmarkApplyOneVirtualHostChange(b *testing.B) {
+// benchProxy is a proxy that applied benchHosts Ingresses' clusters,
+// endpoints and virtual hosts (rc).
+func benchProxy(b *testing.B) (*Proxy, *routev3.RouteConfiguration) {
 	p := New(Config{ListenerAddrs: map[string]string{"ingress_http": "127.0.0.1:0"}})
 	b.Cleanup(p.shutdown)
 	clusters := make([]proto.Message, benchHosts)
@@ -76,17 +75,61 @@ func BenchmarkApplyOneVirtualHostChange(b *testing.B) {
 	if p.current.Load() == nil {
 		b.Fatal("the configuration was not applied")
 	}
+	return p, rc
+}
+
+// BenchmarkApplyOneVirtualHostChange measures the proxy's work on an RDS
+// response (decode, validate, convert, compile, apply) for a route
+// configuration of benchHosts virtual hosts of which one changed: what each
+// edit of one Ingress costs the embedded proxy at that scale.
+func BenchmarkApplyOneVirtualHostChange(b *testing.B) {
+	benchResponses(b, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
+		k := i * 7919 % benchHosts // spread the edits over the table
+		rc.VirtualHosts[k] = ingressVhost(k, fmt.Sprintf("/v%d", i))
+		return []benchResponse{{resourcev3.RouteType, rc}}
+	})
+}
+
+// BenchmarkApplyOneIngressAdd measures the proxy's work on the three delta
+// responses that adding one Ingress causes at benchHosts Ingresses: its new
+// cluster (CDS), its endpoints (EDS) and the route configuration with its
+// new virtual host (RDS), each decoded, compiled and applied.
+func BenchmarkApplyOneIngressAdd(b *testing.B) {
+	benchResponses(b, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
+		n := benchHosts + i
+		name := fmt.Sprintf("default/app-%05d/80", n)
+		k := i * 7919 % len(rc.VirtualHosts) // the new host sorts somewhere in the table
+		rc.VirtualHosts = slices.Insert(rc.VirtualHosts, k, ingressVhost(n, "/"))
+		return []benchResponse{{resourcev3.ClusterType, edsCluster(name)},
+			{resourcev3.EndpointType, assignment(name, "127.0.0.1:1")}, {resourcev3.RouteType, rc}}
+	})
+}
+
+// benchResponse is a delta response of one resource.
+type benchResponse struct {
+	typeURL string
+	msg     proto.Message
+}
+
+// benchResponses times the proxy's work on the responses that change(i, rc)
+// returns for the i-th change of benchProxy's configuration.
+func benchResponses(b *testing.B, change func(i int, rc *routev3.RouteConfiguration) []benchResponse) {
+	p, rc := benchProxy(b)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		b.StopTimer()
 		i++
-		k := i * 7919 % benchHosts // spread the edits over the table
-		rc.VirtualHosts[k] = ingressVhost(k, fmt.Sprintf("/v%d", i))
 		version := fmt.Sprintf("v%d", i)
-		rs := []*discoveryv3.Resource{{Name: rc.Name, Version: version, Resource: mustAny(b, rc)}}
+		responses := change(i, rc)
+		encoded := make([][]*discoveryv3.Resource, len(responses))
+		for j, r := range responses {
+			encoded[j] = []*discoveryv3.Resource{{Name: resourceName(r.msg), Version: version, Resource: mustAny(b, r.msg)}}
+		}
 		b.StartTimer()
-		feedResources(b, p, resourcev3.RouteType, version, rs)
+		for j, r := range responses {
+			feedResources(b, p, r.typeURL, version, encoded[j])
+		}
 		if got := p.AppliedVersion(); got != version {
 			b.Fatalf("applied %q, want %q", got, version)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -33,6 +34,21 @@ type snapshot struct {
 	// routes that keeps their clusters).
 	specRevisions  [2]uint64
 	sharedClusters bool
+	// rebuiltChains counts the chains compiled anew rather than reused;
+	// sameRouteStats: none was, and the chains are the previous snapshot's.
+	rebuiltChains  int
+	sameRouteStats bool
+	// compiledAt numbers the compilation (gen is that of the route stats);
+	// routeStatsClean: once applied, the proxy keeps the stats of its routes
+	// only, none that a failed compilation resolved (see syncRouteStats).
+	compiledAt      uint64
+	routeStatsClean bool
+	// clusterRefs counts, by cluster, the chains that use it. patched: the
+	// clusters are the previous snapshot's but for touched, the ones added,
+	// removed or relinked (see patchClusters); else any may have changed.
+	clusterRefs map[string]int
+	patched     bool
+	touched     []string
 }
 
 // clusterInputs are the specs an upstreamCluster is compiled from.
@@ -110,6 +126,7 @@ func (p *Proxy) compile() (*snapshot, error) {
 		listeners:     make(map[string]*listenerConfig),
 		version:       s.version,
 		gen:           p.statsGen,
+		compiledAt:    p.statsGen,
 		chains:        make(map[*chainSpec]*compiledChain),
 		specRevisions: [2]uint64{s.revisions[resourcev3.ClusterType], s.revisions[resourcev3.EndpointType]},
 	}
@@ -122,6 +139,7 @@ func (p *Proxy) compile() (*snapshot, error) {
 		}
 		snap.listeners[name] = lc
 	}
+	p.markReusedRouteStats(snap)
 	if err := p.compileClusters(names, snap); err != nil {
 		return nil, err
 	}
@@ -132,11 +150,11 @@ func (p *Proxy) compile() (*snapshot, error) {
 }
 
 // compileClusters adds to snap the clusters its filter chains use, listener
-// by listener in order.
+// by listener in order. When the applied snapshot's clusters can be patched
+// with what changed since (see patchClusters), it is not done in full.
 func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 	prev := p.current.Load()
-	if prev.usesClustersOf(snap) {
-		snap.clusters, snap.clusterInputs, snap.sharedClusters = prev.clusters, prev.clusterInputs, true
+	if p.patchClusters(prev, snap) {
 		return nil
 	}
 	var n int
@@ -153,26 +171,140 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 			}
 		}
 	}
+	snap.clusterRefs = make(map[string]int, len(snap.clusters))
+	for cs, cc := range snap.chains {
+		for _, name := range chainClusters(cs, cc) {
+			snap.clusterRefs[name]++
+		}
+	}
 	return nil
 }
 
-// usesClustersOf reports whether the compiled chains of next use exactly the
-// clusters that s (nil: none applied) uses, and their specs have not changed since.
-func (s *snapshot) usesClustersOf(next *snapshot) bool {
-	if s == nil || s.specRevisions != next.specRevisions || len(s.chains) != len(next.chains) {
+// patchClusters gives snap the clusters of prev (the applied snapshot)
+// changed by what differs between them: the clusters that chains stopped or
+// started using and those whose spec or endpoints changed in the store since
+// prev was compiled. It costs in proportion to those, where a full compilation
+// relinks every cluster. prev's maps are never modified (requests read them):
+// snap gets patched copies, or prev's own when nothing changed. It reports
+// false when the change is not known or large, and when a cluster is
+// missing, for compileClusters to compile in full (and to report what is missing as it always has).
+func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
+	if prev == nil || prev.clusterRefs == nil {
 		return false
 	}
-	for cs, cc := range next.chains {
-		old, ok := s.chains[cs]
-		if !ok {
-			return false
+	changed, ok := p.store.clusterChanges(prev.specRevisions)
+	if !ok || len(changed) > len(prev.clusters)/4+16 {
+		return false
+	}
+	refs := chainRefChanges(prev, snap)
+	if len(refs) > len(prev.clusters)/4+16 {
+		return false
+	}
+	if len(refs) == 0 && !usesAnyOf(prev.clusterRefs, changed) {
+		snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters, prev.clusterInputs, prev.clusterRefs
+		snap.sharedClusters, snap.patched = true, true
+		return true
+	}
+	snap.clusters, snap.clusterInputs, snap.clusterRefs = maps.Clone(prev.clusters), maps.Clone(prev.clusterInputs), maps.Clone(prev.clusterRefs)
+	for name, d := range refs {
+		if n := snap.clusterRefs[name] + d; n > 0 {
+			snap.clusterRefs[name] = n
+		} else {
+			delete(snap.clusters, name)
+			delete(snap.clusterInputs, name)
+			delete(snap.clusterRefs, name)
 		}
-		// A tcp_proxy chain's clusters are in its spec, cs.
-		if old != cc && cs.tcp == nil && !slices.Equal(old.fc.routes.clusters, cc.fc.routes.clusters) {
+		snap.touched = append(snap.touched, name)
+	}
+	for name := range changed {
+		if _, counted := refs[name]; !counted {
+			snap.touched = append(snap.touched, name)
+		}
+	}
+	for _, name := range snap.touched {
+		_, used := snap.clusterRefs[name]
+		_, linked := snap.clusters[name]
+		_, dirty := changed[name]
+		if !used || (linked && !dirty) {
+			continue
+		}
+		if err := p.linkCluster(name, snap); err != nil {
+			snap.touched = nil
 			return false
 		}
 	}
+	snap.patched = true
 	return true
+}
+
+// usesAnyOf reports whether a cluster of refs is among names.
+func usesAnyOf(refs map[string]int, names map[string]struct{}) bool {
+	for name := range names {
+		if _, ok := refs[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// chainRefChanges returns, by cluster, how many more (or fewer) chains of
+// next than of prev use it; clusters used by as many are left out.
+func chainRefChanges(prev, next *snapshot) map[string]int {
+	refs := make(map[string]int)
+	for cs, cc := range next.chains {
+		old, ok := prev.chains[cs]
+		if old == cc {
+			continue
+		}
+		var was []string
+		if ok {
+			was = chainClusters(cs, old)
+		}
+		diffNames(was, chainClusters(cs, cc), refs)
+	}
+	for cs, old := range prev.chains {
+		if _, ok := next.chains[cs]; !ok {
+			diffNames(chainClusters(cs, old), nil, refs)
+		}
+	}
+	for name, d := range refs {
+		if d == 0 {
+			delete(refs, name)
+		}
+	}
+	return refs
+}
+
+// diffNames counts in refs the names of was as one use fewer and those of
+// now as one more. The lists of one chain keep their order from one version
+// to the next, so their common beginning and end, which cancel out, are skipped.
+func diffNames(was, now []string, refs map[string]int) {
+	for len(was) > 0 && len(now) > 0 && was[0] == now[0] {
+		was, now = was[1:], now[1:]
+	}
+	for len(was) > 0 && len(now) > 0 && was[len(was)-1] == now[len(now)-1] {
+		was, now = was[:len(was)-1], now[:len(now)-1]
+	}
+	for _, name := range was {
+		refs[name]--
+	}
+	for _, name := range now {
+		refs[name]++
+	}
+}
+
+// chainClusters returns the clusters a compiled chain uses, each once.
+func chainClusters(cs *chainSpec, cc *compiledChain) []string {
+	if cs.tcp == nil {
+		return cc.fc.routes.clusters
+	}
+	names := make([]string, 0, len(cs.tcp.clusters))
+	for _, c := range cs.tcp.clusters {
+		if !slices.Contains(names, c.name) {
+			names = append(names, c.name)
+		}
+	}
+	return names
 }
 
 func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
@@ -229,10 +361,10 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 		old = prev.chains[cs]
 	}
 	if old.sameInputs(cc) {
-		cc = old
-		markRouteStats(cc.fc.stats, snap.gen)
+		cc = old // its route stats are marked by markReusedRouteStats
 	} else {
 		cc.fc = p.buildChain(listener, cs, cc, old, snap.gen)
+		snap.rebuiltChains++
 	}
 	snap.chains[cs] = cc
 	return cc.fc, nil
@@ -292,6 +424,27 @@ func (p *Proxy) buildChain(listener string, cs *chainSpec, cc, old *compiledChai
 	return fc
 }
 
+// markReusedRouteStats marks the route stats of the chains snap reuses as
+// used by its compilation. When it reuses every chain of the applied
+// snapshot, which a change of clusters or endpoints does, the same routes
+// have the same stats: snap takes the applied compilation's number, and
+// neither their marks nor the sweep (syncRouteStats) have anything to do.
+func (p *Proxy) markReusedRouteStats(snap *snapshot) {
+	prev := p.current.Load()
+	if prev == nil {
+		return // every chain is new
+	}
+	if snap.rebuiltChains == 0 && len(prev.chains) == len(snap.chains) {
+		snap.gen, snap.sameRouteStats = prev.gen, true
+		return
+	}
+	for cs, cc := range snap.chains {
+		if prev.chains[cs] == cc {
+			markRouteStats(cc.fc.stats, snap.gen)
+		}
+	}
+}
+
 // markRouteStats marks the stats of a reused chain as used by the compilation
 // gen, as compileRouteStats does for a new one, so that syncRouteStats keeps them.
 func markRouteStats(ts *routeTableStats, gen uint64) {
@@ -317,6 +470,11 @@ func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 	if _, done := snap.clusters[name]; done {
 		return nil
 	}
+	return p.linkCluster(name, snap)
+}
+
+// linkCluster sets the named cluster of snap from the store's specs.
+func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 	spec, ok := lookup[*clusterSpec](p.store, resourcev3.ClusterType, name)
 	if !ok {
 		return &incompleteError{missing: fmt.Sprintf("cluster %q", name)}
@@ -396,53 +554,59 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 // syncClusters brings the clusters' shared state in line with the snapshot
 // being applied: health checkers start for new endpoints and stop for
 // removed endpoints and clusters, and removed clusters' state and metric
-// series are dropped. Clusters reused from the applied snapshot need nothing.
+// series are dropped. Clusters reused from the applied snapshot need nothing;
+// of a patched snapshot, only the touched clusters can be other ones.
 func (p *Proxy) syncClusters(snap *snapshot) {
-	// Every cluster of snap has a state, so with as many states as clusters
-	// no state is left to drop, and shared clusters need nothing either.
-	if snap.sharedClusters && len(p.clusterStates) == len(snap.clusters) {
-		return
-	}
 	var applied map[string]*upstreamCluster
 	if prev := p.current.Load(); prev != nil {
 		applied = prev.clusters
 	}
+	if snap.patched {
+		for _, name := range snap.touched {
+			if cs, ok := p.clusterStates[name]; ok {
+				p.syncCluster(name, cs, snap, applied)
+			}
+		}
+		// Every cluster of snap has a state, so with as many states as
+		// clusters no state is left to drop (as one of a cluster that a
+		// failed compilation built).
+		if len(p.clusterStates) == len(snap.clusters) {
+			return
+		}
+	}
 	for name, cs := range p.clusterStates {
-		uc, ok := snap.clusters[name]
-		if ok && applied[name] == uc {
-			continue
-		}
-		if !ok {
-			if cs.health != nil {
-				cs.health.stop()
-			}
-			if cs.outlier != nil {
-				cs.outlier.stop()
-			}
-			if cs.transport != nil {
-				cs.transport.rt.CloseIdleConnections()
-			}
-			cs.stats.remove()
-			delete(p.clusterStates, name)
-			continue
-		}
-		cs.pruneActive(uc.endpoints)
-		switch {
-		case uc.outlier != nil:
-			uc.outlier.configure(uc.outlierSpec, uc.endpoints, uc.outlierHosts)
-		case cs.outlier != nil:
-			cs.outlier.stop() // outlier_detection was removed from the cluster
-			cs.outlier = nil
-		}
-		switch {
-		case uc.health != nil:
-			// A successful check ends an outlier ejection.
-			uc.health.outlier.Store(uc.outlier)
-			uc.health.configure(uc)
-		case cs.health != nil:
-			cs.health.stop() // health_checks were removed from the cluster
-			cs.health = nil
-		}
+		p.syncCluster(name, cs, snap, applied)
+	}
+}
+
+// syncCluster brings the state of one cluster in line with snap.
+func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, applied map[string]*upstreamCluster) {
+	uc, ok := snap.clusters[name]
+	if ok && applied[name] == uc {
+		return
+	}
+	if !ok {
+		cs.stopAll()
+		cs.stats.remove()
+		delete(p.clusterStates, name)
+		return
+	}
+	cs.pruneActive(uc.endpoints)
+	switch {
+	case uc.outlier != nil:
+		uc.outlier.configure(uc.outlierSpec, uc.endpoints, uc.outlierHosts)
+	case cs.outlier != nil:
+		cs.outlier.stop() // outlier_detection was removed from the cluster
+		cs.outlier = nil
+	}
+	switch {
+	case uc.health != nil:
+		// A successful check ends an outlier ejection.
+		uc.health.outlier.Store(uc.outlier)
+		uc.health.configure(uc)
+	case cs.health != nil:
+		cs.health.stop() // health_checks were removed from the cluster
+		cs.health = nil
 	}
 }
 
@@ -451,24 +615,31 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 // the ADS stream has ended, so no configuration can start new ones.
 func (p *Proxy) stopHealthChecks() {
 	for _, cs := range p.clusterStates {
-		if cs.health != nil {
-			cs.health.stop()
-		}
-		if cs.outlier != nil {
-			cs.outlier.stop()
-		}
-		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
-		}
+		cs.stopAll()
 	}
 	p.healthRunning.Wait()
 	p.outlierRunning.Wait()
+}
+
+// stopAll stops the cluster's health checker and outlier detection timer
+// and closes its idle connections.
+func (cs *clusterState) stopAll() {
+	if cs.health != nil {
+		cs.health.stop()
+	}
+	if cs.outlier != nil {
+		cs.outlier.stop()
+	}
+	if cs.transport != nil {
+		cs.transport.rt.CloseIdleConnections()
+	}
 }
 
 // apply makes snap the served configuration: listeners are opened, kept or
 // closed as needed, then every listener switches to its new configuration.
 func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	p.syncClusters(snap)
+	p.store.changesApplied(snap.specRevisions)
 	p.syncRouteStats(snap)
 	p.syncListeners(ctx, snap)
 	p.current.Store(snap)

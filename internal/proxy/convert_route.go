@@ -82,7 +82,8 @@ func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i in
 	t := &routeTable{name: name, level: level, exact: make(map[string]*virtualHost, n), vhosts: make([]*virtualHost, 0, n)}
 	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.exact
 	seenClusters := make(map[string]bool, n)
-	all := make([]virtualHost, n) // one allocation for the table's
+	t.clusters = make([]string, 0, n) // mostly one per virtual host: no regrowth
+	all := make([]virtualHost, n)     // one allocation for the table's
 	for i := range n {
 		def, fresh, err := vhost(i)
 		if err != nil {
@@ -116,6 +117,14 @@ func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i in
 // addUniqueDomain files d unless another virtual host has it: exact domains
 // are found in t.exact, the others in wildcards.
 func (t *routeTable) addUniqueDomain(d string, vh *virtualHost, wildcards map[string]string) error {
+	if !strings.Contains(d, "*") {
+		// Most domains are exact names, which only t.exact can have.
+		if o, dup := t.exact[d]; dup {
+			return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, o.name, vh.name)
+		}
+		t.exact[d] = vh
+		return nil
+	}
 	other, dup := wildcards[d]
 	if o, ok := t.exact[d]; ok {
 		other, dup = o.name, true

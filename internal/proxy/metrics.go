@@ -365,6 +365,11 @@ func newDiscardedClusterSeries() *clusterSeries {
 type routeTableStats struct {
 	noVhost *routeStats
 	vhosts  []vhostStats // by virtualHost.index
+	// base is the stats of the chain's applied compilation these were built
+	// from (nil: none); dropped are the positions in base.vhosts of the
+	// virtual hosts they do not keep, whose stats may no longer be used.
+	base    *routeTableStats
+	dropped []int
 }
 
 type vhostStats struct {
@@ -394,14 +399,17 @@ func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, p
 		vhosts:  make([]vhostStats, len(rt.vhosts)),
 	}
 	var match *aligner[*virtualHost, *vhostDef]
+	var kept []bool
 	if prev != nil && prev.stats != nil {
 		match = newAligner(prev.routes.vhosts, func(vh *virtualHost) *vhostDef { return vh.vhostDef })
+		ts.base, kept = prev.stats, make([]bool, len(prev.stats.vhosts))
 	}
 	for i, vh := range rt.vhosts {
 		vs := &ts.vhosts[i]
 		if match != nil {
-			if j, ok := match.find(vh.vhostDef); ok {
+			if j, ok := match.find(vh.vhostDef); ok && !kept[j] {
 				*vs = prev.stats.vhosts[j]
+				kept[j] = true
 				vs.mark(gen)
 				continue
 			}
@@ -412,17 +420,75 @@ func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, p
 			vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.name, r.label}, gen)
 		}
 	}
+	for j, k := range kept {
+		if !k {
+			ts.dropped = append(ts.dropped, j)
+		}
+	}
 	return ts
 }
 
 // syncRouteStats deletes the series of routes that the applied snapshot no
-// longer has.
+// longer has. Those can only be the stats of chains it rebuilt or dropped
+// (of the virtual hosts a rebuilt chain did not keep) and those that failed
+// compilations since the applied one resolved; when there were none of
+// the latter, only the former are looked at, not every route's.
 func (p *Proxy) syncRouteStats(snap *snapshot) {
-	for key, s := range p.routeStats {
-		if s.gen != snap.gen {
-			s.remove()
-			delete(p.routeStats, key)
+	prev := p.current.Load()
+	contiguous := prev != nil && prev.routeStatsClean && snap.compiledAt == prev.compiledAt+1
+	switch {
+	case snap.sameRouteStats:
+		snap.routeStatsClean = contiguous
+		return
+	case contiguous:
+		for cs, old := range prev.chains {
+			if cc := snap.chains[cs]; cc != old {
+				p.sweepRouteStats(old.fc.stats, cc, snap.gen)
+			}
 		}
+	default:
+		for key, s := range p.routeStats {
+			if s.gen != snap.gen {
+				s.remove()
+				delete(p.routeStats, key)
+			}
+		}
+	}
+	snap.routeStatsClean = true
+}
+
+// sweepRouteStats deletes those of the stats of old, a chain of the applied
+// snapshot, that the compilation gen does not use. next is what replaces
+// the chain (nil: none): when it was built from old, only the stats of the
+// virtual hosts it dropped can be unused.
+func (p *Proxy) sweepRouteStats(old *routeTableStats, next *compiledChain, gen uint64) {
+	if old == nil {
+		return
+	}
+	if next != nil && next.fc.stats != nil && next.fc.stats.base == old {
+		for _, j := range next.fc.stats.dropped {
+			p.sweepVhostStats(&old.vhosts[j], gen)
+		}
+		return
+	}
+	p.sweepStats(old.noVhost, gen)
+	for i := range old.vhosts {
+		p.sweepVhostStats(&old.vhosts[i], gen)
+	}
+}
+
+func (p *Proxy) sweepVhostStats(vs *vhostStats, gen uint64) {
+	p.sweepStats(vs.noRoute, gen)
+	for _, s := range vs.routes {
+		p.sweepStats(s, gen)
+	}
+}
+
+// sweepStats deletes s unless the compilation gen uses it.
+func (p *Proxy) sweepStats(s *routeStats, gen uint64) {
+	if s.gen != gen && p.routeStats[s.key] == s {
+		s.remove()
+		delete(p.routeStats, s.key)
 	}
 }
 

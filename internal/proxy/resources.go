@@ -48,10 +48,19 @@ type resourceStore struct {
 	// revisions counts the accepted responses of each type: a compilation
 	// at the same revisions of a type as the applied one had the same specs.
 	revisions map[string]uint64
+	// changes are the clusters and endpoints updated or removed since the
+	// store was at the revisions of changesBase (see clusterChanges).
+	changes     [2]map[string]struct{}
+	changesBase [2]uint64
+	// edsUsers are the clusters in the store by the ClusterLoadAssignment
+	// they take their endpoints from: a changed assignment changes them.
+	edsUsers map[string]map[string]struct{}
 }
 
 func newResourceStore() *resourceStore {
-	return &resourceStore{byType: make(map[string]map[string]any), revisions: make(map[string]uint64)}
+	return &resourceStore{byType: make(map[string]map[string]any), revisions: make(map[string]uint64),
+		changes:  [2]map[string]struct{}{make(map[string]struct{}), make(map[string]struct{})},
+		edsUsers: make(map[string]map[string]struct{})}
 }
 
 // update applies an accepted delta response to its type.
@@ -61,14 +70,87 @@ func (s *resourceStore) update(typeURL, version string, updated map[string]any, 
 		m = make(map[string]any, len(updated))
 		s.byType[typeURL] = m
 	}
+	changes := s.changesOf(typeURL)
 	for name, spec := range updated {
+		s.noteChange(typeURL, name, m[name], spec, changes)
 		m[name] = spec
 	}
 	for _, name := range removed {
+		s.noteChange(typeURL, name, m[name], nil, changes)
 		delete(m, name)
 	}
 	s.version = version
 	s.revisions[typeURL]++
+}
+
+// changesOf returns the set that records the changed names of typeURL, nil
+// for the types whose changes are not tracked.
+func (s *resourceStore) changesOf(typeURL string) map[string]struct{} {
+	switch typeURL {
+	case resourcev3.ClusterType:
+		return s.changes[0]
+	case resourcev3.EndpointType:
+		return s.changes[1]
+	}
+	return nil
+}
+
+// noteChange records that the resource name of typeURL goes from old to
+// spec (nil: absent), keeping edsUsers in line with the clusters.
+func (s *resourceStore) noteChange(typeURL, name string, old, spec any, changes map[string]struct{}) {
+	if changes == nil {
+		return
+	}
+	changes[name] = struct{}{}
+	if typeURL != resourcev3.ClusterType {
+		return
+	}
+	if c, ok := old.(*clusterSpec); ok && c.kind == clusterEDS {
+		users := s.edsUsers[c.serviceName]
+		delete(users, name)
+		if len(users) == 0 {
+			delete(s.edsUsers, c.serviceName)
+		}
+	}
+	if c, ok := spec.(*clusterSpec); ok && c.kind == clusterEDS {
+		users := s.edsUsers[c.serviceName]
+		if users == nil {
+			users = make(map[string]struct{}, 1)
+			s.edsUsers[c.serviceName] = users
+		}
+		users[name] = struct{}{}
+	}
+}
+
+// clusterChanges returns the names of the clusters whose spec or endpoints
+// changed since the store was at revs (the cluster and endpoint revisions
+// of a compilation); ok is false when the store does not know, as it
+// recorded changes since other revisions.
+func (s *resourceStore) clusterChanges(revs [2]uint64) (names map[string]struct{}, ok bool) {
+	if revs != s.changesBase {
+		return nil, false
+	}
+	names = make(map[string]struct{}, len(s.changes[0])+len(s.changes[1]))
+	for name := range s.changes[0] {
+		names[name] = struct{}{}
+	}
+	for service := range s.changes[1] {
+		for name := range s.edsUsers[service] {
+			names[name] = struct{}{}
+		}
+	}
+	return names, true
+}
+
+// changesApplied starts recording changes anew from revs, the revisions of
+// the compilation being applied, which is the store's current state.
+func (s *resourceStore) changesApplied(revs [2]uint64) {
+	if revs == s.changesBase {
+		return
+	}
+	clear(s.changes[0])
+	clear(s.changes[1])
+	s.changesBase = revs
 }
 
 func (s *resourceStore) received(typeURL string) bool {
