@@ -150,6 +150,12 @@ func TestHTTP1ClientServerClosesIdleConnections(t *testing.T) {
 		getOK(t, c, p.httpURL(t, "/"), "ok")
 		be.srv.CloseClientConnections()
 	}
+	// A request that is not retried (a POST) is safe as well: a connection idle
+	// for long enough is checked before it is reused.
+	time.Sleep(2 * checkIdleAfter)
+	if resp, body, err := fetch(t, c, http.MethodPost, p.httpURL(t, "/"), nil); err != nil || resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("POST after the server closed the idle connection: %d %q %v, want 200", resp.StatusCode, body, err)
+	}
 }
 
 // A server may close a reused connection just as the request is sent (its
