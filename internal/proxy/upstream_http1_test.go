@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -378,4 +380,50 @@ func TestHTTP1ClientIdlePool(t *testing.T) {
 		defer client.mu.Unlock()
 		return len(client.idle) == 0 && be.closed.Load() == 3
 	})
+}
+
+// A server that closes idle connections after a few milliseconds, under
+// concurrent requests, meets the pool's connections at every point of their
+// life: a GET never fails for it (a connection found closed before any
+// response byte is replaced).
+func TestHTTP1ClientGETsSurviveEagerIdleCloses(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch rand.IntN(10) {
+		case 0:
+			w.Header().Set("Connection", "close")
+		case 1:
+			w.Header().Set("Trailer", "X-T")
+			_, _ = io.WriteString(w, "o")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, "k")
+			w.Header().Set("X-T", "v")
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	srv.Config.IdleTimeout = 3 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p := proxyToOneBackend(t, "a", srv.Listener.Addr().String())
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 40 {
+				resp, err := c.Get(p.httpURL(t, "/"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || string(b) != "ok" {
+					t.Errorf("GET: %d %q %v", resp.StatusCode, b, err)
+				}
+				time.Sleep(time.Duration(rand.IntN(5000)) * time.Microsecond)
+			}
+		})
+	}
+	wg.Wait()
 }
