@@ -54,13 +54,16 @@ const maxResponseHeaderBytes = 10 << 20
 const http1BufferSize = 4 << 10
 
 // checkIdleAfter is how long a connection must have been idle for its reuse
-// to cost a system call that checks it is still open. Under load connections
-// are reused within microseconds, and checking each reuse would be one system
-// call more per request (3% of the CPU at 32 connections); a server's
-// keep-alive timeout, what usually closes an idle connection, is longer. With
-// a server closing idle connections after 3 ms, requests that are not retried
-// failed on closed connections as often as with http.Transport (5%).
-const checkIdleAfter = time.Millisecond
+// by a request that can be retried (see isReplayable) to cost a system call
+// that checks it is still open. Such a request meeting a closed connection is
+// retried on a new one anyway; the check spares that after long idle periods,
+// when servers' keep-alive timeouts close connections, and costs one system
+// call more per request (3% of the CPU at 32 connections) when it runs on
+// every reuse: a pooled connection's idle time under load is the clients'
+// round trip, milliseconds. Other requests are never retried: their
+// connection is always checked, which makes them fail on connections the
+// server closed less often than with http.Transport.
+const checkIdleAfter = 100 * time.Millisecond
 
 // longAgo is a deadline in the past: setting it unblocks a connection's reads
 // and writes at once.
@@ -77,7 +80,7 @@ func (c *http1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		pc, err := c.conn(ctx, req.URL.Host, fresh, trace)
+		pc, err := c.conn(ctx, req, fresh, trace)
 		if err != nil {
 			return nil, err
 		}
@@ -129,15 +132,20 @@ func isReplayable(req *http.Request) bool {
 	return req.Header["Idempotency-Key"] != nil || req.Header["X-Idempotency-Key"] != nil
 }
 
-// conn returns an idle connection to addr, or a new one (always when fresh),
-// and tells the trace.
-func (c *http1Client) conn(ctx context.Context, addr string, fresh bool, trace *httptrace.ClientTrace) (*http1Conn, error) {
+// conn returns an idle connection to req's endpoint, or a new one (always when
+// fresh), and tells the trace.
+func (c *http1Client) conn(ctx context.Context, req *http.Request, fresh bool, trace *httptrace.ClientTrace) (*http1Conn, error) {
+	addr := req.URL.Host
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(addr)
 	}
 	var pc *http1Conn
 	if !fresh {
-		pc = c.takeIdle(addr)
+		checkAfter := checkIdleAfter
+		if !isReplayable(req) {
+			checkAfter = 0
+		}
+		pc = c.takeIdle(addr, checkAfter)
 	}
 	if pc == nil {
 		conn, err := dialUpstream(ctx, "tcp", addr)
@@ -157,8 +165,8 @@ func (c *http1Client) conn(ctx context.Context, addr string, fresh bool, trace *
 }
 
 // takeIdle pops the most recently used idle connection to addr that is still
-// open.
-func (c *http1Client) takeIdle(addr string) *http1Conn {
+// open, as far as a system call tells for those idle for checkAfter or more.
+func (c *http1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn {
 	for {
 		c.mu.Lock()
 		conns := c.idle[addr]
@@ -179,7 +187,7 @@ func (c *http1Client) takeIdle(addr string) *http1Conn {
 		// Without a read goroutine watching idle connections, one the server
 		// closed (or wrote to unasked) is only found out here, or by the request
 		// failing on it.
-		if pc.br.Buffered() == 0 && (time.Since(pc.idleSince) < checkIdleAfter || !pc.peek.peerClosed()) {
+		if pc.br.Buffered() == 0 && (time.Since(pc.idleSince) < checkAfter || !pc.peek.peerClosed()) {
 			pc.reused = true
 			return pc
 		}
