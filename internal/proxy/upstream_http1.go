@@ -23,14 +23,14 @@ import (
 // request is written with one flush and the response read on the same
 // goroutine, over a pooled connection. http.Transport runs a read and a write
 // goroutine per connection and hands every request and response between them
-// and the caller over channels, which costs the proxy about a third of its CPU
-// per request (bench/proxy/bare, BARE_UPSTREAM=direct). Every other request
+// and the caller over channels: doing without them took the proxy's CPU per
+// request to 0.83x-0.93x (docs/performance.md). Every other request
 // (a body, an upgrade, an Expect header, anything Transport would refuse) goes
 // to fallback, unchanged.
 type http1Client struct {
-	fallback      *http.Transport
-	idleTimeout   time.Duration
-	maxIdlePerKey int
+	fallback           *http.Transport
+	idleTimeout        time.Duration
+	maxIdlePerEndpoint int
 
 	mu   sync.Mutex
 	idle map[string][]*http1Conn // by endpoint address; the most recently used last
@@ -38,10 +38,10 @@ type http1Client struct {
 
 func newHTTP1Client(fallback *http.Transport) *http1Client {
 	return &http1Client{
-		fallback:      fallback,
-		idleTimeout:   fallback.IdleConnTimeout,
-		maxIdlePerKey: fallback.MaxIdleConnsPerHost,
-		idle:          make(map[string][]*http1Conn),
+		fallback:           fallback,
+		idleTimeout:        fallback.IdleConnTimeout,
+		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
+		idle:               make(map[string][]*http1Conn),
 	}
 }
 
@@ -200,7 +200,7 @@ func (c *http1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn
 func (c *http1Client) put(pc *http1Conn) {
 	c.mu.Lock()
 	conns := c.idle[pc.addr]
-	if len(conns) >= c.maxIdlePerKey {
+	if len(conns) >= c.maxIdlePerEndpoint {
 		c.mu.Unlock()
 		pc.close()
 		return
