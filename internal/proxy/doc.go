@@ -30,7 +30,9 @@
 //   - limits.go: the HCM's request header limits (431).
 //   - metrics.go: Prometheus metrics, resolved per route and cluster, deleted
 //     with them.
-//   - upstream.go: clusters, the shared transport, error mapping.
+//   - upstream.go: clusters, the shared transport, error mapping;
+//     upstream_http1.go: the shared HTTP/1.1 client, which makes bodyless
+//     exchanges in the request's goroutine and hands the rest to http.Transport.
 //   - upstream_tls.go: upstream TLS (SNI, ALPN, Envoy's certificate
 //     verification); upstream_protocol.go: HTTP/1.1, h2 and h2c upstreams,
 //     the idle timeout, and the per-cluster transports they need.

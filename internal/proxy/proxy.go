@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
@@ -46,7 +45,7 @@ type Proxy struct {
 
 	// transport and reverseProxy are shared by every request of every
 	// configuration so that upstream connection pools survive config swaps.
-	transport    *http.Transport
+	transport    *http1Client
 	reverseProxy *httputil.ReverseProxy
 
 	// store holds the last accepted resources per type. It is owned by the
@@ -109,7 +108,7 @@ func New(cfg Config) *Proxy {
 		rebind:        make(chan struct{}, 1),
 	}
 	p.accessLog = newAccessLog(log, p.metrics.accessLogDropped, accessLogQueue)
-	p.transport = newUpstreamTransport()
+	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	return p
 }

@@ -268,8 +268,9 @@ func targetFrom(ctx context.Context) *upstreamTarget {
 // close, after each burst, connections the next burst opens again.
 const maxIdleConnsPerEndpoint = 1024
 
-// newUpstreamTransport is the single HTTP/1.1 transport for all clusters.
-// Connections are pooled per endpoint address.
+// newUpstreamTransport is the HTTP/1.1 transport shared by all clusters
+// without their own, behind http1Client, which hands it the requests it does
+// not exchange itself. Connections are pooled per endpoint address.
 func newUpstreamTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:               nil, // never use HTTP(S)_PROXY from the environment

@@ -1,0 +1,460 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// http1Client is the shared clear-text HTTP/1.1 upstream client. It makes the
+// common exchange (a request without a body) in the caller's goroutine: the
+// request is written with one flush and the response read on the same
+// goroutine, over a pooled connection. http.Transport runs a read and a write
+// goroutine per connection and hands every request and response between them
+// and the caller over channels: doing without them took the proxy's CPU per
+// request to 0.83x-0.93x (docs/performance.md). Every other request
+// (a body, an upgrade, an Expect header, anything Transport would refuse) goes
+// to fallback, unchanged.
+type http1Client struct {
+	fallback           *http.Transport
+	idleTimeout        time.Duration
+	maxIdlePerEndpoint int
+
+	mu   sync.Mutex
+	idle map[string][]*http1Conn // by endpoint address; the most recently used last
+}
+
+func newHTTP1Client(fallback *http.Transport) *http1Client {
+	return &http1Client{
+		fallback:           fallback,
+		idleTimeout:        fallback.IdleConnTimeout,
+		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
+		idle:               make(map[string][]*http1Conn),
+	}
+}
+
+// maxResponseHeaderBytes bounds a response head (1xx heads included), as
+// http.Transport's default does.
+const maxResponseHeaderBytes = 10 << 20
+
+// http1BufferSize is the size of a connection's read and write buffers
+// (http.Transport's default).
+const http1BufferSize = 4 << 10
+
+// checkIdleAfter is how long a connection must have been idle for its reuse
+// by a request that can be retried (see isReplayable) to cost a system call
+// that checks it is still open. Such a request meeting a closed connection is
+// retried on a new one anyway; the check spares that after long idle periods,
+// when servers' keep-alive timeouts close connections, and costs one system
+// call more per request (3% of the CPU at 32 connections) when it runs on
+// every reuse: a pooled connection's idle time under load is the clients'
+// round trip, milliseconds. Other requests are never retried: their
+// connection is always checked, which makes them fail on connections the
+// server closed less often than with http.Transport.
+const checkIdleAfter = 100 * time.Millisecond
+
+// longAgo is a deadline in the past: setting it unblocks a connection's reads
+// and writes at once.
+var longAgo = time.Unix(1, 0)
+
+func (c *http1Client) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !inCallerGoroutine(req) {
+		return c.fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	trace := httptrace.ContextClientTrace(ctx)
+	fresh := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		pc, err := c.conn(ctx, req, fresh, trace)
+		if err != nil {
+			return nil, err
+		}
+		res, err := pc.roundTrip(ctx, req, trace)
+		if err == nil {
+			return res, nil
+		}
+		// A pooled connection the server closed while it was idle fails before any
+		// response byte: Transport retries such a request on another connection, when
+		// nothing was sent or the request is idempotent. One retry, on a new connection:
+		// the other pooled ones may be as stale.
+		var se *staleConnError
+		if !pc.reused || !errors.As(err, &se) || !(se.nothingWritten || isReplayable(req)) || ctx.Err() != nil {
+			return nil, err
+		}
+		fresh = true
+	}
+}
+
+// inCallerGoroutine reports whether a request can be exchanged in the caller's
+// goroutine: no body to stream alongside the response, nothing that turns the
+// connection into something else, headers Transport would send as they are.
+func inCallerGoroutine(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody || req.URL.Scheme != "http" || req.URL.Host == "" ||
+		req.Method == http.MethodConnect || req.Header["Upgrade"] != nil || req.Header["Expect"] != nil {
+		return false
+	}
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isReplayable is http.Request's rule for retrying a request whose first
+// attempt may have reached the server: no body, and an idempotent method or an
+// idempotency key.
+func isReplayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return req.Header["Idempotency-Key"] != nil || req.Header["X-Idempotency-Key"] != nil
+}
+
+// conn returns an idle connection to req's endpoint, or a new one (always when
+// fresh), and tells the trace.
+func (c *http1Client) conn(ctx context.Context, req *http.Request, fresh bool, trace *httptrace.ClientTrace) (*http1Conn, error) {
+	addr := req.URL.Host
+	if trace != nil && trace.GetConn != nil {
+		trace.GetConn(addr)
+	}
+	var pc *http1Conn
+	if !fresh {
+		checkAfter := checkIdleAfter
+		if !isReplayable(req) {
+			checkAfter = 0
+		}
+		pc = c.takeIdle(addr, checkAfter)
+	}
+	if pc == nil {
+		conn, err := dialUpstream(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		pc = newHTTP1Conn(c, addr, conn)
+	}
+	if trace != nil && trace.GotConn != nil {
+		info := httptrace.GotConnInfo{Conn: pc.conn, Reused: pc.reused, WasIdle: pc.reused}
+		if pc.reused {
+			info.IdleTime = time.Since(pc.idleSince)
+		}
+		trace.GotConn(info)
+	}
+	return pc, nil
+}
+
+// takeIdle pops the most recently used idle connection to addr that is still
+// open, as far as a system call tells for those idle for checkAfter or more.
+func (c *http1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn {
+	for {
+		c.mu.Lock()
+		conns := c.idle[addr]
+		n := len(conns)
+		if n == 0 {
+			c.mu.Unlock()
+			return nil
+		}
+		pc := conns[n-1]
+		conns[n-1] = nil
+		if n == 1 {
+			delete(c.idle, addr)
+		} else {
+			c.idle[addr] = conns[:n-1]
+		}
+		pc.idle = false
+		c.mu.Unlock()
+		// Without a read goroutine watching idle connections, one the server
+		// closed (or wrote to unasked) is only found out here, or by the request
+		// failing on it.
+		if pc.br.Buffered() == 0 && (time.Since(pc.idleSince) < checkAfter || !pc.peek.peerClosed()) {
+			pc.reused = true
+			return pc
+		}
+		pc.close()
+	}
+}
+
+// put returns a connection to its endpoint's pool, or closes it when the pool
+// is full.
+func (c *http1Client) put(pc *http1Conn) {
+	c.mu.Lock()
+	conns := c.idle[pc.addr]
+	if len(conns) >= c.maxIdlePerEndpoint {
+		c.mu.Unlock()
+		pc.close()
+		return
+	}
+	c.idle[pc.addr] = append(conns, pc)
+	pc.idle = true
+	pc.idleSince = time.Now()
+	if pc.idleTimer == nil {
+		pc.idleTimer = time.AfterFunc(c.idleTimeout, pc.closeIfIdle)
+	} else {
+		pc.idleTimer.Reset(c.idleTimeout)
+	}
+	c.mu.Unlock()
+}
+
+// closeIfIdle closes a connection idle for the idle timeout. The timer is only
+// reset when the connection is pooled again, so a connection in use when it
+// fires stays open.
+func (pc *http1Conn) closeIfIdle() {
+	c := pc.client
+	c.mu.Lock()
+	if !pc.idle {
+		c.mu.Unlock()
+		return
+	}
+	c.removeIdleLocked(pc)
+	c.mu.Unlock()
+	pc.close()
+}
+
+func (c *http1Client) removeIdleLocked(pc *http1Conn) {
+	pc.idle = false
+	conns := c.idle[pc.addr]
+	for i, other := range conns {
+		if other == pc {
+			conns = append(conns[:i], conns[i+1:]...)
+			conns = conns[: len(conns) : len(conns)+1]
+			break
+		}
+	}
+	if len(conns) == 0 {
+		delete(c.idle, pc.addr)
+		return
+	}
+	c.idle[pc.addr] = conns
+}
+
+// CloseIdleConnections closes the pooled connections of both paths;
+// connections in use are pooled again when their exchange ends.
+func (c *http1Client) CloseIdleConnections() {
+	c.mu.Lock()
+	idle := c.idle
+	c.idle = make(map[string][]*http1Conn)
+	for _, conns := range idle {
+		for _, pc := range conns {
+			pc.idle = false
+		}
+	}
+	c.mu.Unlock()
+	for _, conns := range idle {
+		for _, pc := range conns {
+			pc.close()
+		}
+	}
+	c.fallback.CloseIdleConnections()
+}
+
+// http1Conn is a pooled upstream connection. Only the goroutine that took it
+// from the pool (or dialled it) uses it, until it is pooled again.
+type http1Conn struct {
+	client *http1Client
+	addr   string
+	conn   net.Conn
+	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
+	bw     *bufio.Writer
+	peek   *peeker
+
+	// readLimit is what may still be read of the response head.
+	readLimit int64
+	sawEOF    bool
+	reused    bool
+
+	// Guarded by client.mu.
+	idle      bool
+	idleSince time.Time
+	idleTimer *time.Timer
+}
+
+func newHTTP1Conn(c *http1Client, addr string, conn net.Conn) *http1Conn {
+	pc := &http1Conn{client: c, addr: addr, conn: conn, readLimit: math.MaxInt64}
+	pc.br = bufio.NewReaderSize(pc, http1BufferSize)
+	pc.bw = bufio.NewWriterSize(conn, http1BufferSize)
+	pc.peek = newPeeker(conn)
+	return pc
+}
+
+// Read is the buffered reader's source: it stops a response head that
+// exceeds its limit.
+func (pc *http1Conn) Read(p []byte) (int, error) {
+	if pc.readLimit <= 0 {
+		return 0, fmt.Errorf("upstream response headers exceeded %d bytes", maxResponseHeaderBytes)
+	}
+	if int64(len(p)) > pc.readLimit {
+		p = p[:pc.readLimit]
+	}
+	n, err := pc.conn.Read(p)
+	if err == io.EOF {
+		pc.sawEOF = true
+	}
+	pc.readLimit -= int64(n)
+	return n, err
+}
+
+func (pc *http1Conn) close() {
+	if pc.idleTimer != nil {
+		pc.idleTimer.Stop()
+	}
+	_ = pc.conn.Close()
+}
+
+// staleConnError is a failure before any byte of the response: the server may
+// have closed the connection before it saw the request.
+type staleConnError struct {
+	err            error
+	nothingWritten bool
+}
+
+func (e *staleConnError) Error() string {
+	return "upstream connection closed before the response: " + e.err.Error()
+}
+
+func (e *staleConnError) Unwrap() error { return e.err }
+
+// roundTrip writes req and reads the response head. Cancelling ctx (route or
+// per-try timeout, client gone) unblocks the connection at once through its
+// deadline; the error is then the context's cause, as http.Transport's. The
+// response body keeps the connection until it is read to the end (the
+// connection is pooled again) or closed early (it is closed).
+func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(longAgo) })
+	res, err := pc.exchange(req, trace)
+	if err != nil {
+		stop()
+		pc.close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	}
+	keep := !res.Close && !req.Close && res.StatusCode >= 200
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		// Never asked for (upgrades take the fallback): the attempt refuses it.
+		res.Body = &http1Body{body: http.NoBody, pc: pc, ctx: ctx, stop: stop}
+		return res, nil
+	}
+	if req.Method == http.MethodHead || res.ContentLength == 0 {
+		pc.release(keep, stop)
+		return res, nil
+	}
+	res.Body = &http1Body{body: res.Body, pc: pc, ctx: ctx, keep: keep, stop: stop}
+	return res, nil
+}
+
+// exchange writes the request in one flush and reads the response head,
+// skipping 1xx heads (given to the trace) other than 101.
+func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+	if err := req.Write(pc.bw); err != nil {
+		return nil, fmt.Errorf("writing the request upstream: %w", err)
+	}
+	pending := pc.bw.Buffered()
+	if err := pc.bw.Flush(); err != nil {
+		if pc.bw.Buffered() == pending {
+			return nil, &staleConnError{err: err, nothingWritten: true}
+		}
+		return nil, fmt.Errorf("writing the request upstream: %w", err)
+	}
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	pc.readLimit = maxResponseHeaderBytes
+	if _, err := pc.br.Peek(1); err != nil {
+		return nil, &staleConnError{err: err}
+	}
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
+	}
+	for {
+		res, err := http.ReadResponse(pc.br, req)
+		if err != nil {
+			return nil, err
+		}
+		if res.StatusCode >= 200 || res.StatusCode == http.StatusSwitchingProtocols {
+			pc.readLimit = math.MaxInt64
+			return res, nil
+		}
+		if trace != nil && trace.Got1xxResponse != nil {
+			if err := trace.Got1xxResponse(res.StatusCode, textproto.MIMEHeader(res.Header)); err != nil {
+				return nil, err
+			}
+			// The 1xx head went to the client; only the next head counts.
+			pc.readLimit = maxResponseHeaderBytes
+		}
+	}
+}
+
+// release ends an exchange: the connection is pooled again if both sides let
+// it live and the cancellation hook never ran, closed otherwise.
+func (pc *http1Conn) release(keep bool, stop func() bool) {
+	if stop() && keep && !pc.sawEOF {
+		pc.reused = false
+		pc.client.put(pc)
+		return
+	}
+	pc.close()
+}
+
+// http1Body is a response body that holds its connection: read to its end
+// (trailers included) it returns the connection to the pool, and closed before,
+// or failing, it closes it.
+type http1Body struct {
+	body   io.ReadCloser
+	pc     *http1Conn
+	ctx    context.Context
+	keep   bool
+	stop   func() bool
+	once   sync.Once
+	closed atomic.Bool
+}
+
+func (b *http1Body) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	n, err := b.body.Read(p)
+	switch {
+	case err == io.EOF:
+		b.end(b.keep)
+	case err != nil:
+		b.end(false)
+		if b.ctx.Err() != nil {
+			err = context.Cause(b.ctx)
+		}
+	}
+	return n, err
+}
+
+// Close before the end closes the connection rather than draining it, as
+// http.Transport does.
+func (b *http1Body) Close() error {
+	b.closed.Store(true)
+	b.end(false)
+	return nil
+}
+
+func (b *http1Body) end(keep bool) {
+	b.once.Do(func() { b.pc.release(keep, b.stop) })
+}

@@ -1,0 +1,428 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// The shared HTTP/1.1 client (upstream_http1.go): what http.Transport did for
+// the proxy, it must still do.
+
+// countingBackend is an httptest server that counts the connections it
+// accepted and closed.
+type countingBackend struct {
+	srv           *httptest.Server
+	conns, closed atomic.Int64
+}
+
+func startCounting(t *testing.T, h http.HandlerFunc) *countingBackend {
+	t.Helper()
+	b := &countingBackend{srv: httptest.NewUnstartedServer(h)}
+	b.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			b.conns.Add(1)
+		case http.StateClosed:
+			b.closed.Add(1)
+		}
+	}
+	b.srv.Start()
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+func (b *countingBackend) addr() string { return b.srv.Listener.Addr().String() }
+
+// rawHTTPBackend serves each accepted connection with serve, given the
+// 1-based number of the connection and a reader of what the proxy sends.
+func rawHTTPBackend(t *testing.T, serve func(n int64, conn *net.TCPConn, br *bufio.Reader)) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns = new(atomic.Int64)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := conns.Add(1)
+			go func() {
+				defer conn.Close()
+				serve(n, conn.(*net.TCPConn), bufio.NewReader(conn))
+			}()
+		}
+	}()
+	return ln.Addr().String(), conns
+}
+
+// fetch makes a request through the proxy and reads the whole response; a
+// body that ends early is reported in the result's error, not as a failure.
+func fetch(t *testing.T, c *http.Client, method, url string, body io.Reader) (*http.Response, string, error) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// getOK fails the test unless a GET of url answers 200 with body want.
+func getOK(t *testing.T, c *http.Client, url, want string) {
+	t.Helper()
+	if resp, body, err := fetch(t, c, http.MethodGet, url, nil); err != nil || resp.StatusCode != 200 || body != want {
+		t.Fatalf("GET %s: %d %q %v, want 200 %q", url, resp.StatusCode, body, err, want)
+	}
+}
+
+func TestHTTP1ClientReusesConnections(t *testing.T) {
+	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/head":
+			w.Header().Set("Content-Length", "1234")
+		case "/empty":
+			w.WriteHeader(http.StatusNoContent)
+		case "/body":
+			b, _ := io.ReadAll(r.Body)
+			_, _ = io.WriteString(w, "got "+string(b))
+		default:
+			_, _ = io.WriteString(w, "hello")
+		}
+	})
+	p := proxyToOneBackend(t, "a", be.addr())
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+
+	for range 5 {
+		getOK(t, c, p.httpURL(t, "/"), "hello")
+	}
+	resp, body, err := fetch(t, c, http.MethodHead, p.httpURL(t, "/head"), nil)
+	if err != nil || resp.StatusCode != 200 || body != "" || resp.ContentLength != 1234 {
+		t.Errorf("HEAD: %d, Content-Length %d, body %q, %v; want 200, 1234, no body", resp.StatusCode, resp.ContentLength, body, err)
+	}
+	if resp, body, err := fetch(t, c, http.MethodGet, p.httpURL(t, "/empty"), nil); err != nil || resp.StatusCode != 204 || body != "" {
+		t.Errorf("204: %d %q %v", resp.StatusCode, body, err)
+	}
+	if resp, body, err := fetch(t, c, http.MethodPost, p.httpURL(t, "/body"), strings.NewReader("a body")); err != nil || resp.StatusCode != 200 || body != "got a body" {
+		t.Errorf("POST with a body: %d %q %v", resp.StatusCode, body, err)
+	}
+	// Requests in sequence need one connection: HEAD and 204 leave it reusable.
+	// The request with a body goes through http.Transport, which has its own.
+	if n := be.conns.Load(); n > 2 {
+		t.Errorf("the backend accepted %d connections for requests in sequence, want at most 2", n)
+	}
+}
+
+// A server closes idle keep-alive connections whenever it likes: the next
+// request must not fail for it.
+func TestHTTP1ClientServerClosesIdleConnections(t *testing.T) {
+	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	p := proxyToOneBackend(t, "a", be.addr())
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	for range 3 {
+		getOK(t, c, p.httpURL(t, "/"), "ok")
+		be.srv.CloseClientConnections()
+	}
+	// A request that is never retried (a POST) is safe as well: its connection
+	// is checked before it is reused.
+	if resp, body, err := fetch(t, c, http.MethodPost, p.httpURL(t, "/"), nil); err != nil || resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("POST after the server closed the idle connection: %d %q %v, want 200", resp.StatusCode, body, err)
+	}
+}
+
+// A server may close a reused connection just as the request is sent (its
+// keep-alive timeout against the proxy's reuse): Transport retries such a
+// request on a new connection when it is idempotent, and so must the client.
+func TestHTTP1ClientRetriesAStaleConnection(t *testing.T) {
+	// Each connection answers its first request and closes on its second,
+	// without a byte of answer.
+	addr, conns := rawHTTPBackend(t, func(_ int64, conn *net.TCPConn, br *bufio.Reader) {
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil || i == 1 {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	p := proxyToOneBackend(t, "a", addr)
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	for range 3 {
+		getOK(t, c, p.httpURL(t, "/"), "ok")
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3 (the first, then one per retried request)", n)
+	}
+	// A POST may have been acted upon: it is not retried, the client gets 502.
+	if resp, _, _ := fetch(t, c, http.MethodPost, p.httpURL(t, "/"), nil); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("POST on a connection closed under it: %d, want 502", resp.StatusCode)
+	}
+}
+
+func TestHTTP1ClientResponseBodies(t *testing.T) {
+	chunked := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		_, _ = io.WriteString(w, "part one, ")
+		w.(http.Flusher).Flush()
+		_, _ = io.WriteString(w, "part two")
+		w.Header().Set("X-Checksum", "abc123")
+	})
+	closeDelimited, cdConns := rawHTTPBackend(t, func(_ int64, conn *net.TCPConn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the connection closes")
+		}
+	})
+	truncated, trConns := rawHTTPBackend(t, func(_ int64, conn *net.TCPConn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			// More than the proxy buffers, so that the client gets the head.
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("x", 20000))
+			_ = conn.SetLinger(0) // RST instead of FIN
+		}
+	})
+	cp := startControlPlane(t)
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*",
+			toCluster("chunked", prefixMatch("/chunked")),
+			toCluster("close", prefixMatch("/close")),
+			toCluster("truncated", prefixMatch("/truncated"))))},
+		clusters: []*clusterv3.Cluster{edsCluster("chunked"), edsCluster("close"), edsCluster("truncated")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("chunked", chunked.addr()),
+			assignment("close", closeDelimited), assignment("truncated", truncated)},
+	})
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+
+	t.Run("chunked with trailers", func(t *testing.T) {
+		for range 2 {
+			resp, body, err := fetch(t, c, http.MethodGet, p.httpURL(t, "/chunked"), nil)
+			if err != nil || body != "part one, part two" || resp.Trailer.Get("X-Checksum") != "abc123" {
+				t.Errorf("body %q, trailer %q, %v; want both parts and X-Checksum abc123", body, resp.Trailer.Get("X-Checksum"), err)
+			}
+		}
+		if n := chunked.conns.Load(); n != 1 {
+			t.Errorf("%d connections, want 1: a chunked body read to its end leaves the connection reusable", n)
+		}
+	})
+	t.Run("delimited by the connection's close", func(t *testing.T) {
+		for i := range 2 {
+			resp, body, err := fetch(t, c, http.MethodGet, p.httpURL(t, "/close"), nil)
+			if err != nil || resp.StatusCode != 200 || body != "until the connection closes" {
+				t.Errorf("GET %d: %d %q %v", i, resp.StatusCode, body, err)
+			}
+		}
+		if n := cdConns.Load(); n != 2 {
+			t.Errorf("%d connections, want 2: a close-delimited response uses up its connection", n)
+		}
+	})
+	t.Run("reset in the middle of the body", func(t *testing.T) {
+		for i := range 2 {
+			resp, body, err := fetch(t, c, http.MethodGet, p.httpURL(t, "/truncated"), nil)
+			if resp.StatusCode != 200 || err == nil || len(body) >= 100000 {
+				t.Errorf("GET %d: %d, %d bytes, error %v; want 200 and a body cut short", i, resp.StatusCode, len(body), err)
+			}
+		}
+		if n := trConns.Load(); n != 2 {
+			t.Errorf("%d connections, want 2: a reset connection is not reused", n)
+		}
+	})
+}
+
+// Informational responses reach the client before the final one, as
+// ReverseProxy forwards them through the client trace.
+func TestHTTP1ClientForwards1xx(t *testing.T) {
+	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		_, _ = io.WriteString(w, "final")
+	})
+	p := proxyToOneBackend(t, "a", be.addr())
+	var got []int
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		got = append(got, code)
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, p.httpURL(t, "/"), nil)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "final" || len(got) != 1 || got[0] != http.StatusEarlyHints {
+		t.Errorf("%d %q, 1xx %v; want 200 \"final\" after a 103", resp.StatusCode, b, got)
+	}
+}
+
+// Timeouts and failures while waiting for the response head keep their
+// statuses and counters; a client that goes away frees the upstream request.
+func TestHTTP1ClientFailuresBeforeTheHead(t *testing.T) {
+	var cancelled atomic.Int64
+	slow := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+			cancelled.Add(1)
+		}
+	})
+	perTry := &routev3.RetryPolicy{RetryOn: "5xx", NumRetries: wrapperspb.UInt32(1), PerTryTimeout: durationpb.New(100 * time.Millisecond)}
+	cp := startControlPlane(t)
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*",
+			retryRoute("slow", "/per-try", perTry),
+			withAction(toCluster("slow", prefixMatch("/route")), func(a *routev3.RouteAction) {
+				a.Timeout = durationpb.New(100 * time.Millisecond)
+			}),
+			toCluster("slow", prefixMatch("/untimed")),
+			toCluster("refused", prefixMatch("/refused"))))},
+		clusters:  []*clusterv3.Cluster{edsCluster("slow"), edsCluster("refused")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("slow", slow.addr()), assignment("refused", closedAddr(t))},
+	})
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+
+	if resp, _, _ := fetch(t, c, http.MethodGet, p.httpURL(t, "/per-try"), nil); resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("per-try timeout: %d, want 504", resp.StatusCode)
+	}
+	if v, _ := gaugeValue(t, p, "portico_proxy_upstream_per_try_timeouts_total", "slow"); v != 2 {
+		t.Errorf("per-try timeouts counted: %v, want 2 (the attempt and its retry)", v)
+	}
+	if resp, _, _ := fetch(t, c, http.MethodGet, p.httpURL(t, "/route"), nil); resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("route timeout: %d, want 504", resp.StatusCode)
+	}
+	if resp, body, _ := fetch(t, c, http.MethodGet, p.httpURL(t, "/refused"), nil); resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "connection failure") {
+		t.Errorf("connection refused: %d %q, want 502 naming a connection failure", resp.StatusCode, body)
+	}
+	if v, _ := gaugeValue(t, p, "portico_proxy_upstream_connect_failures_total", "refused"); v != 1 {
+		t.Errorf("connect failures counted: %v, want 1", v)
+	}
+	waitFor(t, "the timed-out upstream requests to be cancelled", func() bool { return cancelled.Load() == 3 })
+
+	impatient := &http.Client{Timeout: 100 * time.Millisecond}
+	if _, err := impatient.Get(p.httpURL(t, "/untimed")); err == nil {
+		t.Fatal("the impatient client got a response")
+	}
+	waitFor(t, "the upstream request of the client gone to be cancelled", func() bool { return cancelled.Load() == 4 })
+}
+
+// The pool keeps at most its bound of idle connections per endpoint, and
+// closes those idle for the idle timeout.
+func TestHTTP1ClientIdlePool(t *testing.T) {
+	var inFlight atomic.Int64
+	release := make(chan struct{})
+	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		<-release
+		_, _ = io.WriteString(w, "ok")
+	})
+	client := newHTTP1Client(&http.Transport{DialContext: dialUpstream, MaxIdleConnsPerHost: 2, IdleConnTimeout: 100 * time.Millisecond})
+	defer client.CloseIdleConnections()
+	c := &http.Client{Transport: client, Timeout: 10 * time.Second}
+	done := make(chan struct{})
+	for range 3 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if resp, body, err := fetch(t, c, http.MethodGet, be.srv.URL, nil); err != nil || body != "ok" {
+				t.Errorf("GET: %d %q %v", resp.StatusCode, body, err)
+			}
+		}()
+	}
+	waitFor(t, "three requests in flight", func() bool { return inFlight.Load() == 3 })
+	close(release)
+	for range 3 {
+		<-done
+	}
+	client.mu.Lock()
+	idle := len(client.idle[be.addr()])
+	client.mu.Unlock()
+	if idle != 2 {
+		t.Errorf("%d idle connections after 3 concurrent requests, want the bound, 2", idle)
+	}
+	waitFor(t, "the idle connections to be closed", func() bool {
+		client.mu.Lock()
+		defer client.mu.Unlock()
+		return len(client.idle) == 0 && be.closed.Load() == 3
+	})
+}
+
+// A server that closes idle connections after a few milliseconds, under
+// concurrent requests, meets the pool's connections at every point of their
+// life: a GET never fails for it (a connection found closed before any
+// response byte is replaced).
+func TestHTTP1ClientGETsSurviveEagerIdleCloses(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch rand.IntN(10) {
+		case 0:
+			w.Header().Set("Connection", "close")
+		case 1:
+			w.Header().Set("Trailer", "X-T")
+			_, _ = io.WriteString(w, "o")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, "k")
+			w.Header().Set("X-T", "v")
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	srv.Config.IdleTimeout = 3 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p := proxyToOneBackend(t, "a", srv.Listener.Addr().String())
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 40 {
+				resp, err := c.Get(p.httpURL(t, "/"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || string(b) != "ok" {
+					t.Errorf("GET: %d %q %v", resp.StatusCode, b, err)
+				}
+				time.Sleep(time.Duration(rand.IntN(5000)) * time.Microsecond)
+			}
+		})
+	}
+	wg.Wait()
+}
