@@ -46,8 +46,7 @@ func isValidPortName(s string) []string {
 	return validation.IsValidPortName(s)
 }
 
-// isIP reports whether s is an IP address in canonical form, as validation.IsValidIP
-// accepts it. Every form of IP address has a ':' or only digits and dots: other strings
+// isIP reports whether s is an IP address as validation.IsValidIP accepts it. Every form of IP address has a ':' or only digits and dots: other strings
 // are not parsed.
 func isIP(s string) bool {
 	if !strings.Contains(s, ":") && strings.ContainsFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') }) {

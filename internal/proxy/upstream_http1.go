@@ -23,8 +23,8 @@ import (
 // request is written with one flush and the response read on the same
 // goroutine, over a pooled connection. http.Transport runs a read and a write
 // goroutine per connection and hands every request and response between them
-// and the caller over channels: doing without them took the proxy's CPU per
-// request to 0.83x-0.93x (docs/performance.md). Every other request
+// and the caller over channels, which costs CPU on every request
+// (docs/performance.md has the figures). Every other request
 // (a body, an upgrade, an Expect header, anything Transport would refuse) goes
 // to fallback, unchanged.
 type http1Client struct {
@@ -57,17 +57,16 @@ const http1BufferSize = 4 << 10
 // by a request that can be retried (see isReplayable) to cost a system call
 // that checks it is still open. Such a request meeting a closed connection is
 // retried on a new one anyway; the check spares that after long idle periods,
-// when servers' keep-alive timeouts close connections, and costs one system
-// call more per request (3% of the CPU at 32 connections) when it runs on
-// every reuse: a pooled connection's idle time under load is the clients'
-// round trip, milliseconds. Other requests are never retried: their
+// when servers' keep-alive timeouts close connections, and would cost one
+// system call more per request if it ran on every reuse: a pooled
+// connection's idle time under load is the clients' round trip, milliseconds. Other requests are never retried: their
 // connection is always checked, which makes them fail on connections the
 // server closed less often than with http.Transport.
 const checkIdleAfter = 100 * time.Millisecond
 
 // longAgo is a deadline in the past: setting it unblocks a connection's reads
 // and writes at once.
-var longAgo = time.Unix(1, 0)
+func longAgo() time.Time { return time.Unix(1, 0) }
 
 func (c *http1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !inCallerGoroutine(req) {
@@ -283,7 +282,8 @@ type http1Conn struct {
 	sawEOF    bool
 	reused    bool
 
-	// Guarded by client.mu.
+	// Guarded by client.mu while the connection is in the pool; the goroutine
+	// that took it from the pool owns them until it puts it back.
 	idle      bool
 	idleSince time.Time
 	idleTimer *time.Timer
@@ -340,7 +340,7 @@ func (e *staleConnError) Unwrap() error { return e.err }
 // response body keeps the connection until it is read to the end (the
 // connection is pooled again) or closed early (it is closed).
 func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
-	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(longAgo) })
+	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(longAgo()) })
 	res, err := pc.exchange(req, trace)
 	if err != nil {
 		stop()
@@ -387,9 +387,15 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 	if trace != nil && trace.GotFirstResponseByte != nil {
 		trace.GotFirstResponseByte()
 	}
-	for {
+	for first := true; ; first = false {
 		res, err := http.ReadResponse(pc.br, req)
 		if err != nil {
+			if first {
+				// Bytes a server sent on the connection while it was idle (a body after a
+				// 204, say) are read as this response and do not parse: that connection is
+				// as unusable as a closed one, and no response of this request was read.
+				return nil, &staleConnError{err: err}
+			}
 			return nil, err
 		}
 		if res.StatusCode >= 200 || res.StatusCode == http.StatusSwitchingProtocols {
@@ -400,9 +406,9 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 			if err := trace.Got1xxResponse(res.StatusCode, textproto.MIMEHeader(res.Header)); err != nil {
 				return nil, err
 			}
-			// The 1xx head went to the client; only the next head counts.
-			pc.readLimit = maxResponseHeaderBytes
 		}
+		// The 1xx heads count against the final head's limit, as in http.Transport:
+		// an upstream sending them without end exhausts it.
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -190,6 +191,40 @@ func TestHTTP1ClientRetriesAStaleConnection(t *testing.T) {
 	}
 }
 
+// A server that sends bytes on a connection after its response (a body after a 204)
+// leaves the connection unusable: the next request must not take those bytes for its
+// response, and gets its answer on a new connection.
+func TestHTTP1ClientStrayBytesOnAPooledConnection(t *testing.T) {
+	strayWritten := make(chan struct{}, 1)
+	addr, conns := rawHTTPBackend(t, func(n int64, conn *net.TCPConn, br *bufio.Reader) {
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			if n > 1 {
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				continue
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 204 No Content\r\n\r\n")
+			// After the proxy has pooled the connection again.
+			time.Sleep(20 * time.Millisecond)
+			_, _ = io.WriteString(conn, "a body a 204 cannot have\r\n\r\n")
+			strayWritten <- struct{}{}
+		}
+	})
+	p := proxyToOneBackend(t, "a", addr)
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	if resp, _, err := fetch(t, c, http.MethodGet, p.httpURL(t, "/"), nil); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("first GET: %v %v, want 204", resp.StatusCode, err)
+	}
+	<-strayWritten
+	getOK(t, c, p.httpURL(t, "/"), "ok")
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d upstream connections, want 2 (the one with stray bytes replaced)", n)
+	}
+}
+
 func TestHTTP1ClientResponseBodies(t *testing.T) {
 	chunked := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", "X-Checksum")
@@ -344,41 +379,69 @@ func TestHTTP1ClientFailuresBeforeTheHead(t *testing.T) {
 // The pool keeps at most its bound of idle connections per endpoint, and
 // closes those idle for the idle timeout.
 func TestHTTP1ClientIdlePool(t *testing.T) {
-	var inFlight atomic.Int64
-	release := make(chan struct{})
-	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
-		inFlight.Add(1)
-		<-release
-		_, _ = io.WriteString(w, "ok")
-	})
-	client := newHTTP1Client(&http.Transport{DialContext: dialUpstream, MaxIdleConnsPerHost: 2, IdleConnTimeout: 100 * time.Millisecond})
-	defer client.CloseIdleConnections()
-	c := &http.Client{Transport: client, Timeout: 10 * time.Second}
-	done := make(chan struct{})
-	for range 3 {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			if resp, body, err := fetch(t, c, http.MethodGet, be.srv.URL, nil); err != nil || body != "ok" {
-				t.Errorf("GET: %d %q %v", resp.StatusCode, body, err)
+	t.Run("bounded per endpoint", func(t *testing.T) {
+		var inFlight atomic.Int64
+		release := make(chan struct{})
+		be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+			inFlight.Add(1)
+			<-release
+			_, _ = io.WriteString(w, "ok")
+		})
+		// An idle timeout no run of the test reaches: the bound alone is checked.
+		client := newHTTP1Client(&http.Transport{DialContext: dialUpstream, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Hour})
+		defer client.CloseIdleConnections()
+		c := &http.Client{Transport: client, Timeout: 10 * time.Second}
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- getBody(c, be.srv.URL, "ok") }()
+		}
+		waitFor(t, "three requests in flight", func() bool { return inFlight.Load() == 3 })
+		close(release)
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Error(err)
 			}
-		}()
-	}
-	waitFor(t, "three requests in flight", func() bool { return inFlight.Load() == 3 })
-	close(release)
-	for range 3 {
-		<-done
-	}
-	client.mu.Lock()
-	idle := len(client.idle[be.addr()])
-	client.mu.Unlock()
-	if idle != 2 {
-		t.Errorf("%d idle connections after 3 concurrent requests, want the bound, 2", idle)
-	}
-	waitFor(t, "the idle connections to be closed", func() bool {
+		}
 		client.mu.Lock()
-		defer client.mu.Unlock()
-		return len(client.idle) == 0 && be.closed.Load() == 3
+		idle := len(client.idle[be.addr()])
+		client.mu.Unlock()
+		if idle != 2 {
+			t.Errorf("%d idle connections after 3 concurrent requests, want the bound, 2", idle)
+		}
+		waitFor(t, "the connection over the bound to be closed", func() bool { return be.closed.Load() == 1 })
+		if n := be.closed.Load(); n != 1 {
+			t.Errorf("%d connections closed, want 1 (the one over the bound)", n)
+		}
 	})
+	t.Run("closed after the idle timeout", func(t *testing.T) {
+		be := startCounting(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+		client := newHTTP1Client(&http.Transport{DialContext: dialUpstream, MaxIdleConnsPerHost: 2, IdleConnTimeout: 50 * time.Millisecond})
+		defer client.CloseIdleConnections()
+		c := &http.Client{Transport: client, Timeout: 10 * time.Second}
+		if err := getBody(c, be.srv.URL, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the idle connection to be closed", func() bool {
+			client.mu.Lock()
+			defer client.mu.Unlock()
+			return len(client.idle) == 0 && be.closed.Load() == 1
+		})
+	})
+}
+
+// getBody GETs url and says what is wrong unless it answers 200 with body want;
+// unlike fetch, it may run outside the test's goroutine.
+func getBody(c *http.Client, url, want string) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || string(b) != want {
+		return fmt.Errorf("GET %s: %d %q %v, want 200 %q", url, resp.StatusCode, b, err, want)
+	}
+	return nil
 }
 
 // A server that closes idle connections after a few milliseconds, under

@@ -48,23 +48,18 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 	}
 	parts.typ.Type = clusterv3.Cluster_EDS
 	out.ClusterDiscoveryType = &parts.typ
-	parts.source.ResourceApiVersion = corev3.ApiVersion_V3
-	parts.ads.Ads = &parts.aggregated
-	parts.source.ConfigSourceSpecifier = &parts.ads
-	parts.eds.EdsConfig, parts.eds.ServiceName = &parts.source, c.Name
+	parts.eds.EdsConfig, parts.eds.ServiceName = parts.source.configSource(), c.Name
 	out.EdsClusterConfig = &parts.eds
 	return out
 }
 
 // clusterParts are the messages of one EDS cluster.
 type clusterParts struct {
-	cluster    clusterv3.Cluster
-	timeout    durationpb.Duration
-	typ        clusterv3.Cluster_Type
-	eds        clusterv3.Cluster_EdsClusterConfig
-	source     corev3.ConfigSource
-	ads        corev3.ConfigSource_Ads
-	aggregated corev3.AggregatedConfigSource
+	cluster clusterv3.Cluster
+	timeout durationpb.Duration
+	typ     clusterv3.Cluster_Type
+	eds     clusterv3.Cluster_EdsClusterConfig
+	source  adsSourceParts
 }
 
 // HTTPProtocolOptionsName is the key of a cluster's HTTP protocol options in
@@ -247,19 +242,12 @@ type endpointParts struct {
 	lb       endpointv3.LbEndpoint
 	id       endpointv3.LbEndpoint_Endpoint
 	endpoint endpointv3.Endpoint
-	addr     corev3.Address
-	sock     corev3.Address_SocketAddress
-	sa       corev3.SocketAddress
-	port     corev3.SocketAddress_PortValue
+	addr     addressParts
 }
 
 // lbEndpoint makes p the endpoint host:port, returning its root message.
 func (p *endpointParts) lbEndpoint(host string, port int32) *endpointv3.LbEndpoint {
-	p.port.PortValue = uint32(port)
-	p.sa.Address, p.sa.PortSpecifier = host, &p.port
-	p.sock.SocketAddress = &p.sa
-	p.addr.Address = &p.sock
-	p.endpoint.Address = &p.addr
+	p.endpoint.Address = p.addr.address(hostPort{host: host, port: uint32(port)})
 	p.id.Endpoint = &p.endpoint
 	p.lb.HostIdentifier = &p.id
 	return &p.lb

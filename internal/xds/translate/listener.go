@@ -47,18 +47,40 @@ type invalidPacked struct {
 }
 
 // adsSource is the config source of every dynamic resource: the aggregated stream.
-func adsSource() *corev3.ConfigSource {
-	return &corev3.ConfigSource{
-		ResourceApiVersion:    corev3.ApiVersion_V3,
-		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
-	}
+func adsSource() *corev3.ConfigSource { return new(adsSourceParts).configSource() }
+
+// adsSourceParts are the messages of an aggregated config source, for those who
+// allocate them with others (one per EDS cluster).
+type adsSourceParts struct {
+	source     corev3.ConfigSource
+	ads        corev3.ConfigSource_Ads
+	aggregated corev3.AggregatedConfigSource
 }
 
-func address(a hostPort) *corev3.Address {
-	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-		Address:       a.host,
-		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: a.port},
-	}}}
+func (p *adsSourceParts) configSource() *corev3.ConfigSource {
+	p.source.ResourceApiVersion = corev3.ApiVersion_V3
+	p.ads.Ads = &p.aggregated
+	p.source.ConfigSourceSpecifier = &p.ads
+	return &p.source
+}
+
+func address(a hostPort) *corev3.Address { return new(addressParts).address(a) }
+
+// addressParts are the messages of a socket address, for those who allocate them with
+// others (one per endpoint).
+type addressParts struct {
+	addr corev3.Address
+	sock corev3.Address_SocketAddress
+	sa   corev3.SocketAddress
+	port corev3.SocketAddress_PortValue
+}
+
+func (p *addressParts) address(a hostPort) *corev3.Address {
+	p.port.PortValue = a.port
+	p.sa.Address, p.sa.PortSpecifier = a.host, &p.port
+	p.sock.SocketAddress = &p.sa
+	p.addr.Address = &p.sock
+	return &p.addr
 }
 
 func httpListener(addr hostPort, opts Options) *listenerv3.Listener {
