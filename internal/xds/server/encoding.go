@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -24,10 +25,15 @@ type encoded struct {
 	types.Resource
 	name     string
 	encoding func() ([]byte, error)
-	// hosts are a RouteConfiguration's virtual hosts and their encodings, in order:
-	// the next version of the route configuration reuses those of the hosts it
-	// passes as the same pointers, so that it encodes only the hosts that changed.
-	hosts []hostEncoding
+	// For a RouteConfiguration: hosts are its virtual hosts and their encodings, in
+	// order, once it has been encoded; until then base are the host encodings of the
+	// latest version of the same name that was, which the encoding reuses for the
+	// hosts passed as the same pointers, so that it encodes only the hosts that
+	// changed. Encoding on first use keeps a Publish no client asks for from copying
+	// the 2 MB of the HTTP route configuration; base, rather than the previous
+	// version itself, keeps versions nobody encoded from making a chain.
+	hosts atomic.Pointer[[]hostEncoding]
+	base  []hostEncoding
 }
 
 type hostEncoding struct {
@@ -35,24 +41,32 @@ type hostEncoding struct {
 	encoding []byte
 }
 
-// encode returns r with its encoding; prev is the resource of the same name that r
-// replaces, nil for a new name. A route configuration is encoded now, from prev's
-// host encodings, so that no chain of versions is kept for the next one; anything
-// else is encoded when first sent.
+// encode returns r with its encoding, made when first asked for; prev is the
+// resource of the same name that r replaces, nil for a new name.
 func encode(r types.Resource, prev *encoded) *encoded {
 	e := &encoded{Resource: r, name: cachev3.GetResourceName(r)}
 	if rc, ok := r.(*routev3.RouteConfiguration); ok {
-		var prevHosts []hostEncoding
 		if prev != nil {
-			prevHosts = prev.hosts
+			e.base = prev.knownHosts()
 		}
-		b, hosts, err := encodeRouteConfig(rc, prevHosts)
-		e.hosts = hosts
-		e.encoding = func() ([]byte, error) { return b, err }
+		e.encoding = sync.OnceValues(func() ([]byte, error) {
+			b, hosts, err := encodeRouteConfig(rc, e.base)
+			e.hosts.Store(&hosts)
+			return b, err
+		})
 		return e
 	}
 	e.encoding = sync.OnceValues(func() ([]byte, error) { return cachev3.MarshalResource(r) })
 	return e
+}
+
+// knownHosts returns the latest host encodings e knows: its own once encoded, else
+// those it would start from.
+func (e *encoded) knownHosts() []hostEncoding {
+	if h := e.hosts.Load(); h != nil {
+		return *h
+	}
+	return e.base
 }
 
 // GetName gives go-control-plane's GetResourceName the name of the resource.

@@ -31,7 +31,10 @@ func decodeRoutes(t *testing.T, e *encoded) *routev3.RouteConfiguration {
 // hostEncodingOf returns the bytes e holds for its virtual host named name.
 func hostEncodingOf(t *testing.T, e *encoded, name string) []byte {
 	t.Helper()
-	for _, h := range e.hosts {
+	if _, err := e.encoding(); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range e.knownHosts() {
 		if h.host.GetName() == name {
 			return h.encoding
 		}
@@ -63,6 +66,10 @@ func TestRouteConfigEncodingDecodesToIt(t *testing.T) {
 func TestRouteConfigReusesHostEncodings(t *testing.T) {
 	v1 := routes("ingress_http", "a", "b", "c")
 	e1 := encode(v1, nil)
+	// Sent to a client (encoded) before the next version is published.
+	if _, err := e1.encoding(); err != nil {
+		t.Fatal(err)
+	}
 
 	b := proto.Clone(v1.VirtualHosts[1]).(*routev3.VirtualHost)
 	b.Domains = append(b.Domains, "b.example.org")
@@ -126,4 +133,27 @@ func TestDeltaClientReceivesThePublishedRoutes(t *testing.T) {
 	rc.VirtualHosts[0] = res.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0] // a, as the same pointer
 	publish(t, s, next)
 	check(rc)
+}
+
+// A version no client asked for is never encoded, and the next version starts from the
+// host encodings of the last one that was: unchanged hosts keep their bytes across it.
+func TestRouteConfigEncodedOnlyWhenAskedFor(t *testing.T) {
+	v1 := routes("ingress_http", "a", "b")
+	e1 := encode(v1, nil)
+	if _, err := e1.encoding(); err != nil {
+		t.Fatal(err)
+	}
+	v2 := &routev3.RouteConfiguration{Name: "ingress_http", VirtualHosts: []*routev3.VirtualHost{v1.VirtualHosts[0], routes("x", "c").VirtualHosts[0]}}
+	e2 := encode(v2, e1)
+	if e2.hosts.Load() != nil {
+		t.Fatal("a version encoded at publish, before any client asked for it")
+	}
+	v3 := &routev3.RouteConfiguration{Name: "ingress_http", VirtualHosts: v2.VirtualHosts}
+	e3 := encode(v3, e2)
+	if got := decodeRoutes(t, e3); !proto.Equal(got, v3) {
+		t.Fatalf("decoded %v, want %v", got, v3)
+	}
+	if &hostEncodingOf(t, e3, "a")[0] != &hostEncodingOf(t, e1, "a")[0] {
+		t.Error("host a, unchanged since the last version encoded, was encoded again")
+	}
 }
