@@ -29,11 +29,8 @@ type snapshot struct {
 	clusterInputs map[string]clusterInputs
 	chains        map[*chainSpec]*compiledChain
 	// specRevisions are the store's revisions of clusters and endpoints it
-	// was compiled at; sharedClusters: clusters and clusterInputs are the
-	// previous snapshot's, as its chains use the same clusters (an edit of
-	// routes that keeps their clusters).
-	specRevisions  [2]uint64
-	sharedClusters bool
+	// was compiled at.
+	specRevisions [2]uint64
 	// rebuiltChains counts the chains compiled anew rather than reused;
 	// sameRouteStats: none was, and the chains are the previous snapshot's.
 	rebuiltChains  int
@@ -202,7 +199,7 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 	}
 	if len(refs) == 0 && !usesAnyOf(prev.clusterRefs, changed) {
 		snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters, prev.clusterInputs, prev.clusterRefs
-		snap.sharedClusters, snap.patched = true, true
+		snap.patched = true // the previous snapshot's maps, as its chains use the same clusters
 		return true
 	}
 	snap.clusters, snap.clusterInputs, snap.clusterRefs = maps.Clone(prev.clusters), maps.Clone(prev.clusterInputs), maps.Clone(prev.clusterRefs)

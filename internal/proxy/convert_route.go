@@ -132,9 +132,7 @@ func (t *routeTable) addUniqueDomain(d string, vh *virtualHost, wildcards map[st
 	if dup {
 		return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, other, vh.name)
 	}
-	if strings.Contains(d, "*") {
-		wildcards[d] = vh.name
-	}
+	wildcards[d] = vh.name
 	if err := t.addDomain(d, vh); err != nil {
 		return fmt.Errorf("virtual host %q: %w", vh.name, err)
 	}
