@@ -36,6 +36,14 @@ import (
 //	                                    the tree, in process)
 //	PORTICO_OPS=10                      edits, and as many additions, per round
 //	PORTICO_PROFILE=/tmp/edits.pprof    in process: CPU profile of the edits and additions
+//	PORTICO_HEAPPROFILE=/tmp/heap       heap profiles, each after a collection, once ready
+//	                                    (/tmp/heap.<bin>.ready) and after the edits and
+//	                                    additions (/tmp/heap.<bin>.after; its alloc_space
+//	                                    less the first's is what they allocated)
+//
+// The live heap is the heap after a forced collection, and the allocation per edit or
+// addition the growth of go_memstats_alloc_bytes_total, both read from the admin
+// endpoint (in process, they include the test's own).
 //
 //	PORTICO_SCALE=1000,10000 go test -run TestRunScale -v -timeout 1h ./bench/
 func TestRunScale(t *testing.T) {
@@ -70,11 +78,11 @@ func TestRunScale(t *testing.T) {
 			t.Fatalf("PORTICO_SCALE: %q is not a file count", s)
 		}
 		for _, b := range bins {
-			m := measureRun(t, b[1], n, ops, backend)
-			row := fmt.Sprintf("%-10s %6d files: ready %7s, RSS %4d MB ready / %4d MB after; edit→answer median %7s (min %s, max %s), CPU %s/edit; add→answer median %7s, CPU %s/add",
-				b[0], n, m.ready.Round(time.Millisecond), m.rssReady>>20, m.rssAfter>>20,
-				median(m.edits), slices.Min(m.edits).Round(time.Millisecond), slices.Max(m.edits).Round(time.Millisecond), m.editCPU.Round(time.Millisecond),
-				median(m.adds), m.addCPU.Round(time.Millisecond))
+			m := measureRun(t, b, n, ops, backend)
+			row := fmt.Sprintf("%-10s %6d files: ready %7s, RSS %4d MB ready / %4d MB after, live heap %4d MB ready / %4d MB after; edit→answer median %7s (min %s, max %s), CPU %s/edit, %.1f MB allocated/edit; add→answer median %7s, CPU %s/add, %.1f MB allocated/add",
+				b[0], n, m.ready.Round(time.Millisecond), m.rssReady>>20, m.rssAfter>>20, m.heapReady>>20, m.heapAfter>>20,
+				median(m.edits), slices.Min(m.edits).Round(time.Millisecond), slices.Max(m.edits).Round(time.Millisecond), m.editCPU.Round(time.Millisecond), m.editAlloc/(1<<20),
+				median(m.adds), m.addCPU.Round(time.Millisecond), m.addAlloc/(1<<20))
 			t.Log(row)
 			rows = append(rows, row)
 		}
@@ -83,10 +91,12 @@ func TestRunScale(t *testing.T) {
 }
 
 type runMeasure struct {
-	ready              time.Duration
-	rssReady, rssAfter int64
-	edits, adds        []time.Duration
-	editCPU, addCPU    time.Duration // per operation
+	ready                time.Duration
+	rssReady, rssAfter   int64
+	heapReady, heapAfter int64 // live, after a collection
+	edits, adds          []time.Duration
+	editCPU, addCPU      time.Duration // per operation
+	editAlloc, addAlloc  float64       // bytes allocated per operation
 }
 
 // process is a running `portico run`, whichever way it was started.
@@ -98,7 +108,8 @@ type process interface {
 	stop()
 }
 
-func measureRun(t *testing.T, bin string, n, ops int, backend string) runMeasure {
+func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) runMeasure {
+	name, bin := nameBin[0], nameBin[1]
 	dir := t.TempDir()
 	writeApps(t, dir, n, backend)
 	var m runMeasure
@@ -117,6 +128,15 @@ func measureRun(t *testing.T, bin string, n, ops int, backend string) runMeasure
 	m.ready = time.Since(start)
 	waitUntil(t, "the first host answering", time.Minute, answers(client, p.httpAddr(), "app-0.test", "/v0"))
 	m.rssReady = p.rss()
+	heapProfile := os.Getenv("PORTICO_HEAPPROFILE")
+	liveHeap := func(stage string) int64 {
+		path := ""
+		if heapProfile != "" {
+			path = heapProfile + "." + name + "." + stage
+		}
+		return collectHeap(t, client, p.adminAddr(), path)
+	}
+	m.heapReady = liveHeap("ready")
 
 	if path := os.Getenv("PORTICO_PROFILE"); path != "" && bin == "" {
 		f, err := os.Create(path)
@@ -129,12 +149,12 @@ func measureRun(t *testing.T, bin string, n, ops int, backend string) runMeasure
 		}
 		defer pprof.StopCPUProfile()
 	}
-	timed := func(what string, change func(), host, path string) (time.Duration, time.Duration) {
+	timed := func(what string, change func(), host, path string) (time.Duration, time.Duration, float64) {
 		time.Sleep(300 * time.Millisecond) // let the previous change settle
 		if answers(client, p.httpAddr(), host, path)() {
 			t.Fatalf("%s: %s%s answers before the change", what, host, path)
 		}
-		cpu := p.cpu()
+		cpu, alloc := p.cpu(), allocated(t, client, p.adminAddr())
 		begin := time.Now()
 		change()
 		waitUntil(t, what, 10*time.Minute, answers(client, p.httpAddr(), host, path))
@@ -142,27 +162,79 @@ func measureRun(t *testing.T, bin string, n, ops int, backend string) runMeasure
 		// The CPU of the whole change, including what follows the answer (the rest of a
 		// publish, the garbage collection it drives): wait for it to settle.
 		time.Sleep(300 * time.Millisecond)
-		return d, p.cpu() - cpu
+		return d, p.cpu() - cpu, allocated(t, client, p.adminAddr()) - alloc
 	}
 	for i := range ops {
 		k := (i*7919 + 13) % n
-		d, cpu := timed(fmt.Sprintf("edit %d", i), func() {
+		d, cpu, alloc := timed(fmt.Sprintf("edit %d", i), func() {
 			writeAtomic(t, dir, appFile(k), appManifest(k, fmt.Sprintf("/v%d", i+1), backend))
 		}, appHost(k), fmt.Sprintf("/v%d", i+1))
 		m.edits = append(m.edits, d)
 		m.editCPU += cpu / time.Duration(ops)
+		m.editAlloc += alloc / float64(ops)
 	}
 	for i := range ops {
 		k := n + i
-		d, cpu := timed(fmt.Sprintf("add %d", i), func() {
+		d, cpu, alloc := timed(fmt.Sprintf("add %d", i), func() {
 			// Into a directory already there: a new directory is another case.
 			writeAtomic(t, dir, fmt.Sprintf("team-0/app-%d.yaml", k), appManifest(k, "/v0", backend))
 		}, appHost(k), "/v0")
 		m.adds = append(m.adds, d)
 		m.addCPU += cpu / time.Duration(ops)
+		m.addAlloc += alloc / float64(ops)
 	}
 	m.rssAfter = p.rss()
+	m.heapAfter = liveHeap("after")
 	return m
+}
+
+// collectHeap has the process collect its garbage (fetching its heap profile does) and
+// returns its live heap; it keeps the profile at path unless path is empty.
+func collectHeap(t *testing.T, client *http.Client, admin, path string) int64 {
+	t.Helper()
+	resp, err := client.Get("http://" + admin + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("heap profile: %v, status %d", err, resp.StatusCode)
+	}
+	if path != "" {
+		if err := os.WriteFile(path, profile, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return int64(metric(t, client, admin, "go_memstats_heap_alloc_bytes"))
+}
+
+// allocated returns the bytes the process allocated since it started.
+func allocated(t *testing.T, client *http.Client, admin string) float64 {
+	return metric(t, client, admin, "go_memstats_alloc_bytes_total")
+}
+
+// metric returns the value of an unlabelled metric from the admin endpoint.
+func metric(t *testing.T, client *http.Client, admin, name string) float64 {
+	t.Helper()
+	resp, err := client.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s: not in the metrics (%v)", name, sc.Err())
+	return 0
 }
 
 func answers(client *http.Client, addr, host, path string) func() bool {
