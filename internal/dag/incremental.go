@@ -100,28 +100,6 @@ type component struct {
 	statuses []*Status
 }
 
-type keyIndex map[string]map[ObjectRef]struct{}
-
-func (ix keyIndex) add(key string, ref ObjectRef) bool {
-	set := ix[key]
-	if set == nil {
-		set = map[ObjectRef]struct{}{}
-		ix[key] = set
-	}
-	set[ref] = struct{}{}
-	return len(set) == 1
-}
-
-func (ix keyIndex) remove(key string, ref ObjectRef) bool {
-	set := ix[key]
-	delete(set, ref)
-	if len(set) == 0 && set != nil {
-		delete(ix, key)
-		return true
-	}
-	return false
-}
-
 // NewIncremental returns an Incremental building with opts.
 func NewIncremental(opts Options) *Incremental {
 	inc := &Incremental{opts: opts, maxFraction: 0.5}
@@ -156,7 +134,7 @@ func (inc *Incremental) Build(s *store.Store) *Graph {
 	}
 	seedKeys, seedObjs, oldComps := inc.applyChanges(s, ch)
 	for _, dep := range ch.deps {
-		for ref := range inc.deps[dep] {
+		for ref := range inc.deps.refs(dep) {
 			seedObjs[ref] = struct{}{}
 		}
 	}
@@ -311,10 +289,10 @@ func (inc *Incremental) closure(seedKeys []string, seedObjs map[ObjectRef]struct
 			continue
 		}
 		seenKeys[key] = true
-		for ref := range inc.links[key] {
+		for ref := range inc.links.refs(key) {
 			visitObj(ref)
 		}
-		if w, ok := wildcardAbove(key); ok && len(inc.links[w]) > 0 {
+		if w, ok := wildcardAbove(key); ok && inc.links.has(w) {
 			queue = append(queue, w)
 		}
 		if d, ok := wildcardDomain(key); ok {
@@ -399,7 +377,7 @@ func (inc *Incremental) split(g *Graph, refs map[ObjectRef]struct{}) ([]*compone
 	for ref := range refs {
 		for _, l := range inc.objs[ref].keys.links {
 			link(ref, l)
-			if w, ok := wildcardAbove(l); ok && len(inc.links[w]) > 0 {
+			if w, ok := wildcardAbove(l); ok && inc.links.has(w) {
 				link(ref, w)
 			}
 		}
@@ -415,7 +393,7 @@ func (inc *Incremental) split(g *Graph, refs map[ObjectRef]struct{}) ([]*compone
 		return c
 	}
 	hostComp := func(name string) (*component, bool) {
-		for ref := range inc.links[hostKey(name)] {
+		for ref := range inc.links.refs(hostKey(name)) {
 			if _, in := refs[ref]; in {
 				return compOf(ref), true
 			}
