@@ -143,22 +143,41 @@ func linkDirsOf(links []string) map[string]bool {
 }
 
 // mergeWalk applies changes, sorted in reading order and one per path, to the files of
-// a walk.
+// a walk, which the reader alone holds. An edit replaces its file in place, and so does
+// an addition or removal of a few files: moving the files after it by one costs a
+// fraction of copying the whole list (10,000 files: 1.4 MB allocated per change). A
+// name that was not there and still is not, such as an editor's temporary file, changes
+// nothing. Many additions or removals at once are merged into a new list in one pass.
 func mergeWalk(walked []fileLoad, changes []fileChange) []fileLoad {
-	// In place when every change is a new version of a file already there: an edit.
-	at := make([]int, len(changes))
+	at, found := make([]int, len(changes)), make([]bool, len(changes))
+	moves := 0
 	for i, c := range changes {
-		j, found := findFile(walked, c.path)
-		if !found || !c.present {
-			return mergeSorted(walked, changes)
+		at[i], found[i] = findFile(walked, c.path)
+		if found[i] != c.present {
+			moves++
 		}
-		at[i] = j
 	}
-	for i, c := range changes {
-		walked[at[i]] = c.load
+	if moves > maxMovesInPlace {
+		return mergeSorted(walked, changes)
+	}
+	// Back to front, so that each index found above stays right.
+	for i := len(changes) - 1; i >= 0; i-- {
+		c, j := changes[i], at[i]
+		switch {
+		case found[i] && c.present:
+			walked[j] = c.load
+		case found[i]:
+			walked = slices.Delete(walked, j, j+1)
+		case c.present:
+			walked = slices.Insert(walked, j, c.load)
+		}
 	}
 	return walked
 }
+
+// maxMovesInPlace is how many files mergeWalk adds or removes in place: each moves the
+// files after it.
+const maxMovesInPlace = 4
 
 // mergeSorted merges changes, sorted in reading order, into walked.
 func mergeSorted(walked []fileLoad, changes []fileChange) []fileLoad {
