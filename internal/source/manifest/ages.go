@@ -40,8 +40,7 @@ type book struct {
 }
 
 type entry struct {
-	key objectKey
-	at  time.Time
+	at time.Time
 	// file holds the definition in force, which wins over copies added elsewhere, at
 	// index in the file.
 	file  string
@@ -98,8 +97,8 @@ func (b *book) stamp(objs []runtime.Object, places []placement) []*entry {
 			at = b.last.Add(time.Nanosecond)
 		}
 		b.last = at
-		e := &entry{key: places[i].key, at: at, file: places[i].file, index: places[i].objIndex, seen: b.loads}
-		b.entries[e.key] = e
+		e := &entry{at: at, file: places[i].file, index: places[i].objIndex, seen: b.loads}
+		b.entries[places[i].key] = e
 		ents[i] = e
 	}
 

@@ -102,9 +102,14 @@ func decodeLoad(path string, modTime time.Time, data []byte, log *slog.Logger) f
 	d := decoder{file: path, log: log}
 	d.decodeFile(data)
 	f := fileLoad{path: path, modTime: modTime, objs: d.objs, problems: d.probs}
+	if len(d.objs) == 0 {
+		return f
+	}
+	// Of exactly the right size: the cache keeps them for as long as the file stays.
+	f.keys, f.lines = make([]objectKey, len(d.objs)), make([]position, len(d.objs))
 	for i, obj := range d.objs {
-		f.keys = append(f.keys, keyOf(obj))
-		f.lines = append(f.lines, position{file: path, line: d.objLines[i].line, docIndx: d.objLines[i].index})
+		f.keys[i] = keyOf(obj)
+		f.lines[i] = position{file: path, line: d.objLines[i].line, docIndx: d.objLines[i].index}
 	}
 	return f
 }

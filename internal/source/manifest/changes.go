@@ -36,7 +36,9 @@ func (b *book) diff(objs []runtime.Object, ents, before []*entry) []Change {
 	for _, e := range before {
 		if e.seen != b.loads {
 			changes = append(changes, Change{Old: e.obj})
-			delete(b.entries, e.key)
+			// The entry does not keep its key, which the object it handed out tells:
+			// of the 30,000 entries at 10,000 files, only removals need it.
+			delete(b.entries, keyOf(e.obj))
 		}
 	}
 	return append(changes, changed...)
