@@ -152,7 +152,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		// changes, as the informers do in serve.
 		st := store.New()
 		first := true
-		return manifest.Watch(ctx, r.opts.ManifestDir, manifestDebounce, log.With("component", "manifests"), func(res *manifest.Result) {
+		return manifest.WatchChanges(ctx, r.opts.ManifestDir, manifestDebounce, log.With("component", "manifests"), func(res *manifest.Result) {
 			for _, p := range res.Problems {
 				log.Warn("manifest skipped", "file", p.File, "line", p.Line, "document", p.Document, "reason", p.Reason)
 			}

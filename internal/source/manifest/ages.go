@@ -133,6 +133,8 @@ type reader struct {
 	// dups has every definition, in reading order, of the keys defined more than once
 	// at the last load.
 	dups map[objectKey][]defRef
+	// noObjects leaves Objects out of Results (see WatchChanges), and objects nil.
+	noObjects bool
 	// objects and problems are the last Result's, which an update patches (see
 	// refinish): book.handed are the objects' entries.
 	objects  []runtime.Object
@@ -174,8 +176,11 @@ func (r *reader) finish(dir string, log *slog.Logger) *Result {
 		r.walked[i].shared = true
 	}
 	r.book.handed, r.dups, r.objects, r.problems = ents, dups, res.Objects, res.Problems
+	if r.noObjects {
+		res.Objects, r.objects = nil, nil
+	}
 	log.Debug("manifest: loaded", "dir", dir, "files", len(files), "read", r.cache.reads, "decoded", r.cache.decodes,
-		"objects", len(res.Objects), "changes", len(res.Changes))
+		"objects", len(r.book.handed), "changes", len(res.Changes))
 	return res
 }
 

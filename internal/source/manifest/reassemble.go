@@ -83,12 +83,14 @@ func (r *reader) refinish(dir string, paths []string, before []fileLoad, log *sl
 		i, _ := findFile(r.walked, f.path)
 		r.walked[i].shared = true
 	}
-	res.Objects = splice(r.objects, part.Objects, oldObjs, newObjs)
+	if !r.noObjects {
+		res.Objects = splice(r.objects, part.Objects, oldObjs, newObjs)
+	}
 	res.Problems = splice(r.problems, part.Problems, oldProbs, newProbs)
 	r.book.handed = patch(handed, ents, oldObjs, newObjs)
 	r.objects, r.problems = res.Objects, res.Problems
 	log.Debug("manifest: updated", "dir", dir, "files", len(r.walked), "read", r.cache.reads, "decoded", r.cache.decodes,
-		"reassembled", len(files), "objects", len(res.Objects), "changes", len(res.Changes))
+		"reassembled", len(files), "objects", len(r.book.handed), "changes", len(res.Changes))
 	return res
 }
 

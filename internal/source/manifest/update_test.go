@@ -33,6 +33,9 @@ func testReaderUpdateEqualsFullWalk(t *testing.T, seed uint64) {
 	clock := time.Now().Round(time.Second)
 	now := func() time.Time { return clock }
 	inc, full := newReader(now), newReader(now)
+	// lean reads as inc does, for Changes and Problems only (WatchChanges).
+	lean := newReader(now)
+	lean.noObjects = true
 	// "a", "a-b.yaml" and "a.yaml" sort differently as names than as paths.
 	files := []string{"a.yaml", "a-b.yaml", "a/x.yaml", "a/y.json", "b.yml", "sub/c.yaml", "sub/deep/d.yaml", "z.json"}
 	others := []string{"notes.txt", "a.yaml~", ".hidden.yaml", "sub/x.tmp"}
@@ -109,12 +112,18 @@ func testReaderUpdateEqualsFullWalk(t *testing.T, seed uint64) {
 			paths[i] = h.path(n)
 		}
 		got, ok := inc.update(h.dir, paths, h.log)
+		leanGot, leanOK := lean.update(h.dir, paths, h.log)
 		if ok {
 			updated++
 		} else {
 			walked++
 			var err error
 			got, err = inc.load(h.dir, h.log)
+			must(t, err)
+		}
+		if !leanOK {
+			var err error
+			leanGot, err = lean.load(h.dir, h.log)
 			must(t, err)
 		}
 		want, err := full.load(h.dir, h.log)
@@ -127,6 +136,13 @@ func testReaderUpdateEqualsFullWalk(t *testing.T, seed uint64) {
 		}
 		if d := cmp.Diff(changes(want.Changes), changes(got.Changes)); d != "" {
 			t.Fatalf("step %d (%v, update %v): changes (-want +got):\n%s", step, names, ok, d)
+		}
+		if d := cmp.Diff(changes(got.Changes), changes(leanGot.Changes)); d != "" || leanOK != ok || leanGot.Objects != nil {
+			t.Fatalf("step %d (%v, update %v): without objects, update %v, %d objects, changes (-with +without):\n%s",
+				step, names, ok, leanOK, len(leanGot.Objects), d)
+		}
+		if d := cmp.Diff(got.Problems, leanGot.Problems); d != "" {
+			t.Fatalf("step %d (%v, update %v): problems without objects (-with +without):\n%s", step, names, ok, d)
 		}
 		applied.apply(t, step, got)
 		checkSameBooks(t, step, inc, full)

@@ -60,6 +60,20 @@ const (
 // start (in which case onChange is never called). logger may be nil
 // (slog.Default()).
 func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog.Logger, onChange func(*Result)) error {
+	return watch(ctx, dir, debounce, logger, newReader(time.Now), onChange)
+}
+
+// WatchChanges is Watch for a caller that needs each reload's Changes and Problems
+// only, as one keeping a store up to date does: the Results it passes have no
+// Objects. That saves a copy of the list of every object on every reload (at 10,000
+// files, 30,000 objects: 480 KB per edit).
+func WatchChanges(ctx context.Context, dir string, debounce time.Duration, logger *slog.Logger, onChange func(*Result)) error {
+	rd := newReader(time.Now)
+	rd.noObjects = true
+	return watch(ctx, dir, debounce, logger, rd, onChange)
+}
+
+func watch(ctx context.Context, dir string, debounce time.Duration, logger *slog.Logger, rd *reader, onChange func(*Result)) error {
 	if debounce <= 0 {
 		debounce = defaultDebounce
 	}
@@ -76,7 +90,6 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 	if err := w.sync(); err != nil {
 		return fmt.Errorf("watching %s: %w", dir, err)
 	}
-	rd := newReader(time.Now)
 	res, err := rd.load(dir, logger)
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", dir, err)
