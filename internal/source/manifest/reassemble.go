@@ -186,16 +186,22 @@ func splice[T any](old, part []T, olds, news []span) []T {
 	return append(out, old[next:]...)
 }
 
-// patch is splice for a slice no one else holds: in place when each span keeps its
-// length, as after an edit that adds or removes no object.
+// patch is splice for a slice no one else holds: in place, span by span from the last
+// (so that the spans before stay where they are), when there are few spans. An edit
+// keeps each span's length; an addition or removal moves what follows its span rather
+// than copying the whole slice (30,000 entries at 10,000 files).
 func patch[T any](s, part []T, olds, news []span) []T {
+	moves := 0
 	for k, o := range olds {
 		if o.hi-o.lo != news[k].hi-news[k].lo {
-			return splice(s, part, olds, news)
+			moves++
 		}
 	}
-	for k, o := range olds {
-		copy(s[o.lo:o.hi], part[news[k].lo:news[k].hi])
+	if moves > maxMovesInPlace {
+		return splice(s, part, olds, news)
+	}
+	for k := len(olds) - 1; k >= 0; k-- {
+		s = slices.Replace(s, olds[k].lo, olds[k].hi, part[news[k].lo:news[k].hi]...)
 	}
 	return s
 }
