@@ -390,6 +390,40 @@ func BenchmarkUpdate(b *testing.B) {
 			}
 		}
 	})
+	// As editors save: a temporary file renamed over the file, both names reported.
+	tmp := filepath.Join(dir, "team-5", ".app-500.yaml.tmp")
+	b.Run("atomic-save", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			port++
+			must(b, os.WriteFile(tmp, []byte(benchFile(500, 3, port)), 0o644))
+			must(b, os.Rename(tmp, edited))
+			b.StartTimer()
+			res, ok := r.update(dir, []string{tmp, edited}, log)
+			if !ok || len(res.Changes) != 1 {
+				b.Fatalf("update %v: %d changes; want 1", ok, len(res.Changes))
+			}
+		}
+	})
+	// A file added, then removed, in turn: three objects appear or disappear.
+	added := filepath.Join(dir, "team-5", "app-500-new.yaml")
+	present := false // across the rounds of the sub-benchmark
+	b.Run("add-remove", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			if present {
+				must(b, os.Remove(added))
+			} else {
+				must(b, os.WriteFile(added, []byte(benchFile(10000, 3, 80)), 0o644))
+			}
+			present = !present
+			b.StartTimer()
+			res, ok := r.update(dir, []string{added}, log)
+			if !ok || len(res.Changes) != 3 {
+				b.Fatalf("update %v: %d changes; want 3", ok, len(res.Changes))
+			}
+		}
+	})
 }
 
 // benchTree writes files files of perFile Services each, an hour old, as
