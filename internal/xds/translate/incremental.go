@@ -58,8 +58,8 @@ type Incremental struct {
 	httpRoutes    *routev3.RouteConfiguration
 	httpsListener *listenerv3.Listener
 
-	// pre holds the call's translations made ahead, in parallel, when there is nothing
-	// to reuse (nil otherwise, and between calls).
+	// pre holds the call's translations made ahead, in parallel, when many hosts or
+	// clusters are new (nil otherwise, and between calls).
 	pre *pretranslated
 
 	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
@@ -142,11 +142,9 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 	t.Retranslated = 0
 	defer func() { t.pre = nil }()
 	err = recoverInvalid(func() error {
-		if len(t.http) == 0 && len(t.secure) == 0 {
-			var err error
-			if t.pre, err = pretranslate(g, t.opts); err != nil {
-				return err
-			}
+		var err error
+		if t.pre, err = t.pretranslate(g); err != nil {
+			return err
 		}
 		res = &Resources{Listeners: []types.Resource{t.httpListener}}
 		routes, err := t.httpRouteConfig(g.HTTP)
@@ -245,13 +243,21 @@ func walkHosts[H interface{ comparable }, E any](prev, spare []hostEntry[H, E], 
 	return out, nil
 }
 
+// keepVirtualHost says whether a host's entry can be kept: its translation depends on
+// the catch-all host too.
+func keepVirtualHost(fallback *dag.VirtualHost) func(*dag.VirtualHost, *vhostEntry) bool {
+	return func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback }
+}
+
+func keepSecureHost(*dag.SecureVirtualHost, *secureEntry) bool { return true }
+
 func vhostName(vh *dag.VirtualHost) string         { return vh.Name }
 func secureName(svh *dag.SecureVirtualHost) string { return svh.Name }
 
 func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteConfiguration, error) {
 	fallback := catchAllVirtualHost(hosts)
 	next, err := walkHosts(t.http, t.httpSpare, hosts, vhostName,
-		func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback },
+		keepVirtualHost(fallback),
 		func(vh *dag.VirtualHost, old *vhostEntry) (*vhostEntry, error) {
 			tr := t.pre.vhost(vh)
 			if tr == nil {
@@ -317,7 +323,7 @@ func routeClusters(routes []*dag.Route) []*dag.Cluster {
 
 func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources) error {
 	next, err := walkHosts(t.secure, t.secureSpare, hosts, secureName,
-		func(*dag.SecureVirtualHost, *secureEntry) bool { return true },
+		keepSecureHost,
 		t.secureEntry,
 		func(e *secureEntry) { t.release(e.uses) })
 	if err != nil {

@@ -43,14 +43,19 @@ func TestParallelBuildAndTranslationEqualSequential(t *testing.T) {
 			if diff := differentBytes(sequential.first, par.first); diff != "" {
 				t.Fatalf("seed %d: a first Incremental translation's resources differ: %s", seed, diff)
 			}
+			// The same objects built again are new hosts and clusters, equal to the first.
+			if diff := differentBytes(par.first, par.rebuilt); diff != "" {
+				t.Fatalf("seed %d: Incremental's translation of a whole rebuild differs from its first: %s", seed, diff)
+			}
 		}
 	}
 }
 
-// pipelineResult is a graph and its translations by Translate and by a new Incremental.
+// pipelineResult is a graph and its translations by Translate and by a new Incremental,
+// and that Incremental's translation of the same store built again.
 type pipelineResult struct {
-	g           *dag.Graph
-	full, first *Resources
+	g                    *dag.Graph
+	full, first, rebuilt *Resources
 }
 
 // withProcs builds and translates s with GOMAXPROCS set to procs.
@@ -68,6 +73,12 @@ func withProcs(t *testing.T, procs int, s *store.Store) pipelineResult {
 	}
 	if r.first, err = tr.Translate(r.g); err != nil {
 		t.Fatal(err)
+	}
+	if r.rebuilt, err = tr.Translate(dag.Build(s, dag.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Retranslated < len(r.g.HTTP) {
+		t.Fatalf("a whole rebuild translated %d parts again, fewer than its %d hosts", tr.Retranslated, len(r.g.HTTP))
 	}
 	return r
 }

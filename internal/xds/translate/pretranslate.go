@@ -7,9 +7,10 @@ import (
 	"github.com/portico-dev/portico/internal/parallel"
 )
 
-// pretranslated are the translations of a whole graph, made in parallel before
-// Incremental's walk, which then takes them in order instead of translating one host or
-// cluster at a time: a first call (the cold start) has nothing to reuse.
+// pretranslated are translations made in parallel before Incremental's walk, which
+// then takes them in order instead of translating one host or cluster at a time: a first
+// call (the cold start) or a change that rebuilt the whole graph has thousands of hosts
+// to translate, a usual change a few.
 type pretranslated struct {
 	http     []*dag.VirtualHost
 	vhosts   []*routev3.VirtualHost
@@ -20,22 +21,30 @@ type pretranslated struct {
 	clusters map[*dag.Cluster]translatedCluster
 }
 
-// pretranslate translates every host and cluster of g, validated, or returns nil when g
-// is too small for parallel work to pay.
-func pretranslate(g *dag.Graph, opts Options) (*pretranslated, error) {
-	clusters := g.Clusters()
-	if len(g.HTTP)+len(g.HTTPS)+len(clusters) < parallel.MinItems {
+// pretranslate translates, validated, the hosts of g that the walk will translate and
+// the clusters not in use yet, or returns nil when they are too few for parallel work
+// to pay.
+func (t *Incremental) pretranslate(g *dag.Graph) (*pretranslated, error) {
+	p := &pretranslated{
+		http:   newHosts(t.http, g.HTTP, vhostName, keepVirtualHost(catchAllVirtualHost(g.HTTP))),
+		secure: newHosts(t.secure, g.HTTPS, secureName, keepSecureHost),
+	}
+	if len(p.http)+len(p.secure) < parallel.MinItems {
 		return nil, nil
 	}
-	p := &pretranslated{http: g.HTTP, secure: g.HTTPS}
-	rc, err := httpRouteConfig(g.HTTP, opts)
-	if err != nil {
+	var clusters []*dag.Cluster
+	for _, c := range g.Clusters() {
+		if t.byCluster[c] == nil {
+			clusters = append(clusters, c)
+		}
+	}
+	var err error
+	if p.vhosts, err = virtualHosts(p.http, catchAllVirtualHost(g.HTTP), t.opts); err != nil {
 		return nil, err
 	}
-	p.vhosts = rc.VirtualHosts
-	p.secures = make([]secureHost, len(g.HTTPS))
-	err = parallel.Do(len(g.HTTPS), func(i int) (err error) {
-		p.secures[i], err = translateSecureHost(g.HTTPS[i], opts)
+	p.secures = make([]secureHost, len(p.secure))
+	err = parallel.Do(len(p.secure), func(i int) (err error) {
+		p.secures[i], err = translateSecureHost(p.secure[i], t.opts)
 		return err
 	})
 	if err != nil {
@@ -43,7 +52,7 @@ func pretranslate(g *dag.Graph, opts Options) (*pretranslated, error) {
 	}
 	out := make([]translatedCluster, len(clusters))
 	err = parallel.Do(len(clusters), func(i int) (err error) {
-		out[i], err = clusterAndEndpoints(clusters[i], opts.ConnectTimeout)
+		out[i], err = clusterAndEndpoints(clusters[i], t.opts.ConnectTimeout)
 		return err
 	})
 	if err != nil {
@@ -54,6 +63,28 @@ func pretranslate(g *dag.Graph, opts Options) (*pretranslated, error) {
 		p.clusters[c] = out[i]
 	}
 	return p, nil
+}
+
+// newHosts returns the hosts (ordered by name) that walkHosts will not find in prev,
+// in order. An unchanged host costs one pointer comparison: this runs on every change.
+func newHosts[H comparable, E any](prev []hostEntry[H, E], hosts []H, name func(H) string, keep func(H, E) bool) []H {
+	var out []H
+	j := 0
+	for _, h := range hosts {
+		if j < len(prev) && prev[j].host == h && keep(h, prev[j].entry) {
+			j++
+			continue
+		}
+		for j < len(prev) && name(prev[j].host) < name(h) {
+			j++
+		}
+		if j < len(prev) && prev[j].host == h && keep(h, prev[j].entry) {
+			j++
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // vhost returns the translation of vh, or nil. The walk asks for hosts in the graph's

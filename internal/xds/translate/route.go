@@ -31,15 +31,24 @@ func httpRouteConfig(hosts []*dag.VirtualHost, opts Options) (*routev3.RouteConf
 	if len(hosts) == 0 {
 		return rc, nil
 	}
-	rc.VirtualHosts = make([]*routev3.VirtualHost, len(hosts))
+	var err error
+	if rc.VirtualHosts, err = virtualHosts(hosts, fallback, opts); err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
+// virtualHosts translates and validates hosts, in parallel when they are many.
+func virtualHosts(hosts []*dag.VirtualHost, fallback *dag.VirtualHost, opts Options) ([]*routev3.VirtualHost, error) {
+	out := make([]*routev3.VirtualHost, len(hosts))
 	err := parallel.Do(len(hosts), func(i int) error {
-		rc.VirtualHosts[i] = virtualHost(hosts[i], fallback, opts)
-		return validateAll(rc.VirtualHosts[i])
+		out[i] = virtualHost(hosts[i], fallback, opts)
+		return validateAll(out[i])
 	})
 	if err != nil {
 		return nil, err
 	}
-	return rc, nil
+	return out, nil
 }
 
 func catchAllVirtualHost(hosts []*dag.VirtualHost) *dag.VirtualHost {
