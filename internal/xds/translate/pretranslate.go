@@ -25,13 +25,12 @@ type pretranslated struct {
 // the clusters not in use yet, or returns nil when they are too few for parallel work
 // to pay.
 func (t *Incremental) pretranslate(g *dag.Graph) (*pretranslated, error) {
-	p := &pretranslated{
-		http:   newHosts(t.http, g.HTTP, vhostName, keepVirtualHost(catchAllVirtualHost(g.HTTP))),
-		secure: newHosts(t.secure, g.HTTPS, secureName, keepSecureHost),
-	}
-	if len(p.http)+len(p.secure) < parallel.MinItems {
+	http := newHosts(t.http, g.HTTP, vhostName, keepVirtualHost(catchAllVirtualHost(g.HTTP)))
+	secure := newHosts(t.secure, g.HTTPS, secureName, keepSecureHost)
+	if len(http)+len(secure) < parallel.MinItems {
 		return nil, nil
 	}
+	p := &pretranslated{http: http, secure: secure}
 	var clusters []*dag.Cluster
 	for _, c := range g.Clusters() {
 		if t.byCluster[c] == nil {
