@@ -61,14 +61,14 @@ func BenchmarkOneChange(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				i := 0
-				for b.Loop() {
+				loopWithCPU(b, func() {
 					k.edit(s, i)
 					i++
 					rebuild()
 					if builder.LastStats.Full {
 						b.Fatalf("a one-object change was built whole: %s", builder.LastStats.Reason)
 					}
-				}
+				})
 			})
 		}
 		b.Run(fmt.Sprintf("full/%s/ingresses=%d", k.name, n), func(b *testing.B) {

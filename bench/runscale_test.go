@@ -404,13 +404,7 @@ func startInProcess(t *testing.T, dir, plain, secure, admin string) process {
 func (p *inProcess) adminAddr() string { return p.admin }
 func (p *inProcess) httpAddr() string  { return p.http }
 
-func (p *inProcess) cpu() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func (p *inProcess) cpu() time.Duration { return processCPU() }
 
 func (p *inProcess) rss() int64 { return statusRSS("/proc/self/status") }
 

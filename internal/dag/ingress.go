@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/portico-dev/portico/internal/parallel"
 )
 
 // KindIngress is the ObjectRef kind of Ingresses.
@@ -85,15 +87,19 @@ type plannedTLS struct {
 // A host that an IngressRoute root claims belongs to whichever of the two is older; on a
 // tie, to the root.
 func (b *builder) processIngresses(rootHosts map[string]hostRoot) {
+	// Each Ingress is checked and planned on its own, in parallel on a large store; what
+	// depends on the others (conflicts, the graph) follows in order.
+	all := b.store.SortedIngresses()
+	screened := make([]screenedIngress, len(all))
+	defaults := b.defaultClasses()
+	_ = parallel.Do(len(all), func(i int) error {
+		screened[i] = b.screenIngress(all[i], defaults)
+		return nil
+	})
 	var candidates []*networkingv1.Ingress
-	for _, ing := range b.store.SortedIngresses() {
-		ref := ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}
-		if d := b.ingressClass(ing); !d.ours {
-			b.setStatus(ref, StatusIgnored, d.reason)
-			continue
-		}
-		if errs := validateIngress(ing); len(errs) > 0 {
-			b.setStatus(ref, StatusInvalid, notServed(errs))
+	for i, ing := range all {
+		if s := screened[i]; s.status != "" {
+			b.setStatus(ObjectRef{Kind: KindIngress, Namespace: ing.Namespace, Name: ing.Name}, s.status, s.reason)
 			continue
 		}
 		candidates = append(candidates, ing)
@@ -102,12 +108,17 @@ func (b *builder) processIngresses(rootHosts map[string]hostRoot) {
 		ti, tj := candidates[i].CreationTimestamp, candidates[j].CreationTimestamp
 		return ti.Before(&tj)
 	})
+	plans := make([]*ingressPlan, len(candidates))
+	_ = parallel.Do(len(candidates), func(i int) error {
+		plans[i] = b.planIngress(candidates[i])
+		return nil
+	})
 
 	owners := make(map[claim]ObjectRef, 2*len(candidates))
 	notes := map[ObjectRef][]string{}
 	var accepted []*ingressPlan
-	for _, ing := range candidates {
-		plan := b.planIngress(ing)
+	for i, ing := range candidates {
+		plan := plans[i]
 		conflicts := conflictsOf(plan, owners, notes)
 		if taken := rootConflicts(ing, plan, rootHosts); len(taken) > 0 {
 			b.setStatus(plan.ref, StatusInvalid, "not served: "+strings.Join(taken, "; ")+"; use another host, or ask the owner of that root to delegate a path to you")
@@ -147,6 +158,23 @@ func (b *builder) processIngresses(rootHosts map[string]hostRoot) {
 	for _, plan := range accepted {
 		b.setIngressStatus(plan, notes[plan.ref])
 	}
+}
+
+// screenedIngress is the status of an Ingress that is not Portico's or is not valid
+// on its own; status is empty for the others.
+type screenedIngress struct {
+	status StatusValue
+	reason string
+}
+
+func (b *builder) screenIngress(ing *networkingv1.Ingress, defaults []*networkingv1.IngressClass) screenedIngress {
+	if d := b.ingressClass(ing, defaults); !d.ours {
+		return screenedIngress{StatusIgnored, d.reason}
+	}
+	if errs := validateIngress(ing); len(errs) > 0 {
+		return screenedIngress{StatusInvalid, notServed(errs)}
+	}
+	return screenedIngress{}
 }
 
 func (p *ingressPlan) claims() []claim {

@@ -28,7 +28,9 @@ type classDecision struct {
 //     whose spec.controller is Portico's;
 //   - an Ingress with neither is Portico's unless an IngressClass marked default belongs to
 //     another controller (with no default class at all, Portico adopts class-less Ingresses).
-func (b *builder) ingressClass(ing *networkingv1.Ingress) classDecision {
+//
+// defaults are b.defaultClasses(), found once for all the Ingresses of a build.
+func (b *builder) ingressClass(ing *networkingv1.Ingress, defaults []*networkingv1.IngressClass) classDecision {
 	if ann, ok := ing.Annotations[AnnotationIngressClass]; ok {
 		if ann == b.opts.IngressClassName {
 			return classDecision{ours: true}
@@ -44,7 +46,6 @@ func (b *builder) ingressClass(ing *networkingv1.Ingress) classDecision {
 		}
 		return classDecision{reason: fmt.Sprintf("spec.ingressClassName %q is not handled by Portico (Portico serves class %q and IngressClasses with controller %q)", *name, b.opts.IngressClassName, ControllerName)}
 	}
-	defaults := b.defaultClasses()
 	if len(defaults) == 0 {
 		return classDecision{ours: true}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,20 +70,37 @@ func (b *builder) planTLS(ing *networkingv1.Ingress, plan *ingressPlan, ruleHost
 // tlsSecret returns the validated certificate of a Secret, checking each Secret once per
 // build however many hosts use it (parsing keys is the costly part of a build).
 func (b *builder) tlsSecret(key types.NamespacedName) (*Secret, error) {
-	if r, ok := b.secrets[key]; ok {
-		return r.secret, r.err
-	}
-	s, err := validTLSSecret(b.store.Secrets[key], key)
-	if b.secrets == nil {
-		b.secrets = map[types.NamespacedName]checkedSecret{}
-	}
-	b.secrets[key] = checkedSecret{secret: s, err: err}
-	return s, err
+	return b.secrets.get(key, b.store.Secrets[key])
+}
+
+// secretCache holds the Secrets checked in one build. Ingresses are planned in parallel,
+// so it is safe for concurrent use; a Secret wanted by several at once is checked once,
+// and they all get the same *Secret.
+type secretCache struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*checkedSecret
 }
 
 type checkedSecret struct {
+	once   sync.Once
 	secret *Secret
 	err    error
+}
+
+// get returns the check of s, the Secret named key (nil if there is none).
+func (c *secretCache) get(key types.NamespacedName, s *corev1.Secret) (*Secret, error) {
+	c.mu.Lock()
+	r := c.m[key]
+	if r == nil {
+		if c.m == nil {
+			c.m = map[types.NamespacedName]*checkedSecret{}
+		}
+		r = &checkedSecret{}
+		c.m[key] = r
+	}
+	c.mu.Unlock()
+	r.once.Do(func() { r.secret, r.err = validTLSSecret(s, key) })
+	return r.secret, r.err
 }
 
 // validTLSSecret checks that a Secret holds a PEM certificate chain and the private key

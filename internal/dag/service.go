@@ -175,12 +175,13 @@ func (b *builder) endpoints(svc types.NamespacedName, portName string) ([]Endpoi
 		}
 		out = append(out, Endpoint{Address: addr, Port: port})
 	}
-	if slices := b.store.ServiceSlices(svc); len(slices) > 0 {
-		for _, es := range slices {
+	if ess := b.store.ServiceSlices(svc); len(ess) > 0 {
+		for _, es := range ess {
 			for _, p := range es.Ports {
 				if p.Port == nil || derefString(p.Name) != portName {
 					continue
 				}
+				out = slices.Grow(out, len(es.Endpoints)) // one allocation, not one per doubling
 				for _, ep := range es.Endpoints {
 					if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 						continue
@@ -197,6 +198,7 @@ func (b *builder) endpoints(svc types.NamespacedName, portName string) ([]Endpoi
 				if p.Name != portName {
 					continue
 				}
+				out = slices.Grow(out, len(subset.Addresses))
 				for _, a := range subset.Addresses {
 					add(a.IP, p.Port)
 				}

@@ -109,7 +109,7 @@ func withoutLookups(ps []Problem) []Problem {
 // validateIngressObject follows processIngresses up to the checks that need no other
 // Ingress.
 func (b *builder) validateIngressObject(ing *networkingv1.Ingress) Verdict {
-	if b.opts.DisableIngress || !b.ingressClass(ing).ours {
+	if b.opts.DisableIngress || !b.ingressClass(ing, b.defaultClasses()).ours {
 		return Verdict{}
 	}
 	_, _, notes := ingressPolicies(ing)

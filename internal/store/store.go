@@ -5,7 +5,8 @@ package store
 
 import (
 	"maps"
-	"sort"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -262,33 +263,42 @@ func (s *Store) SortedHTTPProxies() []*contourv1.HTTPProxy {
 	return sortedByKey(s.HTTPProxies)
 }
 
-// sortedByKey returns the values of m ordered by namespace, then name.
+// sortedByKey returns the values of m ordered by namespace, then name. Keys and values
+// are sorted together, in one array, without sort.Slice's reflection: every full build
+// sorts each kind of object.
 func sortedByKey[V any](m map[types.NamespacedName]V) []V {
-	keys := make([]types.NamespacedName, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	type entry struct {
+		key types.NamespacedName
+		val V
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].Namespace != keys[j].Namespace {
-			return keys[i].Namespace < keys[j].Namespace
+	entries := make([]entry, 0, len(m))
+	for k, v := range m {
+		entries = append(entries, entry{k, v})
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := strings.Compare(a.key.Namespace, b.key.Namespace); c != 0 {
+			return c
 		}
-		return keys[i].Name < keys[j].Name
+		return strings.Compare(a.key.Name, b.key.Name)
 	})
-	out := make([]V, len(keys))
-	for i, k := range keys {
-		out[i] = m[k]
+	out := make([]V, len(entries))
+	for i := range entries {
+		out[i] = entries[i].val
 	}
 	return out
 }
 
-// ServiceSlices returns the EndpointSlices of a Service ordered by name.
+// ServiceSlices returns the EndpointSlices of a Service ordered by name (nil if none).
 func (s *Store) ServiceSlices(svc types.NamespacedName) []*discoveryv1.EndpointSlice {
 	m := s.EndpointSlices[svc]
+	if len(m) == 0 {
+		return nil
+	}
 	out := make([]*discoveryv1.EndpointSlice, 0, len(m))
 	for _, es := range m {
 		out = append(out, es)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -218,19 +218,27 @@ func portString(c *dag.Cluster) string {
 }
 
 func loadAssignment(c *dag.Cluster) *endpointv3.ClusterLoadAssignment {
-	cla := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
 	if len(c.Endpoints) == 0 {
-		return cla
+		return &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
 	}
 	// The endpoints' messages are allocated together, one array of parts for the
-	// cluster: a build translates tens of thousands of endpoints.
+	// cluster, and the assignment with its one locality: a build translates tens of
+	// thousands of endpoints.
 	parts := make([]endpointParts, len(c.Endpoints))
 	lbs := make([]*endpointv3.LbEndpoint, len(c.Endpoints))
 	for i, ep := range c.Endpoints {
 		lbs[i] = parts[i].lbEndpoint(ep.Address, ep.Port)
 	}
-	cla.Endpoints = []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs}}
-	return cla
+	a := &struct {
+		cla        endpointv3.ClusterLoadAssignment
+		locality   endpointv3.LocalityLbEndpoints
+		localities [1]*endpointv3.LocalityLbEndpoints
+	}{}
+	a.cla.ClusterName = c.Name
+	a.locality.LbEndpoints = lbs
+	a.localities[0] = &a.locality
+	a.cla.Endpoints = a.localities[:]
+	return &a.cla
 }
 
 func lbEndpoint(host string, port int32) *endpointv3.LbEndpoint {

@@ -58,6 +58,10 @@ type Incremental struct {
 	httpRoutes    *routev3.RouteConfiguration
 	httpsListener *listenerv3.Listener
 
+	// pre holds the call's translations made ahead, in parallel, when many hosts or
+	// clusters are new (nil otherwise, and between calls).
+	pre *pretranslated
+
 	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
 	// by the last call (not reused), for tests and benchmarks.
 	Retranslated int
@@ -136,7 +140,12 @@ func (t *Incremental) forget() {
 // Translate converts g, as Translate(g, opts) does.
 func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 	t.Retranslated = 0
+	defer func() { t.pre = nil }()
 	err = recoverInvalid(func() error {
+		var err error
+		if t.pre, err = t.pretranslate(g); err != nil {
+			return err
+		}
 		res = &Resources{Listeners: []types.Resource{t.httpListener}}
 		routes, err := t.httpRouteConfig(g.HTTP)
 		if err != nil {
@@ -162,8 +171,12 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 func recoverInvalid(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if inv, ok := r.(invalidPacked); ok {
+			switch inv := r.(type) {
+			case invalidPacked:
 				err = fmt.Errorf("translator produced an invalid %T: %w", inv.msg, inv.err)
+				return
+			case invalidResource:
+				err = inv.err
 				return
 			}
 			err = fmt.Errorf("translator bug (please report it): %v", r)
@@ -171,6 +184,10 @@ func recoverInvalid(f func() error) (err error) {
 	}()
 	return f()
 }
+
+// invalidResource is the panic value for a resource that does not validate, where the
+// error cannot be returned; err is validateAll's.
+type invalidResource struct{ err error }
 
 func validateAll(msgs ...validatable) error {
 	for _, m := range msgs {
@@ -226,17 +243,28 @@ func walkHosts[H interface{ comparable }, E any](prev, spare []hostEntry[H, E], 
 	return out, nil
 }
 
+// keepVirtualHost says whether a host's entry can be kept: its translation depends on
+// the catch-all host too.
+func keepVirtualHost(fallback *dag.VirtualHost) func(*dag.VirtualHost, *vhostEntry) bool {
+	return func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback }
+}
+
+func keepSecureHost(*dag.SecureVirtualHost, *secureEntry) bool { return true }
+
 func vhostName(vh *dag.VirtualHost) string         { return vh.Name }
 func secureName(svh *dag.SecureVirtualHost) string { return svh.Name }
 
 func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteConfiguration, error) {
 	fallback := catchAllVirtualHost(hosts)
 	next, err := walkHosts(t.http, t.httpSpare, hosts, vhostName,
-		func(_ *dag.VirtualHost, e *vhostEntry) bool { return e.fallback == fallback },
+		keepVirtualHost(fallback),
 		func(vh *dag.VirtualHost, old *vhostEntry) (*vhostEntry, error) {
-			tr := virtualHost(vh, fallback, t.opts)
-			if err := validateAll(tr); err != nil {
-				return nil, err
+			tr := t.pre.vhost(vh)
+			if tr == nil {
+				tr = virtualHost(vh, fallback, t.opts)
+				if err := validateAll(tr); err != nil {
+					return nil, err
+				}
 			}
 			t.Retranslated++
 			// A host rebuilt for a change that did not reach its routes (its Service's
@@ -295,7 +323,7 @@ func routeClusters(routes []*dag.Route) []*dag.Cluster {
 
 func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources) error {
 	next, err := walkHosts(t.secure, t.secureSpare, hosts, secureName,
-		func(*dag.SecureVirtualHost, *secureEntry) bool { return true },
+		keepSecureHost,
 		t.secureEntry,
 		func(e *secureEntry) { t.release(e.uses) })
 	if err != nil {
@@ -330,24 +358,14 @@ func (t *Incremental) secureHosts(hosts []*dag.SecureVirtualHost, res *Resources
 }
 
 func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost, old *secureEntry) (*secureEntry, error) {
-	e := &secureEntry{chain: secureFilterChain(svh, t.opts)}
-	if servesHTTP(svh) {
-		e.routes = httpsRouteConfig(svh, t.opts)
-		if err := validateAll(e.routes); err != nil {
+	h, ok := t.pre.secureHost(svh)
+	if !ok {
+		var err error
+		if h, err = translateSecureHost(svh, t.opts); err != nil {
 			return nil, err
 		}
 	}
-	if terminatesTLS(svh) {
-		e.secret = secret(svh.Secret)
-		if err := validateAll(e.secret); err != nil {
-			return nil, err
-		}
-	}
-	if e.chain != nil {
-		if err := validateAll(e.chain); err != nil {
-			return nil, err
-		}
-	}
+	e := &secureEntry{routes: h.routes, chain: h.chain, secret: h.secret}
 	if old != nil {
 		e.routes = keepEqual(old.routes, e.routes)
 		e.chain = keepEqual(old.chain, e.chain)
@@ -414,18 +432,15 @@ func (t *Incremental) release(uses []*clusterUse) {
 // with the same translation, that entry is kept: another graph's copy of an unchanged
 // cluster keeps the resources already published, so nothing is sent for it.
 func (t *Incremental) clusterEntry(c *dag.Cluster) *clusterEntry {
-	next := &clusterEntry{name: c.Name, cluster: cluster(c, t.opts.ConnectTimeout)}
-	if c.ExternalName == "" {
-		next.cla = loadAssignment(c)
-	}
-	if err := next.cluster.ValidateAll(); err != nil {
-		panic(invalidPacked{msg: next.cluster, err: err})
-	}
-	if next.cla != nil {
-		if err := next.cla.ValidateAll(); err != nil {
-			panic(invalidPacked{msg: next.cla, err: err})
+	tc, ok := t.pre.cluster(c)
+	if !ok {
+		var err error
+		if tc, err = clusterAndEndpoints(c, t.opts.ConnectTimeout); err != nil {
+			// use has no error to return: recoverInvalid reports this one.
+			panic(invalidResource{err})
 		}
 	}
+	next := &clusterEntry{name: c.Name, cluster: tc.cluster, cla: tc.cla}
 	t.Retranslated++
 	prev := t.clusters[c.Name]
 	if prev != nil && proto.Equal(prev.cluster, next.cluster) && (prev.cla == nil) == (next.cla == nil) &&

@@ -137,10 +137,7 @@ func sortByName(rs []types.Resource) {
 
 // sameResources is a fast equality check; cmp with protocmp explains a difference.
 func sameResources(a, b *Resources) bool {
-	lists := func(r *Resources) [][]types.Resource {
-		return [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets}
-	}
-	la, lb := lists(a), lists(b)
+	la, lb := resourceLists(a), resourceLists(b)
 	for i := range la {
 		if len(la[i]) != len(lb[i]) {
 			return false
@@ -152,4 +149,9 @@ func sameResources(a, b *Resources) bool {
 		}
 	}
 	return true
+}
+
+// resourceLists are r's lists of resources, by type.
+func resourceLists(r *Resources) [][]types.Resource {
+	return [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets}
 }

@@ -17,15 +17,38 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/parallel"
 )
 
-func httpRouteConfig(hosts []*dag.VirtualHost, opts Options) *routev3.RouteConfiguration {
+// httpRouteConfig translates the plain HTTP hosts, validating the configuration (its
+// virtual hosts one by one, in parallel on a large graph).
+func httpRouteConfig(hosts []*dag.VirtualHost, opts Options) (*routev3.RouteConfiguration, error) {
 	fallback := catchAllVirtualHost(hosts)
 	rc := &routev3.RouteConfiguration{Name: RouteHTTP}
-	for _, vh := range hosts {
-		rc.VirtualHosts = append(rc.VirtualHosts, virtualHost(vh, fallback, opts))
+	if err := validateAll(rc); err != nil {
+		return nil, err
 	}
-	return rc
+	if len(hosts) == 0 {
+		return rc, nil
+	}
+	var err error
+	if rc.VirtualHosts, err = virtualHosts(hosts, fallback, opts); err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
+// virtualHosts translates and validates hosts, in parallel when they are many.
+func virtualHosts(hosts []*dag.VirtualHost, fallback *dag.VirtualHost, opts Options) ([]*routev3.VirtualHost, error) {
+	out := make([]*routev3.VirtualHost, len(hosts))
+	err := parallel.Do(len(hosts), func(i int) error {
+		out[i] = virtualHost(hosts[i], fallback, opts)
+		return validateAll(out[i])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func catchAllVirtualHost(hosts []*dag.VirtualHost) *dag.VirtualHost {
@@ -297,7 +320,7 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 	for i, r := range vh.Routes {
 		p := &parts[i]
 		m := &p.match
-		setRouteMatch(m, r.Path)
+		p.setRouteMatch(r.Path)
 		for _, h := range r.Headers {
 			m.Headers = append(m.Headers, headerMatcher(h))
 		}
@@ -459,33 +482,39 @@ func httpsRedirect(opts Options) *routev3.RedirectAction {
 	}
 }
 
-// setRouteMatch sets m to a path condition. Element-wise prefixes use Envoy's
+// setRouteMatch sets the route's match to a path condition. Element-wise prefixes use Envoy's
 // path_separated_prefix, which matches the value itself or the value followed by "/";
 // the prefix "/" matches everything and is a plain prefix. String prefixes (IngressRoute)
 // are Envoy's plain prefix of the same value; regular expressions are safe_regex (RE2,
 // matching the whole path).
-func setRouteMatch(m *routev3.RouteMatch, p dag.PathMatch) {
+func (rp *routeParts) setRouteMatch(p dag.PathMatch) {
+	m := &rp.match
 	switch {
 	case p.Kind == dag.PathRegex:
 		m.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: p.Value}}
 	case p.Kind == dag.PathExact:
-		m.PathSpecifier = &routev3.RouteMatch_Path{Path: p.Value}
-	case p.Kind == dag.PathStringPrefix:
-		m.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: p.Value}
-	case p.Value == "/":
-		m.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
+		rp.path.Path = p.Value
+		m.PathSpecifier = &rp.path
+	case p.Kind == dag.PathStringPrefix || p.Value == "/":
+		rp.prefix.Prefix = p.Value
+		m.PathSpecifier = &rp.prefix
 	default:
-		m.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: p.Value}
+		rp.separated.PathSeparatedPrefix = p.Value
+		m.PathSpecifier = &rp.separated
 	}
 }
 
-// routeParts are the messages of one route that forwards to one cluster.
+// routeParts are the messages of one route that forwards to one cluster, with the path
+// condition of each kind but regexes (one is used).
 type routeParts struct {
-	route   routev3.Route
-	match   routev3.RouteMatch
-	action  routev3.Route_Route
-	ra      routev3.RouteAction
-	cluster routev3.RouteAction_Cluster
+	route     routev3.Route
+	match     routev3.RouteMatch
+	action    routev3.Route_Route
+	ra        routev3.RouteAction
+	cluster   routev3.RouteAction_Cluster
+	path      routev3.RouteMatch_Path
+	prefix    routev3.RouteMatch_Prefix
+	separated routev3.RouteMatch_PathSeparatedPrefix
 }
 
 // routeAction forwards, in p, to the route's clusters. A single cluster is named directly unless

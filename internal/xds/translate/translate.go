@@ -9,9 +9,15 @@ import (
 	"strconv"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/parallel"
 )
 
 // Listener and route configuration names; the embedded proxy and Envoy see the same.
@@ -96,64 +102,155 @@ type validatable interface{ ValidateAll() error }
 // in typed configs too (the HCM, TLS contexts, tcp_proxy, HTTP protocol options), which a
 // resource's ValidateAll does not look into: mustAny validates them as it packs them.
 func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if inv, ok := r.(invalidPacked); ok {
-				res, err = nil, fmt.Errorf("translator produced an invalid %T: %w", inv.msg, inv.err)
-				return
-			}
-			res, err = nil, fmt.Errorf("translator bug (please report it): %v", r)
-		}
-	}()
 	opts = opts.withDefaults()
 	if err := CheckMaxRequestHeadersKB(opts.MaxRequestHeadersKB); err != nil {
 		return nil, err
 	}
-	res = &Resources{}
-	httpAddr, err := socketAddress(opts.HTTPAddress)
+	err = recoverInvalid(func() (err error) {
+		res, err = translate(g, opts)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("http address: %w", err)
-	}
-	res.Listeners = append(res.Listeners, httpListener(httpAddr, opts))
-	res.Routes = append(res.Routes, httpRouteConfig(g.HTTP, opts))
-	if len(g.HTTPS) > 0 {
-		httpsAddr, err := socketAddress(opts.HTTPSAddress)
-		if err != nil {
-			return nil, fmt.Errorf("https address: %w", err)
-		}
-		res.Listeners = append(res.Listeners, httpsListener(httpsAddr, g.HTTPS, opts))
-		secrets := map[string]bool{}
-		for _, svh := range g.HTTPS {
-			if servesHTTP(svh) {
-				res.Routes = append(res.Routes, httpsRouteConfig(svh, opts))
-			}
-			if terminatesTLS(svh) && !secrets[svh.Secret.Name] {
-				secrets[svh.Secret.Name] = true
-				res.Secrets = append(res.Secrets, secret(svh.Secret))
-			}
-		}
-	}
-	for _, c := range g.Clusters() {
-		res.Clusters = append(res.Clusters, cluster(c, opts.ConnectTimeout))
-		if c.ExternalName == "" {
-			res.Endpoints = append(res.Endpoints, loadAssignment(c))
-		}
-	}
-	if err := res.validate(); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func (r *Resources) validate() error {
-	for _, group := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
-		for _, res := range group {
-			if err := res.(validatable).ValidateAll(); err != nil {
-				return fmt.Errorf("translator produced an invalid %T: %w", res, err)
-			}
+func translate(g *dag.Graph, opts Options) (*Resources, error) {
+	httpAddr, err := socketAddress(opts.HTTPAddress)
+	if err != nil {
+		return nil, fmt.Errorf("http address: %w", err)
+	}
+	l := httpListener(httpAddr, opts)
+	if err := validateAll(l); err != nil {
+		return nil, err
+	}
+	res := &Resources{Listeners: []types.Resource{l}}
+	routes, err := httpRouteConfig(g.HTTP, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.Routes = append(res.Routes, routes)
+	if len(g.HTTPS) > 0 {
+		httpsAddr, err := socketAddress(opts.HTTPSAddress)
+		if err != nil {
+			return nil, fmt.Errorf("https address: %w", err)
+		}
+		if err := translateSecureHosts(httpsAddr, g.HTTPS, opts, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := translateClusters(g.Clusters(), opts, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// translateSecureHosts adds the HTTPS listener, the secure hosts' route configurations
+// and their secrets (once per name), each validated.
+func translateSecureHosts(addr hostPort, hosts []*dag.SecureVirtualHost, opts Options, res *Resources) error {
+	out := make([]secureHost, len(hosts))
+	err := parallel.Do(len(hosts), func(i int) (err error) {
+		out[i], err = translateSecureHost(hosts[i], opts)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	l := httpsListener(addr, nil, opts)
+	if err := validateAll(l); err != nil {
+		return err
+	}
+	res.Listeners = append(res.Listeners, l)
+	secrets := map[string]bool{}
+	for _, h := range out {
+		if h.chain != nil {
+			l.FilterChains = append(l.FilterChains, h.chain)
+		}
+		if h.routes != nil {
+			res.Routes = append(res.Routes, h.routes)
+		}
+		if h.secret != nil && !secrets[h.secret.Name] {
+			secrets[h.secret.Name] = true
+			res.Secrets = append(res.Secrets, h.secret)
 		}
 	}
 	return nil
+}
+
+// secureHost is the translation of one secure virtual host: its route configuration
+// (nil unless it serves HTTP), filter chain (nil when it has none) and secret (nil unless
+// it terminates TLS).
+type secureHost struct {
+	routes *routev3.RouteConfiguration
+	chain  *listenerv3.FilterChain
+	secret *tlsv3.Secret
+}
+
+// translateSecureHost translates svh, validating each part.
+func translateSecureHost(svh *dag.SecureVirtualHost, opts Options) (secureHost, error) {
+	h := secureHost{chain: secureFilterChain(svh, opts)}
+	if h.chain != nil {
+		if err := validateAll(h.chain); err != nil {
+			return h, err
+		}
+	}
+	if servesHTTP(svh) {
+		h.routes = httpsRouteConfig(svh, opts)
+		if err := validateAll(h.routes); err != nil {
+			return h, err
+		}
+	}
+	if terminatesTLS(svh) {
+		h.secret = secret(svh.Secret)
+		if err := validateAll(h.secret); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// translateClusters adds the clusters and the load assignments of those that are not
+// ExternalName, in the order of clusters, each validated.
+func translateClusters(clusters []*dag.Cluster, opts Options, res *Resources) error {
+	out := make([]translatedCluster, len(clusters))
+	err := parallel.Do(len(clusters), func(i int) (err error) {
+		out[i], err = clusterAndEndpoints(clusters[i], opts.ConnectTimeout)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res.Clusters = make([]types.Resource, 0, len(out))
+	res.Endpoints = make([]types.Resource, 0, len(out))
+	for _, c := range out {
+		res.Clusters = append(res.Clusters, c.cluster)
+		if c.cla != nil {
+			res.Endpoints = append(res.Endpoints, c.cla)
+		}
+	}
+	return nil
+}
+
+// translatedCluster is a cluster and its load assignment (nil for ExternalName).
+type translatedCluster struct {
+	cluster *clusterv3.Cluster
+	cla     *endpointv3.ClusterLoadAssignment
+}
+
+// clusterAndEndpoints translates c, validating the cluster and its load assignment.
+func clusterAndEndpoints(c *dag.Cluster, connectTimeout time.Duration) (translatedCluster, error) {
+	out := translatedCluster{cluster: cluster(c, connectTimeout)}
+	if err := validateAll(out.cluster); err != nil {
+		return out, err
+	}
+	if c.ExternalName == "" {
+		out.cla = loadAssignment(c)
+		if err := validateAll(out.cla); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 type hostPort struct {

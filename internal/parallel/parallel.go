@@ -1,0 +1,101 @@
+// Package parallel spreads the independent steps of a cold build (one per virtual host,
+// cluster or object) over the machine's cores. Results are written by index into slices
+// the caller owns, so the output does not depend on how steps were scheduled.
+package parallel
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// MinItems is the number of steps below which Do runs them on the calling goroutine: an
+// incremental rebuild has a handful of steps, and starting workers would cost more than
+// they save (a step is a few microseconds; a worker's start about one).
+const MinItems = 256
+
+// chunk is the number of consecutive steps a worker takes at a time: large enough that
+// workers rarely contend on the shared counter, small enough that a worker slowed down by
+// another process on its core does not leave the others idle at the end.
+const chunk = 64
+
+// Do runs step(i) for every i in [0, n), on up to GOMAXPROCS goroutines when n is at
+// least MinItems. Steps must be independent of one another. It returns the error of the
+// lowest i whose step failed, as a loop stopping at the first error would (later steps
+// may have run). A step's panic is re-raised on the caller's goroutine, the lowest i's
+// again, so that a caller's recover sees it as it would in a plain loop.
+func Do(n int, step func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk)
+	if n < MinItems || workers < 2 {
+		for i := range n {
+			if err := step(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		next   atomic.Int64
+		failed atomic.Int64 // the lowest failed index so far, n if none
+		mu     sync.Mutex
+		first  outcome
+		wg     sync.WaitGroup
+	)
+	failed.Store(int64(n))
+	record := func(o outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		if o.index < failed.Load() {
+			first = o
+			failed.Store(o.index)
+		}
+	}
+	work := func() {
+		defer wg.Done()
+		for {
+			lo := next.Add(chunk) - chunk
+			// Steps after a failure are skipped: their results are never used.
+			if lo >= int64(n) || lo > failed.Load() {
+				return
+			}
+			if o, bad := runChunk(int(lo), min(int(lo)+chunk, n), step); bad {
+				record(o)
+				return
+			}
+		}
+	}
+	wg.Add(workers)
+	for range workers - 1 {
+		go work()
+	}
+	work()
+	wg.Wait()
+	if first.panicked {
+		panic(first.panicValue)
+	}
+	return first.err
+}
+
+// outcome is how a step failed.
+type outcome struct {
+	index      int64
+	err        error
+	panicked   bool
+	panicValue any
+}
+
+// runChunk runs the steps lo..hi-1, stopping at the first that fails or panics.
+func runChunk(lo, hi int, step func(int) error) (o outcome, bad bool) {
+	i := lo
+	defer func() {
+		if r := recover(); r != nil {
+			o, bad = outcome{index: int64(i), panicked: true, panicValue: r}, true
+		}
+	}()
+	for ; i < hi; i++ {
+		if err := step(i); err != nil {
+			return outcome{index: int64(i), err: err}, true
+		}
+	}
+	return outcome{}, false
+}

@@ -1,0 +1,125 @@
+package translate
+
+import (
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/parallel"
+)
+
+// pretranslated are translations made in parallel before Incremental's walk, which
+// then takes them in order instead of translating one host or cluster at a time: a first
+// call (the cold start) or a change that rebuilt the whole graph has thousands of hosts
+// to translate, a usual change a few.
+type pretranslated struct {
+	http     []*dag.VirtualHost
+	vhosts   []*routev3.VirtualHost
+	nextHTTP int
+	secure   []*dag.SecureVirtualHost
+	secures  []secureHost
+	nextSec  int
+	clusters map[*dag.Cluster]translatedCluster
+}
+
+// pretranslate translates, validated, the hosts of g that the walk will translate and
+// the clusters not in use yet, or returns nil when they are too few for parallel work
+// to pay.
+func (t *Incremental) pretranslate(g *dag.Graph) (*pretranslated, error) {
+	http := newHosts(t.http, g.HTTP, vhostName, keepVirtualHost(catchAllVirtualHost(g.HTTP)))
+	secure := newHosts(t.secure, g.HTTPS, secureName, keepSecureHost)
+	if len(http)+len(secure) < parallel.MinItems {
+		return nil, nil
+	}
+	p := &pretranslated{http: http, secure: secure}
+	var clusters []*dag.Cluster
+	for _, c := range g.Clusters() {
+		if t.byCluster[c] == nil {
+			clusters = append(clusters, c)
+		}
+	}
+	var err error
+	if p.vhosts, err = virtualHosts(p.http, catchAllVirtualHost(g.HTTP), t.opts); err != nil {
+		return nil, err
+	}
+	p.secures = make([]secureHost, len(p.secure))
+	err = parallel.Do(len(p.secure), func(i int) (err error) {
+		p.secures[i], err = translateSecureHost(p.secure[i], t.opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]translatedCluster, len(clusters))
+	err = parallel.Do(len(clusters), func(i int) (err error) {
+		out[i], err = clusterAndEndpoints(clusters[i], t.opts.ConnectTimeout)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.clusters = make(map[*dag.Cluster]translatedCluster, len(clusters))
+	for i, c := range clusters {
+		p.clusters[c] = out[i]
+	}
+	return p, nil
+}
+
+// newHosts returns the hosts (ordered by name) that walkHosts will not find in prev,
+// in order. An unchanged host costs one pointer comparison: this runs on every change.
+func newHosts[H comparable, E any](prev []hostEntry[H, E], hosts []H, name func(H) string, keep func(H, E) bool) []H {
+	var out []H
+	j := 0
+	for _, h := range hosts {
+		if j < len(prev) && prev[j].host == h && keep(h, prev[j].entry) {
+			j++
+			continue
+		}
+		for j < len(prev) && name(prev[j].host) < name(h) {
+			j++
+		}
+		if j < len(prev) && prev[j].host == h && keep(h, prev[j].entry) {
+			j++
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// vhost returns the translation of vh, or nil. The walk asks for hosts in the graph's
+// order, so the search resumes where the last one ended.
+func (p *pretranslated) vhost(vh *dag.VirtualHost) *routev3.VirtualHost {
+	if p == nil {
+		return nil
+	}
+	for ; p.nextHTTP < len(p.http); p.nextHTTP++ {
+		if p.http[p.nextHTTP] == vh {
+			p.nextHTTP++
+			return p.vhosts[p.nextHTTP-1]
+		}
+	}
+	return nil
+}
+
+// secureHost returns the translation of svh, if made, as vhost does.
+func (p *pretranslated) secureHost(svh *dag.SecureVirtualHost) (secureHost, bool) {
+	if p == nil {
+		return secureHost{}, false
+	}
+	for ; p.nextSec < len(p.secure); p.nextSec++ {
+		if p.secure[p.nextSec] == svh {
+			p.nextSec++
+			return p.secures[p.nextSec-1], true
+		}
+	}
+	return secureHost{}, false
+}
+
+// cluster returns the translation of c, if made.
+func (p *pretranslated) cluster(c *dag.Cluster) (translatedCluster, bool) {
+	if p == nil {
+		return translatedCluster{}, false
+	}
+	tc, ok := p.clusters[c]
+	return tc, ok
+}
