@@ -226,11 +226,7 @@ type requestInfo struct {
 // wildcard (which may cover several labels), then the longest "prefix*"
 // wildcard, then "*". Matching is case-insensitive.
 func (t *routeTable) selectVirtualHost(host string) *virtualHost {
-	return t.domains.lookup(strings.ToLower(host))
-}
-
-// lookup is selectVirtualHost for a lower-cased host.
-func (d *domainIndex) lookup(h string) *virtualHost {
+	h, d := strings.ToLower(host), &t.domains
 	if vh, ok := d.exactDomain(h); ok {
 		return vh
 	}
