@@ -13,12 +13,12 @@ import (
 // same, shares its exact-domain map under a small overlay of changes, and
 // records what it added and removed for whatever is indexed by slot.
 
-// tableEntry is a virtual host of the next version of a table: the one at
-// position prev of the table it is patched from, or (prev < 0) def.
+// tableEntry is a virtual host of the next version of a table: def when
+// set, converted for this version (fresh, see buildRouteTable), else the one
+// at position prev of the table it is patched from.
 type tableEntry struct {
-	prev  int
-	def   *vhostDef
-	fresh bool // def was converted for this version (see buildRouteTable)
+	prev int
+	def  *vhostDef
 }
 
 // maxPatch is the number of virtual hosts added and removed past which a
@@ -38,18 +38,18 @@ func patchRouteTable(prev *routeTable, entries []tableEntry) (t *routeTable, ok 
 	patch := &tablePatch{from: prev.id}
 	var fresh []bool
 	for i, e := range entries {
-		if e.prev >= 0 && !kept[e.prev] {
+		if e.def == nil && !kept[e.prev] {
 			kept[e.prev] = true
 			t.vhosts[i] = prev.vhosts[e.prev]
 			continue
 		}
 		vh := &virtualHost{vhostDef: e.def}
-		if e.prev >= 0 {
+		if e.def == nil {
 			vh.vhostDef = prev.vhosts[e.prev].vhostDef
 		}
 		t.vhosts[i] = vh
 		patch.added = append(patch.added, vh)
-		fresh = append(fresh, e.fresh)
+		fresh = append(fresh, e.def != nil)
 		if len(patch.added) > maxPatch(len(entries)) {
 			return nil, false, nil
 		}
