@@ -135,3 +135,57 @@ func benchResponses(b *testing.B, change func(i int, rc *routev3.RouteConfigurat
 		}
 	}
 }
+
+// benchLookupHosts are request hosts for a table of benchHosts Ingresses
+// and a wildcard: an exact domain, one in other case, a wildcard's, and one
+// that only the catch-all matches.
+var benchLookupHosts = []string{"app-04242.example.com", "APP-00007.Example.Com", "x.wild.example.com", "unknown.example.net"}
+
+// benchLookupTable is a table of benchHosts Ingresses' virtual hosts, a
+// "*.wild.example.com" one and a catch-all, as the RDS resource rc.
+func benchLookupTable(b *testing.B) (*routeTable, *routev3.RouteConfiguration) {
+	rc := &routev3.RouteConfiguration{Name: "ingress_http"}
+	for i := range benchHosts {
+		rc.VirtualHosts = append(rc.VirtualHosts, ingressVhost(i, "/"))
+	}
+	rc.VirtualHosts = append(rc.VirtualHosts, vhost("*.wild.example.com", toCluster("w", prefixMatch("/"))),
+		vhost("*", toCluster("any", prefixMatch("/"))))
+	t, err := convertRouteConfig(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return t, rc
+}
+
+// BenchmarkSelectVirtualHost measures the request path's virtual host
+// lookup in a table built in full.
+func BenchmarkSelectVirtualHost(b *testing.B) {
+	t, _ := benchLookupTable(b)
+	benchLookups(b, t)
+}
+
+func benchLookups(b *testing.B, t *routeTable) {
+	for _, host := range benchLookupHosts {
+		b.Run(host, func(b *testing.B) {
+			for b.Loop() {
+				if t.selectVirtualHost(host) == nil {
+					b.Fatal("no virtual host")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSelectVirtualHostPatched is BenchmarkSelectVirtualHost in a
+// table patched from that one for a one-host edit: its exact domains are
+// found through the overlay of the change.
+func BenchmarkSelectVirtualHostPatched(b *testing.B) {
+	prev, rc := benchLookupTable(b)
+	recordEncoding(prev, mustAny(b, rc))
+	rc.VirtualHosts[1] = ingressVhost(1, "/edited")
+	t, ok := reuseRouteConfig(mustAny(b, rc), prev)
+	if !ok || !t.patchedFrom(prev) || t.domains.overlay == nil {
+		b.Fatal("the table was not patched")
+	}
+	benchLookups(b, t)
+}

@@ -253,6 +253,10 @@ func chainRefChanges(prev, next *snapshot) map[string]int {
 		if old == cc {
 			continue
 		}
+		if ok && cs.tcp == nil && cc.fc.routes.patchedFrom(old.fc.routes) {
+			cc.fc.routes.patch.countClusterUses(refs)
+			continue
+		}
 		var was []string
 		if ok {
 			was = chainClusters(cs, old)
@@ -290,10 +294,11 @@ func diffNames(was, now []string, refs map[string]int) {
 	}
 }
 
-// chainClusters returns the clusters a compiled chain uses, each once.
+// chainClusters returns the clusters a compiled chain uses: a tcp_proxy's
+// each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
-		return cc.fc.routes.clusters
+		return cc.fc.routes.clusterUses()
 	}
 	names := make([]string, 0, len(cs.tcp.clusters))
 	for _, c := range cs.tcp.clusters {
@@ -314,9 +319,11 @@ func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 		return nil
 	}
 	routes := snap.chains[cs].fc.routes
-	for _, name := range routes.clusters {
-		if err := p.compileCluster(name, snap); err != nil {
-			return fmt.Errorf("route configuration %q: %w", routes.name, err)
+	for _, vh := range routes.vhosts {
+		for _, name := range vh.clusters {
+			if err := p.compileCluster(name, snap); err != nil {
+				return fmt.Errorf("route configuration %q: %w", routes.name, err)
+			}
 		}
 	}
 	return nil
@@ -455,6 +462,9 @@ func markRouteStats(ts *routeTableStats, gen uint64) {
 }
 
 func (vs *vhostStats) mark(gen uint64) {
+	if vs.noRoute == nil {
+		return // a free slot
+	}
 	vs.noRoute.gen = gen
 	for _, s := range vs.routes {
 		s.gen = gen

@@ -31,7 +31,7 @@ func convertAction(mutate func(r *routev3.Route)) (*forwardAction, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.any.routes[0].forward, nil
+	return t.domains.any.routes[0].forward, nil
 }
 
 func TestConvertRouteActionPolicies(t *testing.T) {

@@ -79,62 +79,122 @@ func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, 
 // table. vhost reports whether the def is fresh: a def reused from a table
 // converted at the same level has had its routes checked already.
 func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i int) (def *vhostDef, fresh bool, err error)) (*routeTable, error) {
-	t := &routeTable{name: name, level: level, exact: make(map[string]*virtualHost, n), vhosts: make([]*virtualHost, 0, n)}
-	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.exact
-	seenClusters := make(map[string]bool, n)
-	t.clusters = make([]string, 0, n) // mostly one per virtual host: no regrowth
-	all := make([]virtualHost, n)     // one allocation for the table's
+	t := &routeTable{name: name, level: level, id: new(tableID), slots: n,
+		domains: domainIndex{exact: make(map[string]*virtualHost, n)}, vhosts: make([]*virtualHost, 0, n)}
+	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.domains.exact
+	all := make([]virtualHost, n)        // one allocation for the table's
 	for i := range n {
 		def, fresh, err := vhost(i)
 		if err != nil {
 			return nil, fmt.Errorf("virtual host %q: %w", def.name, err)
 		}
 		vh := &all[i]
-		vh.vhostDef, vh.index = def, i
+		vh.vhostDef, vh.slot = def, i
 		t.vhosts = append(t.vhosts, vh)
-		for _, d := range def.domains {
-			if err := t.addUniqueDomain(d, vh, wildcards); err != nil {
-				return nil, err
-			}
-		}
-		if fresh {
-			if err := level.checkDirectBodies(def); err != nil {
-				return nil, fmt.Errorf("virtual host %q: %w", def.name, err)
-			}
-		}
-		for _, c := range def.clusters {
-			if !seenClusters[c] {
-				seenClusters[c] = true
-				t.clusters = append(t.clusters, c)
-			}
+		if err := t.fileVirtualHost(vh, fresh, wildcards); err != nil {
+			return nil, err
 		}
 	}
-	sortWildcards(t.suffixes)
-	sortWildcards(t.prefixes)
+	sortWildcards(t.domains.suffixes)
+	sortWildcards(t.domains.prefixes)
 	return t, nil
 }
 
-// addUniqueDomain files d unless another virtual host has it: exact domains
-// are found in t.exact, the others in wildcards.
-func (t *routeTable) addUniqueDomain(d string, vh *virtualHost, wildcards map[string]string) error {
+// fileVirtualHost adds vh's domains to t's index, refusing those another
+// virtual host has, and checks a fresh def's direct responses against t's
+// level. wildcards is as for domainIndex.add.
+func (t *routeTable) fileVirtualHost(vh *virtualHost, fresh bool, wildcards map[string]string) error {
+	for _, d := range vh.domains {
+		if err := t.domains.add(d, vh, wildcards); err != nil {
+			return err
+		}
+	}
+	if fresh {
+		if err := t.level.checkDirectBodies(vh.vhostDef); err != nil {
+			return fmt.Errorf("virtual host %q: %w", vh.name, err)
+		}
+	}
+	return nil
+}
+
+// add files d, a domain of vh, unless another virtual host has it. Exact
+// domains go to the overlay when there is one (a patched table's), else to
+// exact. wildcards, when not nil, has the wildcard domains filed so far (a
+// full build's duplicate check); when nil the lists are searched, which
+// costs in proportion to them (few, in a table that is patched).
+func (x *domainIndex) add(d string, vh *virtualHost, wildcards map[string]string) error {
 	if !strings.Contains(d, "*") {
-		// Most domains are exact names, which only t.exact can have.
-		if o, dup := t.exact[d]; dup {
+		// Most domains are exact names, which only the exact index can have.
+		if o, dup := x.exactDomain(d); dup {
 			return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, o.name, vh.name)
 		}
-		t.exact[d] = vh
+		if x.overlay != nil {
+			x.overlay[d] = vh
+		} else {
+			x.exact[d] = vh
+		}
 		return nil
 	}
-	other, dup := wildcards[d]
-	if o, ok := t.exact[d]; ok {
+	var other string
+	var dup bool
+	if wildcards != nil {
+		other, dup = wildcards[d]
+		wildcards[d] = vh.name
+	} else if o := x.wildcard(d); o != nil {
 		other, dup = o.name, true
 	}
 	if dup {
 		return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, other, vh.name)
 	}
-	wildcards[d] = vh.name
-	if err := t.addDomain(d, vh); err != nil {
+	if err := x.addWildcard(d, vh); err != nil {
 		return fmt.Errorf("virtual host %q: %w", vh.name, err)
+	}
+	return nil
+}
+
+// wildcard returns the virtual host filed under the wildcard domain d (nil: none).
+func (x *domainIndex) wildcard(d string) *virtualHost {
+	list, affix := x.wildcardList(d)
+	if list == nil {
+		if d == "*" {
+			return x.any
+		}
+		return nil
+	}
+	for _, w := range *list {
+		if w.affix == affix {
+			return w.vhost
+		}
+	}
+	return nil
+}
+
+// wildcardList returns the list a wildcard domain d belongs in and its affix
+// there; nil for "*" and for a domain Envoy does not accept.
+func (x *domainIndex) wildcardList(d string) (*[]wildcardDomain, string) {
+	switch {
+	case d == "*" || strings.Count(d, "*") > 1:
+		return nil, ""
+	case strings.HasPrefix(d, "*"):
+		return &x.suffixes, d[1:]
+	case strings.HasSuffix(d, "*"):
+		return &x.prefixes, d[:len(d)-1]
+	}
+	return nil, ""
+}
+
+// addWildcard files a domain with a wildcard the way Envoy accepts them:
+// "*", "*suffix" or "prefix*".
+func (x *domainIndex) addWildcard(d string, vh *virtualHost) error {
+	switch list, affix := x.wildcardList(d); {
+	case d == "*":
+		x.any = vh
+	case strings.Count(d, "*") > 1:
+		return fmt.Errorf("domain %q: only one wildcard is allowed", d)
+	case list != nil:
+		*list = append(*list, wildcardDomain{affix: affix, vhost: vh})
+	default:
+		return fmt.Errorf("domain %q: a wildcard must be the first or last character", d)
 	}
 	return nil
 }
@@ -177,26 +237,6 @@ func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDe
 		def.domains = append(def.domains, strings.ToLower(d))
 	}
 	return def, nil
-}
-
-// addDomain files a domain the way Envoy accepts them: "*", "*suffix",
-// "prefix*" or an exact name.
-func (t *routeTable) addDomain(d string, vh *virtualHost) error {
-	switch {
-	case d == "*":
-		t.any = vh
-	case strings.Count(d, "*") > 1:
-		return fmt.Errorf("domain %q: only one wildcard is allowed", d)
-	case strings.HasPrefix(d, "*"):
-		t.suffixes = append(t.suffixes, wildcardDomain{affix: d[1:], vhost: vh})
-	case strings.HasSuffix(d, "*"):
-		t.prefixes = append(t.prefixes, wildcardDomain{affix: d[:len(d)-1], vhost: vh})
-	case strings.Contains(d, "*"):
-		return fmt.Errorf("domain %q: a wildcard must be the first or last character", d)
-	default:
-		t.exact[d] = vh
-	}
-	return nil
 }
 
 func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {

@@ -73,7 +73,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	vh := chain.routes.selectVirtualHost(ri.authority)
 	var rt *route
 	if vh != nil {
-		vs := &chain.stats.vhosts[vh.index]
+		vs := &chain.stats.vhosts[vh.slot]
 		ex.vhost, ex.stats = vh.name, vs.noRoute
 		if rt = vh.selectRoute(ri); rt != nil {
 			ex.route, ex.stats = rt.label, vs.routes[rt.index]

@@ -364,9 +364,9 @@ func newDiscardedClusterSeries() *clusterSeries {
 // lookup.
 type routeTableStats struct {
 	noVhost *routeStats
-	vhosts  []vhostStats // by virtualHost.index
+	vhosts  []vhostStats // by virtualHost.slot; a free slot's are zero
 	// base is the stats of the chain's applied compilation these were built
-	// from (nil: none); dropped are the positions in base.vhosts of the
+	// from (nil: none); dropped are the slots in base.vhosts of the
 	// virtual hosts they do not keep, whose stats may no longer be used.
 	base    *routeTableStats
 	dropped []int
@@ -394,38 +394,68 @@ func (p *Proxy) routeStatsFor(key routeKey, gen uint64) *routeStats {
 // (nil: none): a virtual host it shares with rt keeps its stats, found
 // without looking up each of its routes.
 func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, prev *filterChain) *routeTableStats {
-	ts := &routeTableStats{
-		noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel}, gen),
-		vhosts:  make([]vhostStats, len(rt.vhosts)),
+	ts := &routeTableStats{noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel}, gen)}
+	if prev == nil || prev.stats == nil {
+		ts.vhosts = make([]vhostStats, rt.slots)
+		for _, vh := range rt.vhosts {
+			ts.vhosts[vh.slot] = p.vhostStatsFor(listener, vh, gen)
+		}
+		return ts
 	}
-	var match *aligner[*virtualHost, *vhostDef]
-	var kept []bool
-	if prev != nil && prev.stats != nil {
-		match = newAligner(prev.routes.vhosts, func(vh *virtualHost) *vhostDef { return vh.vhostDef })
-		ts.base, kept = prev.stats, make([]bool, len(prev.stats.vhosts))
+	ts.base = prev.stats
+	if rt.patchedFrom(prev.routes) {
+		p.patchRouteStats(ts, listener, rt, gen)
+		return ts
 	}
-	for i, vh := range rt.vhosts {
-		vs := &ts.vhosts[i]
-		if match != nil {
-			if j, ok := match.find(vh.vhostDef); ok && !kept[j] {
-				*vs = prev.stats.vhosts[j]
-				kept[j] = true
+	ts.vhosts = make([]vhostStats, rt.slots)
+	match := newAligner(prev.routes.vhosts, func(vh *virtualHost) *vhostDef { return vh.vhostDef })
+	kept := make([]bool, len(prev.stats.vhosts))
+	for _, vh := range rt.vhosts {
+		vs := &ts.vhosts[vh.slot]
+		if j, ok := match.find(vh.vhostDef); ok {
+			if slot := prev.routes.vhosts[j].slot; !kept[slot] {
+				*vs = prev.stats.vhosts[slot]
+				kept[slot] = true
 				vs.mark(gen)
 				continue
 			}
 		}
-		vs.noRoute = p.routeStatsFor(routeKey{listener, vh.name, unmatchedLabel}, gen)
-		vs.routes = make([]*routeStats, len(vh.routes))
-		for j, r := range vh.routes {
-			vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.name, r.label}, gen)
-		}
+		*vs = p.vhostStatsFor(listener, vh, gen)
 	}
-	for j, k := range kept {
-		if !k {
-			ts.dropped = append(ts.dropped, j)
+	for _, vh := range prev.routes.vhosts {
+		if !kept[vh.slot] {
+			ts.dropped = append(ts.dropped, vh.slot)
 		}
 	}
 	return ts
+}
+
+// patchRouteStats gives ts, whose base is the stats of the table rt was
+// patched from, those stats but for the virtual hosts the patch removed
+// and added: the kept ones are in the same slots.
+func (p *Proxy) patchRouteStats(ts *routeTableStats, listener string, rt *routeTable, gen uint64) {
+	ts.vhosts = make([]vhostStats, rt.slots)
+	copy(ts.vhosts, ts.base.vhosts)
+	for _, vh := range rt.patch.removed {
+		ts.dropped = append(ts.dropped, vh.slot)
+		ts.vhosts[vh.slot] = vhostStats{}
+	}
+	for i := range ts.vhosts {
+		ts.vhosts[i].mark(gen)
+	}
+	for _, vh := range rt.patch.added {
+		ts.vhosts[vh.slot] = p.vhostStatsFor(listener, vh, gen)
+	}
+}
+
+// vhostStatsFor resolves the stats of vh's routes.
+func (p *Proxy) vhostStatsFor(listener string, vh *virtualHost, gen uint64) vhostStats {
+	vs := vhostStats{noRoute: p.routeStatsFor(routeKey{listener, vh.name, unmatchedLabel}, gen),
+		routes: make([]*routeStats, len(vh.routes))}
+	for j, r := range vh.routes {
+		vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.name, r.label}, gen)
+	}
+	return vs
 }
 
 // syncRouteStats deletes the series of routes that the applied snapshot no
@@ -454,6 +484,13 @@ func (p *Proxy) syncRouteStats(snap *snapshot) {
 			}
 		}
 	}
+	// Swept: the stats each was built from are no longer needed, and would
+	// otherwise keep every earlier version's alive, one through the next.
+	for _, cc := range snap.chains {
+		if cc.fc.stats != nil {
+			cc.fc.stats.base, cc.fc.stats.dropped = nil, nil
+		}
+	}
 	snap.routeStatsClean = true
 }
 
@@ -478,6 +515,9 @@ func (p *Proxy) sweepRouteStats(old *routeTableStats, next *compiledChain, gen u
 }
 
 func (p *Proxy) sweepVhostStats(vs *vhostStats, gen uint64) {
+	if vs.noRoute == nil {
+		return // a free slot
+	}
 	p.sweepStats(vs.noRoute, gen)
 	for _, s := range vs.routes {
 		p.sweepStats(s, gen)

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"strings"
-
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -24,8 +22,10 @@ type span struct{ start, end int }
 
 // splitRouteConfig splits the encoding of a RouteConfiguration into the
 // encodings of its virtual hosts, in order, and the fields of everything else
-// (its shell). ok is false for an encoding that does not parse.
-func splitRouteConfig(b []byte) (shell []byte, vhosts []span, ok bool) {
+// (its shell). ok is false for an encoding that does not parse. n is how
+// many virtual hosts to expect: the spans are allocated once, not regrown.
+func splitRouteConfig(b []byte, n int) (shell []byte, vhosts []span, ok bool) {
+	vhosts = make([]span, 0, n)
 	for pos := 0; pos < len(b); {
 		num, typ, n := protowire.ConsumeTag(b[pos:])
 		if n < 0 {
@@ -61,20 +61,35 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 	if prev == nil || prev.shell == "" {
 		return nil, false
 	}
-	shell, spans, ok := splitRouteConfig(a.GetValue())
+	value := a.GetValue()
+	// An edit adds a few virtual hosts at most.
+	shell, spans, ok := splitRouteConfig(value, len(prev.vhosts)+16)
 	if !ok || string(shell) != prev.shell {
 		return nil, false
 	}
-	// One copy of the whole encoding: each virtual host's is a substring of it.
-	value := string(a.GetValue())
 	match := newAligner(prev.vhosts, func(vh *virtualHost) string { return vh.raw })
-	t, err := buildRouteTable(prev.name, prev.level, len(spans), func(i int) (*vhostDef, bool, error) {
-		raw := value[spans[i].start:spans[i].end]
-		if j, ok := match.find(raw); ok {
-			return prev.vhosts[j].vhostDef, false, nil
+	entries := make([]tableEntry, len(spans))
+	for i, sp := range spans {
+		raw := value[sp.start:sp.end]
+		if j, ok := findRaw(match, raw); ok {
+			entries[i] = tableEntry{prev: j}
+			continue
 		}
-		// A clone: the def outlives this encoding, of which it would keep all alive.
-		return decodeVirtualHost(strings.Clone(raw), prev.level)
+		// A copy: the def outlives the response, of which it would keep all alive.
+		def, err := decodeVirtualHost(string(raw), prev.level)
+		if err != nil {
+			return nil, false
+		}
+		entries[i] = tableEntry{prev: -1, def: def}
+	}
+	if t, ok, err := patchRouteTable(prev, entries); ok {
+		return t, err == nil
+	}
+	t, err := buildRouteTable(prev.name, prev.level, len(entries), func(i int) (*vhostDef, bool, error) {
+		if e := entries[i]; e.def != nil {
+			return e.def, true, nil
+		}
+		return prev.vhosts[entries[i].prev].vhostDef, false, nil
 	})
 	if err != nil {
 		return nil, false
@@ -85,24 +100,24 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 
 // decodeVirtualHost decodes, validates and converts one virtual host of a
 // route configuration converted at level.
-func decodeVirtualHost(raw string, level routeConfigLevel) (*vhostDef, bool, error) {
+func decodeVirtualHost(raw string, level routeConfigLevel) (*vhostDef, error) {
 	pvh := &routev3.VirtualHost{}
 	if err := proto.Unmarshal([]byte(raw), pvh); err != nil {
-		return &vhostDef{}, true, err
+		return nil, err
 	}
 	if err := pvh.ValidateAll(); err != nil {
-		return &vhostDef{name: pvh.GetName()}, true, err
+		return nil, err
 	}
 	def, err := level.convertVirtualHost(pvh)
 	def.raw = raw
-	return def, true, err
+	return def, err
 }
 
 // recordEncoding keeps, in t converted in full from a, what the next version
 // needs to reuse t's virtual hosts: the encoding of its shell and of each
 // virtual host.
 func recordEncoding(t *routeTable, a *anypb.Any) {
-	shell, spans, ok := splitRouteConfig(a.GetValue())
+	shell, spans, ok := splitRouteConfig(a.GetValue(), len(t.vhosts))
 	if !ok || len(spans) != len(t.vhosts) {
 		return
 	}
@@ -132,8 +147,22 @@ func newAligner[T any, K comparable](prev []T, key func(T) K) *aligner[T, K] {
 }
 
 func (a *aligner[T, K]) find(k K) (int, bool) {
+	return a.findBy(func(item T) bool { return a.key(item) == k },
+		func(index map[K]int) (int, bool) { j, ok := index[k]; return j, ok })
+}
+
+// findRaw finds the virtual host whose encoding is raw without copying it,
+// as a string key would: neither the comparisons nor the map lookup of
+// string(raw) allocate.
+func findRaw(a *aligner[*virtualHost, string], raw []byte) (int, bool) {
+	return a.findBy(func(vh *virtualHost) bool { return vh.raw == string(raw) },
+		func(index map[string]int) (int, bool) { j, ok := index[string(raw)]; return j, ok })
+}
+
+// findBy is find for the key that eq compares an item with and lookup looks up.
+func (a *aligner[T, K]) findBy(eq func(T) bool, lookup func(map[K]int) (int, bool)) (int, bool) {
 	for j := a.next; j < min(a.next+2, len(a.prev)); j++ {
-		if a.key(a.prev[j]) == k {
+		if eq(a.prev[j]) {
 			a.next, a.misses = j+1, 0
 			return j, true
 		}
@@ -147,7 +176,7 @@ func (a *aligner[T, K]) find(k K) (int, bool) {
 			a.index[a.key(item)] = j
 		}
 	}
-	j, ok := a.index[k]
+	j, ok := lookup(a.index)
 	if ok {
 		a.next, a.misses = j+1, 0
 	}

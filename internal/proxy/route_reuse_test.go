@@ -32,13 +32,20 @@ func (e *routeEditor) vhost() *routev3.VirtualHost {
 	e.next++
 	name := fmt.Sprintf("h%d", e.next)
 	domains := []string{name + ".example.com"}
-	switch e.rng.IntN(6) {
+	switch e.rng.IntN(7) {
 	case 0:
 		domains = append(domains, "*."+name+".example.com")
 	case 1:
 		domains = append(domains, name+".*")
 	case 2:
 		domains = append(domains, strings.ToUpper(name)+".example.org:8080")
+	case 3:
+		// Nested wildcards: the longest suffix must win.
+		domains = append(domains, "*"+name[1:]+".example.com", "*.example.com")
+	case 4:
+		if e.rng.IntN(3) == 0 {
+			domains = append(domains, "*")
+		}
 	}
 	vh := &routev3.VirtualHost{Name: name, Domains: domains}
 	e.edit(vh)
@@ -111,8 +118,14 @@ func (e *routeEditor) step() string {
 		e.rc.MostSpecificHeaderMutationsWins = !e.rc.MostSpecificHeaderMutationsWins
 		return "most specific wins"
 	case n < 88:
-		// Some direct responses may now be too long.
-		e.rc.MaxDirectResponseBodySizeBytes = wrapperspb.UInt32(uint32(100 + e.rng.IntN(200)))
+		// Some direct responses may now be too long, or be once edited.
+		longest := 0
+		for _, vh := range vhs {
+			for _, r := range vh.GetRoutes() {
+				longest = max(longest, len(r.GetDirectResponse().GetBody().GetInlineString()))
+			}
+		}
+		e.rc.MaxDirectResponseBodySizeBytes = wrapperspb.UInt32(uint32(longest - 10 + e.rng.IntN(50)))
 		return "max body"
 	case n < 92:
 		// Invalid (domains is required): ValidateAll rejects it.
@@ -150,16 +163,65 @@ func rdsResource(t testing.TB, rc *routev3.RouteConfiguration, version string) [
 	return []*discoveryv3.Resource{{Name: rc.GetName(), Version: version, Resource: mustAny(t, rc)}}
 }
 
-// dumpTable writes out every field of a route table, following pointers,
-// but not the encodings kept for reuse: two tables that route alike have the
+// dumpTable writes out what a route table routes by, following pointers,
+// but not the encodings kept for reuse nor how it is laid out (slots,
+// overlay, the patch it came from): two tables that route alike have the
 // same dump. (go-cmp compares as much but takes minutes on these tables.)
 func dumpTable(t *routeTable) string {
 	var b strings.Builder
-	dumpValue(&b, reflect.ValueOf(t))
+	dumpValue(&b, reflect.ValueOf(tableView(t)))
 	for _, vh := range t.vhosts {
 		dumpValue(&b, reflect.ValueOf(*vh.vhostDef))
 	}
 	return b.String()
+}
+
+// routingView is a route table's routing, independent of its layout.
+type routingView struct {
+	Name     string
+	Level    routeConfigLevel
+	Vhosts   []string
+	Exact    map[string]string // domain -> virtual host
+	Suffixes []string          // "affix -> virtual host", in lookup order but for equal lengths
+	Prefixes []string
+	Any      string
+}
+
+func tableView(t *routeTable) routingView {
+	v := routingView{Name: t.name, Level: t.level, Exact: map[string]string{}}
+	for _, vh := range t.vhosts {
+		v.Vhosts = append(v.Vhosts, vh.name)
+	}
+	for d, vh := range t.domains.exact {
+		v.Exact[d] = vh.name
+	}
+	for d, vh := range t.domains.overlay {
+		if vh == nil {
+			delete(v.Exact, d)
+		} else {
+			v.Exact[d] = vh.name
+		}
+	}
+	wildcards := func(ws []wildcardDomain) []string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.affix+" -> "+w.vhost.name)
+		}
+		// Of two affixes of one length at most one matches a host: their order is not routing.
+		slices.SortStableFunc(out, func(a, b string) int {
+			la, lb := len(strings.Split(a, " -> ")[0]), len(strings.Split(b, " -> ")[0])
+			if la != lb {
+				return lb - la
+			}
+			return strings.Compare(a, b)
+		})
+		return out
+	}
+	v.Suffixes, v.Prefixes = wildcards(t.domains.suffixes), wildcards(t.domains.prefixes)
+	if t.domains.any != nil {
+		v.Any = t.domains.any.name
+	}
+	return v
 }
 
 func dumpValue(b *strings.Builder, v reflect.Value) {
@@ -171,7 +233,7 @@ func dumpValue(b *strings.Builder, v reflect.Value) {
 		}
 		if v.Type() == reflect.TypeFor[*virtualHost]() {
 			// Written out once, after the table.
-			fmt.Fprintf(b, "vhost#%d(%q)", v.Elem().FieldByName("index").Int(), v.Elem().FieldByName("name").String())
+			fmt.Fprintf(b, "vhost(%q)", v.Elem().FieldByName("name").String())
 			return
 		}
 		if v.Type() == reflect.TypeFor[*regexp.Regexp]() {
@@ -229,6 +291,7 @@ func dumpValue(b *strings.Builder, v reflect.Value) {
 // the one it builds from scratch, a rejected version is rejected with the
 // same reason, and the table in force is left as it was.
 func TestRouteReuseConvertsAsFromScratch(t *testing.T) {
+	var patched, overlaid int
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			e := &routeEditor{rng: rand.New(rand.NewPCG(seed, 1)), rc: routeConfig("ingress_http")}
@@ -265,14 +328,58 @@ func TestRouteReuseConvertsAsFromScratch(t *testing.T) {
 					e.fix()
 					continue
 				}
-				if diff := cmp.Diff(dumpTable(want["ingress_http"].(*routeTable)), dumpTable(got["ingress_http"].(*routeTable))); diff != "" {
+				gotTable, wantTable := got["ingress_http"].(*routeTable), want["ingress_http"].(*routeTable)
+				if diff := cmp.Diff(dumpTable(wantTable), dumpTable(gotTable)); diff != "" {
 					t.Fatalf("step %d (%s): reused differs from scratch (-scratch +reused):\n%s", i, what, diff)
+				}
+				if gotTable.patch != nil {
+					patched++
+				}
+				if gotTable.domains.overlay != nil {
+					overlaid++
+				}
+				for _, host := range requestHosts(e.rng, e.rc) {
+					if g, w := vhostName(gotTable.selectVirtualHost(host)), vhostName(wantTable.selectVirtualHost(host)); g != w {
+						t.Fatalf("step %d (%s): host %q selects %q, from scratch %q", i, what, host, g, w)
+					}
 				}
 				p.store.update(resourcev3.RouteType, version, got, nil)
 				inForce = proto.Clone(e.rc).(*routev3.RouteConfiguration)
 			}
 		})
 	}
+	// Else the test would not be testing the patching.
+	if patched == 0 || overlaid == 0 || overlaid == patched {
+		t.Errorf("%d tables patched, %d with an overlay: want some, and some folded", patched, overlaid)
+	}
+}
+
+// requestHosts returns request hosts that rc's domains match, in various
+// cases, and some that they may not.
+func requestHosts(rng *rand.Rand, rc *routev3.RouteConfiguration) []string {
+	label := func() string { return []string{"a", "B", "x.y", "h1"}[rng.IntN(4)] }
+	hosts := []string{"nowhere.example.net", ".example.com", "example.com"}
+	for _, vh := range rc.GetVirtualHosts() {
+		for _, d := range vh.GetDomains() {
+			switch {
+			case d == "*":
+			case strings.HasPrefix(d, "*"):
+				hosts = append(hosts, label()+d[1:], d[1:], strings.ToUpper(label()+d[1:]))
+			case strings.HasSuffix(d, "*"):
+				hosts = append(hosts, d[:len(d)-1]+label(), d[:len(d)-1])
+			default:
+				hosts = append(hosts, d, strings.ToUpper(d), "x"+d)
+			}
+		}
+	}
+	return hosts
+}
+
+func vhostName(vh *virtualHost) string {
+	if vh == nil {
+		return "<none>"
+	}
+	return vh.name
 }
 
 // TestRouteReuseIsReuse: a one-host edit converts that host only, and the

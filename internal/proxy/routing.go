@@ -17,15 +17,22 @@ const defaultRouteTimeout = 15 * time.Second
 const defaultMaxDirectResponseBody = 4096
 
 // routeTable is a compiled RouteConfiguration. It is immutable once built and
-// shared by every snapshot that references it.
+// shared by every snapshot that references it; the next version of the
+// configuration may be patched from it (see patchRouteTable), sharing its
+// virtual hosts and the bulk of its domain index.
 type routeTable struct {
-	name     string
-	exact    map[string]*virtualHost // lower-cased domain -> vhost
-	suffixes []wildcardDomain        // "*<suffix>" domains, longest suffix first
-	prefixes []wildcardDomain        // "<prefix>*" domains, longest prefix first
-	any      *virtualHost            // the "*" domain
-	clusters []string                // every cluster name referenced, for completeness checks
-	vhosts   []*virtualHost          // in order, vhosts[i].index == i
+	name    string
+	domains domainIndex
+	vhosts  []*virtualHost // in order
+	// slots is one more than the highest virtualHost.slot; freeSlots are
+	// those below it that no virtual host of the table holds.
+	slots     int
+	freeSlots []int
+	// id stands for this table in the patch of the tables patched from it,
+	// which must not keep it alive; patch is how this one was patched from
+	// another (nil: built in full).
+	id    *tableID
+	patch *tablePatch
 	// level is what the virtual hosts' routes inherit from the configuration;
 	// shell is the encoding of every field but virtual_hosts, set for a table
 	// decoded from RDS ("" otherwise; see reuseRouteConfig): the next version
@@ -34,17 +41,41 @@ type routeTable struct {
 	shell string
 }
 
+// tableID identifies a routeTable; it has a size so that each is distinct.
+type tableID struct{ _ byte }
+
+// tablePatch is the difference between a table and the one it was patched
+// from: what a per-table structure indexed by slot (route stats, cluster
+// uses) must update to follow it.
+type tablePatch struct {
+	from    *tableID
+	removed []*virtualHost // of the table it was patched from
+	added   []*virtualHost
+}
+
+// domainIndex finds a request host's virtual host. exact may be shared with
+// other tables and is never modified: a patched table records its changed
+// exact domains in overlay (a nil value: removed), which is folded into a
+// new exact map once it grows past about √n entries.
+type domainIndex struct {
+	exact    map[string]*virtualHost // lower-cased domain -> vhost
+	overlay  map[string]*virtualHost // nil when empty
+	suffixes []wildcardDomain        // "*<suffix>" domains, longest suffix first
+	prefixes []wildcardDomain        // "<prefix>*" domains, longest prefix first
+	any      *virtualHost            // the "*" domain
+}
+
 type wildcardDomain struct {
 	affix string // the domain without its '*'
 	vhost *virtualHost
 }
 
-// virtualHost is a vhostDef at its position in one routeTable. The def may
-// be shared with the tables of other versions of the configuration; the
-// position is this table's own.
+// virtualHost is a vhostDef in a slot of a routeTable. Both are kept by the
+// tables patched from that one while the def is unchanged, so that what is
+// indexed by slot (metrics) stays valid.
 type virtualHost struct {
 	*vhostDef
-	index int // in routeTable.vhosts, for per-configuration tables such as metrics
+	slot int // for per-configuration tables such as metrics
 }
 
 // vhostDef is a converted VirtualHost. It is immutable once its table is
@@ -195,22 +226,34 @@ type requestInfo struct {
 // wildcard (which may cover several labels), then the longest "prefix*"
 // wildcard, then "*". Matching is case-insensitive.
 func (t *routeTable) selectVirtualHost(host string) *virtualHost {
-	h := strings.ToLower(host)
-	if vh, ok := t.exact[h]; ok {
+	h, d := strings.ToLower(host), &t.domains
+	if vh, ok := d.exactDomain(h); ok {
 		return vh
 	}
-	for _, w := range t.suffixes {
+	for _, w := range d.suffixes {
 		// The wildcard must stand for at least one character.
 		if len(h) > len(w.affix) && strings.HasSuffix(h, w.affix) {
 			return w.vhost
 		}
 	}
-	for _, w := range t.prefixes {
+	for _, w := range d.prefixes {
 		if len(h) > len(w.affix) && strings.HasPrefix(h, w.affix) {
 			return w.vhost
 		}
 	}
-	return t.any
+	return d.any
+}
+
+// exactDomain returns the virtual host of the exact domain h; the overlay
+// costs a lookup only when it has entries.
+func (d *domainIndex) exactDomain(h string) (*virtualHost, bool) {
+	if d.overlay != nil {
+		if vh, ok := d.overlay[h]; ok {
+			return vh, vh != nil
+		}
+	}
+	vh, ok := d.exact[h]
+	return vh, ok
 }
 
 // selectRoute returns the first route that matches: the translator orders

@@ -1,0 +1,217 @@
+package proxy
+
+import (
+	"maps"
+	"math"
+	"slices"
+)
+
+// A one-host edit of a 10,000-host route configuration would cost a whole
+// new domain index and a whole new stats table if every version were built
+// from scratch. Instead the next table is patched from the one in force: it
+// keeps that table's virtual hosts (and their slots) where the defs are the
+// same, shares its exact-domain map under a small overlay of changes, and
+// records what it added and removed for whatever is indexed by slot.
+
+// tableEntry is a virtual host of the next version of a table: def when
+// set, converted for this version (fresh, see buildRouteTable), else the one
+// at position prev of the table it is patched from.
+type tableEntry struct {
+	prev int
+	def  *vhostDef
+}
+
+// maxPatch is the number of virtual hosts added and removed past which a
+// table of n is built in full rather than patched: patching costs in
+// proportion to the change, building in proportion to n.
+func maxPatch(n int) int { return n/8 + 16 }
+
+// patchRouteTable builds the next version of prev, whose virtual hosts are
+// entries, by patching prev; prev is not modified (requests may be reading
+// it). ok is false when too much changed for a patch to pay; an error is
+// what a full build would refuse (a duplicate domain, a direct response
+// too long), though the full build is left to say it.
+func patchRouteTable(prev *routeTable, entries []tableEntry) (t *routeTable, ok bool, err error) {
+	t = &routeTable{name: prev.name, level: prev.level, shell: prev.shell, id: new(tableID),
+		slots: prev.slots, domains: prev.domains, vhosts: make([]*virtualHost, len(entries))}
+	kept := make([]bool, len(prev.vhosts))
+	patch := &tablePatch{from: prev.id}
+	var fresh []bool
+	for i, e := range entries {
+		if e.def == nil && !kept[e.prev] {
+			kept[e.prev] = true
+			t.vhosts[i] = prev.vhosts[e.prev]
+			continue
+		}
+		vh := &virtualHost{vhostDef: e.def}
+		if e.def == nil {
+			vh.vhostDef = prev.vhosts[e.prev].vhostDef
+		}
+		t.vhosts[i] = vh
+		patch.added = append(patch.added, vh)
+		fresh = append(fresh, e.def != nil)
+		if len(patch.added) > maxPatch(len(entries)) {
+			return nil, false, nil
+		}
+	}
+	for j, k := range kept {
+		if !k {
+			patch.removed = append(patch.removed, prev.vhosts[j])
+		}
+	}
+	if len(patch.added)+len(patch.removed) > maxPatch(len(entries)) {
+		return nil, false, nil
+	}
+	t.patch = patch
+	t.freeSlots = slices.Clone(prev.freeSlots)
+	ed := t.domains.edit()
+	for _, vh := range patch.removed {
+		ed.remove(vh)
+		t.freeSlots = append(t.freeSlots, vh.slot)
+	}
+	for i, vh := range patch.added {
+		vh.slot = t.takeSlot()
+		if err := t.fileVirtualHost(vh, fresh[i], nil); err != nil {
+			return nil, true, err
+		}
+	}
+	ed.done()
+	return t, true, nil
+}
+
+// takeSlot returns a slot for a virtual host added to t.
+func (t *routeTable) takeSlot() int {
+	if n := len(t.freeSlots); n > 0 {
+		s := t.freeSlots[n-1]
+		t.freeSlots = t.freeSlots[:n-1]
+		return s
+	}
+	t.slots++
+	return t.slots - 1
+}
+
+// indexEditor patches a copy of a domain index: the copy gets its own
+// overlay and wildcard lists before it changes them, so that the index it
+// was copied from, and the exact map they share, stay as they were.
+type indexEditor struct {
+	x           *domainIndex
+	ownSuffixes bool
+	ownPrefixes bool
+	// the original's lists, which done must not sort in place
+	suffixes, prefixes []wildcardDomain
+}
+
+func (x *domainIndex) edit() *indexEditor {
+	if x.overlay == nil {
+		x.overlay = make(map[string]*virtualHost)
+	} else {
+		x.overlay = maps.Clone(x.overlay)
+	}
+	// Adding a wildcard domain appends to a list: a copy with no spare
+	// capacity cannot append into the original's backing array.
+	x.suffixes = slices.Clip(x.suffixes)
+	x.prefixes = slices.Clip(x.prefixes)
+	return &indexEditor{x: x, suffixes: x.suffixes, prefixes: x.prefixes}
+}
+
+// remove takes vh's domains out of the index.
+func (ed *indexEditor) remove(vh *virtualHost) {
+	x := ed.x
+	for _, d := range vh.domains {
+		list, affix := x.wildcardList(d)
+		switch {
+		case d == "*":
+			if x.any == vh {
+				x.any = nil
+			}
+		case list != nil:
+			*list = slices.DeleteFunc(ed.own(list), func(w wildcardDomain) bool { return w.vhost == vh && w.affix == affix })
+		default:
+			if _, inBase := x.exact[d]; inBase {
+				x.overlay[d] = nil
+			} else {
+				delete(x.overlay, d)
+			}
+		}
+	}
+}
+
+// own returns list (one of the index's wildcard lists) after making it a
+// copy of its own if it is still the original's.
+func (ed *indexEditor) own(list *[]wildcardDomain) []wildcardDomain {
+	owned := &ed.ownSuffixes
+	if list == &ed.x.prefixes {
+		owned = &ed.ownPrefixes
+	}
+	if !*owned {
+		*list, *owned = slices.Clone(*list), true
+	}
+	return *list
+}
+
+// done orders the wildcard lists again, and folds the overlay into a new
+// exact map once it has grown past about √n entries: a lookup then pays
+// for one map again, and each fold's cost in n is spread over √n patches.
+func (ed *indexEditor) done() {
+	x := ed.x
+	if !sameArray(x.suffixes, ed.suffixes) {
+		sortWildcards(x.suffixes)
+	}
+	if !sameArray(x.prefixes, ed.prefixes) {
+		sortWildcards(x.prefixes)
+	}
+	switch {
+	case len(x.overlay) == 0:
+		x.overlay = nil
+	case len(x.overlay) > int(math.Sqrt(float64(len(x.exact))))+16:
+		exact := make(map[string]*virtualHost, len(x.exact)+len(x.overlay))
+		maps.Copy(exact, x.exact)
+		for d, vh := range x.overlay {
+			if vh == nil {
+				delete(exact, d)
+			} else {
+				exact[d] = vh
+			}
+		}
+		x.exact, x.overlay = exact, nil
+	}
+}
+
+// sameArray reports whether a and b are the same slice of the same array.
+func sameArray[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// patchedFrom reports whether t was patched from prev.
+func (t *routeTable) patchedFrom(prev *routeTable) bool {
+	return t.patch != nil && prev != nil && t.patch.from == prev.id
+}
+
+// countClusterUses counts in refs the clusters of the virtual hosts the
+// patch removed as one use fewer and those of the ones it added as one more.
+func (p *tablePatch) countClusterUses(refs map[string]int) {
+	for _, vh := range p.removed {
+		for _, c := range vh.clusters {
+			refs[c]--
+		}
+	}
+	for _, vh := range p.added {
+		for _, c := range vh.clusters {
+			refs[c]++
+		}
+	}
+}
+
+// clusterUses returns the clusters t's virtual hosts name, in order, each
+// once per virtual host that names it.
+func (t *routeTable) clusterUses() []string {
+	var n int
+	for _, vh := range t.vhosts {
+		n += len(vh.clusters)
+	}
+	names := make([]string, 0, n)
+	for _, vh := range t.vhosts {
+		names = append(names, vh.clusters...)
+	}
+	return names
+}
