@@ -46,6 +46,9 @@ type RunOptions struct {
 	RootNamespaces []string
 	DisableIngress bool
 	Logger         *slog.Logger
+	// LogBatcher is the sink Logger writes to if it can batch (see
+	// proxy.Config); nil writes an access log line at a time.
+	LogBatcher proxy.LogBatcher
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers (0: Envoy's
 	// defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
@@ -115,6 +118,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			translate.ListenerHTTPS: opts.HTTPSAddr,
 		},
 		Logger:     opts.Logger.With("component", "proxy"),
+		LogBatcher: opts.LogBatcher,
 		Registerer: reg,
 	})
 	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger})

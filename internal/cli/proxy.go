@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/portico-dev/portico/internal/proxy"
 	"github.com/portico-dev/portico/internal/xds/translate"
 	"github.com/portico-dev/portico/internal/xds/xdstls"
@@ -28,7 +29,8 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if *xdsServer == "" {
 		return fail(stderr, "proxy: --xds-server ADDR is required")
 	}
-	logger, err := newLogger(stderr)
+	sink := logbatch.New(stderr)
+	logger, err := newLogger(sink)
 	if err != nil {
 		return fail(stderr, "proxy: %v", err)
 	}
@@ -42,7 +44,7 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if err := tlsFiles.Validate(); err != nil {
 		return fail(stderr, "proxy: %v", err)
 	}
-	cfg := proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, ListenerAddrs: addrs, Logger: logger}
+	cfg := proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, ListenerAddrs: addrs, Logger: logger, LogBatcher: sink}
 	if tlsFiles.Enabled() {
 		if cfg.XDSCredentials, err = xdstls.ClientCredentials(tlsFiles, *serverName); err != nil {
 			return fail(stderr, "proxy: %v", err)

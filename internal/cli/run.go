@@ -11,6 +11,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
@@ -38,11 +39,12 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if st, err := os.Stat(o.ManifestDir); err != nil || !st.IsDir() {
 		return fail(stderr, "run: --manifests %q is not a readable directory", o.ManifestDir)
 	}
-	logger, err := newLogger(stderr)
+	sink := logbatch.New(stderr)
+	logger, err := newLogger(sink)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
 	}
-	o.Logger = logger
+	o.Logger, o.LogBatcher = logger, sink
 	o.RootNamespaces = splitList(*roots)
 	r, err := app.NewRunner(o)
 	if err != nil {

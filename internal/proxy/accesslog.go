@@ -50,6 +50,7 @@ type accessEntry struct {
 // portico_proxy_access_log_dropped_total rather than slowing requests down.
 type accessLog struct {
 	log     *slog.Logger
+	batcher LogBatcher // nil: a write per line
 	dropped prometheus.Counter
 	queue   chan accessEntry
 	done    chan struct{} // closed when the writer has drained the queue
@@ -59,8 +60,8 @@ type accessLog struct {
 	stopped bool
 }
 
-func newAccessLog(log *slog.Logger, dropped prometheus.Counter, capacity int) *accessLog {
-	return &accessLog{log: log, dropped: dropped, queue: make(chan accessEntry, capacity), done: make(chan struct{})}
+func newAccessLog(log *slog.Logger, batcher LogBatcher, dropped prometheus.Counter, capacity int) *accessLog {
+	return &accessLog{log: log, batcher: batcher, dropped: dropped, queue: make(chan accessEntry, capacity), done: make(chan struct{})}
 }
 
 // enabled reports whether access log lines would be written at all.
@@ -82,7 +83,30 @@ func (a *accessLog) start() {
 func (a *accessLog) run() {
 	defer close(a.done)
 	for e := range a.queue {
+		if a.batcher == nil {
+			a.write(&e)
+			continue
+		}
+		a.batcher.Hold()
 		a.write(&e)
+		a.writeQueued()
+		a.batcher.Release()
+	}
+}
+
+// writeQueued writes the lines queued now, returning when the queue is
+// empty: the batch they make is written without waiting for more traffic.
+func (a *accessLog) writeQueued() {
+	for {
+		select {
+		case e, ok := <-a.queue:
+			if !ok {
+				return
+			}
+			a.write(&e)
+		default:
+			return
+		}
 	}
 }
 

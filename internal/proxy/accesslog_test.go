@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,25 +14,30 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/logbatch"
 )
 
 // gatedSink holds access log lines until opened, as a log pipe whose reader
-// stalls would; other log lines pass.
+// stalls would; other log lines pass. It counts the writes carrying access
+// log lines.
 type gatedSink struct {
-	logs *logCapture
-	open chan struct{}
+	logs        *logCapture
+	open        chan struct{}
+	accessWrite atomic.Int64
 }
 
 func (g *gatedSink) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte(`"msg":"access"`)) {
 		<-g.open
+		g.accessWrite.Add(1)
 	}
 	return g.logs.Write(p)
 }
 
 // startGatedProxy serves every request from one backend, logging through a
-// closed gatedSink, with room for queue access log lines.
-func startGatedProxy(t *testing.T, queue int) (*testProxy, *gatedSink) {
+// closed gatedSink (behind a logbatch.Writer if batched), with room for
+// queue access log lines.
+func startGatedProxy(t *testing.T, queue int, batched bool) (*testProxy, *gatedSink) {
 	t.Helper()
 	cp := startControlPlane(t)
 	be := startBackend(t, "A")
@@ -50,6 +57,9 @@ func startGatedProxy(t *testing.T, queue int) (*testProxy, *gatedSink) {
 	})
 	sink := func(l *logCapture) io.Writer {
 		gate.logs = l
+		if batched {
+			return logbatch.New(gate)
+		}
 		return gate
 	}
 	p := startProxyWith(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, sink, queue)
@@ -94,7 +104,7 @@ func requestAll(t *testing.T, p *testProxy, clients, n int) {
 // sink moves again.
 func TestAccessLogStalledSinkDoesNotBlockRequests(t *testing.T) {
 	const queue, n = 4, 20
-	p, gate := startGatedProxy(t, queue)
+	p, gate := startGatedProxy(t, queue, false)
 	requestAll(t, p, 1, n)
 
 	dropped, _ := metricValue(t, p, "portico_proxy_access_log_dropped_total", nil)
@@ -115,7 +125,7 @@ func TestAccessLogStalledSinkDoesNotBlockRequests(t *testing.T) {
 // lines still queued at shutdown are written before Run returns.
 func TestAccessLogWrittenOnShutdown(t *testing.T) {
 	const n = 400
-	p, gate := startGatedProxy(t, accessLogQueue)
+	p, gate := startGatedProxy(t, accessLogQueue, true)
 	requestAll(t, p, 16, n)
 	if got := len(p.logs.records("access")); got != 0 {
 		t.Fatalf("%d access log lines went through the closed sink", got)
@@ -133,6 +143,39 @@ func TestAccessLogWrittenOnShutdown(t *testing.T) {
 	}
 	if dropped, _ := metricValue(t, p, "portico_proxy_access_log_dropped_total", nil); dropped != 0 {
 		t.Errorf("portico_proxy_access_log_dropped_total = %v, want 0", dropped)
+	}
+}
+
+// Lines queued in a burst are written in batches, in the order the requests
+// finished, and the last one is written without waiting for more traffic.
+func TestAccessLogBurstIsBatched(t *testing.T) {
+	const n = 100 // about 40 KB of lines: less than a logbatch.MaxBatch
+	p, gate := startGatedProxy(t, accessLogQueue, true)
+	client := &http.Client{Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	// One request at a time on one connection, so that the lines are queued
+	// in request order; the first one's batch blocks in the sink, the others
+	// wait in the queue.
+	for i := range n {
+		resp, err := client.Get(p.httpURL(t, "/burst/"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	close(gate.open)
+	waitFor(t, "every access log line", func() bool { return len(p.logs.records("access")) == n })
+	for i, rec := range p.logs.records("access") {
+		if want := "/burst/" + strconv.Itoa(i); rec["path"] != want {
+			t.Fatalf("access log line %d has path %v, want %s", i, rec["path"], want)
+		}
+	}
+	// The first line went alone, the others queued meanwhile make one batch;
+	// the last request's line may have been queued after the client had its
+	// response, and the sink opened, and go alone too.
+	if w := gate.accessWrite.Load(); w > 3 {
+		t.Errorf("%d lines took %d writes, want 3 at most", n, w)
 	}
 }
 

@@ -42,6 +42,7 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -614,15 +615,17 @@ func startProxyOn(t testing.TB, cp *controlPlane, addrs map[string]string) *test
 }
 
 // startProxyWith starts a proxy binding its listeners at addrs, logging
-// through sink (given the capture the test searches; nil: to it directly),
-// with room for queue access log lines.
+// through sink (given the capture the test searches; nil: to it through a
+// logbatch.Writer), with room for queue access log lines. A sink that is a
+// LogBatcher batches the access log's lines.
 func startProxyWith(t testing.TB, cp *controlPlane, addrs map[string]string, sink func(*logCapture) io.Writer, queue int) *testProxy {
 	t.Helper()
 	logs := &logCapture{}
-	var w io.Writer = logs
+	var w io.Writer = logbatch.New(logs) // as the command line's proxies log
 	if sink != nil {
 		w = sink(logs)
 	}
+	batcher, _ := w.(LogBatcher)
 	reg := prometheus.NewRegistry()
 	p := New(Config{
 		XDSAddress:    cp.addr,
@@ -630,8 +633,9 @@ func startProxyWith(t testing.TB, cp *controlPlane, addrs map[string]string, sin
 		ListenerAddrs: addrs,
 		Logger:        slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Registerer:    reg,
+		LogBatcher:    batcher,
 	})
-	p.accessLog = newAccessLog(p.log, p.metrics.accessLogDropped, queue)
+	p.accessLog = newAccessLog(p.log, batcher, p.metrics.accessLogDropped, queue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -25,6 +25,11 @@ type Config struct {
 	ListenerAddrs map[string]string     // listener name -> bind address override, e.g. {"ingress_http":"127.0.0.1:8080"}; when absent, bind the Listener's own socket address
 	Logger        *slog.Logger          // structured logging; access log lines go here too (msg "access")
 	Registerer    prometheus.Registerer // may be nil; if set register request counters/histograms (no global registry)
+	// LogBatcher, when set, is the sink Logger writes to, able to gather the
+	// lines written between Hold and Release into one write (package
+	// logbatch's Writer): the access log holds it while it has more lines
+	// queued, saving a write(2) per request under load.
+	LogBatcher LogBatcher
 	// XDSCredentials secure the connection to the ADS server (package xdstls builds
 	// mutual TLS ones); nil means plaintext gRPC.
 	XDSCredentials credentials.TransportCredentials
@@ -33,6 +38,13 @@ type Config struct {
 	// DefaultBindGrace, negative retries for ever. After the proxy has been ready once,
 	// bind failures are logged and retried without end.
 	BindGrace time.Duration
+}
+
+// LogBatcher is a log sink that writes what it is given between Hold and
+// Release in as few writes as it can, no later than Release.
+type LogBatcher interface {
+	Hold()
+	Release()
 }
 
 // Proxy is an xDS-configured HTTP(S) proxy. Create it with New and start it with Run.
@@ -107,7 +119,7 @@ func New(cfg Config) *Proxy {
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
 	}
-	p.accessLog = newAccessLog(log, p.metrics.accessLogDropped, accessLogQueue)
+	p.accessLog = newAccessLog(log, cfg.LogBatcher, p.metrics.accessLogDropped, accessLogQueue)
 	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	return p
