@@ -300,16 +300,20 @@ func (d delta) apply() {
 
 // relevant reports whether any of names is covered by sub.
 func relevant(sub cachev3.Subscription, names []string) bool {
+	return slices.ContainsFunc(names, func(name string) bool { return covers(sub, name) })
+}
+
+// covers reports whether sub covers name, as go-control-plane's createDeltaResponse
+// reads a subscription. What a changed name means to a client is decided here only,
+// so that a namespace subscription (VHDS: a route configuration's name standing for
+// every "<name>/*" virtual host) would be added here, and to full's comparison by
+// name.
+func covers(sub cachev3.Subscription, name string) bool {
 	if sub.IsWildcard() {
-		return len(names) > 0
+		return true
 	}
-	subscribed := sub.SubscribedResources()
-	for _, n := range names {
-		if _, ok := subscribed[n]; ok {
-			return true
-		}
-	}
-	return false
+	_, ok := sub.SubscribedResources()[name]
+	return ok
 }
 
 // incremental is what go-control-plane's createDeltaResponse sends a client holding
@@ -317,12 +321,9 @@ func relevant(sub cachev3.Subscription, names []string) bool {
 // once each): the other names are unchanged, so comparing them would find nothing.
 func incremental(sub cachev3.Subscription, returned map[string]string, ts *typeSet, names []string) delta {
 	d := delta{returned: returned, versions: []string{}}
-	wildcard, subscribed := sub.IsWildcard(), sub.SubscribedResources()
 	for _, name := range names {
-		if !wildcard {
-			if _, ok := subscribed[name]; !ok {
-				continue
-			}
+		if !covers(sub, name) {
+			continue
 		}
 		cur, exists := ts.set.get(name)
 		prev, held := returned[name]

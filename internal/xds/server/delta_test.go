@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -327,4 +328,60 @@ func describe(t *testing.T, r cachev3.DeltaResponse) string {
 	}
 	slices.Sort(out)
 	return fmt.Sprintf("v%q %s %s", resp.GetSystemVersionInfo(), resp.GetTypeUrl(), strings.Join(out, " "))
+}
+
+// TestDeltaClientConvergesUnderRapidPublishes runs a real delta ADS stream that ACKs
+// every response while publishes follow each other without waiting for it: the
+// versions the server updates in place for the stream race with the stream's own
+// handling (under -race), and the client must end holding the last state published.
+func TestDeltaClientConvergesUnderRapidPublishes(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler), nil)
+	w := newWorld(rand.New(rand.NewPCG(1, 2)))
+	w.change()
+	publish(t, s, w.resources(t))
+	c := newDeltaClient(t, serve(t, s), nil)
+	var mu sync.Mutex
+	held := map[string]map[string]string{}
+	go func() {
+		for {
+			resp, err := c.s.Recv()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			got := held[resp.GetTypeUrl()]
+			if got == nil {
+				got = map[string]string{}
+				held[resp.GetTypeUrl()] = got
+			}
+			for _, r := range resp.GetResources() {
+				got[r.GetName()] = r.GetVersion()
+			}
+			for _, name := range resp.GetRemovedResources() {
+				delete(got, name)
+			}
+			mu.Unlock()
+			if c.s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}) != nil {
+				return
+			}
+		}
+	}()
+	for range 300 {
+		w.change()
+		publish(t, s, w.resources(t))
+	}
+	want := map[string]map[string]string{}
+	for i, typeURL := range typeURLs {
+		want[typeURL] = s.current.set(i).set.flatten().versions
+	}
+	waitFor(t, "the client to hold the last state", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, typeURL := range typeURLs {
+			if !maps.Equal(held[typeURL], want[typeURL]) {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -1,6 +1,7 @@
 // Package server publishes translated resources to data planes: a go-control-plane
-// snapshot cache behind an ADS gRPC server. Every Envoy and embedded proxy gets the same
-// configuration, whatever node id it presents.
+// snapshot cache behind an ADS gRPC server for state-of-the-world clients, and a delta
+// cache of its own (delta.go) that sends delta clients what changed. Every Envoy and
+// embedded proxy gets the same configuration, whatever node id it presents.
 package server
 
 import (
