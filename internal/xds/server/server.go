@@ -1,6 +1,7 @@
 // Package server publishes translated resources to data planes: a go-control-plane
-// snapshot cache behind an ADS gRPC server. Every Envoy and embedded proxy gets the same
-// configuration, whatever node id it presents.
+// snapshot cache behind an ADS gRPC server for state-of-the-world clients, and a delta
+// cache of its own (delta.go) that sends delta clients what changed. Every Envoy and
+// embedded proxy gets the same configuration, whatever node id it presents.
 package server
 
 import (
@@ -36,7 +37,7 @@ func (allNodes) ID(*corev3.Node) string { return nodeGroup }
 
 // Server holds the current snapshot and serves it over gRPC.
 type Server struct {
-	cache  cachev3.SnapshotCache
+	cache  *deltaCache
 	logger *slog.Logger
 	// mu serialises Publish so versions reach the cache in order, and guards version,
 	// current and refs.
@@ -73,7 +74,7 @@ func New(logger *slog.Logger, callbacks serverv3.Callbacks) *Server {
 		callbacks = serverv3.CallbackFuncs{}
 	}
 	return &Server{
-		cache:     cachev3.NewSnapshotCache(true, allNodes{}, nil),
+		cache:     newDeltaCache(),
 		logger:    logger,
 		callbacks: callbacks,
 		refs:      []*refIndex{newRefIndex(clusterIdx, endpointIdx), newRefIndex(listenerIdx, routeIdx)},
@@ -105,8 +106,10 @@ func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string,
 	if err != nil {
 		return "", err
 	}
+	changes := changedNames(diffs)
 	if interim, ok := withDeferredRemovals(&s.current, &next, diffs); ok {
-		if err := s.setSnapshot(ctx, interim); err != nil {
+		interimChanges, finalChanges := splitDeferred(diffs, changes)
+		if err := s.setSnapshot(ctx, interim, interimChanges); err != nil {
 			revert()
 			return "", err
 		}
@@ -117,8 +120,9 @@ func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string,
 				next[i] = next[i].restamped(strconv.FormatUint(version, 10))
 			}
 		}
+		changes = finalChanges
 	}
-	if err := s.setSnapshot(ctx, next); err != nil {
+	if err := s.setSnapshot(ctx, next, changes); err != nil {
 		revert()
 		return "", err
 	}
@@ -176,8 +180,37 @@ func withDeferredRemovals(prev, next *state, diffs [numTypes]diff) (state, bool)
 	return interim, deferred
 }
 
-func (s *Server) setSnapshot(ctx context.Context, st state) error {
-	if err := s.cache.SetSnapshot(ctx, nodeGroup, &snapshot{sets: st}); err != nil {
+// changedNames lists, per type, the names diffs changed or removed.
+func changedNames(diffs [numTypes]diff) [numTypes][]string {
+	var out [numTypes][]string
+	for i, d := range diffs {
+		names := make([]string, 0, len(d.changed)+len(d.removed))
+		for _, r := range d.changed {
+			names = append(names, cachev3.GetResourceName(r))
+		}
+		out[i] = append(names, d.removed...)
+	}
+	return out
+}
+
+// splitDeferred returns the names that change from the previous snapshot to the
+// interim one, and from the interim one to the next (see withDeferredRemovals): the
+// deferredRemovals types' removals come with the second.
+func splitDeferred(diffs [numTypes]diff, changes [numTypes][]string) (interim, final [numTypes][]string) {
+	interim = changes
+	for _, i := range deferredRemovals {
+		if len(diffs[i].removed) > 0 {
+			interim[i] = changes[i][:len(diffs[i].changed)]
+			final[i] = diffs[i].removed
+		}
+	}
+	return interim, final
+}
+
+// setSnapshot sets st, which differs from the previous snapshot set by the names
+// given per type.
+func (s *Server) setSnapshot(ctx context.Context, st state, changes [numTypes][]string) error {
+	if err := s.cache.setSnapshot(ctx, st, changes); err != nil {
 		return fmt.Errorf("set snapshot: %w", err)
 	}
 	return nil

@@ -245,8 +245,7 @@ func TestRemovalsFollowTheRoutesThatStopUsingThem(t *testing.T) {
 	// The server can only push on a type once the client has ACKed its previous
 	// response of that type: wait for those ACKs, as a client at rest has sent them.
 	waitFor(t, "the client's ACKs", func() bool {
-		info := s.cache.GetStatusInfo(nodeGroup)
-		return info != nil && info.GetNumDeltaWatches() == len(allTypes)
+		return s.cache.numWatches() == len(allTypes)
 	})
 	v := publish(t, s, config(t, "a"))
 	got := c.summaries(3)

@@ -333,10 +333,12 @@ func inputs(res *translate.Resources) [numTypes][]types.Resource {
 	}
 }
 
-// snapshot is one published state, as the snapshot cache reads it: per-type
-// versions (SotW clients are sent the types that changed) and the per-resource
-// versions kept by Publish (delta clients are sent the resources that changed),
-// instead of hashing every resource of every snapshot as cachev3.Snapshot does.
+// snapshot is one published state, as go-control-plane's snapshot cache reads it:
+// per-type versions (SotW clients are sent the types that changed) and the
+// per-resource versions kept by Publish, instead of hashing every resource of every
+// snapshot as cachev3.Snapshot does. Delta clients are answered by the deltaCache,
+// from the state itself; the per-resource maps serve the snapshot cache's own delta
+// watches, which the tests compare the deltaCache with.
 type snapshot struct {
 	sets state
 }

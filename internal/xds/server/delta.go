@@ -1,0 +1,418 @@
+package server
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+)
+
+// deltaCache is the cache the xDS server serves from. State-of-the-world watches and
+// fetches go to go-control-plane's SnapshotCache, which is given every snapshot; delta
+// watches are answered here, with go-control-plane's semantics (createDeltaResponse),
+// but in proportion to what changed: go-control-plane compares every resource of every
+// watched type with what the client holds on every snapshot, 10,000 clusters and
+// 10,000 load assignments per client for a one-cluster change, and builds a new map of
+// the client's versions each time. Here a client whose versions are a map this cache
+// made is known to hold a published typeSet (see clientState), and is sent what the
+// changeLog says changed since; other clients (a new subscription, a reconnect with
+// initial_resource_versions, a subscription change) are compared in full, as
+// go-control-plane does, once.
+type deltaCache struct {
+	cachev3.SnapshotCache
+
+	mu sync.Mutex
+	// current is the last snapshot set; published is false until the first one, when
+	// a watch waits as go-control-plane's does without a snapshot.
+	current   state
+	published bool
+	logs      [numTypes]changeLog
+	watches   map[int64]*deltaWatch
+	lastID    int64
+	// clients are the version maps this cache returned, by identity: each is owned by
+	// this cache and the one stream that holds it (see clientState).
+	clients map[unsafe.Pointer]*clientState
+	// epoch counts the snapshots set, to forget the clients of closed streams.
+	epoch uint64
+}
+
+// clientStateTTL is how many snapshots the state of a stream with no open watch is
+// kept: a stream closed is forgotten after it, a lagging one is then compared in full
+// on its next request, as it would be once behind the changeLog.
+const clientStateTTL = changeLogLength
+
+func newDeltaCache() *deltaCache {
+	return &deltaCache{
+		SnapshotCache: cachev3.NewSnapshotCache(true, allNodes{}, nil),
+		watches:       map[int64]*deltaWatch{},
+		clients:       map[unsafe.Pointer]*clientState{},
+	}
+}
+
+// clientState is what one stream holds of one type: returned, the map of versions
+// the stream's subscription keeps (go-control-plane's server stores the map a
+// response carries and passes it back with the next watch), equal to the resources
+// of the typeSet numbered seq that the subscription covers. When owned, the map was
+// made by this cache, which updates it in place: the stream only reads it, or changes
+// it on a subscription change, which the request that carries it shows (the state is
+// then dropped). An owned map is used by one watch at a time, the stream's, whose
+// previous watch is cancelled before the next is made, under mu; so it is never
+// written concurrently. A map the cache did not make (initial_resource_versions, or
+// kept after a subscription change) is never written: once a full comparison found
+// nothing to send, its watch has a state that is not owned, so that the snapshots
+// that change nothing it covers are not compared in full again.
+type clientState struct {
+	returned   map[string]string
+	typ        int
+	seq        uint64
+	owned      bool
+	wildcard   bool
+	subscribed int // how many names were subscribed: a check that nothing changed
+	watched    bool
+	idleSince  uint64
+}
+
+type deltaWatch struct {
+	req   *cachev3.DeltaRequest
+	sub   cachev3.Subscription
+	out   chan cachev3.DeltaResponse
+	typ   int
+	state *clientState // nil when the client's versions are not related to a typeSet
+}
+
+func mapKey(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+
+// CreateDeltaWatch answers req at once when there is something to send, else opens
+// a watch answered by the next snapshot that has, as go-control-plane's does.
+func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := &deltaWatch{req: req, sub: sub, out: out, typ: typeIndex(req.GetTypeUrl())}
+	w.state = c.stateOf(w)
+	if c.published {
+		sent, err := c.respond(context.Background(), w)
+		if err != nil || sent {
+			c.release(w)
+			return nil, err
+		}
+	}
+	c.lastID++
+	id := c.lastID
+	c.watches[id] = w
+	if w.state != nil {
+		w.state.watched = true
+	}
+	return func() { c.cancel(id) }, nil
+}
+
+// stateOf returns the state the client of w is known to be in, nil if none.
+func (c *deltaCache) stateOf(w *deltaWatch) *clientState {
+	m := w.sub.ReturnedResources()
+	if m == nil || w.typ == numTypes {
+		return nil
+	}
+	key := mapKey(m)
+	s, ok := c.clients[key]
+	if !ok {
+		return nil
+	}
+	// A subscription change has changed the map in place (go-control-plane's
+	// UpdateResourceSubscriptions) before this request reached the cache.
+	changed := len(w.req.GetResourceNamesSubscribe()) > 0 || len(w.req.GetResourceNamesUnsubscribe()) > 0 ||
+		s.typ != w.typ || s.wildcard != w.sub.IsWildcard() || s.subscribed != len(w.sub.SubscribedResources())
+	if changed || s.watched {
+		delete(c.clients, key)
+		return nil
+	}
+	return s
+}
+
+func (c *deltaCache) cancel(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.watches[id]; ok {
+		delete(c.watches, id)
+		c.release(w)
+	}
+}
+
+// release notes that w no longer uses its client state.
+func (c *deltaCache) release(w *deltaWatch) {
+	if w.state != nil {
+		w.state.watched = false
+		w.state.idleSince = c.epoch
+	}
+}
+
+// setSnapshot publishes st, whose types that are not the same typeSet as in the
+// previous one changed by the names given (changed or removed), and answers the
+// delta watches it has something for, in go-control-plane's ADS order.
+func (c *deltaCache) setSnapshot(ctx context.Context, st state, names [numTypes][]string) error {
+	if err := c.SnapshotCache.SetSnapshot(ctx, nodeGroup, &snapshot{sets: st}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range numTypes {
+		if !c.published || st.set(i) != c.current.set(i) {
+			c.logs[i].add(names[i])
+		}
+	}
+	c.current, c.published = st, true
+	c.epoch++
+	for key, s := range c.clients {
+		if !s.watched && c.epoch-s.idleSince > clientStateTTL {
+			delete(c.clients, key)
+		}
+	}
+	ids := make([]int64, 0, len(c.watches))
+	for id := range c.watches {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b int64) int {
+		ta := cachev3.GetResponseType(c.watches[a].req.GetTypeUrl())
+		tb := cachev3.GetResponseType(c.watches[b].req.GetTypeUrl())
+		if ta != tb {
+			return int(ta) - int(tb)
+		}
+		return int(a - b)
+	})
+	for _, id := range ids {
+		w := c.watches[id]
+		sent, err := c.respond(ctx, w)
+		if err != nil {
+			return err
+		}
+		if sent {
+			delete(c.watches, id)
+			c.release(w)
+		}
+	}
+	return nil
+}
+
+// numWatches is the number of open delta watches.
+func (c *deltaCache) numWatches() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.watches)
+}
+
+// respond sends w the current state of its type if there is something to send, and
+// reports whether it did.
+func (c *deltaCache) respond(ctx context.Context, w *deltaWatch) (bool, error) {
+	ts := unknownTypeSet
+	var log *changeLog
+	if w.typ != numTypes {
+		ts, log = c.current.set(w.typ), &c.logs[w.typ]
+	}
+	// go-control-plane answers a wildcard subscription's first request even when
+	// there is nothing to send: Envoy waits for it to complete its initialisation.
+	first := w.sub.IsWildcard() && w.req.GetResponseNonce() == ""
+	names, related := c.since(w, log)
+	var d delta
+	switch {
+	case related && w.state.owned:
+		d = incremental(w.sub, w.state.returned, ts, names)
+	case related && !first && !relevant(w.sub, names):
+		// nothing the client holds changed
+	default:
+		d = full(w.sub, ts)
+	}
+	if d.empty() && !first {
+		if log != nil {
+			// The client holds ts's resources, as the comparison found.
+			if w.state == nil {
+				w.state = &clientState{returned: w.sub.ReturnedResources(), typ: w.typ}
+			}
+			w.state.seq = log.seq
+		}
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	resp := cachev3.NewTestRawDeltaResponse(w.req, ts.version, d.resources, d.removed, d.returned)
+	resp.Ctx = ctx
+	select {
+	case w.out <- resp:
+	case <-ctx.Done():
+		return false, context.Canceled
+	}
+	switch {
+	case d.versions != nil:
+		// The stream reads the map it was sent only once it has cancelled this
+		// watch, under mu: it is updated in place, after the send, which the
+		// context can still abort.
+		d.apply()
+		w.state.seq = log.seq
+	case log != nil:
+		c.own(w, d.returned, log.seq)
+	}
+	return true, nil
+}
+
+// since returns the names that changed in w's type since the typeSet its client
+// holds, false when that is not known.
+func (c *deltaCache) since(w *deltaWatch, log *changeLog) ([]string, bool) {
+	if w.state == nil || log == nil {
+		return nil, false
+	}
+	return log.since(w.state.seq)
+}
+
+// own records returned, made by this cache, as the state of w's stream once sent.
+func (c *deltaCache) own(w *deltaWatch, returned map[string]string, seq uint64) {
+	c.clients[mapKey(returned)] = &clientState{
+		returned: returned, typ: w.typ, seq: seq, owned: true,
+		wildcard: w.sub.IsWildcard(), subscribed: len(w.sub.SubscribedResources()), idleSince: c.epoch,
+	}
+}
+
+// unknownTypeSet stands for a type never published: no resources, no version.
+var unknownTypeSet = &typeSet{set: emptyResourceSet}
+
+// delta is a response's content: the resources to send, the names to remove, and the
+// versions the client holds once it has them. versions, when not nil, are those of
+// the resources sent, to set in returned, the client's own map, once sent.
+type delta struct {
+	resources []types.ResourceWithTTL
+	removed   []string
+	returned  map[string]string
+	versions  []string
+}
+
+func (d delta) empty() bool { return len(d.resources) == 0 && len(d.removed) == 0 }
+
+// apply updates returned to what the client holds once it has d.
+func (d delta) apply() {
+	for i, r := range d.resources {
+		d.returned[cachev3.GetResourceName(r.Resource)] = d.versions[i]
+	}
+	for _, name := range d.removed {
+		delete(d.returned, name)
+	}
+}
+
+// relevant reports whether any of names is covered by sub.
+func relevant(sub cachev3.Subscription, names []string) bool {
+	return slices.ContainsFunc(names, func(name string) bool { return covers(sub, name) })
+}
+
+// covers reports whether sub covers name, as go-control-plane's createDeltaResponse
+// reads a subscription. What a changed name means to a client is decided here only,
+// so that a namespace subscription (VHDS: a route configuration's name standing for
+// every "<name>/*" virtual host) would be added here, and to full's comparison by
+// name.
+func covers(sub cachev3.Subscription, name string) bool {
+	if sub.IsWildcard() {
+		return true
+	}
+	_, ok := sub.SubscribedResources()[name]
+	return ok
+}
+
+// incremental is what go-control-plane's createDeltaResponse sends a client holding
+// returned, the versions of a typeSet from which ts differs by names only (listed
+// once each): the other names are unchanged, so comparing them would find nothing.
+func incremental(sub cachev3.Subscription, returned map[string]string, ts *typeSet, names []string) delta {
+	d := delta{returned: returned, versions: []string{}}
+	for _, name := range names {
+		if !covers(sub, name) {
+			continue
+		}
+		cur, exists := ts.set.get(name)
+		prev, held := returned[name]
+		switch {
+		case exists && (!held || prev != cur.version):
+			d.resources = append(d.resources, types.ResourceWithTTL{Resource: cur.resource})
+			d.versions = append(d.versions, cur.version)
+		case !exists && held:
+			d.removed = append(d.removed, name)
+		}
+	}
+	return d
+}
+
+// full is go-control-plane's createDeltaResponse: ts compared with every version the
+// client holds, into a new map.
+func full(sub cachev3.Subscription, ts *typeSet) delta {
+	held := sub.ReturnedResources()
+	var d delta
+	if sub.IsWildcard() {
+		d.returned = make(map[string]string, ts.set.len())
+		for name := range ts.set.names {
+			cur, _ := ts.set.get(name)
+			d.returned[name] = cur.version
+			if prev, ok := held[name]; !ok || prev != cur.version {
+				d.resources = append(d.resources, types.ResourceWithTTL{Resource: cur.resource})
+			}
+		}
+		for name := range held {
+			if _, ok := ts.set.get(name); !ok {
+				d.removed = append(d.removed, name)
+			}
+		}
+		return d
+	}
+	d.returned = make(map[string]string, len(sub.SubscribedResources()))
+	for name := range sub.SubscribedResources() {
+		prev, ok := held[name]
+		if cur, exists := ts.set.get(name); exists {
+			if prev != cur.version {
+				d.resources = append(d.resources, types.ResourceWithTTL{Resource: cur.resource})
+			}
+			d.returned[name] = cur.version
+		} else if ok {
+			d.removed = append(d.removed, name)
+		}
+	}
+	return d
+}
+
+// changeLogLength is how many typeSets of a type a changeLog relates: a client further
+// behind is compared in full.
+const changeLogLength = 32
+
+// changeLog numbers the typeSets of one type that were published and keeps the names
+// that changed from each to the next, for the last changeLogLength.
+type changeLog struct {
+	seq     uint64     // the current typeSet's number
+	entries [][]string // entries[i] changed typeSet seq-len(entries)+i into the next
+}
+
+func (l *changeLog) add(names []string) {
+	l.seq++
+	if len(l.entries) == changeLogLength {
+		l.entries = slices.Delete(l.entries, 0, 1)
+	}
+	l.entries = append(l.entries, names)
+}
+
+// since returns the names changed since typeSet seq, each once, false when the log
+// no longer goes back that far.
+func (l *changeLog) since(seq uint64) ([]string, bool) {
+	back := l.seq - seq
+	if seq > l.seq || back > uint64(len(l.entries)) {
+		return nil, false
+	}
+	entries := l.entries[uint64(len(l.entries))-back:]
+	if len(entries) == 1 {
+		return entries[0], true
+	}
+	seen := map[string]struct{}{}
+	var out []string
+	for _, names := range entries {
+		for _, n := range names {
+			if _, dup := seen[n]; !dup {
+				seen[n] = struct{}{}
+				out = append(out, n)
+			}
+		}
+	}
+	return out, true
+}
