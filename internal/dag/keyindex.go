@@ -5,7 +5,7 @@ import "iter"
 // keyIndex maps a key to the routing objects holding it. Nearly every key is held by
 // one object (a host, a Service, its endpoints), so a key's set keeps its first object
 // inline and needs a map only from the second on: a map per key, most of them of one
-// element, was 15 MB of the 170 MB live heap at 10,000 Ingresses.
+// element, was a tenth of the live heap of a large configuration.
 type keyIndex map[string]refSet
 
 // refSet is a non-empty set of objects: first, and the others in more.

@@ -4,14 +4,16 @@
 package parallel
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
 
 // MinItems is the number of steps below which Do runs them on the calling goroutine: an
 // incremental rebuild has a handful of steps, and starting workers would cost more than
-// they save (a step is a few microseconds; a worker's start about one).
+// they save (a step costs about as much as starting a worker).
 const MinItems = 256
 
 // chunk is the number of consecutive steps a worker takes at a time: large enough that
@@ -23,7 +25,7 @@ const chunk = 64
 // least MinItems. Steps must be independent of one another. It returns the error of the
 // lowest i whose step failed, as a loop stopping at the first error would (later steps
 // may have run). A step's panic is re-raised on the caller's goroutine, the lowest i's
-// again, so that a caller's recover sees it as it would in a plain loop.
+// again, as a *Panic that carries the step's stack.
 func Do(n int, step func(i int) error) error {
 	workers := min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk)
 	if n < MinItems || workers < 2 {
@@ -71,7 +73,7 @@ func Do(n int, step func(i int) error) error {
 	work()
 	wg.Wait()
 	if first.panicked {
-		panic(first.panicValue)
+		panic(&Panic{Value: first.panicValue, Stack: first.stack})
 	}
 	return first.err
 }
@@ -82,6 +84,21 @@ type outcome struct {
 	err        error
 	panicked   bool
 	panicValue any
+	stack      []byte
+}
+
+// Panic is what Do re-panics with when a step panicked on its workers: the step's own
+// value, and its stack, which the caller's would not show (the step may have run on
+// another goroutine). Callers that recover particular values unwrap Value.
+type Panic struct {
+	Value any
+	Stack []byte
+}
+
+// Error makes the runtime print the step's value and stack when the panic is not
+// recovered.
+func (p *Panic) Error() string {
+	return fmt.Sprintf("%v\n\ngoroutine of the step that panicked:\n%s", p.Value, p.Stack)
 }
 
 // runChunk runs the steps lo..hi-1, stopping at the first that fails or panics.
@@ -89,7 +106,7 @@ func runChunk(lo, hi int, step func(int) error) (o outcome, bad bool) {
 	i := lo
 	defer func() {
 		if r := recover(); r != nil {
-			o, bad = outcome{index: int64(i), panicked: true, panicValue: r}, true
+			o, bad = outcome{index: int64(i), panicked: true, panicValue: r, stack: debug.Stack()}, true
 		}
 	}()
 	for ; i < hi; i++ {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -66,7 +67,12 @@ func TestDoRaisesTheFirstPanicOnTheCaller(t *testing.T) {
 		})
 		return nil
 	}()
-	if got != MinItems+1 {
+	p, ok := got.(*Panic)
+	if !ok || p.Value != MinItems+1 {
 		t.Fatalf("recovered %v, want the panic of step %d", got, MinItems+1)
+	}
+	// The stack is the step's, which names this test's closure, not only Do's caller.
+	if !strings.Contains(string(p.Stack), "TestDoRaisesTheFirstPanicOnTheCaller.func") {
+		t.Fatalf("the panic's stack is not the step's:\n%s", p.Stack)
 	}
 }

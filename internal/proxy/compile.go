@@ -244,8 +244,9 @@ func usesAnyOf(refs map[string]int, names map[string]struct{}) bool {
 	return false
 }
 
-// chainRefChanges returns, by cluster, how many more (or fewer) chains of
-// next than of prev use it; clusters used by as many are left out.
+// chainRefChanges returns, by cluster, how many more (or fewer) uses next
+// has than prev (a use is a virtual host of a route table, or a chain that
+// names the cluster itself); clusters used as often are left out.
 func chainRefChanges(prev, next *snapshot) map[string]int {
 	refs := make(map[string]int)
 	for cs, cc := range next.chains {

@@ -82,14 +82,15 @@ func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i in
 	t := &routeTable{name: name, level: level, id: new(tableID), slots: n,
 		domains: domainIndex{exact: make(map[string]*virtualHost, n)}, vhosts: make([]*virtualHost, 0, n)}
 	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.domains.exact
-	all := make([]virtualHost, n)        // one allocation for the table's
 	for i := range n {
 		def, fresh, err := vhost(i)
 		if err != nil {
 			return nil, fmt.Errorf("virtual host %q: %w", def.name, err)
 		}
-		vh := &all[i]
-		vh.vhostDef, vh.slot = def, i
+		// One allocation each, not one array for all: tables patched from this one
+		// keep some of its virtual hosts, and an array would keep every replaced
+		// def alive with them.
+		vh := &virtualHost{vhostDef: def, slot: i}
 		t.vhosts = append(t.vhosts, vh)
 		if err := t.fileVirtualHost(vh, fresh, wildcards); err != nil {
 			return nil, err

@@ -6,12 +6,13 @@ import (
 	"slices"
 )
 
-// A one-host edit of a 10,000-host route configuration would cost a whole
-// new domain index and a whole new stats table if every version were built
-// from scratch. Instead the next table is patched from the one in force: it
-// keeps that table's virtual hosts (and their slots) where the defs are the
-// same, shares its exact-domain map under a small overlay of changes, and
-// records what it added and removed for whatever is indexed by slot.
+// A one-host edit of a large route configuration would cost a whole new
+// domain index, and a stats lookup for every route, if every version were
+// built from scratch. Instead the next table is patched from the one in
+// force: it keeps that table's virtual hosts (and their slots) where the defs
+// are the same, shares its exact-domain map under a small overlay of changes,
+// and records what it added and removed for whatever is indexed by slot (the
+// route stats' slot array is still copied, see patchRouteStats).
 
 // tableEntry is a virtual host of the next version of a table: def when
 // set, converted for this version (fresh, see buildRouteTable), else the one

@@ -36,8 +36,8 @@ func (b *book) diff(objs []runtime.Object, ents, before []*entry) []Change {
 	for _, e := range before {
 		if e.seen != b.loads {
 			changes = append(changes, Change{Old: e.obj})
-			// The entry does not keep its key, which the object it handed out tells:
-			// of the 30,000 entries at 10,000 files, only removals need it.
+			// The entry does not keep its key, which the object it handed out tells
+			// (handed-out objects are never modified): only removals need it.
 			delete(b.entries, keyOf(e.obj))
 		}
 	}

@@ -15,8 +15,8 @@ import (
 // fetches go to go-control-plane's SnapshotCache, which is given every snapshot; delta
 // watches are answered here, with go-control-plane's semantics (createDeltaResponse),
 // but in proportion to what changed: go-control-plane compares every resource of every
-// watched type with what the client holds on every snapshot, 10,000 clusters and
-// 10,000 load assignments per client for a one-cluster change, and builds a new map of
+// watched type with what the client holds on every snapshot, every cluster and load
+// assignment per client for a one-cluster change, and builds a new map of
 // the client's versions each time. Here a client whose versions are a map this cache
 // made is known to hold a published typeSet (see clientState), and is sent what the
 // changeLog says changed since; other clients (a new subscription, a reconnect with
@@ -164,11 +164,39 @@ func (c *deltaCache) setSnapshot(ctx context.Context, st state, names [numTypes]
 	}
 	c.current, c.published = st, true
 	c.epoch++
+	c.forgetIdleClients()
+	for _, id := range c.watchesInADSOrder() {
+		w := c.watches[id]
+		sent, err := c.respond(ctx, w)
+		if err != nil {
+			// Only ctx ends an answer, and the snapshot is set in both caches by
+			// now: Publish must not revert it. The watches left open are answered
+			// by the next snapshot, from the log.
+			return nil
+		}
+		if sent {
+			delete(c.watches, id)
+			c.release(w)
+		}
+	}
+	return nil
+}
+
+// forgetIdleClients drops the states of streams without a watch for longer than
+// clientStateTTL snapshots: closed streams, or ones so far behind that they are
+// compared in full anyway.
+func (c *deltaCache) forgetIdleClients() {
 	for key, s := range c.clients {
 		if !s.watched && c.epoch-s.idleSince > clientStateTTL {
 			delete(c.clients, key)
 		}
 	}
+}
+
+// watchesInADSOrder returns the open watches' ids in the order go-control-plane
+// answers them: by type (clusters before the load assignments, listeners and
+// routes that depend on them), then oldest first.
+func (c *deltaCache) watchesInADSOrder() []int64 {
 	ids := make([]int64, 0, len(c.watches))
 	for id := range c.watches {
 		ids = append(ids, id)
@@ -181,18 +209,7 @@ func (c *deltaCache) setSnapshot(ctx context.Context, st state, names [numTypes]
 		}
 		return int(a - b)
 	})
-	for _, id := range ids {
-		w := c.watches[id]
-		sent, err := c.respond(ctx, w)
-		if err != nil {
-			return err
-		}
-		if sent {
-			delete(c.watches, id)
-			c.release(w)
-		}
-	}
-	return nil
+	return ids
 }
 
 // numWatches is the number of open delta watches.
@@ -205,7 +222,7 @@ func (c *deltaCache) numWatches() int {
 // respond sends w the current state of its type if there is something to send, and
 // reports whether it did.
 func (c *deltaCache) respond(ctx context.Context, w *deltaWatch) (bool, error) {
-	ts := unknownTypeSet
+	ts := emptyTypeSet // a type never published: no resources, no version
 	var log *changeLog
 	if w.typ != numTypes {
 		ts, log = c.current.set(w.typ), &c.logs[w.typ]
@@ -267,14 +284,16 @@ func (c *deltaCache) since(w *deltaWatch, log *changeLog) ([]string, bool) {
 
 // own records returned, made by this cache, as the state of w's stream once sent.
 func (c *deltaCache) own(w *deltaWatch, returned map[string]string, seq uint64) {
+	if w.state != nil && w.state.owned {
+		// The stream replaces the map it held with returned: forget it now
+		// rather than after clientStateTTL snapshots.
+		delete(c.clients, mapKey(w.state.returned))
+	}
 	c.clients[mapKey(returned)] = &clientState{
 		returned: returned, typ: w.typ, seq: seq, owned: true,
 		wildcard: w.sub.IsWildcard(), subscribed: len(w.sub.SubscribedResources()), idleSince: c.epoch,
 	}
 }
-
-// unknownTypeSet stands for a type never published: no resources, no version.
-var unknownTypeSet = &typeSet{set: emptyResourceSet}
 
 // delta is a response's content: the resources to send, the names to remove, and the
 // versions the client holds once it has them. versions, when not nil, are those of

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/parallel"
 )
 
 // Incremental translates a sequence of graphs, translating again only the parts of
@@ -119,7 +120,7 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	t.forget()
 	err = recoverInvalid(func() error {
 		t.httpListener = httpListener(httpAddr, opts)
-		t.httpsShell = httpsListener(httpsAddr, nil, opts)
+		t.httpsShell = httpsListener(httpsAddr)
 		return validateAll(t.httpListener, t.httpsShell, &routev3.RouteConfiguration{Name: RouteHTTP})
 	})
 	if err != nil {
@@ -171,6 +172,9 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 func recoverInvalid(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if p, ok := r.(*parallel.Panic); ok {
+				r = p.Value // a step of a parallel translation
+			}
 			switch inv := r.(type) {
 			case invalidPacked:
 				err = fmt.Errorf("translator produced an invalid %T: %w", inv.msg, inv.err)
@@ -396,7 +400,8 @@ func keepEqual[M interface {
 }
 
 // use counts one more reference to each cluster, translating those not in use yet.
-// A cluster whose translation errs is a translator bug: mustAny's panic reports it.
+// A cluster whose translation errs is a translator bug: clusterEntry panics with
+// invalidResource, which recoverInvalid reports.
 func (t *Incremental) use(clusters []*dag.Cluster) []*clusterUse {
 	out := make([]*clusterUse, 0, len(clusters))
 	for _, c := range clusters {

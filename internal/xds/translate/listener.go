@@ -93,12 +93,11 @@ func httpListener(addr hostPort, opts Options) *listenerv3.Listener {
 	}
 }
 
-// httpsListener has one filter chain per server name so that the certificate, the TLS
-// settings and the routes all follow the SNI the client sent. A TCP-proxied host's chain
-// has the tcp_proxy filter instead of the HTTP connection manager, and, for TLS
-// passthrough, no transport socket: the encrypted bytes go to the upstream as they came.
-func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost, opts Options) *listenerv3.Listener {
-	l := &listenerv3.Listener{
+// httpsListener is the HTTPS listener without its filter chains, which the caller adds:
+// one per server name, so that the certificate, the TLS settings and the routes all
+// follow the SNI the client sent (see secureFilterChain).
+func httpsListener(addr hostPort) *listenerv3.Listener {
+	return &listenerv3.Listener{
 		Name:    ListenerHTTPS,
 		Address: address(addr),
 		ListenerFilters: []*listenerv3.ListenerFilter{{
@@ -106,12 +105,6 @@ func httpsListener(addr hostPort, hosts []*dag.SecureVirtualHost, opts Options) 
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
 		}},
 	}
-	for _, svh := range hosts {
-		if fc := secureFilterChain(svh, opts); fc != nil {
-			l.FilterChains = append(l.FilterChains, fc)
-		}
-	}
-	return l
 }
 
 // secureFilterChain is the filter chain of one server name, or nil when the host has

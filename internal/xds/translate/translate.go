@@ -157,7 +157,7 @@ func translateSecureHosts(addr hostPort, hosts []*dag.SecureVirtualHost, opts Op
 	if err != nil {
 		return err
 	}
-	l := httpsListener(addr, nil, opts)
+	l := httpsListener(addr)
 	if err := validateAll(l); err != nil {
 		return err
 	}
