@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -151,4 +152,23 @@ func largeStore(t *testing.T, seed uint64) *store.Store {
 		s.Upsert(eps)
 	}
 	return s
+}
+
+// TestPretranslatedLookupSurvivesAMiss: a host the walk asks for that was not translated
+// ahead must not hide the ones after it, which would then be translated again one by one.
+func TestPretranslatedLookupSurvivesAMiss(t *testing.T) {
+	a, b, c, d := &dag.VirtualHost{Name: "a.test"}, &dag.VirtualHost{Name: "b.test"}, &dag.VirtualHost{Name: "c.test"}, &dag.VirtualHost{Name: "d.test"}
+	p := &pretranslated{
+		http:   []*dag.VirtualHost{a, c, d},
+		vhosts: []*routev3.VirtualHost{{Name: "a.test"}, {Name: "c.test"}, {Name: "d.test"}},
+	}
+	for _, step := range []struct {
+		vh   *dag.VirtualHost
+		want string
+	}{{a, "a.test"}, {b, ""}, {c, "c.test"}, {d, "d.test"}} {
+		got := p.vhost(step.vh)
+		if got.GetName() != step.want {
+			t.Fatalf("vhost(%s) = %q, want %q", step.vh.Name, got.GetName(), step.want)
+		}
+	}
 }

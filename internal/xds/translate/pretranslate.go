@@ -87,16 +87,17 @@ func newHosts[H comparable, E any](prev []hostEntry[H, E], hosts []H, name func(
 }
 
 // vhost returns the translation of vh, or nil. The walk asks for hosts in the graph's
-// order, so the search resumes where the last one ended.
+// order, by name, so the search resumes where the last one ended and stops at the first
+// host that sorts after vh: a host the walk builds but newHosts did not pick (were they
+// ever to disagree) costs a short search and is translated on its own, and the hosts
+// after it are still found.
 func (p *pretranslated) vhost(vh *dag.VirtualHost) *routev3.VirtualHost {
 	if p == nil {
 		return nil
 	}
-	for ; p.nextHTTP < len(p.http); p.nextHTTP++ {
-		if p.http[p.nextHTTP] == vh {
-			p.nextHTTP++
-			return p.vhosts[p.nextHTTP-1]
-		}
+	if k, ok := findInOrder(p.http, p.nextHTTP, vh, vhostName); ok {
+		p.nextHTTP = k + 1
+		return p.vhosts[k]
 	}
 	return nil
 }
@@ -106,13 +107,25 @@ func (p *pretranslated) secureHost(svh *dag.SecureVirtualHost) (secureHost, bool
 	if p == nil {
 		return secureHost{}, false
 	}
-	for ; p.nextSec < len(p.secure); p.nextSec++ {
-		if p.secure[p.nextSec] == svh {
-			p.nextSec++
-			return p.secures[p.nextSec-1], true
-		}
+	if k, ok := findInOrder(p.secure, p.nextSec, svh, secureName); ok {
+		p.nextSec = k + 1
+		return p.secures[k], true
 	}
 	return secureHost{}, false
+}
+
+// findInOrder returns the index of h in hosts (ordered by name) from position from on,
+// searching no further than the first host whose name sorts after h's.
+func findInOrder[H comparable](hosts []H, from int, h H, name func(H) string) (int, bool) {
+	for k := from; k < len(hosts); k++ {
+		if hosts[k] == h {
+			return k, true
+		}
+		if name(hosts[k]) > name(h) {
+			break
+		}
+	}
+	return 0, false
 }
 
 // cluster returns the translation of c, if made.
