@@ -253,6 +253,10 @@ func (c *deltaCache) respond(ctx context.Context, w *deltaWatch) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	// The only exported constructor of a RawDeltaResponse with resources. It notes each
+	// resource's version from d.returned, which apply updates only after the send; that
+	// note is not what goes on the wire (GetDeltaDiscoveryResponse hashes each resource's
+	// encoding again), so the order does not matter.
 	resp := cachev3.NewTestRawDeltaResponse(w.req, ts.version, d.resources, d.removed, d.returned)
 	resp.Ctx = ctx
 	select {

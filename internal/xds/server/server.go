@@ -180,7 +180,8 @@ func withDeferredRemovals(prev, next *state, diffs [numTypes]diff) (state, bool)
 	return interim, deferred
 }
 
-// changedNames lists, per type, the names diffs changed or removed.
+// changedNames lists, per type, the names diffs changed, then those it removed, in that
+// order: splitDeferred cuts the list between the two.
 func changedNames(diffs [numTypes]diff) [numTypes][]string {
 	var out [numTypes][]string
 	for i, d := range diffs {
