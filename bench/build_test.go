@@ -40,7 +40,7 @@ func clusterApp(i int, ipPrefix string, port int32) []k8sruntime.Object {
 	ns := fmt.Sprintf("team-%d", i/10)
 	name := fmt.Sprintf("app-%d", i)
 	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Name: "http"}}}
-	return []k8sruntime.Object{
+	objs := []k8sruntime.Object{
 		&networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
@@ -51,20 +51,25 @@ func clusterApp(i int, ipPrefix string, port int32) []k8sruntime.Object {
 				}}},
 			}}},
 		},
+	}
+	return append(objs, serviceWithEndpoints(ns, name, port, ipPrefix+"1", ipPrefix+"2", ipPrefix+"3")...)
+}
+
+// serviceWithEndpoints is a Service with one port, "http" (80), and its Endpoints: ips
+// on port.
+func serviceWithEndpoints(ns, name string, port int32, ips ...string) []k8sruntime.Object {
+	addrs := make([]corev1.EndpointAddress, len(ips))
+	for i, ip := range ips {
+		addrs[i] = corev1.EndpointAddress{IP: ip}
+	}
+	return []k8sruntime.Object{
 		&corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 		},
 		&corev1.Endpoints{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Subsets: []corev1.EndpointSubset{{
-				Ports: []corev1.EndpointPort{{Name: "http", Port: port}},
-				Addresses: []corev1.EndpointAddress{
-					{IP: ipPrefix + "1"},
-					{IP: ipPrefix + "2"},
-					{IP: ipPrefix + "3"},
-				},
-			}},
+			Subsets:    []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{{Name: "http", Port: port}}, Addresses: addrs}},
 		},
 	}
 }
@@ -152,18 +157,8 @@ func BenchmarkRetainedMemory(b *testing.B) {
 func ingressRouteCluster(n int) *store.Store {
 	var objs []k8sruntime.Object
 	svc := func(ns, name string, i int) {
-		objs = append(objs,
-			&corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-			},
-			&corev1.Endpoints{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Subsets: []corev1.EndpointSubset{{
-					Ports:     []corev1.EndpointPort{{Name: "http", Port: 8080}},
-					Addresses: []corev1.EndpointAddress{{IP: fmt.Sprintf("10.%d.%d.1", i/250, i%250)}, {IP: fmt.Sprintf("10.%d.%d.2", i/250, i%250)}},
-				}},
-			})
+		objs = append(objs, serviceWithEndpoints(ns, name, 8080,
+			fmt.Sprintf("10.%d.%d.1", i/250, i%250), fmt.Sprintf("10.%d.%d.2", i/250, i%250))...)
 	}
 	ir := func(ns, name string, spec ingressroutev1.IngressRouteSpec) {
 		objs = append(objs, &ingressroutev1.IngressRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec})

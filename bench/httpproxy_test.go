@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
@@ -23,18 +22,7 @@ import (
 
 func delegationServices(objs []k8sruntime.Object, ns string, i int, names ...string) []k8sruntime.Object {
 	for j, name := range names {
-		objs = append(objs,
-			&corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-			},
-			&corev1.Endpoints{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Subsets: []corev1.EndpointSubset{{
-					Ports:     []corev1.EndpointPort{{Name: "http", Port: 8080}},
-					Addresses: []corev1.EndpointAddress{{IP: fmt.Sprintf("10.%d.%d.%d", i/250, i%250, j+1)}},
-				}},
-			})
+		objs = append(objs, serviceWithEndpoints(ns, name, 8080, fmt.Sprintf("10.%d.%d.%d", i/250, i%250, j+1))...)
 	}
 	return objs
 }
