@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/proxy"
@@ -182,10 +184,15 @@ func (c *sotwStream) recvAndAck() (received, error) {
 type deltaStream struct {
 	s    discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 	node *corev3.Node
+	vhds bool // asks for VHDS, as the embedded proxy does
 }
 
 func (c *deltaStream) subscribe() error {
-	for _, t := range adsTypes {
+	types := adsTypes
+	if c.vhds {
+		types = append(slices.Clone(adsTypes), resourcev3.VirtualHostType)
+	}
+	for _, t := range types {
 		if err := c.s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: t, ResourceNamesSubscribe: []string{"*"}}); err != nil {
 			return err
 		}
@@ -202,7 +209,9 @@ func (c *deltaStream) recvAndAck() (received, error) {
 	return received{resp.GetTypeUrl(), resp.GetSystemVersionInfo(), proto.Size(resp)}, c.s.Send(ack)
 }
 
-func openStream(tb testing.TB, addr, mode string) adsStream {
+// openStream opens an ADS stream of protocol "sotw", "delta", or "delta-vhds" (delta,
+// asking for VHDS as the embedded proxy does).
+func openStream(tb testing.TB, addr, protocol string) adsStream {
 	tb.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
@@ -214,19 +223,27 @@ func openStream(tb testing.TB, addr, mode string) adsStream {
 	client := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
 	node := &corev3.Node{Id: "bench"}
 	var st adsStream
-	switch mode {
+	switch protocol {
 	case "sotw":
 		s, err := client.StreamAggregatedResources(ctx)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		st = &sotwStream{s: s, node: node}
-	case "delta":
+	case "delta", "delta-vhds":
 		s, err := client.DeltaAggregatedResources(ctx)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		st = &deltaStream{s: s, node: node}
+		vhds := protocol == "delta-vhds"
+		if vhds {
+			md, err := structpb.NewStruct(map[string]any{"portico.io/vhds": true})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			node.Metadata = md
+		}
+		st = &deltaStream{s: s, node: node, vhds: vhds}
 	}
 	if err := st.subscribe(); err != nil {
 		tb.Fatal(err)
@@ -234,10 +251,10 @@ func openStream(tb testing.TB, addr, mode string) adsStream {
 	return st
 }
 
-// bytesUntilRoutes receives (and ACKs) responses until the route configurations of
-// version arrive, the last type a one-Ingress change touches in ADS order, and returns
-// how many responses and bytes that took.
-func bytesUntilRoutes(tb testing.TB, st adsStream, version string) (responses, bytes int) {
+// bytesUntil receives (and ACKs) responses until those of typeURL of version arrive,
+// the last type a one-Ingress change touches in ADS order, and returns how many
+// responses and bytes that took.
+func bytesUntil(tb testing.TB, st adsStream, typeURL, version string) (responses, bytes int) {
 	tb.Helper()
 	for {
 		r, err := st.recvAndAck()
@@ -246,7 +263,7 @@ func bytesUntilRoutes(tb testing.TB, st adsStream, version string) (responses, b
 		}
 		responses++
 		bytes += r.bytes
-		if r.typeURL == resourcev3.RouteType && r.version == version {
+		if r.typeURL == typeURL && r.version == version {
 			return responses, bytes
 		}
 	}
@@ -258,19 +275,27 @@ func bytesUntilRoutes(tb testing.TB, st adsStream, version string) (responses, b
 // resources that did not change as the previous pointers, as an incremental translator
 // does; the others pass a full rebuild, which the server hashes to find what changed.
 // The "-identity" modes reuse too and version by identity instead of hashing, as
-// `portico run` does (Server.VersionByIdentity).
+// `portico run` does (Server.VersionByIdentity); "delta-vhds-identity" is the client
+// asking for VHDS, as the embedded proxy does: the changed host is a VirtualHost.
 func BenchmarkXDSOneIngressChange(b *testing.B) {
-	for _, mode := range []string{"sotw", "sotw-reused", "sotw-identity", "delta", "delta-reused", "delta-identity"} {
+	for _, mode := range []string{"sotw", "sotw-reused", "sotw-identity", "delta", "delta-reused", "delta-identity", "delta-vhds-identity"} {
 		b.Run(mode, func(b *testing.B) {
 			e := newEditor(b, xdsIngresses)
-			protocol, variant, _ := strings.Cut(mode, "-")
+			protocol, variant := mode, ""
+			if i := strings.LastIndex(mode, "-"); i > 0 {
+				protocol, variant = mode[:i], mode[i+1:]
+			}
 			e.reuse = variant != ""
 			if variant == "identity" {
 				e.srv.VersionByIdentity()
 			}
+			last := resourcev3.RouteType
+			if protocol == "delta-vhds" {
+				last = resourcev3.VirtualHostType
+			}
 			v := e.publish(b)
 			st := openStream(b, e.serve(b), protocol)
-			bytesUntilRoutes(b, st, v)
+			bytesUntil(b, st, last, v)
 			var responses, bytes int
 			var elapsed time.Duration
 			for b.Loop() {
@@ -283,7 +308,7 @@ func BenchmarkXDSOneIngressChange(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				n, size := bytesUntilRoutes(b, st, v)
+				n, size := bytesUntil(b, st, last, v)
 				elapsed += time.Since(start)
 				responses += n
 				bytes += size

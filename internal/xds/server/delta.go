@@ -91,7 +91,7 @@ func mapKey(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).Unsa
 func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) (func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := &deltaWatch{req: req, sub: sub, out: out, typ: typeIndex(req.GetTypeUrl())}
+	w := &deltaWatch{req: req, sub: sub, out: out, typ: watchedSet(req)}
 	w.state = c.stateOf(w)
 	if c.published {
 		sent, err := c.respond(context.Background(), w)
@@ -107,6 +107,16 @@ func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Sub
 		w.state.watched = true
 	}
 	return func() { c.cancel(id) }, nil
+}
+
+// watchedSet is the index of the set that answers req: the route configurations as
+// VHDS clients see them for a client that asks for VHDS.
+func watchedSet(req *cachev3.DeltaRequest) int {
+	i := typeIndex(req.GetTypeUrl())
+	if i == routeIdx && wantsVHDS(req.GetNode()) {
+		return vhdsRouteIdx
+	}
+	return i
 }
 
 // stateOf returns the state the client of w is known to be in, nil if none.
@@ -228,17 +238,18 @@ func (c *deltaCache) respond(ctx context.Context, w *deltaWatch) (bool, error) {
 		ts, log = c.current.set(w.typ), &c.logs[w.typ]
 	}
 	// go-control-plane answers a wildcard subscription's first request even when
-	// there is nothing to send: Envoy waits for it to complete its initialisation.
-	first := w.sub.IsWildcard() && w.req.GetResponseNonce() == ""
+	// there is nothing to send: Envoy waits for it to complete its initialisation, as
+	// it waits for the first answer to a VHDS subscription to a route configuration.
+	first := (w.sub.IsWildcard() && w.req.GetResponseNonce() == "") || subscribesNamespace(w)
 	names, related := c.since(w, log)
 	var d delta
 	switch {
 	case related && w.state.owned:
-		d = incremental(w.sub, w.state.returned, ts, names)
-	case related && !first && !relevant(w.sub, names):
+		d = incremental(w.sub, w.typ, w.state.returned, ts, names)
+	case related && !first && !relevant(w.sub, w.typ, names):
 		// nothing the client holds changed
 	default:
-		d = full(w.sub, ts)
+		d = full(w.sub, w.typ, ts)
 	}
 	if d.empty() && !first {
 		if log != nil {
@@ -321,31 +332,62 @@ func (d delta) apply() {
 	}
 }
 
-// relevant reports whether any of names is covered by sub.
-func relevant(sub cachev3.Subscription, names []string) bool {
-	return slices.ContainsFunc(names, func(name string) bool { return covers(sub, name) })
+// relevant reports whether any of names is covered by sub, a subscription to set typ.
+func relevant(sub cachev3.Subscription, typ int, names []string) bool {
+	return slices.ContainsFunc(names, func(name string) bool { return covers(sub, typ, name) })
 }
 
-// covers reports whether sub covers name, as go-control-plane's createDeltaResponse
-// reads a subscription. What a changed name means to a client is decided here only,
-// so that a namespace subscription (VHDS: a route configuration's name standing for
-// every "<name>/*" virtual host) would be added here, and to full's comparison by
-// name.
-func covers(sub cachev3.Subscription, name string) bool {
+// covers reports whether sub, a subscription to set typ, covers name, as
+// go-control-plane's createDeltaResponse reads a subscription, but for VHDS: a
+// VirtualHost subscription to the name of a route configuration split by VHDS
+// stands for every host of it ("<name>/*"), as Envoy subscribes (namespace matching).
+// What a changed name means to a client is decided here only.
+func covers(sub cachev3.Subscription, typ int, name string) bool {
 	if sub.IsWildcard() {
 		return true
 	}
-	_, ok := sub.SubscribedResources()[name]
+	subscribed := sub.SubscribedResources()
+	if _, ok := subscribed[name]; ok {
+		return true
+	}
+	if typ != vhostIdx {
+		return false
+	}
+	ns, ok := vhdsNamespace(name)
+	if !ok {
+		return false
+	}
+	_, ok = subscribed[ns]
 	return ok
+}
+
+// subscribesNamespace reports whether w's request subscribes to a route
+// configuration's virtual hosts, which Envoy waits for an answer to.
+func subscribesNamespace(w *deltaWatch) bool {
+	return w.typ == vhostIdx && slices.ContainsFunc(w.req.GetResourceNamesSubscribe(), splitByVHDS)
+}
+
+// coversNamespace reports whether sub subscribes to a route configuration's virtual
+// hosts: its names then cover resources other than themselves.
+func coversNamespace(sub cachev3.Subscription, typ int) bool {
+	if typ != vhostIdx {
+		return false
+	}
+	for name := range sub.SubscribedResources() {
+		if splitByVHDS(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // incremental is what go-control-plane's createDeltaResponse sends a client holding
 // returned, the versions of a typeSet from which ts differs by names only (listed
 // once each): the other names are unchanged, so comparing them would find nothing.
-func incremental(sub cachev3.Subscription, returned map[string]string, ts *typeSet, names []string) delta {
+func incremental(sub cachev3.Subscription, typ int, returned map[string]string, ts *typeSet, names []string) delta {
 	d := delta{returned: returned, versions: []string{}}
 	for _, name := range names {
-		if !covers(sub, name) {
+		if !covers(sub, typ, name) {
 			continue
 		}
 		cur, exists := ts.set.get(name)
@@ -362,26 +404,13 @@ func incremental(sub cachev3.Subscription, returned map[string]string, ts *typeS
 }
 
 // full is go-control-plane's createDeltaResponse: ts compared with every version the
-// client holds, into a new map.
-func full(sub cachev3.Subscription, ts *typeSet) delta {
+// client holds, into a new map. sub subscribes to set typ.
+func full(sub cachev3.Subscription, typ int, ts *typeSet) delta {
+	if sub.IsWildcard() || coversNamespace(sub, typ) {
+		return fullByScan(sub, typ, ts)
+	}
 	held := sub.ReturnedResources()
 	var d delta
-	if sub.IsWildcard() {
-		d.returned = make(map[string]string, ts.set.len())
-		for name := range ts.set.names {
-			cur, _ := ts.set.get(name)
-			d.returned[name] = cur.version
-			if prev, ok := held[name]; !ok || prev != cur.version {
-				d.resources = append(d.resources, types.ResourceWithTTL{Resource: cur.resource})
-			}
-		}
-		for name := range held {
-			if _, ok := ts.set.get(name); !ok {
-				d.removed = append(d.removed, name)
-			}
-		}
-		return d
-	}
 	d.returned = make(map[string]string, len(sub.SubscribedResources()))
 	for name := range sub.SubscribedResources() {
 		prev, ok := held[name]
@@ -391,6 +420,29 @@ func full(sub cachev3.Subscription, ts *typeSet) delta {
 			}
 			d.returned[name] = cur.version
 		} else if ok {
+			d.removed = append(d.removed, name)
+		}
+	}
+	return d
+}
+
+// fullByScan is full for a subscription whose names do not list what it covers (a
+// wildcard, a VHDS namespace): every resource of ts is checked against it.
+func fullByScan(sub cachev3.Subscription, typ int, ts *typeSet) delta {
+	held := sub.ReturnedResources()
+	d := delta{returned: make(map[string]string, ts.set.len())}
+	for name := range ts.set.names {
+		if !covers(sub, typ, name) {
+			continue
+		}
+		cur, _ := ts.set.get(name)
+		d.returned[name] = cur.version
+		if prev, ok := held[name]; !ok || prev != cur.version {
+			d.resources = append(d.resources, types.ResourceWithTTL{Resource: cur.resource})
+		}
+	}
+	for name := range held {
+		if _, ok := ts.set.get(name); !ok && covers(sub, typ, name) {
 			d.removed = append(d.removed, name)
 		}
 	}

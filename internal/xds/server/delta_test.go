@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
@@ -30,7 +32,8 @@ import (
 // clients, each client holding one subscription per cache as go-control-plane's
 // stream does, and checks that every watch is answered alike: whether a response is
 // sent, its resources and their versions, its removals, its system version, and the
-// versions the client then holds.
+// versions the client then holds. Clients that ask for VHDS are compared with a second
+// SnapshotCache given the snapshots as such clients see them (vhdsSnapshot).
 func TestDeltaWatchesAnswerAsGoControlPlane(t *testing.T) {
 	for seed := range uint64(16) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -39,17 +42,24 @@ func TestDeltaWatchesAnswerAsGoControlPlane(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				s.VersionByIdentity()
 			}
+			refVHDS := cachev3.NewSnapshotCache(true, allNodes{}, nil)
 			w := newWorld(rng)
 			var clients []*pairedStream
 			for range 4 {
-				for _, typeURL := range append(slices.Clone(allTypes), resource.ScopedRouteType) {
-					clients = append(clients, &pairedStream{t: t, s: s, rng: rng, typeURL: typeURL})
+				for _, typeURL := range append(slices.Clone(allTypes), resource.ScopedRouteType, resource.VirtualHostType) {
+					clients = append(clients, &pairedStream{t: t, s: s, rng: rng, typeURL: typeURL, refCache: s.cache.SnapshotCache})
+				}
+				for _, typeURL := range []string{resource.RouteType, resource.VirtualHostType} {
+					clients = append(clients, &pairedStream{t: t, s: s, rng: rng, typeURL: typeURL, refCache: refVHDS, vhds: true})
 				}
 			}
 			for step := range 200 {
 				if rng.IntN(3) > 0 {
 					w.change()
 					publish(t, s, w.resources(t))
+					if err := refVHDS.SetSnapshot(context.Background(), nodeGroup, vhdsSnapshot{s.current}); err != nil {
+						t.Fatal(err)
+					}
 					for _, c := range clients {
 						c.check(fmt.Sprintf("step %d, publish", step))
 					}
@@ -162,10 +172,12 @@ func (w *world) resources(t testing.TB) *translate.Resources {
 // the server's delta cache, ref by go-control-plane's SnapshotCache, each as
 // go-control-plane's delta server keeps it (stream.Subscription).
 type pairedStream struct {
-	t       *testing.T
-	s       *Server
-	rng     *rand.Rand
-	typeURL string
+	t        *testing.T
+	s        *Server
+	rng      *rand.Rand
+	typeURL  string
+	refCache cachev3.SnapshotCache // go-control-plane's, which ref is served by
+	vhds     bool                  // the client asks for VHDS
 
 	started, open      bool
 	ours, ref          stream.Subscription
@@ -194,7 +206,9 @@ func (c *pairedStream) act(step string, w *world) {
 	}
 }
 
-// names returns a few names, some published, some not, maybe the wildcard.
+// names returns a few names, some published, some not, maybe the wildcard. A
+// VirtualHost subscription to a route configuration's name (a namespace, which
+// go-control-plane does not know) is TestVHDSNamespaceSubscription's.
 func (c *pairedStream) names(w *world) []string {
 	var out []string
 	for range c.rng.IntN(3) {
@@ -202,6 +216,10 @@ func (c *pairedStream) names(w *world) []string {
 		case 0:
 			out = append(out, "*")
 		case 1:
+			if c.typeURL == resource.VirtualHostType {
+				out = append(out, fmt.Sprintf("ingress_http/c%d", c.rng.IntN(14)))
+				continue
+			}
 			out = append(out, "ingress_http")
 		default:
 			out = append(out, fmt.Sprintf("c%d", c.rng.IntN(14)), fmt.Sprintf("s%d", c.rng.IntN(5)))
@@ -249,11 +267,14 @@ func (c *pairedStream) request(step string, subscribe, unsubscribe []string) {
 
 func (c *pairedStream) watch(step string, req *discoveryv3.DeltaDiscoveryRequest) {
 	req.Node = &corev3.Node{Id: "test"}
+	if c.vhds {
+		req.Node = vhdsNode()
+	}
 	var err error
 	if c.cancelOurs, err = c.s.cache.CreateDeltaWatch(req, c.ours, c.oursOut); err != nil {
 		c.t.Fatal(err)
 	}
-	if c.cancel, err = c.s.cache.SnapshotCache.CreateDeltaWatch(req, c.ref, c.refOut); err != nil {
+	if c.cancel, err = c.refCache.CreateDeltaWatch(req, c.ref, c.refOut); err != nil {
 		c.t.Fatal(err)
 	}
 	c.open = true
@@ -371,17 +392,51 @@ func TestDeltaClientConvergesUnderRapidPublishes(t *testing.T) {
 		publish(t, s, w.resources(t))
 	}
 	want := map[string]map[string]string{}
-	for i, typeURL := range typeURLs {
-		want[typeURL] = s.current.set(i).set.flatten().versions
+	for _, typeURL := range allTypes {
+		want[typeURL] = s.current.set(typeIndex(typeURL)).set.flatten().versions
 	}
 	waitFor(t, "the client to hold the last state", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, typeURL := range typeURLs {
+		for _, typeURL := range allTypes {
 			if !maps.Equal(held[typeURL], want[typeURL]) {
 				return false
 			}
 		}
 		return true
 	})
+}
+
+// vhdsSnapshot is a published state as a client that asks for VHDS is served it: the
+// route configurations are vhdsRouteIdx's.
+type vhdsSnapshot struct{ sets state }
+
+func (s vhdsSnapshot) typeSet(typeURL string) *typeSet {
+	if typeURL == resource.RouteType {
+		return s.sets.set(vhdsRouteIdx)
+	}
+	if i := typeIndex(typeURL); i != numTypes {
+		return s.sets.set(i)
+	}
+	return emptyTypeSet
+}
+
+func (s vhdsSnapshot) GetVersion(typeURL string) string { return s.typeSet(typeURL).version }
+func (s vhdsSnapshot) GetResourcesAndTTL(typeURL string) map[string]types.ResourceWithTTL {
+	return s.typeSet(typeURL).sotw()
+}
+func (s vhdsSnapshot) GetResources(typeURL string) map[string]types.Resource {
+	return s.typeSet(typeURL).set.flatten().resources
+}
+func (s vhdsSnapshot) ConstructVersionMap() error { return nil }
+func (s vhdsSnapshot) GetVersionMap(typeURL string) map[string]string {
+	return s.typeSet(typeURL).set.flatten().versions
+}
+
+func vhdsNode() *corev3.Node {
+	md, err := structpb.NewStruct(map[string]any{vhdsMetadataKey: true})
+	if err != nil {
+		panic(err)
+	}
+	return &corev3.Node{Id: "test", Metadata: md}
 }

@@ -53,6 +53,8 @@ type Server struct {
 	callbacks serverv3.Callbacks
 	// identityVersions: see VersionByIdentity.
 	identityVersions bool
+	// vhds derives what VHDS clients are served from the route configurations.
+	vhds *vhdsView
 }
 
 // VersionByIdentity tells the server that its publisher passes a resource whose content
@@ -78,6 +80,7 @@ func New(logger *slog.Logger, callbacks serverv3.Callbacks) *Server {
 		logger:    logger,
 		callbacks: callbacks,
 		refs:      []*refIndex{newRefIndex(clusterIdx, endpointIdx), newRefIndex(listenerIdx, routeIdx)},
+		vhds:      newVHDSView(),
 	}
 }
 
@@ -137,8 +140,10 @@ func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string,
 // resolved (as go-control-plane's Snapshot.Consistent requires for ADS).
 // revert undoes what nextState recorded, for a state that is not published after all.
 func (s *Server) nextState(res *translate.Resources, version string) (next state, diffs [numTypes]diff, revert func(), err error) {
-	for i, items := range inputs(res) {
-		ts, d, err := s.current.set(i).next(items, version, s.identityVersions)
+	items := inputs(res)
+	items[vhdsRouteIdx], items[vhostIdx] = s.vhds.derive(res.Routes)
+	for i := range numTypes {
+		ts, d, err := s.current.set(i).next(items[i], version, s.identityVersions)
 		if err != nil {
 			return state{}, diffs, nil, err
 		}

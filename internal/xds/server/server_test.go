@@ -154,12 +154,7 @@ type deltaClient struct {
 
 func newDeltaClient(t *testing.T, c discoveryv3.AggregatedDiscoveryServiceClient, known map[string]map[string]string) *deltaClient {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s, err := c.DeltaAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openDeltaStream(t, c)
 	for _, typeURL := range allTypes {
 		req := &discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "test"}, TypeUrl: typeURL,
 			ResourceNamesSubscribe: []string{"*"}, InitialResourceVersions: known[typeURL]}
@@ -180,6 +175,18 @@ func (c *deltaClient) recv() *discoveryv3.DeltaDiscoveryResponse {
 		c.t.Fatal(err)
 	}
 	return resp
+}
+
+// openDeltaStream opens a delta ADS stream, closed when the test ends.
+func openDeltaStream(t *testing.T, c discoveryv3.AggregatedDiscoveryServiceClient) discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := c.DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // summaries receives n responses and returns their summaries.

@@ -11,26 +11,35 @@ import (
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
-// The published types, in the order go-control-plane answers ADS watches (clusters and
-// their endpoints before the listeners and routes that use them).
+// The published sets, in the order go-control-plane answers ADS watches (clusters and
+// their endpoints before the listeners and routes that use them). The first five are
+// what the translator publishes; the last two are derived from its route
+// configurations for VHDS clients (see vhds.go): vhostIdx the VirtualHost resources,
+// vhdsRouteIdx the route configurations as those clients see them, which are served
+// under the RouteConfiguration type in place of routeIdx's.
 const (
 	clusterIdx = iota
 	endpointIdx
 	listenerIdx
 	routeIdx
+	vhostIdx
 	secretIdx
+	vhdsRouteIdx
 	numTypes
 )
 
 var typeURLs = [numTypes]string{
-	clusterIdx:  resource.ClusterType,
-	endpointIdx: resource.EndpointType,
-	listenerIdx: resource.ListenerType,
-	routeIdx:    resource.RouteType,
-	secretIdx:   resource.SecretType,
+	clusterIdx:   resource.ClusterType,
+	endpointIdx:  resource.EndpointType,
+	listenerIdx:  resource.ListenerType,
+	routeIdx:     resource.RouteType,
+	vhostIdx:     resource.VirtualHostType,
+	secretIdx:    resource.SecretType,
+	vhdsRouteIdx: resource.RouteType,
 }
 
-// typeIndex maps a type URL to its index, numTypes for a type never published.
+// typeIndex maps a type URL to its index as served to a client that is not a VHDS
+// client, numTypes for a type never published.
 func typeIndex(typeURL string) int {
 	for i, u := range typeURLs {
 		if u == typeURL {
@@ -322,7 +331,7 @@ func (s *state) set(i int) *typeSet {
 	return s[i]
 }
 
-// inputs orders res like the type indexes.
+// inputs orders res like the type indexes; the derived sets have none.
 func inputs(res *translate.Resources) [numTypes][]types.Resource {
 	return [numTypes][]types.Resource{
 		clusterIdx:  res.Clusters,

@@ -1,0 +1,267 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// vhdsWorld is a configuration of plain-HTTP hosts, one cluster each, in which a
+// changed host is a new VirtualHost and every other one keeps its pointer, as the
+// incremental translator publishes them.
+type vhdsWorld struct {
+	t        testing.TB
+	listener types.Resource
+	hosts    map[string]*routev3.VirtualHost
+	variant  map[string]int
+	clusters map[string][2]types.Resource // a host's cluster and load assignment
+}
+
+func newVHDSWorld(t testing.TB, hosts ...string) *vhdsWorld {
+	w := &vhdsWorld{t: t, listener: httpListener(t, translate.RouteHTTP), hosts: map[string]*routev3.VirtualHost{}, variant: map[string]int{},
+		clusters: map[string][2]types.Resource{}}
+	for _, h := range hosts {
+		w.set(h)
+	}
+	return w
+}
+
+// set adds host, or changes its content.
+func (w *vhdsWorld) set(host string) {
+	w.variant[host]++
+	vh := routes(translate.RouteHTTP, host).VirtualHosts[0]
+	vh.Domains = append(vh.Domains, fmt.Sprintf("v%d.%s.example.com", w.variant[host], host))
+	w.hosts[host] = vh
+	if _, ok := w.clusters[host]; !ok {
+		w.clusters[host] = [2]types.Resource{edsCluster(host), assignment(host)}
+	}
+}
+
+func (w *vhdsWorld) remove(host string) {
+	delete(w.hosts, host)
+	delete(w.clusters, host)
+}
+
+func (w *vhdsWorld) resources() *translate.Resources {
+	rc := &routev3.RouteConfiguration{Name: translate.RouteHTTP}
+	res := &translate.Resources{Listeners: []types.Resource{w.listener}, Routes: []types.Resource{rc}}
+	for _, h := range slices.Sorted(maps.Keys(w.hosts)) {
+		rc.VirtualHosts = append(rc.VirtualHosts, w.hosts[h])
+		res.Clusters = append(res.Clusters, w.clusters[h][0])
+		res.Endpoints = append(res.Endpoints, w.clusters[h][1])
+	}
+	return res
+}
+
+// newEnvoyLikeClient opens a delta ADS stream that asks for VHDS and subscribes as
+// Envoy does: listeners and clusters by wildcard, the route configuration and the
+// load assignments by name, and the VHDS namespace of the route configuration.
+func newEnvoyLikeClient(t *testing.T, c discoveryv3.AggregatedDiscoveryServiceClient, clusters ...string) *deltaClient {
+	t.Helper()
+	s := openDeltaStream(t, c)
+	subs := []struct {
+		typeURL string
+		names   []string
+	}{
+		{resource.ClusterType, []string{"*"}},
+		{resource.EndpointType, clusters},
+		{resource.ListenerType, []string{"*"}},
+		{resource.RouteType, []string{translate.RouteHTTP}},
+		{resource.VirtualHostType, []string{translate.RouteHTTP}},
+	}
+	for _, sub := range subs {
+		req := &discoveryv3.DeltaDiscoveryRequest{Node: vhdsNode(), TypeUrl: sub.typeURL, ResourceNamesSubscribe: sub.names}
+		if err := s.Send(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &deltaClient{t: t, s: s}
+}
+
+// TestVHDSClientsAreSentTheHostsThatChanged checks what a client that asks for VHDS
+// receives: the route configuration without its hosts, pointing at VHDS over ADS, then
+// one VirtualHost resource per host, named and sent as Envoy expects; a one-host
+// change sends that host only, where a client without VHDS is sent every host again.
+func TestVHDSClientsAreSentTheHostsThatChanged(t *testing.T) {
+	for _, byIdentity := range []bool{false, true} {
+		t.Run(fmt.Sprint("byIdentity=", byIdentity), func(t *testing.T) {
+			s := New(slog.New(slog.DiscardHandler), nil)
+			if byIdentity {
+				s.VersionByIdentity()
+			}
+			w := newVHDSWorld(t, "a", "b")
+			publish(t, s, w.resources())
+			conn := serve(t, s)
+			c := newEnvoyLikeClient(t, conn, "a", "b")
+			plain := newDeltaClient(t, conn, nil)
+			byType := map[string]*discoveryv3.DeltaDiscoveryResponse{}
+			for range 5 {
+				resp := c.recv()
+				byType[resp.GetTypeUrl()] = resp
+			}
+			plain.summaries(len(allTypes))
+
+			checkShell(t, byType[resource.RouteType])
+			hosts := checkVirtualHosts(t, byType[resource.VirtualHostType])
+			if got := slices.Sorted(maps.Keys(hosts)); !slices.Equal(got, []string{"ingress_http/a", "ingress_http/b"}) {
+				t.Fatalf("virtual hosts %q, want ingress_http/a and ingress_http/b", got)
+			}
+			if got, want := hosts["ingress_http/a"].GetDomains(), w.hosts["a"].GetDomains(); !slices.Equal(got, want) {
+				t.Errorf("ingress_http/a has domains %q, want the inline host's %q", got, want)
+			}
+
+			// One host added: its cluster, its endpoints, and that host.
+			w.set("c")
+			v := publish(t, s, w.resources())
+			got := c.summaries(2)
+			if want := []string{"Cluster v" + v + " +c", "VirtualHost v" + v + " +ingress_http/c"}; !slices.Equal(got, want) {
+				t.Errorf("after adding a host: %q, want %q", got, want)
+			}
+			if got := plain.summaries(3); got[2] != "RouteConfiguration v"+v+" +ingress_http" {
+				t.Errorf("a client without VHDS got %q, want the route configuration whole", got)
+			}
+
+			// One host changed: that host only, where the client without VHDS gets
+			// the route configuration with every host.
+			w.set("b")
+			v = publish(t, s, w.resources())
+			vhosts := c.recv()
+			if got, want := summary(vhosts), "VirtualHost v"+v+" +ingress_http/b"; got != want {
+				t.Errorf("after changing a host: %q, want %q", got, want)
+			}
+			routes := plain.recv()
+			if got, want := summary(routes), "RouteConfiguration v"+v+" +ingress_http"; got != want {
+				t.Errorf("a client without VHDS got %q, want %q", got, want)
+			}
+			if got := checkVirtualHosts(t, vhosts)["ingress_http/b"].GetDomains(); !slices.Equal(got, w.hosts["b"].GetDomains()) {
+				t.Errorf("ingress_http/b has domains %q, want %q", got, w.hosts["b"].GetDomains())
+			}
+
+			// One host removed: its removal, then (make before break) its cluster's.
+			// The server pushes a type once its previous response is ACKed: wait for
+			// both clients' ACKs, as clients at rest have sent them.
+			waitFor(t, "the clients' ACKs", func() bool { return s.cache.numWatches() == 2*5 })
+			w.remove("a")
+			v = publish(t, s, w.resources())
+			got = c.summaries(3)
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"VirtualHost v" + fmt.Sprint(n-1) + " -ingress_http/a", "Cluster v" + v + " -a", "ClusterLoadAssignment v" + v + " -a"}
+			if !slices.Equal(got, want) {
+				t.Errorf("after removing a host: %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestVHDSSendsInProportionToTheChange measures what one changed host sends at 1,000
+// hosts: the VHDS client gets one host, the other client every host.
+func TestVHDSSendsInProportionToTheChange(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler), nil)
+	s.VersionByIdentity()
+	var names []string
+	for i := range 1000 {
+		names = append(names, fmt.Sprintf("h%04d", i))
+	}
+	w := newVHDSWorld(t, names...)
+	publish(t, s, w.resources())
+	conn := serve(t, s)
+	c := newEnvoyLikeClient(t, conn, names...)
+	plain := newDeltaClient(t, conn, nil)
+	c.summaries(5)
+	plain.summaries(len(allTypes))
+
+	w.set("h0500")
+	publish(t, s, w.resources())
+	vhds, whole := proto.Size(c.recv()), proto.Size(plain.recv())
+	t.Logf("one host changed among 1,000: %d bytes with VHDS, %d without", vhds, whole)
+	if vhds*100 > whole {
+		t.Errorf("one host changed among 1,000: %d bytes with VHDS, %d without: want less than 1%%", vhds, whole)
+	}
+}
+
+// TestVHDSNamespaceSubscriptionIsAnswered checks that a subscription to a route
+// configuration's virtual hosts is answered even when it has none: Envoy holds its
+// initialisation until then.
+func TestVHDSNamespaceSubscriptionIsAnswered(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler), nil)
+	w := newVHDSWorld(t)
+	publish(t, s, w.resources())
+	c := newEnvoyLikeClient(t, serve(t, s))
+	var got []string
+	for range 5 {
+		got = append(got, summary(c.recv()))
+	}
+	slices.Sort(got)
+	want := []string{"Cluster v1", "ClusterLoadAssignment v1", "Listener v1 +ingress_http", "RouteConfiguration v1 +ingress_http", "VirtualHost v1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("first responses %q, want %q", got, want)
+	}
+	w.set("a")
+	v := publish(t, s, w.resources())
+	if got, want := summary(c.recv()), "Cluster v"+v+" +a"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// The load assignments' first request named none: a legacy wildcard.
+	if got, want := summary(c.recv()), "ClusterLoadAssignment v"+v+" +a"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := summary(c.recv()), "VirtualHost v"+v+" +ingress_http/a"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// checkShell checks that resp carries the route configuration as a VHDS client must
+// see it: no virtual hosts, VHDS over ADS, valid.
+func checkShell(t *testing.T, resp *discoveryv3.DeltaDiscoveryResponse) {
+	t.Helper()
+	if len(resp.GetResources()) != 1 {
+		t.Fatalf("route configurations %q, want one", summary(resp))
+	}
+	rc := &routev3.RouteConfiguration{}
+	if err := resp.GetResources()[0].GetResource().UnmarshalTo(rc); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ValidateAll(); err != nil {
+		t.Errorf("route configuration: %v", err)
+	}
+	if len(rc.GetVirtualHosts()) != 0 || rc.GetVhds().GetConfigSource().GetAds() == nil ||
+		rc.GetVhds().GetConfigSource().GetResourceApiVersion() != corev3.ApiVersion_V3 {
+		t.Errorf("route configuration %v: want no virtual hosts and VHDS over ADS (v3)", rc)
+	}
+}
+
+// checkVirtualHosts decodes the VirtualHost resources of resp, checking each is valid
+// and that its message is named as its resource (Envoy keys its VHDS table so).
+func checkVirtualHosts(t *testing.T, resp *discoveryv3.DeltaDiscoveryResponse) map[string]*routev3.VirtualHost {
+	t.Helper()
+	out := map[string]*routev3.VirtualHost{}
+	for _, r := range resp.GetResources() {
+		vh := &routev3.VirtualHost{}
+		if err := r.GetResource().UnmarshalTo(vh); err != nil {
+			t.Fatal(err)
+		}
+		if err := vh.ValidateAll(); err != nil {
+			t.Errorf("virtual host %q: %v", r.GetName(), err)
+		}
+		if vh.GetName() != r.GetName() {
+			t.Errorf("virtual host resource %q holds a message named %q", r.GetName(), vh.GetName())
+		}
+		out[r.GetName()] = vh
+	}
+	return out
+}
