@@ -141,9 +141,17 @@ func (s *Server) Publish(ctx context.Context, res *translate.Resources) (string,
 // revert undoes what nextState recorded, for a state that is not published after all.
 func (s *Server) nextState(res *translate.Resources, version string) (next state, diffs [numTypes]diff, revert func(), err error) {
 	items := inputs(res)
-	items[vhdsRouteIdx], items[vhostIdx] = s.vhds.derive(res.Routes)
+	vhds, shells, hosts := s.vhds.derive(res.Routes)
+	items[vhdsRouteIdx] = shells
 	for i := range numTypes {
-		ts, d, err := s.current.set(i).next(items[i], version, s.identityVersions)
+		var ts *typeSet
+		var d diff
+		var err error
+		if i == vhostIdx {
+			ts, d, err = s.current.set(i).nextByDiff(hosts.changed, hosts.removed, version, s.identityVersions)
+		} else {
+			ts, d, err = s.current.set(i).next(items[i], version, s.identityVersions)
+		}
 		if err != nil {
 			return state{}, diffs, nil, err
 		}
@@ -163,6 +171,9 @@ func (s *Server) nextState(res *translate.Resources, version string) (next state
 		}
 		reverts = append(reverts, r)
 	}
+	prevView := s.vhds
+	s.vhds = vhds
+	reverts = append(reverts, func() { s.vhds = prevView })
 	return next, diffs, revert, nil
 }
 

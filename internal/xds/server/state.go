@@ -101,56 +101,100 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 	if samePointers(prev.order, items) {
 		return prev, diff{}, nil
 	}
-	var d diff
-	var stored []*encoded // the changed resources, and equal ones under a new pointer
-	versions := make(map[string]string)
+	c := prev.change(version, byIdentity)
 	seen := 0
 	for i, r := range items {
 		if i < len(prev.order) && prev.order[i] == r {
 			seen++ // the same resource at the same position
 			continue
 		}
-		name := cachev3.GetResourceName(r)
-		old, known := prev.set.get(name)
+		known, err := c.add(r)
+		if err != nil {
+			return nil, diff{}, err
+		}
 		if known {
 			seen++
-			if old.resource.Resource == r {
-				continue
-			}
 		}
-		if _, dup := versions[name]; dup {
-			return nil, diff{}, fmt.Errorf("%s %q: published twice", shortType(typeURLOf(r)), name)
-		}
-		e := encode(r, old.resource)
-		v := version
-		if !byIdentity {
-			var err error
-			if v, err = resourceVersion(e); err != nil {
-				return nil, diff{}, fmt.Errorf("%s %q: %w", shortType(typeURLOf(r)), name, err)
-			}
-		}
-		versions[name] = v
-		// Equal resources under new pointers are stored too, so that the next
-		// Publish, which passes those pointers, finds them without hashing.
-		stored = append(stored, e)
-		if known && old.version == v {
-			continue
-		}
-		d.changed = append(d.changed, r)
 	}
 	// Names are unique in a publish (the translator's contract), so every previous
 	// name was seen exactly when none was removed.
+	var removed []string
 	if seen != prev.set.len() {
-		d.removed = removedNames(prev.set, items)
+		removed = removedNames(prev.set, items)
 	}
-	ts := prev.apply(stored, d.removed, versions)
+	ts, d := c.done(removed)
 	ts.order = items
-	if !d.empty() || prev.version == "" {
+	return ts, d, nil
+}
+
+// nextByDiff is next for a publish given as what differs from prev: the resources
+// that may have changed, and the names of those removed.
+func (prev *typeSet) nextByDiff(changed []types.Resource, removed []string, version string, byIdentity bool) (*typeSet, diff, error) {
+	if len(changed) == 0 && len(removed) == 0 && prev.version != "" {
+		return prev, diff{}, nil
+	}
+	c := prev.change(version, byIdentity)
+	for _, r := range changed {
+		if _, err := c.add(r); err != nil {
+			return nil, diff{}, err
+		}
+	}
+	ts, d := c.done(removed)
+	return ts, d, nil
+}
+
+// typeChange gathers what a publish changes in a typeSet.
+type typeChange struct {
+	prev       *typeSet
+	version    string
+	byIdentity bool
+	d          diff
+	stored     []*encoded // the changed resources, and equal ones under a new pointer
+	versions   map[string]string
+}
+
+func (prev *typeSet) change(version string, byIdentity bool) *typeChange {
+	return &typeChange{prev: prev, version: version, byIdentity: byIdentity, versions: map[string]string{}}
+}
+
+// add notes r, a resource of the publish other than the one prev has at its
+// position, and reports whether prev has its name.
+func (c *typeChange) add(r types.Resource) (known bool, err error) {
+	name := cachev3.GetResourceName(r)
+	old, known := c.prev.set.get(name)
+	if known && old.resource.Resource == r {
+		return true, nil
+	}
+	if _, dup := c.versions[name]; dup {
+		return known, fmt.Errorf("%s %q: published twice", shortType(typeURLOf(r)), name)
+	}
+	e := encode(r, old.resource)
+	v := c.version
+	if !c.byIdentity {
+		if v, err = resourceVersion(e); err != nil {
+			return known, fmt.Errorf("%s %q: %w", shortType(typeURLOf(r)), name, err)
+		}
+	}
+	c.versions[name] = v
+	// Equal resources under new pointers are stored too, so that the next
+	// Publish, which passes those pointers, finds them without hashing.
+	c.stored = append(c.stored, e)
+	if !known || old.version != v {
+		c.d.changed = append(c.d.changed, r)
+	}
+	return known, nil
+}
+
+// done returns the typeSet with what was added, and removed (names prev has).
+func (c *typeChange) done(removed []string) (*typeSet, diff) {
+	c.d.removed = removed
+	ts := c.prev.apply(c.stored, removed, c.versions)
+	if !c.d.empty() || c.prev.version == "" {
 		// A type is stamped at its first publish even when empty: a SotW client
 		// must get an answer to complete its initialisation.
-		ts.version = version
+		ts.version = c.version
 	}
-	return ts, d, nil
+	return ts, c.d
 }
 
 // apply returns a copy of prev with the changed resources (of the versions given by

@@ -2,7 +2,6 @@ package server
 
 import (
 	"maps"
-	"slices"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -53,7 +52,7 @@ func vhdsNamespace(name string) (string, bool) {
 // virtual hosts are VirtualHost resources named "<rc name>/<host name>" (Envoy's
 // naming convention, which on-demand lookups would rely on), whose message name is the
 // resource name too, since Envoy keys its VHDS table, and the removals it applies, by
-// the message name.
+// the message name. Never modified once made.
 type vhdsRouteConfig struct {
 	source *routev3.RouteConfiguration
 	shell  *routev3.RouteConfiguration
@@ -61,24 +60,28 @@ type vhdsRouteConfig struct {
 	named  []*routev3.VirtualHost // hosts renamed, by position
 }
 
-// vhdsView derives, from each publish's route configurations, the sets VHDS clients are
-// served: the route configurations with the split ones' hosts taken out, and the
-// VirtualHost resources. A host passed as the same pointer as before keeps its derived
-// resource (the same pointer), so unchanged hosts are unchanged for the typeSet too,
-// without marshalling them. It belongs to the Server, under its lock.
+// vhdsView is what VHDS clients were served from the route configurations of the last
+// publish: the split route configurations by name. A host passed as the same pointer
+// as before keeps its derived resource (the same pointer), so that what a publish
+// changes in the VirtualHost resources costs in proportion to the hosts that changed.
+// Never modified once made: a publish that fails keeps the previous view.
 type vhdsView struct {
 	split map[string]*vhdsRouteConfig
-	// vhosts is the last VirtualHost list returned, reused while the split route
-	// configurations are the same.
-	vhosts []types.Resource
 }
 
 func newVHDSView() *vhdsView { return &vhdsView{split: map[string]*vhdsRouteConfig{}} }
 
-// derive returns routes as VHDS clients see them, and the VirtualHost resources.
-func (v *vhdsView) derive(routes []types.Resource) (shells, vhosts []types.Resource) {
+// vhostDiff is what a publish changes in the VirtualHost resources.
+type vhostDiff struct {
+	changed []types.Resource
+	removed []string
+}
+
+// derive returns the view of routes, the route configurations as VHDS clients see
+// them, and what changed in the VirtualHost resources since v.
+func (v *vhdsView) derive(routes []types.Resource) (next *vhdsView, shells []types.Resource, d vhostDiff) {
+	next = v
 	shells = make([]types.Resource, 0, len(routes))
-	changed := false
 	seen := 0
 	for _, r := range routes {
 		rc, ok := r.(*routev3.RouteConfiguration)
@@ -87,89 +90,133 @@ func (v *vhdsView) derive(routes []types.Resource) (shells, vhosts []types.Resou
 			continue
 		}
 		seen++
-		sp := v.split[rc.GetName()]
-		if sp == nil {
-			sp = &vhdsRouteConfig{}
-			v.split[rc.GetName()] = sp
+		prev := v.split[rc.GetName()]
+		if prev == nil {
+			prev = &vhdsRouteConfig{}
 		}
-		if sp.source != rc {
-			sp.update(rc)
-			changed = true
+		sp := prev
+		if prev.source != rc {
+			sp = prev.next(rc, &d)
+			if next == v {
+				next = &vhdsView{split: maps.Clone(v.split)}
+			}
+			next.split[rc.GetName()] = sp
 		}
 		shells = append(shells, sp.shell)
 	}
-	if seen != len(v.split) {
-		v.forgetAbsent(routes)
-		changed = true
+	if seen != len(next.split) {
+		next = next.without(routes, v, &d)
 	}
-	if changed || v.vhosts == nil {
-		v.vhosts = v.allHosts()
-	}
-	return shells, v.vhosts
+	return next, shells, d
 }
 
-// forgetAbsent drops the split route configurations that routes no longer has.
-func (v *vhdsView) forgetAbsent(routes []types.Resource) {
+// without returns the view without the split route configurations that routes no
+// longer has, noting their hosts' removal in d.
+func (v *vhdsView) without(routes []types.Resource, prev *vhdsView, d *vhostDiff) *vhdsView {
 	present := make(map[string]bool, len(v.split))
 	for _, r := range routes {
 		if rc, ok := r.(*routev3.RouteConfiguration); ok {
 			present[rc.GetName()] = true
 		}
 	}
-	for name := range v.split {
-		if !present[name] {
-			delete(v.split, name)
-		}
+	out := v
+	if out == prev {
+		out = &vhdsView{split: maps.Clone(v.split)}
 	}
+	for name, sp := range out.split {
+		if present[name] {
+			continue
+		}
+		for _, h := range sp.named {
+			d.removed = append(d.removed, h.GetName())
+		}
+		delete(out.split, name)
+	}
+	return out
 }
 
-// allHosts lists the VirtualHost resources of every split route configuration.
-func (v *vhdsView) allHosts() []types.Resource {
-	n := 0
-	for _, sp := range v.split {
-		n += len(sp.named)
+// next derives the VHDS form of rc, a new version of sp's route configuration,
+// reusing what it shares with sp, and notes in d the hosts added, changed and removed.
+func (sp *vhdsRouteConfig) next(rc *routev3.RouteConfiguration, d *vhostDiff) *vhdsRouteConfig {
+	out := &vhdsRouteConfig{source: rc, shell: sp.shell, hosts: rc.GetVirtualHosts()}
+	if shell := vhdsShell(rc); sp.shell == nil || !proto.Equal(sp.shell, shell) {
+		out.shell = shell
 	}
-	out := make([]types.Resource, 0, n)
-	for _, name := range slices.Sorted(maps.Keys(v.split)) {
-		for _, h := range v.split[name].named {
-			out = append(out, h)
+	out.named = make([]*routev3.VirtualHost, len(out.hosts))
+	reused := make([]bool, len(sp.hosts))
+	var missed []int
+	match := hostMatcher{prev: sp.hosts}
+	for i, h := range out.hosts {
+		if j, ok := match.find(h); ok {
+			out.named[i], reused[j] = sp.named[j], true
+		} else {
+			missed = append(missed, i)
+		}
+	}
+	if len(missed) > 0 {
+		// The hosts the walk missed are among those it did not reuse, which are
+		// few unless the hosts were reordered.
+		left := make(map[*routev3.VirtualHost]int)
+		for j, ok := range reused {
+			if !ok {
+				left[sp.hosts[j]] = j
+			}
+		}
+		added := make(map[string]bool, len(missed))
+		for _, i := range missed {
+			h := out.hosts[i]
+			if j, ok := left[h]; ok {
+				out.named[i], reused[j] = sp.named[j], true
+				continue
+			}
+			out.named[i] = renamedVirtualHost(h, rc.GetName()+"/"+h.GetName())
+			d.changed = append(d.changed, out.named[i])
+			added[out.named[i].GetName()] = true
+		}
+		for j, ok := range reused {
+			// A host replaced under the same name is changed, not removed.
+			if name := sp.named[j].GetName(); !ok && !added[name] {
+				d.removed = append(d.removed, name)
+			}
+		}
+	} else if len(out.hosts) < len(sp.hosts) {
+		for j, ok := range reused {
+			if !ok {
+				d.removed = append(d.removed, sp.named[j].GetName())
+			}
 		}
 	}
 	return out
 }
 
-// update derives sp from rc, a new version of its route configuration, reusing what
-// derives from the hosts and fields it shares with the previous one.
-func (sp *vhdsRouteConfig) update(rc *routev3.RouteConfiguration) {
+// vhdsShell is rc without its virtual hosts, which VHDS serves over ADS.
+func vhdsShell(rc *routev3.RouteConfiguration) *routev3.RouteConfiguration {
 	shell := withoutVirtualHosts(rc).(*routev3.RouteConfiguration)
 	shell.Vhds = &routev3.Vhds{ConfigSource: &corev3.ConfigSource{
 		ResourceApiVersion:    corev3.ApiVersion_V3,
 		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
 	}}
-	if sp.shell == nil || !proto.Equal(sp.shell, shell) {
-		sp.shell = shell
+	return shell
+}
+
+// hostMatcher finds, for most hosts of a new version of a route configuration, the
+// same host among those of the previous one without indexing them: a publish adds,
+// removes or replaces a few hosts and keeps the others in order (the translator sorts
+// them), so the position after the last match, and its neighbours, are tried.
+type hostMatcher struct {
+	prev []*routev3.VirtualHost
+	next int // the position after the last match, or after the last miss
+}
+
+func (m *hostMatcher) find(h *routev3.VirtualHost) (int, bool) {
+	for _, j := range [...]int{m.next, m.next + 1, m.next - 1} {
+		if j >= 0 && j < len(m.prev) && m.prev[j] == h {
+			m.next = j + 1
+			return j, true
+		}
 	}
-	hosts := rc.GetVirtualHosts()
-	named := make([]*routev3.VirtualHost, len(hosts))
-	var byHost map[*routev3.VirtualHost]*routev3.VirtualHost // made at the first host out of place
-	for i, h := range hosts {
-		if i < len(sp.hosts) && sp.hosts[i] == h {
-			named[i] = sp.named[i]
-			continue
-		}
-		if byHost == nil {
-			byHost = make(map[*routev3.VirtualHost]*routev3.VirtualHost, len(sp.hosts))
-			for j, old := range sp.hosts {
-				byHost[old] = sp.named[j]
-			}
-		}
-		if known, ok := byHost[h]; ok {
-			named[i] = known
-			continue
-		}
-		named[i] = renamedVirtualHost(h, rc.GetName()+"/"+h.GetName())
-	}
-	sp.source, sp.hosts, sp.named = rc, hosts, named
+	m.next++ // a replaced host: the next one is at the position after it
+	return 0, false
 }
 
 // renamedVirtualHost returns a VirtualHost sharing every field of h but its name.

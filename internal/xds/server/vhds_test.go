@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -264,4 +266,78 @@ func checkVirtualHosts(t *testing.T, resp *discoveryv3.DeltaDiscoveryResponse) m
 		out[r.GetName()] = vh
 	}
 	return out
+}
+
+// TestVHDSViewFollowsTheRouteConfiguration publishes random sequences of hosts added,
+// changed, removed and reordered, with a publish that fails now and then, and checks
+// after each that the VirtualHost resources are exactly the route configuration's
+// hosts, renamed, and that what changed in them is the hosts that changed: the
+// others keep their version, so no client is sent them again, even when the hosts
+// were reordered.
+func TestVHDSViewFollowsTheRouteConfiguration(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			s := New(slog.New(slog.DiscardHandler), nil)
+			if seed%2 == 0 {
+				s.VersionByIdentity()
+			}
+			w := newVHDSWorld(t)
+			for step := range 150 {
+				before, clusters := maps.Clone(w.hosts), maps.Clone(w.clusters)
+				for range rng.IntN(4) {
+					host := fmt.Sprintf("h%d", rng.IntN(20))
+					if _, ok := w.hosts[host]; ok && rng.IntN(3) == 0 {
+						w.remove(host)
+					} else {
+						w.set(host)
+					}
+				}
+				res := w.resources()
+				if rng.IntN(5) == 0 {
+					rc := res.Routes[0].(*routev3.RouteConfiguration)
+					rng.Shuffle(len(rc.VirtualHosts), func(i, j int) { rc.VirtualHosts[i], rc.VirtualHosts[j] = rc.VirtualHosts[j], rc.VirtualHosts[i] })
+				}
+				prev := s.current.set(vhostIdx).set.flatten().versions
+				if rng.IntN(8) == 0 {
+					// A cluster missing: the publish fails, the previous state stays.
+					res.Clusters = res.Clusters[:0]
+					if len(w.hosts) > 0 {
+						if _, err := s.Publish(context.Background(), res); err == nil {
+							t.Fatalf("step %d: a publish with routes to missing clusters succeeded", step)
+						}
+					}
+					w.hosts, w.clusters = before, clusters
+					continue
+				}
+				publish(t, s, res)
+				checkVHDSView(t, step, s, w, before, prev)
+			}
+		})
+	}
+}
+
+// checkVHDSView checks the published VirtualHost resources against w, whose hosts were
+// before at the previous publish, when the resources had the versions prev.
+func checkVHDSView(t *testing.T, step int, s *Server, w *vhdsWorld, before map[string]*routev3.VirtualHost, prev map[string]string) {
+	t.Helper()
+	set := s.current.set(vhostIdx).set.flatten()
+	if len(set.resources) != len(w.hosts) {
+		t.Fatalf("step %d: %d VirtualHost resources for %d hosts", step, len(set.resources), len(w.hosts))
+	}
+	for host, vh := range w.hosts {
+		name := translate.RouteHTTP + "/" + host
+		r, ok := set.resources[name]
+		if !ok {
+			t.Fatalf("step %d: no VirtualHost %q", step, name)
+		}
+		want := proto.Clone(vh).(*routev3.VirtualHost)
+		want.Name = name
+		if got := r.(*encoded).Resource; !proto.Equal(got, want) {
+			t.Fatalf("step %d: VirtualHost %q is %v, want %v", step, name, got, want)
+		}
+		if before[host] == vh && set.versions[name] != prev[name] {
+			t.Errorf("step %d: the unchanged host %q changed version %q -> %q", step, name, prev[name], set.versions[name])
+		}
+	}
 }
