@@ -33,7 +33,7 @@ func maxPatch(n int) int { return n/8 + 16 }
 // what a full build would refuse (a duplicate domain, a direct response
 // too long), though the full build is left to say it.
 func patchRouteTable(prev *routeTable, entries []tableEntry) (t *routeTable, ok bool, err error) {
-	t = &routeTable{name: prev.name, level: prev.level, shell: prev.shell, id: new(tableID),
+	t = &routeTable{name: prev.name, level: prev.level, shell: prev.shell, vhds: prev.vhds, inline: prev.inline, id: new(tableID),
 		slots: prev.slots, domains: prev.domains, vhosts: make([]*virtualHost, len(entries))}
 	kept := make([]bool, len(prev.vhosts))
 	patch := &tablePatch{from: prev.id}

@@ -82,8 +82,15 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 		}
 		entries[i] = tableEntry{prev: -1, def: def}
 	}
+	t, err := nextTable(prev, entries)
+	return t, err == nil
+}
+
+// nextTable returns the next version of prev, whose virtual hosts are
+// entries: patched from prev when that pays, else built in full.
+func nextTable(prev *routeTable, entries []tableEntry) (*routeTable, error) {
 	if t, ok, err := patchRouteTable(prev, entries); ok {
-		return t, err == nil
+		return t, err
 	}
 	t, err := buildRouteTable(prev.name, prev.level, len(entries), func(i int) (*vhostDef, bool, error) {
 		if e := entries[i]; e.def != nil {
@@ -92,10 +99,10 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 		return prev.vhosts[entries[i].prev].vhostDef, false, nil
 	})
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	t.shell = prev.shell
-	return t, true
+	t.shell, t.vhds, t.inline = prev.shell, prev.vhds, prev.inline
+	return t, nil
 }
 
 // decodeVirtualHost decodes, validates and converts one virtual host of a
