@@ -92,6 +92,7 @@ func nextTable(prev *routeTable, entries []tableEntry) (*routeTable, error) {
 	if t, ok, err := patchRouteTable(prev, entries); ok {
 		return t, err
 	}
+	entries = expandRuns(entries)
 	t, err := buildRouteTable(prev.name, prev.level, len(entries), func(i int) (*vhostDef, bool, error) {
 		if e := entries[i]; e.def != nil {
 			return e.def, true, nil

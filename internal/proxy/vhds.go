@@ -191,14 +191,14 @@ func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string
 // vhdsEntries returns the virtual hosts of the next version of t, a VHDS
 // table, with changes (by host; a nil def: removed): its inline ones, then
 // its VirtualHosts, still sorted. The changed hosts are found by binary
-// search, the others keep their positions: a few changes cost no more than
-// copying the positions.
+// search, and the others between them are runs: the entries cost in
+// proportion to the changes.
 func vhdsEntries(t *routeTable, changes map[string]*vhostDef) []tableEntry {
 	hosts := sortedKeys(changes)
-	entries := make([]tableEntry, 0, len(t.vhosts)+len(hosts))
+	entries := make([]tableEntry, 0, 2*len(hosts)+2)
 	keep := func(from, to int) {
-		for i := from; i < to; i++ {
-			entries = append(entries, tableEntry{prev: i})
+		if to > from {
+			entries = append(entries, tableEntry{prev: from, run: to - from})
 		}
 	}
 	keep(0, t.inline)

@@ -474,3 +474,47 @@ func TestVHDSAppliesAsFullConversion(t *testing.T) {
 		t.Error("no table was patched, or no response rejected")
 	}
 }
+
+// TestVHDSLargeChangeBuildsInFull: a change too large for a patch to pay
+// builds the table in full from the runs of hosts it keeps, as a full
+// conversion would.
+func TestVHDSLargeChangeBuildsInFull(t *testing.T) {
+	p := New(Config{})
+	t.Cleanup(p.shutdown)
+	rc := routeConfig("ingress_http")
+	for i := range 40 {
+		rc.VirtualHosts = append(rc.VirtualHosts, ingressVhost(i, "/"))
+	}
+	shell, _ := vhdsForm(rc)
+	feed(t, p, resourcev3.RouteType, "v1", shell)
+	feed(t, p, resourcev3.VirtualHostType, "v1", vhdsMessages(rc.GetName(), rc.VirtualHosts...)...)
+	before, _ := lookup[*routeTable](p.store, resourcev3.RouteType, "ingress_http")
+
+	// The first and last ten change: the twenty between are one run.
+	var changed []proto.Message
+	for i := range rc.VirtualHosts {
+		if i >= 10 && i < 30 {
+			continue
+		}
+		rc.VirtualHosts[i] = ingressVhost(i, "/changed")
+		changed = append(changed, vhdsMessages(rc.GetName(), rc.VirtualHosts[i])...)
+	}
+	feed(t, p, resourcev3.VirtualHostType, "v2", changed...)
+	got, _ := lookup[*routeTable](p.store, resourcev3.RouteType, "ingress_http")
+	if got.patch != nil {
+		t.Fatal("the table was patched, though the change is too large for that to pay")
+	}
+	_, hosts := vhdsForm(rc)
+	want, err := scratchTable(inlineForm(shell, hosts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(dumpTable(want), dumpTable(got)); diff != "" {
+		t.Errorf("differs from a full conversion (-full +vhds):\n%s", diff)
+	}
+	for i := 10; i < 30; i++ {
+		if got.vhosts[i].vhostDef != before.vhosts[i].vhostDef {
+			t.Errorf("virtual host %s was converted again, though unchanged", got.vhosts[i].name)
+		}
+	}
+}
