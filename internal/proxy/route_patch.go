@@ -20,16 +20,16 @@ import (
 // than 1, the run virtual hosts from prev on, which no other entry names (a
 // change of a few hosts of a sorted table is a few runs, see vhdsEntries).
 type tableEntry struct {
-	prev int
-	run  int
-	def  *vhostDef
+	// int32: the entries of a large table are many, and 16 bytes each.
+	prev, run int32
+	def       *vhostDef
 }
 
 // entriesLen is the number of virtual hosts entries stand for.
 func entriesLen(entries []tableEntry) int {
 	n := 0
 	for _, e := range entries {
-		n += max(e.run, 1)
+		n += max(int(e.run), 1)
 	}
 	return n
 }

@@ -72,7 +72,7 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 	for i, sp := range spans {
 		raw := value[sp.start:sp.end]
 		if j, ok := findRaw(match, raw); ok {
-			entries[i] = tableEntry{prev: j}
+			entries[i] = tableEntry{prev: int32(j)}
 			continue
 		}
 		// A copy: the def outlives the response, of which it would keep all alive.

@@ -198,7 +198,7 @@ func vhdsEntries(t *routeTable, changes map[string]*vhostDef) []tableEntry {
 	entries := make([]tableEntry, 0, 2*len(hosts)+2)
 	keep := func(from, to int) {
 		if to > from {
-			entries = append(entries, tableEntry{prev: from, run: to - from})
+			entries = append(entries, tableEntry{prev: int32(from), run: int32(to - from)})
 		}
 	}
 	keep(0, t.inline)
