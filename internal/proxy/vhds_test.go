@@ -518,3 +518,26 @@ func TestVHDSLargeChangeBuildsInFull(t *testing.T) {
 		}
 	}
 }
+
+// TestVHDSReconnectResendsOnlyWhatChanged: a new stream starts from the
+// VirtualHosts the proxy holds, as from its other resources.
+func TestVHDSReconnectResendsOnlyWhatChanged(t *testing.T) {
+	cp := startControlPlane(t)
+	res, _ := threeBackends(t)
+	res.listeners = []*listenerv3.Listener{httpListener(t)}
+	res.routes = []*routev3.RouteConfiguration{vhdsConfig("ingress_http")}
+	res.vhosts = vhdsHosts("ingress_http", vhost("a.test", routeTo("A", "to-A")), vhost("b.test", routeTo("B", "to-B")))
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+
+	cp.stop()
+	res.vhosts = vhdsHosts("ingress_http", vhost("a.test", routeTo("A", "to-A")), vhost("b.test", routeTo("C", "to-C")))
+	cp.set("v2", res)
+	cp.restart()
+	p.waitVersion(t, "v2")
+	if got, want := cp.sentIn("v2"), []string{"VirtualHost ingress_http/b.test"}; !slices.Equal(got, want) {
+		t.Errorf("sent after reconnecting %q, want %q", got, want)
+	}
+	expectBackends(t, p, map[string]string{"a.test": "A", "b.test": "C"})
+}
