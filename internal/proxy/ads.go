@@ -14,6 +14,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 const (
@@ -32,13 +33,22 @@ const (
 // before its resource can arrive.
 const wildcard = "*"
 
+// vhdsMetadataKey is the Node metadata field (a bool) by which the proxy asks
+// the server for VHDS: route configuration ingress_http without its virtual
+// hosts, which come as VirtualHost resources, one per host, so that a one-host
+// edit sends that host and not the whole configuration. The server has its
+// own copy of the key (internal/xds/server); a server that knows no VHDS
+// ignores it and sends the virtual hosts inline, which the proxy takes too.
+const vhdsMetadataKey = "portico.io/vhds"
+
 // configSink receives validated xDS resources. Implemented by *Proxy; an
 // interface so that the protocol handling here does not depend on how
 // resources are compiled.
 type configSink interface {
 	// decode checks every resource of a response; a non-nil error is the
 	// NACK reason and must name the resource and the problem.
-	decode(typeURL string, resources []*discoveryv3.Resource) (map[string]any, error)
+	// removed are the names the response removes.
+	decode(typeURL string, resources []*discoveryv3.Resource, removed []string) (map[string]any, error)
 	// accept stores an accepted delta (updated resources by name, and the names
 	// removed) and applies the resulting configuration if complete.
 	accept(ctx context.Context, typeURL, version string, updated map[string]any, removed []string)
@@ -68,6 +78,9 @@ func newADSClient(conn grpc.ClientConnInterface, nodeID string, log *slog.Logger
 			Id:            nodeID,
 			Cluster:       "portico",
 			UserAgentName: "portico-proxy",
+			Metadata: &structpb.Struct{Fields: map[string]*structpb.Value{
+				vhdsMetadataKey: structpb.NewBoolValue(true),
+			}},
 		},
 		log:   log.With("component", "ads"),
 		sink:  sink,
@@ -144,7 +157,7 @@ func (c *adsClient) handleResponse(ctx context.Context, stream deltaStream, resp
 		"resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
 	reply := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResponseNonce: resp.GetNonce()}
 
-	decoded, err := c.sink.decode(typeURL, resp.GetResources())
+	decoded, err := c.sink.decode(typeURL, resp.GetResources(), resp.GetRemovedResources())
 	if err != nil {
 		c.sink.rejected(typeURL)
 		reply.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}

@@ -46,7 +46,7 @@ func feed(tb testing.TB, p *Proxy, typeURL, version string, msgs ...proto.Messag
 
 func feedResources(tb testing.TB, p *Proxy, typeURL, version string, rs []*discoveryv3.Resource) {
 	tb.Helper()
-	decoded, err := p.decode(typeURL, rs)
+	decoded, err := p.decode(typeURL, rs, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -54,8 +54,9 @@ func feedResources(tb testing.TB, p *Proxy, typeURL, version string, rs []*disco
 }
 
 // benchProxy is a proxy that applied benchHosts Ingresses' clusters,
-// endpoints and virtual hosts (rc).
-func benchProxy(b *testing.B) (*Proxy, *routev3.RouteConfiguration) {
+// endpoints and virtual hosts (rc): inline, or with vhds as the VirtualHost
+// resources of a VHDS rc.
+func benchProxy(b *testing.B, vhds bool) (*Proxy, *routev3.RouteConfiguration) {
 	p := New(Config{ListenerAddrs: map[string]string{"ingress_http": "127.0.0.1:0"}})
 	b.Cleanup(p.shutdown)
 	clusters := make([]proto.Message, benchHosts)
@@ -71,7 +72,12 @@ func benchProxy(b *testing.B) (*Proxy, *routev3.RouteConfiguration) {
 	feed(b, p, resourcev3.EndpointType, "v0", assignments...)
 	feed(b, p, resourcev3.SecretType, "v0")
 	feed(b, p, resourcev3.ListenerType, "v0", httpListener(b))
-	feed(b, p, resourcev3.RouteType, "v0", rc)
+	if vhds {
+		feed(b, p, resourcev3.RouteType, "v0", vhdsConfig(rc.GetName()))
+		feed(b, p, resourcev3.VirtualHostType, "v0", vhdsMessages(rc.GetName(), rc.VirtualHosts...)...)
+	} else {
+		feed(b, p, resourcev3.RouteType, "v0", rc)
+	}
 	if p.current.Load() == nil {
 		b.Fatal("the configuration was not applied")
 	}
@@ -83,11 +89,34 @@ func benchProxy(b *testing.B) (*Proxy, *routev3.RouteConfiguration) {
 // configuration of benchHosts virtual hosts of which one changed: what each
 // edit of one Ingress costs the embedded proxy at that scale.
 func BenchmarkApplyOneVirtualHostChange(b *testing.B) {
-	benchResponses(b, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
-		k := i * 7919 % benchHosts // spread the edits over the table
-		rc.VirtualHosts[k] = ingressVhost(k, fmt.Sprintf("/v%d", i))
+	benchResponses(b, false, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
+		editOne(i, rc)
 		return []benchResponse{{resourcev3.RouteType, rc}}
 	})
+}
+
+// BenchmarkApplyOneVirtualHostChangeVHDS is BenchmarkApplyOneVirtualHostChange
+// for a proxy that asked for VHDS: the response is the one VirtualHost.
+func BenchmarkApplyOneVirtualHostChangeVHDS(b *testing.B) {
+	benchResponses(b, true, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
+		return []benchResponse{{resourcev3.VirtualHostType, vhdsMessages(rc.GetName(), editOne(i, rc))[0]}}
+	})
+}
+
+// editOne makes the i-th edit of one virtual host of rc, and returns it.
+func editOne(i int, rc *routev3.RouteConfiguration) *routev3.VirtualHost {
+	k := i * 7919 % len(rc.VirtualHosts) // spread the edits over the table
+	rc.VirtualHosts[k] = ingressVhost(k, fmt.Sprintf("/v%d", i))
+	return rc.VirtualHosts[k]
+}
+
+// vhdsMessages are vhdsHosts as messages, for feed.
+func vhdsMessages(ns string, vhs ...*routev3.VirtualHost) []proto.Message {
+	out := make([]proto.Message, len(vhs))
+	for i, vh := range vhdsHosts(ns, vhs...) {
+		out[i] = vh
+	}
+	return out
 }
 
 // BenchmarkApplyOneIngressAdd measures the proxy's work on the three delta
@@ -95,14 +124,30 @@ func BenchmarkApplyOneVirtualHostChange(b *testing.B) {
 // cluster (CDS), its endpoints (EDS) and the route configuration with its
 // new virtual host (RDS), each decoded, compiled and applied.
 func BenchmarkApplyOneIngressAdd(b *testing.B) {
-	benchResponses(b, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
-		n := benchHosts + i
-		name := fmt.Sprintf("default/app-%05d/80", n)
-		k := i * 7919 % len(rc.VirtualHosts) // the new host sorts somewhere in the table
-		rc.VirtualHosts = slices.Insert(rc.VirtualHosts, k, ingressVhost(n, "/"))
-		return []benchResponse{{resourcev3.ClusterType, edsCluster(name)},
-			{resourcev3.EndpointType, assignment(name, "127.0.0.1:1")}, {resourcev3.RouteType, rc}}
+	benchResponses(b, false, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
+		responses, _ := addOne(i, rc)
+		return append(responses, benchResponse{resourcev3.RouteType, rc})
 	})
+}
+
+// BenchmarkApplyOneIngressAddVHDS is BenchmarkApplyOneIngressAdd for a
+// proxy that asked for VHDS: the third response is the new VirtualHost.
+func BenchmarkApplyOneIngressAddVHDS(b *testing.B) {
+	benchResponses(b, true, func(i int, rc *routev3.RouteConfiguration) []benchResponse {
+		responses, vh := addOne(i, rc)
+		return append(responses, benchResponse{resourcev3.VirtualHostType, vhdsMessages(rc.GetName(), vh)[0]})
+	})
+}
+
+// addOne adds the i-th new Ingress's virtual host to rc, and returns it
+// and the responses with its cluster and endpoints.
+func addOne(i int, rc *routev3.RouteConfiguration) ([]benchResponse, *routev3.VirtualHost) {
+	n := benchHosts + i
+	name := fmt.Sprintf("default/app-%05d/80", n)
+	k := i * 7919 % len(rc.VirtualHosts) // the new host sorts somewhere in the table
+	vh := ingressVhost(n, "/")
+	rc.VirtualHosts = slices.Insert(rc.VirtualHosts, k, vh)
+	return []benchResponse{{resourcev3.ClusterType, edsCluster(name)}, {resourcev3.EndpointType, assignment(name, "127.0.0.1:1")}}, vh
 }
 
 // benchResponse is a delta response of one resource.
@@ -113,8 +158,8 @@ type benchResponse struct {
 
 // benchResponses times the proxy's work on the responses that change(i, rc)
 // returns for the i-th change of benchProxy's configuration.
-func benchResponses(b *testing.B, change func(i int, rc *routev3.RouteConfiguration) []benchResponse) {
-	p, rc := benchProxy(b)
+func benchResponses(b *testing.B, vhds bool, change func(i int, rc *routev3.RouteConfiguration) []benchResponse) {
+	p, rc := benchProxy(b, vhds)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -43,16 +43,24 @@ func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
 		return nil, err
 	}
 	pvhs := rc.GetVirtualHosts()
-	return buildRouteTable(rc.GetName(), level, len(pvhs), func(i int) (*vhostDef, bool, error) {
+	t, err := buildRouteTable(rc.GetName(), level, len(pvhs), func(i int) (*vhostDef, bool, error) {
 		def, err := level.convertVirtualHost(pvhs[i])
 		return def, true, err
 	})
+	if err != nil {
+		return nil, err
+	}
+	t.vhds, t.inline = rc.GetVhds() != nil, len(pvhs)
+	return t, nil
 }
 
 // convertRouteConfigLevel converts the fields of rc other than its virtual hosts.
 func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, error) {
+	if v := rc.GetVhds(); v != nil && v.GetConfigSource().GetAds() == nil {
+		// The proxy has one stream, the ADS one, to receive virtual hosts on.
+		return routeConfigLevel{}, errors.New("vhds: only an ADS config source is supported")
+	}
 	if err := unsupported(
-		field{"vhds", rc.GetVhds() != nil},
 		field{"internal_only_headers", len(rc.GetInternalOnlyHeaders()) > 0},
 		field{"cluster_specifier_plugins", len(rc.GetClusterSpecifierPlugins()) > 0},
 		field{"request_mirror_policies", len(rc.GetRequestMirrorPolicies()) > 0},
@@ -107,16 +115,26 @@ func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i in
 func (t *routeTable) fileVirtualHost(vh *virtualHost, fresh bool, wildcards map[string]string) error {
 	for _, d := range vh.domains {
 		if err := t.domains.add(d, vh, wildcards); err != nil {
-			return err
+			return &filingError{def: vh.vhostDef, err: err}
 		}
 	}
 	if fresh {
 		if err := t.level.checkDirectBodies(vh.vhostDef); err != nil {
-			return fmt.Errorf("virtual host %q: %w", vh.name, err)
+			return &filingError{def: vh.vhostDef, err: fmt.Errorf("virtual host %q: %w", vh.name, err)}
 		}
 	}
 	return nil
 }
+
+// filingError is a table's refusal of def (its message is err's): it tells
+// a caller that names virtual hosts otherwise (VHDS resources) which one.
+type filingError struct {
+	def *vhostDef
+	err error
+}
+
+func (e *filingError) Error() string { return e.err.Error() }
+func (e *filingError) Unwrap() error { return e.err }
 
 // add files d, a domain of vh, unless another virtual host has it. Exact
 // domains go to the overlay when there is one (a patched table's), else to

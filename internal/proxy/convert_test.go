@@ -206,7 +206,7 @@ func TestConvertAssignment(t *testing.T) {
 func TestDecode(t *testing.T) {
 	p := New(Config{})
 	ok := deltaResource("rc", mustAny(t, routeConfig("rc", vhost("*", toCluster("c", prefixMatch("/"))))))
-	if got, err := p.decode(resourcev3.RouteType, []*discoveryv3.Resource{ok}); err != nil || len(got) != 1 {
+	if got, err := p.decode(resourcev3.RouteType, []*discoveryv3.Resource{ok}, nil); err != nil || len(got) != 1 {
 		t.Fatalf("decode: %v %v", got, err)
 	}
 	tests := []struct {
@@ -227,7 +227,7 @@ func TestDecode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := p.decode(tc.typeURL, tc.res)
+			_, err := p.decode(tc.typeURL, tc.res, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}

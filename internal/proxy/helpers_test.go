@@ -214,6 +214,26 @@ func (cp *controlPlane) nacks() []*discoveryv3.DeltaDiscoveryRequest {
 	return out
 }
 
+// expectNACK waits for a NACK of a response of typeURL, and checks that it
+// is of version, with a detail containing want.
+func (cp *controlPlane) expectNACK(t testing.TB, typeURL, version, want string) {
+	t.Helper()
+	var nack *discoveryv3.DeltaDiscoveryRequest
+	waitFor(t, "NACK", func() bool {
+		for _, n := range cp.nacks() {
+			if n.GetTypeUrl() == typeURL {
+				nack = n
+				return true
+			}
+		}
+		return false
+	})
+	if v := cp.responseVersion(nack); v != version || !strings.Contains(nack.GetErrorDetail().GetMessage(), want) {
+		t.Errorf("NACK of the %q response, detail %q; want a NACK of %s with detail containing %q",
+			v, nack.GetErrorDetail().GetMessage(), version, want)
+	}
+}
+
 // responseVersion is the system version of the response nack answers.
 func (cp *controlPlane) responseVersion(nack *discoveryv3.DeltaDiscoveryRequest) string {
 	cp.mu.Lock()
@@ -270,12 +290,13 @@ type resources struct {
 	clusters  []*clusterv3.Cluster
 	endpoints []*endpointv3.ClusterLoadAssignment
 	secrets   []*tlsv3.Secret
+	vhosts    []*routev3.VirtualHost // VHDS
 }
 
 func (r resources) byType() map[resourcev3.Type][]types.Resource {
 	m := map[resourcev3.Type][]types.Resource{
 		resourcev3.ListenerType: {}, resourcev3.RouteType: {}, resourcev3.ClusterType: {},
-		resourcev3.EndpointType: {}, resourcev3.SecretType: {},
+		resourcev3.EndpointType: {}, resourcev3.SecretType: {}, resourcev3.VirtualHostType: {},
 	}
 	for _, x := range r.listeners {
 		m[resourcev3.ListenerType] = append(m[resourcev3.ListenerType], x)
@@ -291,6 +312,9 @@ func (r resources) byType() map[resourcev3.Type][]types.Resource {
 	}
 	for _, x := range r.secrets {
 		m[resourcev3.SecretType] = append(m[resourcev3.SecretType], x)
+	}
+	for _, x := range r.vhosts {
+		m[resourcev3.VirtualHostType] = append(m[resourcev3.VirtualHostType], x)
 	}
 	return m
 }

@@ -63,6 +63,9 @@ type Proxy struct {
 	// store holds the last accepted resources per type. It is owned by the
 	// goroutine running the ADS stream (see reconcile) and needs no lock.
 	store *resourceStore
+	// vhdsPending are the route tables that decode computed for the
+	// VirtualHost response that accept applies next (see Proxy.decode).
+	vhdsPending map[string]any
 	// clusterStates keeps per-cluster load-balancing and health state across
 	// config swaps, so that frequent updates do not keep resetting round
 	// robin, in-flight counts or health. Only touched while compiling and

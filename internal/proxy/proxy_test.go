@@ -19,7 +19,6 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
@@ -590,20 +589,7 @@ func TestNACKKeepsPreviousConfig(t *testing.T) {
 			bad := good
 			tc.mutate(t, &bad)
 			cp.set("v2", bad)
-			var nack *discoveryv3.DeltaDiscoveryRequest
-			waitFor(t, "NACK", func() bool {
-				for _, n := range cp.nacks() {
-					if n.GetTypeUrl() == tc.typeURL {
-						nack = n
-						return true
-					}
-				}
-				return false
-			})
-			if v := cp.responseVersion(nack); v != "v2" || !strings.Contains(nack.GetErrorDetail().GetMessage(), tc.wantText) {
-				t.Errorf("NACK of the %q response, detail %q; want a NACK of v2 with detail containing %q",
-					v, nack.GetErrorDetail().GetMessage(), tc.wantText)
-			}
+			cp.expectNACK(t, tc.typeURL, "v2", tc.wantText)
 			if r := get(t, noRedirectClient(), p.httpURL(t, "/"), "x", nil); r.Backend != "A" {
 				t.Errorf("after NACK got %+v, want the previous config (backend A)", r)
 			}

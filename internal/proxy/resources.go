@@ -19,12 +19,14 @@ import (
 
 // subscribedTypes are the types the proxy subscribes to, in the order Envoy
 // (and the snapshot cache) use for ADS: clusters and their endpoints before
-// listeners and their routes, secrets last.
+// listeners and their routes, then the routes' virtual hosts (VHDS), secrets
+// last.
 var subscribedTypes = []string{
 	resourcev3.ClusterType,
 	resourcev3.EndpointType,
 	resourcev3.ListenerType,
 	resourcev3.RouteType,
+	resourcev3.VirtualHostType,
 	resourcev3.SecretType,
 }
 
@@ -55,12 +57,15 @@ type resourceStore struct {
 	// edsUsers are the clusters in the store by the ClusterLoadAssignment
 	// they take their endpoints from: a changed assignment changes them.
 	edsUsers map[string]map[string]struct{}
+	// vhosts are the VirtualHost resources in the store by namespace (the
+	// route configuration they belong to) and name.
+	vhosts map[string]map[string]*vhdsHost
 }
 
 func newResourceStore() *resourceStore {
 	return &resourceStore{byType: make(map[string]map[string]any), revisions: make(map[string]uint64),
 		changes:  [2]map[string]struct{}{make(map[string]struct{}), make(map[string]struct{})},
-		edsUsers: make(map[string]map[string]struct{})}
+		edsUsers: make(map[string]map[string]struct{}), vhosts: make(map[string]map[string]*vhdsHost)}
 }
 
 // update applies an accepted delta response to its type.
@@ -78,6 +83,9 @@ func (s *resourceStore) update(typeURL, version string, updated map[string]any, 
 	for _, name := range removed {
 		s.noteChange(typeURL, name, m[name], nil, changes)
 		delete(m, name)
+	}
+	if typeURL == resourcev3.VirtualHostType {
+		s.indexVirtualHosts(updated, removed)
 	}
 	s.version = version
 	s.revisions[typeURL]++
@@ -180,7 +188,8 @@ func (s *resourceStore) settled() bool {
 
 // decode implements configSink: it unpacks, validates and converts every
 // resource of one response. Any error rejects the whole response.
-func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource) (map[string]any, error) {
+func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource, removed []string) (map[string]any, error) {
+	p.vhdsPending = nil
 	newMsg, convert, ok := converterFor(typeURL)
 	if !ok {
 		return nil, fmt.Errorf("unsupported resource type %q", typeURL)
@@ -212,10 +221,27 @@ func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource) (map[s
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", shortTypeName(typeURL), name, err)
 		}
-		if t, ok := spec.(*routeTable); ok {
-			recordEncoding(t, r.GetResource())
+		switch s := spec.(type) {
+		case *routeTable:
+			recordEncoding(s, r.GetResource())
+			if s.vhds {
+				if spec, err = p.store.vhdsTable(s); err != nil {
+					return nil, fmt.Errorf("%s %q: %w", shortTypeName(typeURL), name, err)
+				}
+			}
+		case *vhdsHost:
+			s.raw = string(r.GetResource().GetValue())
 		}
 		out[name] = spec
+	}
+	if typeURL == resourcev3.VirtualHostType {
+		tables, err := p.vhdsTables(out, removed)
+		if err != nil {
+			return nil, err
+		}
+		// decode runs just before accept, on the ADS goroutine: the store
+		// these tables were computed from is the one accept updates.
+		p.vhdsPending = tables
 	}
 	return out, nil
 }
@@ -232,12 +258,21 @@ func (p *Proxy) reuseRoutes(typeURL string, r *discoveryv3.Resource) (*routeTabl
 		return nil, false
 	}
 	prev, _ := lookup[*routeTable](p.store, typeURL, r.GetName())
+	if prev != nil && prev.vhds {
+		return sameVHDSConfig(r.GetResource(), prev)
+	}
 	return reuseRouteConfig(r.GetResource(), prev)
 }
 
 // accept implements configSink.
 func (p *Proxy) accept(ctx context.Context, typeURL, version string, updated map[string]any, removed []string) {
 	p.store.update(typeURL, version, updated, removed)
+	if tables := p.vhdsPending; typeURL == resourcev3.VirtualHostType && len(tables) > 0 {
+		// The tables decode patched with these virtual hosts: a new
+		// revision of the route configurations, which compile sees.
+		p.store.update(resourcev3.RouteType, version, tables, nil)
+	}
+	p.vhdsPending = nil
 	p.metrics.xdsUpdate(typeURL, "ack")
 	p.reconcile(ctx)
 }
@@ -266,6 +301,9 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 	case resourcev3.SecretType:
 		return func() validatable { return &tlsv3.Secret{} },
 			func(m validatable) (any, error) { return convertSecret(m.(*tlsv3.Secret)) }, true
+	case resourcev3.VirtualHostType:
+		return func() validatable { return &routev3.VirtualHost{} },
+			func(m validatable) (any, error) { return newVHDSHost(m.(*routev3.VirtualHost)) }, true
 	}
 	return nil, nil, false
 }
@@ -296,6 +334,8 @@ func resourceName(m proto.Message) string {
 	case *endpointv3.ClusterLoadAssignment:
 		return r.GetClusterName()
 	case *tlsv3.Secret:
+		return r.GetName()
+	case *routev3.VirtualHost:
 		return r.GetName()
 	}
 	return ""

@@ -16,10 +16,41 @@ import (
 
 // tableEntry is a virtual host of the next version of a table: def when
 // set, converted for this version (fresh, see buildRouteTable), else the one
-// at position prev of the table it is patched from.
+// at position prev of the table it is patched from; or, when run is more
+// than 1, the run virtual hosts from prev on, which no other entry names (a
+// change of a few hosts of a sorted table is a few runs, see vhdsEntries).
 type tableEntry struct {
-	prev int
-	def  *vhostDef
+	// int32: the entries of a large table are many, and 16 bytes each.
+	prev, run int32
+	def       *vhostDef
+}
+
+// entriesLen is the number of virtual hosts entries stand for.
+func entriesLen(entries []tableEntry) int {
+	n := 0
+	for _, e := range entries {
+		n += max(int(e.run), 1)
+	}
+	return n
+}
+
+// expandRuns returns entries with each run as entries of one.
+func expandRuns(entries []tableEntry) []tableEntry {
+	n := entriesLen(entries)
+	if n == len(entries) {
+		return entries
+	}
+	out := make([]tableEntry, 0, n)
+	for _, e := range entries {
+		if e.run <= 1 {
+			out = append(out, e)
+			continue
+		}
+		for j := range e.run {
+			out = append(out, tableEntry{prev: e.prev + j})
+		}
+	}
+	return out
 }
 
 // maxPatch is the number of virtual hosts added and removed past which a
@@ -33,25 +64,33 @@ func maxPatch(n int) int { return n/8 + 16 }
 // what a full build would refuse (a duplicate domain, a direct response
 // too long), though the full build is left to say it.
 func patchRouteTable(prev *routeTable, entries []tableEntry) (t *routeTable, ok bool, err error) {
-	t = &routeTable{name: prev.name, level: prev.level, shell: prev.shell, id: new(tableID),
-		slots: prev.slots, domains: prev.domains, vhosts: make([]*virtualHost, len(entries))}
+	n := entriesLen(entries)
+	t = &routeTable{name: prev.name, level: prev.level, shell: prev.shell, vhds: prev.vhds, inline: prev.inline, id: new(tableID),
+		slots: prev.slots, domains: prev.domains, vhosts: make([]*virtualHost, 0, n)}
 	kept := make([]bool, len(prev.vhosts))
 	patch := &tablePatch{from: prev.id}
 	var fresh []bool
-	for i, e := range entries {
+	for _, e := range entries {
+		if e.run > 1 {
+			t.vhosts = append(t.vhosts, prev.vhosts[e.prev:e.prev+e.run]...)
+			for j := e.prev; j < e.prev+e.run; j++ {
+				kept[j] = true
+			}
+			continue
+		}
 		if e.def == nil && !kept[e.prev] {
 			kept[e.prev] = true
-			t.vhosts[i] = prev.vhosts[e.prev]
+			t.vhosts = append(t.vhosts, prev.vhosts[e.prev])
 			continue
 		}
 		vh := &virtualHost{vhostDef: e.def}
 		if e.def == nil {
 			vh.vhostDef = prev.vhosts[e.prev].vhostDef
 		}
-		t.vhosts[i] = vh
+		t.vhosts = append(t.vhosts, vh)
 		patch.added = append(patch.added, vh)
 		fresh = append(fresh, e.def != nil)
-		if len(patch.added) > maxPatch(len(entries)) {
+		if len(patch.added) > maxPatch(n) {
 			return nil, false, nil
 		}
 	}
@@ -60,7 +99,7 @@ func patchRouteTable(prev *routeTable, entries []tableEntry) (t *routeTable, ok 
 			patch.removed = append(patch.removed, prev.vhosts[j])
 		}
 	}
-	if len(patch.added)+len(patch.removed) > maxPatch(len(entries)) {
+	if len(patch.added)+len(patch.removed) > maxPatch(n) {
 		return nil, false, nil
 	}
 	t.patch = patch

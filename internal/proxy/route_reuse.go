@@ -72,7 +72,7 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 	for i, sp := range spans {
 		raw := value[sp.start:sp.end]
 		if j, ok := findRaw(match, raw); ok {
-			entries[i] = tableEntry{prev: j}
+			entries[i] = tableEntry{prev: int32(j)}
 			continue
 		}
 		// A copy: the def outlives the response, of which it would keep all alive.
@@ -82,9 +82,17 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 		}
 		entries[i] = tableEntry{prev: -1, def: def}
 	}
+	t, err := nextTable(prev, entries)
+	return t, err == nil
+}
+
+// nextTable returns the next version of prev, whose virtual hosts are
+// entries: patched from prev when that pays, else built in full.
+func nextTable(prev *routeTable, entries []tableEntry) (*routeTable, error) {
 	if t, ok, err := patchRouteTable(prev, entries); ok {
-		return t, err == nil
+		return t, err
 	}
+	entries = expandRuns(entries)
 	t, err := buildRouteTable(prev.name, prev.level, len(entries), func(i int) (*vhostDef, bool, error) {
 		if e := entries[i]; e.def != nil {
 			return e.def, true, nil
@@ -92,10 +100,10 @@ func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 		return prev.vhosts[entries[i].prev].vhostDef, false, nil
 	})
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	t.shell = prev.shell
-	return t, true
+	t.shell, t.vhds, t.inline = prev.shell, prev.vhds, prev.inline
+	return t, nil
 }
 
 // decodeVirtualHost decodes, validates and converts one virtual host of a

@@ -311,8 +311,8 @@ func TestRouteReuseConvertsAsFromScratch(t *testing.T) {
 				}
 				version := fmt.Sprint(i)
 				rs := rdsResource(t, e.rc, version)
-				got, gotErr := p.decode(resourcev3.RouteType, rs)
-				want, wantErr := scratch.decode(resourcev3.RouteType, rs)
+				got, gotErr := p.decode(resourcev3.RouteType, rs, nil)
+				want, wantErr := scratch.decode(resourcev3.RouteType, rs, nil)
 				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 					t.Fatalf("step %d (%s): error %v, from scratch %v", i, what, gotErr, wantErr)
 				}
@@ -467,7 +467,7 @@ func TestRouteReuseRejectsInvalidChangedHost(t *testing.T) {
 		}
 		return nack != nil
 	})
-	_, want := New(Config{}).decode(resourcev3.RouteType, rdsResource(t, bad, "v2"))
+	_, want := New(Config{}).decode(resourcev3.RouteType, rdsResource(t, bad, "v2"), nil)
 	if got := nack.GetErrorDetail().GetMessage(); want == nil || got != want.Error() {
 		t.Errorf("NACK detail %q, want %v", got, want)
 	}

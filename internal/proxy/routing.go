@@ -39,6 +39,11 @@ type routeTable struct {
 	// reuses this one's virtual hosts only if its shell is the same.
 	level routeConfigLevel
 	shell string
+	// vhds is set for a configuration that takes virtual hosts from VHDS:
+	// its first inline vhosts are its own, the others are the VirtualHost
+	// resources of its namespace, sorted by name (see vhds.go).
+	vhds   bool
+	inline int
 }
 
 // tableID identifies a routeTable; it has a size so that each is distinct.

@@ -1,0 +1,219 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// VHDS: a route configuration with vhds set takes, besides its inline
+// virtual hosts, the VirtualHost resources named "<its name>/<host>" (its
+// namespace), each sent on its own. A one-host edit then sends one
+// VirtualHost, and the table in force is patched with it rather than the
+// whole configuration being sent, decoded and compared.
+
+// vhdsHost is a VirtualHost resource as the store keeps it: its encoding,
+// from which the table of its route configuration converts it again when
+// the table is built in full, at the configuration's level then.
+type vhdsHost struct {
+	namespace, host string // its name split at the last '/'
+	raw             string
+	// pvh is the decoded message, until decode has converted it.
+	pvh *routev3.VirtualHost
+}
+
+// splitVHDSName splits a VirtualHost resource's name into its namespace and
+// host. The namespace ends at the last '/': a host name has none, a route
+// configuration's name may ("https/foo.com").
+func splitVHDSName(name string) (namespace, host string, ok bool) {
+	i := strings.LastIndexByte(name, '/')
+	if i <= 0 || i == len(name)-1 {
+		return "", "", false
+	}
+	return name[:i], name[i+1:], true
+}
+
+func newVHDSHost(pvh *routev3.VirtualHost) (*vhdsHost, error) {
+	ns, host, ok := splitVHDSName(pvh.GetName())
+	if !ok {
+		return nil, errors.New("the name is not <route configuration>/<virtual host>")
+	}
+	return &vhdsHost{namespace: ns, host: host, pvh: pvh}, nil
+}
+
+// indexVirtualHosts keeps s.vhosts in line with an accepted VirtualHost delta.
+func (s *resourceStore) indexVirtualHosts(updated map[string]any, removed []string) {
+	for name, spec := range updated {
+		h := spec.(*vhdsHost)
+		hosts := s.vhosts[h.namespace]
+		if hosts == nil {
+			hosts = make(map[string]*vhdsHost)
+			s.vhosts[h.namespace] = hosts
+		}
+		hosts[name] = h
+	}
+	for _, name := range removed {
+		ns, _, ok := splitVHDSName(name)
+		if !ok {
+			continue
+		}
+		delete(s.vhosts[ns], name)
+		if len(s.vhosts[ns]) == 0 {
+			delete(s.vhosts, ns)
+		}
+	}
+}
+
+// vhdsTableOf returns the table in force of the route configuration
+// namespace, if it takes virtual hosts from VHDS.
+func (s *resourceStore) vhdsTableOf(namespace string) *routeTable {
+	t, _ := lookup[*routeTable](s, resourcev3.RouteType, namespace)
+	if t == nil || !t.vhds {
+		return nil
+	}
+	return t
+}
+
+// vhdsTable returns the table of a VHDS route configuration, given the
+// table of its inline virtual hosts: those, then the VirtualHosts of its
+// namespace in the store, converted at its level (the level they were
+// converted at, if any, may not be this one).
+func (s *resourceStore) vhdsTable(inline *routeTable) (*routeTable, error) {
+	hosts := s.vhosts[inline.name]
+	if len(hosts) == 0 {
+		return inline, nil
+	}
+	names := sortedKeys(hosts) // by host: they share the namespace
+	defs := make([]*vhostDef, len(names))
+	for i, name := range names {
+		def, err := decodeVirtualHost(hosts[name].raw, inline.level)
+		if err != nil {
+			return nil, fmt.Errorf("VirtualHost %q: %w", name, err)
+		}
+		def.name = hosts[name].host
+		defs[i] = def
+	}
+	t, err := buildRouteTable(inline.name, inline.level, inline.inline+len(defs), func(i int) (*vhostDef, bool, error) {
+		if i < inline.inline {
+			return inline.vhosts[i].vhostDef, false, nil
+		}
+		return defs[i-inline.inline], true, nil
+	})
+	if err != nil {
+		return nil, vhdsError(inline.name, err)
+	}
+	t.shell, t.vhds, t.inline = inline.shell, true, inline.inline
+	return t, nil
+}
+
+// vhdsError names the VirtualHost resource of namespace that a table
+// refused. Inline virtual hosts are filed first, and were filed together
+// before: the one refused is a VirtualHost's.
+func vhdsError(namespace string, err error) error {
+	var fe *filingError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("VirtualHost %q: %w", namespace+"/"+fe.def.name, err)
+	}
+	return fmt.Errorf("route configuration %q: %w", namespace, err)
+}
+
+// sameVHDSConfig returns prev, the table in force of a VHDS route
+// configuration, if a is the configuration it was built from. Any other a
+// is converted in full and its table built anew from the stored
+// VirtualHosts (see vhdsTable): its shell, or its level, changed.
+func sameVHDSConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
+	value := a.GetValue()
+	shell, spans, ok := splitRouteConfig(value, prev.inline)
+	if !ok || prev.shell == "" || string(shell) != prev.shell || len(spans) != prev.inline {
+		return nil, false
+	}
+	for i, sp := range spans {
+		if string(value[sp.start:sp.end]) != prev.vhosts[i].raw {
+			return nil, false
+		}
+	}
+	return prev, true
+}
+
+// vhdsTables converts the VirtualHosts of a response (updated, by name)
+// and returns, by name, the next tables of the VHDS route configurations
+// in force whose namespaces the response changes, removed included. A
+// VirtualHost of a namespace without such a configuration is converted to
+// check it, and kept for when its configuration arrives.
+func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string]any, error) {
+	changes := make(map[string]map[string]*vhostDef) // namespace -> host -> def (nil: removed)
+	change := func(ns, host string, def *vhostDef) {
+		if changes[ns] == nil {
+			changes[ns] = make(map[string]*vhostDef)
+		}
+		changes[ns][host] = def
+	}
+	for _, name := range sortedKeys(updated) {
+		h := updated[name].(*vhdsHost)
+		t := p.store.vhdsTableOf(h.namespace)
+		level := routeConfigLevel{maxBody: defaultMaxDirectResponseBody}
+		if t != nil {
+			level = t.level
+		}
+		def, err := level.convertVirtualHost(h.pvh)
+		h.pvh = nil
+		if err != nil {
+			return nil, fmt.Errorf("VirtualHost %q: %w", name, err)
+		}
+		if t != nil {
+			def.name = h.host
+			change(h.namespace, h.host, def)
+		}
+	}
+	for _, name := range removed {
+		ns, host, ok := splitVHDSName(name)
+		if ok && p.store.vhdsTableOf(ns) != nil && (p.store.vhosts[ns][name] != nil || updated[name] != nil) {
+			change(ns, host, nil)
+		}
+	}
+	tables := make(map[string]any, len(changes))
+	for ns, hosts := range changes {
+		t := p.store.vhdsTableOf(ns)
+		next, err := nextTable(t, vhdsEntries(t, hosts))
+		if err != nil {
+			return nil, vhdsError(ns, err)
+		}
+		tables[ns] = next
+	}
+	return tables, nil
+}
+
+// vhdsEntries returns the virtual hosts of the next version of t, a VHDS
+// table, with changes (by host; a nil def: removed): its inline ones, then
+// its VirtualHosts, still sorted. The changed hosts are found by binary
+// search, and the others between them are runs: the entries cost in
+// proportion to the changes.
+func vhdsEntries(t *routeTable, changes map[string]*vhostDef) []tableEntry {
+	hosts := sortedKeys(changes)
+	entries := make([]tableEntry, 0, 2*len(hosts)+2)
+	keep := func(from, to int) {
+		if to > from {
+			entries = append(entries, tableEntry{prev: int32(from), run: int32(to - from)})
+		}
+	}
+	keep(0, t.inline)
+	i := t.inline
+	for _, host := range hosts {
+		j := i + sort.Search(len(t.vhosts)-i, func(k int) bool { return t.vhosts[i+k].name >= host })
+		keep(i, j)
+		i = j
+		if i < len(t.vhosts) && t.vhosts[i].name == host {
+			i++ // replaced or removed
+		}
+		if def := changes[host]; def != nil {
+			entries = append(entries, tableEntry{prev: -1, def: def})
+		}
+	}
+	keep(i, len(t.vhosts))
+	return entries
+}
