@@ -383,6 +383,11 @@ func (p *Proxy) chainInputs(cs *chainSpec) (*compiledChain, error) {
 		if !ok {
 			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.rdsName)}
 		}
+		// Its hosts come in the first VirtualHost response, after it: until then
+		// the table would answer 404 for every host, as Envoy waits for VHDS too.
+		if rt.vhds && !p.store.received(resourcev3.VirtualHostType) {
+			return nil, &incompleteError{missing: fmt.Sprintf("virtual hosts (VHDS) of route configuration %q", cs.hcm.rdsName)}
+		}
 		cc.routes = rt
 	}
 	if cs.tls != nil {

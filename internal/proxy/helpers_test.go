@@ -75,6 +75,8 @@ type controlPlane struct {
 	servers int64
 	// snaps are the snapshots set, by version.
 	snaps map[string]*cachev3.Snapshot
+	// held are the types whose responses wait until their channel is closed.
+	held map[string]chan struct{}
 }
 
 type streamNonce struct {
@@ -116,8 +118,12 @@ func (cp *controlPlane) serve(ln net.Listener) {
 		},
 		StreamDeltaResponseFunc: func(stream int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
 			cp.mu.Lock()
-			defer cp.mu.Unlock()
 			cp.sent[streamNonce{base + stream, resp.GetNonce()}] = resp
+			gate := cp.held[resp.GetTypeUrl()]
+			cp.mu.Unlock()
+			if gate != nil {
+				<-gate // the server sends the response once this returns
+			}
 		},
 	})
 	g := grpc.NewServer()
@@ -126,6 +132,29 @@ func (cp *controlPlane) serve(ln net.Listener) {
 	cp.grpc = g
 	cp.mu.Unlock()
 	go func() { _ = g.Serve(ln) }()
+}
+
+// hold keeps the responses of typeURL (and every response after them on their
+// stream) from being sent until release is called.
+func (cp *controlPlane) hold(typeURL string) (release func()) {
+	gate := make(chan struct{})
+	cp.mu.Lock()
+	if cp.held == nil {
+		cp.held = map[string]chan struct{}{}
+	}
+	cp.held[typeURL] = gate
+	cp.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			cp.mu.Lock()
+			delete(cp.held, typeURL)
+			cp.mu.Unlock()
+			close(gate)
+		})
+	}
+	cp.t.Cleanup(release)
+	return release
 }
 
 // stop kills the server and its streams (the proxy sees the server go away).

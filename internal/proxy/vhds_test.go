@@ -148,6 +148,38 @@ func TestVHDSServesVirtualHosts(t *testing.T) {
 	}
 }
 
+// TestVHDSNotReadyBeforeItsVirtualHosts: a VHDS route configuration arrives
+// before its hosts (ADS order); the proxy must not apply it, empty, and call
+// itself ready, answering 404 for every host until the hosts arrive.
+func TestVHDSNotReadyBeforeItsVirtualHosts(t *testing.T) {
+	cp := startControlPlane(t)
+	release := cp.hold(resourcev3.VirtualHostType)
+	res, _ := threeBackends(t)
+	res.listeners = []*listenerv3.Listener{httpListener(t)}
+	res.routes = []*routev3.RouteConfiguration{vhdsConfig("ingress_http")}
+	res.vhosts = vhdsHosts("ingress_http", vhost("a.test", routeTo("A", "to-A")))
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	// The proxy applies a response before it ACKs it, so the route
+	// configuration is either applied, empty (the proxy then calls itself
+	// ready), or kept waiting for its hosts.
+	waiting := func() bool {
+		for _, rec := range p.logs.records("keeping the previous configuration") {
+			if strings.Contains(fmt.Sprint(rec["reason"]), "VHDS") {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the route configuration handled", func() bool { return waiting() || p.Ready() })
+	if p.Ready() {
+		t.Fatal("ready with the route configuration's virtual hosts not received")
+	}
+	release()
+	p.waitVersion(t, "v1")
+	expectBackends(t, p, map[string]string{"a.test": "A", "unknown.test": "404"})
+}
+
 // TestVHDSOneHostChangePatchesTheTable: a changed, added or removed host is
 // sent alone, and the table in force is patched with it: the other hosts
 // keep their converted form, and answer as before.

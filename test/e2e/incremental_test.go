@@ -8,7 +8,8 @@ import (
 
 // TestManyFilesOneEdit: among many manifest files, editing one, adding one and removing
 // one each reach the data plane, and every other host keeps answering from the backend
-// it had: the reload that reads only the changed file applies exactly that change.
+// it had: the reload that reads only the changed file applies exactly that change, and
+// the data plane is sent the host it changed.
 func TestManyFilesOneEdit(t *testing.T) {
 	const n = 60
 	files := map[string]string{"backends.yaml": backends(t, "blue", "green")}
@@ -31,8 +32,18 @@ func TestManyFilesOneEdit(t *testing.T) {
 	}
 	answersAll("")
 
+	// The edit reaches the embedded proxy as that one host (VHDS): the route
+	// configuration holding every plain-HTTP host is not sent again.
+	updates := func(typ string) float64 {
+		v, _ := metricSample(e.adminMetrics(), "portico_proxy_xds_updates_total", map[string]string{"type": typ, "result": "ack"})
+		return v
+	}
+	routesBefore, hostsBefore := updates("RouteConfiguration"), updates("VirtualHost")
 	e.write("apps/app-17.yaml", ingressManifest("app-17", "app-17.test", []pathRule{{"Prefix", "/", "green"}, {"Prefix", "/new", "blue"}}, ""))
 	e.waitFor("app-17.test", "/", "green", 200)
+	if routes, hosts := updates("RouteConfiguration"), updates("VirtualHost"); routes != routesBefore || hosts <= hostsBefore {
+		t.Errorf("one host edited: %v route configuration and %v VirtualHost updates, want none and at least one", routes-routesBefore, hosts-hostsBefore)
+	}
 	if r := e.get("app-17.test", "/new"); r.service() != "blue" {
 		t.Errorf("app-17.test/new: %d from %q, want blue", r.status, r.service())
 	}
