@@ -56,8 +56,43 @@ func encode(r types.Resource, prev *encoded) *encoded {
 		})
 		return e
 	}
+	if h, ok := r.(*vhdsHost); ok {
+		e.encoding = sync.OnceValues(func() ([]byte, error) { return encodeRenamed(h.VirtualHost, h.name) })
+		return e
+	}
 	e.encoding = sync.OnceValues(func() ([]byte, error) { return cachev3.MarshalResource(r) })
 	return e
+}
+
+// virtualHostNameField is VirtualHost.name's field number.
+const virtualHostNameField protowire.Number = 1
+
+// encodeRenamed encodes vh under another name: its name field replaced, every other
+// field as vh's deterministic marshalling has it. The name field comes first, as in a
+// deterministic marshalling.
+func encodeRenamed(vh *routev3.VirtualHost, name string) ([]byte, error) {
+	b, err := cachev3.MarshalResource(vh)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(b)+len(name)+8)
+	out = protowire.AppendTag(out, virtualHostNameField, protowire.BytesType)
+	out = protowire.AppendString(out, name)
+	for pos := 0; pos < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[pos:])
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[pos+n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		if num != virtualHostNameField {
+			out = append(out, b[pos:pos+n+m]...)
+		}
+		pos += n + m
+	}
+	return out, nil
 }
 
 // knownHosts returns the latest host encodings e knows: its own once encoded, else

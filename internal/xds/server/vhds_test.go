@@ -333,8 +333,16 @@ func checkVHDSView(t *testing.T, step int, s *Server, w *vhdsWorld, before map[s
 		}
 		want := proto.Clone(vh).(*routev3.VirtualHost)
 		want.Name = name
-		if got := r.(*encoded).Resource; !proto.Equal(got, want) {
-			t.Fatalf("step %d: VirtualHost %q is %v, want %v", step, name, got, want)
+		b, err := r.(*encoded).encoding()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := &routev3.VirtualHost{}
+		if err := proto.Unmarshal(b, got); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("step %d: VirtualHost %q is sent as %v, want %v", step, name, got, want)
 		}
 		if before[host] == vh && set.versions[name] != prev[name] {
 			t.Errorf("step %d: the unchanged host %q changed version %q -> %q", step, name, prev[name], set.versions[name])
