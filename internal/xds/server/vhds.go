@@ -154,8 +154,57 @@ func (sp *vhdsRouteConfig) next(rc *routev3.RouteConfiguration, d *vhostDiff) *v
 		out.shell = shell
 	}
 	out.named = make([]*vhdsHost, len(out.hosts))
-	reused := make([]bool, len(sp.hosts))
 	var missed []int
+	var left map[*routev3.VirtualHost]int // sp's hosts not found yet, by their position
+	if len(out.hosts) == len(sp.hosts) {
+		missed, left = sp.samePlaces(out)
+	} else {
+		missed, left = sp.matchShifted(out)
+	}
+	added := make(map[string]bool, len(missed))
+	for _, i := range missed {
+		h := out.hosts[i]
+		if j, ok := left[h]; ok {
+			out.named[i] = sp.named[j]
+			delete(left, h)
+			continue
+		}
+		out.named[i] = &vhdsHost{VirtualHost: h, name: rc.GetName() + "/" + h.GetName()}
+		d.changed = append(d.changed, out.named[i])
+		added[out.named[i].name] = true
+	}
+	for _, j := range left {
+		// A host replaced under the same name is changed, not removed.
+		if name := sp.named[j].name; !added[name] {
+			d.removed = append(d.removed, name)
+		}
+	}
+	return out
+}
+
+// samePlaces fills out.named for a version with as many hosts as sp, which an edit
+// changes in place: the hosts at their previous positions keep their resources (one
+// copy of the slice), the others are missed, to be found among left, sp's hosts at
+// the missed positions.
+func (sp *vhdsRouteConfig) samePlaces(out *vhdsRouteConfig) (missed []int, left map[*routev3.VirtualHost]int) {
+	copy(out.named, sp.named)
+	for i, h := range out.hosts {
+		if sp.hosts[i] != h {
+			missed = append(missed, i)
+		}
+	}
+	left = make(map[*routev3.VirtualHost]int, len(missed))
+	for _, i := range missed {
+		left[sp.hosts[i]] = i
+	}
+	return missed, left
+}
+
+// matchShifted fills out.named for a version with hosts added or removed, which shift
+// the others: hostMatcher finds most of them; the rest are missed, to be found among
+// left, sp's hosts not matched.
+func (sp *vhdsRouteConfig) matchShifted(out *vhdsRouteConfig) (missed []int, left map[*routev3.VirtualHost]int) {
+	reused := make([]bool, len(sp.hosts))
 	match := hostMatcher{prev: sp.hosts}
 	for i, h := range out.hosts {
 		if j, ok := match.find(h); ok {
@@ -164,40 +213,13 @@ func (sp *vhdsRouteConfig) next(rc *routev3.RouteConfiguration, d *vhostDiff) *v
 			missed = append(missed, i)
 		}
 	}
-	if len(missed) > 0 {
-		// The hosts the walk missed are among those it did not reuse, which are
-		// few unless the hosts were reordered.
-		left := make(map[*routev3.VirtualHost]int)
-		for j, ok := range reused {
-			if !ok {
-				left[sp.hosts[j]] = j
-			}
-		}
-		added := make(map[string]bool, len(missed))
-		for _, i := range missed {
-			h := out.hosts[i]
-			if j, ok := left[h]; ok {
-				out.named[i], reused[j] = sp.named[j], true
-				continue
-			}
-			out.named[i] = &vhdsHost{VirtualHost: h, name: rc.GetName() + "/" + h.GetName()}
-			d.changed = append(d.changed, out.named[i])
-			added[out.named[i].GetName()] = true
-		}
-		for j, ok := range reused {
-			// A host replaced under the same name is changed, not removed.
-			if name := sp.named[j].GetName(); !ok && !added[name] {
-				d.removed = append(d.removed, name)
-			}
-		}
-	} else if len(out.hosts) < len(sp.hosts) {
-		for j, ok := range reused {
-			if !ok {
-				d.removed = append(d.removed, sp.named[j].GetName())
-			}
+	left = make(map[*routev3.VirtualHost]int)
+	for j, ok := range reused {
+		if !ok {
+			left[sp.hosts[j]] = j
 		}
 	}
-	return out
+	return missed, left
 }
 
 // vhdsShell is rc without its virtual hosts, which VHDS serves over ADS.
