@@ -46,9 +46,11 @@ type RunOptions struct {
 	RootNamespaces []string
 	DisableIngress bool
 	Logger         *slog.Logger
-	// LogBatcher is the sink Logger writes to if it can batch (see
-	// proxy.Config); nil writes an access log line at a time.
-	LogBatcher proxy.LogBatcher
+	// AccessLogger writes the embedded proxy's access log (nil: Logger), and
+	// LogBatcher is the sink it writes to if that can batch (see proxy.Config);
+	// nil writes an access log line at a time.
+	AccessLogger *slog.Logger
+	LogBatcher   proxy.LogBatcher
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers (0: Envoy's
 	// defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
@@ -117,9 +119,10 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			translate.ListenerHTTP:  opts.HTTPAddr,
 			translate.ListenerHTTPS: opts.HTTPSAddr,
 		},
-		Logger:     opts.Logger.With("component", "proxy"),
-		LogBatcher: opts.LogBatcher,
-		Registerer: reg,
+		Logger:       opts.Logger.With("component", "proxy"),
+		AccessLogger: accessLogger(opts).With("component", "proxy"),
+		LogBatcher:   opts.LogBatcher,
+		Registerer:   reg,
 	})
 	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger})
 	return r, nil
@@ -217,4 +220,12 @@ func redirectPort(httpsAddr string) uint32 {
 		return 0
 	}
 	return uint32(p)
+}
+
+// accessLogger is the logger of the embedded proxy's access log.
+func accessLogger(opts RunOptions) *slog.Logger {
+	if opts.AccessLogger != nil {
+		return opts.AccessLogger
+	}
+	return opts.Logger
 }

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+
+	"github.com/portico-dev/portico/internal/logbatch"
 )
 
 type command struct {
@@ -142,6 +144,18 @@ func logFlags(fs *flag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
 		}
 		return nil, fmt.Errorf("--log-format %q: use text or json", *format)
 	}
+}
+
+// newLoggers returns the loggers of a command that runs the embedded proxy, both
+// writing to stderr: the process's, whose lines go out at once, and the access
+// log's, whose lines the proxy writes in batches through sink.
+func newLoggers(newLogger func(io.Writer) (*slog.Logger, error), stderr io.Writer) (logger, accessLogger *slog.Logger, sink *logbatch.Writer, err error) {
+	sink = logbatch.New(stderr)
+	if logger, err = newLogger(sink.Immediate()); err != nil {
+		return nil, nil, nil, err
+	}
+	accessLogger, err = newLogger(sink)
+	return logger, accessLogger, sink, err
 }
 
 func fail(stderr io.Writer, format string, args ...any) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/portico-dev/portico/internal/proxy"
 	"github.com/portico-dev/portico/internal/xds/translate"
 	"github.com/portico-dev/portico/internal/xds/xdstls"
@@ -29,8 +28,7 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if *xdsServer == "" {
 		return fail(stderr, "proxy: --xds-server ADDR is required")
 	}
-	sink := logbatch.New(stderr)
-	logger, err := newLogger(sink)
+	logger, accessLogger, sink, err := newLoggers(newLogger, stderr)
 	if err != nil {
 		return fail(stderr, "proxy: %v", err)
 	}
@@ -44,7 +42,7 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if err := tlsFiles.Validate(); err != nil {
 		return fail(stderr, "proxy: %v", err)
 	}
-	cfg := proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, ListenerAddrs: addrs, Logger: logger, LogBatcher: sink}
+	cfg := proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, ListenerAddrs: addrs, Logger: logger, AccessLogger: accessLogger, LogBatcher: sink}
 	if tlsFiles.Enabled() {
 		if cfg.XDSCredentials, err = xdstls.ClientCredentials(tlsFiles, *serverName); err != nil {
 			return fail(stderr, "proxy: %v", err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/dag"
-	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
@@ -39,12 +38,11 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if st, err := os.Stat(o.ManifestDir); err != nil || !st.IsDir() {
 		return fail(stderr, "run: --manifests %q is not a readable directory", o.ManifestDir)
 	}
-	sink := logbatch.New(stderr)
-	logger, err := newLogger(sink)
+	logger, accessLogger, sink, err := newLoggers(newLogger, stderr)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
 	}
-	o.Logger, o.LogBatcher = logger, sink
+	o.Logger, o.AccessLogger, o.LogBatcher = logger, accessLogger, sink
 	o.RootNamespaces = splitList(*roots)
 	r, err := app.NewRunner(o)
 	if err != nil {

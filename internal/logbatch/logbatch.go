@@ -46,6 +46,21 @@ func (b *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Immediate returns a writer to the same destination that never waits for a
+// Hold: what is written through it goes out at once, ahead of what a Hold is
+// gathering. The process's own log writes through it, so that a burst of
+// access log lines never delays a line saying what went wrong, nor takes it
+// down with the batch in a crash.
+func (b *Writer) Immediate() io.Writer { return immediate{b} }
+
+type immediate struct{ b *Writer }
+
+func (w immediate) Write(p []byte) (int, error) {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	return w.b.w.Write(p)
+}
+
 // Hold starts gathering writes. Holds nest: writes go out when every Hold
 // has been released.
 func (b *Writer) Hold() {

@@ -103,3 +103,23 @@ func TestReleaseWithoutHoldPanics(t *testing.T) {
 	}()
 	New(&writes{}).Release()
 }
+
+// TestImmediateWritesDoNotWaitForAHold: the process's own lines go out while the access
+// log holds the sink, ahead of the batch it is gathering, which still leaves whole.
+func TestImmediateWritesDoNotWaitForAHold(t *testing.T) {
+	var sink writes
+	b := New(&sink)
+	b.Hold()
+	b.Write([]byte("access 1\n"))
+	if n, err := b.Immediate().Write([]byte("error\n")); n != 6 || err != nil {
+		t.Fatalf("Immediate().Write = %d, %v", n, err)
+	}
+	if got := sink.all(); strings.Join(got, "|") != "error\n" {
+		t.Fatalf("while held: writes %q, want the immediate line alone", got)
+	}
+	b.Write([]byte("access 2\n"))
+	b.Release()
+	if got := sink.all(); strings.Join(got, "|") != "error\n|access 1\naccess 2\n" {
+		t.Errorf("writes %q, want the immediate line, then the batch", got)
+	}
+}

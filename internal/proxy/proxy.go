@@ -23,12 +23,17 @@ type Config struct {
 	XDSAddress    string                // host:port of the ADS gRPC server (plaintext unless XDSCredentials is set)
 	NodeID        string                // sent in DiscoveryRequest.node.id (default "portico-proxy")
 	ListenerAddrs map[string]string     // listener name -> bind address override, e.g. {"ingress_http":"127.0.0.1:8080"}; when absent, bind the Listener's own socket address
-	Logger        *slog.Logger          // structured logging; access log lines go here too (msg "access")
+	Logger        *slog.Logger          // structured logging; access log lines go here too (msg "access") unless AccessLogger is set
 	Registerer    prometheus.Registerer // may be nil; if set register request counters/histograms (no global registry)
-	// LogBatcher, when set, is the sink Logger writes to, able to gather the
-	// lines written between Hold and Release into one write (package
-	// logbatch's Writer): the access log holds it while it has more lines
-	// queued, saving a write(2) per request under load.
+	// AccessLogger, when set, writes the access log lines (msg "access")
+	// instead of Logger.
+	AccessLogger *slog.Logger
+	// LogBatcher, when set, is the sink the access log's logger writes to,
+	// able to gather the lines written between Hold and Release into one
+	// write (package logbatch's Writer): the access log holds it while it has
+	// more lines queued, saving a write(2) per request under load. Give the
+	// access log a logger of its own on it (AccessLogger), so that the
+	// process's other lines do not wait in its batches.
 	LogBatcher LogBatcher
 	// XDSCredentials secure the connection to the ADS server (package xdstls builds
 	// mutual TLS ones); nil means plaintext gRPC.
@@ -122,7 +127,11 @@ func New(cfg Config) *Proxy {
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
 	}
-	p.accessLog = newAccessLog(log, cfg.LogBatcher, p.metrics.accessLogDropped, accessLogQueue)
+	accessLogger := log
+	if cfg.AccessLogger != nil {
+		accessLogger = cfg.AccessLogger
+	}
+	p.accessLog = newAccessLog(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accessLogQueue)
 	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	return p

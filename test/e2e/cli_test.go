@@ -168,4 +168,22 @@ func TestRunCommand(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"service":"web"`) {
 		t.Errorf("GET web.test/hello: %d %s", resp.StatusCode, body)
 	}
+	// The access log (a logger of its own, batched) reaches stderr as the process's lines do.
+	for deadline := time.Now().Add(5 * time.Second); !accessLogged(logs.String()); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no access log line for GET web.test/hello in:\n%s", logs.String())
+		}
+	}
+}
+
+// accessLogged reports whether logs (text format) have the access log line of GET
+// web.test/hello, attributed to the proxy.
+func accessLogged(logs string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "msg=access") && strings.Contains(line, "component=proxy") &&
+			strings.Contains(line, "web.test") && strings.Contains(line, "/hello") {
+			return true
+		}
+	}
+	return false
 }
