@@ -74,6 +74,13 @@ type clientState struct {
 	subscribed int // how many names were subscribed: a check that nothing changed
 	watched    bool
 	idleSince  uint64
+	// sent are the names of the last response sent (updated and removed). A
+	// client that NACKs it keeps the versions it had (a response is applied
+	// whole or not at all), so those names are sent again, in retry, with the
+	// next snapshot: not at once, which the client would refuse again, and not
+	// only when they change again, which would leave a good change that came
+	// with a bad one unapplied.
+	sent, retry []string
 }
 
 type deltaWatch struct {
@@ -92,6 +99,9 @@ func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Sub
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := &deltaWatch{req: req, sub: sub, out: out, typ: watchedSet(req)}
+	if w.typ == vhostIdx {
+		forgetUnsubscribedNamespaces(req, sub)
+	}
 	w.state = c.stateOf(w)
 	if c.published {
 		sent, err := c.respond(context.Background(), w)
@@ -138,7 +148,38 @@ func (c *deltaCache) stateOf(w *deltaWatch) *clientState {
 		delete(c.clients, key)
 		return nil
 	}
+	if w.req.GetErrorDetail() != nil {
+		s.nacked()
+	}
 	return s
+}
+
+// nacked notes that the client refused the last response sent: it holds none of
+// its versions (see clientState.sent).
+func (s *clientState) nacked() {
+	for _, name := range s.sent {
+		s.returned[name] = "" // held at a version that is not the one sent
+	}
+	s.retry = append(s.retry, s.sent...)
+	s.sent = nil
+}
+
+// forgetUnsubscribedNamespaces drops from a VirtualHost subscription's versions the
+// hosts of the route configurations req unsubscribes from: go-control-plane drops
+// the route configuration's name only, and a client subscribing again (Envoy does
+// when it recreates its VHDS subscription) would then be taken to hold its hosts.
+func forgetUnsubscribedNamespaces(req *cachev3.DeltaRequest, sub cachev3.Subscription) {
+	held := sub.ReturnedResources()
+	for _, ns := range req.GetResourceNamesUnsubscribe() {
+		if !splitByVHDS(ns) {
+			continue
+		}
+		for name := range held {
+			if n, ok := vhdsNamespace(name); ok && n == ns {
+				delete(held, name)
+			}
+		}
+	}
 }
 
 func (c *deltaCache) cancel(id int64) {
@@ -242,6 +283,10 @@ func (c *deltaCache) respond(ctx context.Context, w *deltaWatch) (bool, error) {
 	// it waits for the first answer to a VHDS subscription to a route configuration.
 	first := (w.sub.IsWildcard() && w.req.GetResponseNonce() == "") || subscribesNamespace(w)
 	names, related := c.since(w, log)
+	if related && len(w.state.retry) > 0 && w.state.seq != log.seq {
+		names = withRetried(names, w.state.retry)
+		w.state.retry = nil
+	}
 	var d delta
 	switch {
 	case related && w.state.owned:
@@ -281,11 +326,28 @@ func (c *deltaCache) respond(ctx context.Context, w *deltaWatch) (bool, error) {
 		// watch, under mu: it is updated in place, after the send, which the
 		// context can still abort.
 		d.apply()
-		w.state.seq = log.seq
+		w.state.seq, w.state.sent = log.seq, d.names()
 	case log != nil:
-		c.own(w, d.returned, log.seq)
+		c.own(w, d.returned, log.seq).sent = d.names()
 	}
 	return true, nil
+}
+
+// withRetried returns names with those of retry it lacks, in a new slice: names
+// may be a changeLog entry.
+func withRetried(names, retry []string) []string {
+	out := slices.Clone(names)
+	seen := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		seen[n] = struct{}{}
+	}
+	for _, n := range retry {
+		if _, dup := seen[n]; !dup {
+			seen[n] = struct{}{}
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // since returns the names that changed in w's type since the typeSet its client
@@ -298,16 +360,18 @@ func (c *deltaCache) since(w *deltaWatch, log *changeLog) ([]string, bool) {
 }
 
 // own records returned, made by this cache, as the state of w's stream once sent.
-func (c *deltaCache) own(w *deltaWatch, returned map[string]string, seq uint64) {
+func (c *deltaCache) own(w *deltaWatch, returned map[string]string, seq uint64) *clientState {
 	if w.state != nil && w.state.owned {
 		// The stream replaces the map it held with returned: forget it now
 		// rather than after clientStateTTL snapshots.
 		delete(c.clients, mapKey(w.state.returned))
 	}
-	c.clients[mapKey(returned)] = &clientState{
+	s := &clientState{
 		returned: returned, typ: w.typ, seq: seq, owned: true,
 		wildcard: w.sub.IsWildcard(), subscribed: len(w.sub.SubscribedResources()), idleSince: c.epoch,
 	}
+	c.clients[mapKey(returned)] = s
+	return s
 }
 
 // delta is a response's content: the resources to send, the names to remove, and the
@@ -321,6 +385,15 @@ type delta struct {
 }
 
 func (d delta) empty() bool { return len(d.resources) == 0 && len(d.removed) == 0 }
+
+// names lists the names d updates and removes.
+func (d delta) names() []string {
+	out := make([]string, 0, len(d.resources)+len(d.removed))
+	for _, r := range d.resources {
+		out = append(out, cachev3.GetResourceName(r.Resource))
+	}
+	return append(out, d.removed...)
+}
 
 // apply updates returned to what the client holds once it has d.
 func (d delta) apply() {
@@ -354,7 +427,7 @@ func covers(sub cachev3.Subscription, typ int, name string) bool {
 		return false
 	}
 	ns, ok := vhdsNamespace(name)
-	if !ok {
+	if !ok || !splitByVHDS(ns) {
 		return false
 	}
 	_, ok = subscribed[ns]
@@ -415,7 +488,7 @@ func full(sub cachev3.Subscription, typ int, ts *typeSet) delta {
 	for name := range sub.SubscribedResources() {
 		prev, ok := held[name]
 		if cur, exists := ts.set.get(name); exists {
-			if prev != cur.version {
+			if !ok || !holds(prev, cur) {
 				d.resources = append(d.resources, types.ResourceWithTTL{Resource: cur.resource})
 			}
 			d.returned[name] = cur.version
@@ -437,7 +510,7 @@ func fullByScan(sub cachev3.Subscription, typ int, ts *typeSet) delta {
 		}
 		cur, _ := ts.set.get(name)
 		d.returned[name] = cur.version
-		if prev, ok := held[name]; !ok || prev != cur.version {
+		if prev, ok := held[name]; !ok || !holds(prev, cur) {
 			d.resources = append(d.resources, types.ResourceWithTTL{Resource: cur.resource})
 		}
 	}
@@ -447,6 +520,22 @@ func fullByScan(sub cachev3.Subscription, typ int, ts *typeSet) delta {
 		}
 	}
 	return d
+}
+
+// holds reports whether a client holding version prev of a resource holds cur: the
+// version the cache knows, or the one a client was sent, which go-control-plane
+// computes from the encoding when it builds a response (a hash) and which a client
+// that reconnects presents: a server that versions by identity (Server.VersionByIdentity)
+// keeps other versions, and would otherwise send that client everything again.
+func holds(prev string, cur versioned) bool {
+	if prev == cur.version {
+		return true
+	}
+	if prev == "" {
+		return false
+	}
+	b, err := cur.resource.encoding()
+	return err == nil && cachev3.HashResource(b) == prev
 }
 
 // changeLogLength is how many typeSets of a type a changeLog relates: a client further

@@ -208,7 +208,8 @@ func (c *pairedStream) act(step string, w *world) {
 
 // names returns a few names, some published, some not, maybe the wildcard. A
 // VirtualHost subscription to a route configuration's name (a namespace, which
-// go-control-plane does not know) is TestVHDSNamespaceSubscription's.
+// go-control-plane does not know) is tested by TestVHDSNamespaceSubscriptionIsAnswered
+// and TestVHDSNamespaceResubscribeSendsTheHosts.
 func (c *pairedStream) names(w *world) []string {
 	var out []string
 	for range c.rng.IntN(3) {

@@ -56,7 +56,7 @@ func encode(r types.Resource, prev *encoded) *encoded {
 		})
 		return e
 	}
-	if h, ok := r.(*vhdsHost); ok {
+	if h, ok := r.(*vhdsResource); ok {
 		e.encoding = sync.OnceValues(func() ([]byte, error) { return encodeRenamed(h.VirtualHost, h.name) })
 		return e
 	}

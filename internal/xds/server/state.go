@@ -12,11 +12,11 @@ import (
 )
 
 // The published sets, in the order go-control-plane answers ADS watches (clusters and
-// their endpoints before the listeners and routes that use them). The first five are
-// what the translator publishes; the last two are derived from its route
-// configurations for VHDS clients (see vhds.go): vhostIdx the VirtualHost resources,
-// vhdsRouteIdx the route configurations as those clients see them, which are served
-// under the RouteConfiguration type in place of routeIdx's.
+// their endpoints before the listeners and routes that use them). vhostIdx and
+// vhdsRouteIdx are derived from the translator's route configurations for VHDS
+// clients (see vhds.go): the VirtualHost resources, and the route configurations as
+// those clients see them, served under the RouteConfiguration type in place of
+// routeIdx's; the others are what the translator publishes.
 const (
 	clusterIdx = iota
 	endpointIdx

@@ -14,8 +14,8 @@ import (
 
 // VHDS (Envoy's Virtual Host Discovery Service) serves the virtual hosts of a route
 // configuration as resources of their own, so that a one-host change sends that host
-// rather than the route configuration holding every host: at 10,000 plain-HTTP hosts,
-// 2.1 MB per edit, marshalled by the server and decoded by every data plane.
+// rather than the route configuration holding every host, which the server would
+// marshal, and every data plane decode, on every edit.
 //
 // Only clients that ask for it are served so (vhdsMetadataKey): VHDS exists only over
 // delta xDS, and Envoy accepts it over ADS only in recent versions (envoy#34122), so the
@@ -57,19 +57,19 @@ type vhdsRouteConfig struct {
 	source *routev3.RouteConfiguration
 	shell  *routev3.RouteConfiguration
 	hosts  []*routev3.VirtualHost // source's, in order
-	named  []*vhdsHost            // hosts as resources, by position
+	named  []*vhdsResource        // hosts as resources, by position
 }
 
-// vhdsHost is a virtual host as VHDS serves it: the translator's, under its resource
-// name, which its encoding carries as the message's name too (see encodeRenamed). Not
-// a renamed copy: at 10,000 hosts the copies would hold 7 MB.
-type vhdsHost struct {
+// vhdsResource is a virtual host as VHDS serves it: the translator's, under its
+// resource name, which its encoding carries as the message's name too (see
+// encodeRenamed). Not a renamed copy, which would double the memory the hosts take.
+type vhdsResource struct {
 	*routev3.VirtualHost
 	name string
 }
 
 // GetName is the resource name, for go-control-plane's GetResourceName.
-func (h *vhdsHost) GetName() string { return h.name }
+func (h *vhdsResource) GetName() string { return h.name }
 
 // vhdsView is what VHDS clients were served from the route configurations of the last
 // publish: the split route configurations by name. A host passed as the same pointer
@@ -153,7 +153,7 @@ func (sp *vhdsRouteConfig) next(rc *routev3.RouteConfiguration, d *vhostDiff) *v
 	if shell := vhdsShell(rc); sp.shell == nil || !proto.Equal(sp.shell, shell) {
 		out.shell = shell
 	}
-	out.named = make([]*vhdsHost, len(out.hosts))
+	out.named = make([]*vhdsResource, len(out.hosts))
 	var missed []int
 	var left map[*routev3.VirtualHost]int // sp's hosts not found yet, by their position
 	if len(out.hosts) == len(sp.hosts) {
@@ -169,7 +169,7 @@ func (sp *vhdsRouteConfig) next(rc *routev3.RouteConfiguration, d *vhostDiff) *v
 			delete(left, h)
 			continue
 		}
-		out.named[i] = &vhdsHost{VirtualHost: h, name: rc.GetName() + "/" + h.GetName()}
+		out.named[i] = &vhdsResource{VirtualHost: h, name: rc.GetName() + "/" + h.GetName()}
 		d.changed = append(d.changed, out.named[i])
 		added[out.named[i].name] = true
 	}

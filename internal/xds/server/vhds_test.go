@@ -15,6 +15,8 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portico-dev/portico/internal/xds/translate"
@@ -269,7 +271,8 @@ func checkVirtualHosts(t *testing.T, resp *discoveryv3.DeltaDiscoveryResponse) m
 }
 
 // TestVHDSViewFollowsTheRouteConfiguration publishes random sequences of hosts added,
-// changed, removed and reordered, with a publish that fails now and then, and checks
+// changed, removed and reordered, with a publish that fails now and then and one
+// that withdraws the route configuration, and checks
 // after each that the VirtualHost resources are exactly the route configuration's
 // hosts, renamed, and that what changed in them is the hosts that changed: the
 // others keep their version, so no client is sent them again, even when the hosts
@@ -283,6 +286,7 @@ func TestVHDSViewFollowsTheRouteConfiguration(t *testing.T) {
 				s.VersionByIdentity()
 			}
 			w := newVHDSWorld(t)
+			withdrawn := false // the last publish had no route configuration
 			for step := range 150 {
 				before, clusters := maps.Clone(w.hosts), maps.Clone(w.clusters)
 				for range rng.IntN(4) {
@@ -310,7 +314,20 @@ func TestVHDSViewFollowsTheRouteConfiguration(t *testing.T) {
 					w.hosts, w.clusters = before, clusters
 					continue
 				}
+				if rng.IntN(10) == 0 {
+					// The route configuration withdrawn (with its listener): its hosts go.
+					res.Listeners, res.Routes = nil, nil
+					publish(t, s, res)
+					if n := s.current.set(vhostIdx).set.len(); n != 0 {
+						t.Fatalf("step %d: %d VirtualHost resources without their route configuration", step, n)
+					}
+					withdrawn = true
+					continue
+				}
 				publish(t, s, res)
+				if withdrawn {
+					before, withdrawn = nil, false // every host is new again
+				}
 				checkVHDSView(t, step, s, w, before, prev)
 			}
 		})
@@ -318,7 +335,7 @@ func TestVHDSViewFollowsTheRouteConfiguration(t *testing.T) {
 }
 
 // checkVHDSView checks the published VirtualHost resources against w, whose hosts were
-// before at the previous publish, when the resources had the versions prev.
+// before at the previous publish (nil: none), when the resources had the versions prev.
 func checkVHDSView(t *testing.T, step int, s *Server, w *vhdsWorld, before map[string]*routev3.VirtualHost, prev map[string]string) {
 	t.Helper()
 	set := s.current.set(vhostIdx).set.flatten()
@@ -347,5 +364,101 @@ func checkVHDSView(t *testing.T, step int, s *Server, w *vhdsWorld, before map[s
 		if before[host] == vh && set.versions[name] != prev[name] {
 			t.Errorf("step %d: the unchanged host %q changed version %q -> %q", step, name, prev[name], set.versions[name])
 		}
+	}
+}
+
+// openVHDSStream opens a delta stream asking for VHDS, subscribed to every
+// VirtualHost, starting from the versions known.
+func openVHDSStream(t *testing.T, conn discoveryv3.AggregatedDiscoveryServiceClient, known map[string]string) *deltaClient {
+	t.Helper()
+	st := openDeltaStream(t, conn)
+	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: vhdsNode(), TypeUrl: resource.VirtualHostType,
+		ResourceNamesSubscribe: []string{"*"}, InitialResourceVersions: known}); err != nil {
+		t.Fatal(err)
+	}
+	return &deltaClient{t: t, s: st}
+}
+
+// TestNACKedResourcesAreSentAgainWithTheNextPublish: a client refuses a response as a
+// whole, so a good change that came with a bad one is not applied either. Both are
+// sent again with the next publish (not at once, which would be refused again), so
+// the good change does not wait for its resource to change once more.
+func TestNACKedResourcesAreSentAgainWithTheNextPublish(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler), nil)
+	s.VersionByIdentity()
+	w := newVHDSWorld(t, "a", "b")
+	publish(t, s, w.resources())
+	c := openVHDSStream(t, serve(t, s), nil)
+	c.recv()
+	w.set("b")
+	w.set("x")
+	v2 := publish(t, s, w.resources())
+	resp, err := c.s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summary(resp), "VirtualHost v"+v2+" +ingress_http/b +ingress_http/x"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if err := c.s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.VirtualHostType, ResponseNonce: resp.GetNonce(),
+		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "x is bad"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the server to take the NACK, then fix x only.
+	waitFor(t, "the NACK", func() bool { return s.cache.numWatches() == 1 })
+	w.set("x")
+	v3 := publish(t, s, w.resources())
+	if got, want := summary(c.recv()), "VirtualHost v"+v3+" +ingress_http/b +ingress_http/x"; got != want {
+		t.Errorf("after the NACK and a publish changing x: %q, want %q (b sent again)", got, want)
+	}
+	// Accepted this time: the next publish sends what it changes only.
+	w.set("a")
+	v4 := publish(t, s, w.resources())
+	if got, want := summary(c.recv()), "VirtualHost v"+v4+" +ingress_http/a"; got != want {
+		t.Errorf("then: %q, want %q", got, want)
+	}
+}
+
+// TestReconnectWithTheVersionsSentIsSentNothing: a client reconnects with the versions
+// it was sent (go-control-plane's hashes of the encodings) to a server that versions by
+// identity; what it holds is not sent again, only what changed meanwhile.
+func TestReconnectWithTheVersionsSentIsSentNothing(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler), nil)
+	s.VersionByIdentity()
+	w := newVHDSWorld(t, "a", "b", "c")
+	publish(t, s, w.resources())
+	conn := serve(t, s)
+	known := map[string]string{}
+	for _, r := range openVHDSStream(t, conn, nil).recv().GetResources() {
+		known[r.GetName()] = r.GetVersion()
+	}
+	if got, want := summary(openVHDSStream(t, conn, known).recv()), "VirtualHost v1"; got != want {
+		t.Errorf("reconnect, nothing changed: %q, want nothing sent", got)
+	}
+	w.set("b")
+	v := publish(t, s, w.resources())
+	if got, want := summary(openVHDSStream(t, conn, known).recv()), "VirtualHost v"+v+" +ingress_http/b"; got != want {
+		t.Errorf("reconnect, b changed: %q, want %q", got, want)
+	}
+}
+
+// TestVHDSNamespaceResubscribeSendsTheHosts: Envoy drops its VHDS subscription with its
+// route configuration and makes a new one; the new one is sent every host.
+func TestVHDSNamespaceResubscribeSendsTheHosts(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler), nil)
+	w := newVHDSWorld(t, "a", "b")
+	publish(t, s, w.resources())
+	c := newEnvoyLikeClient(t, serve(t, s), "a", "b")
+	c.summaries(5)
+	for _, req := range []*discoveryv3.DeltaDiscoveryRequest{
+		{TypeUrl: resource.VirtualHostType, ResourceNamesUnsubscribe: []string{translate.RouteHTTP}},
+		{TypeUrl: resource.VirtualHostType, ResourceNamesSubscribe: []string{translate.RouteHTTP}},
+	} {
+		if err := c.s.Send(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := summary(c.recv()), "VirtualHost v1 +ingress_http/a +ingress_http/b"; got != want {
+		t.Errorf("after subscribing again: %q, want %q", got, want)
 	}
 }
