@@ -60,10 +60,11 @@ type Server struct {
 // VersionByIdentity tells the server that its publisher passes a resource whose content
 // did not change as the same pointer (translate.Incremental does): a resource under a
 // new pointer is then taken as changed and versioned by the publish, without marshalling
-// and hashing it. At 10,000 hosts that saves hashing the 2 MB HTTP route configuration
-// on every change of a plain-HTTP host. The price: versions no longer survive a restart
-// of the controller, so a data plane that reconnects to a new one is sent everything
-// once, as a state-of-the-world client always is. Call it before the first Publish.
+// and hashing it, on every change. A data plane that reconnects presents the versions
+// it was sent, which are hashes (go-control-plane's, of each resource's encoding): those
+// are then compared by hashing what the cache holds (see holds), once per reconnect, so
+// it is not sent again what it has, after a restart of the controller too. Call it
+// before the first Publish.
 func (s *Server) VersionByIdentity() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
