@@ -59,13 +59,13 @@ type resourceStore struct {
 	edsUsers map[string]map[string]struct{}
 	// vhosts are the VirtualHost resources in the store by namespace (the
 	// route configuration they belong to) and name.
-	vhosts map[string]map[string]*vhdsHost
+	vhosts map[string]map[string]*storedVirtualHost
 }
 
 func newResourceStore() *resourceStore {
 	return &resourceStore{byType: make(map[string]map[string]any), revisions: make(map[string]uint64),
 		changes:  [2]map[string]struct{}{make(map[string]struct{}), make(map[string]struct{})},
-		edsUsers: make(map[string]map[string]struct{}), vhosts: make(map[string]map[string]*vhdsHost)}
+		edsUsers: make(map[string]map[string]struct{}), vhosts: make(map[string]map[string]*storedVirtualHost)}
 }
 
 // update applies an accepted delta response to its type.
@@ -229,7 +229,7 @@ func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource, remove
 					return nil, fmt.Errorf("%s %q: %w", shortTypeName(typeURL), name, err)
 				}
 			}
-		case *vhdsHost:
+		case *storedVirtualHost:
 			s.raw = string(r.GetResource().GetValue())
 		}
 		out[name] = spec
@@ -303,7 +303,7 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 			func(m validatable) (any, error) { return convertSecret(m.(*tlsv3.Secret)) }, true
 	case resourcev3.VirtualHostType:
 		return func() validatable { return &routev3.VirtualHost{} },
-			func(m validatable) (any, error) { return newVHDSHost(m.(*routev3.VirtualHost)) }, true
+			func(m validatable) (any, error) { return newStoredVirtualHost(m.(*routev3.VirtualHost)) }, true
 	}
 	return nil, nil, false
 }

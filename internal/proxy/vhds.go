@@ -17,10 +17,10 @@ import (
 // VirtualHost, and the table in force is patched with it rather than the
 // whole configuration being sent, decoded and compared.
 
-// vhdsHost is a VirtualHost resource as the store keeps it: its encoding,
+// storedVirtualHost is a VirtualHost resource as the store keeps it: its encoding,
 // from which the table of its route configuration converts it again when
 // the table is built in full, at the configuration's level then.
-type vhdsHost struct {
+type storedVirtualHost struct {
 	namespace, host string // its name split at the last '/'
 	raw             string
 	// pvh is the decoded message, until decode has converted it.
@@ -38,21 +38,21 @@ func splitVHDSName(name string) (namespace, host string, ok bool) {
 	return name[:i], name[i+1:], true
 }
 
-func newVHDSHost(pvh *routev3.VirtualHost) (*vhdsHost, error) {
+func newStoredVirtualHost(pvh *routev3.VirtualHost) (*storedVirtualHost, error) {
 	ns, host, ok := splitVHDSName(pvh.GetName())
 	if !ok {
 		return nil, errors.New("the name is not <route configuration>/<virtual host>")
 	}
-	return &vhdsHost{namespace: ns, host: host, pvh: pvh}, nil
+	return &storedVirtualHost{namespace: ns, host: host, pvh: pvh}, nil
 }
 
 // indexVirtualHosts keeps s.vhosts in line with an accepted VirtualHost delta.
 func (s *resourceStore) indexVirtualHosts(updated map[string]any, removed []string) {
 	for name, spec := range updated {
-		h := spec.(*vhdsHost)
+		h := spec.(*storedVirtualHost)
 		hosts := s.vhosts[h.namespace]
 		if hosts == nil {
-			hosts = make(map[string]*vhdsHost)
+			hosts = make(map[string]*storedVirtualHost)
 			s.vhosts[h.namespace] = hosts
 		}
 		hosts[name] = h
@@ -154,7 +154,7 @@ func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string
 		changes[ns][host] = def
 	}
 	for _, name := range sortedKeys(updated) {
-		h := updated[name].(*vhdsHost)
+		h := updated[name].(*storedVirtualHost)
 		t := p.store.vhdsTableOf(h.namespace)
 		level := routeConfigLevel{maxBody: defaultMaxDirectResponseBody}
 		if t != nil {
