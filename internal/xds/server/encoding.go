@@ -188,19 +188,13 @@ func encodeRouteConfig(rc *routev3.RouteConfiguration, prev []hostEncoding) ([]b
 }
 
 // withoutVirtualHosts returns a RouteConfiguration sharing every field of rc but its
-// virtual hosts.
+// virtual hosts: the published messages are never modified, so their parts can be
+// shared.
 func withoutVirtualHosts(rc *routev3.RouteConfiguration) proto.Message {
-	return shallowCopy(rc, func(f protoreflect.FieldDescriptor) bool { return f.Number() == virtualHostsField })
-}
-
-// shallowCopy returns a message of m's type sharing every field of m but those skip
-// says (skip may be nil): the published messages are never modified, so their parts
-// can be shared.
-func shallowCopy(m proto.Message, skip func(protoreflect.FieldDescriptor) bool) proto.Message {
-	src := m.ProtoReflect()
+	src := rc.ProtoReflect()
 	dst := src.Type().New()
 	src.Range(func(f protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if skip == nil || !skip(f) {
+		if f.Number() != virtualHostsField {
 			dst.Set(f, v)
 		}
 		return true
