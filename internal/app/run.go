@@ -112,6 +112,10 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 		Logger:    opts.Logger.With("component", "pipeline"),
 		LastValid: NewLastValid(opts.Logger.With("component", "pipeline")),
 	}
+	var accessLogger *slog.Logger // nil: the proxy's Logger writes its access log
+	if opts.AccessLogger != nil {
+		accessLogger = opts.AccessLogger.With("component", "proxy")
+	}
 	r.proxy = proxy.New(proxy.Config{
 		XDSAddress: xdsLis.Addr().String(),
 		NodeID:     "portico-run",
@@ -120,7 +124,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			translate.ListenerHTTPS: opts.HTTPSAddr,
 		},
 		Logger:       opts.Logger.With("component", "proxy"),
-		AccessLogger: accessLogger(opts).With("component", "proxy"),
+		AccessLogger: accessLogger,
 		LogBatcher:   opts.LogBatcher,
 		Registerer:   reg,
 	})
@@ -220,12 +224,4 @@ func redirectPort(httpsAddr string) uint32 {
 		return 0
 	}
 	return uint32(p)
-}
-
-// accessLogger is the logger of the embedded proxy's access log.
-func accessLogger(opts RunOptions) *slog.Logger {
-	if opts.AccessLogger != nil {
-		return opts.AccessLogger
-	}
-	return opts.Logger
 }
