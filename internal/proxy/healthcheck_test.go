@@ -20,6 +20,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/testutil"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -292,7 +293,7 @@ func TestHealthCheckRequest(t *testing.T) {
 		}
 	}
 	b.hang.Store(false)
-	if got := cfg.check(context.Background(), closedAddr(t)); got.ok || got.immediate || !strings.HasPrefix(got.reason, "connection error") {
+	if got := cfg.check(context.Background(), testutil.RefusedAddr(t)); got.ok || got.immediate || !strings.HasPrefix(got.reason, "connection error") {
 		t.Errorf("closed port: %+v, want a connection error that counts towards the threshold", got)
 	}
 	b.mu.Lock()

@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -632,30 +631,6 @@ func rawBackend(t *testing.T, reply string) string {
 		}
 	}()
 	return ln.Addr().String()
-}
-
-// closedAddr is an address nobody listens on (connection refused). The port
-// stays bound, without listening, until the test ends: a port that is merely
-// closed again can be handed to the next listener in this process, and when
-// that was the proxy under test, a route to the "refused" endpoint sent the
-// proxy's requests to itself until the client gave up (a CI failure). The
-// socket is bound without SO_REUSEADDR, so no other socket can share the port,
-// and Linux answers a connection to a bound, non-listening port with a reset.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 // ---------------------------------------------------------------------------

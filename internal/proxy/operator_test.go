@@ -17,6 +17,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/portico-dev/portico/internal/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -400,7 +401,7 @@ func TestUpstreamFailureMetrics(t *testing.T) {
 		))},
 		clusters: []*clusterv3.Cluster{edsCluster("unavailable"), edsCluster("closed"), edsCluster("slow")},
 		endpoints: []*endpointv3.ClusterLoadAssignment{
-			assignment("unavailable", unavailable.addr()), assignment("closed", closedAddr(t)), assignment("slow", slow.addr()),
+			assignment("unavailable", unavailable.addr()), assignment("closed", testutil.RefusedAddr(t)), assignment("slow", slow.addr()),
 		},
 	})
 	p := startProxy(t, cp)

@@ -15,6 +15,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -214,7 +215,7 @@ func TestOutlierDetectionRules(t *testing.T) {
 	bad1, bad2 := startProtoBackend(t, "bad1", nil, "http/1.1"), startProtoBackend(t, "bad2", nil, "http/1.1")
 	bad1.status.Store(503)
 	bad2.status.Store(500)
-	refused := closedAddr(t)
+	refused := testutil.RefusedAddr(t)
 	cp := startControlPlane(t)
 	const base = time.Minute // no ejection ends during the test
 	clusters := []*clusterv3.Cluster{

@@ -22,6 +22,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -120,7 +121,7 @@ func TestStatusCodesAndActions(t *testing.T) {
 	slowConnect := edsCluster("slow-connect")
 	slowConnect.ConnectTimeout = durationpb.New(time.Nanosecond) // expires before the dial completes
 	res.clusters = append(res.clusters, edsCluster("empty"), edsCluster("refused"), edsCluster("garbage"), edsCluster("reset"), slowConnect)
-	res.endpoints = append(res.endpoints, assignment("empty"), assignment("refused", closedAddr(t)),
+	res.endpoints = append(res.endpoints, assignment("empty"), assignment("refused", testutil.RefusedAddr(t)),
 		assignment("garbage", rawBackend(t, "HELLO\r\n\r\n")), assignment("reset", rawBackend(t, "")),
 		assignment("slow-connect", backends["A"].addr()))
 	res.listeners = []*listenerv3.Listener{httpListener(t)}

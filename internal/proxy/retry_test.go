@@ -13,6 +13,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -139,9 +140,9 @@ func TestRetries(t *testing.T) {
 	// Clusters with a broken endpoint next to a good one.
 	good := startBackend(t, "good")
 	for _, c := range []struct{ name, broken, on string }{
-		{"refused", closedAddr(t), "connect-failure"},
+		{"refused", testutil.RefusedAddr(t), "connect-failure"},
 		{"reset", rawBackend(t, ""), "reset"},
-		{"refused-gateway", closedAddr(t), "gateway-error"},
+		{"refused-gateway", testutil.RefusedAddr(t), "gateway-error"},
 	} {
 		res.clusters = append(res.clusters, edsCluster(c.name))
 		res.endpoints = append(res.endpoints, assignment(c.name, c.broken, good.addr()))

@@ -21,6 +21,7 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -214,7 +215,7 @@ func TestTCPProxyConnectAttempts(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
 	echo := startTCPEcho(t, "")
-	refused := closedAddr(t)
+	refused := testutil.RefusedAddr(t)
 	cp := startControlPlane(t)
 	certPEM, keyPEM := ca.issue(t, "term.example.com")
 	listener := func(attempts *wrapperspb.UInt32Value) *listenerv3.Listener {

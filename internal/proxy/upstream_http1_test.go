@@ -21,6 +21,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -345,7 +346,7 @@ func TestHTTP1ClientFailuresBeforeTheHead(t *testing.T) {
 			toCluster("slow", prefixMatch("/untimed")),
 			toCluster("refused", prefixMatch("/refused"))))},
 		clusters:  []*clusterv3.Cluster{edsCluster("slow"), edsCluster("refused")},
-		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("slow", slow.addr()), assignment("refused", closedAddr(t))},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("slow", slow.addr()), assignment("refused", testutil.RefusedAddr(t))},
 	})
 	p := startProxy(t, cp)
 	p.waitVersion(t, "v1")

@@ -119,7 +119,7 @@ func TestProxyMetricsAndAccessLog(t *testing.T) {
 	e := start(t, map[string]string{
 		"backends.yaml": backends(t, "web", "api", "flaky", "slow", "pertry"),
 		// Nothing listens on the down Service's endpoint.
-		"down.yaml":    serviceManifest("default", "down", testutil.FreeAddr(t)) + "---\n" + downManifests,
+		"down.yaml":    serviceManifest("default", "down", testutil.RefusedAddr(t)) + "---\n" + downManifests,
 		"ingress.yaml": metricsManifests,
 	})
 	for range 3 {
