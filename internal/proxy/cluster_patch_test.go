@@ -168,8 +168,8 @@ func TestClusterPatchCompilesAsFromScratch(t *testing.T) {
 				}
 				checkClusters(t, fmt.Sprintf("step %d (%s)", e.step, what), got, want)
 				checkRouteStats(t, fmt.Sprintf("step %d (%s)", e.step, what), p, got)
-				if states := slices.Sorted(maps.Keys(p.clusterStates)); !slices.Equal(states, slices.Sorted(maps.Keys(got.clusters))) {
-					t.Fatalf("step %d (%s): cluster states %v for clusters %v", e.step, what, states, slices.Sorted(maps.Keys(got.clusters)))
+				if states := slices.Sorted(maps.Keys(p.clusterStates)); !slices.Equal(states, slices.Sorted(maps.Keys(got.clusters.flat()))) {
+					t.Fatalf("step %d (%s): cluster states %v for clusters %v", e.step, what, states, slices.Sorted(maps.Keys(got.clusters.flat())))
 				}
 			}
 			if patched == 0 || clean == 0 {
@@ -186,7 +186,7 @@ type snapshotMaps struct {
 }
 
 func copyMaps(s *snapshot) snapshotMaps {
-	return snapshotMaps{maps.Clone(s.clusters), maps.Clone(s.clusterInputs), maps.Clone(s.clusterRefs)}
+	return snapshotMaps{s.clusters.flat(), s.clusterInputs.flat(), s.clusterRefs.flat()}
 }
 
 // checkClusters compares the clusters of a patched snapshot with those of a
@@ -194,23 +194,24 @@ func copyMaps(s *snapshot) snapshotMaps {
 // linked to the same endpoints.
 func checkClusters(t *testing.T, when string, got, want *snapshot) {
 	t.Helper()
-	if !maps.Equal(got.clusterInputs, want.clusterInputs) {
-		t.Fatalf("%s: cluster inputs %v, from scratch %v", when, got.clusterInputs, want.clusterInputs)
+	g, w := copyMaps(got), copyMaps(want)
+	if !maps.Equal(g.inputs, w.inputs) {
+		t.Fatalf("%s: cluster inputs %v, from scratch %v", when, g.inputs, w.inputs)
 	}
-	if !maps.Equal(got.clusterRefs, want.clusterRefs) {
-		t.Fatalf("%s: cluster uses %v, from scratch %v", when, got.clusterRefs, want.clusterRefs)
+	if !maps.Equal(g.refs, w.refs) {
+		t.Fatalf("%s: cluster uses %v, from scratch %v", when, g.refs, w.refs)
 	}
-	if len(got.clusters) != len(want.clusters) {
-		t.Fatalf("%s: %d clusters, from scratch %d", when, len(got.clusters), len(want.clusters))
+	if len(g.clusters) != len(w.clusters) || got.clusters.len() != len(g.clusters) {
+		t.Fatalf("%s: %d clusters (len %d), from scratch %d", when, len(g.clusters), got.clusters.len(), len(w.clusters))
 	}
-	for name, w := range want.clusters {
-		g := got.clusters[name]
-		if g == nil || g.name != w.name || !slices.Equal(g.endpoints, w.endpoints) || g.lb != w.lb {
-			t.Fatalf("%s: cluster %q is %+v, from scratch %+v", when, name, g, w)
+	for name, wc := range w.clusters {
+		gc := g.clusters[name]
+		if gc == nil || gc.name != wc.name || !slices.Equal(gc.endpoints, wc.endpoints) || gc.lb != wc.lb {
+			t.Fatalf("%s: cluster %q is %+v, from scratch %+v", when, name, gc, wc)
 		}
 	}
 	for _, lc := range got.listeners {
-		if !maps.Equal(lc.clusters, got.clusters) {
+		if !maps.Equal(lc.clusters.flat(), g.clusters) {
 			t.Fatalf("%s: listener %q has other clusters than its snapshot", when, lc.name)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -18,7 +17,7 @@ import (
 // the configuration under an in-flight request.
 type snapshot struct {
 	listeners map[string]*listenerConfig
-	clusters  map[string]*upstreamCluster
+	clusters  layered[string, *upstreamCluster]
 	version   string // the system version of the newest response it includes
 	gen       uint64 // the compilation that built it (see routeStatsFor)
 
@@ -26,7 +25,7 @@ type snapshot struct {
 	// part whose inputs are the same specs (a delta response replaces only the
 	// specs of the resources it carries), so applying a change recompiles what
 	// it touches and not the whole configuration.
-	clusterInputs map[string]clusterInputs
+	clusterInputs layered[string, clusterInputs]
 	chains        map[*chainSpec]*compiledChain
 	// specRevisions are the store's revisions of clusters and endpoints it
 	// was compiled at.
@@ -43,7 +42,7 @@ type snapshot struct {
 	// clusterRefs counts, by cluster, the chains that use it. patched: the
 	// clusters are the previous snapshot's but for touched, the ones added,
 	// removed or relinked (see patchClusters); else any may have changed.
-	clusterRefs map[string]int
+	clusterRefs layered[string, int]
 	patched     bool
 	touched     []string
 }
@@ -69,7 +68,7 @@ type listenerConfig struct {
 	// chains is keyed by server-name pattern ("a.example.com", "*.example.com");
 	// "" is the default chain, and the only chain of a plaintext listener.
 	chains   map[string]*filterChain
-	clusters map[string]*upstreamCluster
+	clusters layered[string, *upstreamCluster] // the snapshot's
 	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
 	// their ClientHello's SNI before anything else (see tlsListener).
 	hasTCP            bool
@@ -156,10 +155,10 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 	}
 	var n int
 	if prev != nil {
-		n = len(prev.clusters)
+		n = prev.clusters.len()
 	}
-	snap.clusters = make(map[string]*upstreamCluster, n)
-	snap.clusterInputs = make(map[string]clusterInputs, n)
+	snap.clusters = newLayered[string, *upstreamCluster](n)
+	snap.clusterInputs = newLayered[string, clusterInputs](n)
 	for _, name := range listeners {
 		spec := p.store.byType[resourcev3.ListenerType][name].(*listenerSpec)
 		for _, cs := range spec.chains {
@@ -168,12 +167,13 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 			}
 		}
 	}
-	snap.clusterRefs = make(map[string]int, len(snap.clusters))
+	refs := make(map[string]int, snap.clusters.len())
 	for cs, cc := range snap.chains {
 		for _, name := range chainClusters(cs, cc) {
-			snap.clusterRefs[name]++
+			refs[name]++
 		}
 	}
+	snap.clusterRefs = layered[string, int]{base: refs, n: len(refs)}
 	return nil
 }
 
@@ -186,30 +186,31 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 // false when the change is not known or large, and when a cluster is
 // missing, for compileClusters to compile in full (and to report what is missing as it always has).
 func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
-	if prev == nil || prev.clusterRefs == nil {
+	if prev == nil || prev.clusterRefs.base == nil {
 		return false
 	}
 	changed, ok := p.store.clusterChanges(prev.specRevisions)
-	if !ok || len(changed) > len(prev.clusters)/4+16 {
+	if !ok || len(changed) > prev.clusters.len()/4+16 {
 		return false
 	}
 	refs := chainRefChanges(prev, snap)
-	if len(refs) > len(prev.clusters)/4+16 {
+	if len(refs) > prev.clusters.len()/4+16 {
 		return false
 	}
-	if len(refs) == 0 && !usesAnyOf(prev.clusterRefs, changed) {
+	if len(refs) == 0 && !usesAnyOf(&prev.clusterRefs, changed) {
 		snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters, prev.clusterInputs, prev.clusterRefs
 		snap.patched = true // the previous snapshot's maps, as its chains use the same clusters
 		return true
 	}
-	snap.clusters, snap.clusterInputs, snap.clusterRefs = maps.Clone(prev.clusters), maps.Clone(prev.clusterInputs), maps.Clone(prev.clusterRefs)
+	snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters.patched(), prev.clusterInputs.patched(), prev.clusterRefs.patched()
+	defer snap.settleClusters()
 	for name, d := range refs {
-		if n := snap.clusterRefs[name] + d; n > 0 {
-			snap.clusterRefs[name] = n
+		if n, _ := snap.clusterRefs.get(name); n+d > 0 {
+			snap.clusterRefs.set(name, n+d)
 		} else {
-			delete(snap.clusters, name)
-			delete(snap.clusterInputs, name)
-			delete(snap.clusterRefs, name)
+			snap.clusters.remove(name)
+			snap.clusterInputs.remove(name)
+			snap.clusterRefs.remove(name)
 		}
 		snap.touched = append(snap.touched, name)
 	}
@@ -219,8 +220,8 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 		}
 	}
 	for _, name := range snap.touched {
-		_, used := snap.clusterRefs[name]
-		_, linked := snap.clusters[name]
+		_, used := snap.clusterRefs.get(name)
+		_, linked := snap.clusters.get(name)
 		_, dirty := changed[name]
 		if !used || (linked && !dirty) {
 			continue
@@ -234,10 +235,17 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 	return true
 }
 
+// settleClusters ends the patch of snap's cluster maps (see layered.settle).
+func (snap *snapshot) settleClusters() {
+	snap.clusters.settle()
+	snap.clusterInputs.settle()
+	snap.clusterRefs.settle()
+}
+
 // usesAnyOf reports whether a cluster of refs is among names.
-func usesAnyOf(refs map[string]int, names map[string]struct{}) bool {
+func usesAnyOf(refs *layered[string, int], names map[string]struct{}) bool {
 	for name := range names {
-		if _, ok := refs[name]; ok {
+		if _, ok := refs.get(name); ok {
 			return true
 		}
 	}
@@ -480,7 +488,7 @@ func (vs *vhostStats) mark(gen uint64) {
 // compileCluster adds the named cluster, with its endpoints, to snap: the
 // applied snapshot's when compiled from the same specs, else a new one.
 func (p *Proxy) compileCluster(name string, snap *snapshot) error {
-	if _, done := snap.clusters[name]; done {
+	if _, done := snap.clusters.get(name); done {
 		return nil
 	}
 	return p.linkCluster(name, snap)
@@ -500,12 +508,15 @@ func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 		}
 		in.assignment = cla
 	}
-	snap.clusterInputs[name] = in
-	if prev := p.current.Load(); prev != nil && prev.clusterInputs[name] == in {
-		snap.clusters[name] = prev.clusters[name]
-		return nil
+	snap.clusterInputs.set(name, in)
+	if prev := p.current.Load(); prev != nil {
+		if was, _ := prev.clusterInputs.get(name); was == in {
+			uc, _ := prev.clusters.get(name)
+			snap.clusters.set(name, uc)
+			return nil
+		}
 	}
-	snap.clusters[name] = p.buildCluster(name, in)
+	snap.clusters.set(name, p.buildCluster(name, in))
 	return nil
 }
 
@@ -570,9 +581,9 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 // series are dropped. Clusters reused from the applied snapshot need nothing;
 // of a patched snapshot, only the touched clusters can be other ones.
 func (p *Proxy) syncClusters(snap *snapshot) {
-	var applied map[string]*upstreamCluster
+	var applied *layered[string, *upstreamCluster]
 	if prev := p.current.Load(); prev != nil {
-		applied = prev.clusters
+		applied = &prev.clusters
 	}
 	if snap.patched {
 		for _, name := range snap.touched {
@@ -583,7 +594,7 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 		// Every cluster of snap has a state, so with as many states as
 		// clusters no state is left to drop (as one of a cluster that a
 		// failed compilation built).
-		if len(p.clusterStates) == len(snap.clusters) {
+		if len(p.clusterStates) == snap.clusters.len() {
 			return
 		}
 	}
@@ -593,10 +604,12 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 }
 
 // syncCluster brings the state of one cluster in line with snap.
-func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, applied map[string]*upstreamCluster) {
-	uc, ok := snap.clusters[name]
-	if ok && applied[name] == uc {
-		return
+func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, applied *layered[string, *upstreamCluster]) {
+	uc, ok := snap.clusters.get(name)
+	if ok && applied != nil {
+		if was, _ := applied.get(name); was == uc {
+			return
+		}
 	}
 	if !ok {
 		cs.stopAll()

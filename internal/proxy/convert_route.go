@@ -88,7 +88,7 @@ func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, 
 // converted at the same level has had its routes checked already.
 func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i int) (def *vhostDef, fresh bool, err error)) (*routeTable, error) {
 	t := &routeTable{name: name, level: level, id: new(tableID), slots: n,
-		domains: domainIndex{exact: make(map[string]*virtualHost, n)}, vhosts: make([]*virtualHost, 0, n)}
+		domains: domainIndex{exact: newLayered[string, *virtualHost](n)}, vhosts: make([]*virtualHost, 0, n)}
 	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.domains.exact
 	for i := range n {
 		def, fresh, err := vhost(i)
@@ -136,9 +136,8 @@ type filingError struct {
 func (e *filingError) Error() string { return e.err.Error() }
 func (e *filingError) Unwrap() error { return e.err }
 
-// add files d, a domain of vh, unless another virtual host has it. Exact
-// domains go to the overlay when there is one (a patched table's), else to
-// exact. wildcards, when not nil, has the wildcard domains filed so far (a
+// add files d, a domain of vh, unless another virtual host has it.
+// wildcards, when not nil, has the wildcard domains filed so far (a
 // full build's duplicate check); when nil the lists are searched, which
 // costs in proportion to them (few, in a table that is patched).
 func (x *domainIndex) add(d string, vh *virtualHost, wildcards map[string]string) error {
@@ -147,11 +146,7 @@ func (x *domainIndex) add(d string, vh *virtualHost, wildcards map[string]string
 		if o, dup := x.exactDomain(d); dup {
 			return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, o.name, vh.name)
 		}
-		if x.overlay != nil {
-			x.overlay[d] = vh
-		} else {
-			x.exact[d] = vh
-		}
+		x.exact.set(d, vh)
 		return nil
 	}
 	var other string

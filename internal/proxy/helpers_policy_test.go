@@ -123,7 +123,7 @@ func endpointHealthy(p *testProxy, cluster, endpoint string) bool {
 	if snap == nil {
 		return false
 	}
-	c := snap.clusters[cluster]
+	c := snap.clusterNamed(cluster)
 	return c != nil && c.health != nil && c.health.healthy(endpoint)
 }
 

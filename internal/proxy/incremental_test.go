@@ -33,17 +33,17 @@ func TestApplyRecompilesOnlyWhatChanged(t *testing.T) {
 	p.waitVersion(t, "v2")
 	after := p.current.Load()
 	for _, name := range []string{"A", "C"} {
-		if after.clusters[name] != before.clusters[name] {
+		if after.clusterNamed(name) != before.clusterNamed(name) {
 			t.Errorf("cluster %s was recompiled though nothing of it changed", name)
 		}
 	}
-	if after.clusters["B"] == before.clusters["B"] {
+	if after.clusterNamed("B") == before.clusterNamed("B") {
 		t.Error("cluster B was not recompiled with its new endpoints")
 	}
 	if after.listeners["ingress_http"].chains[""] != before.listeners["ingress_http"].chains[""] {
 		t.Error("the filter chain was recompiled though its routes did not change")
 	}
-	if before.clusters["A"] == nil || before.clusters["C"] == nil {
+	if before.clusterNamed("A") == nil || before.clusterNamed("C") == nil {
 		t.Fatal("clusters A and C are not in the configuration")
 	}
 	if r := get(t, noRedirectClient(), p.httpURL(t, "/b"), "x", nil); r.Backend != "C" {
@@ -60,7 +60,7 @@ func TestApplyRecompilesOnlyWhatChanged(t *testing.T) {
 		t.Error("the filter chain was not recompiled with its new routes")
 	}
 	for _, name := range []string{"A", "B", "C"} {
-		if last.clusters[name] != after.clusters[name] {
+		if last.clusterNamed(name) != after.clusterNamed(name) {
 			t.Errorf("cluster %s was recompiled by a route change", name)
 		}
 	}

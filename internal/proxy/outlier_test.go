@@ -35,10 +35,10 @@ func outlierCluster(name string, interval, baseEjection time.Duration, mutate ..
 // applied configuration.
 func ejected(p *testProxy, cluster, endpoint string) bool {
 	snap := p.current.Load()
-	if snap == nil || snap.clusters[cluster] == nil || snap.clusters[cluster].outlier == nil {
+	if snap == nil || snap.clusterNamed(cluster) == nil || snap.clusterNamed(cluster).outlier == nil {
 		return false
 	}
-	c := snap.clusters[cluster]
+	c := snap.clusterNamed(cluster)
 	for i, ep := range c.endpoints {
 		if ep == endpoint {
 			return c.outlierHosts[i].ejected.Load()

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"maps"
-	"math"
 	"slices"
 )
 
@@ -131,7 +129,7 @@ func (t *routeTable) takeSlot() int {
 }
 
 // indexEditor patches a copy of a domain index: the copy gets its own
-// overlay and wildcard lists before it changes them, so that the index it
+// patch of the exact domains and wildcard lists before it changes them, so that the index it
 // was copied from, and the exact map they share, stay as they were.
 type indexEditor struct {
 	x           *domainIndex
@@ -142,11 +140,7 @@ type indexEditor struct {
 }
 
 func (x *domainIndex) edit() *indexEditor {
-	if x.overlay == nil {
-		x.overlay = make(map[string]*virtualHost)
-	} else {
-		x.overlay = maps.Clone(x.overlay)
-	}
+	x.exact = x.exact.patched()
 	// Adding a wildcard domain appends to a list: a copy with no spare
 	// capacity cannot append into the original's backing array.
 	x.suffixes = slices.Clip(x.suffixes)
@@ -167,11 +161,7 @@ func (ed *indexEditor) remove(vh *virtualHost) {
 		case list != nil:
 			*list = slices.DeleteFunc(ed.own(list), func(w wildcardDomain) bool { return w.vhost == vh && w.affix == affix })
 		default:
-			if _, inBase := x.exact[d]; inBase {
-				x.overlay[d] = nil
-			} else {
-				delete(x.overlay, d)
-			}
+			x.exact.remove(d)
 		}
 	}
 }
@@ -189,9 +179,7 @@ func (ed *indexEditor) own(list *[]wildcardDomain) []wildcardDomain {
 	return *list
 }
 
-// done orders the wildcard lists again, and folds the overlay into a new
-// exact map once it has grown past about √n entries: a lookup then pays
-// for one map again, and each fold's cost in n is spread over √n patches.
+// done orders the wildcard lists again and settles the exact domains.
 func (ed *indexEditor) done() {
 	x := ed.x
 	if !sameArray(x.suffixes, ed.suffixes) {
@@ -200,21 +188,7 @@ func (ed *indexEditor) done() {
 	if !sameArray(x.prefixes, ed.prefixes) {
 		sortWildcards(x.prefixes)
 	}
-	switch {
-	case len(x.overlay) == 0:
-		x.overlay = nil
-	case len(x.overlay) > int(math.Sqrt(float64(len(x.exact))))+16:
-		exact := make(map[string]*virtualHost, len(x.exact)+len(x.overlay))
-		maps.Copy(exact, x.exact)
-		for d, vh := range x.overlay {
-			if vh == nil {
-				delete(exact, d)
-			} else {
-				exact[d] = vh
-			}
-		}
-		x.exact, x.overlay = exact, nil
-	}
+	x.exact.settle()
 }
 
 // sameArray reports whether a and b are the same slice of the same array.

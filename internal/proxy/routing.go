@@ -58,16 +58,13 @@ type tablePatch struct {
 	added   []*virtualHost
 }
 
-// domainIndex finds a request host's virtual host. exact may be shared with
-// other tables and is never modified: a patched table records its changed
-// exact domains in overlay (a nil value: removed), which is folded into a
-// new exact map once it grows past about √n entries.
+// domainIndex finds a request host's virtual host. exact is shared with the
+// tables patched from this one (see layered).
 type domainIndex struct {
-	exact    map[string]*virtualHost // lower-cased domain -> vhost
-	overlay  map[string]*virtualHost // nil when empty
-	suffixes []wildcardDomain        // "*<suffix>" domains, longest suffix first
-	prefixes []wildcardDomain        // "<prefix>*" domains, longest prefix first
-	any      *virtualHost            // the "*" domain
+	exact    layered[string, *virtualHost] // lower-cased domain -> vhost
+	suffixes []wildcardDomain              // "*<suffix>" domains, longest suffix first
+	prefixes []wildcardDomain              // "<prefix>*" domains, longest prefix first
+	any      *virtualHost                  // the "*" domain
 }
 
 type wildcardDomain struct {
@@ -249,17 +246,8 @@ func (t *routeTable) selectVirtualHost(host string) *virtualHost {
 	return d.any
 }
 
-// exactDomain returns the virtual host of the exact domain h; the overlay
-// costs a lookup only when it has entries.
-func (d *domainIndex) exactDomain(h string) (*virtualHost, bool) {
-	if d.overlay != nil {
-		if vh, ok := d.overlay[h]; ok {
-			return vh, vh != nil
-		}
-	}
-	vh, ok := d.exact[h]
-	return vh, ok
-}
+// exactDomain returns the virtual host of the exact domain h.
+func (d *domainIndex) exactDomain(h string) (*virtualHost, bool) { return d.exact.get(h) }
 
 // selectRoute returns the first route that matches: the translator orders
 // routes, so the proxy never reorders them.

@@ -128,7 +128,7 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn) {
 		down = tc
 	}
 	name := spec.pickCluster()
-	cl := lc.clusters[name]
+	cl, _ := lc.clusters.get(name)
 	up, endpoint, err := p.connectTCP(cl, spec.maxConnectAttempts)
 	if err != nil {
 		p.log.Info("tcp_proxy: no upstream connection", "listener", lc.name, "stat_prefix", spec.statPrefix, "cluster", name,
