@@ -20,7 +20,8 @@ import (
 
 // BenchmarkOneChange is the rebuild path of one changed object at 10,000 Ingresses:
 // build, translate and publish, incrementally and in full, in the same run. Each
-// iteration edits one Ingress (its path flips), or one Service's endpoints.
+// iteration edits one Ingress (its path flips) or one Service's endpoints, or adds an
+// application.
 func BenchmarkOneChange(b *testing.B) {
 	const n = 10000
 	ctx := context.Background()
@@ -30,6 +31,7 @@ func BenchmarkOneChange(b *testing.B) {
 	}{
 		{"ingress", editIngress},
 		{"endpoints", editEndpoints},
+		{"ingress-added", addApp},
 	}
 	for _, k := range kinds {
 		for _, publish := range []bool{true, false} {
@@ -111,6 +113,14 @@ func editEndpoints(s *store.Store, i int) {
 	eps := s.Endpoints[key].DeepCopy()
 	eps.Subsets[0].Addresses[0].IP = fmt.Sprintf("10.200.%d.%d", (i/250)%250, i%250)
 	s.Upsert(eps)
+}
+
+// addApp adds the i-th new application (an Ingress with a new host, its Service and
+// Endpoints); its cluster sorts in among the others ("team-1000" after "team-100").
+func addApp(s *store.Store, i int) {
+	for _, o := range clusterApp(10000+i, fmt.Sprintf("10.201.%d.", i%250), 8080) {
+		s.Upsert(o)
+	}
 }
 
 // BenchmarkRebuildOneChange is the whole rebuild of `portico run` for one edited

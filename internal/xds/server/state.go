@@ -103,9 +103,20 @@ func (prev *typeSet) next(items []types.Resource, version string, byIdentity boo
 	}
 	c := prev.change(version, byIdentity)
 	seen := 0
-	for i, r := range items {
-		if i < len(prev.order) && prev.order[i] == r {
-			seen++ // the same resource at the same position
+	// j follows items through prev.order, so that a resource added or removed
+	// does not shift every later one out of place (a new cluster sorts in among
+	// 10,000): a resource is unchanged without a lookup when it is the one prev
+	// has at j, or at j+1 after one prev resource that is gone or replaced.
+	j := 0
+	for _, r := range items {
+		if j < len(prev.order) && prev.order[j] == r {
+			seen++
+			j++
+			continue
+		}
+		if j+1 < len(prev.order) && prev.order[j+1] == r {
+			seen++
+			j += 2
 			continue
 		}
 		known, err := c.add(r)
