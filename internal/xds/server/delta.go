@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 )
@@ -36,13 +37,21 @@ type deltaCache struct {
 	// clients are the version maps this cache returned, by identity: each is owned by
 	// this cache and the one stream that holds it (see clientState).
 	clients map[unsafe.Pointer]*clientState
-	// epoch counts the snapshots set, to forget the clients of closed streams.
+	// epoch counts the snapshots set, to forget the clients of streams the cache
+	// does not know (see forgetIdleClients).
 	epoch uint64
+	// streamOf is the stream of each request passed to the Server's callbacks
+	// and not yet to CreateDeltaWatch; serves counts the Serve calls, whose
+	// streams are numbered anew (see streamCallbacks).
+	streamOf map[*discoveryv3.DeltaDiscoveryRequest]streamKey
+	serves   int64
 }
 
 // clientStateTTL is how many snapshots the state of a stream with no open watch is
-// kept: a stream closed is forgotten after it, a lagging one is then compared in full
-// on its next request, as it would be once behind the changeLog.
+// kept when the cache does not know the stream (a watch not made through Serve): a
+// stream closed is forgotten after it. The states of the streams Serve accepts are
+// forgotten when the stream ends, and not before: one that takes long to answer a
+// response must still be known when it NACKs it (see clientState.sent).
 const clientStateTTL = changeLogLength
 
 func newDeltaCache() *deltaCache {
@@ -50,6 +59,7 @@ func newDeltaCache() *deltaCache {
 		SnapshotCache: cachev3.NewSnapshotCache(true, allNodes{}, nil),
 		watches:       map[int64]*deltaWatch{},
 		clients:       map[unsafe.Pointer]*clientState{},
+		streamOf:      map[*discoveryv3.DeltaDiscoveryRequest]streamKey{},
 	}
 }
 
@@ -74,6 +84,7 @@ type clientState struct {
 	subscribed int // how many names were subscribed: a check that nothing changed
 	watched    bool
 	idleSince  uint64
+	stream     streamKey // the zero key when not known
 	// sent are the names of the last response sent (updated and removed). A
 	// client that NACKs it keeps the versions it had (a response is applied
 	// whole or not at all), so those names are sent again, in retry, with the
@@ -84,11 +95,12 @@ type clientState struct {
 }
 
 type deltaWatch struct {
-	req   *cachev3.DeltaRequest
-	sub   cachev3.Subscription
-	out   chan cachev3.DeltaResponse
-	typ   int
-	state *clientState // nil when the client's versions are not related to a typeSet
+	req    *cachev3.DeltaRequest
+	sub    cachev3.Subscription
+	out    chan cachev3.DeltaResponse
+	typ    int
+	state  *clientState // nil when the client's versions are not related to a typeSet
+	stream streamKey
 }
 
 func mapKey(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
@@ -98,7 +110,8 @@ func mapKey(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).Unsa
 func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) (func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := &deltaWatch{req: req, sub: sub, out: out, typ: watchedSet(req)}
+	w := &deltaWatch{req: req, sub: sub, out: out, typ: watchedSet(req), stream: c.streamOf[req]}
+	delete(c.streamOf, req)
 	if w.typ == vhostIdx {
 		forgetUnsubscribedNamespaces(req, sub)
 	}
@@ -233,12 +246,12 @@ func (c *deltaCache) setSnapshot(ctx context.Context, st state, names [numTypes]
 	return nil
 }
 
-// forgetIdleClients drops the states of streams without a watch for longer than
-// clientStateTTL snapshots: closed streams, or ones so far behind that they are
+// forgetIdleClients drops the states of unknown streams without a watch for longer
+// than clientStateTTL snapshots: closed streams, or ones so far behind that they are
 // compared in full anyway.
 func (c *deltaCache) forgetIdleClients() {
 	for key, s := range c.clients {
-		if !s.watched && c.epoch-s.idleSince > clientStateTTL {
+		if s.stream == (streamKey{}) && !s.watched && c.epoch-s.idleSince > clientStateTTL {
 			delete(c.clients, key)
 		}
 	}
@@ -369,6 +382,7 @@ func (c *deltaCache) own(w *deltaWatch, returned map[string]string, seq uint64) 
 	s := &clientState{
 		returned: returned, typ: w.typ, seq: seq, owned: true,
 		wildcard: w.sub.IsWildcard(), subscribed: len(w.sub.SubscribedResources()), idleSince: c.epoch,
+		stream: w.stream,
 	}
 	c.clients[mapKey(returned)] = s
 	return s

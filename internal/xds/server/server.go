@@ -242,7 +242,7 @@ func (s *Server) Published() bool { return s.published.Load() }
 // serve over (mutual) TLS instead of plaintext.
 func (s *Server) Serve(ctx context.Context, lis net.Listener, opts ...grpc.ServerOption) error {
 	gs := grpc.NewServer(opts...)
-	xds := serverv3.NewServer(ctx, s.cache, s.callbacks)
+	xds := serverv3.NewServer(ctx, s.cache, s.cache.callbacks(s.callbacks))
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(gs, xds)
 	listenerservice.RegisterListenerDiscoveryServiceServer(gs, xds)
 	routeservice.RegisterRouteDiscoveryServiceServer(gs, xds)

@@ -382,8 +382,18 @@ func openVHDSStream(t *testing.T, conn discoveryv3.AggregatedDiscoveryServiceCli
 // TestNACKedResourcesAreSentAgainWithTheNextPublish: a client refuses a response as a
 // whole, so a good change that came with a bad one is not applied either. Both are
 // sent again with the next publish (not at once, which would be refused again), so
-// the good change does not wait for its resource to change once more.
+// the good change does not wait for its resource to change once more. So too when
+// the client takes a while to refuse it, while the controller publishes again and
+// again (each publish a snapshot, changed or not).
 func TestNACKedResourcesAreSentAgainWithTheNextPublish(t *testing.T) {
+	for _, snapshots := range []int{0, clientStateTTL + 2} {
+		t.Run(fmt.Sprint(snapshots, " snapshots before the NACK"), func(t *testing.T) {
+			testNACKedResourcesSentAgain(t, snapshots)
+		})
+	}
+}
+
+func testNACKedResourcesSentAgain(t *testing.T, snapshots int) {
 	s := New(slog.New(slog.DiscardHandler), nil)
 	s.VersionByIdentity()
 	w := newVHDSWorld(t, "a", "b")
@@ -399,6 +409,9 @@ func TestNACKedResourcesAreSentAgainWithTheNextPublish(t *testing.T) {
 	}
 	if got, want := summary(resp), "VirtualHost v"+v2+" +ingress_http/b +ingress_http/x"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+	for range snapshots {
+		publish(t, s, w.resources())
 	}
 	if err := c.s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.VirtualHostType, ResponseNonce: resp.GetNonce(),
 		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "x is bad"}}); err != nil {
