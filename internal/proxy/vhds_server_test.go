@@ -263,7 +263,7 @@ func TestVHDSWithPorticoServer(t *testing.T) {
 			nacked := 0
 			converge := func(step int) {
 				t.Helper()
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := time.Now().Add(30 * time.Second)
 				for {
 					diff := m.mismatch(p)
 					if diff == "" && !m.withdrawn {
