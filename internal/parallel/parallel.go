@@ -1,5 +1,5 @@
-// Package parallel spreads the independent steps of a cold build (one per virtual host,
-// cluster or object) over the machine's cores. Results are written by index into slices
+// Package parallel spreads the independent steps of a cold start (one per manifest file
+// read, or per virtual host, cluster or object built) over the machine's cores. Results are written by index into slices
 // the caller owns, so the output does not depend on how steps were scheduled.
 package parallel
 

@@ -58,31 +58,60 @@ func (c *fileCache) end() {
 // change since it was read, or its content did not. A version from the cache is shared:
 // earlier Results may hold its objects. The error says why the file cannot be read.
 func (c *fileCache) file(path string, log *slog.Logger) (fileLoad, error) {
-	prev, cached := c.entries[path]
-	if cached {
-		prev.seen = c.walks
+	f, r := fetch(path, c.entries[path], log)
+	c.commit(path, r)
+	return f, r.err
+}
+
+// fetched is what fetch found for one file, besides the load, for commit to record.
+type fetched struct {
+	err   error
+	entry *cachedFile // what to keep for the file; nil to forget it
+	read  bool
+	// decoded: the content was not the cached version's.
+	decoded bool
+}
+
+// fetch reads the file at path unless prev, its cache entry (nil if none), shows it
+// unchanged, and decodes it unless its content is prev's. It modifies nothing, so that
+// the files of a walk can be fetched in parallel (see loader.fetchPending).
+func fetch(path string, prev *cachedFile, log *slog.Logger) (fileLoad, fetched) {
+	if prev != nil {
 		// Stat the path, following links: a link pointed elsewhere leads to another file.
 		if fi, err := os.Stat(path); err == nil && prev.unchanged(fi) {
-			return prev.load.reused(), nil
+			return prev.load.reused(), fetched{entry: prev}
 		}
 	}
 	readAt := time.Now()
 	data, fi, err := readManifest(path)
-	c.reads++
 	if err != nil {
-		delete(c.entries, path)
-		return fileLoad{}, err
+		return fileLoad{}, fetched{err: err, read: true}
 	}
 	sum := sha256.Sum256(data)
-	if cached && sum == prev.sum {
-		prev.info, prev.readAt = fi, readAt
-		prev.load.modTime = fi.ModTime()
-		return prev.load.reused(), nil
+	if prev != nil && sum == prev.sum {
+		e := *prev
+		e.info, e.readAt = fi, readAt
+		e.load.modTime = fi.ModTime()
+		return e.load.reused(), fetched{entry: &e, read: true}
 	}
-	c.decodes++
 	f := decodeLoad(path, fi.ModTime(), data, log)
-	c.entries[path] = &cachedFile{info: fi, readAt: readAt, sum: sum, load: f, seen: c.walks}
-	return f, nil
+	return f, fetched{entry: &cachedFile{info: fi, readAt: readAt, sum: sum, load: f}, read: true, decoded: true}
+}
+
+// commit records in the cache what fetch found for path during the current walk.
+func (c *fileCache) commit(path string, r fetched) {
+	if r.read {
+		c.reads++
+	}
+	if r.decoded {
+		c.decodes++
+	}
+	if r.entry == nil {
+		delete(c.entries, path)
+		return
+	}
+	r.entry.seen = c.walks
+	c.entries[path] = r.entry
 }
 
 // unchanged reports whether fi shows the very file read, untouched since.

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/portico-dev/portico/internal/parallel"
 )
 
 // MaxFileSize is the largest manifest file read. A bigger file is refused with a
@@ -58,6 +60,7 @@ func readDir(dir string, entries []fs.DirEntry, log *slog.Logger, cache *fileCac
 	l := loader{log: log, cache: cache, state: walkState{dirs: map[string]bool{filepath.Clean(dir): true}}}
 	cache.begin()
 	l.walk(dir, entries)
+	l.fetchPending()
 	cache.end()
 	return l.files, l.state
 }
@@ -98,6 +101,9 @@ type loader struct {
 	cache *fileCache
 	files []fileLoad
 	state walkState
+	// pending are the indexes in files of the files the walk met, each a
+	// placeholder with only its path until fetchPending.
+	pending []int
 }
 
 // fileLoad is what one file decoded to.
@@ -160,14 +166,38 @@ func (l *loader) walk(dir string, entries []fs.DirEntry) {
 }
 
 func (l *loader) file(path string) {
-	f, err := l.cache.file(path, l.log)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) { // else removed meanwhile
-			l.fileProblem(path, err.Error())
+	l.pending = append(l.pending, len(l.files))
+	l.files = append(l.files, fileLoad{path: path})
+}
+
+// fetchPending reads and decodes the files the walk met, on every core when there are
+// many: reading and decoding them was most of the time `portico run` takes to be ready
+// at 10,000 files, on one core. The cache is only read meanwhile, and updated after.
+func (l *loader) fetchPending() {
+	results := make([]fetched, len(l.pending))
+	paths := make([]string, len(l.pending))
+	_ = parallel.Do(len(l.pending), func(i int) error {
+		at := l.pending[i]
+		paths[i] = l.files[at].path
+		l.files[at], results[i] = fetch(paths[i], l.cache.entries[paths[i]], l.log)
+		return nil
+	})
+	gone := false
+	for i, at := range l.pending {
+		path, r := paths[i], results[i]
+		l.cache.commit(path, r)
+		switch {
+		case r.err == nil:
+		case errors.Is(r.err, fs.ErrNotExist): // removed meanwhile
+			l.files[at], gone = fileLoad{}, true
+		default:
+			l.files[at] = problemLoad(path, r.err.Error())
 		}
-		return
 	}
-	l.files = append(l.files, f)
+	if gone {
+		l.files = slices.DeleteFunc(l.files, func(f fileLoad) bool { return f.path == "" })
+	}
+	l.pending = nil
 }
 
 // readManifest reads a regular file of at most MaxFileSize bytes, and returns its
