@@ -102,6 +102,9 @@ type runMeasure struct {
 // process is a running `portico run`, whichever way it was started.
 type process interface {
 	adminAddr() string
+	// profilesAddr serves /debug/pprof: --pprof-addr, or the admin address of builds
+	// from before profiles moved off it.
+	profilesAddr() string
 	httpAddr() string
 	cpu() time.Duration
 	rss() int64
@@ -134,7 +137,7 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 		if heapProfile != "" {
 			path = heapProfile + "." + name + "." + stage
 		}
-		return collectHeap(t, client, p.adminAddr(), path)
+		return collectHeap(t, client, p, path)
 	}
 	m.heapReady = liveHeap("ready")
 
@@ -190,9 +193,9 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 
 // collectHeap has the process collect its garbage (fetching its heap profile does) and
 // returns its live heap; it keeps the profile at path unless path is empty.
-func collectHeap(t *testing.T, client *http.Client, admin, path string) int64 {
+func collectHeap(t *testing.T, client *http.Client, p process, path string) int64 {
 	t.Helper()
-	resp, err := client.Get("http://" + admin + "/debug/pprof/heap?gc=1")
+	resp, err := client.Get("http://" + p.profilesAddr() + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +209,7 @@ func collectHeap(t *testing.T, client *http.Client, admin, path string) int64 {
 			t.Fatal(err)
 		}
 	}
-	return int64(metric(t, client, admin, "go_memstats_heap_alloc_bytes"))
+	return int64(metric(t, client, p.adminAddr(), "go_memstats_heap_alloc_bytes"))
 }
 
 // allocated returns the bytes the process allocated since it started.
@@ -339,27 +342,34 @@ func startBackend(t *testing.T) string {
 }
 
 func startPortico(t *testing.T, bin, dir string) process {
-	plain, secure, admin := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
+	plain, secure, admin, profiles := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	if bin == "" {
-		return startInProcess(t, dir, plain, secure, admin)
+		return startInProcess(t, dir, plain, secure, admin, profiles)
+	}
+	args := []string{"run", "--manifests", dir, "--http-addr", plain, "--https-addr", secure, "--admin-addr", admin, "--log-level", "warn"}
+	if help, _ := exec.Command(bin, "run", "--help").CombinedOutput(); bytes.Contains(help, []byte("-pprof-addr")) {
+		args = append(args, "--pprof-addr", profiles)
+	} else {
+		profiles = admin
 	}
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "run", "--manifests", dir, "--http-addr", plain, "--https-addr", secure, "--admin-addr", admin, "--log-level", "warn")
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return &child{cmd: cmd, http: plain, admin: admin}
+	return &child{cmd: cmd, http: plain, admin: admin, profiles: profiles}
 }
 
 // child is portico run as a process of its own.
 type child struct {
-	cmd         *exec.Cmd
-	http, admin string
+	cmd                   *exec.Cmd
+	http, admin, profiles string
 }
 
-func (c *child) adminAddr() string { return c.admin }
-func (c *child) httpAddr() string  { return c.http }
+func (c *child) adminAddr() string    { return c.admin }
+func (c *child) profilesAddr() string { return c.profiles }
+func (c *child) httpAddr() string     { return c.http }
 
 func (c *child) cpu() time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
@@ -383,26 +393,27 @@ func (c *child) stop() {
 
 // inProcess is portico run in the test's process: its CPU and RSS include the test's.
 type inProcess struct {
-	runner      *app.Runner
-	http, admin string
-	cancel      context.CancelFunc
-	done        chan error
+	runner                *app.Runner
+	http, admin, profiles string
+	cancel                context.CancelFunc
+	done                  chan error
 }
 
-func startInProcess(t *testing.T, dir, plain, secure, admin string) process {
-	r, err := app.NewRunner(app.RunOptions{ManifestDir: dir, HTTPAddr: plain, HTTPSAddr: secure, AdminAddr: admin,
+func startInProcess(t *testing.T, dir, plain, secure, admin, profiles string) process {
+	r, err := app.NewRunner(app.RunOptions{ManifestDir: dir, HTTPAddr: plain, HTTPSAddr: secure, AdminAddr: admin, PprofAddr: profiles,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &inProcess{runner: r, http: plain, admin: admin, cancel: cancel, done: make(chan error, 1)}
+	p := &inProcess{runner: r, http: plain, admin: admin, profiles: profiles, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- r.Run(ctx) }()
 	return p
 }
 
-func (p *inProcess) adminAddr() string { return p.admin }
-func (p *inProcess) httpAddr() string  { return p.http }
+func (p *inProcess) adminAddr() string    { return p.admin }
+func (p *inProcess) profilesAddr() string { return p.profiles }
+func (p *inProcess) httpAddr() string     { return p.http }
 
 func (p *inProcess) cpu() time.Duration { return processCPU() }
 

@@ -32,7 +32,7 @@ func main() {
 	only := flag.String("scenarios", "", "comma-separated scenario names to run (default: all)")
 	proxyCore := flag.String("proxy-core", "0", "CPU the proxy under test is pinned to")
 	loadCore := flag.String("load-core", "1", "CPU the load generator and the backend are pinned to")
-	profile := flag.String("cpuprofile", "", "with -scenarios naming one scenario: write a CPU profile of Portico's first round there (needs the admin /debug/pprof endpoint)")
+	profile := flag.String("cpuprofile", "", "with -scenarios naming one scenario: write a CPU profile of Portico's first round there (served on --pprof-addr)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -161,17 +161,21 @@ func (b *bench) startSides(ctx context.Context) ([]*side, error) {
 
 func (b *bench) startPortico(ctx context.Context, name, bin string, httpPort, httpsPort, adminPort int) (*side, error) {
 	logFile := filepath.Join(b.dir, name+".log")
-	proc, err := b.start(ctx, b.proxyCore, logFile, bin, "run",
+	args := []string{"run",
 		"--manifests", filepath.Join(b.dir, "manifests"),
 		"--http-addr", addr(httpPort),
 		"--https-addr", addr(httpsPort),
-		"--admin-addr", addr(adminPort))
+		"--admin-addr", addr(adminPort)}
+	if name == "portico" {
+		args = append(args, "--pprof-addr", addr(b.ports.PorticoPprof))
+	}
+	proc, err := b.start(ctx, b.proxyCore, logFile, bin, args...)
 	if err != nil {
 		return nil, err
 	}
 	s := &side{name: name, proc: proc, http: url("http", httpPort), https: url("https", httpsPort)}
 	if name == "portico" {
-		s.pprof = addr(adminPort)
+		s.pprof = addr(b.ports.PorticoPprof)
 	}
 	return s, waitReady(ctx, s, logFile)
 }

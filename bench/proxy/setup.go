@@ -32,13 +32,14 @@ const largeSize = 1 << 20
 type ports struct {
 	Backend                                 int
 	PorticoHTTP, PorticoHTTPS, PorticoAdmin int
+	PorticoPprof                            int // --pprof-addr, for -cpuprofile
 	NginxHTTP, NginxHTTPS                   int
 	// The baseline portico's, when there is one.
 	BaselineHTTP, BaselineHTTPS, BaselineAdmin int
 }
 
 func freePorts() (ports, error) {
-	var ps [9]int
+	var ps [10]int
 	var lns []net.Listener
 	defer func() {
 		for _, ln := range lns {
@@ -54,7 +55,7 @@ func freePorts() (ports, error) {
 		ps[i] = ln.Addr().(*net.TCPAddr).Port
 	}
 	return ports{Backend: ps[0], PorticoHTTP: ps[1], PorticoHTTPS: ps[2], PorticoAdmin: ps[3], NginxHTTP: ps[4], NginxHTTPS: ps[5],
-		BaselineHTTP: ps[6], BaselineHTTPS: ps[7], BaselineAdmin: ps[8]}, nil
+		BaselineHTTP: ps[6], BaselineHTTPS: ps[7], BaselineAdmin: ps[8], PorticoPprof: ps[9]}, nil
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

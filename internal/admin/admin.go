@@ -1,14 +1,18 @@
 // Package admin serves Portico's admin endpoint (--admin-addr): liveness
-// (/healthz), readiness (/readyz), Prometheus metrics (/metrics) and Go
-// profiles (/debug/pprof/).
+// (/healthz), readiness (/readyz) and Prometheus metrics (/metrics), which probes and
+// scrapers reach from outside; and, apart from it and only when asked for
+// (--pprof-addr), Go profiles (/debug/pprof/) on a loopback address.
 package admin
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -112,18 +116,49 @@ func (s *Server) routes() http.Handler {
 		// Counts scrape errors in the same registry, so they are visible.
 		Registry: s.cfg.Registry,
 	}))
-	addProfiling(mux)
 	return mux
 }
 
-// addProfiling serves the Go runtime profiles, as on Envoy's admin port:
-// only the admin address exposes them, never a proxy listener.
-func addProfiling(mux *http.ServeMux) {
+// NewProfiling returns an unstarted server of Go's runtime profiles (/debug/pprof/)
+// on addr, which must be a loopback address: profiles show memory contents (request
+// data, keys) and a CPU profile costs the process, so they are never served where a
+// probe or a scraper could reach them. Contrast New.
+func NewProfiling(addr string, logger *slog.Logger) (*Server, error) {
+	if err := CheckLoopback(addr); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: Config{Addr: addr}, log: logger.With("component", "pprof")}
+	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	s.handler = mux
+	s.hs = httpserver.New(httpserver.Config{
+		Name:      "pprof",
+		Addr:      addr,
+		NewServer: s.newHTTPServer,
+		// A CPU profile runs for its whole duration; shutting down cuts it short.
+		ShutdownTimeout: runShutdownTimeout,
+		Logger:          s.log,
+	})
+	return s, nil
+}
+
+// CheckLoopback refuses an address whose host is not a loopback IP or "localhost".
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-addr %q: want HOST:PORT, such as 127.0.0.1:6060 (%v)", addr, err)
+	}
+	if ip, err := netip.ParseAddr(host); (err == nil && ip.IsLoopback()) || host == "localhost" {
+		return nil
+	}
+	return fmt.Errorf("--pprof-addr %q: profiles are served on a loopback address only, such as 127.0.0.1:6060 (reach them with kubectl port-forward, or ssh)", addr)
 }
 
 // healthz answers liveness: if this handler runs, the process is alive.

@@ -136,8 +136,34 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
-func TestProfiles(t *testing.T) {
+func TestAdminServesNoProfiles(t *testing.T) {
 	h := New(Config{}).Handler()
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine?debug=1", "/debug/pprof/profile?seconds=1", "/debug/pprof/cmdline"} {
+		if code, _, _ := serve(t, h, http.MethodGet, path); code != http.StatusNotFound {
+			t.Errorf("admin GET %s = %d, want 404: profiles are only on --pprof-addr", path, code)
+		}
+	}
+}
+
+func TestProfilesOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:6060", ":6060", "10.1.2.3:6060", "[::]:6060", "example.com:6060", "nonsense"} {
+		if _, err := NewProfiling(addr, nil); err == nil {
+			t.Errorf("NewProfiling(%q) accepted a non-loopback address", addr)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0"} {
+		if err := CheckLoopback(addr); err != nil {
+			t.Errorf("CheckLoopback(%q) = %v, want nil", addr, err)
+		}
+	}
+	p, err := NewProfiling("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.Handler()
+	if code, _, _ := serve(t, h, http.MethodGet, "/metrics"); code != http.StatusNotFound {
+		t.Errorf("the profiling server serves /metrics (%d)", code)
+	}
 	code, _, body := serve(t, h, http.MethodGet, "/debug/pprof/")
 	if code != http.StatusOK || !strings.Contains(body, "goroutine") {
 		t.Fatalf("GET /debug/pprof/ = %d %q, want 200 with the profile index", code, body)

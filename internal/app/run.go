@@ -54,6 +54,8 @@ type RunOptions struct {
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers (0: Envoy's
 	// defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
+	// PprofAddr, when set, serves Go's profiles there (a loopback address only).
+	PprofAddr string
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -81,6 +83,7 @@ type Runner struct {
 	pipeline *Pipeline
 	proxy    *proxy.Proxy
 	admin    *admin.Server
+	profiles *admin.Server // nil without PprofAddr
 	xdsLis   net.Listener
 }
 
@@ -90,13 +93,20 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	if err := checkListenAddrs("http-addr", opts.HTTPAddr, "https-addr", opts.HTTPSAddr, "admin-addr", opts.AdminAddr, "xds-addr", opts.XDSAddr); err != nil {
 		return nil, err
 	}
+	var profiles *admin.Server
+	if opts.PprofAddr != "" {
+		var err error
+		if profiles, err = admin.NewProfiling(opts.PprofAddr, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
 	reg := admin.NewRegistry()
 	xdsLis, err := net.Listen("tcp", opts.XDSAddr)
 	if err != nil {
 		return nil, fmt.Errorf("xDS server: %w", err)
 	}
 	srv := server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg)))
-	r := &Runner{opts: opts, xdsLis: xdsLis}
+	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
 		DAG: dag.Options{
 			IngressClassName:  opts.IngressClassName,
@@ -151,6 +161,13 @@ func (r *Runner) Admin() *admin.Server { return r.admin }
 // Run serves until ctx is done.
 func (r *Runner) Run(ctx context.Context) error {
 	log := r.opts.Logger
+	if r.profiles != nil {
+		if err := r.profiles.Start(); err != nil {
+			r.xdsLis.Close()
+			return fmt.Errorf("profiles (--pprof-addr): %w", err)
+		}
+		defer func() { _ = r.profiles.Shutdown(context.Background()) }()
+	}
 	if err := r.admin.Start(); err != nil {
 		r.xdsLis.Close()
 		return fmt.Errorf("admin endpoint: %w", err)

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -26,6 +28,7 @@ import (
 	"github.com/portico-dev/portico/internal/admin"
 	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/managedtls"
 	"github.com/portico-dev/portico/internal/metrics"
 	"github.com/portico-dev/portico/internal/proxy"
 	"github.com/portico-dev/portico/internal/source/kube"
@@ -77,9 +80,27 @@ type ServeOptions struct {
 	// works if that certificate allows client authentication (certgen's xds.crt does
 	// not; pass its client.crt/client.key).
 	XDSTLSClientCertFile, XDSTLSClientKeyFile string
+	// ManagedTLS has the controller keep its own certificate authority and
+	// certificates in Secrets of CertificatesNamespace (internal/managedtls): xDS is
+	// served over mutual TLS with them, the data planes' client certificate is the
+	// Secret managedtls.DefaultClientSecret, and the webhook (without WebhookCertDir)
+	// serves a certificate for WebhookServerNames, whose CA it writes into the caBundle
+	// of WebhookConfiguration.
+	ManagedTLS            bool
+	CertificatesNamespace string   // default portico-system
+	XDSServerNames        []string // default portico.<ns>.svc, portico.<ns>.svc.cluster.local
+	WebhookServerNames    []string // default portico-webhook.<ns>.svc
+	WebhookConfiguration  string   // default portico
+	// ManagedTLSConfig, when set, adjusts the managedtls.Config (tests: lifetimes, clock).
+	ManagedTLSConfig func(*managedtls.Config)
+	// XDSInsecure allows plaintext xDS on a non-loopback address (logged as a warning at
+	// every start); without it such a configuration is refused.
+	XDSInsecure bool
+	// PprofAddr, when set, serves Go's profiles there (a loopback address only).
+	PprofAddr string
 	// WebhookAddr, when set, serves the validating admission webhook (HTTPS) there,
 	// with the certificate in WebhookCertDir (tls.crt, tls.key; re-read when they
-	// change). See internal/webhook.
+	// change), or with the managed one. See internal/webhook.
 	WebhookAddr    string
 	WebhookCertDir string
 }
@@ -96,6 +117,14 @@ func (o ServeOptions) withDefaults() ServeOptions {
 	def(&o.HTTPSAddr, "0.0.0.0:8443")
 	def(&o.LeaseNamespace, "portico-system")
 	def(&o.LeaseName, "portico-leader")
+	def(&o.CertificatesNamespace, "portico-system")
+	def(&o.WebhookConfiguration, "portico")
+	if len(o.XDSServerNames) == 0 {
+		o.XDSServerNames = []string{"portico." + o.CertificatesNamespace + ".svc", "portico." + o.CertificatesNamespace + ".svc.cluster.local"}
+	}
+	if len(o.WebhookServerNames) == 0 {
+		o.WebhookServerNames = []string{"portico-webhook." + o.CertificatesNamespace + ".svc"}
+	}
 	if o.Identity == "" {
 		host, _ := os.Hostname()
 		o.Identity = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -142,7 +171,9 @@ type Server struct {
 	// publishing so that slow writes never delay configuration.
 	latest     atomic.Pointer[built]
 	statusKick chan struct{}
-	webhook    *webhook.Server // nil without --webhook-addr
+	webhook    *webhook.Server     // nil without --webhook-addr
+	certs      *managedtls.Manager // nil without --managed-certificates
+	profiles   *admin.Server       // nil without --pprof-addr
 }
 
 // NewServer prepares a Server; nothing runs until Run.
@@ -158,6 +189,9 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	if err := checkWebhookFlags(opts); err != nil {
 		return nil, err
 	}
+	if err := checkXDSSecurity(opts); err != nil {
+		return nil, err
+	}
 	client, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
 		return nil, err
@@ -166,16 +200,27 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	xdsOpts, proxyCreds, err := xdsCredentials(opts)
+	reg := admin.NewRegistry()
+	s := &Server{opts: opts, client: client, statusKick: make(chan struct{}, 1)}
+	if opts.ManagedTLS {
+		if s.certs, err = newCertificates(opts, client, reg); err != nil {
+			return nil, err
+		}
+	}
+	if opts.PprofAddr != "" {
+		if s.profiles, err = admin.NewProfiling(opts.PprofAddr, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
+	xdsOpts, proxyCreds, err := xdsCredentials(opts, s.certs)
 	if err != nil {
 		return nil, err
 	}
-	xdsLis, err := net.Listen("tcp", opts.XDSAddr)
-	if err != nil {
+	s.xdsOpts = xdsOpts
+	if s.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
 		return nil, fmt.Errorf("xDS server: %w", err)
 	}
-	reg := admin.NewRegistry()
-	s := &Server{opts: opts, client: client, xdsLis: xdsLis, xdsOpts: xdsOpts, statusKick: make(chan struct{}, 1)}
+	xdsLis := s.xdsLis
 	s.metrics = metrics.NewPipeline(reg)
 	s.cache = metrics.NewCache(reg)
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
@@ -210,12 +255,16 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: s.ready, Registry: reg, Logger: opts.Logger})
 	if opts.WebhookAddr != "" {
 		logger := opts.Logger.With("component", "webhook")
-		s.webhook, err = webhook.NewServer(webhook.ServerConfig{
+		cfg := webhook.ServerConfig{
 			Addr:    opts.WebhookAddr,
 			CertDir: opts.WebhookCertDir,
 			Handler: webhook.NewHandler(webhook.Config{DAG: s.pipeline.DAG, Namespaces: opts.WatchNamespaces, Store: s.latestStore, Logger: logger}),
 			Logger:  logger,
-		})
+		}
+		if opts.WebhookCertDir == "" {
+			cfg.GetCertificate = s.certs.WebhookCertificate
+		}
+		s.webhook, err = webhook.NewServer(cfg)
 		if err != nil {
 			xdsLis.Close()
 			return nil, fmt.Errorf("webhook: %w", err)
@@ -231,10 +280,59 @@ func checkWebhookFlags(opts ServeOptions) error {
 		return errors.New("--webhook-cert-dir is set but --webhook-addr is not: set --webhook-addr (such as :9443) to serve the admission webhook")
 	case opts.WebhookAddr == "":
 		return nil
-	case opts.WebhookCertDir == "":
-		return errors.New("--webhook-addr needs --webhook-cert-dir, a directory holding tls.crt and tls.key (portico certgen --webhook, or a cert-manager Secret)")
+	case opts.WebhookCertDir == "" && !opts.ManagedTLS:
+		return errors.New("--webhook-addr needs a certificate: --managed-certificates (the controller issues and rotates it), or --webhook-cert-dir, a directory holding tls.crt and tls.key (portico certgen --webhook, or a cert-manager Secret)")
 	}
 	return checkListenAddr("webhook-addr", opts.WebhookAddr)
+}
+
+// checkXDSSecurity refuses plaintext xDS where anything but this machine could reach
+// it: the xDS stream carries the private key of every TLS Secret Portico serves.
+func checkXDSSecurity(opts ServeOptions) error {
+	secured := opts.ManagedTLS || opts.XDSTLS.Enabled()
+	switch {
+	case opts.ManagedTLS && opts.XDSTLS.Enabled():
+		return errors.New("--managed-certificates and --xds-tls-cert-file/--xds-tls-key-file/--xds-tls-ca-file both secure xDS: choose one")
+	case secured && opts.XDSInsecure:
+		return errors.New("--xds-insecure asks for plaintext xDS, but xDS is served over TLS (--managed-certificates or --xds-tls-*-file): drop one")
+	case secured || loopbackAddr(opts.XDSAddr):
+		return nil
+	case !opts.XDSInsecure:
+		return fmt.Errorf("--xds-addr %s is not a loopback address, and xDS would be plaintext: anything that reaches it could read every route and the private key of every TLS Secret Portico serves. Secure it with --managed-certificates (as deploy/ does) or the --xds-tls-*-file flags, listen on a loopback address, or accept the risk with --xds-insecure", opts.XDSAddr)
+	}
+	opts.Logger.Warn("xDS is served in plaintext on a non-loopback address (--xds-insecure): anything that reaches it can read every route and the private key of every TLS Secret Portico serves; use --managed-certificates", "xds_addr", opts.XDSAddr)
+	return nil
+}
+
+// loopbackAddr reports whether addr listens on a loopback address only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// newCertificates is the manager of the controller's own certificates (--managed-certificates).
+func newCertificates(opts ServeOptions, client kubernetes.Interface, reg prometheus.Registerer) (*managedtls.Manager, error) {
+	cfg := managedtls.Config{
+		Client:         client,
+		Namespace:      opts.CertificatesNamespace,
+		XDSServerNames: opts.XDSServerNames,
+		Registerer:     reg,
+		Logger:         opts.Logger,
+	}
+	if opts.WebhookAddr != "" && opts.WebhookCertDir == "" {
+		cfg.WebhookServerNames, cfg.WebhookConfiguration = opts.WebhookServerNames, opts.WebhookConfiguration
+	}
+	if opts.ManagedTLSConfig != nil {
+		opts.ManagedTLSConfig(&cfg)
+	}
+	return managedtls.New(cfg)
 }
 
 // latestStore is what the admission webhook decides with: the objects of the latest
@@ -256,8 +354,14 @@ func (s *Server) WebhookAddr() string {
 }
 
 // xdsCredentials returns the gRPC server options of the xDS server and the
-// credentials of the embedded proxy: none (plaintext) unless opts.XDSTLS is enabled.
-func xdsCredentials(opts ServeOptions) ([]grpc.ServerOption, credentials.TransportCredentials, error) {
+// credentials of the embedded proxy: managed ones with certs, from files with
+// opts.XDSTLS, and otherwise none (plaintext).
+func xdsCredentials(opts ServeOptions, certs *managedtls.Manager) ([]grpc.ServerOption, credentials.TransportCredentials, error) {
+	if certs != nil {
+		// The embedded proxy dials the listener's own address (often 0.0.0.0), so it
+		// verifies the server as one of the names its certificate carries.
+		return []grpc.ServerOption{grpc.Creds(certs.ServerCredentials())}, certs.ClientCredentials(opts.XDSServerNames[0]), nil
+	}
 	if err := opts.XDSTLS.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -304,6 +408,8 @@ func xdsCredentials(opts ServeOptions) ([]grpc.ServerOption, credentials.Transpo
 
 func (s *Server) ready() (bool, string) {
 	switch {
+	case s.certs != nil && !s.certs.Ready():
+		return false, "the xDS server's certificates have not been issued yet (see the log lines of component=certificates)"
 	case !s.source.Synced():
 		return false, "the Kubernetes caches have not synced yet"
 	case !s.pipeline.Server.Published():
@@ -337,11 +443,21 @@ func (s *Server) XDSAddr() string { return s.xdsLis.Addr().String() }
 
 // Run serves until ctx is done (SIGTERM), then stops everything gracefully.
 func (s *Server) Run(ctx context.Context) error {
+	if s.profiles != nil {
+		if err := s.profiles.Start(); err != nil {
+			s.xdsLis.Close()
+			return fmt.Errorf("profiles (--pprof-addr): %w", err)
+		}
+		defer func() { _ = s.profiles.Shutdown(context.Background()) }()
+	}
 	if err := s.admin.Start(); err != nil {
 		s.xdsLis.Close()
 		return fmt.Errorf("admin endpoint: %w", err)
 	}
 	g, ctx := errgroup.WithContext(ctx)
+	if s.certs != nil {
+		g.Go(func() error { return s.certs.Run(ctx) })
+	}
 	g.Go(func() error { return s.pipeline.Server.Serve(ctx, s.xdsLis, s.xdsOpts...) })
 	if s.proxy != nil {
 		g.Go(func() error { return s.proxy.Run(ctx) })

@@ -121,20 +121,20 @@ func TestXDSOverMutualTLS(t *testing.T) {
 func TestEmbeddedProxyCredentials(t *testing.T) {
 	pki := generatePKI(t)
 
-	if opts, creds, err := xdsCredentials(ServeOptions{}); err != nil || opts != nil || creds != nil {
+	if opts, creds, err := xdsCredentials(ServeOptions{}, nil); err != nil || opts != nil || creds != nil {
 		t.Fatalf("without TLS: %v %v %v", opts, creds, err)
 	}
-	if _, _, err := xdsCredentials(ServeOptions{XDSTLS: xdstls.Files{CertFile: pki.server.CertFile}}); err == nil || !strings.Contains(err.Error(), "--xds-tls-key-file") {
+	if _, _, err := xdsCredentials(ServeOptions{XDSTLS: xdstls.Files{CertFile: pki.server.CertFile}}, nil); err == nil || !strings.Contains(err.Error(), "--xds-tls-key-file") {
 		t.Fatalf("partial TLS files: %v", err)
 	}
 	// certgen's server certificate is for server auth only: the embedded proxy
 	// needs the client pair.
-	if _, _, err := xdsCredentials(ServeOptions{XDSTLS: pki.server, EmbeddedProxy: true}); err == nil || !strings.Contains(err.Error(), "--xds-tls-client-cert-file") {
+	if _, _, err := xdsCredentials(ServeOptions{XDSTLS: pki.server, EmbeddedProxy: true}, nil); err == nil || !strings.Contains(err.Error(), "--xds-tls-client-cert-file") {
 		t.Fatalf("embedded proxy without a client certificate: %v", err)
 	}
 
 	opts, creds, err := xdsCredentials(ServeOptions{XDSTLS: pki.server, EmbeddedProxy: true,
-		XDSTLSClientCertFile: pki.client.CertFile, XDSTLSClientKeyFile: pki.client.KeyFile})
+		XDSTLSClientCertFile: pki.client.CertFile, XDSTLSClientKeyFile: pki.client.KeyFile}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

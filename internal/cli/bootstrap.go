@@ -13,7 +13,7 @@ func bootstrapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	withUsage(fs, "bootstrap PATH [flags]\n\nWrites an Envoy bootstrap file to PATH that points Envoy at the xDS server of portico serve.")
 	var o bootstrap.Options
 	fs.StringVar(&o.XDSAddress, "xds-address", "portico:8001", "host:port of Portico's xDS server")
-	fs.StringVar(&o.AdminAddress, "admin-address", "127.0.0.1:9001", "Envoy's admin listener (loopback only)")
+	fs.StringVar(&o.AdminAddress, "admin-address", bootstrap.DefaultAdminAddress, "Envoy's admin interface: unix:/PATH, or a loopback HOST:PORT")
 	fs.StringVar(&o.StatsAddress, "stats-address", bootstrap.DefaultStatsAddress, "where Envoy serves /stats/prometheus and /ready to scrapers and probes")
 	fs.StringVar(&o.NodeID, "node-id", "envoy", "Envoy node id")
 	var tlsFiles bootstrap.TLSFiles

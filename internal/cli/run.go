@@ -22,6 +22,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP listener")
 	fs.StringVar(&o.HTTPSAddr, "https-addr", "127.0.0.1:8443", "address of the HTTPS listener")
 	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics)")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback address, such as 127.0.0.1:6060 (default: off)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "127.0.0.1:0", "address of the in-process xDS server (port 0: any free port)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")

@@ -21,7 +21,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name (flags on the command line win)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "0.0.0.0:8001", "address of the xDS (ADS) gRPC server")
-	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics)")
+	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics; no profiles: see --pprof-addr)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	watch := fs.String("watch-namespaces", "", "comma-separated namespaces to watch (default: all)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
@@ -42,8 +42,15 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.XDSTLS.CAFile, "xds-tls-ca-file", "", "CA bundle that data planes' client certificates must chain to")
 	fs.StringVar(&o.XDSTLSClientCertFile, "xds-tls-client-cert-file", "", "client certificate the embedded proxy presents to the xDS server (default: --xds-tls-cert-file, if it allows client auth)")
 	fs.StringVar(&o.XDSTLSClientKeyFile, "xds-tls-client-key-file", "", "private key of --xds-tls-client-cert-file")
+	fs.BoolVar(&o.ManagedTLS, "managed-certificates", false, "keep a certificate authority and certificates in Secrets of --certificates-namespace, issued and rotated by the controller: xDS over mutual TLS, Envoy's client certificate in Secret portico-xds-client, and the webhook's certificate and caBundle")
+	fs.StringVar(&o.CertificatesNamespace, "certificates-namespace", "portico-system", "namespace of the Secrets of --managed-certificates")
+	xdsNames := fs.String("xds-server-names", "", "comma-separated names data planes dial the xDS server by, for its managed certificate (default portico.<ns>.svc,portico.<ns>.svc.cluster.local)")
+	hookNames := fs.String("webhook-server-names", "", "comma-separated names of the webhook's managed certificate (default portico-webhook.<ns>.svc)")
+	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", "portico", "the ValidatingWebhookConfiguration whose caBundle --managed-certificates keeps current")
+	fs.BoolVar(&o.XDSInsecure, "xds-insecure", false, "serve xDS in plaintext on a non-loopback --xds-addr (anything that reaches it can read every TLS Secret Portico serves); refused without this flag")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback address, such as 127.0.0.1:6060 (default: off)")
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", "", "serve the validating admission webhook (HTTPS, path /validate) on this address, such as :9443 (default: off)")
-	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory holding the webhook's tls.crt and tls.key (a kubernetes.io/tls Secret volume); read again when they change")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory holding the webhook's tls.crt and tls.key (a kubernetes.io/tls Secret volume), read again when they change; without it, --managed-certificates issues the webhook's certificate")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
@@ -62,6 +69,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if err := o.XDSTLS.Validate(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
+	o.XDSServerNames, o.WebhookServerNames = splitList(*xdsNames), splitList(*hookNames)
 	o.WatchNamespaces = splitList(*watch)
 	o.RootNamespaces = splitList(*roots)
 	o.IngressStatusAddresses = splitList(*statusAddr)

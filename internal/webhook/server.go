@@ -17,8 +17,12 @@ import (
 type ServerConfig struct {
 	// Addr is the TCP address to serve HTTPS on, e.g. ":9443" or "127.0.0.1:0".
 	Addr string
-	// CertDir holds tls.crt and tls.key, read again when they change.
+	// CertDir holds tls.crt and tls.key, read again when they change. Either it or
+	// GetCertificate is set.
 	CertDir string
+	// GetCertificate, when set instead of CertDir, supplies the serving certificate
+	// of each handshake (the controller's own, managed in Secrets: internal/managedtls).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// Handler answers the admission requests on Path.
 	Handler http.Handler
 	// Logger receives lifecycle and certificate messages; nil discards them.
@@ -38,19 +42,23 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.CertDir == "" {
-		return nil, fmt.Errorf("no certificate directory: set --webhook-cert-dir to a directory holding %s and %s", CertFile, KeyFile)
+	getCertificate := cfg.GetCertificate
+	if getCertificate == nil {
+		if cfg.CertDir == "" {
+			return nil, fmt.Errorf("no certificate directory: set --webhook-cert-dir to a directory holding %s and %s, or --managed-certificates", CertFile, KeyFile)
+		}
+		if fi, err := os.Stat(cfg.CertDir); err != nil {
+			return nil, fmt.Errorf("certificate directory: %w", err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("certificate directory %s is not a directory", cfg.CertDir)
+		}
+		cert := newCertificate(cfg.CertDir, log)
+		_, _ = cert.GetCertificate(nil) // load now, or warn now
+		getCertificate = cert.GetCertificate
 	}
-	if fi, err := os.Stat(cfg.CertDir); err != nil {
-		return nil, fmt.Errorf("certificate directory: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("certificate directory %s is not a directory", cfg.CertDir)
-	}
-	cert := newCertificate(cfg.CertDir, log)
-	_, _ = cert.GetCertificate(nil) // load now, or warn now
 	tlsConfig := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
-		GetCertificate: cert.GetCertificate,
+		GetCertificate: getCertificate,
 		NextProtos:     []string{"http/1.1"},
 	}
 	mux := http.NewServeMux()

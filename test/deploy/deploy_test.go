@@ -7,9 +7,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -323,9 +326,9 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 		}
 	}
 	want := map[string]int{
-		"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
+		"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2,
 		"Deployment": 1, "DaemonSet": 1, "Service": 3, "IngressClass": 1, "CustomResourceDefinition": 4,
-		"ValidatingWebhookConfiguration": 1,
+		"ValidatingWebhookConfiguration": 1, "NetworkPolicy": 2,
 	}
 	for kind, n := range want {
 		if kinds[kind] != n {
@@ -478,6 +481,7 @@ func TestRBACIsSufficient(t *testing.T) {
 			return cur.Status.CurrentStatus == "valid" && len(cur.Status.Conditions) == 1
 		})
 		t.Logf("HTTPProxy status written after %v", took.Round(time.Millisecond))
+		checkXDSIsMutualTLS(t, admin, p)
 		if logs := p.stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
 			t.Error("portico serve logged forbidden with the deploy/ RBAC")
 		}
@@ -552,6 +556,17 @@ func TestRBACIsSufficient(t *testing.T) {
 				return err
 			},
 			"list configmaps": func() error { _, err := c.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); return err },
+			"update another Secret of portico-system": func() error {
+				if _, err := admin.CoreV1().Secrets(systemNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					return err
+				}
+				_, err := c.CoreV1().Secrets(systemNamespace).Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: systemNamespace}}, metav1.UpdateOptions{})
+				return err
+			},
+			"update another webhook configuration": func() error {
+				_, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}, metav1.UpdateOptions{})
+				return err
+			},
 			"create ingressroutes": func() error {
 				_, err := irs.IngressRoutes(appNS).Create(ctx, ingressRoute("x", "x.deploy.test"), metav1.CreateOptions{})
 				return err
@@ -774,6 +789,7 @@ func updateService(ctx context.Context, c kubernetes.Interface) error {
 
 // serveProcess is a `portico serve` subprocess.
 type serveProcess struct {
+	xds   string // the xDS server, as a loopback address
 	cmd   *exec.Cmd
 	admin string
 	out   *syncBuffer
@@ -782,19 +798,38 @@ type serveProcess struct {
 	logs  string
 }
 
+// startServe runs `portico serve` as deploy/portico.yaml starts it: the controller
+// container's arguments, with $(POD_NAMESPACE) expanded as the kubelet does, each
+// listening port moved to a free one (the host part kept), and the credentials of
+// kubeconfig in place of the in-cluster ones. --ingress-status-address is added (there
+// is no load balancer to copy an address from).
 func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{admin: testutil.FreeAddr(t), out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve",
-		"--kubeconfig", kubeconfig,
-		"--embedded-proxy",
-		"--http-addr", testutil.FreeAddr(t),
-		"--https-addr", testutil.FreeAddr(t),
-		"--admin-addr", p.admin,
-		"--xds-addr", testutil.FreeAddr(t),
-		"--ingress-status-address", "192.0.2.20",
-		"--leader-election-namespace", systemNamespace,
-	)
+	args := shippedServeArgs(t, loadManifests(t))
+	p := &serveProcess{out: &syncBuffer{}, done: make(chan struct{})}
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--admin-addr", "--xds-addr", "--webhook-addr":
+			host, _, err := net.SplitHostPort(args[i+1])
+			if err != nil {
+				t.Fatalf("deploy/portico.yaml: %s %s: %v", args[i], args[i+1], err)
+			}
+			_, port, _ := net.SplitHostPort(testutil.FreeAddr(t))
+			args[i+1] = net.JoinHostPort(host, port)
+			local := "127.0.0.1:" + port
+			switch args[i] {
+			case "--admin-addr":
+				p.admin = local
+			case "--xds-addr":
+				p.xds = local
+			}
+		}
+	}
+	if p.admin == "" || p.xds == "" {
+		t.Fatalf("deploy/portico.yaml: serve has no --admin-addr or --xds-addr: %q", args)
+	}
+	args = append(args, "--kubeconfig", kubeconfig, "--ingress-status-address", "192.0.2.20")
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -806,6 +841,73 @@ func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
 		}
 	})
 	return p
+}
+
+// shippedServeArgs are the arguments of the controller container of deploy/portico.yaml
+// (after its command, `portico`), with $(VAR) references to the container's downward-API
+// environment expanded as the kubelet would in namespace systemNamespace.
+func shippedServeArgs(t *testing.T, manifests []manifest) []string {
+	t.Helper()
+	c := container(t, manifests, "Deployment", "portico", "portico")
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
+			env[e.Name] = systemNamespace
+		}
+	}
+	args := slices.Clone(c.Args)
+	for i, a := range args {
+		for k, v := range env {
+			a = strings.ReplaceAll(a, "$("+k+")", v)
+		}
+		if strings.Contains(a, "$(") {
+			t.Fatalf("deploy/portico.yaml: argument %q refers to a variable the container does not define", a)
+		}
+		args[i] = a
+	}
+	if len(args) == 0 || args[0] != "serve" {
+		t.Fatalf("deploy/portico.yaml: the controller's args %q do not start with serve", args)
+	}
+	return args
+}
+
+// container returns the named container (or init container) of the pod template of the
+// workload kind/name in deploy/.
+func container(t *testing.T, manifests []manifest, kind, name, containerName string) corev1.Container {
+	t.Helper()
+	spec, _ := podSpec(t, manifests, kind, name)
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		if c.Name == containerName {
+			return c
+		}
+	}
+	t.Fatalf("%s %s has no container %s", kind, name, containerName)
+	return corev1.Container{}
+}
+
+// podSpec returns the pod template of the workload kind/name in deploy/.
+func podSpec(t *testing.T, manifests []manifest, kind, name string) (corev1.PodSpec, map[string]string) {
+	t.Helper()
+	for _, m := range manifests {
+		if m.obj.GetKind() != kind || m.obj.GetName() != name {
+			continue
+		}
+		var w struct {
+			Spec struct {
+				Template corev1.PodTemplateSpec `json:"template"`
+			} `json:"spec"`
+		}
+		data, err := m.obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &w); err != nil {
+			t.Fatal(err)
+		}
+		return w.Spec.Template.Spec, w.Spec.Template.Labels
+	}
+	t.Fatalf("deploy/ has no %s %s", kind, name)
+	return corev1.PodSpec{}, nil
 }
 
 func (p *serveProcess) ready() bool {

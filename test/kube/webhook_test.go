@@ -290,3 +290,49 @@ func (w *warningLog) take() []string {
 	w.msgs = nil
 	return m
 }
+
+// TestWebhookWithManagedCertificates runs the webhook as deploy/ does, with no
+// certificate step: `serve --managed-certificates` issues the webhook's certificate and
+// writes its CA into the caBundle of a ValidatingWebhookConfiguration registered
+// without one, and the API server then calls the webhook and gets its refusals.
+func TestWebhookWithManagedCertificates(t *testing.T) {
+	cfg := env.AdminConfig(t)
+	env.InstallContourCRDs(t)
+	c := kubetest.Clientset(t, cfg)
+	ctx := context.Background()
+	const ns = "webhook-managed"
+	createNamespace(t, c, ns)
+	webhookAddr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	registerWebhook(t, c, webhookAddr, nil, ns)
+	runServe(t, "serve", "--kubeconfig", env.Kubeconfig,
+		"--managed-certificates", "--certificates-namespace", ns,
+		"--webhook-addr", webhookAddr, "--webhook-server-names", "127.0.0.1", "--webhook-configuration", "portico-"+ns,
+		"--watch-namespaces", ns, "--leader-elect=false",
+		"--xds-addr", testutil.FreeAddr(t), "--admin-addr", adminAddr,
+		"--log-level", "warn")
+	eventually(t, 30*time.Second, "serve to become ready", func() bool { return readyz(adminAddr) })
+	var caBundle []byte
+	eventually(t, 30*time.Second, "the controller to set the webhook configuration's caBundle", func() bool {
+		vwc, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "portico-"+ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		caBundle = vwc.Webhooks[0].ClientConfig.CABundle
+		return len(caBundle) > 0
+	})
+	if !answersTLS(webhookAddr, caBundle) {
+		t.Fatal("the webhook's certificate does not verify against the caBundle the controller wrote")
+	}
+	bad := ingress("bad", "bad.webhook-managed.test", "/", "web")
+	implementationSpecific := networkingv1.PathTypeImplementationSpecific
+	bad.Spec.Rules[0].HTTP.Paths[0].PathType, bad.Spec.Rules[0].HTTP.Paths[0].Path = &implementationSpecific, "/static//assets"
+	var err error
+	eventually(t, 30*time.Second, "the API server to call the webhook and get its answer", func() bool {
+		_, err = c.NetworkingV1().Ingresses(ns).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "denied the request")
+	})
+	refusedWith(t, err, `not served: spec.rules[0].http.paths[0].path "/static//assets": must not contain consecutive "/" characters`)
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("good", "good.webhook-managed.test", "/", "web"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a valid Ingress: %v", err)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -20,8 +22,10 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -42,10 +46,18 @@ const (
 // Paths the stats listener serves (GET only), from the admin interface.
 var statsPaths = []string{"/stats/prometheus", "/ready"}
 
+// DefaultAdminAddress is where Envoy's admin interface listens unless configured: a
+// Unix socket, which no route can reach (a TCP port on loopback is reachable from any
+// cluster whose endpoint resolves to 127.0.0.1: an ExternalName Service, or a name an
+// upstream's DNS answers with a loopback address).
+const DefaultAdminAddress = "unix:/tmp/envoy-admin.sock"
+
 // Options configure the bootstrap.
 type Options struct {
-	XDSAddress   string // host:port of Portico's xDS server
-	AdminAddress string // Envoy's admin listener: a loopback address, 127.0.0.1:9001 by default
+	XDSAddress string // host:port of Portico's xDS server
+	// AdminAddress is Envoy's admin interface: "unix:PATH" (DefaultAdminAddress; the
+	// socket is made readable and writable by Envoy's user only) or a loopback host:port.
+	AdminAddress string
 	// StatsAddress is where Envoy serves /stats/prometheus and /ready to scrapers and
 	// probes (default DefaultStatsAddress).
 	StatsAddress string
@@ -53,10 +65,24 @@ type Options struct {
 	NodeCluster  string
 	// TLS, when set, makes Envoy connect to the xDS server over mutual TLS.
 	TLS *TLSFiles
+	// SDSDir is the directory, as Envoy sees it, of the two SDS files that name the
+	// TLS files (SDSFiles); Write defaults it to the bootstrap file's directory.
+	SDSDir string
 }
 
+// Names of the SDS files and of the secrets in them.
+const (
+	SDSCertificateFile = "xds-client-certificate.json"
+	SDSValidationFile  = "xds-trusted-ca.json"
+	sdsCertificateName = "xds-client-certificate"
+	sdsValidationName  = "xds-trusted-ca"
+)
+
 // TLSFiles are paths as Envoy sees them (for example a mounted Secret) of the client
-// certificate Envoy presents to the xDS server and of the CA that verifies the server.
+// certificate Envoy presents to the xDS server and of the CA bundle that verifies the
+// server. Envoy reads them through file-based SDS and watches their directories, so
+// that certificates rotated in place (a Secret volume updated by the kubelet) apply to
+// the next connection without a restart; the connection in use stays up.
 type TLSFiles struct {
 	CertFile, KeyFile, CAFile string
 	// ServerName is sent as SNI and must be a name in the server's certificate;
@@ -67,7 +93,7 @@ type TLSFiles struct {
 // Build returns a validated bootstrap.
 func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 	if o.AdminAddress == "" {
-		o.AdminAddress = "127.0.0.1:9001"
+		o.AdminAddress = DefaultAdminAddress
 	}
 	if o.NodeCluster == "" {
 		o.NodeCluster = "portico"
@@ -82,18 +108,15 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xDS address: %w", err)
 	}
-	adminHost, adminPort, err := splitAddr(o.AdminAddress)
+	admin, err := adminAddress(o.AdminAddress, o.StatsAddress)
 	if err != nil {
-		return nil, fmt.Errorf("admin address: %w", err)
-	}
-	if !loopback(adminHost) {
-		return nil, fmt.Errorf("admin address %q: Envoy's admin interface must listen on a loopback address (it can change Envoy's state and stop it); its stats are served on the stats address %s", o.AdminAddress, o.StatsAddress)
+		return nil, err
 	}
 	statsHost, statsPort, err := splitAddr(o.StatsAddress)
 	if err != nil {
 		return nil, fmt.Errorf("stats address: %w", err)
 	}
-	if statsPort == adminPort && (statsHost == adminHost || !loopback(statsHost)) {
+	if a := admin.GetSocketAddress(); a != nil && statsPort == a.GetPortValue() && (statsHost == a.Address || !loopback(statsHost)) {
 		return nil, fmt.Errorf("stats address %q and admin address %q use the same port", o.StatsAddress, o.AdminAddress)
 	}
 	stats, err := statsListener(statsHost, statsPort)
@@ -116,7 +139,7 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 	ads := &corev3.ConfigSource{ResourceApiVersion: corev3.ApiVersion_V3, ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}
 	b := &bootstrapv3.Bootstrap{
 		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
-		Admin: &bootstrapv3.Admin{Address: socket(adminHost, adminPort)},
+		Admin: &bootstrapv3.Admin{Address: admin},
 		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
 			AdsConfig: &corev3.ApiConfigSource{
 				ApiType:             corev3.ApiConfigSource_DELTA_GRPC,
@@ -134,12 +157,12 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 			LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: XDSCluster, Endpoints: []*endpointv3.LocalityLbEndpoints{{
 				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socket(xdsHost, xdsPort)}}}},
 			}}},
-		}, adminCluster(adminHost, adminPort)},
+		}, adminCluster(admin)},
 			Listeners: []*listenerv3.Listener{stats},
 		},
 	}
 	if o.TLS != nil {
-		ts, err := transportSocket(*o.TLS, xdsHost)
+		ts, err := transportSocket(*o.TLS, xdsHost, o.SDSDir)
 		if err != nil {
 			return nil, err
 		}
@@ -160,18 +183,40 @@ func loopback(host string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
+// adminAddress parses the admin interface's address: "unix:PATH", or a loopback
+// host:port. It refuses anything else: the admin interface can change Envoy's state
+// and stop it, so only Envoy's own pod may reach it.
+func adminAddress(addr, statsAddr string) (*corev3.Address, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if !filepath.IsAbs(path) {
+			return nil, fmt.Errorf("admin address %q: want unix:/absolute/path", addr)
+		}
+		return &corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: path, Mode: 0o600}}}, nil
+	}
+	host, port, err := splitAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin address: %w", err)
+	}
+	if !loopback(host) {
+		return nil, fmt.Errorf("admin address %q: Envoy's admin interface must listen on a Unix socket (unix:/path) or a loopback address (it can change Envoy's state and stop it); its stats are served on the stats address %s", addr, statsAddr)
+	}
+	return socket(host, port), nil
+}
+
 // adminCluster reaches Envoy's own admin interface, for the stats listener.
-func adminCluster(host string, port uint32) *clusterv3.Cluster {
+func adminCluster(addr *corev3.Address) *clusterv3.Cluster {
 	kind := clusterv3.Cluster_STATIC
-	if _, err := netip.ParseAddr(host); err != nil {
-		kind = clusterv3.Cluster_STRICT_DNS // localhost
+	if a := addr.GetSocketAddress(); a != nil {
+		if _, err := netip.ParseAddr(a.Address); err != nil {
+			kind = clusterv3.Cluster_STRICT_DNS // localhost
+		}
 	}
 	return &clusterv3.Cluster{
 		Name:                 AdminCluster,
 		ConnectTimeout:       durationpb.New(time.Second),
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: kind},
 		LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: AdminCluster, Endpoints: []*endpointv3.LocalityLbEndpoints{{
-			LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socket(host, port)}}}},
+			LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: addr}}}},
 		}}},
 	}
 }
@@ -213,34 +258,34 @@ func statsListener(host string, port uint32) (*listenerv3.Listener, error) {
 	}, nil
 }
 
-// transportSocket is the upstream mutual TLS of the xDS cluster.
-func transportSocket(t TLSFiles, xdsHost string) (*corev3.TransportSocket, error) {
+// transportSocket is the upstream mutual TLS of the xDS cluster. Its certificate and
+// validation context come from the SDS files in sdsDir (see SDSFiles), which Envoy
+// reads again, with the files they name, when those change: inline file names would be
+// read once, at start-up, and a rotated certificate would need a restart.
+func transportSocket(t TLSFiles, xdsHost, sdsDir string) (*corev3.TransportSocket, error) {
 	if t.CertFile == "" || t.KeyFile == "" || t.CAFile == "" {
 		return nil, fmt.Errorf("xDS TLS needs a certificate, key and CA file")
+	}
+	if sdsDir == "" {
+		return nil, fmt.Errorf("xDS TLS needs the directory of its SDS files")
 	}
 	if t.ServerName == "" {
 		t.ServerName = xdsHost
 	}
-	file := func(path string) *corev3.DataSource {
-		return &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: path}}
-	}
-	// Envoy checks only the chain against trusted_ca unless told which name to match.
-	sanType := tlsv3.SubjectAltNameMatcher_DNS
-	if _, err := netip.ParseAddr(t.ServerName); err == nil {
-		sanType = tlsv3.SubjectAltNameMatcher_IP_ADDRESS
+	fromFile := func(name, file string) *tlsv3.SdsSecretConfig {
+		return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: &corev3.ConfigSource{
+			ResourceApiVersion:    corev3.ApiVersion_V3,
+			ConfigSourceSpecifier: &corev3.ConfigSource_PathConfigSource{PathConfigSource: &corev3.PathConfigSource{Path: filepath.Join(sdsDir, file)}},
+		}}
 	}
 	ctx, err := anypb.New(&tlsv3.UpstreamTlsContext{
 		Sni: t.ServerName,
 		CommonTlsContext: &tlsv3.CommonTlsContext{
-			TlsParams:       &tlsv3.TlsParameters{TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2},
-			TlsCertificates: []*tlsv3.TlsCertificate{{CertificateChain: file(t.CertFile), PrivateKey: file(t.KeyFile)}},
-			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
-				TrustedCa: file(t.CAFile),
-				MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
-					SanType: sanType,
-					Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: t.ServerName}},
-				}},
-			}},
+			TlsParams:                      &tlsv3.TlsParameters{TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2},
+			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{fromFile(sdsCertificateName, SDSCertificateFile)},
+			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{
+				ValidationContextSdsSecretConfig: fromFile(sdsValidationName, SDSValidationFile),
+			},
 			// gRPC requires HTTP/2, negotiated with ALPN.
 			AlpnProtocols: []string{"h2"},
 		},
@@ -251,13 +296,89 @@ func transportSocket(t TLSFiles, xdsHost string) (*corev3.TransportSocket, error
 	return &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: ctx}}, nil
 }
 
-// Write builds the bootstrap and writes it as JSON to path.
+// SDSFiles returns the contents of the two SDS files the TLS bootstrap reads, by file
+// name: each a DiscoveryResponse holding one Secret. The certificate's and the CA's
+// directories are watched (watched_directory): a Kubernetes Secret volume is updated by
+// moving a new directory into place, which Envoy sees there, and the certificate and
+// key are then read together.
+func SDSFiles(o Options) (map[string]*discoveryv3.DiscoveryResponse, error) {
+	t := o.TLS
+	if t == nil {
+		return nil, nil
+	}
+	host, _, err := splitAddr(o.XDSAddress)
+	if err != nil {
+		return nil, fmt.Errorf("xDS address: %w", err)
+	}
+	serverName := t.ServerName
+	if serverName == "" {
+		serverName = host
+	}
+	file := func(path string) *corev3.DataSource {
+		return &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: path}}
+	}
+	// Envoy checks only the chain against trusted_ca unless told which name to match.
+	sanType := tlsv3.SubjectAltNameMatcher_DNS
+	if _, err := netip.ParseAddr(serverName); err == nil {
+		sanType = tlsv3.SubjectAltNameMatcher_IP_ADDRESS
+	}
+	secrets := map[string]*tlsv3.Secret{
+		SDSCertificateFile: {Name: sdsCertificateName, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+			CertificateChain: file(t.CertFile),
+			PrivateKey:       file(t.KeyFile),
+			WatchedDirectory: &corev3.WatchedDirectory{Path: filepath.Dir(t.CertFile)},
+		}}},
+		SDSValidationFile: {Name: sdsValidationName, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+			TrustedCa: file(t.CAFile),
+			MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
+				SanType: sanType,
+				Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: serverName}},
+			}},
+			WatchedDirectory: &corev3.WatchedDirectory{Path: filepath.Dir(t.CAFile)},
+		}}},
+	}
+	out := map[string]*discoveryv3.DiscoveryResponse{}
+	for name, sec := range secrets {
+		if err := sec.ValidateAll(); err != nil {
+			return nil, fmt.Errorf("SDS file %s does not validate: %w", name, err)
+		}
+		res, err := anypb.New(sec)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = &discoveryv3.DiscoveryResponse{Resources: []*anypb.Any{res}}
+	}
+	return out, nil
+}
+
+// Write builds the bootstrap and writes it as JSON to path, with its SDS files (with
+// TLS) in o.SDSDir, by default path's directory.
 func Write(path string, o Options) error {
+	if o.SDSDir == "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return err
+		}
+		o.SDSDir = filepath.Dir(abs)
+	}
 	b, err := Build(o)
 	if err != nil {
 		return err
 	}
-	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(b)
+	sds, err := SDSFiles(o)
+	if err != nil {
+		return err
+	}
+	for name, resp := range sds {
+		if err := writeJSON(filepath.Join(o.SDSDir, name), resp); err != nil {
+			return err
+		}
+	}
+	return writeJSON(path, b)
+}
+
+func writeJSON(path string, m proto.Message) error {
+	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(m)
 	if err != nil {
 		return err
 	}

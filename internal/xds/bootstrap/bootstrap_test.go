@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -35,8 +36,8 @@ func TestWriteProducesAValidBootstrap(t *testing.T) {
 	if xds.Address != "portico.portico-system.svc" || xds.GetPortValue() != 8001 {
 		t.Errorf("xDS endpoint = %v", xds)
 	}
-	if a := b.Admin.Address.GetSocketAddress(); a.Address != "127.0.0.1" {
-		t.Errorf("admin must default to loopback, got %v", a)
+	if p := b.Admin.Address.GetPipe(); p.GetPath() != "/tmp/envoy-admin.sock" || p.GetMode() != 0o600 {
+		t.Errorf("admin must default to a Unix socket only Envoy's user can use, got %v", b.Admin.Address)
 	}
 	if b.DynamicResources.LdsConfig.GetAds() == nil || b.DynamicResources.CdsConfig.GetAds() == nil {
 		t.Error("listeners and clusters must come over ADS")
@@ -54,25 +55,16 @@ func TestBadAddressesAreRejected(t *testing.T) {
 	}
 }
 
-func TestTLSAddsAnUpstreamTLSTransportSocket(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "envoy.json")
+func TestTLSReadsRotatableFilesThroughSDS(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "envoy.json")
 	o := Options{XDSAddress: "portico.portico-system.svc:8001", TLS: &TLSFiles{
-		CertFile: "/certs/client.crt", KeyFile: "/certs/client.key", CAFile: "/certs/ca.crt",
+		CertFile: "/certs/tls.crt", KeyFile: "/certs/tls.key", CAFile: "/certs/ca.crt",
 	}}
 	if err := Write(path, o); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bootstrapv3.Bootstrap
-	if err := protojson.Unmarshal(data, &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.ValidateAll(); err != nil {
-		t.Fatal(err)
-	}
+	b := readBootstrap(t, Options{}, path)
 	ts := b.StaticResources.Clusters[0].TransportSocket
 	if ts.GetName() != "envoy.transport_sockets.tls" {
 		t.Fatalf("transport socket = %v", ts)
@@ -85,18 +77,58 @@ func TestTLSAddsAnUpstreamTLSTransportSocket(t *testing.T) {
 		t.Errorf("sni = %q, want the xDS host", up.Sni)
 	}
 	c := up.CommonTlsContext
-	if len(c.TlsCertificates) != 1 || c.TlsCertificates[0].CertificateChain.GetFilename() != "/certs/client.crt" || c.TlsCertificates[0].PrivateKey.GetFilename() != "/certs/client.key" {
-		t.Errorf("tls_certificates = %v", c.TlsCertificates)
+	if len(c.TlsCertificates) != 0 || c.GetValidationContext() != nil {
+		t.Fatal("certificates named inline are read once and never rotate; want SDS")
 	}
-	vc := c.GetValidationContext()
-	if vc.GetTrustedCa().GetFilename() != "/certs/ca.crt" {
-		t.Errorf("trusted_ca = %v", vc.GetTrustedCa())
+	sdsPath := func(s *tlsv3.SdsSecretConfig) string { return s.GetSdsConfig().GetPathConfigSource().GetPath() }
+	if len(c.TlsCertificateSdsSecretConfigs) != 1 || sdsPath(c.TlsCertificateSdsSecretConfigs[0]) != filepath.Join(dir, SDSCertificateFile) {
+		t.Fatalf("tls_certificate_sds_secret_configs = %v", c.TlsCertificateSdsSecretConfigs)
+	}
+	if got := sdsPath(c.GetValidationContextSdsSecretConfig()); got != filepath.Join(dir, SDSValidationFile) {
+		t.Fatalf("validation context SDS path = %q", got)
+	}
+
+	// The SDS files, as Envoy reads them: a DiscoveryResponse of one Secret each.
+	readSecret := func(name string) *tlsv3.Secret {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp discoveryv3.DiscoveryResponse
+		if err := protojson.Unmarshal(data, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Resources) != 1 {
+			t.Fatalf("%s: %d resources, want 1", name, len(resp.Resources))
+		}
+		var sec tlsv3.Secret
+		if err := resp.Resources[0].UnmarshalTo(&sec); err != nil {
+			t.Fatal(err)
+		}
+		if err := sec.ValidateAll(); err != nil {
+			t.Fatal(err)
+		}
+		return &sec
+	}
+	cert := readSecret(SDSCertificateFile).GetTlsCertificate()
+	if cert.GetCertificateChain().GetFilename() != "/certs/tls.crt" || cert.GetPrivateKey().GetFilename() != "/certs/tls.key" {
+		t.Errorf("certificate = %v", cert)
+	}
+	// A Secret volume is updated by moving a new directory into /certs: the watch must
+	// be on that directory.
+	if cert.GetWatchedDirectory().GetPath() != "/certs" {
+		t.Errorf("certificate watched_directory = %v, want /certs", cert.GetWatchedDirectory())
+	}
+	vc := readSecret(SDSValidationFile).GetValidationContext()
+	if vc.GetTrustedCa().GetFilename() != "/certs/ca.crt" || vc.GetWatchedDirectory().GetPath() != "/certs" {
+		t.Errorf("validation context = %v", vc)
 	}
 	if m := vc.GetMatchTypedSubjectAltNames(); len(m) != 1 || m[0].Matcher.GetExact() != "portico.portico-system.svc" {
 		t.Errorf("SAN matchers = %v", m)
 	}
 
 	o.TLS.ServerName = "xds.example"
+	o.SDSDir = dir
 	b2, err := Build(o)
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +139,19 @@ func TestTLSAddsAnUpstreamTLSTransportSocket(t *testing.T) {
 	if up.Sni != "xds.example" {
 		t.Errorf("sni = %q, want --xds-tls-server-name", up.Sni)
 	}
+	files, err := SDSFiles(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec tlsv3.Secret
+	if err := files[SDSValidationFile].Resources[0].UnmarshalTo(&sec); err != nil {
+		t.Fatal(err)
+	}
+	if got := sec.GetValidationContext().GetMatchTypedSubjectAltNames()[0].Matcher.GetExact(); got != "xds.example" {
+		t.Errorf("SAN matcher %q, want --xds-tls-server-name", got)
+	}
 
-	if _, err := Build(Options{XDSAddress: "portico:8001", TLS: &TLSFiles{CertFile: "/c"}}); err == nil {
+	if _, err := Build(Options{XDSAddress: "portico:8001", SDSDir: dir, TLS: &TLSFiles{CertFile: "/c"}}); err == nil {
 		t.Error("incomplete TLS files accepted")
 	}
 }
@@ -123,12 +166,18 @@ func TestNoTLSByDefault(t *testing.T) {
 	}
 }
 
-// readBootstrap writes the bootstrap of o and reads it back as Envoy would.
-func readBootstrap(t *testing.T, o Options) *bootstrapv3.Bootstrap {
+// readBootstrap writes the bootstrap of o (unless written already, to path) and reads it
+// back as Envoy would.
+func readBootstrap(t *testing.T, o Options, written ...string) *bootstrapv3.Bootstrap {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "envoy.json")
-	if err := Write(path, o); err != nil {
-		t.Fatal(err)
+	var path string
+	if len(written) > 0 {
+		path = written[0]
+	} else {
+		path = filepath.Join(t.TempDir(), "envoy.json")
+		if err := Write(path, o); err != nil {
+			t.Fatal(err)
+		}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -156,7 +205,7 @@ func TestStatsListenerServesPrometheusStatsFromTheAdminInterface(t *testing.T) {
 		adminPort       uint32
 		adminKindStatic bool
 	}{
-		{"defaults", Options{XDSAddress: "portico:8001"}, "0.0.0.0", 8002, "127.0.0.1", 9001, true},
+		{"loopback", Options{XDSAddress: "portico:8001", AdminAddress: "127.0.0.1:9001"}, "0.0.0.0", 8002, "127.0.0.1", 9001, true},
 		{"configured", Options{XDSAddress: "portico:8001", StatsAddress: "[::]:9102", AdminAddress: "localhost:9901"}, "::", 9102, "localhost", 9901, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,6 +257,30 @@ func TestStatsListenerServesPrometheusStatsFromTheAdminInterface(t *testing.T) {
 	}
 }
 
+// By default the admin interface is a Unix socket, which no cluster can reach, and the
+// stats listener reaches it through that socket.
+func TestAdminInterfaceIsAUnixSocketByDefault(t *testing.T) {
+	b := readBootstrap(t, Options{XDSAddress: "portico:8001"})
+	var admin *clusterv3.Cluster
+	for _, c := range b.StaticResources.Clusters {
+		if c.Name == AdminCluster {
+			admin = c
+		}
+	}
+	ep := admin.GetLoadAssignment().GetEndpoints()[0].LbEndpoints[0].GetEndpoint().Address
+	if ep.GetPipe().GetPath() != "/tmp/envoy-admin.sock" || admin.GetType() != clusterv3.Cluster_STATIC {
+		t.Errorf("admin cluster %v reaches %v, want the Unix socket", admin.GetType(), ep)
+	}
+	if a := b.StaticResources.Listeners[0].Address.GetSocketAddress(); a.Address != "0.0.0.0" || a.GetPortValue() != 8002 {
+		t.Errorf("stats listener at %v, want 0.0.0.0:8002", a)
+	}
+	for _, bad := range []string{"unix:relative.sock", "unix:"} {
+		if _, err := Build(Options{XDSAddress: "portico:8001", AdminAddress: bad}); err == nil {
+			t.Errorf("admin address %q accepted", bad)
+		}
+	}
+}
+
 func TestAdminInterfaceStaysOnLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:9001", "10.0.0.1:9001", "[::]:9001", "envoy.example:9001"} {
 		if _, err := Build(Options{XDSAddress: "portico:8001", AdminAddress: addr}); err == nil || !strings.Contains(err.Error(), "loopback") {
@@ -217,7 +290,7 @@ func TestAdminInterfaceStaysOnLoopback(t *testing.T) {
 	if _, err := Build(Options{XDSAddress: "portico:8001", AdminAddress: "[::1]:9001"}); err != nil {
 		t.Errorf("IPv6 loopback admin address: %v", err)
 	}
-	if _, err := Build(Options{XDSAddress: "portico:8001", StatsAddress: "0.0.0.0:9001"}); err == nil {
+	if _, err := Build(Options{XDSAddress: "portico:8001", AdminAddress: "127.0.0.1:9001", StatsAddress: "0.0.0.0:9001"}); err == nil {
 		t.Error("stats address on the admin port: want an error")
 	}
 }

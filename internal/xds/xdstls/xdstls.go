@@ -3,24 +3,19 @@
 // self-signed PKI for it, or for the admission webhook's serving certificate
 // (`portico certgen`, `portico certgen --webhook`).
 //
-// Certificates are read from files. The server re-reads its certificate, key and CA
-// on every handshake, so rotating the files (for example a Kubernetes Secret volume
-// being updated) takes effect for new connections without a restart. The client
-// re-reads its certificate on every handshake too; its CA pool is read once, when the
-// credentials are created.
+// Certificates are read from files. Both sides re-read their certificate, key and CA
+// bundle on every handshake, so rotating the files (for example a Kubernetes Secret
+// volume being updated) takes effect for new connections without a restart, and the
+// connections already made are left alone.
 package xdstls
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -28,6 +23,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/credentials"
+
+	"github.com/portico-dev/portico/internal/pki"
 )
 
 // Files names the PEM files of one side of the xDS connection.
@@ -131,26 +128,77 @@ func ServerCredentials(f Files) (credentials.TransportCredentials, error) {
 
 // ClientCredentials returns gRPC client credentials that present f's certificate and
 // verify the server against f's CA. serverName, when set, is the name the server's
-// certificate must carry; otherwise the host of the dialled address is used.
+// certificate must carry; otherwise the host of the dialled address is used. The files
+// are read once now (so that a bad configuration fails at start-up) and again on every
+// handshake: a rotated certificate or CA bundle (a Secret volume updated in place)
+// applies to the next connection, and the connection in use is left alone.
 func ClientCredentials(f Files, serverName string) (credentials.TransportCredentials, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	if _, err := loadPair(f); err != nil {
+	config := func() (*tls.Config, error) { return clientConfig(f) }
+	if _, err := config(); err != nil {
+		return nil, err
+	}
+	return DynamicClientCredentials(serverName, config), nil
+}
+
+func clientConfig(f Files) (*tls.Config, error) {
+	pair, err := loadPair(f)
+	if err != nil {
 		return nil, err
 	}
 	pool, err := loadPool(f.CAFile)
 	if err != nil {
 		return nil, err
 	}
-	return credentials.NewTLS(&tls.Config{
-		MinVersion: tls.VersionTLS12,
-		ServerName: serverName,
-		RootCAs:    pool,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return loadPair(f)
-		},
-	}), nil
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		RootCAs:      pool,
+		Certificates: []tls.Certificate{*pair},
+	}, nil
+}
+
+// DynamicClientCredentials returns gRPC client credentials that ask config for the TLS
+// configuration of each handshake, so that certificates and trusted CAs can change
+// between connections. serverName, when set, is the name the server's certificate must
+// carry (gRPC sends it as the authority); otherwise the dialled host is.
+func DynamicClientCredentials(serverName string, config func() (*tls.Config, error)) credentials.TransportCredentials {
+	return &dynamicClient{config: config, serverName: serverName}
+}
+
+type dynamicClient struct {
+	config     func() (*tls.Config, error)
+	serverName string
+}
+
+// ClientHandshake verifies the server as authority, which gRPC takes from Info's
+// ServerName when it is set.
+func (d *dynamicClient) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	cfg, err := d.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	return credentials.NewTLS(cfg).ClientHandshake(ctx, authority, conn)
+}
+
+func (d *dynamicClient) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("xdstls: client credentials cannot serve")
+}
+
+func (d *dynamicClient) Info() credentials.ProtocolInfo {
+	return credentials.NewTLS(&tls.Config{ServerName: d.serverName}).Info()
+}
+
+func (d *dynamicClient) Clone() credentials.TransportCredentials {
+	c := *d
+	return &c
+}
+
+// OverrideServerName is part of credentials.TransportCredentials (deprecated there).
+func (d *dynamicClient) OverrideServerName(name string) error {
+	d.serverName = name
+	return nil
 }
 
 // File names written by Generate.
@@ -168,30 +216,31 @@ const (
 // client certificate for data planes (client.crt, client.key) into dir, all ECDSA
 // P-256 and valid for validity. Keys are written with mode 0600.
 func Generate(dir string, serverNames []string, validity time.Duration) error {
-	ca, err := newCA(dir, "portico-xds-ca", validity)
+	now := time.Now()
+	ca, err := newCA(dir, "portico-xds-ca", now, validity)
 	if err != nil {
 		return err
 	}
-	if err := writePair(dir, CACertFile, CAKeyFile, ca.der, ca.key); err != nil {
+	if err := writePair(dir, CACertFile, CAKeyFile, ca.CertPEM, ca.KeyPEM); err != nil {
 		return err
 	}
-	dns, ips := subjectAltNames(append(append([]string{}, serverNames...), "localhost", "127.0.0.1"))
+	names := append(append([]string{}, serverNames...), "localhost", "127.0.0.1")
 	cn := "localhost"
 	if len(serverNames) > 0 && serverNames[0] != "" {
 		cn = serverNames[0]
 	}
-	if err := ca.issue(dir, ServerCertFile, ServerKeyFile, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		DNSNames:    dns,
-		IPAddresses: ips,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}); err != nil {
+	server, err := ca.Issue(cn, names, pki.ServerAuth, now, validity)
+	if err != nil {
 		return err
 	}
-	return ca.issue(dir, ClientCertFile, ClientKeyFile, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "portico-xds-client"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
+	if err := writePair(dir, ServerCertFile, ServerKeyFile, server.CertPEM, server.KeyPEM); err != nil {
+		return err
+	}
+	client, err := ca.Issue("portico-xds-client", nil, pki.ClientAuth, now, validity)
+	if err != nil {
+		return err
+	}
+	return writePair(dir, ClientCertFile, ClientKeyFile, client.CertPEM, client.KeyPEM)
 }
 
 // File names written by GenerateWebhook: the names of a kubernetes.io/tls Secret's
@@ -209,15 +258,16 @@ const (
 // server calls a webhook Service as <service>.<namespace>.svc. The CA's key is not
 // kept: to rotate, generate everything again and replace the caBundle.
 func GenerateWebhook(dir string, serverNames []string, validity time.Duration) error {
-	dns, ips := subjectAltNames(serverNames)
+	dns, ips := pki.SplitNames(serverNames)
 	if len(dns) == 0 && len(ips) == 0 {
 		return errors.New("the webhook certificate needs at least one server name")
 	}
-	ca, err := newCA(dir, "portico-webhook-ca", validity)
+	now := time.Now()
+	ca, err := newCA(dir, "portico-webhook-ca", now, validity)
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, WebhookCACertFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.der}), 0o644); err != nil {
+	if err := writeFile(filepath.Join(dir, WebhookCACertFile), ca.CertPEM, 0o644); err != nil {
 		return err
 	}
 	cn := ""
@@ -226,112 +276,29 @@ func GenerateWebhook(dir string, serverNames []string, validity time.Duration) e
 	} else {
 		cn = ips[0].String()
 	}
-	return ca.issue(dir, WebhookCertFile, WebhookKeyFile, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		DNSNames:    dns,
-		IPAddresses: ips,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-}
-
-// authority is a CA made by newCA, for issuing leaf certificates valid as long as it.
-type authority struct {
-	cert          *x509.Certificate
-	der           []byte
-	key           *ecdsa.PrivateKey
-	now, notAfter time.Time
+	leaf, err := ca.Issue(cn, serverNames, pki.ServerAuth, now, validity)
+	if err != nil {
+		return err
+	}
+	return writePair(dir, WebhookCertFile, WebhookKeyFile, leaf.CertPEM, leaf.KeyPEM)
 }
 
 // newCA creates dir and a self-signed CA called cn, valid for validity.
-func newCA(dir, cn string, validity time.Duration) (*authority, error) {
+func newCA(dir, cn string, now time.Time, validity time.Duration) (*pki.CA, error) {
 	if validity <= 0 {
 		return nil, fmt.Errorf("validity must be positive, got %s", validity)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	now := time.Now().Add(-5 * time.Minute) // tolerate some clock skew
-	notAfter := now.Add(validity)
-
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             now,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	return &authority{cert: caCert, der: caDER, key: caKey, now: now, notAfter: notAfter}, nil
+	return pki.NewCA(cn, now, validity)
 }
 
-// issue signs a new key's certificate from tmpl and writes both into dir.
-func (ca *authority) issue(dir, certFile, keyFile string, tmpl *x509.Certificate) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+func writePair(dir, certFile, keyFile string, certPEM, keyPEM []byte) error {
+	if err := writeFile(filepath.Join(dir, keyFile), keyPEM, 0o600); err != nil {
 		return err
 	}
-	tmpl.SerialNumber = serial()
-	tmpl.NotBefore, tmpl.NotAfter = ca.now, ca.notAfter
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return err
-	}
-	return writePair(dir, certFile, keyFile, der, key)
-}
-
-// subjectAltNames splits names into DNS names and IP addresses, dropping empty and
-// repeated ones.
-func subjectAltNames(names []string) ([]string, []net.IP) {
-	var dns []string
-	var ips []net.IP
-	seen := map[string]bool{}
-	for _, n := range names {
-		if n == "" || seen[n] {
-			continue
-		}
-		seen[n] = true
-		if ip := net.ParseIP(n); ip != nil {
-			ips = append(ips, ip)
-		} else {
-			dns = append(dns, n)
-		}
-	}
-	return dns, ips
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail
-	}
-	return n
-}
-
-func writePair(dir, certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) error {
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(dir, keyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return err
-	}
-	return writeFile(filepath.Join(dir, certFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return writeFile(filepath.Join(dir, certFile), certPEM, 0o644)
 }
 
 // writeFile writes data with mode perm, also when the file already exists.

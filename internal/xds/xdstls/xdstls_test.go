@@ -160,3 +160,24 @@ func TestServerPicksUpRotatedCertificates(t *testing.T) {
 		t.Fatalf("call with the rotated certificates failed: %v", err)
 	}
 }
+
+// A running data plane (portico proxy with --xds-tls-*-file) reads its files again for
+// every connection: after the whole PKI is replaced in place, CA bundle included, its
+// next connection uses the new files.
+func TestClientPicksUpRotatedCertificatesAndCA(t *testing.T) {
+	_, server, client := generate(t)
+	addr := startServer(t, server)
+	creds, err := ClientCredentials(client, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(addr, creds); err != nil {
+		t.Fatal(err)
+	}
+	if err := Generate(filepath.Dir(server.CertFile), nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(addr, creds); err != nil {
+		t.Fatalf("the credentials made before the rotation failed after it: %v", err)
+	}
+}
