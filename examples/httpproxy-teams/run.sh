@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HTTPProxy walk-through: header-based delegation between teams (seed 004's examples).
+# HTTPProxy walk-through: header-based delegation between teams (the IngressRoute v1 design's examples).
 # The platform team (namespace platform) owns app.localhost and hands requests to teams
 # in other namespaces by header and path: iPhone and Android apps to team-ios and
 # team-android (User-Agent); /weather to the weather team, which hands users who opted in

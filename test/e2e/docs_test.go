@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -52,5 +53,40 @@ func TestDocumentedLogLineMatchesRealOutput(t *testing.T) {
 	}
 	if !strings.Contains(documented, `unknown field \"spec.rules[0].http.paths[0].pathtype\"`) || !strings.Contains(real, `unknown field \"spec.rules[0].http.paths[0].pathtype\"`) {
 		t.Errorf("the reasons differ in form:\ndocumented: %s\nreal:       %s", documented, real)
+	}
+}
+
+// TestHTTPProxyTeamsGuideCheckTable: the first `portico check` table of
+// docs/httpproxy-teams.md is what `portico check` prints for the example's manifests (with
+// the TLS Secret run.sh generates), row for row.
+func TestHTTPProxyTeamsGuideCheckTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/httpproxy-teams.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "$ bin/portico check examples/httpproxy-teams/manifests\n"
+	_, after, ok := strings.Cut(string(doc), prompt)
+	if !ok {
+		t.Fatal("docs/httpproxy-teams.md shows no portico check of the example")
+	}
+	documented, _, _ := strings.Cut(after, "```")
+	dir := t.TempDir()
+	for name, content := range teamsFiles(t) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, _ := runBinary(t, portico(t), "check", dir)
+	// Columns are padded to the widest cell: compare the cells.
+	cells := func(table string) []string {
+		var rows []string
+		for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
+			rows = append(rows, strings.Join(strings.Fields(line), " "))
+		}
+		return rows
+	}
+	got, want := cells(out), cells(documented)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("docs/httpproxy-teams.md's check table differs from portico check:\ndocumented:\n%s\nreal:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 }
