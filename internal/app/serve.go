@@ -460,7 +460,14 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return s.pipeline.Server.Serve(ctx, s.xdsLis, s.xdsOpts...) })
 	if s.proxy != nil {
-		g.Go(func() error { return s.proxy.Run(ctx) })
+		g.Go(func() error {
+			if s.certs != nil {
+				if err := s.certs.WaitReady(ctx); err != nil {
+					return nil // shutting down
+				}
+			}
+			return s.proxy.Run(ctx)
+		})
 	}
 	g.Go(func() error { return s.source.Run(ctx) })
 	if s.webhook != nil {

@@ -134,6 +134,9 @@ type Manager struct {
 	expiry *prometheus.GaugeVec // nil without a Registerer
 
 	cur atomic.Pointer[material]
+	// issued is closed once the first certificates are (see WaitReady).
+	issued     chan struct{}
+	issuedOnce sync.Once
 
 	// mu serialises Reconcile; the leaves below are this replica's own.
 	mu                   sync.Mutex
@@ -168,7 +171,7 @@ func New(cfg Config) (*Manager, error) {
 	if len(cfg.XDSServerNames) == 0 {
 		return nil, errors.New("managedtls: the xDS server needs at least one name")
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "certificates")}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "certificates"), issued: make(chan struct{})}
 	if cfg.Registerer != nil {
 		m.expiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "portico_certificate_expiry_timestamp_seconds",
@@ -183,6 +186,17 @@ func New(cfg Config) (*Manager, error) {
 
 // Ready reports whether certificates have been issued, so that the credentials serve.
 func (m *Manager) Ready() bool { return m.cur.Load() != nil }
+
+// WaitReady returns once certificates have been issued, or ctx's error when it ends
+// first: a client started before then would only be refused and retry.
+func (m *Manager) WaitReady(ctx context.Context) error {
+	select {
+	case <-m.issued:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Run checks the certificates now and every Interval until ctx ends, retrying failed
 // checks with backoff (1 s doubling to Interval). It returns nil when ctx ends.
@@ -228,6 +242,7 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 		mat.hook = m.hook.pair
 	}
 	m.cur.Store(mat)
+	m.issuedOnce.Do(func() { close(m.issued) })
 	m.reconcileWebhookConfiguration(ctx, auth.bundle)
 	m.recordExpiry(auth)
 	return nil
