@@ -443,14 +443,16 @@ func TestHTTPProxyHeadersPolicies(t *testing.T) {
 	if diff := cmp.Diff(wantReq, r.RequestHeaders); diff != "" {
 		t.Errorf("route request headers (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "Strict-Transport-Security", Value: "max-age=31536000"}}, Remove: []string{"X-Powered-By"}}, r.ResponseHeaders); diff != "" {
+	// The service's removal of Server is the route's (its only service): see
+	// TestHTTPProxyServerHeader.
+	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "Strict-Transport-Security", Value: "max-age=31536000"}}, Remove: []string{"X-Powered-By", "Server"}}, r.ResponseHeaders); diff != "" {
 		t.Errorf("route response headers (-want +got):\n%s", diff)
 	}
 	wc := r.Clusters[0]
 	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "Host", Value: "svc.example.com"}, {Name: "X-Svc", Value: "web:80"}}}, wc.RequestHeaders); diff != "" {
 		t.Errorf("service request headers (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "X-Served-By", Value: "team/web"}}, Remove: []string{"Server"}}, wc.ResponseHeaders); diff != "" {
+	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "X-Served-By", Value: "team/web"}}}, wc.ResponseHeaders); diff != "" {
 		t.Errorf("service response headers (-want +got):\n%s", diff)
 	}
 
@@ -461,13 +463,13 @@ func TestHTTPProxyHeadersPolicies(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ route, part string }{
-		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: Host, value: x}]}}`, "spec.routes[0].responseHeadersPolicy.set[0]: Host cannot be set on responses"},
-		{`{services: [{name: web, port: 80, responseHeadersPolicy: {set: [{name: host, value: x}]}}]}`, "spec.routes[0].services[0].responseHeadersPolicy.set[0]: Host cannot be set on responses"},
-		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: "x a", value: x}]}}`, `set[0].name "x a" is not a valid header name`},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: Host, value: x}]}}`, "spec.routes[0].responseHeadersPolicy.set[0].name: Host is a request header: a response has none to set or remove"},
+		{`{services: [{name: web, port: 80, responseHeadersPolicy: {set: [{name: host, value: x}]}}]}`, "spec.routes[0].services[0].responseHeadersPolicy.set[0].name: Host is a request header"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: "x a", value: x}]}}`, `set[0].name: "x a" is not a valid header name`},
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-a, value: "a\nb"}]}}`, "set[0].value may not contain CR, LF or NUL"},
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-a, value: a}, {name: X-A, value: b}]}}`, `set[1]: header "X-A" is set twice`},
-		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [host]}}`, "remove[0]: Host cannot be removed"},
-		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [":path"]}}`, `remove[0] ":path" is not a header that can be removed`},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [host]}}`, "spec.routes[0].requestHeadersPolicy.remove[0]: Host cannot be removed: every request has one; set it to rewrite it"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [":path"]}}`, `spec.routes[0].requestHeadersPolicy.remove[0]: ":path" is a pseudo-header, which no headers policy can change; rewrite the path with pathRewritePolicy, and the authority by setting Host in requestHeadersPolicy`},
 		// The proxy rewrites Host with a literal only.
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Host, value: "%REQ(X-Host)%"}]}}`, `spec.routes[0].requestHeadersPolicy.set[0]: Host "%REQ(X-Host)%" must be a host name; %...% operators cannot set it`},
 		{`{services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: host, value: "%CONTOUR_NAMESPACE%.internal"}]}}]}`, `spec.routes[0].services[0].requestHeadersPolicy.set[0]: Host "%CONTOUR_NAMESPACE%.internal" must be a host name`},
@@ -478,6 +480,108 @@ func TestHTTPProxyHeadersPolicies(t *testing.T) {
 	} {
 		t.Run(tc.route, func(t *testing.T) {
 			invalidRoute(t, problemRoute, "HeaderPolicyInvalid", []string{tc.part}, policyRoot(t, tc.route))
+		})
+	}
+}
+
+// Headers that the data planes write themselves, drop when forwarding, or frame the
+// message with cannot be named in a headers policy: the object is invalid, and the
+// status names the field, the header, why, and what to do instead when there is a way.
+func TestHTTPProxyHeaderNamesRefused(t *testing.T) {
+	for _, tc := range []struct{ route, part string }{
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: ":authority", value: x}]}}`,
+			`spec.routes[0].requestHeadersPolicy.set[0].name: ":authority" is a pseudo-header, which no headers policy can change; rewrite the path with pathRewritePolicy, and the authority by setting Host in requestHeadersPolicy`},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {remove: [":status"]}}`,
+			`spec.routes[0].responseHeadersPolicy.remove[0]: ":status" is a pseudo-header, which no headers policy can change; a route's status comes from its service or its directResponsePolicy`},
+		{`{services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: ":path", value: /x}]}}]}`,
+			`spec.routes[0].services[0].requestHeadersPolicy.set[0].name: ":path" is a pseudo-header`},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: connection, value: close}]}}`,
+			"spec.routes[0].responseHeadersPolicy.set[0].name: Connection is a hop-by-hop header: each data plane drops it when forwarding and writes its own for each connection, so no headers policy can set or remove it"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [Connection]}}`, "spec.routes[0].requestHeadersPolicy.remove[0]: Connection is a hop-by-hop header"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Keep-Alive, value: "timeout=5"}]}}`, "set[0].name: Keep-Alive is a hop-by-hop header"},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {remove: [proxy-connection]}}`, "remove[0]: Proxy-Connection is a hop-by-hop header"},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: Transfer-Encoding, value: gzip}]}}`, "set[0].name: Transfer-Encoding is a hop-by-hop header"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [TE]}}`, "remove[0]: Te is a hop-by-hop header"},
+		{`{services: [{name: web, port: 80, responseHeadersPolicy: {set: [{name: Trailer, value: X-Checksum}]}}]}`, "spec.routes[0].services[0].responseHeadersPolicy.set[0].name: Trailer is a hop-by-hop header"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Upgrade, value: websocket}]}}`,
+			"spec.routes[0].requestHeadersPolicy.set[0].name: Upgrade is a hop-by-hop header that no headers policy can set or remove; to let clients upgrade a route's requests to WebSocket, set enableWebsockets: true on the route"},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: content-length, value: "0"}]}}`,
+			"spec.routes[0].responseHeadersPolicy.set[0].name: Content-Length is written by the data plane from the body it forwards; no headers policy can set or remove it"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [Content-Length]}}`, "remove[0]: Content-Length is written by the data plane"},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {remove: [x-request-id]}}`,
+			"spec.routes[0].responseHeadersPolicy.remove[0]: X-Request-Id is the request's id, which Portico generates for each request, sends upstream and returns in the response; no headers policy can set or remove it"},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: X-Request-ID, value: mine}]}}`, "set[0].name: X-Request-Id is the request's id"},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {remove: [Host]}}`, "spec.routes[0].responseHeadersPolicy.remove[0]: Host is a request header: a response has none to set or remove"},
+		{`{services: [{name: web, port: 80, requestHeadersPolicy: {remove: [host]}}]}`, "spec.routes[0].services[0].requestHeadersPolicy.remove[0]: Host cannot be removed"},
+		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {remove: [date]}}`,
+			"spec.routes[0].responseHeadersPolicy.remove[0]: Date cannot be removed: the data plane adds one to every response that has none (it can be set)"},
+	} {
+		t.Run(tc.route, func(t *testing.T) {
+			invalidRoute(t, problemRoute, "HeaderPolicyInvalid", []string{tc.part}, policyRoot(t, tc.route))
+		})
+	}
+	// What the data planes leave alone can be changed: Date set on responses, Server,
+	// X-Forwarded-For and Proxy-Authorization on requests.
+	r, _ := onlyRoute(t, policyRoot(t, `{services: [{name: web, port: 80}],
+ requestHeadersPolicy: {set: [{name: server, value: s}, {name: proxy-authorization, value: "Basic eDp5"}], remove: [x-forwarded-for, date]},
+ responseHeadersPolicy: {set: [{name: date, value: "Thu, 01 Jan 2037 00:00:00 GMT"}]}}`))
+	want := &HeadersPolicy{Set: []HeaderValue{{Name: "Server", Value: "s"}, {Name: "Proxy-Authorization", Value: "Basic eDp5"}}, Remove: []string{"X-Forwarded-For", "Date"}}
+	if diff := cmp.Diff(want, r.RequestHeaders); diff != "" {
+		t.Errorf("request headers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "Date", Value: "Thu, 01 Jan 2037 00:00:00 GMT"}}}, r.ResponseHeaders); diff != "" {
+		t.Errorf("response headers (-want +got):\n%s", diff)
+	}
+}
+
+// Server is decided per route: Portico's own Server header is set for the whole route
+// configuration after a service's changes (translate), so a change that every service of
+// a route makes alike becomes the route's, a route's own change wins over its services',
+// and services that change Server differently make the object invalid.
+func TestHTTPProxyServerHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name, route string
+		want        *HeadersPolicy // the route's response headers
+		services    []*HeadersPolicy
+	}{
+		{"a route's removal", `{services: [{name: web, port: 80}], responseHeadersPolicy: {remove: [server]}}`,
+			&HeadersPolicy{Remove: []string{"Server"}}, []*HeadersPolicy{nil}},
+		{"a route's value", `{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: Server, value: "web 100%"}]}}`,
+			&HeadersPolicy{Set: []HeaderValue{{Name: "Server", Value: "web 100%%"}}}, []*HeadersPolicy{nil}},
+		{"the only service's", `{services: [{name: web, port: 80, responseHeadersPolicy: {set: [{name: server, value: "%CONTOUR_SERVICE_NAME%"}, {name: x-a, value: a}]}}]}`,
+			&HeadersPolicy{Set: []HeaderValue{{Name: "Server", Value: "web"}}}, []*HeadersPolicy{{Set: []HeaderValue{{Name: "X-A", Value: "a"}}}}},
+		{"every service's alike", `{services: [{name: web, port: 80, responseHeadersPolicy: {remove: [Server]}}, {name: api, port: 80, responseHeadersPolicy: {remove: [server, x-b]}}]}`,
+			&HeadersPolicy{Remove: []string{"Server"}}, []*HeadersPolicy{nil, {Remove: []string{"X-B"}}}},
+		{"set and removed is set", `{services: [{name: web, port: 80, responseHeadersPolicy: {set: [{name: server, value: w}], remove: [server]}}]}`,
+			&HeadersPolicy{Set: []HeaderValue{{Name: "Server", Value: "w"}}}, []*HeadersPolicy{nil}},
+		{"the route's wins over its services'", `{services: [{name: web, port: 80, responseHeadersPolicy: {remove: [server]}}, {name: api, port: 80, responseHeadersPolicy: {set: [{name: server, value: api}]}}], responseHeadersPolicy: {set: [{name: server, value: r}]}}`,
+			&HeadersPolicy{Set: []HeaderValue{{Name: "Server", Value: "r"}}}, []*HeadersPolicy{nil, nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := onlyRoute(t, policyRoot(t, tc.route))
+			if diff := cmp.Diff(tc.want, r.ResponseHeaders); diff != "" {
+				t.Errorf("route response headers (-want +got):\n%s", diff)
+			}
+			var got []*HeadersPolicy
+			for _, wc := range r.Clusters {
+				got = append(got, wc.ResponseHeaders)
+			}
+			if diff := cmp.Diff(tc.services, got); diff != "" {
+				t.Errorf("services' response headers (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct{ route, part string }{
+		{`{services: [{name: web, port: 80, responseHeadersPolicy: {remove: [server]}}, {name: api, port: 80}]}`,
+			"the services of spec.routes[0] change the Server response header differently (services[0] removes it, services[1] leaves it): Portico decides Server per route: change it in spec.routes[0].responseHeadersPolicy, or alike in every service of the route"},
+		{`{services: [{name: web, port: 80, mirror: true}, {name: web, port: 80, responseHeadersPolicy: {set: [{name: server, value: "50%"}]}}, {name: api, port: 80, responseHeadersPolicy: {set: [{name: server, value: b}]}}]}`,
+			`(services[1] sets it to "50%", services[2] sets it to "b")`},
+		{`{services: [{name: web, port: 80, responseHeadersPolicy: {set: [{name: server, value: "%CONTOUR_SERVICE_NAME%"}]}}, {name: api, port: 80, responseHeadersPolicy: {set: [{name: server, value: "%CONTOUR_SERVICE_NAME%"}]}}]}`,
+			`(services[0] sets it to "web", services[1] sets it to "api")`},
+	} {
+		t.Run(tc.route, func(t *testing.T) {
+			objs := []runtime.Object{policyRoot(t, tc.route), svc("team", "api", ":80")}
+			invalidRoute(t, problemRoute, "HeaderPolicyInvalid", []string{tc.part}, objs...)
 		})
 	}
 }

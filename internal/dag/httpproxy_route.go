@@ -124,6 +124,7 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 			pol.outlier = proxyOutlier(r.FailurePolicy, field+".failurePolicy", c)
 		}
 		out.Clusters = b.proxyServices(n, r.Services, field, pol, true, c)
+		liftServerHeader(out, r.Services, field, c)
 	}
 	return out
 }
@@ -431,26 +432,21 @@ func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool,
 	for i, h := range hp.Set {
 		at := fmt.Sprintf("%s.set[%d]", field, i)
 		name := http.CanonicalHeaderKey(h.Name)
-		switch {
-		case !validHeaderName(h.Name):
-			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.name %q is not a valid header name", at, h.Name)
+		if msg := headerNameProblem(h.Name, request, true); msg != "" {
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.name: %s", at, msg)
 			continue
+		}
+		switch {
 		case strings.ContainsAny(h.Value, "\r\n\x00"):
 			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.value may not contain CR, LF or NUL", at)
 			continue
 		case seen[name]:
 			c.fail(problemRoute, "HeaderPolicyInvalid", "%s: header %q is set twice", at, h.Name)
 			continue
-		case strings.HasPrefix(h.Name, ":"):
-			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.name %q: pseudo-headers cannot be set", at, h.Name)
-			continue
 		}
 		seen[name] = true
 		if name == "Host" {
 			switch {
-			case !request:
-				c.fail(problemRoute, "HeaderPolicyInvalid", "%s: Host cannot be set on responses", at)
-				continue
 			case strings.Contains(h.Value, "%"):
 				// The proxy rewrites Host only with a literal value.
 				c.fail(problemRoute, "HeaderPolicyInvalid", "%s: Host %q must be a host name; %%...%% operators cannot set it", at, h.Value)
@@ -469,12 +465,8 @@ func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool,
 		out.Set = append(out.Set, HeaderValue{Name: name, Value: headerValue(h.Value, n, svc, port)})
 	}
 	for i, name := range hp.Remove {
-		if !validHeaderName(name) || strings.HasPrefix(name, ":") {
-			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.remove[%d] %q is not a header that can be removed", field, i, name)
-			continue
-		}
-		if strings.EqualFold(name, "host") {
-			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.remove[%d]: Host cannot be removed", field, i)
+		if msg := headerNameProblem(name, request, false); msg != "" {
+			c.fail(problemRoute, "HeaderPolicyInvalid", "%s.remove[%d]: %s", field, i, msg)
 			continue
 		}
 		out.Remove = append(out.Remove, http.CanonicalHeaderKey(name))

@@ -311,6 +311,18 @@ func TestValidateObjectHTTPProxy(t *testing.T) {
 			notes: []string{"spec.virtualhost.corsPolicy is not implemented by Portico yet"},
 		},
 		{
+			name:     "a header the data plane writes itself",
+			doc:      `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80}], responseHeadersPolicy: {remove: [Content-Length]}}]}}`,
+			ours:     true,
+			problems: []string{"spec.routes[0].responseHeadersPolicy.remove[0]: Content-Length is written by the data plane from the body it forwards; no headers policy can set or remove it"},
+		},
+		{
+			name:     "services that change Server differently",
+			doc:      `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80, responseHeadersPolicy: {set: [{name: Server, value: s}]}}, {name: t, port: 80}]}]}}`,
+			ours:     true,
+			problems: []string{`the services of spec.routes[0] change the Server response header differently (services[0] sets it to "s", services[1] leaves it)`},
+		},
+		{
 			name: "another class",
 			doc:  `{metadata: {name: a}, spec: {ingressClassName: other, virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80}]}]}}`,
 		},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -18,13 +19,42 @@ import (
 // figure that matters is the ratio between two runs on one machine (and
 // allocs/op), not the absolute time, which is dominated by loopback I/O.
 func BenchmarkProxyRequest(b *testing.B) {
+	benchmarkProxyRequest(b, httpListener(b), nil)
+}
+
+// BenchmarkProxyRequestServerHeader compares the two ways of writing the Server
+// header: by the connection manager (server_name, OVERWRITE), or by the route
+// configuration, as Portico's translator does, so that routes can change it
+// (PASS_THROUGH, then one response header change for every route).
+func BenchmarkProxyRequestServerHeader(b *testing.B) {
+	b.Run("connection-manager", func(b *testing.B) {
+		benchmarkProxyRequest(b, httpListener(b), nil)
+	})
+	b.Run("route-configuration", func(b *testing.B) {
+		l := modifyHCM(b, func(h *hcmv3.HttpConnectionManager) {
+			h.ServerName, h.ServerHeaderTransformation = "", hcmv3.HttpConnectionManager_PASS_THROUGH
+		})
+		benchmarkProxyRequest(b, l, func(rc *routev3.RouteConfiguration) {
+			rc.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("server", "portico")}
+			rc.MostSpecificHeaderMutationsWins = true
+		})
+	})
+}
+
+// benchmarkProxyRequest is BenchmarkProxyRequest on listener l, its route
+// configuration changed by rc (when not nil).
+func benchmarkProxyRequest(b *testing.B, l *listenerv3.Listener, rc func(*routev3.RouteConfiguration)) {
 	cp := startControlPlane(b)
 	be := startBackend(b, "bench")
+	routes := routeConfig("ingress_http",
+		vhost("bench.example.com", toCluster("other", prefixMatch("/other")), toCluster("bench", prefixMatch("/"))),
+		vhost("*", toCluster("bench", prefixMatch("/"))))
+	if rc != nil {
+		rc(routes)
+	}
 	cp.set("v1", resources{
-		listeners: []*listenerv3.Listener{httpListener(b)},
-		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http",
-			vhost("bench.example.com", toCluster("other", prefixMatch("/other")), toCluster("bench", prefixMatch("/"))),
-			vhost("*", toCluster("bench", prefixMatch("/"))))},
+		listeners: []*listenerv3.Listener{l},
+		routes:    []*routev3.RouteConfiguration{routes},
 		clusters:  []*clusterv3.Cluster{edsCluster("bench"), edsCluster("other")},
 		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("bench", be.addr()), assignment("other", be.addr())},
 	})
@@ -47,8 +77,8 @@ func BenchmarkProxyRequest(b *testing.B) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d", resp.StatusCode)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Server") != "portico" {
+			b.Fatalf("status %d, Server %q", resp.StatusCode, resp.Header.Get("Server"))
 		}
 	}
 }
@@ -63,13 +93,7 @@ func BenchmarkHandlerDirectResponse(b *testing.B) {
 	}}
 	// Without an access log: writing it (to the test's log buffer) would
 	// dominate, and vary with the buffer's size.
-	l := httpListener(b)
-	var hcm hcmv3.HttpConnectionManager
-	if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		b.Fatal(err)
-	}
-	hcm.AccessLog = nil
-	l.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(b, &hcm)}
+	l := modifyHCM(b, func(h *hcmv3.HttpConnectionManager) { h.AccessLog = nil })
 	cp.set("v1", resources{
 		listeners: []*listenerv3.Listener{l},
 		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http",

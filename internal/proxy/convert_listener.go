@@ -76,7 +76,10 @@ type hcmSpec struct {
 	accessLog         bool
 	generateRequestID bool
 	preserveRequestID bool
-	upgrades          []string // lower-cased upgrade types allowed (e.g. "websocket")
+	// returnRequestID (always_set_request_id_in_response): responses carry the
+	// request's X-Request-Id, written after the route's changes.
+	returnRequestID bool
+	upgrades        []string // lower-cased upgrade types allowed (e.g. "websocket")
 	// streamIdleTimeout bounds how long a stream may see no activity; 0
 	// disables it. A route's idle_timeout overrides it.
 	streamIdleTimeout time.Duration
@@ -335,6 +338,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		stripTrailingDot:      h.GetStripTrailingHostDot(),
 		generateRequestID:     h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
 		preserveRequestID:     h.GetPreserveExternalRequestId(),
+		returnRequestID:       h.GetAlwaysSetRequestIdInResponse(),
 		streamIdleTimeout:     defaultStreamIdleTimeout,
 		maxRequestHeaderBytes: defaultMaxRequestHeadersKB * 1024,
 		maxRequestHeaders:     defaultMaxRequestHeaders,

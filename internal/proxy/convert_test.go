@@ -54,7 +54,8 @@ func TestConvertContractListeners(t *testing.T) {
 }
 
 // modifyHCM returns the contract listener with its HCM changed by f.
-func modifyHCM(t *testing.T, f func(h *hcmv3.HttpConnectionManager)) *listenerv3.Listener {
+func modifyHCM(t testing.TB, f func(h *hcmv3.HttpConnectionManager)) *listenerv3.Listener {
+	t.Helper()
 	l := httpListener(t)
 	var h hcmv3.HttpConnectionManager
 	if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(&h); err != nil {

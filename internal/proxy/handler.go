@@ -35,6 +35,10 @@ type exchange struct {
 	attempts     int           // upstream attempts made (0 for local replies)
 	details      string        // why the proxy answered itself, when it says more than the status
 	headers      *routeHeaders // the route's header mutations and cookies; nil: none
+	// routeHeaders is where headers points once set: every route of Portico's
+	// changes headers (its Server header), so it comes with the exchange
+	// instead of in an allocation of its own.
+	routeHeaders routeHeaders
 }
 
 func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -574,8 +578,9 @@ type responseWriter struct {
 }
 
 // decorate sets the headers of the response head: the route's mutations
-// (on local replies), then Server and X-Request-Id, which the connection
-// manager sets after the router in Envoy.
+// (on local replies), then Server and X-Request-Id (when the connection
+// manager returns it), which the connection manager sets after the router in
+// Envoy.
 func (w *responseWriter) decorate() {
 	h := w.Header()
 	if w.headers != nil && !w.headers.responded {
@@ -589,7 +594,7 @@ func (w *responseWriter) decorate() {
 			h.Set("Server", w.hcm.serverName)
 		}
 	}
-	if w.requestID != "" {
+	if w.requestID != "" && w.hcm.returnRequestID {
 		h.Set("X-Request-Id", w.requestID)
 	}
 }

@@ -348,11 +348,13 @@ func newRouteHeaders(plan *mutationPlan, r *http.Request, ri *requestInfo, hcm *
 	return &routeHeaders{plan: plan, r: r, ri: ri, hcm: hcm, request: r.Header}
 }
 
-// headersFor returns the request's routeHeaders, made on first use and
-// shared with the response writer, which applies them to local replies.
+// headersFor returns the request's routeHeaders, set up in the exchange on
+// first use and shared with the response writer, which applies them to local
+// replies.
 func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *requestInfo) *routeHeaders {
 	if ex.headers == nil {
-		ex.headers = newRouteHeaders(nil, r, ri, rw.hcm)
+		ex.routeHeaders = *newRouteHeaders(nil, r, ri, rw.hcm)
+		ex.headers = &ex.routeHeaders
 		rw.headers = ex.headers
 	}
 	return ex.headers

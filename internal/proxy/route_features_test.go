@@ -333,13 +333,9 @@ func TestRouteUpgradeConfigs(t *testing.T) {
 	}
 
 	// The HCM enables websocket: a route's enabled: false still refuses it.
-	l := httpListener(t)
-	hcm := &hcmv3.HttpConnectionManager{}
-	if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {
-		t.Fatal(err)
-	}
-	hcm.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
-	l.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(t, hcm)}
+	l := modifyHCM(t, func(h *hcmv3.HttpConnectionManager) {
+		h.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
+	})
 	res.listeners = []*listenerv3.Listener{l}
 	cp.set("v2", res)
 	p.waitVersion(t, "v2")

@@ -190,6 +190,27 @@ func TestReview(t *testing.T) {
 			message: `not served: spec.routes[0] (match "api"): match "api" must start with "/"`,
 		},
 		{
+			// The checks of headers policies are the build's: a header the data plane
+			// writes itself, and services that disagree on Server.
+			name: "HTTPProxy with headers policies the data plane cannot honour",
+			req: func(t *testing.T) *admissionv1.AdmissionRequest {
+				return request(admissionv1.Create, manifest(t, `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: hdr, namespace: apps}
+spec:
+  virtualhost: {fqdn: hdr.example}
+  routes:
+    - services:
+        - {name: web, port: 80, responseHeadersPolicy: {remove: [Server]}}
+        - {name: api, port: 80}
+      requestHeadersPolicy: {set: [{name: Transfer-Encoding, value: chunked}]}
+`), nil)
+			},
+			message: "not served: spec.routes[0].requestHeadersPolicy.set[0].name: Transfer-Encoding is a hop-by-hop header: each data plane drops it when forwarding and writes its own for each connection, so no headers policy can set or remove it; " +
+				"the services of spec.routes[0] change the Server response header differently (services[0] removes it, services[1] leaves it): Portico decides Server per route: change it in spec.routes[0].responseHeadersPolicy, or alike in every service of the route",
+		},
+		{
 			name: "undecodable IngressRoute",
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				return request(admissionv1.Create, manifest(t, `

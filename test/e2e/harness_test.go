@@ -236,7 +236,8 @@ func (e *env) getTLS(host, path string, h2 bool) result {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.do(req, &http.Client{Transport: tr, Timeout: 10 * time.Second})
+	// Like get, a redirect is the answer, not followed.
+	return e.do(req, &http.Client{Transport: tr, Timeout: 10 * time.Second, CheckRedirect: e.client.CheckRedirect})
 }
 
 // eventually polls cond until it holds or timeout passes.

@@ -245,7 +245,8 @@ type Route struct {
 	// only a service's policy has a service to name.
 	// +optional
 	RequestHeadersPolicy *HeadersPolicy `json:"requestHeadersPolicy,omitempty"`
-	// ResponseHeadersPolicy edits the response headers; Host cannot be set.
+	// ResponseHeadersPolicy edits the response headers; Host cannot be set. Server
+	// (portico by default, replacing the upstream's) can be set or removed.
 	// +optional
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
 	// CookieRewritePolicies rewrite attributes of Set-Cookie headers of responses;

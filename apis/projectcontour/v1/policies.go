@@ -223,7 +223,11 @@ type ReplacePrefix struct {
 }
 
 // HeadersPolicy edits headers. Host can be set on requests only, to a literal host
-// name; it cannot be removed.
+// name; it cannot be removed. Headers the data plane writes itself cannot be named:
+// pseudo-headers (":path"), hop-by-hop headers (Connection, Keep-Alive,
+// Proxy-Connection, Transfer-Encoding, Upgrade, TE, Trailer), Content-Length,
+// X-Request-Id, and Date in a response's remove list. Server in a response policy is
+// decided per route: a service may change it only as every service of its route does.
 type HeadersPolicy struct {
 	// Set adds these headers, replacing any of the same name.
 	// +optional

@@ -177,6 +177,24 @@ spec:
 `
 )
 
+// fuzzHeaders: headers policies on Server (a route's, services' alike and not) and on
+// headers the data plane manages.
+const fuzzHeaders = `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: hdr}
+spec:
+  virtualhost: {fqdn: hdr.hp.com}
+  routes:
+  - conditions: [{prefix: /a}]
+    services: [{name: web, port: 80, responseHeadersPolicy: {remove: [Server], set: [{name: Server, value: "%CONTOUR_SERVICE_NAME%"}]}}]
+  - conditions: [{prefix: /b}]
+    services: [{name: web, port: 80, responseHeadersPolicy: {remove: [server]}}, {name: web2, port: 80}]
+    responseHeadersPolicy: {set: [{name: Server, value: b}, {name: Date, value: d}]}
+  - services: [{name: web, port: 80, mirror: true}, {name: web2, port: 80, responseHeadersPolicy: {remove: [Server, te]}}]
+    requestHeadersPolicy: {remove: [":path", Connection, X-Request-Id]}
+`
+
 func FuzzBuildAndTranslate(f *testing.F) {
 	f.Add("foo.com", "/api", "Prefix", "web", int32(80), "", "*.foo.com", "/", "Exact", "secret", "")
 	f.Add("", "", "ImplementationSpecific", "a", int32(0), "http", "*", "//", "Prefix", "", "")
@@ -187,6 +205,7 @@ func FuzzBuildAndTranslate(f *testing.F) {
 	f.Add("bar.com", "/x", "Maglev", "web", int32(443), "-1", "ir.foo.com", "/x/", "250ms", "cert", fuzzTLS)
 	f.Add("hp.com", "/v[0-9]+/.*", "x-team", "web", int32(80), "a.*", "*.hp.com", "/api", "user=test", "cert", fuzzHTTPProxy)
 	f.Add("hp.com", "/api|/b", "Cookie", "web", int32(81), "%REQ(x)%", "tcp.hp.com", "/", "Chrome", "cert", fuzzHTTPProxyTCP)
+	f.Add("hp.com", "/", "Server", "web", int32(80), "Content-Length", "hdr.hp.com", "/b", "Upgrade", "", fuzzHeaders)
 	cert := testutil.SelfSigned("foo.com", "*.foo.com")
 	f.Fuzz(func(t *testing.T, host1, path1, type1, svc string, port int32, portName, host2, path2, type2, secret, manifestYAML string) {
 		// Objects reach Portico decoded from JSON (the API server) or YAML turned into JSON

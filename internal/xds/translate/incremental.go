@@ -121,7 +121,7 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	err = recoverInvalid(func() error {
 		t.httpListener = httpListener(httpAddr, opts)
 		t.httpsShell = httpsListener(httpsAddr)
-		return validateAll(t.httpListener, t.httpsShell, &routev3.RouteConfiguration{Name: RouteHTTP})
+		return validateAll(t.httpListener, t.httpsShell, routeConfiguration(RouteHTTP, nil))
 	})
 	if err != nil {
 		return nil, err
@@ -289,7 +289,7 @@ func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteC
 		for i, h := range next {
 			out[i] = h.entry.out
 		}
-		t.httpRoutes = &routev3.RouteConfiguration{Name: RouteHTTP, VirtualHosts: out}
+		t.httpRoutes = routeConfiguration(RouteHTTP, out)
 	}
 	return t.httpRoutes, nil
 }

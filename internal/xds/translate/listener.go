@@ -20,7 +20,7 @@ import (
 	"github.com/portico-dev/portico/internal/dag"
 )
 
-// ServerName is the Server header the data plane sends.
+// ServerName is the Server response header of Portico's routes (serverHeader).
 const ServerName = "portico"
 
 // mustAny validates and packs a message whose type is known at compile time. A resource's
@@ -240,11 +240,16 @@ func httpConnectionManager(statPrefix, routeName string, opts Options) *listener
 			Name:       wellknown.Router,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{})},
 		}},
-		UseRemoteAddress:    wrapperspb.Bool(true),
-		ServerName:          ServerName,
-		NormalizePath:       wrapperspb.Bool(true),
-		StripPortMode:       &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
-		MaxRequestHeadersKb: wrapperspb.UInt32(opts.MaxRequestHeadersKB),
+		UseRemoteAddress: wrapperspb.Bool(true),
+		// The Server header is the route configuration's (serverHeader): the connection
+		// manager would set it after a route's changes, and undo them.
+		ServerHeaderTransformation: hcmv3.HttpConnectionManager_PASS_THROUGH,
+		// The request's id goes back to the client, as the embedded proxy does and the
+		// docs say; Envoy's default returns it only for a forced trace.
+		AlwaysSetRequestIdInResponse: true,
+		NormalizePath:                wrapperspb.Bool(true),
+		StripPortMode:                &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
+		MaxRequestHeadersKb:          wrapperspb.UInt32(opts.MaxRequestHeadersKB),
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
 			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
 		},

@@ -1,14 +1,17 @@
 package translate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -71,6 +74,61 @@ func TestHTTPConnectionManagersCarryRequestHeaderLimits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The Server header is the route configurations', not the connection managers': the
+// connection manager would write it after a route's changes and undo them. Every route
+// configuration sets "server: portico" for every route, first among the levels of
+// changes (most_specific_header_mutations_wins), so that a route's own Server, set or
+// removed, comes after it and wins. Every connection manager passes Server through, and
+// returns the request's id.
+func TestServerHeaderIsTheRouteConfigurations(t *testing.T) {
+	g := secureGraph()
+	stable := testCluster("default", "stable", 80)
+	removed, renamed := route(dag.PathPrefix, "/plain", stable), route(dag.PathPrefix, "/named", stable)
+	removed.ResponseHeaders = &dag.HeadersPolicy{Remove: []string{"Server"}}
+	renamed.ResponseHeaders = &dag.HeadersPolicy{Set: []dag.HeaderValue{{Name: "Server", Value: "web/1.0"}}}
+	g.HTTP[0].Routes = append([]*dag.Route{removed, renamed}, g.HTTP[0].Routes...)
+	res, err := Translate(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hcms(t, res) {
+		if h.ServerHeaderTransformation != hcmv3.HttpConnectionManager_PASS_THROUGH || h.ServerName != "" || !h.AlwaysSetRequestIdInResponse {
+			t.Errorf("%s: server_header_transformation %v, server_name %q, always_set_request_id_in_response %t; want PASS_THROUGH, none, true",
+				h.StatPrefix, h.ServerHeaderTransformation, h.ServerName, h.AlwaysSetRequestIdInResponse)
+		}
+	}
+	overwrite := func(k, v string) []*corev3.HeaderValueOption {
+		return []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: k, Value: v}, AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}}
+	}
+	var names []string
+	for _, r := range res.Routes {
+		rc := r.(*routev3.RouteConfiguration)
+		names = append(names, rc.Name)
+		if err := rc.ValidateAll(); err != nil {
+			t.Errorf("%s: %v", rc.Name, err)
+		}
+		if !rc.MostSpecificHeaderMutationsWins {
+			t.Errorf("%s: most_specific_header_mutations_wins is false: the route configuration's Server would come after a route's", rc.Name)
+		}
+		if diff := cmp.Diff(overwrite("server", "portico"), rc.ResponseHeadersToAdd, protocmp.Transform()); diff != "" {
+			t.Errorf("%s: response_headers_to_add (-want +got):\n%s", rc.Name, diff)
+		}
+		if len(rc.ResponseHeadersToRemove)+len(rc.RequestHeadersToAdd)+len(rc.RequestHeadersToRemove) > 0 {
+			t.Errorf("%s: changes other headers: %v %v %v", rc.Name, rc.ResponseHeadersToRemove, rc.RequestHeadersToAdd, rc.RequestHeadersToRemove)
+		}
+	}
+	if diff := cmp.Diff([]string{"ingress_http", "https/secure.com"}, names); diff != "" {
+		t.Errorf("route configurations (-want +got):\n%s", diff)
+	}
+	routes := res.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0].Routes
+	if got := routes[0].ResponseHeadersToRemove; !slices.Equal(got, []string{"Server"}) || routes[0].ResponseHeadersToAdd != nil {
+		t.Errorf("route %s: response_headers_to_remove %v, _to_add %v; want [Server], none", routes[0].Name, got, routes[0].ResponseHeadersToAdd)
+	}
+	if diff := cmp.Diff(overwrite("Server", "web/1.0"), routes[1].ResponseHeadersToAdd, protocmp.Transform()); diff != "" {
+		t.Errorf("route %s: response_headers_to_add (-want +got):\n%s", routes[1].Name, diff)
 	}
 }
 

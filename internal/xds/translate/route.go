@@ -24,7 +24,7 @@ import (
 // virtual hosts one by one, in parallel on a large graph).
 func httpRouteConfig(hosts []*dag.VirtualHost, opts Options) (*routev3.RouteConfiguration, error) {
 	fallback := catchAllVirtualHost(hosts)
-	rc := &routev3.RouteConfiguration{Name: RouteHTTP}
+	rc := routeConfiguration(RouteHTTP, nil)
 	if err := validateAll(rc); err != nil {
 		return nil, err
 	}
@@ -60,6 +60,36 @@ func catchAllVirtualHost(hosts []*dag.VirtualHost) *dag.VirtualHost {
 	return nil
 }
 
+// routeConfiguration is a route configuration of Portico's, with its Server header.
+func routeConfiguration(name string, hosts []*routev3.VirtualHost) *routev3.RouteConfiguration {
+	return &routev3.RouteConfiguration{
+		Name:                            name,
+		VirtualHosts:                    hosts,
+		ResponseHeadersToAdd:            serverHeader(),
+		MostSpecificHeaderMutationsWins: true,
+	}
+}
+
+// serverHeader sets Portico's Server response header, replacing the upstream's, as a
+// change of the whole route configuration, so that a route's responseHeadersPolicy can
+// set or remove Server. The connection manager cannot do it: it writes its server_name
+// while it encodes the response, after the router applied every route-level change
+// (Envoy docs, "HTTP header manipulation": "server"), so OVERWRITE would undo a
+// route's value and APPEND_IF_ABSENT its removal; it passes Server through instead
+// (httpConnectionManager). Changes apply in the order weighted cluster, then route, then
+// virtual host, then route configuration ("Custom request/response headers"), which
+// most_specific_header_mutations_wins turns into weighted cluster, route configuration,
+// virtual host, route: a route's Server comes after this one and wins. A weighted
+// cluster's would come before and lose, so dag makes the services' changes of Server
+// their route's. Responses to requests that match no route get no Server header: no
+// route's changes apply to them.
+func serverHeader() []*corev3.HeaderValueOption {
+	return []*corev3.HeaderValueOption{{
+		Header:       &corev3.HeaderValue{Key: "server", Value: ServerName},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}}
+}
+
 // MisdirectedVirtualHost names the last virtual host of every HTTPS route configuration.
 const MisdirectedVirtualHost = "misdirected"
 
@@ -69,10 +99,7 @@ const MisdirectedVirtualHost = "misdirected"
 // certificate does not serve retries on a new connection, and a TLS connection can never
 // reach another host's routes.
 func httpsRouteConfig(svh *dag.SecureVirtualHost, opts Options) *routev3.RouteConfiguration {
-	rc := &routev3.RouteConfiguration{
-		Name:         RouteHTTPS(svh.Name),
-		VirtualHosts: []*routev3.VirtualHost{virtualHost(&svh.VirtualHost, nil, opts)},
-	}
+	rc := routeConfiguration(RouteHTTPS(svh.Name), []*routev3.VirtualHost{virtualHost(&svh.VirtualHost, nil, opts)})
 	for _, vh := range svh.Also {
 		rc.VirtualHosts = append(rc.VirtualHosts, virtualHost(vh, nil, opts))
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -54,7 +55,9 @@ func TestRouteConfigurationShapes(t *testing.T) {
 	deeper := proto.Clone(oneLabel).(*routev3.HeaderMatcher)
 	deeper.InvertMatch = true
 	catchAllRoute := &routev3.Route{Name: "prefix:/", Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: toCluster("default/fallback/80")}
-	want := &routev3.RouteConfiguration{Name: "ingress_http", VirtualHosts: []*routev3.VirtualHost{
+	want := &routev3.RouteConfiguration{Name: "ingress_http", MostSpecificHeaderMutationsWins: true, ResponseHeadersToAdd: []*corev3.HeaderValueOption{{
+		Header: &corev3.HeaderValue{Key: "server", Value: "portico"}, AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}}, VirtualHosts: []*routev3.VirtualHost{
 		{Name: "*", Domains: []string{"*"}, Routes: []*routev3.Route{catchAllRoute}},
 		{Name: "*.foo.com", Domains: []string{"*.foo.com"}, Routes: []*routev3.Route{
 			{Name: "prefix:/app", Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/app"}, Headers: []*routev3.HeaderMatcher{oneLabel}}, Action: toCluster("default/web/80")},
