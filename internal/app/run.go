@@ -54,6 +54,9 @@ type RunOptions struct {
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers (0: Envoy's
 	// defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
+	// Resolver resolves ExternalName Services' names (nil: the system's); tests
+	// point it at a DNS server of their own.
+	Resolver *net.Resolver
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -127,6 +130,10 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 		AccessLogger: accessLogger,
 		LogBatcher:   opts.LogBatcher,
 		Registerer:   reg,
+		// Asked once the admin endpoint is bound (Run starts it first); the
+		// proxy protects its xDS server itself.
+		ProtectedAddrs: func() []string { return []string{r.admin.Addr(), opts.AdminAddr} },
+		Resolver:       opts.Resolver,
 	})
 	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger})
 	return r, nil
