@@ -56,6 +56,9 @@ type RunOptions struct {
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
 	// PprofAddr, when set, serves Go's profiles there (a loopback address only).
 	PprofAddr string
+	// Resolver resolves ExternalName Services' names (nil: the system's); tests
+	// point it at a DNS server of their own.
+	Resolver *net.Resolver
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -137,9 +140,23 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 		AccessLogger: accessLogger,
 		LogBatcher:   opts.LogBatcher,
 		Registerer:   reg,
+		// Asked once the admin endpoint is bound (Run starts it first); the
+		// proxy protects its xDS server itself.
+		ProtectedAddrs: r.protectedAddrs,
+		Resolver:       opts.Resolver,
 	})
 	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger})
 	return r, nil
+}
+
+// protectedAddrs are the addresses of this process's servers, for the embedded proxy
+// never to connect to (a literal 127.0.0.1 endpoint is otherwise allowed in run).
+func (r *Runner) protectedAddrs() []string {
+	addrs := []string{r.admin.Addr(), r.opts.AdminAddr}
+	if r.profiles != nil {
+		addrs = append(addrs, r.profiles.Addr(), r.opts.PprofAddr)
+	}
+	return addrs
 }
 
 func (r *Runner) ready() (bool, string) {

@@ -250,6 +250,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			ListenerAddrs:  map[string]string{translate.ListenerHTTP: opts.HTTPAddr, translate.ListenerHTTPS: opts.HTTPSAddr},
 			Logger:         opts.Logger.With("component", "proxy"),
 			Registerer:     reg,
+			ProtectedAddrs: s.protectedAddrs,
 		})
 	}
 	s.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: s.ready, Registry: reg, Logger: opts.Logger})
@@ -271,6 +272,20 @@ func NewServer(opts ServeOptions) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// protectedAddrs are the addresses of this process's servers, for the embedded
+// proxy never to connect to: bound, or as configured before they are. The
+// proxy protects its xDS server itself.
+func (s *Server) protectedAddrs() []string {
+	addrs := []string{s.admin.Addr(), s.opts.AdminAddr}
+	if s.webhook != nil {
+		addrs = append(addrs, s.webhook.Addr(), s.opts.WebhookAddr)
+	}
+	if s.profiles != nil {
+		addrs = append(addrs, s.profiles.Addr(), s.opts.PprofAddr)
+	}
+	return addrs
 }
 
 // checkWebhookFlags refuses half a webhook configuration.

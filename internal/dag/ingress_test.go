@@ -520,6 +520,8 @@ func TestExternalNameServices(t *testing.T) {
 		{"loopback IP", "127.0.0.1", true, "loopback"},
 		{"IPv6 loopback", "::1", true, "loopback"},
 		{"link-local", "169.254.169.254", true, "link-local"},
+		{"IPv4-mapped unspecified", "::ffff:0.0.0.0", true, "unspecified"},
+		{"IPv4-mapped loopback", "::ffff:127.0.0.1", true, "loopback"},
 		{"other namespace", "db.team-b.svc.cluster.local", true, "another namespace"},
 		{"other namespace, short", "db.team-b.svc", true, "another namespace"},
 	} {

@@ -57,7 +57,8 @@ func (b *builder) externalNameRefused(svc *corev1.Service) string {
 	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		return fmt.Sprintf("externalName %q is this machine", svc.Spec.ExternalName)
 	}
-	if ip, err := netip.ParseAddr(name); err == nil && (ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()) {
+	// Unmapped: ::ffff:0.0.0.0 is 0.0.0.0, which connects to this machine.
+	if ip, err := netip.ParseAddr(name); err == nil && (ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.Unmap().IsUnspecified()) {
 		return fmt.Sprintf("externalName %q is a loopback, link-local or unspecified address", svc.Spec.ExternalName)
 	}
 	for _, zone := range []string{".svc", ".svc.cluster.local"} {

@@ -58,17 +58,30 @@ func benchmarkProxyRequest(b *testing.B, l *listenerv3.Listener, rc func(*routev
 		clusters:  []*clusterv3.Cluster{edsCluster("bench"), edsCluster("other")},
 		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("bench", be.addr()), assignment("other", be.addr())},
 	})
+	req := benchRequest(b, cp)
+	req.Host = "bench.example.com"
+	req.Header.Set("User-Agent", "bench")
+	req.Header.Set("Accept", "*/*")
+	loopRequests(b, req)
+}
+
+// benchRequest starts a proxy on cp's version v1 and returns a GET of /bench
+// on its HTTP listener.
+func benchRequest(b *testing.B, cp *controlPlane) *http.Request {
 	p := startProxy(b, cp)
 	p.waitVersion(b, "v1")
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	defer client.CloseIdleConnections()
 	req, err := http.NewRequest(http.MethodGet, "http://"+p.ListenerAddr("ingress_http")+"/bench", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.Host = "bench.example.com"
-	req.Header.Set("User-Agent", "bench")
-	req.Header.Set("Accept", "*/*")
+	return req
+}
+
+// loopRequests sends req over keep-alive connections once per iteration of b;
+// each must be answered 200.
+func loopRequests(b *testing.B, req *http.Request) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
 	b.ReportAllocs()
 	for b.Loop() {
 		resp, err := client.Do(req)
@@ -81,6 +94,25 @@ func benchmarkProxyRequest(b *testing.B, l *listenerv3.Listener, rc func(*routev
 			b.Fatalf("status %d, Server %q", resp.StatusCode, resp.Header.Get("Server"))
 		}
 	}
+}
+
+// BenchmarkProxyRequestNewConnection is BenchmarkProxyRequest with an upstream
+// that closes every connection after its response: each request dials, which
+// is where upstream addresses are checked (egress.go).
+func BenchmarkProxyRequestNewConnection(b *testing.B) {
+	cp := startControlPlane(b)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, "ok")
+	}))
+	b.Cleanup(be.Close)
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(b)},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("bench", prefixMatch("/"))))},
+		clusters:  []*clusterv3.Cluster{edsCluster("bench")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("bench", be.Listener.Addr().String())},
+	})
+	loopRequests(b, benchRequest(b, cp))
 }
 
 // BenchmarkHandlerDirectResponse measures the proxy's own work on a request

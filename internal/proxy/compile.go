@@ -527,17 +527,17 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstreamCluster {
 	}
 	cs := p.clusterState(name)
 	uc := &upstreamCluster{
-		name:           name,
-		endpoints:      endpoints,
-		connectTimeout: spec.connectTimeout,
-		network:        spec.network,
-		lb:             spec.lb,
-		healthCheck:    spec.healthCheck,
-		tls:            spec.tls,
-		scheme:         "http",
-		state:          cs,
-		active:         cs.activeCounters(endpoints),
-		allHosts:       &hostSet{idx: allIndexes(len(endpoints))},
+		name:      name,
+		endpoints: endpoints,
+		dialer: endpointDialer{guard: p.egress, cluster: name, timeout: spec.connectTimeout,
+			network: spec.network, byName: spec.byName},
+		lb:          spec.lb,
+		healthCheck: spec.healthCheck,
+		tls:         spec.tls,
+		scheme:      "http",
+		state:       cs,
+		active:      cs.activeCounters(endpoints),
+		allHosts:    &hostSet{idx: allIndexes(len(endpoints))},
 	}
 	if spec.tls != nil {
 		uc.scheme = "https"
@@ -668,6 +668,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	p.store.changesApplied(snap.specRevisions)
 	p.syncRouteStats(snap)
 	p.syncListeners(ctx, snap)
+	p.refreshEgress(ctx)
 	p.current.Store(snap)
 	if snap.version != "" {
 		v := snap.version

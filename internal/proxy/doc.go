@@ -43,6 +43,11 @@
 //     swaps; hashlb.go, hashpolicy.go, xxhash.go: RING_HASH, MAGLEV and
 //     hash_policy (source IP, header, query parameter, cookie).
 //   - healthcheck.go: active HTTP and connect-only TCP health checking.
+//   - egress.go: which addresses upstream connections may reach (names never
+//     this host's loopback, link-local or unspecified addresses; no endpoint
+//     Portico's own listeners, admin, xDS or webhook), checked on the address
+//     connected to; refusals logged at most once per cluster and address per
+//     10 s.
 //   - outlier.go: outlier detection (consecutive 5xx, success rate,
 //     ejections), its state kept across swaps like the load balancers'.
 //

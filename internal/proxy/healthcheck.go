@@ -216,14 +216,13 @@ type endpointHealth struct {
 // checkConfig is what a check needs; replaced as a whole when the cluster's
 // configuration changes, so a checker never sees half of an update.
 type checkConfig struct {
-	spec           healthCheckSpec
-	connectTimeout time.Duration
-	network        string
-	tls            *upstreamTLSSpec // the cluster's, nil for clear text
-	tlsKey         string
-	scheme         string
-	transport      *http.Transport
-	client         *http.Client
+	spec      healthCheckSpec
+	dialer    endpointDialer
+	tls       *upstreamTLSSpec // the cluster's, nil for clear text
+	tlsKey    string
+	scheme    string
+	transport *http.Transport
+	client    *http.Client
 }
 
 func (p *Proxy) newHealthState(cluster string, served *atomic.Bool) *healthState {
@@ -298,17 +297,16 @@ func (hs *healthState) setConfig(uc *upstreamCluster) {
 		hcTLS = &c
 	}
 	cur := hs.cfg.Load()
-	if cur != nil && cur.spec == *uc.healthCheck && cur.connectTimeout == uc.connectTimeout && cur.network == uc.network && cur.tlsKey == tlsKey {
+	if cur != nil && cur.spec == *uc.healthCheck && cur.dialer == uc.dialer && cur.tlsKey == tlsKey {
 		return
 	}
-	d := upstreamDialer(uc.connectTimeout)
-	network := uc.network
+	d := uc.dialer
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	tr := &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
+			return d.dial(ctx, addr)
 		},
 		DisableKeepAlives:   !uc.healthCheck.reuseConnection,
 		MaxIdleConnsPerHost: 1,
@@ -320,18 +318,17 @@ func (hs *healthState) setConfig(uc *upstreamCluster) {
 	if hcTLS != nil {
 		scheme = "https"
 		tr.DialTLSContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dialTLS(ctx, d, network, addr, hcTLS, false)
+			return dialTLS(ctx, d, addr, hcTLS, false)
 		}
 	}
 	hs.cfg.Store(&checkConfig{
-		spec:           *uc.healthCheck,
-		connectTimeout: uc.connectTimeout,
-		network:        network,
-		tls:            hcTLS,
-		tlsKey:         tlsKey,
-		scheme:         scheme,
-		transport:      tr,
-		client:         &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		spec:      *uc.healthCheck,
+		dialer:    d,
+		tls:       hcTLS,
+		tlsKey:    tlsKey,
+		scheme:    scheme,
+		transport: tr,
+		client:    &http.Client{Transport: tr, CheckRedirect: noRedirects},
 	})
 }
 
@@ -430,13 +427,12 @@ func (cfg *checkConfig) check(ctx context.Context, endpoint string) checkResult 
 // connection (and, for a TLS cluster, its handshake) succeeds within the
 // timeout. Each check opens and closes its own connection.
 func (cfg *checkConfig) checkConnect(ctx context.Context, endpoint string) checkResult {
-	d := upstreamDialer(cfg.connectTimeout)
 	var conn net.Conn
 	var err error
 	if cfg.tls != nil {
-		conn, err = dialTLS(ctx, d, cfg.network, endpoint, cfg.tls, false)
+		conn, err = dialTLS(ctx, cfg.dialer, endpoint, cfg.tls, false)
 	} else {
-		conn, err = d.DialContext(ctx, cfg.network, endpoint)
+		conn, err = cfg.dialer.dial(ctx, endpoint)
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

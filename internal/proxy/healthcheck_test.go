@@ -265,7 +265,7 @@ func TestHealthCheckThresholds(t *testing.T) {
 func TestHealthCheckRequest(t *testing.T) {
 	t.Parallel()
 	b := startHCBackend(t, "b")
-	uc := &upstreamCluster{name: "ns/svc/80", connectTimeout: time.Second, network: "tcp", healthCheck: &healthCheckSpec{
+	uc := &upstreamCluster{name: "ns/svc/80", dialer: unitDialer("ns/svc/80", time.Second), healthCheck: &healthCheckSpec{
 		timeout: 200 * time.Millisecond, interval: time.Second, path: "/healthz", host: "svc.example.com",
 		unhealthyThreshold: 2, healthyThreshold: 2, reuseConnection: true, expected: statuses(200, 201), retriable: statuses(500, 503),
 	}}

@@ -588,7 +588,24 @@ func (b *backend) addr() string { return b.srv.Listener.Addr().String() }
 // answer; the backend sets its own Server header, which the proxy overwrites.
 func startBackend(t testing.TB, name string) *backend {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(backendHandler(name))
+	t.Cleanup(srv.Close)
+	return &backend{name: name, srv: srv}
+}
+
+// startBackendOn is startBackend serving on ln.
+func startBackendOn(t testing.TB, name string, ln net.Listener) *backend {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(backendHandler(name))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &backend{name: name, srv: srv}
+}
+
+func backendHandler(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d, err := time.ParseDuration(r.URL.Query().Get("sleep")); err == nil {
 			select {
 			case <-time.After(d):
@@ -599,9 +616,7 @@ func startBackend(t testing.TB, name string) *backend {
 		w.Header().Set("Server", "backend-"+name)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(echo{Backend: name, Path: r.URL.RequestURI(), Host: r.Host, Header: r.Header})
-	}))
-	t.Cleanup(srv.Close)
-	return &backend{name: name, srv: srv}
+	})
 }
 
 // rawBackend accepts TCP connections, writes reply (if any), and closes
@@ -663,6 +678,12 @@ func startProxyOn(t testing.TB, cp *controlPlane, addrs map[string]string) *test
 // LogBatcher batches the access log's lines.
 func startProxyWith(t testing.TB, cp *controlPlane, addrs map[string]string, sink func(*logCapture) io.Writer, queue int) *testProxy {
 	t.Helper()
+	return startProxyConfig(t, cp, addrs, sink, queue, nil)
+}
+
+// startProxyConfig is startProxyWith with the Config changed by edit (nil: none).
+func startProxyConfig(t testing.TB, cp *controlPlane, addrs map[string]string, sink func(*logCapture) io.Writer, queue int, edit func(*Config)) *testProxy {
+	t.Helper()
 	logs := &logCapture{}
 	var w io.Writer = logbatch.New(logs) // as the command line's proxies log
 	if sink != nil {
@@ -670,14 +691,18 @@ func startProxyWith(t testing.TB, cp *controlPlane, addrs map[string]string, sin
 	}
 	batcher, _ := w.(LogBatcher)
 	reg := prometheus.NewRegistry()
-	p := New(Config{
+	cfg := Config{
 		XDSAddress:    cp.addr,
 		NodeID:        testNode,
 		ListenerAddrs: addrs,
 		Logger:        slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Registerer:    reg,
 		LogBatcher:    batcher,
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	p := New(cfg)
 	p.accessLog = newAccessLog(p.log, batcher, p.metrics.accessLogDropped, queue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -81,10 +81,12 @@ func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
 		}
 		delete(p.listeners, name)
 		p.drain(ll)
+		p.egressStale.Store(true)
 	}
 	for name, u := range p.unbound {
 		if lc, ok := snap.listeners[name]; !ok || u.bindAddr != p.bindAddress(lc) {
 			delete(p.unbound, name)
+			p.egressStale.Store(true)
 		}
 	}
 	for _, name := range sortedKeys(snap.listeners) {
@@ -100,6 +102,7 @@ func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
 			continue
 		}
 		ll, err := p.openListener(serveCtx, lc)
+		p.egressStale.Store(true)
 		if err != nil {
 			now := time.Now()
 			u := &unboundListener{cfg: lc, bindAddr: p.bindAddress(lc), backoff: bindRetryMin, since: now, err: err}
@@ -131,6 +134,7 @@ func (p *Proxy) retryBinds(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		p.refreshEgress(ctx) // a listener bound late, at a port it only now knows
 		if pending {
 			timer.Reset(wait)
 		} else {
@@ -172,6 +176,7 @@ func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool
 		if !now.Before(u.next) || (starting && grace >= 0 && !now.Before(deadline)) {
 			ll, err := p.openListener(ctx, u.cfg)
 			if err == nil {
+				p.egressStale.Store(true)
 				delete(p.unbound, name)
 				p.listeners[name] = ll
 				continue

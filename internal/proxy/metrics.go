@@ -58,8 +58,10 @@ type metrics struct {
 	perTryTimeouts   *prometheus.CounterVec   // cluster
 	timeouts         *prometheus.CounterVec   // cluster
 	connectFailures  *prometheus.CounterVec   // cluster
-	headersRefused   *prometheus.CounterVec   // reason
-	xdsUpdates       *prometheus.CounterVec
+	// destinationsRefused counts connections the egress guard refused.
+	destinationsRefused *prometheus.CounterVec // reason
+	headersRefused      *prometheus.CounterVec // reason
+	xdsUpdates          *prometheus.CounterVec
 	// healthyEndpoints exists for clusters with active health checks.
 	healthyEndpoints *prometheus.GaugeVec
 	// outlierEjections and ejectedEndpoints exist for clusters with outlier
@@ -101,6 +103,9 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			"Requests that exceeded the route timeout while forwarded to a cluster, by cluster.", "cluster"),
 		connectFailures: counter("upstream_connect_failures_total",
 			"Upstream attempts that could not connect (refused, connect_timeout), by cluster.", "cluster"),
+		destinationsRefused: counter("upstream_destinations_refused_total",
+			"Upstream connections the proxy would not make, by reason: a name resolving to a loopback (loopback), link-local (link_local) or unspecified (unspecified) address, or any endpoint at an address Portico listens on (own_address).",
+			"reason"),
 		headersRefused: counter("request_headers_refused_total",
 			"Requests answered 431 because their headers exceeded max_request_headers_kb (reason size) or max_headers_count (reason count).",
 			"reason"),
@@ -135,6 +140,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.perTryTimeouts = register(reg, m.perTryTimeouts, log)
 		m.timeouts = register(reg, m.timeouts, log)
 		m.connectFailures = register(reg, m.connectFailures, log)
+		m.destinationsRefused = register(reg, m.destinationsRefused, log)
 		m.headersRefused = register(reg, m.headersRefused, log)
 		m.xdsUpdates = register(reg, m.xdsUpdates, log)
 		m.healthyEndpoints = register(reg, m.healthyEndpoints, log)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,18 @@ type Config struct {
 	// DefaultBindGrace, negative retries for ever. After the proxy has been ready once,
 	// bind failures are logged and retried without end.
 	BindGrace time.Duration
+	// ProtectedAddrs returns the addresses (host:port, as bound) of the
+	// process's other servers that no route may reach: the admin endpoint, the
+	// xDS server, the admission webhook. A host 0.0.0.0, :: or "" protects the
+	// port on every address of this host. The proxy's own listeners and
+	// XDSAddress are always protected. It is called when Run starts and whenever the proxy's
+	// listeners change, from any goroutine; nil protects the listeners alone.
+	// An address given with port 0 protects nothing: give servers started
+	// before Run by their bound address.
+	ProtectedAddrs func() []string
+	// Resolver resolves the host names of STRICT_DNS and LOGICAL_DNS clusters
+	// (ExternalName Services); nil means net.DefaultResolver.
+	Resolver *net.Resolver
 }
 
 // LogBatcher is a log sink that writes what it is given between Hold and
@@ -57,6 +70,11 @@ type Proxy struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	// egress decides which addresses upstream connections may reach;
+	// egressStale is set when the listeners changed and its protected
+	// addresses must be listed again (refreshEgress).
+	egress      *egressGuard
+	egressStale atomic.Bool
 	// accessLog writes the access log lines of every listener off the request path.
 	accessLog *accessLog
 
@@ -131,6 +149,8 @@ func New(cfg Config) *Proxy {
 	if cfg.AccessLogger != nil {
 		accessLogger = cfg.AccessLogger
 	}
+	p.egress = newEgressGuard(cfg.Resolver, p.metrics, log)
+	p.egressStale.Store(true)
 	p.accessLog = newAccessLog(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accessLogQueue)
 	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
@@ -158,6 +178,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	defer conn.Close()
 
 	p.accessLog.start()
+	p.refreshEgress(ctx) // the servers started before Run, bound by now
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	retrying := make(chan struct{})

@@ -159,13 +159,12 @@ func (p *Proxy) connectTCP(cl *upstreamCluster, attempts int) (net.Conn, string,
 		}
 		cl.state.served.Store(true)
 		endpoint := cl.endpoints[i]
-		d := upstreamDialer(cl.connectTimeout)
 		var conn net.Conn
 		var err error
 		if cl.tls != nil {
-			conn, err = dialTLS(context.Background(), d, cl.network, endpoint, cl.tls, false)
+			conn, err = dialTLS(context.Background(), cl.dialer, endpoint, cl.tls, false)
 		} else {
-			conn, err = d.DialContext(context.Background(), cl.network, endpoint)
+			conn, err = cl.dialer.dial(context.Background(), endpoint)
 		}
 		if cl.outlier != nil {
 			cl.outlier.record(cl.outlierHosts[i], err != nil)

@@ -41,11 +41,15 @@ type clusterSpec struct {
 	endpoints      []string // inline: host:port (hostnames for STRICT_DNS, resolved per connection)
 	connectTimeout time.Duration
 	network        string // "tcp", "tcp4" or "tcp6" (dns_lookup_family)
-	lb             lbSpec
-	healthCheck    *healthCheckSpec // nil without health_checks
-	tls            *upstreamTLSSpec // nil: clear text
-	protocol       protocolSpec
-	outlier        *outlierSpec // nil without outlier_detection
+	// byName: STRICT_DNS or LOGICAL_DNS, whose endpoints, IP literals
+	// included, were chosen by whoever wrote an ExternalName Service (see
+	// egress.go).
+	byName      bool
+	lb          lbSpec
+	healthCheck *healthCheckSpec // nil without health_checks
+	tls         *upstreamTLSSpec // nil: clear text
+	protocol    protocolSpec
+	outlier     *outlierSpec // nil without outlier_detection
 }
 
 // assignmentSpec is a validated ClusterLoadAssignment.
@@ -55,14 +59,15 @@ type assignmentSpec struct {
 
 // upstreamCluster is a cluster of a snapshot.
 type upstreamCluster struct {
-	name           string
-	endpoints      []string
-	connectTimeout time.Duration
-	network        string
-	lb             lbSpec
-	healthCheck    *healthCheckSpec
-	tls            *upstreamTLSSpec // nil: clear text
-	scheme         string           // of upstream URLs: "https" with TLS
+	name      string
+	endpoints []string
+	// dialer connects to the endpoints (connect_timeout, dns_lookup_family,
+	// the egress rules).
+	dialer      endpointDialer
+	lb          lbSpec
+	healthCheck *healthCheckSpec
+	tls         *upstreamTLSSpec // nil: clear text
+	scheme      string           // of upstream URLs: "https" with TLS
 	// transport is the cluster's own transport (TLS, HTTP/2, idle_timeout);
 	// nil: the shared HTTP/1.1 one.
 	transport http.RoundTripper
@@ -163,6 +168,7 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		}
 		spec.kind = clusterInline
 		spec.endpoints = a.endpoints
+		spec.byName = t != clusterv3.Cluster_STATIC
 	default:
 		return nil, fmt.Errorf("cluster type %v is not supported (EDS, STATIC, STRICT_DNS, LOGICAL_DNS)", t)
 	}
@@ -287,16 +293,20 @@ func newUpstreamTransport() *http.Transport {
 	}
 }
 
-// dialUpstream honours the cluster's connect_timeout and dns_lookup_family.
-// Hostnames (STRICT_DNS/LOGICAL_DNS) are resolved on every dial.
-func dialUpstream(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: defaultConnectTimeout, KeepAlive: 30 * time.Second}
-	if t := targetFrom(ctx); t != nil {
-		d.Timeout = t.cluster.connectTimeout
-		network = t.cluster.network
+// dialUpstream connects to an endpoint of the request's cluster (see
+// endpointDialer). Hostnames (STRICT_DNS/LOGICAL_DNS) are resolved on every
+// dial. Every forwarded request carries its target (handler.go); a connection
+// without one is not made.
+func dialUpstream(ctx context.Context, _, addr string) (net.Conn, error) {
+	t := targetFrom(ctx)
+	if t == nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errNoTarget}
 	}
-	return d.DialContext(ctx, network, addr)
+	return t.cluster.dialer.dial(ctx, addr)
 }
+
+// errNoTarget is a connection asked for outside a forwarded request.
+var errNoTarget = errors.New("no upstream cluster for this connection")
 
 // newReverseProxy builds the ReverseProxy shared by all requests; everything
 // request-specific comes from the upstreamTarget in the request context.
@@ -398,7 +408,11 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 func resetReason(err error) string {
 	var ne net.Error
 	var te *tlsHandshakeError
+	var re *destinationRefusedError
 	switch {
+	case errors.As(err, &re):
+		// The address and the Service are in the proxy's log, not told to clients.
+		return "destination refused (" + re.reason.label() + "): the proxy does not connect to it"
 	case errors.As(err, &te):
 		return "connection failure, transport failure reason: " + te.Error()
 	case errors.As(err, &ne) && ne.Timeout():

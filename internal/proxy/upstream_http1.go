@@ -28,7 +28,9 @@ import (
 // (a body, an upgrade, an Expect header, anything Transport would refuse) goes
 // to fallback, unchanged.
 type http1Client struct {
-	fallback           *http.Transport
+	fallback *http.Transport
+	// dial is the fallback's DialContext: both paths connect alike.
+	dial               func(ctx context.Context, network, addr string) (net.Conn, error)
 	idleTimeout        time.Duration
 	maxIdlePerEndpoint int
 
@@ -39,6 +41,7 @@ type http1Client struct {
 func newHTTP1Client(fallback *http.Transport) *http1Client {
 	return &http1Client{
 		fallback:           fallback,
+		dial:               fallback.DialContext,
 		idleTimeout:        fallback.IdleConnTimeout,
 		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
 		idle:               make(map[string][]*http1Conn),
@@ -147,7 +150,7 @@ func (c *http1Client) conn(ctx context.Context, req *http.Request, fresh bool, t
 		pc = c.takeIdle(addr, checkAfter)
 	}
 	if pc == nil {
-		conn, err := dialUpstream(ctx, "tcp", addr)
+		conn, err := c.dial(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}

@@ -389,7 +389,7 @@ func TestHTTP1ClientIdlePool(t *testing.T) {
 			_, _ = io.WriteString(w, "ok")
 		})
 		// An idle timeout no run of the test reaches: the bound alone is checked.
-		client := newHTTP1Client(&http.Transport{DialContext: dialUpstream, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Hour})
+		client := newHTTP1Client(&http.Transport{DialContext: (&net.Dialer{}).DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Hour})
 		defer client.CloseIdleConnections()
 		c := &http.Client{Transport: client, Timeout: 10 * time.Second}
 		errs := make(chan error, 3)
@@ -416,7 +416,7 @@ func TestHTTP1ClientIdlePool(t *testing.T) {
 	})
 	t.Run("closed after the idle timeout", func(t *testing.T) {
 		be := startCounting(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
-		client := newHTTP1Client(&http.Transport{DialContext: dialUpstream, MaxIdleConnsPerHost: 2, IdleConnTimeout: 50 * time.Millisecond})
+		client := newHTTP1Client(&http.Transport{DialContext: (&net.Dialer{}).DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 50 * time.Millisecond})
 		defer client.CloseIdleConnections()
 		c := &http.Client{Transport: client, Timeout: 10 * time.Second}
 		if err := getBody(c, be.srv.URL, "ok"); err != nil {

@@ -212,7 +212,7 @@ func newClusterTransport(key transportKey) *clusterTransport {
 			if t == nil || t.cluster.tls == nil {
 				return nil, errors.New("no upstream TLS settings for this connection")
 			}
-			return dialTLS(ctx, upstreamDialer(t.cluster.connectTimeout), t.cluster.network, addr, t.cluster.tls, requireH2)
+			return dialTLS(ctx, t.cluster.dialer, addr, t.cluster.tls, requireH2)
 		}
 	}
 	return &clusterTransport{key: key, rt: tr}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -232,20 +231,20 @@ func (e *tlsHandshakeError) Unwrap() error { return e.err }
 // transport socket; connect_timeout bounds both, as Envoy's connect timer
 // only stops once the handshake is done. A handshake failure is reported as a
 // dial error (a connect failure for retries, outlier detection and metrics).
-func dialTLS(ctx context.Context, d *net.Dialer, network, addr string, spec *upstreamTLSSpec, requireH2 bool) (net.Conn, error) {
-	if d.Timeout > 0 {
+func dialTLS(ctx context.Context, d endpointDialer, addr string, spec *upstreamTLSSpec, requireH2 bool) (net.Conn, error) {
+	if d.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, d.timeout)
 		defer cancel()
 	}
-	conn, err := d.DialContext(ctx, network, addr)
+	conn, err := d.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	tc := tls.Client(conn, spec.config)
 	fail := func(err error) (net.Conn, error) {
 		_ = conn.Close()
-		return nil, &net.OpError{Op: "dial", Net: network, Addr: conn.RemoteAddr(), Err: &tlsHandshakeError{err}}
+		return nil, &net.OpError{Op: "dial", Net: d.network, Addr: conn.RemoteAddr(), Err: &tlsHandshakeError{err}}
 	}
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fail(err)
@@ -256,9 +255,4 @@ func dialTLS(ctx context.Context, d *net.Dialer, network, addr string, spec *ups
 		return fail(errors.New("the upstream did not negotiate h2 by ALPN"))
 	}
 	return tc, nil
-}
-
-// upstreamDialer is a dialer with a cluster's connect_timeout.
-func upstreamDialer(connectTimeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 }

@@ -42,3 +42,53 @@ func RefusedAddr(t testing.TB) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
+
+// NonLoopbackIP returns an IPv4 address of one of this host's interfaces that is
+// neither loopback nor link-local, for a backend that a name may resolve to. The
+// test is skipped on a host without one.
+func NonLoopbackIP(t testing.TB) string {
+	t.Helper()
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+				return n.IP.String()
+			}
+		}
+	}
+	t.Skip("this host has no IPv4 address other than loopback and link-local")
+	return ""
+}
+
+// ListenPair listens on a port of firstIP, and on the same port of secondIP: a
+// backend a name answers first, and the one it answers later. It fails the test
+// if no port is free on both after a few tries.
+func ListenPair(t testing.TB, firstIP, secondIP string) (first, second net.Listener) {
+	t.Helper()
+	var lastErr error
+	for range 20 {
+		a, err := net.Listen("tcp", net.JoinHostPort(firstIP, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(a.Addr().String())
+		b, err := net.Listen("tcp", net.JoinHostPort(secondIP, port))
+		if err == nil {
+			return a, b
+		}
+		a.Close()
+		lastErr = err
+	}
+	t.Fatalf("no port free on both %s and %s: %v", firstIP, secondIP, lastErr)
+	return nil, nil
+}

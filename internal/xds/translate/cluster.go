@@ -37,6 +37,18 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 	out.TransportSocket = upstreamTLS(c)
 	out.OutlierDetection = outlierDetection(c.Outlier)
 	if c.ExternalName != "" {
+		// The data plane resolves the name itself: the controller never sees the
+		// answers. What the controller enforces is in the graph (dag's
+		// externalNameRefused): ExternalName Services only with
+		// --enable-external-name-services (off in serve), and never a name that is
+		// this machine (localhost, a loopback, link-local or unspecified literal,
+		// IPv4-mapped too) or another namespace's Service. The embedded proxy also
+		// refuses, at connect time, every answer that is loopback, link-local or
+		// unspecified, and any address Portico listens on. Envoy has no such filter
+		// on resolved addresses: a name answering 127.0.0.1 reaches whatever
+		// listens on the Envoy pod's loopback (the node's, with hostNetwork), and no
+		// NetworkPolicy covers loopback. docs/ingress.md ("ExternalName Services")
+		// tells operators what that leaves to them.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: c.Name,
