@@ -46,6 +46,7 @@ type clusterSpec struct {
 	tls            *upstreamTLSSpec // nil: clear text
 	protocol       protocolSpec
 	outlier        *outlierSpec // nil without outlier_detection
+	statKey        upstreamKey  // the labels of its series (clusterStatKey)
 }
 
 // assignmentSpec is a validated ClusterLoadAssignment.
@@ -56,6 +57,7 @@ type assignmentSpec struct {
 // upstreamCluster is a cluster of a snapshot.
 type upstreamCluster struct {
 	name           string
+	stats          *upstreamStats // of its Service port
 	endpoints      []string
 	connectTimeout time.Duration
 	network        string
@@ -114,7 +116,8 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("health_checks: %w", err)
 	}
-	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp", lb: lb, healthCheck: hc}
+	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp", lb: lb, healthCheck: hc,
+		statKey: clusterStatKey(c.GetName(), c.GetAltStatName())}
 	if ts := c.GetTransportSocket(); ts != nil {
 		if spec.tls, err = convertUpstreamTLS(ts); err != nil {
 			return nil, fmt.Errorf("transport_socket: %w", err)

@@ -54,3 +54,26 @@ func TestDocumentedLogLineMatchesRealOutput(t *testing.T) {
 		t.Errorf("the reasons differ in form:\ndocumented: %s\nreal:       %s", documented, real)
 	}
 }
+
+// checkDocumentedKeys compares the keys of a real access log line with those of the
+// sample line of docs/metrics.md that has marker.
+func checkDocumentedKeys(t *testing.T, marker, real string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.Contains(line, "msg=access") && strings.Contains(line, " "+marker+" ") {
+			documented = line
+			break
+		}
+	}
+	if documented == "" {
+		t.Fatalf("docs/metrics.md has no sample access line with %s", marker)
+	}
+	if got, want := strings.Join(logfmtKeys(documented), " "), strings.Join(logfmtKeys(real), " "); got != want {
+		t.Errorf("documented keys %q, real %q\ndocumented: %s\nreal:       %s", got, want, documented, real)
+	}
+}
