@@ -16,10 +16,14 @@ import (
 	"github.com/portico-dev/portico/internal/proxy"
 )
 
-// recorder is a Registerer that notes the name of every metric registered on it.
-type recorder struct{ names map[string]bool }
+// recorder is a Registerer that notes the name and the labels of every metric registered
+// on it.
+type recorder struct{ names map[string][]string }
 
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+var (
+	fqName         = regexp.MustCompile(`fqName: "([^"]+)"`)
+	variableLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+)
 
 func (r *recorder) Register(c prometheus.Collector) error {
 	descs := make(chan *prometheus.Desc)
@@ -29,7 +33,11 @@ func (r *recorder) Register(c prometheus.Collector) error {
 	}()
 	for d := range descs {
 		if m := fqName.FindStringSubmatch(d.String()); m != nil {
-			r.names[m[1]] = true
+			var labels []string
+			if l := variableLabels.FindStringSubmatch(d.String()); l != nil && l[1] != "" {
+				labels = strings.Split(l[1], ",")
+			}
+			r.names[m[1]] = labels
 		}
 	}
 	return nil
@@ -44,10 +52,10 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 func (r *recorder) Unregister(prometheus.Collector) bool { return true }
 
 // registeredNames are the names of the metrics the controller and the embedded proxy
-// register.
-func registeredNames(t *testing.T) map[string]bool {
+// register, with their labels.
+func registeredNames(t *testing.T) map[string][]string {
 	t.Helper()
-	rec := &recorder{names: map[string]bool{}}
+	rec := &recorder{names: map[string][]string{}}
 	metrics.NewPipeline(rec)
 	metrics.NewXDS(rec)
 	metrics.NewCache(rec)
@@ -108,13 +116,7 @@ func TestDashboardQueriesOnlyRegisteredMetrics(t *testing.T) {
 			envoy++
 			continue // Envoy's own stats (its /stats/prometheus), not ours to register
 		}
-		base := name
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if b, ok := strings.CutSuffix(name, suffix); ok && registered[b] {
-				base = b
-			}
-		}
-		if !registered[base] {
+		if _, ok := registered[baseName(registered, name)]; !ok {
 			unknown = append(unknown, name)
 		}
 	}
@@ -126,7 +128,8 @@ func TestDashboardQueriesOnlyRegisteredMetrics(t *testing.T) {
 	for _, want := range []string{
 		"portico_proxy_requests_total", "portico_proxy_request_duration_seconds_bucket", "portico_proxy_response_size_bytes_bucket",
 		"portico_proxy_upstream_retries_total", "portico_proxy_upstream_timeouts_total", "portico_proxy_upstream_per_try_timeouts_total",
-		"portico_proxy_upstream_connect_failures_total", "portico_rebuilds_total", "envoy_http_downstream_rq_total",
+		"portico_proxy_upstream_connect_failures_total", "portico_proxy_tcp_connections_total", "portico_proxy_tcp_sent_bytes_total",
+		"portico_rebuilds_total", "envoy_http_downstream_rq_total",
 	} {
 		if !used[want] {
 			t.Errorf("the dashboard has no panel on %s", want)
@@ -137,13 +140,101 @@ func TestDashboardQueriesOnlyRegisteredMetrics(t *testing.T) {
 	}
 }
 
+// baseName is the registered metric a series name belongs to: a histogram's _bucket, _sum
+// and _count series are its own.
+func baseName(registered map[string][]string, name string) string {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if b, ok := strings.CutSuffix(name, suffix); ok {
+			if _, ok := registered[b]; ok {
+				return b
+			}
+		}
+	}
+	return name
+}
+
+var (
+	selector    = regexp.MustCompile(`\b((?:portico|contour)_[a-zA-Z0-9_]+)\{([^}]*)\}`)
+	matcherName = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)`)
+	byClause    = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
+	labelValues = regexp.MustCompile(`label_values\(((?:portico|contour)_[a-zA-Z0-9_]+)(?:\{[^}]*\})?\s*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\)`)
+)
+
+// The dashboard's queries select, group and list only labels that their Portico metrics
+// have: a renamed label (cluster became service_namespace, service_name, service_port)
+// fails this test instead of leaving a panel with one unlabelled line.
+func TestDashboardQueriesOnlyRegisteredLabels(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "deploy", "grafana", "portico-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash map[string]any
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatal(err)
+	}
+	registered := registeredNames(t)
+	has := func(metric, label string) bool {
+		base := baseName(registered, metric)
+		if label == "job" || label == "instance" || (label == "le" && base != metric) {
+			return true // target labels, and a histogram's buckets
+		}
+		for _, l := range registered[base] {
+			if l == label {
+				return true
+			}
+		}
+		return false
+	}
+	checked := 0
+	for _, q := range queries(dash) {
+		var metrics []string
+		for _, m := range metricName.FindAllString(q, -1) {
+			if !strings.HasPrefix(m, "envoy_") {
+				metrics = append(metrics, m)
+			}
+		}
+		for _, sel := range selector.FindAllStringSubmatch(q, -1) {
+			for _, m := range matcherName.FindAllStringSubmatch(sel[2], -1) {
+				checked++
+				if !has(sel[1], m[1]) {
+					t.Errorf("%s has no label %q: %s", sel[1], m[1], q)
+				}
+			}
+		}
+		for _, by := range byClause.FindAllStringSubmatch(q, -1) {
+			for _, label := range strings.Split(by[1], ",") {
+				label = strings.TrimSpace(label)
+				for _, m := range metrics {
+					checked++
+					if !has(m, label) {
+						t.Errorf("%s has no label %q to group by: %s", m, label, q)
+					}
+				}
+			}
+		}
+		for _, lv := range labelValues.FindAllStringSubmatch(q, -1) {
+			checked++
+			if !has(lv[1], lv[2]) {
+				t.Errorf("%s has no label %q to list: %s", lv[1], lv[2], q)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no label of a Portico metric found in the dashboard's queries")
+	}
+}
+
 // The names the dashboard test relies on are what the proxy registers (the recorder
-// sees every collector).
+// sees every collector), with their labels.
 func TestRecorderSeesProxyMetrics(t *testing.T) {
 	names := registeredNames(t)
 	for _, want := range []string{"portico_proxy_requests_total", "portico_proxy_cluster_healthy_endpoints", "portico_rebuilds_total", "portico_xds_clients"} {
-		if !names[want] {
+		if _, ok := names[want]; !ok {
 			t.Errorf("%s not recorded (have %d names)", want, len(names))
 		}
+	}
+	if got := strings.Join(names["portico_proxy_requests_total"], ","); got != "listener,vhost,route,path,code_class" {
+		t.Errorf("portico_proxy_requests_total labels %q", got)
 	}
 }

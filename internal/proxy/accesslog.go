@@ -33,14 +33,35 @@ type accessEntry struct {
 	elapsed      time.Duration
 	bytes        int64
 	cluster      string
+	service      string // the cluster's Service port, as upstreamKey.String
 	upstreamHost string
 	attempts     int
 	requestID    string
 	vhost        string
-	route        string
+	route        string // the route and path labels
+	routePath    string
+	routeName    string // the xDS route's name: "" when none matched
 	remoteAddr   string
 	upstreamErr  error
 	details      string
+	// conn is set, and the fields above but time, elapsed, listener,
+	// cluster, service, upstreamHost, remoteAddr and upstreamErr unused,
+	// for a TCP proxy connection's line.
+	conn *connEntry
+}
+
+// connEntry is what an access log line says of a TCP proxy connection
+// beyond the fields it shares with requests' lines.
+type connEntry struct {
+	start      time.Time
+	serverName string // the client's SNI
+	statPrefix string
+	tls        string // "passthrough" or "terminated"
+	// received and sent are the bytes received from the client and sent to
+	// it (Envoy's %BYTES_RECEIVED% and %BYTES_SENT%).
+	received, sent int64
+	termination    string // how the connection ended (tcpEnd*)
+	downstreamErr  error  // the TLS handshake's failure
 }
 
 // accessLog writes access log lines off the request path, as Envoy's access
@@ -150,6 +171,10 @@ func (a *accessLog) stop() {
 
 // write formats and writes one line.
 func (a *accessLog) write(e *accessEntry) {
+	if e.conn != nil {
+		a.writeConn(e)
+		return
+	}
 	r := slog.NewRecord(e.time, slog.LevelInfo, "access", 0)
 	r.AddAttrs(
 		slog.String("listener", e.listener),
@@ -161,11 +186,14 @@ func (a *accessLog) write(e *accessEntry) {
 		slog.Float64("duration_ms", float64(e.elapsed.Microseconds())/1000),
 		slog.Int64("bytes", e.bytes),
 		slog.String("upstream_cluster", e.cluster),
+		slog.String("upstream_service", e.service),
 		slog.String("upstream_host", e.upstreamHost),
 		slog.Int("attempts", e.attempts),
 		slog.String("request_id", e.requestID),
 		slog.String("vhost", e.vhost),
 		slog.String("route", e.route),
+		slog.String("route_path", e.routePath),
+		slog.String("route_name", e.routeName),
 		slog.String("downstream_remote_address", e.remoteAddr),
 	)
 	if e.upstreamErr != nil {
@@ -173,6 +201,36 @@ func (a *accessLog) write(e *accessEntry) {
 	}
 	if e.details != "" {
 		r.AddAttrs(slog.String("response_code_details", e.details))
+	}
+	_ = a.log.Handler().Handle(e.ctx, r)
+}
+
+// writeConn writes a TCP proxy connection's line: the request line's
+// attributes where they mean the same, with proto "tcp".
+func (a *accessLog) writeConn(e *accessEntry) {
+	c := e.conn
+	r := slog.NewRecord(e.time, slog.LevelInfo, "access", 0)
+	r.AddAttrs(
+		slog.String("listener", e.listener),
+		slog.String("proto", "tcp"),
+		slog.String("server_name", c.serverName),
+		slog.String("tls", c.tls),
+		slog.String("stat_prefix", c.statPrefix),
+		slog.Time("start_time", c.start),
+		slog.Float64("duration_ms", float64(e.elapsed.Microseconds())/1000),
+		slog.Int64("bytes_received", c.received),
+		slog.Int64("bytes_sent", c.sent),
+		slog.String("upstream_cluster", e.cluster),
+		slog.String("upstream_service", e.service),
+		slog.String("upstream_host", e.upstreamHost),
+		slog.String("downstream_remote_address", e.remoteAddr),
+		slog.String("termination", c.termination),
+	)
+	if e.upstreamErr != nil {
+		r.AddAttrs(slog.String("upstream_error", e.upstreamErr.Error()))
+	}
+	if c.downstreamErr != nil {
+		r.AddAttrs(slog.String("downstream_error", c.downstreamErr.Error()))
 	}
 	_ = a.log.Handler().Handle(e.ctx, r)
 }

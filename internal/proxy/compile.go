@@ -528,6 +528,7 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstreamCluster {
 	cs := p.clusterState(name)
 	uc := &upstreamCluster{
 		name:      name,
+		stats:     p.upstreamStatsFor(spec.statKey),
 		endpoints: endpoints,
 		dialer: endpointDialer{guard: p.egress, cluster: name, timeout: spec.connectTimeout,
 			network: spec.network, byName: spec.byName},
@@ -569,7 +570,6 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 	cs, ok := p.clusterStates[cluster]
 	if !ok {
 		cs = newClusterState()
-		cs.stats = p.metrics.newClusterStats(cluster)
 		p.clusterStates[cluster] = cs
 	}
 	return cs
@@ -577,34 +577,46 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 
 // syncClusters brings the clusters' shared state in line with the snapshot
 // being applied: health checkers start for new endpoints and stop for
-// removed endpoints and clusters, and removed clusters' state and metric
-// series are dropped. Clusters reused from the applied snapshot need nothing;
-// of a patched snapshot, only the touched clusters can be other ones.
+// removed endpoints and clusters, removed clusters' state is dropped, and
+// so are the series of the Service ports that no cluster is labelled with
+// any more. Clusters reused from the applied snapshot need nothing; of a
+// patched snapshot, only the touched clusters can be other ones.
 func (p *Proxy) syncClusters(snap *snapshot) {
 	var applied *layered[string, *upstreamCluster]
 	if prev := p.current.Load(); prev != nil {
 		applied = &prev.clusters
 	}
+	var released []*upstreamStats
+	full := true
 	if snap.patched {
 		for _, name := range snap.touched {
 			if cs, ok := p.clusterStates[name]; ok {
-				p.syncCluster(name, cs, snap, applied)
+				p.syncCluster(name, cs, snap, applied, &released)
 			}
 		}
 		// Every cluster of snap has a state, so with as many states as
 		// clusters no state is left to drop (as one of a cluster that a
 		// failed compilation built).
-		if len(p.clusterStates) == snap.clusters.len() {
-			return
+		full = len(p.clusterStates) != snap.clusters.len()
+	}
+	if full {
+		for name, cs := range p.clusterStates {
+			p.syncCluster(name, cs, snap, applied, &released)
 		}
 	}
-	for name, cs := range p.clusterStates {
-		p.syncCluster(name, cs, snap, applied)
+	// After every cluster has taken its Service port's stats: a port whose
+	// only cluster gives way to another (its policy changed) keeps its series.
+	for _, s := range released {
+		p.releaseUpstreamStats(s)
+	}
+	if full {
+		p.dropUnusedUpstreamStats()
 	}
 }
 
-// syncCluster brings the state of one cluster in line with snap.
-func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, applied *layered[string, *upstreamCluster]) {
+// syncCluster brings the state of one cluster in line with snap. The
+// Service port stats it lets go are added to released.
+func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, applied *layered[string, *upstreamCluster], released *[]*upstreamStats) {
 	uc, ok := snap.clusters.get(name)
 	if ok && applied != nil {
 		if was, _ := applied.get(name); was == uc {
@@ -613,14 +625,15 @@ func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, appli
 	}
 	if !ok {
 		cs.stopAll()
-		cs.stats.remove()
+		cs.holdStats(nil, released)
 		delete(p.clusterStates, name)
 		return
 	}
+	cs.holdStats(uc.stats, released)
 	cs.pruneActive(uc.endpoints)
 	switch {
 	case uc.outlier != nil:
-		uc.outlier.configure(uc.outlierSpec, uc.endpoints, uc.outlierHosts)
+		uc.outlier.configure(uc.outlierSpec, uc.endpoints, uc.outlierHosts, uc.stats)
 	case cs.outlier != nil:
 		cs.outlier.stop() // outlier_detection was removed from the cluster
 		cs.outlier = nil

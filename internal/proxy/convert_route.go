@@ -286,7 +286,7 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
 		}
-		r.index, r.label = i, routeLabel(r.name, i)
+		r.index, r.label, r.pathLabel = i, routeLabel(r.name, i), pathLabel(&r.match)
 		vh.routes = append(vh.routes, r)
 	}
 	return vh, nil
@@ -351,7 +351,7 @@ func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 		if err != nil {
 			return routeMatch{}, fmt.Errorf("safe_regex %q: %w", ps.SafeRegex.GetRegex(), err)
 		}
-		m.kind, m.re = pathRegex, re
+		m.kind, m.re, m.regex = pathRegex, re, ps.SafeRegex.GetRegex()
 	default:
 		return routeMatch{}, fmt.Errorf("path specifier %T is not supported", pm.GetPathSpecifier())
 	}

@@ -22,14 +22,18 @@
 //     filter-chain selection; on a listener with tcp_proxy chains, the
 //     ClientHello is read first (tls_inspector) to dispatch each connection.
 //   - tcpproxy.go: tcp_proxy chains: upstream connection attempts, copying
-//     both ways with half-closes, the idle timeout, draining.
+//     both ways with half-closes, the idle timeout, draining, a connection's
+//     access log line and series.
 //   - routing.go: virtual host and route matching (path, headers, query parameters).
 //   - headers.go: route header mutations (request/response_headers_to_add/remove at
 //     every level) and their %COMMAND% values, resolved at conversion time.
 //   - handler.go: the request path: edge headers, actions, timeouts, access log.
 //   - limits.go: the HCM's request header limits (431).
-//   - metrics.go: Prometheus metrics, resolved per route and cluster, deleted
-//     with them.
+//   - metrics.go: Prometheus metrics; route series labelled by the declaring
+//     object and path (routeLabel, pathLabel), resolved per route at compile
+//     time, each series created by the first request it counts and deleted
+//     with the last route that uses it. metrics_upstream.go: the series of a
+//     Service port (alt_stat_name), shared by its clusters.
 //   - upstream.go: clusters, the shared transport, error mapping;
 //     upstream_http1.go: the shared HTTP/1.1 client, which makes bodyless
 //     exchanges in the request's goroutine and hands the rest to http.Transport.

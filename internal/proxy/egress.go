@@ -100,18 +100,17 @@ type egressGuard struct {
 	protected atomic.Pointer[protectedAddrs]
 	refreshMu sync.Mutex
 	local     localAddrs
-	refused   [numEgressReasons]prometheus.Counter
-	log       refusalLog
+	// refused counts refusals by reason; a reason's series appears with its first
+	// refusal (refusals are rare, so the lookup then is no cost).
+	refused *prometheus.CounterVec
+	log     refusalLog
 }
 
 func newEgressGuard(resolver *net.Resolver, m *metrics, log *slog.Logger) *egressGuard {
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	g := &egressGuard{resolver: resolver, log: refusalLog{log: log, every: refusalLogEvery, last: make(map[refusalKey]*refusalEntry)}}
-	for r := refusedLoopback; r < numEgressReasons; r++ {
-		g.refused[r] = m.destinationsRefused.WithLabelValues(r.label())
-	}
+	g := &egressGuard{resolver: resolver, refused: m.destinationsRefused, log: refusalLog{log: log, every: refusalLogEvery, last: make(map[refusalKey]*refusalEntry)}}
 	g.protected.Store(&protectedAddrs{})
 	g.local.read = net.InterfaceAddrs
 	return g
@@ -177,7 +176,7 @@ func (g *egressGuard) check(ap netip.AddrPort, byName bool) egressReason {
 
 // refuse counts and logs a refused connection and returns its error.
 func (g *egressGuard) refuse(cluster, endpoint, addr string, r egressReason) error {
-	g.refused[r].Inc()
+	g.refused.WithLabelValues(r.label()).Inc()
 	g.log.note(cluster, endpoint, addr, r)
 	return &destinationRefusedError{addr: addr, reason: r}
 }

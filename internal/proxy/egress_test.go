@@ -146,7 +146,7 @@ func TestEgressRefusesNamesResolvingToThisHost(t *testing.T) {
 			t.Errorf("%s{reason=%q} = %v, want at least %v", refusedMetric, reason, v, n)
 		}
 	}
-	if v, _ := metricValue(t, p, "portico_proxy_upstream_connect_failures_total", map[string]string{"cluster": "ns/loop4/80"}); v != 1 {
+	if v, _ := metricValue(t, p, "portico_proxy_upstream_connect_failures_total", map[string]string{"service_name": "ns/loop4/80"}); v != 1 {
 		t.Errorf("connect failures of ns/loop4/80: %v, want 1", v)
 	}
 }

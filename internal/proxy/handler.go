@@ -27,14 +27,14 @@ type listenerHandler struct {
 // exchange collects what the access log and metrics report about a request.
 type exchange struct {
 	vhost        string // label values: "(none)" until matched
-	route        string
+	route        *route // nil: none matched
 	stats        *routeStats
 	cluster      string
-	clusterStats *clusterStats // nil unless the request was forwarded
-	upstreamHost string        // of the last attempt
-	attempts     int           // upstream attempts made (0 for local replies)
-	details      string        // why the proxy answered itself, when it says more than the status
-	headers      *routeHeaders // the route's header mutations and cookies; nil: none
+	upstream     *upstreamStats // nil unless the request was forwarded
+	upstreamHost string         // of the last attempt
+	attempts     int            // upstream attempts made (0 for local replies)
+	details      string         // why the proxy answered itself, when it says more than the status
+	headers      *routeHeaders  // the route's header mutations and cookies; nil: none
 	// routeHeaders is where headers points once set: every route of Portico's
 	// changes headers (its Server header), so it comes with the exchange
 	// instead of in an allocation of its own.
@@ -57,7 +57,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hcm := chain.hcm
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
-	ex := &exchange{vhost: unmatchedLabel, route: unmatchedLabel, stats: chain.stats.noVhost}
+	ex := &exchange{vhost: unmatchedLabel, stats: chain.stats.noVhost}
 	ri := newRequestInfo(hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
 
@@ -80,7 +80,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		vs := &chain.stats.vhosts[vh.slot]
 		ex.vhost, ex.stats = vh.name, vs.noRoute
 		if rt = vh.selectRoute(ri); rt != nil {
-			ex.route, ex.stats = rt.label, vs.routes[rt.index]
+			ex.route, ex.stats = rt, vs.routes[rt.index]
 			if rt.plan != nil {
 				// From here on every response carries the route's headers.
 				ex.headersFor(rw, r, ri).plan = rt.plan
@@ -147,7 +147,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		return
 	}
 	ex.upstreamHost = cl.endpoints[endpoint]
-	ex.clusterStats = cl.state.stats
+	ex.upstream = cl.stats
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
@@ -155,7 +155,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		// Deferred: ReverseProxy panics (ErrAbortHandler) when the route
 		// timeout cuts a response that had started.
 		if errors.Is(context.Cause(ctx), errRouteTimeout) {
-			cl.state.stats.get().timeouts.Inc()
+			cl.stats.timedOut()
 		}
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
@@ -325,13 +325,13 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 		status = http.StatusOK // net/http writes 200 for handlers that wrote nothing
 	}
 	ex.stats.observe(status, elapsed.Seconds(), rw.bytes)
-	if ex.clusterStats != nil {
-		ex.clusterStats.get().requests[codeClass(status)].Inc()
+	if ex.upstream != nil {
+		ex.upstream.request(status)
 	}
 	if !rw.hcm.accessLog || !h.p.accessLog.enabled(r.Context()) {
 		return
 	}
-	h.p.accessLog.add(&accessEntry{
+	e := &accessEntry{
 		ctx:          r.Context(),
 		time:         start.Add(elapsed),
 		listener:     h.ll.name,
@@ -347,11 +347,19 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 		attempts:     ex.attempts,
 		requestID:    rw.requestID,
 		vhost:        ex.vhost,
-		route:        ex.route,
+		route:        unmatchedLabel,
+		routePath:    unmatchedLabel,
 		remoteAddr:   r.RemoteAddr,
 		upstreamErr:  rw.upstreamErr,
 		details:      ex.details,
-	})
+	}
+	if rt := ex.route; rt != nil {
+		e.route, e.routePath, e.routeName = rt.label, rt.pathLabel, rt.name
+	}
+	if ex.upstream != nil {
+		e.service = ex.upstream.label
+	}
+	h.p.accessLog.add(e)
 }
 
 func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {

@@ -188,7 +188,6 @@ func (s *healthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHeal
 type healthState struct {
 	cluster string
 	log     *slog.Logger
-	metrics *metrics
 	served  *atomic.Bool // the cluster has had traffic: checks leave no_traffic_interval
 	// checkers counts the proxy's running checker goroutines; running is
 	// waited for at shutdown.
@@ -206,6 +205,9 @@ type healthState struct {
 	mu        sync.RWMutex
 	endpoints map[string]*endpointHealth
 	stopped   bool
+	// share is the cluster's part of its Service port's healthy-endpoints
+	// gauge; nil once stopped.
+	share *gaugeShare
 }
 
 type endpointHealth struct {
@@ -229,7 +231,6 @@ func (p *Proxy) newHealthState(cluster string, served *atomic.Bool) *healthState
 	return &healthState{
 		cluster:   cluster,
 		log:       p.log,
-		metrics:   p.metrics,
 		served:    served,
 		checkers:  &p.healthCheckers,
 		running:   &p.healthRunning,
@@ -257,6 +258,12 @@ func (hs *healthState) configure(uc *upstreamCluster) {
 	}
 	hs.mu.Lock()
 	changed := false
+	if hs.share == nil || hs.share.stats != uc.stats {
+		// First configured, or the cluster's series moved to another Service port.
+		hs.share.leave()
+		hs.share = uc.stats.healthyShare()
+		changed = true
+	}
 	for ep, eh := range hs.endpoints {
 		if !want[ep] {
 			eh.cancel()
@@ -345,7 +352,8 @@ func (hs *healthState) stop() {
 	}
 	hs.stopped = true
 	hs.gen.Add(1)
-	hs.metrics.healthyEndpoints.DeleteLabelValues(hs.cluster)
+	hs.share.leave()
+	hs.share = nil
 }
 
 // run checks one endpoint until ctx is cancelled: at once, then every
@@ -492,11 +500,11 @@ func (hs *healthState) transition(endpoint string, eh *endpointHealth, healthy b
 }
 
 // reportHealthy updates the healthy-endpoints gauge. The lock orders
-// concurrent reports, and keeps a stopped cluster's gauge deleted.
+// concurrent reports, and keeps a stopped cluster out of the gauge.
 func (hs *healthState) reportHealthy() {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hs.stopped {
+	if hs.stopped || hs.share == nil {
 		return
 	}
 	n := 0
@@ -505,5 +513,5 @@ func (hs *healthState) reportHealthy() {
 			n++
 		}
 	}
-	hs.metrics.healthyEndpoints.WithLabelValues(hs.cluster).Set(float64(n))
+	hs.share.set(float64(n))
 }

@@ -324,7 +324,7 @@ func TestHealthRecord(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			hs := &healthState{cluster: "c", log: slog.New(slog.DiscardHandler), metrics: newMetrics(nil, slog.New(slog.DiscardHandler)),
+			hs := &healthState{cluster: "c", log: slog.New(slog.DiscardHandler),
 				endpoints: map[string]*endpointHealth{}}
 			eh := &endpointHealth{}
 			hs.endpoints["e"] = eh

@@ -154,7 +154,7 @@ func gaugeValue(t *testing.T, p *testProxy, name, cluster string) (float64, bool
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "cluster" && l.GetValue() == cluster {
+				if l.GetName() == "service_name" && l.GetValue() == cluster {
 					if m.GetGauge() != nil {
 						return m.GetGauge().GetValue(), true
 					}

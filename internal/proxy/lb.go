@@ -183,8 +183,9 @@ type clusterState struct {
 
 	hashTable atomic.Pointer[cachedHashTable]
 
-	// stats are the cluster's metric series, deleted with the state.
-	stats *clusterStats
+	// stats are the Service port stats that the applied configuration's
+	// cluster holds (see holdStats); ADS goroutine only.
+	stats *upstreamStats
 }
 
 func newClusterState() *clusterState {

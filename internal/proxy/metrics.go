@@ -4,15 +4,16 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// unmatchedLabel is the vhost and route label value of requests that matched
-// no virtual host (or, for route, no route of their virtual host), and of
-// requests refused before routing (431).
+// unmatchedLabel is the vhost, route and path label value of requests that
+// matched no virtual host (or, for route and path, no route of their virtual
+// host), and of requests refused before routing (431).
 const unmatchedLabel = "(none)"
 
 // codeClasses are the values of the code_class label.
@@ -41,68 +42,83 @@ const (
 	tooManyHeaders  = "count"
 )
 
+// Label names. Upstream series name the Service port, not the xDS cluster:
+// the clusters of one port that differ only by policy are one series, and
+// the names do not clash with the namespace and service labels that
+// Prometheus's Kubernetes discovery gives every scraped target.
+var (
+	routeLabels    = []string{"listener", "vhost", "route", "path"}
+	upstreamLabels = []string{"service_namespace", "service_name", "service_port"}
+)
+
 // metrics are the proxy's Prometheus collectors. They always exist (so the
 // hot path needs no nil checks) and are registered only when a Registerer is
 // configured.
 //
-// Series of routes and clusters are resolved once per route or cluster (on
-// its first request, see lazySeries), never per request, and are deleted when
-// the route or cluster leaves the configuration, so that label cardinality
-// follows the configuration in force.
+// A series is created by the first event it counts, never ahead of it (see
+// lazyGroup), and deleted when the last route or cluster labelled with it
+// leaves the configuration, so that label cardinality follows the
+// configuration in force and the traffic it has seen.
 type metrics struct {
-	requests         *prometheus.CounterVec   // listener, vhost, route, code_class
-	duration         *prometheus.HistogramVec // listener, vhost, route
-	responseSize     *prometheus.HistogramVec // listener, vhost, route
-	upstreamRequests *prometheus.CounterVec   // cluster, code_class
-	retries          *prometheus.CounterVec   // cluster
-	perTryTimeouts   *prometheus.CounterVec   // cluster
-	timeouts         *prometheus.CounterVec   // cluster
-	connectFailures  *prometheus.CounterVec   // cluster
+	requests         *prometheus.CounterVec   // routeLabels, code_class
+	duration         *prometheus.HistogramVec // routeLabels
+	responseSize     *prometheus.HistogramVec // routeLabels
+	upstreamRequests *prometheus.CounterVec   // upstreamLabels, code_class
+	retries          *prometheus.CounterVec   // upstreamLabels
+	perTryTimeouts   *prometheus.CounterVec   // upstreamLabels
+	timeouts         *prometheus.CounterVec   // upstreamLabels
+	connectFailures  *prometheus.CounterVec   // upstreamLabels
 	// destinationsRefused counts connections the egress guard refused.
 	destinationsRefused *prometheus.CounterVec // reason
 	headersRefused      *prometheus.CounterVec // reason
 	xdsUpdates          *prometheus.CounterVec
-	// healthyEndpoints exists for clusters with active health checks.
+	// healthyEndpoints exists for Service ports with a health-checked cluster.
 	healthyEndpoints *prometheus.GaugeVec
-	// outlierEjections and ejectedEndpoints exist for clusters with outlier
-	// detection.
-	outlierEjections *prometheus.CounterVec // cluster
-	ejectedEndpoints *prometheus.GaugeVec   // cluster
+	// outlierEjections and ejectedEndpoints exist for Service ports with a
+	// cluster that has outlier detection.
+	outlierEjections *prometheus.CounterVec // upstreamLabels
+	ejectedEndpoints *prometheus.GaugeVec   // upstreamLabels
+	// The TCP proxy's series (tcp_proxy filter chains), by upstreamLabels.
+	tcpConnections   *prometheus.CounterVec
+	tcpActive        *prometheus.GaugeVec
+	tcpSentBytes     *prometheus.CounterVec
+	tcpReceivedBytes *prometheus.CounterVec
 
 	accessLogDropped prometheus.Counter
-
-	// refusedSize and refusedCount are the children of headersRefused.
-	refusedSize, refusedCount prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help}, labels)
 	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help}, labels)
+	}
 	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help, Buckets: buckets}, labels)
 	}
+	withClass := func(labels []string) []string { return append(append([]string(nil), labels...), "code_class") }
 	m := &metrics{
 		requests: counter("requests_total",
-			"Downstream HTTP requests by listener, virtual host, route (xDS names; \"(none)\" when nothing matched) and response code class.",
-			"listener", "vhost", "route", "code_class"),
+			"Downstream HTTP requests by listener, virtual host, route (the object that declared it, kind/namespace/name), its path condition and response code class; \"(none)\" when nothing matched.",
+			withClass(routeLabels)...),
 		duration: histogram("request_duration_seconds",
-			"Time from receiving a downstream request to finishing its response, by listener, virtual host and route.",
-			latencyBuckets, "listener", "vhost", "route"),
+			"Time from receiving a downstream request to finishing its response, by listener, virtual host, route and path condition.",
+			latencyBuckets, routeLabels...),
 		responseSize: histogram("response_size_bytes",
-			"Response body bytes sent downstream, by listener, virtual host and route.",
-			sizeBuckets, "listener", "vhost", "route"),
+			"Response body bytes sent downstream, by listener, virtual host, route and path condition.",
+			sizeBuckets, routeLabels...),
 		upstreamRequests: counter("upstream_requests_total",
-			"Requests forwarded to a cluster, by cluster and the code class of the response the client got.",
-			"cluster", "code_class"),
+			"Requests forwarded to a Service port, by the code class of the response the client got.",
+			withClass(upstreamLabels)...),
 		retries: counter("upstream_retries_total",
-			"Retries of upstream requests (route retry_policy) by cluster.", "cluster"),
+			"Retries of upstream requests (route retry_policy), by Service port.", upstreamLabels...),
 		perTryTimeouts: counter("upstream_per_try_timeouts_total",
-			"Upstream attempts that exceeded the route's per_try_timeout, by cluster.", "cluster"),
+			"Upstream attempts that exceeded the route's per_try_timeout, by Service port.", upstreamLabels...),
 		timeouts: counter("upstream_timeouts_total",
-			"Requests that exceeded the route timeout while forwarded to a cluster, by cluster.", "cluster"),
+			"Requests that exceeded the route timeout while forwarded to a Service port.", upstreamLabels...),
 		connectFailures: counter("upstream_connect_failures_total",
-			"Upstream attempts that could not connect (refused, connect_timeout), by cluster.", "cluster"),
+			"Upstream attempts and TCP proxy connections that could not connect (refused, connect_timeout, a destination the proxy refuses), by Service port.", upstreamLabels...),
 		destinationsRefused: counter("upstream_destinations_refused_total",
 			"Upstream connections the proxy would not make, by reason: a name resolving to a loopback (loopback), link-local (link_local) or unspecified (unspecified) address, or any endpoint at an address Portico listens on (own_address).",
 			"reason"),
@@ -110,20 +126,20 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			"Requests answered 431 because their headers exceeded max_request_headers_kb (reason size) or max_headers_count (reason count).",
 			"reason"),
 		xdsUpdates: counter("xds_updates_total", "xDS responses by resource type and outcome (ack or nack).", "type", "result"),
-		healthyEndpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "portico",
-			Subsystem: "proxy",
-			Name:      "cluster_healthy_endpoints",
-			Help:      "Endpoints passing active health checks, by cluster (clusters with health_checks only).",
-		}, []string{"cluster"}),
+		healthyEndpoints: gauge("cluster_healthy_endpoints",
+			"Endpoints passing active health checks, by Service port (summed over its clusters with health_checks).", upstreamLabels...),
 		outlierEjections: counter("upstream_outlier_ejections_total",
-			"Endpoints ejected by outlier detection, by cluster (clusters with outlier_detection only).", "cluster"),
-		ejectedEndpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "portico",
-			Subsystem: "proxy",
-			Name:      "cluster_ejected_endpoints",
-			Help:      "Endpoints currently ejected by outlier detection, by cluster (clusters with outlier_detection only).",
-		}, []string{"cluster"}),
+			"Endpoints ejected by outlier detection, by Service port (clusters with outlier_detection only).", upstreamLabels...),
+		ejectedEndpoints: gauge("cluster_ejected_endpoints",
+			"Endpoints currently ejected by outlier detection, by Service port (summed over its clusters with outlier_detection).", upstreamLabels...),
+		tcpConnections: counter("tcp_connections_total",
+			"TCP proxy connections made to a Service port (TLS passthrough and terminated TLS).", upstreamLabels...),
+		tcpActive: gauge("tcp_active_connections",
+			"TCP proxy connections to a Service port open now.", upstreamLabels...),
+		tcpSentBytes: counter("tcp_sent_bytes_total",
+			"Bytes the TCP proxy sent to a Service port (what its clients sent).", upstreamLabels...),
+		tcpReceivedBytes: counter("tcp_received_bytes_total",
+			"Bytes the TCP proxy received from a Service port (what its clients were sent).", upstreamLabels...),
 		accessLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "portico",
 			Subsystem: "proxy",
@@ -146,10 +162,12 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.healthyEndpoints = register(reg, m.healthyEndpoints, log)
 		m.outlierEjections = register(reg, m.outlierEjections, log)
 		m.ejectedEndpoints = register(reg, m.ejectedEndpoints, log)
+		m.tcpConnections = register(reg, m.tcpConnections, log)
+		m.tcpActive = register(reg, m.tcpActive, log)
+		m.tcpSentBytes = register(reg, m.tcpSentBytes, log)
+		m.tcpReceivedBytes = register(reg, m.tcpReceivedBytes, log)
 		m.accessLogDropped = register(reg, m.accessLogDropped, log)
 	}
-	m.refusedSize = m.headersRefused.WithLabelValues(headersTooLarge)
-	m.refusedCount = m.headersRefused.WithLabelValues(tooManyHeaders)
 	return m
 }
 
@@ -174,195 +192,135 @@ func (m *metrics) xdsUpdate(typeURL, result string) {
 	m.xdsUpdates.WithLabelValues(shortTypeName(typeURL), result).Inc()
 }
 
-// headersRefusedFor counts a request refused for reason.
+// headersRefusedFor counts a request refused for reason; a reason's series
+// appears with its first refusal.
 func (m *metrics) headersRefusedFor(reason string) {
-	if reason == headersTooLarge {
-		m.refusedSize.Inc()
-	} else {
-		m.refusedCount.Inc()
-	}
+	m.headersRefused.WithLabelValues(reason).Inc()
 }
 
-// lazySeries holds series resolved on first use. Once retired (its route or
-// cluster left the configuration and its series were deleted) it never
-// resolves again, so that a request still running on an old configuration
-// cannot bring deleted series back.
-type lazySeries[T any] struct {
-	resolved atomic.Pointer[T]
-	mu       sync.Mutex
-	retired  bool
+// lazyGroup guards the series of one label set, each created by the first
+// event it counts. Once retired (the label set left the configuration and
+// its series were deleted) it creates none again, so that a request still
+// running on an old configuration cannot bring deleted series back.
+type lazyGroup struct {
+	mu      sync.Mutex
+	retired bool
 }
 
-// get returns the resolved series, resolving them with create unless
-// retired (then discard, which nothing exports).
-func (l *lazySeries[T]) get(create func() *T, discard *T) *T {
-	if s := l.resolved.Load(); s != nil {
-		return s
+// lazyGet returns *p, creating it with create, unless g is retired: then
+// discard, which nothing exports. The request path calls it only when *p is
+// not there yet (a load of p first), so that it never locks once a series
+// exists.
+func lazyGet[T any](g *lazyGroup, p *atomic.Pointer[T], create func() T, discard T) T {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if v := p.Load(); v != nil {
+		return *v
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s := l.resolved.Load(); s != nil {
-		return s
-	}
-	if l.retired {
+	if g.retired {
 		return discard
 	}
-	s := create()
-	l.resolved.Store(s)
-	return s
+	v := create()
+	p.Store(&v)
+	return v
 }
 
-// retire stops resolution and reports whether series had been resolved (and
-// so need deleting).
-func (l *lazySeries[T]) retire() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.retired = true
-	return l.resolved.Load() != nil
-}
-
-// routeKey is the label set of a route's request series.
-type routeKey struct {
-	listener, vhost, route string
-}
-
-// routeSeries are the request series of one routeKey.
-type routeSeries struct {
-	requests [len(codeClasses)]prometheus.Counter
-	duration prometheus.Observer
-	size     prometheus.Observer
-}
-
-// routeStats are the request metrics of one route (or of the requests of a
-// listener or virtual host that matched nothing). The proxy keeps one per
-// routeKey across configurations.
-type routeStats struct {
-	m      *metrics
-	key    routeKey
-	series lazySeries[routeSeries]
-	gen    uint64 // the last compilation that referenced it (ADS goroutine only)
-}
-
-func (s *routeStats) get() *routeSeries {
-	if rs := s.series.resolved.Load(); rs != nil {
-		return rs
-	}
-	return s.series.get(s.create, discardedRouteSeries)
-}
-
-func (s *routeStats) create() *routeSeries {
-	k := s.key
-	rs := &routeSeries{
-		duration: s.m.duration.WithLabelValues(k.listener, k.vhost, k.route),
-		size:     s.m.responseSize.WithLabelValues(k.listener, k.vhost, k.route),
-	}
-	for i, c := range codeClasses {
-		rs.requests[i] = s.m.requests.WithLabelValues(k.listener, k.vhost, k.route, c)
-	}
-	return rs
-}
-
-// remove deletes the route's series.
-func (s *routeStats) remove() {
-	if !s.series.retire() {
-		return
-	}
-	k := s.key
-	s.m.duration.DeleteLabelValues(k.listener, k.vhost, k.route)
-	s.m.responseSize.DeleteLabelValues(k.listener, k.vhost, k.route)
-	for _, c := range codeClasses {
-		s.m.requests.DeleteLabelValues(k.listener, k.vhost, k.route, c)
-	}
-}
-
-// observe records a finished request.
-func (s *routeStats) observe(status int, seconds float64, bytes int64) {
-	rs := s.get()
-	rs.requests[codeClass(status)].Inc()
-	rs.duration.Observe(seconds)
-	rs.size.Observe(float64(bytes))
-}
-
-// clusterSeries are the series of one cluster.
-type clusterSeries struct {
-	requests        [len(codeClasses)]prometheus.Counter
-	retries         prometheus.Counter
-	perTryTimeouts  prometheus.Counter
-	timeouts        prometheus.Counter
-	connectFailures prometheus.Counter
-}
-
-// clusterStats are the metrics of one cluster, kept in its clusterState.
-type clusterStats struct {
-	m      *metrics
-	name   string
-	series lazySeries[clusterSeries]
-}
-
-func (m *metrics) newClusterStats(name string) *clusterStats {
-	return &clusterStats{m: m, name: name}
-}
-
-func (s *clusterStats) get() *clusterSeries {
-	if cs := s.series.resolved.Load(); cs != nil {
-		return cs
-	}
-	return s.series.get(s.create, discardedClusterSeries)
-}
-
-func (s *clusterStats) create() *clusterSeries {
-	cs := &clusterSeries{
-		retries:         s.m.retries.WithLabelValues(s.name),
-		perTryTimeouts:  s.m.perTryTimeouts.WithLabelValues(s.name),
-		timeouts:        s.m.timeouts.WithLabelValues(s.name),
-		connectFailures: s.m.connectFailures.WithLabelValues(s.name),
-	}
-	for i, c := range codeClasses {
-		cs.requests[i] = s.m.upstreamRequests.WithLabelValues(s.name, c)
-	}
-	return cs
-}
-
-// remove deletes the cluster's series.
-func (s *clusterStats) remove() {
-	if s == nil || !s.series.retire() {
-		return
-	}
-	for _, v := range []*prometheus.CounterVec{s.m.retries, s.m.perTryTimeouts, s.m.timeouts, s.m.connectFailures} {
-		v.DeleteLabelValues(s.name)
-	}
-	for _, c := range codeClasses {
-		s.m.upstreamRequests.DeleteLabelValues(s.name, c)
+// retire stops creation and calls remove, under the lock, to delete what
+// was created.
+func (g *lazyGroup) retire(remove func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.retired {
+		g.retired = true
+		remove()
 	}
 }
 
 // Series that nothing exports, for requests of routes and clusters that
 // left the configuration while they ran.
 var (
-	discardedRouteSeries   = newDiscardedRouteSeries()
-	discardedClusterSeries = newDiscardedClusterSeries()
+	discardedCounter   prometheus.Counter   = prometheus.NewCounter(prometheus.CounterOpts{Name: "discarded"})
+	discardedGauge     prometheus.Gauge     = prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
+	discardedHistogram prometheus.Histogram = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "discarded"})
 )
 
-func discardCounter() prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{Name: "discarded"})
+// routeKey is the label set of a route's request series: routes that differ
+// only in what the labels do not show (header conditions, policies) share
+// them.
+type routeKey struct {
+	listener, vhost, route, path string
 }
 
-func newDiscardedRouteSeries() *routeSeries {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "discarded"})
-	rs := &routeSeries{duration: h, size: h}
-	for i := range rs.requests {
-		rs.requests[i] = discardCounter()
-	}
-	return rs
+func (k routeKey) values(extra ...string) []string {
+	return append([]string{k.listener, k.vhost, k.route, k.path}, extra...)
 }
 
-func newDiscardedClusterSeries() *clusterSeries {
-	c := discardCounter()
-	cs := &clusterSeries{retries: c, perTryTimeouts: c, timeouts: c, connectFailures: c}
-	for i := range cs.requests {
-		cs.requests[i] = c
+// routeObservers are a route's histograms, created together with its first
+// finished request.
+type routeObservers struct {
+	duration, size prometheus.Observer
+}
+
+// routeStats are the request metrics of one routeKey (or of the requests of
+// a listener or virtual host that matched nothing). The proxy keeps one per
+// routeKey across configurations.
+type routeStats struct {
+	m          *metrics
+	key        routeKey
+	series     lazyGroup
+	requests   [len(codeClasses)]atomic.Pointer[prometheus.Counter]
+	histograms atomic.Pointer[routeObservers]
+	gen        uint64 // the last compilation that referenced it (ADS goroutine only)
+}
+
+// observe records a finished request: its code class's counter and the
+// histograms, each created by its first request.
+func (s *routeStats) observe(status int, seconds float64, bytes int64) {
+	class := codeClass(status)
+	var requests prometheus.Counter
+	if c := s.requests[class].Load(); c != nil {
+		requests = *c
+	} else {
+		requests = s.createRequests(class)
 	}
-	return cs
+	obs := s.histograms.Load()
+	if obs == nil {
+		o := s.createObservers()
+		obs = &o
+	}
+	requests.Inc()
+	obs.duration.Observe(seconds)
+	obs.size.Observe(float64(bytes))
+}
+
+func (s *routeStats) createRequests(class int) prometheus.Counter {
+	return lazyGet(&s.series, &s.requests[class], func() prometheus.Counter {
+		return s.m.requests.WithLabelValues(s.key.values(codeClasses[class])...)
+	}, discardedCounter)
+}
+
+func (s *routeStats) createObservers() routeObservers {
+	return lazyGet(&s.series, &s.histograms, func() routeObservers {
+		return routeObservers{
+			duration: s.m.duration.WithLabelValues(s.key.values()...),
+			size:     s.m.responseSize.WithLabelValues(s.key.values()...),
+		}
+	}, routeObservers{duration: discardedHistogram, size: discardedHistogram})
+}
+
+// remove deletes the route's series.
+func (s *routeStats) remove() {
+	s.series.retire(func() {
+		for class := range s.requests {
+			if s.requests[class].Load() != nil {
+				s.m.requests.DeleteLabelValues(s.key.values(codeClasses[class])...)
+			}
+		}
+		if s.histograms.Load() != nil {
+			s.m.duration.DeleteLabelValues(s.key.values()...)
+			s.m.responseSize.DeleteLabelValues(s.key.values()...)
+		}
+	})
 }
 
 // routeTableStats are the request metrics of one filter chain's route
@@ -400,7 +358,7 @@ func (p *Proxy) routeStatsFor(key routeKey, gen uint64) *routeStats {
 // (nil: none): a virtual host it shares with rt keeps its stats, found
 // without looking up each of its routes.
 func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, prev *filterChain) *routeTableStats {
-	ts := &routeTableStats{noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel}, gen)}
+	ts := &routeTableStats{noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel, unmatchedLabel}, gen)}
 	if prev == nil || prev.stats == nil {
 		ts.vhosts = make([]vhostStats, rt.slots)
 		for _, vh := range rt.vhosts {
@@ -456,10 +414,10 @@ func (p *Proxy) patchRouteStats(ts *routeTableStats, listener string, rt *routeT
 
 // vhostStatsFor resolves the stats of vh's routes.
 func (p *Proxy) vhostStatsFor(listener string, vh *virtualHost, gen uint64) vhostStats {
-	vs := vhostStats{noRoute: p.routeStatsFor(routeKey{listener, vh.name, unmatchedLabel}, gen),
+	vs := vhostStats{noRoute: p.routeStatsFor(routeKey{listener, vh.name, unmatchedLabel, unmatchedLabel}, gen),
 		routes: make([]*routeStats, len(vh.routes))}
 	for j, r := range vh.routes {
-		vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.name, r.label}, gen)
+		vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.name, r.label, r.pathLabel}, gen)
 	}
 	return vs
 }
@@ -538,11 +496,25 @@ func (p *Proxy) sweepStats(s *routeStats, gen uint64) {
 	}
 }
 
-// routeLabel is a route's label: its xDS name, or "#<index>" (its position
-// in the virtual host) when it has none.
+// routeLabel is a route's route label: the object that declared it, which
+// Portico's route names start with (<kind>/<namespace>/<name>, then ':' and
+// the path condition); a name without ':' whole; "#<index>" (its position in
+// the virtual host) when it has none.
 func routeLabel(name string, index int) string {
-	if name != "" {
-		return name
+	if name == "" {
+		return "#" + strconv.Itoa(index)
 	}
-	return "#" + strconv.Itoa(index)
+	if object, _, ok := strings.Cut(name, ":"); ok && object != "" {
+		return object
+	}
+	return name
+}
+
+// pathLabel is a route's path label: the value of its path condition, the
+// regular expression for safe_regex.
+func pathLabel(m *routeMatch) string {
+	if m.kind == pathRegex {
+		return m.regex
+	}
+	return m.value
 }

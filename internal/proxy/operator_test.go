@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/portico-dev/portico/internal/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -336,8 +339,8 @@ func TestRequestMetricsByVirtualHostAndRoute(t *testing.T) {
 		t.Fatalf("unmatched virtual host: status %d", r.Status)
 	}
 
-	req := func(vh, route, class string) map[string]string {
-		return map[string]string{"listener": "ingress_http", "vhost": vh, "route": route, "code_class": class}
+	req := func(vh, route, path, class string) map[string]string {
+		return map[string]string{"listener": "ingress_http", "vhost": vh, "route": route, "path": path, "code_class": class}
 	}
 	if got := seriesOf(t, p, "portico_proxy_requests_total", "vhost", "unknown.test"); len(got) != 0 {
 		t.Errorf("a Host that matched no virtual host got series of its own: %v", got)
@@ -346,16 +349,19 @@ func TestRequestMetricsByVirtualHostAndRoute(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{req("a.test", "to-A", "2xx"), 3},
-		{req("a.test", "to-A", "4xx"), 0},
-		{req("a.test", "#1", "2xx"), 1}, // an unnamed route is labelled by its position
-		{req("b.test", "to-B", "2xx"), 2},
-		{req("a.test", "(none)", "4xx"), 1},
-		{req("(none)", "(none)", "4xx"), 1},
+		{req("a.test", "to-A", "/a", "2xx"), 3},
+		{req("a.test", "#1", "/unnamed", "2xx"), 1}, // an unnamed route is labelled by its position
+		{req("b.test", "to-B", "/", "2xx"), 2},
+		{req("a.test", "(none)", "(none)", "4xx"), 1},
+		{req("(none)", "(none)", "(none)", "4xx"), 1},
 	} {
 		waitMetric(t, p, "portico_proxy_requests_total", c.labels, c.want)
 	}
-	route := map[string]string{"listener": "ingress_http", "vhost": "a.test", "route": "to-A"}
+	// Only what happened has a series: no 4xx of a route that answered 2xx.
+	if m := series(t, p, "portico_proxy_requests_total", req("a.test", "to-A", "/a", "4xx")); m != nil {
+		t.Errorf("a code class without a request has a series: %v", m)
+	}
+	route := map[string]string{"listener": "ingress_http", "vhost": "a.test", "route": "to-A", "path": "/a"}
 	waitMetric(t, p, "portico_proxy_request_duration_seconds", route, 3)
 	waitMetric(t, p, "portico_proxy_response_size_bytes", route, 3)
 	size := series(t, p, "portico_proxy_response_size_bytes", route)
@@ -367,8 +373,9 @@ func TestRequestMetricsByVirtualHostAndRoute(t *testing.T) {
 	if last := d.GetBucket()[len(d.GetBucket())-1].GetUpperBound(); last != 600 {
 		t.Errorf("largest latency bucket %vs, want 600s", last)
 	}
-	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"cluster": "A", "code_class": "2xx"}, 3)
-	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"cluster": "B", "code_class": "2xx"}, 3)
+	// Clusters without alt_stat_name are labelled by their name.
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "A", "code_class": "2xx"}, 3)
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "B", "code_class": "2xx"}, 3)
 
 	// The access log names the same route and virtual host.
 	waitFor(t, "8 access log lines", func() bool { return len(p.logs.records("access")) == 8 })
@@ -377,6 +384,141 @@ func TestRequestMetricsByVirtualHostAndRoute(t *testing.T) {
 		if rec["route"] != wantRoute {
 			t.Errorf("access log of %v: route %q, want %q", rec["path"], rec["route"], wantRoute)
 		}
+	}
+}
+
+// Portico's names fold: routes of one object and path that differ only in
+// their header conditions (their names' hashes) are one series labelled
+// with the object, and clusters of one Service port that differ only in
+// policy are one series labelled with the Service port (alt_stat_name).
+func TestMetricLabelsFoldPolicyVariants(t *testing.T) {
+	t.Parallel()
+	cp := startControlPlane(t)
+	a := startBackend(t, "A")
+	port := func(name string, policy clusterv3.Cluster_LbPolicy) *clusterv3.Cluster {
+		c := lbCluster(name, policy)
+		c.AltStatName = "team-a_api_80"
+		return c
+	}
+	ios := toCluster("team-a/api/80/1a2b3c4d", withHeaders(prefixMatch("/app"), headerString("x-client", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "ios"}})))
+	ios.Name = "httpproxy/team-a/app:prefix:/app?h=0f0f0f0f"
+	other := toCluster("team-a/api/80", prefixMatch("/app"))
+	other.Name = "httpproxy/team-a/app:prefix:/app"
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("app.test", ios, other))},
+		clusters: []*clusterv3.Cluster{port("team-a/api/80/1a2b3c4d", clusterv3.Cluster_LEAST_REQUEST),
+			port("team-a/api/80", clusterv3.Cluster_ROUND_ROBIN)},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("team-a/api/80/1a2b3c4d", a.addr()), assignment("team-a/api/80", a.addr())},
+	})
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := noRedirectClient()
+	get(t, c, p.httpURL(t, "/app"), "app.test", map[string]string{"X-Client": "ios"})
+	get(t, c, p.httpURL(t, "/app/x"), "app.test", nil)
+
+	route := map[string]string{"listener": "ingress_http", "vhost": "app.test", "route": "httpproxy/team-a/app", "path": "/app", "code_class": "2xx"}
+	waitMetric(t, p, "portico_proxy_requests_total", route, 2)
+	service := map[string]string{"service_namespace": "team-a", "service_name": "api", "service_port": "80", "code_class": "2xx"}
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", service, 2)
+	if got := seriesOf(t, p, "portico_proxy_requests_total", "vhost", "app.test"); len(got) != 1 {
+		t.Errorf("requests of two variants of one route: %d series, want 1: %v", len(got), got)
+	}
+	if got := seriesOf(t, p, "portico_proxy_upstream_requests_total", "service_name", "api"); len(got) != 1 {
+		t.Errorf("requests to two clusters of one Service port: %d series, want 1: %v", len(got), got)
+	}
+
+	// One of the port's clusters goes: the series stays and keeps counting;
+	// when the last goes, it goes.
+	cp.set("v2", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("app.test", other))},
+		clusters:  []*clusterv3.Cluster{port("team-a/api/80", clusterv3.Cluster_ROUND_ROBIN)},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("team-a/api/80", a.addr())},
+	})
+	p.waitVersion(t, "v2")
+	get(t, c, p.httpURL(t, "/app"), "app.test", nil)
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", service, 3)
+	waitMetric(t, p, "portico_proxy_requests_total", route, 3)
+	// The port's only cluster gives way to another (a policy change), again and again:
+	// the series goes on, whichever the proxy looks at first.
+	for i := range 8 {
+		name := fmt.Sprintf("team-a/api/80/%08x", i)
+		policy := []clusterv3.Cluster_LbPolicy{clusterv3.Cluster_RANDOM, clusterv3.Cluster_LEAST_REQUEST}[i%2]
+		version := fmt.Sprintf("swap%d", i)
+		cp.set(version, resources{
+			listeners: []*listenerv3.Listener{httpListener(t)},
+			routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("app.test", withName(toCluster(name, prefixMatch("/app")), other.Name)))},
+			clusters:  []*clusterv3.Cluster{port(name, policy)},
+			endpoints: []*endpointv3.ClusterLoadAssignment{assignment(name, a.addr())},
+		})
+		p.waitVersion(t, version)
+		get(t, c, p.httpURL(t, "/app"), "app.test", nil)
+		waitMetric(t, p, "portico_proxy_upstream_requests_total", service, float64(4+i))
+	}
+	waitMetric(t, p, "portico_proxy_requests_total", route, 11)
+	cp.set("v3", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("app.test", toCluster("B", prefixMatch("/"))))},
+		clusters:  []*clusterv3.Cluster{edsCluster("B")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("B", a.addr())},
+	})
+	p.waitVersion(t, "v3")
+	if got := seriesOf(t, p, "portico_proxy_upstream_requests_total", "service_name", "api"); len(got) != 0 {
+		t.Errorf("the Service port's clusters are gone but its series remain: %v", got)
+	}
+	if got := seriesOf(t, p, "portico_proxy_requests_total", "route", "httpproxy/team-a/app"); len(got) != 0 {
+		t.Errorf("the object's routes are gone but their series remain: %v", got)
+	}
+}
+
+func withName(r *routev3.Route, name string) *routev3.Route {
+	r.Name = name
+	return r
+}
+
+// Series appear with the first event they count, not before: a proxy that
+// served nothing exports no request series, and one request adds exactly
+// the series it counts.
+func TestSeriesAppearWithTheirFirstRequest(t *testing.T) {
+	t.Parallel()
+	cp := startControlPlane(t)
+	a := startBackend(t, "A")
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http",
+			vhost("a.test", toCluster("A", prefixMatch("/a")), toCluster("A", prefixMatch("/b"))),
+			vhost("b.test", toCluster("A", prefixMatch("/"))))},
+		clusters:  []*clusterv3.Cluster{edsCluster("A")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("A", a.addr())},
+	})
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	perRequest := []string{"portico_proxy_requests_total", "portico_proxy_request_duration_seconds", "portico_proxy_response_size_bytes",
+		"portico_proxy_upstream_requests_total", "portico_proxy_upstream_retries_total", "portico_proxy_upstream_timeouts_total",
+		"portico_proxy_upstream_per_try_timeouts_total", "portico_proxy_upstream_connect_failures_total"}
+	count := func() map[string]int {
+		out := map[string]int{}
+		mfs, err := p.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if slices.Contains(perRequest, mf.GetName()) {
+				out[mf.GetName()] = len(mf.GetMetric())
+			}
+		}
+		return out
+	}
+	if got := count(); len(got) != 0 {
+		t.Fatalf("before any request: series %v, want none", got)
+	}
+	get(t, noRedirectClient(), p.httpURL(t, "/a"), "a.test", nil)
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "A", "code_class": "2xx"}, 1)
+	want := map[string]int{"portico_proxy_requests_total": 1, "portico_proxy_request_duration_seconds": 1,
+		"portico_proxy_response_size_bytes": 1, "portico_proxy_upstream_requests_total": 1}
+	if got := count(); !maps.Equal(got, want) {
+		t.Errorf("after one request: series %v, want %v", got, want)
 	}
 }
 
@@ -412,7 +554,7 @@ func TestUpstreamFailureMetrics(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", path, r.Status, want)
 		}
 	}
-	cluster := func(name string) map[string]string { return map[string]string{"cluster": name} }
+	cluster := func(name string) map[string]string { return map[string]string{"service_name": name} }
 	for _, m := range []struct {
 		name    string
 		cluster string
@@ -422,14 +564,21 @@ func TestUpstreamFailureMetrics(t *testing.T) {
 		{"portico_proxy_upstream_retries_total", "closed", 1},
 		{"portico_proxy_upstream_retries_total", "slow", 1},
 		{"portico_proxy_upstream_connect_failures_total", "closed", 2}, // the attempt and its retry
-		{"portico_proxy_upstream_connect_failures_total", "unavailable", 0},
 		{"portico_proxy_upstream_per_try_timeouts_total", "slow", 2},
 		{"portico_proxy_upstream_timeouts_total", "slow", 1},
-		{"portico_proxy_upstream_timeouts_total", "unavailable", 0},
 	} {
 		waitMetric(t, p, m.name, cluster(m.cluster), m.want)
 	}
-	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"cluster": "closed", "code_class": "5xx"}, 1)
+	// What did not happen has no series.
+	for _, m := range []struct{ name, cluster string }{
+		{"portico_proxy_upstream_connect_failures_total", "unavailable"},
+		{"portico_proxy_upstream_timeouts_total", "unavailable"},
+	} {
+		if s := series(t, p, m.name, cluster(m.cluster)); s != nil {
+			t.Errorf("%s of %s: %v, want no series", m.name, m.cluster, s)
+		}
+	}
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "closed", "code_class": "5xx"}, 1)
 }
 
 // Series of routes, virtual hosts and clusters that leave the configuration
@@ -459,9 +608,9 @@ func TestMetricsOfRemovedConfigurationAreDeleted(t *testing.T) {
 	reqA := map[string]string{"vhost": "a.test", "route": "to-A", "code_class": "2xx"}
 	waitMetric(t, p, "portico_proxy_requests_total", reqA, 1)
 	waitMetric(t, p, "portico_proxy_requests_total", map[string]string{"vhost": "b.test", "route": "to-B", "code_class": "2xx"}, 1)
-	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"cluster": "B", "code_class": "2xx"}, 1)
-	for _, name := range []string{"portico_proxy_upstream_requests_total", "portico_proxy_upstream_retries_total", "portico_proxy_cluster_healthy_endpoints"} {
-		if len(seriesOf(t, p, name, "cluster", "B")) == 0 {
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "B", "code_class": "2xx"}, 1)
+	for _, name := range []string{"portico_proxy_upstream_requests_total", "portico_proxy_cluster_healthy_endpoints"} {
+		if len(seriesOf(t, p, name, "service_name", "B")) == 0 {
 			t.Fatalf("%s has no series of cluster B before its removal", name)
 		}
 	}
@@ -480,12 +629,12 @@ func TestMetricsOfRemovedConfigurationAreDeleted(t *testing.T) {
 		{"portico_proxy_requests_total", "vhost", "b.test"},
 		{"portico_proxy_request_duration_seconds", "vhost", "b.test"},
 		{"portico_proxy_response_size_bytes", "vhost", "b.test"},
-		{"portico_proxy_upstream_requests_total", "cluster", "B"},
-		{"portico_proxy_upstream_retries_total", "cluster", "B"},
-		{"portico_proxy_upstream_timeouts_total", "cluster", "B"},
-		{"portico_proxy_upstream_per_try_timeouts_total", "cluster", "B"},
-		{"portico_proxy_upstream_connect_failures_total", "cluster", "B"},
-		{"portico_proxy_cluster_healthy_endpoints", "cluster", "B"},
+		{"portico_proxy_upstream_requests_total", "service_name", "B"},
+		{"portico_proxy_upstream_retries_total", "service_name", "B"},
+		{"portico_proxy_upstream_timeouts_total", "service_name", "B"},
+		{"portico_proxy_upstream_per_try_timeouts_total", "service_name", "B"},
+		{"portico_proxy_upstream_connect_failures_total", "service_name", "B"},
+		{"portico_proxy_cluster_healthy_endpoints", "service_name", "B"},
 	} {
 		if got := seriesOf(t, p, m.name, m.label, m.value); len(got) != 0 {
 			t.Errorf("after removing b.test and cluster B, %s still has %s=%q series: %v", m.name, m.label, m.value, got)
@@ -494,7 +643,7 @@ func TestMetricsOfRemovedConfigurationAreDeleted(t *testing.T) {
 	// What stays keeps its counts.
 	get(t, c, p.httpURL(t, "/"), "a.test", nil)
 	waitMetric(t, p, "portico_proxy_requests_total", reqA, 2)
-	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"cluster": "A", "code_class": "2xx"}, 2)
+	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "A", "code_class": "2xx"}, 2)
 	// The listener's unmatched series stays with the listener.
 	waitMetric(t, p, "portico_proxy_requests_total", map[string]string{"vhost": "(none)", "route": "(none)", "code_class": "4xx"}, 1)
 

@@ -153,7 +153,6 @@ type outlierHost struct {
 type outlierState struct {
 	cluster string
 	log     *slog.Logger
-	metrics *metrics
 	running *sync.WaitGroup
 
 	spec atomic.Pointer[outlierSpec]
@@ -167,13 +166,15 @@ type outlierState struct {
 	active  int                     // ejected members
 	cancel  context.CancelFunc      // stops the interval timer; nil until started
 	stopped bool
+	// share is the cluster's part of its Service port's ejected-endpoints
+	// gauge; nil until configured and once stopped.
+	share *gaugeShare
 }
 
 func (p *Proxy) newOutlierState(cluster string) *outlierState {
 	return &outlierState{
 		cluster: cluster,
 		log:     p.log,
-		metrics: p.metrics,
 		running: &p.outlierRunning,
 		hosts:   make(map[string]*outlierHost),
 	}
@@ -199,10 +200,14 @@ func (o *outlierState) hostsFor(endpoints []string) []*outlierHost {
 // configure applies the cluster of the snapshot being applied: its spec and
 // endpoints (removed ones forget their state, as in Envoy), and starts the
 // interval timer. Called by the ADS goroutine only.
-func (o *outlierState) configure(spec *outlierSpec, endpoints []string, hosts []*outlierHost) {
+func (o *outlierState) configure(spec *outlierSpec, endpoints []string, hosts []*outlierHost, stats *upstreamStats) {
 	o.spec.Store(spec)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.share == nil || o.share.stats != stats {
+		o.share.leave()
+		o.share = stats.ejectedShare()
+	}
 	keep := make(map[string]bool, len(endpoints))
 	for _, ep := range endpoints {
 		keep[ep] = true
@@ -248,8 +253,8 @@ func (o *outlierState) stop() {
 		o.cancel()
 	}
 	o.stopped = true
-	o.metrics.ejectedEndpoints.DeleteLabelValues(o.cluster)
-	o.metrics.outlierEjections.DeleteLabelValues(o.cluster)
+	o.share.leave()
+	o.share = nil
 }
 
 // run is the interval timer: it ends ejections whose time is up and
@@ -391,7 +396,9 @@ func (o *outlierState) eject(h *outlierHost, spec *outlierSpec, enforcing uint32
 	}
 	o.active++
 	o.gen.Add(1)
-	o.metrics.outlierEjections.WithLabelValues(o.cluster).Inc()
+	if o.share != nil {
+		o.share.stats.ejection()
+	}
 	o.reportEjected()
 	o.log.Info("outlier ejection", "cluster", o.cluster, "endpoint", h.endpoint, "reason", reason,
 		"duration", min(spec.baseEjection*time.Duration(h.multiplier), spec.maxEjection).String())
@@ -419,7 +426,7 @@ func (o *outlierState) healthCheckPassed(endpoint string) {
 
 // reportEjected updates the ejected-endpoints gauge. Called with mu held.
 func (o *outlierState) reportEjected() {
-	if !o.stopped {
-		o.metrics.ejectedEndpoints.WithLabelValues(o.cluster).Set(float64(o.active))
+	if !o.stopped && o.share != nil {
+		o.share.set(float64(o.active))
 	}
 }

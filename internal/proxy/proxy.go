@@ -105,6 +105,9 @@ type Proxy struct {
 	// compilations, to find those no applied snapshot uses. ADS goroutine only.
 	routeStats map[routeKey]*routeStats
 	statsGen   uint64
+	// upstreamStats are the series per Service port label set, shared by
+	// its clusters (see moveUpstreamStats). ADS goroutine only.
+	upstreamStats map[upstreamKey]*upstreamStats
 
 	current        atomic.Pointer[snapshot]
 	ready          atomic.Bool
@@ -141,6 +144,7 @@ func New(cfg Config) *Proxy {
 		store:         newResourceStore(),
 		clusterStates: make(map[string]*clusterState),
 		routeStats:    make(map[routeKey]*routeStats),
+		upstreamStats: make(map[upstreamKey]*upstreamStats),
 		listeners:     make(map[string]*liveListener),
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),

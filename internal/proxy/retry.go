@@ -243,9 +243,9 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 		o := a.outcome(req.Context(), err)
 		switch o {
 		case outcomeConnectFailure:
-			t.cluster.state.stats.get().connectFailures.Inc()
+			t.cluster.stats.connectFailed()
 		case outcomePerTryTimeout:
-			t.cluster.state.stats.get().perTryTimeouts.Inc()
+			t.cluster.stats.perTryTimedOut()
 		}
 		status := 0
 		if res != nil {
@@ -259,7 +259,7 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 			return a.deliver(res, err, o)
 		}
 		a.discard(res)
-		t.cluster.state.stats.get().retries.Inc()
+		t.cluster.stats.retried()
 		if !sleepCtx(req.Context(), rp.backOff(n)) {
 			t.cluster.state.releaseRetry()
 			return nil, context.Cause(req.Context())

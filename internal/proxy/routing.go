@@ -95,10 +95,12 @@ type vhostDef struct {
 }
 
 type route struct {
-	name  string
-	label string // name, or "#<index>" when unnamed: metrics and access log
-	index int    // in virtualHost.routes
-	match routeMatch
+	name string
+	// label and pathLabel are its route and path labels (routeLabel,
+	// pathLabel): metrics and access log.
+	label, pathLabel string
+	index            int // in virtualHost.routes
+	match            routeMatch
 	// exactly one of the following is set
 	forward  *forwardAction
 	redirect *redirectAction
@@ -120,6 +122,7 @@ type routeMatch struct {
 	kind          pathMatchKind
 	value         string // prefix / path / separated prefix
 	re            *regexp.Regexp
+	regex         string // re as configured
 	caseSensitive bool
 	headers       []headerMatcher
 	queries       []queryMatcher

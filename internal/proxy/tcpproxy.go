@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TCP proxying (envoy.filters.network.tcp_proxy) on the TLS listener: a
@@ -26,6 +27,7 @@ const defaultTCPIdleTimeout = time.Hour
 // tcpProxySpec is a validated TcpProxy.
 type tcpProxySpec struct {
 	statPrefix string
+	accessLog  bool         // access_log: a line per connection
 	clusters   []tcpCluster // weighted_clusters, or the one cluster
 	total      uint64       // sum of the weights
 	// idleTimeout closes a connection after that long without a byte in
@@ -45,7 +47,6 @@ func convertTCPProxy(tp *tcpproxyv3.TcpProxy) (*tcpProxySpec, error) {
 		field{"metadata_match", tp.GetMetadataMatch() != nil},
 		field{"downstream_idle_timeout", tp.GetDownstreamIdleTimeout() != nil},
 		field{"upstream_idle_timeout", tp.GetUpstreamIdleTimeout() != nil},
-		field{"access_log", len(tp.GetAccessLog()) > 0},
 		field{"backoff_options", tp.GetBackoffOptions() != nil},
 		field{"hash_policy", len(tp.GetHashPolicy()) > 0},
 		field{"tunneling_config", tp.GetTunnelingConfig() != nil},
@@ -63,6 +64,12 @@ func convertTCPProxy(tp *tcpproxyv3.TcpProxy) (*tcpProxySpec, error) {
 		return nil, err
 	}
 	s := &tcpProxySpec{statPrefix: tp.GetStatPrefix(), idleTimeout: defaultTCPIdleTimeout, maxConnectAttempts: 1}
+	for _, al := range tp.GetAccessLog() {
+		if err := checkAccessLog(al); err != nil {
+			return nil, err
+		}
+		s.accessLog = true
+	}
 	switch cs := tp.GetClusterSpecifier().(type) {
 	case *tcpproxyv3.TcpProxy_Cluster:
 		s.clusters = []tcpCluster{{name: cs.Cluster, weight: 1}}
@@ -106,13 +113,34 @@ func (s *tcpProxySpec) pickCluster() string {
 	return s.clusters[len(s.clusters)-1].name
 }
 
+// How a TCP proxy connection ended (the termination of its access log line):
+// by the first of these to happen.
+const (
+	tcpEndDownstreamClosed = "downstream_closed" // the client ended its side first (FIN, or TLS close_notify)
+	tcpEndUpstreamClosed   = "upstream_closed"   // the upstream ended its side first
+	tcpEndDownstreamReset  = "downstream_reset"  // reading from or writing to the client failed first
+	tcpEndUpstreamReset    = "upstream_reset"    // reading from or writing to the upstream failed first
+	tcpEndIdleTimeout      = "idle_timeout"      // idle_timeout without a byte either way
+	tcpEndDrained          = "drained"           // the listener's drain closed it (removed, or the proxy stopped)
+	tcpEndTLSHandshake     = "tls_handshake_failure"
+	tcpEndConnectFailure   = "upstream_connect_failure"
+	tcpEndNoHealthy        = "no_healthy_upstream"
+	tcpEndNoCluster        = "no_cluster"
+)
+
 // serveTCP proxies one downstream connection of a tcp_proxy chain: down is
 // the raw connection (its ClientHello replayed) for passthrough, or the
-// terminated TLS connection. It returns when both directions are done.
-func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn) {
+// terminated TLS connection; sni is the server name the client sent. It
+// returns when both directions are done, counting the connection in its
+// Service port's series and writing its access log line.
+func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni string, conns *connTracker) {
 	defer down.Close()
 	spec := fc.tcp
+	c := &connEntry{start: time.Now(), serverName: sni, statPrefix: spec.statPrefix, tls: "passthrough"}
+	e := &accessEntry{ctx: context.Background(), listener: lc.name, remoteAddr: down.RemoteAddr().String(), conn: c}
+	defer p.logTCP(spec, e)
 	if fc.tlsConfig != nil {
+		c.tls = "terminated"
 		tc := tls.Server(down, fc.tlsConfig)
 		ctx := context.Background()
 		if spec.idleTimeout > 0 {
@@ -122,25 +150,62 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn) {
 			defer cancel()
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
-			p.log.Debug("tcp_proxy: TLS handshake failed", "listener", lc.name, "remote", down.RemoteAddr().String(), "error", err)
+			c.termination, c.downstreamErr = tcpEndTLSHandshake, err
 			return
 		}
 		down = tc
 	}
-	name := spec.pickCluster()
-	cl, _ := lc.clusters.get(name)
+	e.cluster = spec.pickCluster()
+	cl, _ := lc.clusters.get(e.cluster)
+	if cl != nil {
+		e.service = cl.stats.label
+	}
 	up, endpoint, err := p.connectTCP(cl, spec.maxConnectAttempts)
 	if err != nil {
-		p.log.Info("tcp_proxy: no upstream connection", "listener", lc.name, "stat_prefix", spec.statPrefix, "cluster", name,
-			"remote", down.RemoteAddr().String(), "error", err)
+		c.termination, e.upstreamErr = connectTermination(cl, err), err
 		return
 	}
 	defer up.Close()
-	start := time.Now()
-	sent, received := splice(down, up, spec.idleTimeout)
-	p.log.Debug("tcp_proxy: connection closed", "listener", lc.name, "stat_prefix", spec.statPrefix, "cluster", name,
-		"upstream_host", endpoint, "remote", down.RemoteAddr().String(), "bytes_sent", sent, "bytes_received", received,
-		"duration_ms", time.Since(start).Milliseconds())
+	e.upstreamHost = endpoint
+	ts := cl.stats.tcpSeries()
+	ts.connections.Inc()
+	ts.active.Inc()
+	defer ts.active.Dec()
+	var clean bool
+	c.received, c.sent, c.termination, clean = splice(down, up, spec.idleTimeout, ts)
+	if !clean && conns.forced.Load() {
+		c.termination = tcpEndDrained
+	}
+}
+
+// connectTermination says why no upstream connection was made.
+func connectTermination(cl *upstreamCluster, err error) string {
+	switch {
+	case cl == nil:
+		return tcpEndNoCluster
+	case errors.Is(err, errNoHealthyUpstream):
+		return tcpEndNoHealthy
+	}
+	return tcpEndConnectFailure
+}
+
+// logTCP writes a connection's access log line when its chain asks for
+// one; without, a connection that failed is logged as a plain message.
+func (p *Proxy) logTCP(spec *tcpProxySpec, e *accessEntry) {
+	c := e.conn
+	e.time = time.Now()
+	e.elapsed = e.time.Sub(c.start)
+	if spec.accessLog && p.accessLog.enabled(e.ctx) {
+		p.accessLog.add(e)
+		return
+	}
+	switch c.termination {
+	case tcpEndTLSHandshake:
+		p.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.listener, "remote", e.remoteAddr, "error", c.downstreamErr)
+	case tcpEndNoCluster, tcpEndNoHealthy, tcpEndConnectFailure:
+		p.log.Info("tcp_proxy: no upstream connection", "listener", e.listener, "stat_prefix", c.statPrefix, "cluster", e.cluster,
+			"remote", e.remoteAddr, "error", e.upstreamErr)
+	}
 }
 
 // connectTCP connects to an endpoint of cl picked by its load balancer
@@ -172,19 +237,26 @@ func (p *Proxy) connectTCP(cl *upstreamCluster, attempts int) (net.Conn, string,
 		if err == nil {
 			return conn, endpoint, nil
 		}
-		cl.state.stats.get().connectFailures.Inc()
+		cl.stats.connectFailed()
 		lastErr = err
 	}
 	return nil, "", lastErr
 }
 
-// splice copies bytes both ways until both directions have ended. The end of
-// one direction (EOF) is passed on as a half-close; an error, or idleTimeout
-// without a byte either way, closes both connections.
-func splice(down, up net.Conn, idleTimeout time.Duration) (sent, received int64) {
+// splice copies bytes both ways until both directions have ended, counting
+// them in ts as they go. The end of one direction (EOF) is passed on as a
+// half-close; an error, or idleTimeout without a byte either way, closes
+// both connections. It returns the bytes received from down and sent to it,
+// how the connection ended (the first end of a direction, error or idle
+// timeout), and whether both directions ended cleanly.
+func splice(down, up net.Conn, idleTimeout time.Duration, ts *tcpSeries) (received, sent int64, end string, clean bool) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
-	closeBoth := func() {
+	var first sync.Once
+	record := func(why string) { first.Do(func() { end = why }) }
+	var idle atomic.Bool
+	abort := func(why string) {
+		record(why)
 		_ = down.Close()
 		_ = up.Close()
 	}
@@ -200,51 +272,74 @@ func splice(down, up net.Conn, idleTimeout time.Duration) (sent, received int64)
 					return
 				case <-timer.C:
 				}
-				idle := time.Since(time.Unix(0, last.Load()))
-				if idle >= idleTimeout {
-					closeBoth()
+				since := time.Since(time.Unix(0, last.Load()))
+				if since >= idleTimeout {
+					idle.Store(true)
+					abort(tcpEndIdleTimeout)
 					return
 				}
-				timer.Reset(idleTimeout - idle)
+				timer.Reset(idleTimeout - since)
 			}
 		}()
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
+	var upClean bool
 	go func() {
 		defer wg.Done()
-		received = copyHalf(down, up, &last, closeBoth)
+		received, upClean = copyHalf(up, down, halfCopy{last: &last, record: record, abort: abort, counter: ts.sent,
+			srcClosed: tcpEndDownstreamClosed, srcReset: tcpEndDownstreamReset, dstReset: tcpEndUpstreamReset})
 	}()
-	sent = copyHalf(up, down, &last, closeBoth)
+	sent, downClean := copyHalf(down, up, halfCopy{last: &last, record: record, abort: abort, counter: ts.received,
+		srcClosed: tcpEndUpstreamClosed, srcReset: tcpEndUpstreamReset, dstReset: tcpEndDownstreamReset})
 	wg.Wait()
-	return sent, received
+	// Both directions have ended, so one of them recorded; an idle timeout
+	// that fires now records nothing more.
+	first.Do(func() {})
+	return received, sent, end, upClean && downClean && !idle.Load()
+}
+
+// halfCopy is one direction of a spliced connection.
+type halfCopy struct {
+	last    *atomic.Int64 // when a byte last went either way (UnixNano)
+	record  func(why string)
+	abort   func(why string)
+	counter prometheus.Counter // bytes copied
+	// srcClosed is the termination of the source's EOF; srcReset and
+	// dstReset those of an error reading the source or writing the
+	// destination.
+	srcClosed, srcReset, dstReset string
 }
 
 // copyHalf copies src to dst; at src's EOF it half-closes dst, on an error it
-// closes both connections (abort). It returns the bytes copied.
-func copyHalf(dst, src net.Conn, last *atomic.Int64, abort func()) int64 {
+// closes both connections (abort). It returns the bytes copied and whether
+// the direction ended cleanly (EOF passed on).
+func copyHalf(dst, src net.Conn, h halfCopy) (int64, bool) {
 	buf := make([]byte, 32<<10)
 	var n int64
 	for {
 		nr, rerr := src.Read(buf)
 		if nr > 0 {
-			last.Store(time.Now().UnixNano())
+			h.last.Store(time.Now().UnixNano())
 			nw, werr := dst.Write(buf[:nr])
 			n += int64(nw)
+			h.counter.Add(float64(nw))
 			if werr != nil {
-				abort()
-				return n
+				h.abort(h.dstReset)
+				return n, false
 			}
 		}
 		if rerr == io.EOF {
+			h.record(h.srcClosed)
 			if closeWrite(dst) != nil {
-				abort()
+				h.abort(h.dstReset)
+				return n, false
 			}
-			return n
+			return n, true
 		}
 		if rerr != nil {
-			abort()
-			return n
+			h.abort(h.srcReset)
+			return n, false
 		}
 	}
 }
@@ -265,6 +360,9 @@ type connTracker struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// forced is set when the drain time ran out and the connections left
+	// are being closed.
+	forced atomic.Bool
 }
 
 // add tracks c; false when the listener is closing (the caller closes c).
@@ -305,6 +403,7 @@ func (t *connTracker) drain(ctx context.Context) {
 		return
 	case <-ctx.Done():
 	}
+	t.forced.Store(true)
 	t.mu.Lock()
 	for c := range t.conns {
 		_ = c.Close()

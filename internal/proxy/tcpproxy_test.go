@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -171,10 +173,7 @@ func TestTCPProxyTermination(t *testing.T) {
 		clusters:  []*clusterv3.Cluster{edsCluster("echo"), edsCluster("greeter")},
 		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("echo", echo.addr()), assignment("greeter", greeter.addr())},
 	}
-	for _, n := range []string{"term.example.com", "greet.example.com"} {
-		certPEM, keyPEM := ca.issue(t, n)
-		res.secrets = append(res.secrets, tlsSecret(secretName(n), certPEM, keyPEM))
-	}
+	res.secrets = issueSecrets(t, ca, "term.example.com", "greet.example.com")
 	cp.set("v1", res)
 	p := startProxyOn(t, cp, map[string]string{"ingress_https": "127.0.0.1:0"})
 	p.waitVersion(t, "v1")
@@ -377,12 +376,19 @@ func TestConvertTCPProxyChains(t *testing.T) {
 				tp.HashPolicy = []*typev3.HashPolicy{{PolicySpecifier: &typev3.HashPolicy_SourceIp_{SourceIp: &typev3.HashPolicy_SourceIp{}}}}
 			}))
 		}, "tcp_proxy: hash_policy is not supported"},
-		{"access log", func(t *testing.T) *listenerv3.Listener {
+		{"access log with a filter", func(t *testing.T) *listenerv3.Listener {
 			return tlsListenerWith(t, nil, passthroughChain(t, "pass.example.com", "pass", func(tp *tcpproxyv3.TcpProxy) {
 				tp.AccessLog = []*accesslogv3.AccessLog{{Name: "envoy.access_loggers.stdout",
+					Filter:     &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_NotHealthCheckFilter{NotHealthCheckFilter: &accesslogv3.NotHealthCheckFilter{}}},
 					ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: mustAny(t, &streamv3.StdoutAccessLog{})}}}
 			}))
-		}, "tcp_proxy: access_log is not supported"},
+		}, "tcp_proxy: access_log \"envoy.access_loggers.stdout\": filter is not supported"},
+		{"access log to a file", func(t *testing.T) *listenerv3.Listener {
+			return tlsListenerWith(t, nil, passthroughChain(t, "pass.example.com", "pass", func(tp *tcpproxyv3.TcpProxy) {
+				tp.AccessLog = []*accesslogv3.AccessLog{{Name: "envoy.access_loggers.file",
+					ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: mustAny(t, &filev3.FileAccessLog{Path: "/tmp/x"})}}}
+			}))
+		}, "access_log \"envoy.access_loggers.file\" is not supported"},
 		{"tunneling", func(t *testing.T) *listenerv3.Listener {
 			return tlsListenerWith(t, nil, passthroughChain(t, "pass.example.com", "pass", func(tp *tcpproxyv3.TcpProxy) {
 				tp.TunnelingConfig = &tcpproxyv3.TcpProxy_TunnelingConfig{Hostname: "x"}
@@ -455,4 +461,249 @@ func TestTCPProxyClientHelloTimeout(t *testing.T) {
 	if got := silent(); got != "welcome\n" {
 		t.Errorf("silent client, continue_on_listener_filters_timeout: got %q, want the default chain's upstream", got)
 	}
+}
+
+// issueSecrets issues a certificate of ca for each server name, as the
+// secret its terminating chain names.
+func issueSecrets(t *testing.T, ca *testCA, names ...string) []*tlsv3.Secret {
+	var out []*tlsv3.Secret
+	for _, n := range names {
+		certPEM, keyPEM := ca.issue(t, n)
+		out = append(out, tlsSecret(secretName(n), certPEM, keyPEM))
+	}
+	return out
+}
+
+// stdoutAccessLog is the access_log the translator puts on tcp_proxy and HCM
+// filters.
+func stdoutAccessLog(t *testing.T) []*accesslogv3.AccessLog {
+	return []*accesslogv3.AccessLog{{Name: "envoy.access_loggers.stdout",
+		ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: mustAny(t, &streamv3.StdoutAccessLog{})}}}
+}
+
+// accessLineOf waits for the TCP access log line of the connection the
+// client made from local, and returns it.
+func accessLineOf(t *testing.T, p *testProxy, local net.Addr) map[string]any {
+	t.Helper()
+	var line map[string]any
+	waitFor(t, "the access log line of "+local.String(), func() bool {
+		for _, rec := range p.logs.records("access") {
+			if rec["proto"] == "tcp" && rec["downstream_remote_address"] == local.String() {
+				line = rec
+				return true
+			}
+		}
+		return false
+	})
+	return line
+}
+
+// TestTCPProxyAccessLogAndMetrics: with access_log on its tcp_proxy, a
+// chain writes a line per connection (passthrough or terminated TLS, made
+// or refused, ended normally or idle), and every connection is counted by
+// the Service port of its cluster (alt_stat_name): connections made, open
+// now, bytes each way.
+func TestTCPProxyAccessLogAndMetrics(t *testing.T) {
+	t.Parallel()
+	proxyCA, backendCA := newTestCA(t), newTestCA(t)
+	be := startTLSEcho(t, backendCA.keyPair(t, "pass.example.com"))
+	echo := startTCPEcho(t, "")
+	cp := startControlPlane(t)
+	withLog := func(tp *tcpproxyv3.TcpProxy) {
+		tp.AccessLog = stdoutAccessLog(t)
+		tp.StatPrefix = "tcp_" + strings.ReplaceAll(tp.GetCluster(), "/", "_")
+	}
+	port := func(name, alt string) *clusterv3.Cluster {
+		c := edsCluster(name)
+		c.AltStatName = alt
+		return c
+	}
+	res := resources{
+		listeners: []*listenerv3.Listener{tlsListenerWith(t, nil,
+			passthroughChain(t, "pass.example.com", "team-a/pass/443", withLog),
+			terminatingChain(t, "term.example.com", "team-a/echo/7", withLog),
+			terminatingChain(t, "idle.example.com", "team-a/echo/7/0badcafe", withLog, func(tp *tcpproxyv3.TcpProxy) {
+				tp.IdleTimeout = durationpb.New(200 * time.Millisecond)
+			}),
+			terminatingChain(t, "down.example.com", "team-a/down/7", withLog))},
+		clusters: []*clusterv3.Cluster{port("team-a/pass/443", "team-a_pass_443"), port("team-a/echo/7", "team-a_echo_7"),
+			port("team-a/echo/7/0badcafe", "team-a_echo_7"), port("team-a/down/7", "team-a_down_7")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("team-a/pass/443", be.addr()), assignment("team-a/echo/7", echo.addr()),
+			assignment("team-a/echo/7/0badcafe", echo.addr()), assignment("team-a/down/7", testutil.RefusedAddr(t))},
+	}
+	res.secrets = issueSecrets(t, proxyCA, "term.example.com", "idle.example.com", "down.example.com")
+	cp.set("v1", res)
+	p := startProxyOn(t, cp, map[string]string{"ingress_https": "127.0.0.1:0"})
+	p.waitVersion(t, "v1")
+	addr := p.ListenerAddr("ingress_https")
+	dial := func(sni string, roots *x509.CertPool) *tls.Conn {
+		c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: sni, RootCAs: roots})
+		if err != nil {
+			t.Fatalf("%s: %v", sni, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	service := func(name string) map[string]string {
+		return map[string]string{"service_namespace": "team-a", "service_name": name, "service_port": "7"}
+	}
+	if got := seriesOf(t, p, "portico_proxy_tcp_connections_total", "service_name", "echo"); len(got) != 0 {
+		t.Fatalf("TCP series before any connection: %v", got)
+	}
+
+	// Passthrough: the client's TLS session is with the backend.
+	pass := dial("pass.example.com", backendCA.pool)
+	if got := tlsExchange(t, pass, "hello"); got != "echo:hello" {
+		t.Fatalf("passthrough answer %q", got)
+	}
+	line := accessLineOf(t, p, pass.LocalAddr())
+	for k, want := range map[string]any{"listener": "ingress_https", "server_name": "pass.example.com", "tls": "passthrough",
+		"stat_prefix": "tcp_team-a_pass_443", "upstream_cluster": "team-a/pass/443", "upstream_service": "team-a/pass/443",
+		"upstream_host": be.addr(), "termination": "downstream_closed"} {
+		if line[k] != want {
+			t.Errorf("passthrough line: %s = %v, want %v (line %v)", k, line[k], want, line)
+		}
+	}
+	// The TLS records both ways are more than the plaintext.
+	received, sent := line["bytes_received"].(float64), line["bytes_sent"].(float64)
+	if received <= float64(len("hello")) || sent <= float64(len("echo:hello")) {
+		t.Errorf("passthrough line: %v bytes received, %v sent, want the TLS records", received, sent)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, line["start_time"].(string)); err != nil {
+		t.Errorf("start_time %v: %v", line["start_time"], err)
+	}
+	passPort := map[string]string{"service_name": "pass", "service_port": "443"}
+	waitMetric(t, p, "portico_proxy_tcp_connections_total", passPort, 1)
+	waitMetric(t, p, "portico_proxy_tcp_sent_bytes_total", passPort, received)
+	waitMetric(t, p, "portico_proxy_tcp_received_bytes_total", passPort, sent)
+	waitMetric(t, p, "portico_proxy_tcp_active_connections", passPort, 0)
+
+	// Terminated TLS: plaintext counted; a connection open now is active.
+	term := dial("term.example.com", proxyCA.pool)
+	_ = term.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := term.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, p, "portico_proxy_tcp_active_connections", service("echo"), 1)
+	waitMetric(t, p, "portico_proxy_tcp_sent_bytes_total", service("echo"), 4) // counted as they go
+	if err := term.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := io.ReadAll(term); string(got) != "echo:ping" {
+		t.Fatalf("terminated answer %q", got)
+	}
+	line = accessLineOf(t, p, term.LocalAddr())
+	for k, want := range map[string]any{"server_name": "term.example.com", "tls": "terminated", "upstream_service": "team-a/echo/7",
+		"bytes_received": float64(4), "bytes_sent": float64(len("echo:ping")), "termination": "downstream_closed"} {
+		if line[k] != want {
+			t.Errorf("terminated line: %s = %v, want %v (line %v)", k, line[k], want, line)
+		}
+	}
+	waitMetric(t, p, "portico_proxy_tcp_active_connections", service("echo"), 0)
+
+	// A cluster of the same Service port with its own policy (here: the
+	// idle timeout) counts in the same series; the idle connection's line
+	// says how it ended.
+	idle := dial("idle.example.com", proxyCA.pool)
+	_ = idle.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the idle connection was not closed")
+	}
+	line = accessLineOf(t, p, idle.LocalAddr())
+	if line["termination"] != "idle_timeout" || line["upstream_cluster"] != "team-a/echo/7/0badcafe" || line["upstream_service"] != "team-a/echo/7" {
+		t.Errorf("idle line: %v", line)
+	}
+	waitMetric(t, p, "portico_proxy_tcp_connections_total", service("echo"), 2)
+	waitMetric(t, p, "portico_proxy_tcp_active_connections", service("echo"), 0)
+
+	// No upstream connection: a line saying so, a connect failure, and no
+	// connection counted.
+	down := dial("down.example.com", proxyCA.pool)
+	_ = down.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.ReadAll(down)
+	line = accessLineOf(t, p, down.LocalAddr())
+	if line["termination"] != "upstream_connect_failure" || line["upstream_error"] == nil || line["upstream_service"] != "team-a/down/7" {
+		t.Errorf("refused line: %v", line)
+	}
+	waitMetric(t, p, "portico_proxy_upstream_connect_failures_total", service("down"), 1)
+	if got := seriesOf(t, p, "portico_proxy_tcp_connections_total", "service_name", "down"); len(got) != 0 {
+		t.Errorf("a connection that was never made was counted: %v", got)
+	}
+
+	// A failed handshake of a terminating chain is a line too.
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := tls.Client(raw, &tls.Config{ServerName: "term.example.com", RootCAs: backendCA.pool})
+	if err := bad.Handshake(); err == nil {
+		t.Fatal("handshake with an untrusted certificate succeeded")
+	}
+	raw.Close()
+	line = accessLineOf(t, p, raw.LocalAddr())
+	if line["termination"] != "tls_handshake_failure" || line["downstream_error"] == nil {
+		t.Errorf("handshake failure line: %v", line)
+	}
+
+	// Without access_log on the tcp_proxy, no line.
+	res.listeners = []*listenerv3.Listener{tlsListenerWith(t, nil, terminatingChain(t, "term.example.com", "team-a/echo/7"))}
+	cp.set("v2", res)
+	p.waitVersion(t, "v2")
+	quiet := dial("term.example.com", proxyCA.pool)
+	if got := tlsExchange(t, quiet, "x"); got != "echo:x" {
+		t.Fatalf("answer %q", got)
+	}
+	waitMetric(t, p, "portico_proxy_tcp_connections_total", service("echo"), 3)
+	for _, rec := range p.logs.records("access") {
+		if rec["downstream_remote_address"] == quiet.LocalAddr().String() {
+			t.Errorf("a chain without access_log wrote a line: %v", rec)
+		}
+	}
+}
+
+// TestTCPProxyDrainedConnectionIsLogged: a connection still open when its
+// listener leaves the configuration is closed when the drain time runs out,
+// and its access log line says so.
+func TestTCPProxyDrainedConnectionIsLogged(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	echo := startTCPEcho(t, "")
+	web := startBackend(t, "web")
+	cp := startControlPlane(t)
+	certPEM, keyPEM := ca.issue(t, "term.example.com")
+	res := resources{
+		listeners: []*listenerv3.Listener{httpListener(t), tlsListenerWith(t, nil, terminatingChain(t, "term.example.com", "echo", func(tp *tcpproxyv3.TcpProxy) {
+			tp.AccessLog = stdoutAccessLog(t)
+		}))},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("web", prefixMatch("/"))))},
+		clusters:  []*clusterv3.Cluster{edsCluster("echo"), edsCluster("web")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("echo", echo.addr()), assignment("web", web.addr())},
+		secrets:   []*tlsv3.Secret{tlsSecret(secretName("term.example.com"), certPEM, keyPEM)},
+	}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	conn, err := tls.Dial("tcp", p.ListenerAddr("ingress_https"), &tls.Config{ServerName: "term.example.com", RootCAs: ca.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("still talking")); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, p, "portico_proxy_tcp_active_connections", map[string]string{"service_name": "echo"}, 1)
+	res.listeners = res.listeners[:1]
+	cp.set("v2", res)
+	p.waitVersion(t, "v2")
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.ReadAll(conn); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatal("the drain did not close the connection within 30s")
+		}
+	}
+	if line := accessLineOf(t, p, conn.LocalAddr()); line["termination"] != "drained" {
+		t.Errorf("termination %v, want drained (line %v)", line["termination"], line)
+	}
+	waitMetric(t, p, "portico_proxy_tcp_active_connections", map[string]string{"service_name": "echo"}, 0)
 }

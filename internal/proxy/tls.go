@@ -217,7 +217,7 @@ func (l *tlsListener) dispatch(raw net.Conn, lc *listenerConfig) {
 		l.p.log.Debug("no filter chain for server name", "listener", l.ll.name, "server_name", sni)
 		_ = raw.Close()
 	case chain.tcp != nil:
-		l.p.serveTCP(lc, chain, conn)
+		l.p.serveTCP(lc, chain, conn, sni, &l.ll.conns)
 	default:
 		c := l.httpConn(conn)
 		if !l.deliver(acceptResult{c: c}) {

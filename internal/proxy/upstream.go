@@ -50,6 +50,7 @@ type clusterSpec struct {
 	tls         *upstreamTLSSpec // nil: clear text
 	protocol    protocolSpec
 	outlier     *outlierSpec // nil without outlier_detection
+	statKey     upstreamKey  // the labels of its series (clusterStatKey)
 }
 
 // assignmentSpec is a validated ClusterLoadAssignment.
@@ -60,6 +61,7 @@ type assignmentSpec struct {
 // upstreamCluster is a cluster of a snapshot.
 type upstreamCluster struct {
 	name      string
+	stats     *upstreamStats // of its Service port
 	endpoints []string
 	// dialer connects to the endpoints (connect_timeout, dns_lookup_family,
 	// the egress rules).
@@ -119,7 +121,8 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("health_checks: %w", err)
 	}
-	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp", lb: lb, healthCheck: hc}
+	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp", lb: lb, healthCheck: hc,
+		statKey: clusterStatKey(c.GetName(), c.GetAltStatName())}
 	if ts := c.GetTransportSocket(); ts != nil {
 		if spec.tls, err = convertUpstreamTLS(ts); err != nil {
 			return nil, fmt.Errorf("transport_socket: %w", err)

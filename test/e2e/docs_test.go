@@ -90,3 +90,26 @@ func TestHTTPProxyTeamsGuideCheckTable(t *testing.T) {
 		t.Errorf("docs/httpproxy-teams.md's check table differs from portico check:\ndocumented:\n%s\nreal:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
 }
+
+// checkDocumentedKeys compares the keys of a real access log line with those of the
+// sample line of docs/metrics.md that has marker.
+func checkDocumentedKeys(t *testing.T, marker, real string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.Contains(line, "msg=access") && strings.Contains(line, " "+marker+" ") {
+			documented = line
+			break
+		}
+	}
+	if documented == "" {
+		t.Fatalf("docs/metrics.md has no sample access line with %s", marker)
+	}
+	if got, want := strings.Join(logfmtKeys(documented), " "), strings.Join(logfmtKeys(real), " "); got != want {
+		t.Errorf("documented keys %q, real %q\ndocumented: %s\nreal:       %s", got, want, documented, real)
+	}
+}

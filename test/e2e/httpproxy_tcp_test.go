@@ -68,6 +68,34 @@ func startTCPEcho(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// passthroughProxy passes pass.example.com's TLS connections through to the Service
+// tcp/secure-app.
+const passthroughProxy = `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: pass, namespace: tcp}
+spec:
+  virtualhost:
+    fqdn: pass.example.com
+    tls: {passthrough: true}
+  tcpproxy:
+    services: [{name: secure-app, port: 80}]
+`
+
+// rawTCPProxy terminates raw.example.com's TLS (secret tcp/raw-tls) and sends the
+// plaintext to the Service tcp/tcp-echo.
+const rawTCPProxy = `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: raw, namespace: tcp}
+spec:
+  virtualhost:
+    fqdn: raw.example.com
+    tls: {secretName: raw-tls}
+  tcpproxy:
+    services: [{name: tcp-echo, port: 80}]
+`
+
 // TestHTTPProxyTCPPassthrough: tls.passthrough with a tcpproxy hands the TLS connection,
 // chosen by SNI, to the backend as it came: the client completes TLS with the backend's
 // own certificate (which the proxy does not have), negotiates HTTP/2 with it by ALPN, and
@@ -80,17 +108,7 @@ func TestHTTPProxyTCPPassthrough(t *testing.T) {
 	e := start(t, map[string]string{
 		"backends.yaml": serviceManifest("tcp", "secure-app", startTLSEcho(t, "tcp", "secure-app", backendCert)) + "---\n" + backends(t, "tcp/web"),
 		"secret.yaml":   tlsSecretManifestIn("tcp", "web-tls", webCert),
-		"proxies.yaml": `
-apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {name: pass, namespace: tcp}
-spec:
-  virtualhost:
-    fqdn: pass.example.com
-    tls: {passthrough: true}
-  tcpproxy:
-    services: [{name: secure-app, port: 80}]
----
+		"proxies.yaml": passthroughProxy + `---
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: web, namespace: tcp}
@@ -176,16 +194,7 @@ spec:
   tcpproxy:
     services: [{name: http-app, port: 80}]
 ---
-apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {name: raw, namespace: tcp}
-spec:
-  virtualhost:
-    fqdn: raw.example.com
-    tls: {secretName: raw-tls}
-  tcpproxy:
-    services: [{name: tcp-echo, port: 80}]
----
+` + rawTCPProxy + `---
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: team, namespace: tcp}
@@ -252,4 +261,98 @@ spec:
 	for _, obj := range []string{"tcp/term", "tcp/raw", "tcp/team", "team/tcp"} {
 		wantStatus(t, st, obj, dag.StatusValid, "")
 	}
+}
+
+// accessLine waits for the access log line (text format) that has every one of attrs
+// (key=value as logged) and returns it.
+func (e *env) accessLine(attrs ...string) string {
+	e.t.Helper()
+	var found string
+	e.eventually(10*time.Second, "an access log line with "+strings.Join(attrs, " "), func() bool {
+	lines:
+		for _, line := range strings.Split(e.logs.String(), "\n") {
+			if !strings.Contains(line, " msg=access ") {
+				continue
+			}
+			for _, a := range attrs {
+				if !strings.Contains(line, " "+a+" ") && !strings.HasSuffix(line, " "+a) {
+					continue lines
+				}
+			}
+			found = line
+			return true
+		}
+		return false
+	})
+	return found
+}
+
+// TestTCPProxyAccessLogAndMetrics: TLS passthrough and terminated TLS through `portico
+// run`: every connection gets an access log line (server name, Service port, upstream
+// address, bytes each way, how it ended), and /metrics counts connections and bytes by
+// the Service port, as Prometheus would scrape them.
+func TestTCPProxyAccessLogAndMetrics(t *testing.T) {
+	t.Parallel()
+	backendCert, rawCert := testutil.SelfSigned("pass.example.com"), testutil.SelfSigned("raw.example.com")
+	passAddr, echoAddr := startTLSEcho(t, "tcp", "secure-app", backendCert), startTCPEcho(t)
+	e := start(t, map[string]string{
+		"backends.yaml": serviceManifest("tcp", "secure-app", passAddr) + "---\n" + serviceManifest("tcp", "tcp-echo", echoAddr),
+		"secrets.yaml":  tlsSecretManifestIn("tcp", "raw-tls", rawCert),
+		"proxies.yaml":  passthroughProxy + "---\n" + rawTCPProxy,
+	})
+	svc := func(name string) map[string]string {
+		return map[string]string{"service_namespace": "tcp", "service_name": name, "service_port": "http"}
+	}
+	if _, ok := metricSample(e.adminMetrics(), "portico_proxy_tcp_connections_total", svc("tcp-echo")); ok {
+		t.Error("a TCP connection series before any connection")
+	}
+
+	// Passthrough: an HTTPS request whose TLS session is the backend's.
+	client := verifiedClient(e.httpsAddr(), pool(t, backendCert), false)
+	if r, err := fetch(mustRequest(t, "https://pass.example.com/x"), client); err != nil || r.status != 200 {
+		t.Fatalf("passthrough: %v %d", err, r.status)
+	}
+	line := e.accessLine("proto=tcp", "server_name=pass.example.com")
+	for _, want := range []string{"listener=ingress_https", "tls=passthrough", "stat_prefix=tcp_pass_example_com",
+		"upstream_service=tcp/secure-app/http", "upstream_host=" + passAddr} {
+		if !strings.Contains(line, " "+want) {
+			t.Errorf("passthrough access line lacks %s: %s", want, line)
+		}
+	}
+	// The HTTP exchange ends with a close by either side, whichever comes first.
+	if !strings.HasSuffix(line, " termination=downstream_closed") && !strings.HasSuffix(line, " termination=upstream_closed") {
+		t.Errorf("passthrough access line: want a close by either side: %s", line)
+	}
+	e.waitSample("portico_proxy_tcp_connections_total", svc("secure-app"), 1)
+	e.waitSample("portico_proxy_tcp_active_connections", svc("secure-app"), 0)
+
+	// Terminated: the plaintext, byte for byte, in the line and the series.
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", e.httpsAddr(), &tls.Config{ServerName: "raw.example.com", RootCAs: pool(t, rawCert)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := bufio.NewReader(conn).ReadString('\n'); err != nil || got != "hello\n" {
+		t.Fatalf("echo: %q %v", got, err)
+	}
+	e.waitSample("portico_proxy_tcp_active_connections", svc("tcp-echo"), 1)
+	conn.Close()
+	line = e.accessLine("proto=tcp", "server_name=raw.example.com")
+	for _, want := range []string{"tls=terminated", "bytes_received=6", "bytes_sent=6", "upstream_service=tcp/tcp-echo/http", "termination=downstream_closed",
+		"upstream_host=" + echoAddr, "downstream_remote_address=" + conn.LocalAddr().String()} {
+		if !strings.Contains(line, " "+want) {
+			t.Errorf("terminated access line lacks %s: %s", want, line)
+		}
+	}
+	e.waitSample("portico_proxy_tcp_connections_total", svc("tcp-echo"), 1)
+	e.waitSample("portico_proxy_tcp_active_connections", svc("tcp-echo"), 0)
+	e.waitSample("portico_proxy_tcp_sent_bytes_total", svc("tcp-echo"), 6)
+	e.waitSample("portico_proxy_tcp_received_bytes_total", svc("tcp-echo"), 6)
+
+	// The line has the keys, in order, of the sample in docs/metrics.md.
+	checkDocumentedKeys(t, "proto=tcp", line)
 }

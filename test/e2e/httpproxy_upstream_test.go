@@ -243,9 +243,11 @@ spec:
 	wantStatus(t, st, "default/timeout", dag.StatusValid, "")
 }
 
-// outlierMetrics reads the outlier detection metrics of the cluster whose name starts
-// with prefix: endpoints ejected now, and ejections so far.
-func outlierMetrics(e *env, prefix string) (ejected, ejections float64) {
+// outlierMetrics reads the outlier detection metrics of a Service port, given as
+// namespace/service/port: endpoints ejected now, and ejections so far.
+func outlierMetrics(e *env, servicePort string) (ejected, ejections float64) {
+	parts := strings.Split(servicePort, "/")
+	labels := []string{`service_namespace="` + parts[0] + `"`, `service_name="` + parts[1] + `"`, `service_port="` + parts[2] + `"`}
 	for _, line := range strings.Split(e.adminMetrics(), "\n") {
 		var into *float64
 		switch {
@@ -256,7 +258,7 @@ func outlierMetrics(e *env, prefix string) (ejected, ejections float64) {
 		default:
 			continue
 		}
-		if !strings.Contains(line, `cluster="`+prefix) {
+		if !strings.Contains(line, labels[0]) || !strings.Contains(line, labels[1]) || !strings.Contains(line, labels[2]) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
@@ -303,7 +305,7 @@ spec:
     failurePolicy: {retryPolicyEnabled: false, consecutive5xx: 2, interval: 100ms, baseEjectionTime: 10m}
 `,
 	})
-	const pool = "out/pool/80"
+	const pool = "out/pool/http"
 
 	// Until the failing endpoint has failed three times, nothing is ejected.
 	began := time.Now()
@@ -368,7 +370,7 @@ spec:
 		}
 	}
 	e.eventually(10*time.Second, "the failing endpoint to be ejected from the retried route's cluster", func() bool {
-		_, n := outlierMetrics(e, "out/retried/80")
+		_, n := outlierMetrics(e, "out/retried/http")
 		return n >= 1
 	})
 
@@ -378,12 +380,12 @@ spec:
 		if r := e.get("outlier.example.com", "/allbad"); r.status != 500 {
 			t.Fatalf("GET /allbad: %d from %q, want a backend's 500", r.status, answeredBy(r))
 		}
-		if ejected, _ := outlierMetrics(e, "out/allbad/80"); ejected > 1 {
+		if ejected, _ := outlierMetrics(e, "out/allbad/http"); ejected > 1 {
 			t.Fatalf("%v of the 2 endpoints ejected, beyond maxEjectionPercent 50", ejected)
 		}
 	}
 	e.eventually(10*time.Second, "one of two failing endpoints to be ejected", func() bool {
-		ejected, _ := outlierMetrics(e, "out/allbad/80")
+		ejected, _ := outlierMetrics(e, "out/allbad/http")
 		return ejected == 1
 	})
 	h1, h2 := bad1.hits.Load(), bad2.hits.Load()

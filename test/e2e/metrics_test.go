@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,9 +113,10 @@ spec:
 `
 
 // The embedded proxy's metrics, read from the admin endpoint as an operator's Prometheus
-// would: requests by virtual host and route (named after the Ingress and its path),
-// retries, timeouts and connect failures by cluster; the series of a cluster and host
-// that leave the configuration disappear; access log lines name the same route.
+// would: requests by virtual host, route (the Ingress) and path, retries, timeouts and
+// connect failures by Service port; only what happened has series; the series of a
+// Service and host that leave the configuration disappear; access log lines name the
+// same route, path and Service port.
 func TestProxyMetricsAndAccessLog(t *testing.T) {
 	e := start(t, map[string]string{
 		"backends.yaml": backends(t, "web", "api", "flaky", "slow", "pertry"),
@@ -147,75 +149,154 @@ func TestProxyMetricsAndAccessLog(t *testing.T) {
 		t.Errorf("connect failure: %d, want 502", r.status)
 	}
 
-	req := func(vhost, route, class string) map[string]string {
-		return map[string]string{"listener": "ingress_http", "vhost": vhost, "route": route, "code_class": class}
+	req := func(vhost, route, path, class string) map[string]string {
+		return map[string]string{"listener": "ingress_http", "vhost": vhost, "route": route, "path": path, "code_class": class}
 	}
-	cluster := func(name string) map[string]string { return map[string]string{"cluster": name} }
+	svc := func(name string) map[string]string {
+		return map[string]string{"service_namespace": "default", "service_name": name, "service_port": "http"}
+	}
+	withClass := func(m map[string]string, class string) map[string]string {
+		m["code_class"] = class
+		return m
+	}
 	for _, s := range []struct {
 		name   string
 		labels map[string]string
 		want   float64
 	}{
-		{"portico_proxy_requests_total", req("site.example.com", "ingress/default/site:prefix:/", "2xx"), 3},
-		{"portico_proxy_requests_total", req("site.example.com", "ingress/default/site:exact:/api", "2xx"), 1},
-		{"portico_proxy_requests_total", req("(none)", "(none)", "4xx"), 1},
-		{"portico_proxy_requests_total", req("retry.example.com", "ingress/default/retry:prefix:/", "5xx"), 1},
-		{"portico_proxy_request_duration_seconds_count", map[string]string{"vhost": "site.example.com", "route": "ingress/default/site:prefix:/"}, 3},
-		{"portico_proxy_response_size_bytes_count", map[string]string{"vhost": "site.example.com", "route": "ingress/default/site:exact:/api"}, 1},
-		{"portico_proxy_upstream_requests_total", map[string]string{"cluster": "default/web/80", "code_class": "2xx"}, 3},
-		{"portico_proxy_upstream_retries_total", cluster("default/flaky/80"), 2},
-		{"portico_proxy_upstream_timeouts_total", cluster("default/slow/80"), 1},
-		{"portico_proxy_upstream_per_try_timeouts_total", cluster("default/pertry/80"), 1},
-		{"portico_proxy_upstream_timeouts_total", cluster("default/pertry/80"), 0},
-		{"portico_proxy_upstream_connect_failures_total", cluster("default/down/80"), 1},
-		{"portico_proxy_upstream_connect_failures_total", cluster("default/web/80"), 0},
+		{"portico_proxy_requests_total", req("site.example.com", "ingress/default/site", "/", "2xx"), 3},
+		{"portico_proxy_requests_total", req("site.example.com", "ingress/default/site", "/api", "2xx"), 1},
+		{"portico_proxy_requests_total", req("(none)", "(none)", "(none)", "4xx"), 1},
+		{"portico_proxy_requests_total", req("retry.example.com", "ingress/default/retry", "/", "5xx"), 1},
+		{"portico_proxy_request_duration_seconds_count", map[string]string{"vhost": "site.example.com", "route": "ingress/default/site", "path": "/"}, 3},
+		{"portico_proxy_response_size_bytes_count", map[string]string{"vhost": "site.example.com", "route": "ingress/default/site", "path": "/api"}, 1},
+		{"portico_proxy_upstream_requests_total", withClass(svc("web"), "2xx"), 3},
+		{"portico_proxy_upstream_retries_total", svc("flaky"), 2},
+		{"portico_proxy_upstream_timeouts_total", svc("slow"), 1},
+		{"portico_proxy_upstream_per_try_timeouts_total", svc("pertry"), 1},
+		{"portico_proxy_upstream_connect_failures_total", svc("down"), 1},
 	} {
 		e.waitSample(s.name, s.labels, s.want)
 	}
+	// What did not happen has no series.
+	for _, s := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"portico_proxy_upstream_timeouts_total", svc("pertry")},
+		{"portico_proxy_upstream_connect_failures_total", svc("web")},
+		{"portico_proxy_requests_total", req("site.example.com", "ingress/default/site", "/", "5xx")},
+	} {
+		if v, ok := metricSample(e.adminMetrics(), s.name, s.labels); ok {
+			t.Errorf("%s%v = %v, want no series", s.name, s.labels, v)
+		}
+	}
 	// The latency buckets go up to 10 minutes.
 	e.waitSample("portico_proxy_request_duration_seconds_bucket",
-		map[string]string{"vhost": "site.example.com", "route": "ingress/default/site:prefix:/", "le": "600"}, 3)
+		map[string]string{"vhost": "site.example.com", "route": "ingress/default/site", "path": "/", "le": "600"}, 3)
 
-	// Every access log line names its route; the unmatched request names none.
-	// Lines are written off the request path, so wait for them.
-	routes := map[string]string{}
-	accessRoute := regexp.MustCompile(` authority=(\S+) .* route=(\S+)`)
-	wantRoutes := map[string]string{
-		"site.example.com":    "ingress/default/site:", // prefix:/ or exact:/api
-		"retry.example.com":   "ingress/default/retry:prefix:/",
-		"down.example.com":    "ingress/default/down:prefix:/",
-		"nowhere.example.com": "(none)",
+	// Every access log line names its route, path and Service port as the series do; the
+	// unmatched request names none. Lines are written off the request path, so wait for them.
+	type named struct{ route, path, service string }
+	lines := map[string]named{}
+	accessRoute := regexp.MustCompile(` authority=(\S+) .* upstream_service=(\S*) .* route=(\S+) route_path=(\S+)`)
+	wantLines := map[string]named{
+		"site.example.com":    {"ingress/default/site", "/", "default/web/http"}, // or /api, api
+		"retry.example.com":   {"ingress/default/retry", "/", "default/flaky/http"},
+		"down.example.com":    {"ingress/default/down", "/", "default/down/http"},
+		"nowhere.example.com": {"(none)", "(none)", ""},
 	}
 	e.eventually(10*time.Second, "access log lines of every host", func() bool {
-		clear(routes)
+		clear(lines)
 		for _, line := range strings.Split(e.logs.String(), "\n") {
 			if m := accessRoute.FindStringSubmatch(line); m != nil && strings.Contains(line, "msg=access") {
-				routes[m[1]] = m[2]
+				lines[m[1]] = named{m[3], m[4], strings.Trim(m[2], `"`)}
 			}
 		}
-		return len(routes) >= len(wantRoutes)
+		return len(lines) >= len(wantLines)
 	})
 	for _, line := range strings.Split(e.logs.String(), "\n") {
 		if strings.Contains(line, "msg=access") && !accessRoute.MatchString(line) {
 			t.Errorf("access log line without route: %s", line)
 		}
 	}
-	for host, want := range wantRoutes {
-		if !strings.HasPrefix(routes[host], want) {
-			t.Errorf("access log route for %s = %q, want %q", host, routes[host], want)
+	for host, want := range wantLines {
+		got := lines[host]
+		if host == "site.example.com" && got.path == "/api" {
+			want = named{"ingress/default/site", "/api", "default/api/http"}
+		}
+		if got != want {
+			t.Errorf("access log line for %s names %+v, want %+v", host, got, want)
 		}
 	}
+
+	// A line has the keys, in order, of the sample in docs/metrics.md.
+	checkDocumentedKeys(t, "proto=HTTP/1.1", e.accessLine("authority=site.example.com", "status=200"))
 
 	// The down Ingress and Service go: their series go with them.
 	e.remove("down.yaml")
 	e.waitFor("down.example.com", "/", "", 404)
 	metrics := e.adminMetrics()
-	for _, gone := range []string{`cluster="default/down/80"`, `vhost="down.example.com"`} {
+	for _, gone := range []string{`service_name="down"`, `vhost="down.example.com"`} {
 		if strings.Contains(metrics, gone) {
 			t.Errorf("after removing the down Ingress and Service, /metrics still has series with %s", gone)
 		}
 	}
 	// The others keep counting.
 	e.get("site.example.com", "/page")
-	e.waitSample("portico_proxy_requests_total", req("site.example.com", "ingress/default/site:prefix:/", "2xx"), 4)
+	e.waitSample("portico_proxy_requests_total", req("site.example.com", "ingress/default/site", "/", "2xx"), 4)
+}
+
+// Series appear with the first request they count: /metrics before any request has no
+// request series of any route, Service or status class; after one request it has the
+// series of that request's route, Service port and class, and no others.
+func TestMetricsSeriesAppearWithTheFirstRequest(t *testing.T) {
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "web", "api", "flaky", "slow", "pertry"),
+		"ingress.yaml":  metricsManifests,
+	})
+	perRequest := regexp.MustCompile(`^(portico_proxy_(?:requests_total|request_duration_seconds_count|response_size_bytes_count|upstream_[a-z_]+_total))\{(.*)\} `)
+	series := func() []string {
+		var out []string
+		for _, line := range strings.Split(e.adminMetrics(), "\n") {
+			if m := perRequest.FindStringSubmatch(line); m != nil {
+				out = append(out, m[1]+"{"+m[2]+"}")
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	// Ready (start waited for /readyz), every route and cluster configured, nothing served.
+	if before := series(); len(before) != 0 {
+		t.Errorf("before any request, per-request series:\n%s", strings.Join(before, "\n"))
+	}
+	if r := e.get("site.example.com", "/page"); r.status != 200 || r.service() != "web" {
+		t.Fatalf("site /page: %d from %q", r.status, r.service())
+	}
+	e.eventually(5*time.Second, "the request to be counted", func() bool { return len(series()) >= 4 })
+	first := series()
+	want := []string{
+		`portico_proxy_request_duration_seconds_count{listener="ingress_http",path="/",route="ingress/default/site",vhost="site.example.com"}`,
+		`portico_proxy_requests_total{code_class="2xx",listener="ingress_http",path="/",route="ingress/default/site",vhost="site.example.com"}`,
+		`portico_proxy_response_size_bytes_count{listener="ingress_http",path="/",route="ingress/default/site",vhost="site.example.com"}`,
+		`portico_proxy_upstream_requests_total{code_class="2xx",service_name="web",service_namespace="default",service_port="http"}`,
+	}
+	if !slices.Equal(first, want) {
+		t.Errorf("after the first request, per-request series:\n%s\nwant:\n%s", strings.Join(first, "\n"), strings.Join(want, "\n"))
+	}
+	if r := e.get("retry.example.com", "/", "X-Echo-Status", "503"); r.status != 503 {
+		t.Fatalf("retry: %d", r.status)
+	}
+	e.waitSample("portico_proxy_upstream_retries_total", map[string]string{"service_name": "flaky"}, 2)
+	added := slices.DeleteFunc(series(), func(s string) bool { return slices.Contains(first, s) })
+	want = []string{
+		`portico_proxy_request_duration_seconds_count{listener="ingress_http",path="/",route="ingress/default/retry",vhost="retry.example.com"}`,
+		`portico_proxy_requests_total{code_class="5xx",listener="ingress_http",path="/",route="ingress/default/retry",vhost="retry.example.com"}`,
+		`portico_proxy_response_size_bytes_count{listener="ingress_http",path="/",route="ingress/default/retry",vhost="retry.example.com"}`,
+		`portico_proxy_upstream_requests_total{code_class="5xx",service_name="flaky",service_namespace="default",service_port="http"}`,
+		`portico_proxy_upstream_retries_total{service_name="flaky",service_namespace="default",service_port="http"}`,
+	}
+	if !slices.Equal(added, want) {
+		t.Errorf("a retried 503 added:\n%s\nwant:\n%s", strings.Join(added, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -9,10 +9,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -196,13 +198,15 @@ func TestRouteNamesAreTheFmtOnes(t *testing.T) {
 		if len(r.Headers) > 0 || len(r.Query) > 0 {
 			name += fmt.Sprintf("?h=%08x", fmtHash(r))
 		}
+		object := ""
 		if src := r.Source; src.Kind != "" {
-			name = strings.ToLower(src.Kind) + "/" + src.Namespace + "/" + src.Name + ":" + name
+			object = strings.ToLower(src.Kind) + "/" + src.Namespace + "/" + src.Name + ":"
+			name = object + name
 		}
 		if len(name) > maxRouteNameLen {
 			h := fnv.New32a()
 			_, _ = h.Write([]byte(name))
-			cut := maxRouteNameLen - 9
+			cut := max(maxRouteNameLen-9, len(object))
 			for cut > 0 && !utf8.RuneStart(name[cut]) {
 				cut--
 			}
@@ -215,7 +219,8 @@ func TestRouteNamesAreTheFmtOnes(t *testing.T) {
 	var routes []*dag.Route
 	for _, kind := range []dag.PathMatchKind{dag.PathPrefix, dag.PathStringPrefix, dag.PathExact, dag.PathRegex} {
 		for _, path := range []string{"/", "/api", long} {
-			for _, src := range []dag.ObjectRef{{}, httpProxySource, {Kind: "IngressRoute", Namespace: "ns", Name: "Mixed-Case"}} {
+			for _, src := range []dag.ObjectRef{{}, httpProxySource, {Kind: "IngressRoute", Namespace: "ns", Name: "Mixed-Case"},
+				{Kind: "HTTPProxy", Namespace: strings.Repeat("n", 63), Name: strings.Repeat("long.", 50) + "name"}} {
 				r := &dag.Route{Path: dag.PathMatch{Kind: kind, Value: path}, Source: src}
 				routes = append(routes, r)
 				for i, v := range odd {
@@ -677,7 +682,10 @@ func TestTCPProxyAndPassthroughHosts(t *testing.T) {
 			},
 		})}}
 	}
+	// Every TCP proxy writes an access log line per connection, as the HCM does per request.
 	tcpFilter := func(tp *tcpproxyv3.TcpProxy) []*listenerv3.Filter {
+		tp.AccessLog = []*accesslogv3.AccessLog{{Name: "envoy.access_loggers.stdout",
+			ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: packed(t, &streamv3.StdoutAccessLog{})}}}
 		return []*listenerv3.Filter{{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: packed(t, tp)}}}
 	}
 	want := &listenerv3.Listener{

@@ -155,9 +155,10 @@ func terminatesTLS(svh *dag.SecureVirtualHost) bool {
 
 // tcpProxy sends the connection's bytes to the host's cluster, or to one of its clusters
 // by weight. TCP weights must be at least 1: a cluster of weight 0 is left out (it would
-// get no connections), and when every weight is 0 they all get 1 (an even split).
+// get no connections), and when every weight is 0 they all get 1 (an even split). Each
+// connection gets an access log line, as each HTTP request does.
 func tcpProxy(svh *dag.SecureVirtualHost) *listenerv3.Filter {
-	tp := &tcpproxyv3.TcpProxy{StatPrefix: tcpStatPrefix(svh.Name)}
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: tcpStatPrefix(svh.Name), AccessLog: stdoutAccessLog()}
 	var clusters []*tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight
 	for _, wc := range svh.TCPProxy.Clusters {
 		if wc.Weight > 0 {
@@ -253,13 +254,19 @@ func httpConnectionManager(statPrefix, routeName string, opts Options) *listener
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
 			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
 		},
-		AccessLog: []*accesslogv3.AccessLog{{
-			Name:       "envoy.access_loggers.stdout",
-			ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: mustAny(&streamv3.StdoutAccessLog{})},
-		}},
+		AccessLog: stdoutAccessLog(),
 	}
 	return &listenerv3.Filter{
 		Name:       wellknown.HTTPConnectionManager,
 		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)},
 	}
+}
+
+// stdoutAccessLog is Envoy's access log to its standard output, in its default format;
+// the embedded proxy writes its own lines (docs/metrics.md).
+func stdoutAccessLog() []*accesslogv3.AccessLog {
+	return []*accesslogv3.AccessLog{{
+		Name:       "envoy.access_loggers.stdout",
+		ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: mustAny(&streamv3.StdoutAccessLog{})},
+	}}
 }

@@ -197,6 +197,18 @@ func TestRoutesAreNamedAfterTheirObjectAndMatch(t *testing.T) {
 		t.Errorf("route name %q is not valid UTF-8", n)
 	}
 	checkMarshal(t, mres)
+	// The object's part is never cut, however long: it is the proxy's route label.
+	longObject := dag.ObjectRef{Kind: dag.KindHTTPProxy, Namespace: strings.Repeat("n", 63), Name: strings.Repeat("a.", 120) + "app"}
+	lres, err := Translate(&dag.Graph{HTTP: []*dag.VirtualHost{{Name: "foo.com", Routes: []*dag.Route{
+		named(route(dag.PathPrefix, long, web), longObject),
+	}}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	object := "httpproxy/" + longObject.Namespace + "/" + longObject.Name + ":"
+	if n := lres.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0].Routes[0].Name; !strings.HasPrefix(n, object) || len(n) > len(object)+9 {
+		t.Errorf("route name %q of a %d-byte object: want the whole object and a hash", n, len(object))
+	}
 	// Stable: the same graph gives the same names.
 	again, err := Translate(g, Options{})
 	if err != nil {

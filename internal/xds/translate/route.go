@@ -139,7 +139,9 @@ func virtualHost(vh *dag.VirtualHost, fallback *dag.VirtualHost, opts Options) *
 }
 
 // maxRouteNameLen bounds route names, which data planes use as metric labels and in
-// access logs: a longer name keeps its start and gets a hash of the whole.
+// access logs: a longer name keeps its start and gets a hash of the whole. The object's
+// part is never cut (Kubernetes bounds it to about 330 bytes): the embedded proxy labels
+// a route with it.
 const maxRouteNameLen = 200
 
 // routeName names a route after the object that declared it and its path condition:
@@ -148,7 +150,8 @@ const maxRouteNameLen = 200
 // hash of them ("httpproxy/team/app:prefix:/api?h=1a2b3c4d"), so that two routes of one
 // path that differ only in their conditions have different names. It is stable across
 // rebuilds and bounded by the number of routes the objects declare, so it can label
-// metrics.
+// metrics: the embedded proxy's route label is the part before the first ':', the
+// object.
 func routeName(r *dag.Route) string {
 	kind := "prefix"
 	switch r.Path.Kind {
@@ -162,6 +165,7 @@ func routeName(r *dag.Route) string {
 	var b strings.Builder
 	src := r.Source
 	b.Grow(len(src.Kind) + len(src.Namespace) + len(src.Name) + len(kind) + len(r.Path.Value) + 16)
+	object := 0 // the object's part's length, with its ':'
 	if src.Kind != "" {
 		for i := 0; i < len(src.Kind); i++ {
 			c := src.Kind[i]
@@ -175,6 +179,7 @@ func routeName(r *dag.Route) string {
 		b.WriteByte('/')
 		b.WriteString(src.Name)
 		b.WriteByte(':')
+		object = b.Len()
 	}
 	b.WriteString(kind)
 	b.WriteByte(':')
@@ -189,7 +194,8 @@ func routeName(r *dag.Route) string {
 		_, _ = h.Write([]byte(name))
 		// Cut on a character boundary: a name that is not valid UTF-8 cannot be marshalled,
 		// and one such route would stop every update to every data plane.
-		cut := maxRouteNameLen - 9
+		// What follows the object's ':' is ASCII, so the loop never enters the object.
+		cut := max(maxRouteNameLen-9, object)
 		for cut > 0 && !utf8.RuneStart(name[cut]) {
 			cut--
 		}

@@ -1,0 +1,43 @@
+package proxy
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// requestMetrics are a route's and a Service port's stats, resolved as
+// compilation resolves them, with their series created by a first request.
+func requestMetrics(t testing.TB) (*routeStats, *upstreamStats) {
+	m := newMetrics(prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	rs := &routeStats{m: m, key: routeKey{"ingress_http", "shop.example.com", "httpproxy/shop/web", "/cart"}}
+	us := &upstreamStats{m: m, key: upstreamKey{"shop", "web", "http"}}
+	rs.observe(200, 0.001, 512)
+	us.request(200)
+	return rs, us
+}
+
+// What a request records finds its series without a lookup or an
+// allocation once they exist.
+func TestRequestMetricsDoNotAllocate(t *testing.T) {
+	rs, us := requestMetrics(t)
+	if n := testing.AllocsPerRun(1000, func() {
+		rs.observe(200, 0.001, 512)
+		us.request(200)
+		us.retried()
+	}); n != 0 {
+		t.Errorf("%v allocations per request", n)
+	}
+}
+
+// BenchmarkRequestMetrics is what a forwarded request records: its route's
+// counter and histograms, its Service port's counter.
+func BenchmarkRequestMetrics(b *testing.B) {
+	rs, us := requestMetrics(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		rs.observe(200, 0.001, 512)
+		us.request(200)
+	}
+}
