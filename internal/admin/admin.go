@@ -1,6 +1,6 @@
 // Package admin serves Portico's admin endpoint (--admin-addr): liveness
-// (/healthz), readiness (/readyz), Prometheus metrics (/metrics) and Go
-// profiles (/debug/pprof/).
+// (/healthz), readiness (/readyz), Prometheus metrics (/metrics), every
+// object's status (/statuses) and Go profiles (/debug/pprof/).
 package admin
 
 import (
@@ -40,6 +40,8 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Statuses serves GET /statuses, every object's status; nil leaves it out.
+	Statuses http.Handler
 }
 
 // Server is the admin HTTP server. Create it with New; use Handler directly
@@ -112,6 +114,9 @@ func (s *Server) routes() http.Handler {
 		// Counts scrape errors in the same registry, so they are visible.
 		Registry: s.cfg.Registry,
 	}))
+	if s.cfg.Statuses != nil {
+		mux.Handle("GET /statuses", s.cfg.Statuses)
+	}
 	addProfiling(mux)
 	return mux
 }
