@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -95,7 +97,22 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		}
 		return cfg, nil
 	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		// client-go's own message names neither the flag nor, for some errors, the file.
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, trimPath(err, kubeconfig))
+	}
+	return cfg, nil
+}
+
+// trimPath drops a leading "stat PATH: " or "open PATH: " from err's message, which
+// would only repeat the path.
+func trimPath(err error, path string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Err
+	}
+	return err
 }
 
 func splitList(s string) []string {
