@@ -17,8 +17,9 @@ const MaxLogged = 20
 // why an edit did not take effect. Each object's status is logged when it appears and
 // when it changes, at WARN when something in it is not served (invalid, orphaned, or
 // valid with remarks such as a missing Service), else at INFO. A build logs at most
-// MaxLogged of them, those at WARN first; when it leaves some out, and after the first
-// build, one summary line counts every object by status and says where to read them all.
+// MaxLogged of them, invalid ones first, then orphaned ones, then the other WARN ones;
+// after the first build, and after any that leaves some out, one summary line counts
+// every object by status and says where to read them all.
 type Logger struct {
 	logger *slog.Logger
 	// seeAll says where every status can be read (`portico check DIR`, the admin
@@ -143,21 +144,26 @@ func (l *Logger) summarize(all, changed, shown []*dag.Status, first bool) {
 	l.logger.Log(context.Background(), level, "status summary", attrs...)
 }
 
-// needingAttentionFirst returns statuses with those logged at WARN first, each group in
-// its order.
+// needingAttentionFirst returns statuses ordered by what they need: invalid objects
+// (not served at all) first, then orphaned ones, then valid ones with remarks, then the
+// rest, each group in its order.
 func needingAttentionFirst(statuses []*dag.Status) []*dag.Status {
-	out := make([]*dag.Status, 0, len(statuses))
-	for _, s := range statuses {
-		if levelOf(s) == slog.LevelWarn {
-			out = append(out, s)
-		}
-	}
-	for _, s := range statuses {
-		if levelOf(s) != slog.LevelWarn {
-			out = append(out, s)
-		}
-	}
+	out := slices.Clone(statuses)
+	slices.SortStableFunc(out, func(a, b *dag.Status) int { return attention(a) - attention(b) })
 	return out
+}
+
+// attention ranks a status by how much it needs attention, 0 the most.
+func attention(s *dag.Status) int {
+	switch {
+	case s.Status == dag.StatusInvalid:
+		return 0
+	case s.Status == dag.StatusOrphaned:
+		return 1
+	case levelOf(s) == slog.LevelWarn:
+		return 2
+	}
+	return 3
 }
 
 func countAtWarn(statuses []*dag.Status) int {

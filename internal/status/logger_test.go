@@ -172,4 +172,33 @@ func TestLoggerBoundsLinesPerBuild(t *testing.T) {
 	if got := ll.lines(); len(got) != 1 || !strings.Contains(got[0], "name=app-00007") {
 		t.Fatalf("one change: want its line alone, got %q", got)
 	}
+
+	// Every valid object gains a remark, three turn orphaned, an invalid one changes: the
+	// invalid one first, then the orphaned ones.
+	worse := build(n/broken+1, "v2")
+	for i, s := range worse {
+		if s.Status == dag.StatusValid {
+			noted := *s
+			noted.Noted, noted.Description = true, "Service missing"
+			worse[i] = &noted
+		}
+	}
+	for i := 0; i < 3; i++ {
+		worse[i*1000+1] = ingressStatus(worse[i*1000+1].Object.Name, dag.StatusOrphaned, "v3")
+	}
+	worse[n-1-(n-1)%(n/broken+1)] = ingressStatus(worse[n-1-(n-1)%(n/broken+1)].Object.Name, dag.StatusInvalid, "v3")
+	ll.l.Observe(worse)
+	st = statusLines(ll.lines())
+	for i, l := range st {
+		want := "status=valid"
+		switch {
+		case i == 0:
+			want = "status=invalid"
+		case i < 4:
+			want = "status=orphaned"
+		}
+		if !strings.Contains(l, want) {
+			t.Fatalf("line %d of a change to WARN everywhere: %q, want %s", i, l, want)
+		}
+	}
 }
