@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.ManifestDir, "manifests", "", "directory of Kubernetes manifests to serve (or give DIR as the argument)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP listener")
 	fs.StringVar(&o.HTTPSAddr, "https-addr", "127.0.0.1:8443", "address of the HTTPS listener")
-	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics)")
+	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics, /statuses)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "127.0.0.1:0", "address of the in-process xDS server (port 0: any free port)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")
@@ -34,9 +35,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	dir, ok := manifestDir(o.ManifestDir, positional)
-	if !ok {
-		return fail(stderr, "run: %s", manifestDirError(o.ManifestDir, positional))
+	dir, err := manifestDir(o.ManifestDir, positional)
+	if err != nil {
+		return fail(stderr, "run: %v", err)
 	}
 	o.ManifestDir = dir
 	if st, err := os.Stat(o.ManifestDir); err != nil {
@@ -63,27 +64,18 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 
 // manifestDir returns the directory `run` serves: --manifests DIR, or DIR given alone
 // as `portico check` takes it. Both are fine when they name the same directory.
-func manifestDir(flagDir string, positional []string) (string, bool) {
+func manifestDir(flagDir string, positional []string) (string, error) {
 	switch {
+	case len(positional) == 0 && flagDir == "":
+		return "", errors.New("give the directory of manifests to serve: portico run DIR (or --manifests DIR)")
 	case len(positional) == 0:
-		return flagDir, flagDir != ""
+		return flagDir, nil
 	case len(positional) > 1:
-		return "", false
-	case flagDir == "" || filepath.Clean(flagDir) == filepath.Clean(positional[0]):
-		return positional[0], true
+		return "", fmt.Errorf("one directory expected, got %q", positional)
+	case flagDir != "" && filepath.Clean(flagDir) != filepath.Clean(positional[0]):
+		return "", fmt.Errorf("--manifests %q and the argument %q name different directories; give one", flagDir, positional[0])
 	}
-	return "", false
-}
-
-// manifestDirError says what is wrong with the directories manifestDir refused.
-func manifestDirError(flagDir string, positional []string) string {
-	switch {
-	case len(positional) == 0:
-		return "give the directory of manifests to serve: portico run DIR (or --manifests DIR)"
-	case len(positional) > 1:
-		return fmt.Sprintf("one directory expected, got %q", positional)
-	}
-	return fmt.Sprintf("--manifests %q and the argument %q name different directories; give one", flagDir, positional[0])
+	return positional[0], nil
 }
 
 // headerLimitFlags adds --max-request-headers-kb and --max-request-headers (run and
