@@ -135,7 +135,7 @@ func BenchmarkRebuildOneChange(b *testing.B) {
 	p := &app.Pipeline{
 		Server:    server.New(discard, server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   metrics.NewPipeline(reg),
-		Status:    status.NewLogger(discard),
+		Status:    status.NewLogger(discard, nil),
 		Logger:    discard,
 		LastValid: app.NewLastValid(discard),
 	}

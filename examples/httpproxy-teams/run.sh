@@ -28,8 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-mkdir -p bin
-go build -o bin/portico ./cmd/portico
+hack/build.sh bin/portico
 
 example=examples/httpproxy-teams
 # The certificate of secure.app.localhost, signed by a throwaway CA, made once and kept

@@ -25,8 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-mkdir -p bin
-go build -o bin/portico ./cmd/portico
+hack/build.sh bin/portico
 
 example=examples/ingressroute
 # The certificate of secure.app.localhost, signed by a throwaway CA, made once and kept

@@ -9,8 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-mkdir -p bin
-go build -o bin/portico ./cmd/portico
+hack/build.sh bin/portico
 
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; }

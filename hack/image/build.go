@@ -89,8 +89,15 @@ func build(ctx context.Context, o options) (result, error) {
 	}
 	bin := filepath.Join(tmp, "portico")
 	fmt.Fprintf(o.Log, "building cmd/portico for linux/%s\n", o.GOARCH)
+	ldflags := "-s -w"
+	var rev string
+	if o.BuildVCS != "false" {
+		if rev = gitRevision(ctx, o.Dir); rev != "" {
+			ldflags += " -X github.com/portico-dev/portico/internal/version.revision=" + rev
+		}
+	}
 	goBuild := func(buildVCS string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+buildVCS, "-ldflags=-s -w",
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+buildVCS, "-ldflags="+ldflags,
 			"-o", bin, "github.com/portico-dev/portico/cmd/portico")
 		cmd.Dir, cmd.Env = o.Dir, env
 		return cmd.CombinedOutput()
@@ -110,6 +117,9 @@ func build(ctx context.Context, o options) (result, error) {
 		return result{}, fmt.Errorf("reading the binary's build information: %v", err)
 	}
 	info := version.FromBuildInfo(bi)
+	if rev != "" {
+		info.Commit = rev // what the binary reports: the stamp wins (version.Get)
+	}
 	created, err := creationTime(bi)
 	if err != nil {
 		return result{}, err
@@ -144,6 +154,31 @@ func build(ctx context.Context, o options) (result, error) {
 		return result{}, err
 	}
 	return result{Manifest: digest, Size: size, Build: info, Platform: platform}, nil
+}
+
+// gitRevision returns the commit git reports for the checkout holding dir, with
+// "-dirty" when its work tree has changes, or "" when git cannot tell (no git, not a
+// checkout, a checkout git refuses to read). The Go toolchain's own stamp misses it in
+// a git worktree, whose .git is a file.
+func gitRevision(ctx context.Context, dir string) string {
+	git := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	rev, err := git("rev-parse", "HEAD")
+	if err != nil || rev == "" {
+		return ""
+	}
+	changes, err := git("status", "--porcelain")
+	if err != nil {
+		return ""
+	}
+	if changes != "" {
+		rev += "-dirty"
+	}
+	return rev
 }
 
 // creationTime is the image's creation time: SOURCE_DATE_EPOCH when set, else the

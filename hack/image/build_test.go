@@ -159,6 +159,13 @@ func TestImage(t *testing.T) {
 	if rev, ok := c.Labels["org.opencontainers.image.revision"]; ok != (commit != "unknown") || (ok && rev != commit) {
 		t.Errorf("revision label %q (present: %v), but the binary reports commit %q", rev, ok, commit)
 	}
+	// Built from a git checkout (a worktree too, which Go's own stamp misses), the binary
+	// reports its HEAD.
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		if want := strings.TrimSpace(string(head)); commit != want && commit != want+"-dirty" {
+			t.Errorf("the binary reports commit %q, want HEAD %s (with -dirty if the work tree has changes)", commit, want)
+		}
+	}
 
 	// Every container of deploy/ that runs this image finds its command in it.
 	for _, ctr := range deployContainers(t) {

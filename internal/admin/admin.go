@@ -1,7 +1,8 @@
 // Package admin serves Portico's admin endpoint (--admin-addr): liveness
-// (/healthz), readiness (/readyz) and Prometheus metrics (/metrics), which probes and
-// scrapers reach from outside; and, apart from it and only when asked for
-// (--pprof-addr), Go profiles (/debug/pprof/) on a loopback address.
+// (/healthz), readiness (/readyz), Prometheus metrics (/metrics) and every object's
+// status (/statuses), which probes, scrapers and operators reach from outside; and,
+// apart from it and only when asked for (--pprof-addr), Go profiles (/debug/pprof/)
+// on a loopback address.
 package admin
 
 import (
@@ -44,6 +45,8 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Statuses serves GET /statuses, every object's status; nil leaves it out.
+	Statuses http.Handler
 }
 
 // Server is the admin HTTP server. Create it with New; use Handler directly
@@ -116,6 +119,9 @@ func (s *Server) routes() http.Handler {
 		// Counts scrape errors in the same registry, so they are visible.
 		Registry: s.cfg.Registry,
 	}))
+	if s.cfg.Statuses != nil {
+		mux.Handle("GET /statuses", s.cfg.Statuses)
+	}
 	return mux
 }
 

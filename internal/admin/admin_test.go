@@ -312,3 +312,20 @@ func TestShutdownUnstarted(t *testing.T) {
 		t.Fatalf("Addr before Start = %q, want empty", s.Addr())
 	}
 }
+
+// TestStatusesRoute: GET /statuses is served by Config.Statuses, and only when one is
+// given; other methods are refused.
+func TestStatusesRoute(t *testing.T) {
+	if code, _, _ := serve(t, New(Config{}).Handler(), http.MethodGet, "/statuses"); code != http.StatusNotFound {
+		t.Errorf("without Statuses: GET /statuses = %d, want 404", code)
+	}
+	h := New(Config{Statuses: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "[]")
+	})}).Handler()
+	if code, _, body := serve(t, h, http.MethodGet, "/statuses"); code != http.StatusOK || body != "[]" {
+		t.Errorf("GET /statuses = %d %q, want 200 from the handler", code, body)
+	}
+	if code, _, _ := serve(t, h, http.MethodPost, "/statuses"); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /statuses = %d, want 405", code)
+	}
+}

@@ -212,8 +212,15 @@ func (k *LastValid) noteRemoved(g *dag.Graph, sc *scope) {
 	}
 }
 
+// logRemoved says that ref is gone, and that its routes are too if it was served (it has
+// a last valid version until remember forgets it): an object that was never served
+// takes no route with it.
 func (k *LastValid) logRemoved(ref dag.ObjectRef) {
-	k.log.Info("object removed; its routes are no longer served", "object", ref.String())
+	if _, served := k.valid[ref]; served {
+		k.log.Info("object removed; its routes are no longer served", "object", ref.String())
+		return
+	}
+	k.log.Info("object removed", "object", ref.String())
 }
 
 // scope is what one LastValid.Build looks at: every status, or those of the objects

@@ -158,6 +158,23 @@ func TestLastValidForgetsVersionsNoLongerServed(t *testing.T) {
 	}
 }
 
+// Removing an object logs it; that its routes are no longer served only if it was
+// served.
+func TestLastValidLogsRemovals(t *testing.T) {
+	var logs testutil.SyncBuffer
+	k := NewLastValid(slog.New(slog.NewTextHandler(&logs, nil)))
+	k.Build(lvStore(t, lvServices, lvRoot("served", "x.test", "RoundRobin", "a"), lvRoot("never", "y.test", "Bogus", "a")), FullBuilder{})
+	k.Build(lvStore(t, lvServices), FullBuilder{})
+	for _, want := range []string{
+		`msg="object removed; its routes are no longer served" object="IngressRoute default/served"`,
+		`msg="object removed" object="IngressRoute default/never"`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
 func TestKeptDescription(t *testing.T) {
 	got := keptDescription(`not served: spec.rules[0].http.paths[0].path "/api": pathType "prefix" is not one of Exact, Prefix, ImplementationSpecific`)
 	want := `this version is not served: spec.rules[0].http.paths[0].path "/api": pathType "prefix" is not one of Exact, Prefix, ImplementationSpecific. ` + keptNote

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/portico-dev/portico/internal/dag"
@@ -33,6 +34,18 @@ type Pipeline struct {
 	// build, so that a change costs in proportion to what it touches.
 	builder    *dag.Incremental
 	translator *translate.Incremental
+	// latest is the latest build, whose statuses the admin endpoint's /statuses serves.
+	latest atomic.Pointer[dag.Graph]
+}
+
+// Statuses returns every object's status in the latest build, or false before the
+// first. Safe to call while Rebuild runs.
+func (p *Pipeline) Statuses() ([]*dag.Status, bool) {
+	g := p.latest.Load()
+	if g == nil {
+		return nil, false
+	}
+	return g.Statuses, true
 }
 
 // Rebuild compiles s and publishes the result. When translation fails (a translator bug)
@@ -54,6 +67,7 @@ func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, err
 	} else {
 		p.Status.ObserveTouched(g.Statuses, rec.refs)
 	}
+	p.latest.Store(g)
 	res, err := p.translate(g)
 	if err == nil {
 		var version string

@@ -121,7 +121,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),
-		Status:    status.NewLogger(opts.Logger.With("component", "status")),
+		Status:    status.NewLogger(opts.Logger.With("component", "status"), r.whereStatuses),
 		Logger:    opts.Logger.With("component", "pipeline"),
 		LastValid: NewLastValid(opts.Logger.With("component", "pipeline")),
 	}
@@ -145,7 +145,8 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 		ProtectedAddrs: r.protectedAddrs,
 		Resolver:       opts.Resolver,
 	})
-	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger})
+	r.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: r.ready, Registry: reg, Logger: opts.Logger,
+		Statuses: status.Handler(r.pipeline.Statuses)})
 	return r, nil
 }
 
@@ -157,6 +158,12 @@ func (r *Runner) protectedAddrs() []string {
 		addrs = append(addrs, r.profiles.Addr(), r.opts.PprofAddr)
 	}
 	return addrs
+}
+
+// whereStatuses says where every object's status can be read, for the status log's
+// summary line.
+func (r *Runner) whereStatuses() string {
+	return fmt.Sprintf("portico check %s, or curl http://%s/statuses", r.opts.ManifestDir, r.admin.Addr())
 }
 
 func (r *Runner) ready() (bool, string) {
@@ -197,10 +204,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		// changes, as the informers do in serve.
 		st := store.New()
 		first := true
+		problems := &problemLog{log: log}
 		return manifest.WatchChanges(ctx, r.opts.ManifestDir, manifestDebounce, log.With("component", "manifests"), func(res *manifest.Result) {
-			for _, p := range res.Problems {
-				log.Warn("manifest skipped", "file", p.File, "line", p.Line, "document", p.Document, "reason", p.Reason)
-			}
+			problems.observe(res.Problems)
 			// A reload that changed no object (a file touched, a broken edit whose
 			// last good version stays) leaves the configuration as it is.
 			if !first && len(res.Changes) == 0 {

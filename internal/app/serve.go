@@ -234,7 +234,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,
-		Status:    status.NewLogger(opts.Logger.With("component", "status")),
+		Status:    status.NewLogger(opts.Logger.With("component", "status"), s.whereStatuses),
 		Logger:    opts.Logger.With("component", "pipeline"),
 	}
 	onWrite := func(kind string) { s.metrics.StatusWrites.WithLabelValues(kind).Inc() }
@@ -253,7 +253,8 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			ProtectedAddrs: s.protectedAddrs,
 		})
 	}
-	s.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: s.ready, Registry: reg, Logger: opts.Logger})
+	s.admin = admin.New(admin.Config{Addr: opts.AdminAddr, Ready: s.ready, Registry: reg, Logger: opts.Logger,
+		Statuses: status.Handler(s.pipeline.Statuses)})
 	if opts.WebhookAddr != "" {
 		logger := opts.Logger.With("component", "webhook")
 		cfg := webhook.ServerConfig{
@@ -286,6 +287,12 @@ func (s *Server) protectedAddrs() []string {
 		addrs = append(addrs, s.profiles.Addr(), s.opts.PprofAddr)
 	}
 	return addrs
+}
+
+// whereStatuses says where every object's status can be read, for the status log's
+// summary line.
+func (s *Server) whereStatuses() string {
+	return fmt.Sprintf("curl http://%s/statuses (the admin endpoint), or kubectl get ingresses,ingressroutes,httpproxies -A", s.admin.Addr())
 }
 
 // checkWebhookFlags refuses half a webhook configuration.

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/portico-dev/portico/internal/app"
@@ -16,12 +18,12 @@ import (
 
 func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
-	withUsage(fs, "run --manifests DIR [flags]")
+	withUsage(fs, "run --manifests DIR [flags]\n   or: portico run DIR [flags]")
 	var o app.RunOptions
-	fs.StringVar(&o.ManifestDir, "manifests", "", "directory of Kubernetes manifests to serve (required)")
+	fs.StringVar(&o.ManifestDir, "manifests", "", "directory of Kubernetes manifests to serve (or give DIR as the argument)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP listener")
 	fs.StringVar(&o.HTTPSAddr, "https-addr", "127.0.0.1:8443", "address of the HTTPS listener")
-	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics)")
+	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics, /statuses)")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback address, such as 127.0.0.1:6060 (default: off)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "127.0.0.1:0", "address of the in-process xDS server (port 0: any free port)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
@@ -30,14 +32,19 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	newLogger := logFlags(fs)
-	if code, ok := parse(fs, args); !ok {
+	positional, code, ok := parseInterspersed(fs, args)
+	if !ok {
 		return code
 	}
-	if o.ManifestDir == "" {
-		return fail(stderr, "run: --manifests DIR is required")
+	dir, err := manifestDir(o.ManifestDir, positional)
+	if err != nil {
+		return fail(stderr, "run: %v", err)
 	}
-	if st, err := os.Stat(o.ManifestDir); err != nil || !st.IsDir() {
-		return fail(stderr, "run: --manifests %q is not a readable directory", o.ManifestDir)
+	o.ManifestDir = dir
+	if st, err := os.Stat(o.ManifestDir); err != nil {
+		return fail(stderr, "run: manifests directory: %v", err)
+	} else if !st.IsDir() {
+		return fail(stderr, "run: manifests directory %q is a file; give the directory that holds it", o.ManifestDir)
 	}
 	logger, accessLogger, sink, err := newLoggers(newLogger, stderr)
 	if err != nil {
@@ -54,6 +61,22 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "run: %v", err)
 	}
 	return 0
+}
+
+// manifestDir returns the directory `run` serves: --manifests DIR, or DIR given alone
+// as `portico check` takes it. Both are fine when they name the same directory.
+func manifestDir(flagDir string, positional []string) (string, error) {
+	switch {
+	case len(positional) == 0 && flagDir == "":
+		return "", errors.New("give the directory of manifests to serve: portico run DIR (or --manifests DIR)")
+	case len(positional) == 0:
+		return flagDir, nil
+	case len(positional) > 1:
+		return "", fmt.Errorf("one directory expected, got %q", positional)
+	case flagDir != "" && filepath.Clean(flagDir) != filepath.Clean(positional[0]):
+		return "", fmt.Errorf("--manifests %q and the argument %q name different directories; give one", flagDir, positional[0])
+	}
+	return positional[0], nil
 }
 
 // headerLimitFlags adds --max-request-headers-kb and --max-request-headers (run and

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -21,7 +23,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name (flags on the command line win)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "0.0.0.0:8001", "address of the xDS (ADS) gRPC server")
-	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics; no profiles: see --pprof-addr)")
+	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics, /statuses; no profiles: see --pprof-addr)")
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	watch := fs.String("watch-namespaces", "", "comma-separated namespaces to watch (default: all)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
@@ -103,7 +105,22 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		}
 		return cfg, nil
 	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		// client-go's own message names neither the flag nor, for some errors, the file.
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, trimPath(err, kubeconfig))
+	}
+	return cfg, nil
+}
+
+// trimPath drops a leading "stat PATH: " or "open PATH: " from err's message, which
+// would only repeat the path.
+func trimPath(err error, path string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Err
+	}
+	return err
 }
 
 func splitList(s string) []string {

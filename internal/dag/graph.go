@@ -397,6 +397,11 @@ type Status struct {
 	// Warnings are remarks on an object that is served anyway (HTTPProxy status
 	// conditions list them apart from the description).
 	Warnings []Problem
+	// Noted: the object is valid, and its description carries remarks (for an
+	// HTTPProxy, its Warnings): part of it is not served as written (a missing Service
+	// answers 503, an include or delegation is not followed, a field is ignored). What
+	// the log shows at WARN, with invalid and orphaned objects.
+	Noted bool
 	// Errors are the reasons an invalid object is not served, one per problem.
 	Errors []Problem
 	// Hosts are the virtual hosts the object serves routes on, sorted.

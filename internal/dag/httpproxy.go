@@ -548,9 +548,9 @@ func (b *builder) setProxyStatus(n *proxyNode) {
 		st.Errors = cappedProblems(n.check.errors)
 		st.Status, st.Description = StatusInvalid, notServed(problemMessages(st.Errors))
 	case n.isRoot():
-		st.Status, st.Description = StatusValid, withNotes("valid HTTPProxy", warnings)
+		st.Status, st.Description, st.Noted = StatusValid, withNotes("valid HTTPProxy", warnings), len(warnings) > 0
 	case len(n.includedBy) > 0:
-		st.Status, st.Description = StatusValid, withNotes("valid HTTPProxy, "+strings.Join(capped(n.includedBy), "; "), warnings)
+		st.Status, st.Description, st.Noted = StatusValid, withNotes("valid HTTPProxy, "+strings.Join(capped(n.includedBy), "; "), warnings), len(warnings) > 0
 	default:
 		desc := "this HTTPProxy is not included by any root HTTPProxy (it has no spec.virtualhost): include it from a root, or give it a virtualhost"
 		if d := capped(n.includingInvalid); len(d) > 0 {

@@ -940,7 +940,7 @@ spec:
 	)
 	root := proxyStatus(t, g, "default", "root")
 	wantRoot := Status{
-		Object: ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "root"}, Status: StatusValid, Root: true, Hosts: []string{"s.example.com"},
+		Object: ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "root"}, Status: StatusValid, Root: true, Hosts: []string{"s.example.com"}, Noted: true,
 		Description: `valid HTTPProxy; spec.includes[1] (prefix "/broken") is not followed on s.example.com: default/broken is invalid (see its status); requests matching its conditions get 503`,
 		Warnings: []Problem{{Type: problemInclude, Reason: "IncludeInvalid",
 			Message: `spec.includes[1] (prefix "/broken") is not followed on s.example.com: default/broken is invalid (see its status); requests matching its conditions get 503`}},
@@ -950,7 +950,7 @@ spec:
 	}
 	child := proxyStatus(t, g, "default", "child")
 	wantChild := Status{
-		Object: ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "child"}, Status: StatusValid, Hosts: []string{"s.example.com"},
+		Object: ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "child"}, Status: StatusValid, Hosts: []string{"s.example.com"}, Noted: true,
 		Description: `valid HTTPProxy, included by HTTPProxy default/root on s.example.com (prefix "/child"); spec.routes[0].services[0]: Service default/missing not found: its routes answer 503 until it exists`,
 		Warnings:    []Problem{{Type: problemService, Reason: "ServiceUnresolved", Message: "spec.routes[0].services[0]: Service default/missing not found: its routes answer 503 until it exists"}},
 	}

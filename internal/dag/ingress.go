@@ -378,10 +378,11 @@ func (b *builder) setIngressStatus(plan *ingressPlan, notes []string) {
 		return
 	}
 	desc := "valid Ingress"
-	if extra := uniqueInOrder(append(plan.warnings, notes...)); len(extra) > 0 {
+	extra := uniqueInOrder(append(plan.warnings, notes...))
+	if len(extra) > 0 {
 		desc += "; " + strings.Join(extra, "; ")
 	}
-	b.setStatus(plan.ref, StatusValid, desc)
+	b.statuses = append(b.statuses, Status{Object: plan.ref, Status: StatusValid, Description: desc, Noted: len(extra) > 0})
 }
 
 // uniqueInOrder drops repeated messages (several routes to one missing Service, say).

@@ -556,3 +556,19 @@ spec:
 		t.Errorf("want no HTTPS and the plain-HTTP route kept; got %d secure hosts, %d routes", len(g.HTTPS), len(routesOf(g, "a.com")))
 	}
 }
+
+// Noted marks a served object whose status carries remarks, which the log shows at WARN:
+// an Ingress to a missing Service is served, and its routes answer 503.
+func TestIngressNoted(t *testing.T) {
+	g := build(
+		ing(t, `{metadata: {name: ok}, spec: {rules: [{host: a.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]}}`),
+		ing(t, `{metadata: {name: missing}, spec: {rules: [{host: b.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: nope, port: {number: 80}}}}]}}]}}`),
+		svc("default", "web", ":80"),
+	)
+	if s := statusOf(g, "default", "ok"); s.Status != StatusValid || s.Noted {
+		t.Errorf("ok: %+v, want valid without notes", s)
+	}
+	if s := statusOf(g, "default", "missing"); s.Status != StatusValid || !s.Noted || !strings.Contains(s.Description, "default/nope not found") {
+		t.Errorf("missing: %+v, want valid, noted, naming the missing Service", s)
+	}
+}

@@ -486,9 +486,9 @@ func (b *builder) setIngressRouteStatus(n *irNode) {
 	case len(n.invalid) > 0:
 		st.Status, st.Description = StatusInvalid, notServed(n.invalid)
 	case n.isRoot():
-		st.Status, st.Description = StatusValid, withNotes("valid IngressRoute", n.notes)
+		st.Status, st.Description, st.Noted = StatusValid, withNotes("valid IngressRoute", n.notes), len(n.notes) > 0
 	case len(n.delegatedBy) > 0:
-		st.Status = StatusValid
+		st.Status, st.Noted = StatusValid, len(n.refused)+len(n.notes) > 0
 		st.Description = withNotes("valid delegated IngressRoute: "+strings.Join(capped(n.delegatedBy), "; "), append(n.refused, n.notes...))
 	case len(n.refused) > 0:
 		// Seed 003: every route of a delegate must start with the prefix delegated to it;

@@ -1074,10 +1074,10 @@ func TestIngressRouteStatusOnePerObject(t *testing.T) {
 	ref := func(ns, name string) ObjectRef { return ObjectRef{Kind: KindIngressRoute, Namespace: ns, Name: name} }
 	want := []Status{
 		{Object: ref("infra", "r1"), Status: StatusValid, Root: true, Hosts: []string{"one.example.com", "www.one.example.com"}},
-		{Object: ref("infra", "r2"), Status: StatusValid, Root: true, Hosts: []string{"two.example.com"}},
+		{Object: ref("infra", "r2"), Status: StatusValid, Root: true, Hosts: []string{"two.example.com"}, Noted: true}, // its delegation to missing is not followed
 		{Object: ref("team", "bad"), Status: StatusInvalid, Root: true, Hosts: []string{"bad.example.com"}},
 		{Object: ref("team", "orphan"), Status: StatusOrphaned},
-		{Object: ref("team", "shared"), Status: StatusValid, Hosts: []string{"one.example.com", "two.example.com", "www.one.example.com"}},
+		{Object: ref("team", "shared"), Status: StatusValid, Hosts: []string{"one.example.com", "two.example.com", "www.one.example.com"}, Noted: true}, // Service s is missing
 		{Object: ref("team", "theirs"), Status: StatusIgnored, Root: true, Hosts: []string{"theirs.example.com"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -82,7 +82,7 @@ func newADSClient(conn grpc.ClientConnInterface, nodeID string, log *slog.Logger
 				vhdsMetadataKey: structpb.NewBoolValue(true),
 			}},
 		},
-		log:   log.With("component", "ads"),
+		log:   log,
 		sink:  sink,
 		known: make(map[string]map[string]string),
 	}

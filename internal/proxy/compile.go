@@ -683,6 +683,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	p.syncListeners(ctx, snap)
 	p.refreshEgress(ctx)
 	p.current.Store(snap)
+	prev := p.appliedVersion.Load()
 	if snap.version != "" {
 		v := snap.version
 		p.appliedVersion.Store(&v)
@@ -694,11 +695,15 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 		} else {
 			p.log.Info("first complete configuration applied; ready", "version", snap.version)
 		}
-	case snap.version != "":
-		p.log.Info("configuration applied", "version", snap.version)
-	default:
+	case snap.version == "":
 		// Intermediate state while the types of an update arrive one by one.
 		p.log.Debug("configuration applied (types at different versions)")
+	case prev != nil && *prev == snap.version:
+		// More resources of a version already applied (a response of another type, or
+		// VHDS virtual hosts after their route configuration): said once per version.
+		p.log.Debug("configuration applied again", "version", snap.version)
+	default:
+		p.log.Info("configuration applied", "version", snap.version)
 	}
 	p.mu.Lock()
 	p.noteStarted()

@@ -4,12 +4,12 @@
 package status
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
+	"net/http"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/portico-dev/portico/internal/dag"
@@ -98,65 +98,45 @@ func Failed(statuses []*dag.Status, allowOrphaned bool) bool {
 	return false
 }
 
-// Logger logs each object's status when it changes, so that `portico run` users see at
-// once why an edit did not take effect.
-type Logger struct {
-	logger *slog.Logger
-	// last are the statuses of the previous call, ordered by object.
-	last []*dag.Status
-}
-
-// NewLogger returns a Logger that has seen no status yet.
-func NewLogger(l *slog.Logger) *Logger {
-	return &Logger{logger: l}
-}
-
-// Observe logs the statuses that differ from the previous call. It walks both lists in
-// object order, as Graph.Statuses comes, without a map: a rebuild at 10,000 objects
-// should not cost a 10,000-entry map to find the one status that changed.
-func (l *Logger) Observe(statuses []*dag.Status) {
-	if !slices.IsSortedFunc(statuses, byObject) {
-		statuses = slices.Clone(statuses)
-		slices.SortStableFunc(statuses, byObject)
-	}
-	prev := l.last
-	for _, s := range statuses {
-		for len(prev) > 0 && dag.CompareObjectRefs(prev[0].Object, s.Object) < 0 {
-			prev = prev[1:]
-		}
-		if len(prev) > 0 && prev[0].Object == s.Object && prev[0].Same(s) {
-			continue
-		}
-		l.log(s)
-	}
-	l.last = statuses
-}
-
-// ObserveTouched is Observe for a build that says which objects it may have changed
-// (dag.Incremental.Touched): only their statuses are compared.
-func (l *Logger) ObserveTouched(statuses []*dag.Status, touched []dag.ObjectRef) {
-	if !slices.IsSortedFunc(statuses, byObject) {
-		l.Observe(statuses)
-		return
-	}
-	for _, ref := range touched {
-		before := dag.StatusesOf(l.last, ref)
-		for _, s := range dag.StatusesOf(statuses, ref) {
-			if !slices.ContainsFunc(before, s.Same) {
-				l.log(s)
-			}
-		}
-	}
-	l.last = statuses
-}
-
-func (l *Logger) log(s *dag.Status) {
-	level := slog.LevelInfo
-	if s.Status == dag.StatusInvalid || s.Status == dag.StatusOrphaned {
-		level = slog.LevelWarn
-	}
-	l.logger.Log(context.Background(), level, "status", "kind", s.Object.Kind, "namespace", s.Object.Namespace,
-		"name", s.Object.Name, "status", string(s.Status), "description", s.Description)
-}
-
 func byObject(a, b *dag.Status) int { return dag.CompareObjectRefs(a.Object, b.Object) }
+
+// Handler serves the statuses of the latest build as `portico check -o json` prints
+// them: the admin endpoint's GET /statuses. `?status=invalid,orphaned` keeps the objects
+// of those statuses. latest returns false until a first build: then it answers 503.
+func Handler(latest func() ([]*dag.Status, bool)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		keep, err := statusFilter(r.URL.Query().Get("status"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		statuses, ok := latest()
+		if !ok {
+			http.Error(w, "no configuration has been built yet", http.StatusServiceUnavailable)
+			return
+		}
+		if keep != nil {
+			statuses = slices.DeleteFunc(slices.Clone(statuses), func(s *dag.Status) bool { return !keep[s.Status] })
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = WriteJSON(w, statuses) // a failed write means the client left
+	})
+}
+
+// statusFilter parses a comma-separated list of status values; nil keeps every status.
+func statusFilter(list string) (map[dag.StatusValue]bool, error) {
+	if list == "" {
+		return nil, nil
+	}
+	keep := map[dag.StatusValue]bool{}
+	for _, v := range strings.Split(list, ",") {
+		switch sv := dag.StatusValue(strings.TrimSpace(v)); sv {
+		case dag.StatusValid, dag.StatusInvalid, dag.StatusOrphaned, dag.StatusIgnored:
+			keep[sv] = true
+		default:
+			return nil, fmt.Errorf("status %q: use valid, invalid, orphaned or ignored (several separated by commas)", v)
+		}
+	}
+	return keep, nil
+}

@@ -9,6 +9,7 @@ package version
 import (
 	_ "embed"
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -17,10 +18,13 @@ import (
 //go:embed VERSION
 var versionFile string
 
-// revision is the commit for builds that carry no VCS information (a Docker build,
-// whose context has no .git): set with
+// revision is the commit as the build stamped it:
 // -ldflags "-X github.com/portico-dev/portico/internal/version.revision=COMMIT".
-// The Go toolchain's own stamp (vcs.revision), when present, takes precedence.
+// hack/build.sh and hack/image stamp what git says of the source tree, and the
+// Dockerfile its REVISION argument (its context has no .git). It takes precedence over
+// the Go toolchain's own stamp (vcs.revision), which a git worktree lacks (its .git is
+// a file, which the toolchain does not recognise) or, inside another checkout, takes
+// from that checkout.
 var revision string
 
 // Unknown is what Info reports for a commit the build did not record.
@@ -44,15 +48,22 @@ func Version() string { return strings.TrimSpace(versionFile) }
 func Get() Info {
 	bi, _ := debug.ReadBuildInfo()
 	info := FromBuildInfo(bi)
-	if info.Commit == Unknown && revision != "" {
+	if revision != "" {
 		info.Commit = revision
 	}
 	return info
 }
 
+// pseudoVersion matches the end of a Go pseudo-version (v0.7.1-0.20261127123456-
+// abcdef123456, with +dirty when built from a modified tree): its commit, shortened to
+// 12 hex digits.
+var pseudoVersion = regexp.MustCompile(`(?:^v[0-9]+\.[0-9]+\.[0-9]+-|\.)[0-9]{14}-([0-9a-f]{12})(\+dirty)?$`)
+
 // FromBuildInfo returns the Info of a build described by bi (nil when there is none):
 // the commit comes from the vcs.revision and vcs.modified settings `go build` records
-// in a version-controlled work tree. The Go version is bi's, or the running one's.
+// in a version-controlled work tree or, failing those, from the main module's
+// pseudo-version (`go install github.com/portico-dev/portico/cmd/portico@COMMIT`). The
+// Go version is bi's, or the running one's.
 func FromBuildInfo(bi *debug.BuildInfo) Info {
 	info := Info{Version: Version(), Commit: Unknown, GoVersion: runtime.Version()}
 	if bi == nil {
@@ -74,6 +85,13 @@ func FromBuildInfo(bi *debug.BuildInfo) Info {
 	if rev != "" {
 		info.Commit = rev
 		if dirty {
+			info.Commit += "-dirty"
+		}
+		return info
+	}
+	if m := pseudoVersion.FindStringSubmatch(bi.Main.Version); m != nil {
+		info.Commit = m[1]
+		if m[2] != "" {
 			info.Commit += "-dirty"
 		}
 	}

@@ -55,6 +55,20 @@ func TestFromBuildInfo(t *testing.T) {
 			Info{v, Unknown, "go1.26.1"}},
 		{"no Go version recorded", &debug.BuildInfo{Settings: settings("vcs.revision", rev)},
 			Info{v, rev, runtime.Version()}},
+		// go install github.com/portico-dev/portico/cmd/portico@COMMIT records no VCS
+		// settings, and the commit in the module's pseudo-version.
+		{"installed at a commit", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Path: "github.com/portico-dev/portico", Version: "v0.7.1-0.20261127123456-7712e9304079"}},
+			Info{v, "7712e9304079", "go1.26.1"}},
+		{"installed at a commit after a pre-release", &debug.BuildInfo{Main: debug.Module{Version: "v0.8.0-rc.1.0.20261127123456-7712e9304079"}},
+			Info{v, "7712e9304079", runtime.Version()}},
+		{"pseudo-version of a modified tree", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261127123456-7712e9304079+dirty"}},
+			Info{v, "7712e9304079-dirty", runtime.Version()}},
+		{"the VCS stamp wins over the pseudo-version", &debug.BuildInfo{Main: debug.Module{Version: "v0.7.1-0.20261127123456-000000000000"}, Settings: settings("vcs.revision", rev)},
+			Info{v, rev, runtime.Version()}},
+		{"a release carries no commit", &debug.BuildInfo{Main: debug.Module{Version: "v0.7.0"}},
+			Info{v, Unknown, runtime.Version()}},
+		{"a source tree without VCS information", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
+			Info{v, Unknown, runtime.Version()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

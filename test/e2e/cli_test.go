@@ -110,8 +110,21 @@ func TestEchoCommand(t *testing.T) {
 	}
 }
 
-// TestRunCommand starts the binary as a user would and sends traffic through it.
+// TestRunCommand starts the binary as a user would and sends traffic through it, with
+// the directory given as --manifests DIR, or as the argument (as `portico check` takes
+// it) before the flags.
 func TestRunCommand(t *testing.T) {
+	t.Run("--manifests DIR", func(t *testing.T) {
+		testRunCommand(t, func(dir string, flags ...string) []string {
+			return append([]string{"run", "--manifests", dir}, flags...)
+		})
+	})
+	t.Run("DIR", func(t *testing.T) {
+		testRunCommand(t, func(dir string, flags ...string) []string { return append([]string{"run", dir}, flags...) })
+	})
+}
+
+func testRunCommand(t *testing.T, args func(dir string, flags ...string) []string) {
 	bin := portico(t)
 	dir := t.TempDir()
 	backend := startEcho(t, "default", "web")
@@ -121,7 +134,7 @@ func TestRunCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	httpAddr, httpsAddr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
-	cmd := exec.Command(bin, "run", "--manifests", dir, "--http-addr", httpAddr, "--https-addr", httpsAddr, "--admin-addr", adminAddr)
+	cmd := exec.Command(bin, args(dir, "--http-addr", httpAddr, "--https-addr", httpsAddr, "--admin-addr", adminAddr)...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -120,6 +120,38 @@ func TestCommandsRefuseStrayArguments(t *testing.T) {
 	}
 }
 
+// TestCommandLineErrorsNameWhatToFix: a directory given twice, differently, names both;
+// a missing one or a file says so; `serve --kubeconfig` with no such file names the flag
+// and the path.
+func TestCommandLineErrorsNameWhatToFix(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "shop.yaml")
+	if err := os.WriteFile(file, []byte("# nothing yet\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nonexistent")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--manifests", dir, other}, []string{"--manifests", dir, other, "different directories"}},
+		{[]string{"run", missing}, []string{missing, "no such file or directory"}},
+		{[]string{"run", file}, []string{file, "is a file"}},
+		{[]string{"run"}, []string{"portico run DIR"}},
+		{[]string{"serve", "--kubeconfig", missing}, []string{"--kubeconfig " + missing, "no such file or directory"}},
+	} {
+		_, stderr, code := runCLI(t, tc.args...)
+		if code == 0 {
+			t.Errorf("portico %s: exit 0", strings.Join(tc.args, " "))
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("portico %s: stderr does not say %q:\n%s", strings.Join(tc.args, " "), w, stderr)
+			}
+		}
+	}
+}
+
 // TestHelpNamesArguments: each command's -h starts with a usage line naming its
 // positional arguments, and no flag shows a stray value name.
 func TestHelpNamesArguments(t *testing.T) {

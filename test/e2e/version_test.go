@@ -25,7 +25,9 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-var commitLine = regexp.MustCompile(`^commit ([0-9a-f]{40}(-dirty)?|unknown)$`)
+// commitLine: a full commit, or the 12 digits of a pseudo-version (go install
+// ...@COMMIT), with -dirty for a modified tree; or unknown.
+var commitLine = regexp.MustCompile(`^commit (([0-9a-f]{40}|[0-9a-f]{12})(-dirty)?|unknown)$`)
 
 // TestVersionCommand: `portico version`, `--version` and `-version` print the VERSION
 // file's version, the commit and the Go version, one line each, and nothing else.
@@ -72,9 +74,10 @@ func TestVersionCommand(t *testing.T) {
 	}
 }
 
-// TestVersionCommit builds cmd/portico the ways releases are built and checks the commit
-// it reports: the Go toolchain's VCS stamp in a git checkout (hack/image), and the
-// -ldflags -X stamp when the build has no .git (the Dockerfile).
+// TestVersionCommit builds cmd/portico the ways it is built and checks the commit it
+// reports: the -ldflags -X stamp when the build has no .git (the Dockerfile), the
+// stamp hack/build.sh (the examples' scripts) takes from git, and the Go toolchain's
+// VCS stamp of `go build` in an ordinary clone.
 func TestVersionCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/portico twice more")
@@ -107,15 +110,32 @@ func TestVersionCommit(t *testing.T) {
 		}
 	})
 
-	t.Run("git checkout", func(t *testing.T) {
-		head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
-		if err != nil {
-			t.Skipf("not a git checkout, or no git: %v", err)
-		}
-		bin := build("-buildvcs=true")
-		got := commitOf(bin)
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout, or no git: %v", err)
+	}
+	wantHead := func(t *testing.T, got string) {
+		t.Helper()
 		if want := strings.TrimSpace(string(head)); got != want && got != want+"-dirty" {
 			t.Errorf("commit %q, want HEAD %s (with -dirty if the work tree has changes)", got, want)
 		}
+	}
+
+	t.Run("hack/build.sh", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "portico")
+		// Whatever the Go environment says: GOFLAGS=-buildvcs=false is a common setting.
+		cmd := exec.Command(filepath.Join(root, "hack", "build.sh"), out)
+		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hack/build.sh: %v\n%s", err, b)
+		}
+		wantHead(t, commitOf(out))
+	})
+
+	t.Run("go build in a clone", func(t *testing.T) {
+		if st, err := os.Stat(filepath.Join(root, ".git")); err != nil || !st.IsDir() {
+			t.Skip("a git worktree (its .git is a file): the Go toolchain records no commit there; hack/build.sh does")
+		}
+		wantHead(t, commitOf(build("-buildvcs=true")))
 	})
 }

@@ -2,12 +2,15 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portico-dev/portico/internal/kubetest"
+	"github.com/portico-dev/portico/internal/status"
 )
 
 // TestServe runs the controller against the API server: traffic flows to backends in
@@ -60,6 +63,11 @@ func TestServe(t *testing.T) {
 	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Every object's status is on the admin endpoint, as `portico check -o json` has it.
+	eventually(t, 10*time.Second, "both Ingresses on /statuses", func() bool {
+		got := adminStatuses(ctl.srv.Admin().Addr())
+		return got[ns+"/web"] == "valid" && got[ns+"/other"] == "ignored"
+	})
 
 	// Restart the API server: watches reconnect, and changes made after still arrive.
 	if err := env.RestartAPIServer(ctx); err != nil {
@@ -85,6 +93,25 @@ func TestServe(t *testing.T) {
 	if len(got.Status.LoadBalancer.Ingress) != 0 {
 		t.Errorf("status written on another class's Ingress: %v", got.Status.LoadBalancer.Ingress)
 	}
+}
+
+// adminStatuses returns the status of each Ingress, IngressRoute and HTTPProxy
+// (namespace/name) that the admin endpoint at addr serves on /statuses.
+func adminStatuses(addr string) map[string]string {
+	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + addr + "/statuses")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var entries []status.Entry
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&entries) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		out[e.Namespace+"/"+e.Name] = e.Status
+	}
+	return out
 }
 
 // TestLeaderElection: two replicas, one leader writes status; when it stops, the other

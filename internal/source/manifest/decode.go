@@ -22,6 +22,7 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,21 +46,31 @@ import (
 
 // Problem is a document that could not be used.
 type Problem struct {
-	File     string // path as given (relative to the dir's parent as passed in)
-	Line     int    // 1-based line where the document starts (or the error line, when the decoder tells it)
-	Document int    // 1-based index of the document in the file
+	File string // path as given (relative to the dir's parent as passed in)
+	// Line is the 1-based line of the mistake: the misspelt field's name, the value of the
+	// wrong type, the YAML syntax error; the document's first line when the problem is
+	// about the document as a whole (a missing kind). 0 for a problem about a whole file.
+	Line int
+	// Column is the 1-based column (in characters) where it is known to matter (a byte
+	// that is not UTF-8), else 0.
+	Column   int
+	Document int    // 1-based index of the document in the file; 0 for a whole file
 	Reason   string // human-readable, says what to fix
 }
 
-// String formats the problem as "file:line: document N: reason". A problem
-// about a whole file (Line and Document 0, e.g. an unreadable file) is
-// formatted as "file: reason".
+// String formats the problem as "file:line: document N: reason" ("file:line:column:"
+// when the column is known). A problem about a whole file (Line and Document 0, e.g.
+// an unreadable file) is formatted as "file: reason".
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)
 	if p.Line > 0 {
 		b.WriteString(":")
 		b.WriteString(strconv.Itoa(p.Line))
+		if p.Column > 0 {
+			b.WriteString(":")
+			b.WriteString(strconv.Itoa(p.Column))
+		}
 	}
 	b.WriteString(": ")
 	if p.Document > 0 {
@@ -68,6 +80,22 @@ func (p Problem) String() string {
 	}
 	b.WriteString(p.Reason)
 	return b.String()
+}
+
+// LogAttrs are the problem's attributes for a log line. A position that is not known
+// (a problem about a whole file) is left out rather than logged as 0.
+func (p Problem) LogAttrs() []any {
+	attrs := []any{"file", p.File}
+	if p.Line > 0 {
+		attrs = append(attrs, "line", p.Line)
+	}
+	if p.Column > 0 {
+		attrs = append(attrs, "column", p.Column)
+	}
+	if p.Document > 0 {
+		attrs = append(attrs, "document", p.Document)
+	}
+	return append(attrs, "reason", p.Reason)
 }
 
 // Result is what a directory of manifests yields.
@@ -111,6 +139,9 @@ type decoder struct {
 	probs []Problem
 	// objLines has, for each of objs, the document it came from.
 	objLines []doc
+	// loc finds fields in the text of document locDoc, the last with a problem.
+	loc    *locator
+	locDoc int
 }
 
 // doc locates one document of a file.
@@ -120,22 +151,8 @@ type doc struct {
 	// firstLine is the line of the document's first byte; the YAML parser's
 	// line numbers are relative to it.
 	firstLine int
-	// yaml is the document's text when it is YAML, to point problems at the line
-	// of a top-level field.
-	yaml []byte
-}
-
-// fieldLine returns the line of the top-level field name in a YAML document,
-// or 0 when it cannot tell.
-func (dc doc) fieldLine(name string) int {
-	n := 0
-	for line := range bytes.Lines(dc.yaml) {
-		if rest, ok := bytes.CutPrefix(line, []byte(name)); ok && bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), []byte(":")) {
-			return dc.firstLine + n
-		}
-		n++
-	}
-	return 0
+	// text is the document's text, to point a problem at its line.
+	text []byte
 }
 
 func (d *decoder) problem(dc doc, line int, reason string) {
@@ -143,6 +160,18 @@ func (d *decoder) problem(dc doc, line int, reason string) {
 		line = dc.line
 	}
 	d.probs = append(d.probs, Problem{File: d.file, Line: line, Document: dc.index, Reason: reason})
+}
+
+// notUTF8Problem reports the first byte of a document's text (starting on its
+// firstLine) that is not UTF-8, at its line and column, if there is one.
+func (d *decoder) notUTF8Problem(dc doc, text []byte) bool {
+	off := invalidUTF8(text)
+	if off < 0 {
+		return false
+	}
+	line, col := lineColumn(text, off)
+	d.probs = append(d.probs, Problem{File: d.file, Line: dc.firstLine + line - 1, Column: col, Document: dc.index, Reason: notUTF8(text[off])})
+	return true
 }
 
 func (d *decoder) decodeFile(data []byte) {
@@ -168,7 +197,7 @@ func (d *decoder) decodeYAMLStream(data []byte) {
 			return // only blank lines and comments: not a document
 		}
 		index++
-		d.decodeYAMLDoc(data[chunkStart:end], doc{index: index, line: contentLine, firstLine: chunkLine, yaml: data[chunkStart:end]})
+		d.decodeYAMLDoc(data[chunkStart:end], doc{index: index, line: contentLine, firstLine: chunkLine, text: data[chunkStart:end]})
 	}
 	for pos := 0; pos < len(data); {
 		lineNo++
@@ -218,18 +247,29 @@ func (d *decoder) decodeYAMLDoc(chunk []byte, dc doc) {
 	defer d.recoverPanic(dc)
 	j, err := yaml.YAMLToJSONStrict(chunk)
 	if err != nil {
-		line, reason := yamlError(err, dc)
+		// The YAML parser says only "invalid leading UTF-8 octet", at no line.
+		if d.notUTF8Problem(dc, chunk) {
+			return
+		}
+		line, reason := yamlError(err, dc, lastLine(dc, chunk))
 		d.problem(dc, line, reason)
 		return
 	}
-	d.decodeJSONDoc(j, dc, "", 0)
+	d.decodeJSONDoc(j, dc, "", nil, 0)
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+): ([^\n]*)`)
 
+// lastLine is the line of the last byte of a document's text.
+func lastLine(dc doc, chunk []byte) int {
+	return dc.firstLine + bytes.Count(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\n"))
+}
+
 // yamlError turns a YAML parser error into a line and a reason, with line
-// numbers made relative to the file instead of the document.
-func yamlError(err error, dc doc) (int, string) {
+// numbers made relative to the file instead of the document. An error at the end
+// of the text (a mapping left unfinished) is reported at the document's last line,
+// rather than at the line after it that the parser names.
+func yamlError(err error, dc doc, last int) (int, string) {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
@@ -245,7 +285,7 @@ func yamlError(err error, dc doc) (int, string) {
 		if convErr != nil || n <= 0 {
 			n = 1
 		}
-		abs := dc.firstLine + n - 1
+		abs := min(dc.firstLine+n-1, last)
 		if i == 0 {
 			line = abs
 			b.WriteString(m[2])
@@ -273,9 +313,13 @@ func (d *decoder) decodeJSONStream(data []byte) {
 			var se *json.SyntaxError
 			switch {
 			case errors.As(err, &se):
-				d.problem(dc, lineAt(data, int(se.Offset)), "invalid JSON: "+se.Error())
+				if !d.notUTF8Problem(dc, data[start:min(max(int(se.Offset), start), len(data))]) {
+					d.problem(dc, lineAt(data, int(se.Offset)), "invalid JSON: "+se.Error())
+				}
 			case errors.Is(err, io.ErrUnexpectedEOF):
-				d.problem(dc, lineAt(data, len(data)), "invalid JSON: unexpected end of file")
+				if !d.notUTF8Problem(dc, data[start:]) {
+					d.problem(dc, lineAt(data, len(data)), "invalid JSON: unexpected end of file")
+				}
 			default:
 				d.problem(dc, 0, "invalid JSON: "+err.Error())
 			}
@@ -285,9 +329,14 @@ func (d *decoder) decodeJSONStream(data []byte) {
 			d.problem(dc, 0, `a JSON array is not a manifest; wrap the objects in {"apiVersion": "v1", "kind": "List", "items": [...]}`)
 			continue
 		}
+		// encoding/json takes a byte that is not UTF-8 in a string as U+FFFD, silently.
+		if d.notUTF8Problem(dc, raw) {
+			continue
+		}
+		dc.text = raw
 		func() {
 			defer d.recoverPanic(dc)
-			d.decodeJSONDoc(raw, dc, "", 0)
+			d.decodeJSONDoc(raw, dc, "", nil, 0)
 		}()
 	}
 }
@@ -310,8 +359,9 @@ func (d *decoder) recoverPanic(dc doc) {
 }
 
 // decodeJSONDoc decodes one document, already converted to JSON. prefix
-// locates it inside a List ("items[3]: ") for problem reasons.
-func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
+// locates it inside a List ("items[3]: ") for problem reasons, and base for finding
+// its fields in the document's text.
+func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, base []segment, depth int) {
 	j = bytes.TrimSpace(j)
 	if len(j) == 0 || bytes.Equal(j, []byte("null")) {
 		return // empty document
@@ -352,11 +402,13 @@ func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
 	if info, ok := keptKinds[gvk]; ok {
 		obj, _, err := deserializer().Decode(j, nil, nil)
 		if err != nil {
-			reason := decodeReason(err)
+			issues := decodeIssues(err, fields)
 			if gvk == gvkIngressRoute {
-				reason = serviceFieldReason(fields, reason)
+				if is, ok := serviceFieldIssue(fields); ok {
+					issues = []issue{is}
+				}
 			}
-			d.problem(dc, 0, prefix+reason)
+			d.report(dc, base, prefix, issues)
 			return
 		}
 		d.keep(obj, info, dc, prefix)
@@ -376,7 +428,8 @@ func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
 			}
 		}
 		for i, item := range items {
-			d.decodeJSONDoc(item, dc, fmt.Sprintf("%sitems[%d]: ", prefix, i), depth+1)
+			at := append(slices.Clip(base), segment{key: "items", index: -1}, segment{index: i})
+			d.decodeJSONDoc(item, dc, fmt.Sprintf("%sitems[%d]: ", prefix, i), at, depth+1)
 		}
 		return
 	}
@@ -387,7 +440,7 @@ func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
 		if info, ok := keptKinds[gv.WithKind(elem)]; ok {
 			list, _, err := deserializer().Decode(j, nil, nil)
 			if err != nil {
-				d.problem(dc, 0, prefix+decodeReason(err))
+				d.report(dc, base, prefix, decodeIssues(err, fields))
 				return
 			}
 			items, err := meta.ExtractList(list)
@@ -403,11 +456,7 @@ func (d *decoder) decodeJSONDoc(j []byte, dc doc, prefix string, depth int) {
 	}
 
 	if reason, field := unreadKind(gvk); reason != "" {
-		line := 0
-		if prefix == "" {
-			line = dc.fieldLine(field)
-		}
-		d.problem(dc, line, prefix+reason)
+		d.report(dc, base, prefix, []issue{{field: []segment{{key: field, index: -1}}, atKey: true, say: func(string) string { return reason }}})
 		return
 	}
 	d.log.Debug("manifest: skipping document of a kind Portico does not use",
@@ -471,18 +520,99 @@ func (d *decoder) keep(obj runtime.Object, info kindInfo, dc doc, prefix string)
 	d.objLines = append(d.objLines, dc)
 }
 
-var unmarshalTypeRE = regexp.MustCompile(`cannot unmarshal (\w+)(?: \S+)? into Go struct field \w+\.(\S+) of type (\S+)`)
+var (
+	unmarshalTypeRE = regexp.MustCompile(`cannot unmarshal (\w+)(?: \S+)? into Go struct field \w+\.(\S+) of type (\S+)`)
+	strictFieldRE   = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
+)
 
-// decodeReason makes a decoding error readable: strict errors become the
-// list of offending fields, type errors name the field and the expected
-// type rather than Go types.
-func decodeReason(err error) string {
-	if se, ok := runtime.AsStrictDecodingError(err); ok {
-		var parts []string
-		for _, e := range se.Errors() {
-			parts = append(parts, e.Error())
+// issue is one thing decoding found wrong with a document.
+type issue struct {
+	// field is the path of the field it is about, as the decoder named it; nil when
+	// it names none.
+	field []segment
+	q     query
+	// atKey points the problem at the field's name (a misspelt or repeated field)
+	// rather than at its value.
+	atKey bool
+	// say is the reason, naming the field by its path as found in the document (with
+	// its list positions), or as the decoder named it when it cannot be found.
+	say func(path string) string
+}
+
+// plainIssue is an issue about no field in particular.
+func plainIssue(reason string) issue {
+	return issue{say: func(string) string { return reason }}
+}
+
+// locate returns the line of the issue in the file (0 when unknown) and its reason,
+// finding its field with loc.
+func (is issue) locate(loc *locator, dc doc, base []segment) (int, string) {
+	if len(is.field) == 0 || dc.text == nil {
+		return 0, is.say(formatPath(is.field))
+	}
+	m, ok := loc.find(base, is.field, is.q)
+	if !ok && is.q.kind != "" {
+		// Of a value YAML 1.1 and 1.2 type differently ("yes"): the first by its path.
+		q := is.q
+		q.kind = ""
+		m, ok = loc.find(base, is.field, q)
+	}
+	if !ok {
+		return 0, is.say(formatPath(is.field))
+	}
+	return dc.firstLine + m.line(is.atKey) - 1, is.say(m.path)
+}
+
+// locator returns the locator of dc's text, made on the first problem of the document
+// and kept for its others (the items of a List): a document without a problem costs
+// nothing.
+func (d *decoder) locator(dc doc) *locator {
+	if d.loc == nil || d.locDoc != dc.index {
+		d.loc, d.locDoc = newLocator(dc.text), dc.index
+	}
+	return d.loc
+}
+
+// report adds one problem for the issues of a document, at the line of the first; a
+// further one on another line says its line.
+func (d *decoder) report(dc doc, base []segment, prefix string, issues []issue) {
+	line, last := 0, 0
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i, is := range issues {
+		at, reason := is.locate(d.locator(dc), dc, base)
+		if i == 0 {
+			line = at
+		} else {
+			b.WriteString("; ")
+			if at > 0 && at != last {
+				fmt.Fprintf(&b, "line %d: ", at)
+			}
 		}
-		return strings.Join(parts, "; ")
+		last = at
+		b.WriteString(reason)
+	}
+	d.problem(dc, line, b.String())
+}
+
+// decodeIssues makes a decoding error readable: strict errors become the list of
+// offending fields, type errors name the field and the expected type rather than Go
+// types. fields are the document's top-level fields.
+func decodeIssues(err error, fields map[string]json.RawMessage) []issue {
+	if se, ok := runtime.AsStrictDecodingError(err); ok {
+		var out []issue
+		for _, e := range se.Errors() {
+			msg := e.Error()
+			m := strictFieldRE.FindStringSubmatch(msg)
+			if m == nil {
+				out = append(out, plainIssue(msg))
+				continue
+			}
+			what := m[1]
+			out = append(out, issue{field: parsePath(m[2]), atKey: true, q: query{last: what == "duplicate"},
+				say: func(path string) string { return fmt.Sprintf("%s field %q", what, path) }})
+		}
+		return out
 	}
 	msg := err.Error()
 	if i := strings.Index(msg, " cannot be handled as a"); i >= 0 {
@@ -492,12 +622,61 @@ func decodeReason(err error) string {
 	}
 	msg = strings.TrimPrefix(msg, "json: ")
 	if m := unmarshalTypeRE.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("field %q must be %s, not %s", m[2], describeGoType(m[3]), describeJSONKind(m[1]))
+		return []issue{typeIssue(nil, m)}
 	}
 	if strings.Contains(msg, "illegal base64 data") {
-		return "Secret data values must be base64-encoded (put plain text under stringData instead): " + msg
+		return []issue{base64Issue(fields, msg)}
 	}
-	return msg
+	return []issue{plainIssue(msg)}
+}
+
+// typeIssue is the issue of a type error matched by unmarshalTypeRE, whose field path
+// (without list positions) is below base.
+func typeIssue(base []segment, m []string) issue {
+	got, goType := m[1], m[3]
+	return issue{field: append(slices.Clip(base), parsePath(m[2])...), q: query{loose: true, kind: got},
+		say: func(path string) string {
+			return fmt.Sprintf("field %q must be %s, not %s", path, describeGoType(goType), describeJSONKind(got))
+		}}
+}
+
+// base64Issue is the issue of a Secret whose data holds a value that is not base64:
+// the decoder does not say which, so the first such value is looked for.
+func base64Issue(fields map[string]json.RawMessage, msg string) issue {
+	is := issue{say: func(path string) string {
+		if path == "" {
+			return "Secret data values must be base64-encoded (put plain text under stringData instead): " + msg
+		}
+		return fmt.Sprintf("field %q must be base64-encoded (put plain text under stringData instead): %s", path, msg)
+	}}
+	if key, ok := firstNotBase64(fields["data"]); ok {
+		is.field = []segment{{key: "data", index: -1}, {key: key, index: -1}}
+	}
+	return is
+}
+
+// firstNotBase64 returns the first key, in the order written, of a JSON object of
+// strings whose value is not base64.
+func firstNotBase64(raw json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := t.(string)
+		var value string
+		if err := dec.Decode(&value); err != nil {
+			return "", false
+		}
+		if _, err := base64.StdEncoding.DecodeString(value); err != nil {
+			return key, true
+		}
+	}
+	return "", false
 }
 
 // describeGoType names the JSON shape a Go type of the kept kinds expects.
@@ -548,32 +727,40 @@ func describeJSONKind(k string) string {
 	return k
 }
 
-// serviceFieldReason locates an error of an IngressRoute route's "service" field, which
-// decodes itself (it is one service or a list) and so cannot say where it is: the
-// reason then names the field, as strict decoding does everywhere else. Any other
-// error's reason is returned unchanged.
-func serviceFieldReason(fields map[string]json.RawMessage, reason string) string {
+// serviceFieldIssue finds an error of an IngressRoute route's "service" field, which
+// decodes itself (it is one service or a list) and so cannot say where it is: the issue
+// names the field, as strict decoding does everywhere else.
+func serviceFieldIssue(fields map[string]json.RawMessage) (issue, bool) {
 	var spec struct {
 		Routes []struct {
 			Service json.RawMessage `json:"service"`
 		} `json:"routes"`
 	}
 	if err := json.Unmarshal(fields["spec"], &spec); err != nil {
-		return reason
+		return issue{}, false
 	}
 	for i, r := range spec.Routes {
 		if len(r.Service) == 0 {
 			continue
 		}
 		var l contourv1beta1.ServiceList
-		if err := l.UnmarshalJSON(r.Service); err != nil {
-			msg := strings.TrimPrefix(err.Error(), "service: ")
-			msg = strings.TrimPrefix(msg, "json: ")
-			if m := unmarshalTypeRE.FindStringSubmatch(msg); m != nil {
-				msg = fmt.Sprintf("field %q must be %s, not %s", m[2], describeGoType(m[3]), describeJSONKind(m[1]))
-			}
-			return fmt.Sprintf("spec.routes[%d].service: %s", i, msg)
+		err := l.UnmarshalJSON(r.Service)
+		if err == nil {
+			continue
 		}
+		base := []segment{{key: "spec", index: -1}, {key: "routes", index: -1}, {index: i}, {key: "service", index: -1}}
+		msg := strings.TrimPrefix(err.Error(), "service: ")
+		msg = strings.TrimPrefix(msg, "json: ")
+		if m := unmarshalTypeRE.FindStringSubmatch(msg); m != nil {
+			return typeIssue(base, m), true
+		}
+		if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
+			if name, err := strconv.Unquote(name); err == nil {
+				return issue{field: append(base, segment{key: name, index: -1}), atKey: true, q: query{loose: true},
+					say: func(path string) string { return fmt.Sprintf("unknown field %q", path) }}, true
+			}
+		}
+		return plainIssue(fmt.Sprintf("spec.routes[%d].service: %s", i, msg)), true
 	}
-	return reason
+	return issue{}, false
 }

@@ -251,7 +251,7 @@ spec:
 			},
 		},
 		{
-			name: "malformed HTTPProxies are reported at their document; the others are kept",
+			name: "malformed HTTPProxies are reported at the offending field; the others are kept",
 			file: "typos.yaml",
 			input: `apiVersion: projectcontour.io/v1
 kind: HTTPProxy
@@ -299,11 +299,11 @@ spec:
 				{Services: []contourv1.Service{proxySvc("s", 80)}},
 			}})},
 			probs: []Problem{
-				{File: "typos.yaml", Line: 1, Document: 1, Reason: `unknown field "spec.routes[0].services[0].prot"`},
-				{File: "typos.yaml", Line: 9, Document: 2, Reason: `field "spec.routes.services.port" must be an integer, not a string`},
-				{File: "typos.yaml", Line: 17, Document: 3, Reason: `unknown field "spec.routes[0].match"`},
-				{File: "typos.yaml", Line: 25, Document: 4, Reason: `unknown field "spec.includes[0].conditions[0].header.exists"`},
-				{File: "typos.yaml", Line: 31, Document: 5, Reason: `unknown field "spec.delegations[0].targetNamespace"`},
+				{File: "typos.yaml", Line: 7, Document: 1, Reason: `unknown field "spec.routes[0].services[0].prot"`},
+				{File: "typos.yaml", Line: 14, Document: 2, Reason: `field "spec.routes[0].services[0].port" must be an integer, not a string`},
+				{File: "typos.yaml", Line: 22, Document: 3, Reason: `unknown field "spec.routes[0].match"`},
+				{File: "typos.yaml", Line: 29, Document: 4, Reason: `unknown field "spec.includes[0].conditions[0].header.exists"`},
+				{File: "typos.yaml", Line: 35, Document: 5, Reason: `unknown field "spec.delegations[0].targetNamespace"`},
 			},
 		},
 	}

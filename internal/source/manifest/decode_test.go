@@ -235,7 +235,7 @@ metadata: {name: w}
 				service("default", "a", 1),
 				&corev1.Secret{TypeMeta: tm("v1", "Secret"), ObjectMeta: om("x", "s"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"k": []byte("v")}},
 			},
-			probs: []Problem{{File: "list.JSON", Line: 1, Document: 1, Reason: `items[2]: unknown field "spec.portz"`}},
+			probs: []Problem{{File: "list.JSON", Line: 7, Document: 1, Reason: `items[2]: unknown field "spec.portz"`}},
 		},
 		{
 			name: "JSON stream of objects",
@@ -426,7 +426,7 @@ spec:
 			}},
 		},
 		{
-			name: "strict decoding: unknown field is a problem at the document's line, other documents kept",
+			name: "strict decoding: unknown field is a problem at the field's line, other documents kept",
 			file: "typo.yaml",
 			input: `apiVersion: v1
 kind: Service
@@ -453,7 +453,7 @@ metadata: {name: b}
 spec: {ports: [{port: 2}]}
 `,
 			want:  []runtime.Object{service("default", "a", 1), service("default", "b", 2)},
-			probs: []Problem{{File: "typo.yaml", Line: 8, Document: 2, Reason: `unknown field "spec.rules[0].http.paths[0].pathtype"`}},
+			probs: []Problem{{File: "typo.yaml", Line: 17, Document: 2, Reason: `unknown field "spec.rules[0].http.paths[0].pathtype"`}},
 		},
 		{
 			name: "strict decoding: several unknown fields and a JSON duplicate",
@@ -461,7 +461,7 @@ spec: {ports: [{port: 2}]}
 			input: `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a", "name": "b"},
  "spec": {"prots": [], "typ": "x"}}`,
 			probs: []Problem{{File: "d.json", Line: 1, Document: 1,
-				Reason: `duplicate field "metadata.name"; unknown field "spec.prots"; unknown field "spec.typ"`}},
+				Reason: `duplicate field "metadata.name"; line 2: unknown field "spec.prots"; unknown field "spec.typ"`}},
 		},
 		{
 			name: "YAML duplicate key is reported at its line",
@@ -545,8 +545,8 @@ data:
   key: not base64!
 `,
 			probs: []Problem{
-				{File: "types.yaml", Line: 1, Document: 1, Reason: `field "spec.ports.port" must be an integer, not a string`},
-				{File: "types.yaml", Line: 8, Document: 2, Reason: "Secret data values must be base64-encoded (put plain text under stringData instead): illegal base64 data at input byte 3"},
+				{File: "types.yaml", Line: 6, Document: 1, Reason: `field "spec.ports[0].port" must be an integer, not a string`},
+				{File: "types.yaml", Line: 12, Document: 2, Reason: `field "data.key" must be base64-encoded (put plain text under stringData instead): illegal base64 data at input byte 3`},
 			},
 		},
 		{
@@ -626,6 +626,98 @@ func TestSchemeConvertsOldIngress(t *testing.T) {
 	}
 }
 
+// TestDecodePointsAtTheMistake: a problem is reported at the line of the field to fix,
+// not at the document's first line, and names the field with its list positions.
+func TestDecodePointsAtTheMistake(t *testing.T) {
+	const service = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n"
+	tests := []struct {
+		name, file, input string
+		want              []Problem
+	}{
+		{
+			name: "a misspelt field on its own line, in the second document",
+			file: "proxy.yaml",
+			input: service + strings.Repeat("# filler\n", 10) + `---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata:
+  name: root
+spec:
+  virtualhost: {fqdn: b.localhost}
+  routes:
+  - conditions:
+    - prefix: /x
+    servces:
+    - name: web
+      port: 80
+`,
+			want: []Problem{{File: "proxy.yaml", Line: 25, Document: 2, Reason: `unknown field "spec.routes[0].servces"`}},
+		},
+		{
+			name: "a value of the wrong type, with its list positions",
+			file: "typed.yaml",
+			input: `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: typed}
+spec:
+  virtualhost: {fqdn: c.localhost}
+  routes:
+  - services:
+    - name: web
+      port: 80
+    - name: web
+      port: "eighty"
+`,
+			want: []Problem{{File: "typed.yaml", Line: 11, Document: 1, Reason: `field "spec.routes[0].services[1].port" must be an integer, not a string`}},
+		},
+		{
+			name:  "the wrong type in a map's value names the entry",
+			file:  "annotated.yaml",
+			input: "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  annotations:\n    team: shop\n    replicas: 3\n",
+			want:  []Problem{{File: "annotated.yaml", Line: 7, Document: 1, Reason: `field "metadata.annotations.replicas" must be a string, not a number`}},
+		},
+		{
+			name:  "a field merged in from an anchor is found where it is written",
+			file:  "merged.yaml",
+			input: "x-defaults: &port\n  port: eighty\napiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports:\n  - <<: *port\n",
+			want:  []Problem{{File: "merged.yaml", Line: 2, Document: 1, Reason: `field "spec.ports[0].port" must be an integer, not a string`}},
+		},
+		{
+			name: "in a JSON List item, and the second of a duplicated field",
+			file: "list.json",
+			input: `{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}},
+  {"apiVersion": "v1", "kind": "Service",
+   "metadata": {"name": "b",
+                "name": "c"}}
+]}`,
+			want: []Problem{{File: "list.json", Line: 5, Document: 1, Reason: `items[1]: duplicate field "metadata.name"`}},
+		},
+		{
+			name:  "a Latin-1 byte in YAML, at its line and column",
+			file:  "latin1.yaml",
+			input: service + "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: cafe\n  annotations: {owner: \"Ren\xe9\"}\n",
+			want: []Problem{{File: "latin1.yaml", Line: 10, Column: 28, Document: 2,
+				Reason: "byte 0xE9 is not UTF-8; the file must be UTF-8 (a file saved as Latin-1 converts with iconv -f latin1 -t utf-8)"}},
+		},
+		{
+			name:  "a Latin-1 byte in a JSON string, which encoding/json would take silently",
+			file:  "latin1.json",
+			input: "{\"apiVersion\": \"v1\", \"kind\": \"Service\",\n \"metadata\": {\"name\": \"a\", \"annotations\": {\"owner\": \"Ren\xe9\"}}}",
+			want: []Problem{{File: "latin1.json", Line: 2, Column: 57, Document: 1,
+				Reason: "byte 0xE9 is not UTF-8; the file must be UTF-8 (a file saved as Latin-1 converts with iconv -f latin1 -t utf-8)"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, probs := Decode(tc.file, []byte(tc.input))
+			if diff := cmp.Diff(tc.want, probs); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestProblemString(t *testing.T) {
 	tests := []struct {
 		p    Problem
@@ -633,6 +725,7 @@ func TestProblemString(t *testing.T) {
 	}{
 		{Problem{File: "m/a.yaml", Line: 12, Document: 3, Reason: `unknown field "spec.x"`}, `m/a.yaml:12: document 3: unknown field "spec.x"`},
 		{Problem{File: "m/b.yaml", Reason: "cannot read: permission denied"}, "m/b.yaml: cannot read: permission denied"},
+		{Problem{File: "m/c.yaml", Line: 4, Column: 11, Document: 1, Reason: "byte 0xE9 is not UTF-8"}, "m/c.yaml:4:11: document 1: byte 0xE9 is not UTF-8"},
 	}
 	for _, tc := range tests {
 		if got := tc.p.String(); got != tc.want {
@@ -813,10 +906,10 @@ spec:
 				{Match: "/", Service: contourv1beta1.ServiceList{svc("s", 80)}},
 			}})},
 			probs: []Problem{
-				{File: "typos.yaml", Line: 1, Document: 1, Reason: `unknown field "spec.routes[0].services[0].prot"`},
-				{File: "typos.yaml", Line: 9, Document: 2, Reason: `spec.routes[1].service: unknown field "prot"`},
-				{File: "typos.yaml", Line: 21, Document: 3, Reason: `spec.routes[0].service: field "port" must be an integer, not a string`},
-				{File: "typos.yaml", Line: 29, Document: 4, Reason: `unknown field "spec.delegations[0].targetNamespace"`},
+				{File: "typos.yaml", Line: 7, Document: 1, Reason: `unknown field "spec.routes[0].services[0].prot"`},
+				{File: "typos.yaml", Line: 19, Document: 2, Reason: `unknown field "spec.routes[1].service.prot"`},
+				{File: "typos.yaml", Line: 27, Document: 3, Reason: `field "spec.routes[0].service[0].port" must be an integer, not a string`},
+				{File: "typos.yaml", Line: 33, Document: 4, Reason: `unknown field "spec.delegations[0].targetNamespace"`},
 			},
 		},
 	}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -33,6 +34,9 @@ func FuzzDecode(f *testing.F) {
 		"a: &a [*a, *a]\n", "apiVersion: v1\nkind: Service\nmetadata: {name: ''}\n",
 		`{"apiVersion": "v1", "kind": "List", "items": [` + svcJSON("a", 1) + `, 3, null, []]}`,
 		`[1, 2]`, `{"a": `, "\ufeff{}", "null", `"str"`,
+		"apiVersion: v1\nkind: Service\nmetadata: {name: caf\xe9}\n",
+		"d: &d {port: x}\napiVersion: v1\nkind: Service\nmetadata: {name: a, annotations: {n: 1}}\nspec: {ports: [{<<: *d}, {port: [2]}]}\n",
+		"apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}, data: {a.b: '!!'}}\n- {apiVersion: v1, kind: Servic}\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), false)
@@ -61,9 +65,10 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("%v %q: namespace %q", gvk, acc.GetName(), acc.GetNamespace())
 			}
 		}
+		lines := bytes.Count(data, []byte("\n")) + 1
 		for _, p := range probs {
-			if p.File != file || p.Line < 1 || p.Document < 1 || p.Reason == "" {
-				t.Fatalf("malformed problem %#v", p)
+			if p.File != file || p.Line < 1 || p.Line > lines || p.Column < 0 || p.Document < 1 || p.Reason == "" {
+				t.Fatalf("malformed problem %#v (the file has %d lines)", p, lines)
 			}
 			if strings.HasPrefix(p.Reason, "internal error") {
 				t.Fatalf("decoder panicked: %s", p)

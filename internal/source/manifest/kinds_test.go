@@ -77,13 +77,13 @@ func TestDecodeReportsMistakenKinds(t *testing.T) {
 	}
 }
 
-// Inside a List, and in JSON, the problem is located at the document and says which item.
+// Inside a List, and in JSON, the problem is located at the item's kind and says which item.
 func TestDecodeReportsMistakenKindsInLists(t *testing.T) {
 	_, probs := Decode("l.json", []byte(`{"apiVersion": "v1", "kind": "List", "items": [
   {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fine"}},
   {"apiVersion": "networking.k8s.io/v1", "kind": "Ingres", "metadata": {"name": "x"}}
 ]}`))
-	want := []Problem{{File: "l.json", Line: 1, Document: 1, Reason: `items[1]: unknown kind "Ingres" in networking.k8s.io/v1; did you mean "Ingress"?`}}
+	want := []Problem{{File: "l.json", Line: 3, Document: 1, Reason: `items[1]: unknown kind "Ingres" in networking.k8s.io/v1; did you mean "Ingress"?`}}
 	if diff := cmp.Diff(want, probs); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

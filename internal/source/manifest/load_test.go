@@ -102,7 +102,7 @@ func TestLoadDir(t *testing.T) {
 	}
 	wantProbs := []Problem{
 		{File: filepath.Join(dir, "dangling.yaml"), Reason: "cannot read: stat " + filepath.Join(dir, "dangling.yaml") + ": no such file or directory"},
-		{File: filepath.Join(dir, "e.yaml"), Line: 1, Document: 1, Reason: `unknown field "spec.prots"`},
+		{File: filepath.Join(dir, "e.yaml"), Line: 6, Document: 1, Reason: `unknown field "spec.prots"`},
 		{File: filepath.Join(dir, "f.yaml"), Line: 1, Document: 1, Reason: "Service default/b is already defined at " + filepath.Join(dir, "b.yaml") + ":1 (document 1); this definition is ignored"},
 	}
 	if diff := cmp.Diff(wantProbs, res.Problems); diff != "" {
