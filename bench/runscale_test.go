@@ -28,7 +28,8 @@ import (
 // TestRunScale measures `portico run` over a directory of N Ingress files, each with its
 // own host, Service and Endpoints (all pointing at one echo backend): time to ready,
 // RSS, and the latency from editing one file (its path) or adding one to the new route
-// answering through the embedded proxy, with the CPU each takes. It is a measurement,
+// answering through the embedded proxy, with the CPU each takes; then the time to ready
+// again after a restart (with the state file the first process left). It is a measurement,
 // not a check, and is skipped unless PORTICO_SCALE is set:
 //
 //	PORTICO_SCALE=1000,10000            file counts to measure
@@ -79,8 +80,8 @@ func TestRunScale(t *testing.T) {
 		}
 		for _, b := range bins {
 			m := measureRun(t, b, n, ops, backend)
-			row := fmt.Sprintf("%-10s %6d files: ready %7s, RSS %4d MB ready / %4d MB after, live heap %4d MB ready / %4d MB after; edit→answer median %7s (min %s, max %s), CPU %s/edit, %.1f MB allocated/edit; add→answer median %7s, CPU %s/add, %.1f MB allocated/add",
-				b[0], n, m.ready.Round(time.Millisecond), m.rssReady>>20, m.rssAfter>>20, m.heapReady>>20, m.heapAfter>>20,
+			row := fmt.Sprintf("%-10s %6d files: ready %7s (restarted %7s), RSS %4d MB ready / %4d MB after, live heap %4d MB ready / %4d MB after; edit→answer median %7s (min %s, max %s), CPU %s/edit, %.1f MB allocated/edit; add→answer median %7s, CPU %s/add, %.1f MB allocated/add",
+				b[0], n, m.ready.Round(time.Millisecond), m.restart.Round(time.Millisecond), m.rssReady>>20, m.rssAfter>>20, m.heapReady>>20, m.heapAfter>>20,
 				median(m.edits), slices.Min(m.edits).Round(time.Millisecond), slices.Max(m.edits).Round(time.Millisecond), m.editCPU.Round(time.Millisecond), m.editAlloc/(1<<20),
 				median(m.adds), m.addCPU.Round(time.Millisecond), m.addAlloc/(1<<20))
 			t.Log(row)
@@ -91,7 +92,7 @@ func TestRunScale(t *testing.T) {
 }
 
 type runMeasure struct {
-	ready                time.Duration
+	ready, restart       time.Duration
 	rssReady, rssAfter   int64
 	heapReady, heapAfter int64 // live, after a collection
 	edits, adds          []time.Duration
@@ -115,19 +116,18 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 	name, bin := nameBin[0], nameBin[1]
 	dir := t.TempDir()
 	writeApps(t, dir, n, backend)
+	stateHome := t.TempDir() // where the state file goes, kept for the restart
 	var m runMeasure
 	start := time.Now()
-	p := startPortico(t, bin, dir)
-	defer p.stop()
-	client := &http.Client{Timeout: 10 * time.Second}
-	waitUntil(t, "ready", 10*time.Minute, func() bool {
-		resp, err := client.Get("http://" + p.adminAddr() + "/readyz")
-		if err != nil {
-			return false
+	p := startPortico(t, bin, dir, stateHome)
+	stopped := false
+	defer func() {
+		if !stopped {
+			p.stop()
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	}()
+	client := &http.Client{Timeout: 10 * time.Second}
+	waitReady(t, client, p)
 	m.ready = time.Since(start)
 	waitUntil(t, "the first host answering", time.Minute, answers(client, p.httpAddr(), "app-0.test", "/v0"))
 	m.rssReady = p.rss()
@@ -188,7 +188,27 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 	}
 	m.rssAfter = p.rss()
 	m.heapAfter = liveHeap("after")
+
+	// A restart on the same tree, with the state the first process left.
+	p.stop()
+	stopped = true
+	start = time.Now()
+	again := startPortico(t, bin, dir, stateHome)
+	defer again.stop()
+	waitReady(t, client, again)
+	m.restart = time.Since(start)
 	return m
+}
+
+func waitReady(t *testing.T, client *http.Client, p process) {
+	waitUntil(t, "ready", 10*time.Minute, func() bool {
+		resp, err := client.Get("http://" + p.adminAddr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // collectHeap has the process collect its garbage (fetching its heap profile does) and
@@ -341,10 +361,12 @@ func startBackend(t *testing.T) string {
 	return testutil.StartEcho(t, echo.Config{Listen: "127.0.0.1:0", Service: "backend"})
 }
 
-func startPortico(t *testing.T, bin, dir string) process {
+// startPortico starts portico run on dir, keeping its state under stateHome (as
+// XDG_STATE_HOME), in process when bin is "".
+func startPortico(t *testing.T, bin, dir, stateHome string) process {
 	plain, secure, admin, profiles := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	if bin == "" {
-		return startInProcess(t, dir, plain, secure, admin, profiles)
+		return startInProcess(t, dir, plain, secure, admin, profiles, filepath.Join(stateHome, "state.json"))
 	}
 	args := []string{"run", "--manifests", dir, "--http-addr", plain, "--https-addr", secure, "--admin-addr", admin, "--log-level", "warn"}
 	if help, _ := exec.Command(bin, "run", "--help").CombinedOutput(); bytes.Contains(help, []byte("-pprof-addr")) {
@@ -354,6 +376,7 @@ func startPortico(t *testing.T, bin, dir string) process {
 	}
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -399,9 +422,9 @@ type inProcess struct {
 	done                  chan error
 }
 
-func startInProcess(t *testing.T, dir, plain, secure, admin, profiles string) process {
+func startInProcess(t *testing.T, dir, plain, secure, admin, profiles, stateFile string) process {
 	r, err := app.NewRunner(app.RunOptions{ManifestDir: dir, HTTPAddr: plain, HTTPSAddr: secure, AdminAddr: admin, PprofAddr: profiles,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StateFile: stateFile})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
 )
@@ -32,12 +35,55 @@ const keptNote = "The previous valid version of this object is still served; fix
 type LastValid struct {
 	valid   map[dag.ObjectRef]runtime.Object // the last version of each object built valid
 	present map[dag.ObjectRef]bool           // routing objects of the previous build
-	log     *slog.Logger
+	// served are the previous versions serving in place of invalid current ones.
+	served map[dag.ObjectRef]runtime.Object
+	log    *slog.Logger
 }
 
 // NewLastValid returns a LastValid that logs removed objects to log.
 func NewLastValid(log *slog.Logger) *LastValid {
-	return &LastValid{valid: map[dag.ObjectRef]runtime.Object{}, present: map[dag.ObjectRef]bool{}, log: log}
+	return &LastValid{valid: map[dag.ObjectRef]runtime.Object{}, present: map[dag.ObjectRef]bool{},
+		served: map[dag.ObjectRef]runtime.Object{}, log: log}
+}
+
+// Served returns the previous versions that the last Build served in place of objects
+// whose edit made them invalid, in the order of their references: what Restore needs
+// after a restart for the same objects to be served.
+func (k *LastValid) Served() []runtime.Object {
+	if len(k.served) == 0 {
+		return nil
+	}
+	refs := slices.SortedFunc(maps.Keys(k.served), dag.CompareObjectRefs)
+	out := make([]runtime.Object, len(refs))
+	for i, ref := range refs {
+		out[i] = k.served[ref]
+	}
+	return out
+}
+
+// Restore makes objs (Ingresses, IngressRoutes, HTTPProxies) the last valid versions of
+// their objects, before the first Build: an object whose current version is invalid
+// then, and differs from its version here, is served as it is here, as if it had been
+// edited while running. Restore is for a restart; other objects are ignored.
+func (k *LastValid) Restore(objs []runtime.Object) {
+	for _, o := range objs {
+		if ref, ok := refOf(o); ok {
+			k.valid[ref] = o
+		}
+	}
+}
+
+// refOf returns the reference of a routing object.
+func refOf(obj runtime.Object) (dag.ObjectRef, bool) {
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		return dag.ObjectRef{Kind: dag.KindIngress, Namespace: o.Namespace, Name: o.Name}, true
+	case *ingressroutev1.IngressRoute:
+		return dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: o.Namespace, Name: o.Name}, true
+	case *contourv1.HTTPProxy:
+		return dag.ObjectRef{Kind: dag.KindHTTPProxy, Namespace: o.Namespace, Name: o.Name}, true
+	}
+	return dag.ObjectRef{}, false
 }
 
 // Builder builds graphs for LastValid: dag.Incremental, or FullBuilder.
@@ -158,9 +204,11 @@ func keptDescription(why string) string {
 // time off the air.
 func (k *LastValid) remember(s *store.Store, final *dag.Graph, kept map[dag.ObjectRef]runtime.Object, sc *scope) {
 	for _, st := range sc.statuses(final) {
-		if _, ok := kept[st.Object]; ok {
+		if prev, ok := kept[st.Object]; ok {
+			k.served[st.Object] = prev
 			continue
 		}
+		delete(k.served, st.Object)
 		cur := lookup(s, st.Object)
 		if st.Status != dag.StatusValid || cur == nil {
 			delete(k.valid, st.Object)
@@ -171,10 +219,14 @@ func (k *LastValid) remember(s *store.Store, final *dag.Graph, kept map[dag.Obje
 	forget := func(ref dag.ObjectRef) {
 		if !k.present[ref] {
 			delete(k.valid, ref)
+			delete(k.served, ref)
 		}
 	}
 	if sc.all {
 		for ref := range k.valid {
+			forget(ref)
+		}
+		for ref := range k.served {
 			forget(ref)
 		}
 		return

@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,6 +108,37 @@ func TestLastValidKeepsPreviousVersion(t *testing.T) {
 	g = k.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "Fastest", "b")), FullBuilder{})
 	if st := statusOf(t, g, "site"); st.Status != dag.StatusInvalid || strings.Contains(st.Description, keptNote) || servedCluster(g, "x.test") != "" {
 		t.Errorf("re-created invalid object: %+v, served %q", st, servedCluster(g, "x.test"))
+	}
+}
+
+// After a restart, the versions a LastValid served in place of invalid edits are
+// served again when Restore hands them to a new one: the typo still in place is not
+// served, and the status says so. An object whose current version is valid, or that is
+// gone, is built as it is.
+func TestLastValidRestore(t *testing.T) {
+	before := NewLastValid(slog.New(slog.DiscardHandler))
+	before.Build(lvStore(t, lvServices, lvRoot("site", "x.test", "RoundRobin", "a"), lvRoot("fixed", "y.test", "RoundRobin", "a"), lvRoot("gone", "z.test", "RoundRobin", "a")), FullBuilder{})
+	typos := []string{lvRoot("site", "x.test", "Fastest", "b"), lvRoot("fixed", "y.test", "Fastest", "b"), lvRoot("gone", "z.test", "Fastest", "b")}
+	before.Build(lvStore(t, append([]string{lvServices}, typos...)...), FullBuilder{})
+	saved := before.Served()
+	if len(saved) != 3 {
+		t.Fatalf("served in place of the typos: %d objects, want 3", len(saved))
+	}
+
+	after := NewLastValid(slog.New(slog.DiscardHandler))
+	after.Restore(saved)
+	g := after.Build(lvStore(t, lvServices, typos[0], lvRoot("fixed", "y.test", "Random", "b")), dag.NewIncremental(dag.Options{}))
+	if st := statusOf(t, g, "site"); st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "Fastest") || !strings.Contains(st.Description, keptNote) {
+		t.Errorf("site after the restart: %+v, want invalid, naming the typo and the kept version", st)
+	}
+	if got := servedCluster(g, "x.test"); got != "a" {
+		t.Errorf("after the restart x.test is served by %q, want the kept version's a", got)
+	}
+	if got := servedCluster(g, "y.test"); got != "b" {
+		t.Errorf("the object fixed meanwhile: y.test served by %q, want its current version's b", got)
+	}
+	if got := after.Served(); len(got) != 1 || got[0] != saved[2] {
+		t.Errorf("served after the restart: %d objects, want site's kept version alone", len(got))
 	}
 }
 
@@ -227,6 +259,19 @@ func TestLastValidIncrementalEqualsFull(t *testing.T) {
 		got := inc.Build(s, builder)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("seed %d, step %d: (-full +incremental):\n%s\nchanges:\n%s", seed, step, diff, log)
+		}
+		// What a restart would restore is the same, and is what serves.
+		if w, g := full.Served(), inc.Served(); !slices.Equal(w, g) {
+			t.Fatalf("seed %d, step %d: served versions differ: full %d, incremental %d\nchanges:\n%s", seed, step, len(w), len(g), log)
+		}
+		kept := 0
+		for _, st := range got.Statuses {
+			if strings.Contains(st.Description, keptNote) {
+				kept++
+			}
+		}
+		if n := len(inc.Served()); n != kept {
+			t.Fatalf("seed %d, step %d: %d versions served in place of others, %d statuses say so\nchanges:\n%s", seed, step, n, kept, log)
 		}
 		for _, st := range got.Statuses {
 			if strings.Contains(st.Description, keptNote) {

@@ -59,6 +59,9 @@ type RunOptions struct {
 	// Resolver resolves ExternalName Services' names (nil: the system's); tests
 	// point it at a DNS server of their own.
 	Resolver *net.Resolver
+	// StateFile is where ages and last good versions are kept across restarts (see
+	// internal/runstate); "" keeps none.
+	StateFile string
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -196,16 +199,21 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.xdsLis.Close()
 		return fmt.Errorf("admin endpoint: %w", err)
 	}
+	mem, saver := r.openState()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.pipeline.Server.Serve(ctx, r.xdsLis) })
 	g.Go(func() error { return r.proxy.Run(ctx) })
+	if saver != nil {
+		g.Go(func() error { saver.Run(ctx); return nil })
+	}
 	g.Go(func() error {
 		// One store for the life of the Runner, brought up to date by each reload's
 		// changes, as the informers do in serve.
 		st := store.New()
 		first := true
 		problems := &problemLog{log: log}
-		return manifest.WatchChanges(ctx, r.opts.ManifestDir, manifestDebounce, log.With("component", "manifests"), func(res *manifest.Result) {
+		return manifest.WatchChangesFrom(ctx, r.opts.ManifestDir, manifestDebounce, log.With("component", "manifests"), mem, func(res *manifest.Result) {
+			defer r.noteState(saver, res)
 			problems.observe(res.Problems)
 			// A reload that changed no object (a file touched, a broken edit whose
 			// last good version stays) leaves the configuration as it is.
@@ -226,6 +234,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		return r.admin.Shutdown(shutdownCtx)
 	})
 	err := g.Wait()
+	if saver != nil {
+		saver.Flush() // what the last reloads noted
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

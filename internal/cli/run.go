@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/runstate"
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
@@ -30,6 +32,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
+	stateFile := fs.String("state-file", "", "`file` where run keeps objects' ages and last good versions across restarts (default $XDG_STATE_HOME/portico/run/DIRNAME-HASH.json; \"none\" keeps none)")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	newLogger := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
@@ -52,11 +55,12 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	o.Logger, o.AccessLogger, o.LogBatcher = logger, accessLogger, sink
 	o.RootNamespaces = splitList(*roots)
+	o.StateFile = stateFilePath(fs, *stateFile, o.ManifestDir, logger)
 	r, err := app.NewRunner(o)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
 	}
-	logger.Info("portico run", "manifests", o.ManifestDir, "http", o.HTTPAddr, "https", o.HTTPSAddr, "admin", o.AdminAddr)
+	logger.Info("portico run", "manifests", o.ManifestDir, "http", o.HTTPAddr, "https", o.HTTPSAddr, "admin", o.AdminAddr, "state_file", o.StateFile)
 	if err := r.Run(ctx); err != nil {
 		return fail(stderr, "run: %v", err)
 	}
@@ -77,6 +81,26 @@ func manifestDir(flagDir string, positional []string) (string, error) {
 		return "", fmt.Errorf("--manifests %q and the argument %q name different directories; give one", flagDir, positional[0])
 	}
 	return positional[0], nil
+}
+
+// stateFilePath returns the state file --state-file names: value if given, none for
+// "none" or "" given, and by default runstate.DefaultPath of the manifest directory (none,
+// with a warning, if there is no directory for it).
+func stateFilePath(fs *flag.FlagSet, value, dir string, log *slog.Logger) string {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "state-file" })
+	if set {
+		if value == "none" {
+			return ""
+		}
+		return value
+	}
+	path, err := runstate.DefaultPath(dir)
+	if err != nil {
+		log.Warn("no state kept across restarts: a restart starts as a first start would; pass --state-file PATH", "err", err)
+		return ""
+	}
+	return path
 }
 
 // headerLimitFlags adds --max-request-headers-kb and --max-request-headers (run and

@@ -135,6 +135,9 @@ func testRunCommand(t *testing.T, args func(dir string, flags ...string) []strin
 	}
 	httpAddr, httpsAddr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cmd := exec.Command(bin, args(dir, "--http-addr", httpAddr, "--https-addr", httpsAddr, "--admin-addr", adminAddr)...)
+	// The state file goes to the user's state directory: the test's own.
+	stateHome := t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -152,6 +155,14 @@ func testRunCommand(t *testing.T, args func(dir string, flags ...string) []strin
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			t.Errorf("portico run did not exit within 10s of SIGINT")
+		}
+		// Saved on the way out, where docs/run-mode.md says: one file per manifest
+		// directory under $XDG_STATE_HOME/portico/run.
+		states, _ := filepath.Glob(filepath.Join(stateHome, "portico", "run", filepath.Base(dir)+"-*.json"))
+		if len(states) != 1 {
+			t.Errorf("state files: %v, want one under %s/portico/run", states, stateHome)
+		} else if b, err := os.ReadFile(states[0]); err != nil || !strings.Contains(string(b), `"Ingress.networking.k8s.io"`) {
+			t.Errorf("the state file does not hold the Ingress's age: %v\n%s", err, b)
 		}
 		if t.Failed() {
 			t.Logf("logs:\n%s", logs.String())

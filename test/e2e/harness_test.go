@@ -33,6 +33,10 @@ type env struct {
 	runner *app.Runner
 	logs   *syncBuffer
 	client *http.Client
+	// opts are the options the runner was started with, for restart.
+	opts app.RunOptions
+	// stop stops the runner, once.
+	stop func()
 }
 
 type syncBuffer = testutil.SyncBuffer
@@ -48,26 +52,29 @@ func start(t *testing.T, files map[string]string) *env {
 // empty listener addresses are ephemeral loopback ports.
 func startWith(t *testing.T, files map[string]string, opts app.RunOptions) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
-	// At start-up an object is as old as its file (mtime, then path): files are written
-	// in name order with increasing modification times, so that which object is older
-	// never depends on map order or on the clock's granularity.
-	names := slices.Sorted(maps.Keys(files))
-	base := time.Now().Add(-time.Hour)
-	for i, name := range names {
+	e := &env{t: t, dir: t.TempDir()}
+	// At start-up objects are as old as their order in the tree: files in name order.
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		e.write(name, files[name])
-		at := base.Add(time.Duration(i) * time.Second)
-		if err := os.Chtimes(filepath.Join(e.dir, name), at, at); err != nil {
-			t.Fatal(err)
-		}
 	}
 	opts.ManifestDir = e.dir
-	opts.Logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.launch(opts)
+	return e
+}
+
+// launch starts Portico with opts, its Logger the test's, and waits until it is ready.
+func (e *env) launch(opts app.RunOptions) {
+	t := e.t
+	t.Helper()
+	e.logs = &syncBuffer{}
+	logs := e.logs
+	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, addr := range []*string{&opts.HTTPAddr, &opts.HTTPSAddr, &opts.AdminAddr} {
 		if *addr == "" {
 			*addr = "127.0.0.1:0"
 		}
 	}
+	e.opts = opts
 	r, err := app.NewRunner(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +83,12 @@ func startWith(t *testing.T, files map[string]string, opts app.RunOptions) *env 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
+	stopped := false
+	e.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
@@ -87,9 +99,10 @@ func startWith(t *testing.T, files map[string]string, opts app.RunOptions) *env 
 			t.Errorf("portico run did not stop within 10s")
 		}
 		if t.Failed() {
-			t.Logf("portico logs:\n%s", e.logs.String())
+			t.Logf("portico logs:\n%s", logs.String())
 		}
-	})
+	}
+	t.Cleanup(e.stop)
 	e.client = &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{DisableKeepAlives: true},
@@ -117,7 +130,15 @@ func startWith(t *testing.T, files map[string]string, opts app.RunOptions) *env 
 			t.Fatalf("timed out after 5s waiting for portico to become ready")
 		}
 	}
-	return e
+}
+
+// restart stops Portico and starts it again with the same options (the manifest
+// directory and state file included), as someone restarting `portico run` would. The
+// logs are the new process's from then on.
+func (e *env) restart() {
+	e.t.Helper()
+	e.stop()
+	e.launch(e.opts)
 }
 
 // nacks returns the distinct reasons the embedded proxy gave for rejecting xDS resources.

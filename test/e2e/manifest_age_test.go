@@ -14,7 +14,8 @@ import (
 // TestNewIngressNeverTakesTrafficFromAWorkingOne: a new file claiming a host and path
 // that a running Ingress serves is the one rejected, even though its file and its name
 // sort first (in a directory every object used to be equally old, and names broke the
-// tie). `portico check` on the same directory agrees, going by file modification times.
+// tie). `portico check` has no history: it decides as a first start would, by reading
+// order, whatever the files' modification times.
 func TestNewIngressNeverTakesTrafficFromAWorkingOne(t *testing.T) {
 	e := start(t, map[string]string{
 		"backends.yaml":   backends(t, "shop-api", "intruder"),
@@ -39,8 +40,8 @@ func TestNewIngressNeverTakesTrafficFromAWorkingOne(t *testing.T) {
 		}
 	}
 
-	// `portico check` loads the directory once, so file times say which is older. Set
-	// them: file systems with coarse timestamps could give both files the same one.
+	// `portico check` loads the directory once, as a first start: the file read first
+	// holds the older Ingress. Modification times that say otherwise do not count.
 	now := time.Now()
 	for name, mt := range map[string]time.Time{
 		"backends.yaml": now.Add(-time.Hour), "quickstart.yaml": now.Add(-time.Hour), "a-conflict.yaml": now,
@@ -60,11 +61,11 @@ func TestNewIngressNeverTakesTrafficFromAWorkingOne(t *testing.T) {
 	for _, s := range res.Statuses {
 		got[s.Object.Name] = s
 	}
-	if s := got["quickstart"]; s.Status != dag.StatusValid {
-		t.Errorf("check: quickstart is %s (%s), want valid", s.Status, s.Description)
+	if s := got["conflict"]; s.Status != dag.StatusValid {
+		t.Errorf("check: conflict (in the file read first) is %s (%s), want valid", s.Status, s.Description)
 	}
-	if s := got["conflict"]; s.Status != dag.StatusInvalid || !strings.Contains(s.Description, "default/quickstart") {
-		t.Errorf("check: conflict is %s (%s), want invalid naming default/quickstart", s.Status, s.Description)
+	if s := got["quickstart"]; s.Status != dag.StatusInvalid || !strings.Contains(s.Description, "default/conflict") {
+		t.Errorf("check: quickstart is %s (%s), want invalid naming default/conflict", s.Status, s.Description)
 	}
 }
 

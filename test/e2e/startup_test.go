@@ -26,6 +26,8 @@ func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string,
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	// `portico run` keeps its state in the user's state directory: the test's own.
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

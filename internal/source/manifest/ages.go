@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,12 +17,12 @@ import (
 // when ages are equal: a new file whose Ingress sorts first by name would take traffic
 // from a working one. So every object gets an age here, and no two the same.
 //
-// At the first load an object is as old as its file (modification time), ties going
-// to the file read first, then to the earlier document. An object that appears later
-// (a new file, a new document, a renamed object) is as old as the moment it was first
-// seen, later than every object already there whatever the file times say. An object
-// that stays (same kind, namespace and name) keeps its age across edits, and when it
-// moves to another file.
+// An object that was seen before keeps the age it was given then: across edits, moves
+// to another file, and (with a Memory, which `portico run` keeps in its state file)
+// restarts. Any other object is newer than every object seen before. Objects new at
+// the same load are ordered as they are read: files in reading order, then documents
+// in the file. File modification times play no part: a `touch`, a `git checkout` or a
+// copy of the tree rewrites them, and would hand a contested host to another object.
 
 // book remembers, for each object of the last load: its age, the file that held its
 // definition in force, and the version handed out. Its entries are updated in place, so
@@ -37,6 +36,9 @@ type book struct {
 	// loads counts loads, to tell the entries of objects seen by the current one.
 	loads uint64
 	now   func() time.Time
+	// seeds are the ages of objects seen before this book (see Memory), for the first
+	// load; nil after it.
+	seeds map[objectKey]time.Time
 }
 
 type entry struct {
@@ -69,8 +71,8 @@ func (b *book) held(key objectKey) (string, bool) {
 // are forgotten by diff: if they come back, they are new.
 func (b *book) stamp(objs []runtime.Object, places []placement) []*entry {
 	b.loads++
-	first := b.loads == 1
 	ents := make([]*entry, len(objs))
+	// In reading order, since places are.
 	var fresh []int
 	for i, p := range places {
 		e, ok := b.entries[p.key]
@@ -81,25 +83,12 @@ func (b *book) stamp(objs []runtime.Object, places []placement) []*entry {
 		e.file, e.index, e.seen = p.file, p.objIndex, b.loads
 		ents[i] = e
 	}
-	// Stable: objects of one file stay in document order.
-	slices.SortStableFunc(fresh, func(i, j int) int {
-		return cmp.Or(places[i].modTime.Compare(places[j].modTime), cmp.Compare(places[i].fileIndex, places[j].fileIndex))
-	})
-	// Wall clock only: the monotonic reading would make comparisons with file times
-	// use a different clock than comparisons between two stamps.
+	fresh = b.reseed(places, fresh, ents)
+	// Wall clock only: the monotonic reading would make comparisons of ages restored
+	// from a Memory and of new ones use different clocks.
 	now := b.now().Round(0)
 	for _, i := range fresh {
-		at := now
-		if first {
-			at = places[i].modTime
-		}
-		if !at.After(b.last) {
-			at = b.last.Add(time.Nanosecond)
-		}
-		b.last = at
-		e := &entry{at: at, file: places[i].file, index: places[i].objIndex, seen: b.loads}
-		b.entries[places[i].key] = e
-		ents[i] = e
+		b.enter(places[i], now, ents, i)
 	}
 
 	for i, obj := range objs {
@@ -116,6 +105,44 @@ func (b *book) stamp(objs []runtime.Object, places []placement) []*entry {
 		acc.SetCreationTimestamp(metav1.NewTime(at))
 	}
 	return ents
+}
+
+// reseed gives the objects of fresh (indexes in places) that the seeds know their
+// ages, oldest first, and returns the others. It runs once, at the first load: seeds
+// are forgotten after it, so that an object removed and added back later is new.
+func (b *book) reseed(places []placement, fresh []int, ents []*entry) []int {
+	if b.seeds == nil {
+		return fresh
+	}
+	seeds := b.seeds
+	b.seeds = nil
+	var known, unknown []int
+	for _, i := range fresh {
+		if _, ok := seeds[places[i].key]; ok {
+			known = append(known, i)
+		} else {
+			unknown = append(unknown, i)
+		}
+	}
+	// Oldest first, so that enter keeps their order and makes equal ages (a state file
+	// edited by hand) distinct in reading order.
+	slices.SortStableFunc(known, func(i, j int) int { return seeds[places[i].key].Compare(seeds[places[j].key]) })
+	for _, i := range known {
+		b.enter(places[i], seeds[places[i].key], ents, i)
+	}
+	return unknown
+}
+
+// enter records the object placed at p, new to the book, as ents[i], with the age at
+// or, if that is not after the latest age given, just after that.
+func (b *book) enter(p placement, at time.Time, ents []*entry, i int) {
+	if !at.After(b.last) {
+		at = b.last.Add(time.Nanosecond)
+	}
+	b.last = at
+	e := &entry{at: at, file: p.file, index: p.objIndex, seen: b.loads}
+	b.entries[p.key] = e
+	ents[i] = e
 }
 
 // reader loads a directory again and again, remembering what it needs to from one
@@ -139,6 +166,8 @@ type reader struct {
 	// refinish): book.handed are the objects' entries.
 	objects  []runtime.Object
 	problems []Problem
+	// standing are the paths of the broken files whose last good version is in force.
+	standing map[string]bool
 }
 
 func newReader(now func() time.Time) *reader {
@@ -168,6 +197,10 @@ func (r *reader) load(dir string, log *slog.Logger) (*Result, error) {
 // finish turns the files of r.walked into a Result.
 func (r *reader) finish(dir string, log *slog.Logger) *Result {
 	files := r.good.retain(r.walked)
+	clear(r.standing)
+	for _, f := range r.walked {
+		r.standIn(f.path, r.good.standsIn(f))
+	}
 	res, places, dups := assemble(files, r.book.held)
 	ents := r.book.stamp(res.Objects, places)
 	res.Changes = r.book.diff(res.Objects, ents, r.book.handed)
@@ -179,6 +212,7 @@ func (r *reader) finish(dir string, log *slog.Logger) *Result {
 	if r.noObjects {
 		res.Objects, r.objects = nil, nil
 	}
+	res.LastGood = r.lastGoodFiles()
 	log.Debug("manifest: loaded", "dir", dir, "files", len(files), "read", r.cache.reads, "decoded", r.cache.decodes,
 		"objects", len(r.book.handed), "changes", len(res.Changes))
 	return res

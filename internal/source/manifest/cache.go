@@ -91,10 +91,9 @@ func fetch(path string, prev *cachedFile, log *slog.Logger) (fileLoad, fetched) 
 	if prev != nil && sum == prev.sum {
 		e := *prev
 		e.info, e.readAt = fi, readAt
-		e.load.modTime = fi.ModTime()
 		return e.load.reused(), fetched{entry: &e, read: true}
 	}
-	f := decodeLoad(path, fi.ModTime(), data, log)
+	f := decodeLoad(path, data, log)
 	return f, fetched{entry: &cachedFile{info: fi, readAt: readAt, sum: sum, load: f}, read: true, decoded: true}
 }
 
@@ -127,10 +126,10 @@ func (f fileLoad) reused() fileLoad {
 }
 
 // decodeLoad decodes one file's bytes.
-func decodeLoad(path string, modTime time.Time, data []byte, log *slog.Logger) fileLoad {
+func decodeLoad(path string, data []byte, log *slog.Logger) fileLoad {
 	d := decoder{file: path, log: log}
 	d.decodeFile(data)
-	f := fileLoad{path: path, modTime: modTime, objs: d.objs, problems: d.probs}
+	f := fileLoad{path: path, objs: d.objs, problems: d.probs}
 	if len(d.objs) == 0 {
 		return f
 	}

@@ -111,6 +111,10 @@ type Result struct {
 	// not change is the very same pointer in both Results, and no object handed out
 	// is ever modified, so that consumers can tell what changed by pointer.
 	Changes []Change
+	// LastGood are the last good versions standing in for files that are broken now
+	// (Watch only), in reading order: what a restart needs to serve them again (see
+	// Memory).
+	LastGood []LastGoodFile
 }
 
 // Decode decodes one file's bytes: multi-document YAML, or — for a file

@@ -52,3 +52,12 @@ func (lg lastGood) inForce(f fileLoad) fileLoad {
 	})
 	return kept
 }
+
+// standsIn reports whether f, as read, is broken and its last good version stands in.
+func (lg lastGood) standsIn(f fileLoad) bool {
+	if len(f.problems) == 0 {
+		return false
+	}
+	_, ok := lg[f.path]
+	return ok
+}

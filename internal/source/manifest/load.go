@@ -40,16 +40,16 @@ const MaxFileSize = 8 << 20
 //
 // Every object's metadata.creationTimestamp is set to its age, replacing any
 // the manifest has, so that the oldest object keeps a contested host or path
-// as it would in a cluster: objects are ordered by their file's modification
-// time, then by the order the files are read in, then by their order in the
-// file, and no two objects get the same timestamp.
+// as it would in a cluster: objects are as old as the order they are read in
+// (files in reading order, then documents in the file), and no two objects get
+// the same timestamp. File modification times play no part.
 func LoadDir(dir string) (*Result, error) {
 	return loadDir(dir, slog.Default())
 }
 
 func loadDir(dir string, log *slog.Logger) (*Result, error) {
 	// A fresh reader remembers nothing: every broken file is reported as it is, and
-	// every object is as old as its file.
+	// objects are as old as their order in the tree.
 	return newReader(time.Now).load(dir, log)
 }
 
@@ -109,7 +109,6 @@ type loader struct {
 // fileLoad is what one file decoded to.
 type fileLoad struct {
 	path     string
-	modTime  time.Time
 	objs     []runtime.Object
 	keys     []objectKey // of objs, index for index; zero for an object without metadata
 	lines    []position
@@ -247,7 +246,6 @@ type placement struct {
 	file      string
 	fileIndex int // in reading order
 	objIndex  int // in the file
-	modTime   time.Time
 	shared    bool
 }
 
@@ -340,7 +338,7 @@ func (a *assembler) add(res *Result, places []placement, f fileLoad, fi int) []p
 			}
 		}
 		res.Objects = append(res.Objects, obj)
-		places = append(places, placement{key: key, file: f.path, fileIndex: fi, objIndex: i, modTime: f.modTime, shared: f.shared})
+		places = append(places, placement{key: key, file: f.path, fileIndex: fi, objIndex: i, shared: f.shared})
 	}
 	return places
 }

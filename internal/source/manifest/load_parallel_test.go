@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/portico-dev/portico/internal/parallel"
 )
@@ -111,6 +112,28 @@ func BenchmarkLoad(b *testing.B) {
 	log := slog.New(slog.DiscardHandler)
 	for b.Loop() {
 		if _, err := newReader(time.Now).load(dir, log); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoadRemembered is BenchmarkLoad after a restart of `portico run`: every
+// object's age comes from the memory kept in its state file.
+func BenchmarkLoadRemembered(b *testing.B) {
+	dir := benchTree(b, 10000, 2)
+	log := slog.New(slog.DiscardHandler)
+	first, err := newReader(time.Now).load(dir, log)
+	must(b, err)
+	mem := Memory{Ages: map[Identity]time.Time{}}
+	for _, o := range first.Objects {
+		acc, err := meta.Accessor(o)
+		must(b, err)
+		mem.Ages[IdentityOf(o)] = acc.GetCreationTimestamp().Time
+	}
+	for b.Loop() {
+		r := newReader(time.Now)
+		r.remember(mem)
+		if _, err := r.load(dir, log); err != nil {
 			b.Fatal(err)
 		}
 	}

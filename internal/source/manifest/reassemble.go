@@ -37,8 +37,10 @@ func (r *reader) refinish(dir string, paths []string, before []fileLoad, log *sl
 	for _, p := range paths {
 		if i, ok := findFile(r.walked, p); ok {
 			after = append(after, r.good.record(r.walked[i]))
+			r.standIn(p, r.good.standsIn(r.walked[i]))
 		} else {
 			delete(r.good, p)
+			r.standIn(p, false)
 		}
 	}
 	affected := r.redefine(paths, before, after)
@@ -89,6 +91,7 @@ func (r *reader) refinish(dir string, paths []string, before []fileLoad, log *sl
 	res.Problems = splice(r.problems, part.Problems, oldProbs, newProbs)
 	r.book.handed = patch(handed, ents, oldObjs, newObjs)
 	r.objects, r.problems = res.Objects, res.Problems
+	res.LastGood = r.lastGoodFiles()
 	log.Debug("manifest: updated", "dir", dir, "files", len(r.walked), "read", r.cache.reads, "decoded", r.cache.decodes,
 		"reassembled", len(files), "objects", len(r.book.handed), "changes", len(res.Changes))
 	return res

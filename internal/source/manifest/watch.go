@@ -49,10 +49,10 @@ const (
 // last Result stays in force (onChange is not called) and a warning is
 // logged; loading resumes when it reappears.
 //
-// Objects in the first Result are as old as their files (see LoadDir); an
-// object that appears later is as old as the reload that first saw it, so it
-// is always newer than the objects already there, and an object keeps its
-// age for as long as it stays, through edits and moves between files.
+// Objects in the first Result are as old as their order in the tree (see
+// LoadDir); an object that appears later is as old as the reload that first saw
+// it, so it is always newer than the objects already there, and an object keeps
+// its age for as long as it stays, through edits and moves between files.
 //
 // onChange is called from Watch's goroutine, never concurrently. It must not
 // modify a Result's slices, which the next Result is built from. Watch returns
@@ -67,8 +67,17 @@ func Watch(ctx context.Context, dir string, debounce time.Duration, logger *slog
 // only, as one keeping a store up to date does: the Results it passes have no
 // Objects. That saves a copy of the list of every object on every reload.
 func WatchChanges(ctx context.Context, dir string, debounce time.Duration, logger *slog.Logger, onChange func(*Result)) error {
+	return WatchChangesFrom(ctx, dir, debounce, logger, Memory{}, onChange)
+}
+
+// WatchChangesFrom is WatchChanges starting from what an earlier Watch of dir
+// remembered (its Results' ages and LastGood): an object it knows keeps its age, any
+// other is newer than all of them, and a file broken at start is served from its last
+// good version there.
+func WatchChangesFrom(ctx context.Context, dir string, debounce time.Duration, logger *slog.Logger, mem Memory, onChange func(*Result)) error {
 	rd := newReader(time.Now)
 	rd.noObjects = true
+	rd.remember(mem)
 	return watch(ctx, dir, debounce, logger, rd, onChange)
 }
 
