@@ -132,11 +132,11 @@ func TestNetworkPoliciesFitThePods(t *testing.T) {
 	manifests := loadManifests(t)
 	policies := map[string]networkingv1.NetworkPolicy{}
 	for _, m := range manifests {
-		if m.obj.GetKind() != "NetworkPolicy" {
+		if m.Obj.GetKind() != "NetworkPolicy" {
 			continue
 		}
 		var np networkingv1.NetworkPolicy
-		data, _ := m.obj.MarshalJSON()
+		data, _ := m.Obj.MarshalJSON()
 		if err := json.Unmarshal(data, &np); err != nil {
 			t.Fatal(err)
 		}
