@@ -114,5 +114,5 @@ func TestDefaultsRenderDeploy(t *testing.T) {
 	if compared < 20 {
 		t.Errorf("compared %d objects, want at least 20", compared)
 	}
-	t.Logf("%d objects of deploy/ rendered identically but for Helm's labels", compared)
+	t.Logf("%d objects of deploy/ compared with the chart's", compared)
 }

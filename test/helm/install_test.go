@@ -4,14 +4,18 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/release"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 
@@ -32,6 +36,15 @@ func helmConfig(t *testing.T, namespace string) *action.Configuration {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+func releaseNotes(t *testing.T, rel release.Releaser) string {
+	t.Helper()
+	r, ok := rel.(*releasev1.Release)
+	if !ok {
+		t.Fatalf("helm returned a %T, not a v1 release", rel)
+	}
+	return r.Info.Notes
 }
 
 // TestHelmInstallUpgradeUninstall does for real, through the Helm SDK, what
@@ -56,11 +69,17 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	install.CreateNamespace = true
 	install.WaitStrategy = kube.HookOnlyStrategy
 	install.Timeout = 2 * time.Minute
-	if _, err := install.RunWithContext(ctx, loadChart(t), nil); err != nil {
+	rel, err := install.RunWithContext(ctx, loadChart(t), nil)
+	if err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
 	if _, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 		t.Errorf("--create-namespace: %v", err)
+	}
+	// --create-namespace gives the namespace no Pod Security label: the notes say how.
+	const labelHint = "kubectl label namespace " + ns + " pod-security.kubernetes.io/enforce=restricted"
+	if notes := releaseNotes(t, rel); !strings.Contains(notes, labelHint) {
+		t.Errorf("the notes of an install into an unlabelled namespace do not say %q:\n%s", labelHint, notes)
 	}
 	d, err := admin.AppsV1().Deployments(ns).Get(ctx, "portico", metav1.GetOptions{})
 	if err != nil {
@@ -83,12 +102,21 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		}
 	}
 
+	if _, err := admin.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	upgrade := action.NewUpgrade(cfg)
 	upgrade.Namespace = ns
 	upgrade.WaitStrategy = kube.HookOnlyStrategy
 	upgrade.Timeout = 2 * time.Minute
-	if _, err := upgrade.RunWithContext(ctx, defaultRelease, loadChart(t), values(t, `webhook: {enabled: false}`)); err != nil {
+	rel, err = upgrade.RunWithContext(ctx, defaultRelease, loadChart(t), values(t, `webhook: {enabled: false}`))
+	if err != nil {
 		t.Fatalf("helm upgrade --set webhook.enabled=false: %v", err)
+	}
+	if notes := releaseNotes(t, rel); strings.Contains(notes, "pod-security") || strings.Contains(notes, "caBundle") {
+		t.Errorf("the notes of an upgrade turning the webhook off, in a labelled namespace, speak of Pod Security or the caBundle:\n%s", notes)
 	}
 	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "portico", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the webhook configuration after the upgrade that turned it off: %v, want NotFound", err)

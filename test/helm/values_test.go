@@ -2,6 +2,8 @@ package helm
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/portico-dev/portico/internal/deploytest"
 )
 
 // controller is the controller container of the rendered Deployment portico.
@@ -234,6 +238,9 @@ func TestValuesWebhookOff(t *testing.T) {
 	if !allowsPort(t, off, "admin") {
 		t.Error("with the webhook off, the NetworkPolicy lost its admin rule too")
 	}
+	if !strings.Contains(on.notes, "caBundle") {
+		t.Errorf("with the webhook on, the notes do not say that the controller sets its caBundle:\n%s", on.notes)
+	}
 	if strings.Contains(off.notes, "caBundle") {
 		t.Errorf("with the webhook off, the notes speak of its caBundle:\n%s", off.notes)
 	}
@@ -312,28 +319,53 @@ envoy:
 }
 
 // TestSchemaRefusesBadValues: values.schema.json stops a mistyped or misspelt value
-// at `helm install`, before anything is applied.
+// at `helm install`, before anything is applied, and says where it is.
 func TestSchemaRefusesBadValues(t *testing.T) {
-	for _, doc := range []string{
-		`replicas: 3`,                        // not at the top: controller.replicas
-		`controller: {replica: 3}`,           // misspelt
-		`controller: {replicas: "3"}`,        // a string
-		`webhook: {enabled: "false"}`,        // a string, which a template would take as true
-		`watchNamespaces: "team-a,team-b"`,   // one string, not a list
-		`watchNamespaces: [Team_A]`,          // not a namespace name
-		`image: {digest: "0123"}`,            // not algorithm:hex
-		`envoy: {service: {type: External}}`, // not a Service type
-		`envoy: {image: {tag: ""}}`,          // no default for Envoy's tag
+	for _, c := range []struct{ doc, want string }{
+		{`replicas: 3`, `at '': additional properties 'replicas' not allowed`}, // controller.replicas
+		{`controller: {replica: 3}`, `at '/controller': additional properties 'replica'`},
+		{`controller: {replicas: "3"}`, `at '/controller/replicas'`},
+		{`webhook: {enabled: "false"}`, `at '/webhook/enabled'`}, // a template would take it as true
+		{`watchNamespaces: "team-a,team-b"`, `at '/watchNamespaces'`},
+		{`watchNamespaces: [Team_A]`, `at '/watchNamespaces/0'`},
+		{`image: {digest: "0123"}`, `at '/image/digest'`},
+		{`envoy: {service: {type: External}}`, `at '/envoy/service/type'`},
+		{`envoy: {image: {tag: ""}}`, `at '/envoy/image/tag'`}, // no appVersion to fall back on
 	} {
-		if _, err := renderChart(t, defaultRelease, defaultNamespace, values(t, doc)); err == nil {
-			t.Errorf("values %s: accepted", doc)
-		} else {
-			t.Logf("values %s: %v", doc, firstLine(err.Error()))
+		_, err := renderChart(t, defaultRelease, defaultNamespace, values(t, c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("values %s: error %v, want one saying %s", c.doc, err, c.want)
 		}
 	}
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// TestDocsValuesExample renders the chart with the values file the install docs show
+// (the ```yaml block that starts with "# portico-values.yaml", in any file of docs/), so
+// that an operator who copies it gets an install, not a schema error.
+func TestDocsValuesExample(t *testing.T) {
+	docs, err := filepath.Glob(filepath.Join(deploytest.Dir(), "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found int
+	for _, file := range docs {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range strings.Split(string(data), "```yaml\n")[1:] {
+			block, _, _ = strings.Cut(block, "```")
+			if !strings.HasPrefix(block, "# portico-values.yaml\n") {
+				continue
+			}
+			found++
+			r := render(t, defaultRelease, defaultNamespace, values(t, block))
+			if d := get[appsv1.Deployment](t, r, "Deployment", "portico"); d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
+				t.Errorf("%s: the example asks for 3 replicas, the chart renders %v", file, d.Spec.Replicas)
+			}
+		}
+	}
+	if found == 0 {
+		t.Error(`no values example ("# portico-values.yaml") in docs/`)
+	}
 }
