@@ -6,20 +6,15 @@ package deploy
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -242,13 +237,7 @@ func TestRBACIsSufficient(t *testing.T) {
 	}
 
 	// The controller's identity, as the pod would get it: a token for the ServiceAccount.
-	expiry := int64(3600)
-	tr, err := admin.CoreV1().ServiceAccounts(sa.Obj.GetNamespace()).CreateToken(ctx, sa.Obj.GetName(),
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := env.TokenKubeconfig(tr.Status.Token)
+	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, sa.Obj.GetNamespace(), sa.Obj.GetName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +275,7 @@ func TestRBACIsSufficient(t *testing.T) {
 
 	t.Run("serve works with exactly these permissions", func(t *testing.T) {
 		p := startServe(t, bin, kubeconfig)
-		took := eventually(t, 30*time.Second, "/readyz to answer 200", p.ready)
+		took := eventually(t, 30*time.Second, "/readyz to answer 200", p.Ready)
 		t.Logf("ready after %v", took.Round(time.Millisecond))
 		took = eventually(t, 30*time.Second, "the Ingress status to show 192.0.2.20", func() bool {
 			cur, err := admin.NetworkingV1().Ingresses(appNS).Get(ctx, ing.Name, metav1.GetOptions{})
@@ -314,7 +303,7 @@ func TestRBACIsSufficient(t *testing.T) {
 		})
 		t.Logf("HTTPProxy status written after %v", took.Round(time.Millisecond))
 		checkXDSIsMutualTLS(t, admin, p)
-		if logs := p.stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
+		if logs := p.Stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
 			t.Error("portico serve logged forbidden with the deploy/ RBAC")
 		}
 	})
@@ -448,12 +437,12 @@ func TestRBACIsSufficient(t *testing.T) {
 		p := startServe(t, bin, kubeconfig)
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			if p.ready() {
+			if p.Ready() {
 				t.Fatal("portico serve became ready without the ClusterRoleBinding")
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if logs := p.stop(t); !strings.Contains(strings.ToLower(logs), "forbidden") {
+		if logs := p.Stop(t); !strings.Contains(strings.ToLower(logs), "forbidden") {
 			t.Error("portico serve without the ClusterRoleBinding logged no forbidden")
 		}
 	})
@@ -620,15 +609,7 @@ func updateService(ctx context.Context, c kubernetes.Interface) error {
 }
 
 // serveProcess is a `portico serve` subprocess.
-type serveProcess struct {
-	xds   string // the xDS server, as a loopback address
-	cmd   *exec.Cmd
-	admin string
-	out   *syncBuffer
-	done  chan struct{}
-	once  sync.Once
-	logs  string
-}
+type serveProcess = deploytest.Serve
 
 // startServe runs `portico serve` as deploy/portico.yaml starts it: the controller
 // container's arguments, with $(POD_NAMESPACE) expanded as the kubelet does, each
@@ -637,42 +618,8 @@ type serveProcess struct {
 // is no load balancer to copy an address from).
 func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
 	t.Helper()
-	args := shippedServeArgs(t, loadManifests(t))
-	p := &serveProcess{out: &syncBuffer{}, done: make(chan struct{})}
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
-		case "--admin-addr", "--xds-addr", "--webhook-addr":
-			host, _, err := net.SplitHostPort(args[i+1])
-			if err != nil {
-				t.Fatalf("deploy/portico.yaml: %s %s: %v", args[i], args[i+1], err)
-			}
-			_, port, _ := net.SplitHostPort(testutil.FreeAddr(t))
-			args[i+1] = net.JoinHostPort(host, port)
-			local := "127.0.0.1:" + port
-			switch args[i] {
-			case "--admin-addr":
-				p.admin = local
-			case "--xds-addr":
-				p.xds = local
-			}
-		}
-	}
-	if p.admin == "" || p.xds == "" {
-		t.Fatalf("deploy/portico.yaml: serve has no --admin-addr or --xds-addr: %q", args)
-	}
-	args = append(args, "--kubeconfig", kubeconfig, "--ingress-status-address", "192.0.2.20")
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if logs := p.stop(t); t.Failed() {
-			t.Logf("portico serve output:\n%s", logs)
-		}
-	})
-	return p
+	args := append(shippedServeArgs(t, loadManifests(t)), "--ingress-status-address", "192.0.2.20")
+	return deploytest.StartServe(t, bin, args, kubeconfig)
 }
 
 // shippedServeArgs are the arguments of the controller container of deploy/portico.yaml
@@ -680,25 +627,9 @@ func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
 // environment expanded as the kubelet would in namespace systemNamespace.
 func shippedServeArgs(t *testing.T, manifests []manifest) []string {
 	t.Helper()
-	c := container(t, manifests, "Deployment", "portico", "portico")
-	env := map[string]string{}
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
-			env[e.Name] = systemNamespace
-		}
-	}
-	args := slices.Clone(c.Args)
-	for i, a := range args {
-		for k, v := range env {
-			a = strings.ReplaceAll(a, "$("+k+")", v)
-		}
-		if strings.Contains(a, "$(") {
-			t.Fatalf("deploy/portico.yaml: argument %q refers to a variable the container does not define", a)
-		}
-		args[i] = a
-	}
-	if len(args) == 0 || args[0] != "serve" {
-		t.Fatalf("deploy/portico.yaml: the controller's args %q do not start with serve", args)
+	args, err := deploytest.ServeArgs(container(t, manifests, "Deployment", "portico", "portico"), systemNamespace)
+	if err != nil {
+		t.Fatalf("deploy/portico.yaml: %v", err)
 	}
 	return args
 }
@@ -742,48 +673,8 @@ func podSpec(t *testing.T, manifests []manifest, kind, name string) (corev1.PodS
 	return corev1.PodSpec{}, nil
 }
 
-func (p *serveProcess) ready() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-	}
-	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + p.admin + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// stop interrupts the process (it releases its Lease on the way out), waits for it,
-// and returns everything it logged.
-func (p *serveProcess) stop(t *testing.T) string {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("portico serve did not exit within 15s of SIGINT; killing it")
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		p.logs = p.out.String()
-	})
-	return p.logs
-}
-
-type syncBuffer = testutil.SyncBuffer
-
 // eventually polls cond until it holds, for at most timeout, and returns how long it took.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testutil.Eventually(t, timeout, what, cond)
 }
