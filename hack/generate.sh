@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates what controller-gen derives from the API types in apis/: the deepcopy
 # methods (apis/**/zz_generated.deepcopy.go) and the CRDs (deploy/crds/, which holds
-# nothing else).
+# nothing else), copied as they are into the Helm chart (deploy/helm/portico/crds/: Helm
+# reads a chart's CRDs from its own crds/ directory, and a packaged chart cannot refer to
+# files outside it).
 #
 # Usage: hack/generate.sh            regenerate in place
 #        hack/generate.sh --verify   regenerate into a temporary copy and fail, showing
@@ -22,6 +24,8 @@ generate() {
     rm -rf deploy/crds && mkdir -p deploy/crds   # a renamed type leaves no stale CRD
     "${gen[@]}" object paths=./apis/...
     "${gen[@]}" crd paths=./apis/... output:crd:artifacts:config=deploy/crds
+    rm -rf deploy/helm/portico/crds && mkdir -p deploy/helm/portico
+    cp -R deploy/crds deploy/helm/portico/crds
   )
 }
 
@@ -35,7 +39,8 @@ case "${1:-}" in
     cp "$repo/go.mod" "$repo/go.sum" "$tmp/"
     cp -R "$repo/apis" "$tmp/apis"
     generate "$tmp"
-    if ! diff -ru "$repo/apis" "$tmp/apis" || ! diff -ru "$repo/deploy/crds" "$tmp/deploy/crds"; then
+    if ! diff -ru "$repo/apis" "$tmp/apis" || ! diff -ru "$repo/deploy/crds" "$tmp/deploy/crds" ||
+      ! diff -ru "$repo/deploy/helm/portico/crds" "$tmp/deploy/helm/portico/crds"; then
       echo "generated files are out of date: run hack/generate.sh and commit the result" >&2
       exit 1
     fi

@@ -51,14 +51,20 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+# test/helm is a module of its own (the Helm SDK's dependencies stay out of go.mod and
+# of every build of portico): ./... does not reach it, so each step runs it too.
+helm_module() { (cd test/helm && "$@"); }
+
 step "go vet"
 go vet ./...
+helm_module go vet ./...
 
 step "generated code (deepcopy, CRDs) is up to date"
 hack/generate.sh --verify
 
 step "staticcheck"
 go tool -modfile=tools/go.mod staticcheck ./...
+helm_module go tool -modfile=../../tools/go.mod staticcheck ./...
 
 step "kube-apiserver and etcd for the Kubernetes tests (built from Go modules, cached)"
 # Built here, not inside `go test`, whose 10-minute timeout a cold build could exceed.
@@ -70,6 +76,9 @@ step "go test -race"
 # hack/image's test compiles a static binary from scratch (CGO_ENABLED=0, -trimpath share
 # no compiled package with the race build): minutes on a cold cache, hence the timeout.
 go test -race -count=1 -timeout=25m ./...
+
+step "go test -race, the Helm chart (test/helm)"
+helm_module go test -race -count=1 -timeout=15m ./...
 
 step "fuzz (${FUZZ_DECODE_EXECS:=20000} and ${FUZZ_BUILD_EXECS:=1500} executions)"
 go test -run='^$' -fuzz='^FuzzDecode$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/source/manifest/

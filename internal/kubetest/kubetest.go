@@ -49,6 +49,8 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -303,6 +305,23 @@ func (e *Env) TokenKubeconfig(token string) (string, error) {
 	}
 	f.Close()
 	return f.Name(), e.writeKubeconfig(f.Name(), token)
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig file with a token (valid for an hour)
+// of the ServiceAccount namespace/name, from the TokenRequest API, and returns its path:
+// the identity a pod of that ServiceAccount gets.
+func (e *Env) ServiceAccountKubeconfig(ctx context.Context, namespace, name string) (string, error) {
+	c, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return "", err
+	}
+	expiry := int64(3600)
+	tr, err := c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return e.TokenKubeconfig(tr.Status.Token)
 }
 
 func (e *Env) writeKubeconfig(path, token string) error {

@@ -4,47 +4,31 @@
 package deploy
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/contourclient"
+	"github.com/portico-dev/portico/internal/deploytest"
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/testutil"
 )
@@ -58,108 +42,24 @@ const (
 	fieldManager    = "portico-deploy-test"
 )
 
-// deployDir is the repository's deploy/ directory.
-func deployDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy")
-}
+// manifest is one object of deploy/, with the file it came from.
+type manifest = deploytest.Manifest
 
-// manifest is one YAML document of deploy/, with where it came from.
-type manifest struct {
-	file string
-	obj  *unstructured.Unstructured
-}
-
-func (m manifest) String() string {
-	return fmt.Sprintf("%s %s (%s)", m.obj.GetKind(), key(m.obj), m.file)
-}
-
-func key(o *unstructured.Unstructured) string {
-	if o.GetNamespace() == "" {
-		return o.GetName()
-	}
-	return o.GetNamespace() + "/" + o.GetName()
-}
-
-// loadManifests reads deploy/kustomization.yaml and returns every document of every
-// file in its resources, in order. It does what `kubectl apply -k` does for a
-// kustomization with nothing but a resources list, and fails on anything else.
+// loadManifests reads deploy/kustomization.yaml and returns every object of every file
+// in its resources, in order, as `kubectl apply -k` would apply them.
 func loadManifests(t *testing.T) []manifest {
 	t.Helper()
-	dir := deployDir()
-	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	ms, err := deploytest.LoadKustomization(deploytest.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var k map[string]any
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
-	}
-	for field := range k {
-		// Anything else (namespace, images, patches, ...) would change the objects, and
-		// this loader does not implement it.
-		if !slices.Contains([]string{"apiVersion", "kind", "resources"}, field) {
-			t.Fatalf("kustomization.yaml: field %q is not supported by this test's loader", field)
-		}
-	}
-	raw, _ := k["resources"].([]any)
-	if len(raw) == 0 {
-		t.Fatal("kustomization.yaml: no resources")
-	}
-	var out []manifest
-	for _, r := range raw {
-		name, ok := r.(string)
-		if !ok {
-			t.Fatalf("kustomization.yaml: resource %v is not a string", r)
-		}
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatalf("kustomization.yaml lists %s: %v", name, err)
-		}
-		reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
-		for i := 0; ; i++ {
-			doc, err := reader.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				f.Close()
-				t.Fatalf("%s: document %d: %v", name, i, err)
-			}
-			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-				continue
-			}
-			js, err := yaml.YAMLToJSON(doc)
-			if err != nil {
-				f.Close()
-				t.Fatalf("%s: document %d: %v", name, i, err)
-			}
-			obj := &unstructured.Unstructured{}
-			if err := obj.UnmarshalJSON(js); err != nil {
-				f.Close()
-				t.Fatalf("%s: document %d: %v", name, i, err)
-			}
-			out = append(out, manifest{file: name, obj: obj})
-		}
-		f.Close()
-	}
-	return out
-}
-
-func stripComments(doc []byte) []byte {
-	var b bytes.Buffer
-	for line := range bytes.Lines(doc) {
-		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			b.Write(line)
-		}
-	}
-	return b.Bytes()
+	return ms
 }
 
 // TestEveryManifestIsListed keeps deploy/kustomization.yaml complete: a YAML file in
 // deploy/ that it does not list would be neither installed nor tested.
 func TestEveryManifestIsListed(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(deployDir(), "kustomization.yaml"))
+	data, err := os.ReadFile(filepath.Join(deploytest.Dir(), "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +70,7 @@ func TestEveryManifestIsListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{".", "crds"} {
-		entries, err := os.ReadDir(filepath.Join(deployDir(), dir))
+		entries, err := os.ReadDir(filepath.Join(deploytest.Dir(), dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,24 +88,10 @@ func TestEveryManifestIsListed(t *testing.T) {
 
 // installCRDs applies deploy/'s CustomResourceDefinitions for real and waits until they
 // are established: until then their objects cannot be created, nor watched by serve.
-func installCRDs(t *testing.T, ctx context.Context, a *applier, cfg *rest.Config, manifests []manifest) {
+func installCRDs(t *testing.T, ctx context.Context, a *applier, manifests []manifest) {
 	t.Helper()
-	var names []string
-	for _, m := range manifests {
-		if m.obj.GetKind() == "CustomResourceDefinition" {
-			if err := a.apply(ctx, m, false); err != nil {
-				t.Fatal(err)
-			}
-			names = append(names, m.obj.GetName())
-		}
-	}
-	if len(names) == 0 {
-		t.Fatal("deploy/ installs no CustomResourceDefinition")
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := kubetest.WaitForCRDs(waitCtx, cfg, names...); err != nil {
-		t.Fatal(err)
+	if err := a.InstallCRDs(ctx, manifests); err != nil {
+		t.Fatalf("deploy/: %v", err)
 	}
 }
 
@@ -220,77 +106,18 @@ func ingressRoute(name, host string) *contourv1beta1.IngressRoute {
 	}
 }
 
-// warnings collects the API server's Warning headers (deprecations, and Pod Security
-// violations of workload templates in a namespace that enforces a profile).
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.msgs
-	w.msgs = nil
-	return m
-}
-
-// applier applies manifests with server-side apply through the dynamic client.
-type applier struct {
-	dyn    dynamic.Interface
-	mapper meta.RESTMapper
-	warn   *warnings
-}
+// applier applies manifests with server-side apply, collecting the API server's
+// warnings (deprecations, and Pod Security violations of workload templates in a
+// namespace that enforces a profile).
+type applier = deploytest.Applier
 
 func newApplier(t *testing.T, cfg *rest.Config) *applier {
 	t.Helper()
-	cfg = rest.CopyConfig(cfg)
-	w := &warnings{}
-	cfg.WarningHandler = w
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	a, err := deploytest.NewApplier(cfg, fieldManager)
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := restmapper.GetAPIGroupResources(dc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &applier{dyn: dyn, mapper: restmapper.NewDiscoveryRESTMapper(groups), warn: w}
-}
-
-func (a *applier) apply(ctx context.Context, m manifest, dryRun bool) error {
-	gvk := m.obj.GroupVersionKind()
-	mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return fmt.Errorf("%v: %w", m, err)
-	}
-	var ri dynamic.ResourceInterface = a.dyn.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if m.obj.GetNamespace() == "" {
-			return fmt.Errorf("%v: a namespaced kind without metadata.namespace would land in whatever namespace kubectl defaults to", m)
-		}
-		ri = a.dyn.Resource(mapping.Resource).Namespace(m.obj.GetNamespace())
-	} else if m.obj.GetNamespace() != "" {
-		return fmt.Errorf("%v: cluster-scoped kind with metadata.namespace", m)
-	}
-	opts := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	if _, err := ri.Apply(ctx, m.obj.GetName(), m.obj, opts); err != nil {
-		return fmt.Errorf("%v: %w", m, err)
-	}
-	return nil
+	return a
 }
 
 func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
@@ -302,9 +129,9 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	// Dry-run of a namespaced object needs its namespace to exist: create that for real.
 	var namespaces int
 	for _, m := range manifests {
-		if m.obj.GetKind() == "Namespace" {
+		if m.Obj.GetKind() == "Namespace" {
 			namespaces++
-			if err := a.apply(ctx, m, false); err != nil {
+			if err := a.Apply(ctx, m, false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -312,16 +139,16 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	if namespaces == 0 {
 		t.Fatal("deploy/ creates no Namespace")
 	}
-	installCRDs(t, ctx, a, cfg, manifests)
-	a.warn.take()
+	installCRDs(t, ctx, a, manifests)
+	a.Warnings()
 
 	kinds := map[string]int{}
 	for _, m := range manifests {
-		kinds[m.obj.GetKind()]++
-		if err := a.apply(ctx, m, true); err != nil {
+		kinds[m.Obj.GetKind()]++
+		if err := a.Apply(ctx, m, true); err != nil {
 			t.Error(err)
 		}
-		for _, w := range a.warn.take() {
+		for _, w := range a.Warnings() {
 			t.Errorf("%v: API server warning: %s", m, w)
 		}
 	}
@@ -387,18 +214,18 @@ func TestRBACIsSufficient(t *testing.T) {
 	}
 
 	// The CRDs first: serve watches IngressRoutes only if they are established when it starts.
-	installCRDs(t, ctx, a, cfg, manifests)
+	installCRDs(t, ctx, a, manifests)
 	contour := kubetest.ContourClient(t, cfg)
 
 	var sa, crb *manifest
 	for _, m := range manifests {
-		if !slices.Contains(rbacKinds, m.obj.GetKind()) {
+		if !slices.Contains(rbacKinds, m.Obj.GetKind()) {
 			continue
 		}
-		if err := a.apply(ctx, m, false); err != nil {
+		if err := a.Apply(ctx, m, false); err != nil {
 			t.Fatal(err)
 		}
-		switch m.obj.GetKind() {
+		switch m.Obj.GetKind() {
 		case "ServiceAccount":
 			sa = &m
 		case "ClusterRoleBinding":
@@ -410,13 +237,7 @@ func TestRBACIsSufficient(t *testing.T) {
 	}
 
 	// The controller's identity, as the pod would get it: a token for the ServiceAccount.
-	expiry := int64(3600)
-	tr, err := admin.CoreV1().ServiceAccounts(sa.obj.GetNamespace()).CreateToken(ctx, sa.obj.GetName(),
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := env.TokenKubeconfig(tr.Status.Token)
+	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, sa.Obj.GetNamespace(), sa.Obj.GetName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +275,7 @@ func TestRBACIsSufficient(t *testing.T) {
 
 	t.Run("serve works with exactly these permissions", func(t *testing.T) {
 		p := startServe(t, bin, kubeconfig)
-		took := eventually(t, 30*time.Second, "/readyz to answer 200", p.ready)
+		took := eventually(t, 30*time.Second, "/readyz to answer 200", p.Ready)
 		t.Logf("ready after %v", took.Round(time.Millisecond))
 		took = eventually(t, 30*time.Second, "the Ingress status to show 192.0.2.20", func() bool {
 			cur, err := admin.NetworkingV1().Ingresses(appNS).Get(ctx, ing.Name, metav1.GetOptions{})
@@ -482,7 +303,7 @@ func TestRBACIsSufficient(t *testing.T) {
 		})
 		t.Logf("HTTPProxy status written after %v", took.Round(time.Millisecond))
 		checkXDSIsMutualTLS(t, admin, p)
-		if logs := p.stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
+		if logs := p.Stop(t); strings.Contains(strings.ToLower(logs), "forbidden") {
 			t.Error("portico serve logged forbidden with the deploy/ RBAC")
 		}
 	})
@@ -605,23 +426,23 @@ func TestRBACIsSufficient(t *testing.T) {
 	// Without the ClusterRoleBinding the same process must fail: this is what shows the
 	// test above can fail at all.
 	t.Run("serve fails without the ClusterRoleBinding", func(t *testing.T) {
-		if err := admin.RbacV1().ClusterRoleBindings().Delete(ctx, crb.obj.GetName(), metav1.DeleteOptions{}); err != nil {
+		if err := admin.RbacV1().ClusterRoleBindings().Delete(ctx, crb.Obj.GetName(), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if err := a.apply(context.Background(), *crb, false); err != nil {
+			if err := a.Apply(context.Background(), *crb, false); err != nil {
 				t.Errorf("restoring the ClusterRoleBinding: %v", err)
 			}
 		})
 		p := startServe(t, bin, kubeconfig)
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			if p.ready() {
+			if p.Ready() {
 				t.Fatal("portico serve became ready without the ClusterRoleBinding")
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if logs := p.stop(t); !strings.Contains(strings.ToLower(logs), "forbidden") {
+		if logs := p.Stop(t); !strings.Contains(strings.ToLower(logs), "forbidden") {
 			t.Error("portico serve without the ClusterRoleBinding logged no forbidden")
 		}
 	})
@@ -637,20 +458,20 @@ func TestWebhookWithoutAControllerAdmits(t *testing.T) {
 	manifests := loadManifests(t)
 	a := newApplier(t, cfg)
 	admin := kubetest.Clientset(t, cfg)
-	installCRDs(t, ctx, a, cfg, manifests)
+	installCRDs(t, ctx, a, manifests)
 	var webhooks int
 	for _, m := range manifests {
 		switch {
-		case m.obj.GetKind() == "Namespace", m.file == "webhook.yaml":
+		case m.Obj.GetKind() == "Namespace", m.File == "webhook.yaml":
 		default:
 			continue
 		}
-		if err := a.apply(ctx, m, false); err != nil {
+		if err := a.Apply(ctx, m, false); err != nil {
 			t.Fatal(err)
 		}
-		if m.obj.GetKind() == "ValidatingWebhookConfiguration" {
+		if m.Obj.GetKind() == "ValidatingWebhookConfiguration" {
 			webhooks++
-			name := m.obj.GetName()
+			name := m.Obj.GetName()
 			t.Cleanup(func() {
 				if err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 					t.Errorf("removing the webhook configuration: %v", err)
@@ -788,15 +609,7 @@ func updateService(ctx context.Context, c kubernetes.Interface) error {
 }
 
 // serveProcess is a `portico serve` subprocess.
-type serveProcess struct {
-	xds   string // the xDS server, as a loopback address
-	cmd   *exec.Cmd
-	admin string
-	out   *syncBuffer
-	done  chan struct{}
-	once  sync.Once
-	logs  string
-}
+type serveProcess = deploytest.Serve
 
 // startServe runs `portico serve` as deploy/portico.yaml starts it: the controller
 // container's arguments, with $(POD_NAMESPACE) expanded as the kubelet does, each
@@ -805,42 +618,8 @@ type serveProcess struct {
 // is no load balancer to copy an address from).
 func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
 	t.Helper()
-	args := shippedServeArgs(t, loadManifests(t))
-	p := &serveProcess{out: &syncBuffer{}, done: make(chan struct{})}
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
-		case "--admin-addr", "--xds-addr", "--webhook-addr":
-			host, _, err := net.SplitHostPort(args[i+1])
-			if err != nil {
-				t.Fatalf("deploy/portico.yaml: %s %s: %v", args[i], args[i+1], err)
-			}
-			_, port, _ := net.SplitHostPort(testutil.FreeAddr(t))
-			args[i+1] = net.JoinHostPort(host, port)
-			local := "127.0.0.1:" + port
-			switch args[i] {
-			case "--admin-addr":
-				p.admin = local
-			case "--xds-addr":
-				p.xds = local
-			}
-		}
-	}
-	if p.admin == "" || p.xds == "" {
-		t.Fatalf("deploy/portico.yaml: serve has no --admin-addr or --xds-addr: %q", args)
-	}
-	args = append(args, "--kubeconfig", kubeconfig, "--ingress-status-address", "192.0.2.20")
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if logs := p.stop(t); t.Failed() {
-			t.Logf("portico serve output:\n%s", logs)
-		}
-	})
-	return p
+	args := append(shippedServeArgs(t, loadManifests(t)), "--ingress-status-address", "192.0.2.20")
+	return deploytest.StartServe(t, bin, args, kubeconfig)
 }
 
 // shippedServeArgs are the arguments of the controller container of deploy/portico.yaml
@@ -848,25 +627,9 @@ func startServe(t *testing.T, bin, kubeconfig string) *serveProcess {
 // environment expanded as the kubelet would in namespace systemNamespace.
 func shippedServeArgs(t *testing.T, manifests []manifest) []string {
 	t.Helper()
-	c := container(t, manifests, "Deployment", "portico", "portico")
-	env := map[string]string{}
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
-			env[e.Name] = systemNamespace
-		}
-	}
-	args := slices.Clone(c.Args)
-	for i, a := range args {
-		for k, v := range env {
-			a = strings.ReplaceAll(a, "$("+k+")", v)
-		}
-		if strings.Contains(a, "$(") {
-			t.Fatalf("deploy/portico.yaml: argument %q refers to a variable the container does not define", a)
-		}
-		args[i] = a
-	}
-	if len(args) == 0 || args[0] != "serve" {
-		t.Fatalf("deploy/portico.yaml: the controller's args %q do not start with serve", args)
+	args, err := deploytest.ServeArgs(container(t, manifests, "Deployment", "portico", "portico"), systemNamespace)
+	if err != nil {
+		t.Fatalf("deploy/portico.yaml: %v", err)
 	}
 	return args
 }
@@ -889,7 +652,7 @@ func container(t *testing.T, manifests []manifest, kind, name, containerName str
 func podSpec(t *testing.T, manifests []manifest, kind, name string) (corev1.PodSpec, map[string]string) {
 	t.Helper()
 	for _, m := range manifests {
-		if m.obj.GetKind() != kind || m.obj.GetName() != name {
+		if m.Obj.GetKind() != kind || m.Obj.GetName() != name {
 			continue
 		}
 		var w struct {
@@ -897,7 +660,7 @@ func podSpec(t *testing.T, manifests []manifest, kind, name string) (corev1.PodS
 				Template corev1.PodTemplateSpec `json:"template"`
 			} `json:"spec"`
 		}
-		data, err := m.obj.MarshalJSON()
+		data, err := m.Obj.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -910,48 +673,8 @@ func podSpec(t *testing.T, manifests []manifest, kind, name string) (corev1.PodS
 	return corev1.PodSpec{}, nil
 }
 
-func (p *serveProcess) ready() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-	}
-	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + p.admin + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// stop interrupts the process (it releases its Lease on the way out), waits for it,
-// and returns everything it logged.
-func (p *serveProcess) stop(t *testing.T) string {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("portico serve did not exit within 15s of SIGINT; killing it")
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		p.logs = p.out.String()
-	})
-	return p.logs
-}
-
-type syncBuffer = testutil.SyncBuffer
-
 // eventually polls cond until it holds, for at most timeout, and returns how long it took.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testutil.Eventually(t, timeout, what, cond)
 }

@@ -27,7 +27,7 @@ func TestImageTagIsTheVersion(t *testing.T) {
 
 	var files []string
 	for _, m := range loadManifests(t) {
-		for _, ref := range images(m.obj.Object) {
+		for _, ref := range images(m.Obj.Object) {
 			repo, _, _ := strings.Cut(ref, "@")
 			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
 				repo = repo[:i]
@@ -35,7 +35,7 @@ func TestImageTagIsTheVersion(t *testing.T) {
 			if repo != porticoImage {
 				continue
 			}
-			files = append(files, m.file)
+			files = append(files, m.File)
 			if ref != want {
 				t.Errorf("%v: image %s, want %s (the VERSION file's tag)", m, ref, want)
 			}

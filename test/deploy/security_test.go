@@ -57,15 +57,15 @@ func checkXDSIsMutualTLS(t *testing.T, admin kubernetes.Interface, p *serveProce
 	}
 	withName := &tls.Config{RootCAs: pool, ServerName: xdsServerName, MinVersion: tls.VersionTLS12}
 
-	if err := discover(p.xds, insecure.NewCredentials()); err == nil {
+	if err := discover(p.XDS, insecure.NewCredentials()); err == nil {
 		t.Error("the xDS server answered a plaintext client")
 	}
-	if err := discover(p.xds, credentials.NewTLS(withName)); err == nil {
+	if err := discover(p.XDS, credentials.NewTLS(withName)); err == nil {
 		t.Error("the xDS server answered a TLS client without a certificate")
 	}
 	withCert := withName.Clone()
 	withCert.Certificates = []tls.Certificate{pair}
-	if err := discover(p.xds, credentials.NewTLS(withCert)); err != nil {
+	if err := discover(p.XDS, credentials.NewTLS(withCert)); err != nil {
 		t.Errorf("the xDS server refused the issued client certificate: %v", err)
 	}
 
@@ -77,11 +77,11 @@ func checkXDSIsMutualTLS(t *testing.T, admin kubernetes.Interface, p *serveProce
 		}
 	}
 	httpAddr := testutil.FreeAddr(t)
-	cmd := exec.Command(testutil.PorticoBinary(t), "proxy", "--xds-server", p.xds,
+	cmd := exec.Command(testutil.PorticoBinary(t), "proxy", "--xds-server", p.XDS,
 		"--xds-tls-cert-file", filepath.Join(dir, "tls.crt"), "--xds-tls-key-file", filepath.Join(dir, "tls.key"),
 		"--xds-tls-ca-file", filepath.Join(dir, "ca.crt"), "--xds-tls-server-name", xdsServerName,
 		"--http-addr", httpAddr, "--https-addr", testutil.FreeAddr(t))
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -132,11 +132,11 @@ func TestNetworkPoliciesFitThePods(t *testing.T) {
 	manifests := loadManifests(t)
 	policies := map[string]networkingv1.NetworkPolicy{}
 	for _, m := range manifests {
-		if m.obj.GetKind() != "NetworkPolicy" {
+		if m.Obj.GetKind() != "NetworkPolicy" {
 			continue
 		}
 		var np networkingv1.NetworkPolicy
-		data, _ := m.obj.MarshalJSON()
+		data, _ := m.Obj.MarshalJSON()
 		if err := json.Unmarshal(data, &np); err != nil {
 			t.Fatal(err)
 		}

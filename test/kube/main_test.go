@@ -162,14 +162,7 @@ func (c *controller) get(t *testing.T, host, path string) (int, echo.Response) {
 // eventually polls until cond holds, for at most timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testutil.Eventually(t, timeout, what, cond)
 }
 
 type testWriter struct{ t *testing.T }
