@@ -55,7 +55,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	o.Logger, o.AccessLogger, o.LogBatcher = logger, accessLogger, sink
 	o.RootNamespaces = splitList(*roots)
-	o.StateFile = stateFilePath(fs, *stateFile, o.ManifestDir, logger)
+	if o.StateFile, err = stateFilePath(fs, *stateFile, o.ManifestDir, logger); err != nil {
+		return fail(stderr, "run: %v", err)
+	}
 	r, err := app.NewRunner(o)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
@@ -85,22 +87,37 @@ func manifestDir(flagDir string, positional []string) (string, error) {
 
 // stateFilePath returns the state file --state-file names: value if given, none for
 // "none" or "" given, and by default runstate.DefaultPath of the manifest directory (none,
-// with a warning, if there is no directory for it).
-func stateFilePath(fs *flag.FlagSet, value, dir string, log *slog.Logger) string {
+// with a warning, if there is no directory for it). A file inside the manifest directory
+// is refused: the watch would read it as a manifest after every write.
+func stateFilePath(fs *flag.FlagSet, value, dir string, log *slog.Logger) (string, error) {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "state-file" })
 	if set {
-		if value == "none" {
-			return ""
+		if value == "none" || value == "" {
+			return "", nil
 		}
-		return value
+		if inside(dir, value) {
+			return "", fmt.Errorf("--state-file %q is inside the manifests directory %q, where it would be read as a manifest; put it elsewhere", value, dir)
+		}
+		return value, nil
 	}
 	path, err := runstate.DefaultPath(dir)
 	if err != nil {
 		log.Warn("no state kept across restarts: a restart starts as a first start would; pass --state-file PATH", "err", err)
-		return ""
+		return "", nil
 	}
-	return path
+	return path, nil
+}
+
+// inside reports whether path is dir or below it.
+func inside(dir, path string) bool {
+	d, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // headerLimitFlags adds --max-request-headers-kb and --max-request-headers (run and

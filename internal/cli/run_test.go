@@ -26,7 +26,19 @@ func TestStateFileFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs testutil.SyncBuffer
-		return stateFilePath(fs, *value, "manifests", slog.New(slog.NewTextHandler(&logs, nil))), logs.String()
+		path, err := stateFilePath(fs, *value, "manifests", slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil {
+			return "error: " + err.Error(), logs.String()
+		}
+		return path, logs.String()
+	}
+	for _, in := range []string{"manifests/state.json", "manifests/sub/.state.json", "./manifests/../manifests/x.json"} {
+		if got, _ := resolve("--state-file", in); !strings.HasPrefix(got, "error: ") || !strings.Contains(got, "inside the manifests directory") {
+			t.Errorf("--state-file %s: %q, want a refusal (it would be read as a manifest)", in, got)
+		}
+	}
+	if got, _ := resolve("--state-file", "manifests-state.json"); got != "manifests-state.json" {
+		t.Errorf("--state-file beside the directory: %q", got)
 	}
 	if got, _ := resolve("--state-file", "/var/lib/portico/state.json"); got != "/var/lib/portico/state.json" {
 		t.Errorf("--state-file PATH: %q", got)

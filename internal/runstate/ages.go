@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,7 +74,7 @@ func (t *ageTable) entry(id manifest.Identity, at time.Time) ageEntry {
 	}
 	var line []byte
 	if !at.IsZero() {
-		line = strconv.AppendQuote(make([]byte, 0, len(id.Name)+40), id.Name)
+		line = appendJSONString(make([]byte, 0, len(id.Name)+40), id.Name)
 		line = at.UTC().AppendFormat(append(line, `:"`...), time.RFC3339Nano)
 		line = append(line, '"')
 	}
@@ -152,11 +152,11 @@ func (t *ageTable) writeJSON(w io.Writer) error {
 			b = append(b, ',')
 		}
 		if newKind {
-			b = strconv.AppendQuote(append(b, '\n'), e.kind)
+			b = appendJSONString(append(b, '\n'), e.kind)
 			b = append(b, ":{"...)
 		}
 		if newNS {
-			b = strconv.AppendQuote(append(b, "\n "...), e.ns)
+			b = appendJSONString(append(b, "\n "...), e.ns)
 			b = append(b, ":{"...)
 		}
 		b = append(append(b, "\n  "...), e.line...)
@@ -173,4 +173,24 @@ func (t *ageTable) writeJSON(w io.Writer) error {
 	b = append(b, '}')
 	_, err := w.Write(b)
 	return err
+}
+
+// appendJSONString appends s to b as a JSON string. strconv.AppendQuote is Go syntax,
+// not JSON (\a, \x00, \U0001...), and run mode does not hold names to Kubernetes'
+// rules: one odd name would make the whole state file unreadable. Bytes that are not
+// UTF-8 become U+FFFD, as encoding/json writes them.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return append(b, '"')
 }

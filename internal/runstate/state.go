@@ -11,7 +11,6 @@
 package runstate
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,9 +162,10 @@ func decode(data []byte, dir string) (State, error) {
 		return State{}, fmt.Errorf("format version %d, which this Portico does not read (it reads %d)", head.Version, formatVersion)
 	}
 	var doc document
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	// Fields this version does not know are ignored: a later Portico may add some
+	// (raising formatVersion only when what it writes cannot be read as this), and a
+	// downgrade must not throw away the state.
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return State{}, fmt.Errorf("unreadable: %w", err)
 	}
 	s := State{Ages: map[manifest.Identity]time.Time{}}
