@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,6 +85,9 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: log.With("component", "admin")}
 	s.handler = s.routes()
+	if CheckLoopback(cfg.Addr) == nil {
+		s.handler = loopbackHostOnly(s.handler)
+	}
 	s.hs = httpserver.New(httpserver.Config{
 		Name:            "admin",
 		Addr:            cfg.Addr,
@@ -143,7 +147,7 @@ func NewProfiling(addr string, logger *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	s.handler = mux
+	s.handler = loopbackHostOnly(mux)
 	s.hs = httpserver.New(httpserver.Config{
 		Name:      "pprof",
 		Addr:      addr,
@@ -153,6 +157,25 @@ func NewProfiling(addr string, logger *slog.Logger) (*Server, error) {
 		Logger:          s.log,
 	})
 	return s, nil
+}
+
+// loopbackHostOnly answers 403 to requests whose Host is not a loopback address or
+// localhost. A server on loopback is out of the network's reach, but not of a web page
+// in the user's browser whose name the page's author makes resolve to 127.0.0.1 (DNS
+// rebinding): such a request carries the page's host name, which this refuses.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if ip, err := netip.ParseAddr(host); (err == nil && ip.IsLoopback()) || strings.EqualFold(host, "localhost") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeText(w, http.StatusForbidden, "this endpoint listens on loopback and answers requests for a loopback address or localhost only")
+	})
 }
 
 // CheckLoopback refuses an address whose host is not a loopback IP or "localhost".

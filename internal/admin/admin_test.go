@@ -17,7 +17,9 @@ import (
 func serve(t *testing.T, h http.Handler, method, path string) (int, http.Header, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	r := httptest.NewRequest(method, path, nil)
+	r.Host = "127.0.0.1:8090" // as a client of a loopback server sends it
+	h.ServeHTTP(rec, r)
 	return rec.Code, rec.Header(), rec.Body.String()
 }
 
@@ -327,5 +329,41 @@ func TestStatusesRoute(t *testing.T) {
 	}
 	if code, _, _ := serve(t, h, http.MethodPost, "/statuses"); code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /statuses = %d, want 405", code)
+	}
+}
+
+// A server on loopback answers requests for loopback addresses and localhost only: a
+// web page whose name its author makes resolve to 127.0.0.1 (DNS rebinding) must not
+// read the run mode's statuses or the profiles through the user's browser.
+func TestLoopbackServersRefuseOtherHosts(t *testing.T) {
+	prof, err := NewProfiling("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]http.Handler{"admin on loopback": New(Config{Addr: "127.0.0.1:8090"}).Handler(), "profiles": prof.Handler()} {
+		for host, want := range map[string]int{
+			"127.0.0.1:8090": 200, "localhost:8090": 200, "[::1]:8090": 200, "LOCALHOST": 200, "127.0.0.2": 200,
+			"attacker.example:8090": 403, "attacker.example": 403, "10.0.0.1:8090": 403,
+		} {
+			path := "/healthz"
+			if name == "profiles" {
+				path = "/debug/pprof/"
+			}
+			r := httptest.NewRequest(http.MethodGet, path, nil)
+			r.Host = host
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != want {
+				t.Errorf("%s, Host %s: %d, want %d", name, host, rec.Code, want)
+			}
+		}
+	}
+	// On a routable address (serve's 0.0.0.0:8000), probes and scrapers use the pod's IP.
+	r := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	r.Host = "10.0.0.1:8000"
+	rec := httptest.NewRecorder()
+	New(Config{Addr: "0.0.0.0:8000"}).Handler().ServeHTTP(rec, r)
+	if rec.Code != 200 {
+		t.Errorf("admin on 0.0.0.0, Host 10.0.0.1:8000: %d, want 200", rec.Code)
 	}
 }

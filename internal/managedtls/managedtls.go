@@ -199,18 +199,27 @@ func (m *Manager) WaitReady(ctx context.Context) error {
 }
 
 // Run checks the certificates now and every Interval until ctx ends, retrying failed
-// checks with backoff (1 s doubling to Interval). It returns nil when ctx ends.
+// checks with backoff (1 s doubling to Interval), and at once after losing a race with
+// another replica. It returns nil when ctx ends.
 func (m *Manager) Run(ctx context.Context) error {
 	backoff := time.Second
 	for {
 		wait := m.cfg.Interval
-		if err := m.Reconcile(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			m.log.Error("cannot issue or renew Portico's own certificates; data planes that connect now are refused until this succeeds", "namespace", m.cfg.Namespace, "err", err)
+		err := m.Reconcile(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errRaced):
+			// Another replica wrote first: what it wrote is read at once.
+			m.log.Debug("another replica changed the certificates at the same time; checking again", "err", err)
+			wait = raceRetry
+		case err != nil && m.Ready():
+			m.log.Error("cannot renew Portico's own certificates; the current ones keep being served, and renewal is retried", "namespace", m.cfg.Namespace, "err", err)
 			wait, backoff = backoff, min(backoff*2, m.cfg.Interval)
-		} else {
+		case err != nil:
+			m.log.Error("cannot issue Portico's own certificates; data planes that connect now are refused until this succeeds", "namespace", m.cfg.Namespace, "err", err)
+			wait, backoff = backoff, min(backoff*2, m.cfg.Interval)
+		default:
 			backoff = time.Second
 		}
 		select {
@@ -220,6 +229,13 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// errRaced marks a write that lost to another replica's (a conflict, or a Secret
+// created meanwhile): nothing is wrong, the next check reads what the other wrote.
+var errRaced = errors.New("another replica wrote first")
+
+// raceRetry is how soon a check that lost a race runs again.
+const raceRetry = 200 * time.Millisecond
 
 // Reconcile brings every certificate up to date once: the authority, the client
 // Secret, this replica's own certificates, and the webhook configuration's caBundle.
@@ -243,7 +259,7 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 	}
 	m.cur.Store(mat)
 	m.issuedOnce.Do(func() { close(m.issued) })
-	m.reconcileWebhookConfiguration(ctx, auth.bundle)
+	m.reconcileWebhookConfiguration(ctx, auth)
 	m.recordExpiry(auth)
 	return nil
 }
@@ -254,6 +270,10 @@ type authority struct {
 	next   *pki.CA // nil outside a rotation
 	trust  []*x509.Certificate
 	bundle []byte
+	// version is the CA Secret's resourceVersion this was read from or written as.
+	version string
+	// successorProblem says why the Secret's successor CA was dropped (nil: it was not).
+	successorProblem error
 }
 
 // reconcileAuthority reads the CA Secret, creating it on first start, and moves the
@@ -269,27 +289,53 @@ func (m *Manager) reconcileAuthority(ctx context.Context, now time.Time) (*autho
 		return nil, m.explain(err, "read", m.cfg.CASecret)
 	}
 	cur, problem := parseAuthority(sec.Data)
+	if cur.successorProblem != nil {
+		m.log.Warn("the successor CA in the CA Secret cannot be read; it is dropped, and a new one is made when the CA is due", "secret", m.cfg.Namespace+"/"+m.cfg.CASecret, "err", cur.successorProblem)
+	}
 	if problem != nil {
 		// Nothing can sign until it is replaced; a new authority costs data planes one
 		// reconnect once their mounted Secret is updated, which beats never serving.
-		m.log.Error("the CA Secret cannot be read; replacing it with a new certificate authority", "secret", m.cfg.Namespace+"/"+m.cfg.CASecret, "err", problem)
+		// What was there is kept aside first: it may be a hand edit gone wrong.
+		backup, err := m.backUp(ctx, sec)
+		if err != nil {
+			return nil, err
+		}
+		m.log.Error("the CA Secret's signing CA cannot be read; replacing it with a new certificate authority (its data is kept in the Secret named here)",
+			"secret", m.cfg.Namespace+"/"+m.cfg.CASecret, "kept_in", backup, "err", problem)
 		if cur, err = m.newAuthority(now); err != nil {
 			return nil, err
 		}
 	}
+	cur.version = sec.ResourceVersion
 	next, changed, err := m.advance(cur, now)
 	if err != nil {
 		return nil, err
 	}
-	if !changed && problem == nil {
+	if !changed && problem == nil && cur.successorProblem == nil {
 		return cur, nil
 	}
 	sec = sec.DeepCopy()
 	sec.Data = next.data()
-	if _, err := secrets.Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+	updated, err := secrets.Update(ctx, sec, metav1.UpdateOptions{})
+	if err != nil {
 		return nil, m.explain(err, "update", m.cfg.CASecret)
 	}
+	next.version = updated.ResourceVersion
 	return next, nil
+}
+
+// backUp copies an unreadable CA Secret's data to a new Secret, and returns its name.
+func (m *Manager) backUp(ctx context.Context, sec *corev1.Secret) (string, error) {
+	kept := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: m.cfg.CASecret + "-unreadable-", Namespace: m.cfg.Namespace, Labels: labels()},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       sec.Data,
+	}
+	created, err := m.cfg.Client.CoreV1().Secrets(m.cfg.Namespace).Create(ctx, kept, metav1.CreateOptions{})
+	if err != nil {
+		return "", m.explain(err, "create", kept.GenerateName+"...")
+	}
+	return m.cfg.Namespace + "/" + created.Name, nil
 }
 
 // createAuthority creates the CA Secret, or reads the one another replica created first.
@@ -303,13 +349,14 @@ func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authorit
 		Type:       corev1.SecretTypeOpaque,
 		Data:       auth.data(),
 	}
-	_, err = m.cfg.Client.CoreV1().Secrets(m.cfg.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+	created, err := m.cfg.Client.CoreV1().Secrets(m.cfg.Namespace).Create(ctx, sec, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return m.reconcileAuthority(ctx, now)
 	case err != nil:
 		return nil, m.explain(err, "create", m.cfg.CASecret)
 	}
+	auth.version = created.ResourceVersion
 	m.log.Info("created a certificate authority for xDS and the webhook", "secret", m.cfg.Namespace+"/"+m.cfg.CASecret, "not_after", auth.signer.Cert.NotAfter)
 	return auth, nil
 }
@@ -325,16 +372,18 @@ func (m *Manager) newAuthority(now time.Time) (*authority, error) {
 // advance returns the authority at now, and whether it differs from cur.
 func (m *Manager) advance(cur *authority, now time.Time) (*authority, bool, error) {
 	signer, next := cur.signer, cur.next
-	if now.After(signer.Cert.NotAfter) {
+	if unusable(signer.Cert, now) {
 		// Nothing it signs would be valid (a controller that did not run for longer
-		// than the CA's last third, or a clock far off): sign with a new CA at once.
+		// than the CA's last third, or a clock far off when it was made): sign with a
+		// new CA at once.
 		if next == nil {
 			var err error
 			if next, err = pki.NewCA(caName(now), now, m.cfg.CAValidity); err != nil {
 				return nil, false, err
 			}
 		}
-		m.log.Warn("the certificate authority has expired; its successor signs at once, and data planes reconnect once their mounted Secret is updated", "expired", signer.Cert.NotAfter)
+		m.log.Warn("the certificate authority has expired or is not valid yet (a clock was far off); its successor signs at once, and data planes reconnect once their mounted Secret is updated",
+			"not_before", signer.Cert.NotBefore, "not_after", signer.Cert.NotAfter)
 		signer, next = next, nil
 	}
 	if next != nil && !now.Before(next.Cert.NotBefore.Add(pki.Backdate+m.cfg.Promotion)) {
@@ -369,21 +418,22 @@ func withTrust(signer, next *pki.CA, earlier []*x509.Certificate, now time.Time)
 	return &authority{signer: signer, next: next, trust: trust, bundle: pki.EncodeBundle(trust)}
 }
 
-// parseAuthority reads the CA Secret's data.
+// parseAuthority reads the CA Secret's data. Only an unreadable signer is an error:
+// an unreadable successor is dropped (successorProblem says why; another is made when
+// due), and an unreadable bundle is rebuilt from the signer and its successor by advance.
 func parseAuthority(data map[string][]byte) (*authority, error) {
-	signer, err := pki.ParseCA(data[SignerCertKey], data[SignerKeyKey])
-	if err != nil {
-		return nil, fmt.Errorf("%s/%s: %w", SignerCertKey, SignerKeyKey, err)
+	auth := &authority{bundle: data[BundleKey]}
+	var err error
+	if auth.signer, err = pki.ParseCA(data[SignerCertKey], data[SignerKeyKey]); err != nil {
+		return auth, fmt.Errorf("%s/%s: %w", SignerCertKey, SignerKeyKey, err)
 	}
-	var next *pki.CA
-	if len(data[NextCertKey]) > 0 {
-		if next, err = pki.ParseCA(data[NextCertKey], data[NextKeyKey]); err != nil {
-			return nil, fmt.Errorf("%s/%s: %w", NextCertKey, NextKeyKey, err)
+	if len(data[NextCertKey]) > 0 || len(data[NextKeyKey]) > 0 {
+		if auth.next, err = pki.ParseCA(data[NextCertKey], data[NextKeyKey]); err != nil {
+			auth.successorProblem = fmt.Errorf("%s/%s: %w", NextCertKey, NextKeyKey, err)
 		}
 	}
-	// An unreadable bundle is rebuilt from the signer and its successor by advance.
-	trust, _ := pki.ParseBundle(data[BundleKey])
-	return &authority{signer: signer, next: next, trust: trust, bundle: data[BundleKey]}, nil
+	auth.trust, _ = pki.ParseBundle(data[BundleKey])
+	return auth, nil
 }
 
 // data is the CA Secret's data for a.
@@ -427,16 +477,36 @@ func (m *Manager) reconcileClientSecret(ctx context.Context, auth *authority, no
 			Type:       corev1.SecretTypeTLS,
 			Data:       want,
 		}
-		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return errors.New("another replica created the client Secret at the same time; checking again")
+		if err := m.stillCurrent(ctx, auth); err != nil {
+			return err
 		}
+		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
 		return m.explain(err, "create", m.cfg.ClientSecret)
+	}
+	if err := m.stillCurrent(ctx, auth); err != nil {
+		return err
 	}
 	sec = sec.DeepCopy()
 	sec.Data = want
 	_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
 	return m.explain(err, "update", m.cfg.ClientSecret)
+}
+
+// stillCurrent returns errRaced when the CA Secret has changed since auth was read:
+// another replica may have rotated or replaced the authority, and writing certificates
+// or a trust bundle of the old one would undo that (a deleted, perhaps leaked, CA
+// trusted again).
+func (m *Manager) stillCurrent(ctx context.Context, auth *authority) error {
+	sec, err := m.cfg.Client.CoreV1().Secrets(m.cfg.Namespace).Get(ctx, m.cfg.CASecret, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: the CA Secret was deleted", errRaced)
+	case err != nil:
+		return m.explain(err, "read", m.cfg.CASecret)
+	case sec.ResourceVersion != auth.version:
+		return fmt.Errorf("%w: the CA Secret changed", errRaced)
+	}
+	return nil
 }
 
 // renewOwn issues this replica's in-memory certificates where needed.
@@ -483,7 +553,7 @@ func (m *Manager) ownLeaf(cur *leaf, use string, names []string, usage pki.Usage
 // needsLeaf reports whether l must be issued again: missing, not from the signer, due
 // for renewal, or (for a server) not for exactly names.
 func (m *Manager) needsLeaf(l *pki.Leaf, auth *authority, now time.Time, names []string) bool {
-	if l == nil || !l.IssuedBy(auth.signer.Cert) || pki.DueForRenewal(l.Cert, now) {
+	if l == nil || !l.IssuedBy(auth.signer.Cert) || pki.DueForRenewal(l.Cert, now) || unusable(l.Cert, now) {
 		return true
 	}
 	if names == nil {
@@ -499,7 +569,8 @@ func (m *Manager) needsLeaf(l *pki.Leaf, auth *authority, now time.Time, names [
 // reconcileWebhookConfiguration sets the caBundle of every webhook of the configured
 // ValidatingWebhookConfiguration to bundle. Failures are reported, not returned: the
 // webhook is optional (failurePolicy Ignore) and must never hold xDS back.
-func (m *Manager) reconcileWebhookConfiguration(ctx context.Context, bundle []byte) {
+func (m *Manager) reconcileWebhookConfiguration(ctx context.Context, auth *authority) {
+	bundle := auth.bundle
 	name := m.cfg.WebhookConfiguration
 	if name == "" {
 		return
@@ -532,6 +603,10 @@ func (m *Manager) reconcileWebhookConfiguration(ctx context.Context, bundle []by
 		m.webhookNote = ""
 		return
 	}
+	if err := m.stillCurrent(ctx, auth); err != nil {
+		m.log.Debug("not setting the webhook configuration's caBundle: the certificate authority changed meanwhile", "err", err)
+		return
+	}
 	if _, err := vwcs.Update(ctx, vwc, metav1.UpdateOptions{}); err != nil {
 		note("cannot set the caBundle of the ValidatingWebhookConfiguration; the API server cannot verify the webhook (and admits everything) until it can", "name", name, "err", err)
 		return
@@ -561,6 +636,9 @@ func (m *Manager) explain(err error, verb, secret string) error {
 	}
 	if apierrors.IsForbidden(err) {
 		return fmt.Errorf("%s Secret %s/%s: %w (the controller's ServiceAccount needs get, create and update on Secrets in namespace %s: the Role portico-certificates in deploy/rbac.yaml)", verb, m.cfg.Namespace, secret, err, m.cfg.Namespace)
+	}
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%w: %s Secret %s/%s: %w", errRaced, verb, m.cfg.Namespace, secret, err)
 	}
 	return fmt.Errorf("%s Secret %s/%s: %w", verb, m.cfg.Namespace, secret, err)
 }
@@ -620,6 +698,18 @@ func (m *Manager) TrustBundle() []byte {
 		return mat.bundle
 	}
 	return nil
+}
+
+// skewTolerance is how far apart the clocks of two replicas, or of a replica before and
+// after a correction, may be before a certificate one of them made counts as made in
+// the future: within it, a certificate valid from a little later is left alone rather
+// than issued again (replicas a few minutes apart would otherwise reissue each other's
+// certificates at every check).
+const skewTolerance = time.Hour
+
+// unusable reports whether c has expired, or becomes valid only well after now.
+func unusable(c *x509.Certificate, now time.Time) bool {
+	return now.After(c.NotAfter) || now.Add(skewTolerance).Before(c.NotBefore)
 }
 
 func caName(now time.Time) string { return "portico-ca-" + now.UTC().Format("20060102T150405Z") }

@@ -509,6 +509,20 @@ func TestUnreadableAuthorityIsReplaced(t *testing.T) {
 	if _, err := pki.ParseCA(ca.Data[SignerCertKey], ca.Data[SignerKeyKey]); err != nil {
 		t.Fatalf("the CA Secret was not replaced: %v", err)
 	}
+	// What was there is kept aside, not destroyed.
+	all, err := f.client.CoreV1().Secrets(f.ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, s := range all.Items {
+		if strings.HasPrefix(s.Name, DefaultCASecret+"-unreadable-") && string(s.Data[SignerCertKey]) == "not a certificate" {
+			kept++
+		}
+	}
+	if kept != 1 {
+		t.Errorf("%d copies of the unreadable CA Secret kept, want 1", kept)
+	}
 	addr, _ := serve(t, m)
 	if err := call(addr, fixed(f.dataPlaneConfig())); err != nil {
 		t.Fatal(err)
@@ -529,5 +543,79 @@ func TestForbiddenSaysWhichPermission(t *testing.T) {
 	err = f.manager(nil).Reconcile(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "portico-certificates") || !strings.Contains(err.Error(), f.ns) {
 		t.Fatalf("error %v, want one naming the Role portico-certificates and the namespace", err)
+	}
+}
+
+// A successor that cannot be read (a hand edit left next.crt without next.key) costs
+// only the successor: the signing CA and its key stay, and nothing is reissued.
+func TestUnreadableSuccessorIsDropped(t *testing.T) {
+	f := newFixture(t, "unreadable-successor")
+	m := f.manager(nil)
+	f.reconcile(m)
+	ca := f.secret(DefaultCASecret)
+	client := f.secret(DefaultClientSecret)
+	edited := ca.DeepCopy()
+	edited.Data[NextCertKey] = ca.Data[SignerCertKey]
+	if _, err := f.client.CoreV1().Secrets(f.ns).Update(t.Context(), edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(m)
+	after := f.secret(DefaultCASecret)
+	if !bytes.Equal(after.Data[SignerKeyKey], ca.Data[SignerKeyKey]) {
+		t.Fatal("the signing CA was replaced because its successor could not be read")
+	}
+	if _, ok := after.Data[NextCertKey]; ok {
+		t.Error("the unreadable successor is still in the CA Secret")
+	}
+	if f.secret(DefaultClientSecret).ResourceVersion != client.ResourceVersion {
+		t.Error("the client certificate was reissued")
+	}
+}
+
+// A replica that read the authority before another replaced it does not write
+// certificates or a trust bundle of the old one (a deleted, perhaps leaked, CA).
+func TestStaleAuthorityIsNotWritten(t *testing.T) {
+	f := newFixture(t, "stale-authority")
+	a, b := f.manager(nil), f.manager(nil)
+	f.reconcile(a)
+	stale, err := a.reconcileAuthority(t.Context(), f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The operator starts over; replica b makes a new authority and client certificate.
+	if err := f.client.CoreV1().Secrets(f.ns).Delete(t.Context(), DefaultCASecret, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(b)
+	fresh := f.secret(DefaultClientSecret)
+	if err := a.reconcileClientSecret(t.Context(), stale, f.clock.Now()); !errors.Is(err, errRaced) {
+		t.Fatalf("writing the client Secret from a replaced authority: %v, want errRaced", err)
+	}
+	if got := f.secret(DefaultClientSecret); got.ResourceVersion != fresh.ResourceVersion {
+		t.Fatal("the client Secret was overwritten with a certificate of the deleted CA")
+	}
+	// Its next check adopts the new authority.
+	f.reconcile(a)
+	if !bytes.Equal(a.TrustBundle(), b.TrustBundle()) {
+		t.Fatal("the replica that lost the race does not trust the new authority")
+	}
+}
+
+// Replicas whose clocks are minutes apart leave each other's certificates alone: the
+// one behind sees certificates valid from a little later, which are not due.
+func TestReplicaClocksMinutesApart(t *testing.T) {
+	f := newFixture(t, "clock-skew")
+	ahead := f.manager(nil)
+	f.reconcile(ahead)
+	ca, client := f.secret(DefaultCASecret), f.secret(DefaultClientSecret)
+	behindClock := &clock{now: f.clock.Now().Add(-10 * time.Minute)}
+	behind := f.manager(func(c *Config) { c.Now = behindClock.Now })
+	f.reconcile(behind)
+	f.reconcile(behind)
+	if f.secret(DefaultCASecret).ResourceVersion != ca.ResourceVersion {
+		t.Error("the replica behind rotated the CA the one ahead made")
+	}
+	if f.secret(DefaultClientSecret).ResourceVersion != client.ResourceVersion {
+		t.Error("the replica behind reissued the client certificate the one ahead made")
 	}
 }

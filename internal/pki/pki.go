@@ -189,12 +189,13 @@ func (l *Leaf) Names() []string {
 	return out
 }
 
-// DueForRenewal reports whether c has less than a third of its lifetime left at now
-// (or is not valid yet, or no longer): renewing then leaves peers two thirds of the
-// lifetime's worth of margin, however long it is.
+// DueForRenewal reports whether c has less than a third of its lifetime left at now (or
+// none): renewing then leaves peers a third of the lifetime's worth of margin, however
+// long it is. A certificate not valid yet is not due: it was made by a clock a little
+// ahead, and issuing it again would only make the other clock's turn come.
 func DueForRenewal(c *x509.Certificate, now time.Time) bool {
 	life := c.NotAfter.Sub(c.NotBefore)
-	return now.Before(c.NotBefore) || c.NotAfter.Sub(now) < life/3
+	return c.NotAfter.Sub(now) < life/3
 }
 
 // ParseBundle reads every certificate of a PEM bundle.

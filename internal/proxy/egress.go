@@ -25,7 +25,9 @@ import (
 //   - Endpoints of STRICT_DNS and LOGICAL_DNS clusters (a Service of type
 //     ExternalName: whoever wrote the Service chose the name, and the name's
 //     owner chooses its answers) never reach a loopback, link-local or
-//     unspecified address, IPv4-mapped forms included.
+//     unspecified address, IPv4-mapped forms included. (The host's other
+//     addresses are allowed: what listens there listens for the network, and
+//     every backend of the tests is on this host.)
 //   - No endpoint, IP literals of EDS and STATIC clusters included, reaches
 //     one of the proxy's own protected addresses: its listeners, its xDS
 //     server and Config.ProtectedAddrs (the admin endpoint, the admission
@@ -212,7 +214,9 @@ func (s *protectedAddrs) covers(ip netip.Addr, port uint16, local *localAddrs) b
 	if _, ok := s.anyLocal[port]; !ok {
 		return false
 	}
-	return ip.IsLoopback() || local.has(ip)
+	// Unknown local addresses (the interfaces could not be read) count as this
+	// host's: Portico's own ports are refused rather than perhaps reached.
+	return ip.IsLoopback() || local.has(ip) || local.unknown()
 }
 
 // refresh replaces the protected set with addrs (host:port, as bound or as
@@ -283,8 +287,15 @@ type localAddrs struct {
 
 // localSet is one reading of the interfaces' addresses.
 type localSet struct {
-	addrs map[netip.Addr]struct{}
-	when  time.Time
+	addrs  map[netip.Addr]struct{}
+	when   time.Time
+	failed bool // the interfaces could not be read
+}
+
+// unknown reports whether the last reading of the interfaces failed.
+func (l *localAddrs) unknown() bool {
+	s := l.cur.Load()
+	return s != nil && s.failed
 }
 
 func (l *localAddrs) has(ip netip.Addr) bool {
@@ -307,11 +318,12 @@ func (l *localAddrs) has(ip netip.Addr) bool {
 	return ok
 }
 
-// readSet reads the interfaces' addresses; an error reads as none, so that
-// only the loopback check protects until the next reading.
+// readSet reads the interfaces' addresses; an error reads as none, and is
+// remembered (unknown) until the next reading.
 func (l *localAddrs) readSet() *localSet {
 	s := &localSet{addrs: make(map[netip.Addr]struct{}), when: time.Now()}
-	addrs, _ := l.read()
+	addrs, err := l.read()
+	s.failed = err != nil
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok {
 			if ip, ok := netip.AddrFromSlice(n.IP); ok {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -383,6 +384,22 @@ func TestEgressCheck(t *testing.T) {
 	} {
 		if got := g.check(netip.MustParseAddrPort(tc.addr), tc.byName); got != tc.want {
 			t.Errorf("check(%s, byName %v) = %q, want %q", tc.addr, tc.byName, got.label(), tc.want.label())
+		}
+	}
+
+	// When the interfaces cannot be read, Portico's ports on wildcard listeners are
+	// refused at any address rather than perhaps reached; other ports still work.
+	g.local.read = func() ([]net.Addr, error) { return nil, errors.New("netlink: no buffer space") }
+	g.local.cur.Store(nil)
+	for _, tc := range []struct {
+		addr string
+		want egressReason
+	}{
+		{"10.9.9.9:8000", refusedOwnAddress},
+		{"10.9.9.9:8080", egressAllowed},
+	} {
+		if got := g.check(netip.MustParseAddrPort(tc.addr), false); got != tc.want {
+			t.Errorf("interfaces unreadable: check(%s) = %q, want %q", tc.addr, got.label(), tc.want.label())
 		}
 	}
 }

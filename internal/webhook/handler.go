@@ -140,7 +140,7 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	if len(h.cfg.Namespaces) > 0 && !slices.Contains(h.cfg.Namespaces, req.Namespace) {
 		return allow
 	}
-	log := h.log.With("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "user", req.UserInfo.Username)
+	log := h.log.With("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "user_claimed", req.UserInfo.Username)
 	obj, err := decode(req.Object.Raw)
 	if err != nil {
 		msg := "not served: the object cannot be read: " + err.Error()
