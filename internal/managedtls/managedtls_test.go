@@ -178,6 +178,12 @@ func openStream(t *testing.T, addr string, creds credentials.TransportCredential
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A Watch answers at once with the service's current status (SERVICE_UNKNOWN, or
+	// what a SetServingStatus that raced ahead set): take it, so that expect sees only
+	// the updates that follow.
+	if _, err := w.Recv(); err != nil {
+		t.Fatalf("the stream's first message: %v", err)
+	}
 	s := &stream{conn: conn, updates: make(chan healthpb.HealthCheckResponse_ServingStatus, 16)}
 	go func() {
 		defer close(s.updates)
