@@ -6,10 +6,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,9 +64,14 @@ type fixture struct {
 	clock  *clock
 }
 
-func newFixture(t *testing.T, ns string) *fixture {
+// fixtures counts the namespaces made, so that each test (and each run of it, with
+// -count) has its own.
+var fixtures atomic.Int64
+
+func newFixture(t *testing.T, name string) *fixture {
 	t.Helper()
 	c := kubetest.Clientset(t, env.AdminConfig(t))
+	ns := fmt.Sprintf("%s-%d", name, fixtures.Add(1))
 	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -394,13 +401,13 @@ func TestAuthorityRotation(t *testing.T) {
 	m := f.manager(func(c *Config) {
 		c.CAValidity, c.LeafValidity, c.Promotion = 30*day, 3*day, day
 		c.WebhookServerNames = []string{"portico-webhook.ca-rotation.svc"}
-		c.WebhookConfiguration = "portico-ca-rotation"
+		c.WebhookConfiguration = "portico-" + f.ns
 	})
 	vwcs := f.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	none := admissionregistrationv1.SideEffectClassNone
 	path := "/validate"
 	if _, err := vwcs.Create(t.Context(), &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "portico-ca-rotation"},
+		ObjectMeta: metav1.ObjectMeta{Name: "portico-" + f.ns},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    "validate.portico.dev",
 			AdmissionReviewVersions: []string{"v1"},
@@ -410,9 +417,9 @@ func TestAuthorityRotation(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = vwcs.Delete(context.Background(), "portico-ca-rotation", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = vwcs.Delete(context.Background(), "portico-"+f.ns, metav1.DeleteOptions{}) })
 	caBundle := func() []byte {
-		v, err := vwcs.Get(t.Context(), "portico-ca-rotation", metav1.GetOptions{})
+		v, err := vwcs.Get(t.Context(), "portico-"+f.ns, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
