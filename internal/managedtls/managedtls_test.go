@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -29,6 +29,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/pki"
+	"github.com/portico-dev/portico/internal/testutil"
 	"github.com/portico-dev/portico/internal/xds/xdstls"
 )
 
@@ -39,29 +40,11 @@ func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
 
 const serverName = "portico.test-ns.svc"
 
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	t      *testing.T
 	client kubernetes.Interface
 	ns     string
-	clock  *clock
+	clock  *testutil.Clock
 }
 
 // fixtures counts the namespaces made, so that each test (and each run of it, with
@@ -75,7 +58,7 @@ func newFixture(t *testing.T, name string) *fixture {
 	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, client: c, ns: ns, clock: &clock{now: time.Now()}}
+	return &fixture{t: t, client: c, ns: ns, clock: testutil.NewClock(time.Now())}
 }
 
 func (f *fixture) manager(mod func(*Config)) *Manager {
@@ -297,7 +280,7 @@ func TestFirstStartIssuesEverything(t *testing.T) {
 		}
 	})
 	t.Run("expiry metrics", func(t *testing.T) {
-		if n := testutil.CollectAndCount(reg, "portico_certificate_expiry_timestamp_seconds"); n != 4 {
+		if n := promtestutil.CollectAndCount(reg, "portico_certificate_expiry_timestamp_seconds"); n != 4 {
 			t.Errorf("%d expiry series, want 4 (ca, xds-server, xds-client, embedded-proxy)", n)
 		}
 	})
@@ -364,14 +347,14 @@ func TestLeafRenewalKeepsStreams(t *testing.T) {
 	oldClient := f.secret(DefaultClientSecret)
 
 	// Not yet due: nothing changes.
-	f.clock.advance(time.Hour)
+	f.clock.Advance(time.Hour)
 	f.reconcile(m)
 	if f.secret(DefaultClientSecret).ResourceVersion != oldClient.ResourceVersion {
 		t.Fatal("the client certificate was renewed with two thirds of its life left")
 	}
 
 	// Less than a third left: everything is issued again.
-	f.clock.advance(time.Hour + 10*time.Minute)
+	f.clock.Advance(time.Hour + 10*time.Minute)
 	f.reconcile(m)
 	after := f.dataPlaneConfig()
 	if bytes.Equal(after.Certificates[0].Certificate[0], before.Certificates[0].Certificate[0]) {
@@ -389,7 +372,7 @@ func TestLeafRenewalKeepsStreams(t *testing.T) {
 	if err := call(addr, fixed(before)); err != nil {
 		t.Fatalf("the previous client certificate is refused before it expires: %v", err)
 	}
-	f.clock.advance(2 * time.Hour)
+	f.clock.Advance(2 * time.Hour)
 	if err := call(addr, fixed(before)); err == nil {
 		t.Fatal("an expired client certificate is served")
 	}
@@ -445,13 +428,13 @@ func TestAuthorityRotation(t *testing.T) {
 
 	// Renew leaves as they fall due, up to the CA's last third.
 	for range 9 {
-		f.clock.advance(2 * day)
+		f.clock.Advance(2 * day)
 		f.reconcile(m)
 	}
 	if n := trusted(); n != 1 {
 		t.Fatalf("%d CAs trusted with 12 days of 30 left, want 1", n)
 	}
-	f.clock.advance(2*day + time.Hour) // the CA has less than 10 days left
+	f.clock.Advance(2*day + time.Hour) // the CA has less than 10 days left
 	f.reconcile(m)
 	if n := trusted(); n != 2 {
 		t.Fatalf("%d CAs trusted once the CA is due, want 2 (it and its successor)", n)
@@ -464,7 +447,7 @@ func TestAuthorityRotation(t *testing.T) {
 	}
 	beforePromotion := f.dataPlaneConfig()
 
-	f.clock.advance(day + time.Minute)
+	f.clock.Advance(day + time.Minute)
 	f.reconcile(m)
 	ca := f.secret(DefaultCASecret)
 	if bytes.Equal(ca.Data[SignerCertKey], firstCA) || len(ca.Data[NextCertKey]) != 0 {
@@ -500,7 +483,7 @@ func TestAuthorityRotation(t *testing.T) {
 	}
 
 	// Once the first CA has expired it is no longer trusted.
-	f.clock.advance(9 * day)
+	f.clock.Advance(9 * day)
 	f.reconcile(m)
 	if n := trusted(); n != 1 {
 		t.Fatalf("%d CAs trusted after the first expired, want 1", n)
@@ -621,7 +604,7 @@ func TestReplicaClocksMinutesApart(t *testing.T) {
 	ahead := f.manager(nil)
 	f.reconcile(ahead)
 	ca, client := f.secret(DefaultCASecret), f.secret(DefaultClientSecret)
-	behindClock := &clock{now: f.clock.Now().Add(-10 * time.Minute)}
+	behindClock := testutil.NewClock(f.clock.Now().Add(-10 * time.Minute))
 	behind := f.manager(func(c *Config) { c.Now = behindClock.Now })
 	f.reconcile(behind)
 	f.reconcile(behind)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +20,6 @@ import (
 	"github.com/portico-dev/portico/internal/managedtls"
 	"github.com/portico-dev/portico/internal/testutil"
 )
-
-// testClock is a clock the test moves.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // TestServeRenewsCertificatesUnderTraffic runs serve with --managed-certificates on a
 // non-loopback xDS address and the embedded proxy, moves the clock past the renewal of
@@ -60,7 +41,7 @@ func TestServeRenewsCertificatesUnderTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clock := &testClock{now: time.Now()}
+	clock := testutil.NewClock(time.Now())
 	var logs testutil.SyncBuffer
 	ctl := startControllerWith(t, cfg, "certs", []string{ns}, func(o *app.ServeOptions) {
 		o.XDSAddr = "0.0.0.0:0"
@@ -102,7 +83,7 @@ func TestServeRenewsCertificatesUnderTraffic(t *testing.T) {
 	}
 	first, firstClient := presented(), clientSecret().Data[corev1.TLSCertKey]
 
-	clock.advance(2*time.Hour + 10*time.Minute)
+	clock.Advance(2*time.Hour + 10*time.Minute)
 	eventually(t, 30*time.Second, "the client Secret to be renewed", func() bool {
 		return !bytes.Equal(clientSecret().Data[corev1.TLSCertKey], firstClient)
 	})
