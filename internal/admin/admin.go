@@ -85,7 +85,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: log.With("component", "admin")}
 	s.handler = s.routes()
-	if CheckLoopback(cfg.Addr) == nil {
+	if IsLoopback(cfg.Addr) {
 		s.handler = loopbackHostOnly(s.handler)
 	}
 	s.hs = httpserver.New(httpserver.Config{
@@ -169,8 +169,7 @@ func loopbackHostOnly(next http.Handler) http.Handler {
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if ip, err := netip.ParseAddr(host); (err == nil && ip.IsLoopback()) || strings.EqualFold(host, "localhost") {
+		if loopbackHost(host) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -180,14 +179,28 @@ func loopbackHostOnly(next http.Handler) http.Handler {
 
 // CheckLoopback refuses an address whose host is not a loopback IP or "localhost".
 func CheckLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--pprof-addr %q: want HOST:PORT, such as 127.0.0.1:6060 (%v)", addr, err)
 	}
-	if ip, err := netip.ParseAddr(host); (err == nil && ip.IsLoopback()) || host == "localhost" {
-		return nil
+	if !IsLoopback(addr) {
+		return fmt.Errorf("--pprof-addr %q: profiles are served on a loopback address only, such as 127.0.0.1:6060 (reach them with kubectl port-forward, or ssh)", addr)
 	}
-	return fmt.Errorf("--pprof-addr %q: profiles are served on a loopback address only, such as 127.0.0.1:6060 (reach them with kubectl port-forward, or ssh)", addr)
+	return nil
+}
+
+// IsLoopback reports whether addr (HOST:PORT) listens on a loopback address only: its
+// host is a loopback IP or localhost (not empty, which is every address).
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(host)
+}
+
+// loopbackHost reports whether host (an IP, bracketed or not, or a name) is a loopback
+// IP or localhost.
+func loopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	ip, err := netip.ParseAddr(host)
+	return (err == nil && ip.IsLoopback()) || strings.EqualFold(host, "localhost")
 }
 
 // healthz answers liveness: if this handler runs, the process is alive.

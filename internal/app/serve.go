@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -317,26 +316,13 @@ func checkXDSSecurity(opts ServeOptions) error {
 		return errors.New("--managed-certificates and --xds-tls-cert-file/--xds-tls-key-file/--xds-tls-ca-file both secure xDS: choose one")
 	case secured && opts.XDSInsecure:
 		return errors.New("--xds-insecure asks for plaintext xDS, but xDS is served over TLS (--managed-certificates or --xds-tls-*-file): drop one")
-	case secured || loopbackAddr(opts.XDSAddr):
+	case secured || admin.IsLoopback(opts.XDSAddr):
 		return nil
 	case !opts.XDSInsecure:
 		return fmt.Errorf("--xds-addr %s is not a loopback address, and xDS would be plaintext: anything that reaches it could read every route and the private key of every TLS Secret Portico serves. Secure it with --managed-certificates (as deploy/ does) or the --xds-tls-*-file flags, listen on a loopback address, or accept the risk with --xds-insecure", opts.XDSAddr)
 	}
 	opts.Logger.Warn("xDS is served in plaintext on a non-loopback address (--xds-insecure): anything that reaches it can read every route and the private key of every TLS Secret Portico serves; use --managed-certificates", "xds_addr", opts.XDSAddr)
 	return nil
-}
-
-// loopbackAddr reports whether addr listens on a loopback address only.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // newCertificates is the manager of the controller's own certificates (--managed-certificates).

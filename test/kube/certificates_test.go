@@ -31,15 +31,8 @@ func TestServeRenewsCertificatesUnderTraffic(t *testing.T) {
 	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	pn := kubetest.NewPodNetwork(t, 2)
-	backend(t, pn, "blue", 9011)
-	backend(t, pn, "green", 9012)
 	const ns = "managed-certificates"
-	createNamespace(t, c, ns)
-	createService(t, c, ns, "blue", pn.PodIP, 9011)
-	createService(t, c, ns, "green", pn.PodIP, 9012)
-	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("web", "web.test", "/", "blue"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	blueGreen(t, c, pn, ns, 9011)
 
 	clock := testutil.NewClock(time.Now())
 	var logs testutil.SyncBuffer

@@ -75,6 +75,21 @@ func createService(t *testing.T, c kubernetes.Interface, ns, name, ip string, po
 	}
 }
 
+// blueGreen starts backends "blue" and "green" in pod network pn (at bluePort and
+// bluePort+1), creates namespace ns with a Service for each, and an Ingress "web" for
+// web.test routing everything to blue: what tests that switch traffic start from.
+func blueGreen(t *testing.T, c kubernetes.Interface, pn *kubetest.PodNetwork, ns string, bluePort int) {
+	t.Helper()
+	backend(t, pn, "blue", bluePort)
+	backend(t, pn, "green", bluePort+1)
+	createNamespace(t, c, ns)
+	createService(t, c, ns, "blue", pn.PodIP, int32(bluePort))
+	createService(t, c, ns, "green", pn.PodIP, int32(bluePort+1))
+	if _, err := c.NetworkingV1().Ingresses(ns).Create(context.Background(), ingress("web", "web.test", "/", "blue"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func createNamespace(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
 	_, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})

@@ -21,15 +21,8 @@ func TestServe(t *testing.T) {
 	c := kubetest.Clientset(t, cfg)
 	ctx := context.Background()
 	pn := kubetest.NewPodNetwork(t, 1)
-	backend(t, pn, "blue", 9001)
-	backend(t, pn, "green", 9002)
 	const ns = "serve"
-	createNamespace(t, c, ns)
-	createService(t, c, ns, "blue", pn.PodIP, 9001)
-	createService(t, c, ns, "green", pn.PodIP, 9002)
-	if _, err := c.NetworkingV1().Ingresses(ns).Create(ctx, ingress("web", "web.test", "/", "blue"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	blueGreen(t, c, pn, ns, 9001)
 
 	ctl := startController(t, cfg, "only", []string{ns})
 	eventually(t, 20*time.Second, "traffic to blue", func() bool {
