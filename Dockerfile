@@ -12,7 +12,7 @@
 
 # The builder runs on the build machine's platform and cross-compiles for the target's
 # (docker buildx build --platform linux/arm64 ...).
-FROM --platform=$BUILDPLATFORM golang:1.26.8 AS build
+FROM --platform=$BUILDPLATFORM golang:1.27.3 AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local
 COPY go.mod go.sum ./

@@ -9,6 +9,7 @@
 #   hack/build.sh /tmp/portico     # elsewhere; extra arguments go to go build
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/toolchain.sh
 out=${1:-bin/portico}
 shift || true
 

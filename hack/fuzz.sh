@@ -10,6 +10,7 @@
 # always writes its input under testdata/fuzz and fails this script.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. hack/toolchain.sh
 duration=${1:-5m}
 status=0
 

@@ -13,6 +13,7 @@
 # controller-gen is pinned in tools/go.mod and run with `go tool`, so only Go is needed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/hack/toolchain.sh"
 
 # generate ROOT: runs both generators in ROOT, a directory holding go.mod, go.sum and apis/.
 generate() {

@@ -13,6 +13,7 @@
 # (the Kubernetes dependencies, once without and once with -race, and kube-apiserver).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/toolchain.sh
 
 timings=()
 step_name=""

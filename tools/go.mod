@@ -1,6 +1,6 @@
 module github.com/portico-dev/portico/tools
 
-go 1.26.8
+go 1.27.0
 
 tool (
 	honnef.co/go/tools/cmd/staticcheck

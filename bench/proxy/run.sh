@@ -13,6 +13,7 @@
 # Needs root for apt-get when nginx, wrk or h2load are missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. hack/toolchain.sh
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 
 missing=()

@@ -18,6 +18,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
+. ../toolchain.sh
 
 version=$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' go.mod)
 [ -n "$version" ] || { echo "build.sh: no k8s.io/kubernetes requirement in $here/go.mod" >&2; exit 1; }

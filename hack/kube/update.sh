@@ -13,6 +13,7 @@
 #   go mod download -json k8s.io/kubernetes@VERSION
 set -euo pipefail
 cd "$(dirname "$0")"
+. ../toolchain.sh
 
 version=${1:?usage: $0 vMAJOR.MINOR.PATCH}
 staging=v0.${version#v1.}
