@@ -17,6 +17,7 @@ import (
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Store is the set of objects relevant to routing, keyed by namespace/name. It is not safe
@@ -43,6 +44,16 @@ type Store struct {
 	// TLSCertificateDelegation are kept apart: one of each may share a namespace/name.
 	HTTPProxies                      map[types.NamespacedName]*contourv1.HTTPProxy
 	ProjectTLSCertificateDelegations map[types.NamespacedName]*contourv1.TLSCertificateDelegation
+	// The gateway.networking.k8s.io/v1 objects (Gateway API); empty when their CRDs are not
+	// installed. GatewayClasses are cluster-scoped, keyed by name.
+	GatewayClasses     map[string]*gatewayv1.GatewayClass
+	Gateways           map[types.NamespacedName]*gatewayv1.Gateway
+	ListenerSets       map[types.NamespacedName]*gatewayv1.ListenerSet
+	HTTPRoutes         map[types.NamespacedName]*gatewayv1.HTTPRoute
+	GRPCRoutes         map[types.NamespacedName]*gatewayv1.GRPCRoute
+	TLSRoutes          map[types.NamespacedName]*gatewayv1.TLSRoute
+	ReferenceGrants    map[types.NamespacedName]*gatewayv1.ReferenceGrant
+	BackendTLSPolicies map[types.NamespacedName]*gatewayv1.BackendTLSPolicy
 
 	// gens say when each kind last changed (see Generations). clock is shared by a store
 	// and every store cloned or copied from it, so that two of them that changed apart
@@ -68,6 +79,14 @@ const (
 	KindTLSCertificateDelegation
 	KindHTTPProxy
 	KindProjectTLSCertificateDelegation
+	KindGatewayClass
+	KindGateway
+	KindListenerSet
+	KindHTTPRoute
+	KindGRPCRoute
+	KindTLSRoute
+	KindReferenceGrant
+	KindBackendTLSPolicy
 	numKinds
 )
 
@@ -117,6 +136,15 @@ func New() *Store {
 
 		HTTPProxies:                      map[types.NamespacedName]*contourv1.HTTPProxy{},
 		ProjectTLSCertificateDelegations: map[types.NamespacedName]*contourv1.TLSCertificateDelegation{},
+
+		GatewayClasses:     map[string]*gatewayv1.GatewayClass{},
+		Gateways:           map[types.NamespacedName]*gatewayv1.Gateway{},
+		ListenerSets:       map[types.NamespacedName]*gatewayv1.ListenerSet{},
+		HTTPRoutes:         map[types.NamespacedName]*gatewayv1.HTTPRoute{},
+		GRPCRoutes:         map[types.NamespacedName]*gatewayv1.GRPCRoute{},
+		TLSRoutes:          map[types.NamespacedName]*gatewayv1.TLSRoute{},
+		ReferenceGrants:    map[types.NamespacedName]*gatewayv1.ReferenceGrant{},
+		BackendTLSPolicies: map[types.NamespacedName]*gatewayv1.BackendTLSPolicy{},
 	}
 }
 
@@ -177,10 +205,44 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 	case *contourv1.TLSCertificateDelegation:
 		s.ProjectTLSCertificateDelegations[key(o.Namespace, o.Name)] = o
 		s.touch(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name))
+	case *gatewayv1.GatewayClass:
+		s.GatewayClasses[o.Name] = o
+		s.touch(KindGatewayClass, key("", o.Name))
+	case *gatewayv1.Gateway:
+		upsertNamespaced(s, KindGateway, s.Gateways, o)
+	case *gatewayv1.ListenerSet:
+		upsertNamespaced(s, KindListenerSet, s.ListenerSets, o)
+	case *gatewayv1.HTTPRoute:
+		upsertNamespaced(s, KindHTTPRoute, s.HTTPRoutes, o)
+	case *gatewayv1.GRPCRoute:
+		upsertNamespaced(s, KindGRPCRoute, s.GRPCRoutes, o)
+	case *gatewayv1.TLSRoute:
+		upsertNamespaced(s, KindTLSRoute, s.TLSRoutes, o)
+	case *gatewayv1.ReferenceGrant:
+		upsertNamespaced(s, KindReferenceGrant, s.ReferenceGrants, o)
+	case *gatewayv1.BackendTLSPolicy:
+		upsertNamespaced(s, KindBackendTLSPolicy, s.BackendTLSPolicies, o)
 	default:
 		return false
 	}
 	return true
+}
+
+// namespacedObject is an object keyed by namespace/name.
+type namespacedObject interface {
+	GetNamespace() string
+	GetName() string
+}
+
+func upsertNamespaced[T namespacedObject](s *Store, k Kind, m map[types.NamespacedName]T, o T) {
+	nn := key(o.GetNamespace(), o.GetName())
+	m[nn] = o
+	s.touch(k, nn)
+}
+
+func deleteNamespaced[T namespacedObject](s *Store, k Kind, m map[types.NamespacedName]T, o T) bool {
+	nn := key(o.GetNamespace(), o.GetName())
+	return s.deleted(k, nn, deleteKey(m, nn))
 }
 
 // Delete removes obj (matched by kind and key). It reports whether anything was removed.
@@ -216,6 +278,22 @@ func (s *Store) Delete(obj runtime.Object) bool {
 		return s.deleted(KindHTTPProxy, key(o.Namespace, o.Name), deleteKey(s.HTTPProxies, key(o.Namespace, o.Name)))
 	case *contourv1.TLSCertificateDelegation:
 		return s.deleted(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name), deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name)))
+	case *gatewayv1.GatewayClass:
+		return s.deleted(KindGatewayClass, key("", o.Name), deleteKey(s.GatewayClasses, o.Name))
+	case *gatewayv1.Gateway:
+		return deleteNamespaced(s, KindGateway, s.Gateways, o)
+	case *gatewayv1.ListenerSet:
+		return deleteNamespaced(s, KindListenerSet, s.ListenerSets, o)
+	case *gatewayv1.HTTPRoute:
+		return deleteNamespaced(s, KindHTTPRoute, s.HTTPRoutes, o)
+	case *gatewayv1.GRPCRoute:
+		return deleteNamespaced(s, KindGRPCRoute, s.GRPCRoutes, o)
+	case *gatewayv1.TLSRoute:
+		return deleteNamespaced(s, KindTLSRoute, s.TLSRoutes, o)
+	case *gatewayv1.ReferenceGrant:
+		return deleteNamespaced(s, KindReferenceGrant, s.ReferenceGrants, o)
+	case *gatewayv1.BackendTLSPolicy:
+		return deleteNamespaced(s, KindBackendTLSPolicy, s.BackendTLSPolicies, o)
 	}
 	return false
 }
@@ -320,6 +398,15 @@ func (s *Store) Clone() *Store {
 		HTTPProxies:                      maps.Clone(s.HTTPProxies),
 		ProjectTLSCertificateDelegations: maps.Clone(s.ProjectTLSCertificateDelegations),
 
+		GatewayClasses:     maps.Clone(s.GatewayClasses),
+		Gateways:           maps.Clone(s.Gateways),
+		ListenerSets:       maps.Clone(s.ListenerSets),
+		HTTPRoutes:         maps.Clone(s.HTTPRoutes),
+		GRPCRoutes:         maps.Clone(s.GRPCRoutes),
+		TLSRoutes:          maps.Clone(s.TLSRoutes),
+		ReferenceGrants:    maps.Clone(s.ReferenceGrants),
+		BackendTLSPolicies: maps.Clone(s.BackendTLSPolicies),
+
 		gens:    s.gens,
 		clock:   s.clock,
 		journal: s.journal,
@@ -344,6 +431,9 @@ func (s *Store) Counts() map[string]int {
 		"Endpoints": len(s.Endpoints), "EndpointSlice": slices, "Secret": len(s.Secrets), "Namespace": len(s.Namespaces),
 		"IngressRoute": len(s.IngressRoutes), "TLSCertificateDelegation": len(s.TLSCertificateDelegations),
 		"HTTPProxy": len(s.HTTPProxies), ProjectTLSCertificateDelegationKind: len(s.ProjectTLSCertificateDelegations),
+		"GatewayClass": len(s.GatewayClasses), "Gateway": len(s.Gateways), "ListenerSet": len(s.ListenerSets),
+		"HTTPRoute": len(s.HTTPRoutes), "GRPCRoute": len(s.GRPCRoutes), "TLSRoute": len(s.TLSRoutes),
+		"ReferenceGrant": len(s.ReferenceGrants), "BackendTLSPolicy": len(s.BackendTLSPolicies),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 func meta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
@@ -36,7 +37,9 @@ func TestUpsertDeleteAndClone(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: meta("a", "cfg")}, // not a kind the store keeps
 	})
 	want := map[string]int{"Ingress": 1, "IngressClass": 1, "Service": 1, "Endpoints": 0, "EndpointSlice": 2, "Secret": 1, "Namespace": 1,
-		"IngressRoute": 0, "TLSCertificateDelegation": 0, "HTTPProxy": 0, "TLSCertificateDelegation.projectcontour.io": 0}
+		"IngressRoute": 0, "TLSCertificateDelegation": 0, "HTTPProxy": 0, "TLSCertificateDelegation.projectcontour.io": 0,
+		"GatewayClass": 0, "Gateway": 0, "ListenerSet": 0, "HTTPRoute": 0, "GRPCRoute": 0, "TLSRoute": 0,
+		"ReferenceGrant": 0, "BackendTLSPolicy": 0}
 	if diff := cmp.Diff(want, s.Counts()); diff != "" {
 		t.Fatalf("counts (-want +got):\n%s", diff)
 	}
@@ -208,5 +211,47 @@ func TestGenerationsTellChangedKinds(t *testing.T) {
 	b.Upsert(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y"}})
 	if a.Generations().Unchanged(b.Generations(), KindService) {
 		t.Fatal("two unrelated stores show the same generation")
+	}
+}
+
+func TestGatewayAPIKinds(t *testing.T) {
+	objs := []runtime.Object{
+		&gatewayv1.GatewayClass{ObjectMeta: meta("", "portico")},
+		&gatewayv1.Gateway{ObjectMeta: meta("infra", "gw")},
+		&gatewayv1.ListenerSet{ObjectMeta: meta("infra", "extra")},
+		&gatewayv1.HTTPRoute{ObjectMeta: meta("a", "web")},
+		&gatewayv1.GRPCRoute{ObjectMeta: meta("a", "rpc")},
+		&gatewayv1.TLSRoute{ObjectMeta: meta("a", "tls")},
+		&gatewayv1.ReferenceGrant{ObjectMeta: meta("b", "from-a")},
+		&gatewayv1.BackendTLSPolicy{ObjectMeta: meta("b", "web")},
+	}
+	s := FromObjects(objs)
+	gatewayKinds := map[string]bool{"GatewayClass": true, "Gateway": true, "ListenerSet": true, "HTTPRoute": true,
+		"GRPCRoute": true, "TLSRoute": true, "ReferenceGrant": true, "BackendTLSPolicy": true}
+	for kind, n := range s.Counts() {
+		if want := map[bool]int{true: 1}[gatewayKinds[kind]]; n != want {
+			t.Errorf("Counts()[%q] = %d, want %d", kind, n, want)
+		}
+	}
+	before := s.Generations()
+	clone := s.Clone()
+	if !s.Delete(&gatewayv1.HTTPRoute{ObjectMeta: meta("a", "web")}) {
+		t.Fatal("deleting the HTTPRoute reported nothing removed")
+	}
+	if s.Delete(&gatewayv1.HTTPRoute{ObjectMeta: meta("a", "web")}) {
+		t.Error("deleting twice reported a removal")
+	}
+	after := s.Generations()
+	if after.Unchanged(before, KindHTTPRoute) {
+		t.Error("the HTTPRoute generation did not change with a delete")
+	}
+	if !after.Unchanged(before, KindGateway) {
+		t.Error("the Gateway generation changed with an HTTPRoute delete")
+	}
+	if len(clone.HTTPRoutes) != 1 || len(s.HTTPRoutes) != 0 {
+		t.Errorf("HTTPRoutes: clone %d, original %d; want 1 and 0", len(clone.HTTPRoutes), len(s.HTTPRoutes))
+	}
+	if !s.Delete(&gatewayv1.GatewayClass{ObjectMeta: meta("", "portico")}) || len(s.GatewayClasses) != 0 {
+		t.Error("the GatewayClass was not removed")
 	}
 }
