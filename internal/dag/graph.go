@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -16,6 +17,9 @@ type Graph struct {
 	HTTP []*VirtualHost
 	// HTTPS are the virtual hosts served on the TLS listener, one per server name, ordered by name.
 	HTTPS []*SecureVirtualHost
+	// Gateways are the Gateway API Gateways served, each with a data plane of its own,
+	// ordered by namespace/name.
+	Gateways []*Gateway
 	// Statuses holds one entry per routing object (Ingress, ...), ordered by kind, namespace, name.
 	// A status is never modified once in a graph: graphs built incrementally share the
 	// unchanged ones.
@@ -37,18 +41,26 @@ func (g *Graph) Clusters() []*Cluster {
 			}
 		}
 	}
-	for _, vh := range g.HTTP {
-		visit(vh)
-	}
-	for _, svh := range g.HTTPS {
-		visit(&svh.VirtualHost)
-		if svh.TCPProxy != nil {
-			for _, wc := range svh.TCPProxy.Clusters {
-				if !seen[wc.Cluster.Name] {
-					seen[wc.Cluster.Name] = true
-					out = append(out, wc.Cluster)
+	visitAll := func(http []*VirtualHost, https []*SecureVirtualHost) {
+		for _, vh := range http {
+			visit(vh)
+		}
+		for _, svh := range https {
+			visit(&svh.VirtualHost)
+			if svh.TCPProxy != nil {
+				for _, wc := range svh.TCPProxy.Clusters {
+					if !seen[wc.Cluster.Name] {
+						seen[wc.Cluster.Name] = true
+						out = append(out, wc.Cluster)
+					}
 				}
 			}
+		}
+	}
+	visitAll(g.HTTP, g.HTTPS)
+	for _, gw := range g.Gateways {
+		for _, p := range gw.Ports {
+			visitAll(p.HTTP, p.HTTPS)
 		}
 	}
 	return out
@@ -406,6 +418,9 @@ type Status struct {
 	Errors []Problem
 	// Hosts are the virtual hosts the object serves routes on, sorted.
 	Hosts []string
+	// GatewayAPI is set for Gateway API objects: the conditions their status subresource
+	// carries (Status, Description, Errors and Warnings sum them up for `portico check`).
+	GatewayAPI *GatewayAPIStatus
 }
 
 // Problem is one error or warning about an object, as HTTPProxy status sub-conditions
@@ -421,5 +436,6 @@ type Problem struct {
 // status writer compares before writing again.
 func (s *Status) Same(o *Status) bool {
 	return s.Object == o.Object && s.Status == o.Status && s.Description == o.Description &&
-		slices.Equal(s.Warnings, o.Warnings) && slices.Equal(s.Errors, o.Errors)
+		slices.Equal(s.Warnings, o.Warnings) && slices.Equal(s.Errors, o.Errors) &&
+		equality.Semantic.DeepEqual(s.GatewayAPI, o.GatewayAPI)
 }
