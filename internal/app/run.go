@@ -135,6 +135,8 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	r.proxy = proxy.New(proxy.Config{
 		XDSAddress: xdsLis.Addr().String(),
 		NodeID:     "portico-run",
+		// One process serves the shared listeners and every Gateway's.
+		AllListeners: true,
 		ListenerAddrs: map[string]string{
 			translate.ListenerHTTP:  opts.HTTPAddr,
 			translate.ListenerHTTPS: opts.HTTPSAddr,

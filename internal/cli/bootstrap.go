@@ -16,6 +16,7 @@ func bootstrapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.AdminAddress, "admin-address", bootstrap.DefaultAdminAddress, "Envoy's admin interface: unix:/PATH, or a loopback HOST:PORT")
 	fs.StringVar(&o.StatsAddress, "stats-address", bootstrap.DefaultStatsAddress, "where Envoy serves /stats/prometheus and /ready to scrapers and probes")
 	fs.StringVar(&o.NodeID, "node-id", "envoy", "Envoy node id")
+	fs.StringVar(&o.Gateway, "gateway", "", "make this Envoy the data plane of the Gateway API Gateway NAMESPACE/NAME: it is sent that Gateway's listeners and no others (default: the shared listeners of Ingress, IngressRoute and HTTPProxy)")
 	var tlsFiles bootstrap.TLSFiles
 	fs.StringVar(&tlsFiles.CertFile, "xds-tls-cert-file", "", "path, inside the Envoy container, of the client certificate for mutual TLS to the xDS server (with --xds-tls-key-file and --xds-tls-ca-file)")
 	fs.StringVar(&tlsFiles.KeyFile, "xds-tls-key-file", "", "path of the private key of --xds-tls-cert-file")
@@ -34,6 +35,9 @@ func bootstrapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	}
 	if path == "" {
 		return fail(stderr, "bootstrap: usage: portico bootstrap PATH [--xds-address HOST:PORT]")
+	}
+	if err := validGatewayName(o.Gateway); err != nil {
+		return fail(stderr, "bootstrap: --gateway: %v", err)
 	}
 	files := xdstls.Files{CertFile: tlsFiles.CertFile, KeyFile: tlsFiles.KeyFile, CAFile: tlsFiles.CAFile}
 	if err := files.Validate(); err != nil {

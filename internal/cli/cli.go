@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/portico-dev/portico/internal/logbatch"
 )
 
@@ -161,4 +163,22 @@ func newLoggers(newLogger func(io.Writer) (*slog.Logger, error), stderr io.Write
 func fail(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "portico: "+format+"\n", args...)
 	return 1
+}
+
+// validGatewayName checks a --gateway value: empty, or the NAMESPACE/NAME of a Gateway.
+func validGatewayName(v string) error {
+	if v == "" {
+		return nil
+	}
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok {
+		return fmt.Errorf("%q is not NAMESPACE/NAME", v)
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("name %q: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	httpAddr := fs.String("http-addr", "", "bind the HTTP listener here instead of the address in its xDS Listener")
 	httpsAddr := fs.String("https-addr", "", "bind the HTTPS listener here instead of the address in its xDS Listener")
 	nodeID := fs.String("node-id", "portico-proxy", "node id sent to the xDS server")
+	gateway := fs.String("gateway", "", "serve the listeners of this Gateway API Gateway, NAMESPACE/NAME, and no others (default: the shared listeners of Ingress, IngressRoute and HTTPProxy)")
 	var tlsFiles xdstls.Files
 	fs.StringVar(&tlsFiles.CertFile, "xds-tls-cert-file", "", "connect to the xDS server over mutual TLS with this client certificate (with --xds-tls-key-file and --xds-tls-ca-file)")
 	fs.StringVar(&tlsFiles.KeyFile, "xds-tls-key-file", "", "private key of --xds-tls-cert-file")
@@ -42,7 +43,10 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if err := tlsFiles.Validate(); err != nil {
 		return fail(stderr, "proxy: %v", err)
 	}
-	cfg := proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, ListenerAddrs: addrs, Logger: logger, AccessLogger: accessLogger, LogBatcher: sink}
+	if err := validGatewayName(*gateway); err != nil {
+		return fail(stderr, "proxy: --gateway: %v", err)
+	}
+	cfg := proxy.Config{XDSAddress: *xdsServer, NodeID: *nodeID, Gateway: *gateway, ListenerAddrs: addrs, Logger: logger, AccessLogger: accessLogger, LogBatcher: sink}
 	if tlsFiles.Enabled() {
 		if cfg.XDSCredentials, err = xdstls.ClientCredentials(tlsFiles, *serverName); err != nil {
 			return fail(stderr, "proxy: %v", err)

@@ -41,6 +41,26 @@ const wildcard = "*"
 // ignores it and sends the virtual hosts inline, which the proxy takes too.
 const vhdsMetadataKey = "portico.io/vhds"
 
+// The Node metadata fields by which the proxy says which listeners it serves (the
+// server's own copies, with their meaning, are in internal/xds/server/scope.go).
+const (
+	gatewayMetadataKey      = "portico.io/gateway"
+	allListenersMetadataKey = "portico.io/all-listeners"
+)
+
+// nodeMetadata is what the proxy tells the server about itself: it takes VHDS, and
+// which listeners it serves.
+func (p *Proxy) nodeMetadata() *structpb.Struct {
+	md := &structpb.Struct{Fields: map[string]*structpb.Value{vhdsMetadataKey: structpb.NewBoolValue(true)}}
+	switch {
+	case p.cfg.AllListeners:
+		md.Fields[allListenersMetadataKey] = structpb.NewBoolValue(true)
+	case p.cfg.Gateway != "":
+		md.Fields[gatewayMetadataKey] = structpb.NewStringValue(p.cfg.Gateway)
+	}
+	return md
+}
+
 // configSink receives validated xDS resources. Implemented by *Proxy; an
 // interface so that the protocol handling here does not depend on how
 // resources are compiled.
@@ -71,16 +91,14 @@ type adsClient struct {
 	known map[string]map[string]string
 }
 
-func newADSClient(conn grpc.ClientConnInterface, nodeID string, log *slog.Logger, sink configSink) *adsClient {
+func newADSClient(conn grpc.ClientConnInterface, nodeID string, metadata *structpb.Struct, log *slog.Logger, sink configSink) *adsClient {
 	return &adsClient{
 		client: discoveryv3.NewAggregatedDiscoveryServiceClient(conn),
 		node: &corev3.Node{
 			Id:            nodeID,
 			Cluster:       "portico",
 			UserAgentName: "portico-proxy",
-			Metadata: &structpb.Struct{Fields: map[string]*structpb.Value{
-				vhdsMetadataKey: structpb.NewBoolValue(true),
-			}},
+			Metadata:      metadata,
 		},
 		log:   log,
 		sink:  sink,

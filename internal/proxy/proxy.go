@@ -21,8 +21,15 @@ const DefaultNodeID = "portico-proxy"
 
 // Config configures a Proxy.
 type Config struct {
-	XDSAddress    string                // host:port of the ADS gRPC server (plaintext unless XDSCredentials is set)
-	NodeID        string                // sent in DiscoveryRequest.node.id (default "portico-proxy")
+	XDSAddress string // host:port of the ADS gRPC server (plaintext unless XDSCredentials is set)
+	NodeID     string // sent in DiscoveryRequest.node.id (default "portico-proxy")
+	// Gateway, "namespace/name", makes this proxy the data plane of that Gateway API
+	// Gateway: the server sends it that Gateway's listeners and no others. Empty: the
+	// shared data plane (Ingress, IngressRoute, HTTPProxy), unless AllListeners.
+	Gateway string
+	// AllListeners asks for every listener, the shared ones and every Gateway's: the
+	// proxy of `portico run`, one process for all of them.
+	AllListeners  bool
 	ListenerAddrs map[string]string     // listener name -> bind address override, e.g. {"ingress_http":"127.0.0.1:8080"}; when absent, bind the Listener's own socket address
 	Logger        *slog.Logger          // structured logging; access log lines go here too (msg "access") unless AccessLogger is set
 	Registerer    prometheus.Registerer // may be nil; if set register request counters/histograms (no global registry)
@@ -192,7 +199,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 			cancel(err)
 		}
 	}()
-	ads := newADSClient(conn, p.cfg.NodeID, p.log, p)
+	ads := newADSClient(conn, p.cfg.NodeID, p.nodeMetadata(), p.log, p)
 	ads.run(ctx)
 	<-retrying // no listener may be opened after shutdown
 

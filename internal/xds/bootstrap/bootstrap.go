@@ -28,6 +28,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/portico-dev/portico/internal/xds/server"
 )
 
 // XDSCluster names the static cluster of the xDS server.
@@ -63,6 +66,10 @@ type Options struct {
 	StatsAddress string
 	NodeID       string
 	NodeCluster  string
+	// Gateway, "namespace/name", makes the Envoy the data plane of that Gateway API
+	// Gateway (node metadata portico.io/gateway): it is sent that Gateway's listeners
+	// and no others. Empty: the shared data plane.
+	Gateway string
 	// TLS, when set, makes Envoy connect to the xDS server over mutual TLS.
 	TLS *TLSFiles
 	// SDSDir is the directory, as Envoy sees it, of the two SDS files that name the
@@ -138,7 +145,7 @@ func Build(o Options) (*bootstrapv3.Bootstrap, error) {
 	// clients (older bootstraps).
 	ads := &corev3.ConfigSource{ResourceApiVersion: corev3.ApiVersion_V3, ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}
 	b := &bootstrapv3.Bootstrap{
-		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
+		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster, Metadata: nodeMetadata(o)},
 		Admin: &bootstrapv3.Admin{Address: admin},
 		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
 			AdsConfig: &corev3.ApiConfigSource{
@@ -404,4 +411,15 @@ func splitAddr(addr string) (string, uint32, error) {
 		return "", 0, fmt.Errorf("%q: a host is required", addr)
 	}
 	return host, uint32(p), nil
+}
+
+// nodeMetadata tells the xDS server which listeners this Envoy serves (see
+// internal/xds/server's scope.go); nil for the shared data plane.
+func nodeMetadata(o Options) *structpb.Struct {
+	if o.Gateway == "" {
+		return nil
+	}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{
+		server.NodeGatewayKey: structpb.NewStringValue(o.Gateway),
+	}}
 }

@@ -14,6 +14,8 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/portico-dev/portico/internal/xds/server"
 )
 
 func TestWriteProducesAValidBootstrap(t *testing.T) {
@@ -292,5 +294,25 @@ func TestAdminInterfaceStaysOnLoopback(t *testing.T) {
 	}
 	if _, err := Build(Options{XDSAddress: "portico:8001", AdminAddress: "127.0.0.1:9001", StatsAddress: "0.0.0.0:9001"}); err == nil {
 		t.Error("stats address on the admin port: want an error")
+	}
+}
+
+// TestGatewayDataPlaneSaysWhichGatewayItServes: an Envoy bootstrapped for a Gateway tells
+// the server so in its node metadata (else it would be sent the shared listeners), and the
+// shared data plane's bootstrap says nothing of the kind.
+func TestGatewayDataPlaneSaysWhichGatewayItServes(t *testing.T) {
+	b, err := Build(Options{XDSAddress: "portico:8001", Gateway: "infra/public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Node.GetMetadata().GetFields()[server.NodeGatewayKey].GetStringValue(); got != "infra/public" {
+		t.Errorf("node metadata %v, want %s: infra/public", b.Node.GetMetadata(), server.NodeGatewayKey)
+	}
+	shared, err := Build(Options{XDSAddress: "portico:8001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := shared.Node.GetMetadata(); len(md.GetFields()) != 0 {
+		t.Errorf("shared data plane's node metadata = %v, want none", md)
 	}
 }

@@ -101,6 +101,8 @@ type deltaWatch struct {
 	typ    int
 	state  *clientState // nil when the client's versions are not related to a typeSet
 	stream streamKey
+	// scope is the part of the listeners the client is served (scope.go).
+	scope scope
 }
 
 func mapKey(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
@@ -110,7 +112,7 @@ func mapKey(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).Unsa
 func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) (func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := &deltaWatch{req: req, sub: sub, out: out, typ: watchedSet(req), stream: c.streamOf[req]}
+	w := &deltaWatch{req: req, sub: sub, out: out, typ: watchedSet(req), stream: c.streamOf[req], scope: scopeOf(req.GetNode())}
 	delete(c.streamOf, req)
 	if w.typ == vhostIdx {
 		forgetUnsubscribedNamespaces(req, sub)
@@ -303,11 +305,11 @@ func (c *deltaCache) respond(ctx context.Context, w *deltaWatch) (bool, error) {
 	var d delta
 	switch {
 	case related && w.state.owned:
-		d = incremental(w.sub, w.typ, w.state.returned, ts, names)
-	case related && !first && !relevant(w.sub, w.typ, names):
+		d = incremental(w.sub, w.scope, w.typ, w.state.returned, ts, names)
+	case related && !first && !relevant(w.sub, w.scope, w.typ, names):
 		// nothing the client holds changed
 	default:
-		d = full(w.sub, w.typ, ts)
+		d = full(w.sub, w.scope, w.typ, ts)
 	}
 	if d.empty() && !first {
 		if log != nil {
@@ -419,17 +421,22 @@ func (d delta) apply() {
 	}
 }
 
-// relevant reports whether any of names is covered by sub, a subscription to set typ.
-func relevant(sub cachev3.Subscription, typ int, names []string) bool {
-	return slices.ContainsFunc(names, func(name string) bool { return covers(sub, typ, name) })
+// relevant reports whether any of names is covered by sub, a subscription to set typ
+// of a client of scope sc.
+func relevant(sub cachev3.Subscription, sc scope, typ int, names []string) bool {
+	return slices.ContainsFunc(names, func(name string) bool { return covers(sub, sc, typ, name) })
 }
 
 // covers reports whether sub, a subscription to set typ, covers name, as
 // go-control-plane's createDeltaResponse reads a subscription, but for VHDS: a
 // VirtualHost subscription to the name of a route configuration split by VHDS
 // stands for every host of it ("<name>/*"), as Envoy subscribes (namespace matching).
-// What a changed name means to a client is decided here only.
-func covers(sub cachev3.Subscription, typ int, name string) bool {
+// What a changed name means to a client is decided here only: a name outside the
+// client's scope (another Gateway's listener) is never covered.
+func covers(sub cachev3.Subscription, sc scope, typ int, name string) bool {
+	if !sc.serves(typ, name) {
+		return false
+	}
 	if sub.IsWildcard() {
 		return true
 	}
@@ -471,10 +478,10 @@ func coversNamespace(sub cachev3.Subscription, typ int) bool {
 // incremental is what go-control-plane's createDeltaResponse sends a client holding
 // returned, the versions of a typeSet from which ts differs by names only (listed
 // once each): the other names are unchanged, so comparing them would find nothing.
-func incremental(sub cachev3.Subscription, typ int, returned map[string]string, ts *typeSet, names []string) delta {
+func incremental(sub cachev3.Subscription, sc scope, typ int, returned map[string]string, ts *typeSet, names []string) delta {
 	d := delta{returned: returned, versions: []string{}}
 	for _, name := range names {
-		if !covers(sub, typ, name) {
+		if !covers(sub, sc, typ, name) {
 			continue
 		}
 		cur, exists := ts.set.get(name)
@@ -492,14 +499,17 @@ func incremental(sub cachev3.Subscription, typ int, returned map[string]string, 
 
 // full is go-control-plane's createDeltaResponse: ts compared with every version the
 // client holds, into a new map. sub subscribes to set typ.
-func full(sub cachev3.Subscription, typ int, ts *typeSet) delta {
+func full(sub cachev3.Subscription, sc scope, typ int, ts *typeSet) delta {
 	if sub.IsWildcard() || coversNamespace(sub, typ) {
-		return fullByScan(sub, typ, ts)
+		return fullByScan(sub, sc, typ, ts)
 	}
 	held := sub.ReturnedResources()
 	var d delta
 	d.returned = make(map[string]string, len(sub.SubscribedResources()))
 	for name := range sub.SubscribedResources() {
+		if !sc.serves(typ, name) {
+			continue
+		}
 		prev, ok := held[name]
 		if cur, exists := ts.set.get(name); exists {
 			if !ok || !holds(prev, cur) {
@@ -515,11 +525,11 @@ func full(sub cachev3.Subscription, typ int, ts *typeSet) delta {
 
 // fullByScan is full for a subscription whose names do not list what it covers (a
 // wildcard, a VHDS namespace): every resource of ts is checked against it.
-func fullByScan(sub cachev3.Subscription, typ int, ts *typeSet) delta {
+func fullByScan(sub cachev3.Subscription, sc scope, typ int, ts *typeSet) delta {
 	held := sub.ReturnedResources()
 	d := delta{returned: make(map[string]string, ts.set.len())}
 	for name := range ts.set.names {
-		if !covers(sub, typ, name) {
+		if !covers(sub, sc, typ, name) {
 			continue
 		}
 		cur, _ := ts.set.get(name)
@@ -529,7 +539,7 @@ func fullByScan(sub cachev3.Subscription, typ int, ts *typeSet) delta {
 		}
 	}
 	for name := range held {
-		if _, ok := ts.set.get(name); !ok && covers(sub, typ, name) {
+		if _, ok := ts.set.get(name); !ok && covers(sub, sc, typ, name) {
 			d.removed = append(d.removed, name)
 		}
 	}

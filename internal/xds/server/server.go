@@ -1,7 +1,11 @@
 // Package server publishes translated resources to data planes: a go-control-plane
 // snapshot cache behind an ADS gRPC server for state-of-the-world clients, and a delta
 // cache of its own (delta.go) that sends delta clients what changed. Every Envoy and
-// embedded proxy gets the same configuration, whatever node id it presents.
+// embedded proxy gets the same configuration, whatever node id it presents, but for the
+// listeners: a delta client that is a Gateway's data plane gets that Gateway's listeners
+// only, and the shared data plane none of any Gateway's (scope.go). State-of-the-world
+// clients are served every listener: Gateway data planes must use delta xDS, as
+// `portico bootstrap` and the embedded proxy do.
 package server
 
 import (
