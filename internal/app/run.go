@@ -62,6 +62,12 @@ type RunOptions struct {
 	// StateFile is where ages and last good versions are kept across restarts (see
 	// internal/runstate); "" keeps none.
 	StateFile string
+	// GatewayHost and GatewayPortOffset place the listeners of Gateway API Gateways on
+	// this machine: a listener of port P is served on GatewayHost:P+GatewayPortOffset
+	// (GatewayLocalPort). GatewayHost defaults to the host of HTTPAddr; the command line
+	// defaults the offset to DefaultGatewayPortOffset (0 serves each listener's own port).
+	GatewayHost       string
+	GatewayPortOffset int
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -76,6 +82,12 @@ func (o RunOptions) withDefaults() RunOptions {
 	}
 	if o.XDSAddr == "" {
 		o.XDSAddr = "127.0.0.1:0"
+	}
+	if o.GatewayHost == "" {
+		o.GatewayHost = "127.0.0.1"
+		if host, _, err := net.SplitHostPort(o.HTTPAddr); err == nil && host != "" {
+			o.GatewayHost = host
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -141,6 +153,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			translate.ListenerHTTP:  opts.HTTPAddr,
 			translate.ListenerHTTPS: opts.HTTPSAddr,
 		},
+		BindAddress: gatewayBindAddress(opts.GatewayHost, opts.GatewayPortOffset),
 		Logger:       opts.Logger.With("component", "proxy"),
 		AccessLogger: accessLogger,
 		LogBatcher:   opts.LogBatcher,

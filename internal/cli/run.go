@@ -24,6 +24,8 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	var o app.RunOptions
 	fs.StringVar(&o.ManifestDir, "manifests", "", "directory of Kubernetes manifests to serve (or give DIR as the argument)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP listener")
+	fs.StringVar(&o.GatewayHost, "gateway-host", "", "address on which the listeners of Gateway API Gateways are served (default: the host of --http-addr)")
+	fs.IntVar(&o.GatewayPortOffset, "gateway-port-offset", app.DefaultGatewayPortOffset, "a Gateway listener on port P is served on port P+OFFSET (80 on 10080 by default); 0 serves the listener's own port")
 	fs.StringVar(&o.HTTPSAddr, "https-addr", "127.0.0.1:8443", "address of the HTTPS listener")
 	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics, /statuses)")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback address, such as 127.0.0.1:6060 (default: off)")

@@ -59,10 +59,13 @@ type unboundListener struct {
 }
 
 // bindAddress is the address a listener binds: the configured override, or
-// the Listener's own socket address.
+// the Listener's own socket address (as BindAddress maps it).
 func (p *Proxy) bindAddress(lc *listenerConfig) string {
 	if a, ok := p.cfg.ListenerAddrs[lc.name]; ok {
 		return a
+	}
+	if p.cfg.BindAddress != nil {
+		return p.cfg.BindAddress(lc.name, lc.address)
 	}
 	return lc.address
 }

@@ -23,6 +23,10 @@ const DefaultNodeID = "portico-proxy"
 type Config struct {
 	XDSAddress string // host:port of the ADS gRPC server (plaintext unless XDSCredentials is set)
 	NodeID     string // sent in DiscoveryRequest.node.id (default "portico-proxy")
+	// BindAddress, when set, maps the socket address of a listener that ListenerAddrs
+	// does not name to the address to bind (`portico run` moves Gateway listeners to
+	// local ports); it must be a pure function of its arguments.
+	BindAddress func(listener, address string) string
 	// Gateway, "namespace/name", makes this proxy the data plane of that Gateway API
 	// Gateway: the server sends it that Gateway's listeners and no others. Empty: the
 	// shared data plane (Ingress, IngressRoute, HTTPProxy), unless AllListeners.
