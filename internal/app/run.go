@@ -153,7 +153,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			translate.ListenerHTTP:  opts.HTTPAddr,
 			translate.ListenerHTTPS: opts.HTTPSAddr,
 		},
-		BindAddress: gatewayBindAddress(opts.GatewayHost, opts.GatewayPortOffset),
+		BindAddress:  gatewayBindAddress(opts.GatewayHost, opts.GatewayPortOffset),
 		Logger:       opts.Logger.With("component", "proxy"),
 		AccessLogger: accessLogger,
 		LogBatcher:   opts.LogBatcher,

@@ -29,6 +29,7 @@ import (
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/managedtls"
 	"github.com/portico-dev/portico/internal/metrics"
+	"github.com/portico-dev/portico/internal/provision"
 	"github.com/portico-dev/portico/internal/proxy"
 	"github.com/portico-dev/portico/internal/source/kube"
 	"github.com/portico-dev/portico/internal/status"
@@ -102,6 +103,12 @@ type ServeOptions struct {
 	// change), or with the managed one. See internal/webhook.
 	WebhookAddr    string
 	WebhookCertDir string
+	// GatewayDataPlanes, when DataPlane is set, has the leader deploy a data plane per
+	// accepted Gateway API Gateway (internal/provision) in CertificatesNamespace; empty
+	// Namespace, XDSAddress and XDSClientSecret default to CertificatesNamespace, the
+	// first XDSServerNames entry with XDSAddr's port, and the managed client certificate.
+	// DataPlane "" leaves Gateways' data planes to the operator (portico bootstrap --gateway).
+	GatewayDataPlanes provision.Options
 }
 
 func (o ServeOptions) withDefaults() ServeOptions {
@@ -165,6 +172,8 @@ type Server struct {
 	writer      *status.IngressWriter
 	routeWriter *status.IngressRouteWriter
 	proxyWriter *status.HTTPProxyWriter
+	// provisioner deploys the Gateways' data planes (nil: the operator does).
+	provisioner *provision.Provisioner
 	events      *status.EventWriter
 	// latest is the newest build for the status writer, which runs apart from
 	// publishing so that slow writes never delay configuration.
@@ -241,6 +250,9 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.routeWriter = &status.IngressRouteWriter{Client: contour, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.proxyWriter = &status.HTTPProxyWriter{Client: contour, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.events = status.NewEventWriter(client, opts.Logger)
+	if opts.GatewayDataPlanes.DataPlane != "" {
+		s.provisioner = provision.New(client, gatewayDataPlaneOptions(opts), opts.Logger.With("component", "provisioner"))
+	}
 	if opts.EmbeddedProxy {
 		s.proxy = proxy.New(proxy.Config{
 			XDSAddress:     xdsLis.Addr().String(),
@@ -432,6 +444,8 @@ func (s *Server) ready() (bool, string) {
 type built struct {
 	store    *store.Store
 	statuses []*dag.Status
+	// gateways are the Gateways served, each to get a data plane.
+	gateways []types.NamespacedName
 }
 
 // Leading reports whether this replica holds the lease (and so writes status).
@@ -522,7 +536,7 @@ func (s *Server) rebuild(ctx context.Context) {
 	if err != nil {
 		s.opts.Logger.Error("rebuild failed", "err", err)
 	}
-	s.latest.Store(&built{store: snap, statuses: g.Statuses})
+	s.latest.Store(&built{store: snap, statuses: g.Statuses, gateways: gatewayNames(g)})
 	s.kickStatus()
 }
 
@@ -558,7 +572,8 @@ func (s *Server) writeStatusLoop(ctx context.Context) {
 		lb := s.loadBalancer(b.store)
 		failed := s.writer.Sync(writeCtx, b.store, b.statuses, lb) +
 			s.routeWriter.Sync(writeCtx, b.store, b.statuses) +
-			s.proxyWriter.Sync(writeCtx, b.store, b.statuses, lb)
+			s.proxyWriter.Sync(writeCtx, b.store, b.statuses, lb) +
+			s.provisionGateways(writeCtx, b)
 		stopOnShutdown()
 		cancelWrites()
 		if failed > 0 {
