@@ -3,8 +3,8 @@ package provision
 import (
 	"context"
 	"log/slog"
-	"os"
 	"net/http"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
