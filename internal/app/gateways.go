@@ -12,6 +12,11 @@ import (
 	"github.com/portico-dev/portico/internal/provision"
 )
 
+// DefaultGatewayNamespace is where the Gateways' data planes run: a namespace of their
+// own, so that the controller may manage Deployments and Services there and nowhere
+// else (not its own Services).
+const DefaultGatewayNamespace = "portico-gateways"
+
 // gatewayNames are the Gateways a graph serves.
 func gatewayNames(g *dag.Graph) []types.NamespacedName {
 	if g == nil {
@@ -43,7 +48,7 @@ func (s *Server) provisionGateways(ctx context.Context, b *built) int {
 func gatewayDataPlaneOptions(opts ServeOptions) provision.Options {
 	o := opts.GatewayDataPlanes
 	if o.Namespace == "" {
-		o.Namespace = opts.CertificatesNamespace
+		o.Namespace = DefaultGatewayNamespace
 	}
 	if o.XDSAddress == "" {
 		_, port, err := net.SplitHostPort(opts.XDSAddr)

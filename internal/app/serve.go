@@ -104,9 +104,9 @@ type ServeOptions struct {
 	WebhookAddr    string
 	WebhookCertDir string
 	// GatewayDataPlanes, when DataPlane is set, has the leader deploy a data plane per
-	// accepted Gateway API Gateway (internal/provision) in CertificatesNamespace; empty
-	// Namespace, XDSAddress and XDSClientSecret default to CertificatesNamespace, the
-	// first XDSServerNames entry with XDSAddr's port, and the managed client certificate.
+	// accepted Gateway API Gateway (internal/provision); empty Namespace, XDSAddress and
+	// XDSClientSecret default to DefaultGatewayNamespace, the first XDSServerNames entry
+	// with XDSAddr's port, and the managed client certificate (copied there).
 	// DataPlane "" leaves Gateways' data planes to the operator (portico bootstrap --gateway).
 	GatewayDataPlanes provision.Options
 }
@@ -348,6 +348,10 @@ func newCertificates(opts ServeOptions, client kubernetes.Interface, reg prometh
 	}
 	if opts.WebhookAddr != "" && opts.WebhookCertDir == "" {
 		cfg.WebhookServerNames, cfg.WebhookConfiguration = opts.WebhookServerNames, opts.WebhookConfiguration
+	}
+	if ns := gatewayDataPlaneOptions(opts).Namespace; opts.GatewayDataPlanes.DataPlane != "" && ns != opts.CertificatesNamespace {
+		// The Gateways' data planes mount the client certificate in their own namespace.
+		cfg.ClientSecretNamespaces = []string{ns}
 	}
 	if opts.ManagedTLSConfig != nil {
 		opts.ManagedTLSConfig(&cfg)

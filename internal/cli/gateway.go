@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/provision"
 	"github.com/portico-dev/portico/internal/version"
 )
@@ -17,6 +18,7 @@ const DefaultEnvoyImage = "envoyproxy/envoy:v1.36.0"
 // it returns checks them once parsed.
 func gatewayDataPlaneFlags(fs *flag.FlagSet, o *provision.Options) func() error {
 	plane := fs.String("gateway-data-plane", "envoy", "what each Gateway API Gateway's own data plane runs: envoy, portico (the embedded proxy), or none (deploy them yourself with portico bootstrap --gateway)")
+	fs.StringVar(&o.Namespace, "gateway-namespace", app.DefaultGatewayNamespace, "namespace of the Gateways' data planes (their Deployments and Services, and a copy of the client certificate Secret of --managed-certificates)")
 	fs.StringVar(&o.EnvoyImage, "gateway-envoy-image", DefaultEnvoyImage, "Envoy image of the Gateways' data planes")
 	fs.StringVar(&o.PorticoImage, "gateway-portico-image", "ghcr.io/portico-dev/portico:"+version.Version(), "Portico image of the Gateways' data planes (Envoy's bootstrap, or the embedded proxy)")
 	serviceType := fs.String("gateway-service-type", string(corev1.ServiceTypeLoadBalancer), "type of each Gateway's Service: LoadBalancer, NodePort or ClusterIP")

@@ -79,6 +79,10 @@ type Config struct {
 	// CASecret and ClientSecret name the Secrets (defaults DefaultCASecret and
 	// DefaultClientSecret).
 	CASecret, ClientSecret string
+	// ClientSecretNamespaces are further namespaces that get a copy of ClientSecret:
+	// where data planes run that mount it (a Secret cannot be mounted from another
+	// namespace), such as the namespace of the Gateways' data planes.
+	ClientSecretNamespaces []string
 	// XDSServerNames are the DNS names (or IPs) the data planes dial the xDS server by.
 	XDSServerNames []string
 	// WebhookServerNames, when set, are the names of the admission webhook's serving
@@ -141,6 +145,8 @@ type Manager struct {
 	// mu serialises Reconcile; the leaves below are this replica's own.
 	mu                   sync.Mutex
 	server, client, hook *leaf
+	// clientData is ClientSecret's data, as last written or read, for its copies.
+	clientData map[string][]byte
 	// dataPlane is the certificate in ClientSecret, as last written or read.
 	dataPlane *x509.Certificate
 	// webhookNote is the last webhook configuration problem logged, logged once.
@@ -261,7 +267,7 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 	m.issuedOnce.Do(func() { close(m.issued) })
 	m.reconcileWebhookConfiguration(ctx, auth)
 	m.recordExpiry(auth)
-	return nil
+	return m.copyClientSecret(ctx, auth)
 }
 
 // authority is the CA Secret as it stands after a reconcile.
@@ -468,28 +474,59 @@ func (m *Manager) reconcileClientSecret(ctx context.Context, auth *authority, no
 	m.dataPlane = current.Cert
 	certPEM, keyPEM := current.CertPEM, current.KeyPEM
 	want := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, BundleKey: auth.bundle}
-	if exists && sameData(data, want) {
-		return nil
-	}
 	if !exists {
-		sec = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: m.cfg.ClientSecret, Namespace: m.cfg.Namespace, Labels: labels()},
-			Type:       corev1.SecretTypeTLS,
-			Data:       want,
+		sec = nil
+	}
+	m.clientData = want
+	return m.putClientSecret(ctx, m.cfg.Namespace, sec, want, auth)
+}
+
+// copyClientSecret writes the client Secret's data into ClientSecretNamespaces. It runs
+// after everything else: a namespace that is missing or refused delays only the data
+// planes that run there.
+func (m *Manager) copyClientSecret(ctx context.Context, auth *authority) error {
+	for _, ns := range m.cfg.ClientSecretNamespaces {
+		cp, err := m.cfg.Client.CoreV1().Secrets(ns).Get(ctx, m.cfg.ClientSecret, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cp, err = nil, nil
 		}
-		if err := m.stillCurrent(ctx, auth); err != nil {
-			return err
+		if err != nil {
+			return m.explain(err, "read", ns+"/"+m.cfg.ClientSecret)
 		}
-		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
-		return m.explain(err, "create", m.cfg.ClientSecret)
+		if err := m.putClientSecret(ctx, ns, cp, m.clientData, auth); err != nil {
+			return fmt.Errorf("copying the data planes' client certificate to namespace %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// putClientSecret makes the client Secret in namespace hold want: it creates it when
+// cur is nil, updates cur when its data differ, and does nothing otherwise.
+func (m *Manager) putClientSecret(ctx context.Context, namespace string, cur *corev1.Secret, want map[string][]byte, auth *authority) error {
+	if cur != nil && sameData(cur.Data, want) {
+		return nil
 	}
 	if err := m.stillCurrent(ctx, auth); err != nil {
 		return err
 	}
-	sec = sec.DeepCopy()
+	secrets := m.cfg.Client.CoreV1().Secrets(namespace)
+	name := m.cfg.ClientSecret
+	if namespace != m.cfg.Namespace {
+		name = namespace + "/" + name
+	}
+	if cur == nil {
+		sec := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: m.cfg.ClientSecret, Namespace: namespace, Labels: labels()},
+			Type:       corev1.SecretTypeTLS,
+			Data:       want,
+		}
+		_, err := secrets.Create(ctx, sec, metav1.CreateOptions{})
+		return m.explain(err, "create", name)
+	}
+	sec := cur.DeepCopy()
 	sec.Data = want
-	_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
-	return m.explain(err, "update", m.cfg.ClientSecret)
+	_, err := secrets.Update(ctx, sec, metav1.UpdateOptions{})
+	return m.explain(err, "update", name)
 }
 
 // stillCurrent returns errRaced when the CA Secret has changed since auth was read:

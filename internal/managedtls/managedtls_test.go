@@ -615,3 +615,50 @@ func TestReplicaClocksMinutesApart(t *testing.T) {
 		t.Error("the replica behind reissued the client certificate the one ahead made")
 	}
 }
+
+// TestClientSecretIsCopiedWhereDataPlanesRun: the Gateways' data planes run in a
+// namespace of their own and mount the client certificate there. The copy follows
+// renewals; a copy namespace that does not exist yet delays only the copy (the
+// controller's own certificates are issued, Reconcile reports the namespace), and the
+// copy appears once it does.
+func TestClientSecretIsCopiedWhereDataPlanesRun(t *testing.T) {
+	env.Require(t)
+	f := newFixture(t, "client-copies")
+	gateways := f.ns + "-gateways"
+	m := f.manager(func(c *Config) {
+		c.LeafValidity = 3 * time.Hour
+		c.ClientSecretNamespaces = []string{gateways}
+	})
+	err := m.Reconcile(t.Context())
+	if err == nil || !strings.Contains(err.Error(), gateways) {
+		t.Fatalf("Reconcile with the copy's namespace missing = %v, want an error naming %s", err, gateways)
+	}
+	if !m.Ready() {
+		t.Fatal("a missing copy namespace kept the controller's own certificates from being issued")
+	}
+	if _, err := f.client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gateways}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	copyData := func() map[string][]byte {
+		t.Helper()
+		s, err := f.client.CoreV1().Secrets(gateways).Get(t.Context(), DefaultClientSecret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Data
+	}
+	f.reconcile(m)
+	if got, want := copyData(), f.secret(DefaultClientSecret).Data; !sameData(got, want) {
+		t.Fatal("the copy differs from the client Secret")
+	}
+	before := copyData()
+	f.clock.Advance(2*time.Hour + 10*time.Minute) // less than a third of the 3 h life left
+	f.reconcile(m)
+	after := copyData()
+	if sameData(before, after) {
+		t.Error("the copy kept the old certificate after a renewal")
+	}
+	if !sameData(after, f.secret(DefaultClientSecret).Data) {
+		t.Error("after the renewal the copy differs from the client Secret")
+	}
+}

@@ -153,7 +153,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 		}
 	}
 	want := map[string]int{
-		"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2,
+		"Namespace": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 3, "RoleBinding": 3,
 		"Deployment": 1, "DaemonSet": 1, "Service": 3, "IngressClass": 1, "CustomResourceDefinition": 4,
 		"ValidatingWebhookConfiguration": 1, "NetworkPolicy": 2,
 	}

@@ -26,8 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/managedtls"
+	"github.com/portico-dev/portico/internal/provision"
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
@@ -185,9 +188,19 @@ func TestNetworkPoliciesFitThePods(t *testing.T) {
 			if name != "xds" {
 				continue
 			}
-			if len(rule.From) != 1 || rule.From[0].PodSelector == nil || rule.From[0].NamespaceSelector != nil || rule.From[0].IPBlock != nil ||
+			// The two peers: Envoy's pods of this namespace, and the pods of the Gateways'
+			// data planes (as the provisioner labels them) in their namespace.
+			dataPlane := provision.Deployment(&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "gw"},
+				Spec: gatewayv1.GatewaySpec{Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}}}},
+				provision.Options{Namespace: app.DefaultGatewayNamespace}).Spec.Template.Labels
+			gatewayNS := map[string]string{"kubernetes.io/metadata.name": app.DefaultGatewayNamespace}
+			if len(rule.From) != 2 || rule.From[0].PodSelector == nil || rule.From[0].NamespaceSelector != nil || rule.From[0].IPBlock != nil ||
 				!selects(*rule.From[0].PodSelector, envoyLabels) || selects(*rule.From[0].PodSelector, controllerLabels) {
-				t.Errorf("NetworkPolicy portico: the xds port must admit Envoy's pods of its namespace only, got %+v", rule.From)
+				t.Errorf("NetworkPolicy portico: the xds port must admit Envoy's pods of its namespace, then the Gateways' data planes, only; got %+v", rule.From)
+			} else if gw := rule.From[1]; gw.PodSelector == nil || gw.NamespaceSelector == nil || gw.IPBlock != nil ||
+				!selects(*gw.PodSelector, dataPlane) || selects(*gw.PodSelector, controllerLabels) ||
+				!selects(*gw.NamespaceSelector, gatewayNS) || selects(*gw.NamespaceSelector, map[string]string{"kubernetes.io/metadata.name": "default"}) {
+				t.Errorf("NetworkPolicy portico: the xds port must admit the Gateways' data planes in %s only, got %+v", app.DefaultGatewayNamespace, gw)
 			}
 			if len(rule.Ports) != 1 {
 				t.Errorf("NetworkPolicy portico: the rule admitting Envoy opens %d ports, want xds only", len(rule.Ports))

@@ -64,6 +64,14 @@ ingressStatusAddress: [192.0.2.7]
 			if err := a.InstallCRDs(ctx, r.objects); err != nil {
 				t.Fatal(err)
 			}
+			// The namespace the chart makes (the Gateways' data planes') too.
+			for _, m := range r.objects {
+				if m.Obj.GetKind() == "Namespace" {
+					if err := a.Apply(ctx, m, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			a.Warnings()
 
 			kinds := map[string]int{}

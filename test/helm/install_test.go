@@ -87,7 +87,9 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	install.CreateNamespace = true
 	install.WaitStrategy = kube.HookOnlyStrategy
 	install.Timeout = 2 * time.Minute
-	rel, err := install.RunWithContext(ctx, loadChart(t), values(t, `ingressStatusAddress: [`+statusAddress+`]`))
+	// Its own data-plane namespace: another test applies the default one, outside Helm.
+	rel, err := install.RunWithContext(ctx, loadChart(t), values(t, `ingressStatusAddress: [`+statusAddress+`]
+gatewayDataPlanes: {namespace: portico-helm-gateways}`))
 	if err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
@@ -144,6 +146,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 ingressStatusAddress: [`+statusAddress+`]
 webhook: {enabled: false}
 watchNamespaces: [`+appNamespace+`]
+gatewayDataPlanes: {namespace: portico-helm-gateways}
 `))
 	if err != nil {
 		t.Fatalf("helm upgrade: %v", err)

@@ -42,6 +42,9 @@ func flag(args []string, name string) (string, bool) {
 	return "", true
 }
 
+// gatewayNamespace is the default namespace of the Gateways' data planes.
+const gatewayNamespace = "portico-gateways"
+
 func TestValuesNamespaceAndRelease(t *testing.T) {
 	const ns = "edge-system"
 	r := render(t, "edge", ns, nil)
@@ -65,7 +68,15 @@ func TestValuesNamespaceAndRelease(t *testing.T) {
 			if o.GetNamespace() != "" {
 				t.Errorf("%v: a cluster-scoped kind with a namespace", m)
 			}
+		case "Namespace":
+			// The one namespace the chart makes: the Gateways' data planes'.
+			if o.GetName() != gatewayNamespace {
+				t.Errorf("%v: the chart makes a namespace other than the data planes' %s", m, gatewayNamespace)
+			}
 		default:
+			if o.GetName() == "portico-gateway-data-planes" && o.GetNamespace() == gatewayNamespace {
+				continue // the controller's rights in the data planes' namespace
+			}
 			if o.GetNamespace() != ns {
 				t.Errorf("%v: namespace %q, want the release's %q", m, o.GetNamespace(), ns)
 			}
