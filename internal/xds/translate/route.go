@@ -371,7 +371,7 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 		case r.HTTPSRedirect:
 			rt.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(opts)}
 		case r.Redirect != nil:
-			rt.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect)}
+			rt.Action = &routev3.Route_Redirect{Redirect: redirect(r)}
 		case r.DirectStatus != 0:
 			rt.Action = &routev3.Route_DirectResponse{DirectResponse: directResponse(r)}
 		default:
@@ -432,11 +432,12 @@ func stringMatcher(kind dag.StringMatchKind, value string, ignoreCase bool) *mat
 }
 
 // headersPolicy translates header changes. Set values replace any existing value
-// (OVERWRITE_IF_EXISTS_OR_ADD). Envoy refuses to add or remove Host or a pseudo-header
-// (":path") in these lists (":-prefixed or host headers may not be modified"), which
-// would refuse the whole route configuration: a request Host is returned as the host
-// to rewrite to (host_rewrite_literal) instead, and the others are left out (the builder
-// is expected to refuse them).
+// (OVERWRITE_IF_EXISTS_OR_ADD), Add values are appended to it (APPEND_IF_EXISTS_OR_ADD).
+// Envoy refuses to add or remove Host or a pseudo-header (":path") in these lists
+// (":-prefixed or host headers may not be modified"), which would refuse the whole route
+// configuration: a request Host that is set is returned as the host to rewrite to
+// (host_rewrite_literal) instead, and the others are left out (the builder is expected to
+// refuse them).
 func headersPolicy(p *dag.HeadersPolicy, request bool) (add []*corev3.HeaderValueOption, remove []string, host string) {
 	if p == nil {
 		return nil, nil, ""
@@ -448,38 +449,56 @@ func headersPolicy(p *dag.HeadersPolicy, request bool) (add []*corev3.HeaderValu
 			}
 			continue
 		}
-		if strings.HasPrefix(h.Name, ":") {
-			continue
-		}
-		add = append(add, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: h.Name, Value: h.Value},
-			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-		})
+		add = appendHeader(add, h, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD)
+	}
+	for _, h := range p.Add {
+		add = appendHeader(add, h, corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD)
 	}
 	for _, name := range p.Remove {
-		if strings.EqualFold(name, "host") || strings.HasPrefix(name, ":") {
-			continue
+		if modifiable(name) {
+			remove = append(remove, name)
 		}
-		remove = append(remove, name)
 	}
 	return add, remove, host
 }
 
+// appendHeader appends the change of h to add, unless Envoy refuses to make it.
+func appendHeader(add []*corev3.HeaderValueOption, h dag.HeaderValue, action corev3.HeaderValueOption_HeaderAppendAction) []*corev3.HeaderValueOption {
+	if !modifiable(h.Name) {
+		return add
+	}
+	return append(add, &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: h.Name, Value: h.Value},
+		AppendAction: action,
+	})
+}
+
+// modifiable reports whether Envoy lets a route change the header name: not Host, not a
+// pseudo-header.
+func modifiable(name string) bool {
+	return !strings.EqualFold(name, "host") && !strings.HasPrefix(name, ":")
+}
+
 // hasHeadersPolicy reports whether a destination changes headers of its own.
 func hasHeadersPolicy(wc *dag.WeightedCluster) bool {
-	nonEmpty := func(p *dag.HeadersPolicy) bool { return p != nil && (len(p.Set) > 0 || len(p.Remove) > 0) }
+	nonEmpty := func(p *dag.HeadersPolicy) bool {
+		return p != nil && (len(p.Set) > 0 || len(p.Add) > 0 || len(p.Remove) > 0)
+	}
 	return nonEmpty(wc.RequestHeaders) || nonEmpty(wc.ResponseHeaders)
 }
 
-// redirect answers with a redirect; an empty field keeps the request's value.
-func redirect(rd *dag.Redirect) *routev3.RedirectAction {
+// redirect answers with r's redirect; an empty field keeps the request's value. Envoy
+// writes port_redirect as ":port" whatever the scheme, and the request's Host has no port
+// left (strip_any_host_port): a Location without a port is one on the scheme's default
+// port, so that port is left out.
+func redirect(r *dag.Route) *routev3.RedirectAction {
+	rd := r.Redirect
 	out := &routev3.RedirectAction{
 		HostRedirect: rd.Hostname,
-		PortRedirect: rd.Port,
-		ResponseCode: routev3.RedirectAction_MOVED_PERMANENTLY,
+		ResponseCode: redirectCode(rd.StatusCode),
 	}
-	if rd.StatusCode == 302 {
-		out.ResponseCode = routev3.RedirectAction_FOUND
+	if rd.Port != 0 && rd.Port != defaultPort(rd.Scheme) {
+		out.PortRedirect = rd.Port
 	}
 	switch rd.Scheme {
 	case "":
@@ -492,9 +511,74 @@ func redirect(rd *dag.Redirect) *routev3.RedirectAction {
 	case rd.Path != "":
 		out.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: rd.Path}
 	case rd.Prefix != "":
-		out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: rd.Prefix}
+		if rw := segmentRewrite(r.Path, rd.Prefix); rw != nil {
+			out.PathRewriteSpecifier = &routev3.RedirectAction_RegexRewrite{RegexRewrite: rw}
+		} else {
+			out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: rd.Prefix}
+		}
 	}
 	return out
+}
+
+// redirectCode is Envoy's response code of a redirect status; 0 (unset) is 301.
+func redirectCode(status uint32) routev3.RedirectAction_RedirectResponseCode {
+	switch status {
+	case 302:
+		return routev3.RedirectAction_FOUND
+	case 303:
+		return routev3.RedirectAction_SEE_OTHER
+	case 307:
+		return routev3.RedirectAction_TEMPORARY_REDIRECT
+	case 308:
+		return routev3.RedirectAction_PERMANENT_REDIRECT
+	}
+	return routev3.RedirectAction_MOVED_PERMANENTLY
+}
+
+// defaultPort is the port a URL of scheme has when it names none; 0 when unknown.
+func defaultPort(scheme string) uint32 {
+	switch scheme {
+	case "http":
+		return 80
+	case "https":
+		return 443
+	}
+	return 0
+}
+
+// segmentRewrite is the rewrite of the prefix of a PathPrefix route by whole path
+// elements (dag.Route.PrefixRewrite), where Envoy's prefix_rewrite, which replaces the
+// prefix's characters, would not give it: nil when prefix_rewrite does. On the prefix
+// "/foo", prefix_rewrite "/" would send "/foo/x" as "//x"; the expression takes the
+// prefix with the "/" after it, when there is one, so "/foo/x" goes as "/x" and "/foo" as
+// "/". On the prefix "/", "/bar" would send "/x" as "/barx": the expression puts the
+// "/" back.
+func segmentRewrite(p dag.PathMatch, replacement string) *matcherv3.RegexMatchAndSubstitute {
+	if p.Kind != dag.PathPrefix {
+		return nil
+	}
+	slash := strings.HasSuffix(replacement, "/")
+	switch {
+	case p.Value == "/" && !slash:
+		return regexRewrite("^/", replacement+"/")
+	case p.Value != "/" && slash:
+		return regexRewrite("^"+regexp.QuoteMeta(p.Value)+"/?", replacement)
+	}
+	return nil
+}
+
+// fullPathRewrite replaces the whole path (Envoy keeps the query string).
+func fullPathRewrite(path string) *matcherv3.RegexMatchAndSubstitute {
+	return regexRewrite("^/.*$", path)
+}
+
+// regexRewrite replaces what pattern matches with the literal text replacement: RE2
+// substitutions read "\1" as a capture group, so backslashes are escaped.
+func regexRewrite(pattern, replacement string) *matcherv3.RegexMatchAndSubstitute {
+	return &matcherv3.RegexMatchAndSubstitute{
+		Pattern:      &matcherv3.RegexMatcher{Regex: pattern},
+		Substitution: strings.ReplaceAll(replacement, `\`, `\\`),
+	}
 }
 
 func directResponse(r *dag.Route) *routev3.DirectResponseAction {
@@ -555,7 +639,14 @@ type routeParts struct {
 // weighted_clusters of one (weight 1 if its weight is 0).
 func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 	ra := &p.ra
-	ra.PrefixRewrite = r.PrefixRewrite
+	switch {
+	case r.PathRewrite != "":
+		ra.RegexRewrite = fullPathRewrite(r.PathRewrite)
+	case r.PrefixRewrite != "":
+		if ra.RegexRewrite = segmentRewrite(r.Path, r.PrefixRewrite); ra.RegexRewrite == nil {
+			ra.PrefixRewrite = r.PrefixRewrite
+		}
+	}
 	if len(r.Clusters) == 1 && !hasHeadersPolicy(r.Clusters[0]) {
 		p.cluster.Cluster = r.Clusters[0].Cluster.Name
 		ra.ClusterSpecifier = &p.cluster
@@ -666,6 +757,9 @@ func retryPolicy(rp *dag.RetryPolicy) *routev3.RetryPolicy {
 	}
 	if rp.PerTryTimeout > 0 {
 		out.PerTryTimeout = durationpb.New(rp.PerTryTimeout)
+	}
+	if rp.Backoff > 0 {
+		out.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(rp.Backoff)}
 	}
 	return out
 }
