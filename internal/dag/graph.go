@@ -233,7 +233,10 @@ type HeadersPolicy struct {
 	Remove []string
 }
 
-// HeaderValue is one header to set or add; Name is canonical ("X-Foo").
+// HeaderValue is one header to set or add; Name is canonical ("X-Foo"). Value is in
+// Envoy's header format: "%%" is a literal "%", and "%REQ(X-Foo)%" and the other operators
+// the data planes know are evaluated per request; a literal value (Gateway API's) has its
+// "%" doubled.
 type HeaderValue struct {
 	Name  string
 	Value string

@@ -119,8 +119,9 @@ func TestHeaderModifiersAsGatewayAPI(t *testing.T) {
 	web := echoCluster(t, "web")
 	r := to("/", web)
 	r.RequestHeaders = &dag.HeadersPolicy{
-		Set:    []dag.HeaderValue{{Name: "X-Header-Set", Value: "set-overwrites-values"}},
-		Add:    []dag.HeaderValue{{Name: "X-Header-Add", Value: "header-val-1"}, {Name: "X-Header-Add-Append", Value: "header-val-2"}},
+		Set: []dag.HeaderValue{{Name: "X-Header-Set", Value: "set-overwrites-values"}},
+		Add: []dag.HeaderValue{{Name: "X-Header-Add", Value: "header-val-1"}, {Name: "X-Header-Add-Append", Value: "header-val-2"},
+			{Name: "X-Percent", Value: "100%%"}},
 		Remove: []string{"X-Header-Remove"},
 	}
 	r.ResponseHeaders = &dag.HeadersPolicy{Add: []dag.HeaderValue{{Name: "X-Response-Add", Value: "rule"}}}
@@ -134,6 +135,7 @@ func TestHeaderModifiersAsGatewayAPI(t *testing.T) {
 		"X-Header-Add-Append": {"append-val-1", "header-val-2"},
 		"X-Header-Remove":     nil,
 		"X-Backend-Add":       {"web"},
+		"X-Percent":           {"100%"},
 	} {
 		if v := got.echo.Headers[name]; !slices.Equal(v, want) {
 			t.Errorf("the backend saw %s %q, want %q", name, v, want)
