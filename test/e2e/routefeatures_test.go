@@ -201,11 +201,12 @@ func TestTimeoutsAndRetriesAsGatewayAPI(t *testing.T) {
 	refused := testutil.RefusedAddr(t)
 	ep := web.Endpoints[0]
 	half := clusterAt("half", refused, net.JoinHostPort(ep.Address, strconv.Itoa(int(ep.Port))))
-	second := time.Second
+	// Timeouts long enough for a loaded machine to answer a request without delay.
+	timeout := 3 * time.Second
 	requestTimeout := to("/request-timeout", web)
-	requestTimeout.Timeouts = &dag.TimeoutPolicy{Request: &second}
+	requestTimeout.Timeouts = &dag.TimeoutPolicy{Request: &timeout}
 	backendTimeout := to("/backend-timeout", web)
-	backendTimeout.Retry = &dag.RetryPolicy{PerTryTimeout: time.Second}
+	backendTimeout.Retry = &dag.RetryPolicy{PerTryTimeout: timeout}
 	retries := to("/retry", web)
 	retries.Retry = &dag.RetryPolicy{NumRetries: 2, OnStatusCodes: []uint32{500}, Backoff: 10 * time.Millisecond}
 	connErrors := to("/connection-error", half)
