@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -378,6 +379,9 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 			p.action.Route = p.routeAction(r)
 			rt.Action = &p.action
 		}
+		if needsSlashTwin(r) {
+			out = append(out, slashTwin(r, rt))
+		}
 		out = append(out, rt)
 	}
 	return out
@@ -511,10 +515,10 @@ func redirect(r *dag.Route) *routev3.RedirectAction {
 	case rd.Path != "":
 		out.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: rd.Path}
 	case rd.Prefix != "":
-		if rw := segmentRewrite(r.Path, rd.Prefix); rw != nil {
+		if prefix, rw := segmentRewrite(r.Path, rd.Prefix); rw != nil {
 			out.PathRewriteSpecifier = &routev3.RedirectAction_RegexRewrite{RegexRewrite: rw}
 		} else {
-			out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: rd.Prefix}
+			out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: prefix}
 		}
 	}
 	return out
@@ -546,25 +550,71 @@ func defaultPort(scheme string) uint32 {
 	return 0
 }
 
-// segmentRewrite is the rewrite of the prefix of a PathPrefix route by whole path
-// elements (dag.Route.PrefixRewrite), where Envoy's prefix_rewrite, which replaces the
-// prefix's characters, would not give it: nil when prefix_rewrite does. On the prefix
-// "/foo", prefix_rewrite "/" would send "/foo/x" as "//x"; the expression takes the
-// prefix with the "/" after it, when there is one, so "/foo/x" goes as "/x" and "/foo" as
-// "/". On the prefix "/", "/bar" would send "/x" as "/barx": the expression puts the
-// "/" back.
-func segmentRewrite(p dag.PathMatch, replacement string) *matcherv3.RegexMatchAndSubstitute {
+// segmentRewrite is how the prefix of a route is rewritten: by whole path elements on a
+// PathPrefix route (dag.Route.PrefixRewrite), where Envoy's prefix_rewrite replaces the
+// prefix's characters. It returns the prefix_rewrite to use, or a regex_rewrite where
+// that cannot do it. On the prefix "/", "/bar" would send "/x" as "/barx": it becomes
+// "/bar/". On the prefix "/foo", "/" would send "/foo/x" as "//x": the expression takes
+// the prefix with the "/" after it, when there is one, so "/foo/x" goes as "/x" and
+// "/foo" as "/". An expression over Envoy's program size limit would make it refuse the
+// whole route configuration: such a route keeps its prefix_rewrite and gets a twin on
+// the prefix with its "/" (slashTwin).
+func segmentRewrite(p dag.PathMatch, replacement string) (string, *matcherv3.RegexMatchAndSubstitute) {
 	if p.Kind != dag.PathPrefix {
-		return nil
+		return replacement, nil
 	}
 	slash := strings.HasSuffix(replacement, "/")
 	switch {
 	case p.Value == "/" && !slash:
-		return regexRewrite("^/", replacement+"/")
+		return replacement + "/", nil
 	case p.Value != "/" && slash:
-		return regexRewrite("^"+regexp.QuoteMeta(p.Value)+"/?", replacement)
+		if pattern := prefixPattern(p.Value); pattern != "" {
+			return "", regexRewrite(pattern, replacement)
+		}
 	}
-	return nil
+	return replacement, nil
+}
+
+// prefixPattern is the expression of a prefix and the "/" after it, "" when it is over
+// Envoy's program size limit.
+func prefixPattern(prefix string) string {
+	pattern := "^" + regexp.QuoteMeta(prefix) + "/?"
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil || len(prog.Inst) > dag.MaxRegexProgramSize {
+		return ""
+	}
+	return pattern
+}
+
+// needsSlashTwin reports whether r rewrites a long prefix to a replacement ending in
+// "/" with prefix_rewrite (segmentRewrite), which needs a twin route.
+func needsSlashTwin(r *dag.Route) bool {
+	rewrite := r.PrefixRewrite
+	switch {
+	case r.Redirect != nil:
+		rewrite = r.Redirect.Prefix
+	case r.HTTPSRedirect || r.DirectStatus != 0 || r.PathRewrite != "":
+		return false
+	}
+	return r.Path.Kind == dag.PathPrefix && r.Path.Value != "/" && strings.HasSuffix(rewrite, "/") &&
+		prefixPattern(r.Path.Value) == ""
+}
+
+// slashTwin is rt on the string prefix of r's prefix with its "/", to go before rt: it
+// takes the requests under the prefix, whose prefix and "/" its prefix_rewrite replaces
+// ("/foo/x" to "/bar/x" for "/bar/"), and leaves rt the prefix alone ("/foo" to "/bar/").
+// It matches a part of what rt matches, at rt's place, so nothing else changes.
+func slashTwin(r *dag.Route, rt *routev3.Route) *routev3.Route {
+	twin := proto.Clone(rt).(*routev3.Route)
+	twin.Match.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: r.Path.Value + "/"}
+	named := *r
+	named.Path = dag.PathMatch{Kind: dag.PathStringPrefix, Value: r.Path.Value + "/"}
+	twin.Name = routeName(&named)
+	return twin
 }
 
 // fullPathRewrite replaces the whole path (Envoy keeps the query string).
@@ -643,9 +693,7 @@ func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 	case r.PathRewrite != "":
 		ra.RegexRewrite = fullPathRewrite(r.PathRewrite)
 	case r.PrefixRewrite != "":
-		if ra.RegexRewrite = segmentRewrite(r.Path, r.PrefixRewrite); ra.RegexRewrite == nil {
-			ra.PrefixRewrite = r.PrefixRewrite
-		}
+		ra.PrefixRewrite, ra.RegexRewrite = segmentRewrite(r.Path, r.PrefixRewrite)
 	}
 	if len(r.Clusters) == 1 && !hasHeadersPolicy(r.Clusters[0]) {
 		p.cluster.Cluster = r.Clusters[0].Cluster.Name

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -95,8 +96,7 @@ func TestPathRewrites(t *testing.T) {
 			wantRegex: regexRewriteOf(`^/foo/?`, "/xyz/")},
 		{name: "prefix to /", path: dag.PathMatch{Kind: dag.PathPrefix, Value: "/strip.me"}, prefix: "/",
 			wantRegex: regexRewriteOf(`^/strip\.me/?`, "/")},
-		{name: "/ to prefix", path: dag.PathMatch{Kind: dag.PathPrefix, Value: "/"}, prefix: "/xyz",
-			wantRegex: regexRewriteOf(`^/`, "/xyz/")},
+		{name: "/ to prefix", path: dag.PathMatch{Kind: dag.PathPrefix, Value: "/"}, prefix: "/xyz", wantPrefix: "/xyz/"},
 		{name: "/ to prefix/", path: dag.PathMatch{Kind: dag.PathPrefix, Value: "/"}, prefix: "/xyz/", wantPrefix: "/xyz/"},
 		{name: "string prefixes replace characters", path: dag.PathMatch{Kind: dag.PathStringPrefix, Value: "/foo"}, prefix: "/", wantPrefix: "/"},
 	} {
@@ -219,5 +219,45 @@ func TestGatewayTimeoutsAndRetries(t *testing.T) {
 	wantPerTry := &routev3.RetryPolicy{RetryOn: "retriable-status-codes", NumRetries: wrapperspb.UInt32(0), PerTryTimeout: durationpb.New(time.Second)}
 	if diff := cmp.Diff(wantPerTry, got[0].GetRoute().GetRetryPolicy(), protocmp.Transform()); diff != "" {
 		t.Errorf("a per-try timeout without retries (-want +got):\n%s", diff)
+	}
+}
+
+// TestLongPrefixRewriteTwin: a prefix whose expression would be over Envoy's program size
+// limit (which would refuse the whole route configuration) keeps prefix_rewrite, and a
+// twin route on the prefix with its "/" goes first, with the same conditions and action.
+func TestLongPrefixRewriteTwin(t *testing.T) {
+	long := "/" + strings.Repeat("a", 120)
+	web := testCluster("team", "web", 80)
+	r := &dag.Route{Path: dag.PathMatch{Kind: dag.PathPrefix, Value: long}, Clusters: []*dag.WeightedCluster{{Cluster: web, Weight: 1}},
+		PrefixRewrite: "/", Headers: []dag.HeaderMatch{{Name: "x-a", Kind: dag.MatchExact, Value: "1"}},
+		Source: dag.ObjectRef{Kind: "HTTPRoute", Namespace: "team", Name: "r"}}
+	rd := &dag.Route{Path: dag.PathMatch{Kind: dag.PathPrefix, Value: long + "/b"}, Redirect: &dag.Redirect{Prefix: "/new/", StatusCode: 302}}
+	got := translateHost(t, Options{}, rd, r)
+	if len(got) != 4 {
+		t.Fatalf("%d routes, want 4 (each with its twin first)", len(got))
+	}
+	wantMatch := func(prefix string) *routev3.RouteMatch {
+		return &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: prefix}}
+	}
+	if diff := cmp.Diff(wantMatch(long+"/b/"), got[0].GetMatch(), protocmp.Transform()); diff != "" {
+		t.Errorf("redirect twin match (-want +got):\n%s", diff)
+	}
+	if p := got[0].GetRedirect().GetPrefixRewrite(); p != "/new/" || got[1].GetRedirect().GetPrefixRewrite() != "/new/" {
+		t.Errorf("redirect prefix_rewrite %q and %q, want /new/ on both", p, got[1].GetRedirect().GetPrefixRewrite())
+	}
+	twin, orig := got[2], got[3]
+	want := wantMatch(long + "/")
+	want.Headers = orig.GetMatch().GetHeaders()
+	if diff := cmp.Diff(want, twin.GetMatch(), protocmp.Transform()); diff != "" {
+		t.Errorf("twin match (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(orig.GetRoute(), twin.GetRoute(), protocmp.Transform()); diff != "" {
+		t.Errorf("twin action differs from its route's (-route +twin):\n%s", diff)
+	}
+	if orig.GetRoute().GetPrefixRewrite() != "/" || orig.GetRoute().GetRegexRewrite() != nil {
+		t.Errorf("route rewrite: prefix %q regex %v, want prefix_rewrite /", orig.GetRoute().GetPrefixRewrite(), orig.GetRoute().GetRegexRewrite())
+	}
+	if twin.GetName() == orig.GetName() || !strings.HasPrefix(twin.GetName(), "httproute/team/r:prefix:"+long+"/?h=") {
+		t.Errorf("twin name %q (route %q), want its own, on the prefix with its /", twin.GetName(), orig.GetName())
 	}
 }
