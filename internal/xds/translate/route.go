@@ -575,8 +575,15 @@ func segmentRewrite(p dag.PathMatch, replacement string) (string, *matcherv3.Reg
 	return replacement, nil
 }
 
-// prefixPattern is the expression of a prefix and the "/" after it, "" when it is over
-// Envoy's program size limit.
+// prefixPatternMargin is room below Envoy's program size limit for the instructions
+// RE2 may count around a program where Go's compiler does not: the twin route that
+// stands in for a refused expression is as good, so nothing is lost by leaving room.
+const prefixPatternMargin = 10
+
+// prefixPattern is the expression of a prefix and the "/" after it, "" when it could be
+// over Envoy's program size limit (a prefix of more than 85 characters). Go's program
+// has an instruction per character where RE2's has one per byte: the bytes beyond the
+// first of each character are counted too.
 func prefixPattern(prefix string) string {
 	pattern := "^" + regexp.QuoteMeta(prefix) + "/?"
 	parsed, err := syntax.Parse(pattern, syntax.Perl)
@@ -584,7 +591,7 @@ func prefixPattern(prefix string) string {
 		return ""
 	}
 	prog, err := syntax.Compile(parsed.Simplify())
-	if err != nil || len(prog.Inst) > dag.MaxRegexProgramSize {
+	if err != nil || len(prog.Inst)+len(prefix)-utf8.RuneCountInString(prefix) > dag.MaxRegexProgramSize-prefixPatternMargin {
 		return ""
 	}
 	return pattern
