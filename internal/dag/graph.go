@@ -145,7 +145,18 @@ type Route struct {
 	// Source is the object that declared the route.
 	Source ObjectRef
 	// PrefixRewrite, when set, replaces the matched prefix before the request goes upstream.
+	// On a PathPrefix route it replaces whole path elements, as Gateway API's
+	// ReplacePrefixMatch does: with the prefix "/foo", "/bar" sends "/foo/x" as "/bar/x"
+	// and "/foo" as "/bar"; a replacement ending in "/" never doubles the slash after it
+	// ("/bar/" sends "/foo/x" as "/bar/x" and "/foo" as "/bar/"), and "/" drops the prefix
+	// ("/foo/x" goes as "/x", "/foo" as "/"). On the PathPrefix "/", "/bar" sends "/x" as
+	// "/bar/x". Other path kinds replace the characters matched: a PathStringPrefix's, or
+	// the whole path of PathExact and PathRegex routes.
 	PrefixRewrite string
+	// PathRewrite, when set, replaces the whole path (not the query) before the request
+	// goes upstream: Gateway API's ReplaceFullPath. At most one of PrefixRewrite and
+	// PathRewrite is set.
+	PathRewrite string
 	// Timeouts are nil when the proxy defaults apply.
 	Timeouts *TimeoutPolicy
 	// Retry is nil when failed requests are not retried.
@@ -185,7 +196,11 @@ const (
 	MatchRegex
 )
 
-// HeaderMatch is one condition on a request header.
+// HeaderMatch is one condition on a request header. Names are compared
+// case-insensitively; repeated headers are matched as one value, joined by ",".
+// The pseudo-headers ":method", ":path", ":authority" and ":scheme" are conditions on the
+// request line: {Name: ":method", Kind: MatchExact, Value: "GET"} matches GET requests
+// (Gateway API's method match).
 type HeaderMatch struct {
 	// Name is the header name, lower case.
 	Name  string
@@ -199,7 +214,9 @@ type HeaderMatch struct {
 	TreatMissingAsEmpty bool
 }
 
-// QueryMatch is one condition on a query parameter (its first value).
+// QueryMatch is one condition on a query parameter: the first value of the parameter
+// named exactly Name (case-sensitive), as it appears in the query string (not
+// percent-decoded). A request without the parameter never matches.
 type QueryMatch struct {
 	Name       string
 	Kind       StringMatchKind
@@ -207,28 +224,41 @@ type QueryMatch struct {
 	IgnoreCase bool
 }
 
-// HeadersPolicy sets and removes headers. Set values replace any existing value.
+// HeadersPolicy sets, adds and removes headers. Removals come first; then Set values
+// replace any existing value, and Add values are appended to the existing ones (a header
+// without one gets the value).
 type HeadersPolicy struct {
 	Set    []HeaderValue
+	Add    []HeaderValue
 	Remove []string
 }
 
-// HeaderValue is one header to set; Name is canonical ("X-Foo").
+// HeaderValue is one header to set or add; Name is canonical ("X-Foo"). Value is in
+// Envoy's header format: "%%" is a literal "%", and "%REQ(X-Foo)%" and the other operators
+// the data planes know are evaluated per request; a literal value (Gateway API's) has its
+// "%" doubled.
 type HeaderValue struct {
 	Name  string
 	Value string
 }
 
 // Redirect describes a redirect answer; empty fields keep the request's value.
+//
+// The Location has no port unless Port is set: the request's Host loses its port before
+// routing (the connection manager's strip_any_host_port), so a redirect never keeps it,
+// and a Scheme without a Port means that scheme's default port. A Port that is the
+// default port of Scheme (80 for http, 443 for https) is left out too. Gateway API's
+// redirect without a port or scheme, which keeps the listener's port, is Port set to the
+// listener's port and Scheme to its scheme.
 type Redirect struct {
 	Scheme   string
 	Hostname string
-	// Port is 0 to keep the request's port.
-	Port uint32
-	// Path replaces the whole path; Prefix replaces the matched prefix. At most one is set.
+	Port     uint32
+	// Path replaces the whole path; Prefix replaces the matched prefix, as
+	// Route.PrefixRewrite does. At most one is set.
 	Path   string
 	Prefix string
-	// StatusCode is 301 or 302.
+	// StatusCode is 301, 302, 303, 307 or 308; 0 means 301.
 	StatusCode uint32
 }
 
@@ -257,7 +287,9 @@ type TCPProxy struct {
 // TimeoutPolicy holds a route's timeouts. A nil field means the proxy's default; a zero
 // duration means no timeout at all.
 type TimeoutPolicy struct {
-	// Request bounds the time from the end of the request to the end of the response.
+	// Request bounds the time from the end of the request to the end of the response,
+	// retries included (Gateway API's timeouts.request; its timeouts.backendRequest is
+	// RetryPolicy.PerTryTimeout). Default 15s.
 	Request *time.Duration
 	// Idle bounds the time a request may see no activity.
 	Idle *time.Duration
@@ -269,12 +301,18 @@ type RetryPolicy struct {
 	NumRetries uint32
 	// OnStatusCodes are the upstream response codes retried.
 	OnStatusCodes []uint32
-	// PerTryTimeout bounds each attempt; 0 leaves only the route's request timeout.
+	// PerTryTimeout bounds each attempt, from when it has its connection and the
+	// request is complete to its response headers; 0 leaves only the route's request
+	// timeout. A policy with NumRetries 0 and a PerTryTimeout bounds the one attempt.
 	PerTryTimeout time.Duration
 	// RetryOn are Envoy retry conditions ("5xx", "gateway-error", "reset", ...) used
 	// instead of the status-code rule above when not empty; OnStatusCodes then adds
 	// "retriable-status-codes".
 	RetryOn []string
+	// Backoff is the base interval between attempts (Gateway API's retry backoff): the
+	// wait before retry n is random, below (2^n - 1) times Backoff, and at most ten times
+	// Backoff. 0 means 25ms.
+	Backoff time.Duration
 }
 
 // WeightedCluster is one destination of a route.

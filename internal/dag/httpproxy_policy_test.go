@@ -603,7 +603,7 @@ func TestHTTPProxyRedirectAndDirectResponse(t *testing.T) {
 		t.Errorf("direct response route = %+v", r)
 	}
 	for _, tc := range []struct{ route, reason, part string }{
-		{`{requestRedirectPolicy: {statusCode: 307}}`, "RedirectInvalid", "statusCode 307 must be 301 or 302"},
+		{`{requestRedirectPolicy: {statusCode: 304}}`, "RedirectInvalid", "statusCode 304 must be 301, 302, 303, 307 or 308"},
 		{`{requestRedirectPolicy: {scheme: ftp}}`, "RedirectInvalid", `scheme "ftp" must be http or https`},
 		{`{requestRedirectPolicy: {port: 0}}`, "RedirectInvalid", "port 0 must be 1-65535"},
 		{`{requestRedirectPolicy: {path: /a, prefix: /b}}`, "RedirectInvalid", "path and prefix are exclusive"},

@@ -500,8 +500,8 @@ func proxyRedirect(rp *contourv1.HTTPRequestRedirectPolicy, field string, c *pro
 		}
 	}
 	if rp.StatusCode != nil {
-		if *rp.StatusCode != 301 && *rp.StatusCode != 302 {
-			c.fail(problemRoute, "RedirectInvalid", "%s.statusCode %d must be 301 or 302", field, *rp.StatusCode)
+		if !slices.Contains([]int{301, 302, 303, 307, 308}, *rp.StatusCode) {
+			c.fail(problemRoute, "RedirectInvalid", "%s.statusCode %d must be 301, 302, 303, 307 or 308", field, *rp.StatusCode)
 		} else {
 			r.StatusCode = uint32(*rp.StatusCode)
 		}

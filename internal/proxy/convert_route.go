@@ -455,7 +455,6 @@ func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
 func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 	if err := unsupported(
 		field{"metadata_match", ra.GetMetadataMatch() != nil},
-		field{"regex_rewrite", ra.GetRegexRewrite() != nil},
 		field{"path_rewrite_policy", ra.GetPathRewritePolicy() != nil},
 		field{"path_rewrite", ra.GetPathRewrite() != ""},
 		field{"auto_host_rewrite", ra.GetAutoHostRewrite() != nil},
@@ -484,6 +483,17 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		hasPrefixRewrite: ra.GetPrefixRewrite() != "",
 		hostRewrite:      ra.GetHostRewriteLiteral(),
 		retry:            noRetries,
+	}
+	if rs := ra.GetRegexRewrite(); rs != nil {
+		if fa.hasPrefixRewrite {
+			// Envoy refuses the route configuration too.
+			return nil, errors.New("prefix_rewrite and regex_rewrite are exclusive")
+		}
+		rw, err := convertPathRewrite(rs)
+		if err != nil {
+			return nil, fmt.Errorf("regex_rewrite: %w", err)
+		}
+		fa.regexRewrite = rw
 	}
 	for _, u := range ra.GetUpgradeConfigs() {
 		if u.GetConnectConfig() != nil {
@@ -583,6 +593,12 @@ func convertRedirect(pr *routev3.RedirectAction) (*redirectAction, error) {
 		ra.path, ra.hasPath = s.PathRedirect, true
 	case *routev3.RedirectAction_PrefixRewrite:
 		ra.prefixRewrite, ra.hasPrefixRewrite = s.PrefixRewrite, true
+	case *routev3.RedirectAction_RegexRewrite:
+		rw, err := convertPathRewrite(s.RegexRewrite)
+		if err != nil {
+			return nil, fmt.Errorf("redirect regex_rewrite: %w", err)
+		}
+		ra.regexRewrite = rw
 	case nil:
 	default:
 		return nil, fmt.Errorf("redirect path rewrite %T is not supported", pr.GetPathRewriteSpecifier())

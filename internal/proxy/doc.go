@@ -28,6 +28,7 @@
 //   - headers.go: route header mutations (request/response_headers_to_add/remove at
 //     every level) and their %COMMAND% values, resolved at conversion time.
 //   - handler.go: the request path: edge headers, actions, timeouts, access log.
+//   - rewrite.go: regex_rewrite of routes and redirects (RE2 substitutions).
 //   - limits.go: the HCM's request header limits (431).
 //   - metrics.go: Prometheus metrics; route series labelled by the declaring
 //     object and path (routeLabel, pathLabel), resolved per route at compile

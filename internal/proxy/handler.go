@@ -174,8 +174,11 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *route, ri *requestInfo, ex *exchange,
 	cl *upstreamCluster, endpoint int, pc pickContext) *upstreamTarget {
 	path := ri.path
-	if rt.forward.hasPrefixRewrite {
-		path = rt.forward.prefixRewrite + path[rt.match.matchedPrefixLen(path):]
+	switch fa := rt.forward; {
+	case fa.hasPrefixRewrite:
+		path = fa.prefixRewrite + path[rt.match.matchedPrefixLen(path):]
+	case fa.regexRewrite != nil:
+		path = fa.regexRewrite.apply(path)
 	}
 	return &upstreamTarget{
 		cluster:     cl,
@@ -526,6 +529,8 @@ func redirectLocation(rt *route, ri *requestInfo) string {
 		}
 	case ra.hasPrefixRewrite:
 		path = ra.prefixRewrite + ri.path[rt.match.matchedPrefixLen(ri.path):]
+	case ra.regexRewrite != nil:
+		path = ra.regexRewrite.apply(ri.path)
 	}
 	if stripQuery {
 		query = ""

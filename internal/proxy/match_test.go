@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/google/go-cmp/cmp"
@@ -243,9 +244,12 @@ func TestConvertRejects(t *testing.T) {
 				MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "(x"}}}},
 		}}}, nil), `query_parameters "q": safe_regex`},
 		{"cookies matcher", route(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, Cookies: []*routev3.CookieMatcher{{Name: "c"}}}, nil), "cookies"},
-		{"regex rewrite", route(prefixMatch("/"), func(r *routev3.Route) {
-			r.GetRoute().RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "x"}}
-		}), "regex_rewrite"},
+		{"regex rewrite naming a missing group", route(prefixMatch("/"), func(r *routev3.Route) {
+			r.GetRoute().RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "x"}, Substitution: `\1`}
+		}), "regex_rewrite: substitution"},
+		{"path rewrite policy", route(prefixMatch("/"), func(r *routev3.Route) {
+			r.GetRoute().PathRewritePolicy = &corev3.TypedExtensionConfig{Name: "envoy.path.rewrite.uri_template"}
+		}), "path_rewrite_policy"},
 		{"retry policy", route(prefixMatch("/"), func(r *routev3.Route) {
 			r.GetRoute().RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx,envoy-ratelimited"}
 		}), `retry_on "envoy-ratelimited"`},

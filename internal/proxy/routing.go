@@ -173,6 +173,7 @@ type forwardAction struct {
 	timeout          time.Duration
 	prefixRewrite    string
 	hasPrefixRewrite bool
+	regexRewrite     *pathRewrite // nil: none; never with a prefix rewrite
 	// notFoundStatus is returned when the picked cluster is not in the snapshot.
 	notFoundStatus int
 	retry          *retryPolicy // never nil (noRetries)
@@ -208,6 +209,7 @@ type redirectAction struct {
 	hasPath          bool
 	prefixRewrite    string
 	hasPrefixRewrite bool
+	regexRewrite     *pathRewrite
 	stripQuery       bool
 	status           int
 }

@@ -128,6 +128,8 @@ spec:
     requestRedirectPolicy: {scheme: https, hostname: new.example.com, port: 8443, statusCode: 301, path: /new}
   - conditions: [{prefix: /moved}]
     requestRedirectPolicy: {prefix: /moved-here}
+  - conditions: [{prefix: /permanent}]
+    requestRedirectPolicy: {statusCode: 308, prefix: /}
   - conditions: [{prefix: /teapot}]
     directResponsePolicy: {statusCode: 418, body: "short and stout\n"}
   - conditions: [{prefix: /ws}]
@@ -260,6 +262,8 @@ func TestHTTPProxyRoutePolicies(t *testing.T) {
 			"/old/x?q=1":   {301, "https://new.example.com:8443/new?q=1"},
 			"/moved":       {302, "http://pol.example.com/moved-here"},
 			"/moved/x?q=1": {302, "http://pol.example.com/moved-here/x?q=1"},
+			// 308 keeps the method; the prefix "/" drops the matched one, slash and all.
+			"/permanent/x?q=1": {308, "http://pol.example.com/x?q=1"},
 		} {
 			r := e.get(host, path)
 			if r.status != want.status || r.header.Get("Location") != want.location || r.service() != "" {
@@ -477,6 +481,45 @@ spec:
 		}
 		if added > 0 {
 			t.Errorf("GET %s: %d of 100 responses got a Content-Type (%q), want none", path, added, example)
+		}
+	}
+}
+
+// TestHTTPProxyPrefixRewriteTable: the table of docs/httpproxy.md's pathRewritePolicy:
+// whole path elements are replaced, and a slash is never doubled or lost.
+func TestHTTPProxyPrefixRewriteTable(t *testing.T) {
+	t.Parallel()
+	rewrite := func(host, prefix, replacement string) string {
+		return fmt.Sprintf(`
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: %s, namespace: team}
+spec:
+  virtualhost: {fqdn: %s.example.com}
+  routes:
+  - conditions: [{prefix: %s}]
+    services: [{name: app, port: 80}]
+    pathRewritePolicy:
+      replacePrefix: [{replacement: %s}]
+---`, host, host, prefix, replacement)
+	}
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "team/app"),
+		"proxies.yaml": rewrite("v1", "/api", "/v1") + rewrite("v1slash", "/api", "/v1/") + rewrite("strip", "/api", "/") +
+			rewrite("root", "/", "/v1") + rewrite("string", "/api/", "/v1/"),
+	})
+	for _, tc := range []struct{ host, path, want string }{
+		{"v1", "/api/users?q=1", "/v1/users?q=1"},
+		{"v1", "/api", "/v1"},
+		{"v1slash", "/api/users", "/v1/users"},
+		{"strip", "/api/users", "/users"},
+		{"strip", "/api", "/"},
+		{"root", "/users", "/v1/users"},
+		{"string", "/api/users", "/v1/users"},
+	} {
+		r := e.get(tc.host+".example.com", tc.path)
+		if got := pathAndQuery(r); r.status != 200 || got != tc.want {
+			t.Errorf("%s%s: %d, the backend saw %q, want %q", tc.host, tc.path, r.status, got, tc.want)
 		}
 	}
 }

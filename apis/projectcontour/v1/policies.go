@@ -270,8 +270,7 @@ type HTTPRequestRedirectPolicy struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port *int32 `json:"port,omitempty"`
-	// StatusCode of the redirect. Portico: 301 or 302; the others make the object
-	// invalid.
+	// StatusCode of the redirect: 301, 302, 303, 307 or 308.
 	// +optional
 	// +kubebuilder:default=302
 	// +kubebuilder:validation:Enum=301;302;303;307;308

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -371,12 +372,15 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 		case r.HTTPSRedirect:
 			rt.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(opts)}
 		case r.Redirect != nil:
-			rt.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect)}
+			rt.Action = &routev3.Route_Redirect{Redirect: redirect(r)}
 		case r.DirectStatus != 0:
 			rt.Action = &routev3.Route_DirectResponse{DirectResponse: directResponse(r)}
 		default:
 			p.action.Route = p.routeAction(r)
 			rt.Action = &p.action
+		}
+		if needsSlashTwin(r) {
+			out = append(out, slashTwin(r, rt))
 		}
 		out = append(out, rt)
 	}
@@ -432,11 +436,12 @@ func stringMatcher(kind dag.StringMatchKind, value string, ignoreCase bool) *mat
 }
 
 // headersPolicy translates header changes. Set values replace any existing value
-// (OVERWRITE_IF_EXISTS_OR_ADD). Envoy refuses to add or remove Host or a pseudo-header
-// (":path") in these lists (":-prefixed or host headers may not be modified"), which
-// would refuse the whole route configuration: a request Host is returned as the host
-// to rewrite to (host_rewrite_literal) instead, and the others are left out (the builder
-// is expected to refuse them).
+// (OVERWRITE_IF_EXISTS_OR_ADD), Add values are appended to it (APPEND_IF_EXISTS_OR_ADD).
+// Envoy refuses to add or remove Host or a pseudo-header (":path") in these lists
+// (":-prefixed or host headers may not be modified"), which would refuse the whole route
+// configuration: a request Host that is set is returned as the host to rewrite to
+// (host_rewrite_literal) instead, and the others are left out (the builder is expected to
+// refuse them).
 func headersPolicy(p *dag.HeadersPolicy, request bool) (add []*corev3.HeaderValueOption, remove []string, host string) {
 	if p == nil {
 		return nil, nil, ""
@@ -448,38 +453,56 @@ func headersPolicy(p *dag.HeadersPolicy, request bool) (add []*corev3.HeaderValu
 			}
 			continue
 		}
-		if strings.HasPrefix(h.Name, ":") {
-			continue
-		}
-		add = append(add, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: h.Name, Value: h.Value},
-			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-		})
+		add = appendHeader(add, h, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD)
+	}
+	for _, h := range p.Add {
+		add = appendHeader(add, h, corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD)
 	}
 	for _, name := range p.Remove {
-		if strings.EqualFold(name, "host") || strings.HasPrefix(name, ":") {
-			continue
+		if modifiable(name) {
+			remove = append(remove, name)
 		}
-		remove = append(remove, name)
 	}
 	return add, remove, host
 }
 
+// appendHeader appends the change of h to add, unless Envoy refuses to make it.
+func appendHeader(add []*corev3.HeaderValueOption, h dag.HeaderValue, action corev3.HeaderValueOption_HeaderAppendAction) []*corev3.HeaderValueOption {
+	if !modifiable(h.Name) {
+		return add
+	}
+	return append(add, &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: h.Name, Value: h.Value},
+		AppendAction: action,
+	})
+}
+
+// modifiable reports whether Envoy lets a route change the header name: not Host, not a
+// pseudo-header.
+func modifiable(name string) bool {
+	return !strings.EqualFold(name, "host") && !strings.HasPrefix(name, ":")
+}
+
 // hasHeadersPolicy reports whether a destination changes headers of its own.
 func hasHeadersPolicy(wc *dag.WeightedCluster) bool {
-	nonEmpty := func(p *dag.HeadersPolicy) bool { return p != nil && (len(p.Set) > 0 || len(p.Remove) > 0) }
+	nonEmpty := func(p *dag.HeadersPolicy) bool {
+		return p != nil && (len(p.Set) > 0 || len(p.Add) > 0 || len(p.Remove) > 0)
+	}
 	return nonEmpty(wc.RequestHeaders) || nonEmpty(wc.ResponseHeaders)
 }
 
-// redirect answers with a redirect; an empty field keeps the request's value.
-func redirect(rd *dag.Redirect) *routev3.RedirectAction {
+// redirect answers with r's redirect; an empty field keeps the request's value. Envoy
+// writes port_redirect as ":port" whatever the scheme, and the request's Host has no port
+// left (strip_any_host_port): a Location without a port is one on the scheme's default
+// port, so that port is left out.
+func redirect(r *dag.Route) *routev3.RedirectAction {
+	rd := r.Redirect
 	out := &routev3.RedirectAction{
 		HostRedirect: rd.Hostname,
-		PortRedirect: rd.Port,
-		ResponseCode: routev3.RedirectAction_MOVED_PERMANENTLY,
+		ResponseCode: redirectCode(rd.StatusCode),
 	}
-	if rd.StatusCode == 302 {
-		out.ResponseCode = routev3.RedirectAction_FOUND
+	if rd.Port != 0 && rd.Port != defaultPort(rd.Scheme) {
+		out.PortRedirect = rd.Port
 	}
 	switch rd.Scheme {
 	case "":
@@ -492,9 +515,127 @@ func redirect(rd *dag.Redirect) *routev3.RedirectAction {
 	case rd.Path != "":
 		out.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: rd.Path}
 	case rd.Prefix != "":
-		out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: rd.Prefix}
+		if prefix, rw := segmentRewrite(r.Path, rd.Prefix); rw != nil {
+			out.PathRewriteSpecifier = &routev3.RedirectAction_RegexRewrite{RegexRewrite: rw}
+		} else {
+			out.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: prefix}
+		}
 	}
 	return out
+}
+
+// redirectCode is Envoy's response code of a redirect status; 0 (unset) is 301.
+func redirectCode(status uint32) routev3.RedirectAction_RedirectResponseCode {
+	switch status {
+	case 302:
+		return routev3.RedirectAction_FOUND
+	case 303:
+		return routev3.RedirectAction_SEE_OTHER
+	case 307:
+		return routev3.RedirectAction_TEMPORARY_REDIRECT
+	case 308:
+		return routev3.RedirectAction_PERMANENT_REDIRECT
+	}
+	return routev3.RedirectAction_MOVED_PERMANENTLY
+}
+
+// defaultPort is the port a URL of scheme has when it names none; 0 when unknown.
+func defaultPort(scheme string) uint32 {
+	switch scheme {
+	case "http":
+		return 80
+	case "https":
+		return 443
+	}
+	return 0
+}
+
+// segmentRewrite is how the prefix of a route is rewritten: by whole path elements on a
+// PathPrefix route (dag.Route.PrefixRewrite), where Envoy's prefix_rewrite replaces the
+// prefix's characters. It returns the prefix_rewrite to use, or a regex_rewrite where
+// that cannot do it. On the prefix "/", "/bar" would send "/x" as "/barx": it becomes
+// "/bar/". On the prefix "/foo", "/" would send "/foo/x" as "//x": the expression takes
+// the prefix with the "/" after it, when there is one, so "/foo/x" goes as "/x" and
+// "/foo" as "/". An expression over Envoy's program size limit would make it refuse the
+// whole route configuration: such a route keeps its prefix_rewrite and gets a twin on
+// the prefix with its "/" (slashTwin).
+func segmentRewrite(p dag.PathMatch, replacement string) (string, *matcherv3.RegexMatchAndSubstitute) {
+	if p.Kind != dag.PathPrefix {
+		return replacement, nil
+	}
+	slash := strings.HasSuffix(replacement, "/")
+	switch {
+	case p.Value == "/" && !slash:
+		return replacement + "/", nil
+	case p.Value != "/" && slash:
+		if pattern := prefixPattern(p.Value); pattern != "" {
+			return "", regexRewrite(pattern, replacement)
+		}
+	}
+	return replacement, nil
+}
+
+// prefixPatternMargin is room below Envoy's program size limit for the instructions
+// RE2 may count around a program where Go's compiler does not: the twin route that
+// stands in for a refused expression is as good, so nothing is lost by leaving room.
+const prefixPatternMargin = 10
+
+// prefixPattern is the expression of a prefix and the "/" after it, "" when it could be
+// over Envoy's program size limit (a prefix of more than 85 characters). Go's program
+// has an instruction per character where RE2's has one per byte: the bytes beyond the
+// first of each character are counted too.
+func prefixPattern(prefix string) string {
+	pattern := "^" + regexp.QuoteMeta(prefix) + "/?"
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil || len(prog.Inst)+len(prefix)-utf8.RuneCountInString(prefix) > dag.MaxRegexProgramSize-prefixPatternMargin {
+		return ""
+	}
+	return pattern
+}
+
+// needsSlashTwin reports whether r rewrites a long prefix to a replacement ending in
+// "/" with prefix_rewrite (segmentRewrite), which needs a twin route.
+func needsSlashTwin(r *dag.Route) bool {
+	rewrite := r.PrefixRewrite
+	switch {
+	case r.Redirect != nil:
+		rewrite = r.Redirect.Prefix
+	case r.HTTPSRedirect || r.DirectStatus != 0 || r.PathRewrite != "":
+		return false
+	}
+	return r.Path.Kind == dag.PathPrefix && r.Path.Value != "/" && strings.HasSuffix(rewrite, "/") &&
+		prefixPattern(r.Path.Value) == ""
+}
+
+// slashTwin is rt on the string prefix of r's prefix with its "/", to go before rt: it
+// takes the requests under the prefix, whose prefix and "/" its prefix_rewrite replaces
+// ("/foo/x" to "/bar/x" for "/bar/"), and leaves rt the prefix alone ("/foo" to "/bar/").
+// It matches a part of what rt matches, at rt's place, so nothing else changes.
+func slashTwin(r *dag.Route, rt *routev3.Route) *routev3.Route {
+	twin := proto.Clone(rt).(*routev3.Route)
+	twin.Match.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: r.Path.Value + "/"}
+	named := *r
+	named.Path = dag.PathMatch{Kind: dag.PathStringPrefix, Value: r.Path.Value + "/"}
+	twin.Name = routeName(&named)
+	return twin
+}
+
+// fullPathRewrite replaces the whole path (Envoy keeps the query string).
+func fullPathRewrite(path string) *matcherv3.RegexMatchAndSubstitute {
+	return regexRewrite("^/.*$", path)
+}
+
+// regexRewrite replaces what pattern matches with the literal text replacement: RE2
+// substitutions read "\1" as a capture group, so backslashes are escaped.
+func regexRewrite(pattern, replacement string) *matcherv3.RegexMatchAndSubstitute {
+	return &matcherv3.RegexMatchAndSubstitute{
+		Pattern:      &matcherv3.RegexMatcher{Regex: pattern},
+		Substitution: strings.ReplaceAll(replacement, `\`, `\\`),
+	}
 }
 
 func directResponse(r *dag.Route) *routev3.DirectResponseAction {
@@ -555,7 +696,12 @@ type routeParts struct {
 // weighted_clusters of one (weight 1 if its weight is 0).
 func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 	ra := &p.ra
-	ra.PrefixRewrite = r.PrefixRewrite
+	switch {
+	case r.PathRewrite != "":
+		ra.RegexRewrite = fullPathRewrite(r.PathRewrite)
+	case r.PrefixRewrite != "":
+		ra.PrefixRewrite, ra.RegexRewrite = segmentRewrite(r.Path, r.PrefixRewrite)
+	}
 	if len(r.Clusters) == 1 && !hasHeadersPolicy(r.Clusters[0]) {
 		p.cluster.Cluster = r.Clusters[0].Cluster.Name
 		ra.ClusterSpecifier = &p.cluster
@@ -666,6 +812,9 @@ func retryPolicy(rp *dag.RetryPolicy) *routev3.RetryPolicy {
 	}
 	if rp.PerTryTimeout > 0 {
 		out.PerTryTimeout = durationpb.New(rp.PerTryTimeout)
+	}
+	if rp.Backoff > 0 {
+		out.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(rp.Backoff)}
 	}
 	return out
 }
