@@ -146,6 +146,9 @@ type Route struct {
 	Source ObjectRef
 	// PrefixRewrite, when set, replaces the matched prefix before the request goes upstream.
 	PrefixRewrite string
+	// PathRewrite, when set, replaces the whole path before the request goes upstream
+	// (Gateway API ReplaceFullPath). At most one of PrefixRewrite and PathRewrite is set.
+	PathRewrite string
 	// Timeouts are nil when the proxy defaults apply.
 	Timeouts *TimeoutPolicy
 	// Retry is nil when failed requests are not retried.
@@ -207,9 +210,11 @@ type QueryMatch struct {
 	IgnoreCase bool
 }
 
-// HeadersPolicy sets and removes headers. Set values replace any existing value.
+// HeadersPolicy sets, adds and removes headers. Set values replace any existing value;
+// Add values are appended to it (Gateway API's add).
 type HeadersPolicy struct {
 	Set    []HeaderValue
+	Add    []HeaderValue
 	Remove []string
 }
 
@@ -228,7 +233,7 @@ type Redirect struct {
 	// Path replaces the whole path; Prefix replaces the matched prefix. At most one is set.
 	Path   string
 	Prefix string
-	// StatusCode is 301 or 302.
+	// StatusCode is 301, 302, 303, 307 or 308.
 	StatusCode uint32
 }
 
