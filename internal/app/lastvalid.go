@@ -98,8 +98,8 @@ type Builder interface {
 // FullBuilder builds every graph whole with dag.Build.
 type FullBuilder struct{ Options dag.Options }
 
-// Build returns dag.Build(s, b.Options).
-func (b FullBuilder) Build(s *store.Store) *dag.Graph { return dag.Build(s, b.Options) }
+// Build returns dag.Build(s, b.Options), Gateway API included.
+func (b FullBuilder) Build(s *store.Store) *dag.Graph { return dag.Build(s, withGatewayAPI(b.Options)) }
 
 // Touched says that anything may have changed.
 func (FullBuilder) Touched() ([]dag.ObjectRef, bool) { return nil, true }

@@ -58,9 +58,10 @@ type Incremental struct {
 	touched []ObjectRef
 
 	// processed is what the processors (Options.Processors) made last, and out the
-	// graph last returned: graph with processed added.
+	// graph last returned: outCore (a graph of the routing objects) with processed added.
 	processed processed
 	out       *Graph
+	outCore   *Graph
 
 	// Stats of the last call, for tests, metrics and benchmarks.
 	LastStats IncrementalStats
@@ -121,7 +122,7 @@ func (inc *Incremental) reset() {
 	inc.comps = map[int]*component{}
 	inc.graph = nil
 	inc.trusted = false
-	inc.processed, inc.out = processed{}, nil
+	// processed stays: withProcessors decides when the processors run again.
 }
 
 // Build returns the graph of s, as Build(s, opts) would.
@@ -825,7 +826,7 @@ func (inc *Incremental) withProcessors(s *store.Store, core *Graph, rerun bool) 
 		inc.out = core
 		return core
 	}
-	if !rerun && inc.out != nil && inc.graph == core {
+	if !rerun && inc.out != nil && inc.outCore == core {
 		return inc.out
 	}
 	if rerun {
@@ -839,6 +840,6 @@ func (inc *Incremental) withProcessors(s *store.Store, core *Graph, rerun bool) 
 			}
 		}
 	}
-	inc.out = withProcessed(core, inc.processed)
+	inc.out, inc.outCore = withProcessed(core, inc.processed), core
 	return inc.out
 }

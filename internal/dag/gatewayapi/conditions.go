@@ -11,7 +11,7 @@ import (
 
 // condError is a problem found while processing an object, carrying the condition it
 // sets (Type False, or True for Conflicted) with its Reason: validators return them and
-// one place (setCondition, problems) turns them into conditions and check's problems.
+// the status code turns them into conditions and check's problems.
 type condError struct {
 	Type    string
 	Reason  string
@@ -32,17 +32,6 @@ func condition(typ string, status bool, reason, message string) metav1.Condition
 		s = metav1.ConditionTrue
 	}
 	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message}
-}
-
-// setCondition replaces the condition of c's type in conds, or appends it.
-func setCondition(conds []metav1.Condition, c metav1.Condition) []metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == c.Type {
-			conds[i] = c
-			return conds
-		}
-	}
-	return append(conds, c)
 }
 
 // summary is a dag.Status for one Gateway API object: what `portico check` prints.

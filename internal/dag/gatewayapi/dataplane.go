@@ -132,4 +132,3 @@ func virtualHost(name string, entries []routeEntry) *dag.VirtualHost {
 	}
 	return vh
 }
-

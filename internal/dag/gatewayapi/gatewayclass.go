@@ -53,4 +53,3 @@ func validateClassParameters(gc *gatewayv1.GatewayClass) *condError {
 	return newError(string(gatewayv1.GatewayClassConditionStatusAccepted), string(gatewayv1.GatewayClassReasonInvalidParameters),
 		"spec.parametersRef (%s %s) is not supported: Portico's GatewayClasses take no parameters; remove it", ref.Kind, ref.Name)
 }
-

@@ -9,64 +9,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
-// objectsFromYAML decodes a stream of YAML documents of the kinds the tests use,
-// defaulting namespaces to "default" as the sources do.
-func objectsFromYAML(t testing.TB, docs string) []runtime.Object {
-	t.Helper()
-	var out []runtime.Object
-	for _, doc := range strings.Split(docs, "\n---\n") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		var head struct{ Kind string }
-		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
-			t.Fatalf("decoding test object: %v\n%s", err, doc)
-		}
-		var obj interface {
-			runtime.Object
-			metav1.Object
-		}
-		switch head.Kind {
-		case "GatewayClass":
-			obj = &gatewayv1.GatewayClass{}
-		case "Gateway":
-			obj = &gatewayv1.Gateway{}
-		case "HTTPRoute":
-			obj = &gatewayv1.HTTPRoute{}
-		case "ReferenceGrant":
-			obj = &gatewayv1.ReferenceGrant{}
-		case "Service":
-			obj = &corev1.Service{}
-		case "Secret":
-			obj = &corev1.Secret{}
-		case "Namespace":
-			obj = &corev1.Namespace{}
-		default:
-			t.Fatalf("test object of unknown kind %q", head.Kind)
-		}
-		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-			t.Fatalf("decoding test object: %v\n%s", err, doc)
-		}
-		if _, isNS := obj.(*corev1.Namespace); !isNS && obj.GetNamespace() == "" && head.Kind != "GatewayClass" {
-			obj.SetNamespace("default")
-		}
-		out = append(out, obj)
-	}
-	return out
-}
-
 // build builds the objects with the Gateway API processor.
 func build(t testing.TB, docs string, extra ...runtime.Object) *dag.Graph {
 	t.Helper()
-	objs := append(objectsFromYAML(t, docs), extra...)
+	objs := append(testutil.DecodeObjects(t, docs), extra...)
 	return dag.Build(store.FromObjects(objs), dag.Options{Processors: []dag.Processor{Processor{}}})
 }
 
