@@ -35,9 +35,12 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 	case 1, 2:
 		var ls []string
 		for i := range 1 + c.rng.IntN(3) {
-			l := fmt.Sprintf("{name: l%d, port: %d, protocol: %s", i, pick(c, []int{80, 443, 8080}), pick(c, []string{"HTTP", "HTTPS", "HTTP", "HTTP", "UDP"}))
+			l := fmt.Sprintf("{name: l%d, port: %d, protocol: %s", i, pick(c, []int{80, 443, 8080}), pick(c, []string{"HTTP", "HTTPS", "HTTP", "HTTP", "TLS", "UDP"}))
 			if h := pick(c, c.hosts); h != "" {
 				l += fmt.Sprintf(", hostname: %q", strings.ToLower(h))
+			}
+			if strings.Contains(l, "protocol: TLS") {
+				l += ", tls: {mode: Passthrough}"
 			}
 			if strings.Contains(l, "HTTPS") {
 				l += fmt.Sprintf(", tls: {certificateRefs: [{name: %s}]}", pick(c, []string{"cert", "bad"}))
@@ -67,12 +70,17 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 		if c.rng.IntN(3) == 0 {
 			parent += fmt.Sprintf(", sectionName: l%d", c.rng.IntN(3))
 		}
-		rule := fmt.Sprintf("{matches: [{path: {value: %s}}], backendRefs: [{name: %s, namespace: %s, port: 80}]}", pick(c, c.paths), pick(c, c.svcs), pick(c, c.nss))
+		backend := fmt.Sprintf("backendRefs: [{name: %s, namespace: %s, port: 80}]", pick(c, c.svcs), pick(c, c.nss))
+		if c.rng.IntN(4) == 0 {
+			return decode[gatewayv1.TLSRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{%s}]}",
+				meta, parent, strings.Join(hosts, ", "), backend))
+		}
+		rule := fmt.Sprintf("{matches: [{path: {value: %s}}], %s}", pick(c, c.paths), backend)
 		return decode[gatewayv1.HTTPRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [%s]}",
 			meta, parent, strings.Join(hosts, ", "), rule))
 	case 7, 8:
 		return decode[gatewayv1.ReferenceGrant](fmt.Sprintf("metadata: %s\nspec: {from: [{group: gateway.networking.k8s.io, kind: %s, namespace: %s}], to: [{group: \"\", kind: %s}]}",
-			meta, pick(c, []string{"HTTPRoute", "Gateway"}), pick(c, c.nss), pick(c, []string{"Service", "Secret"})))
+			meta, pick(c, []string{"HTTPRoute", "TLSRoute", "Gateway"}), pick(c, c.nss), pick(c, []string{"Service", "Secret"})))
 	default:
 		labels := map[string]string{}
 		if c.rng.IntN(2) == 0 {
@@ -86,6 +94,7 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 func gatewayObjects(s *store.Store, out []runtime.Object) []runtime.Object {
 	out = appendValues(out, s.Gateways)
 	out = appendValues(out, s.HTTPRoutes)
+	out = appendValues(out, s.TLSRoutes)
 	out = appendValues(out, s.ReferenceGrants)
 	for _, gc := range s.GatewayClasses {
 		out = append(out, gc)

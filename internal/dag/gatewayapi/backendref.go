@@ -10,6 +10,12 @@ import (
 	"github.com/portico-dev/portico/internal/dag"
 )
 
+// The route kinds, as parentRefs and ReferenceGrants name them.
+const (
+	httpRouteKind gatewayv1.Kind = "HTTPRoute"
+	tlsRouteKind  gatewayv1.Kind = "TLSRoute"
+)
+
 // Service appProtocols with a meaning for HTTPRoute backends (KEP-3726).
 const (
 	appProtocolH2C = "kubernetes.io/h2c"
@@ -30,11 +36,11 @@ type backends struct {
 // processBackendRefs resolves an HTTPRoute rule's backendRefs to clusters. Only
 // Services are supported; a Service of another namespace needs a ReferenceGrant there.
 // A ref with weight 0 receives no requests and is left out.
-func processBackendRefs(p *dag.Processing, grants grantIndex, routeNS string, refs []gatewayv1.HTTPBackendRef) backends {
+func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kind, routeNS string, refs []gatewayv1.HTTPBackendRef) backends {
 	var out backends
 	for i, ref := range refs {
 		field := fmt.Sprintf("backendRefs[%d]", i)
-		c, ws, err := resolveBackend(p, grants, routeNS, ref.BackendObjectReference, field)
+		c, ws, err := resolveBackend(p, grants, kind, routeNS, ref.BackendObjectReference, field)
 		if err != nil {
 			out.invalid++
 			if out.err == nil {
@@ -79,28 +85,28 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, routeNS string, re
 
 // resolveBackend returns the cluster of one backendRef, and whether its Service port
 // speaks WebSocket, or the ResolvedRefs reason it cannot be used.
-func resolveBackend(p *dag.Processing, grants grantIndex, routeNS string, ref gatewayv1.BackendObjectReference, field string) (*dag.Cluster, bool, *condError) {
+func resolveBackend(p *dag.Processing, grants grantIndex, kind gatewayv1.Kind, routeNS string, ref gatewayv1.BackendObjectReference, field string) (*dag.Cluster, bool, *condError) {
 	refErr := func(reason gatewayv1.RouteConditionReason, format string, args ...any) *condError {
 		return newError(string(gatewayv1.RouteConditionResolvedRefs), string(reason), field+": "+format, args...)
 	}
-	group, kind := "", "Service"
+	group, refKind := "", "Service"
 	if ref.Group != nil {
 		group = coreGroup(string(*ref.Group))
 	}
 	if ref.Kind != nil {
-		kind = string(*ref.Kind)
+		refKind = string(*ref.Kind)
 	}
-	if group != "" || kind != "Service" {
-		return nil, false, refErr(gatewayv1.RouteReasonInvalidKind, "%s %q is not supported: refer to a Service", kind, group)
+	if group != "" || refKind != "Service" {
+		return nil, false, refErr(gatewayv1.RouteReasonInvalidKind, "%s %q is not supported: refer to a Service", refKind, group)
 	}
 	ns := routeNS
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
 	key := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
-	if !grants.permitted(objectKind{groupName, "HTTPRoute"}, routeNS, objectKind{"", "Service"}, ns, key.Name) {
+	if !grants.permitted(objectKind{groupName, string(kind)}, routeNS, objectKind{"", "Service"}, ns, key.Name) {
 		return nil, false, refErr(gatewayv1.RouteReasonRefNotPermitted,
-			"Service %s is in another namespace and no ReferenceGrant there allows HTTPRoutes of namespace %s to use it; add one", key, routeNS)
+			"Service %s is in another namespace and no ReferenceGrant there allows %ss of namespace %s to use it; add one", key, kind, routeNS)
 	}
 	if ref.Port == nil {
 		return nil, false, refErr(gatewayv1.RouteReasonBackendNotFound, "Service %s: port is required", key)
@@ -122,7 +128,7 @@ func resolveBackend(p *dag.Processing, grants grantIndex, routeNS string, ref ga
 		sp = corev1.ServicePort{Port: int32(*ref.Port)}
 	}
 	protocol, ws := "", false
-	if ap := sp.AppProtocol; ap != nil {
+	if ap := sp.AppProtocol; ap != nil && kind == httpRouteKind {
 		switch *ap {
 		case appProtocolH2C:
 			protocol = "h2c"

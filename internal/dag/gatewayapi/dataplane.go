@@ -24,11 +24,13 @@ type portPlan struct {
 }
 
 // securePlan is one server name: its certificate, its routes and the routes of the
-// other hosts its listener serves.
+// other hosts its listener serves; or, for a TLS listener's, the TLSRoutes that pass
+// its connections through (the oldest serves them).
 type securePlan struct {
 	secret *dag.Secret
 	routes []routeEntry
 	also   map[string][]routeEntry
+	tls    []*routeResult
 }
 
 // dataPlane builds the data plane of a served Gateway: every served listener gets its
@@ -93,8 +95,17 @@ func (pp *portPlan) add(a attachment, r *routeResult) {
 			continue
 		}
 		pp.seen[host][r.ref] = true
-		if a.listener.spec.Protocol == gatewayv1.HTTPProtocolType {
+		switch a.listener.spec.Protocol {
+		case gatewayv1.HTTPProtocolType:
 			pp.http[host] = append(pp.http[host], r.entries...)
+			continue
+		case gatewayv1.TLSProtocolType:
+			sp := pp.secure[host]
+			if sp == nil {
+				sp = &securePlan{also: map[string][]routeEntry{}}
+				pp.secure[host] = sp
+			}
+			sp.tls = append(sp.tls, r)
 			continue
 		}
 		sp := pp.secure[hostOrAny(a.listener.hostname)]
@@ -115,6 +126,9 @@ func (pp *portPlan) build(port uint32) *dag.GatewayPort {
 	for _, name := range slices.Sorted(maps.Keys(pp.secure)) {
 		sp := pp.secure[name]
 		svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, sp.routes), Secret: sp.secret}
+		if len(sp.tls) > 0 {
+			svh.Passthrough, svh.TCPProxy = true, passthrough(sp.tls)
+		}
 		for _, host := range slices.Sorted(maps.Keys(sp.also)) {
 			svh.Also = append(svh.Also, virtualHost(host, sp.also[host]))
 		}
@@ -131,4 +145,16 @@ func virtualHost(name string, entries []routeEntry) *dag.VirtualHost {
 		vh.Routes[i] = e.route
 	}
 	return vh
+}
+
+// passthrough is the TCP proxy of one server name: the oldest of the TLSRoutes that
+// want it (then by namespace/name), as for every host Portico serves.
+func passthrough(routes []*routeResult) *dag.TCPProxy {
+	oldest := slices.MinFunc(routes, func(a, b *routeResult) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return dag.CompareObjectRefs(a.ref, b.ref)
+	})
+	return &dag.TCPProxy{Clusters: oldest.tcp, Source: oldest.ref}
 }

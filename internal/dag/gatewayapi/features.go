@@ -28,8 +28,11 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"HTTPRouteQueryParamMatching",
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteRetryCodes",
+	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
+	"TLSRoute",
 }
 
 func supportedFeatures() []gatewayv1.SupportedFeature {

@@ -126,7 +126,13 @@ func describeGateways(g *dag.Graph) []string {
 					cert = svh.Secret.Name
 				}
 				prefix := fmt.Sprintf("%s :%d https %s (cert %s)", gw.Name, p.Port, svh.Name, cert)
-				if len(svh.Routes) == 0 {
+				if tp := svh.TCPProxy; tp != nil {
+					var to []string
+					for _, wc := range tp.Clusters {
+						to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
+					}
+					out = append(out, fmt.Sprintf("%s: passthrough=%t from %s -> %s", prefix, svh.Passthrough, tp.Source, strings.Join(to, ",")))
+				} else if len(svh.Routes) == 0 {
 					out = append(out, prefix+": no routes")
 				}
 				for _, r := range svh.Routes {

@@ -21,6 +21,9 @@ type routeResult struct {
 	// resolved is nil, or the first reference that cannot be used (ResolvedRefs
 	// False): the rules concerned answer 500, the others are served.
 	resolved *condError
+	// tcp are a TLSRoute's backends (entries is empty then), created when.
+	tcp     []*dag.WeightedCluster
+	created time.Time
 }
 
 // processHTTPRoute turns an HTTPRoute's rules into graph routes, one per match.
@@ -47,10 +50,13 @@ func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, 
 	if err != nil {
 		return nil, err
 	}
+	if rule.SessionPersistence != nil {
+		return nil, unsupported("sessionPersistence is not supported yet: remove it")
+	}
 	base := dag.Route{Source: res.ref}
 	filters.apply(&base)
 	if base.Redirect == nil {
-		be := processBackendRefs(p, grants, hr.Namespace, rule.BackendRefs)
+		be := processBackendRefs(p, grants, httpRouteKind, hr.Namespace, rule.BackendRefs)
 		if be.err != nil && res.resolved == nil {
 			be.err.Message = fmt.Sprintf("spec.rules[%d].%s", index, be.err.Message)
 			res.resolved = be.err
@@ -68,10 +74,8 @@ func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, 
 		}
 		base.Clusters, base.Redirect, base.DirectStatus = nil, nil, 500
 	}
-	if t, err := processTimeouts(rule.Timeouts); err != nil {
+	if err := processTimeoutsAndRetry(&base, rule.Timeouts, rule.Retry); err != nil {
 		return nil, err
-	} else {
-		base.Timeouts = t
 	}
 	matches := rule.Matches
 	if len(matches) == 0 {
@@ -181,25 +185,70 @@ func unsupported(format string, args ...any) *condError {
 	return newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonUnsupportedValue), format, args...)
 }
 
-// processTimeouts: request bounds the whole request; backendRequest each request to a
-// backend, which without retries is the same bound, so the route's timeout is the
-// smaller of the two. "0s" turns the timeout off.
-func processTimeouts(t *gatewayv1.HTTPRouteTimeouts) (*dag.TimeoutPolicy, *condError) {
-	if t == nil || (t.Request == nil && t.BackendRequest == nil) {
+// processTimeoutsAndRetry sets a route's timeouts and retries. request bounds the
+// whole request, retries included; backendRequest each request to a backend. Without
+// retries they bound the same thing: the route's timeout is the smaller. "0s" turns a
+// timeout off.
+//
+// A retry is made on the listed codes and on failures where the backend cannot have
+// seen the request (it refused the connection or the stream), never on a reset after the
+// request was sent; attempts defaults to 1, and 0 turns retries off. The data planes
+// back off between attempts (25 ms base, exponential with jitter); a backoff of its own
+// is not supported.
+func processTimeoutsAndRetry(r *dag.Route, t *gatewayv1.HTTPRouteTimeouts, retry *gatewayv1.HTTPRouteRetry) *condError {
+	var request, backend *time.Duration
+	if t != nil {
+		var err *condError
+		if request, err = parseTimeout(t.Request); err != nil {
+			return err
+		}
+		if backend, err = parseTimeout(t.BackendRequest); err != nil {
+			return err
+		}
+	}
+	if retry != nil && retry.Backoff != nil {
+		return unsupported("retry.backoff is not supported (the data planes back off from 25 ms): remove it")
+	}
+	attempts := 1
+	if retry != nil && retry.Attempts != nil {
+		attempts = *retry.Attempts
+	}
+	if retry == nil || attempts <= 0 {
+		if bound := shorter(request, backend); bound != nil {
+			r.Timeouts = &dag.TimeoutPolicy{Request: bound}
+		}
+		return nil
+	}
+	rp := &dag.RetryPolicy{NumRetries: uint32(attempts), RetryOn: []string{"connect-failure", "refused-stream"}}
+	for _, c := range retry.Codes {
+		rp.OnStatusCodes = append(rp.OnStatusCodes, uint32(c))
+	}
+	if backend != nil {
+		rp.PerTryTimeout = *backend
+	}
+	r.Retry = rp
+	if request != nil {
+		r.Timeouts = &dag.TimeoutPolicy{Request: request}
+	}
+	return nil
+}
+
+func parseTimeout(d *gatewayv1.Duration) (*time.Duration, *condError) {
+	if d == nil {
 		return nil, nil
 	}
-	var bound *time.Duration
-	for _, d := range []*gatewayv1.Duration{t.Request, t.BackendRequest} {
-		if d == nil {
-			continue
-		}
-		v, err := time.ParseDuration(string(*d))
-		if err != nil || v < 0 {
-			return nil, unsupported("timeout %q is not a duration such as 10s or 1m", *d)
-		}
-		if bound == nil || (v != 0 && (*bound == 0 || v < *bound)) {
-			bound = &v
-		}
+	v, err := time.ParseDuration(string(*d))
+	if err != nil || v < 0 {
+		return nil, unsupported("timeout %q is not a duration such as 10s or 1m", *d)
 	}
-	return &dag.TimeoutPolicy{Request: bound}, nil
+	return &v, nil
+}
+
+// shorter returns the shorter of two timeouts, where 0 (none) is the longest.
+func shorter(a, b *time.Duration) *time.Duration {
+	switch {
+	case a == nil || (b != nil && *b != 0 && (*a == 0 || *b < *a)):
+		return b
+	}
+	return a
 }

@@ -1,6 +1,9 @@
 package gatewayapi
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // route is an HTTPRoute named name attached to gw with the given spec lines (indented
 // two spaces, under spec:).
@@ -349,4 +352,50 @@ spec: {ports: [{port: 81, appProtocol: kubernetes.io/h2c}]}`)
 		t.Fatalf("appProtocol kubernetes.io/h2c: cluster protocol %q, want h2c", c.Protocol)
 	}
 	return c.Name[len("default/h2/81/"):]
+}
+
+func TestHTTPRouteTimeoutsAndRetry(t *testing.T) {
+	g := build(t, base+httpGateway+route("r", "default", `
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /min}}]
+    timeouts: {request: 10s, backendRequest: 2s}
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /off}}]
+    timeouts: {request: 0s, backendRequest: 3s}
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /retry}}]
+    timeouts: {request: 10s, backendRequest: 2s}
+    retry: {codes: [503], attempts: 2}
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /noretry}}]
+    retry: {codes: [503], attempts: 0}
+    backendRefs: [{name: web, port: 80}]`))
+	got := map[string]string{}
+	for _, r := range g.Gateways[0].Ports[0].HTTP[0].Routes {
+		var s string
+		if r.Timeouts != nil && r.Timeouts.Request != nil {
+			s += "timeout=" + r.Timeouts.Request.String()
+		}
+		if rp := r.Retry; rp != nil {
+			s += fmt.Sprintf(" retries=%d on=%v codes=%v per-try=%s", rp.NumRetries, rp.RetryOn, rp.OnStatusCodes, rp.PerTryTimeout)
+		}
+		got[r.Path.Value] = s
+	}
+	want := map[string]string{
+		"/min":     "timeout=2s",
+		"/off":     "timeout=3s",
+		"/retry":   "timeout=10s retries=2 on=[connect-failure refused-stream] codes=[503] per-try=2s",
+		"/noretry": "",
+	}
+	for path, w := range want {
+		if got[path] != w {
+			t.Errorf("%s: %q, want %q", path, got[path], w)
+		}
+	}
+	g = build(t, base+httpGateway+route("r", "default", `
+  parentRefs: [{name: gw}]
+  rules: [{retry: {backoff: 1s}, backendRefs: [{name: web, port: 80}]}]`))
+	checkLines(t, "statuses", describeStatuses(g), []string{acceptedClass, acceptedGateway, listenerOK("http", 0),
+		"HTTPRoute default/r parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs"})
 }

@@ -35,6 +35,11 @@ func TestIncrementalEqualsFullWithGatewayAPI(t *testing.T) {
 						routed++
 					}
 				}
+				for _, svh := range p.HTTPS {
+					if svh.TCPProxy != nil {
+						routed++
+					}
+				}
 			}
 		}
 	})

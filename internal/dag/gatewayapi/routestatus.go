@@ -39,7 +39,7 @@ func processHTTPRoutes(p *dag.Processing, grants grantIndex, gateways map[types.
 			if g == nil {
 				continue
 			}
-			atts, err := attach(p.Store(), g, pr, "HTTPRoute", hr.Namespace, hostnames)
+			atts, err := attach(p.Store(), g, pr, httpRouteKind, hr.Namespace, hostnames)
 			parents = append(parents, parentResult{ref: pr, attachments: atts, err: err})
 		}
 		if len(parents) == 0 {
@@ -97,7 +97,11 @@ func (r *attachedRoute) status() (dag.Status, bool) {
 		rs.Parents = append(rs.Parents, ps)
 	}
 	if e := r.result.resolved; e != nil {
-		notes = append(notes, e.Message+" (those requests are answered 500)")
+		consequence := " (those requests are answered 500)"
+		if r.result.ref.Kind == dag.KindTLSRoute {
+			consequence = " (that backend gets no connections; with none left, connections are closed)"
+		}
+		notes = append(notes, e.Message+consequence)
 	}
 	ok := fmt.Sprintf("attached to %d of %d parents", attachedTo, len(r.parents))
 	// A route attached somewhere is served: a parent it could not attach to is a remark.

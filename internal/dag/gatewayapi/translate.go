@@ -12,7 +12,7 @@ type Processor struct{}
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
-	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindReferenceGrant}
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant}
 }
 
 // Process runs the steps in their order: classes, grants, Gateways and their
@@ -28,7 +28,7 @@ func (Processor) Process(p *dag.Processing) {
 	for _, g := range gateways {
 		byKey[g.key] = g
 	}
-	routes := processHTTPRoutes(p, grants, byKey)
+	routes := append(processHTTPRoutes(p, grants, byKey), processTLSRoutes(p, grants, byKey)...)
 	countAttachedRoutes(routes)
 	for _, g := range gateways {
 		if g.served() {
