@@ -56,3 +56,9 @@ func DecodeObjects(tb testing.TB, docs string) []runtime.Object {
 	}
 	return out
 }
+
+// TLSSecret is a kubernetes.io/tls Secret holding c.
+func TLSSecret(namespace, name string, c Cert) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: c.CertPEM, corev1.TLSPrivateKeyKey: c.KeyPEM}}
+}

@@ -95,9 +95,10 @@ func (pp *portPlan) add(a attachment, r *routeResult) {
 			continue
 		}
 		pp.seen[host][r.ref] = true
+		entries := redirectOnPort(r.entries, uint32(a.listener.spec.Port))
 		switch a.listener.spec.Protocol {
 		case gatewayv1.HTTPProtocolType:
-			pp.http[host] = append(pp.http[host], r.entries...)
+			pp.http[host] = append(pp.http[host], entries...)
 			continue
 		case gatewayv1.TLSProtocolType:
 			sp := pp.secure[host]
@@ -110,11 +111,30 @@ func (pp *portPlan) add(a attachment, r *routeResult) {
 		}
 		sp := pp.secure[hostOrAny(a.listener.hostname)]
 		if host == hostOrAny(a.listener.hostname) {
-			sp.routes = append(sp.routes, r.entries...)
+			sp.routes = append(sp.routes, entries...)
 		} else {
-			sp.also[host] = append(sp.also[host], r.entries...)
+			sp.also[host] = append(sp.also[host], entries...)
 		}
 	}
+}
+
+// redirectOnPort returns entries with the redirects that keep the listener's port
+// (neither scheme nor port given) sent to port: copies, the entries being shared by
+// every listener the route attaches to.
+func redirectOnPort(entries []routeEntry, port uint32) []routeEntry {
+	if !slices.ContainsFunc(entries, func(e routeEntry) bool { return e.listenerPort }) {
+		return entries
+	}
+	out := slices.Clone(entries)
+	for i, e := range out {
+		if e.listenerPort {
+			r, rd := *e.route, *e.route.Redirect
+			rd.Port = port
+			r.Redirect = &rd
+			out[i].route = &r
+		}
+	}
+	return out
 }
 
 // build returns the port's hosts, ordered by name, each host's routes by precedence.

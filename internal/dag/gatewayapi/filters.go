@@ -22,6 +22,9 @@ type ruleFilters struct {
 	// unresolved says an ExtensionRef filter names nothing Portico knows: its requests
 	// get 500, as the spec says, never skipping the filter.
 	unresolved *condError
+	// listenerPort: the redirect has neither scheme nor port, so it keeps the port of
+	// the listener the request came in on (set per port in dataplane.go).
+	listenerPort bool
 }
 
 // processFilters applies an HTTPRoute rule's filters, one function per type. An error
@@ -37,7 +40,10 @@ func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condErr
 		case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
 			out.response = headerModifier(f.ResponseHeaderModifier)
 		case gatewayv1.HTTPRouteFilterRequestRedirect:
-			out.redirect = processRedirectFilter(f.RequestRedirect, out)
+			var err *condError
+			if out.redirect, err = processRedirectFilter(f.RequestRedirect, out); err != nil {
+				return nil, err
+			}
 		case gatewayv1.HTTPRouteFilterURLRewrite:
 			rewrite = true
 			processURLRewriteFilter(f.URLRewrite, out)
@@ -79,12 +85,13 @@ func headerModifier(f *gatewayv1.HTTPHeaderFilter) *dag.HeadersPolicy {
 }
 
 // processRedirectFilter: scheme, hostname, port and path of the redirect, 302 unless
-// statusCode says otherwise. Without a port, a new scheme's well-known port is used
-// (the spec's rule), else the request's.
-func processRedirectFilter(f *gatewayv1.HTTPRequestRedirectFilter, out *ruleFilters) *dag.Redirect {
+// statusCode says otherwise. Without a port, a new scheme's well-known port is used,
+// else the listener's (the spec's rules).
+func processRedirectFilter(f *gatewayv1.HTTPRequestRedirectFilter, out *ruleFilters) (*dag.Redirect, *condError) {
 	rd := &dag.Redirect{StatusCode: 302}
 	if f == nil {
-		return rd
+		out.listenerPort = true
+		return rd, nil
 	}
 	if f.Scheme != nil {
 		rd.Scheme = strings.ToLower(*f.Scheme)
@@ -99,9 +106,16 @@ func processRedirectFilter(f *gatewayv1.HTTPRequestRedirectFilter, out *ruleFilt
 		rd.Port = 443
 	case rd.Scheme == "http":
 		rd.Port = 80
+	default:
+		out.listenerPort = true
 	}
 	if f.StatusCode != nil {
-		rd.StatusCode = uint32(*f.StatusCode)
+		switch code := *f.StatusCode; code {
+		case 301, 302, 303, 307, 308:
+			rd.StatusCode = uint32(code)
+		default:
+			return nil, unsupported("requestRedirect.statusCode %d is not a redirect code Portico supports (301, 302, 303, 307, 308)", code)
+		}
 	}
 	if p := f.Path; p != nil {
 		switch {
@@ -112,7 +126,7 @@ func processRedirectFilter(f *gatewayv1.HTTPRequestRedirectFilter, out *ruleFilt
 			out.prefixMatchOnly = true
 		}
 	}
-	return rd
+	return rd, nil
 }
 
 // processURLRewriteFilter: the Host and the path the backend sees.

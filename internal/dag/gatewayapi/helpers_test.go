@@ -24,9 +24,7 @@ func build(t testing.TB, docs string, extra ...runtime.Object) *dag.Graph {
 
 // tlsSecret is a valid kubernetes.io/tls Secret for hosts.
 func tlsSecret(namespace, name string, hosts ...string) *corev1.Secret {
-	c := testutil.SelfSigned(hosts...)
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: c.CertPEM, corev1.TLSPrivateKeyKey: c.KeyPEM}}
+	return testutil.TLSSecret(namespace, name, testutil.SelfSigned(hosts...))
 }
 
 // describeStatuses renders the Gateway API conditions of every object, one line per

@@ -92,7 +92,8 @@ func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, 
 			return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonUnsupportedValue),
 				"ReplacePrefixMatch needs a PathPrefix match: match %d has another path type", j)
 		}
-		out = append(out, routeEntry{route: &r, created: hr.CreationTimestamp.Time, ns: hr.Namespace, name: hr.Name, rule: index, match: j, method: method})
+		out = append(out, routeEntry{route: &r, created: hr.CreationTimestamp.Time, ns: hr.Namespace, name: hr.Name, rule: index, match: j, method: method,
+			listenerPort: r.Redirect != nil && filters.listenerPort})
 	}
 	return out, nil
 }

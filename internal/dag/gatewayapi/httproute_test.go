@@ -212,6 +212,36 @@ func TestHTTPRouteRules(t *testing.T) {
 			"default/gw :80 http *: prefix:/rewrite [] -> " + toWeb,
 		},
 	}, {
+		name: "httproute-redirect-listener-port",
+		objects: base + `
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners:
+  - {name: a, protocol: HTTP, port: 80}
+  - {name: b, protocol: HTTP, port: 8080}
+` + route("r", "default", `
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /same}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org}}]
+  - matches: [{path: {value: /http}}]
+    filters: [{type: RequestRedirect, requestRedirect: {scheme: http}}]`) + route("bad", "default", `
+  parentRefs: [{name: gw}]
+  rules: [{filters: [{type: RequestRedirect, requestRedirect: {statusCode: 305}}]}]`),
+		statuses: []string{acceptedClass, acceptedGateway, listenerOK("a", 1), listenerOK("b", 1),
+			"HTTPRoute default/r parent gw: " + routeOK,
+			"HTTPRoute default/bad parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs"},
+		routes: []string{
+			"default/gw :80 http *: prefix:/same [] -> redirect 302 ://example.org:80 ",
+			"default/gw :80 http *: prefix:/http [] -> redirect 302 http://:80 ",
+			"default/gw :8080 http *: prefix:/same [] -> redirect 302 ://example.org:8080 ",
+			"default/gw :8080 http *: prefix:/http [] -> redirect 302 http://:80 ",
+		},
+	}, {
 		name: "httproute-unsupported-filter",
 		objects: base + httpGateway + route("r", "default", `
   parentRefs: [{name: gw}]

@@ -19,6 +19,8 @@ type routeEntry struct {
 	rule    int
 	match   int
 	method  bool
+	// listenerPort: the route redirects to the port of its listener (redirectOnPort).
+	listenerPort bool
 }
 
 // sortByPrecedence orders the routes of one host as the Gateway API spec says, across

@@ -46,8 +46,7 @@ spec:
 	c := testutil.SelfSigned("secure.example.com")
 	objs = append(objs,
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cert"}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{corev1.TLSCertKey: c.CertPEM, corev1.TLSPrivateKeyKey: c.KeyPEM}})
+		testutil.TLSSecret("default", "cert", c))
 	return dag.Build(store.FromObjects(objs), dag.Options{Processors: []dag.Processor{gatewayapi.Processor{}}})
 }
 
