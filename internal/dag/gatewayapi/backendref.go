@@ -57,15 +57,23 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 		}
 		wc := &dag.WeightedCluster{Cluster: c, Weight: uint32(weight)}
 		for _, f := range ref.Filters {
+			var err *condError
 			switch f.Type {
 			case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-				wc.RequestHeaders = headerModifier(f.RequestHeaderModifier)
+				wc.RequestHeaders, err = headerModifier(f.RequestHeaderModifier)
 			case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
-				wc.ResponseHeaders = headerModifier(f.ResponseHeaderModifier)
+				wc.ResponseHeaders, err = headerModifier(f.ResponseHeaderModifier)
 			default:
 				if out.err == nil {
 					out.err = newError(string(gatewayv1.RouteConditionResolvedRefs), string(gatewayv1.RouteReasonUnsupportedValue),
 						"%s: filter type %q is not supported on a backendRef (only header modifiers): its requests are answered 500; move it to the rule", field, f.Type)
+				}
+				out.invalid++
+				wc = nil
+			}
+			if err != nil {
+				if out.err == nil {
+					out.err = &condError{Type: string(gatewayv1.RouteConditionResolvedRefs), Reason: err.Reason, Message: field + ": " + err.Message}
 				}
 				out.invalid++
 				wc = nil

@@ -36,9 +36,15 @@ func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condErr
 	for _, f := range filters {
 		switch f.Type {
 		case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-			out.request = headerModifier(f.RequestHeaderModifier)
+			var err *condError
+			if out.request, err = headerModifier(f.RequestHeaderModifier); err != nil {
+				return nil, err
+			}
 		case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
-			out.response = headerModifier(f.ResponseHeaderModifier)
+			var err *condError
+			if out.response, err = headerModifier(f.ResponseHeaderModifier); err != nil {
+				return nil, err
+			}
 		case gatewayv1.HTTPRouteFilterRequestRedirect:
 			var err *condError
 			if out.redirect, err = processRedirectFilter(f.RequestRedirect, out); err != nil {
@@ -46,7 +52,9 @@ func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condErr
 			}
 		case gatewayv1.HTTPRouteFilterURLRewrite:
 			rewrite = true
-			processURLRewriteFilter(f.URLRewrite, out)
+			if err := processURLRewriteFilter(f.URLRewrite, out); err != nil {
+				return nil, err
+			}
 		case gatewayv1.HTTPRouteFilterExtensionRef:
 			name := ""
 			if f.ExtensionRef != nil {
@@ -67,21 +75,35 @@ func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condErr
 }
 
 // headerModifier turns a header filter into a headers policy, names canonical.
-func headerModifier(f *gatewayv1.HTTPHeaderFilter) *dag.HeadersPolicy {
+func headerModifier(f *gatewayv1.HTTPHeaderFilter) (*dag.HeadersPolicy, *condError) {
 	if f == nil {
-		return nil
+		return nil, nil
 	}
 	p := &dag.HeadersPolicy{}
-	for _, h := range f.Set {
-		p.Set = append(p.Set, dag.HeaderValue{Name: http.CanonicalHeaderKey(string(h.Name)), Value: h.Value})
+	values := func(hs []gatewayv1.HTTPHeader) ([]dag.HeaderValue, *condError) {
+		var out []dag.HeaderValue
+		for _, h := range hs {
+			if !validHeaderName(string(h.Name)) || !validValue(h.Value) {
+				return nil, unsupported("header %q: %q is not a valid header name and value", h.Name, h.Value)
+			}
+			out = append(out, dag.HeaderValue{Name: http.CanonicalHeaderKey(string(h.Name)), Value: h.Value})
+		}
+		return out, nil
 	}
-	for _, h := range f.Add {
-		p.Add = append(p.Add, dag.HeaderValue{Name: http.CanonicalHeaderKey(string(h.Name)), Value: h.Value})
+	var err *condError
+	if p.Set, err = values(f.Set); err != nil {
+		return nil, err
+	}
+	if p.Add, err = values(f.Add); err != nil {
+		return nil, err
 	}
 	for _, name := range f.Remove {
+		if !validHeaderName(name) {
+			return nil, unsupported("header %q is not a valid header name", name)
+		}
 		p.Remove = append(p.Remove, http.CanonicalHeaderKey(name))
 	}
-	return p
+	return p, nil
 }
 
 // processRedirectFilter: scheme, hostname, port and path of the redirect, 302 unless
@@ -98,6 +120,12 @@ func processRedirectFilter(f *gatewayv1.HTTPRequestRedirectFilter, out *ruleFilt
 	}
 	if f.Hostname != nil {
 		rd.Hostname = string(*f.Hostname)
+		if msg := hostnameProblem(rd.Hostname); msg != "" || strings.HasPrefix(rd.Hostname, "*") {
+			return nil, unsupported("requestRedirect.hostname %q is not a precise hostname", rd.Hostname)
+		}
+	}
+	if rd.Scheme != "" && rd.Scheme != "http" && rd.Scheme != "https" {
+		return nil, unsupported("requestRedirect.scheme %q: use http or https", rd.Scheme)
 	}
 	switch {
 	case f.Port != nil:
@@ -117,35 +145,58 @@ func processRedirectFilter(f *gatewayv1.HTTPRequestRedirectFilter, out *ruleFilt
 			return nil, unsupported("requestRedirect.statusCode %d is not a redirect code Portico supports (301, 302, 303, 307, 308)", code)
 		}
 	}
-	if p := f.Path; p != nil {
-		switch {
-		case p.Type == gatewayv1.FullPathHTTPPathModifier && p.ReplaceFullPath != nil:
-			rd.Path = *p.ReplaceFullPath
-		case p.Type == gatewayv1.PrefixMatchHTTPPathModifier && p.ReplacePrefixMatch != nil:
-			rd.Prefix = *p.ReplacePrefixMatch
-			out.prefixMatchOnly = true
-		}
+	full, prefix, err := pathModifier("requestRedirect", f.Path)
+	if err != nil {
+		return nil, err
+	}
+	if full != nil {
+		rd.Path = *full
+	}
+	if prefix != nil {
+		rd.Prefix = *prefix
+		out.prefixMatchOnly = true
 	}
 	return rd, nil
 }
 
+// pathModifier returns the full path or the prefix a path modifier replaces with.
+func pathModifier(filter string, p *gatewayv1.HTTPPathModifier) (full, prefix *string, err *condError) {
+	if p == nil {
+		return nil, nil, nil
+	}
+	switch {
+	case p.Type == gatewayv1.FullPathHTTPPathModifier && p.ReplaceFullPath != nil:
+		full = p.ReplaceFullPath
+	case p.Type == gatewayv1.PrefixMatchHTTPPathModifier && p.ReplacePrefixMatch != nil:
+		prefix = p.ReplacePrefixMatch
+	default:
+		return nil, nil, unsupported("%s.path: type %q needs its field (replaceFullPath or replacePrefixMatch)", filter, p.Type)
+	}
+	for _, v := range []*string{full, prefix} {
+		if v != nil && !validPath(*v) {
+			return nil, nil, unsupported("%s.path: %q must start with / and hold no control characters", filter, *v)
+		}
+	}
+	return full, prefix, nil
+}
+
 // processURLRewriteFilter: the Host and the path the backend sees.
-func processURLRewriteFilter(f *gatewayv1.HTTPURLRewriteFilter, out *ruleFilters) {
+func processURLRewriteFilter(f *gatewayv1.HTTPURLRewriteFilter, out *ruleFilters) *condError {
 	if f == nil {
-		return
+		return nil
 	}
 	if f.Hostname != nil {
 		out.hostRewrite = string(*f.Hostname)
-	}
-	if p := f.Path; p != nil {
-		switch {
-		case p.Type == gatewayv1.FullPathHTTPPathModifier && p.ReplaceFullPath != nil:
-			out.fullPath = p.ReplaceFullPath
-		case p.Type == gatewayv1.PrefixMatchHTTPPathModifier && p.ReplacePrefixMatch != nil:
-			out.prefix = p.ReplacePrefixMatch
-			out.prefixMatchOnly = true
+		if msg := hostnameProblem(out.hostRewrite); msg != "" || strings.HasPrefix(out.hostRewrite, "*") {
+			return unsupported("urlRewrite.hostname %q is not a precise hostname", out.hostRewrite)
 		}
 	}
+	var err *condError
+	if out.fullPath, out.prefix, err = pathModifier("urlRewrite", f.Path); err != nil {
+		return err
+	}
+	out.prefixMatchOnly = out.prefix != nil
+	return nil
 }
 
 // apply sets the filters' effects on a route.

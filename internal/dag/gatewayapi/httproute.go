@@ -29,6 +29,10 @@ type routeResult struct {
 // processHTTPRoute turns an HTTPRoute's rules into graph routes, one per match.
 func processHTTPRoute(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute) *routeResult {
 	res := &routeResult{ref: dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}}
+	if err := checkHostnames(hr.Spec.Hostnames); err != nil {
+		res.accepted = err
+		return res
+	}
 	for i, rule := range hr.Spec.Rules {
 		entries, err := processRule(p, grants, hr, i, rule, res)
 		if err != nil {
@@ -111,6 +115,9 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		if pm.Type != nil {
 			typ = *pm.Type
 		}
+		if typ != gatewayv1.PathMatchRegularExpression && !validPath(value) {
+			return false, unsupported("path %q must start with / and hold no control characters", value)
+		}
 		switch typ {
 		case gatewayv1.PathMatchExact:
 			r.Path = dag.PathMatch{Kind: dag.PathExact, Value: value}
@@ -129,6 +136,9 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 	r.Headers = nil
 	for _, h := range m.Headers {
 		name := strings.ToLower(string(h.Name))
+		if !validHeaderName(name) || !validValue(h.Value) {
+			return false, unsupported("header match %q: %q is not a valid header name and value", h.Name, h.Value)
+		}
 		if seen[name] {
 			continue // the spec: only the first match of a header name counts
 		}
@@ -148,6 +158,9 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 	seenQ := map[string]bool{}
 	for _, q := range m.QueryParams {
 		name := string(q.Name)
+		if name == "" || !validValue(name) || !validValue(q.Value) {
+			return false, unsupported("query parameter match %q: %q is not a valid name and value", q.Name, q.Value)
+		}
 		if seenQ[name] {
 			continue
 		}
@@ -180,6 +193,17 @@ func prefixMatch(value string) dag.PathMatch {
 		return dag.PathMatch{Kind: dag.PathStringPrefix, Value: value}
 	}
 	return dag.PathMatch{Kind: dag.PathPrefix, Value: value}
+}
+
+// checkHostnames refuses a route hostname that is not one (run mode only: the API
+// server refuses them).
+func checkHostnames(hostnames []gatewayv1.Hostname) *condError {
+	for _, h := range hostnames {
+		if msg := hostnameProblem(string(h)); msg != "" {
+			return unsupported("spec.hostnames: %q is not a hostname: %s", h, msg)
+		}
+	}
+	return nil
 }
 
 func unsupported(format string, args ...any) *condError {

@@ -65,6 +65,11 @@ func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
 		host := ""
 		if l.Hostname != nil {
 			host = strings.ToLower(string(*l.Hostname))
+			if msg := hostnameProblem(host); msg != "" {
+				c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+					"hostname %q is not a hostname: %s", *l.Hostname, msg)
+				continue
+			}
 		}
 		pu := ports[l.Port]
 		switch {

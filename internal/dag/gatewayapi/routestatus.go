@@ -46,16 +46,23 @@ func processHTTPRoutes(p *dag.Processing, grants grantIndex, gateways map[types.
 			continue
 		}
 		res := processHTTPRoute(p, grants, hr)
-		if res.accepted != nil {
-			for i := range parents {
-				if parents[i].err == nil {
-					parents[i].err, parents[i].attachments = res.accepted, nil
-				}
-			}
-		}
+		refuseParents(parents, res)
 		out = append(out, &attachedRoute{result: res, parents: parents})
 	}
 	return out
+}
+
+// refuseParents detaches a route that cannot be served from every parent it attached
+// to, which then says why.
+func refuseParents(parents []parentResult, res *routeResult) {
+	if res.accepted == nil {
+		return
+	}
+	for i := range parents {
+		if parents[i].err == nil {
+			parents[i].err, parents[i].attachments = res.accepted, nil
+		}
+	}
 }
 
 // countAttachedRoutes sets each listener's attachedRoutes: the routes attached to it

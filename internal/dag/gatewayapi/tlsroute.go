@@ -31,6 +31,7 @@ func processTLSRoutes(p *dag.Processing, grants grantIndex, gateways map[types.N
 			continue
 		}
 		res := processTLSRoute(p, grants, tr)
+		refuseParents(parents, res)
 		out = append(out, &attachedRoute{result: res, parents: parents})
 	}
 	return out
@@ -40,6 +41,10 @@ func processTLSRoutes(p *dag.Processing, grants grantIndex, gateways map[types.N
 // one it can use, its connections are closed.
 func processTLSRoute(p *dag.Processing, grants grantIndex, tr *gatewayv1.TLSRoute) *routeResult {
 	res := &routeResult{ref: dag.ObjectRef{Kind: dag.KindTLSRoute, Namespace: tr.Namespace, Name: tr.Name}, created: tr.CreationTimestamp.Time}
+	if err := checkHostnames(tr.Spec.Hostnames); err != nil {
+		res.accepted = err
+		return res
+	}
 	for i, rule := range tr.Spec.Rules {
 		refs := make([]gatewayv1.HTTPBackendRef, len(rule.BackendRefs))
 		for j, ref := range rule.BackendRefs {
