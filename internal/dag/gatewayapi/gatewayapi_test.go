@@ -6,6 +6,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// gatewayHead starts Gateway default/gw of class portico: its listeners follow.
+const gatewayHead = `
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners:`
+
 // base is a class of Portico's, a Gateway with one HTTP listener on port 80, and a
 // Service with endpoints-less port 80 in two namespaces.
 const base = `
@@ -25,14 +35,7 @@ metadata: {name: web, namespace: other}
 spec: {ports: [{port: 80}]}
 `
 
-const httpGateway = `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+const httpGateway = gatewayHead + `
   - {name: http, protocol: HTTP, port: 80}
 `
 
@@ -110,14 +113,7 @@ func TestGatewayListeners(t *testing.T) {
 		routes:   []string{"default/gw :80 http *: no routes"},
 	}, {
 		name: "gateway-unsupported-protocol",
-		objects: base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+		objects: base + gatewayHead + `
   - {name: http, protocol: HTTP, port: 80}
   - {name: udp, protocol: UDP, port: 53}`,
 		statuses: []string{acceptedClass,
@@ -127,29 +123,15 @@ spec:
 		},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
-		name: "gateway-all-listeners-invalid",
-		objects: base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners: [{name: udp, protocol: UDP, port: 53}]`,
+		name:    "gateway-all-listeners-invalid",
+		objects: base + gatewayHead + ` [{name: udp, protocol: UDP, port: 53}]`,
 		statuses: []string{acceptedClass,
 			"Gateway default/gw: Accepted=False/ListenersNotValid Programmed=False/Invalid",
 			"Gateway default/gw listener udp: attached=0 kinds= Accepted=False/UnsupportedProtocol ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 		},
 	}, {
 		name: "gateway-hostname-conflict",
-		objects: base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+		objects: base + gatewayHead + `
   - {name: a, protocol: HTTP, port: 80, hostname: foo.example.com}
   - {name: b, protocol: HTTP, port: 80, hostname: foo.example.com}
   - {name: c, protocol: HTTPS, port: 80, hostname: bar.example.com, tls: {certificateRefs: [{name: cert}]}}`,
@@ -163,14 +145,7 @@ spec:
 		routes: []string{"default/gw :80 http foo.example.com: no routes"},
 	}, {
 		name: "gateway-invalid-route-kinds",
-		objects: base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+		objects: base + gatewayHead + `
   - name: http
     protocol: HTTP
     port: 80
@@ -181,14 +156,7 @@ spec:
 		},
 	}, {
 		name: "gateway-https-certificate",
-		objects: base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+		objects: base + gatewayHead + `
   - {name: https, protocol: HTTPS, port: 443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
   - {name: missing, protocol: HTTPS, port: 443, hostname: bar.example.com, tls: {certificateRefs: [{name: nope}]}}
   - {name: other-ns, protocol: HTTPS, port: 443, hostname: baz.example.com, tls: {certificateRefs: [{name: cert, namespace: other}]}}

@@ -30,14 +30,7 @@ var crossNamespaceRoute = route("r", "default", `
   rules: [{backendRefs: [{name: web, namespace: other, port: 80}]}]`)
 
 func TestHTTPRouteAttachment(t *testing.T) {
-	twoListeners := base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+	twoListeners := base + gatewayHead + `
   - {name: foo, protocol: HTTP, port: 80, hostname: foo.example.com}
   - {name: wild, protocol: HTTP, port: 80, hostname: "*.example.com"}
   - {name: alt, protocol: HTTP, port: 8080, allowedRoutes: {namespaces: {from: All}}}
@@ -102,14 +95,7 @@ metadata: {name: other, labels: {team: a}}
 ---
 kind: Namespace
 apiVersion: v1
-metadata: {name: third, labels: {team: b}}
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+metadata: {name: third, labels: {team: b}}` + gatewayHead + `
   - name: http
     protocol: HTTP
     port: 80
@@ -213,14 +199,7 @@ func TestHTTPRouteRules(t *testing.T) {
 		},
 	}, {
 		name: "httproute-redirect-listener-port",
-		objects: base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+		objects: base + gatewayHead + `
   - {name: a, protocol: HTTP, port: 80}
   - {name: b, protocol: HTTP, port: 8080}
 ` + route("r", "default", `

@@ -6,14 +6,7 @@ func TestHTTPRoutePrecedence(t *testing.T) {
 	old := func(name, ns, created, spec string) string {
 		return routeCreated(name, ns, created, "  parentRefs: [{name: gw, namespace: default}]\n"+spec)
 	}
-	objects := base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners: [{name: http, protocol: HTTP, port: 80, allowedRoutes: {namespaces: {from: All}}}]
+	objects := base + gatewayHead + ` [{name: http, protocol: HTTP, port: 80, allowedRoutes: {namespaces: {from: All}}}]
 ` + old("b-new", "default", "2026-01-02T00:00:00Z", `
   rules:
   - matches: [{path: {value: /}}]

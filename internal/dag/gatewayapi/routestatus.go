@@ -29,25 +29,31 @@ type parentResult struct {
 func processHTTPRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
 	var out []*attachedRoute
 	for _, hr := range p.Store().HTTPRoutes {
-		var parents []parentResult
-		var hostnames []string
-		for _, h := range hr.Spec.Hostnames {
-			hostnames = append(hostnames, string(h))
-		}
-		for _, pr := range hr.Spec.ParentRefs {
-			g := parentGateway(hr.Namespace, pr, gateways)
-			if g == nil {
-				continue
-			}
-			atts, err := attach(p.Store(), g, pr, httpRouteKind, hr.Namespace, hostnames)
-			parents = append(parents, parentResult{ref: pr, attachments: atts, err: err})
-		}
+		parents := attachParents(p, gateways, httpRouteKind, hr.Namespace, hr.Spec.ParentRefs, hr.Spec.Hostnames)
 		if len(parents) == 0 {
 			continue
 		}
 		res := processHTTPRoute(p, grants, hr)
 		refuseParents(parents, res)
 		out = append(out, &attachedRoute{result: res, parents: parents})
+	}
+	return out
+}
+
+// attachParents attaches a route of kind in namespace ns to each of its parentRefs
+// that names a Gateway of Portico's.
+func attachParents(p *dag.Processing, gateways map[types.NamespacedName]*gatewayResult, kind gatewayv1.Kind, ns string,
+	refs []gatewayv1.ParentReference, hostnames []gatewayv1.Hostname) []parentResult {
+	hosts := make([]string, len(hostnames))
+	for i, h := range hostnames {
+		hosts[i] = string(h)
+	}
+	var out []parentResult
+	for _, pr := range refs {
+		if g := parentGateway(ns, pr, gateways); g != nil {
+			atts, err := attach(p.Store(), g, pr, kind, ns, hosts)
+			out = append(out, parentResult{ref: pr, attachments: atts, err: err})
+		}
 	}
 	return out
 }

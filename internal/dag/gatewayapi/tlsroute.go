@@ -16,17 +16,7 @@ import (
 func processTLSRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
 	var out []*attachedRoute
 	for _, tr := range p.Store().TLSRoutes {
-		var hostnames []string
-		for _, h := range tr.Spec.Hostnames {
-			hostnames = append(hostnames, string(h))
-		}
-		var parents []parentResult
-		for _, pr := range tr.Spec.ParentRefs {
-			if g := parentGateway(tr.Namespace, pr, gateways); g != nil {
-				atts, err := attach(p.Store(), g, pr, tlsRouteKind, tr.Namespace, hostnames)
-				parents = append(parents, parentResult{ref: pr, attachments: atts, err: err})
-			}
-		}
+		parents := attachParents(p, gateways, tlsRouteKind, tr.Namespace, tr.Spec.ParentRefs, tr.Spec.Hostnames)
 		if len(parents) == 0 {
 			continue
 		}

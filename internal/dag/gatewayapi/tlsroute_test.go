@@ -7,14 +7,7 @@ import (
 )
 
 func TestTLSRoute(t *testing.T) {
-	tlsGateway := base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+	tlsGateway := base + gatewayHead + `
   - {name: tls, protocol: TLS, port: 443, hostname: "*.example.com", tls: {mode: Passthrough}}
   - {name: https, protocol: HTTPS, port: 443, hostname: web.example.com, tls: {certificateRefs: [{name: cert}]}}
 `

@@ -11,14 +11,7 @@ import (
 // the others are served, and the configuration still translates (a value the data
 // planes refuse would fail it whole).
 func TestInvalidValuesStayWithTheirObject(t *testing.T) {
-	objects := base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+	objects := base + gatewayHead + `
   - {name: http, protocol: HTTP, port: 80}
   - {name: bad, protocol: HTTP, port: 8080, hostname: "Bad Host"}
 ` + route("good", "default", `
