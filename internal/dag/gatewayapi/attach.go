@@ -45,9 +45,9 @@ func parentGateway(routeNS string, pr gatewayv1.ParentReference, gateways map[ty
 // NotAllowedByListeners (allowedRoutes refuses the route), then
 // NoMatchingListenerHostname (no hostname in common).
 func attach(s *store.Store, g *gatewayResult, pr gatewayv1.ParentReference, kind gatewayv1.Kind, routeNS string, hostnames []string) ([]attachment, *condError) {
-	if !g.served() {
+	if g.accepted != nil {
 		return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonNoMatchingParent),
-			"Gateway %s is not served (see its status)", g.key)
+			"Gateway %s is not accepted (see its status)", g.key)
 	}
 	var named, allowed []*listenerState
 	for _, l := range g.listeners {
@@ -58,7 +58,7 @@ func attach(s *store.Store, g *gatewayResult, pr gatewayv1.ParentReference, kind
 			continue
 		}
 		named = append(named, l)
-		if l.usable() && acceptsKind(l, kind) && allowsNamespace(s, l, g.gw.Namespace, routeNS) {
+		if l.attachable() && acceptsKind(l, kind) && allowsNamespace(s, l, g.gw.Namespace, routeNS) {
 			allowed = append(allowed, l)
 		}
 	}
@@ -68,7 +68,7 @@ func attach(s *store.Store, g *gatewayResult, pr gatewayv1.ParentReference, kind
 	}
 	if len(allowed) == 0 {
 		return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonNotAllowedByListeners),
-			"no listener%s of Gateway %s that is served allows %ss from namespace %s (allowedRoutes)", describeSection(pr), g.key, kind, routeNS)
+			"no accepted listener%s of Gateway %s allows %ss from namespace %s (allowedRoutes)", describeSection(pr), g.key, kind, routeNS)
 	}
 	var out []attachment
 	for _, l := range allowed {

@@ -61,7 +61,7 @@ func dataPlane(g *gatewayResult, routes []*attachedRoute) *dag.Gateway {
 	for _, r := range routes {
 		for _, pr := range r.parents {
 			for _, a := range pr.attachments {
-				if a.gateway == g {
+				if a.gateway == g && a.listener.usable() {
 					ports[uint32(a.listener.spec.Port)].add(a, r.result)
 				}
 			}

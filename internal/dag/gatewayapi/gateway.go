@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,11 @@ type listenerState struct {
 }
 
 func (l *listenerState) usable() bool { return l.check.usable() }
+
+// attachable reports whether routes attach to the listener (and count in its
+// attachedRoutes): accepted, with a route kind to accept, even when its certificate
+// cannot be used and it is not served.
+func (l *listenerState) attachable() bool { return l.check.accepted == nil && len(l.check.kinds) > 0 }
 
 // problem says what keeps the listener from being served, or what it refuses, or "".
 func (l *listenerState) problem() string {
@@ -70,9 +76,9 @@ func processGateways(p *dag.Processing, classes map[string]*classResult, grants 
 		default:
 			res.accepted = validateGatewaySpec(gw)
 		}
-		if res.accepted == nil && res.usableListeners() == 0 {
+		if res.accepted == nil && !slices.ContainsFunc(res.listeners, (*listenerState).attachable) {
 			res.accepted = newError(string(gatewayv1.GatewayConditionAccepted), string(gatewayv1.GatewayReasonListenersNotValid),
-				"no listener can be served (see the listeners' conditions)")
+				"no listener is accepted (see the listeners' conditions)")
 		}
 		out = append(out, res)
 	}
@@ -104,8 +110,9 @@ func (g *gatewayResult) usableListeners() int {
 	return n
 }
 
-// served reports whether the Gateway gets a data plane.
-func (g *gatewayResult) served() bool { return g.accepted == nil }
+// served reports whether the Gateway gets a data plane: accepted, with a listener
+// that can be served.
+func (g *gatewayResult) served() bool { return g.accepted == nil && g.usableListeners() > 0 }
 
 // resolveListenerTLS finds the certificate of an HTTPS listener, or of a TLS listener
 // that terminates, and refuses a TLS mode the protocol cannot have.
@@ -200,6 +207,12 @@ func (g *gatewayResult) status() dag.Status {
 			condition(g.accepted.Type, false, g.accepted.Reason, g.accepted.Message),
 			condition(string(gatewayv1.GatewayConditionProgrammed), false, string(gatewayv1.GatewayReasonInvalid), "not served: "+g.accepted.Message))
 		errs = append(errs, g.accepted.Message)
+	case invalidListeners == len(g.listeners):
+		msg := "no listener can be served (see their conditions)"
+		gs.Conditions = append(gs.Conditions,
+			condition(string(gatewayv1.GatewayConditionAccepted), true, string(gatewayv1.GatewayReasonListenersNotValid), msg),
+			condition(string(gatewayv1.GatewayConditionProgrammed), false, string(gatewayv1.GatewayReasonInvalid), msg))
+		errs = append(errs, msg)
 	case invalidListeners > 0:
 		gs.Conditions = append(gs.Conditions,
 			condition(string(gatewayv1.GatewayConditionAccepted), true, string(gatewayv1.GatewayReasonListenersNotValid),

@@ -155,6 +155,18 @@ func TestGatewayListeners(t *testing.T) {
 			"Gateway default/gw listener http: attached=0 kinds= Accepted=True/Accepted ResolvedRefs=False/InvalidRouteKinds Conflicted=False/NoConflicts Programmed=False/Invalid",
 		},
 	}, {
+		name: "gateway-unresolved-certificate-attached-routes",
+		objects: base + gatewayHead + `
+  - {name: tls, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: does-not-exist}]}}` + route("r", "default", `
+  parentRefs: [{name: gw, sectionName: tls}]
+  rules: [{backendRefs: [{name: missing, port: 80}]}]`),
+		// The route attaches and is counted, though the listener is not served.
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=False/Invalid",
+			"Gateway default/gw listener tls: attached=1 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"HTTPRoute default/r parent gw/tls: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound",
+		},
+	}, {
 		name: "gateway-https-certificate",
 		objects: base + gatewayHead + `
   - {name: https, protocol: HTTPS, port: 443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
