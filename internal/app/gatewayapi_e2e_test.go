@@ -58,6 +58,9 @@ spec:
   - matches: [{path: {value: /app}}]
     filters: [{type: ResponseHeaderModifier, responseHeaderModifier: {set: [{name: x-route, value: plain}]}}]
     backendRefs: [{name: plain, port: 80}]
+  - matches: [{path: {value: /strip}}]
+    filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /}}}]
+    backendRefs: [{name: plain, port: 80}]
 ---
 kind: HTTPRoute
 metadata: {name: secure, namespace: default}
@@ -73,7 +76,8 @@ spec:
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{ServerName: "secure.example.com", InsecureSkipVerify: true}}}
-	get := func(url, host string) (int, string, http.Header) {
+	// getPath returns the status, the backend's service and the path it saw.
+	getPath := func(url, host string) (int, string, string, http.Header) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, url, nil)
 		if err != nil {
@@ -86,12 +90,22 @@ spec:
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		var answer struct{ Service string }
+		var answer struct{ Service, Path string }
 		_ = json.Unmarshal(body, &answer)
-		return resp.StatusCode, answer.Service, resp.Header
+		return resp.StatusCode, answer.Service, answer.Path, resp.Header
+	}
+	get := func(url, host string) (int, string, http.Header) {
+		t.Helper()
+		code, service, _, h := getPath(url, host)
+		return code, service, h
 	}
 
 	httpAddr, httpsAddr := p.ListenerAddr(httpName), p.ListenerAddr(httpsName)
+	for path, want := range map[string]string{"/strip/x/y": "/x/y", "/strip": "/"} {
+		if code, _, got, _ := getPath("http://"+httpAddr+path, "any.example.org"); code != 200 || got != want {
+			t.Errorf("HTTP listener %s: %d, backend saw %q, want %q", path, code, got, want)
+		}
+	}
 	if code, svc, h := get("http://"+httpAddr+"/app/x", "any.example.org"); code != 200 || svc != "plain" || h.Get("X-Route") != "plain" {
 		t.Errorf("HTTP listener /app/x: %d from %q (x-route %q), want 200 from plain with x-route plain", code, svc, h.Get("X-Route"))
 	}

@@ -99,6 +99,12 @@ func describeGateways(g *dag.Graph) []string {
 			to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
 		}
 		action := strings.Join(to, ",")
+		if r.PrefixRewrite != "" {
+			action += " prefix-rewrite=" + r.PrefixRewrite
+		}
+		if r.PathRewrite != "" {
+			action += " path-rewrite=" + r.PathRewrite
+		}
 		switch {
 		case r.Redirect != nil:
 			action = fmt.Sprintf("redirect %d %s://%s:%d %s%s", r.Redirect.StatusCode, r.Redirect.Scheme, r.Redirect.Hostname, r.Redirect.Port, r.Redirect.Path, r.Redirect.Prefix)

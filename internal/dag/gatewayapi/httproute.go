@@ -96,8 +96,15 @@ func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, 
 			return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonUnsupportedValue),
 				"ReplacePrefixMatch needs a PathPrefix match: match %d has another path type", j)
 		}
-		out = append(out, routeEntry{route: &r, created: hr.CreationTimestamp.Time, ns: hr.Namespace, name: hr.Name, rule: index, match: j, method: method,
-			listenerPort: r.Redirect != nil && filters.listenerPort})
+		e := routeEntry{route: &r, pathLen: len(r.Path.Value), created: hr.CreationTimestamp.Time, ns: hr.Namespace, name: hr.Name, rule: index, match: j, method: method,
+			listenerPort: r.Redirect != nil && filters.listenerPort}
+		if twin := replacePrefix(&r); twin != nil {
+			// First: it takes the paths below the prefix, the route the prefix itself.
+			t := e
+			t.route = twin
+			out = append(out, t)
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -183,6 +190,38 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// replacePrefix makes a ReplacePrefixMatch (of a rewrite or a redirect) replace whole
+// segments, as the spec says: "/foo" replaced by "/" turns "/foo/bar" into "/bar", not
+// "//bar", and "/foo/" replaced by "/bar" turns "/foo/x" into "/bar/x". The data planes
+// replace the matched characters: a replacement ending in "/" on a segment prefix needs
+// a second route for the paths below the prefix ("/foo/"), returned; a prefix ending in
+// "/" (and "/" itself) needs a replacement ending in "/".
+func replacePrefix(r *dag.Route) *dag.Route {
+	repl := &r.PrefixRewrite
+	if r.Redirect != nil {
+		repl = &r.Redirect.Prefix
+	}
+	if *repl == "" {
+		return nil
+	}
+	if strings.HasSuffix(r.Path.Value, "/") {
+		if !strings.HasSuffix(*repl, "/") {
+			if r.Redirect != nil {
+				rd := *r.Redirect
+				r.Redirect, repl = &rd, &rd.Prefix
+			}
+			*repl += "/"
+		}
+		return nil
+	}
+	if !strings.HasSuffix(*repl, "/") {
+		return nil
+	}
+	twin := *r
+	twin.Path = dag.PathMatch{Kind: dag.PathStringPrefix, Value: r.Path.Value + "/"}
+	return &twin
 }
 
 // prefixMatch is a PathPrefix match: element-wise, "/foo" matching "/foo" and

@@ -195,7 +195,30 @@ func TestHTTPRouteRules(t *testing.T) {
 		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 1), "HTTPRoute default/r parent gw: " + routeOK},
 		routes: []string{
 			"default/gw :80 http *: prefix:/redirect [] -> redirect 308 https://example.org:443 /new",
-			"default/gw :80 http *: prefix:/rewrite [] -> " + toWeb,
+			"default/gw :80 http *: prefix:/rewrite [] -> " + toWeb + " path-rewrite=/full",
+		},
+	}, {
+		name: "httproute-replace-prefix-match",
+		objects: base + httpGateway + route("r", "default", `
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /strip}}]
+    filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /}}}]
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /dir/}}]
+    filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /other}}}]
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /moved}}]
+    filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /new/}}}]`),
+		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 1), "HTTPRoute default/r parent gw: " + routeOK},
+		// "/strip/x" becomes "/x", never "//x": the paths below the prefix have a
+		// route of their own; "/dir/x" becomes "/other/x".
+		routes: []string{
+			"default/gw :80 http *: stringprefix:/strip/ [] -> " + toWeb + " prefix-rewrite=/",
+			"default/gw :80 http *: prefix:/strip [] -> " + toWeb + " prefix-rewrite=/",
+			"default/gw :80 http *: stringprefix:/dir/ [] -> " + toWeb + " prefix-rewrite=/other/",
+			"default/gw :80 http *: stringprefix:/moved/ [] -> redirect 302 ://:80 /new/",
+			"default/gw :80 http *: prefix:/moved [] -> redirect 302 ://:80 /new/",
 		},
 	}, {
 		name: "httproute-redirect-listener-port",

@@ -12,7 +12,10 @@ import (
 // routeEntry is one match of one rule of a route, as a graph route, with what the
 // precedence rules compare.
 type routeEntry struct {
-	route   *dag.Route
+	route *dag.Route
+	// pathLen is the length of the path the route's match was written with (a prefix
+	// replacement's second route, replacePrefix, has the same).
+	pathLen int
 	created time.Time
 	ns      string
 	name    string
@@ -38,7 +41,7 @@ func comparePrecedence(a, b routeEntry) int {
 	if c := cmp.Compare(pathRank(a.route.Path.Kind), pathRank(b.route.Path.Kind)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(len(b.route.Path.Value), len(a.route.Path.Value)); c != 0 {
+	if c := cmp.Compare(b.pathLen, a.pathLen); c != 0 {
 		return c
 	}
 	if a.method != b.method {
