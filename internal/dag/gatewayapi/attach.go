@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,8 +68,12 @@ func attach(s *store.Store, g *gatewayResult, pr gatewayv1.ParentReference, kind
 			"Gateway %s has no listener%s: fix parentRefs", g.key, describeSection(pr))
 	}
 	if len(allowed) == 0 {
+		if !slices.ContainsFunc(named, (*listenerState).attachable) {
+			return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonNotAllowedByListeners),
+				"the listener%s of Gateway %s is not accepted (see the Gateway's listener conditions)", describeSection(pr), g.key)
+		}
 		return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonNotAllowedByListeners),
-			"no accepted listener%s of Gateway %s allows %ss from namespace %s (allowedRoutes)", describeSection(pr), g.key, kind, routeNS)
+			"no listener%s of Gateway %s allows %ss from namespace %s: its allowedRoutes must name the kind and the namespace", describeSection(pr), g.key, kind, routeNS)
 	}
 	var out []attachment
 	for _, l := range allowed {

@@ -34,23 +34,29 @@ func condition(typ string, status bool, reason, message string) metav1.Condition
 	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message}
 }
 
+// problem is e as check's problems carry it, its message prefixed by where.
+func (e *condError) problem(where string) dag.Problem {
+	return dag.Problem{Type: e.Type, Reason: e.Reason, Message: where + e.Message}
+}
+
 // summary is a dag.Status for one Gateway API object: what `portico check` prints.
 // errs make it invalid; notes are remarks on an object that is served anyway.
-func summary(ref dag.ObjectRef, errs, notes []string, ok string) dag.Status {
-	st := dag.Status{Object: ref, Status: dag.StatusValid, Description: ok}
-	for _, e := range errs {
-		st.Errors = append(st.Errors, dag.Problem{Type: "Error", Reason: "Invalid", Message: e})
-	}
-	for _, n := range notes {
-		st.Warnings = append(st.Warnings, dag.Problem{Type: "Warning", Reason: "NotServed", Message: n})
+func summary(ref dag.ObjectRef, errs, notes []dag.Problem, ok string) dag.Status {
+	st := dag.Status{Object: ref, Status: dag.StatusValid, Description: ok, Errors: errs, Warnings: notes}
+	messages := func(ps []dag.Problem) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.Message
+		}
+		return out
 	}
 	switch {
 	case len(errs) > 0:
 		st.Status = dag.StatusInvalid
-		st.Description = strings.Join(append(append([]string{}, errs...), notes...), "; ")
+		st.Description = strings.Join(append(messages(errs), messages(notes)...), "; ")
 	case len(notes) > 0:
 		st.Noted = true
-		st.Description = ok + "; " + strings.Join(notes, "; ")
+		st.Description = ok + "; " + strings.Join(messages(notes), "; ")
 	}
 	return st
 }

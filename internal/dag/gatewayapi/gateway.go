@@ -38,14 +38,14 @@ func (l *listenerState) usable() bool { return l.check.usable() }
 // cannot be used and it is not served.
 func (l *listenerState) attachable() bool { return l.check.accepted == nil && len(l.check.kinds) > 0 }
 
-// problem says what keeps the listener from being served, or what it refuses, or "".
-func (l *listenerState) problem() string {
+// problem says what keeps the listener from being served, or what it refuses, or nil.
+func (l *listenerState) problem() *condError {
 	for _, e := range []*condError{l.check.accepted, l.check.resolvedRefs} {
 		if e != nil {
-			return e.Message
+			return e
 		}
 	}
-	return ""
+	return nil
 }
 
 // processGateways returns the Gateways of Portico's accepted classes; those of other
@@ -189,7 +189,7 @@ func listenerCertificate(p *dag.Processing, gw *gatewayv1.Gateway, l gatewayv1.L
 // gatewayStatus is the Gateway's status once routes are counted.
 func (g *gatewayResult) status() dag.Status {
 	gs := &gatewayv1.GatewayStatus{}
-	var errs, notes []string
+	var errs, notes []dag.Problem
 	invalidListeners := 0
 	for _, l := range g.listeners {
 		ls := listenerStatus(l)
@@ -197,8 +197,8 @@ func (g *gatewayResult) status() dag.Status {
 		if !l.usable() {
 			invalidListeners++
 		}
-		if msg := l.problem(); msg != "" {
-			notes = append(notes, fmt.Sprintf("listener %s: %s", l.spec.Name, msg))
+		if e := l.problem(); e != nil {
+			notes = append(notes, e.problem(fmt.Sprintf("listener %s: ", l.spec.Name)))
 		}
 	}
 	switch {
@@ -206,13 +206,13 @@ func (g *gatewayResult) status() dag.Status {
 		gs.Conditions = append(gs.Conditions,
 			condition(g.accepted.Type, false, g.accepted.Reason, g.accepted.Message),
 			condition(string(gatewayv1.GatewayConditionProgrammed), false, string(gatewayv1.GatewayReasonInvalid), "not served: "+g.accepted.Message))
-		errs = append(errs, g.accepted.Message)
+		errs = append(errs, g.accepted.problem(""))
 	case invalidListeners == len(g.listeners):
-		msg := "no listener can be served (see their conditions)"
+		e := newError(string(gatewayv1.GatewayConditionProgrammed), string(gatewayv1.GatewayReasonInvalid), "no listener can be served (see their conditions)")
 		gs.Conditions = append(gs.Conditions,
-			condition(string(gatewayv1.GatewayConditionAccepted), true, string(gatewayv1.GatewayReasonListenersNotValid), msg),
-			condition(string(gatewayv1.GatewayConditionProgrammed), false, string(gatewayv1.GatewayReasonInvalid), msg))
-		errs = append(errs, msg)
+			condition(string(gatewayv1.GatewayConditionAccepted), true, string(gatewayv1.GatewayReasonListenersNotValid), e.Message),
+			condition(e.Type, false, e.Reason, e.Message))
+		errs = append(errs, e.problem(""))
 	case invalidListeners > 0:
 		gs.Conditions = append(gs.Conditions,
 			condition(string(gatewayv1.GatewayConditionAccepted), true, string(gatewayv1.GatewayReasonListenersNotValid),

@@ -26,11 +26,11 @@ func processClasses(p *dag.Processing) map[string]*classResult {
 		res := &classResult{class: gc, accepted: true}
 		cond := condition(string(gatewayv1.GatewayClassConditionStatusAccepted), true,
 			string(gatewayv1.GatewayClassReasonAccepted), "Portico serves the Gateways of this class")
-		var errs []string
+		var errs []dag.Problem
 		if err := validateClassParameters(gc); err != nil {
 			res.accepted = false
 			cond = condition(err.Type, false, err.Reason, err.Message)
-			errs = append(errs, err.Message)
+			errs = append(errs, err.problem(""))
 		}
 		out[name] = res
 		st := summary(dag.ObjectRef{Kind: dag.KindGatewayClass, Name: name}, errs, nil, "accepted: Portico serves its Gateways")

@@ -91,13 +91,13 @@ func countAttachedRoutes(routes []*attachedRoute) {
 // and ResolvedRefs.
 func (r *attachedRoute) status() (dag.Status, bool) {
 	rs := &gatewayv1.RouteStatus{}
-	var errs, notes []string
+	var errs, notes []dag.Problem
 	attachedTo := 0
 	for _, pr := range r.parents {
 		ps := gatewayv1.RouteParentStatus{ParentRef: pr.ref, ControllerName: dag.GatewayControllerName}
 		if pr.err != nil {
 			ps.Conditions = append(ps.Conditions, condition(pr.err.Type, false, pr.err.Reason, pr.err.Message))
-			errs = append(errs, fmt.Sprintf("parent %s: %s", pr.ref.Name, pr.err.Message))
+			errs = append(errs, pr.err.problem(fmt.Sprintf("parent %s: ", pr.ref.Name)))
 		} else {
 			attachedTo++
 			ps.Conditions = append(ps.Conditions, condition(string(gatewayv1.RouteConditionAccepted), true, string(gatewayv1.RouteReasonAccepted), "attached to "+listenerNames(pr.attachments)))
@@ -110,11 +110,13 @@ func (r *attachedRoute) status() (dag.Status, bool) {
 		rs.Parents = append(rs.Parents, ps)
 	}
 	if e := r.result.resolved; e != nil {
-		consequence := " (those requests are answered 500)"
+		consequence := " (the rule's other backends get its requests; with none, the rule answers 500)"
 		if r.result.ref.Kind == dag.KindTLSRoute {
 			consequence = " (that backend gets no connections; with none left, connections are closed)"
 		}
-		notes = append(notes, e.Message+consequence)
+		p := e.problem("")
+		p.Message += consequence
+		notes = append(notes, p)
 	}
 	ok := fmt.Sprintf("attached to %d of %d parents", attachedTo, len(r.parents))
 	// A route attached somewhere is served: a parent it could not attach to is a remark.
