@@ -91,6 +91,11 @@ func validateGatewaySpec(gw *gatewayv1.Gateway) *condError {
 		return newError(string(gatewayv1.GatewayConditionAccepted), string(gatewayv1.GatewayReasonInvalidParameters),
 			"spec.infrastructure.parametersRef (%s %s) is not supported: remove it", inf.ParametersRef.Kind, inf.ParametersRef.Name)
 	}
+	if gw.Spec.TLS != nil && (gw.Spec.TLS.Frontend != nil || gw.Spec.TLS.Backend != nil) {
+		// Ignoring client certificate validation would let in the clients it refuses.
+		return newError(string(gatewayv1.GatewayConditionAccepted), "UnsupportedValue",
+			"spec.tls (frontend client certificate validation, backend client certificates) is not supported yet: remove it")
+	}
 	for i, a := range gw.Spec.Addresses {
 		if a.Type != nil && *a.Type != gatewayv1.IPAddressType && *a.Type != gatewayv1.HostnameAddressType {
 			return newError(string(gatewayv1.GatewayConditionAccepted), string(gatewayv1.GatewayReasonUnsupportedAddress),
@@ -192,7 +197,7 @@ func (g *gatewayResult) status() dag.Status {
 	var errs, notes []dag.Problem
 	invalidListeners := 0
 	for _, l := range g.listeners {
-		ls := listenerStatus(l)
+		ls := listenerStatus(l, g.accepted == nil)
 		gs.Listeners = append(gs.Listeners, ls)
 		if !l.usable() {
 			invalidListeners++
@@ -230,8 +235,9 @@ func (g *gatewayResult) status() dag.Status {
 }
 
 // listenerStatus has the four conditions of a listener, always all four, so that a
-// condition that no longer applies is seen to be cleared.
-func listenerStatus(l *listenerState) gatewayv1.ListenerStatus {
+// condition that no longer applies is seen to be cleared. A listener of a Gateway that
+// is not accepted is not programmed.
+func listenerStatus(l *listenerState, gatewayAccepted bool) gatewayv1.ListenerStatus {
 	c := l.check
 	ls := gatewayv1.ListenerStatus{Name: l.spec.Name, SupportedKinds: c.kinds, AttachedRoutes: l.attached}
 	if ls.SupportedKinds == nil {
@@ -253,8 +259,10 @@ func listenerStatus(l *listenerState) gatewayv1.ListenerStatus {
 		ls.Conditions = append(ls.Conditions, condition(string(gatewayv1.ListenerConditionConflicted), false, string(gatewayv1.ListenerReasonNoConflicts), ""))
 	}
 	switch {
-	case l.usable():
+	case l.usable() && gatewayAccepted:
 		ls.Conditions = append(ls.Conditions, condition(string(gatewayv1.ListenerConditionProgrammed), true, string(gatewayv1.ListenerReasonProgrammed), "served"))
+	case l.usable():
+		ls.Conditions = append(ls.Conditions, condition(string(gatewayv1.ListenerConditionProgrammed), false, string(gatewayv1.ListenerReasonInvalid), "not served: the Gateway is not accepted"))
 	case c.conflicted != nil:
 		ls.Conditions = append(ls.Conditions, condition(string(gatewayv1.ListenerConditionProgrammed), false, c.conflicted.Reason, "not served: "+c.conflicted.Message))
 	default:

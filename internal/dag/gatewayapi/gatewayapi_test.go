@@ -49,6 +49,9 @@ func listenerOK(name string, attached int) string {
 
 func itoa(n int) string { return string(rune('0' + n)) }
 
+// listenerNotProgrammed is listener http of a Gateway that is not accepted.
+const listenerNotProgrammed = "Gateway default/gw listener http: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid"
+
 const routeOK = "Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs"
 
 type graphCase struct {
@@ -100,7 +103,7 @@ spec:
 		statuses: []string{
 			"GatewayClass portico: Accepted=False/InvalidParameters",
 			"Gateway default/gw: Accepted=False/Pending Programmed=False/Invalid",
-			listenerOK("http", 0),
+			listenerNotProgrammed,
 		},
 	}})
 }
@@ -166,6 +169,18 @@ func TestGatewayListeners(t *testing.T) {
 			"Gateway default/gw listener tls: attached=1 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
 			"HTTPRoute default/r parent gw/tls: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound",
 		},
+	}, {
+		name: "gateway-frontend-validation-refused",
+		objects: base + `
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  tls: {frontend: {default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: ""}]}}}}
+  listeners: [{name: http, protocol: HTTP, port: 80}]`,
+		statuses: []string{acceptedClass, "Gateway default/gw: Accepted=False/UnsupportedValue Programmed=False/Invalid", listenerNotProgrammed},
 	}, {
 		name: "gateway-https-certificate",
 		objects: base + gatewayHead + `
