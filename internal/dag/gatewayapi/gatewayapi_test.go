@@ -171,15 +171,8 @@ func TestGatewayListeners(t *testing.T) {
 		},
 	}, {
 		name: "gateway-frontend-validation-refused",
-		objects: base + `
----
-kind: Gateway
-apiVersion: gateway.networking.k8s.io/v1
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  tls: {frontend: {default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: ""}]}}}}
-  listeners: [{name: http, protocol: HTTP, port: 80}]`,
+		objects: base + gatewayHead + ` [{name: http, protocol: HTTP, port: 80}]
+  tls: {frontend: {default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: ""}]}}}}`,
 		statuses: []string{acceptedClass, "Gateway default/gw: Accepted=False/UnsupportedValue Programmed=False/Invalid", listenerNotProgrammed},
 	}, {
 		name: "gateway-https-certificate",
