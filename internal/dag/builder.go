@@ -46,7 +46,9 @@ func (o Options) withDefaults() Options {
 }
 
 // Build compiles the objects in s into a graph. It never fails: an object that cannot be
-// served is left out of the graph and given a status that says why.
+// served is left out of the graph and given a status that says why. The APIs of
+// opts.Processors (Gateway API) are built last, apart: their objects have data planes
+// of their own and never compete for the other APIs' hosts.
 func Build(s *store.Store, opts Options) *Graph {
 	// Sized for one host, one cluster and one status per routing object, the common
 	// shape: growing them from nothing costs more than the guess when it is wrong.
