@@ -21,7 +21,7 @@ func Check(dir string, opts dag.Options) (*CheckResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := dag.Build(store.FromObjects(res.Objects), opts)
+	g := dag.Build(store.FromObjects(res.Objects), withGatewayAPI(opts))
 	_, terr := translate.Translate(g, translate.Options{})
 	return &CheckResult{Statuses: g.Statuses, Problems: res.Problems, TranslateErr: terr}, nil
 }

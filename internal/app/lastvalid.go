@@ -98,8 +98,8 @@ type Builder interface {
 // FullBuilder builds every graph whole with dag.Build.
 type FullBuilder struct{ Options dag.Options }
 
-// Build returns dag.Build(s, b.Options).
-func (b FullBuilder) Build(s *store.Store) *dag.Graph { return dag.Build(s, b.Options) }
+// Build returns dag.Build(s, b.Options), Gateway API included.
+func (b FullBuilder) Build(s *store.Store) *dag.Graph { return dag.Build(s, withGatewayAPI(b.Options)) }
 
 // Touched says that anything may have changed.
 func (FullBuilder) Touched() ([]dag.ObjectRef, bool) { return nil, true }
@@ -170,7 +170,7 @@ func (k *LastValid) substitutes(s *store.Store, g *dag.Graph, sc *scope) map[dag
 // previous one serves.
 func markKept(built, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) *dag.Graph {
 	// The builder may keep the graph it returned (an incremental one does): change a copy.
-	final := &dag.Graph{HTTP: built.HTTP, HTTPS: built.HTTPS, Statuses: slices.Clone(built.Statuses)}
+	final := &dag.Graph{HTTP: built.HTTP, HTTPS: built.HTTPS, Gateways: built.Gateways, Statuses: slices.Clone(built.Statuses)}
 	why := map[dag.ObjectRef]*dag.Status{}
 	for _, st := range current.Statuses {
 		if _, ok := kept[st.Object]; ok {

@@ -284,3 +284,35 @@ func TestLastValidIncrementalEqualsFull(t *testing.T) {
 		t.Fatalf("only %d statuses of kept versions in all sequences", keptSeen)
 	}
 }
+
+// A kept version (an invalid IngressRoute edit) leaves the Gateways of the build in
+// the graph: the Gateway API part is not the kept objects' to drop.
+func TestLastValidKeepsGateways(t *testing.T) {
+	k := NewLastValid(slog.New(slog.DiscardHandler))
+	gateway := testutil.DecodeObjects(t, `kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners: [{name: http, protocol: HTTP, port: 80}]`)
+	build := func(strategy string) *dag.Graph {
+		s := lvStore(t, lvServices, lvRoot("site", "x.test", strategy, "a"))
+		for _, o := range gateway {
+			s.Upsert(o)
+		}
+		return k.Build(s, FullBuilder{})
+	}
+	if g := build("RoundRobin"); len(g.Gateways) != 1 {
+		t.Fatalf("v1: %d Gateways served, want 1", len(g.Gateways))
+	}
+	g := build("Fastest")
+	if st := statusOf(t, g, "site"); !strings.Contains(st.Description, keptNote) {
+		t.Fatalf("v2 is not kept: %+v", st)
+	}
+	if len(g.Gateways) != 1 {
+		t.Errorf("with a kept version, %d Gateways served, want 1", len(g.Gateways))
+	}
+}

@@ -53,7 +53,7 @@ func (p *Pipeline) Statuses() ([]*dag.Status, bool) {
 func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, error) {
 	start := time.Now()
 	if p.builder == nil {
-		p.builder = dag.NewIncremental(p.DAG)
+		p.builder = dag.NewIncremental(withGatewayAPI(p.DAG))
 	}
 	rec := &touchRecorder{Incremental: p.builder}
 	var g *dag.Graph

@@ -33,6 +33,9 @@ type Options struct {
 	// RootNamespaces, when not empty, are the only namespaces where root IngressRoutes
 	// (those that own a virtual host) are accepted.
 	RootNamespaces []string
+	// Processors build the APIs kept in packages of their own (Gateway API); each
+	// adds its data planes and statuses after the APIs above.
+	Processors []Processor
 }
 
 func (o Options) withDefaults() Options {
@@ -43,19 +46,13 @@ func (o Options) withDefaults() Options {
 }
 
 // Build compiles the objects in s into a graph. It never fails: an object that cannot be
-// served is left out of the graph and given a status that says why.
+// served is left out of the graph and given a status that says why. The APIs of
+// opts.Processors (Gateway API) are built last, apart: their objects have data planes
+// of their own and never compete for the other APIs' hosts.
 func Build(s *store.Store, opts Options) *Graph {
 	// Sized for one host, one cluster and one status per routing object, the common
 	// shape: growing them from nothing costs more than the guess when it is wrong.
-	objects := len(s.Ingresses) + len(s.IngressRoutes) + len(s.HTTPProxies)
-	b := &builder{
-		store:    s,
-		opts:     opts.withDefaults(),
-		vhosts:   make(map[string]*VirtualHost, objects),
-		svhosts:  map[string]*SecureVirtualHost{},
-		clusters: make(map[clusterKey]*Cluster, objects),
-		statuses: make([]Status, 0, objects),
-	}
+	b := newBuilder(s, opts.withDefaults(), len(s.Ingresses)+len(s.IngressRoutes)+len(s.HTTPProxies))
 	// IngressRoute roots and Ingresses may want the same host: the older keeps it, so the
 	// roots' hosts are known before Ingresses are processed.
 	irs := b.ingressRouteGraph()
@@ -76,7 +73,19 @@ func Build(s *store.Store, opts Options) *Graph {
 	b.checkRootHosts(roots, holders)
 	b.processIngressRoutes(irs, irRoots)
 	b.processHTTPProxies(proxies, proxyRoots)
-	return b.graph()
+	return withProcessed(b.graph(), runProcessors(s, opts))
+}
+
+// newBuilder returns the builder of one build, sized for objects routing objects.
+func newBuilder(s *store.Store, opts Options, objects int) *builder {
+	return &builder{
+		store:    s,
+		opts:     opts,
+		vhosts:   make(map[string]*VirtualHost, objects),
+		svhosts:  map[string]*SecureVirtualHost{},
+		clusters: make(map[clusterKey]*Cluster, objects),
+		statuses: make([]Status, 0, objects),
+	}
 }
 
 // builder holds the state of one build.

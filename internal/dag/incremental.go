@@ -57,6 +57,12 @@ type Incremental struct {
 	// touched are the objects the last call rebuilt or removed (see Touched).
 	touched []ObjectRef
 
+	// processed is what the processors (Options.Processors) made last, and out the
+	// graph last returned: outCore (a graph of the routing objects) with processed added.
+	processed processed
+	out       *Graph
+	outCore   *Graph
+
 	// Stats of the last call, for tests, metrics and benchmarks.
 	LastStats IncrementalStats
 }
@@ -116,6 +122,7 @@ func (inc *Incremental) reset() {
 	inc.comps = map[int]*component{}
 	inc.graph = nil
 	inc.trusted = false
+	// processed stays: withProcessors decides when the processors run again.
 }
 
 // Build returns the graph of s, as Build(s, opts) would.
@@ -123,15 +130,20 @@ func (inc *Incremental) Build(s *store.Store) *Graph {
 	ch := inc.seen.diff(s)
 	switch {
 	case !inc.trusted:
-		return inc.full(s, ReasonFirst)
+		return inc.withProcessors(s, inc.full(s, ReasonFirst), true)
 	case ch.everything:
-		return inc.full(s, ReasonClasses)
+		return inc.withProcessors(s, inc.full(s, ReasonClasses), true)
 	}
 	if len(ch.objects) == 0 && len(ch.deps) == 0 {
 		inc.LastStats = IncrementalStats{}
 		inc.touched = nil
-		return inc.graph
+		return inc.withProcessors(s, inc.graph, inc.processorsReach(ch))
 	}
+	return inc.withProcessors(s, inc.build(s, ch), inc.processorsReach(ch))
+}
+
+// build rebuilds the components that ch reaches.
+func (inc *Incremental) build(s *store.Store, ch changes) *Graph {
 	seedKeys, seedObjs, oldComps := inc.applyChanges(s, ch)
 	for _, dep := range ch.deps {
 		for ref := range inc.deps.refs(dep) {
@@ -156,7 +168,7 @@ func (inc *Incremental) Build(s *store.Store) *Graph {
 			}
 		}
 	}
-	sub := Build(subStore(s, closure), inc.opts)
+	sub := Build(subStore(s, closure), inc.coreOpts())
 	added, ok := inc.split(sub, closure)
 	if !ok {
 		return inc.full(s, ReasonUnaccounted)
@@ -337,7 +349,7 @@ func (inc *Incremental) full(s *store.Store, reason string) *Graph {
 	for ref := range inc.objs {
 		all[ref] = struct{}{}
 	}
-	g := Build(s, inc.opts)
+	g := Build(s, inc.coreOpts())
 	// A graph the keys cannot account for is still served whole; the next change builds
 	// everything again rather than trusting components.
 	_, inc.trusted = inc.split(g, all)
@@ -576,6 +588,9 @@ type changes struct {
 	everything bool
 	objects    []ObjectRef
 	deps       []string
+	// kinds has bit k set when store kind k changed and is none of the kinds above
+	// (Namespaces, Gateway API): what processors read whole.
+	kinds uint64
 }
 
 // seenObjects are the object pointers of the previous call.
@@ -650,8 +665,18 @@ func (sn *seenObjects) diff(s *store.Store) changes {
 	diffIf(changed(store.KindIngressClass), sn.classes, s.IngressClasses, everything)
 	diffIf(changed(store.KindTLSCertificateDelegation), sn.delegations, s.TLSCertificateDelegations, everythingNN)
 	diffIf(changed(store.KindProjectTLSCertificateDelegation), sn.projDelegations, s.ProjectTLSCertificateDelegations, everythingNN)
+	for _, k := range processorKinds {
+		if changed(k) {
+			ch.kinds |= 1 << k
+		}
+	}
 	return ch
 }
+
+// processorKinds are the store kinds that no rule of this file compares object by
+// object: a processor that reads one of them runs again when its generation moves.
+var processorKinds = []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet,
+	store.KindHTTPRoute, store.KindGRPCRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy}
 
 // diffKey compares the one object a journal entry names, adding it to ch if it changed.
 func (sn *seenObjects) diffKey(s *store.Store, c store.Change, ch *changes) {
@@ -692,6 +717,8 @@ func (sn *seenObjects) diffKey(s *store.Store, c store.Change, ch *changes) {
 		diffOne(sn.delegations, s.TLSCertificateDelegations, k, everything)
 	case store.KindProjectTLSCertificateDelegation:
 		diffOne(sn.projDelegations, s.ProjectTLSCertificateDelegations, k, everything)
+	default:
+		ch.kinds |= 1 << c.Kind
 	}
 }
 
@@ -759,4 +786,60 @@ func diffSlices(seen, cur map[types.NamespacedName]map[string]*discoveryv1.Endpo
 			changed(svc)
 		}
 	}
+}
+
+// coreOpts are the options of the builds of the routing objects, which the components
+// account for; the processors' part of the graph is built apart (withProcessors).
+func (inc *Incremental) coreOpts() Options {
+	o := inc.opts
+	o.Processors = nil
+	return o
+}
+
+// processorsReach reports whether ch can change what the processors make: a kind they
+// read whole, or a Service or Secret they used.
+func (inc *Incremental) processorsReach(ch changes) bool {
+	if len(inc.opts.Processors) == 0 {
+		return false
+	}
+	for _, p := range inc.opts.Processors {
+		for _, k := range p.Kinds() {
+			if ch.kinds&(1<<k) != 0 {
+				return true
+			}
+		}
+	}
+	for _, d := range ch.deps {
+		if _, ok := inc.processed.deps[d]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// withProcessors returns core (the routing objects' graph) with the processors' part,
+// which runs again, whole, when rerun is set: the simple first step, whose cost is
+// that of Build for the processors' objects (BenchmarkGatewayAPIIncremental). The
+// objects whose status it may have changed are added to Touched.
+func (inc *Incremental) withProcessors(s *store.Store, core *Graph, rerun bool) *Graph {
+	if len(inc.opts.Processors) == 0 {
+		inc.out = core
+		return core
+	}
+	if !rerun && inc.out != nil && inc.outCore == core {
+		return inc.out
+	}
+	if rerun {
+		before := inc.processed.statuses
+		inc.processed = runProcessors(s, inc.opts)
+		if !inc.LastStats.Full {
+			for _, sts := range [][]*Status{before, inc.processed.statuses} {
+				for _, st := range sts {
+					inc.touched = append(inc.touched, st.Object)
+				}
+			}
+		}
+	}
+	inc.out, inc.outCore = withProcessed(core, inc.processed), core
+	return inc.out
 }

@@ -39,6 +39,8 @@ type Changes struct {
 	svcs    []string
 	secrets []string
 	times   []string
+	// gatewayAPI adds Gateway API objects to the changes (RunGatewayAPI).
+	gatewayAPI bool
 }
 
 // NewChanges returns a generator whose sequence depends on seed only.
@@ -109,6 +111,7 @@ func objects(s *store.Store) []runtime.Object {
 	for _, ic := range s.IngressClasses {
 		out = append(out, ic)
 	}
+	out = gatewayObjects(s, out)
 	slices.SortStableFunc(out, func(a, b runtime.Object) int { return strings.Compare(describe(a), describe(b)) })
 	return out
 }
@@ -132,6 +135,9 @@ func decode[T any, PT interface {
 }
 
 func (c *Changes) object() (runtime.Object, error) {
+	if c.gatewayAPI && c.rng.IntN(2) == 0 {
+		return c.gatewayObject()
+	}
 	meta := fmt.Sprintf("{name: %s, namespace: %s, creationTimestamp: %q}", pick(c, c.names), pick(c, c.nss), pick(c, c.times))
 	switch c.rng.IntN(12) {
 	case 0, 1, 2:
@@ -313,8 +319,14 @@ type Check func(s *store.Store, seed uint64, step int, log string)
 // the same objects (no history in common), which a builder that remembers must handle.
 func Run(tb testing.TB, seeds, steps int, start func(seed uint64), check Check) {
 	tb.Helper()
+	runWith(tb, seeds, steps, false, start, check)
+}
+
+func runWith(tb testing.TB, seeds, steps int, gatewayAPI bool, start func(seed uint64), check Check) {
+	tb.Helper()
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		changes := NewChanges(seed)
+		changes.gatewayAPI = gatewayAPI
 		start(seed)
 		s := store.New()
 		var log []string

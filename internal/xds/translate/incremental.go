@@ -59,6 +59,12 @@ type Incremental struct {
 	httpRoutes    *routev3.RouteConfiguration
 	httpsListener *listenerv3.Listener
 
+	// gateways are the last graph's Gateways, gatewayRes their translation (listeners,
+	// route configurations, secrets) and gatewayUses the clusters they use.
+	gateways    []*dag.Gateway
+	gatewayRes  *Resources
+	gatewayUses []*clusterUse
+
 	// pre holds the call's translations made ahead, in parallel, when many hosts or
 	// clusters are new (nil otherwise, and between calls).
 	pre *pretranslated
@@ -136,6 +142,7 @@ func (t *Incremental) forget() {
 	t.httpSpare, t.secureSpare = nil, nil
 	t.clusters, t.byCluster = map[string]*clusterEntry{}, map[*dag.Cluster]*clusterUse{}
 	t.httpRoutes, t.httpsListener = nil, nil
+	t.gateways, t.gatewayRes, t.gatewayUses = nil, nil, nil
 }
 
 // Translate converts g, as Translate(g, opts) does.
@@ -154,6 +161,9 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 		}
 		res.Routes = append(res.Routes, routes)
 		if err := t.secureHosts(g.HTTPS, res); err != nil {
+			return err
+		}
+		if err := t.gatewayResources(g.Gateways, res); err != nil {
 			return err
 		}
 		t.clusterResources(res)
@@ -523,4 +533,41 @@ func loadAssignmentOf(e *clusterEntry) types.Resource {
 		return nil // not a nil pointer in an interface
 	}
 	return e.cla
+}
+
+// gatewayResources adds the Gateways' data planes, translated again whole when the
+// graph's Gateways are not those of the previous call (dag.Incremental keeps them while
+// no Gateway API object or what they use changed).
+func (t *Incremental) gatewayResources(gateways []*dag.Gateway, res *Resources) error {
+	if t.gatewayRes == nil || !slices.Equal(gateways, t.gateways) {
+		gr := &Resources{}
+		if err := translateGateways(gateways, t.opts, gr); err != nil {
+			return err
+		}
+		// The new uses first: a cluster both use keeps its entry and translation.
+		uses := t.use(gatewayClusters(gateways))
+		t.release(t.gatewayUses)
+		t.gateways, t.gatewayRes, t.gatewayUses = gateways, gr, uses
+	}
+	gr := t.gatewayRes
+	res.Listeners = append(res.Listeners, gr.Listeners...)
+	res.Routes = append(res.Routes, gr.Routes...)
+	if len(gr.Secrets) > 0 {
+		have := map[string]bool{}
+		for _, s := range res.Secrets {
+			have[secretName(s)] = true
+		}
+		for _, s := range gr.Secrets {
+			if !have[secretName(s)] {
+				res.Secrets = append(res.Secrets, s)
+			}
+		}
+	}
+	return nil
+}
+
+// gatewayClusters are the clusters the Gateways' routes send to.
+func gatewayClusters(gateways []*dag.Gateway) []*dag.Cluster {
+	g := dag.Graph{Gateways: gateways}
+	return g.Clusters()
 }

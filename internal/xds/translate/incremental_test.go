@@ -24,25 +24,30 @@ import (
 // and Incremental) to the full one (dag.Build and Translate) over random change
 // sequences: every resource must be the same, in the same order.
 func TestIncrementalTranslationEqualsFull(t *testing.T) {
-	const seeds, steps = 30, 60
+	incrementalTranslationEqualsFull(t, 30, 60, dagtest.Run, dag.Options{})
+}
+
+// incrementalTranslationEqualsFull checks the property over the changes run makes,
+// building with dopts.
+func incrementalTranslationEqualsFull(t *testing.T, seeds, steps int, run func(testing.TB, int, int, func(uint64), dagtest.Check), dopts dag.Options) {
 	opts := Options{HTTPSRedirectPort: 8443}
 	var (
 		builder *dag.Incremental
 		tr      *Incremental
 	)
 	start := func(uint64) {
-		builder = dag.NewIncremental(dag.Options{})
+		builder = dag.NewIncremental(dopts)
 		var err error
 		if tr, err = NewIncremental(opts); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dagtest.Run(t, seeds, steps, start, func(s *store.Store, seed uint64, step int, log string) {
+	run(t, seeds, steps, start, func(s *store.Store, seed uint64, step int, log string) {
 		got, err := tr.Translate(builder.Build(s))
 		if err != nil {
 			t.Fatalf("seed %d, step %d: %v", seed, step, err)
 		}
-		want, err := Translate(dag.Build(s, dag.Options{}), opts)
+		want, err := Translate(dag.Build(s, dopts), opts)
 		if err != nil {
 			t.Fatalf("seed %d, step %d: full translation: %v", seed, step, err)
 		}

@@ -84,11 +84,17 @@ func (p *addressParts) address(a hostPort) *corev3.Address {
 }
 
 func httpListener(addr hostPort, opts Options) *listenerv3.Listener {
+	return plainListener(ListenerHTTP, RouteHTTP, addr, opts)
+}
+
+// plainListener is a clear-text HTTP listener whose routes are the route configuration
+// routeName.
+func plainListener(name, routeName string, addr hostPort, opts Options) *listenerv3.Listener {
 	return &listenerv3.Listener{
-		Name:    ListenerHTTP,
+		Name:    name,
 		Address: address(addr),
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{httpConnectionManager(ListenerHTTP, RouteHTTP, opts)},
+			Filters: []*listenerv3.Filter{httpConnectionManager(name, routeName, opts)},
 		}},
 	}
 }
@@ -96,9 +102,12 @@ func httpListener(addr hostPort, opts Options) *listenerv3.Listener {
 // httpsListener is the HTTPS listener without its filter chains, which the caller adds:
 // one per server name, so that the certificate, the TLS settings and the routes all
 // follow the SNI the client sent (see secureFilterChain).
-func httpsListener(addr hostPort) *listenerv3.Listener {
+func httpsListener(addr hostPort) *listenerv3.Listener { return tlsListener(ListenerHTTPS, addr) }
+
+// tlsListener is a listener named name that dispatches on SNI, without its filter chains.
+func tlsListener(name string, addr hostPort) *listenerv3.Listener {
 	return &listenerv3.Listener{
-		Name:    ListenerHTTPS,
+		Name:    name,
 		Address: address(addr),
 		ListenerFilters: []*listenerv3.ListenerFilter{{
 			Name:       wellknown.TlsInspector,
@@ -108,11 +117,17 @@ func httpsListener(addr hostPort) *listenerv3.Listener {
 }
 
 // secureFilterChain is the filter chain of one server name, or nil when the host has
-// nothing to serve (the builder does not produce such hosts).
-func secureFilterChain(svh *dag.SecureVirtualHost, opts Options) *listenerv3.FilterChain {
+// nothing to serve (the builder does not produce such hosts); its HTTP connection
+// manager has stat prefix statPrefix and the routes of the route configuration
+// routeName. A Gateway listener without a hostname has the server name "*": its chain
+// takes every connection no other chain's server name matches.
+func secureFilterChain(svh *dag.SecureVirtualHost, statPrefix, routeName string, opts Options) *listenerv3.FilterChain {
 	fc := &listenerv3.FilterChain{
 		Name:             svh.Name,
 		FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svh.Name}},
+	}
+	if svh.Name == "*" {
+		fc.FilterChainMatch = nil
 	}
 	switch {
 	case svh.TCPProxy != nil && len(svh.TCPProxy.Clusters) == 0:
@@ -129,7 +144,7 @@ func secureFilterChain(svh *dag.SecureVirtualHost, opts Options) *listenerv3.Fil
 		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
 	default:
 		fc.TransportSocket = downstreamTLS(svh, []string{"h2", "http/1.1"})
-		fc.Filters = []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS(svh.Name), opts)}
+		fc.Filters = []*listenerv3.Filter{httpConnectionManager(statPrefix, routeName, opts)}
 	}
 	return fc
 }

@@ -99,10 +99,17 @@ const MisdirectedVirtualHost = "misdirected"
 // Request to every other Host: an HTTP/2 client that reuses a connection for a host this
 // certificate does not serve retries on a new connection, and a TLS connection can never
 // reach another host's routes.
-func httpsRouteConfig(svh *dag.SecureVirtualHost, opts Options) *routev3.RouteConfiguration {
-	rc := routeConfiguration(RouteHTTPS(svh.Name), []*routev3.VirtualHost{virtualHost(&svh.VirtualHost, nil, opts)})
+//
+// A Gateway listener without a hostname (server name "*") takes every Host: its virtual
+// host is the catch-all, and there is no other to answer 421.
+func httpsRouteConfig(name string, svh *dag.SecureVirtualHost, vhost vhostFunc, opts Options) *routev3.RouteConfiguration {
+	rc := routeConfiguration(name, []*routev3.VirtualHost{vhost(&svh.VirtualHost, opts)})
 	for _, vh := range svh.Also {
-		rc.VirtualHosts = append(rc.VirtualHosts, virtualHost(vh, nil, opts))
+		rc.VirtualHosts = append(rc.VirtualHosts, vhost(vh, opts))
+	}
+	if svh.Name == "*" {
+		// Envoy picks the most specific domain: "*" last whatever the order.
+		return rc
 	}
 	rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
 		Name:    MisdirectedVirtualHost,
@@ -114,6 +121,15 @@ func httpsRouteConfig(svh *dag.SecureVirtualHost, opts Options) *routev3.RouteCo
 		}},
 	})
 	return rc
+}
+
+// vhostFunc translates a virtual host: sharedVirtualHost for the shared listeners'
+// hosts, gatewayVirtualHost for a Gateway's.
+type vhostFunc func(*dag.VirtualHost, Options) *routev3.VirtualHost
+
+// sharedVirtualHost is virtualHost without a fallback (a secure host's).
+func sharedVirtualHost(vh *dag.VirtualHost, opts Options) *routev3.VirtualHost {
+	return virtualHost(vh, nil, opts)
 }
 
 // virtualHost translates vh. Envoy's "*.foo.com" domain matches any number of labels,

@@ -140,6 +140,9 @@ func translate(g *dag.Graph, opts Options) (*Resources, error) {
 			return nil, err
 		}
 	}
+	if err := translateGateways(g.Gateways, opts, res); err != nil {
+		return nil, err
+	}
 	if err := translateClusters(g.Clusters(), opts, res); err != nil {
 		return nil, err
 	}
@@ -164,18 +167,24 @@ func translateSecureHosts(addr hostPort, hosts []*dag.SecureVirtualHost, opts Op
 	res.Listeners = append(res.Listeners, l)
 	secrets := map[string]bool{}
 	for _, h := range out {
-		if h.chain != nil {
-			l.FilterChains = append(l.FilterChains, h.chain)
-		}
-		if h.routes != nil {
-			res.Routes = append(res.Routes, h.routes)
-		}
-		if h.secret != nil && !secrets[h.secret.Name] {
-			secrets[h.secret.Name] = true
-			res.Secrets = append(res.Secrets, h.secret)
-		}
+		h.addTo(l, res, secrets)
 	}
 	return nil
+}
+
+// addTo adds a secure host's filter chain to l, and its route configuration and
+// secret to res, the secret unless one of its name is in secrets already.
+func (h secureHost) addTo(l *listenerv3.Listener, res *Resources, secrets map[string]bool) {
+	if h.chain != nil {
+		l.FilterChains = append(l.FilterChains, h.chain)
+	}
+	if h.routes != nil {
+		res.Routes = append(res.Routes, h.routes)
+	}
+	if h.secret != nil && !secrets[h.secret.Name] {
+		secrets[h.secret.Name] = true
+		res.Secrets = append(res.Secrets, h.secret)
+	}
 }
 
 // secureHost is the translation of one secure virtual host: its route configuration
@@ -187,16 +196,23 @@ type secureHost struct {
 	secret *tlsv3.Secret
 }
 
-// translateSecureHost translates svh, validating each part.
+// translateSecureHost translates svh, a host of the shared HTTPS listener, validating
+// each part.
 func translateSecureHost(svh *dag.SecureVirtualHost, opts Options) (secureHost, error) {
-	h := secureHost{chain: secureFilterChain(svh, opts)}
+	return translateSecureHostAs(svh, ListenerHTTPS, RouteHTTPS(svh.Name), sharedVirtualHost, opts)
+}
+
+// translateSecureHostAs translates svh on the listener statPrefix names, with its
+// routes in the route configuration routeName, its virtual hosts made by vhost.
+func translateSecureHostAs(svh *dag.SecureVirtualHost, statPrefix, routeName string, vhost vhostFunc, opts Options) (secureHost, error) {
+	h := secureHost{chain: secureFilterChain(svh, statPrefix, routeName, opts)}
 	if h.chain != nil {
 		if err := validateAll(h.chain); err != nil {
 			return h, err
 		}
 	}
 	if servesHTTP(svh) {
-		h.routes = httpsRouteConfig(svh, opts)
+		h.routes = httpsRouteConfig(routeName, svh, vhost, opts)
 		if err := validateAll(h.routes); err != nil {
 			return h, err
 		}

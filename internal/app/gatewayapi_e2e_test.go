@@ -1,0 +1,273 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/echo"
+	"github.com/portico-dev/portico/internal/proxy"
+	"github.com/portico-dev/portico/internal/store"
+	"github.com/portico-dev/portico/internal/testutil"
+	"github.com/portico-dev/portico/internal/xds/server"
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// TestGatewayAPIEndToEnd serves a Gateway with an HTTP and an HTTPS listener through
+// the embedded proxy on the translated resources, and sends real requests to `portico
+// echo` backends: each listener's routes answer on its own address, for its own hosts.
+func TestGatewayAPIEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plain := testutil.StartEcho(t, echo.Config{Service: "plain"})
+	secure := testutil.StartEcho(t, echo.Config{Service: "secure"})
+	cert := testutil.SelfSigned("secure.example.com")
+
+	objs := testutil.DecodeObjects(t, `kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: portico
+  listeners:
+  - {name: http, protocol: HTTP, port: 80}
+  - {name: https, protocol: HTTPS, port: 443, hostname: secure.example.com, tls: {certificateRefs: [{name: cert}]}}
+---
+kind: HTTPRoute
+metadata: {name: plain, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  rules:
+  - matches: [{path: {value: /app}}]
+    filters: [{type: ResponseHeaderModifier, responseHeaderModifier: {set: [{name: x-route, value: plain}]}}]
+    backendRefs: [{name: plain, port: 80}]
+  - matches: [{path: {value: /strip}}]
+    filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /}}}]
+    backendRefs: [{name: plain, port: 80}]
+---
+kind: HTTPRoute
+metadata: {name: secure, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: https}]
+  rules: [{backendRefs: [{name: secure, port: 80}]}]`)
+	objs = append(objs, echoService(t, "plain", plain), echoEndpoints(t, "plain", plain), echoService(t, "secure", secure), echoEndpoints(t, "secure", secure),
+		testutil.TLSSecret("default", "cert", cert))
+
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	httpName, httpsName := translate.GatewayListenerName(gw, 80), translate.GatewayListenerName(gw, 443)
+	p := serveGateways(t, ctx, objs, httpName, httpsName)
+
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{ServerName: "secure.example.com", InsecureSkipVerify: true}}}
+	// getPath returns the status, the backend's service and the path it saw.
+	getPath := func(url, host string) (int, string, string, http.Header) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s (Host %s): %v", url, host, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var answer struct{ Service, Path string }
+		_ = json.Unmarshal(body, &answer)
+		return resp.StatusCode, answer.Service, answer.Path, resp.Header
+	}
+	get := func(url, host string) (int, string, http.Header) {
+		t.Helper()
+		code, service, _, h := getPath(url, host)
+		return code, service, h
+	}
+
+	httpAddr, httpsAddr := p.ListenerAddr(httpName), p.ListenerAddr(httpsName)
+	for path, want := range map[string]string{"/strip/x/y": "/x/y", "/strip": "/"} {
+		if code, _, got, _ := getPath("http://"+httpAddr+path, "any.example.org"); code != 200 || got != want {
+			t.Errorf("HTTP listener %s: %d, backend saw %q, want %q", path, code, got, want)
+		}
+	}
+	if code, svc, h := get("http://"+httpAddr+"/app/x", "any.example.org"); code != 200 || svc != "plain" || h.Get("X-Route") != "plain" {
+		t.Errorf("HTTP listener /app/x: %d from %q (x-route %q), want 200 from plain with x-route plain", code, svc, h.Get("X-Route"))
+	}
+	if code, _, _ := get("http://"+httpAddr+"/other", "any.example.org"); code != 404 {
+		t.Errorf("HTTP listener /other: %d, want 404 (no route)", code)
+	}
+	if code, svc, _ := get("https://"+httpsAddr+"/anything", "secure.example.com"); code != 200 || svc != "secure" {
+		t.Errorf("HTTPS listener: %d from %q, want 200 from secure", code, svc)
+	}
+	// The HTTPS listener's routes are not the HTTP listener's, and the reverse.
+	if code, svc, _ := get("http://"+httpAddr+"/anything", "secure.example.com"); code != 404 {
+		t.Errorf("HTTP listener, Host secure.example.com: %d from %q, want 404", code, svc)
+	}
+	if code, svc, _ := get("https://"+httpsAddr+"/app", "secure.example.com"); svc != "secure" {
+		t.Errorf("HTTPS listener /app: %d from %q, want the secure listener's route", code, svc)
+	}
+}
+
+// TestGatewayAPIPassthroughEndToEnd serves, on one port, a TLS listener that passes
+// the connections for a TLSRoute's host through to a backend that terminates TLS itself,
+// and an HTTPS listener without a hostname that terminates every other server name.
+func TestGatewayAPIPassthroughEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	dbCert := testutil.SelfSigned("db.example.com")
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, dbCert.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, dbCert.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := testutil.StartEcho(t, echo.Config{Service: "db", TLSCertFile: certFile, TLSKeyFile: keyFile})
+	plain := testutil.StartEcho(t, echo.Config{Service: "plain"})
+	anyCert := testutil.SelfSigned("portico.example.com")
+	objs := testutil.DecodeObjects(t, `kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners:
+  - {name: tls, protocol: TLS, port: 443, hostname: "*.example.com", tls: {mode: Passthrough}}
+  - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: any}]}}
+---
+kind: TLSRoute
+metadata: {name: db}
+spec:
+  parentRefs: [{name: gw, sectionName: tls}]
+  hostnames: [db.example.com]
+  rules: [{backendRefs: [{name: db, port: 80}]}]
+---
+kind: HTTPRoute
+metadata: {name: plain}
+spec:
+  parentRefs: [{name: gw, sectionName: https}]
+  rules: [{backendRefs: [{name: plain, port: 80}]}]`)
+	objs = append(objs, echoService(t, "db", db), echoEndpoints(t, "db", db), echoService(t, "plain", plain), echoEndpoints(t, "plain", plain),
+		testutil.TLSSecret("default", "any", anyCert))
+	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 443)
+	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+
+	for _, tc := range []struct{ sni, service, certFor string }{
+		{"db.example.com", "db", "db.example.com"},    // passed through: the backend's certificate
+		{"other.org", "plain", "portico.example.com"}, // terminated by the hostname-less listener
+	} {
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{ServerName: tc.sni, InsecureSkipVerify: true}}}
+		resp, err := client.Get("https://" + addr + "/")
+		if err != nil {
+			t.Errorf("SNI %s: %v", tc.sni, err)
+			continue
+		}
+		var answer struct{ Service string }
+		_ = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if answer.Service != tc.service {
+			t.Errorf("SNI %s: answered by %q, want %q", tc.sni, answer.Service, tc.service)
+		}
+		if got := resp.TLS.PeerCertificates[0].DNSNames; len(got) == 0 || got[0] != tc.certFor {
+			t.Errorf("SNI %s: certificate for %v, want %s", tc.sni, got, tc.certFor)
+		}
+	}
+}
+
+// serveGateways builds and translates objs, serves them to an embedded proxy whose
+// listeners named in listeners bind ephemeral loopback ports, and returns the proxy
+// once it is ready with them all.
+func serveGateways(t *testing.T, ctx context.Context, objs []runtime.Object, listeners ...string) *proxy.Proxy {
+	t.Helper()
+	g := dag.Build(store.FromObjects(objs), withGatewayAPI(dag.Options{}))
+	for _, st := range g.Statuses {
+		if st.Status != dag.StatusValid {
+			t.Fatalf("%s: %s: %s", st.Object, st.Status, st.Description)
+		}
+	}
+	res, err := translate.Translate(g, translate.Options{HTTPAddress: "127.0.0.1:0", HTTPSAddress: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(slog.New(slog.DiscardHandler), nil)
+	if _, err := srv.Publish(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		if err := <-served; err != nil {
+			t.Errorf("xDS server: %v", err)
+		}
+	})
+	addrs := map[string]string{translate.ListenerHTTP: "127.0.0.1:0", translate.ListenerHTTPS: "127.0.0.1:0"}
+	for _, name := range listeners {
+		addrs[name] = "127.0.0.1:0"
+	}
+	// The data plane of the Gateway whose listeners are named, as serve deploys one.
+	gw, ok := translate.GatewayOf(listeners[0])
+	if !ok {
+		t.Fatalf("%s is not a Gateway's listener", listeners[0])
+	}
+	p := proxy.New(proxy.Config{XDSAddress: lis.Addr().String(), Gateway: gw.String(), ListenerAddrs: addrs, Logger: slog.New(slog.DiscardHandler)})
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := <-ran; err != nil {
+			t.Errorf("proxy: %v", err)
+		}
+	})
+	testutil.Eventually(t, 30*time.Second, "the proxy is ready with the Gateway's listeners", func() bool {
+		if !p.Ready() {
+			return false
+		}
+		for _, name := range listeners {
+			if p.ListenerAddr(name) == "" {
+				return false
+			}
+		}
+		return true
+	})
+	return p
+}
+
+// echoService is a Service with port 80 for an echo backend at addr.
+func echoService(t *testing.T, name, addr string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+}
+
+// echoEndpoints points the Service's port at the echo backend at addr.
+func echoEndpoints(t *testing.T, name, addr string) *corev1.Endpoints {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: host}}, Ports: []corev1.EndpointPort{{Port: int32(n)}}}}}
+}

@@ -1,0 +1,106 @@
+package dagtest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// RunGatewayAPI is Run with Gateway API objects among the changes (half of them):
+// GatewayClasses of Portico's and another controller, Gateways with HTTP and HTTPS
+// listeners on shared ports, HTTPRoutes attached across namespaces with hostnames
+// from the same pool, ReferenceGrants and labelled Namespaces.
+func RunGatewayAPI(tb testing.TB, seeds, steps int, start func(seed uint64), check Check) {
+	tb.Helper()
+	runWith(tb, seeds, steps, true, start, check)
+}
+
+// gatewayObject is one random Gateway API object (or a Namespace, which listeners
+// select routes by).
+func (c *Changes) gatewayObject() (runtime.Object, error) {
+	ns := pick(c, c.nss)
+	name := pick(c, c.names)
+	meta := fmt.Sprintf("{name: %s, namespace: %s, creationTimestamp: %q}", name, ns, pick(c, c.times))
+	switch c.rng.IntN(10) {
+	case 0:
+		controller := pick(c, []string{"portico.dev/gateway-controller", "portico.dev/gateway-controller", "example.com/other"})
+		return decode[gatewayv1.GatewayClass](fmt.Sprintf("metadata: {name: %s}\nspec: {controllerName: %s}", pick(c, []string{"portico", "portico", "other"}), controller))
+	case 1, 2:
+		var ls []string
+		for i := range 1 + c.rng.IntN(3) {
+			l := fmt.Sprintf("{name: l%d, port: %d, protocol: %s", i, pick(c, []int{80, 443, 8080}), pick(c, []string{"HTTP", "HTTPS", "HTTP", "HTTP", "TLS", "UDP"}))
+			if h := pick(c, c.hosts); h != "" {
+				l += fmt.Sprintf(", hostname: %q", strings.ToLower(h))
+			}
+			if strings.Contains(l, "protocol: TLS") {
+				l += ", tls: {mode: Passthrough}"
+			}
+			if strings.Contains(l, "HTTPS") {
+				l += fmt.Sprintf(", tls: {certificateRefs: [{name: %s}]}", pick(c, []string{"cert", "bad"}))
+			}
+			switch c.rng.IntN(3) {
+			case 0:
+				l += ", allowedRoutes: {namespaces: {from: All}}"
+			case 1:
+				l += ", allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {team: a}}}}"
+			}
+			ls = append(ls, l+"}")
+		}
+		return decode[gatewayv1.Gateway](fmt.Sprintf("metadata: %s\nspec: {gatewayClassName: %s, listeners: [%s]}",
+			meta, pick(c, []string{"portico", "portico", "portico", "other"}), strings.Join(ls, ", ")))
+	case 3, 4, 5, 6:
+		var hosts []string
+		for range c.rng.IntN(3) {
+			if h := pick(c, c.hosts); h != "" {
+				hosts = append(hosts, fmt.Sprintf("%q", strings.ToLower(h)))
+			}
+		}
+		parentNS := ns
+		if c.rng.IntN(3) == 0 {
+			parentNS = pick(c, c.nss)
+		}
+		parent := fmt.Sprintf("{name: %s, namespace: %s", pick(c, c.names), parentNS)
+		if c.rng.IntN(3) == 0 {
+			parent += fmt.Sprintf(", sectionName: l%d", c.rng.IntN(3))
+		}
+		backend := fmt.Sprintf("backendRefs: [{name: %s, namespace: %s, port: 80}]", pick(c, c.svcs), pick(c, c.nss))
+		if c.rng.IntN(4) == 0 {
+			return decode[gatewayv1.TLSRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{%s}]}",
+				meta, parent, strings.Join(hosts, ", "), backend))
+		}
+		rule := fmt.Sprintf("{matches: [{path: {value: %s}}], %s}", pick(c, c.paths), backend)
+		return decode[gatewayv1.HTTPRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [%s]}",
+			meta, parent, strings.Join(hosts, ", "), rule))
+	case 7, 8:
+		return decode[gatewayv1.ReferenceGrant](fmt.Sprintf("metadata: %s\nspec: {from: [{group: gateway.networking.k8s.io, kind: %s, namespace: %s}], to: [{group: \"\", kind: %s}]}",
+			meta, pick(c, []string{"HTTPRoute", "TLSRoute", "Gateway"}), pick(c, c.nss), pick(c, []string{"Service", "Secret"})))
+	default:
+		labels := map[string]string{}
+		if c.rng.IntN(2) == 0 {
+			labels["team"] = "a"
+		}
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, nil
+	}
+}
+
+// gatewayObjects returns the Gateway API objects and Namespaces of s.
+func gatewayObjects(s *store.Store, out []runtime.Object) []runtime.Object {
+	out = appendValues(out, s.Gateways)
+	out = appendValues(out, s.HTTPRoutes)
+	out = appendValues(out, s.TLSRoutes)
+	out = appendValues(out, s.ReferenceGrants)
+	for _, gc := range s.GatewayClasses {
+		out = append(out, gc)
+	}
+	for _, ns := range s.Namespaces {
+		out = append(out, ns)
+	}
+	return out
+}

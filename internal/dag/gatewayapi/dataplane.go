@@ -1,0 +1,180 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// portPlan collects what one port of a Gateway serves before it becomes a
+// dag.GatewayPort: routes by host for HTTP, server names for HTTPS.
+type portPlan struct {
+	http   map[string][]routeEntry
+	secure map[string]*securePlan
+	// owners are the hostnames of the port's served listeners ("" for none): a host is
+	// served by the most specific listener matching it (listener isolation).
+	owners []string
+	// seen keeps a route from being added twice to a host (two parentRefs naming the
+	// same listener).
+	seen map[string]map[dag.ObjectRef]bool
+}
+
+// securePlan is one server name: its certificate, its routes and the routes of the
+// other hosts its listener serves; or, for a TLS listener's, the TLSRoutes that pass
+// its connections through (the oldest serves them).
+type securePlan struct {
+	secret *dag.Secret
+	routes []routeEntry
+	also   map[string][]routeEntry
+	tls    []*routeResult
+}
+
+// dataPlane builds the data plane of a served Gateway: every served listener gets its
+// host (so that a more specific listener's requests never fall through to a less
+// specific one's routes, even when it has no route), and every attached route its
+// hosts, routes ordered by the spec's precedence.
+func dataPlane(g *gatewayResult, routes []*attachedRoute) *dag.Gateway {
+	ports := map[uint32]*portPlan{}
+	for _, l := range g.listeners {
+		if !l.usable() {
+			continue
+		}
+		pp := ports[uint32(l.spec.Port)]
+		if pp == nil {
+			pp = &portPlan{http: map[string][]routeEntry{}, secure: map[string]*securePlan{}, seen: map[string]map[dag.ObjectRef]bool{}}
+			ports[uint32(l.spec.Port)] = pp
+		}
+		pp.owners = append(pp.owners, l.hostname)
+		name := hostOrAny(l.hostname)
+		if l.spec.Protocol == gatewayv1.HTTPProtocolType {
+			if _, ok := pp.http[name]; !ok {
+				pp.http[name] = nil
+			}
+		} else {
+			pp.secure[name] = &securePlan{secret: l.secret, also: map[string][]routeEntry{}}
+		}
+	}
+	for _, r := range routes {
+		for _, pr := range r.parents {
+			for _, a := range pr.attachments {
+				if a.gateway == g && a.listener.usable() {
+					ports[uint32(a.listener.spec.Port)].add(a, r.result)
+				}
+			}
+		}
+	}
+	out := &dag.Gateway{Name: g.key}
+	for _, port := range slices.Sorted(maps.Keys(ports)) {
+		out.Ports = append(out.Ports, ports[port].build(port))
+	}
+	return out
+}
+
+func hostOrAny(h string) string {
+	if h == "" {
+		return "*"
+	}
+	return h
+}
+
+// add puts a route's entries on the hosts the attachment serves that its listener owns.
+func (pp *portPlan) add(a attachment, r *routeResult) {
+	for _, host := range a.hosts {
+		owner, ok := ownerHostname(pp.owners, host)
+		if !ok || owner != a.listener.hostname {
+			continue // a more specific listener serves this host
+		}
+		if pp.seen[host] == nil {
+			pp.seen[host] = map[dag.ObjectRef]bool{}
+		}
+		if pp.seen[host][r.ref] {
+			continue
+		}
+		pp.seen[host][r.ref] = true
+		entries := redirectOnPort(r.entries, uint32(a.listener.spec.Port))
+		switch a.listener.spec.Protocol {
+		case gatewayv1.HTTPProtocolType:
+			pp.http[host] = append(pp.http[host], entries...)
+			continue
+		case gatewayv1.TLSProtocolType:
+			sp := pp.secure[host]
+			if sp == nil {
+				sp = &securePlan{also: map[string][]routeEntry{}}
+				pp.secure[host] = sp
+			}
+			sp.tls = append(sp.tls, r)
+			continue
+		}
+		sp := pp.secure[hostOrAny(a.listener.hostname)]
+		if host == hostOrAny(a.listener.hostname) {
+			sp.routes = append(sp.routes, entries...)
+		} else {
+			sp.also[host] = append(sp.also[host], entries...)
+		}
+	}
+}
+
+// redirectOnPort returns entries with the redirects that keep the listener's port
+// (neither scheme nor port given) sent to port: copies, the entries being shared by
+// every listener the route attaches to.
+func redirectOnPort(entries []routeEntry, port uint32) []routeEntry {
+	if !slices.ContainsFunc(entries, func(e routeEntry) bool { return e.listenerPort }) {
+		return entries
+	}
+	out := slices.Clone(entries)
+	for i, e := range out {
+		if e.listenerPort {
+			r, rd := *e.route, *e.route.Redirect
+			rd.Port = port
+			r.Redirect = &rd
+			out[i].route = &r
+		}
+	}
+	return out
+}
+
+// build returns the port's hosts, ordered by name, each host's routes by precedence.
+func (pp *portPlan) build(port uint32) *dag.GatewayPort {
+	out := &dag.GatewayPort{Port: port}
+	for _, host := range slices.Sorted(maps.Keys(pp.http)) {
+		out.HTTP = append(out.HTTP, virtualHost(host, pp.http[host]))
+	}
+	for _, name := range slices.Sorted(maps.Keys(pp.secure)) {
+		sp := pp.secure[name]
+		svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, sp.routes), Secret: sp.secret}
+		if len(sp.tls) > 0 {
+			svh.Passthrough, svh.TCPProxy = true, passthrough(sp.tls)
+		}
+		for _, host := range slices.Sorted(maps.Keys(sp.also)) {
+			svh.Also = append(svh.Also, virtualHost(host, sp.also[host]))
+		}
+		out.HTTPS = append(out.HTTPS, svh)
+	}
+	slices.SortFunc(out.HTTPS, func(a, b *dag.SecureVirtualHost) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func virtualHost(name string, entries []routeEntry) *dag.VirtualHost {
+	sortByPrecedence(entries)
+	vh := &dag.VirtualHost{Name: name, Routes: make([]*dag.Route, len(entries))}
+	for i, e := range entries {
+		vh.Routes[i] = e.route
+	}
+	return vh
+}
+
+// passthrough is the TCP proxy of one server name: the oldest of the TLSRoutes that
+// want it (then by namespace/name), as for every host Portico serves.
+func passthrough(routes []*routeResult) *dag.TCPProxy {
+	oldest := slices.MinFunc(routes, func(a, b *routeResult) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return dag.CompareObjectRefs(a.ref, b.ref)
+	})
+	return &dag.TCPProxy{Clusters: oldest.tcp, Source: oldest.ref}
+}

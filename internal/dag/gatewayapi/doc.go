@@ -1,0 +1,35 @@
+// Package gatewayapi builds the Gateway API part of a routing graph: which
+// GatewayClasses are Portico's, the data plane of each of their Gateways
+// (dag.Gateway: listeners grouped by port, HTTP virtual hosts and HTTPS server
+// names), the routes attached to them, and the status of every object.
+//
+// It runs as a dag.Processor (internal/app passes it in dag.Options.Processors):
+// it imports dag and store, and dag never imports it.
+//
+// # One rule across APIs
+//
+// Every Gateway has a data plane of its own (its own listeners, named
+// gateway/<namespace>/<name>/<port>), so a Gateway API host never shares a
+// listener with an Ingress, IngressRoute or HTTPProxy host, nor with another
+// Gateway's: the hosts of different APIs are never decided against each other
+// in the graph. Where they meet on one address and port in front of Portico (a
+// load balancer, a run-mode port mapping), the older object keeps the host, as
+// between the other APIs.
+//
+// # Files by job
+//
+//	translate.go        the order of the steps of one build
+//	gatewayclass.go     which classes are Portico's; their status (features.go: supportedFeatures)
+//	listener.go         pure listener validation: protocols, conflicts, route kinds
+//	gateway.go          Gateways: certificates, listener status, the data plane of each
+//	referencegrant.go   ReferenceGrants, indexed once per build: permitted(from, to)
+//	hostnames.go        listener x route hostname intersection and listener isolation (pure)
+//	attach.go           parentRefs: which listeners of which Gateways a route attaches to
+//	httproute.go        HTTPRoute rules -> graph routes; precedence.go orders them
+//	tlsroute.go         TLSRoutes -> passthrough server names of TLS listeners
+//	routestatus.go      routes attached to parents; attachedRoutes; route status
+//	dataplane.go        a served Gateway's ports, hosts and server names (dag.Gateway)
+//	filters.go          one function per HTTPRoute filter type
+//	backendref.go       backendRefs -> clusters, with the ResolvedRefs reasons
+//	conditions.go       errors carrying condition type and reason; conditions to dag.Status
+package gatewayapi

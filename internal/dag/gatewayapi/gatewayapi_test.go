@@ -1,0 +1,204 @@
+package gatewayapi
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// gatewayHead starts Gateway default/gw of class portico: its listeners follow.
+const gatewayHead = `
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners:`
+
+// base is a class of Portico's, a Gateway with one HTTP listener on port 80, and a
+// Service with endpoints-less port 80 in two namespaces.
+const base = `
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+kind: Service
+apiVersion: v1
+metadata: {name: web}
+spec: {ports: [{port: 80}]}
+---
+kind: Service
+apiVersion: v1
+metadata: {name: web, namespace: other}
+spec: {ports: [{port: 80}]}
+`
+
+const httpGateway = gatewayHead + `
+  - {name: http, protocol: HTTP, port: 80}
+`
+
+const acceptedClass = "GatewayClass portico: Accepted=True/Accepted"
+const acceptedGateway = "Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed"
+
+func listenerOK(name string, attached int) string {
+	return "Gateway default/gw listener " + name + ": attached=" + itoa(attached) +
+		" kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=True/Programmed"
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+// listenerNotProgrammed is listener http of a Gateway that is not accepted.
+const listenerNotProgrammed = "Gateway default/gw listener http: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid"
+
+const routeOK = "Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs"
+
+type graphCase struct {
+	name     string
+	objects  string
+	extra    []runtime.Object
+	statuses []string
+	routes   []string
+}
+
+func runCases(t *testing.T, cases []graphCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := build(t, tc.objects, tc.extra...)
+			checkLines(t, "statuses", describeStatuses(g), tc.statuses)
+			checkLines(t, "data planes", describeGateways(g), tc.routes)
+		})
+	}
+}
+
+func TestGatewayClass(t *testing.T) {
+	runCases(t, []graphCase{{
+		name:     "gatewayclass-accepted",
+		objects:  base,
+		statuses: []string{acceptedClass},
+	}, {
+		name: "gatewayclass-other-controller",
+		objects: `
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: theirs}
+spec: {controllerName: example.com/other}
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: gw}
+spec:
+  gatewayClassName: theirs
+  listeners: [{name: http, protocol: HTTP, port: 80}]`,
+	}, {
+		name: "gatewayclass-parameters",
+		objects: `
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: portico}
+spec:
+  controllerName: portico.dev/gateway-controller
+  parametersRef: {group: example.com, kind: Config, name: c}` + httpGateway,
+		statuses: []string{
+			"GatewayClass portico: Accepted=False/InvalidParameters",
+			"Gateway default/gw: Accepted=False/Pending Programmed=False/Invalid",
+			listenerNotProgrammed,
+		},
+	}})
+}
+
+func TestGatewayListeners(t *testing.T) {
+	runCases(t, []graphCase{{
+		name:     "gateway-http",
+		objects:  base + httpGateway,
+		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 0)},
+		routes:   []string{"default/gw :80 http *: no routes"},
+	}, {
+		name: "gateway-unsupported-protocol",
+		objects: base + gatewayHead + `
+  - {name: http, protocol: HTTP, port: 80}
+  - {name: udp, protocol: UDP, port: 53}`,
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
+			listenerOK("http", 0),
+			"Gateway default/gw listener udp: attached=0 kinds= Accepted=False/UnsupportedProtocol ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+		},
+		routes: []string{"default/gw :80 http *: no routes"},
+	}, {
+		name:    "gateway-all-listeners-invalid",
+		objects: base + gatewayHead + ` [{name: udp, protocol: UDP, port: 53}]`,
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=False/ListenersNotValid Programmed=False/Invalid",
+			"Gateway default/gw listener udp: attached=0 kinds= Accepted=False/UnsupportedProtocol ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+		},
+	}, {
+		name: "gateway-hostname-conflict",
+		objects: base + gatewayHead + `
+  - {name: a, protocol: HTTP, port: 80, hostname: foo.example.com}
+  - {name: b, protocol: HTTP, port: 80, hostname: foo.example.com}
+  - {name: c, protocol: HTTPS, port: 80, hostname: bar.example.com, tls: {certificateRefs: [{name: cert}]}}`,
+		extra: []runtime.Object{tlsSecret("default", "cert", "bar.example.com")},
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
+			listenerOK("a", 0),
+			"Gateway default/gw listener b: attached=0 kinds=HTTPRoute Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/HostnameConflict Programmed=False/HostnameConflict",
+			"Gateway default/gw listener c: attached=0 kinds=HTTPRoute Accepted=False/ProtocolConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/ProtocolConflict Programmed=False/ProtocolConflict",
+		},
+		routes: []string{"default/gw :80 http foo.example.com: no routes"},
+	}, {
+		name: "gateway-invalid-route-kinds",
+		objects: base + gatewayHead + `
+  - name: http
+    protocol: HTTP
+    port: 80
+    allowedRoutes: {kinds: [{kind: FooRoute}]}`,
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=False/ListenersNotValid Programmed=False/Invalid",
+			"Gateway default/gw listener http: attached=0 kinds= Accepted=True/Accepted ResolvedRefs=False/InvalidRouteKinds Conflicted=False/NoConflicts Programmed=False/Invalid",
+		},
+	}, {
+		name: "gateway-unresolved-certificate-attached-routes",
+		objects: base + gatewayHead + `
+  - {name: tls, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: does-not-exist}]}}` + route("r", "default", `
+  parentRefs: [{name: gw, sectionName: tls}]
+  rules: [{backendRefs: [{name: missing, port: 80}]}]`),
+		// The route attaches and is counted, though the listener is not served.
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=False/Invalid",
+			"Gateway default/gw listener tls: attached=1 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"HTTPRoute default/r parent gw/tls: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound",
+		},
+	}, {
+		name: "gateway-frontend-validation-refused",
+		objects: base + gatewayHead + ` [{name: http, protocol: HTTP, port: 80}]
+  tls: {frontend: {default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: ""}]}}}}`,
+		statuses: []string{acceptedClass, "Gateway default/gw: Accepted=False/UnsupportedValue Programmed=False/Invalid", listenerNotProgrammed},
+	}, {
+		name: "gateway-https-certificate",
+		objects: base + gatewayHead + `
+  - {name: https, protocol: HTTPS, port: 443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
+  - {name: missing, protocol: HTTPS, port: 443, hostname: bar.example.com, tls: {certificateRefs: [{name: nope}]}}
+  - {name: other-ns, protocol: HTTPS, port: 443, hostname: baz.example.com, tls: {certificateRefs: [{name: cert, namespace: other}]}}
+  - {name: granted, protocol: HTTPS, port: 443, hostname: qux.example.com, tls: {certificateRefs: [{name: granted, namespace: other}]}}
+---
+kind: ReferenceGrant
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: g, namespace: other}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: default}]
+  to: [{group: "", kind: Secret, name: granted}]`,
+		extra: []runtime.Object{tlsSecret("default", "cert", "foo.example.com"), tlsSecret("other", "cert", "baz.example.com"), tlsSecret("other", "granted", "qux.example.com")},
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
+			listenerOK("https", 0),
+			"Gateway default/gw listener missing: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener other-ns: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/RefNotPermitted Conflicted=False/NoConflicts Programmed=False/Invalid",
+			listenerOK("granted", 0),
+		},
+		routes: []string{
+			"default/gw :443 https foo.example.com (cert default/cert): no routes",
+			"default/gw :443 https qux.example.com (cert other/granted): no routes",
+		},
+	}})
+}

@@ -1,0 +1,318 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// routeResult is a route's rules as graph routes, and what stops them from being
+// served, before it is attached to its parents.
+type routeResult struct {
+	ref     dag.ObjectRef
+	entries []routeEntry
+	// accepted is nil, or why the route cannot be served anywhere (Accepted False).
+	accepted *condError
+	// resolved is nil, or the first reference that cannot be used (ResolvedRefs
+	// False): the rules concerned answer 500, the others are served.
+	resolved *condError
+	// tcp are a TLSRoute's backends (entries is empty then), created when.
+	tcp     []*dag.WeightedCluster
+	created time.Time
+}
+
+// processHTTPRoute turns an HTTPRoute's rules into graph routes, one per match.
+func processHTTPRoute(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute) *routeResult {
+	res := &routeResult{ref: dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}}
+	if err := checkHostnames(hr.Spec.Hostnames); err != nil {
+		res.accepted = err
+		return res
+	}
+	for i, rule := range hr.Spec.Rules {
+		entries, err := processRule(p, grants, hr, i, rule, res)
+		if err != nil {
+			err.Message = fmt.Sprintf("spec.rules[%d]: %s", i, err.Message)
+			res.accepted, res.entries = err, nil
+			return res
+		}
+		res.entries = append(res.entries, entries...)
+	}
+	return res
+}
+
+// processRule returns the routes of one rule. A rule is refused whole (the route's
+// Accepted False) for what the spec says makes a route unacceptable: an unsupported
+// filter, incompatible filters, an invalid regular expression, a prefix replacement
+// without a prefix match.
+func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, index int, rule gatewayv1.HTTPRouteRule, res *routeResult) ([]routeEntry, *condError) {
+	filters, err := processFilters(rule.Filters)
+	if err != nil {
+		return nil, err
+	}
+	if rule.SessionPersistence != nil {
+		return nil, unsupported("sessionPersistence is not supported yet: remove it")
+	}
+	base := dag.Route{Source: res.ref}
+	filters.apply(&base)
+	if base.Redirect == nil {
+		be := processBackendRefs(p, grants, httpRouteKind, hr.Namespace, rule.BackendRefs)
+		if be.err != nil && res.resolved == nil {
+			be.err.Message = fmt.Sprintf("spec.rules[%d].%s", index, be.err.Message)
+			res.resolved = be.err
+		}
+		base.Clusters, base.Websocket = be.clusters, be.websocket
+		if len(base.Clusters) == 0 {
+			// No backend to send to (none listed, all invalid or of weight 0): 500, as
+			// the spec says.
+			base.DirectStatus = 500
+		}
+	}
+	if filters.unresolved != nil {
+		if res.resolved == nil {
+			res.resolved = filters.unresolved
+		}
+		base.Clusters, base.Redirect, base.DirectStatus = nil, nil, 500
+	}
+	if err := processTimeoutsAndRetry(&base, rule.Timeouts, rule.Retry); err != nil {
+		return nil, err
+	}
+	matches := rule.Matches
+	if len(matches) == 0 {
+		matches = []gatewayv1.HTTPRouteMatch{{}}
+	}
+	out := make([]routeEntry, 0, len(matches))
+	for j, m := range matches {
+		r := base
+		method, err := processMatch(&r, m)
+		if err != nil {
+			return nil, err
+		}
+		if filters.prefixMatchOnly && r.Path.Kind == dag.PathExact || filters.prefixMatchOnly && r.Path.Kind == dag.PathRegex {
+			return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonUnsupportedValue),
+				"ReplacePrefixMatch needs a PathPrefix match: match %d has another path type", j)
+		}
+		e := routeEntry{route: &r, pathLen: len(r.Path.Value), created: hr.CreationTimestamp.Time, ns: hr.Namespace, name: hr.Name, rule: index, match: j, method: method,
+			listenerPort: r.Redirect != nil && filters.listenerPort}
+		if twin := replacePrefix(&r); twin != nil {
+			// First: it takes the paths below the prefix, the route the prefix itself.
+			t := e
+			t.route = twin
+			out = append(out, t)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// processMatch sets a route's conditions from one HTTPRouteMatch, reporting whether it
+// matches the method.
+func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
+	r.Path = dag.PathMatch{Kind: dag.PathPrefix, Value: "/"}
+	if pm := m.Path; pm != nil {
+		value := "/"
+		if pm.Value != nil {
+			value = *pm.Value
+		}
+		typ := gatewayv1.PathMatchPathPrefix
+		if pm.Type != nil {
+			typ = *pm.Type
+		}
+		if typ != gatewayv1.PathMatchRegularExpression && !validPath(value) {
+			return false, unsupported("path %q must start with / and hold no control characters", value)
+		}
+		switch typ {
+		case gatewayv1.PathMatchExact:
+			r.Path = dag.PathMatch{Kind: dag.PathExact, Value: value}
+		case gatewayv1.PathMatchPathPrefix:
+			r.Path = prefixMatch(value)
+		case gatewayv1.PathMatchRegularExpression:
+			if _, err := regexp.Compile(value); err != nil {
+				return false, unsupported("path regular expression %q: %v", value, err)
+			}
+			r.Path = dag.PathMatch{Kind: dag.PathRegex, Value: value}
+		default:
+			return false, unsupported("path match type %q is not supported", typ)
+		}
+	}
+	seen := map[string]bool{}
+	r.Headers = nil
+	for _, h := range m.Headers {
+		name := strings.ToLower(string(h.Name))
+		if !validHeaderName(name) || !validValue(h.Value) {
+			return false, unsupported("header match %q: %q is not a valid header name and value", h.Name, h.Value)
+		}
+		if seen[name] {
+			continue // the spec: only the first match of a header name counts
+		}
+		seen[name] = true
+		hm := dag.HeaderMatch{Name: name, Kind: dag.MatchExact, Value: h.Value}
+		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
+			if _, err := regexp.Compile(h.Value); err != nil {
+				return false, unsupported("header %s regular expression %q: %v", h.Name, h.Value, err)
+			}
+			hm.Kind = dag.MatchRegex
+		} else if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact {
+			return false, unsupported("header match type %q is not supported", *h.Type)
+		}
+		r.Headers = append(r.Headers, hm)
+	}
+	r.Query = nil
+	seenQ := map[string]bool{}
+	for _, q := range m.QueryParams {
+		name := string(q.Name)
+		if name == "" || !validValue(name) || !validValue(q.Value) {
+			return false, unsupported("query parameter match %q: %q is not a valid name and value", q.Name, q.Value)
+		}
+		if seenQ[name] {
+			continue
+		}
+		seenQ[name] = true
+		qm := dag.QueryMatch{Name: name, Kind: dag.MatchExact, Value: q.Value}
+		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
+			if _, err := regexp.Compile(q.Value); err != nil {
+				return false, unsupported("query parameter %s regular expression %q: %v", q.Name, q.Value, err)
+			}
+			qm.Kind = dag.MatchRegex
+		} else if q.Type != nil && *q.Type != gatewayv1.QueryParamMatchExact {
+			return false, unsupported("query parameter match type %q is not supported", *q.Type)
+		}
+		r.Query = append(r.Query, qm)
+	}
+	if m.Method != nil {
+		// The method is the :method pseudo-header, which Envoy and the embedded proxy
+		// both match as a header.
+		r.Headers = append(r.Headers, dag.HeaderMatch{Name: ":method", Kind: dag.MatchExact, Value: string(*m.Method)})
+		return true, nil
+	}
+	return false, nil
+}
+
+// replacePrefix makes a ReplacePrefixMatch (of a rewrite or a redirect) replace whole
+// segments, as the spec says: "/foo" replaced by "/" turns "/foo/bar" into "/bar", not
+// "//bar", and "/foo/" replaced by "/bar" turns "/foo/x" into "/bar/x". The data planes
+// replace the matched characters: a replacement ending in "/" on a segment prefix needs
+// a second route for the paths below the prefix ("/foo/"), returned; a prefix ending in
+// "/" (and "/" itself) needs a replacement ending in "/".
+func replacePrefix(r *dag.Route) *dag.Route {
+	repl := &r.PrefixRewrite
+	if r.Redirect != nil {
+		repl = &r.Redirect.Prefix
+	}
+	if *repl == "" {
+		return nil
+	}
+	if strings.HasSuffix(r.Path.Value, "/") {
+		if !strings.HasSuffix(*repl, "/") {
+			if r.Redirect != nil {
+				rd := *r.Redirect
+				r.Redirect, repl = &rd, &rd.Prefix
+			}
+			*repl += "/"
+		}
+		return nil
+	}
+	if !strings.HasSuffix(*repl, "/") {
+		return nil
+	}
+	twin := *r
+	twin.Path = dag.PathMatch{Kind: dag.PathStringPrefix, Value: r.Path.Value + "/"}
+	return &twin
+}
+
+// prefixMatch is a PathPrefix match: element-wise, "/foo" matching "/foo" and
+// "/foo/bar" but not "/foobar". A value ending in "/" matches the paths under it,
+// which a plain string prefix does element-wise already.
+func prefixMatch(value string) dag.PathMatch {
+	if value != "/" && strings.HasSuffix(value, "/") {
+		return dag.PathMatch{Kind: dag.PathStringPrefix, Value: value}
+	}
+	return dag.PathMatch{Kind: dag.PathPrefix, Value: value}
+}
+
+// checkHostnames refuses a route hostname that is not one (run mode only: the API
+// server refuses them).
+func checkHostnames(hostnames []gatewayv1.Hostname) *condError {
+	for _, h := range hostnames {
+		if msg := hostnameProblem(string(h)); msg != "" {
+			return unsupported("spec.hostnames: %q is not a hostname: %s", h, msg)
+		}
+	}
+	return nil
+}
+
+func unsupported(format string, args ...any) *condError {
+	return newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonUnsupportedValue), format, args...)
+}
+
+// processTimeoutsAndRetry sets a route's timeouts and retries. request bounds the
+// whole request, retries included; backendRequest each request to a backend. Without
+// retries they bound the same thing: the route's timeout is the smaller. "0s" turns a
+// timeout off.
+//
+// A retry is made on the listed codes and on failures where the backend cannot have
+// seen the request (it refused the connection or the stream), never on a reset after the
+// request was sent; attempts defaults to 1, and 0 turns retries off. The data planes
+// back off between attempts (25 ms base, exponential with jitter); a backoff of its own
+// is not supported.
+func processTimeoutsAndRetry(r *dag.Route, t *gatewayv1.HTTPRouteTimeouts, retry *gatewayv1.HTTPRouteRetry) *condError {
+	var request, backend *time.Duration
+	if t != nil {
+		var err *condError
+		if request, err = parseTimeout(t.Request); err != nil {
+			return err
+		}
+		if backend, err = parseTimeout(t.BackendRequest); err != nil {
+			return err
+		}
+	}
+	if retry != nil && retry.Backoff != nil {
+		return unsupported("retry.backoff is not supported (the data planes back off from 25 ms): remove it")
+	}
+	attempts := 1
+	if retry != nil && retry.Attempts != nil {
+		attempts = *retry.Attempts
+	}
+	if retry == nil || attempts <= 0 {
+		if bound := shorter(request, backend); bound != nil {
+			r.Timeouts = &dag.TimeoutPolicy{Request: bound}
+		}
+		return nil
+	}
+	rp := &dag.RetryPolicy{NumRetries: uint32(attempts), RetryOn: []string{"connect-failure", "refused-stream"}}
+	for _, c := range retry.Codes {
+		rp.OnStatusCodes = append(rp.OnStatusCodes, uint32(c))
+	}
+	if backend != nil {
+		rp.PerTryTimeout = *backend
+	}
+	r.Retry = rp
+	if request != nil {
+		r.Timeouts = &dag.TimeoutPolicy{Request: request}
+	}
+	return nil
+}
+
+func parseTimeout(d *gatewayv1.Duration) (*time.Duration, *condError) {
+	if d == nil {
+		return nil, nil
+	}
+	v, err := time.ParseDuration(string(*d))
+	if err != nil || v < 0 {
+		return nil, unsupported("timeout %q is not a duration such as 10s or 1m", *d)
+	}
+	return &v, nil
+}
+
+// shorter returns the shorter of two timeouts, where 0 (none) is the longest.
+func shorter(a, b *time.Duration) *time.Duration {
+	switch {
+	case a == nil || (b != nil && *b != 0 && (*a == 0 || *b < *a)):
+		return b
+	}
+	return a
+}

@@ -1,0 +1,141 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"strings"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+const groupName = gatewayv1.GroupName
+
+// routeKinds are the route kinds a listener of each supported protocol accepts, the
+// first being the default when allowedRoutes.kinds is empty. A protocol not in the
+// table is not supported.
+var routeKinds = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
+	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
+	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
+	gatewayv1.TLSProtocolType:   {"TLSRoute"},
+}
+
+// listenerCheck is the outcome of the checks of one listener that need nothing but
+// the Gateway's spec (validateListeners); gateway.go adds those of its certificates.
+type listenerCheck struct {
+	// accepted is nil, or why the listener is not accepted (UnsupportedProtocol, a
+	// conflict): it is then neither programmed nor served.
+	accepted *condError
+	// conflicted is nil, or the conflict (HostnameConflict, ProtocolConflict).
+	conflicted *condError
+	// resolvedRefs is nil, or what it refers to that cannot be used (InvalidRouteKinds,
+	// or from gateway.go InvalidCertificateRef, RefNotPermitted): not programmed.
+	resolvedRefs *condError
+	// badCertificate says that resolvedRefs is about the certificate: the listener
+	// cannot be served (a listed route kind it does not support only narrows kinds).
+	badCertificate bool
+	// kinds are the supported route kinds it accepts (status supportedKinds).
+	kinds []gatewayv1.RouteGroupKind
+}
+
+// usable reports whether a listener is served: accepted, with a certificate when it
+// needs one, and some route kind to accept.
+func (c *listenerCheck) usable() bool {
+	return c.accepted == nil && !c.badCertificate && len(c.kinds) > 0
+}
+
+// validateListeners checks a Gateway's listeners against each other: a listener
+// whose protocol is not supported, or whose port and hostname an earlier listener
+// already takes (the first in list order keeps them, as the spec's precedence says),
+// is not accepted. A pure function of the spec.
+func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
+	out := make([]listenerCheck, len(ls))
+	type portUse struct {
+		tls   bool
+		hosts map[string]bool
+	}
+	ports := map[gatewayv1.PortNumber]*portUse{}
+	for i, l := range ls {
+		c := &out[i]
+		c.kinds, c.resolvedRefs = listenerKinds(l)
+		if _, ok := routeKinds[l.Protocol]; !ok {
+			c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedProtocol),
+				"protocol %q is not supported: use HTTP, HTTPS or TLS", l.Protocol)
+			continue
+		}
+		tls := l.Protocol != gatewayv1.HTTPProtocolType
+		host := ""
+		if l.Hostname != nil {
+			host = strings.ToLower(string(*l.Hostname))
+			if msg := hostnameProblem(host); msg != "" {
+				c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+					"hostname %q is not a hostname: %s", *l.Hostname, msg)
+				continue
+			}
+		}
+		pu := ports[l.Port]
+		switch {
+		case pu == nil:
+			ports[l.Port] = &portUse{tls: tls, hosts: map[string]bool{host: true}}
+		case pu.tls != tls:
+			c.conflicted = newError(string(gatewayv1.ListenerConditionConflicted), string(gatewayv1.ListenerReasonProtocolConflict),
+				"port %d already carries %s on an earlier listener: HTTP and HTTPS/TLS cannot share a port; use another port", l.Port, protocolFamily(pu.tls))
+		case pu.hosts[host]:
+			c.conflicted = newError(string(gatewayv1.ListenerConditionConflicted), string(gatewayv1.ListenerReasonHostnameConflict),
+				"an earlier listener on port %d has the same hostname %q: give this listener another hostname or port", l.Port, host)
+		default:
+			pu.hosts[host] = true
+		}
+		if c.conflicted != nil {
+			c.accepted = &condError{Type: string(gatewayv1.ListenerConditionAccepted), Reason: c.conflicted.Reason, Message: c.conflicted.Message}
+		}
+	}
+	return out
+}
+
+func protocolFamily(tls bool) string {
+	if tls {
+		return "HTTPS/TLS"
+	}
+	return "HTTP"
+}
+
+// listenerKinds returns the route kinds a listener accepts: those of allowedRoutes.kinds
+// that its protocol supports, or its protocol's when none are listed. A listed kind
+// the protocol does not support is an InvalidRouteKinds error.
+func listenerKinds(l gatewayv1.Listener) ([]gatewayv1.RouteGroupKind, *condError) {
+	supported := routeKinds[l.Protocol]
+	group := gatewayv1.Group(groupName)
+	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
+		out := make([]gatewayv1.RouteGroupKind, 0, len(supported))
+		for _, k := range supported {
+			out = append(out, gatewayv1.RouteGroupKind{Group: &group, Kind: k})
+		}
+		return out, nil
+	}
+	var out []gatewayv1.RouteGroupKind
+	var bad []string
+	for _, k := range l.AllowedRoutes.Kinds {
+		g := groupName
+		if k.Group != nil {
+			g = string(*k.Group)
+		}
+		if g == groupName && contains(supported, k.Kind) {
+			out = append(out, gatewayv1.RouteGroupKind{Group: &group, Kind: k.Kind})
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("%s/%s", g, k.Kind))
+	}
+	if len(bad) > 0 {
+		return out, newError(string(gatewayv1.ListenerConditionResolvedRefs), string(gatewayv1.ListenerReasonInvalidRouteKinds),
+			"allowedRoutes.kinds %s cannot attach to a %s listener: it accepts %v", strings.Join(bad, ", "), l.Protocol, supported)
+	}
+	return out, nil
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// routeEntry is one match of one rule of a route, as a graph route, with what the
+// precedence rules compare.
+type routeEntry struct {
+	route *dag.Route
+	// pathLen is the length of the path the route's match was written with (a prefix
+	// replacement's second route, replacePrefix, has the same).
+	pathLen int
+	created time.Time
+	ns      string
+	name    string
+	rule    int
+	match   int
+	method  bool
+	// listenerPort: the route redirects to the port of its listener (redirectOnPort).
+	listenerPort bool
+}
+
+// sortByPrecedence orders the routes of one host as the Gateway API spec says, across
+// every route attached to it: an Exact path before any prefix, a longer prefix before a
+// shorter one, then a method match, then more header matches, then more query
+// parameter matches; ties go to the oldest route, then to namespace/name in
+// alphabetical order, then to rule and match order within the route. Regular
+// expression paths are implementation-specific: they come after exact paths and
+// prefixes, longer expressions first.
+func sortByPrecedence(entries []routeEntry) {
+	slices.SortStableFunc(entries, comparePrecedence)
+}
+
+func comparePrecedence(a, b routeEntry) int {
+	if c := cmp.Compare(pathRank(a.route.Path.Kind), pathRank(b.route.Path.Kind)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.pathLen, a.pathLen); c != 0 {
+		return c
+	}
+	if a.method != b.method {
+		if a.method {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(len(b.route.Headers)-boolInt(b.method), len(a.route.Headers)-boolInt(a.method)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(len(b.route.Query), len(a.route.Query)); c != 0 {
+		return c
+	}
+	if c := a.created.Compare(b.created); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.ns, b.ns); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.rule, b.rule); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.match, b.match)
+}
+
+func pathRank(k dag.PathMatchKind) int {
+	switch k {
+	case dag.PathExact:
+		return 0
+	case dag.PathRegex:
+		return 2
+	}
+	return 1
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,51 @@
+package gatewayapi
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// processTLSRoutes attaches every TLSRoute to the TLS listeners its parentRefs name:
+// the connections for its hostnames (the SNI the client sends) pass through, still
+// encrypted, to its backends. A route whose parentRefs name no Gateway of Portico's is
+// not Portico's: no status.
+func processTLSRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
+	var out []*attachedRoute
+	for _, tr := range p.Store().TLSRoutes {
+		parents := attachParents(p, gateways, tlsRouteKind, tr.Namespace, tr.Spec.ParentRefs, tr.Spec.Hostnames)
+		if len(parents) == 0 {
+			continue
+		}
+		res := processTLSRoute(p, grants, tr)
+		refuseParents(parents, res)
+		out = append(out, &attachedRoute{result: res, parents: parents})
+	}
+	return out
+}
+
+// processTLSRoute resolves a TLSRoute's backends: those of its rules, by weight. Without
+// one it can use, its connections are closed.
+func processTLSRoute(p *dag.Processing, grants grantIndex, tr *gatewayv1.TLSRoute) *routeResult {
+	res := &routeResult{ref: dag.ObjectRef{Kind: dag.KindTLSRoute, Namespace: tr.Namespace, Name: tr.Name}, created: tr.CreationTimestamp.Time}
+	if err := checkHostnames(tr.Spec.Hostnames); err != nil {
+		res.accepted = err
+		return res
+	}
+	for i, rule := range tr.Spec.Rules {
+		refs := make([]gatewayv1.HTTPBackendRef, len(rule.BackendRefs))
+		for j, ref := range rule.BackendRefs {
+			refs[j] = gatewayv1.HTTPBackendRef{BackendRef: ref}
+		}
+		be := processBackendRefs(p, grants, tlsRouteKind, tr.Namespace, refs)
+		if be.err != nil && res.resolved == nil {
+			be.err.Message = fmt.Sprintf("spec.rules[%d].%s", i, be.err.Message)
+			res.resolved = be.err
+		}
+		res.tcp = append(res.tcp, be.clusters...)
+	}
+	return res
+}

@@ -1,0 +1,44 @@
+package gatewayapi
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// Processor builds the Gateway API part of a graph; pass it in dag.Options.Processors.
+type Processor struct{}
+
+// Kinds are the store kinds the processor reads whole.
+func (Processor) Kinds() []store.Kind {
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant}
+}
+
+// Process runs the steps in their order: classes, grants, Gateways and their
+// listeners, routes (attached to listeners), then a final pass that counts each
+// listener's attached routes from the routes' results, builds each served Gateway's
+// data plane, and writes every status.
+func (Processor) Process(p *dag.Processing) {
+	s := p.Store()
+	classes := processClasses(p)
+	grants := indexGrants(s)
+	gateways := processGateways(p, classes, grants)
+	byKey := make(map[types.NamespacedName]*gatewayResult, len(gateways))
+	for _, g := range gateways {
+		byKey[g.key] = g
+	}
+	routes := append(processHTTPRoutes(p, grants, byKey), processTLSRoutes(p, grants, byKey)...)
+	countAttachedRoutes(routes)
+	for _, g := range gateways {
+		if g.served() {
+			p.AddGateway(dataPlane(g, routes))
+		}
+		p.AddStatus(g.status())
+	}
+	for _, r := range routes {
+		if st, ok := r.status(); ok {
+			p.AddStatus(st)
+		}
+	}
+}

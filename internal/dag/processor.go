@@ -1,0 +1,128 @@
+package dag
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portico-dev/portico/internal/store"
+)
+
+// Processor builds the part of a graph that an API kept in a package of its own adds
+// (Gateway API, internal/dag/gatewayapi). dag never imports such a package: internal/app
+// passes it in Options.Processors. A processor's objects have data planes of their own
+// (Graph.Gateways), so they never compete with Ingress, IngressRoute or HTTPProxy for a
+// host: a processor only reads the store and adds Gateways and statuses.
+type Processor interface {
+	// Process reads the store through p and adds what it serves and every status.
+	Process(p *Processing)
+	// Kinds are the store kinds Process reads whole: a change of any of them runs it
+	// again in an incremental build. Services and Secrets it uses through p are tracked
+	// one by one and need not be listed.
+	Kinds() []store.Kind
+}
+
+// Processing is what a Processor reads and adds in one build. Clusters and Secrets come
+// from dag, so that a Service port or a certificate is checked and named one way for all
+// APIs.
+type Processing struct {
+	b        *builder
+	gateways []*Gateway
+	statuses []Status
+	// deps are the Service and Secret keys read (incremental_keys.go's "s:" and "x:").
+	deps map[string]struct{}
+}
+
+// Store is the store being built.
+func (p *Processing) Store() *store.Store { return p.b.store }
+
+// Service returns the Service named key, or nil; its changes (endpoints included) run
+// the processor again.
+func (p *Processing) Service(key types.NamespacedName) *corev1.Service {
+	p.deps[svcKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	return p.b.store.Services[key]
+}
+
+// ExternalNameRefused says why an ExternalName Service may not be used, or "" (as for
+// every API: see Options.AllowExternalName).
+func (p *Processing) ExternalNameRefused(svc *corev1.Service) string {
+	return p.b.externalNameRefused(svc)
+}
+
+// Cluster returns the cluster of a port of svc (read with Service), spoken to with
+// protocol ("" for HTTP/1.1, "h2c"), with its ready endpoints; routes to the same port
+// and protocol share it.
+func (p *Processing) Cluster(svc *corev1.Service, sp corev1.ServicePort, protocol string) *Cluster {
+	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	return p.b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp, clusterPolicy{protocol: protocol})
+}
+
+// TLSSecret returns the validated certificate and key of the Secret named key; its
+// changes run the processor again.
+func (p *Processing) TLSSecret(key types.NamespacedName) (*Secret, error) {
+	p.deps[secKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	return p.b.tlsSecret(key)
+}
+
+// AddGateway adds the data plane of one Gateway.
+func (p *Processing) AddGateway(gw *Gateway) { p.gateways = append(p.gateways, gw) }
+
+// AddStatus adds the status of one object.
+func (p *Processing) AddStatus(st Status) { p.statuses = append(p.statuses, st) }
+
+// processed is what the processors of one build made.
+type processed struct {
+	gateways []*Gateway
+	statuses []*Status
+	deps     map[string]struct{}
+}
+
+// runProcessors runs opts.Processors on s, with a builder of their own: their clusters
+// are the same as the other APIs' in name and content, so a graph built whole and one
+// built incrementally agree.
+func runProcessors(s *store.Store, opts Options) processed {
+	if len(opts.Processors) == 0 {
+		return processed{}
+	}
+	p := &Processing{b: newBuilder(s, opts.withDefaults(), 0), deps: map[string]struct{}{}}
+	for _, proc := range opts.Processors {
+		proc.Process(p)
+	}
+	slices.SortFunc(p.gateways, func(a, c *Gateway) int {
+		return strings.Compare(a.Name.String(), c.Name.String())
+	})
+	sts := statusPointers(p.statuses)
+	slices.SortStableFunc(sts, func(a, c *Status) int { return CompareObjectRefs(a.Object, c.Object) })
+	return processed{gateways: p.gateways, statuses: sts, deps: p.deps}
+}
+
+// withProcessed returns g with what the processors made: g itself when they made nothing.
+func withProcessed(g *Graph, pr processed) *Graph {
+	if len(pr.gateways) == 0 && len(pr.statuses) == 0 {
+		return g
+	}
+	out := *g
+	out.Gateways = pr.gateways
+	out.Statuses = mergeSorted(g.Statuses, pr.statuses)
+	return &out
+}
+
+// mergeSorted merges two status lists ordered by object.
+func mergeSorted(a, b []*Status) []*Status {
+	out := make([]*Status, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if CompareObjectRefs(b[j].Object, a[i].Object) < 0 {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
