@@ -233,12 +233,12 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.cache = metrics.NewCache(reg)
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
-		DAG: dag.Options{
+		DAG: withGatewayAPI(dag.Options{
 			IngressClassName:  opts.IngressClassName,
 			AllowExternalName: opts.AllowExternalName,
 			RootNamespaces:    opts.RootNamespaces,
 			DisableIngress:    opts.DisableIngress,
-		},
+		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,

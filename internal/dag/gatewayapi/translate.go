@@ -2,13 +2,26 @@ package gatewayapi
 
 import (
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
 )
 
 // Processor builds the Gateway API part of a graph; pass it in dag.Options.Processors.
-type Processor struct{}
+type Processor struct {
+	// Addresses, when set, says where each served Gateway's data plane is reached, for
+	// its status.addresses and Programmed condition; nil leaves addresses empty.
+	Addresses AddressSource
+}
+
+// AddressSource says where a Gateway's own data plane is reached.
+type AddressSource interface {
+	// Addresses are the addresses of gw's data plane. When it has none yet, pending
+	// says why and what to do: the Gateway is not Programmed until it has one. Objects
+	// it reads through p (its Service) make the processor run again when they change.
+	Addresses(p *dag.Processing, gw types.NamespacedName) (addrs []gatewayv1.GatewayStatusAddress, pending string)
+}
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
@@ -19,7 +32,7 @@ func (Processor) Kinds() []store.Kind {
 // listeners, routes (attached to listeners), then a final pass that counts each
 // listener's attached routes from the routes' results, builds each served Gateway's
 // data plane, and writes every status.
-func (Processor) Process(p *dag.Processing) {
+func (pr Processor) Process(p *dag.Processing) {
 	s := p.Store()
 	classes := processClasses(p)
 	grants := indexGrants(s)
@@ -33,6 +46,9 @@ func (Processor) Process(p *dag.Processing) {
 	for _, g := range gateways {
 		if g.served() {
 			p.AddGateway(dataPlane(g, routes))
+			if pr.Addresses != nil {
+				g.addresses, g.awaitingAddress = pr.Addresses.Addresses(p, g.key)
+			}
 		}
 		p.AddStatus(g.status())
 	}
