@@ -14,9 +14,11 @@
 # once) wait for each other on a lock file instead of building twice.
 #
 # stdout is only the directory (for scripts and tests); progress goes to stderr.
-# A cold build (empty module and build caches) takes about 700 CPU-seconds (6-9 minutes
-# on two cores) and 2.4 GB of memory for the largest compile/link; with the Go build
-# cache warm it is a ~10s relink. GOFLAGS=-p=1 runs one compile at a time (less memory).
+# A cold build (empty module and build caches) takes about 1250 CPU-seconds (etcd and
+# kube-apiserver ~700, kube-controller-manager ~510, echo-basic ~40: 10-12 minutes on two
+# idle cores) and 2.6 GB of memory for the largest compile/link; with the Go build cache
+# warm it is a relink of under a minute. GOFLAGS=-p=1 runs one compile at a time (less
+# memory).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -44,7 +46,7 @@ if ! have; then
   exec 9>"$out/.lock"
   flock 9
   if ! have; then
-    echo "build.sh: building ${bins[*]} ($version) into $out (cold: about 1000 CPU-seconds, 8-12 minutes on 2 cores)" >&2
+    echo "build.sh: building ${bins[*]} ($version) into $out (cold: about 1250 CPU-seconds, 10-12 minutes on 2 idle cores)" >&2
     start=$(date +%s)
     tmp=$(mktemp -d "$out/.build.XXXXXX")
     trap 'rm -rf "$tmp"' EXIT

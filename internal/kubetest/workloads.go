@@ -50,6 +50,7 @@ func (e *Env) StartWorkloads(t testing.TB, opts WorkloadOptions) *nodeagent.Agen
 	e.Require(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	begin := time.Now()
 	if err := e.startControllerManager(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +67,7 @@ func (e *Env) StartWorkloads(t testing.TB, opts WorkloadOptions) *nodeagent.Agen
 		t.Fatal(err)
 	}
 	t.Cleanup(agent.Stop)
+	t.Logf("kubetest: workloads ready after %v (kube-controller-manager log %s)", time.Since(begin).Round(time.Millisecond), e.ControllerManagerLog)
 	return agent
 }
 

@@ -51,6 +51,7 @@ func newContainer(spec corev1.Container, logPath string) *container {
 func (c *container) status() corev1.ContainerStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	started := c.started
 	return corev1.ContainerStatus{
 		Name:                 c.spec.Name,
 		Image:                c.spec.Image,
@@ -59,7 +60,7 @@ func (c *container) status() corev1.ContainerStatus {
 		State:                *c.state.DeepCopy(),
 		LastTerminationState: *c.lastState.DeepCopy(),
 		Ready:                c.ready,
-		Started:              &c.started,
+		Started:              &started,
 		RestartCount:         c.restarts,
 	}
 }

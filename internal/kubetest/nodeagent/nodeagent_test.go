@@ -361,28 +361,32 @@ func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
-// namespace creates a namespace named after prefix and deletes it when the test ends
-// (the namespace controller removes what is in it).
+// namespace creates a namespace named after prefix and deletes it when the test ends.
 func namespace(t *testing.T, cs kubernetes.Interface, prefix string) string {
 	t.Helper()
 	ns := must(cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
 	}, metav1.CreateOptions{}))(t)
-	// Registered after StartWorkloads, so it runs while the agent still does: the
-	// namespace controller deletes the Pods, the agent stops them and the namespace goes,
-	// instead of Pods left over for the next test's agent.
+	cleanupNamespace(t, cs, ns.Name)
+	return ns.Name
+}
+
+// cleanupNamespace deletes ns when the test ends and waits until it is gone. Registered
+// after StartWorkloads, it runs while the agent still does: the namespace controller
+// deletes the Pods, the agent stops them and the namespace goes, instead of Pods left
+// over for the next test's agent.
+func cleanupNamespace(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Cleanup(func() {
 		ctx := context.Background()
-		if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting namespace %s: %v", ns.Name, err)
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting namespace %s: %v", ns, err)
 			return
 		}
-		testutil.Eventually(t, wait, "namespace "+ns.Name+" deleted", func() bool {
-			_, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+		testutil.Eventually(t, wait, "namespace "+ns+" deleted", func() bool {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
 	})
-	return ns.Name
 }
 
 // must(f()) fails the test when f's error is not nil, and returns f's value otherwise.
@@ -469,12 +473,19 @@ func echo(t *testing.T, ip string) echoResponse {
 	return r
 }
 
+// getJSON decodes the answer to GET url into v. A Ready Pod without a readiness probe
+// (as the conformance suite's) may not listen yet: connection errors are retried.
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var resp *http.Response
+	var err error
+	testutil.Eventually(t, wait, "an answer from "+url, func() bool {
+		resp, err = http.Get(url)
+		if err != nil {
+			t.Logf("GET %s: %v", url, err)
+		}
+		return err == nil
+	})
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
