@@ -25,10 +25,10 @@ const (
 // backends is what a rule's backendRefs resolve to.
 type backends struct {
 	clusters []*dag.WeightedCluster
-	// invalid counts the refs that cannot be used: their share of requests is answered
-	// 500 when no valid backend is left.
-	invalid   int
-	websocket bool
+	// invalidWeight is the weight of the refs that cannot be used: that share of the
+	// rule's requests is answered 500.
+	invalidWeight uint32
+	websocket     bool
 	// err is the first ref's problem: the route's ResolvedRefs condition.
 	err *condError
 }
@@ -40,19 +40,24 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 	var out backends
 	for i, ref := range refs {
 		field := fmt.Sprintf("backendRefs[%d]", i)
-		c, ws, err := resolveBackend(p, grants, kind, routeNS, ref.BackendObjectReference, field)
-		if err != nil {
-			out.invalid++
-			if out.err == nil {
-				out.err = err
-			}
-			continue
-		}
 		weight := int32(1)
 		if ref.Weight != nil {
 			weight = *ref.Weight
 		}
 		if weight <= 0 {
+			// Weight 0 receives no requests: whether the ref is usable makes no
+			// difference to them, but its status still says.
+			weight = 0
+		}
+		c, ws, err := resolveBackend(p, grants, kind, routeNS, ref.BackendObjectReference, field)
+		if err != nil {
+			out.invalidWeight += uint32(weight)
+			if out.err == nil {
+				out.err = err
+			}
+			continue
+		}
+		if weight == 0 {
 			continue
 		}
 		wc := &dag.WeightedCluster{Cluster: c, Weight: uint32(weight)}
@@ -68,14 +73,12 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 					out.err = newError(string(gatewayv1.RouteConditionResolvedRefs), string(gatewayv1.RouteReasonUnsupportedValue),
 						"%s: filter type %q is not supported on a backendRef (only header modifiers): its requests are answered 500; move it to the rule", field, f.Type)
 				}
-				out.invalid++
 				wc = nil
 			}
 			if err != nil {
 				if out.err == nil {
 					out.err = &condError{Type: string(gatewayv1.RouteConditionResolvedRefs), Reason: err.Reason, Message: field + ": " + err.Message}
 				}
-				out.invalid++
 				wc = nil
 			}
 			if wc == nil {
@@ -83,6 +86,7 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 			}
 		}
 		if wc == nil {
+			out.invalidWeight += uint32(weight)
 			continue
 		}
 		out.websocket = out.websocket || ws

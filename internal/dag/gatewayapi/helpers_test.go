@@ -98,6 +98,9 @@ func describeGateways(g *dag.Graph) []string {
 		for _, wc := range r.Clusters {
 			to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
 		}
+		if r.InvalidBackendWeight > 0 {
+			to = append(to, fmt.Sprintf("500*%d", r.InvalidBackendWeight))
+		}
 		action := strings.Join(to, ",")
 		if r.PrefixRewrite != "" {
 			action += " prefix-rewrite=" + r.PrefixRewrite

@@ -2,7 +2,6 @@ package gatewayapi
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -70,13 +69,16 @@ func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, 
 			// No backend to send to (none listed, all invalid or of weight 0): 500, as
 			// the spec says.
 			base.DirectStatus = 500
+		} else {
+			// The share of the invalid ones is answered 500, never sent to the others.
+			base.InvalidBackendWeight = be.invalidWeight
 		}
 	}
 	if filters.unresolved != nil {
 		if res.resolved == nil {
 			res.resolved = filters.unresolved
 		}
-		base.Clusters, base.Redirect, base.DirectStatus = nil, nil, 500
+		base.Clusters, base.Redirect, base.DirectStatus, base.InvalidBackendWeight = nil, nil, 500, 0
 	}
 	if err := processTimeoutsAndRetry(&base, rule.Timeouts, rule.Retry); err != nil {
 		return nil, err
@@ -131,8 +133,8 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		case gatewayv1.PathMatchPathPrefix:
 			r.Path = prefixMatch(value)
 		case gatewayv1.PathMatchRegularExpression:
-			if _, err := regexp.Compile(value); err != nil {
-				return false, unsupported("path regular expression %q: %v", value, err)
+			if err := checkRegex("path", value); err != nil {
+				return false, err
 			}
 			r.Path = dag.PathMatch{Kind: dag.PathRegex, Value: value}
 		default:
@@ -152,8 +154,8 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		seen[name] = true
 		hm := dag.HeaderMatch{Name: name, Kind: dag.MatchExact, Value: h.Value}
 		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
-			if _, err := regexp.Compile(h.Value); err != nil {
-				return false, unsupported("header %s regular expression %q: %v", h.Name, h.Value, err)
+			if err := checkRegex("header "+name, h.Value); err != nil {
+				return false, err
 			}
 			hm.Kind = dag.MatchRegex
 		} else if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact {
@@ -174,8 +176,8 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		seenQ[name] = true
 		qm := dag.QueryMatch{Name: name, Kind: dag.MatchExact, Value: q.Value}
 		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
-			if _, err := regexp.Compile(q.Value); err != nil {
-				return false, unsupported("query parameter %s regular expression %q: %v", q.Name, q.Value, err)
+			if err := checkRegex("query parameter "+name, q.Value); err != nil {
+				return false, err
 			}
 			qm.Kind = dag.MatchRegex
 		} else if q.Type != nil && *q.Type != gatewayv1.QueryParamMatchExact {
@@ -225,13 +227,25 @@ func replacePrefix(r *dag.Route) *dag.Route {
 }
 
 // prefixMatch is a PathPrefix match: element-wise, "/foo" matching "/foo" and
-// "/foo/bar" but not "/foobar". A value ending in "/" matches the paths under it,
-// which a plain string prefix does element-wise already.
+// "/foo/bar" but not "/foobar". A trailing "/" is ignored, as the spec says: "/foo/"
+// matches "/foo" too.
 func prefixMatch(value string) dag.PathMatch {
-	if value != "/" && strings.HasSuffix(value, "/") {
-		return dag.PathMatch{Kind: dag.PathStringPrefix, Value: value}
+	if trimmed := strings.TrimRight(value, "/"); trimmed != "" {
+		value = trimmed
+	} else {
+		value = "/"
 	}
 	return dag.PathMatch{Kind: dag.PathPrefix, Value: value}
+}
+
+// checkRegex refuses a regular expression the data planes cannot take: not RE2, or
+// over dag.MaxRegexProgramSize, which Envoy would refuse with every other route of
+// the configuration.
+func checkRegex(what, re string) *condError {
+	if p := dag.RegexProblem(re); p != "" {
+		return unsupported("%s regular expression %s", what, p)
+	}
+	return nil
 }
 
 // checkHostnames refuses a route hostname that is not one (run mode only: the API

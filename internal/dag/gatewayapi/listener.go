@@ -61,6 +61,9 @@ func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
 				"protocol %q is not supported: use HTTP, HTTPS or TLS", l.Protocol)
 			continue
 		}
+		if c.accepted = checkNamespaceSelector(l); c.accepted != nil {
+			continue
+		}
 		tls := l.Protocol != gatewayv1.HTTPProtocolType
 		host := ""
 		if l.Hostname != nil {
@@ -138,4 +141,22 @@ func contains[T comparable](list []T, v T) bool {
 		}
 	}
 	return false
+}
+
+// checkNamespaceSelector refuses allowedRoutes.namespaces from Selector without a
+// selector that parses: the listener would otherwise take no route and say nothing.
+func checkNamespaceSelector(l gatewayv1.Listener) *condError {
+	ar := l.AllowedRoutes
+	if ar == nil || ar.Namespaces == nil || ar.Namespaces.From == nil || *ar.Namespaces.From != gatewayv1.NamespacesFromSelector {
+		return nil
+	}
+	if ar.Namespaces.Selector == nil {
+		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+			"allowedRoutes.namespaces.from is Selector but there is no selector: add one (matchLabels or matchExpressions)")
+	}
+	if _, err := metav1LabelSelector(ar.Namespaces); err != nil {
+		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+			"allowedRoutes.namespaces.selector is not a valid label selector: %v", err)
+	}
+	return nil
 }

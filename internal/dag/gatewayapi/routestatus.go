@@ -110,7 +110,7 @@ func (r *attachedRoute) status() (dag.Status, bool) {
 		rs.Parents = append(rs.Parents, ps)
 	}
 	if e := r.result.resolved; e != nil {
-		consequence := " (the rule's other backends get its requests; with none, the rule answers 500)"
+		consequence := " (the requests the rule would send it are answered 500)"
 		if r.result.ref.Kind == dag.KindTLSRoute {
 			consequence = " (that backend gets no connections; with none left, connections are closed)"
 		}
