@@ -13,6 +13,7 @@ import (
 // The route kinds, as parentRefs and ReferenceGrants name them.
 const (
 	httpRouteKind gatewayv1.Kind = "HTTPRoute"
+	grpcRouteKind gatewayv1.Kind = "GRPCRoute"
 	tlsRouteKind  gatewayv1.Kind = "TLSRoute"
 )
 
@@ -139,20 +140,46 @@ func resolveBackend(p *dag.Processing, grants grantIndex, kind gatewayv1.Kind, r
 		}
 		sp = corev1.ServicePort{Port: int32(*ref.Port)}
 	}
-	protocol, ws := "", false
-	if ap := sp.AppProtocol; ap != nil && kind == httpRouteKind {
-		switch *ap {
-		case appProtocolH2C:
-			protocol = "h2c"
-		case appProtocolWS:
-			ws = true
-		case "http", "HTTP", "tcp", "TCP":
-		default:
-			return nil, false, refErr(gatewayv1.RouteReasonUnsupportedProtocol,
-				"Service %s port %d: appProtocol %q is not supported for HTTPRoute backends (supported: none, http, %s, %s)", key, sp.Port, *ap, appProtocolH2C, appProtocolWS)
+	protocol, ws, ok := backendProtocol(kind, sp.AppProtocol)
+	if !ok {
+		supported := "none, http, " + appProtocolH2C + ", " + appProtocolWS
+		if kind == grpcRouteKind {
+			supported = "none, grpc, " + appProtocolH2C
 		}
+		return nil, false, refErr(gatewayv1.RouteReasonUnsupportedProtocol,
+			"Service %s port %d: appProtocol %q is not supported for %s backends (supported: %s)", key, sp.Port, *sp.AppProtocol, kind, supported)
 	}
 	return p.Cluster(svc, sp, protocol), ws, nil
+}
+
+// backendProtocol returns how the data planes speak to a Service port that routes of
+// kind send to, from its appProtocol: the cluster protocol, and whether WebSocket
+// upgrades are allowed. A GRPCRoute's backends speak gRPC in clear text: HTTP/2 (h2c).
+// ok is false for an appProtocol the route kind cannot use.
+func backendProtocol(kind gatewayv1.Kind, appProtocol *string) (protocol string, ws, ok bool) {
+	ap := ""
+	if appProtocol != nil {
+		ap = *appProtocol
+	}
+	switch kind {
+	case grpcRouteKind:
+		switch ap {
+		case "", appProtocolH2C, "grpc", "GRPC":
+			return "h2c", false, true
+		}
+		return "", false, false
+	case httpRouteKind:
+		switch ap {
+		case appProtocolH2C:
+			return "h2c", false, true
+		case appProtocolWS:
+			return "", true, true
+		case "", "http", "HTTP", "tcp", "TCP":
+			return "", false, true
+		}
+		return "", false, false
+	}
+	return "", false, true
 }
 
 func findPort(svc *corev1.Service, port int32) (corev1.ServicePort, bool) {

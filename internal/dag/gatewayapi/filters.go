@@ -31,6 +31,12 @@ type ruleFilters struct {
 // is the route's Accepted condition: a filter type Portico does not implement
 // (UnsupportedValue), or RequestRedirect with URLRewrite (IncompatibleFilters).
 func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condError) {
+	return processFiltersOf(filters, "RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite")
+}
+
+// processFiltersOf is processFilters for a route kind whose supported filters are
+// listed in supported (for the message).
+func processFiltersOf(filters []gatewayv1.HTTPRouteFilter, supported string) (*ruleFilters, *condError) {
 	out := &ruleFilters{}
 	var rewrite bool
 	for _, f := range filters {
@@ -64,7 +70,7 @@ func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condErr
 				"filter ExtensionRef %s: Portico has no extension filters; its requests are answered 500 until it is removed", name)
 		default:
 			return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonUnsupportedValue),
-				"filter type %q is not supported by Portico (supported: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite); remove it", f.Type)
+				"filter type %q is not supported by Portico (supported: %s); remove it", f.Type, supported)
 		}
 	}
 	if rewrite && out.redirect != nil {

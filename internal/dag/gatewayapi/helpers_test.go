@@ -32,7 +32,7 @@ func tlsSecret(namespace, name string, hosts ...string) *corev1.Secret {
 //
 //	GatewayClass portico: Accepted=True/Accepted
 //	Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed
-//	Gateway default/gw listener http: attached=1 kinds=HTTPRoute Accepted=True/Accepted ...
+//	Gateway default/gw listener http: attached=1 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ...
 //	HTTPRoute default/r parent gw: Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs
 func describeStatuses(g *dag.Graph) []string {
 	var out []string

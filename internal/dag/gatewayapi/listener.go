@@ -9,12 +9,12 @@ import (
 
 const groupName = gatewayv1.GroupName
 
-// routeKinds are the route kinds a listener of each supported protocol accepts, the
-// first being the default when allowedRoutes.kinds is empty. A protocol not in the
-// table is not supported.
+// routeKinds are the route kinds a listener of each supported protocol accepts, all
+// of them when allowedRoutes.kinds is empty. A protocol not in the table is not
+// supported.
 var routeKinds = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
-	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
-	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
+	gatewayv1.HTTPProtocolType:  {"HTTPRoute", "GRPCRoute"},
+	gatewayv1.HTTPSProtocolType: {"HTTPRoute", "GRPCRoute"},
 	gatewayv1.TLSProtocolType:   {"TLSRoute"},
 }
 

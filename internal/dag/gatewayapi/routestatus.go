@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -29,15 +30,24 @@ type parentResult struct {
 func processHTTPRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
 	var out []*attachedRoute
 	for _, hr := range p.Store().HTTPRoutes {
-		parents := attachParents(p, gateways, httpRouteKind, hr.Namespace, hr.Spec.ParentRefs, hr.Spec.Hostnames)
-		if len(parents) == 0 {
-			continue
-		}
-		res := processHTTPRoute(p, grants, hr)
-		refuseParents(parents, res)
-		out = append(out, &attachedRoute{result: res, parents: parents})
+		out = appendAttached(out, p, gateways, httpRouteKind, hr.Namespace, hr.Spec.CommonRouteSpec, hr.Spec.Hostnames,
+			func() *routeResult { return processHTTPRoute(p, grants, hr) })
 	}
 	return out
+}
+
+// appendAttached appends a route of kind in namespace ns to out, built by process,
+// attached to each of its parentRefs that names a Gateway of Portico's; a route
+// without one is not Portico's and is left out.
+func appendAttached(out []*attachedRoute, p *dag.Processing, gateways map[types.NamespacedName]*gatewayResult, kind gatewayv1.Kind, ns string,
+	spec gatewayv1.CommonRouteSpec, hostnames []gatewayv1.Hostname, process func() *routeResult) []*attachedRoute {
+	parents := attachParents(p, gateways, kind, ns, spec.ParentRefs, hostnames)
+	if len(parents) == 0 {
+		return out
+	}
+	res := process()
+	refuseParents(parents, res)
+	return append(out, &attachedRoute{result: res, parents: parents})
 }
 
 // attachParents attaches a route of kind in namespace ns to each of its parentRefs
@@ -134,4 +144,71 @@ func listenerNames(atts []attachment) string {
 		names = append(names, fmt.Sprintf("%s/%s", a.gateway.key, a.listener.spec.Name))
 	}
 	return strings.Join(names, ", ")
+}
+
+// refuseKindConflicts keeps HTTPRoutes and GRPCRoutes off each other's hostnames: the
+// spec forbids merging their rules, and on one listener a hostname is one virtual host.
+// Of two routes of the two kinds attached to one listener with hostnames in common,
+// the older (then the first by namespace/name) keeps its parent; the other is refused
+// there (Accepted False).
+func refuseKindConflicts(routes []*attachedRoute) {
+	ordered := slices.Clone(routes)
+	slices.SortStableFunc(ordered, func(a, b *attachedRoute) int {
+		if c := a.result.created.Compare(b.result.created); c != 0 {
+			return c
+		}
+		return dag.CompareObjectRefs(a.result.ref, b.result.ref)
+	})
+	claims := map[*listenerState][]hostClaim{}
+	for _, r := range ordered {
+		for i := range r.parents {
+			pr := &r.parents[i]
+			if err := kindConflict(r.result.ref, pr.attachments, claims); err != nil {
+				pr.err, pr.attachments = err, nil
+				continue
+			}
+			for _, a := range pr.attachments {
+				claims[a.listener] = append(claims[a.listener], hostClaim{owner: r.result.ref, hosts: a.hosts})
+			}
+		}
+	}
+}
+
+// hostClaim is a route served on a listener for hosts.
+type hostClaim struct {
+	owner dag.ObjectRef
+	hosts []string
+}
+
+// kindConflict says why route cannot have attachments: a route of the other kind
+// already serves one of their hosts on the same listener.
+func kindConflict(route dag.ObjectRef, atts []attachment, claims map[*listenerState][]hostClaim) *condError {
+	for _, a := range atts {
+		for _, c := range claims[a.listener] {
+			if c.owner.Kind == route.Kind || !hostsOverlap(c.hosts, a.hosts) {
+				continue
+			}
+			return newError(string(gatewayv1.RouteConditionAccepted), reasonConflictingRouteKind,
+				"%s %s/%s, older, already serves a hostname of this route on listener %s/%s: a hostname is served by HTTPRoutes or by GRPCRoutes, not both; give the routes different hostnames",
+				c.owner.Kind, c.owner.Namespace, c.owner.Name, a.gateway.key, a.listener.spec.Name)
+		}
+	}
+	return nil
+}
+
+// reasonConflictingRouteKind is Portico's reason (the spec names none) for a route
+// refused because a route of the other kind has its hostname.
+const reasonConflictingRouteKind = "HostnameConflict"
+
+// hostsOverlap reports whether two sets of served hosts ("*" for any) have a request
+// host in common.
+func hostsOverlap(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == "*" || y == "*" || hostMatches(x, y) || hostMatches(y, x) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -145,8 +145,8 @@ func TestHTTPRouteSpecRules(t *testing.T) {
 		statuses: []string{acceptedClass,
 			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
 			listenerOK("http", 0),
-			"Gateway default/gw listener bad: attached=0 kinds=HTTPRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
-			"Gateway default/gw listener none: attached=0 kinds=HTTPRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener bad: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener none: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 		},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}})
