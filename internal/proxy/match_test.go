@@ -306,3 +306,26 @@ func TestRuntimeFraction(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRouteSelection measures the proxy's route selection on a virtual host of
+// 20 routes with path and header conditions, the request matching the last.
+func BenchmarkRouteSelection(b *testing.B) {
+	vh := virtualHost{vhostDef: &vhostDef{}}
+	for i := range 20 {
+		m, err := convertRouteMatch(&routev3.RouteMatch{
+			PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/app" + strings.Repeat("x", i)},
+			Headers: []*routev3.HeaderMatcher{{Name: "x-env", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+				StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "canary"}}}}},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		vh.routes = append(vh.routes, &route{match: m})
+	}
+	ri := &requestInfo{method: "GET", path: "/app" + strings.Repeat("x", 19) + "/y", header: http.Header{"X-Env": {"canary"}}}
+	for b.Loop() {
+		if vh.selectRoute(ri) == nil {
+			b.Fatal("no route")
+		}
+	}
+}

@@ -130,6 +130,12 @@ spec: {ports: [{port: 80, appProtocol: kubernetes.io/ws}]}`,
   rules: [{backendRefs: [{name: web, port: 80}]}]`) + grpcRoute("other", "2025-01-01T00:00:00Z", `
   parentRefs: [{name: gw}]
   hostnames: [grpc.example.org]
+  rules: [{backendRefs: [{name: web, port: 80}]}]`) + grpcRoute("exact", "2026-01-03T00:00:00Z", `
+  parentRefs: [{name: gw}]
+  hostnames: [api.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]`) + routeCreated("late", "default", "2026-01-04T00:00:00Z", `
+  parentRefs: [{name: gw}]
+  hostnames: ["*.example.org"]
   rules: [{backendRefs: [{name: web, port: 80}]}]`),
 		// The older HTTPRoute keeps api and www.example.com: the younger GRPCRoute's
 		// *.example.com takes requests for them, so it is refused; another hostname is
@@ -137,7 +143,9 @@ spec: {ports: [{port: 80, appProtocol: kubernetes.io/ws}]}`,
 		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 2),
 			"HTTPRoute default/web parent gw: " + routeOK,
 			"GRPCRoute default/wild parent gw: Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs",
-			"GRPCRoute default/other parent gw: " + grpcOK},
+			"GRPCRoute default/other parent gw: " + grpcOK,
+			"GRPCRoute default/exact parent gw: Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs",
+			"HTTPRoute default/late parent gw: Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs"},
 		routes: []string{
 			"default/gw :80 http *: no routes",
 			"default/gw :80 http api.example.com: prefix:/ [] -> " + toWeb,
@@ -148,7 +156,8 @@ spec: {ports: [{port: 80, appProtocol: kubernetes.io/ws}]}`,
 }
 
 // GRPCRoute precedence: more characters of service, then of method, then more header
-// matches; then the oldest route, then namespace/name, then rule order.
+// matches; then the oldest route, then namespace/name, then rule order. No route has a
+// timeout.
 func TestGRPCRoutePrecedence(t *testing.T) {
 	g := build(t, base+httpGateway+grpcRoute("b", "2026-01-01T00:00:00Z", `
   parentRefs: [{name: gw}]
@@ -171,6 +180,10 @@ func TestGRPCRoutePrecedence(t *testing.T) {
 	var got []string
 	for _, r := range g.Gateways[0].Ports[0].HTTP[0].Routes {
 		got = append(got, r.Source.Name+" "+r.Path.Value+" "+itoa(len(r.Headers)))
+		// Streams last as long as the client wants: no route timeout.
+		if r.Timeouts == nil || r.Timeouts.Request == nil || *r.Timeouts.Request != 0 {
+			t.Errorf("%s: timeouts %+v, want the request timeout off", r.Path.Value, r.Timeouts)
+		}
 	}
 	want := []string{
 		"a /longer.Service/ 1",

@@ -150,17 +150,33 @@ func listenerNames(atts []attachment) string {
 // spec forbids merging their rules, and on one listener a hostname is one virtual host.
 // Of two routes of the two kinds attached to one listener with hostnames in common,
 // the older (then the first by namespace/name) keeps its parent; the other is refused
-// there (Accepted False).
+// there (Accepted False). Only the routes on listeners that have both kinds are looked
+// at: a build with thousands of HTTPRoutes and no GRPCRoute pays one pass.
 func refuseKindConflicts(routes []*attachedRoute) {
-	ordered := slices.Clone(routes)
-	slices.SortStableFunc(ordered, func(a, b *attachedRoute) int {
+	kinds := map[*listenerState]uint8{}
+	for _, r := range routes {
+		for _, pr := range r.parents {
+			for _, a := range pr.attachments {
+				kinds[a.listener] |= kindBit(r.result.ref.Kind)
+			}
+		}
+	}
+	var mixed []*attachedRoute
+	for _, r := range routes {
+		if slices.ContainsFunc(r.parents, func(pr parentResult) bool {
+			return slices.ContainsFunc(pr.attachments, func(a attachment) bool { return kinds[a.listener] == bothKinds })
+		}) {
+			mixed = append(mixed, r)
+		}
+	}
+	slices.SortStableFunc(mixed, func(a, b *attachedRoute) int {
 		if c := a.result.created.Compare(b.result.created); c != 0 {
 			return c
 		}
 		return dag.CompareObjectRefs(a.result.ref, b.result.ref)
 	})
-	claims := map[*listenerState][]hostClaim{}
-	for _, r := range ordered {
+	claims := map[*listenerState]*hostClaims{}
+	for _, r := range mixed {
 		for i := range r.parents {
 			pr := &r.parents[i]
 			if err := kindConflict(r.result.ref, pr.attachments, claims); err != nil {
@@ -168,29 +184,102 @@ func refuseKindConflicts(routes []*attachedRoute) {
 				continue
 			}
 			for _, a := range pr.attachments {
-				claims[a.listener] = append(claims[a.listener], hostClaim{owner: r.result.ref, hosts: a.hosts})
+				if claims[a.listener] == nil {
+					claims[a.listener] = &hostClaims{}
+				}
+				claims[a.listener].add(r.result.ref, a.hosts)
 			}
 		}
 	}
 }
 
-// hostClaim is a route served on a listener for hosts.
-type hostClaim struct {
+const bothKinds = 3
+
+// kindBit is the bit of an HTTP route kind in a listener's set of attached kinds.
+func kindBit(kind string) uint8 {
+	switch kind {
+	case dag.KindHTTPRoute:
+		return 1
+	case dag.KindGRPCRoute:
+		return 2
+	}
+	return 0
+}
+
+// hostClaims are the hosts routes of each kind serve on one listener, by kind bit:
+// precise names ("*" for any host) indexed, wildcards listed.
+type hostClaims struct {
+	exact     [3]map[string]dag.ObjectRef
+	wildcards [3][]hostOwner
+	// all are every host, in the order claimed: scanned for a wildcard or "*".
+	all [3][]hostOwner
+}
+
+type hostOwner struct {
+	host  string
 	owner dag.ObjectRef
-	hosts []string
+}
+
+func (hc *hostClaims) add(owner dag.ObjectRef, hosts []string) {
+	k := kindBit(owner.Kind)
+	for _, h := range hosts {
+		hc.all[k] = append(hc.all[k], hostOwner{h, owner})
+		if strings.HasPrefix(h, "*.") {
+			hc.wildcards[k] = append(hc.wildcards[k], hostOwner{h, owner})
+			continue
+		}
+		if hc.exact[k] == nil {
+			hc.exact[k] = map[string]dag.ObjectRef{}
+		}
+		if _, ok := hc.exact[k][h]; !ok {
+			hc.exact[k][h] = owner
+		}
+	}
+}
+
+// conflict returns a route of kind bit k that serves a request host that host (a
+// precise name, a wildcard or "*") also serves.
+func (hc *hostClaims) conflict(k uint8, host string) (dag.ObjectRef, bool) {
+	if len(hc.exact[k]) == 0 && len(hc.wildcards[k]) == 0 {
+		return dag.ObjectRef{}, false
+	}
+	if host == "*" || strings.HasPrefix(host, "*.") {
+		// Rare: look at every host of the other kind.
+		for _, o := range hc.all[k] {
+			if hostsOverlap([]string{host}, []string{o.host}) {
+				return o.owner, true
+			}
+		}
+		return dag.ObjectRef{}, false
+	}
+	if owner, ok := hc.exact[k][host]; ok {
+		return owner, true
+	} else if owner, ok := hc.exact[k]["*"]; ok {
+		return owner, true
+	}
+	for _, w := range hc.wildcards[k] {
+		if hostsOverlap([]string{host}, []string{w.host}) {
+			return w.owner, true
+		}
+	}
+	return dag.ObjectRef{}, false
 }
 
 // kindConflict says why route cannot have attachments: a route of the other kind
 // already serves one of their hosts on the same listener.
-func kindConflict(route dag.ObjectRef, atts []attachment, claims map[*listenerState][]hostClaim) *condError {
+func kindConflict(route dag.ObjectRef, atts []attachment, claims map[*listenerState]*hostClaims) *condError {
+	other := bothKinds &^ kindBit(route.Kind)
 	for _, a := range atts {
-		for _, c := range claims[a.listener] {
-			if c.owner.Kind == route.Kind || !hostsOverlap(c.hosts, a.hosts) {
-				continue
+		hc := claims[a.listener]
+		if hc == nil {
+			continue
+		}
+		for _, h := range a.hosts {
+			if owner, ok := hc.conflict(other, h); ok {
+				return newError(string(gatewayv1.RouteConditionAccepted), reasonConflictingRouteKind,
+					"%s %s/%s (older, or first by namespace/name) already serves a hostname of this route on listener %s/%s: a hostname is served by HTTPRoutes or by GRPCRoutes, not both; give the routes different hostnames",
+					owner.Kind, owner.Namespace, owner.Name, a.gateway.key, a.listener.spec.Name)
 			}
-			return newError(string(gatewayv1.RouteConditionAccepted), reasonConflictingRouteKind,
-				"%s %s/%s, older, already serves a hostname of this route on listener %s/%s: a hostname is served by HTTPRoutes or by GRPCRoutes, not both; give the routes different hostnames",
-				c.owner.Kind, c.owner.Namespace, c.owner.Name, a.gateway.key, a.listener.spec.Name)
 		}
 	}
 	return nil
