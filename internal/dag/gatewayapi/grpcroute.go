@@ -124,8 +124,19 @@ func processGRPCMatch(e *routeEntry, m gatewayv1.GRPCRouteMatch) *condError {
 
 // grpcMethodPath is the path condition of a method match: "/<service>/<method>"
 // exactly, or the paths of a service's methods, or of a method of any service; a
-// RegularExpression match is the expressions in their places.
+// RegularExpression match is the expressions in their places. A path that is a
+// regular expression is held to the data planes' size limit as a whole.
 func grpcMethodPath(mm *gatewayv1.GRPCMethodMatch) (dag.PathMatch, *condError) {
+	path, err := grpcMethodCondition(mm)
+	if err == nil && path.Kind == dag.PathRegex {
+		if err = checkRegex("method match (as the path "+path.Value+")", path.Value); err != nil {
+			err.Message += "; shorten the service or method expression, or name the service exactly"
+		}
+	}
+	return path, err
+}
+
+func grpcMethodCondition(mm *gatewayv1.GRPCMethodMatch) (dag.PathMatch, *condError) {
 	service, method := deref(mm.Service), deref(mm.Method)
 	if service == "" && method == "" {
 		return dag.PathMatch{}, unsupported("a method match needs a service or a method (or both)")

@@ -53,11 +53,21 @@ func TestGRPCRoute(t *testing.T) {
   rules: [{matches: [{method: {type: Exact}}], backendRefs: [{name: web, port: 80}]}]`) +
 			grpcRoute("regex", "2026-01-01T00:00:00Z", `
   parentRefs: [{name: gw}]
-  rules: [{matches: [{method: {type: RegularExpression, service: "`+strings.Repeat("(foo|bar)", 20)+`"}}], backendRefs: [{name: web, port: 80}]}]`),
+  rules: [{matches: [{method: {type: RegularExpression, service: "`+strings.Repeat("(foo|bar)", 20)+`"}}], backendRefs: [{name: web, port: 80}]}]`) +
+			// Each half within the limit, the path they make is not; nor a long method
+			// name without a service (a regular expression too).
+			grpcRoute("halves", "2026-01-01T00:00:00Z", `
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{method: {type: RegularExpression, service: "`+strings.Repeat("(foo|bar)", 6)+`", method: "`+strings.Repeat("(foo|bar)", 6)+`"}}], backendRefs: [{name: web, port: 80}]}]`) +
+			grpcRoute("long", "2026-01-01T00:00:00Z", `
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{method: {method: `+strings.Repeat("Get", 40)+`}}], backendRefs: [{name: web, port: 80}]}]`),
 		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 0),
 			"GRPCRoute default/r parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs",
 			"GRPCRoute default/empty parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs",
-			"GRPCRoute default/regex parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs"},
+			"GRPCRoute default/regex parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs",
+			"GRPCRoute default/halves parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs",
+			"GRPCRoute default/long parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs"},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
 		name: "grpcroute-filters",
