@@ -16,6 +16,7 @@ var objectKinds = map[string]func() runtime.Object{
 	"GatewayClass":   func() runtime.Object { return &gatewayv1.GatewayClass{} },
 	"Gateway":        func() runtime.Object { return &gatewayv1.Gateway{} },
 	"HTTPRoute":      func() runtime.Object { return &gatewayv1.HTTPRoute{} },
+	"GRPCRoute":      func() runtime.Object { return &gatewayv1.GRPCRoute{} },
 	"TLSRoute":       func() runtime.Object { return &gatewayv1.TLSRoute{} },
 	"ReferenceGrant": func() runtime.Object { return &gatewayv1.ReferenceGrant{} },
 	"Service":        func() runtime.Object { return &corev1.Service{} },

@@ -32,7 +32,7 @@ func tlsSecret(namespace, name string, hosts ...string) *corev1.Secret {
 //
 //	GatewayClass portico: Accepted=True/Accepted
 //	Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed
-//	Gateway default/gw listener http: attached=1 kinds=HTTPRoute Accepted=True/Accepted ...
+//	Gateway default/gw listener http: attached=1 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ...
 //	HTTPRoute default/r parent gw: Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs
 func describeStatuses(g *dag.Graph) []string {
 	var out []string
@@ -97,6 +97,9 @@ func describeGateways(g *dag.Graph) []string {
 		var to []string
 		for _, wc := range r.Clusters {
 			to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
+		}
+		if r.InvalidBackendWeight > 0 {
+			to = append(to, fmt.Sprintf("500*%d", r.InvalidBackendWeight))
 		}
 		action := strings.Join(to, ",")
 		if r.PrefixRewrite != "" {

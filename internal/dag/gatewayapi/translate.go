@@ -25,11 +25,12 @@ type AddressSource interface {
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
-	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant}
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindGRPCRoute, store.KindTLSRoute, store.KindReferenceGrant}
 }
 
 // Process runs the steps in their order: classes, grants, Gateways and their
-// listeners, routes (attached to listeners), then a final pass that counts each
+// listeners, routes (attached to listeners; an HTTPRoute and a GRPCRoute never share
+// a hostname on a listener), then a final pass that counts each
 // listener's attached routes from the routes' results, builds each served Gateway's
 // data plane, and writes every status.
 func (pr Processor) Process(p *dag.Processing) {
@@ -41,7 +42,9 @@ func (pr Processor) Process(p *dag.Processing) {
 	for _, g := range gateways {
 		byKey[g.key] = g
 	}
-	routes := append(processHTTPRoutes(p, grants, byKey), processTLSRoutes(p, grants, byKey)...)
+	routes := append(processHTTPRoutes(p, grants, byKey), processGRPCRoutes(p, grants, byKey)...)
+	refuseKindConflicts(routes)
+	routes = append(routes, processTLSRoutes(p, grants, byKey)...)
 	countAttachedRoutes(routes)
 	for _, g := range gateways {
 		if g.served() {
