@@ -14,26 +14,60 @@ import (
 //
 //   - a change that finds the loop idle is handled at once, without waiting for any
 //     timer: a lone edit costs its rebuild and nothing more;
-//   - changes that arrive while fn runs are coalesced into one more call, made as soon
-//     as fn returns;
-//   - if changes arrived during that call too, they come faster than fn gets through
-//     them: a burst (many objects applied or updated at once). From then on fn runs once
-//     changes pause for holdoff, and never later than maxDelay after the loop took in the
-//     first change it has not handled, so a burst of thousands of changes costs a
-//     handful of calls. The loop is idle again after a call during which nothing arrived.
+//   - changes that arrive while fn runs, or soon after (within busyFactor times as long
+//     as it ran), are coalesced into one more call, made as soon as fn returns or the
+//     first of them arrives;
+//   - if changes arrive during or soon after that call too, they come about as fast as
+//     fn gets through them, or faster: a burst (many objects applied or updated one
+//     after another or at once). From then on fn runs once changes pause for holdoff,
+//     and never later than maxDelay after the loop took in the first change it has not
+//     handled, so a burst of thousands of changes costs a handful of calls. The loop is
+//     idle again after a call that nothing followed soon.
 func Rebuilds(ctx context.Context, changes <-chan struct{}, holdoff, maxDelay time.Duration, fn func()) {
 	for next(ctx, changes) {
-		fn()
-		if !arrived(ctx, changes) {
-			continue
+		if !callAndWatch(ctx, changes, fn) {
+			continue // a lone change
 		}
-		fn()
-		for arrived(ctx, changes) {
-			if !Settle(ctx, changes, holdoff, maxDelay) {
-				return
+		if !callAndWatch(ctx, changes, fn) {
+			continue // what followed it, handled at once too
+		}
+		// A burst: wait for a pause.
+		for Settle(ctx, changes, holdoff, maxDelay) {
+			if !callAndWatch(ctx, changes, fn) {
+				break
 			}
-			fn()
 		}
+	}
+}
+
+// busyFactor is how many times as long as a call took the loop keeps counting a change
+// as following it. Changes that come one by one, each after the previous call, are then
+// handled at once only while calls take less than about a quarter of the time; faster
+// than that, they are a burst.
+const busyFactor = 3
+
+// callAndWatch calls fn and reports whether a change arrived while it ran or within
+// busyFactor times as long after it returned (false as soon as ctx is done).
+func callAndWatch(ctx context.Context, changes <-chan struct{}, fn func()) bool {
+	start := time.Now()
+	fn()
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-changes:
+		return true
+	default:
+	}
+	t := time.NewTimer(busyFactor * time.Since(start))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changes:
+		return ctx.Err() == nil
+	case <-t.C:
+		return false
 	}
 }
 
@@ -44,19 +78,6 @@ func next(ctx context.Context, changes <-chan struct{}) bool {
 		return false
 	case <-changes:
 		return ctx.Err() == nil
-	}
-}
-
-// arrived takes the pending change signal, if there is one and ctx is not done.
-func arrived(ctx context.Context, changes <-chan struct{}) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	select {
-	case <-changes:
-		return true
-	default:
-		return false
 	}
 }
 

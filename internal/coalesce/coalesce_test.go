@@ -127,44 +127,74 @@ func TestChangesDuringRebuildMakeOneMore(t *testing.T) {
 	})
 }
 
-// A burst of 10,000 changes, two per millisecond while each call takes 2 ms, costs a
-// handful of calls; the first change is handled at once, the last one is not lost, and
-// no change waits longer than maxDelay (plus the call under way when it came).
+// A burst of 10,000 changes costs a handful of calls, whether the changes come faster
+// than calls finish (two per millisecond while each call takes 2 ms) or one after
+// another, each once the previous call is done (one per 4 ms): the first change is
+// handled at once, the last one is not lost, and no change waits longer than maxDelay
+// (plus the call under way when it came).
 func TestBurstCostsAFewRebuilds(t *testing.T) {
+	const n, work = 10_000, 2 * time.Millisecond
+	for _, every := range []time.Duration{500 * time.Microsecond, 2 * work} {
+		t.Run("every "+every.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := startLoop(t, work, nil)
+				begin := time.Now()
+				sent := make([]time.Time, 0, n)
+				for range n {
+					sent = append(sent, time.Now())
+					l.notify()
+					time.Sleep(every)
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				calls := l.started()
+				burst := time.Duration(n) * every
+				if limit := 3 + int(burst/maxDelay) + 1; len(calls) > limit {
+					t.Errorf("a burst of %d changes over %s caused %d calls, want at most %d", n, burst, len(calls), limit)
+				}
+				if len(calls) == 0 || !calls[0].Equal(begin) {
+					t.Fatalf("the burst's first change was not handled at once: calls at %v", calls)
+				}
+				checkWaits(t, begin, sent, calls, maxDelay+work)
+				t.Logf("%d changes over %s: %d calls", n, burst, len(calls))
+			})
+		})
+	}
+}
+
+// checkWaits fails the test if a change sent at one of the times in sent was handled by
+// no call starting after it, or waited longer than bound for one.
+func checkWaits(t *testing.T, begin time.Time, sent, calls []time.Time, bound time.Duration) {
+	t.Helper()
+	i := 0
+	for _, at := range sent {
+		for i < len(calls) && calls[i].Before(at) {
+			i++
+		}
+		if i == len(calls) {
+			t.Fatalf("the change at %s was never handled (last call at %s)", at.Sub(begin), calls[len(calls)-1].Sub(begin))
+		}
+		if wait := calls[i].Sub(at); wait > bound {
+			t.Fatalf("the change at %s waited %s, want at most %s", at.Sub(begin), wait, bound)
+		}
+	}
+}
+
+// Changes that come one by one, each well after the previous call (a steady trickle,
+// such as endpoints moving in a large cluster), are each handled at once.
+func TestTrickleIsHandledAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const n, every, work = 10_000, 500 * time.Microsecond, 2 * time.Millisecond
+		const n, every, work = 200, 50 * time.Millisecond, 2 * time.Millisecond
 		l := startLoop(t, work, nil)
-		begin := time.Now()
-		sent := make([]time.Time, 0, n)
-		for range n {
-			sent = append(sent, time.Now())
+		for i := range n {
+			at := time.Now()
 			l.notify()
+			synctest.Wait()
+			if calls := l.started(); len(calls) != i+1 || !calls[i].Equal(at) {
+				t.Fatalf("change %d of a trickle, one per %s: %d calls before any time passed, want %d", i+1, every, len(calls), i+1)
+			}
 			time.Sleep(every)
 		}
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		calls := l.started()
-		burst := time.Duration(n) * every
-		limit := 3 + int(burst/maxDelay) + 1
-		if len(calls) > limit {
-			t.Errorf("a burst of %d changes over %s caused %d calls, want at most %d", n, burst, len(calls), limit)
-		}
-		if len(calls) == 0 || !calls[0].Equal(begin) {
-			t.Fatalf("the burst's first change was not handled at once: calls at %v", calls)
-		}
-		for _, at := range sent {
-			i := 0
-			for i < len(calls) && calls[i].Before(at) {
-				i++
-			}
-			if i == len(calls) {
-				t.Fatalf("the change at %s was never handled (last call at %s)", at.Sub(begin), calls[len(calls)-1].Sub(begin))
-			}
-			if wait := calls[i].Sub(at); wait > maxDelay+work {
-				t.Fatalf("the change at %s waited %s, want at most %s", at.Sub(begin), wait, maxDelay+work)
-			}
-		}
-		t.Logf("%d changes over %s: %d calls", n, burst, len(calls))
 	})
 }
 
