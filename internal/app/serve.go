@@ -512,8 +512,9 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		// Builds come at once now; status still waits for them to pause, as it did when
-		// the rebuilds themselves waited: an HTTPProxy applied just before its Service
-		// would otherwise be written invalid, then valid, and an Ingress get a Warning Event.
+		// the rebuilds themselves waited: an HTTPProxy applied just before the one it
+		// includes would otherwise be written invalid, then valid (and one applied just
+		// before its Service get a passing warning), each state an API write.
 		coalesce.Trailing(ctx, s.builds, s.opts.Holdoff, s.opts.MaxDelay, s.kickStatus)
 		return nil
 	})
