@@ -137,10 +137,11 @@ func (o ServeOptions) withDefaults() ServeOptions {
 		o.Identity = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	// Holdoff and MaxDelay pace what bursts of changes call for: a change that finds the
-	// controller idle is published at once; during a burst (changes coming faster than
-	// rebuilds finish) the configuration is rebuilt once changes pause for Holdoff, and
-	// at most MaxDelay after the first waiting change (coalesce.Rebuilds). Status is
-	// written once builds pause for Holdoff, at most MaxDelay after the first.
+	// controller idle is published at once; during a burst (changes following one another
+	// about as fast as rebuilds finish, or faster) the configuration is rebuilt once
+	// changes pause for Holdoff, and at most MaxDelay after the first waiting change
+	// (coalesce.Rebuilds). Status is written once builds pause for Holdoff, at most
+	// MaxDelay after the first.
 	if o.Holdoff == 0 {
 		o.Holdoff = 100 * time.Millisecond
 	}
