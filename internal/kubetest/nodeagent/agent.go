@@ -77,6 +77,7 @@ type Agent struct {
 	queue  workqueue.TypedRateLimitingInterface[string]
 	pods   corelisters.PodLister
 	logs   *logServer
+	lbs    *loadBalancers
 	done   sync.WaitGroup
 
 	mu          sync.Mutex
@@ -133,6 +134,11 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		a.logs.close()
 		a.net.close(ctx)
 		return nil, fmt.Errorf("nodeagent: registering node %s: %w", opts.NodeName, err)
+	}
+	if a.lbs, err = startLoadBalancers(a.ctx, a.client, a.log); err != nil {
+		a.logs.close()
+		a.net.close(ctx)
+		return nil, fmt.Errorf("nodeagent: load balancers: %w", err)
 	}
 	a.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	factory := informers.NewSharedInformerFactory(a.client, 0)
@@ -447,6 +453,9 @@ func (a *Agent) Stop() {
 	wg.Wait()
 	a.done.Wait()
 	a.logs.close()
+	if a.lbs != nil {
+		a.lbs.close(context.Background())
+	}
 	a.net.close(context.Background())
 	a.mu.Lock()
 	for _, m := range a.mountPoints {

@@ -511,3 +511,68 @@ func processes(t *testing.T, binary string) int {
 	}
 	return n
 }
+
+// TestLoadBalancerService: a Service of type LoadBalancer gets an address of
+// LoadBalancerSubnet in its status, and connections to it reach the Service's ready
+// endpoints, each of them in turn, as through a cloud's load balancer; the address goes
+// with the Service.
+func TestLoadBalancerService(t *testing.T) {
+	env.Require(t)
+	env.StartWorkloads(t, kubetest.WorkloadOptions{})
+	ctx := t.Context()
+	cs := kubetest.Clientset(t, env.Config)
+	ns := namespace(t, cs, "lb")
+	must(cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(3000)}},
+		},
+	}, metav1.CreateOptions{}))(t)
+	must(cs.AppsV1().Deployments(ns).Create(ctx, echoDeployment("web", 2), metav1.CreateOptions{}))(t)
+	pods := readyPods(t, cs, ns, "app=web", 2)
+
+	var ip string
+	testutil.Eventually(t, wait, "the Service's load-balancer address", func() bool {
+		svc, err := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || len(svc.Status.LoadBalancer.Ingress) != 1 {
+			return false
+		}
+		ip = svc.Status.LoadBalancer.Ingress[0].IP
+		return true
+	})
+	if _, subnet, _ := net.ParseCIDR(nodeagent.LoadBalancerSubnet); !subnet.Contains(net.ParseIP(ip)) {
+		t.Fatalf("load-balancer address %s is not in %s", ip, nodeagent.LoadBalancerSubnet)
+	}
+	seen := map[string]bool{}
+	oneShot := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	testutil.Eventually(t, wait, "both pods answering through the load balancer", func() bool {
+		// A connection each: the load balancer picks an endpoint per connection.
+		resp, err := oneShot.Get("http://" + ip + ":80/")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Pod string `json:"pod"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&body) == nil {
+			seen[body.Pod] = true
+		}
+		return seen[pods[0].Name] && seen[pods[1].Name]
+	})
+
+	if err := cs.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Whether a connection to an address that is not this machine's fails depends on the
+	// network around it (a proxy may answer anything): the address must leave the host.
+	testutil.Eventually(t, wait, "the address to go with the Service", func() bool {
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(addrs, func(a net.Addr) bool { return strings.HasPrefix(a.String(), ip+"/") })
+	})
+}
