@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,8 +281,29 @@ func TestProbesRestartsAndDeletion(t *testing.T) {
 		logs, _ := agent.Logs(ns, "bad", "info")
 		return strings.Count(string(logs), "GET /status/500") >= 3
 	})
-	if bad := must(cs.CoreV1().Pods(ns).Get(ctx, "bad", metav1.GetOptions{}))(t); podReady(bad) || bad.Status.Phase != corev1.PodRunning {
+	if bad := must(cs.CoreV1().Pods(ns).Get(ctx, "bad", metav1.GetOptions{}))(t); podReady(bad) || bad.Status.Phase != corev1.PodRunning || bad.Status.PodIP == "" {
 		t.Errorf("bad pod: phase %s ready %v, want Running and not Ready", bad.Status.Phase, podReady(bad))
+	}
+
+	// Pods reach each other and the host (through their default route, the host
+	// forwarding).
+	host, err := net.Listen("tcp", net.JoinHostPort(nodeagent.NodeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })}
+	go func() { _ = hostSrv.Serve(host) }()
+	defer hostSrv.Close()
+	bad := must(cs.CoreV1().Pods(ns).Get(ctx, "bad", metav1.GetOptions{}))(t)
+	for target, want := range map[string]float64{
+		"http://" + net.JoinHostPort(good.Status.PodIP, "8080") + "/status/204": http.StatusNoContent,
+		"http://" + host.Addr().String() + "/":                                  http.StatusAccepted,
+	} {
+		var got map[string]any
+		getJSON(t, "http://"+net.JoinHostPort(bad.Status.PodIP, "8080")+"/get?url="+url.QueryEscape(target), &got)
+		if got["status"] != want {
+			t.Errorf("pod bad fetching %s: %v, want status %v", target, got, want)
+		}
 	}
 
 	// Exit 3: restarted, with the exit in its last state.

@@ -1,7 +1,8 @@
 // Command podinfo is the test image of the node agent's tests: it shows a container what
 // it was given. GET / answers JSON with its environment, arguments and the files under
 // each directory named by -files; GET /status/{code} answers that status (for probes);
-// GET /exit/{code} exits with that code (for restarts). It logs each request, and
+// GET /exit/{code} exits with that code (for restarts); GET /get?url=U fetches U and
+// answers {"status": its status code} or {"error": why not} (for the network). It logs each request, and
 // "SIGTERM" when asked to stop, on which it exits 0.
 package main
 
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -43,6 +45,18 @@ func main() {
 		code, _ := strconv.Atoi(r.PathValue("code"))
 		fmt.Println("exiting with", code)
 		os.Exit(code)
+	})
+	mux.HandleFunc("GET /get", func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]any{}
+		client := &http.Client{Timeout: 10 * time.Second}
+		if resp, err := client.Get(r.URL.Query().Get("url")); err != nil {
+			out["error"] = err.Error()
+		} else {
+			resp.Body.Close()
+			out["status"] = resp.StatusCode
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
 	})
 	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Println(r.Method, r.URL.Path)
