@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/kubetest/nodeagent"
@@ -128,7 +129,15 @@ func TestEnvAndVolumes(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
 		Data:       map[string]string{"mode": "blue"},
 	}, metav1.CreateOptions{}))(t)
-	const secretDir, configDir = "/etc/nodeagent-test/creds", "/var/nodeagent-test-settings"
+	podKubeconfig, err := env.PodKubeconfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube"},
+		Data:       map[string][]byte{"ca.crt": env.Config.CAData, "kubeconfig": podKubeconfig},
+	}, metav1.CreateOptions{}))(t)
+	const secretDir, configDir, kubeDir = "/etc/nodeagent-test/creds", "/var/nodeagent-test-settings", "/etc/nodeagent-test/kube"
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "info", Labels: map[string]string{"tier": "gold"}},
 		Spec: corev1.PodSpec{
@@ -152,6 +161,7 @@ func TestEnvAndVolumes(t *testing.T) {
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "creds", MountPath: secretDir, ReadOnly: true},
 					{Name: "settings", MountPath: configDir},
+					{Name: "kube", MountPath: kubeDir},
 				},
 			}},
 			Volumes: []corev1.Volume{
@@ -159,6 +169,7 @@ func TestEnvAndVolumes(t *testing.T) {
 				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "settings"},
 				}}},
+				{Name: "kube", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "kube"}}},
 			},
 		},
 	}
@@ -188,6 +199,19 @@ func TestEnvAndVolumes(t *testing.T) {
 			t.Errorf("file %s = %q, want %q (all: %v)", k, got.Files[k], v, got.Files)
 		}
 	}
+	// The API server, at the address of PodKubeconfig, answers the Pod (TLS verified
+	// with the CA of the kubeconfig).
+	kc, err := clientcmd.Load(podKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetched map[string]any
+	server := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster].Server
+	getJSON(t, "http://"+net.JoinHostPort(p.Status.PodIP, "8081")+"/get?url="+url.QueryEscape(server+"/readyz")+"&ca="+kubeDir+"/ca.crt", &fetched)
+	if fetched["status"] != float64(http.StatusOK) {
+		t.Errorf("the pod fetching %s/readyz: %v, want status 200", server, fetched)
+	}
+
 	// The bind mounts are the container's own: the host sees no Secret there.
 	if _, err := os.Stat(secretDir + "/user"); !os.IsNotExist(err) {
 		t.Errorf("host sees %s/user (%v): the mount leaked out of the container", secretDir, err)

@@ -1,12 +1,15 @@
 // Command podinfo is the test image of the node agent's tests: it shows a container what
 // it was given. GET / answers JSON with its environment, arguments and the files under
 // each directory named by -files; GET /status/{code} answers that status (for probes);
-// GET /exit/{code} exits with that code (for restarts); GET /get?url=U fetches U and
-// answers {"status": its status code} or {"error": why not} (for the network). It logs each request, and
+// GET /exit/{code} exits with that code (for restarts); GET /get?url=U[&ca=FILE] fetches
+// U (trusting the CA certificate in FILE) and answers {"status": its status code} or
+// {"error": why not} (for the network). It logs each request, and
 // "SIGTERM" when asked to stop, on which it exits 0.
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -49,6 +52,15 @@ func main() {
 	mux.HandleFunc("GET /get", func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]any{}
 		client := &http.Client{Timeout: 10 * time.Second}
+		if ca := r.URL.Query().Get("ca"); ca != "" {
+			pem, err := os.ReadFile(ca)
+			pool := x509.NewCertPool()
+			if err != nil || !pool.AppendCertsFromPEM(pem) {
+				http.Error(w, "no CA certificate in "+ca, http.StatusBadRequest)
+				return
+			}
+			client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+		}
 		if resp, err := client.Get(r.URL.Query().Get("url")); err != nil {
 			out["error"] = err.Error()
 		} else {
