@@ -42,11 +42,8 @@ const wait = 2 * time.Minute
 // The Gateway API conformance suite's backends, as its manifests spell them: a
 // Deployment of echo-basic with 2 replicas and a Service in front.
 func TestEchoBasicDeployment(t *testing.T) {
-	env.Require(t)
-	agent := env.StartWorkloads(t, kubetest.WorkloadOptions{})
+	agent, cs, ns := start(t, kubetest.WorkloadOptions{}, "echo")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "echo")
 
 	must(cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "infra-backend-v1"},
@@ -116,11 +113,8 @@ func TestEchoBasicDeployment(t *testing.T) {
 // A container sees its fieldRef variables, a Secret key as a variable, and Secret and
 // ConfigMap volumes at their mount paths; the mounts stay private to it.
 func TestEnvAndVolumes(t *testing.T) {
-	env.Require(t)
-	env.StartWorkloads(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}})
+	_, cs, ns := start(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}}, "env")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "env")
 	must(cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "creds"},
 		Data:       map[string][]byte{"user": []byte("alice"), "password": []byte("s3cret")},
@@ -220,11 +214,8 @@ func TestEnvAndVolumes(t *testing.T) {
 
 // An image without a binary is an error on the Pod, naming the images the node knows.
 func TestUnknownImage(t *testing.T) {
-	env.Require(t)
-	env.StartWorkloads(t, kubetest.WorkloadOptions{})
+	_, cs, ns := start(t, kubetest.WorkloadOptions{}, "unknown")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "unknown")
 	must(cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
@@ -244,14 +235,63 @@ func TestUnknownImage(t *testing.T) {
 	}
 }
 
+// Init containers run first, one after the other, sharing emptyDir volumes with the
+// containers; an init container that fails under restartPolicy Never fails the Pod.
+func TestInitContainers(t *testing.T) {
+	_, cs, ns := start(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}}, "init")
+	ctx := t.Context()
+	const work = "/nodeagent-test-work"
+	mounts := []corev1.VolumeMount{{Name: "work", MountPath: work}}
+	pod := func(name string, policy corev1.RestartPolicy, initArgs ...[]string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pod": name}},
+			Spec: corev1.PodSpec{
+				RestartPolicy: policy,
+				Containers: []corev1.Container{{
+					Name: "main", Image: podinfoRepo, Args: []string{"-files=" + work}, VolumeMounts: mounts,
+				}},
+				Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			},
+		}
+		for i, args := range initArgs {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{
+				Name: fmt.Sprintf("init-%d", i), Image: podinfoRepo, Args: args, VolumeMounts: mounts,
+			})
+		}
+		return p
+	}
+	must(cs.CoreV1().Pods(ns).Create(ctx, pod("ok", corev1.RestartPolicyAlways,
+		[]string{"-write=" + work + "/first=1"}, []string{"-write=" + work + "/second=2"}), metav1.CreateOptions{}))(t)
+	must(cs.CoreV1().Pods(ns).Create(ctx, pod("failing", corev1.RestartPolicyNever,
+		[]string{"-exit=1"}), metav1.CreateOptions{}))(t)
+
+	ok := readyPods(t, cs, ns, "pod=ok", 1)[0]
+	var got struct{ Files map[string]string }
+	getJSON(t, "http://"+net.JoinHostPort(ok.Status.PodIP, "8080")+"/", &got)
+	if got.Files[work+"/first"] != "1" || got.Files[work+"/second"] != "2" {
+		t.Errorf("main container sees %v, want both init containers' files", got.Files)
+	}
+	for _, st := range ok.Status.InitContainerStatuses {
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			t.Errorf("init container %s: %+v, want terminated with 0", st.Name, st.State)
+		}
+	}
+
+	testutil.Eventually(t, wait, "the pod whose init container fails to be Failed", func() bool {
+		p := must(cs.CoreV1().Pods(ns).Get(ctx, "failing", metav1.GetOptions{}))(t)
+		return p.Status.Phase == corev1.PodFailed
+	})
+	failing := must(cs.CoreV1().Pods(ns).Get(ctx, "failing", metav1.GetOptions{}))(t)
+	if cs := failing.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].RestartCount != 0 {
+		t.Errorf("main container of the failed pod: %+v, want waiting, never started", cs)
+	}
+}
+
 // Portico's own image runs the binary the test built: here `portico echo`, with
 // arguments expanded from fieldRef variables and Ready by a tcpSocket probe.
 func TestPorticoImage(t *testing.T) {
-	env.Require(t)
-	env.StartWorkloads(t, kubetest.WorkloadOptions{PorticoBinary: testutil.PorticoBinary(t)})
+	_, cs, ns := start(t, kubetest.WorkloadOptions{PorticoBinary: testutil.PorticoBinary(t)}, "portico")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "portico")
 	must(cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "backend", Labels: map[string]string{"app": "backend"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
@@ -277,11 +317,8 @@ func TestPorticoImage(t *testing.T) {
 // Readiness follows the readiness probe; a container that exits is restarted (restart
 // count, last state) and Ready again; deletion sends SIGTERM first.
 func TestProbesRestartsAndDeletion(t *testing.T) {
-	env.Require(t)
-	agent := env.StartWorkloads(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}})
+	agent, cs, ns := start(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}}, "probes")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "probes")
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
@@ -405,6 +442,15 @@ func echoDeployment(name string, replicas int32) *appsv1.Deployment {
 
 func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+// start starts workloads for the test with opts, and a namespace named after prefix.
+func start(t *testing.T, opts kubetest.WorkloadOptions, prefix string) (*nodeagent.Agent, kubernetes.Interface, string) {
+	t.Helper()
+	env.Require(t)
+	agent := env.StartWorkloads(t, opts)
+	cs := kubetest.Clientset(t, env.Config)
+	return agent, cs, namespace(t, cs, prefix)
 }
 
 // namespace creates a namespace named after prefix and deletes it when the test ends.

@@ -4,7 +4,8 @@
 // GET /exit/{code} exits with that code (for restarts); GET /get?url=U[&ca=FILE] fetches
 // U (trusting the CA certificate in FILE) and answers {"status": its status code} or
 // {"error": why not} (for the network). It logs each request, and
-// "SIGTERM" when asked to stop, on which it exits 0.
+// "SIGTERM" when asked to stop, on which it exits 0. With -write or -exit it does that
+// and exits instead (init containers).
 package main
 
 import (
@@ -27,7 +28,19 @@ import (
 func main() {
 	addr := flag.String("addr", ":8080", "listen address")
 	files := flag.String("files", "", "comma-separated directories whose files / shows")
+	write := flag.String("write", "", "`PATH=CONTENT`: write CONTENT to PATH and exit (an init container's job)")
+	exit := flag.Int("exit", -1, "exit at once with this code")
 	flag.Parse()
+	if *exit >= 0 {
+		os.Exit(*exit)
+	}
+	if path, content, ok := strings.Cut(*write, "="); ok {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
