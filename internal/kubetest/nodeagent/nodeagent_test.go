@@ -314,8 +314,9 @@ func TestPorticoImage(t *testing.T) {
 	}
 }
 
-// Readiness follows the readiness probe; a container that exits is restarted (restart
-// count, last state) and Ready again; deletion sends SIGTERM first.
+// Readiness follows the readiness probe; a container that exits, or fails its liveness
+// probe, is restarted (restart count, last state) and Ready again; deletion sends
+// SIGTERM first.
 func TestProbesRestartsAndDeletion(t *testing.T) {
 	agent, cs, ns := start(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}}, "probes")
 	ctx := t.Context()
@@ -335,6 +336,14 @@ func TestProbesRestartsAndDeletion(t *testing.T) {
 			}}},
 		}, metav1.CreateOptions{}))(t)
 	}
+	must(cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unhealthy"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "info", Image: podinfoRepo,
+			Ports:         []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			LivenessProbe: probe("/status/503"),
+		}}},
+	}, metav1.CreateOptions{}))(t)
 	good := readyPods(t, cs, ns, "probe=good", 1)[0]
 
 	// The bad one runs, is probed (its log shows the probes) and is not Ready.
@@ -377,6 +386,12 @@ func TestProbesRestartsAndDeletion(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].State.Running != nil && podReady(p) &&
 			cs[0].LastTerminationState.Terminated != nil && cs[0].LastTerminationState.Terminated.ExitCode == 3
+	})
+
+	// A failing liveness probe restarts the container.
+	testutil.Eventually(t, wait, "the unhealthy pod restarted by its liveness probe", func() bool {
+		p := must(cs.CoreV1().Pods(ns).Get(ctx, "unhealthy", metav1.GetOptions{}))(t)
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
 	})
 
 	// Deletion: SIGTERM (podinfo logs it), then the Pod is gone.
