@@ -93,6 +93,7 @@ type Env struct {
 	apiserver *proc
 	// controllerManager runs from the first StartWorkloads until Stop.
 	controllerManager *proc
+	podURL            string // the API server as Pods reach it, while StartWorkloads' test runs
 	apiArgs           []string
 	pki               *pki
 	stopped           bool
@@ -332,8 +333,13 @@ func (e *Env) ServiceAccountKubeconfig(ctx context.Context, namespace, name stri
 }
 
 func (e *Env) writeKubeconfig(path, token string) error {
+	return os.WriteFile(path, kubeconfig(e.URL, e.pki.caPEM, token), 0o600)
+}
+
+// kubeconfig is a kubeconfig file for server, trusting ca, authenticating with token.
+func kubeconfig(server string, ca []byte, token string) []byte {
 	// JSON strings are valid YAML scalars, so %q quotes safely for any token.
-	kc := fmt.Sprintf(`apiVersion: v1
+	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
 - name: kubetest
@@ -350,8 +356,7 @@ contexts:
     cluster: kubetest
     user: kubetest
 current-context: kubetest
-`, e.URL, base64.StdEncoding.EncodeToString(e.pki.caPEM), token)
-	return os.WriteFile(path, []byte(kc), 0o600)
+`, server, base64.StdEncoding.EncodeToString(ca), token)
 }
 
 // PIDs returns the process ids of etcd and kube-apiserver (0 when not running).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -67,6 +69,7 @@ func (e *Env) StartWorkloads(t testing.TB, opts WorkloadOptions) *nodeagent.Agen
 		t.Fatal(err)
 	}
 	t.Cleanup(agent.Stop)
+	e.forwardAPIServer(t)
 	t.Logf("kubetest: workloads ready after %v (kube-controller-manager log %s)", time.Since(begin).Round(time.Millisecond), e.ControllerManagerLog)
 	return agent
 }
@@ -120,4 +123,69 @@ func (e *Env) startControllerManager(ctx context.Context) error {
 // serving certificate is self-signed at its start.
 func insecureTransport() *http.Transport {
 	return &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+}
+
+// forwardAPIServer makes the API server reachable from Pods, at the node agent's address
+// (it listens on loopback, which in a Pod's network namespace is the Pod's own), until
+// the test ends. Its certificate holds that address.
+func (e *Env) forwardAPIServer(t testing.TB) {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(nodeagent.NodeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := strings.TrimPrefix(e.URL, "https://")
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return // closed at cleanup; open connections (watches) end with their Pods
+			}
+			go forward(c, target)
+		}
+	}()
+	e.mu.Lock()
+	e.podURL = "https://" + l.Addr().String()
+	e.mu.Unlock()
+	t.Cleanup(func() {
+		e.mu.Lock()
+		e.podURL = ""
+		e.mu.Unlock()
+		l.Close()
+	})
+}
+
+// forward copies between c and a new connection to target until either side closes.
+func forward(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(up, c)
+		_ = up.(*net.TCPConn).CloseWrite()
+		close(done)
+	}()
+	_, _ = io.Copy(c, up)
+	_ = c.(*net.TCPConn).CloseWrite()
+	<-done
+}
+
+// PodKubeconfig returns a kubeconfig file's content for a Pod of StartWorkloads' node
+// (e.g. in a Secret the Pod mounts): the API server at the address Pods reach,
+// authenticating with token (the admin token when empty). It fails when no
+// StartWorkloads test runs.
+func (e *Env) PodKubeconfig(token string) ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.podURL == "" {
+		return nil, fmt.Errorf("kubetest: PodKubeconfig without StartWorkloads")
+	}
+	if token == "" {
+		token = e.pki.adminToken
+	}
+	return kubeconfig(e.podURL, e.pki.caPEM, token), nil
 }

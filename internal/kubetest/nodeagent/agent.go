@@ -5,14 +5,16 @@
 //
 // Images map to local binaries (Options.Images); a Pod of any other image gets a
 // container waiting with reason ErrImagePull whose message lists the known images.
-// Supported: command and args, env (value, fieldRef, resourceFieldRef, secretKeyRef,
+// Supported: init containers (one after the other, before the others), command and
+// args, env (value, fieldRef, resourceFieldRef, secretKeyRef,
 // configMapKeyRef, envFrom), Secret, ConfigMap and emptyDir volumes bind-mounted at their
 // mount paths in a private mount namespace per container, readiness and liveness from
 // httpGet and tcpSocket probes, restarts by restartPolicy with a doubling backoff,
 // graceful deletion (SIGTERM, SIGKILL after the grace period, then the final delete),
 // and the output of each container kept as its log (Agent.Logs, and the kubelet's
 // /containerLogs endpoint for `kubectl logs` through the API server). Not supported:
-// init containers, exec probes, other volume types, resource limits, image pulls.
+// sidecar init containers, exec and gRPC probes, other volume types, resource limits,
+// image pulls.
 //
 // It needs root and iproute2 (it creates network namespaces and veth pairs, adds NodeIP
 // to the loopback interface, and turns on IPv4 forwarding while it runs).
@@ -260,7 +262,7 @@ func (a *Agent) add(ctx context.Context, key string, obj *corev1.Pod) (*pod, err
 		return nil, nil
 	}
 	a.running[key] = p
-	for _, c := range p.containers {
+	for _, c := range append(slices.Clone(p.initContainers), p.containers...) {
 		a.logFiles[key+"/"+c.spec.Name] = c.logPath
 	}
 	a.mu.Unlock()

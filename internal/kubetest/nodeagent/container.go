@@ -99,10 +99,10 @@ type launch struct {
 	mounts []mount
 }
 
-// run starts the container's process, restarting it by the Pod's restartPolicy with a
-// doubling backoff, until ctx ends (the Pod is being deleted: stop then kills the
+// runContainer starts the container's process, restarting it by policy with a doubling
+// backoff, until ctx ends (the Pod is being deleted: stop then kills the
 // process) or the container is done for good.
-func (p *pod) runContainer(ctx context.Context, c *container) {
+func (p *pod) runContainer(ctx context.Context, c *container, policy corev1.RestartPolicy) {
 	backoff := &backoff{base: p.agent.opts.BackoffBase, max: p.agent.opts.BackoffMax}
 	for {
 		l, err := p.prepare(ctx, c)
@@ -142,7 +142,7 @@ func (p *pod) runContainer(ctx context.Context, c *container) {
 			return
 		}
 		code, _ := c.terminated()
-		if !restarts(p.spec.Spec.RestartPolicy, code) {
+		if !restarts(policy, code) {
 			return
 		}
 		if time.Since(began) > 10*backoff.max {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/kubetest/nodeagent"
@@ -40,11 +42,8 @@ const wait = 2 * time.Minute
 // The Gateway API conformance suite's backends, as its manifests spell them: a
 // Deployment of echo-basic with 2 replicas and a Service in front.
 func TestEchoBasicDeployment(t *testing.T) {
-	env.Require(t)
-	agent := env.StartWorkloads(t, kubetest.WorkloadOptions{})
+	agent, cs, ns := start(t, kubetest.WorkloadOptions{}, "echo")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "echo")
 
 	must(cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "infra-backend-v1"},
@@ -114,11 +113,8 @@ func TestEchoBasicDeployment(t *testing.T) {
 // A container sees its fieldRef variables, a Secret key as a variable, and Secret and
 // ConfigMap volumes at their mount paths; the mounts stay private to it.
 func TestEnvAndVolumes(t *testing.T) {
-	env.Require(t)
-	env.StartWorkloads(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}})
+	_, cs, ns := start(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}}, "env")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "env")
 	must(cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "creds"},
 		Data:       map[string][]byte{"user": []byte("alice"), "password": []byte("s3cret")},
@@ -127,7 +123,15 @@ func TestEnvAndVolumes(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
 		Data:       map[string]string{"mode": "blue"},
 	}, metav1.CreateOptions{}))(t)
-	const secretDir, configDir = "/etc/nodeagent-test/creds", "/var/nodeagent-test-settings"
+	podKubeconfig, err := env.PodKubeconfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube"},
+		Data:       map[string][]byte{"ca.crt": env.Config.CAData, "kubeconfig": podKubeconfig},
+	}, metav1.CreateOptions{}))(t)
+	const secretDir, configDir, kubeDir = "/etc/nodeagent-test/creds", "/var/nodeagent-test-settings", "/etc/nodeagent-test/kube"
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "info", Labels: map[string]string{"tier": "gold"}},
 		Spec: corev1.PodSpec{
@@ -151,6 +155,7 @@ func TestEnvAndVolumes(t *testing.T) {
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "creds", MountPath: secretDir, ReadOnly: true},
 					{Name: "settings", MountPath: configDir},
+					{Name: "kube", MountPath: kubeDir},
 				},
 			}},
 			Volumes: []corev1.Volume{
@@ -158,6 +163,7 @@ func TestEnvAndVolumes(t *testing.T) {
 				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "settings"},
 				}}},
+				{Name: "kube", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "kube"}}},
 			},
 		},
 	}
@@ -187,6 +193,19 @@ func TestEnvAndVolumes(t *testing.T) {
 			t.Errorf("file %s = %q, want %q (all: %v)", k, got.Files[k], v, got.Files)
 		}
 	}
+	// The API server, at the address of PodKubeconfig, answers the Pod (TLS verified
+	// with the CA of the kubeconfig).
+	kc, err := clientcmd.Load(podKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetched map[string]any
+	server := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster].Server
+	getJSON(t, "http://"+net.JoinHostPort(p.Status.PodIP, "8081")+"/get?url="+url.QueryEscape(server+"/readyz")+"&ca="+kubeDir+"/ca.crt", &fetched)
+	if fetched["status"] != float64(http.StatusOK) {
+		t.Errorf("the pod fetching %s/readyz: %v, want status 200", server, fetched)
+	}
+
 	// The bind mounts are the container's own: the host sees no Secret there.
 	if _, err := os.Stat(secretDir + "/user"); !os.IsNotExist(err) {
 		t.Errorf("host sees %s/user (%v): the mount leaked out of the container", secretDir, err)
@@ -195,11 +214,8 @@ func TestEnvAndVolumes(t *testing.T) {
 
 // An image without a binary is an error on the Pod, naming the images the node knows.
 func TestUnknownImage(t *testing.T) {
-	env.Require(t)
-	env.StartWorkloads(t, kubetest.WorkloadOptions{})
+	_, cs, ns := start(t, kubetest.WorkloadOptions{}, "unknown")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "unknown")
 	must(cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
@@ -219,14 +235,63 @@ func TestUnknownImage(t *testing.T) {
 	}
 }
 
+// Init containers run first, one after the other, sharing emptyDir volumes with the
+// containers; an init container that fails under restartPolicy Never fails the Pod.
+func TestInitContainers(t *testing.T) {
+	_, cs, ns := start(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}}, "init")
+	ctx := t.Context()
+	const work = "/nodeagent-test-work"
+	mounts := []corev1.VolumeMount{{Name: "work", MountPath: work}}
+	pod := func(name string, policy corev1.RestartPolicy, initArgs ...[]string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pod": name}},
+			Spec: corev1.PodSpec{
+				RestartPolicy: policy,
+				Containers: []corev1.Container{{
+					Name: "main", Image: podinfoRepo, Args: []string{"-files=" + work}, VolumeMounts: mounts,
+				}},
+				Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			},
+		}
+		for i, args := range initArgs {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{
+				Name: fmt.Sprintf("init-%d", i), Image: podinfoRepo, Args: args, VolumeMounts: mounts,
+			})
+		}
+		return p
+	}
+	must(cs.CoreV1().Pods(ns).Create(ctx, pod("ok", corev1.RestartPolicyAlways,
+		[]string{"-write=" + work + "/first=1"}, []string{"-write=" + work + "/second=2"}), metav1.CreateOptions{}))(t)
+	must(cs.CoreV1().Pods(ns).Create(ctx, pod("failing", corev1.RestartPolicyNever,
+		[]string{"-exit=1"}), metav1.CreateOptions{}))(t)
+
+	ok := readyPods(t, cs, ns, "pod=ok", 1)[0]
+	var got struct{ Files map[string]string }
+	getJSON(t, "http://"+net.JoinHostPort(ok.Status.PodIP, "8080")+"/", &got)
+	if got.Files[work+"/first"] != "1" || got.Files[work+"/second"] != "2" {
+		t.Errorf("main container sees %v, want both init containers' files", got.Files)
+	}
+	for _, st := range ok.Status.InitContainerStatuses {
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			t.Errorf("init container %s: %+v, want terminated with 0", st.Name, st.State)
+		}
+	}
+
+	testutil.Eventually(t, wait, "the pod whose init container fails to be Failed", func() bool {
+		p := must(cs.CoreV1().Pods(ns).Get(ctx, "failing", metav1.GetOptions{}))(t)
+		return p.Status.Phase == corev1.PodFailed
+	})
+	failing := must(cs.CoreV1().Pods(ns).Get(ctx, "failing", metav1.GetOptions{}))(t)
+	if cs := failing.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].RestartCount != 0 {
+		t.Errorf("main container of the failed pod: %+v, want waiting, never started", cs)
+	}
+}
+
 // Portico's own image runs the binary the test built: here `portico echo`, with
 // arguments expanded from fieldRef variables and Ready by a tcpSocket probe.
 func TestPorticoImage(t *testing.T) {
-	env.Require(t)
-	env.StartWorkloads(t, kubetest.WorkloadOptions{PorticoBinary: testutil.PorticoBinary(t)})
+	_, cs, ns := start(t, kubetest.WorkloadOptions{PorticoBinary: testutil.PorticoBinary(t)}, "portico")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "portico")
 	must(cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "backend", Labels: map[string]string{"app": "backend"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
@@ -249,14 +314,12 @@ func TestPorticoImage(t *testing.T) {
 	}
 }
 
-// Readiness follows the readiness probe; a container that exits is restarted (restart
-// count, last state) and Ready again; deletion sends SIGTERM first.
+// Readiness follows the readiness probe; a container that exits, or fails its liveness
+// probe, is restarted (restart count, last state) and Ready again; deletion sends
+// SIGTERM first.
 func TestProbesRestartsAndDeletion(t *testing.T) {
-	env.Require(t)
-	agent := env.StartWorkloads(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}})
+	agent, cs, ns := start(t, kubetest.WorkloadOptions{Images: []nodeagent.Image{podinfoImage(t)}}, "probes")
 	ctx := t.Context()
-	cs := kubetest.Clientset(t, env.Config)
-	ns := namespace(t, cs, "probes")
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
@@ -273,6 +336,14 @@ func TestProbesRestartsAndDeletion(t *testing.T) {
 			}}},
 		}, metav1.CreateOptions{}))(t)
 	}
+	must(cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unhealthy"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "info", Image: podinfoRepo,
+			Ports:         []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			LivenessProbe: probe("/status/503"),
+		}}},
+	}, metav1.CreateOptions{}))(t)
 	good := readyPods(t, cs, ns, "probe=good", 1)[0]
 
 	// The bad one runs, is probed (its log shows the probes) and is not Ready.
@@ -280,8 +351,29 @@ func TestProbesRestartsAndDeletion(t *testing.T) {
 		logs, _ := agent.Logs(ns, "bad", "info")
 		return strings.Count(string(logs), "GET /status/500") >= 3
 	})
-	if bad := must(cs.CoreV1().Pods(ns).Get(ctx, "bad", metav1.GetOptions{}))(t); podReady(bad) || bad.Status.Phase != corev1.PodRunning {
+	if bad := must(cs.CoreV1().Pods(ns).Get(ctx, "bad", metav1.GetOptions{}))(t); podReady(bad) || bad.Status.Phase != corev1.PodRunning || bad.Status.PodIP == "" {
 		t.Errorf("bad pod: phase %s ready %v, want Running and not Ready", bad.Status.Phase, podReady(bad))
+	}
+
+	// Pods reach each other and the host (through their default route, the host
+	// forwarding).
+	host, err := net.Listen("tcp", net.JoinHostPort(nodeagent.NodeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })}
+	go func() { _ = hostSrv.Serve(host) }()
+	defer hostSrv.Close()
+	bad := must(cs.CoreV1().Pods(ns).Get(ctx, "bad", metav1.GetOptions{}))(t)
+	for target, want := range map[string]float64{
+		"http://" + net.JoinHostPort(good.Status.PodIP, "8080") + "/status/204": http.StatusNoContent,
+		"http://" + host.Addr().String() + "/":                                  http.StatusAccepted,
+	} {
+		var got map[string]any
+		getJSON(t, "http://"+net.JoinHostPort(bad.Status.PodIP, "8080")+"/get?url="+url.QueryEscape(target), &got)
+		if got["status"] != want {
+			t.Errorf("pod bad fetching %s: %v, want status %v", target, got, want)
+		}
 	}
 
 	// Exit 3: restarted, with the exit in its last state.
@@ -294,6 +386,12 @@ func TestProbesRestartsAndDeletion(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].State.Running != nil && podReady(p) &&
 			cs[0].LastTerminationState.Terminated != nil && cs[0].LastTerminationState.Terminated.ExitCode == 3
+	})
+
+	// A failing liveness probe restarts the container.
+	testutil.Eventually(t, wait, "the unhealthy pod restarted by its liveness probe", func() bool {
+		p := must(cs.CoreV1().Pods(ns).Get(ctx, "unhealthy", metav1.GetOptions{}))(t)
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
 	})
 
 	// Deletion: SIGTERM (podinfo logs it), then the Pod is gone.
@@ -359,6 +457,15 @@ func echoDeployment(name string, replicas int32) *appsv1.Deployment {
 
 func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+// start starts workloads for the test with opts, and a namespace named after prefix.
+func start(t *testing.T, opts kubetest.WorkloadOptions, prefix string) (*nodeagent.Agent, kubernetes.Interface, string) {
+	t.Helper()
+	env.Require(t)
+	agent := env.StartWorkloads(t, opts)
+	cs := kubetest.Clientset(t, env.Config)
+	return agent, cs, namespace(t, cs, prefix)
 }
 
 // namespace creates a namespace named after prefix and deletes it when the test ends.

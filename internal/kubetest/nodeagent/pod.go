@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,12 +23,15 @@ type pod struct {
 	log   *slog.Logger
 	start metav1.Time
 
-	containers []*container
-	cancel     context.CancelFunc // stops the containers' loops
-	loops      sync.WaitGroup
+	initContainers []*container
+	containers     []*container
+	cancel         context.CancelFunc // stops the containers' loops
+	loops          sync.WaitGroup
 
 	mu          sync.Mutex
 	terminating bool
+	initialized bool          // every init container succeeded
+	initFailed  bool          // an init container failed under restartPolicy Never
 	gone        chan struct{} // closed when stopped and cleaned up
 }
 
@@ -47,20 +51,69 @@ func (a *Agent) startPod(ctx context.Context, key string, spec *corev1.Pod) (*po
 		start: metav1.Now(),
 		gone:  make(chan struct{}),
 	}
-	if len(spec.Spec.InitContainers) > 0 {
-		p.log.Warn("init containers are not run by the test node agent")
-	}
 	runCtx, cancel := context.WithCancel(a.ctx)
 	p.cancel = cancel
+	for _, cs := range spec.Spec.InitContainers {
+		p.initContainers = append(p.initContainers, newContainer(cs, filepath.Join(dir, "logs", cs.Name+".log")))
+	}
 	for _, cs := range spec.Spec.Containers {
 		c := newContainer(cs, filepath.Join(dir, "logs", cs.Name+".log"))
+		if len(p.initContainers) > 0 {
+			c.setWaiting("PodInitializing", "")
+		}
 		p.containers = append(p.containers, c)
 	}
-	for _, c := range p.containers {
-		p.loops.Go(func() { p.runContainer(runCtx, c) })
+	if len(p.initContainers) == 0 {
+		p.initialized = true
 	}
+	p.loops.Go(func() {
+		if !p.runInit(runCtx) {
+			return
+		}
+		for _, c := range p.containers {
+			p.loops.Go(func() { p.runContainer(runCtx, c, p.spec.Spec.RestartPolicy) })
+		}
+	})
 	p.log.Info("pod started")
 	return p, nil
+}
+
+// runInit runs the init containers one after the other, each until it succeeds (or
+// fails once, under restartPolicy Never), and reports whether all succeeded.
+func (p *pod) runInit(ctx context.Context) bool {
+	policy := corev1.RestartPolicyOnFailure
+	if p.spec.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		policy = corev1.RestartPolicyNever
+	}
+	for _, c := range p.initContainers {
+		if c.spec.RestartPolicy != nil {
+			// A sidecar (restartPolicy Always) would run beside the containers.
+			c.setWaiting("CreateContainerConfigError", "init containers with a restartPolicy (sidecars) are not supported by the test node agent")
+			p.changed()
+			return false
+		}
+		p.runContainer(ctx, c, policy)
+		if code, ok := c.terminated(); !ok || code != 0 {
+			if ok {
+				p.mu.Lock()
+				p.initFailed = true
+				p.mu.Unlock()
+				p.changed()
+			}
+			return false
+		}
+	}
+	p.mu.Lock()
+	p.initialized = true
+	p.mu.Unlock()
+	p.changed()
+	return true
+}
+
+func (p *pod) initState() (initialized, failed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.initialized, p.initFailed
 }
 
 // changed asks the agent to write the Pod's status.
@@ -80,7 +133,7 @@ func (p *pod) stop(grace time.Duration) {
 	p.cancel()
 	deadline := time.After(grace)
 	var wg sync.WaitGroup
-	for _, c := range p.containers {
+	for _, c := range append(slices.Clone(p.initContainers), p.containers...) {
 		wg.Go(func() { c.stop(deadline) })
 	}
 	wg.Wait()
@@ -99,6 +152,9 @@ func (p *pod) isTerminating() bool {
 // done reports whether every container has terminated for good (restartPolicy Never or
 // OnFailure), and whether all succeeded.
 func (p *pod) done() (finished, succeeded bool) {
+	if _, failed := p.initState(); failed {
+		return true, false
+	}
 	succeeded = true
 	for _, c := range p.containers {
 		code, ok := c.terminated()
@@ -129,13 +185,17 @@ func (p *pod) status(old *corev1.PodStatus) corev1.PodStatus {
 		anyRunning = anyRunning || cs.State.Running != nil
 		allStarted = allStarted && (cs.State.Running != nil || cs.State.Terminated != nil || cs.RestartCount > 0)
 	}
+	for _, c := range p.initContainers {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, c.status())
+	}
+	initialized, _ := p.initState()
 	finished, succeeded := p.done()
 	switch {
 	case finished && succeeded:
 		st.Phase = corev1.PodSucceeded
 	case finished:
 		st.Phase = corev1.PodFailed
-	case anyRunning || allStarted:
+	case initialized && (anyRunning || allStarted):
 		st.Phase = corev1.PodRunning
 	default:
 		st.Phase = corev1.PodPending
@@ -145,7 +205,7 @@ func (p *pod) status(old *corev1.PodStatus) corev1.PodStatus {
 	}
 	st.Conditions = []corev1.PodCondition{
 		condition(old, corev1.PodReadyToStartContainers, true, ""),
-		condition(old, corev1.PodInitialized, true, ""),
+		condition(old, corev1.PodInitialized, initialized, "ContainersNotInitialized"),
 		condition(old, corev1.ContainersReady, allReady, "ContainersNotReady"),
 		condition(old, corev1.PodReady, allReady, "ContainersNotReady"),
 		condition(old, corev1.PodScheduled, true, ""),
@@ -183,7 +243,7 @@ func gracePeriod(p *corev1.Pod) time.Duration {
 // kill sends SIGKILL to every container at once (whatever grace a stop under way
 // allowed): the node is going away.
 func (p *pod) kill() {
-	for _, c := range p.containers {
+	for _, c := range append(slices.Clone(p.initContainers), p.containers...) {
 		c.kill()
 	}
 }

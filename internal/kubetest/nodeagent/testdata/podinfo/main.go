@@ -1,11 +1,16 @@
 // Command podinfo is the test image of the node agent's tests: it shows a container what
 // it was given. GET / answers JSON with its environment, arguments and the files under
 // each directory named by -files; GET /status/{code} answers that status (for probes);
-// GET /exit/{code} exits with that code (for restarts). It logs each request, and
-// "SIGTERM" when asked to stop, on which it exits 0.
+// GET /exit/{code} exits with that code (for restarts); GET /get?url=U[&ca=FILE] fetches
+// U (trusting the CA certificate in FILE) and answers {"status": its status code} or
+// {"error": why not} (for the network). It logs each request, and
+// "SIGTERM" when asked to stop, on which it exits 0. With -write or -exit it does that
+// and exits instead (init containers).
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -17,12 +22,25 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
 	addr := flag.String("addr", ":8080", "listen address")
 	files := flag.String("files", "", "comma-separated directories whose files / shows")
+	write := flag.String("write", "", "`PATH=CONTENT`: write CONTENT to PATH and exit (an init container's job)")
+	exit := flag.Int("exit", -1, "exit at once with this code")
 	flag.Parse()
+	if *exit >= 0 {
+		os.Exit(*exit)
+	}
+	if path, content, ok := strings.Cut(*write, "="); ok {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -43,6 +61,27 @@ func main() {
 		code, _ := strconv.Atoi(r.PathValue("code"))
 		fmt.Println("exiting with", code)
 		os.Exit(code)
+	})
+	mux.HandleFunc("GET /get", func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]any{}
+		client := &http.Client{Timeout: 10 * time.Second}
+		if ca := r.URL.Query().Get("ca"); ca != "" {
+			pem, err := os.ReadFile(ca)
+			pool := x509.NewCertPool()
+			if err != nil || !pool.AppendCertsFromPEM(pem) {
+				http.Error(w, "no CA certificate in "+ca, http.StatusBadRequest)
+				return
+			}
+			client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+		}
+		if resp, err := client.Get(r.URL.Query().Get("url")); err != nil {
+			out["error"] = err.Error()
+		} else {
+			resp.Body.Close()
+			out["status"] = resp.StatusCode
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
 	})
 	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Println(r.Method, r.URL.Path)
