@@ -126,7 +126,10 @@ spec:
 
 // TestGatewayAPIPassthroughEndToEnd serves, on one port, a TLS listener that passes
 // the connections for a TLSRoute's host through to a backend that terminates TLS itself,
-// and an HTTPS listener without a hostname that terminates every other server name.
+// and an HTTPS listener without a hostname that terminates every other server name; a
+// server name within the TLS listener's hostname that no TLSRoute serves is closed, not
+// left to the HTTPS listener. On another port a TLS listener terminates TLS and sends
+// its TLSRoute the decrypted stream.
 func TestGatewayAPIPassthroughEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -153,6 +156,13 @@ spec:
   listeners:
   - {name: tls, protocol: TLS, port: 443, hostname: "*.example.com", tls: {mode: Passthrough}}
   - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: any}]}}
+  - {name: term, protocol: TLS, port: 8443, hostname: term.example.com, tls: {mode: Terminate, certificateRefs: [{name: any}]}}
+---
+kind: TLSRoute
+metadata: {name: term}
+spec:
+  parentRefs: [{name: gw, sectionName: term}]
+  rules: [{backendRefs: [{name: plain, port: 80}]}]
 ---
 kind: TLSRoute
 metadata: {name: db}
@@ -168,16 +178,19 @@ spec:
   rules: [{backendRefs: [{name: plain, port: 80}]}]`)
 	objs = append(objs, echoService(t, "db", db), echoEndpoints(t, "db", db), echoService(t, "plain", plain), echoEndpoints(t, "plain", plain),
 		testutil.TLSSecret("default", "any", anyCert))
-	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 443)
-	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	name, termName := translate.GatewayListenerName(gw, 443), translate.GatewayListenerName(gw, 8443)
+	p := serveGateways(t, ctx, objs, name, termName)
+	addr, termAddr := p.ListenerAddr(name), p.ListenerAddr(termName)
 
-	for _, tc := range []struct{ sni, service, certFor string }{
-		{"db.example.com", "db", "db.example.com"},    // passed through: the backend's certificate
-		{"other.org", "plain", "portico.example.com"}, // terminated by the hostname-less listener
+	for _, tc := range []struct{ addr, sni, service, certFor string }{
+		{addr, "db.example.com", "db", "db.example.com"},               // passed through: the backend's certificate
+		{addr, "other.org", "plain", "portico.example.com"},            // terminated by the hostname-less listener
+		{termAddr, "term.example.com", "plain", "portico.example.com"}, // terminated, then a TCP stream
 	} {
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{ServerName: tc.sni, InsecureSkipVerify: true}}}
-		resp, err := client.Get("https://" + addr + "/")
+		resp, err := client.Get("https://" + tc.addr + "/")
 		if err != nil {
 			t.Errorf("SNI %s: %v", tc.sni, err)
 			continue
@@ -191,6 +204,12 @@ spec:
 		if got := resp.TLS.PeerCertificates[0].DNSNames; len(got) == 0 || got[0] != tc.certFor {
 			t.Errorf("SNI %s: certificate for %v, want %s", tc.sni, got, tc.certFor)
 		}
+	}
+	// web.example.com is the TLS listener's (*.example.com) and no TLSRoute has it.
+	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "web.example.com", InsecureSkipVerify: true})
+	if err == nil {
+		conn.Close()
+		t.Errorf("SNI web.example.com: TLS handshake with the certificate for %v, want the connection closed", conn.ConnectionState().PeerCertificates[0].DNSNames)
 	}
 }
 

@@ -33,6 +33,7 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
 	"TLSRoute",
+	"TLSRouteModeTerminate",
 }
 
 func supportedFeatures() []gatewayv1.SupportedFeature {

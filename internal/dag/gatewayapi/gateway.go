@@ -120,7 +120,8 @@ func (g *gatewayResult) usableListeners() int {
 func (g *gatewayResult) served() bool { return g.accepted == nil && g.usableListeners() > 0 }
 
 // resolveListenerTLS finds the certificate of an HTTPS listener, or of a TLS listener
-// that terminates, and refuses a TLS mode the protocol cannot have.
+// that terminates (its TLSRoutes then get a TCP stream of the decrypted bytes), and
+// refuses a TLS mode the protocol cannot have.
 func resolveListenerTLS(p *dag.Processing, gw *gatewayv1.Gateway, ls *listenerState, grants grantIndex) {
 	l := ls.spec
 	mode := gatewayv1.TLSModeTerminate
@@ -134,11 +135,7 @@ func resolveListenerTLS(p *dag.Processing, gw *gatewayv1.Gateway, ls *listenerSt
 		return
 	case l.Protocol == gatewayv1.TLSProtocolType && mode == gatewayv1.TLSModePassthrough:
 		return
-	case l.Protocol == gatewayv1.TLSProtocolType:
-		ls.check.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
-			"TLS listeners with tls.mode Terminate are not supported yet: use Passthrough, or an HTTPS listener")
-		return
-	case l.Protocol != gatewayv1.HTTPSProtocolType:
+	case l.Protocol != gatewayv1.HTTPSProtocolType && l.Protocol != gatewayv1.TLSProtocolType:
 		return
 	}
 	secret, err := listenerCertificate(p, gw, l, grants)
@@ -157,7 +154,7 @@ func listenerCertificate(p *dag.Processing, gw *gatewayv1.Gateway, l gatewayv1.L
 		return newError(string(gatewayv1.ListenerConditionResolvedRefs), string(reason), format, args...)
 	}
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
-		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "an HTTPS listener needs tls.certificateRefs naming a kubernetes.io/tls Secret")
+		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "a %s listener that terminates TLS needs tls.certificateRefs naming a kubernetes.io/tls Secret", l.Protocol)
 	}
 	var first *dag.Secret
 	for i, ref := range l.TLS.CertificateRefs {

@@ -39,7 +39,7 @@ const httpGateway = gatewayHead + `
   - {name: http, protocol: HTTP, port: 80}
 `
 
-const acceptedClass = "GatewayClass portico: Accepted=True/Accepted"
+const acceptedClass = "GatewayClass portico: Accepted=True/Accepted SupportedVersion=True/SupportedVersion"
 const acceptedGateway = "Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed"
 
 func listenerOK(name string, attached int) string {
@@ -101,7 +101,7 @@ spec:
   controllerName: portico.dev/gateway-controller
   parametersRef: {group: example.com, kind: Config, name: c}` + httpGateway,
 		statuses: []string{
-			"GatewayClass portico: Accepted=False/InvalidParameters",
+			"GatewayClass portico: Accepted=False/InvalidParameters SupportedVersion=True/SupportedVersion",
 			"Gateway default/gw: Accepted=False/Pending Programmed=False/Invalid",
 			listenerNotProgrammed,
 		},

@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/consts"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -35,12 +36,25 @@ func processClasses(p *dag.Processing) map[string]*classResult {
 		out[name] = res
 		st := summary(dag.ObjectRef{Kind: dag.KindGatewayClass, Name: name}, errs, nil, "accepted: Portico serves its Gateways")
 		st.GatewayAPI = &dag.GatewayAPIStatus{GatewayClass: &gatewayv1.GatewayClassStatus{
-			Conditions:        []metav1.Condition{cond},
+			Conditions:        []metav1.Condition{cond, supportedVersion()},
 			SupportedFeatures: supportedFeatures(),
 		}}
 		p.AddStatus(st)
 	}
 	return out
+}
+
+// BundleVersion is the Gateway API release whose resources Portico implements: that of
+// the gateway-api module it is built with.
+const BundleVersion = consts.BundleVersion
+
+// supportedVersion is the class's SupportedVersion condition. Portico reads the objects
+// with the types of BundleVersion; the CRDs' own bundle-version annotations are not in
+// the store (the source does not watch CustomResourceDefinitions), so the condition
+// states the version Portico implements rather than comparing it with the cluster's.
+func supportedVersion() metav1.Condition {
+	return condition(string(gatewayv1.GatewayClassConditionStatusSupportedVersion), true, string(gatewayv1.GatewayClassReasonSupportedVersion),
+		"Portico implements Gateway API "+BundleVersion+"; install the CRDs of that release")
 }
 
 // validateClassParameters refuses a parametersRef: Portico's classes take no

@@ -30,7 +30,7 @@ func tlsSecret(namespace, name string, hosts ...string) *corev1.Secret {
 // describeStatuses renders the Gateway API conditions of every object, one line per
 // condition set:
 //
-//	GatewayClass portico: Accepted=True/Accepted
+//	GatewayClass portico: Accepted=True/Accepted SupportedVersion=True/SupportedVersion
 //	Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed
 //	Gateway default/gw listener http: attached=1 kinds=HTTPRoute Accepted=True/Accepted ...
 //	HTTPRoute default/r parent gw: Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs
