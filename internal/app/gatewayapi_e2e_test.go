@@ -290,3 +290,47 @@ func echoEndpoints(t *testing.T, name, addr string) *corev1.Endpoints {
 	return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: host}}, Ports: []corev1.EndpointPort{{Port: int32(n)}}}}}
 }
+
+// TestGatewayAPISeveralCertificatesEndToEnd serves an HTTPS listener with two
+// certificateRefs: each client gets the certificate of the name it asked for (SNI),
+// the first one when neither matches.
+func TestGatewayAPISeveralCertificatesEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	web := testutil.StartEcho(t, echo.Config{Service: "web"})
+	objs := testutil.DecodeObjects(t, `kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners:
+  - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: a}, {name: b}]}}
+---
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]`)
+	objs = append(objs, echoService(t, "web", web), echoEndpoints(t, "web", web),
+		testutil.TLSSecret("default", "a", testutil.SelfSigned("a.example.com")), testutil.TLSSecret("default", "b", testutil.SelfSigned("b.example.com")))
+	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 443)
+	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	for sni, want := range map[string]string{"a.example.com": "a.example.com", "b.example.com": "b.example.com", "c.example.com": "a.example.com"} {
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{ServerName: sni, InsecureSkipVerify: true}}}
+		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/", nil)
+		req.Host = sni
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("SNI %s: %v", sni, err)
+			continue
+		}
+		resp.Body.Close()
+		if got := resp.TLS.PeerCertificates[0].DNSNames; resp.StatusCode != 200 || len(got) == 0 || got[0] != want {
+			t.Errorf("SNI %s: %d with the certificate for %v, want 200 with %s's", sni, resp.StatusCode, got, want)
+		}
+	}
+}

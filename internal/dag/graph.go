@@ -82,6 +82,11 @@ func (vh *VirtualHost) IsWildcard() bool { return len(vh.Name) > 2 && vh.Name[:2
 type SecureVirtualHost struct {
 	VirtualHost
 	Secret *Secret
+	// MoreSecrets are further certificates for the same connections (a Gateway API
+	// listener with several certificateRefs): the data plane presents the one whose
+	// names match the SNI the client sent, Secret when none does. Only Gateways' hosts
+	// have them.
+	MoreSecrets []*Secret
 	// MinTLSVersion is "1.1", "1.2" or "1.3"; empty means the default (1.2).
 	MinTLSVersion string
 	// MaxTLSVersion is "1.2" or "1.3"; empty means the default (1.3).

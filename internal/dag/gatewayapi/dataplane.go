@@ -31,6 +31,7 @@ type portPlan struct {
 // its connections through (the oldest serves them).
 type securePlan struct {
 	secret *dag.Secret
+	more   []*dag.Secret
 	routes []routeEntry
 	also   map[string][]routeEntry
 	tls    []*routeResult
@@ -61,7 +62,7 @@ func dataPlane(g *gatewayResult, routes []*attachedRoute) *dag.Gateway {
 				pp.http[name] = nil
 			}
 		} else {
-			pp.secure[name] = &securePlan{secret: l.secret, also: map[string][]routeEntry{}, tlsListener: l.spec.Protocol == gatewayv1.TLSProtocolType}
+			pp.secure[name] = &securePlan{secret: l.secret, more: l.more, also: map[string][]routeEntry{}, tlsListener: l.spec.Protocol == gatewayv1.TLSProtocolType}
 		}
 	}
 	for _, r := range routes {
@@ -109,7 +110,7 @@ func (pp *portPlan) add(a attachment, r *routeResult) {
 		case gatewayv1.TLSProtocolType:
 			sp := pp.secure[host]
 			if sp == nil {
-				sp = &securePlan{secret: a.listener.secret, also: map[string][]routeEntry{}, tlsListener: true}
+				sp = &securePlan{secret: a.listener.secret, more: a.listener.more, also: map[string][]routeEntry{}, tlsListener: true}
 				pp.secure[host] = sp
 			}
 			sp.tls = append(sp.tls, r)
@@ -153,7 +154,7 @@ func (pp *portPlan) build(gw types.NamespacedName, port uint32) *dag.GatewayPort
 	}
 	for _, name := range slices.Sorted(maps.Keys(pp.secure)) {
 		sp := pp.secure[name]
-		svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, sp.routes), Secret: sp.secret}
+		svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, sp.routes), Secret: sp.secret, MoreSecrets: sp.more}
 		switch {
 		case len(sp.tls) > 0:
 			svh.Passthrough, svh.TCPProxy = sp.secret == nil, passthrough(sp.tls)

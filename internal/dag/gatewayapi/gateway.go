@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,13 +22,22 @@ type gatewayResult struct {
 	accepted *condError
 }
 
+// objectRef is the kind and namespace of the object that refers to something, as
+// ReferenceGrants' from entries name it.
+type objectRef struct {
+	kind, namespace string
+}
+
 // listenerState is one listener of a Gateway: its checks, certificate and the routes
 // counted as attached (in the final pass).
 type listenerState struct {
 	spec     gatewayv1.Listener
 	check    listenerCheck
 	hostname string // lower case, "" when it has none
+	// secret is its first usable certificate, more the others (each presented to the
+	// clients whose SNI its names match).
 	secret   *dag.Secret
+	more     []*dag.Secret
 	attached int32
 }
 
@@ -65,7 +75,7 @@ func processGateways(p *dag.Processing, classes map[string]*classResult, grants 
 				ls.hostname = strings.ToLower(string(*l.Hostname))
 			}
 			if ls.check.accepted == nil {
-				resolveListenerTLS(p, gw, ls, grants)
+				resolveListenerTLS(p, objectRef{kind: "Gateway", namespace: gw.Namespace}, ls, grants)
 			}
 			res.listeners = append(res.listeners, ls)
 		}
@@ -122,7 +132,7 @@ func (g *gatewayResult) served() bool { return g.accepted == nil && g.usableList
 // resolveListenerTLS finds the certificate of an HTTPS listener, or of a TLS listener
 // that terminates (its TLSRoutes then get a TCP stream of the decrypted bytes), and
 // refuses a TLS mode the protocol cannot have.
-func resolveListenerTLS(p *dag.Processing, gw *gatewayv1.Gateway, ls *listenerState, grants grantIndex) {
+func resolveListenerTLS(p *dag.Processing, owner objectRef, ls *listenerState, grants grantIndex) {
 	l := ls.spec
 	mode := gatewayv1.TLSModeTerminate
 	if l.TLS != nil && l.TLS.Mode != nil {
@@ -138,54 +148,66 @@ func resolveListenerTLS(p *dag.Processing, gw *gatewayv1.Gateway, ls *listenerSt
 	case l.Protocol != gatewayv1.HTTPSProtocolType && l.Protocol != gatewayv1.TLSProtocolType:
 		return
 	}
-	secret, err := listenerCertificate(p, gw, l, grants)
-	if err != nil {
-		ls.check.resolvedRefs, ls.check.badCertificate = err, true
+	secrets, err := listenerCertificates(p, owner, l, grants)
+	ls.check.resolvedRefs = err
+	if len(secrets) == 0 {
+		ls.check.badCertificate = true
 		return
 	}
-	ls.secret = secret
+	ls.secret, ls.more = secrets[0], secrets[1:]
 }
 
-// listenerCertificate returns the certificate of the first of a listener's
-// certificateRefs; any ref that cannot be used makes the listener unserved, so that a
-// typo never serves the wrong certificate.
-func listenerCertificate(p *dag.Processing, gw *gatewayv1.Gateway, l gatewayv1.Listener, grants grantIndex) (*dag.Secret, *condError) {
-	refErr := func(reason gatewayv1.ListenerConditionReason, format string, args ...any) *condError {
-		return newError(string(gatewayv1.ListenerConditionResolvedRefs), string(reason), format, args...)
-	}
+// listenerCertificates returns the certificates of a listener's certificateRefs that
+// can be used, in their order, and the first ref that cannot be used. The listener
+// serves the usable ones (each to the clients whose SNI its names match); without
+// any it is not served.
+func listenerCertificates(p *dag.Processing, owner objectRef, l gatewayv1.Listener, grants grantIndex) ([]*dag.Secret, *condError) {
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
-		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "a %s listener that terminates TLS needs tls.certificateRefs naming a kubernetes.io/tls Secret", l.Protocol)
+		return nil, newError(string(gatewayv1.ListenerConditionResolvedRefs), string(gatewayv1.ListenerReasonInvalidCertificateRef),
+			"a %s listener that terminates TLS needs tls.certificateRefs naming a kubernetes.io/tls Secret", l.Protocol)
 	}
-	var first *dag.Secret
+	var out []*dag.Secret
+	var firstErr *condError
 	for i, ref := range l.TLS.CertificateRefs {
-		group, kind := "", "Secret"
-		if ref.Group != nil {
-			group = coreGroup(string(*ref.Group))
-		}
-		if ref.Kind != nil {
-			kind = string(*ref.Kind)
-		}
-		ns := gw.Namespace
-		if ref.Namespace != nil {
-			ns = string(*ref.Namespace)
-		}
-		field := fmt.Sprintf("tls.certificateRefs[%d]", i)
-		if group != "" || kind != "Secret" {
-			return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%s: %s/%s is not supported: refer to a Secret", field, group, kind)
-		}
-		if !grants.permitted(objectKind{groupName, "Gateway"}, gw.Namespace, objectKind{"", "Secret"}, ns, string(ref.Name)) {
-			return nil, refErr(gatewayv1.ListenerReasonRefNotPermitted,
-				"%s: Secret %s/%s is in another namespace and no ReferenceGrant there allows Gateways of namespace %s to use it; add one", field, ns, ref.Name, gw.Namespace)
-		}
-		secret, err := p.TLSSecret(types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+		secret, err := listenerCertificate(p, owner, ref, fmt.Sprintf("tls.certificateRefs[%d]", i), grants)
 		if err != nil {
-			return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%s: %v", field, err)
+			firstErr = cmp.Or(firstErr, err)
+			continue
 		}
-		if first == nil {
-			first = secret
-		}
+		out = append(out, secret)
 	}
-	return first, nil
+	return out, firstErr
+}
+
+// listenerCertificate returns the certificate of one certificateRef of a listener of
+// owner (a Gateway or a ListenerSet, whose own namespace needs no ReferenceGrant).
+func listenerCertificate(p *dag.Processing, owner objectRef, ref gatewayv1.SecretObjectReference, field string, grants grantIndex) (*dag.Secret, *condError) {
+	refErr := func(reason gatewayv1.ListenerConditionReason, format string, args ...any) *condError {
+		return newError(string(gatewayv1.ListenerConditionResolvedRefs), string(reason), field+": "+format, args...)
+	}
+	group, kind := "", "Secret"
+	if ref.Group != nil {
+		group = coreGroup(string(*ref.Group))
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	ns := owner.namespace
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	if group != "" || kind != "Secret" {
+		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%s/%s is not supported: refer to a Secret", group, kind)
+	}
+	if !grants.permitted(objectKind{groupName, owner.kind}, owner.namespace, objectKind{"", "Secret"}, ns, string(ref.Name)) {
+		return nil, refErr(gatewayv1.ListenerReasonRefNotPermitted,
+			"Secret %s/%s is in another namespace and no ReferenceGrant there allows %ss of namespace %s to use it; add one", ns, ref.Name, owner.kind, owner.namespace)
+	}
+	secret, err := p.TLSSecret(types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+	if err != nil {
+		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%v", err)
+	}
+	return secret, nil
 }
 
 // gatewayStatus is the Gateway's status once routes are counted.

@@ -200,5 +200,16 @@ spec:
 			"default/gw :443 https foo.example.com (cert default/cert): no routes",
 			"default/gw :443 https qux.example.com (cert other/granted): no routes",
 		},
+	}, {
+		// Every usable certificate is served, the SNI picks among them; the one that
+		// cannot be used is reported and left out.
+		name: "gateway-https-several-certificates",
+		objects: base + gatewayHead + `
+  - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: a}, {name: nope}, {name: b}]}}`,
+		extra: []runtime.Object{tlsSecret("default", "a", "a.example.com"), tlsSecret("default", "b", "b.example.com")},
+		statuses: []string{acceptedClass, acceptedGateway,
+			"Gateway default/gw listener https: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=True/Programmed",
+		},
+		routes: []string{"default/gw :443 https * (cert default/a+default/b): no routes"},
 	}})
 }

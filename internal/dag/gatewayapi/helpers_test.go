@@ -129,6 +129,9 @@ func describeGateways(g *dag.Graph) []string {
 				if svh.Secret != nil {
 					cert = svh.Secret.Name
 				}
+				for _, s := range svh.MoreSecrets {
+					cert += "+" + s.Name
+				}
 				prefix := fmt.Sprintf("%s :%d https %s (cert %s)", gw.Name, p.Port, svh.Name, cert)
 				if tp := svh.TCPProxy; tp != nil {
 					var to []string
