@@ -145,15 +145,7 @@ func TestGatewayAPIPassthroughEndToEnd(t *testing.T) {
 	db := testutil.StartEcho(t, echo.Config{Service: "db", TLSCertFile: certFile, TLSKeyFile: keyFile})
 	plain := testutil.StartEcho(t, echo.Config{Service: "plain"})
 	anyCert := testutil.SelfSigned("portico.example.com")
-	objs := testutil.DecodeObjects(t, `kind: GatewayClass
-metadata: {name: portico}
-spec: {controllerName: portico.dev/gateway-controller}
----
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+	objs := testutil.DecodeObjects(t, gatewayGW+`
   - {name: tls, protocol: TLS, port: 443, hostname: "*.example.com", tls: {mode: Passthrough}}
   - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: any}]}}
   - {name: term, protocol: TLS, port: 8443, hostname: term.example.com, tls: {mode: Terminate, certificateRefs: [{name: any}]}}
@@ -212,6 +204,18 @@ spec:
 		t.Errorf("SNI web.example.com: TLS handshake with the certificate for %v, want the connection closed", conn.ConnectionState().PeerCertificates[0].DNSNames)
 	}
 }
+
+// gatewayGW starts the manifests of the end-to-end tests: a GatewayClass of Portico's
+// and Gateway default/gw of that class, whose listeners follow.
+const gatewayGW = `kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners:`
 
 // serveGateways builds and translates objs, serves them to an embedded proxy whose
 // listeners named in listeners bind ephemeral loopback ports, and returns the proxy
@@ -298,15 +302,7 @@ func TestGatewayAPISeveralCertificatesEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	web := testutil.StartEcho(t, echo.Config{Service: "web"})
-	objs := testutil.DecodeObjects(t, `kind: GatewayClass
-metadata: {name: portico}
-spec: {controllerName: portico.dev/gateway-controller}
----
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+	objs := testutil.DecodeObjects(t, gatewayGW+`
   - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: a}, {name: b}]}}
 ---
 kind: HTTPRoute
