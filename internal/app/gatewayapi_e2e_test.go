@@ -330,3 +330,52 @@ spec:
 		}
 	}
 }
+
+// TestListenerSetEndToEnd serves a Gateway whose ListenerSet adds a listener on a port
+// of its own: a route attached to the ListenerSet answers there, and only for the
+// ListenerSet listener's hostname.
+func TestListenerSetEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	web := testutil.StartEcho(t, echo.Config{Service: "web"})
+	objs := testutil.DecodeObjects(t, gatewayGW+`
+  - {name: http, protocol: HTTP, port: 80}
+  allowedListeners: {namespaces: {from: Same}}
+---
+kind: ListenerSet
+metadata: {name: extra}
+spec:
+  parentRef: {name: gw}
+  listeners: [{name: team, protocol: HTTP, port: 8080, hostname: team.example.com}]
+---
+kind: HTTPRoute
+metadata: {name: team}
+spec:
+  parentRefs: [{kind: ListenerSet, group: gateway.networking.k8s.io, name: extra}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]`)
+	objs = append(objs, echoService(t, "web", web), echoEndpoints(t, "web", web))
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	httpName, teamName := translate.GatewayListenerName(gw, 80), translate.GatewayListenerName(gw, 8080)
+	p := serveGateways(t, ctx, objs, httpName, teamName)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		addr, host string
+		code       int
+	}{
+		{p.ListenerAddr(teamName), "team.example.com", 200},
+		{p.ListenerAddr(teamName), "other.example.com", 404},
+		{p.ListenerAddr(httpName), "team.example.com", 404}, // the Gateway's own listener has no route
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+tc.addr+"/", nil)
+		req.Host = tc.host
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("%s, Host %s: %v", tc.addr, tc.host, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s, Host %s: %d, want %d", tc.addr, tc.host, resp.StatusCode, tc.code)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 var objectKinds = map[string]func() runtime.Object{
 	"GatewayClass":   func() runtime.Object { return &gatewayv1.GatewayClass{} },
 	"Gateway":        func() runtime.Object { return &gatewayv1.Gateway{} },
+	"ListenerSet":    func() runtime.Object { return &gatewayv1.ListenerSet{} },
 	"HTTPRoute":      func() runtime.Object { return &gatewayv1.HTTPRoute{} },
 	"TLSRoute":       func() runtime.Object { return &gatewayv1.TLSRoute{} },
 	"ReferenceGrant": func() runtime.Object { return &gatewayv1.ReferenceGrant{} },

@@ -46,7 +46,7 @@ type securePlan struct {
 // hosts, routes ordered by the spec's precedence.
 func dataPlane(g *gatewayResult, routes []*attachedRoute) *dag.Gateway {
 	ports := map[uint32]*portPlan{}
-	for _, l := range g.listeners {
+	for _, l := range g.servedListeners() {
 		if !l.usable() {
 			continue
 		}

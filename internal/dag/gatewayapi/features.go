@@ -31,6 +31,7 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"HTTPRouteRetryCodes",
 	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
+	"ListenerSet",
 	"ReferenceGrant",
 	"TLSRoute",
 	"TLSRouteModeTerminate",

@@ -20,6 +20,10 @@ type gatewayResult struct {
 	listeners []*listenerState
 	// accepted is nil, or why the Gateway is not served at all.
 	accepted *condError
+	// sets are the ListenerSets whose parent it is, in the order of precedence of their
+	// listeners (listenerset.go); setsByKey finds them by namespace/name.
+	sets      []*listenerSetResult
+	setsByKey map[types.NamespacedName]*listenerSetResult
 }
 
 // objectRef is the kind and namespace of the object that refers to something, as
@@ -39,6 +43,8 @@ type listenerState struct {
 	secret   *dag.Secret
 	more     []*dag.Secret
 	attached int32
+	// set is the ListenerSet the listener comes from, nil for the Gateway's own.
+	set *listenerSetResult
 }
 
 func (l *listenerState) usable() bool { return l.check.usable() }
@@ -212,19 +218,9 @@ func listenerCertificate(p *dag.Processing, owner objectRef, ref gatewayv1.Secre
 
 // gatewayStatus is the Gateway's status once routes are counted.
 func (g *gatewayResult) status() dag.Status {
-	gs := &gatewayv1.GatewayStatus{}
-	var errs, notes []dag.Problem
-	invalidListeners := 0
-	for _, l := range g.listeners {
-		ls := listenerStatus(l, g.accepted == nil)
-		gs.Listeners = append(gs.Listeners, ls)
-		if !l.usable() {
-			invalidListeners++
-		}
-		if e := l.problem(); e != nil {
-			notes = append(notes, e.problem(fmt.Sprintf("listener %s: ", l.spec.Name)))
-		}
-	}
+	listeners, invalidListeners, notes := listenerStatuses(g.listeners, g.accepted == nil)
+	gs := &gatewayv1.GatewayStatus{Listeners: listeners}
+	var errs []dag.Problem
 	switch {
 	case g.accepted != nil:
 		gs.Conditions = append(gs.Conditions,
@@ -249,8 +245,24 @@ func (g *gatewayResult) status() dag.Status {
 	}
 	st := summary(dag.ObjectRef{Kind: dag.KindGateway, Namespace: g.key.Namespace, Name: g.key.Name}, errs, notes,
 		fmt.Sprintf("served: %d listeners", len(g.listeners)-invalidListeners))
+	gs.AttachedListenerSets = new(g.attachedSets())
 	st.GatewayAPI = &dag.GatewayAPIStatus{Gateway: gs}
 	return st
+}
+
+// listenerStatuses are the statuses of listeners of an object that is accepted or not,
+// how many are not served, and what keeps each from being served.
+func listenerStatuses(listeners []*listenerState, accepted bool) (out []gatewayv1.ListenerStatus, unserved int, notes []dag.Problem) {
+	for _, l := range listeners {
+		out = append(out, listenerStatus(l, accepted))
+		if !l.usable() {
+			unserved++
+		}
+		if e := l.problem(); e != nil {
+			notes = append(notes, e.problem(fmt.Sprintf("listener %s: ", l.spec.Name)))
+		}
+	}
+	return out, unserved, notes
 }
 
 // listenerStatus has the four conditions of a listener, always all four, so that a

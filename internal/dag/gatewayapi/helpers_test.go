@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
@@ -57,13 +58,18 @@ func describeStatuses(g *dag.Graph) []string {
 		case ga.GatewayClass != nil:
 			out = append(out, prefix+": "+conds(ga.GatewayClass.Conditions))
 		case ga.Gateway != nil:
-			out = append(out, prefix+": "+conds(ga.Gateway.Conditions))
+			line := prefix + ": " + conds(ga.Gateway.Conditions)
+			if n := ga.Gateway.AttachedListenerSets; n != nil && *n > 0 {
+				line += fmt.Sprintf(" listenerSets=%d", *n)
+			}
+			out = append(out, line)
 			for _, l := range ga.Gateway.Listeners {
-				var kinds []string
-				for _, k := range l.SupportedKinds {
-					kinds = append(kinds, string(k.Kind))
-				}
-				out = append(out, fmt.Sprintf("%s listener %s: attached=%d kinds=%s %s", prefix, l.Name, l.AttachedRoutes, strings.Join(kinds, ","), conds(l.Conditions)))
+				out = append(out, describeListener(prefix, l.Name, l.AttachedRoutes, l.SupportedKinds, conds(l.Conditions)))
+			}
+		case ga.ListenerSet != nil:
+			out = append(out, prefix+": "+conds(ga.ListenerSet.Conditions))
+			for _, l := range ga.ListenerSet.Listeners {
+				out = append(out, describeListener(prefix, l.Name, l.AttachedRoutes, l.SupportedKinds, conds(l.Conditions)))
 			}
 		case ga.Route != nil:
 			for _, p := range ga.Route.Parents {
@@ -79,6 +85,14 @@ func describeStatuses(g *dag.Graph) []string {
 		}
 	}
 	return out
+}
+
+func describeListener(prefix string, name gatewayv1.SectionName, attached int32, kinds []gatewayv1.RouteGroupKind, conds string) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k.Kind)
+	}
+	return fmt.Sprintf("%s listener %s: attached=%d kinds=%s %s", prefix, name, attached, strings.Join(names, ","), conds)
 }
 
 // describeGateways renders the data planes, one line per route:

@@ -12,11 +12,11 @@ type Processor struct{}
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
-	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant}
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant}
 }
 
 // Process runs the steps in their order: classes, grants, Gateways and their
-// listeners, routes (attached to listeners), then a final pass that counts each
+// listeners, ListenerSets (their listeners after their Gateway's), routes (attached to listeners), then a final pass that counts each
 // listener's attached routes from the routes' results, builds each served Gateway's
 // data plane, and writes every status.
 func (Processor) Process(p *dag.Processing) {
@@ -28,6 +28,7 @@ func (Processor) Process(p *dag.Processing) {
 	for _, g := range gateways {
 		byKey[g.key] = g
 	}
+	processListenerSets(p, byKey, grants)
 	routes := append(processHTTPRoutes(p, grants, byKey), processTLSRoutes(p, grants, byKey)...)
 	countAttachedRoutes(routes)
 	for _, g := range gateways {
@@ -35,6 +36,9 @@ func (Processor) Process(p *dag.Processing) {
 			p.AddGateway(dataPlane(g, routes))
 		}
 		p.AddStatus(g.status())
+		for _, set := range g.sets {
+			p.AddStatus(set.status())
+		}
 	}
 	for _, r := range routes {
 		if st, ok := r.status(); ok {
