@@ -54,6 +54,9 @@ type Store struct {
 	TLSRoutes          map[types.NamespacedName]*gatewayv1.TLSRoute
 	ReferenceGrants    map[types.NamespacedName]*gatewayv1.ReferenceGrant
 	BackendTLSPolicies map[types.NamespacedName]*gatewayv1.BackendTLSPolicy
+	// ConfigMaps hold the CA certificates BackendTLSPolicies refer to (the kube source
+	// keeps only those a BackendTLSPolicy names).
+	ConfigMaps map[types.NamespacedName]*corev1.ConfigMap
 
 	// gens say when each kind last changed (see Generations). clock is shared by a store
 	// and every store cloned or copied from it, so that two of them that changed apart
@@ -87,6 +90,7 @@ const (
 	KindTLSRoute
 	KindReferenceGrant
 	KindBackendTLSPolicy
+	KindConfigMap
 	numKinds
 )
 
@@ -145,6 +149,7 @@ func New() *Store {
 		TLSRoutes:          map[types.NamespacedName]*gatewayv1.TLSRoute{},
 		ReferenceGrants:    map[types.NamespacedName]*gatewayv1.ReferenceGrant{},
 		BackendTLSPolicies: map[types.NamespacedName]*gatewayv1.BackendTLSPolicy{},
+		ConfigMaps:         map[types.NamespacedName]*corev1.ConfigMap{},
 	}
 }
 
@@ -222,6 +227,8 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 		upsertNamespaced(s, KindReferenceGrant, s.ReferenceGrants, o)
 	case *gatewayv1.BackendTLSPolicy:
 		upsertNamespaced(s, KindBackendTLSPolicy, s.BackendTLSPolicies, o)
+	case *corev1.ConfigMap:
+		upsertNamespaced(s, KindConfigMap, s.ConfigMaps, o)
 	default:
 		return false
 	}
@@ -294,6 +301,8 @@ func (s *Store) Delete(obj runtime.Object) bool {
 		return deleteNamespaced(s, KindReferenceGrant, s.ReferenceGrants, o)
 	case *gatewayv1.BackendTLSPolicy:
 		return deleteNamespaced(s, KindBackendTLSPolicy, s.BackendTLSPolicies, o)
+	case *corev1.ConfigMap:
+		return deleteNamespaced(s, KindConfigMap, s.ConfigMaps, o)
 	}
 	return false
 }
@@ -406,6 +415,7 @@ func (s *Store) Clone() *Store {
 		TLSRoutes:          maps.Clone(s.TLSRoutes),
 		ReferenceGrants:    maps.Clone(s.ReferenceGrants),
 		BackendTLSPolicies: maps.Clone(s.BackendTLSPolicies),
+		ConfigMaps:         maps.Clone(s.ConfigMaps),
 
 		gens:    s.gens,
 		clock:   s.clock,
@@ -434,6 +444,7 @@ func (s *Store) Counts() map[string]int {
 		"GatewayClass": len(s.GatewayClasses), "Gateway": len(s.Gateways), "ListenerSet": len(s.ListenerSets),
 		"HTTPRoute": len(s.HTTPRoutes), "GRPCRoute": len(s.GRPCRoutes), "TLSRoute": len(s.TLSRoutes),
 		"ReferenceGrant": len(s.ReferenceGrants), "BackendTLSPolicy": len(s.BackendTLSPolicies),
+		"ConfigMap": len(s.ConfigMaps),
 	}
 }
 
