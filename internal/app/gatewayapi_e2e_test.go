@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -133,16 +131,7 @@ spec:
 func TestGatewayAPIPassthroughEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir := t.TempDir()
-	dbCert := testutil.SelfSigned("db.example.com")
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, dbCert.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, dbCert.KeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db := testutil.StartEcho(t, echo.Config{Service: "db", TLSCertFile: certFile, TLSKeyFile: keyFile})
+	db := testutil.StartTLSEcho(t, echo.Config{Service: "db"}, testutil.SelfSigned("db.example.com"))
 	plain := testutil.StartEcho(t, echo.Config{Service: "plain"})
 	anyCert := testutil.SelfSigned("portico.example.com")
 	objs := testutil.DecodeObjects(t, gatewayGW+`
@@ -377,5 +366,69 @@ spec:
 		if resp.StatusCode != tc.code {
 			t.Errorf("%s, Host %s: %d, want %d", tc.addr, tc.host, resp.StatusCode, tc.code)
 		}
+	}
+}
+
+// TestBackendTLSPolicyEndToEnd sends a Gateway's requests to a backend that serves
+// TLS (`portico echo --tls-cert --tls-key`): with a BackendTLSPolicy whose CA signed
+// its certificate they arrive over TLS; with one whose CA did not, they fail (5xx)
+// rather than reach it unverified.
+func TestBackendTLSPolicyEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cert := testutil.SelfSigned("secure.example.com") // its own CA
+	backend := testutil.StartTLSEcho(t, echo.Config{Service: "secure"}, cert)
+	objs := testutil.DecodeObjects(t, gatewayGW+`
+  - {name: http, protocol: HTTP, port: 80}
+---
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /good}}]
+    backendRefs: [{name: good, port: 80}]
+  - matches: [{path: {value: /bad}}]
+    backendRefs: [{name: bad, port: 80}]
+---
+kind: BackendTLSPolicy
+metadata: {name: good}
+spec:
+  targetRefs: [{group: "", kind: Service, name: good}]
+  validation: {caCertificateRefs: [{group: "", kind: ConfigMap, name: right-ca}], hostname: secure.example.com}
+---
+kind: BackendTLSPolicy
+metadata: {name: bad}
+spec:
+  targetRefs: [{group: "", kind: Service, name: bad}]
+  validation: {caCertificateRefs: [{group: "", kind: ConfigMap, name: wrong-ca}], hostname: secure.example.com}`)
+	caMap := func(name string, pem []byte) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"ca.crt": string(pem)}}
+	}
+	objs = append(objs, echoService(t, "good", backend), echoEndpoints(t, "good", backend), echoService(t, "bad", backend), echoEndpoints(t, "bad", backend),
+		caMap("right-ca", cert.CertPEM), caMap("wrong-ca", testutil.SelfSigned("secure.example.com").CertPEM))
+	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 80)
+	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + addr + "/good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Service string
+		TLS     bool
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&answer)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || answer.Service != "secure" || !answer.TLS {
+		t.Errorf("/good: %d from %q (TLS %t), want 200 from secure over TLS", resp.StatusCode, answer.Service, answer.TLS)
+	}
+	resp, err = client.Get("http://" + addr + "/bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 500 {
+		t.Errorf("/bad (certificate not signed by the policy's CA): %d, want 5xx", resp.StatusCode)
 	}
 }

@@ -364,8 +364,12 @@ type UpstreamValidation struct {
 	// CAName is the namespace/name of the Secret holding CACert, for names and messages.
 	CAName string
 	CACert []byte
-	// SubjectNames are accepted subject alternative names; the first is sent as SNI.
+	// SubjectNames are accepted subject alternative names; the first is sent as SNI
+	// unless ServerName is set.
 	SubjectNames []string
+	// ServerName, when set, is sent as SNI instead (Gateway API's BackendTLSPolicy:
+	// its hostname is the SNI even when its subjectAltNames authenticate).
+	ServerName string
 }
 
 // OutlierDetection ejects an endpoint after Consecutive5xx consecutive 5xx answers, for

@@ -7,6 +7,7 @@ import gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 // asks). This list is the one place they are named: a feature is added here when its
 // graph rules and its data-plane behaviour both exist.
 var SupportedFeatures = []gatewayv1.FeatureName{
+	"BackendTLSPolicy",
 	"Gateway",
 	"GatewayHTTPListenerIsolation",
 	"GatewayPort8080",

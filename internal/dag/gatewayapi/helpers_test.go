@@ -71,6 +71,10 @@ func describeStatuses(g *dag.Graph) []string {
 			for _, l := range ga.ListenerSet.Listeners {
 				out = append(out, describeListener(prefix, l.Name, l.AttachedRoutes, l.SupportedKinds, conds(l.Conditions)))
 			}
+		case ga.Policy != nil:
+			for _, a := range ga.Policy.Ancestors {
+				out = append(out, fmt.Sprintf("%s ancestor %s/%s: %s", prefix, *a.AncestorRef.Namespace, a.AncestorRef.Name, conds(a.Conditions)))
+			}
 		case ga.Route != nil:
 			for _, p := range ga.Route.Parents {
 				parent := string(p.ParentRef.Name)
@@ -108,11 +112,7 @@ func describeGateways(g *dag.Graph) []string {
 		for _, q := range r.Query {
 			conds = append(conds, fmt.Sprintf("?%s%s%s", q.Name, matchOp(q.Kind), q.Value))
 		}
-		var to []string
-		for _, wc := range r.Clusters {
-			to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
-		}
-		action := strings.Join(to, ",")
+		action := describeClusters(r.Clusters)
 		if r.PrefixRewrite != "" {
 			action += " prefix-rewrite=" + r.PrefixRewrite
 		}
@@ -148,11 +148,7 @@ func describeGateways(g *dag.Graph) []string {
 				}
 				prefix := fmt.Sprintf("%s :%d https %s (cert %s)", gw.Name, p.Port, svh.Name, cert)
 				if tp := svh.TCPProxy; tp != nil {
-					var to []string
-					for _, wc := range tp.Clusters {
-						to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
-					}
-					out = append(out, fmt.Sprintf("%s: passthrough=%t from %s -> %s", prefix, svh.Passthrough, tp.Source, strings.Join(to, ",")))
+					out = append(out, fmt.Sprintf("%s: passthrough=%t from %s -> %s", prefix, svh.Passthrough, tp.Source, describeClusters(tp.Clusters)))
 				} else if len(svh.Routes) == 0 {
 					out = append(out, prefix+": no routes")
 				}
@@ -168,6 +164,22 @@ func describeGateways(g *dag.Graph) []string {
 		}
 	}
 	return out
+}
+
+// describeClusters renders weighted clusters as name*weight; a cluster whose
+// endpoints' certificates are verified (BackendTLSPolicy) as
+// namespace/service/port[protocol sni=... names=... ca=...]*weight.
+func describeClusters(wcs []*dag.WeightedCluster) string {
+	var to []string
+	for _, wc := range wcs {
+		c := wc.Cluster
+		name := c.Name
+		if v := c.UpstreamValidation; v != nil {
+			name = fmt.Sprintf("%s/%d[%s sni=%s names=%s ca=%s]", c.Service, c.Port, c.Protocol, v.ServerName, strings.Join(v.SubjectNames, ","), v.CAName)
+		}
+		to = append(to, fmt.Sprintf("%s*%d", name, wc.Weight))
+	}
+	return strings.Join(to, ",")
 }
 
 func matchOp(k dag.StringMatchKind) string {

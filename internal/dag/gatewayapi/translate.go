@@ -12,13 +12,13 @@ type Processor struct{}
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
-	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant}
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap}
 }
 
 // Process runs the steps in their order: classes, grants, Gateways and their
-// listeners, ListenerSets (their listeners after their Gateway's), routes (attached to listeners), then a final pass that counts each
-// listener's attached routes from the routes' results, builds each served Gateway's
-// data plane, and writes every status.
+// listeners, ListenerSets (their listeners after their Gateway's), routes (attached
+// to listeners), BackendTLSPolicies (applied to the attached routes' backends), then
+// a final pass that builds each served Gateway's data plane and writes every status.
 func (Processor) Process(p *dag.Processing) {
 	s := p.Store()
 	classes := processClasses(p)
@@ -31,6 +31,8 @@ func (Processor) Process(p *dag.Processing) {
 	processListenerSets(p, byKey, grants)
 	routes := append(processHTTPRoutes(p, grants, byKey), processTLSRoutes(p, grants, byKey)...)
 	countAttachedRoutes(routes)
+	policies := indexPolicies(p)
+	applyPolicies(p, policies, routes)
 	for _, g := range gateways {
 		if g.served() {
 			p.AddGateway(dataPlane(g, routes))
@@ -42,6 +44,11 @@ func (Processor) Process(p *dag.Processing) {
 	}
 	for _, r := range routes {
 		if st, ok := r.status(); ok {
+			p.AddStatus(st)
+		}
+	}
+	for _, pol := range policies.all {
+		if st, ok := pol.status(); ok {
 			p.AddStatus(st)
 		}
 	}
