@@ -126,6 +126,17 @@ func TestGatewayListeners(t *testing.T) {
 		},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
+		name: "gateway-listener-filters-refused",
+		objects: base + gatewayHead + `
+  - {name: http, protocol: HTTP, port: 80}
+  - {name: filtered, protocol: HTTP, port: 8080, filters: {requests: [{type: ExtensionRef, extensionRef: {group: example.com, kind: Auth, name: a}}]}}`,
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
+			listenerOK("http", 0),
+			"Gateway default/gw listener filtered: attached=0 kinds=HTTPRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+		},
+		routes: []string{"default/gw :80 http *: no routes"},
+	}, {
 		name:    "gateway-all-listeners-invalid",
 		objects: base + gatewayHead + ` [{name: udp, protocol: UDP, port: 53}]`,
 		statuses: []string{acceptedClass,

@@ -61,6 +61,13 @@ func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
 				"protocol %q is not supported: use HTTP, HTTPS or TLS", l.Protocol)
 			continue
 		}
+		if l.Filters != nil && len(l.Filters.Requests) > 0 {
+			// Serving the listener without its filters would skip what they do to
+			// every request.
+			c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+				"filters are not supported yet: remove them, or put the filters on the routes")
+			continue
+		}
 		tls := l.Protocol != gatewayv1.HTTPProtocolType
 		host := ""
 		if l.Hostname != nil {

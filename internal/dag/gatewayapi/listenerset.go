@@ -136,7 +136,7 @@ func setAttachment(s *store.Store, g *gatewayResult, set *listenerSetResult) *co
 
 // listenerOf is a ListenerSet's listener as a Gateway's.
 func listenerOf(e gatewayv1.ListenerEntry) gatewayv1.Listener {
-	return gatewayv1.Listener{Name: e.Name, Hostname: e.Hostname, Port: e.Port, Protocol: e.Protocol, TLS: e.TLS, AllowedRoutes: e.AllowedRoutes}
+	return gatewayv1.Listener(e)
 }
 
 // servedListeners are the Gateway's own listeners and those of its attached
