@@ -3,7 +3,10 @@ package gatewayapi
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/portico-dev/portico/internal/store"
 )
 
 // gatewayHead starts Gateway default/gw of class portico: its listeners follow.
@@ -91,6 +94,18 @@ metadata: {name: gw}
 spec:
   gatewayClassName: theirs
   listeners: [{name: http, protocol: HTTP, port: 80}]`,
+	}, {
+		// CRDs of another release: served as well as Portico can (still Accepted).
+		name:    "gatewayclass-unsupported-version",
+		objects: base,
+		extra: []runtime.Object{crd("gateways.gateway.networking.k8s.io", "v1.7.1"), crd("httproutes.gateway.networking.k8s.io", "v1.5.0"),
+			crd("grpcroutes.gateway.networking.k8s.io", "")},
+		statuses: []string{"GatewayClass portico: Accepted=True/Accepted SupportedVersion=False/UnsupportedVersion"},
+	}, {
+		name:     "gatewayclass-supported-version",
+		objects:  base,
+		extra:    []runtime.Object{crd("gateways.gateway.networking.k8s.io", "v1.7.0"), crd("httproutes.gateway.networking.k8s.io", "v1.7.2")},
+		statuses: []string{acceptedClass},
 	}, {
 		name: "gatewayclass-parameters",
 		objects: `
@@ -223,4 +238,27 @@ spec:
 		},
 		routes: []string{"default/gw :443 https * (cert default/a+default/b): no routes"},
 	}})
+}
+
+// crd is the metadata of CustomResourceDefinition name with bundle-version version
+// ("" for none).
+func crd(name, version string) *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if version != "" {
+		o.Annotations = map[string]string{"gateway.networking.k8s.io/bundle-version": version}
+	}
+	return o
+}
+
+// The UnsupportedVersion message names the CRDs of another release, and only those.
+func TestSupportedVersionMessage(t *testing.T) {
+	s := store.FromObjects([]runtime.Object{crd("gateways.gateway.networking.k8s.io", "v1.7.1"), crd("httproutes.gateway.networking.k8s.io", "v1.5.0"),
+		crd("grpcroutes.gateway.networking.k8s.io", "")})
+	got := supportedVersion(s).Message
+	want := "Portico implements Gateway API v1.7.0, and these CRDs are of another release: grpcroutes.gateway.networking.k8s.io (no gateway.networking.k8s.io/bundle-version annotation), " +
+		"httproutes.gateway.networking.k8s.io (v1.5.0); install the CRDs of v1.7.0"
+	if got != want {
+		t.Errorf("message:\n got %s\nwant %s", got, want)
+	}
 }

@@ -12,7 +12,7 @@ type Processor struct{}
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
-	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap}
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD}
 }
 
 // Process runs the steps in their order: classes, grants, Gateways and their
