@@ -320,14 +320,9 @@ spec:
 	}
 }
 
-// TestListenerSetEndToEnd serves a Gateway whose ListenerSet adds a listener on a port
-// of its own: a route attached to the ListenerSet answers there, and only for the
-// ListenerSet listener's hostname.
-func TestListenerSetEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	web := testutil.StartEcho(t, echo.Config{Service: "web"})
-	objs := testutil.DecodeObjects(t, gatewayGW+`
+// gatewayWithListenerSet is Gateway default/gw with an HTTP listener on port 80 and
+// ListenerSet default/extra, whose listener team takes team.example.com on port 8080.
+const gatewayWithListenerSet = gatewayGW + `
   - {name: http, protocol: HTTP, port: 80}
   allowedListeners: {namespaces: {from: Same}}
 ---
@@ -335,7 +330,16 @@ kind: ListenerSet
 metadata: {name: extra}
 spec:
   parentRef: {name: gw}
-  listeners: [{name: team, protocol: HTTP, port: 8080, hostname: team.example.com}]
+  listeners: [{name: team, protocol: HTTP, port: 8080, hostname: team.example.com}]`
+
+// TestListenerSetEndToEnd serves a Gateway whose ListenerSet adds a listener on a port
+// of its own: a route attached to the ListenerSet answers there, and only for the
+// ListenerSet listener's hostname.
+func TestListenerSetEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	web := testutil.StartEcho(t, echo.Config{Service: "web"})
+	objs := testutil.DecodeObjects(t, gatewayWithListenerSet+`
 ---
 kind: HTTPRoute
 metadata: {name: team}

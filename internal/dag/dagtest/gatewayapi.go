@@ -36,14 +36,18 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 		return decode[gatewayv1.GatewayClass](fmt.Sprintf("metadata: {name: %s}\nspec: {controllerName: %s}", pick(c, []string{"portico", "portico", "other"}), controller))
 	case 1, 2:
 		allowed := ""
-		if c.rng.IntN(2) == 0 {
-			allowed = fmt.Sprintf(", allowedListeners: {namespaces: {from: %s}}", pick(c, []string{"Same", "All"}))
+		if c.rng.IntN(3) > 0 {
+			allowed = fmt.Sprintf(", allowedListeners: {namespaces: {from: %s}}", pick(c, []string{"Same", "All", "All"}))
 		}
 		return decode[gatewayv1.Gateway](fmt.Sprintf("metadata: %s\nspec: {gatewayClassName: %s, listeners: [%s]%s}",
 			meta, pick(c, []string{"portico", "portico", "portico", "other"}), c.listeners(), allowed))
 	case 10:
+		parentNS := ns // mostly the ListenerSet's own namespace
+		if c.rng.IntN(3) == 0 {
+			parentNS = pick(c, c.nss)
+		}
 		return decode[gatewayv1.ListenerSet](fmt.Sprintf("metadata: %s\nspec: {parentRef: {name: %s, namespace: %s}, listeners: [%s]}",
-			meta, pick(c, c.names), pick(c, c.nss), c.listeners()))
+			meta, pick(c, c.names), parentNS, c.listeners()))
 	case 11:
 		if c.rng.IntN(2) == 0 {
 			ca := "not PEM"

@@ -62,7 +62,7 @@ func TestIncrementalEqualsFullWithGatewayAPI(t *testing.T) {
 // BackendTLSPolicies to the backends of attached routes (both need several objects to
 // meet).
 func TestIncrementalEqualsFullWithListenerSetsAndPolicies(t *testing.T) {
-	const seeds, steps = 100, 80
+	const seeds, steps = 60, 80
 	sets, verified := 0, 0
 	incrementalEqualsFull(t, seeds, steps, func(want *dag.Graph) {
 		for _, st := range want.Statuses {
