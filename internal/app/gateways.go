@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/dag/gatewayapi"
 	"github.com/portico-dev/portico/internal/managedtls"
 	"github.com/portico-dev/portico/internal/provision"
 )
@@ -86,4 +87,13 @@ func withServedPorts(gw *gatewayv1.Gateway, dp *dag.Gateway) *gatewayv1.Gateway 
 		return gw
 	}
 	return out
+}
+
+// gatewayAddresses is where serve reads the Gateways' addresses: the Services of the
+// data planes it deploys; none when the operator deploys them.
+func gatewayAddresses(opts ServeOptions) []gatewayapi.AddressSource {
+	if opts.GatewayDataPlanes.DataPlane == "" {
+		return nil
+	}
+	return []gatewayapi.AddressSource{serviceAddress{namespace: gatewayDataPlaneOptions(opts).Namespace}}
 }

@@ -126,12 +126,12 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	srv := server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg)))
 	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
-		DAG: dag.Options{
+		DAG: withGatewayAPI(dag.Options{
 			IngressClassName:  opts.IngressClassName,
 			AllowExternalName: opts.AllowExternalName,
 			RootNamespaces:    opts.RootNamespaces,
 			DisableIngress:    opts.DisableIngress,
-		},
+		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    srv,

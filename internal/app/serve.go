@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/portico-dev/portico/internal/admin"
+	"github.com/portico-dev/portico/internal/coalesce"
 	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/managedtls"
@@ -135,6 +136,12 @@ func (o ServeOptions) withDefaults() ServeOptions {
 		host, _ := os.Hostname()
 		o.Identity = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	// Holdoff and MaxDelay pace what bursts of changes call for: a change that finds the
+	// controller idle is published at once; during a burst (changes following one another
+	// about as fast as rebuilds finish, or faster) the configuration is rebuilt once
+	// changes pause for Holdoff, and at most MaxDelay after the first waiting change
+	// (coalesce.Rebuilds). Status is written once builds pause for Holdoff, at most
+	// MaxDelay after the first.
 	if o.Holdoff == 0 {
 		o.Holdoff = 100 * time.Millisecond
 	}
@@ -179,6 +186,7 @@ type Server struct {
 	// publishing so that slow writes never delay configuration.
 	latest     atomic.Pointer[built]
 	statusKick chan struct{}
+	builds     chan struct{}       // a build was made: status is written once they pause
 	webhook    *webhook.Server     // nil without --webhook-addr
 	certs      *managedtls.Manager // nil without --managed-certificates
 	profiles   *admin.Server       // nil without --pprof-addr
@@ -209,7 +217,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 		return nil, err
 	}
 	reg := admin.NewRegistry()
-	s := &Server{opts: opts, client: client, statusKick: make(chan struct{}, 1)}
+	s := &Server{opts: opts, client: client, builds: make(chan struct{}, 1), statusKick: make(chan struct{}, 1)}
 	if opts.ManagedTLS {
 		if s.certs, err = newCertificates(opts, client, reg); err != nil {
 			return nil, err
@@ -233,12 +241,12 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.cache = metrics.NewCache(reg)
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
-		DAG: dag.Options{
+		DAG: withGatewayAPI(dag.Options{
 			IngressClassName:  opts.IngressClassName,
 			AllowExternalName: opts.AllowExternalName,
 			RootNamespaces:    opts.RootNamespaces,
 			DisableIngress:    opts.DisableIngress,
-		},
+		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,
@@ -500,7 +508,15 @@ func (s *Server) Run(ctx context.Context) error {
 		g.Go(func() error { return s.webhook.Run(ctx) })
 	}
 	g.Go(func() error {
-		coalesce(ctx, s.source.Changes(), s.opts.Holdoff, s.opts.MaxDelay, func() { s.rebuild(ctx) })
+		coalesce.Rebuilds(ctx, s.source.Changes(), s.opts.Holdoff, s.opts.MaxDelay, func() { s.rebuild(ctx) })
+		return nil
+	})
+	g.Go(func() error {
+		// Builds come at once now; status still waits for them to pause, as it did when
+		// the rebuilds themselves waited: an HTTPProxy applied just before the one it
+		// includes would otherwise be written invalid, then valid (and one applied just
+		// before its Service get a passing warning), each state an API write.
+		coalesce.Trailing(ctx, s.builds, s.opts.Holdoff, s.opts.MaxDelay, s.kickStatus)
 		return nil
 	})
 	// The lease is released only after the status writer has stopped, so that a new
@@ -541,12 +557,15 @@ func (s *Server) rebuild(ctx context.Context) {
 		s.opts.Logger.Error("rebuild failed", "err", err)
 	}
 	s.latest.Store(&built{store: snap, statuses: g.Statuses, gateways: servedGateways(g)})
-	s.kickStatus()
+	signal(s.builds)
 }
 
-func (s *Server) kickStatus() {
+func (s *Server) kickStatus() { signal(s.statusKick) }
+
+// signal sends on a channel of one that may already hold a value, which says the same.
+func signal(c chan<- struct{}) {
 	select {
-	case s.statusKick <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }

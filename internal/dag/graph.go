@@ -147,6 +147,11 @@ type Route struct {
 	Query   []QueryMatch
 	// Clusters receive the traffic, split by Weight. Empty when the route answers itself.
 	Clusters []*WeightedCluster
+	// InvalidBackendWeight, when non-zero, is the weight of backends that cannot be
+	// used: that share of the requests (InvalidBackendWeight out of it plus the
+	// clusters' weights) is answered 500, as Gateway API asks of a rule some of whose
+	// backendRefs are invalid. Only with Clusters; with none, DirectStatus says it all.
+	InvalidBackendWeight uint32
 	// Source is the object that declared the route.
 	Source ObjectRef
 	// PrefixRewrite, when set, replaces the matched prefix before the request goes upstream.

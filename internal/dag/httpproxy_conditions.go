@@ -19,6 +19,10 @@ import (
 // data plane, so a regex over it makes its object invalid instead.
 const MaxRegexProgramSize = 100
 
+// RegexProblem says why re cannot be used as a condition (not RE2, or over
+// MaxRegexProgramSize), or "": the check every API's processor makes of a user's regex.
+func RegexProblem(re string) string { return checkRegex(re) }
+
 // checkRegex says why re cannot be used as a condition, or "".
 func checkRegex(re string) string {
 	parsed, err := syntax.Parse(re, syntax.Perl)

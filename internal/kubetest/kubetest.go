@@ -2,10 +2,12 @@
 //
 // The binaries are built from Go modules by hack/kube/build.sh (cached under
 // ~/.cache/portico/kube, see there) the first time they are needed; set
-// PORTICO_KUBE_BIN_DIR to a directory holding etcd and kube-apiserver to use those
-// instead. Nothing else runs: no controller-manager (so no namespace deletion, no
-// EndpointSlices generated from Services, no ServiceAccount token controller), no
-// scheduler, no kubelet. Tests create the objects they need, EndpointSlices included.
+// PORTICO_KUBE_BIN_DIR to a directory holding etcd, kube-apiserver,
+// kube-controller-manager and echo-basic to use those instead. Nothing else runs at
+// first: no controller-manager (so no namespace deletion, no EndpointSlices generated
+// from Services, no ServiceAccount token controller), no scheduler, no kubelet. Tests
+// create the objects they need, EndpointSlices included, or call Env.StartWorkloads
+// for kube-controller-manager and a node agent that runs Pods (package nodeagent).
 //
 // Start the pair once per test binary, from TestMain:
 //
@@ -82,13 +84,18 @@ type Env struct {
 	BinDir       string // where etcd and kube-apiserver were found or built
 	EtcdLog      string // etcd's stderr
 	APIServerLog string // kube-apiserver's output, all runs appended
+	// ControllerManagerLog is kube-controller-manager's output, once StartWorkloads
+	// started it.
+	ControllerManagerLog string
 
 	mu        sync.Mutex
 	etcd      *proc
 	apiserver *proc
-	apiArgs   []string
-	pki       *pki
-	stopped   bool
+	// controllerManager runs from the first StartWorkloads until Stop.
+	controllerManager *proc
+	apiArgs           []string
+	pki               *pki
+	stopped           bool
 }
 
 // Main is for TestMain: it starts an Env, stores it in *env, runs the tests, prints
@@ -267,7 +274,7 @@ func (e *Env) Stop() error {
 	}
 	e.stopped = true
 	var errs []error
-	for _, p := range []*proc{e.apiserver, e.etcd} {
+	for _, p := range []*proc{e.controllerManager, e.apiserver, e.etcd} {
 		if p != nil {
 			if err := p.stop(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(p.cmd.Path), err))
@@ -354,9 +361,13 @@ func (e *Env) PIDs() (etcd, apiserver int) {
 	return e.etcd.pid(), e.apiserver.pid()
 }
 
-// WriteLogs writes the last lines of etcd's and kube-apiserver's logs to w.
+// WriteLogs writes the last lines of etcd's, kube-apiserver's and (when it ran)
+// kube-controller-manager's logs to w.
 func (e *Env) WriteLogs(w io.Writer, lines int) {
-	for _, f := range []string{e.EtcdLog, e.APIServerLog} {
+	for _, f := range []string{e.EtcdLog, e.APIServerLog, e.ControllerManagerLog} {
+		if f == "" {
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			continue

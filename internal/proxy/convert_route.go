@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
 // unsupported returns an error naming the first field that is set, so that a
@@ -329,7 +330,6 @@ func convertRoute(pr *routev3.Route) (*route, error) {
 
 func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 	if err := unsupported(
-		field{"runtime_fraction", pm.GetRuntimeFraction() != nil},
 		field{"cookies", len(pm.GetCookies()) > 0},
 		field{"grpc", pm.GetGrpc() != nil},
 		field{"tls_context", pm.GetTlsContext() != nil},
@@ -369,7 +369,23 @@ func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 		}
 		m.queries = append(m.queries, qm)
 	}
+	if rf := pm.GetRuntimeFraction(); rf != nil {
+		m.fraction, m.fractionOf = fractionOf(rf.GetDefaultValue())
+	}
 	return m, nil
+}
+
+// fractionOf returns a FractionalPercent as numerator and denominator. The proxy has
+// no runtime layer: a runtime_fraction is its default_value (runtime_key is ignored).
+func fractionOf(fp *typev3.FractionalPercent) (uint64, uint64) {
+	denominator := uint64(100)
+	switch fp.GetDenominator() {
+	case typev3.FractionalPercent_TEN_THOUSAND:
+		denominator = 10_000
+	case typev3.FractionalPercent_MILLION:
+		denominator = 1_000_000
+	}
+	return uint64(fp.GetNumerator()), denominator
 }
 
 // convertQueryParameterMatcher follows Envoy (1.34 and later): a

@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -270,5 +271,61 @@ func TestConvertRejects(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A runtime_fraction route matches its share of the requests the rest of its match
+// matches, drawn per request.
+func TestRuntimeFraction(t *testing.T) {
+	ri := &requestInfo{method: "GET", path: "/p", header: http.Header{}}
+	for _, tc := range []struct {
+		name     string
+		fp       *typev3.FractionalPercent
+		min, max int // of 1000 requests
+	}{
+		{"none", &typev3.FractionalPercent{Numerator: 0, Denominator: typev3.FractionalPercent_MILLION}, 0, 0},
+		{"all", &typev3.FractionalPercent{Numerator: 100}, 1000, 1000},
+		{"a quarter", &typev3.FractionalPercent{Numerator: 2500, Denominator: typev3.FractionalPercent_TEN_THOUSAND}, 150, 350},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := convertRouteMatch(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+				RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: tc.fp}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for range 1000 {
+				if m.matches(ri) {
+					n++
+				}
+			}
+			// The bounds of "a quarter" are over 7 standard deviations wide.
+			if n < tc.min || n > tc.max {
+				t.Errorf("%d of 1000 matched, want %d to %d", n, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// BenchmarkRouteSelection measures the proxy's route selection on a virtual host of
+// 20 routes with path and header conditions, the request matching the last.
+func BenchmarkRouteSelection(b *testing.B) {
+	vh := virtualHost{vhostDef: &vhostDef{}}
+	for i := range 20 {
+		m, err := convertRouteMatch(&routev3.RouteMatch{
+			PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/app" + strings.Repeat("x", i)},
+			Headers: []*routev3.HeaderMatcher{{Name: "x-env", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+				StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "canary"}}}}},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		vh.routes = append(vh.routes, &route{match: m})
+	}
+	ri := &requestInfo{method: "GET", path: "/app" + strings.Repeat("x", 19) + "/y", header: http.Header{"X-Env": {"canary"}}}
+	for b.Loop() {
+		if vh.selectRoute(ri) == nil {
+			b.Fatal("no route")
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"net/textproto"
 	"regexp"
@@ -126,6 +127,9 @@ type routeMatch struct {
 	caseSensitive bool
 	headers       []headerMatcher
 	queries       []queryMatcher
+	// fraction out of fractionOf is the share of the requests matching the rest that
+	// it matches (runtime_fraction), drawn per request; fractionOf 0: all of them.
+	fraction, fractionOf uint64
 }
 
 // headerMatcher is an Envoy HeaderMatcher restricted to string and present matches.
@@ -279,7 +283,7 @@ func (m *routeMatch) matches(ri *requestInfo) bool {
 			return false
 		}
 	}
-	return true
+	return m.fractionOf == 0 || rand.Uint64N(m.fractionOf) < m.fraction
 }
 
 // matches follows Envoy's QueryParameterMatcher: present_match: false

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/portico-dev/portico/internal/coalesce"
 	"github.com/portico-dev/portico/internal/source/manifest"
 )
 
@@ -86,34 +87,7 @@ func (s *Saver) Note(changes []manifest.Change, lastGood []manifest.LastGoodFile
 // Run writes what is noted, coalesced, until ctx is done. It does not write what is
 // pending then: call Flush once nothing notes any more.
 func (s *Saver) Run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-		}
-		if !s.settle(ctx) {
-			return
-		}
-		s.save()
-	}
-}
-
-// settle waits until no note came for HoldOff, or MaxDelay passed; false if ctx ended.
-func (s *Saver) settle(ctx context.Context) bool {
-	deadline := time.Now().Add(s.MaxDelay)
-	t := time.NewTimer(s.HoldOff)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-s.wake:
-			t.Reset(max(min(s.HoldOff, time.Until(deadline)), 0))
-		case <-t.C:
-			return true
-		}
-	}
+	coalesce.Trailing(ctx, s.wake, s.HoldOff, s.MaxDelay, s.save)
 }
 
 // Flush writes what is noted and not yet written.

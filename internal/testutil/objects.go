@@ -17,6 +17,7 @@ var objectKinds = map[string]func() runtime.Object{
 	"Gateway":          func() runtime.Object { return &gatewayv1.Gateway{} },
 	"ListenerSet":      func() runtime.Object { return &gatewayv1.ListenerSet{} },
 	"HTTPRoute":        func() runtime.Object { return &gatewayv1.HTTPRoute{} },
+	"GRPCRoute":        func() runtime.Object { return &gatewayv1.GRPCRoute{} },
 	"TLSRoute":         func() runtime.Object { return &gatewayv1.TLSRoute{} },
 	"ReferenceGrant":   func() runtime.Object { return &gatewayv1.ReferenceGrant{} },
 	"BackendTLSPolicy": func() runtime.Object { return &gatewayv1.BackendTLSPolicy{} },

@@ -17,17 +17,24 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/kubetest"
 )
 
-// TestScale measures `portico serve` against the real API server with 5,000 Ingresses
-// and logs the figures docs/performance.md quotes: the time to the first status on all of
-// them, the time from creating one more to its status being readable, the time until a
-// burst of 1,000 changes is served and how many rebuilds it caused, and the controller's
-// live heap per object. Nothing here passes or fails on speed: the deadlines only catch a
+// TestScale measures `portico serve`, with its default coalescing, against the real API
+// server with 5,000 Ingresses (and then 500 HTTPProxies) and logs the figures
+// docs/performance.md quotes: the time to the first status on all of them, the time from
+// creating one more to its status being readable, the time from editing one Ingress or
+// HTTPProxy to the new route being in a data plane's xDS view, the time until a burst of
+// 1,000 changes from 16 clients, and one of 500 from a single client, is served and how
+// many rebuilds each caused, and the controller's live heap per object. Nothing here passes or fails on speed: the deadlines only catch a
 // controller that never gets there. PORTICO_SCALE_CPUPROFILE=file writes a CPU profile of
 // the process (controller, API clients and test) from the burst's first write until its
 // last change is served.
@@ -40,15 +47,23 @@ func TestScale(t *testing.T) {
 	}
 	cfg := env.AdminConfig(t)
 	cfg.QPS, cfg.Burst = 2000, 4000
+	env.InstallContourCRDs(t)
 	c := kubetest.Clientset(t, cfg)
+	cc := kubetest.ContourClient(t, cfg)
 	ctx := context.Background()
-	const ns, n, changes = "scale", 5000, 1000
+	const ns, n, proxies, changes = "scale", 5000, 500, 1000
 	createNamespace(t, c, ns)
+	// The Service the routes use, without endpoints: its routes answer 503, an unknown
+	// host 404, and HTTPProxies are valid.
+	if _, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	ctlCfg := env.AdminConfig(t)
 	ctlCfg.QPS, ctlCfg.Burst = 100, 200 // portico serve's defaults
 
 	// The same controller's heap with nothing to serve, for the per-object figure.
-	empty := startController(t, ctlCfg, "scale-empty", []string{ns})
+	empty := startControllerWith(t, ctlCfg, "scale-empty", []string{ns}, serveCoalescing)
 	eventually(t, time.Minute, "the controller over no objects to be ready", func() bool { return readyz(empty.srv.Admin().Addr()) })
 	heapEmpty := quietHeap()
 	empty.stop()
@@ -60,7 +75,7 @@ func TestScale(t *testing.T) {
 	})
 	t.Logf("created %d Ingresses in %s", n, time.Since(start).Round(time.Millisecond))
 
-	ctl := startController(t, ctlCfg, "scale", []string{ns})
+	ctl := startControllerWith(t, ctlCfg, "scale", []string{ns}, serveCoalescing)
 	start = time.Now()
 	eventually(t, 5*time.Minute, "status on all Ingresses", func() bool { return withStatus(t, c, ns) == n })
 	t.Logf("initial status on %d Ingresses after %s (status writes are paced by the controller's API client, %g requests/s)",
@@ -78,12 +93,32 @@ func TestScale(t *testing.T) {
 	t.Logf("status of a new Ingress at %d Ingresses, from the create request to the status being readable: median %s of %v",
 		n+1, median(latencies).Round(time.Millisecond), roundAll(latencies))
 
+	parallel(t, proxies, func(i int) error {
+		return createHTTPProxyJSON(ctx, cc, ns, fmt.Sprintf("hp-%d", i), proxySpec(i, "/"))
+	})
+	eventually(t, 5*time.Minute, "status on all HTTPProxies", func() bool { return validProxies(t, cc, ns) == proxies })
+	editToXDS(t, c, cc, ctl, ns, n)
+
 	time.Sleep(time.Second) // let the newcomers' rebuilds and status writes settle
 	stopProfile := cpuProfile(t, os.Getenv("PORTICO_SCALE_CPUPROFILE"))
+	burstServed(t, c, ctl, ns, 0, changes, 16, stopProfile)
+	// The same from one client, as `kubectl apply` of many objects writes them: one
+	// change after another, each arriving on its own.
+	time.Sleep(time.Second)
+	burstServed(t, c, ctl, ns, changes, changes/2, 1, func() {})
+}
+
+// burstServed moves Ingresses app-<first> to app-<first+count-1> to new hosts from
+// clients writers, and logs how soon the last change written was served, how many
+// rebuilds the burst caused and the process's CPU until then (when stop is called).
+func burstServed(t *testing.T, c kubernetes.Interface, ctl *controller, ns string, first, count, clients int, stop func()) {
+	t.Helper()
+	ctx := context.Background()
 	before, cpuBefore := rebuilds(t, ctl), processCPU(t)
-	start = time.Now()
+	start := time.Now()
 	var lastWritten atomic.Int64 // the change whose write was acknowledged last
-	parallel(t, changes, func(i int) error {
+	parallelWith(t, clients, count, func(k int) error {
+		i := first + k
 		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, fmt.Sprintf("app-%d", i), metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -96,10 +131,10 @@ func TestScale(t *testing.T) {
 		return nil
 	})
 	written := time.Since(start)
-	// Each change moves an Ingress to a new host; a route to a missing Service answers
-	// 503, an unknown host 404. The last change written is waited for first, so that
-	// the figure is not the time it takes this test to ask for 1,000 hosts; then every
-	// host is checked (once served, a host stays served).
+	// Each change moves an Ingress to a new host; a route to a Service without endpoints
+	// answers 503, an unknown host 404. The last change written is waited for first, so
+	// that the figure is not the time it takes this test to ask for every host; then
+	// every host is checked (once served, a host stays served).
 	isServed := func(i int) func() bool {
 		return func() bool {
 			code, _ := ctl.get(t, burstHost(i), "/")
@@ -109,21 +144,81 @@ func TestScale(t *testing.T) {
 	last := int(lastWritten.Load())
 	eventually(t, 5*time.Minute, "host "+burstHost(last)+" to be served", isServed(last))
 	lastServed := time.Since(start)
-	stopProfile()
+	stop()
 	cpu := processCPU(t) - cpuBefore
-	for i := range changes {
+	for i := first; i < first+count; i++ {
 		eventually(t, 5*time.Minute, "host "+burstHost(i)+" to be served", isServed(i))
 	}
 	served := time.Since(start)
-	count := rebuilds(t, ctl) - before
-	t.Logf("a burst of %d changes (new hosts), written in %s by 16 clients: the last one served by the embedded proxy %s after the first write (%s after the last), all of them checked by %s; %d rebuilds; %s CPU in this process (controller and clients) until the last was served",
-		changes, written.Round(time.Millisecond), lastServed.Round(time.Millisecond), (lastServed - written).Round(time.Millisecond), served.Round(time.Millisecond), count, cpu.Round(10*time.Millisecond))
+	n := rebuilds(t, ctl) - before
+	t.Logf("a burst of %d changes (new hosts), written in %s by %d clients: the last one served by the embedded proxy %s after the first write (%s after the last), all of them checked by %s; %d rebuilds; %s CPU in this process (controller and clients) until the last was served",
+		count, written.Round(time.Millisecond), clients, lastServed.Round(time.Millisecond), (lastServed - written).Round(time.Millisecond), served.Round(time.Millisecond), n, cpu.Round(10*time.Millisecond))
 	// How many rebuilds coalescing makes of a burst depends on how the changes arrive in
 	// time, so the count is logged, not asserted; but a rebuild needs a change to start
-	// it (one more for the last newcomer's status, should its event come late).
-	if count > changes+1 {
-		t.Errorf("%d rebuilds for %d changes: coalescing should never rebuild more often than changes arrive", count, changes)
+	// it (one more for a status write's event, should it come late).
+	if n > count+1 {
+		t.Errorf("%d rebuilds for %d changes: coalescing should never rebuild more often than changes arrive", n, count)
 	}
+}
+
+// serveCoalescing gives the controller `portico serve`'s own hold-off and maximum delay.
+func serveCoalescing(o *app.ServeOptions) { o.Holdoff, o.MaxDelay = 0, 0 }
+
+func proxySpec(i int, prefix string) string {
+	return fmt.Sprintf(`{"virtualhost": {"fqdn": "hp-%d.scale.test"}, "routes": [{"conditions": [{"prefix": %q}], "services": [{"name": "svc", "port": 80}]}]}`, i, prefix)
+}
+
+// editToXDS edits Ingresses and HTTPProxies one at a time, each a lone change (the
+// previous one in force and a pause after it, as between a user's edits), and logs the
+// time from sending the edit to its new route being in a data plane's xDS view.
+func editToXDS(t *testing.T, c kubernetes.Interface, cc *contourclient.Client, ctl *controller, ns string, ingresses int) {
+	t.Helper()
+	ctx := context.Background()
+	view := watchXDS(t, ctl.srv.XDSAddr())
+	view.waitFor(t, "hp-0.scale.test", "/", time.Minute)
+	const edits = 11
+	var toIngress, toProxy []time.Duration
+	for k := range edits {
+		path := fmt.Sprintf("/edit-%d", k)
+		name := fmt.Sprintf("app-%d", ingresses-1-k) // not among the burst's
+		ing, err := c.NetworkingV1().Ingresses(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ing.Spec.Rules[0].HTTP.Paths[0].Path = path
+		start := time.Now()
+		if _, err := c.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		toIngress = append(toIngress, view.waitFor(t, ing.Spec.Rules[0].Host, path, time.Minute).Sub(start))
+		time.Sleep(300 * time.Millisecond)
+
+		patch := fmt.Sprintf(`{"spec": %s}`, proxySpec(k, path))
+		start = time.Now()
+		if _, err := cc.HTTPProxies(ns).Patch(ctx, fmt.Sprintf("hp-%d", k), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		toProxy = append(toProxy, view.waitFor(t, fmt.Sprintf("hp-%d.scale.test", k), path, time.Minute).Sub(start))
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("one edit → its route in a data plane's xDS view (delta ADS with VHDS), at %d Ingresses and %d HTTPProxies: Ingress median %s of %v; HTTPProxy median %s of %v",
+		ingresses+5, validProxies(t, cc, ns), median(toIngress).Round(100*time.Microsecond), roundAll(toIngress), median(toProxy).Round(100*time.Microsecond), roundAll(toProxy))
+}
+
+// validProxies counts the HTTPProxies of ns whose status says valid.
+func validProxies(t *testing.T, cc *contourclient.Client, ns string) int {
+	t.Helper()
+	var list contourv1.HTTPProxyList
+	if err := cc.ProjectREST().Get().Namespace(ns).Resource(contourclient.ResourceHTTPProxies).Do(context.Background()).Into(&list); err != nil {
+		t.Fatal(err)
+	}
+	valid := 0
+	for _, p := range list.Items {
+		if p.Status.CurrentStatus == "valid" {
+			valid++
+		}
+	}
+	return valid
 }
 
 // newcomerStatus creates an Ingress and returns the time until its status is readable.
@@ -228,10 +323,16 @@ func withStatus(t *testing.T, c kubernetes.Interface, ns string) int {
 // parallel runs fn(0..n-1) on 16 workers and fails the test on the first error.
 func parallel(t *testing.T, n int, fn func(i int) error) {
 	t.Helper()
+	parallelWith(t, 16, n, fn)
+}
+
+// parallelWith runs fn(0..n-1) on workers goroutines and fails the test on the first error.
+func parallelWith(t *testing.T, workers, n int, fn func(i int) error) {
+	t.Helper()
 	work := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
-	for range 16 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

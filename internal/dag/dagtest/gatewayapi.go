@@ -78,16 +78,21 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 			parent += fmt.Sprintf(", sectionName: l%d", c.rng.IntN(3))
 		}
 		backend := fmt.Sprintf("backendRefs: [{name: %s, namespace: %s, port: 80}]", pick(c, c.svcs), pick(c, c.nss))
-		if c.rng.IntN(4) == 0 {
+		switch c.rng.IntN(4) {
+		case 0:
 			return decode[gatewayv1.TLSRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{%s}]}",
 				meta, parent, strings.Join(hosts, ", "), backend))
+		case 1:
+			method := pick(c, []string{"", "{service: a.B}", "{service: a.B, method: Get}"})
+			return decode[gatewayv1.GRPCRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{matches: [{method: %s}], %s}]}",
+				meta, parent, strings.Join(hosts, ", "), method, backend))
 		}
 		rule := fmt.Sprintf("{matches: [{path: {value: %s}}], %s}", pick(c, c.paths), backend)
 		return decode[gatewayv1.HTTPRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [%s]}",
 			meta, parent, strings.Join(hosts, ", "), rule))
 	case 7, 8:
 		return decode[gatewayv1.ReferenceGrant](fmt.Sprintf("metadata: %s\nspec: {from: [{group: gateway.networking.k8s.io, kind: %s, namespace: %s}], to: [{group: \"\", kind: %s}]}",
-			meta, pick(c, []string{"HTTPRoute", "TLSRoute", "Gateway"}), pick(c, c.nss), pick(c, []string{"Service", "Secret"})))
+			meta, pick(c, []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "Gateway"}), pick(c, c.nss), pick(c, []string{"Service", "Secret"})))
 	default:
 		labels := map[string]string{}
 		if c.rng.IntN(2) == 0 {
@@ -133,6 +138,7 @@ func gatewayObjects(s *store.Store, out []runtime.Object) []runtime.Object {
 	out = appendValues(out, s.BackendTLSPolicies)
 	out = appendValues(out, s.ConfigMaps)
 	out = appendValues(out, s.HTTPRoutes)
+	out = appendValues(out, s.GRPCRoutes)
 	out = appendValues(out, s.TLSRoutes)
 	out = appendValues(out, s.ReferenceGrants)
 	for _, gc := range s.GatewayClasses {

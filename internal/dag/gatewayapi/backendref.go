@@ -13,6 +13,7 @@ import (
 // The route kinds, as parentRefs and ReferenceGrants name them.
 const (
 	httpRouteKind gatewayv1.Kind = "HTTPRoute"
+	grpcRouteKind gatewayv1.Kind = "GRPCRoute"
 	tlsRouteKind  gatewayv1.Kind = "TLSRoute"
 )
 
@@ -25,10 +26,10 @@ const (
 // backends is what a rule's backendRefs resolve to.
 type backends struct {
 	clusters []*dag.WeightedCluster
-	// invalid counts the refs that cannot be used: their share of requests is answered
-	// 500 when no valid backend is left.
-	invalid   int
-	websocket bool
+	// invalidWeight is the weight of the refs that cannot be used: that share of the
+	// rule's requests is answered 500.
+	invalidWeight uint32
+	websocket     bool
 	// err is the first ref's problem: the route's ResolvedRefs condition.
 	err *condError
 }
@@ -40,19 +41,24 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 	var out backends
 	for i, ref := range refs {
 		field := fmt.Sprintf("backendRefs[%d]", i)
-		c, ws, err := resolveBackend(p, grants, kind, routeNS, ref.BackendObjectReference, field)
-		if err != nil {
-			out.invalid++
-			if out.err == nil {
-				out.err = err
-			}
-			continue
-		}
 		weight := int32(1)
 		if ref.Weight != nil {
 			weight = *ref.Weight
 		}
 		if weight <= 0 {
+			// Weight 0 receives no requests: whether the ref is usable makes no
+			// difference to them, but its status still says.
+			weight = 0
+		}
+		c, ws, err := resolveBackend(p, grants, kind, routeNS, ref.BackendObjectReference, field)
+		if err != nil {
+			out.invalidWeight += uint32(weight)
+			if out.err == nil {
+				out.err = err
+			}
+			continue
+		}
+		if weight == 0 {
 			continue
 		}
 		wc := &dag.WeightedCluster{Cluster: c, Weight: uint32(weight)}
@@ -68,14 +74,12 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 					out.err = newError(string(gatewayv1.RouteConditionResolvedRefs), string(gatewayv1.RouteReasonUnsupportedValue),
 						"%s: filter type %q is not supported on a backendRef (only header modifiers): its requests are answered 500; move it to the rule", field, f.Type)
 				}
-				out.invalid++
 				wc = nil
 			}
 			if err != nil {
 				if out.err == nil {
 					out.err = &condError{Type: string(gatewayv1.RouteConditionResolvedRefs), Reason: err.Reason, Message: field + ": " + err.Message}
 				}
-				out.invalid++
 				wc = nil
 			}
 			if wc == nil {
@@ -83,6 +87,7 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 			}
 		}
 		if wc == nil {
+			out.invalidWeight += uint32(weight)
 			continue
 		}
 		out.websocket = out.websocket || ws
@@ -135,20 +140,46 @@ func resolveBackend(p *dag.Processing, grants grantIndex, kind gatewayv1.Kind, r
 		}
 		sp = corev1.ServicePort{Port: int32(*ref.Port)}
 	}
-	protocol, ws := "", false
-	if ap := sp.AppProtocol; ap != nil && kind == httpRouteKind {
-		switch *ap {
-		case appProtocolH2C:
-			protocol = "h2c"
-		case appProtocolWS:
-			ws = true
-		case "http", "HTTP", "tcp", "TCP":
-		default:
-			return nil, false, refErr(gatewayv1.RouteReasonUnsupportedProtocol,
-				"Service %s port %d: appProtocol %q is not supported for HTTPRoute backends (supported: none, http, %s, %s)", key, sp.Port, *ap, appProtocolH2C, appProtocolWS)
+	protocol, ws, ok := backendProtocol(kind, sp.AppProtocol)
+	if !ok {
+		supported := "none, http, " + appProtocolH2C + ", " + appProtocolWS
+		if kind == grpcRouteKind {
+			supported = "none, grpc, " + appProtocolH2C
 		}
+		return nil, false, refErr(gatewayv1.RouteReasonUnsupportedProtocol,
+			"Service %s port %d: appProtocol %q is not supported for %s backends (supported: %s)", key, sp.Port, *sp.AppProtocol, kind, supported)
 	}
 	return p.Cluster(svc, sp, protocol), ws, nil
+}
+
+// backendProtocol returns how the data planes speak to a Service port that routes of
+// kind send to, from its appProtocol: the cluster protocol, and whether WebSocket
+// upgrades are allowed. A GRPCRoute's backends speak gRPC in clear text: HTTP/2 (h2c).
+// ok is false for an appProtocol the route kind cannot use.
+func backendProtocol(kind gatewayv1.Kind, appProtocol *string) (protocol string, ws, ok bool) {
+	ap := ""
+	if appProtocol != nil {
+		ap = *appProtocol
+	}
+	switch kind {
+	case grpcRouteKind:
+		switch ap {
+		case "", appProtocolH2C, "grpc", "GRPC":
+			return "h2c", false, true
+		}
+		return "", false, false
+	case httpRouteKind:
+		switch ap {
+		case appProtocolH2C:
+			return "h2c", false, true
+		case appProtocolWS:
+			return "", true, true
+		case "", "http", "HTTP", "tcp", "TCP":
+			return "", false, true
+		}
+		return "", false, false
+	}
+	return "", false, true
 }
 
 func findPort(svc *corev1.Service, port int32) (corev1.ServicePort, bool) {

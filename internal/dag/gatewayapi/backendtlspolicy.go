@@ -27,7 +27,7 @@ type policyResult struct {
 	policy *gatewayv1.BackendTLSPolicy
 	key    types.NamespacedName
 	// validation is nil when the policy cannot be used: the backends it targets then
-	// get no requests (their share goes to the rule's other backends; 500 with none).
+	// get no requests (their share is answered 500).
 	validation *dag.UpstreamValidation
 	// accepted is nil, or the Accepted reason: Invalid, NoValidCACertificate,
 	// Conflicted (an older policy targets the same Service port).
@@ -197,9 +197,9 @@ func (idx *policyIndex) policyFor(c *dag.Cluster) *policyResult {
 // applyPolicies makes the backends of attached routes that a policy targets speak
 // TLS, verified as it says, and records each Gateway whose routes send to a targeted
 // Service as an ancestor of every policy targeting it. A backend whose policy cannot
-// be used is taken out of its rule: its share goes to the rule's other backends, and
-// with none the rule answers 500, since an unverified connection is what the policy
-// forbids.
+// be used is an invalid backend of its rule: its share of the requests is answered
+// 500 (all of them when it is the only one), since an unverified connection is what
+// the policy forbids.
 func applyPolicies(p *dag.Processing, idx *policyIndex, routes []*attachedRoute) {
 	if len(idx.all) == 0 {
 		return
@@ -228,11 +228,13 @@ func applyPolicies(p *dag.Processing, idx *policyIndex, routes []*attachedRoute)
 				if c := tlsCluster(p, idx, wc.Cluster, converted); c != nil {
 					wc.Cluster = c
 					kept = append(kept, wc)
+				} else {
+					e.route.InvalidBackendWeight += wc.Weight
 				}
 			}
 			e.route.Clusters = kept
-			if len(kept) == 0 && e.route.Redirect == nil {
-				e.route.DirectStatus = 500
+			if len(kept) == 0 {
+				e.route.DirectStatus, e.route.InvalidBackendWeight = 500, 0
 			}
 		}
 	}

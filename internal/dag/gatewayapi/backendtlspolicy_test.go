@@ -101,6 +101,18 @@ spec:
 			"BackendTLSPolicy default/empty ancestor default/gw: Accepted=False/NoValidCACertificate ResolvedRefs=False/InvalidCACertificateRef"),
 		routes: []string{plain("/web", "status 500"), plain("/a", "status 500"), plain("/b", "status 500")},
 	}, {
+		// A GRPCRoute's backend speaks HTTP/2 over TLS.
+		name: "backendtlspolicy-grpcroute",
+		objects: base + httpGateway + grpcRoute("g", "2026-01-01T00:00:00Z", `
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]`) + policy("web", "2026-01-01T00:00:00Z", `
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation: {caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}], hostname: web.example.com}`),
+		extra: []runtime.Object{caConfigMap("ca")},
+		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 1), "GRPCRoute default/g parent gw: " + routeOK,
+			"BackendTLSPolicy default/web ancestor default/gw: " + policyOK},
+		routes: []string{"default/gw :80 http *: prefix:/ [:method=POST] -> default/web/80[h2 sni=web.example.com names=web.example.com ca=ConfigMap default/ca]*1"},
+	}, {
 		name: "backendtlspolicy-invalid",
 		objects: head + policy("system", "2026-01-01T00:00:00Z", `
   targetRefs: [{group: "", kind: Service, name: web}]

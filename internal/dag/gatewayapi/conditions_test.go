@@ -31,7 +31,7 @@ func TestStatusSummaries(t *testing.T) {
 	}, {
 		object:      dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: "default", Name: "served"},
 		status:      dag.StatusValid,
-		description: []string{"attached to 1 of 2 parents", `parent gw: the listener named "udp" of Gateway default/gw is not accepted`, "add one", "other backends get its requests"},
+		description: []string{"attached to 1 of 2 parents", `parent gw: the listener named "udp" of Gateway default/gw is not accepted`, "add one", "would send it are answered 500"},
 		problem:     dag.Problem{Type: "Accepted", Reason: "NotAllowedByListeners"},
 	}, {
 		object:      dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: "default", Name: "refused"},

@@ -27,8 +27,10 @@
 //	hostnames.go        listener x route hostname intersection and listener isolation (pure)
 //	attach.go           parentRefs: which listeners of which Gateways (or ListenerSets) a route attaches to
 //	httproute.go        HTTPRoute rules -> graph routes; precedence.go orders them
+//	grpcroute.go        GRPCRoute rules -> graph routes (a method is a path, POST only)
 //	tlsroute.go         TLSRoutes -> server names of TLS listeners (passed through or terminated)
-//	routestatus.go      routes attached to parents; attachedRoutes; route status
+//	routestatus.go      routes attached to parents; HTTPRoute/GRPCRoute hostname
+//	                    conflicts; attachedRoutes; route status
 //	dataplane.go        a served Gateway's ports, hosts and server names (dag.Gateway)
 //	filters.go          one function per HTTPRoute filter type
 //	backendref.go       backendRefs -> clusters, with the ResolvedRefs reasons

@@ -8,6 +8,9 @@ import gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 // graph rules and its data-plane behaviour both exist.
 var SupportedFeatures = []gatewayv1.FeatureName{
 	"BackendTLSPolicy",
+	"GRPCRoute",
+	"GRPCRouteNamedRouteRule",
+	"GRPCRouteRequestHeaderModifier",
 	"Gateway",
 	"GatewayHTTPListenerIsolation",
 	"GatewayPort8080",

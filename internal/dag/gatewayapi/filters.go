@@ -31,6 +31,12 @@ type ruleFilters struct {
 // is the route's Accepted condition: a filter type Portico does not implement
 // (UnsupportedValue), or RequestRedirect with URLRewrite (IncompatibleFilters).
 func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condError) {
+	return processFiltersOf(filters, "RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite")
+}
+
+// processFiltersOf is processFilters for a route kind whose supported filters are
+// listed in supported (for the message).
+func processFiltersOf(filters []gatewayv1.HTTPRouteFilter, supported string) (*ruleFilters, *condError) {
 	out := &ruleFilters{}
 	var rewrite bool
 	for _, f := range filters {
@@ -64,7 +70,7 @@ func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condErr
 				"filter ExtensionRef %s: Portico has no extension filters; its requests are answered 500 until it is removed", name)
 		default:
 			return nil, newError(string(gatewayv1.RouteConditionAccepted), string(gatewayv1.RouteReasonUnsupportedValue),
-				"filter type %q is not supported by Portico (supported: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite); remove it", f.Type)
+				"filter type %q is not supported by Portico (supported: %s); remove it", f.Type, supported)
 		}
 	}
 	if rewrite && out.redirect != nil {
@@ -74,36 +80,76 @@ func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condErr
 	return out, nil
 }
 
-// headerModifier turns a header filter into a headers policy, names canonical.
+// headerModifier turns a header filter into a headers policy, names canonical and
+// values literal (a "%" doubled: dag.HeaderValue is in Envoy's header format). As the
+// spec says, of the entries of one list with the same name (in any case) the first
+// counts, and a name in two of set, add and remove is refused. Host and pseudo-headers
+// are refused: the data planes cannot modify them (URLRewrite's hostname changes Host).
 func headerModifier(f *gatewayv1.HTTPHeaderFilter) (*dag.HeadersPolicy, *condError) {
 	if f == nil {
 		return nil, nil
 	}
 	p := &dag.HeadersPolicy{}
-	values := func(hs []gatewayv1.HTTPHeader) ([]dag.HeaderValue, *condError) {
+	action := map[string]string{} // canonical name -> the list that has it
+	use := func(list, name string) (bool, *condError) {
+		if err := checkModifiedHeader(name); err != nil {
+			return false, err
+		}
+		key := http.CanonicalHeaderKey(name)
+		switch prev, ok := action[key]; {
+		case !ok:
+			action[key] = list
+			return true, nil
+		case prev == list:
+			return false, nil
+		default:
+			return false, unsupported("header %s is both in %s and in %s: a header name may have one action only; keep one", key, prev, list)
+		}
+	}
+	values := func(list string, hs []gatewayv1.HTTPHeader) ([]dag.HeaderValue, *condError) {
 		var out []dag.HeaderValue
 		for _, h := range hs {
-			if !validHeaderName(string(h.Name)) || !validValue(h.Value) {
-				return nil, unsupported("header %q: %q is not a valid header name and value", h.Name, h.Value)
+			if !validValue(h.Value) {
+				return nil, unsupported("header %q: %q is not a valid header value", h.Name, h.Value)
 			}
-			out = append(out, dag.HeaderValue{Name: http.CanonicalHeaderKey(string(h.Name)), Value: h.Value})
+			first, err := use(list, string(h.Name))
+			if err != nil {
+				return nil, err
+			}
+			if first {
+				out = append(out, dag.HeaderValue{Name: http.CanonicalHeaderKey(string(h.Name)), Value: strings.ReplaceAll(h.Value, "%", "%%")})
+			}
 		}
 		return out, nil
 	}
 	var err *condError
-	if p.Set, err = values(f.Set); err != nil {
+	if p.Set, err = values("set", f.Set); err != nil {
 		return nil, err
 	}
-	if p.Add, err = values(f.Add); err != nil {
+	if p.Add, err = values("add", f.Add); err != nil {
 		return nil, err
 	}
 	for _, name := range f.Remove {
-		if !validHeaderName(name) {
-			return nil, unsupported("header %q is not a valid header name", name)
+		first, err := use("remove", name)
+		if err != nil {
+			return nil, err
 		}
-		p.Remove = append(p.Remove, http.CanonicalHeaderKey(name))
+		if first {
+			p.Remove = append(p.Remove, http.CanonicalHeaderKey(name))
+		}
 	}
 	return p, nil
+}
+
+// checkModifiedHeader refuses a header name a modifier cannot have.
+func checkModifiedHeader(name string) *condError {
+	switch {
+	case strings.EqualFold(name, "host") || strings.HasPrefix(name, ":"):
+		return unsupported("header %q cannot be modified by a header filter: to change the Host the backend sees, use a URLRewrite filter's hostname", name)
+	case !validHeaderName(name):
+		return unsupported("header %q is not a valid header name", name)
+	}
+	return nil
 }
 
 // processRedirectFilter: scheme, hostname, port and path of the redirect, 302 unless
@@ -169,6 +215,11 @@ func pathModifier(filter string, p *gatewayv1.HTTPPathModifier) (full, prefix *s
 		full = p.ReplaceFullPath
 	case p.Type == gatewayv1.PrefixMatchHTTPPathModifier && p.ReplacePrefixMatch != nil:
 		prefix = p.ReplacePrefixMatch
+		if *prefix == "" {
+			// The spec: an empty replacement removes the prefix, leaving "/" at least.
+			root := "/"
+			prefix = &root
+		}
 	default:
 		return nil, nil, unsupported("%s.path: type %q needs its field (replaceFullPath or replacePrefixMatch)", filter, p.Type)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -20,6 +21,10 @@ type gatewayResult struct {
 	listeners []*listenerState
 	// accepted is nil, or why the Gateway is not served at all.
 	accepted *condError
+	// addresses are where its data plane is reached; awaitingAddress, when set, says
+	// why it has none yet (its load balancer is being set up) and what to do.
+	addresses       []gatewayv1.GatewayStatusAddress
+	awaitingAddress string
 	// sets are the ListenerSets whose parent it is, in the order of precedence of their
 	// listeners (listenerset.go); setsByKey finds them by namespace/name.
 	sets      []*listenerSetResult
@@ -242,6 +247,15 @@ func (g *gatewayResult) status() dag.Status {
 		gs.Conditions = append(gs.Conditions,
 			condition(string(gatewayv1.GatewayConditionAccepted), true, string(gatewayv1.GatewayReasonAccepted), "Portico serves this Gateway"),
 			condition(string(gatewayv1.GatewayConditionProgrammed), true, string(gatewayv1.GatewayReasonProgrammed), "its listeners are served"))
+	}
+	gs.Addresses = g.addresses
+	if g.awaitingAddress != "" {
+		for i, c := range gs.Conditions {
+			if c.Type == string(gatewayv1.GatewayConditionProgrammed) && c.Status == metav1.ConditionTrue {
+				gs.Conditions[i] = condition(c.Type, false, string(gatewayv1.GatewayReasonAddressNotAssigned), g.awaitingAddress)
+				notes = append(notes, dag.Problem{Type: c.Type, Reason: string(gatewayv1.GatewayReasonAddressNotAssigned), Message: g.awaitingAddress})
+			}
+		}
 	}
 	st := summary(dag.ObjectRef{Kind: dag.KindGateway, Namespace: g.key.Namespace, Name: g.key.Name}, errs, notes,
 		fmt.Sprintf("served: %d listeners", len(g.listeners)-invalidListeners))

@@ -47,13 +47,13 @@ const acceptedGateway = "Gateway default/gw: Accepted=True/Accepted Programmed=T
 
 func listenerOK(name string, attached int) string {
 	return "Gateway default/gw listener " + name + ": attached=" + itoa(attached) +
-		" kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=True/Programmed"
+		" kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=True/Programmed"
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
 
 // listenerNotProgrammed is listener http of a Gateway that is not accepted.
-const listenerNotProgrammed = "Gateway default/gw listener http: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid"
+const listenerNotProgrammed = "Gateway default/gw listener http: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid"
 
 const routeOK = "Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs"
 
@@ -148,7 +148,7 @@ func TestGatewayListeners(t *testing.T) {
 		statuses: []string{acceptedClass,
 			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
 			listenerOK("http", 0),
-			"Gateway default/gw listener filtered: attached=0 kinds=HTTPRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener filtered: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 		},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
@@ -168,8 +168,8 @@ func TestGatewayListeners(t *testing.T) {
 		statuses: []string{acceptedClass,
 			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
 			listenerOK("a", 0),
-			"Gateway default/gw listener b: attached=0 kinds=HTTPRoute Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/HostnameConflict Programmed=False/HostnameConflict",
-			"Gateway default/gw listener c: attached=0 kinds=HTTPRoute Accepted=False/ProtocolConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/ProtocolConflict Programmed=False/ProtocolConflict",
+			"Gateway default/gw listener b: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/HostnameConflict Programmed=False/HostnameConflict",
+			"Gateway default/gw listener c: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/ProtocolConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/ProtocolConflict Programmed=False/ProtocolConflict",
 		},
 		routes: []string{"default/gw :80 http foo.example.com: no routes"},
 	}, {
@@ -192,7 +192,7 @@ func TestGatewayListeners(t *testing.T) {
 		// The route attaches and is counted, though the listener is not served.
 		statuses: []string{acceptedClass,
 			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=False/Invalid",
-			"Gateway default/gw listener tls: attached=1 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener tls: attached=1 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
 			"HTTPRoute default/r parent gw/tls: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound",
 		},
 	}, {
@@ -218,8 +218,8 @@ spec:
 		statuses: []string{acceptedClass,
 			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
 			listenerOK("https", 0),
-			"Gateway default/gw listener missing: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
-			"Gateway default/gw listener other-ns: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/RefNotPermitted Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener missing: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener other-ns: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=False/RefNotPermitted Conflicted=False/NoConflicts Programmed=False/Invalid",
 			listenerOK("granted", 0),
 		},
 		routes: []string{
@@ -234,7 +234,7 @@ spec:
   - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: a}, {name: nope}, {name: b}]}}`,
 		extra: []runtime.Object{tlsSecret("default", "a", "a.example.com"), tlsSecret("default", "b", "b.example.com")},
 		statuses: []string{acceptedClass, acceptedGateway,
-			"Gateway default/gw listener https: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=True/Programmed",
+			"Gateway default/gw listener https: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=True/Programmed",
 		},
 		routes: []string{"default/gw :443 https * (cert default/a+default/b): no routes"},
 	}})

@@ -33,7 +33,7 @@ func tlsSecret(namespace, name string, hosts ...string) *corev1.Secret {
 //
 //	GatewayClass portico: Accepted=True/Accepted SupportedVersion=True/SupportedVersion
 //	Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed
-//	Gateway default/gw listener http: attached=1 kinds=HTTPRoute Accepted=True/Accepted ...
+//	Gateway default/gw listener http: attached=1 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ...
 //	HTTPRoute default/r parent gw: Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs
 func describeStatuses(g *dag.Graph) []string {
 	var out []string
@@ -113,6 +113,9 @@ func describeGateways(g *dag.Graph) []string {
 			conds = append(conds, fmt.Sprintf("?%s%s%s", q.Name, matchOp(q.Kind), q.Value))
 		}
 		action := describeClusters(r.Clusters)
+		if r.InvalidBackendWeight > 0 {
+			action += fmt.Sprintf(",500*%d", r.InvalidBackendWeight)
+		}
 		if r.PrefixRewrite != "" {
 			action += " prefix-rewrite=" + r.PrefixRewrite
 		}

@@ -2,7 +2,6 @@ package gatewayapi
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -28,13 +27,21 @@ type routeResult struct {
 
 // processHTTPRoute turns an HTTPRoute's rules into graph routes, one per match.
 func processHTTPRoute(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute) *routeResult {
-	res := &routeResult{ref: dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}}
-	if err := checkHostnames(hr.Spec.Hostnames); err != nil {
+	res := &routeResult{ref: dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}, created: hr.CreationTimestamp.Time}
+	return res.processRules(hr.Spec.Hostnames, len(hr.Spec.Rules), func(i int) ([]routeEntry, *condError) {
+		return processRule(p, grants, hr, i, hr.Spec.Rules[i], res)
+	})
+}
+
+// processRules checks a route's hostnames and collects the entries of its rules, rule
+// i's from rule(i); a rule's error refuses the whole route (Accepted False).
+func (res *routeResult) processRules(hostnames []gatewayv1.Hostname, rules int, rule func(i int) ([]routeEntry, *condError)) *routeResult {
+	if err := checkHostnames(hostnames); err != nil {
 		res.accepted = err
 		return res
 	}
-	for i, rule := range hr.Spec.Rules {
-		entries, err := processRule(p, grants, hr, i, rule, res)
+	for i := range rules {
+		entries, err := rule(i)
 		if err != nil {
 			err.Message = fmt.Sprintf("spec.rules[%d]: %s", i, err.Message)
 			res.accepted, res.entries = err, nil
@@ -43,6 +50,35 @@ func processHTTPRoute(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRo
 		res.entries = append(res.entries, entries...)
 	}
 	return res
+}
+
+// useBackends sends r to rule index's backends: with none that can be used, it
+// answers 500, as the spec says; with some, the share of those that cannot is
+// answered 500, never sent to the others. The first problem is the route's
+// ResolvedRefs condition.
+func (res *routeResult) useBackends(r *dag.Route, index int, be backends) {
+	if be.err != nil && res.resolved == nil {
+		be.err.Message = fmt.Sprintf("spec.rules[%d].%s", index, be.err.Message)
+		res.resolved = be.err
+	}
+	r.Clusters, r.Websocket = be.clusters, be.websocket
+	if len(r.Clusters) == 0 {
+		r.DirectStatus = 500
+	} else {
+		r.InvalidBackendWeight = be.invalidWeight
+	}
+}
+
+// refuseUnresolved answers 500 for a rule with a filter Portico cannot resolve,
+// rather than skipping the filter.
+func (res *routeResult) refuseUnresolved(r *dag.Route, filters *ruleFilters) {
+	if filters.unresolved == nil {
+		return
+	}
+	if res.resolved == nil {
+		res.resolved = filters.unresolved
+	}
+	r.Clusters, r.Redirect, r.DirectStatus, r.InvalidBackendWeight = nil, nil, 500, 0
 }
 
 // processRule returns the routes of one rule. A rule is refused whole (the route's
@@ -60,24 +96,9 @@ func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, 
 	base := dag.Route{Source: res.ref}
 	filters.apply(&base)
 	if base.Redirect == nil {
-		be := processBackendRefs(p, grants, httpRouteKind, hr.Namespace, rule.BackendRefs)
-		if be.err != nil && res.resolved == nil {
-			be.err.Message = fmt.Sprintf("spec.rules[%d].%s", index, be.err.Message)
-			res.resolved = be.err
-		}
-		base.Clusters, base.Websocket = be.clusters, be.websocket
-		if len(base.Clusters) == 0 {
-			// No backend to send to (none listed, all invalid or of weight 0): 500, as
-			// the spec says.
-			base.DirectStatus = 500
-		}
+		res.useBackends(&base, index, processBackendRefs(p, grants, httpRouteKind, hr.Namespace, rule.BackendRefs))
 	}
-	if filters.unresolved != nil {
-		if res.resolved == nil {
-			res.resolved = filters.unresolved
-		}
-		base.Clusters, base.Redirect, base.DirectStatus = nil, nil, 500
-	}
+	res.refuseUnresolved(&base, filters)
 	if err := processTimeoutsAndRetry(&base, rule.Timeouts, rule.Retry); err != nil {
 		return nil, err
 	}
@@ -131,35 +152,16 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		case gatewayv1.PathMatchPathPrefix:
 			r.Path = prefixMatch(value)
 		case gatewayv1.PathMatchRegularExpression:
-			if _, err := regexp.Compile(value); err != nil {
-				return false, unsupported("path regular expression %q: %v", value, err)
+			if err := checkRegex("path", value); err != nil {
+				return false, err
 			}
 			r.Path = dag.PathMatch{Kind: dag.PathRegex, Value: value}
 		default:
 			return false, unsupported("path match type %q is not supported", typ)
 		}
 	}
-	seen := map[string]bool{}
-	r.Headers = nil
-	for _, h := range m.Headers {
-		name := strings.ToLower(string(h.Name))
-		if !validHeaderName(name) || !validValue(h.Value) {
-			return false, unsupported("header match %q: %q is not a valid header name and value", h.Name, h.Value)
-		}
-		if seen[name] {
-			continue // the spec: only the first match of a header name counts
-		}
-		seen[name] = true
-		hm := dag.HeaderMatch{Name: name, Kind: dag.MatchExact, Value: h.Value}
-		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
-			if _, err := regexp.Compile(h.Value); err != nil {
-				return false, unsupported("header %s regular expression %q: %v", h.Name, h.Value, err)
-			}
-			hm.Kind = dag.MatchRegex
-		} else if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact {
-			return false, unsupported("header match type %q is not supported", *h.Type)
-		}
-		r.Headers = append(r.Headers, hm)
+	if err := processHeaderMatches(r, m.Headers); err != nil {
+		return false, err
 	}
 	r.Query = nil
 	seenQ := map[string]bool{}
@@ -174,8 +176,8 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		seenQ[name] = true
 		qm := dag.QueryMatch{Name: name, Kind: dag.MatchExact, Value: q.Value}
 		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
-			if _, err := regexp.Compile(q.Value); err != nil {
-				return false, unsupported("query parameter %s regular expression %q: %v", q.Name, q.Value, err)
+			if err := checkRegex("query parameter "+name, q.Value); err != nil {
+				return false, err
 			}
 			qm.Kind = dag.MatchRegex
 		} else if q.Type != nil && *q.Type != gatewayv1.QueryParamMatchExact {
@@ -190,6 +192,34 @@ func processMatch(r *dag.Route, m gatewayv1.HTTPRouteMatch) (bool, *condError) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// processHeaderMatches sets a route's header conditions: names lower case, and of
+// matches of one name only the first counts, as the spec says.
+func processHeaderMatches(r *dag.Route, headers []gatewayv1.HTTPHeaderMatch) *condError {
+	seen := map[string]bool{}
+	r.Headers = nil
+	for _, h := range headers {
+		name := strings.ToLower(string(h.Name))
+		if !validHeaderName(name) || !validValue(h.Value) {
+			return unsupported("header match %q: %q is not a valid header name and value", h.Name, h.Value)
+		}
+		if seen[name] {
+			continue // the spec: only the first match of a header name counts
+		}
+		seen[name] = true
+		hm := dag.HeaderMatch{Name: name, Kind: dag.MatchExact, Value: h.Value}
+		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
+			if err := checkRegex("header "+name, h.Value); err != nil {
+				return err
+			}
+			hm.Kind = dag.MatchRegex
+		} else if h.Type != nil && *h.Type != gatewayv1.HeaderMatchExact {
+			return unsupported("header match type %q is not supported", *h.Type)
+		}
+		r.Headers = append(r.Headers, hm)
+	}
+	return nil
 }
 
 // replacePrefix makes a ReplacePrefixMatch (of a rewrite or a redirect) replace whole
@@ -225,13 +255,25 @@ func replacePrefix(r *dag.Route) *dag.Route {
 }
 
 // prefixMatch is a PathPrefix match: element-wise, "/foo" matching "/foo" and
-// "/foo/bar" but not "/foobar". A value ending in "/" matches the paths under it,
-// which a plain string prefix does element-wise already.
+// "/foo/bar" but not "/foobar". A trailing "/" is ignored, as the spec says: "/foo/"
+// matches "/foo" too.
 func prefixMatch(value string) dag.PathMatch {
-	if value != "/" && strings.HasSuffix(value, "/") {
-		return dag.PathMatch{Kind: dag.PathStringPrefix, Value: value}
+	if trimmed := strings.TrimRight(value, "/"); trimmed != "" {
+		value = trimmed
+	} else {
+		value = "/"
 	}
 	return dag.PathMatch{Kind: dag.PathPrefix, Value: value}
+}
+
+// checkRegex refuses a regular expression the data planes cannot take: not RE2, or
+// over dag.MaxRegexProgramSize, which Envoy would refuse with every other route of
+// the configuration.
+func checkRegex(what, re string) *condError {
+	if p := dag.RegexProblem(re); p != "" {
+		return unsupported("%s regular expression %s", what, p)
+	}
+	return nil
 }
 
 // checkHostnames refuses a route hostname that is not one (run mode only: the API

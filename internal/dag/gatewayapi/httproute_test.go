@@ -164,7 +164,7 @@ func TestHTTPRouteRules(t *testing.T) {
 		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 1), "HTTPRoute default/r parent gw: " + routeOK},
 		routes: []string{
 			"default/gw :80 http *: exact:/exact [] -> " + toWeb,
-			"default/gw :80 http *: stringprefix:/dir/ [x-env=canary x-id~[0-9]+] -> " + toWeb,
+			"default/gw :80 http *: prefix:/dir [x-env=canary x-id~[0-9]+] -> " + toWeb,
 			"default/gw :80 http *: regex:/v[0-9]+/.* [:method=POST ?q=1] -> " + toWeb,
 		},
 	}, {
@@ -212,11 +212,11 @@ func TestHTTPRouteRules(t *testing.T) {
     filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /new/}}}]`),
 		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 1), "HTTPRoute default/r parent gw: " + routeOK},
 		// "/strip/x" becomes "/x", never "//x": the paths below the prefix have a
-		// route of their own; "/dir/x" becomes "/other/x".
+		// route of their own; "/dir/x" becomes "/other/x" and "/dir" "/other".
 		routes: []string{
 			"default/gw :80 http *: stringprefix:/strip/ [] -> " + toWeb + " prefix-rewrite=/",
 			"default/gw :80 http *: prefix:/strip [] -> " + toWeb + " prefix-rewrite=/",
-			"default/gw :80 http *: stringprefix:/dir/ [] -> " + toWeb + " prefix-rewrite=/other/",
+			"default/gw :80 http *: prefix:/dir [] -> " + toWeb + " prefix-rewrite=/other",
 			"default/gw :80 http *: stringprefix:/moved/ [] -> redirect 302 ://:80 /new/",
 			"default/gw :80 http *: prefix:/moved [] -> redirect 302 ://:80 /new/",
 		},

@@ -4,17 +4,18 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 const groupName = gatewayv1.GroupName
 
-// routeKinds are the route kinds a listener of each supported protocol accepts, the
-// first being the default when allowedRoutes.kinds is empty. A protocol not in the
-// table is not supported.
+// routeKinds are the route kinds a listener of each supported protocol accepts, all
+// of them when allowedRoutes.kinds is empty. A protocol not in the table is not
+// supported.
 var routeKinds = map[gatewayv1.ProtocolType][]gatewayv1.Kind{
-	gatewayv1.HTTPProtocolType:  {"HTTPRoute"},
-	gatewayv1.HTTPSProtocolType: {"HTTPRoute"},
+	gatewayv1.HTTPProtocolType:  {"HTTPRoute", "GRPCRoute"},
+	gatewayv1.HTTPSProtocolType: {"HTTPRoute", "GRPCRoute"},
 	gatewayv1.TLSProtocolType:   {"TLSRoute"},
 }
 
@@ -66,6 +67,9 @@ func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
 			// every request.
 			c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
 				"filters are not supported yet: remove them, or put the filters on the routes")
+			continue
+		}
+		if c.accepted = checkNamespaceSelector(l); c.accepted != nil {
 			continue
 		}
 		tls := l.Protocol != gatewayv1.HTTPProtocolType
@@ -145,4 +149,22 @@ func contains[T comparable](list []T, v T) bool {
 		}
 	}
 	return false
+}
+
+// checkNamespaceSelector refuses allowedRoutes.namespaces from Selector without a
+// selector that parses: the listener would otherwise take no route and say nothing.
+func checkNamespaceSelector(l gatewayv1.Listener) *condError {
+	ar := l.AllowedRoutes
+	if ar == nil || ar.Namespaces == nil || ar.Namespaces.From == nil || *ar.Namespaces.From != gatewayv1.NamespacesFromSelector {
+		return nil
+	}
+	if ar.Namespaces.Selector == nil {
+		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+			"allowedRoutes.namespaces.from is Selector but there is no selector: add one (matchLabels or matchExpressions)")
+	}
+	if _, err := metav1.LabelSelectorAsSelector(ar.Namespaces.Selector); err != nil {
+		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+			"allowedRoutes.namespaces.selector is not a valid label selector: %v", err)
+	}
+	return nil
 }

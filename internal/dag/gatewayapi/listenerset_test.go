@@ -36,7 +36,7 @@ func lsListenerOK(set, name string, attached int, kinds string) string {
 }
 
 func TestListenerSet(t *testing.T) {
-	const gatewayListenersOK = "Gateway default/gw listener http: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=True/Programmed"
+	const gatewayListenersOK = "Gateway default/gw listener http: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=True/Programmed"
 	runCases(t, []graphCase{{
 		// The Gateway's listeners come first, then the ListenerSets' by age: the older
 		// ListenerSet keeps a hostname both have, the Gateway's own beats both.
@@ -57,11 +57,11 @@ func TestListenerSet(t *testing.T) {
 			"Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed listenerSets=1",
 			gatewayListenersOK,
 			"ListenerSet default/older: Accepted=True/ListenersNotValid Programmed=True/Programmed",
-			lsListenerOK("default/older", "a", 1, "HTTPRoute"),
-			"ListenerSet default/older listener taken: attached=0 kinds=HTTPRoute Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/HostnameConflict Programmed=False/HostnameConflict",
-			"ListenerSet default/older listener secure: attached=0 kinds=HTTPRoute Accepted=False/ProtocolConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/ProtocolConflict Programmed=False/ProtocolConflict",
+			lsListenerOK("default/older", "a", 1, "HTTPRoute,GRPCRoute"),
+			"ListenerSet default/older listener taken: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/HostnameConflict Programmed=False/HostnameConflict",
+			"ListenerSet default/older listener secure: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/ProtocolConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/ProtocolConflict Programmed=False/ProtocolConflict",
 			"ListenerSet default/younger: Accepted=False/ListenersNotValid Programmed=False/ListenersNotValid",
-			"ListenerSet default/younger listener a: attached=0 kinds=HTTPRoute Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/HostnameConflict Programmed=False/HostnameConflict",
+			"ListenerSet default/younger listener a: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/HostnameConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/HostnameConflict Programmed=False/HostnameConflict",
 			"HTTPRoute default/via-set parent older/a: " + routeOK,
 			// A Gateway parentRef reaches the Gateway's own listeners only.
 			"HTTPRoute default/via-gateway parent gw/a: Accepted=False/NoMatchingParent ResolvedRefs=True/ResolvedRefs",
@@ -77,7 +77,7 @@ func TestListenerSet(t *testing.T) {
   parentRefs: [{kind: ListenerSet, group: gateway.networking.k8s.io, name: extra}]`),
 		statuses: []string{acceptedClass, acceptedGateway, gatewayListenersOK,
 			"ListenerSet default/extra: Accepted=False/NotAllowed Programmed=False/NotAllowed",
-			"ListenerSet default/extra listener a: attached=0 kinds=HTTPRoute Accepted=False/NotAllowed ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"ListenerSet default/extra listener a: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/NotAllowed ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 			"HTTPRoute default/via-set parent extra: Accepted=False/NoMatchingParent ResolvedRefs=True/ResolvedRefs",
 		},
 		routes: []string{"default/gw :80 http gw.example.com: no routes"},
@@ -99,9 +99,9 @@ metadata: {name: other}` + listenerSet("admitted", "team", "2026-01-01T00:00:00Z
 			"Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed listenerSets=1",
 			gatewayListenersOK,
 			"ListenerSet other/refused: Accepted=False/NotAllowed Programmed=False/NotAllowed",
-			"ListenerSet other/refused listener b: attached=0 kinds=HTTPRoute Accepted=False/NotAllowed ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"ListenerSet other/refused listener b: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/NotAllowed ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 			"ListenerSet team/admitted: Accepted=True/Accepted Programmed=True/Programmed",
-			lsListenerOK("team/admitted", "a", 0, "HTTPRoute"),
+			lsListenerOK("team/admitted", "a", 0, "HTTPRoute,GRPCRoute"),
 		},
 		routes: []string{
 			"default/gw :80 http a.example.com: no routes",
@@ -134,9 +134,9 @@ spec:
 			"Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed listenerSets=1",
 			gatewayListenersOK,
 			"ListenerSet team/tls: Accepted=True/ListenersNotValid Programmed=True/Programmed",
-			lsListenerOK("team/tls", "own", 0, "HTTPRoute"),
-			lsListenerOK("team/tls", "granted", 0, "HTTPRoute"),
-			"ListenerSet team/tls listener refused: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=False/RefNotPermitted Conflicted=False/NoConflicts Programmed=False/Invalid",
+			lsListenerOK("team/tls", "own", 0, "HTTPRoute,GRPCRoute"),
+			lsListenerOK("team/tls", "granted", 0, "HTTPRoute,GRPCRoute"),
+			"ListenerSet team/tls listener refused: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=False/RefNotPermitted Conflicted=False/NoConflicts Programmed=False/Invalid",
 		},
 		routes: []string{
 			"default/gw :80 http gw.example.com: no routes",
@@ -150,9 +150,9 @@ spec:
   - {name: a, protocol: HTTP, port: 80, hostname: a.example.com}`),
 		statuses: []string{acceptedClass,
 			"Gateway default/gw: Accepted=False/UnsupportedValue Programmed=False/Invalid",
-			"Gateway default/gw listener http: attached=0 kinds=HTTPRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener http: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 			"ListenerSet default/extra: Accepted=False/ParentNotAccepted Programmed=False/ParentNotProgrammed",
-			"ListenerSet default/extra listener a: attached=0 kinds=HTTPRoute Accepted=False/ParentNotAccepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"ListenerSet default/extra listener a: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/ParentNotAccepted ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 		},
 	}, {
 		// A ListenerSet whose parent is not a Gateway of Portico's is not Portico's.

@@ -24,6 +24,10 @@ type routeEntry struct {
 	method  bool
 	// listenerPort: the route redirects to the port of its listener (redirectOnPort).
 	listenerPort bool
+	// grpc: a GRPCRoute's, ordered by the characters of its method match's service and
+	// method (serviceLen, methodLen) instead of by path.
+	grpc                  bool
+	serviceLen, methodLen int
 }
 
 // sortByPrecedence orders the routes of one host as the Gateway API spec says, across
@@ -38,6 +42,38 @@ func sortByPrecedence(entries []routeEntry) {
 }
 
 func comparePrecedence(a, b routeEntry) int {
+	var c int
+	switch {
+	case a.grpc != b.grpc:
+		// Never on one host (refuseKindConflicts): HTTPRoutes first.
+		return cmp.Compare(boolInt(a.grpc), boolInt(b.grpc))
+	case a.grpc:
+		c = compareGRPCMatches(a, b)
+	default:
+		c = compareHTTPMatches(a, b)
+	}
+	if c != 0 {
+		return c
+	}
+	return compareOrigins(a, b)
+}
+
+// compareGRPCMatches orders GRPCRoute matches as the spec says: more characters in
+// the service, then in the method, then more header matches (the POST condition
+// aside) first.
+func compareGRPCMatches(a, b routeEntry) int {
+	if c := cmp.Compare(b.serviceLen, a.serviceLen); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.methodLen, a.methodLen); c != 0 {
+		return c
+	}
+	return cmp.Compare(len(b.route.Headers), len(a.route.Headers))
+}
+
+// compareHTTPMatches orders HTTPRoute matches: path kind and length, method, headers,
+// query parameters.
+func compareHTTPMatches(a, b routeEntry) int {
 	if c := cmp.Compare(pathRank(a.route.Path.Kind), pathRank(b.route.Path.Kind)); c != 0 {
 		return c
 	}
@@ -53,9 +89,12 @@ func comparePrecedence(a, b routeEntry) int {
 	if c := cmp.Compare(len(b.route.Headers)-boolInt(b.method), len(a.route.Headers)-boolInt(a.method)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(len(b.route.Query), len(a.route.Query)); c != 0 {
-		return c
-	}
+	return cmp.Compare(len(b.route.Query), len(a.route.Query))
+}
+
+// compareOrigins breaks ties: the oldest route, then namespace/name, then rule and
+// match order.
+func compareOrigins(a, b routeEntry) int {
 	if c := a.created.Compare(b.created); c != 0 {
 		return c
 	}

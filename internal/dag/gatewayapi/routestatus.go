@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -29,15 +30,24 @@ type parentResult struct {
 func processHTTPRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
 	var out []*attachedRoute
 	for _, hr := range p.Store().HTTPRoutes {
-		parents := attachParents(p, gateways, httpRouteKind, hr.Namespace, hr.Spec.ParentRefs, hr.Spec.Hostnames)
-		if len(parents) == 0 {
-			continue
-		}
-		res := processHTTPRoute(p, grants, hr)
-		refuseParents(parents, res)
-		out = append(out, &attachedRoute{result: res, parents: parents})
+		out = appendAttached(out, p, gateways, httpRouteKind, hr.Namespace, hr.Spec.CommonRouteSpec, hr.Spec.Hostnames,
+			func() *routeResult { return processHTTPRoute(p, grants, hr) })
 	}
 	return out
+}
+
+// appendAttached appends a route of kind in namespace ns to out, built by process,
+// attached to each of its parentRefs that names a Gateway of Portico's; a route
+// without one is not Portico's and is left out.
+func appendAttached(out []*attachedRoute, p *dag.Processing, gateways map[types.NamespacedName]*gatewayResult, kind gatewayv1.Kind, ns string,
+	spec gatewayv1.CommonRouteSpec, hostnames []gatewayv1.Hostname, process func() *routeResult) []*attachedRoute {
+	parents := attachParents(p, gateways, kind, ns, spec.ParentRefs, hostnames)
+	if len(parents) == 0 {
+		return out
+	}
+	res := process()
+	refuseParents(parents, res)
+	return append(out, &attachedRoute{result: res, parents: parents})
 }
 
 // attachParents attaches a route of kind in namespace ns to each of its parentRefs
@@ -110,7 +120,7 @@ func (r *attachedRoute) status() (dag.Status, bool) {
 		rs.Parents = append(rs.Parents, ps)
 	}
 	if e := r.result.resolved; e != nil {
-		consequence := " (the rule's other backends get its requests; with none, the rule answers 500)"
+		consequence := " (the requests the rule would send it are answered 500)"
 		if r.result.ref.Kind == dag.KindTLSRoute {
 			consequence = " (that backend gets no connections; with none left, connections are closed)"
 		}
@@ -138,4 +148,160 @@ func listenerNames(atts []attachment) string {
 		names = append(names, fmt.Sprintf("%s/%s", owner, a.listener.spec.Name))
 	}
 	return strings.Join(names, ", ")
+}
+
+// refuseKindConflicts keeps HTTPRoutes and GRPCRoutes off each other's hostnames: the
+// spec forbids merging their rules, and on one listener a hostname is one virtual host.
+// Of two routes of the two kinds attached to one listener with hostnames in common,
+// the older (then the first by namespace/name) keeps its parent; the other is refused
+// there (Accepted False). Only the routes on listeners that have both kinds are looked
+// at: a build with thousands of HTTPRoutes and no GRPCRoute pays one pass.
+func refuseKindConflicts(routes []*attachedRoute) {
+	kinds := map[*listenerState]uint8{}
+	for _, r := range routes {
+		for _, pr := range r.parents {
+			for _, a := range pr.attachments {
+				kinds[a.listener] |= kindBit(r.result.ref.Kind)
+			}
+		}
+	}
+	var mixed []*attachedRoute
+	for _, r := range routes {
+		if slices.ContainsFunc(r.parents, func(pr parentResult) bool {
+			return slices.ContainsFunc(pr.attachments, func(a attachment) bool { return kinds[a.listener] == bothKinds })
+		}) {
+			mixed = append(mixed, r)
+		}
+	}
+	slices.SortStableFunc(mixed, func(a, b *attachedRoute) int {
+		if c := a.result.created.Compare(b.result.created); c != 0 {
+			return c
+		}
+		return dag.CompareObjectRefs(a.result.ref, b.result.ref)
+	})
+	claims := map[*listenerState]*hostClaims{}
+	for _, r := range mixed {
+		for i := range r.parents {
+			pr := &r.parents[i]
+			if err := kindConflict(r.result.ref, pr.attachments, claims); err != nil {
+				pr.err, pr.attachments = err, nil
+				continue
+			}
+			for _, a := range pr.attachments {
+				if claims[a.listener] == nil {
+					claims[a.listener] = &hostClaims{}
+				}
+				claims[a.listener].add(r.result.ref, a.hosts)
+			}
+		}
+	}
+}
+
+const bothKinds = 3
+
+// kindBit is the bit of an HTTP route kind in a listener's set of attached kinds.
+func kindBit(kind string) uint8 {
+	switch kind {
+	case dag.KindHTTPRoute:
+		return 1
+	case dag.KindGRPCRoute:
+		return 2
+	}
+	return 0
+}
+
+// hostClaims are the hosts routes of each kind serve on one listener, by kind bit:
+// precise names ("*" for any host) indexed, wildcards listed.
+type hostClaims struct {
+	exact     [3]map[string]dag.ObjectRef
+	wildcards [3][]hostOwner
+	// all are every host, in the order claimed: scanned for a wildcard or "*".
+	all [3][]hostOwner
+}
+
+type hostOwner struct {
+	host  string
+	owner dag.ObjectRef
+}
+
+func (hc *hostClaims) add(owner dag.ObjectRef, hosts []string) {
+	k := kindBit(owner.Kind)
+	for _, h := range hosts {
+		hc.all[k] = append(hc.all[k], hostOwner{h, owner})
+		if strings.HasPrefix(h, "*.") {
+			hc.wildcards[k] = append(hc.wildcards[k], hostOwner{h, owner})
+			continue
+		}
+		if hc.exact[k] == nil {
+			hc.exact[k] = map[string]dag.ObjectRef{}
+		}
+		if _, ok := hc.exact[k][h]; !ok {
+			hc.exact[k][h] = owner
+		}
+	}
+}
+
+// conflict returns a route of kind bit k that serves a request host that host (a
+// precise name, a wildcard or "*") also serves.
+func (hc *hostClaims) conflict(k uint8, host string) (dag.ObjectRef, bool) {
+	if len(hc.exact[k]) == 0 && len(hc.wildcards[k]) == 0 {
+		return dag.ObjectRef{}, false
+	}
+	if host == "*" || strings.HasPrefix(host, "*.") {
+		// Rare: look at every host of the other kind.
+		for _, o := range hc.all[k] {
+			if hostsOverlap([]string{host}, []string{o.host}) {
+				return o.owner, true
+			}
+		}
+		return dag.ObjectRef{}, false
+	}
+	if owner, ok := hc.exact[k][host]; ok {
+		return owner, true
+	} else if owner, ok := hc.exact[k]["*"]; ok {
+		return owner, true
+	}
+	for _, w := range hc.wildcards[k] {
+		if hostsOverlap([]string{host}, []string{w.host}) {
+			return w.owner, true
+		}
+	}
+	return dag.ObjectRef{}, false
+}
+
+// kindConflict says why route cannot have attachments: a route of the other kind
+// already serves one of their hosts on the same listener.
+func kindConflict(route dag.ObjectRef, atts []attachment, claims map[*listenerState]*hostClaims) *condError {
+	other := bothKinds &^ kindBit(route.Kind)
+	for _, a := range atts {
+		hc := claims[a.listener]
+		if hc == nil {
+			continue
+		}
+		for _, h := range a.hosts {
+			if owner, ok := hc.conflict(other, h); ok {
+				return newError(string(gatewayv1.RouteConditionAccepted), reasonConflictingRouteKind,
+					"%s %s/%s (older, or first by namespace/name) already serves a hostname of this route on listener %s/%s: a hostname is served by HTTPRoutes or by GRPCRoutes, not both; give the routes different hostnames",
+					owner.Kind, owner.Namespace, owner.Name, a.gateway.key, a.listener.spec.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// reasonConflictingRouteKind is Portico's reason (the spec names none) for a route
+// refused because a route of the other kind has its hostname.
+const reasonConflictingRouteKind = "HostnameConflict"
+
+// hostsOverlap reports whether two sets of served hosts ("*" for any) have a request
+// host in common.
+func hostsOverlap(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == "*" || y == "*" || hostMatches(x, y) || hostMatches(y, x) {
+				return true
+			}
+		}
+	}
+	return false
 }

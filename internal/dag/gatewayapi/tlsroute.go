@@ -16,13 +16,8 @@ import (
 func processTLSRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
 	var out []*attachedRoute
 	for _, tr := range p.Store().TLSRoutes {
-		parents := attachParents(p, gateways, tlsRouteKind, tr.Namespace, tr.Spec.ParentRefs, tr.Spec.Hostnames)
-		if len(parents) == 0 {
-			continue
-		}
-		res := processTLSRoute(p, grants, tr)
-		refuseParents(parents, res)
-		out = append(out, &attachedRoute{result: res, parents: parents})
+		out = appendAttached(out, p, gateways, tlsRouteKind, tr.Namespace, tr.Spec.CommonRouteSpec, tr.Spec.Hostnames,
+			func() *routeResult { return processTLSRoute(p, grants, tr) })
 	}
 	return out
 }

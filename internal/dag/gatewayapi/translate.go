@@ -2,24 +2,39 @@ package gatewayapi
 
 import (
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
 )
 
 // Processor builds the Gateway API part of a graph; pass it in dag.Options.Processors.
-type Processor struct{}
+type Processor struct {
+	// Addresses, when set, says where each served Gateway's data plane is reached, for
+	// its status.addresses and Programmed condition; nil leaves addresses empty.
+	Addresses AddressSource
+}
+
+// AddressSource says where a Gateway's own data plane is reached.
+type AddressSource interface {
+	// Addresses are the addresses of gw's data plane. When it has none yet, pending
+	// says why and what to do: the Gateway is not Programmed until it has one. Objects
+	// it reads through p (its Service) make the processor run again when they change.
+	Addresses(p *dag.Processing, gw types.NamespacedName) (addrs []gatewayv1.GatewayStatusAddress, pending string)
+}
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
-	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD}
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindGRPCRoute,
+		store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD}
 }
 
 // Process runs the steps in their order: classes, grants, Gateways and their
 // listeners, ListenerSets (their listeners after their Gateway's), routes (attached
-// to listeners), BackendTLSPolicies (applied to the attached routes' backends), then
-// a final pass that builds each served Gateway's data plane and writes every status.
-func (Processor) Process(p *dag.Processing) {
+// to listeners; an HTTPRoute and a GRPCRoute never share a hostname on a listener),
+// BackendTLSPolicies (applied to the attached routes' backends), then a final pass
+// that builds each served Gateway's data plane and writes every status.
+func (pr Processor) Process(p *dag.Processing) {
 	s := p.Store()
 	classes := processClasses(p)
 	grants := indexGrants(s)
@@ -29,13 +44,18 @@ func (Processor) Process(p *dag.Processing) {
 		byKey[g.key] = g
 	}
 	processListenerSets(p, byKey, grants)
-	routes := append(processHTTPRoutes(p, grants, byKey), processTLSRoutes(p, grants, byKey)...)
+	routes := append(processHTTPRoutes(p, grants, byKey), processGRPCRoutes(p, grants, byKey)...)
+	refuseKindConflicts(routes)
+	routes = append(routes, processTLSRoutes(p, grants, byKey)...)
 	countAttachedRoutes(routes)
 	policies := indexPolicies(p)
 	applyPolicies(p, policies, routes)
 	for _, g := range gateways {
 		if g.served() {
 			p.AddGateway(dataPlane(g, routes))
+			if pr.Addresses != nil {
+				g.addresses, g.awaitingAddress = pr.Addresses.Addresses(p, g.key)
+			}
 		}
 		p.AddStatus(g.status())
 		for _, set := range g.sets {

@@ -30,7 +30,7 @@ func TestInvalidValuesStayWithTheirObject(t *testing.T) {
 		"rewrite-type":    `rules: [{filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath}}}]}]`,
 	}
 	want := []string{acceptedClass, "Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed", listenerOK("http", 1),
-		"Gateway default/gw listener bad: attached=0 kinds=HTTPRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+		"Gateway default/gw listener bad: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 		"HTTPRoute default/good parent gw/http: " + routeOK}
 	for name, spec := range bad {
 		objects += route(name, "default", "  parentRefs: [{name: gw, sectionName: http}]\n  "+spec)

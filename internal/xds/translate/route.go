@@ -13,6 +13,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -395,6 +396,9 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 			p.action.Route = p.routeAction(r)
 			rt.Action = &p.action
 		}
+		if r.InvalidBackendWeight > 0 && len(r.Clusters) > 0 {
+			out = append(out, invalidBackendShare(r, rt))
+		}
 		if needsSlashTwin(r) {
 			out = append(out, slashTwin(r, rt))
 		}
@@ -638,6 +642,27 @@ func slashTwin(r *dag.Route, rt *routev3.Route) *routev3.Route {
 	named.Path = dag.PathMatch{Kind: dag.PathStringPrefix, Value: r.Path.Value + "/"}
 	twin.Name = routeName(&named)
 	return twin
+}
+
+// invalidBackendShare is rt answering 500 to the share of its requests that
+// r.InvalidBackendWeight stands for, to go before rt: a runtime_fraction of the same
+// match (which the data planes draw per request), so that the requests it leaves go on
+// to rt and its clusters. The share is in millionths.
+func invalidBackendShare(r *dag.Route, rt *routev3.Route) *routev3.Route {
+	total := uint64(r.InvalidBackendWeight)
+	for _, c := range r.Clusters {
+		total += uint64(c.Weight)
+	}
+	share := &routev3.Route{
+		Name:   rt.Name,
+		Match:  proto.Clone(rt.Match).(*routev3.RouteMatch),
+		Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 500}},
+	}
+	share.Match.RuntimeFraction = &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{
+		Numerator:   uint32((uint64(r.InvalidBackendWeight)*1_000_000 + total/2) / total),
+		Denominator: typev3.FractionalPercent_MILLION,
+	}}
+	return share
 }
 
 // fullPathRewrite replaces the whole path (Envoy keeps the query string).
