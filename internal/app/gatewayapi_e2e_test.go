@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -126,33 +124,26 @@ spec:
 
 // TestGatewayAPIPassthroughEndToEnd serves, on one port, a TLS listener that passes
 // the connections for a TLSRoute's host through to a backend that terminates TLS itself,
-// and an HTTPS listener without a hostname that terminates every other server name.
+// and an HTTPS listener without a hostname that terminates every other server name; a
+// server name within the TLS listener's hostname that no TLSRoute serves is closed, not
+// left to the HTTPS listener. On another port a TLS listener terminates TLS and sends
+// its TLSRoute the decrypted stream.
 func TestGatewayAPIPassthroughEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir := t.TempDir()
-	dbCert := testutil.SelfSigned("db.example.com")
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, dbCert.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, dbCert.KeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db := testutil.StartEcho(t, echo.Config{Service: "db", TLSCertFile: certFile, TLSKeyFile: keyFile})
+	db := testutil.StartTLSEcho(t, echo.Config{Service: "db"}, testutil.SelfSigned("db.example.com"))
 	plain := testutil.StartEcho(t, echo.Config{Service: "plain"})
 	anyCert := testutil.SelfSigned("portico.example.com")
-	objs := testutil.DecodeObjects(t, `kind: GatewayClass
-metadata: {name: portico}
-spec: {controllerName: portico.dev/gateway-controller}
----
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners:
+	objs := testutil.DecodeObjects(t, gatewayGW+`
   - {name: tls, protocol: TLS, port: 443, hostname: "*.example.com", tls: {mode: Passthrough}}
   - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: any}]}}
+  - {name: term, protocol: TLS, port: 8443, hostname: term.example.com, tls: {mode: Terminate, certificateRefs: [{name: any}]}}
+---
+kind: TLSRoute
+metadata: {name: term}
+spec:
+  parentRefs: [{name: gw, sectionName: term}]
+  rules: [{backendRefs: [{name: plain, port: 80}]}]
 ---
 kind: TLSRoute
 metadata: {name: db}
@@ -168,16 +159,19 @@ spec:
   rules: [{backendRefs: [{name: plain, port: 80}]}]`)
 	objs = append(objs, echoService(t, "db", db), echoEndpoints(t, "db", db), echoService(t, "plain", plain), echoEndpoints(t, "plain", plain),
 		testutil.TLSSecret("default", "any", anyCert))
-	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 443)
-	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	name, termName := translate.GatewayListenerName(gw, 443), translate.GatewayListenerName(gw, 8443)
+	p := serveGateways(t, ctx, objs, name, termName)
+	addr, termAddr := p.ListenerAddr(name), p.ListenerAddr(termName)
 
-	for _, tc := range []struct{ sni, service, certFor string }{
-		{"db.example.com", "db", "db.example.com"},    // passed through: the backend's certificate
-		{"other.org", "plain", "portico.example.com"}, // terminated by the hostname-less listener
+	for _, tc := range []struct{ addr, sni, service, certFor string }{
+		{addr, "db.example.com", "db", "db.example.com"},               // passed through: the backend's certificate
+		{addr, "other.org", "plain", "portico.example.com"},            // terminated by the hostname-less listener
+		{termAddr, "term.example.com", "plain", "portico.example.com"}, // terminated, then a TCP stream
 	} {
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{ServerName: tc.sni, InsecureSkipVerify: true}}}
-		resp, err := client.Get("https://" + addr + "/")
+		resp, err := client.Get("https://" + tc.addr + "/")
 		if err != nil {
 			t.Errorf("SNI %s: %v", tc.sni, err)
 			continue
@@ -192,7 +186,25 @@ spec:
 			t.Errorf("SNI %s: certificate for %v, want %s", tc.sni, got, tc.certFor)
 		}
 	}
+	// web.example.com is the TLS listener's (*.example.com) and no TLSRoute has it.
+	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "web.example.com", InsecureSkipVerify: true})
+	if err == nil {
+		conn.Close()
+		t.Errorf("SNI web.example.com: TLS handshake with the certificate for %v, want the connection closed", conn.ConnectionState().PeerCertificates[0].DNSNames)
+	}
 }
+
+// gatewayGW starts the manifests of the end-to-end tests: a GatewayClass of Portico's
+// and Gateway default/gw of that class, whose listeners follow.
+const gatewayGW = `kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners:`
 
 // serveGateways builds and translates objs, serves them to an embedded proxy whose
 // listeners named in listeners bind ephemeral loopback ports, and returns the proxy
@@ -270,4 +282,157 @@ func echoEndpoints(t *testing.T, name, addr string) *corev1.Endpoints {
 	n, _ := strconv.Atoi(port)
 	return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: host}}, Ports: []corev1.EndpointPort{{Port: int32(n)}}}}}
+}
+
+// TestGatewayAPISeveralCertificatesEndToEnd serves an HTTPS listener with two
+// certificateRefs: each client gets the certificate of the name it asked for (SNI),
+// the first one when neither matches.
+func TestGatewayAPISeveralCertificatesEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	web := testutil.StartEcho(t, echo.Config{Service: "web"})
+	objs := testutil.DecodeObjects(t, gatewayGW+`
+  - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: a}, {name: b}]}}
+---
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]`)
+	objs = append(objs, echoService(t, "web", web), echoEndpoints(t, "web", web),
+		testutil.TLSSecret("default", "a", testutil.SelfSigned("a.example.com")), testutil.TLSSecret("default", "b", testutil.SelfSigned("b.example.com")))
+	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 443)
+	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	for sni, want := range map[string]string{"a.example.com": "a.example.com", "b.example.com": "b.example.com", "c.example.com": "a.example.com"} {
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{ServerName: sni, InsecureSkipVerify: true}}}
+		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/", nil)
+		req.Host = sni
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("SNI %s: %v", sni, err)
+			continue
+		}
+		resp.Body.Close()
+		if got := resp.TLS.PeerCertificates[0].DNSNames; resp.StatusCode != 200 || len(got) == 0 || got[0] != want {
+			t.Errorf("SNI %s: %d with the certificate for %v, want 200 with %s's", sni, resp.StatusCode, got, want)
+		}
+	}
+}
+
+// gatewayWithListenerSet is Gateway default/gw with an HTTP listener on port 80 and
+// ListenerSet default/extra, whose listener team takes team.example.com on port 8080.
+const gatewayWithListenerSet = gatewayGW + `
+  - {name: http, protocol: HTTP, port: 80}
+  allowedListeners: {namespaces: {from: Same}}
+---
+kind: ListenerSet
+metadata: {name: extra}
+spec:
+  parentRef: {name: gw}
+  listeners: [{name: team, protocol: HTTP, port: 8080, hostname: team.example.com}]`
+
+// TestListenerSetEndToEnd serves a Gateway whose ListenerSet adds a listener on a port
+// of its own: a route attached to the ListenerSet answers there, and only for the
+// ListenerSet listener's hostname.
+func TestListenerSetEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	web := testutil.StartEcho(t, echo.Config{Service: "web"})
+	objs := testutil.DecodeObjects(t, gatewayWithListenerSet+`
+---
+kind: HTTPRoute
+metadata: {name: team}
+spec:
+  parentRefs: [{kind: ListenerSet, group: gateway.networking.k8s.io, name: extra}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]`)
+	objs = append(objs, echoService(t, "web", web), echoEndpoints(t, "web", web))
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	httpName, teamName := translate.GatewayListenerName(gw, 80), translate.GatewayListenerName(gw, 8080)
+	p := serveGateways(t, ctx, objs, httpName, teamName)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		addr, host string
+		code       int
+	}{
+		{p.ListenerAddr(teamName), "team.example.com", 200},
+		{p.ListenerAddr(teamName), "other.example.com", 404},
+		{p.ListenerAddr(httpName), "team.example.com", 404}, // the Gateway's own listener has no route
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+tc.addr+"/", nil)
+		req.Host = tc.host
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("%s, Host %s: %v", tc.addr, tc.host, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s, Host %s: %d, want %d", tc.addr, tc.host, resp.StatusCode, tc.code)
+		}
+	}
+}
+
+// TestBackendTLSPolicyEndToEnd sends a Gateway's requests to a backend that serves
+// TLS (`portico echo --tls-cert --tls-key`): with a BackendTLSPolicy whose CA signed
+// its certificate they arrive over TLS; with one whose CA did not, they fail (5xx)
+// rather than reach it unverified.
+func TestBackendTLSPolicyEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cert := testutil.SelfSigned("secure.example.com") // its own CA
+	backend := testutil.StartTLSEcho(t, echo.Config{Service: "secure"}, cert)
+	objs := testutil.DecodeObjects(t, gatewayGW+`
+  - {name: http, protocol: HTTP, port: 80}
+---
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /good}}]
+    backendRefs: [{name: good, port: 80}]
+  - matches: [{path: {value: /bad}}]
+    backendRefs: [{name: bad, port: 80}]
+---
+kind: BackendTLSPolicy
+metadata: {name: good}
+spec:
+  targetRefs: [{group: "", kind: Service, name: good}]
+  validation: {caCertificateRefs: [{group: "", kind: ConfigMap, name: right-ca}], hostname: secure.example.com}
+---
+kind: BackendTLSPolicy
+metadata: {name: bad}
+spec:
+  targetRefs: [{group: "", kind: Service, name: bad}]
+  validation: {caCertificateRefs: [{group: "", kind: ConfigMap, name: wrong-ca}], hostname: secure.example.com}`)
+	caMap := func(name string, pem []byte) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"ca.crt": string(pem)}}
+	}
+	objs = append(objs, echoService(t, "good", backend), echoEndpoints(t, "good", backend), echoService(t, "bad", backend), echoEndpoints(t, "bad", backend),
+		caMap("right-ca", cert.CertPEM), caMap("wrong-ca", testutil.SelfSigned("secure.example.com").CertPEM))
+	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 80)
+	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + addr + "/good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Service string
+		TLS     bool
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&answer)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || answer.Service != "secure" || !answer.TLS {
+		t.Errorf("/good: %d from %q (TLS %t), want 200 from secure over TLS", resp.StatusCode, answer.Service, answer.TLS)
+	}
+	resp, err = client.Get("http://" + addr + "/bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 500 {
+		t.Errorf("/bad (certificate not signed by the policy's CA): %d, want 5xx", resp.StatusCode)
+	}
 }

@@ -2,9 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
 
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
@@ -18,16 +19,12 @@ import (
 // else (not its own Services).
 const DefaultGatewayNamespace = "portico-gateways"
 
-// gatewayNames are the Gateways a graph serves.
-func gatewayNames(g *dag.Graph) []types.NamespacedName {
+// servedGateways are the data planes of the Gateways a graph serves.
+func servedGateways(g *dag.Graph) []*dag.Gateway {
 	if g == nil {
 		return nil
 	}
-	out := make([]types.NamespacedName, len(g.Gateways))
-	for i, gw := range g.Gateways {
-		out[i] = gw.Name
-	}
-	return out
+	return g.Gateways
 }
 
 // provisionGateways gives each Gateway of build b a data plane (leader only), and returns
@@ -37,9 +34,9 @@ func (s *Server) provisionGateways(ctx context.Context, b *built) int {
 		return 0
 	}
 	gateways := make([]*gatewayv1.Gateway, 0, len(b.gateways))
-	for _, nn := range b.gateways {
-		if gw := b.store.Gateways[nn]; gw != nil {
-			gateways = append(gateways, gw)
+	for _, dp := range b.gateways {
+		if gw := b.store.Gateways[dp.Name]; gw != nil {
+			gateways = append(gateways, withServedPorts(gw, dp))
 		}
 	}
 	return s.provisioner.Sync(ctx, gateways)
@@ -67,6 +64,29 @@ func gatewayDataPlaneOptions(opts ServeOptions) provision.Options {
 		o.XDSServerName = opts.XDSServerNames[0]
 	}
 	return o
+}
+
+// withServedPorts returns gw, or a copy of it with a listener for each port its data
+// plane serves that none of its own listeners has (a ListenerSet's): the provisioner
+// exposes the ports of a Gateway's listeners, and the ListenerSets' ports must be
+// reachable too.
+func withServedPorts(gw *gatewayv1.Gateway, dp *dag.Gateway) *gatewayv1.Gateway {
+	var out *gatewayv1.Gateway
+	for _, p := range dp.Ports {
+		port := gatewayv1.PortNumber(p.Port)
+		if slices.ContainsFunc(gw.Spec.Listeners, func(l gatewayv1.Listener) bool { return l.Port == port }) {
+			continue
+		}
+		if out == nil {
+			out = gw.DeepCopy()
+		}
+		out.Spec.Listeners = append(out.Spec.Listeners, gatewayv1.Listener{
+			Name: gatewayv1.SectionName(fmt.Sprintf("listenerset-port-%d", port)), Port: port, Protocol: gatewayv1.HTTPProtocolType})
+	}
+	if out == nil {
+		return gw
+	}
+	return out
 }
 
 // gatewayAddresses is where serve reads the Gateways' addresses: the Services of the

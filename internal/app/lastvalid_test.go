@@ -289,15 +289,7 @@ func TestLastValidIncrementalEqualsFull(t *testing.T) {
 // the graph: the Gateway API part is not the kept objects' to drop.
 func TestLastValidKeepsGateways(t *testing.T) {
 	k := NewLastValid(slog.New(slog.DiscardHandler))
-	gateway := testutil.DecodeObjects(t, `kind: GatewayClass
-metadata: {name: portico}
-spec: {controllerName: portico.dev/gateway-controller}
----
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: portico
-  listeners: [{name: http, protocol: HTTP, port: 80}]`)
+	gateway := testutil.DecodeObjects(t, gatewayGW+` [{name: http, protocol: HTTP, port: 80}]`)
 	build := func(strategy string) *dag.Graph {
 		s := lvStore(t, lvServices, lvRoot("site", "x.test", strategy, "a"))
 		for _, o := range gateway {

@@ -456,8 +456,8 @@ func (s *Server) ready() (bool, string) {
 type built struct {
 	store    *store.Store
 	statuses []*dag.Status
-	// gateways are the Gateways served, each to get a data plane.
-	gateways []types.NamespacedName
+	// gateways are the data planes of the Gateways served, each to be deployed.
+	gateways []*dag.Gateway
 }
 
 // Leading reports whether this replica holds the lease (and so writes status).
@@ -556,7 +556,7 @@ func (s *Server) rebuild(ctx context.Context) {
 	if err != nil {
 		s.opts.Logger.Error("rebuild failed", "err", err)
 	}
-	s.latest.Store(&built{store: snap, statuses: g.Statuses, gateways: gatewayNames(g)})
+	s.latest.Store(&built{store: snap, statuses: g.Statuses, gateways: servedGateways(g)})
 	signal(s.builds)
 }
 

@@ -82,6 +82,11 @@ func (vh *VirtualHost) IsWildcard() bool { return len(vh.Name) > 2 && vh.Name[:2
 type SecureVirtualHost struct {
 	VirtualHost
 	Secret *Secret
+	// MoreSecrets are further certificates for the same connections (a Gateway API
+	// listener with several certificateRefs): the data plane presents the one whose
+	// names match the SNI the client sent, Secret when none does. Only Gateways' hosts
+	// have them.
+	MoreSecrets []*Secret
 	// MinTLSVersion is "1.1", "1.2" or "1.3"; empty means the default (1.2).
 	MinTLSVersion string
 	// MaxTLSVersion is "1.2" or "1.3"; empty means the default (1.3).
@@ -364,8 +369,12 @@ type UpstreamValidation struct {
 	// CAName is the namespace/name of the Secret holding CACert, for names and messages.
 	CAName string
 	CACert []byte
-	// SubjectNames are accepted subject alternative names; the first is sent as SNI.
+	// SubjectNames are accepted subject alternative names; the first is sent as SNI
+	// unless ServerName is set.
 	SubjectNames []string
+	// ServerName, when set, is sent as SNI instead (Gateway API's BackendTLSPolicy:
+	// its hostname is the SNI even when its subjectAltNames authenticate).
+	ServerName string
 }
 
 // OutlierDetection ejects an endpoint after Consecutive5xx consecutive 5xx answers, for

@@ -676,7 +676,7 @@ func (sn *seenObjects) diff(s *store.Store) changes {
 // processorKinds are the store kinds that no rule of this file compares object by
 // object: a processor that reads one of them runs again when its generation moves.
 var processorKinds = []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet,
-	store.KindHTTPRoute, store.KindGRPCRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy}
+	store.KindHTTPRoute, store.KindGRPCRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD}
 
 // diffKey compares the one object a journal entry names, adding it to ch if it changed.
 func (sn *seenObjects) diffKey(s *store.Store, c store.Change, ch *changes) {

@@ -60,6 +60,19 @@ func (p *Processing) Cluster(svc *corev1.Service, sp corev1.ServicePort, protoco
 	return p.b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp, clusterPolicy{protocol: protocol})
 }
 
+// ClusterTLS is Cluster over TLS: protocol "tls" (HTTP/1.1) or "h2", the endpoints'
+// certificates verified as v says (Gateway API's BackendTLSPolicy).
+func (p *Processing) ClusterTLS(svc *corev1.Service, sp corev1.ServicePort, protocol string, v *UpstreamValidation) *Cluster {
+	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	return p.b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp, clusterPolicy{protocol: protocol, validation: v})
+}
+
+// Secret returns the Secret named key, or nil; its changes run the processor again.
+func (p *Processing) Secret(key types.NamespacedName) *corev1.Secret {
+	p.deps[secKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	return p.b.store.Secrets[key]
+}
+
 // TLSSecret returns the validated certificate and key of the Secret named key; its
 // changes run the processor again.
 func (p *Processing) TLSSecret(key types.NamespacedName) (*Secret, error) {

@@ -128,6 +128,10 @@ func validTLSSecret(s *corev1.Secret, key types.NamespacedName) (*Secret, error)
 }
 
 // validCABundle reports whether pem holds at least one certificate.
+// ValidCABundle reports whether pem holds at least one PEM certificate, as a CA
+// bundle must (for the APIs processed outside this package).
+func ValidCABundle(pem []byte) bool { return validCABundle(pem) }
+
 func validCABundle(pem []byte) bool {
 	return x509.NewCertPool().AppendCertsFromPEM(pem)
 }

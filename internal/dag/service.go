@@ -117,6 +117,9 @@ func (p clusterPolicy) suffix() string {
 		fmt.Fprintf(h, "|proto=%s", p.protocol)
 		if v := p.validation; v != nil {
 			fmt.Fprintf(h, "|ca=%s|%q", v.CAName, v.SubjectNames)
+			if v.ServerName != "" {
+				fmt.Fprintf(h, "|sni=%q", v.ServerName)
+			}
 		}
 		if o := p.outlier; o != nil {
 			fmt.Fprintf(h, "|outlier=%v", *o)

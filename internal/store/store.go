@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -54,6 +55,14 @@ type Store struct {
 	TLSRoutes          map[types.NamespacedName]*gatewayv1.TLSRoute
 	ReferenceGrants    map[types.NamespacedName]*gatewayv1.ReferenceGrant
 	BackendTLSPolicies map[types.NamespacedName]*gatewayv1.BackendTLSPolicy
+	// ConfigMaps hold the CA certificates BackendTLSPolicies refer to (the kube source
+	// keeps only those a BackendTLSPolicy names).
+	ConfigMaps map[types.NamespacedName]*corev1.ConfigMap
+	// GatewayAPICRDs are the metadata of the CustomResourceDefinitions of the
+	// gateway.networking.k8s.io group, by name (their bundle-version annotation says
+	// which Gateway API release is installed). Sources upsert them as
+	// PartialObjectMetadata of kind CustomResourceDefinition.
+	GatewayAPICRDs map[string]*metav1.PartialObjectMetadata
 
 	// gens say when each kind last changed (see Generations). clock is shared by a store
 	// and every store cloned or copied from it, so that two of them that changed apart
@@ -87,6 +96,8 @@ const (
 	KindTLSRoute
 	KindReferenceGrant
 	KindBackendTLSPolicy
+	KindConfigMap
+	KindGatewayAPICRD
 	numKinds
 )
 
@@ -145,6 +156,8 @@ func New() *Store {
 		TLSRoutes:          map[types.NamespacedName]*gatewayv1.TLSRoute{},
 		ReferenceGrants:    map[types.NamespacedName]*gatewayv1.ReferenceGrant{},
 		BackendTLSPolicies: map[types.NamespacedName]*gatewayv1.BackendTLSPolicy{},
+		ConfigMaps:         map[types.NamespacedName]*corev1.ConfigMap{},
+		GatewayAPICRDs:     map[string]*metav1.PartialObjectMetadata{},
 	}
 }
 
@@ -222,10 +235,24 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 		upsertNamespaced(s, KindReferenceGrant, s.ReferenceGrants, o)
 	case *gatewayv1.BackendTLSPolicy:
 		upsertNamespaced(s, KindBackendTLSPolicy, s.BackendTLSPolicies, o)
+	case *corev1.ConfigMap:
+		upsertNamespaced(s, KindConfigMap, s.ConfigMaps, o)
+	case *metav1.PartialObjectMetadata:
+		if !isGatewayAPICRD(o) {
+			return false
+		}
+		s.GatewayAPICRDs[o.Name] = o
+		s.touch(KindGatewayAPICRD, key("", o.Name))
 	default:
 		return false
 	}
 	return true
+}
+
+// isGatewayAPICRD reports whether o is the metadata of a CustomResourceDefinition of
+// the Gateway API group (named <plural>.gateway.networking.k8s.io).
+func isGatewayAPICRD(o *metav1.PartialObjectMetadata) bool {
+	return o.Kind == "CustomResourceDefinition" && strings.HasSuffix(o.Name, "."+gatewayv1.GroupName)
 }
 
 // namespacedObject is an object keyed by namespace/name.
@@ -294,6 +321,10 @@ func (s *Store) Delete(obj runtime.Object) bool {
 		return deleteNamespaced(s, KindReferenceGrant, s.ReferenceGrants, o)
 	case *gatewayv1.BackendTLSPolicy:
 		return deleteNamespaced(s, KindBackendTLSPolicy, s.BackendTLSPolicies, o)
+	case *corev1.ConfigMap:
+		return deleteNamespaced(s, KindConfigMap, s.ConfigMaps, o)
+	case *metav1.PartialObjectMetadata:
+		return isGatewayAPICRD(o) && s.deleted(KindGatewayAPICRD, key("", o.Name), deleteKey(s.GatewayAPICRDs, o.Name))
 	}
 	return false
 }
@@ -406,6 +437,8 @@ func (s *Store) Clone() *Store {
 		TLSRoutes:          maps.Clone(s.TLSRoutes),
 		ReferenceGrants:    maps.Clone(s.ReferenceGrants),
 		BackendTLSPolicies: maps.Clone(s.BackendTLSPolicies),
+		ConfigMaps:         maps.Clone(s.ConfigMaps),
+		GatewayAPICRDs:     maps.Clone(s.GatewayAPICRDs),
 
 		gens:    s.gens,
 		clock:   s.clock,
@@ -434,6 +467,7 @@ func (s *Store) Counts() map[string]int {
 		"GatewayClass": len(s.GatewayClasses), "Gateway": len(s.Gateways), "ListenerSet": len(s.ListenerSets),
 		"HTTPRoute": len(s.HTTPRoutes), "GRPCRoute": len(s.GRPCRoutes), "TLSRoute": len(s.TLSRoutes),
 		"ReferenceGrant": len(s.ReferenceGrants), "BackendTLSPolicy": len(s.BackendTLSPolicies),
+		"ConfigMap": len(s.ConfigMaps), "CustomResourceDefinition": len(s.GatewayAPICRDs),
 	}
 }
 

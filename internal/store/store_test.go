@@ -33,13 +33,13 @@ func TestUpsertDeleteAndClone(t *testing.T) {
 		&corev1.Secret{ObjectMeta: meta("a", "tls")},
 		&corev1.Namespace{ObjectMeta: meta("", "a")},
 		slice("web-1", "web"), slice("web-2", "web"),
-		slice("orphan", ""),                             // no Service label: not kept
-		&corev1.ConfigMap{ObjectMeta: meta("a", "cfg")}, // not a kind the store keeps
+		slice("orphan", ""),                       // no Service label: not kept
+		&corev1.Pod{ObjectMeta: meta("a", "pod")}, // not a kind the store keeps
 	})
 	want := map[string]int{"Ingress": 1, "IngressClass": 1, "Service": 1, "Endpoints": 0, "EndpointSlice": 2, "Secret": 1, "Namespace": 1,
 		"IngressRoute": 0, "TLSCertificateDelegation": 0, "HTTPProxy": 0, "TLSCertificateDelegation.projectcontour.io": 0,
 		"GatewayClass": 0, "Gateway": 0, "ListenerSet": 0, "HTTPRoute": 0, "GRPCRoute": 0, "TLSRoute": 0,
-		"ReferenceGrant": 0, "BackendTLSPolicy": 0}
+		"ReferenceGrant": 0, "BackendTLSPolicy": 0, "ConfigMap": 0, "CustomResourceDefinition": 0}
 	if diff := cmp.Diff(want, s.Counts()); diff != "" {
 		t.Fatalf("counts (-want +got):\n%s", diff)
 	}
@@ -224,10 +224,13 @@ func TestGatewayAPIKinds(t *testing.T) {
 		&gatewayv1.TLSRoute{ObjectMeta: meta("a", "tls")},
 		&gatewayv1.ReferenceGrant{ObjectMeta: meta("b", "from-a")},
 		&gatewayv1.BackendTLSPolicy{ObjectMeta: meta("b", "web")},
+		&corev1.ConfigMap{ObjectMeta: meta("b", "ca")},
+		crd("gateways.gateway.networking.k8s.io"),
+		crd("httpproxies.projectcontour.io"), // not Gateway API's: not kept
 	}
 	s := FromObjects(objs)
 	gatewayKinds := map[string]bool{"GatewayClass": true, "Gateway": true, "ListenerSet": true, "HTTPRoute": true,
-		"GRPCRoute": true, "TLSRoute": true, "ReferenceGrant": true, "BackendTLSPolicy": true}
+		"GRPCRoute": true, "TLSRoute": true, "ReferenceGrant": true, "BackendTLSPolicy": true, "ConfigMap": true, "CustomResourceDefinition": true}
 	for kind, n := range s.Counts() {
 		if want := map[bool]int{true: 1}[gatewayKinds[kind]]; n != want {
 			t.Errorf("Counts()[%q] = %d, want %d", kind, n, want)
@@ -254,4 +257,9 @@ func TestGatewayAPIKinds(t *testing.T) {
 	if !s.Delete(&gatewayv1.GatewayClass{ObjectMeta: meta("", "portico")}) || len(s.GatewayClasses) != 0 {
 		t.Error("the GatewayClass was not removed")
 	}
+}
+
+// crd is the metadata of CustomResourceDefinition name, as a metadata informer gives it.
+func crd(name string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}, ObjectMeta: meta("", name)}
 }

@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,4 +27,19 @@ func StartEcho(t testing.TB, cfg echo.Config) string {
 		_ = s.Shutdown(ctx)
 	})
 	return s.Addr()
+}
+
+// StartTLSEcho is StartEcho serving TLS with cert (h2 and HTTP/1.1 by ALPN), as
+// `portico echo --tls-cert --tls-key` does.
+func StartTLSEcho(t testing.TB, cfg echo.Config, cert Cert) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg.TLSCertFile, cfg.TLSKeyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(cfg.TLSCertFile, cert.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.TLSKeyFile, cert.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return StartEcho(t, cfg)
 }

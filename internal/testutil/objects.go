@@ -13,16 +13,19 @@ import (
 
 // objectKinds are the kinds DecodeObjects reads, by kind name.
 var objectKinds = map[string]func() runtime.Object{
-	"GatewayClass":   func() runtime.Object { return &gatewayv1.GatewayClass{} },
-	"Gateway":        func() runtime.Object { return &gatewayv1.Gateway{} },
-	"HTTPRoute":      func() runtime.Object { return &gatewayv1.HTTPRoute{} },
-	"GRPCRoute":      func() runtime.Object { return &gatewayv1.GRPCRoute{} },
-	"TLSRoute":       func() runtime.Object { return &gatewayv1.TLSRoute{} },
-	"ReferenceGrant": func() runtime.Object { return &gatewayv1.ReferenceGrant{} },
-	"Service":        func() runtime.Object { return &corev1.Service{} },
-	"Secret":         func() runtime.Object { return &corev1.Secret{} },
-	"Namespace":      func() runtime.Object { return &corev1.Namespace{} },
-	"Endpoints":      func() runtime.Object { return &corev1.Endpoints{} },
+	"GatewayClass":     func() runtime.Object { return &gatewayv1.GatewayClass{} },
+	"Gateway":          func() runtime.Object { return &gatewayv1.Gateway{} },
+	"ListenerSet":      func() runtime.Object { return &gatewayv1.ListenerSet{} },
+	"HTTPRoute":        func() runtime.Object { return &gatewayv1.HTTPRoute{} },
+	"GRPCRoute":        func() runtime.Object { return &gatewayv1.GRPCRoute{} },
+	"TLSRoute":         func() runtime.Object { return &gatewayv1.TLSRoute{} },
+	"ReferenceGrant":   func() runtime.Object { return &gatewayv1.ReferenceGrant{} },
+	"BackendTLSPolicy": func() runtime.Object { return &gatewayv1.BackendTLSPolicy{} },
+	"ConfigMap":        func() runtime.Object { return &corev1.ConfigMap{} },
+	"Service":          func() runtime.Object { return &corev1.Service{} },
+	"Secret":           func() runtime.Object { return &corev1.Secret{} },
+	"Namespace":        func() runtime.Object { return &corev1.Namespace{} },
+	"Endpoints":        func() runtime.Object { return &corev1.Endpoints{} },
 }
 
 // clusterScoped kinds keep an empty namespace.

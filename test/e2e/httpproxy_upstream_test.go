@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,15 +26,7 @@ import (
 // its address.
 func startTLSEcho(t *testing.T, ns, name string, cert testutil.Cert) string {
 	t.Helper()
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, cert.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, cert.KeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return testutil.StartEcho(t, echo.Config{Listen: "127.0.0.1:0", Service: name, Namespace: ns, TLSCertFile: certFile, TLSKeyFile: keyFile})
+	return testutil.StartTLSEcho(t, echo.Config{Service: name, Namespace: ns}, cert)
 }
 
 // tlsBackend is a TLS backend (h2 and HTTP/1.1 by ALPN) that counts the requests it gets

@@ -11,12 +11,14 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/store"
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
 // RunGatewayAPI is Run with Gateway API objects among the changes (half of them):
 // GatewayClasses of Portico's and another controller, Gateways with HTTP and HTTPS
 // listeners on shared ports, HTTPRoutes attached across namespaces with hostnames
-// from the same pool, ReferenceGrants and labelled Namespaces.
+// from the same pool, ListenerSets, BackendTLSPolicies with their CA ConfigMaps,
+// ReferenceGrants and labelled Namespaces.
 func RunGatewayAPI(tb testing.TB, seeds, steps int, start func(seed uint64), check Check) {
 	tb.Helper()
 	runWith(tb, seeds, steps, true, start, check)
@@ -28,33 +30,35 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 	ns := pick(c, c.nss)
 	name := pick(c, c.names)
 	meta := fmt.Sprintf("{name: %s, namespace: %s, creationTimestamp: %q}", name, ns, pick(c, c.times))
-	switch c.rng.IntN(10) {
+	switch c.rng.IntN(12) {
 	case 0:
 		controller := pick(c, []string{"portico.dev/gateway-controller", "portico.dev/gateway-controller", "example.com/other"})
 		return decode[gatewayv1.GatewayClass](fmt.Sprintf("metadata: {name: %s}\nspec: {controllerName: %s}", pick(c, []string{"portico", "portico", "other"}), controller))
 	case 1, 2:
-		var ls []string
-		for i := range 1 + c.rng.IntN(3) {
-			l := fmt.Sprintf("{name: l%d, port: %d, protocol: %s", i, pick(c, []int{80, 443, 8080}), pick(c, []string{"HTTP", "HTTPS", "HTTP", "HTTP", "TLS", "UDP"}))
-			if h := pick(c, c.hosts); h != "" {
-				l += fmt.Sprintf(", hostname: %q", strings.ToLower(h))
-			}
-			if strings.Contains(l, "protocol: TLS") {
-				l += ", tls: {mode: Passthrough}"
-			}
-			if strings.Contains(l, "HTTPS") {
-				l += fmt.Sprintf(", tls: {certificateRefs: [{name: %s}]}", pick(c, []string{"cert", "bad"}))
-			}
-			switch c.rng.IntN(3) {
-			case 0:
-				l += ", allowedRoutes: {namespaces: {from: All}}"
-			case 1:
-				l += ", allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {team: a}}}}"
-			}
-			ls = append(ls, l+"}")
+		allowed := ""
+		if c.rng.IntN(3) > 0 {
+			allowed = fmt.Sprintf(", allowedListeners: {namespaces: {from: %s}}", pick(c, []string{"Same", "All", "All"}))
 		}
-		return decode[gatewayv1.Gateway](fmt.Sprintf("metadata: %s\nspec: {gatewayClassName: %s, listeners: [%s]}",
-			meta, pick(c, []string{"portico", "portico", "portico", "other"}), strings.Join(ls, ", ")))
+		return decode[gatewayv1.Gateway](fmt.Sprintf("metadata: %s\nspec: {gatewayClassName: %s, listeners: [%s]%s}",
+			meta, pick(c, []string{"portico", "portico", "portico", "other"}), c.listeners(), allowed))
+	case 10:
+		parentNS := ns // mostly the ListenerSet's own namespace
+		if c.rng.IntN(3) == 0 {
+			parentNS = pick(c, c.nss)
+		}
+		return decode[gatewayv1.ListenerSet](fmt.Sprintf("metadata: %s\nspec: {parentRef: {name: %s, namespace: %s}, listeners: [%s]}",
+			meta, pick(c, c.names), parentNS, c.listeners()))
+	case 11:
+		if c.rng.IntN(2) == 0 {
+			ca := "not PEM"
+			if c.rng.IntN(3) > 0 {
+				ca = caPEM
+			}
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ca"}, Data: map[string]string{"ca.crt": ca}}, nil
+		}
+		target := fmt.Sprintf("{group: \"\", kind: Service, name: %s}", pick(c, c.svcs))
+		return decode[gatewayv1.BackendTLSPolicy](fmt.Sprintf("metadata: %s\nspec: {targetRefs: [%s], validation: {caCertificateRefs: [{group: \"\", kind: %s, name: %s}], hostname: backend.example.com}}",
+			meta, target, pick(c, []string{"ConfigMap", "ConfigMap", "Secret"}), pick(c, []string{"ca", "cert"})))
 	case 3, 4, 5, 6:
 		var hosts []string
 		for range c.rng.IntN(3) {
@@ -67,6 +71,9 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 			parentNS = pick(c, c.nss)
 		}
 		parent := fmt.Sprintf("{name: %s, namespace: %s", pick(c, c.names), parentNS)
+		if c.rng.IntN(4) == 0 {
+			parent += ", kind: ListenerSet"
+		}
 		if c.rng.IntN(3) == 0 {
 			parent += fmt.Sprintf(", sectionName: l%d", c.rng.IntN(3))
 		}
@@ -95,9 +102,41 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 	}
 }
 
-// gatewayObjects returns the Gateway API objects and Namespaces of s.
+// listeners are one to three random listeners of a Gateway or ListenerSet.
+func (c *Changes) listeners() string {
+	var ls []string
+	for i := range 1 + c.rng.IntN(3) {
+		l := fmt.Sprintf("{name: l%d, port: %d, protocol: %s", i, pick(c, []int{80, 443, 8080}), pick(c, []string{"HTTP", "HTTPS", "HTTP", "HTTP", "TLS", "UDP"}))
+		if h := pick(c, c.hosts); h != "" {
+			l += fmt.Sprintf(", hostname: %q", strings.ToLower(h))
+		}
+		if strings.Contains(l, "protocol: TLS") {
+			l += ", tls: {mode: Passthrough}"
+		}
+		if strings.Contains(l, "HTTPS") {
+			l += fmt.Sprintf(", tls: {certificateRefs: [{name: %s}]}", pick(c, []string{"cert", "bad"}))
+		}
+		switch c.rng.IntN(3) {
+		case 0:
+			l += ", allowedRoutes: {namespaces: {from: All}}"
+		case 1:
+			l += ", allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {team: a}}}}"
+		}
+		ls = append(ls, l+"}")
+	}
+	return strings.Join(ls, ", ")
+}
+
+// caPEM is a CA certificate for the BackendTLSPolicies' ConfigMaps.
+var caPEM = string(testutil.SelfSigned("ca.example.com").CertPEM)
+
+// gatewayObjects returns the Gateway API objects (with the ConfigMaps they use) and
+// Namespaces of s.
 func gatewayObjects(s *store.Store, out []runtime.Object) []runtime.Object {
 	out = appendValues(out, s.Gateways)
+	out = appendValues(out, s.ListenerSets)
+	out = appendValues(out, s.BackendTLSPolicies)
+	out = appendValues(out, s.ConfigMaps)
 	out = appendValues(out, s.HTTPRoutes)
 	out = appendValues(out, s.GRPCRoutes)
 	out = appendValues(out, s.TLSRoutes)

@@ -2,8 +2,11 @@ package gatewayapi
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -28,9 +31,13 @@ type portPlan struct {
 // its connections through (the oldest serves them).
 type securePlan struct {
 	secret *dag.Secret
+	more   []*dag.Secret
 	routes []routeEntry
 	also   map[string][]routeEntry
 	tls    []*routeResult
+	// tlsListener: the server name is a TLS listener's, whose connections are TCP
+	// streams (passed through, or decrypted with secret), never HTTP.
+	tlsListener bool
 }
 
 // dataPlane builds the data plane of a served Gateway: every served listener gets its
@@ -39,7 +46,7 @@ type securePlan struct {
 // hosts, routes ordered by the spec's precedence.
 func dataPlane(g *gatewayResult, routes []*attachedRoute) *dag.Gateway {
 	ports := map[uint32]*portPlan{}
-	for _, l := range g.listeners {
+	for _, l := range g.servedListeners() {
 		if !l.usable() {
 			continue
 		}
@@ -55,7 +62,7 @@ func dataPlane(g *gatewayResult, routes []*attachedRoute) *dag.Gateway {
 				pp.http[name] = nil
 			}
 		} else {
-			pp.secure[name] = &securePlan{secret: l.secret, also: map[string][]routeEntry{}}
+			pp.secure[name] = &securePlan{secret: l.secret, more: l.more, also: map[string][]routeEntry{}, tlsListener: l.spec.Protocol == gatewayv1.TLSProtocolType}
 		}
 	}
 	for _, r := range routes {
@@ -69,7 +76,7 @@ func dataPlane(g *gatewayResult, routes []*attachedRoute) *dag.Gateway {
 	}
 	out := &dag.Gateway{Name: g.key}
 	for _, port := range slices.Sorted(maps.Keys(ports)) {
-		out.Ports = append(out.Ports, ports[port].build(port))
+		out.Ports = append(out.Ports, ports[port].build(g.key, port))
 	}
 	return out
 }
@@ -103,7 +110,7 @@ func (pp *portPlan) add(a attachment, r *routeResult) {
 		case gatewayv1.TLSProtocolType:
 			sp := pp.secure[host]
 			if sp == nil {
-				sp = &securePlan{also: map[string][]routeEntry{}}
+				sp = &securePlan{secret: a.listener.secret, more: a.listener.more, also: map[string][]routeEntry{}, tlsListener: true}
 				pp.secure[host] = sp
 			}
 			sp.tls = append(sp.tls, r)
@@ -138,16 +145,21 @@ func redirectOnPort(entries []routeEntry, port uint32) []routeEntry {
 }
 
 // build returns the port's hosts, ordered by name, each host's routes by precedence.
-func (pp *portPlan) build(port uint32) *dag.GatewayPort {
+// A TLS listener's server name without a TLSRoute closes its connections rather than
+// leaving them to a hostname-less HTTPS listener of the port (listener isolation).
+func (pp *portPlan) build(gw types.NamespacedName, port uint32) *dag.GatewayPort {
 	out := &dag.GatewayPort{Port: port}
 	for _, host := range slices.Sorted(maps.Keys(pp.http)) {
 		out.HTTP = append(out.HTTP, virtualHost(host, pp.http[host]))
 	}
 	for _, name := range slices.Sorted(maps.Keys(pp.secure)) {
 		sp := pp.secure[name]
-		svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, sp.routes), Secret: sp.secret}
-		if len(sp.tls) > 0 {
-			svh.Passthrough, svh.TCPProxy = true, passthrough(sp.tls)
+		svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, sp.routes), Secret: sp.secret, MoreSecrets: sp.more}
+		switch {
+		case len(sp.tls) > 0:
+			svh.Passthrough, svh.TCPProxy = sp.secret == nil, passthrough(sp.tls)
+		case sp.tlsListener:
+			svh.Passthrough, svh.TCPProxy = sp.secret == nil, closedProxy(gw, port)
 		}
 		for _, host := range slices.Sorted(maps.Keys(sp.also)) {
 			svh.Also = append(svh.Also, virtualHost(host, sp.also[host]))
@@ -165,6 +177,14 @@ func virtualHost(name string, entries []routeEntry) *dag.VirtualHost {
 		vh.Routes[i] = e.route
 	}
 	return vh
+}
+
+// closedProxy is the TCP proxy of a TLS listener's server name that no TLSRoute
+// serves: to a cluster without endpoints, so that both data planes close the
+// connection. Its name cannot be a Service's (Service names have no dots).
+func closedProxy(gw types.NamespacedName, port uint32) *dag.TCPProxy {
+	c := &dag.Cluster{Name: fmt.Sprintf("%s/%s.no-route/%d", gw.Namespace, gw.Name, port), Service: types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name + ".no-route"}, Port: int32(port)}
+	return &dag.TCPProxy{Clusters: []*dag.WeightedCluster{{Cluster: c, Weight: 1}}, Source: dag.ObjectRef{Kind: dag.KindGateway, Namespace: gw.Namespace, Name: gw.Name}}
 }
 
 // passthrough is the TCP proxy of one server name: the oldest of the TLSRoutes that

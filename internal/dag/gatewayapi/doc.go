@@ -22,16 +22,18 @@
 //	gatewayclass.go     which classes are Portico's; their status (features.go: supportedFeatures)
 //	listener.go         pure listener validation: protocols, conflicts, route kinds
 //	gateway.go          Gateways: certificates, listener status, the data plane of each
+//	listenerset.go      ListenerSets: which Gateway takes them, their listeners after its own
 //	referencegrant.go   ReferenceGrants, indexed once per build: permitted(from, to)
 //	hostnames.go        listener x route hostname intersection and listener isolation (pure)
-//	attach.go           parentRefs: which listeners of which Gateways a route attaches to
+//	attach.go           parentRefs: which listeners of which Gateways (or ListenerSets) a route attaches to
 //	httproute.go        HTTPRoute rules -> graph routes; precedence.go orders them
 //	grpcroute.go        GRPCRoute rules -> graph routes (a method is a path, POST only)
-//	tlsroute.go         TLSRoutes -> passthrough server names of TLS listeners
+//	tlsroute.go         TLSRoutes -> server names of TLS listeners (passed through or terminated)
 //	routestatus.go      routes attached to parents; HTTPRoute/GRPCRoute hostname
 //	                    conflicts; attachedRoutes; route status
 //	dataplane.go        a served Gateway's ports, hosts and server names (dag.Gateway)
 //	filters.go          one function per HTTPRoute filter type
 //	backendref.go       backendRefs -> clusters, with the ResolvedRefs reasons
+//	backendtlspolicy.go BackendTLSPolicies: the targeted backends' clusters speak verified TLS
 //	conditions.go       errors carrying condition type and reason; conditions to dag.Status
 package gatewayapi

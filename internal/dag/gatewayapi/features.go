@@ -7,6 +7,7 @@ import gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 // asks). This list is the one place they are named: a feature is added here when its
 // graph rules and its data-plane behaviour both exist.
 var SupportedFeatures = []gatewayv1.FeatureName{
+	"BackendTLSPolicy",
 	"GRPCRoute",
 	"GRPCRouteNamedRouteRule",
 	"GRPCRouteRequestHeaderModifier",
@@ -34,8 +35,10 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"HTTPRouteRetryCodes",
 	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
+	"ListenerSet",
 	"ReferenceGrant",
 	"TLSRoute",
+	"TLSRouteModeTerminate",
 }
 
 func supportedFeatures() []gatewayv1.SupportedFeature {

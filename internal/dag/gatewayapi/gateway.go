@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,16 @@ type gatewayResult struct {
 	// why it has none yet (its load balancer is being set up) and what to do.
 	addresses       []gatewayv1.GatewayStatusAddress
 	awaitingAddress string
+	// sets are the ListenerSets whose parent it is, in the order of precedence of their
+	// listeners (listenerset.go); setsByKey finds them by namespace/name.
+	sets      []*listenerSetResult
+	setsByKey map[types.NamespacedName]*listenerSetResult
+}
+
+// objectRef is the kind and namespace of the object that refers to something, as
+// ReferenceGrants' from entries name it.
+type objectRef struct {
+	kind, namespace string
 }
 
 // listenerState is one listener of a Gateway: its checks, certificate and the routes
@@ -32,8 +43,13 @@ type listenerState struct {
 	spec     gatewayv1.Listener
 	check    listenerCheck
 	hostname string // lower case, "" when it has none
+	// secret is its first usable certificate, more the others (each presented to the
+	// clients whose SNI its names match).
 	secret   *dag.Secret
+	more     []*dag.Secret
 	attached int32
+	// set is the ListenerSet the listener comes from, nil for the Gateway's own.
+	set *listenerSetResult
 }
 
 func (l *listenerState) usable() bool { return l.check.usable() }
@@ -70,7 +86,7 @@ func processGateways(p *dag.Processing, classes map[string]*classResult, grants 
 				ls.hostname = strings.ToLower(string(*l.Hostname))
 			}
 			if ls.check.accepted == nil {
-				resolveListenerTLS(p, gw, ls, grants)
+				resolveListenerTLS(p, objectRef{kind: "Gateway", namespace: gw.Namespace}, ls, grants)
 			}
 			res.listeners = append(res.listeners, ls)
 		}
@@ -125,8 +141,9 @@ func (g *gatewayResult) usableListeners() int {
 func (g *gatewayResult) served() bool { return g.accepted == nil && g.usableListeners() > 0 }
 
 // resolveListenerTLS finds the certificate of an HTTPS listener, or of a TLS listener
-// that terminates, and refuses a TLS mode the protocol cannot have.
-func resolveListenerTLS(p *dag.Processing, gw *gatewayv1.Gateway, ls *listenerState, grants grantIndex) {
+// that terminates (its TLSRoutes then get a TCP stream of the decrypted bytes), and
+// refuses a TLS mode the protocol cannot have.
+func resolveListenerTLS(p *dag.Processing, owner objectRef, ls *listenerState, grants grantIndex) {
 	l := ls.spec
 	mode := gatewayv1.TLSModeTerminate
 	if l.TLS != nil && l.TLS.Mode != nil {
@@ -139,78 +156,76 @@ func resolveListenerTLS(p *dag.Processing, gw *gatewayv1.Gateway, ls *listenerSt
 		return
 	case l.Protocol == gatewayv1.TLSProtocolType && mode == gatewayv1.TLSModePassthrough:
 		return
-	case l.Protocol == gatewayv1.TLSProtocolType:
-		ls.check.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
-			"TLS listeners with tls.mode Terminate are not supported yet: use Passthrough, or an HTTPS listener")
-		return
-	case l.Protocol != gatewayv1.HTTPSProtocolType:
+	case l.Protocol != gatewayv1.HTTPSProtocolType && l.Protocol != gatewayv1.TLSProtocolType:
 		return
 	}
-	secret, err := listenerCertificate(p, gw, l, grants)
-	if err != nil {
-		ls.check.resolvedRefs, ls.check.badCertificate = err, true
+	secrets, err := listenerCertificates(p, owner, l, grants)
+	ls.check.resolvedRefs = err
+	if len(secrets) == 0 {
+		ls.check.badCertificate = true
 		return
 	}
-	ls.secret = secret
+	ls.secret, ls.more = secrets[0], secrets[1:]
 }
 
-// listenerCertificate returns the certificate of the first of a listener's
-// certificateRefs; any ref that cannot be used makes the listener unserved, so that a
-// typo never serves the wrong certificate.
-func listenerCertificate(p *dag.Processing, gw *gatewayv1.Gateway, l gatewayv1.Listener, grants grantIndex) (*dag.Secret, *condError) {
-	refErr := func(reason gatewayv1.ListenerConditionReason, format string, args ...any) *condError {
-		return newError(string(gatewayv1.ListenerConditionResolvedRefs), string(reason), format, args...)
-	}
+// listenerCertificates returns the certificates of a listener's certificateRefs that
+// can be used, in their order, and the first ref that cannot be used. The listener
+// serves the usable ones (each to the clients whose SNI its names match); without
+// any it is not served.
+func listenerCertificates(p *dag.Processing, owner objectRef, l gatewayv1.Listener, grants grantIndex) ([]*dag.Secret, *condError) {
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
-		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "an HTTPS listener needs tls.certificateRefs naming a kubernetes.io/tls Secret")
+		return nil, newError(string(gatewayv1.ListenerConditionResolvedRefs), string(gatewayv1.ListenerReasonInvalidCertificateRef),
+			"a %s listener that terminates TLS needs tls.certificateRefs naming a kubernetes.io/tls Secret", l.Protocol)
 	}
-	var first *dag.Secret
+	var out []*dag.Secret
+	var firstErr *condError
 	for i, ref := range l.TLS.CertificateRefs {
-		group, kind := "", "Secret"
-		if ref.Group != nil {
-			group = coreGroup(string(*ref.Group))
-		}
-		if ref.Kind != nil {
-			kind = string(*ref.Kind)
-		}
-		ns := gw.Namespace
-		if ref.Namespace != nil {
-			ns = string(*ref.Namespace)
-		}
-		field := fmt.Sprintf("tls.certificateRefs[%d]", i)
-		if group != "" || kind != "Secret" {
-			return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%s: %s/%s is not supported: refer to a Secret", field, group, kind)
-		}
-		if !grants.permitted(objectKind{groupName, "Gateway"}, gw.Namespace, objectKind{"", "Secret"}, ns, string(ref.Name)) {
-			return nil, refErr(gatewayv1.ListenerReasonRefNotPermitted,
-				"%s: Secret %s/%s is in another namespace and no ReferenceGrant there allows Gateways of namespace %s to use it; add one", field, ns, ref.Name, gw.Namespace)
-		}
-		secret, err := p.TLSSecret(types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+		secret, err := listenerCertificate(p, owner, ref, fmt.Sprintf("tls.certificateRefs[%d]", i), grants)
 		if err != nil {
-			return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%s: %v", field, err)
+			firstErr = cmp.Or(firstErr, err)
+			continue
 		}
-		if first == nil {
-			first = secret
-		}
+		out = append(out, secret)
 	}
-	return first, nil
+	return out, firstErr
+}
+
+// listenerCertificate returns the certificate of one certificateRef of a listener of
+// owner (a Gateway or a ListenerSet, whose own namespace needs no ReferenceGrant).
+func listenerCertificate(p *dag.Processing, owner objectRef, ref gatewayv1.SecretObjectReference, field string, grants grantIndex) (*dag.Secret, *condError) {
+	refErr := func(reason gatewayv1.ListenerConditionReason, format string, args ...any) *condError {
+		return newError(string(gatewayv1.ListenerConditionResolvedRefs), string(reason), field+": "+format, args...)
+	}
+	group, kind := "", "Secret"
+	if ref.Group != nil {
+		group = coreGroup(string(*ref.Group))
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	ns := owner.namespace
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	if group != "" || kind != "Secret" {
+		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%s/%s is not supported: refer to a Secret", group, kind)
+	}
+	if !grants.permitted(objectKind{groupName, owner.kind}, owner.namespace, objectKind{"", "Secret"}, ns, string(ref.Name)) {
+		return nil, refErr(gatewayv1.ListenerReasonRefNotPermitted,
+			"Secret %s/%s is in another namespace and no ReferenceGrant there allows %ss of namespace %s to use it; add one", ns, ref.Name, owner.kind, owner.namespace)
+	}
+	secret, err := p.TLSSecret(types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+	if err != nil {
+		return nil, refErr(gatewayv1.ListenerReasonInvalidCertificateRef, "%v", err)
+	}
+	return secret, nil
 }
 
 // gatewayStatus is the Gateway's status once routes are counted.
 func (g *gatewayResult) status() dag.Status {
-	gs := &gatewayv1.GatewayStatus{}
-	var errs, notes []dag.Problem
-	invalidListeners := 0
-	for _, l := range g.listeners {
-		ls := listenerStatus(l, g.accepted == nil)
-		gs.Listeners = append(gs.Listeners, ls)
-		if !l.usable() {
-			invalidListeners++
-		}
-		if e := l.problem(); e != nil {
-			notes = append(notes, e.problem(fmt.Sprintf("listener %s: ", l.spec.Name)))
-		}
-	}
+	listeners, invalidListeners, notes := listenerStatuses(g.listeners, g.accepted == nil)
+	gs := &gatewayv1.GatewayStatus{Listeners: listeners}
+	var errs []dag.Problem
 	switch {
 	case g.accepted != nil:
 		gs.Conditions = append(gs.Conditions,
@@ -244,8 +259,24 @@ func (g *gatewayResult) status() dag.Status {
 	}
 	st := summary(dag.ObjectRef{Kind: dag.KindGateway, Namespace: g.key.Namespace, Name: g.key.Name}, errs, notes,
 		fmt.Sprintf("served: %d listeners", len(g.listeners)-invalidListeners))
+	gs.AttachedListenerSets = new(g.attachedSets())
 	st.GatewayAPI = &dag.GatewayAPIStatus{Gateway: gs}
 	return st
+}
+
+// listenerStatuses are the statuses of listeners of an object that is accepted or not,
+// how many are not served, and what keeps each from being served.
+func listenerStatuses(listeners []*listenerState, accepted bool) (out []gatewayv1.ListenerStatus, unserved int, notes []dag.Problem) {
+	for _, l := range listeners {
+		out = append(out, listenerStatus(l, accepted))
+		if !l.usable() {
+			unserved++
+		}
+		if e := l.problem(); e != nil {
+			notes = append(notes, e.problem(fmt.Sprintf("listener %s: ", l.spec.Name)))
+		}
+	}
+	return out, unserved, notes
 }
 
 // listenerStatus has the four conditions of a listener, always all four, so that a

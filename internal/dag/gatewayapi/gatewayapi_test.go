@@ -3,7 +3,10 @@ package gatewayapi
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/portico-dev/portico/internal/store"
 )
 
 // gatewayHead starts Gateway default/gw of class portico: its listeners follow.
@@ -39,7 +42,7 @@ const httpGateway = gatewayHead + `
   - {name: http, protocol: HTTP, port: 80}
 `
 
-const acceptedClass = "GatewayClass portico: Accepted=True/Accepted"
+const acceptedClass = "GatewayClass portico: Accepted=True/Accepted SupportedVersion=True/SupportedVersion"
 const acceptedGateway = "Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed"
 
 func listenerOK(name string, attached int) string {
@@ -92,6 +95,18 @@ spec:
   gatewayClassName: theirs
   listeners: [{name: http, protocol: HTTP, port: 80}]`,
 	}, {
+		// CRDs of another release: served as well as Portico can (still Accepted).
+		name:    "gatewayclass-unsupported-version",
+		objects: base,
+		extra: []runtime.Object{crd("gateways.gateway.networking.k8s.io", "v1.7.1"), crd("httproutes.gateway.networking.k8s.io", "v1.5.0"),
+			crd("grpcroutes.gateway.networking.k8s.io", "")},
+		statuses: []string{"GatewayClass portico: Accepted=True/Accepted SupportedVersion=False/UnsupportedVersion"},
+	}, {
+		name:     "gatewayclass-supported-version",
+		objects:  base,
+		extra:    []runtime.Object{crd("gateways.gateway.networking.k8s.io", "v1.7.0"), crd("httproutes.gateway.networking.k8s.io", "v1.7.2")},
+		statuses: []string{acceptedClass},
+	}, {
 		name: "gatewayclass-parameters",
 		objects: `
 kind: GatewayClass
@@ -101,7 +116,7 @@ spec:
   controllerName: portico.dev/gateway-controller
   parametersRef: {group: example.com, kind: Config, name: c}` + httpGateway,
 		statuses: []string{
-			"GatewayClass portico: Accepted=False/InvalidParameters",
+			"GatewayClass portico: Accepted=False/InvalidParameters SupportedVersion=True/SupportedVersion",
 			"Gateway default/gw: Accepted=False/Pending Programmed=False/Invalid",
 			listenerNotProgrammed,
 		},
@@ -123,6 +138,17 @@ func TestGatewayListeners(t *testing.T) {
 			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
 			listenerOK("http", 0),
 			"Gateway default/gw listener udp: attached=0 kinds= Accepted=False/UnsupportedProtocol ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
+		},
+		routes: []string{"default/gw :80 http *: no routes"},
+	}, {
+		name: "gateway-listener-filters-refused",
+		objects: base + gatewayHead + `
+  - {name: http, protocol: HTTP, port: 80}
+  - {name: filtered, protocol: HTTP, port: 8080, filters: {requests: [{type: ExtensionRef, extensionRef: {group: example.com, kind: Auth, name: a}}]}}`,
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
+			listenerOK("http", 0),
+			"Gateway default/gw listener filtered: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs Conflicted=False/NoConflicts Programmed=False/Invalid",
 		},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
@@ -200,5 +226,39 @@ spec:
 			"default/gw :443 https foo.example.com (cert default/cert): no routes",
 			"default/gw :443 https qux.example.com (cert other/granted): no routes",
 		},
+	}, {
+		// Every usable certificate is served, the SNI picks among them; the one that
+		// cannot be used is reported and left out.
+		name: "gateway-https-several-certificates",
+		objects: base + gatewayHead + `
+  - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: a}, {name: nope}, {name: b}]}}`,
+		extra: []runtime.Object{tlsSecret("default", "a", "a.example.com"), tlsSecret("default", "b", "b.example.com")},
+		statuses: []string{acceptedClass, acceptedGateway,
+			"Gateway default/gw listener https: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=False/InvalidCertificateRef Conflicted=False/NoConflicts Programmed=True/Programmed",
+		},
+		routes: []string{"default/gw :443 https * (cert default/a+default/b): no routes"},
 	}})
+}
+
+// crd is the metadata of CustomResourceDefinition name with bundle-version version
+// ("" for none).
+func crd(name, version string) *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if version != "" {
+		o.Annotations = map[string]string{"gateway.networking.k8s.io/bundle-version": version}
+	}
+	return o
+}
+
+// The UnsupportedVersion message names the CRDs of another release, and only those.
+func TestSupportedVersionMessage(t *testing.T) {
+	s := store.FromObjects([]runtime.Object{crd("gateways.gateway.networking.k8s.io", "v1.7.1"), crd("httproutes.gateway.networking.k8s.io", "v1.5.0"),
+		crd("grpcroutes.gateway.networking.k8s.io", "")})
+	got := supportedVersion(s).Message
+	want := "Portico implements Gateway API v1.7.0, and these CRDs are of another release: grpcroutes.gateway.networking.k8s.io (no gateway.networking.k8s.io/bundle-version annotation), " +
+		"httproutes.gateway.networking.k8s.io (v1.5.0); install the CRDs of v1.7.0"
+	if got != want {
+		t.Errorf("message:\n got %s\nwant %s", got, want)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
@@ -30,7 +31,7 @@ func tlsSecret(namespace, name string, hosts ...string) *corev1.Secret {
 // describeStatuses renders the Gateway API conditions of every object, one line per
 // condition set:
 //
-//	GatewayClass portico: Accepted=True/Accepted
+//	GatewayClass portico: Accepted=True/Accepted SupportedVersion=True/SupportedVersion
 //	Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed
 //	Gateway default/gw listener http: attached=1 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ...
 //	HTTPRoute default/r parent gw: Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs
@@ -57,13 +58,22 @@ func describeStatuses(g *dag.Graph) []string {
 		case ga.GatewayClass != nil:
 			out = append(out, prefix+": "+conds(ga.GatewayClass.Conditions))
 		case ga.Gateway != nil:
-			out = append(out, prefix+": "+conds(ga.Gateway.Conditions))
+			line := prefix + ": " + conds(ga.Gateway.Conditions)
+			if n := ga.Gateway.AttachedListenerSets; n != nil && *n > 0 {
+				line += fmt.Sprintf(" listenerSets=%d", *n)
+			}
+			out = append(out, line)
 			for _, l := range ga.Gateway.Listeners {
-				var kinds []string
-				for _, k := range l.SupportedKinds {
-					kinds = append(kinds, string(k.Kind))
-				}
-				out = append(out, fmt.Sprintf("%s listener %s: attached=%d kinds=%s %s", prefix, l.Name, l.AttachedRoutes, strings.Join(kinds, ","), conds(l.Conditions)))
+				out = append(out, describeListener(prefix, l.Name, l.AttachedRoutes, l.SupportedKinds, conds(l.Conditions)))
+			}
+		case ga.ListenerSet != nil:
+			out = append(out, prefix+": "+conds(ga.ListenerSet.Conditions))
+			for _, l := range ga.ListenerSet.Listeners {
+				out = append(out, describeListener(prefix, l.Name, l.AttachedRoutes, l.SupportedKinds, conds(l.Conditions)))
+			}
+		case ga.Policy != nil:
+			for _, a := range ga.Policy.Ancestors {
+				out = append(out, fmt.Sprintf("%s ancestor %s/%s: %s", prefix, *a.AncestorRef.Namespace, a.AncestorRef.Name, conds(a.Conditions)))
 			}
 		case ga.Route != nil:
 			for _, p := range ga.Route.Parents {
@@ -81,6 +91,14 @@ func describeStatuses(g *dag.Graph) []string {
 	return out
 }
 
+func describeListener(prefix string, name gatewayv1.SectionName, attached int32, kinds []gatewayv1.RouteGroupKind, conds string) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k.Kind)
+	}
+	return fmt.Sprintf("%s listener %s: attached=%d kinds=%s %s", prefix, name, attached, strings.Join(names, ","), conds)
+}
+
 // describeGateways renders the data planes, one line per route:
 //
 //	default/gw :80 http foo.example.com: prefix:/ GET h1 q0 -> default/web/80*1
@@ -94,14 +112,10 @@ func describeGateways(g *dag.Graph) []string {
 		for _, q := range r.Query {
 			conds = append(conds, fmt.Sprintf("?%s%s%s", q.Name, matchOp(q.Kind), q.Value))
 		}
-		var to []string
-		for _, wc := range r.Clusters {
-			to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
-		}
+		action := describeClusters(r.Clusters)
 		if r.InvalidBackendWeight > 0 {
-			to = append(to, fmt.Sprintf("500*%d", r.InvalidBackendWeight))
+			action += fmt.Sprintf(",500*%d", r.InvalidBackendWeight)
 		}
-		action := strings.Join(to, ",")
 		if r.PrefixRewrite != "" {
 			action += " prefix-rewrite=" + r.PrefixRewrite
 		}
@@ -132,13 +146,12 @@ func describeGateways(g *dag.Graph) []string {
 				if svh.Secret != nil {
 					cert = svh.Secret.Name
 				}
+				for _, s := range svh.MoreSecrets {
+					cert += "+" + s.Name
+				}
 				prefix := fmt.Sprintf("%s :%d https %s (cert %s)", gw.Name, p.Port, svh.Name, cert)
 				if tp := svh.TCPProxy; tp != nil {
-					var to []string
-					for _, wc := range tp.Clusters {
-						to = append(to, fmt.Sprintf("%s*%d", wc.Cluster.Name, wc.Weight))
-					}
-					out = append(out, fmt.Sprintf("%s: passthrough=%t from %s -> %s", prefix, svh.Passthrough, tp.Source, strings.Join(to, ",")))
+					out = append(out, fmt.Sprintf("%s: passthrough=%t from %s -> %s", prefix, svh.Passthrough, tp.Source, describeClusters(tp.Clusters)))
 				} else if len(svh.Routes) == 0 {
 					out = append(out, prefix+": no routes")
 				}
@@ -154,6 +167,22 @@ func describeGateways(g *dag.Graph) []string {
 		}
 	}
 	return out
+}
+
+// describeClusters renders weighted clusters as name*weight; a cluster whose
+// endpoints' certificates are verified (BackendTLSPolicy) as
+// namespace/service/port[protocol sni=... names=... ca=...]*weight.
+func describeClusters(wcs []*dag.WeightedCluster) string {
+	var to []string
+	for _, wc := range wcs {
+		c := wc.Cluster
+		name := c.Name
+		if v := c.UpstreamValidation; v != nil {
+			name = fmt.Sprintf("%s/%d[%s sni=%s names=%s ca=%s]", c.Service, c.Port, c.Protocol, v.ServerName, strings.Join(v.SubjectNames, ","), v.CAName)
+		}
+		to = append(to, fmt.Sprintf("%s*%d", name, wc.Weight))
+	}
+	return strings.Join(to, ",")
 }
 
 func matchOp(k dag.StringMatchKind) string {

@@ -4,20 +4,20 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/dag/dagtest"
 	"github.com/portico-dev/portico/internal/store"
 )
 
-// TestIncrementalEqualsFullWithGatewayAPI holds dag.Incremental to dag.Build with the
-// Gateway API processor, over random sequences of edits of every kind, Gateway API
-// objects included (and the Services, Secrets and Namespaces they use).
-func TestIncrementalEqualsFullWithGatewayAPI(t *testing.T) {
-	const seeds, steps = 20, 80
+// incrementalEqualsFull holds dag.Incremental to dag.Build with the Gateway API
+// processor over random sequences of edits of every kind, Gateway API objects included
+// (and the Services, Secrets, ConfigMaps and Namespaces they use), handing each full
+// build to observe.
+func incrementalEqualsFull(t *testing.T, seeds, steps int, observe func(*dag.Graph)) {
 	opts := dag.Options{Processors: []dag.Processor{Processor{}}}
 	var inc *dag.Incremental
-	served, routed := 0, 0
 	start := func(uint64) { inc = dag.NewIncremental(opts) }
 	dagtest.RunGatewayAPI(t, seeds, steps, start, func(s *store.Store, seed uint64, step int, log string) {
 		got := inc.Build(s)
@@ -25,6 +25,14 @@ func TestIncrementalEqualsFullWithGatewayAPI(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("seed %d, step %d: incremental build differs from a full build (-full +incremental):\n%s\nchanges:\n%s", seed, step, diff, log)
 		}
+		observe(want)
+	})
+}
+
+func TestIncrementalEqualsFullWithGatewayAPI(t *testing.T) {
+	const seeds, steps = 20, 80
+	served, routed := 0, 0
+	incrementalEqualsFull(t, seeds, steps, func(want *dag.Graph) {
 		if len(want.Gateways) > 0 {
 			served++
 		}
@@ -46,5 +54,29 @@ func TestIncrementalEqualsFullWithGatewayAPI(t *testing.T) {
 	// The property only means something if Gateways were served, with routes.
 	if served < seeds*steps/8 || routed < seeds*steps/20 {
 		t.Fatalf("only %d builds served a Gateway and %d hosts had routes, of %d builds", served, routed, seeds*steps)
+	}
+}
+
+// TestIncrementalEqualsFullWithListenerSetsAndPolicies is the property over more
+// sequences, so that enough of them attach ListenerSets to Gateways and apply
+// BackendTLSPolicies to the backends of attached routes (both need several objects to
+// meet).
+func TestIncrementalEqualsFullWithListenerSetsAndPolicies(t *testing.T) {
+	const seeds, steps = 60, 80
+	sets, verified := 0, 0
+	incrementalEqualsFull(t, seeds, steps, func(want *dag.Graph) {
+		for _, st := range want.Statuses {
+			if ls := st.GatewayAPI; ls != nil && ls.ListenerSet != nil && ls.ListenerSet.Conditions[0].Status == metav1.ConditionTrue {
+				sets++
+			}
+		}
+		for _, c := range want.Clusters() {
+			if c.UpstreamValidation != nil {
+				verified++
+			}
+		}
+	})
+	if sets < 10 || verified < 40 {
+		t.Fatalf("only %d accepted ListenerSets and %d verified clusters over %d builds", sets, verified, seeds*steps)
 	}
 }

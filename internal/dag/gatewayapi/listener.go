@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -59,6 +60,13 @@ func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
 		if _, ok := routeKinds[l.Protocol]; !ok {
 			c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedProtocol),
 				"protocol %q is not supported: use HTTP, HTTPS or TLS", l.Protocol)
+			continue
+		}
+		if l.Filters != nil && len(l.Filters.Requests) > 0 {
+			// Serving the listener without its filters would skip what they do to
+			// every request.
+			c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+				"filters are not supported yet: remove them, or put the filters on the routes")
 			continue
 		}
 		if c.accepted = checkNamespaceSelector(l); c.accepted != nil {
@@ -154,7 +162,7 @@ func checkNamespaceSelector(l gatewayv1.Listener) *condError {
 		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
 			"allowedRoutes.namespaces.from is Selector but there is no selector: add one (matchLabels or matchExpressions)")
 	}
-	if _, err := metav1LabelSelector(ar.Namespaces); err != nil {
+	if _, err := metav1.LabelSelectorAsSelector(ar.Namespaces.Selector); err != nil {
 		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
 			"allowedRoutes.namespaces.selector is not a valid label selector: %v", err)
 	}

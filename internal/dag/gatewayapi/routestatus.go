@@ -51,7 +51,7 @@ func appendAttached(out []*attachedRoute, p *dag.Processing, gateways map[types.
 }
 
 // attachParents attaches a route of kind in namespace ns to each of its parentRefs
-// that names a Gateway of Portico's.
+// that names a Gateway of Portico's or a ListenerSet of one.
 func attachParents(p *dag.Processing, gateways map[types.NamespacedName]*gatewayResult, kind gatewayv1.Kind, ns string,
 	refs []gatewayv1.ParentReference, hostnames []gatewayv1.Hostname) []parentResult {
 	hosts := make([]string, len(hostnames))
@@ -60,8 +60,8 @@ func attachParents(p *dag.Processing, gateways map[types.NamespacedName]*gateway
 	}
 	var out []parentResult
 	for _, pr := range refs {
-		if g := parentGateway(ns, pr, gateways); g != nil {
-			atts, err := attach(p.Store(), g, pr, kind, ns, hosts)
+		if t, ok := parentOf(ns, pr, gateways); ok {
+			atts, err := attach(p.Store(), t, pr, kind, ns, hosts)
 			out = append(out, parentResult{ref: pr, attachments: atts, err: err})
 		}
 	}
@@ -141,7 +141,11 @@ func (r *attachedRoute) status() (dag.Status, bool) {
 func listenerNames(atts []attachment) string {
 	names := make([]string, 0, len(atts))
 	for _, a := range atts {
-		names = append(names, fmt.Sprintf("%s/%s", a.gateway.key, a.listener.spec.Name))
+		owner := a.gateway.key
+		if a.listener.set != nil {
+			owner = a.listener.set.key
+		}
+		names = append(names, fmt.Sprintf("%s/%s", owner, a.listener.spec.Name))
 	}
 	return strings.Join(names, ", ")
 }

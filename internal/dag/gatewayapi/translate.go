@@ -25,14 +25,15 @@ type AddressSource interface {
 
 // Kinds are the store kinds the processor reads whole.
 func (Processor) Kinds() []store.Kind {
-	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindGRPCRoute, store.KindTLSRoute, store.KindReferenceGrant}
+	return []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindHTTPRoute, store.KindGRPCRoute,
+		store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD}
 }
 
 // Process runs the steps in their order: classes, grants, Gateways and their
-// listeners, routes (attached to listeners; an HTTPRoute and a GRPCRoute never share
-// a hostname on a listener), then a final pass that counts each
-// listener's attached routes from the routes' results, builds each served Gateway's
-// data plane, and writes every status.
+// listeners, ListenerSets (their listeners after their Gateway's), routes (attached
+// to listeners; an HTTPRoute and a GRPCRoute never share a hostname on a listener),
+// BackendTLSPolicies (applied to the attached routes' backends), then a final pass
+// that builds each served Gateway's data plane and writes every status.
 func (pr Processor) Process(p *dag.Processing) {
 	s := p.Store()
 	classes := processClasses(p)
@@ -42,10 +43,13 @@ func (pr Processor) Process(p *dag.Processing) {
 	for _, g := range gateways {
 		byKey[g.key] = g
 	}
+	processListenerSets(p, byKey, grants)
 	routes := append(processHTTPRoutes(p, grants, byKey), processGRPCRoutes(p, grants, byKey)...)
 	refuseKindConflicts(routes)
 	routes = append(routes, processTLSRoutes(p, grants, byKey)...)
 	countAttachedRoutes(routes)
+	policies := indexPolicies(p)
+	applyPolicies(p, policies, routes)
 	for _, g := range gateways {
 		if g.served() {
 			p.AddGateway(dataPlane(g, routes))
@@ -54,9 +58,17 @@ func (pr Processor) Process(p *dag.Processing) {
 			}
 		}
 		p.AddStatus(g.status())
+		for _, set := range g.sets {
+			p.AddStatus(set.status())
+		}
 	}
 	for _, r := range routes {
 		if st, ok := r.status(); ok {
+			p.AddStatus(st)
+		}
+	}
+	for _, pol := range policies.all {
+		if st, ok := pol.status(); ok {
 			p.AddStatus(st)
 		}
 	}

@@ -122,6 +122,9 @@ func upstreamTLS(c *dag.Cluster) *corev3.TransportSocket {
 		if len(v.SubjectNames) > 0 {
 			ctx.Sni = v.SubjectNames[0]
 		}
+		if v.ServerName != "" {
+			ctx.Sni = v.ServerName
+		}
 		vc := &tlsv3.CertificateValidationContext{
 			TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: v.CACert}},
 		}

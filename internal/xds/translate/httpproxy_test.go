@@ -552,6 +552,9 @@ func TestClusterProtocols(t *testing.T) {
 			wantSocket: tlsSocket(&tlsv3.UpstreamTlsContext{Sni: "web.team.svc", CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{"http/1.1"}, ValidationContextType: validationContext}})},
 		{name: "h2 verified", protocol: "h2", validation: validation, wantOpts: options(&httpv3.HttpProtocolOptions{UpstreamProtocolOptions: h2}),
 			wantSocket: tlsSocket(&tlsv3.UpstreamTlsContext{Sni: "web.team.svc", CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{"h2"}, ValidationContextType: validationContext}})},
+		// A BackendTLSPolicy's hostname is the SNI, its subjectAltNames authenticate.
+		{name: "tls verified with its own server name", protocol: "tls", validation: &dag.UpstreamValidation{CAName: validation.CAName, CACert: validation.CACert, SubjectNames: validation.SubjectNames, ServerName: "sni.example.com"},
+			wantSocket: tlsSocket(&tlsv3.UpstreamTlsContext{Sni: "sni.example.com", CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{"http/1.1"}, ValidationContextType: validationContext}})},
 		// Validation only applies to TLS protocols.
 		{name: "clear text ignores validation", validation: validation},
 		{name: "idle timeout alone is HTTP/1.1", idle: dur(90 * time.Second),

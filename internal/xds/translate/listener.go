@@ -202,16 +202,21 @@ func tcpStatPrefix(name string) string {
 	return "tcp_" + strings.NewReplacer("*", "wildcard", ".", "_").Replace(name)
 }
 
-// downstreamTLS terminates TLS with the host's certificate, offering alpn (none for a TCP
+// downstreamTLS terminates TLS with the host's certificate (the one of its certificates
+// whose names match the SNI, when it has more), offering alpn (none for a TCP
 // stream: the client must not believe it speaks HTTP to the proxy).
 func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string) *corev3.TransportSocket {
+	sds := []*tlsv3.SdsSecretConfig{{Name: svh.Secret.Name, SdsConfig: adsSource()}}
+	for _, s := range svh.MoreSecrets {
+		sds = append(sds, &tlsv3.SdsSecretConfig{Name: s.Name, SdsConfig: adsSource()})
+	}
 	ctx := &tlsv3.DownstreamTlsContext{
 		CommonTlsContext: &tlsv3.CommonTlsContext{
 			TlsParams: &tlsv3.TlsParameters{
 				TlsMinimumProtocolVersion: minTLSVersion(svh.MinTLSVersion),
 				TlsMaximumProtocolVersion: maxTLSVersion(svh.MaxTLSVersion),
 			},
-			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: svh.Secret.Name, SdsConfig: adsSource()}},
+			TlsCertificateSdsSecretConfigs: sds,
 			AlpnProtocols:                  alpn,
 		},
 	}

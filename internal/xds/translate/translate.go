@@ -181,9 +181,11 @@ func (h secureHost) addTo(l *listenerv3.Listener, res *Resources, secrets map[st
 	if h.routes != nil {
 		res.Routes = append(res.Routes, h.routes)
 	}
-	if h.secret != nil && !secrets[h.secret.Name] {
-		secrets[h.secret.Name] = true
-		res.Secrets = append(res.Secrets, h.secret)
+	for _, s := range append([]*tlsv3.Secret{h.secret}, h.more...) {
+		if s != nil && !secrets[s.Name] {
+			secrets[s.Name] = true
+			res.Secrets = append(res.Secrets, s)
+		}
 	}
 }
 
@@ -194,6 +196,8 @@ type secureHost struct {
 	routes *routev3.RouteConfiguration
 	chain  *listenerv3.FilterChain
 	secret *tlsv3.Secret
+	// more are the host's further certificates (dag.SecureVirtualHost.MoreSecrets).
+	more []*tlsv3.Secret
 }
 
 // translateSecureHost translates svh, a host of the shared HTTPS listener, validating
@@ -221,6 +225,13 @@ func translateSecureHostAs(svh *dag.SecureVirtualHost, statPrefix, routeName str
 		h.secret = secret(svh.Secret)
 		if err := validateAll(h.secret); err != nil {
 			return h, err
+		}
+		for _, s := range svh.MoreSecrets {
+			m := secret(s)
+			if err := validateAll(m); err != nil {
+				return h, err
+			}
+			h.more = append(h.more, m)
 		}
 	}
 	return h, nil
