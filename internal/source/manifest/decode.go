@@ -501,6 +501,8 @@ func (d *decoder) keep(obj runtime.Object, info kindInfo, dc doc, prefix string)
 		obj = conv
 	case *networkingv1beta1.IngressClass:
 		obj = ingressClassFromNetworkingV1beta1(o)
+	default:
+		obj = gatewayFromV1beta1(obj)
 	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {

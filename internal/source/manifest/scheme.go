@@ -64,6 +64,20 @@ var keptKinds = map[schema.GroupVersionKind]kindInfo{
 
 	gvkHTTPProxy:                       {gvkHTTPProxy, true},
 	gvkProjectTLSCertificateDelegation: {gvkProjectTLSCertificateDelegation, true},
+
+	gvkGatewayClass:     {gvkGatewayClass, false},
+	gvkGateway:          {gvkGateway, true},
+	gvkListenerSet:      {gvkListenerSet, true},
+	gvkHTTPRoute:        {gvkHTTPRoute, true},
+	gvkGRPCRoute:        {gvkGRPCRoute, true},
+	gvkTLSRoute:         {gvkTLSRoute, true},
+	gvkReferenceGrant:   {gvkReferenceGrant, true},
+	gvkBackendTLSPolicy: {gvkBackendTLSPolicy, true},
+
+	gvkGatewayClassV1beta1:   {gvkGatewayClass, false},
+	gvkGatewayV1beta1:        {gvkGateway, true},
+	gvkHTTPRouteV1beta1:      {gvkHTTPRoute, true},
+	gvkReferenceGrantV1beta1: {gvkReferenceGrant, true},
 }
 
 var (
@@ -103,6 +117,8 @@ func initScheme() {
 		}
 	}
 
+	addGatewayAPI(s)
+
 	mustConv := func(a, b any, fn conversion.ConversionFunc) {
 		if err := s.AddConversionFunc(a, b, fn); err != nil {
 			panic(err) // programming error, caught by any test
@@ -138,7 +154,7 @@ func initScheme() {
 
 // Scheme returns the runtime.Scheme of every kind Portico reads from
 // manifests: the kept kinds in every version accepted (including the
-// deprecated Ingress versions), with conversion functions from the old
+// deprecated Ingress versions and Gateway API v1beta1), with conversion functions from the old
 // versions to networking.k8s.io/v1 and defaulting functions applying the
 // API server defaults Portico relies on (see Default).
 //
