@@ -208,6 +208,9 @@ func (s *Source) discoverContour(ctx context.Context) (contourclient.Served, err
 // There is no generated clientset, so they list and watch through each group's REST
 // client.
 func (s *Source) registerContour(served contourclient.Served, ns string) {
+	if s.cfg.Contour == nil {
+		return
+	}
 	old, project := s.cfg.Contour.REST(), s.cfg.Contour.ProjectREST()
 	if served.IngressRoutes {
 		s.registerREST(old, contourclient.ResourceIngressRoutes, ns, &contourv1beta1.IngressRoute{})
