@@ -122,6 +122,7 @@ var gatewayDefaults = map[reflect.Type]map[string]string{
 	reflect.TypeFor[gatewayv1.ListenerNamespaces]():        {"From": `"None"`},
 	reflect.TypeFor[gatewayv1.RouteGroupKind]():            {"Group": `"gateway.networking.k8s.io"`},
 	reflect.TypeFor[gatewayv1.GatewaySpecAddress]():        {"Type": `"IPAddress"`},
+	reflect.TypeFor[gatewayv1.GatewayStatusAddress]():      {"Type": `"IPAddress"`},
 	reflect.TypeFor[gatewayv1.ListenerTLSConfig]():         {"Mode": `"Terminate"`},
 	reflect.TypeFor[gatewayv1.FrontendTLSValidation]():     {"Mode": `"AllowValidOnly"`},
 	reflect.TypeFor[gatewayv1.SessionPersistence]():        {"Type": `"Cookie"`},
