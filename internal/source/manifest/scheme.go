@@ -26,6 +26,7 @@ var (
 	gvkService       = corev1.SchemeGroupVersion.WithKind("Service")
 	gvkEndpoints     = corev1.SchemeGroupVersion.WithKind("Endpoints")
 	gvkSecret        = corev1.SchemeGroupVersion.WithKind("Secret")
+	gvkNamespace     = corev1.SchemeGroupVersion.WithKind("Namespace")
 	gvkEndpointSlice = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
 
 	gvkIngressRoute             = contourv1beta1.SchemeGroupVersion.WithKind("IngressRoute")
@@ -57,6 +58,7 @@ var keptKinds = map[schema.GroupVersionKind]kindInfo{
 	gvkService:                {gvkService, true},
 	gvkEndpoints:              {gvkEndpoints, true},
 	gvkSecret:                 {gvkSecret, true},
+	gvkNamespace:              {gvkNamespace, false}, // labels that Gateway listeners select route namespaces by
 	gvkEndpointSlice:          {gvkEndpointSlice, true},
 
 	gvkIngressRoute:             {gvkIngressRoute, true},
@@ -96,6 +98,7 @@ func initScheme() {
 		&corev1.Service{}, &corev1.ServiceList{},
 		&corev1.Endpoints{}, &corev1.EndpointsList{},
 		&corev1.Secret{}, &corev1.SecretList{},
+		&corev1.Namespace{}, &corev1.NamespaceList{},
 	)
 	add(discoveryv1.SchemeGroupVersion,
 		&discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{},
