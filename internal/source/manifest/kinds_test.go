@@ -124,7 +124,8 @@ func TestLoadDirSkipsRealKindsQuietly(t *testing.T) {
 	if len(res.Problems) != 0 {
 		t.Errorf("problems: %v", res.Problems)
 	}
-	if diff := cmp.Diff([]string{"Service default/web"}, names(res.Objects)); diff != "" {
+	// Namespaces are read: Gateway listeners select route namespaces by their labels.
+	if diff := cmp.Diff([]string{"Namespace /shop", "Service default/web"}, names(res.Objects)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
