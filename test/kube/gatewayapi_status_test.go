@@ -15,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/status"
@@ -299,4 +300,69 @@ func ptrTo[T any](v T) *T { return &v }
 
 func key(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// TestServeWritesGatewayAPIStatus: `portico serve` watches the Gateway API kinds when
+// their CRDs are installed and, as leader, writes the statuses its builds compute: the
+// GatewayClass accepted, the route's entry for Portico's Gateway beside another
+// controller's, with the objects' generations.
+func TestServeWritesGatewayAPIStatus(t *testing.T) {
+	cfg := env.AdminConfig(t)
+	env.InstallGatewayAPICRDs(t, kubetest.GatewayAPIStandard)
+	gw, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "gw-serve"
+	createNamespace(t, kubetest.Clientset(t, cfg), ns)
+	v1, ctx := gw.GatewayV1(), t.Context()
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(v1.GatewayClasses().Create(ctx, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "gw-serve"},
+		Spec: gatewayv1.GatewayClassSpec{ControllerName: dag.GatewayControllerName}}, metav1.CreateOptions{}))
+	must(v1.Gateways(ns).Create(ctx, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: "gw-serve", Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}}}}, metav1.CreateOptions{}))
+	route, err := v1.HTTPRoutes(ns).Create(ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}, {Name: "their-gw"}}},
+		Hostnames:       []gatewayv1.Hostname{"web.example.com"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "their-gw"}, ControllerName: otherController,
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: metav1.Now()}}}}
+	must(v1.HTTPRoutes(ns).UpdateStatus(ctx, route, metav1.UpdateOptions{}))
+
+	s, err := app.NewServer(app.ServeOptions{
+		Config: cfg, XDSAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", WatchNamespaces: []string{ns},
+		Holdoff: 50 * time.Millisecond, MaxDelay: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, 30*time.Second, "the GatewayClass to be accepted", func() bool {
+		gc, err := v1.GatewayClasses().Get(ctx, "gw-serve", metav1.GetOptions{})
+		return err == nil && len(gc.Status.Conditions) > 0 && gc.Status.Conditions[0].Status == metav1.ConditionTrue && gc.Status.Conditions[0].ObservedGeneration == gc.Generation
+	})
+	eventually(t, 30*time.Second, "Portico's entry in the route's status beside theirs", func() bool {
+		r, err := v1.HTTPRoutes(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || len(r.Status.Parents) != 2 || r.Status.Parents[0].ControllerName != otherController {
+			return false
+		}
+		ours := r.Status.Parents[1]
+		return ours.ControllerName == dag.GatewayControllerName && ours.ParentRef.Name == "gw" && len(ours.Conditions) > 0 && ours.Conditions[0].ObservedGeneration == r.Generation
+	})
+	eventually(t, 30*time.Second, "the Gateway's listener status", func() bool {
+		g, err := v1.Gateways(ns).Get(ctx, "gw", metav1.GetOptions{})
+		return err == nil && len(g.Status.Listeners) == 1 && g.Status.Listeners[0].AttachedRoutes == 1
+	})
 }
