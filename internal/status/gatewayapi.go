@@ -14,7 +14,9 @@ package status
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,6 +45,11 @@ type GatewayAPIWriter struct {
 	OnWrite func(kind string)
 	// Now is the clock for condition transition times; nil means time.Now.
 	Now func() time.Time
+
+	// defaulted are the build statuses of the last Sync with the CRDs' defaults applied:
+	// a status that a build kept (the same pointer) is not copied and defaulted again.
+	mu        sync.Mutex
+	defaulted map[*dag.GatewayAPIStatus]*dag.GatewayAPIStatus
 }
 
 // gatewayUpdate is one object whose status is to be written.
@@ -75,12 +82,7 @@ func (w *GatewayAPIWriter) now() metav1.Time {
 // updates plans the writes: GatewayClasses first, then Gateways, ListenerSets, routes
 // and policies, so that a watcher sees a class accepted before its Gateways.
 func (w *GatewayAPIWriter) updates(s *store.Store, statuses []*dag.Status) []gatewayUpdate {
-	byRef := map[dag.ObjectRef]*dag.GatewayAPIStatus{}
-	for _, st := range statuses {
-		if st.GatewayAPI != nil {
-			byRef[st.Object] = defaulted(st.GatewayAPI)
-		}
-	}
+	byRef := w.withDefaults(statuses)
 	now := w.now()
 	c := w.Client.GatewayV1()
 	var out []gatewayUpdate
@@ -149,6 +151,27 @@ func (w *GatewayAPIWriter) updates(s *store.Store, statuses []*dag.Status) []gat
 	return out
 }
 
+// withDefaults returns the Gateway API statuses by object, defaulted.
+func (w *GatewayAPIWriter) withDefaults(statuses []*dag.Status) map[dag.ObjectRef]*dag.GatewayAPIStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	byRef := map[dag.ObjectRef]*dag.GatewayAPIStatus{}
+	cache := make(map[*dag.GatewayAPIStatus]*dag.GatewayAPIStatus, len(w.defaulted))
+	for _, st := range statuses {
+		if st.GatewayAPI == nil {
+			continue
+		}
+		d, ok := w.defaulted[st.GatewayAPI]
+		if !ok {
+			d = defaulted(st.GatewayAPI)
+		}
+		cache[st.GatewayAPI] = d
+		byRef[st.Object] = d
+	}
+	w.defaulted = cache
+	return byRef
+}
+
 // defaulted returns a copy of st with the CRDs' defaults applied, as the stored status
 // will have them: without them, a status that did not change would look changed.
 func defaulted(st *dag.GatewayAPIStatus) *dag.GatewayAPIStatus {
@@ -191,8 +214,20 @@ func appendPlan[T any, P gatewayObject[T]](out []gatewayUpdate, kind string, obj
 }
 
 func planUpdate[T any, P gatewayObject[T]](kind string, obj P, plan func(P) bool, client statusClient[T]) (gatewayUpdate, bool) {
-	next := P(obj.DeepCopy())
+	// plan replaces the status's slices rather than changing them: a shallow copy keeps
+	// the cached object as it is, and costs nothing for the many objects left unchanged.
+	next := P(new(T))
+	*next = *obj
+	if !plan(next) {
+		return gatewayUpdate{}, false
+	}
+	// The cache keeps only some managed fields: sending them would rewrite the others.
+	next.SetManagedFields(nil)
 	u := gatewayUpdate{kind: kind, key: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	u.send = func(ctx context.Context) error {
+		_, err := client.UpdateStatus(ctx, (*T)(next), metav1.UpdateOptions{FieldManager: kube.FieldManager})
+		return err
+	}
 	u.again = func(ctx context.Context) (gatewayUpdate, error) {
 		fresh, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		if err != nil {
@@ -201,15 +236,6 @@ func planUpdate[T any, P gatewayObject[T]](kind string, obj P, plan func(P) bool
 		again, _ := planUpdate(kind, P(fresh), plan, client)
 		again.again = nil // one more try per sync; the next build retries further
 		return again, nil
-	}
-	if !plan(next) {
-		return u, false
-	}
-	// The cache keeps only some managed fields: sending them would rewrite the others.
-	next.SetManagedFields(nil)
-	u.send = func(ctx context.Context) error {
-		_, err := client.UpdateStatus(ctx, (*T)(next), metav1.UpdateOptions{FieldManager: kube.FieldManager})
-		return err
 	}
 	return u, true
 }
@@ -362,7 +388,7 @@ func setParents(cur *gatewayv1.RouteStatus, want []gatewayv1.RouteParentStatus, 
 	for _, w := range want {
 		var old []metav1.Condition
 		for _, p := range cur.Parents {
-			if p.ControllerName == dag.GatewayControllerName && equality.Semantic.DeepEqual(p.ParentRef, w.ParentRef) {
+			if p.ControllerName == dag.GatewayControllerName && sameParentRef(p.ParentRef, w.ParentRef) {
 				old = p.Conditions
 			}
 		}
@@ -370,7 +396,9 @@ func setParents(cur *gatewayv1.RouteStatus, want []gatewayv1.RouteParentStatus, 
 		w.Conditions = mergeConditions(old, w.Conditions, generation, now)
 		next = append(next, w)
 	}
-	if equality.Semantic.DeepEqual(cur.Parents, next) {
+	if slices.EqualFunc(cur.Parents, next, func(a, b gatewayv1.RouteParentStatus) bool {
+		return a.ControllerName == b.ControllerName && sameParentRef(a.ParentRef, b.ParentRef) && sameConditions(a.Conditions, b.Conditions)
+	}) {
 		return false
 	}
 	cur.Parents = next
@@ -390,7 +418,7 @@ func setAncestors(cur *gatewayv1.PolicyStatus, want []gatewayv1.PolicyAncestorSt
 	for _, w := range want {
 		var old []metav1.Condition
 		for _, a := range cur.Ancestors {
-			if a.ControllerName == dag.GatewayControllerName && equality.Semantic.DeepEqual(a.AncestorRef, w.AncestorRef) {
+			if a.ControllerName == dag.GatewayControllerName && sameParentRef(a.AncestorRef, w.AncestorRef) {
 				old = a.Conditions
 			}
 		}
@@ -398,9 +426,31 @@ func setAncestors(cur *gatewayv1.PolicyStatus, want []gatewayv1.PolicyAncestorSt
 		w.Conditions = mergeConditions(old, w.Conditions, generation, now)
 		next = append(next, w)
 	}
-	if equality.Semantic.DeepEqual(cur.Ancestors, next) {
+	if slices.EqualFunc(cur.Ancestors, next, func(a, b gatewayv1.PolicyAncestorStatus) bool {
+		return a.ControllerName == b.ControllerName && sameParentRef(a.AncestorRef, b.AncestorRef) && sameConditions(a.Conditions, b.Conditions)
+	}) {
 		return false
 	}
 	cur.Ancestors = next
 	return true
+}
+
+// sameParentRef compares two references field by field: routes are many, and the
+// reflection of a generic comparison was most of the cost of a sync that writes nothing.
+func sameParentRef(a, b gatewayv1.ParentReference) bool {
+	return a.Name == b.Name && samePtr(a.Group, b.Group) && samePtr(a.Kind, b.Kind) && samePtr(a.Namespace, b.Namespace) &&
+		samePtr(a.SectionName, b.SectionName) && samePtr(a.Port, b.Port)
+}
+
+func samePtr[T comparable](a, b *T) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
+}
+
+// sameConditions reports whether two lists hold the same conditions in the same order
+// (transition times to the second, as the API keeps them).
+func sameConditions(a, b []metav1.Condition) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
+			x.ObservedGeneration == y.ObservedGeneration && x.LastTransitionTime.Equal(&y.LastTransitionTime)
+	})
 }
