@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
@@ -61,7 +62,7 @@ func (k *LastValid) Served() []runtime.Object {
 	return out
 }
 
-// Restore makes objs (Ingresses, IngressRoutes, HTTPProxies) the last valid versions of
+// Restore makes objs (Ingresses, IngressRoutes, HTTPProxies, Gateway API objects) the last valid versions of
 // their objects, before the first Build: an object whose current version is invalid
 // then, and differs from its version here, is served as it is here, as if it had been
 // edited while running. Restore is for a restart; other objects are ignored.
@@ -82,6 +83,20 @@ func refOf(obj runtime.Object) (dag.ObjectRef, bool) {
 		return dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: o.Namespace, Name: o.Name}, true
 	case *contourv1.HTTPProxy:
 		return dag.ObjectRef{Kind: dag.KindHTTPProxy, Namespace: o.Namespace, Name: o.Name}, true
+	case *gatewayv1.GatewayClass:
+		return dag.ObjectRef{Kind: dag.KindGatewayClass, Name: o.Name}, true
+	case *gatewayv1.Gateway:
+		return dag.ObjectRef{Kind: dag.KindGateway, Namespace: o.Namespace, Name: o.Name}, true
+	case *gatewayv1.ListenerSet:
+		return dag.ObjectRef{Kind: dag.KindListenerSet, Namespace: o.Namespace, Name: o.Name}, true
+	case *gatewayv1.HTTPRoute:
+		return dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: o.Namespace, Name: o.Name}, true
+	case *gatewayv1.GRPCRoute:
+		return dag.ObjectRef{Kind: dag.KindGRPCRoute, Namespace: o.Namespace, Name: o.Name}, true
+	case *gatewayv1.TLSRoute:
+		return dag.ObjectRef{Kind: dag.KindTLSRoute, Namespace: o.Namespace, Name: o.Name}, true
+	case *gatewayv1.BackendTLSPolicy:
+		return dag.ObjectRef{Kind: dag.KindBackendTLSPolicy, Namespace: o.Namespace, Name: o.Name}, true
 	}
 	return dag.ObjectRef{}, false
 }
@@ -184,6 +199,7 @@ func markKept(built, current *dag.Graph, kept map[dag.ObjectRef]runtime.Object) 
 			marked.Status = dag.StatusInvalid
 			marked.Description = keptDescription(w.Description)
 			marked.Errors = w.Errors
+			marked.GatewayAPI = w.GatewayAPI // the conditions say what is wrong with this version
 			// Hosts stay those the previous version serves: they are still answered.
 			final.Statuses[i] = &marked
 		}
@@ -327,6 +343,30 @@ func lookup(s *store.Store, ref dag.ObjectRef) runtime.Object {
 		if o, ok := s.HTTPProxies[nn]; ok {
 			return o
 		}
+	case dag.KindGatewayClass:
+		if o, ok := s.GatewayClasses[ref.Name]; ok {
+			return o
+		}
+	case dag.KindGateway:
+		return found(s.Gateways, nn)
+	case dag.KindListenerSet:
+		return found(s.ListenerSets, nn)
+	case dag.KindHTTPRoute:
+		return found(s.HTTPRoutes, nn)
+	case dag.KindGRPCRoute:
+		return found(s.GRPCRoutes, nn)
+	case dag.KindTLSRoute:
+		return found(s.TLSRoutes, nn)
+	case dag.KindBackendTLSPolicy:
+		return found(s.BackendTLSPolicies, nn)
+	}
+	return nil
+}
+
+// found returns m's object for nn, or nil (not a nil pointer of the object's type).
+func found[T runtime.Object](m map[types.NamespacedName]T, nn types.NamespacedName) runtime.Object {
+	if o, ok := m[nn]; ok {
+		return o
 	}
 	return nil
 }
@@ -338,6 +378,13 @@ func withObjects(s *store.Store, objs map[dag.ObjectRef]runtime.Object) *store.S
 	c.Ingresses = maps.Clone(s.Ingresses)
 	c.IngressRoutes = maps.Clone(s.IngressRoutes)
 	c.HTTPProxies = maps.Clone(s.HTTPProxies)
+	c.GatewayClasses = maps.Clone(s.GatewayClasses)
+	c.Gateways = maps.Clone(s.Gateways)
+	c.ListenerSets = maps.Clone(s.ListenerSets)
+	c.HTTPRoutes = maps.Clone(s.HTTPRoutes)
+	c.GRPCRoutes = maps.Clone(s.GRPCRoutes)
+	c.TLSRoutes = maps.Clone(s.TLSRoutes)
+	c.BackendTLSPolicies = maps.Clone(s.BackendTLSPolicies)
 	for _, o := range objs {
 		c.Upsert(o)
 	}

@@ -308,3 +308,57 @@ func TestLastValidKeepsGateways(t *testing.T) {
 		t.Errorf("with a kept version, %d Gateways served, want 1", len(g.Gateways))
 	}
 }
+
+// An HTTPRoute edit that makes it invalid (a filter Portico does not implement) keeps its previous
+// version serving in run, its status saying what is wrong with the edit, as for the
+// other APIs.
+func TestLastValidKeepsHTTPRoute(t *testing.T) {
+	k := NewLastValid(slog.New(slog.DiscardHandler))
+	const gateway = `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: portico
+  listeners: [{name: http, protocol: HTTP, port: 80}]`
+	route := func(filters string) string {
+		return `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [web.test]
+  rules: [{backendRefs: [{name: a, port: 80}]` + filters + `}]`
+	}
+	served := func(g *dag.Graph) bool {
+		for _, gw := range g.Gateways {
+			for _, p := range gw.Ports {
+				for _, vh := range p.HTTP {
+					if vh.Name == "web.test" && len(vh.Routes) > 0 {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	g := k.Build(lvStore(t, lvServices, gateway, route("")), FullBuilder{})
+	if st := statusOf(t, g, "web"); st.Status != dag.StatusValid || !served(g) {
+		t.Fatalf("v1: %+v, served %v", st, served(g))
+	}
+	g = k.Build(lvStore(t, lvServices, gateway, route(", filters: [{type: CORS}]")), FullBuilder{})
+	st := statusOf(t, g, "web")
+	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "CORS") || !strings.Contains(st.Description, keptNote) {
+		t.Errorf("v2 status = %+v, want invalid naming the filter and the kept version", st)
+	}
+	if !served(g) {
+		t.Error("v2: web.test is no longer served; want v1 kept")
+	}
+	if r := st.GatewayAPI; r == nil || r.Route == nil || len(r.Route.Parents) != 1 || r.Route.Parents[0].Conditions[0].Status != "False" {
+		t.Errorf("v2 conditions = %+v, want the edit's (not accepted)", r)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/portico-dev/portico/internal/admin"
 	"github.com/portico-dev/portico/internal/coalesce"
@@ -179,6 +180,7 @@ type Server struct {
 	writer      *status.IngressWriter
 	routeWriter *status.IngressRouteWriter
 	proxyWriter *status.HTTPProxyWriter
+	gateways    *status.GatewayAPIWriter
 	// provisioner deploys the Gateways' data planes (nil: the operator does).
 	provisioner *provision.Provisioner
 	events      *status.EventWriter
@@ -216,6 +218,10 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	gateway, err := gatewayclient.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
 	reg := admin.NewRegistry()
 	s := &Server{opts: opts, client: client, builds: make(chan struct{}, 1), statusKick: make(chan struct{}, 1)}
 	if opts.ManagedTLS {
@@ -239,7 +245,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	xdsLis := s.xdsLis
 	s.metrics = metrics.NewPipeline(reg)
 	s.cache = metrics.NewCache(reg)
-	s.source = kube.New(kube.Config{Client: client, Contour: contour, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
+	s.source = kube.New(kube.Config{Client: client, Contour: contour, Gateway: gateway, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
 			IngressClassName:  opts.IngressClassName,
@@ -257,6 +263,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.writer = &status.IngressWriter{Client: client, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.routeWriter = &status.IngressRouteWriter{Client: contour, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.proxyWriter = &status.HTTPProxyWriter{Client: contour, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
+	s.gateways = &status.GatewayAPIWriter{Client: gateway, Workers: opts.StatusWorkers, Logger: opts.Logger.With("component", "status-writer"), OnWrite: onWrite}
 	s.events = status.NewEventWriter(client, opts.Logger)
 	if opts.GatewayDataPlanes.DataPlane != "" {
 		s.provisioner = provision.New(client, gatewayDataPlaneOptions(opts), opts.Logger.With("component", "provisioner"))
@@ -596,7 +603,8 @@ func (s *Server) writeStatusLoop(ctx context.Context) {
 		failed := s.writer.Sync(writeCtx, b.store, b.statuses, lb) +
 			s.routeWriter.Sync(writeCtx, b.store, b.statuses) +
 			s.proxyWriter.Sync(writeCtx, b.store, b.statuses, lb) +
-			s.provisionGateways(writeCtx, b)
+			s.provisionGateways(writeCtx, b) +
+			s.gateways.Sync(writeCtx, b.store, b.statuses)
 		stopOnShutdown()
 		cancelWrites()
 		if failed > 0 {

@@ -15,7 +15,7 @@ import (
 // one JSON document with -o json.
 func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", stderr)
-	withUsage(fs, "check DIR [-o json] [flags]\n\nPrints the status every Ingress, IngressRoute and HTTPProxy in DIR would get; exit code 1 if any is invalid or orphaned, or a file cannot be used.")
+	withUsage(fs, "check DIR [-o json] [flags]\n\nPrints the status every Ingress, IngressRoute, HTTPProxy and Gateway API object in DIR would get (Gateway API objects with their conditions after the table); exit code 1 if any is invalid or orphaned, or a file cannot be used.")
 	output := fs.String("o", "table", "output format: table or json")
 	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as portico run does")

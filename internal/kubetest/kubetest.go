@@ -22,7 +22,8 @@
 //
 // CRDs are not installed by Start: Env.InstallContourCRDs installs deploy/crds and
 // waits until they are established (ContourClient then reads and writes IngressRoutes
-// and HTTPProxies).
+// and HTTPProxies); Env.InstallGatewayAPICRDs installs the Gateway API's from the
+// sigs.k8s.io/gateway-api module.
 //
 // Env.Config (admin) and Env.TokenConfig (any bearer token, e.g. a ServiceAccount's
 // from the TokenRequest API) are client-go rest.Configs; Env.Kubeconfig and

@@ -27,6 +27,11 @@ type Entry struct {
 	// them (HTTPProxy): what its Valid condition's errors and warnings say.
 	Errors   []Problem `json:"errors,omitempty"`
 	Warnings []Problem `json:"warnings,omitempty"`
+	// Conditions and Listeners are a Gateway API object's: the conditions its status
+	// subresource carries (its own, its listeners', or those about each parent), and its
+	// listeners with their attached routes.
+	Conditions []Condition `json:"conditions,omitempty"`
+	Listeners  []Listener  `json:"listeners,omitempty"`
 }
 
 // Problem is one error or warning of an Entry.
@@ -60,10 +65,12 @@ func problems(ps []dag.Problem) []Problem {
 func Entries(statuses []*dag.Status) []Entry {
 	out := make([]Entry, 0, len(statuses))
 	for _, s := range statuses {
+		conds, listeners := gatewayAPIDetails(s)
 		out = append(out, Entry{
 			Kind: s.Object.Kind, Namespace: s.Object.Namespace, Name: s.Object.Name,
 			Status: string(s.Status), Description: s.Description,
 			Errors: problems(errorsOf(s)), Warnings: problems(s.Warnings),
+			Conditions: conds, Listeners: listeners,
 		})
 	}
 	return out
@@ -76,14 +83,19 @@ func WriteJSON(w io.Writer, statuses []*dag.Status) error {
 	return enc.Encode(Entries(statuses))
 }
 
-// WriteTable writes the statuses as an aligned table for people.
+// WriteTable writes the statuses as an aligned table for people, followed by the
+// conditions of the Gateway API objects.
 func WriteTable(w io.Writer, statuses []*dag.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSTATUS\tDESCRIPTION")
-	for _, e := range Entries(statuses) {
+	entries := Entries(statuses)
+	for _, e := range entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Kind, e.Namespace, e.Name, e.Status, e.Description)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeGatewayAPIDetails(w, entries)
 }
 
 // Failed reports whether any object is invalid, or orphaned unless allowOrphaned: what

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
@@ -30,6 +32,7 @@ import (
 	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/deploytest"
 	"github.com/portico-dev/portico/internal/kubetest"
+	"github.com/portico-dev/portico/internal/source/kube"
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
@@ -216,6 +219,7 @@ func TestRBACIsSufficient(t *testing.T) {
 	// The CRDs first: serve watches IngressRoutes only if they are established when it starts.
 	installCRDs(t, ctx, a, manifests)
 	contour := kubetest.ContourClient(t, cfg)
+	env.InstallGatewayAPICRDs(t, kubetest.GatewayAPIStandard)
 
 	var sa, crb *manifest
 	for _, m := range manifests {
@@ -351,6 +355,10 @@ func TestRBACIsSufficient(t *testing.T) {
 				t.Errorf("%s: %v", what, err)
 			}
 		}
+	})
+
+	t.Run("the Gateway API access serve needs", func(t *testing.T) {
+		testGatewayAPIAccess(t, cfg, kubeconfig, appNS)
 	})
 
 	t.Run("nothing beyond what serve needs", func(t *testing.T) {
@@ -677,4 +685,67 @@ func podSpec(t *testing.T, manifests []manifest, kind, name string) (corev1.PodS
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	return testutil.Eventually(t, timeout, what, cond)
+}
+
+// testGatewayAPIAccess checks that kubeconfig's identity reads every Gateway API kind
+// serve watches and writes a route's status, and can do nothing else with them.
+func testGatewayAPIAccess(t *testing.T, admin *rest.Config, kubeconfig, ns string) {
+	ctx := t.Context()
+	adminGW, err := gatewayclient.NewForConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, err := adminGW.GatewayV1().HTTPRoutes(ns).Create(ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := gw.GatewayV1().RESTClient()
+	for _, resource := range kube.GatewayAPIResources {
+		if err := rc.Get().Resource(resource).Do(ctx).Error(); err != nil {
+			t.Errorf("list %s: %v", resource, err)
+		}
+		w, err := rc.Get().Resource(resource).Param("watch", "true").Timeout(time.Second).Watch(ctx)
+		if err != nil {
+			t.Errorf("watch %s: %v", resource, err)
+			continue
+		}
+		w.Stop()
+	}
+	route.Status.Parents = []gatewayv1.RouteParentStatus{}
+	if _, err := gw.GatewayV1().HTTPRoutes(ns).UpdateStatus(ctx, route, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		t.Errorf("update httproutes/status: %v", err)
+	}
+	forbidden := map[string]func() error{
+		"create httproutes": func() error {
+			_, err := gw.GatewayV1().HTTPRoutes(ns).Create(ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+			return err
+		},
+		"update httproutes (spec)": func() error {
+			cur, err := adminGW.GatewayV1().HTTPRoutes(ns).Get(ctx, route.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.Hostnames = []gatewayv1.Hostname{"touched.example.com"}
+			_, err = gw.GatewayV1().HTTPRoutes(ns).Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		},
+		"delete gateways": func() error { return gw.GatewayV1().Gateways(ns).Delete(ctx, "x", metav1.DeleteOptions{}) },
+		"create referencegrants": func() error {
+			_, err := gw.GatewayV1().ReferenceGrants(ns).Create(ctx, &gatewayv1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+			return err
+		},
+	}
+	for what, do := range forbidden {
+		if err := do(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s: err = %v, want forbidden", what, err)
+		}
+	}
 }

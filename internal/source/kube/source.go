@@ -1,6 +1,7 @@
 // Package kube is the Kubernetes source: client-go shared informers for every kind that
 // routing depends on (contour.heptio.com IngressRoutes, projectcontour.io HTTPProxies and
-// both groups' TLSCertificateDelegations included, when their CRDs are installed),
+// both groups' TLSCertificateDelegations, and the gateway.networking.k8s.io kinds
+// included, when their CRDs are installed),
 // feeding one store, and a signal that coalesces bursts of events into a few rebuilds.
 package kube
 
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
@@ -35,6 +38,9 @@ type Config struct {
 	// or for the kinds the API server does not serve (their CRDs are not installed),
 	// they are not watched.
 	Contour *contourclient.Client
+	// Gateway reads the Gateway API kinds. When nil, or for the kinds the API server does
+	// not serve (their CRDs are not installed), they are not watched.
+	Gateway gatewayclient.Interface
 	// Namespaces restricts the namespaced kinds to these namespaces; empty means all.
 	Namespaces []string
 	Logger     *slog.Logger
@@ -85,6 +91,7 @@ func (s *Source) Synced() bool {
 // keeps mirroring until ctx is done.
 func (s *Source) Run(ctx context.Context) error {
 	var factories []informers.SharedInformerFactory
+	var gatewayFactories []gatewayinformers.SharedInformerFactory
 	namespaces := s.cfg.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{corev1.NamespaceAll}
@@ -93,8 +100,15 @@ func (s *Source) Run(ctx context.Context) error {
 	if err != nil {
 		return nil // ctx ended while the API server could not be reached
 	}
+	gwServed, err := s.discoverGatewayAPI(ctx)
+	if err != nil {
+		return nil
+	}
 	for _, ns := range namespaces {
 		s.registerContour(served, ns)
+		if f := s.registerGatewayAPI(gwServed, ns); f != nil {
+			gatewayFactories = append(gatewayFactories, f)
+		}
 		f := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
 			informers.WithNamespace(ns), informers.WithTransform(trimObject))
 		s.register(f.Networking().V1().Ingresses().Informer())
@@ -110,9 +124,15 @@ func (s *Source) Run(ctx context.Context) error {
 	s.register(cluster.Networking().V1().IngressClasses().Informer())
 	s.register(cluster.Core().V1().Namespaces().Informer())
 	factories = append(factories, cluster)
+	if f := s.registerGatewayClasses(gwServed); f != nil {
+		gatewayFactories = append(gatewayFactories, f)
+	}
 
 	start := time.Now()
 	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	for _, f := range gatewayFactories {
 		f.Start(ctx.Done())
 	}
 	var running sync.WaitGroup
@@ -137,6 +157,9 @@ func (s *Source) Run(ctx context.Context) error {
 	s.notify()
 	<-ctx.Done()
 	for _, f := range factories {
+		f.Shutdown()
+	}
+	for _, f := range gatewayFactories {
 		f.Shutdown()
 	}
 	return nil
@@ -185,6 +208,9 @@ func (s *Source) discoverContour(ctx context.Context) (contourclient.Served, err
 // There is no generated clientset, so they list and watch through each group's REST
 // client.
 func (s *Source) registerContour(served contourclient.Served, ns string) {
+	if s.cfg.Contour == nil {
+		return
+	}
 	old, project := s.cfg.Contour.REST(), s.cfg.Contour.ProjectREST()
 	if served.IngressRoutes {
 		s.registerREST(old, contourclient.ResourceIngressRoutes, ns, &contourv1beta1.IngressRoute{})

@@ -2,15 +2,16 @@
 // directory and turns them into the typed objects Portico works with:
 // Ingress and IngressClass (networking.k8s.io/v1, with the deprecated
 // v1beta1 versions converted), Service, Endpoints, Secret, EndpointSlice,
-// IngressRoute and TLSCertificateDelegation (contour.heptio.com/v1beta1), and HTTPProxy
-// and TLSCertificateDelegation (projectcontour.io/v1).
+// IngressRoute and TLSCertificateDelegation (contour.heptio.com/v1beta1), HTTPProxy
+// and TLSCertificateDelegation (projectcontour.io/v1), Namespace (for its labels), and
+// the Gateway API kinds (gateway.networking.k8s.io/v1, v1beta1 converted).
 //
 // Kinds of API groups Portico does not read (apps/v1 Deployments, CRDs of other
 // projects, ...) and real kinds of the groups it does read that it has no use for
 // (ConfigMap, Pod, NetworkPolicy, ...) are skipped without complaint, so a directory
 // of complete application manifests can be pointed at directly. In the groups Portico
-// reads (core v1, networking.k8s.io, discovery.k8s.io, extensions, contour.heptio.com
-// and projectcontour.io), a kind or version that does not exist — a typo such as
+// reads (core v1, networking.k8s.io, discovery.k8s.io, extensions, contour.heptio.com,
+// projectcontour.io and gateway.networking.k8s.io), a kind or version that does not exist — a typo such as
 // `kind: Ingres` or `networking.k8s.io/v2` — is reported, since skipping it would make a
 // route silently go missing.
 //
@@ -501,6 +502,8 @@ func (d *decoder) keep(obj runtime.Object, info kindInfo, dc doc, prefix string)
 		obj = conv
 	case *networkingv1beta1.IngressClass:
 		obj = ingressClassFromNetworkingV1beta1(o)
+	default:
+		obj = gatewayFromV1beta1(obj)
 	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
@@ -525,7 +528,7 @@ func (d *decoder) keep(obj runtime.Object, info kindInfo, dc doc, prefix string)
 }
 
 var (
-	unmarshalTypeRE = regexp.MustCompile(`cannot unmarshal (\w+)(?: \S+)? into Go struct field \w+\.(\S+) of type (\S+)`)
+	unmarshalTypeRE = regexp.MustCompile(`cannot unmarshal (\w+)(?: \S+)? into Go struct field \w*\.(\S+) of type (\S+)`)
 	strictFieldRE   = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
 )
 

@@ -188,7 +188,7 @@ kind: ConfigMap
 metadata: {name: cfg}
 ---
 apiVersion: v1
-kind: Namespace
+kind: ServiceAccount
 metadata: {name: prod}
 ---
 apiVersion: example.com/v1

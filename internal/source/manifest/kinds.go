@@ -30,6 +30,8 @@ var readGroups = map[string]bool{
 	"extensions":         true,
 	"contour.heptio.com": false,
 	"projectcontour.io":  false,
+
+	"gateway.networking.k8s.io": false,
 }
 
 // contourKinds are the kinds of projectcontour.io that Contour defines, so that those
@@ -43,8 +45,8 @@ var contourKinds = []schema.GroupVersionKind{
 }
 
 // notYetRead are kinds Portico will read but does not yet, with what to use meanwhile
-// (none at the moment). Silently skipping them would look like a routing bug.
-var notYetRead = map[schema.GroupVersionKind]string{}
+// (Gateway API's TCPRoute and UDPRoute). Silently skipping them would look like a routing bug.
+var notYetRead = gatewayNotYetRead
 
 // kindIndex knows every kind of every version of the built-in API groups and of
 // Contour's groups.
@@ -99,6 +101,11 @@ func newKindIndex() *kindIndex {
 		}
 	}
 	for gvk, t := range Scheme().AllKnownTypes() {
+		if gvk.Version != runtimeInternalVersion {
+			add(gvk, isResource(gvk, t))
+		}
+	}
+	for gvk, t := range gatewayAPIVersions().AllKnownTypes() {
 		if gvk.Version != runtimeInternalVersion {
 			add(gvk, isResource(gvk, t))
 		}

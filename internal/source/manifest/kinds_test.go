@@ -52,8 +52,10 @@ func TestDecodeReportsMistakenKinds(t *testing.T) {
 			2, `unknown kind "HTTPProxies" in projectcontour.io/v1; did you mean "HTTPProxy"?`},
 		{"resource name for a kind", "apiVersion: networking.k8s.io/v1\nkind: ingresses\nmetadata: {name: x}\n",
 			2, `unknown kind "ingresses" in networking.k8s.io/v1; did you mean "Ingress"?`},
-		{"unknown projectcontour.io kind", "apiVersion: projectcontour.io/v1\nkind: Gateway\nmetadata: {name: x}\n",
-			2, `unknown kind "Gateway" in projectcontour.io/v1; the kinds Portico reads from projectcontour.io are HTTPProxy and TLSCertificateDelegation`},
+		{"unknown projectcontour.io kind", "apiVersion: projectcontour.io/v1\nkind: Route\nmetadata: {name: x}\n",
+			2, `unknown kind "Route" in projectcontour.io/v1; the kinds Portico reads from projectcontour.io are HTTPProxy and TLSCertificateDelegation`},
+		{"a Gateway API kind in Contour's group", "apiVersion: projectcontour.io/v1\nkind: Gateway\nmetadata: {name: x}\n",
+			1, `unknown kind "Gateway" in projectcontour.io/v1; Gateway is gateway.networking.k8s.io/v1`},
 		{"misspelt IngressRoute", "apiVersion: contour.heptio.com/v1beta1\nkind: IngresRoute\nmetadata: {name: x}\n",
 			2, `unknown kind "IngresRoute" in contour.heptio.com/v1beta1; did you mean "IngressRoute"?`},
 		{"IngressRoute of a version that does not exist", "apiVersion: contour.heptio.com/v1\nkind: IngressRoute\nmetadata: {name: x}\n",
@@ -110,7 +112,7 @@ func TestLoadDirSkipsRealKindsQuietly(t *testing.T) {
 		"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: httpproxies.projectcontour.io}\n",
 		"apiVersion: traefik.io/v1alpha1\nkind: IngressRoute\nmetadata: {name: t}\n",
 		"apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: cert}\n",
-		"apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r}\n",
+		"apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: XBackendTrafficPolicy\nmetadata: {name: r}\n",
 		"apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: cc}\n",
 		"apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: es}\n",
 		svcYAML("web", 80),
@@ -122,7 +124,8 @@ func TestLoadDirSkipsRealKindsQuietly(t *testing.T) {
 	if len(res.Problems) != 0 {
 		t.Errorf("problems: %v", res.Problems)
 	}
-	if diff := cmp.Diff([]string{"Service default/web"}, names(res.Objects)); diff != "" {
+	// Namespaces are read: Gateway listeners select route namespaces by their labels.
+	if diff := cmp.Diff([]string{"Namespace /shop", "Service default/web"}, names(res.Objects)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

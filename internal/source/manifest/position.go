@@ -29,6 +29,12 @@ func parsePath(path string) []segment {
 	}
 	var out []segment
 	for _, part := range strings.Split(path, ".") {
+		// encoding/json (Go 1.27) names an element of a list type by its index alone, after
+		// an empty type name (".0.port").
+		if n, err := strconv.Atoi(part); err == nil && n >= 0 {
+			out = append(out, segment{index: n})
+			continue
+		}
 		key, indices := splitIndices(part)
 		if key != "" || len(indices) == 0 {
 			out = append(out, segment{key: key, index: -1})

@@ -26,6 +26,7 @@ var (
 	gvkService       = corev1.SchemeGroupVersion.WithKind("Service")
 	gvkEndpoints     = corev1.SchemeGroupVersion.WithKind("Endpoints")
 	gvkSecret        = corev1.SchemeGroupVersion.WithKind("Secret")
+	gvkNamespace     = corev1.SchemeGroupVersion.WithKind("Namespace")
 	gvkEndpointSlice = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
 
 	gvkIngressRoute             = contourv1beta1.SchemeGroupVersion.WithKind("IngressRoute")
@@ -57,6 +58,7 @@ var keptKinds = map[schema.GroupVersionKind]kindInfo{
 	gvkService:                {gvkService, true},
 	gvkEndpoints:              {gvkEndpoints, true},
 	gvkSecret:                 {gvkSecret, true},
+	gvkNamespace:              {gvkNamespace, false}, // labels that Gateway listeners select route namespaces by
 	gvkEndpointSlice:          {gvkEndpointSlice, true},
 
 	gvkIngressRoute:             {gvkIngressRoute, true},
@@ -64,6 +66,20 @@ var keptKinds = map[schema.GroupVersionKind]kindInfo{
 
 	gvkHTTPProxy:                       {gvkHTTPProxy, true},
 	gvkProjectTLSCertificateDelegation: {gvkProjectTLSCertificateDelegation, true},
+
+	gvkGatewayClass:     {gvkGatewayClass, false},
+	gvkGateway:          {gvkGateway, true},
+	gvkListenerSet:      {gvkListenerSet, true},
+	gvkHTTPRoute:        {gvkHTTPRoute, true},
+	gvkGRPCRoute:        {gvkGRPCRoute, true},
+	gvkTLSRoute:         {gvkTLSRoute, true},
+	gvkReferenceGrant:   {gvkReferenceGrant, true},
+	gvkBackendTLSPolicy: {gvkBackendTLSPolicy, true},
+
+	gvkGatewayClassV1beta1:   {gvkGatewayClass, false},
+	gvkGatewayV1beta1:        {gvkGateway, true},
+	gvkHTTPRouteV1beta1:      {gvkHTTPRoute, true},
+	gvkReferenceGrantV1beta1: {gvkReferenceGrant, true},
 }
 
 var (
@@ -82,6 +98,7 @@ func initScheme() {
 		&corev1.Service{}, &corev1.ServiceList{},
 		&corev1.Endpoints{}, &corev1.EndpointsList{},
 		&corev1.Secret{}, &corev1.SecretList{},
+		&corev1.Namespace{}, &corev1.NamespaceList{},
 	)
 	add(discoveryv1.SchemeGroupVersion,
 		&discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{},
@@ -102,6 +119,8 @@ func initScheme() {
 			panic(err) // programming error, caught by any test
 		}
 	}
+
+	addGatewayAPI(s)
 
 	mustConv := func(a, b any, fn conversion.ConversionFunc) {
 		if err := s.AddConversionFunc(a, b, fn); err != nil {
@@ -138,7 +157,7 @@ func initScheme() {
 
 // Scheme returns the runtime.Scheme of every kind Portico reads from
 // manifests: the kept kinds in every version accepted (including the
-// deprecated Ingress versions), with conversion functions from the old
+// deprecated Ingress versions and Gateway API v1beta1), with conversion functions from the old
 // versions to networking.k8s.io/v1 and defaulting functions applying the
 // API server defaults Portico relies on (see Default).
 //
