@@ -55,10 +55,14 @@ fi
 # test/helm is a module of its own (the Helm SDK's dependencies stay out of go.mod and
 # of every build of portico): ./... does not reach it, so each step runs it too.
 helm_module() { (cd test/helm && "$@"); }
+# test/conformance too: the Gateway API conformance suite's dependencies (controller-runtime)
+# stay out of Portico's go.mod.
+conformance_module() { (cd test/conformance && "$@"); }
 
 step "go vet"
 go vet ./...
 helm_module go vet ./...
+conformance_module go vet ./...
 
 step "generated code (deepcopy, CRDs) is up to date"
 hack/generate.sh --verify
@@ -66,6 +70,7 @@ hack/generate.sh --verify
 step "staticcheck"
 go tool -modfile=tools/go.mod staticcheck ./...
 helm_module go tool -modfile=../../tools/go.mod staticcheck ./...
+conformance_module go tool -modfile=../../tools/go.mod staticcheck ./...
 
 step "kube-apiserver and etcd for the Kubernetes tests (built from Go modules, cached)"
 # Built here, not inside `go test`, whose 10-minute timeout a cold build could exceed.
@@ -80,6 +85,9 @@ go test -race -count=1 -timeout=25m ./...
 
 step "go test -race, the Helm chart (test/helm)"
 helm_module go test -race -count=1 -timeout=15m ./...
+
+step "Gateway API conformance suite (test/conformance; hack/conformance.sh writes the report)"
+conformance_module go test -count=1 -timeout=25m ./...
 
 step "fuzz (${FUZZ_DECODE_EXECS:=20000} and ${FUZZ_BUILD_EXECS:=1500} executions)"
 go test -run='^$' -fuzz='^FuzzDecode$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/source/manifest/

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -203,7 +204,31 @@ func (p *pod) prepare(ctx context.Context, c *container) (launch, error) {
 			return launch{}, err
 		}
 	}
-	return launch{argv: argv, env: env, mounts: mounts}, nil
+	return launch{argv: argv, env: env, mounts: coveringLast(mounts)}, nil
+}
+
+// coveringLast orders mounts so that a mount whose target holds another mount's source
+// (an emptyDir at /tmp, where the agent keeps the Pods' volumes) comes after it: once made,
+// a bind mount survives its source being covered, but a source covered first is gone.
+func coveringLast(mounts []mount) []mount {
+	covers := func(m mount) bool {
+		for _, o := range mounts {
+			if o.source != m.source && (o.source == m.target || strings.HasPrefix(o.source, strings.TrimSuffix(m.target, "/")+"/")) {
+				return true
+			}
+		}
+		return false
+	}
+	out := make([]mount, 0, len(mounts))
+	var last []mount
+	for _, m := range mounts {
+		if covers(m) {
+			last = append(last, m)
+		} else {
+			out = append(out, m)
+		}
+	}
+	return append(out, last...)
 }
 
 // startProcess runs the process in the Pod's network namespace, its output appended to the

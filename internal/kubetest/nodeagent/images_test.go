@@ -86,3 +86,17 @@ func TestBlockAddrs(t *testing.T) {
 		}
 	}
 }
+
+// TestCoveringMountsComeLast: an emptyDir mounted at /tmp would hide the agent's own
+// volume directories under /tmp from the mounts made after it.
+func TestCoveringMountsComeLast(t *testing.T) {
+	mounts := []mount{
+		{source: "/tmp/nodeagent-1/pods/p/volumes/tmp", target: "/tmp"},
+		{source: "/tmp/nodeagent-1/pods/p/volumes/certs", target: "/certs"},
+		{source: "/tmp/nodeagent-1/pods/p/volumes/config", target: "/config"},
+	}
+	got := coveringLast(mounts)
+	if got[len(got)-1].target != "/tmp" || len(got) != 3 {
+		t.Errorf("mount order %v: /tmp must come last", got)
+	}
+}

@@ -1,0 +1,224 @@
+package conformance
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientset "k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	"sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	conformanceconfig "sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+
+	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/kubetest"
+	"github.com/portico-dev/portico/internal/kubetest/nodeagent"
+	"github.com/portico-dev/portico/internal/provision"
+	"github.com/portico-dev/portico/internal/testutil"
+	"github.com/portico-dev/portico/internal/version"
+)
+
+var env *kubetest.Env
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
+
+// GatewayClassName is the class the suite's Gateways name.
+const GatewayClassName = "portico"
+
+// reportPath is where the ConformanceReport goes: PORTICO_CONFORMANCE_REPORT (the
+// documented command sets docs/conformance/...), else the test's temporary directory.
+func reportPath(t *testing.T) string {
+	if p := os.Getenv("PORTICO_CONFORMANCE_REPORT"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abs
+	}
+	return filepath.Join(t.TempDir(), "report.yaml")
+}
+
+// TestGatewayAPIConformance runs the suite's GATEWAY-HTTP, GATEWAY-GRPC and GATEWAY-TLS
+// profiles, with the features Portico's GatewayClass lists in its status (inferred, as
+// for any implementation), against `portico serve` deploying each Gateway's data plane.
+func TestGatewayAPIConformance(t *testing.T) {
+	env.Require(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := env.AdminConfig(t)
+	admin := kubetest.Clientset(t, cfg)
+
+	env.InstallGatewayAPICRDs(t, kubetest.GatewayAPIStandard)
+	env.StartWorkloads(t, kubetest.WorkloadOptions{PorticoBinary: porticoOutsideTmp(t)})
+	for _, ns := range []string{"portico-system", app.DefaultGatewayNamespace} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	startServe(t, ctx)
+	createGatewayClass(t, ctx, admin)
+
+	opts := suiteOptions(t)
+	conformance.RunConformanceWithOptions(t, opts)
+}
+
+// startServe runs `portico serve` in this process as deploy/ runs it (managed
+// certificates, xDS over mutual TLS), with the embedded proxy as each Gateway's data
+// plane: the node agent runs those Pods, which reach the xDS server at the node's address.
+func startServe(t *testing.T, ctx context.Context) {
+	t.Helper()
+	port := freePort(t)
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := app.NewServer(app.ServeOptions{
+		Config:                env.AdminConfig(t),
+		XDSAddr:               net.JoinHostPort("0.0.0.0", strconv.Itoa(port)),
+		AdminAddr:             "127.0.0.1:0",
+		ManagedTLS:            true,
+		CertificatesNamespace: "portico-system",
+		LeaderElection:        false,
+		Logger:                logger,
+		GatewayDataPlanes: provision.Options{
+			DataPlane:    provision.DataPlanePortico,
+			PorticoImage: "ghcr.io/portico-dev/portico:" + version.Version(),
+			ServiceType:  corev1.ServiceTypeLoadBalancer,
+			Replicas:     1,
+			XDSAddress:   net.JoinHostPort(nodeagent.NodeIP, strconv.Itoa(port)),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+}
+
+func createGatewayClass(t *testing.T, ctx context.Context, admin clientset.Interface) {
+	t.Helper()
+	c, err := client.New(env.AdminConfig(t), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gatewayv1.Install(c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	gc := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: GatewayClassName},
+		Spec: gatewayv1.GatewayClassSpec{ControllerName: dag.GatewayControllerName}}
+	if err := c.Create(ctx, gc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func suiteOptions(t *testing.T) suite.ConformanceOptions {
+	t.Helper()
+	log.SetLogger(zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true)))
+	cfg := env.AdminConfig(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, install := range []func(*runtime.Scheme) error{xv1alpha1.Install, gatewayv1.Install, apiextensionsv1.AddToScheme} {
+		if err := install(c.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeouts := conformanceconfig.DefaultTimeoutConfig()
+	return suite.ConformanceOptions{
+		ConfigurableOptions: suite.ConfigurableOptions{
+			GatewayClassName:     GatewayClassName,
+			CleanupBaseResources: true,
+			CleanupTestResources: true,
+			TimeoutConfig:        timeouts,
+			ReportOutputPath:     reportPath(t),
+			Mode:                 "default",
+			ConformanceProfiles: []suite.ConformanceProfileName{
+				suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName, suite.GatewayTLSConformanceProfileName,
+			},
+			Implementation: confv1.Implementation{
+				Organization: "portico-dev",
+				Project:      "portico",
+				URL:          "https://github.com/portico-dev/portico",
+				Version:      version.Version(),
+				Contact:      []string{"https://github.com/portico-dev/portico/issues"},
+			},
+			SkipTests: skipTests(),
+			// One test by its ShortName, for debugging (PORTICO_CONFORMANCE_RUN=HTTPRouteSimpleSameNamespace).
+			RunTest: os.Getenv("PORTICO_CONFORMANCE_RUN"),
+		},
+		Client:     c,
+		Clientset:  cs,
+		RestConfig: cfg,
+		ManifestFS: []fs.FS{&conformance.Manifests},
+	}
+}
+
+// skipTests are tests of the profiles that cannot run here, each with the reason; none
+// of them may be a core test that Portico fails.
+func skipTests() []string { return nil }
+
+// testWriter sends log output to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// porticoOutsideTmp is the portico binary at a path outside /tmp: the data planes' Pods
+// mount an emptyDir at /tmp, which would hide a binary there from their container.
+func porticoOutsideTmp(t *testing.T) string {
+	t.Helper()
+	home, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home, "portico", "conformance-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(testutil.PorticoBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "portico-"+strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(bin) })
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
