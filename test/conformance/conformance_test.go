@@ -2,17 +2,19 @@ package conformance
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"net"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientset "k8s.io/client-go/kubernetes"
@@ -73,7 +75,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 		}
 	}
 	startServe(t, ctx)
-	createGatewayClass(t, ctx, admin)
+	createGatewayClass(t, ctx)
 
 	opts := suiteOptions(t)
 	conformance.RunConformanceWithOptions(t, opts)
@@ -114,7 +116,7 @@ func startServe(t *testing.T, ctx context.Context) {
 	})
 }
 
-func createGatewayClass(t *testing.T, ctx context.Context, admin clientset.Interface) {
+func createGatewayClass(t *testing.T, ctx context.Context) {
 	t.Helper()
 	c, err := client.New(env.AdminConfig(t), client.Options{})
 	if err != nil {
@@ -128,6 +130,15 @@ func createGatewayClass(t *testing.T, ctx context.Context, admin clientset.Inter
 	if err := c.Create(ctx, gc); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// The suite reads the features to test from the class's status: wait for serve to
+	// accept the class and list them.
+	testutil.Eventually(t, 2*time.Minute, "GatewayClass portico accepted with its supported features", func() bool {
+		var cur gatewayv1.GatewayClass
+		if err := c.Get(ctx, client.ObjectKeyFromObject(gc), &cur); err != nil {
+			return false
+		}
+		return len(cur.Status.SupportedFeatures) > 0 && meta.IsStatusConditionTrue(cur.Status.Conditions, string(gatewayv1.GatewayClassConditionStatusAccepted))
+	})
 }
 
 func suiteOptions(t *testing.T) suite.ConformanceOptions {
