@@ -16,6 +16,6 @@ report=$(realpath -m "${1:-docs/conformance/gateway-api-v1.7.0-report.yaml}")
 mkdir -p "$(dirname "$report")"
 hack/kube/build.sh >/dev/null
 cd test/conformance
-PORTICO_CONFORMANCE_REPORT="$report" go test -count=1 -timeout=40m -run '^TestGatewayAPIConformance$' -v ./ 2>&1 |
+PORTICO_CONFORMANCE_ALL=1 PORTICO_CONFORMANCE_REPORT="$report" go test -count=1 -timeout=40m -run '^TestGatewayAPIConformance$' -v ./ 2>&1 |
   grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok)|conformance.go|report' || true
 echo "report: $report"
