@@ -55,6 +55,12 @@ type Server struct {
 	addr     string
 	done     chan struct{} // closed when Serve returns
 	serveErr error         // set before done is closed
+
+	// unused holds the connections that have not started a request yet;
+	// draining is set once Shutdown begins. See closeUnused.
+	connMu   sync.Mutex
+	unused   map[net.Conn]struct{}
+	draining bool
 }
 
 // New returns an unstarted Server for cfg, with defaults filled in.
@@ -91,6 +97,7 @@ func (s *Server) Start() error {
 	}
 	s.addr = ln.Addr().String()
 	s.srv = s.cfg.NewServer(s.addr)
+	s.trackUnused(s.srv)
 	if s.cfg.OnShutdown != nil {
 		s.srv.RegisterOnShutdown(s.runOnShutdown)
 	}
@@ -111,6 +118,44 @@ func (s *Server) serve(srv *http.Server, ln net.Listener, done chan struct{}) {
 	s.mu.Lock()
 	s.serveErr = fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
 	s.mu.Unlock()
+}
+
+// trackUnused records, through srv's ConnState hook, the connections that have
+// not started a request, so that Shutdown can close them at once. http.Server
+// counts such a connection as busy for its first five seconds: a client that
+// dialled a spare connection (Go's Transport does when it races a dial against
+// a connection coming back to its pool) would otherwise hold a graceful
+// shutdown for five seconds while nothing is in flight.
+func (s *Server) trackUnused(srv *http.Server) {
+	s.unused = map[net.Conn]struct{}{}
+	next := srv.ConnState
+	srv.ConnState = func(c net.Conn, state http.ConnState) {
+		s.connMu.Lock()
+		switch {
+		case state == http.StateNew && s.draining:
+			_ = c.Close()
+		case state == http.StateNew:
+			s.unused[c] = struct{}{}
+		default:
+			delete(s.unused, c)
+		}
+		s.connMu.Unlock()
+		if next != nil {
+			next(c, state)
+		}
+	}
+}
+
+// closeUnused closes the connections that have not started a request, and
+// any accepted from now on; requests in flight are left to finish.
+func (s *Server) closeUnused() {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.draining = true
+	for c := range s.unused {
+		_ = c.Close()
+	}
+	clear(s.unused)
 }
 
 // runOnShutdown calls Config.OnShutdown at most once; concurrent callers
@@ -139,6 +184,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if srv == nil {
 		return nil
 	}
+	s.closeUnused()
 	err := srv.Shutdown(ctx)
 	if err != nil {
 		// The graceful window expired; don't leave connections behind.
