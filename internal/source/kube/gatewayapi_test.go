@@ -3,11 +3,13 @@ package kube
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -299,6 +301,8 @@ func TestSourceWatchesGatewayAPI(t *testing.T) {
 			TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: "web"}}},
 			Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "web.example.com", WellKnownCACertificates: ptrTo(gatewayv1.WellKnownCACertificatesSystem)},
 		}}, metav1.CreateOptions{}))
+	must(c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca"},
+		Data: map[string]string{"ca.crt": "PEM", "settings.json": "{}"}}, metav1.CreateOptions{}))
 
 	logs := &testutil.SyncBuffer{}
 	src := runSource(t, Config{Client: c, Gateway: gw, Namespaces: []string{ns},
@@ -314,6 +318,11 @@ func TestSourceWatchesGatewayAPI(t *testing.T) {
 	}
 	if snap.Gateways[key(ns, "gw")] == nil || snap.GatewayClasses["gw-source"] == nil {
 		t.Fatalf("after sync: Gateways %v, GatewayClass gw-source %v (cluster-scoped: watched whatever the namespaces)", keys(snap.Gateways), snap.GatewayClasses["gw-source"])
+	}
+	// ConfigMaps are watched for the CA certificates of BackendTLSPolicies, and only
+	// that key is kept.
+	if cm := snap.ConfigMaps[key(ns, "ca")]; cm == nil || !maps.Equal(cm.Data, map[string]string{"ca.crt": "PEM"}) || cm.BinaryData != nil {
+		t.Errorf("ConfigMap ca in the store: %v, want its ca.crt alone", cm)
 	}
 	if strings.Contains(logs.String(), "Gateway API") {
 		t.Errorf("warned about the Gateway API although its CRDs are installed:\n%s", logs.String())

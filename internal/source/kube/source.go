@@ -116,6 +116,9 @@ func (s *Source) Run(ctx context.Context) error {
 		s.register(f.Core().V1().Endpoints().Informer())
 		s.register(f.Discovery().V1().EndpointSlices().Informer())
 		s.register(f.Core().V1().Secrets().Informer())
+		if gwServed[ResourceBackendTLSPolicies] { // their CA certificates
+			s.register(f.Core().V1().ConfigMaps().Informer())
+		}
 		factories = append(factories, f)
 	}
 	// IngressClasses and Namespaces are cluster-scoped: one informer each, whatever the
@@ -317,7 +320,24 @@ func trimObject(obj any) (any, error) {
 	if sec, ok := obj.(*corev1.Secret); ok && !mayHoldCertificate(sec) {
 		sec.Data, sec.StringData = nil, nil
 	}
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		keepCABundle(cm)
+	}
 	return obj, nil
+}
+
+// caBundleKey is the ConfigMap key a BackendTLSPolicy's caCertificateRefs name, as the
+// Gateway API defines it.
+const caBundleKey = "ca.crt"
+
+// keepCABundle drops every key of a ConfigMap but the CA bundle BackendTLSPolicies
+// read: ConfigMaps are watched only for those, and most hold unrelated data.
+func keepCABundle(cm *corev1.ConfigMap) {
+	ca, ok := cm.Data[caBundleKey]
+	cm.Data, cm.BinaryData = nil, nil
+	if ok {
+		cm.Data = map[string]string{caBundleKey: ca}
+	}
 }
 
 func ownStatusFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
