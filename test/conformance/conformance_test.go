@@ -26,6 +26,7 @@ import (
 	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	"sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/tests"
 	conformanceconfig "sigs.k8s.io/gateway-api/conformance/utils/config"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 
@@ -63,8 +64,7 @@ func reportPath(t *testing.T) string {
 // for any implementation), against `portico serve` deploying each Gateway's data plane.
 func TestGatewayAPIConformance(t *testing.T) {
 	env.Require(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	cfg := env.AdminConfig(t)
 	admin := kubetest.Clientset(t, cfg)
 
@@ -75,7 +75,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	startServe(t, ctx)
+	startServe(t)
 	createGatewayClass(t, ctx)
 
 	opts := suiteOptions(t)
@@ -85,11 +85,14 @@ func TestGatewayAPIConformance(t *testing.T) {
 // startServe runs `portico serve` in this process as deploy/ runs it (managed
 // certificates, xDS over mutual TLS), with the embedded proxy as each Gateway's data
 // plane: the node agent runs those Pods, which reach the xDS server at the node's address.
-func startServe(t *testing.T, ctx context.Context) {
+// It serves until the test's cleanup: the suite's parallel tests run after the test
+// function has returned, so a context ended by the function would stop serve before them.
+func startServe(t *testing.T) {
 	t.Helper()
 	port := freePort(t)
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: logLevel(t)}))
 	s, err := app.NewServer(app.ServeOptions{
+		PprofAddr:             os.Getenv("PORTICO_CONFORMANCE_PPROF"),
 		Config:                env.AdminConfig(t),
 		XDSAddr:               net.JoinHostPort("0.0.0.0", strconv.Itoa(port)),
 		AdminAddr:             "127.0.0.1:0",
@@ -108,9 +111,11 @@ func startServe(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() {
+		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
 		}
@@ -193,17 +198,49 @@ func suiteOptions(t *testing.T) suite.ConformanceOptions {
 // hack/test.sh's run so that it guards every test that passes. hack/conformance.sh
 // (PORTICO_CONFORMANCE_ALL=1) runs them all, for the published report.
 func skipTests(t *testing.T) []string {
+	var out []string
+	switch only := os.Getenv("PORTICO_CONFORMANCE_ONLY"); only {
+	case "":
+	case "parallel":
+		out = serialTests()
+	default:
+		t.Fatalf("PORTICO_CONFORMANCE_ONLY=%q: the only value is parallel", only)
+	}
 	if os.Getenv("PORTICO_CONFORMANCE_ALL") != "" {
-		return nil
+		return out
 	}
 	data, err := os.ReadFile("failing.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
 		if name, _, _ := strings.Cut(line, "#"); strings.TrimSpace(name) != "" {
 			out = append(out, strings.TrimSpace(name))
+		}
+	}
+	return out
+}
+
+// logLevel is serve's log level: PORTICO_CONFORMANCE_LOG (debug, info, warn, error),
+// else warn, so that the suite's own lines stay readable.
+func logLevel(t *testing.T) slog.Level {
+	level := slog.LevelWarn
+	if v := os.Getenv("PORTICO_CONFORMANCE_LOG"); v != "" {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			t.Fatalf("PORTICO_CONFORMANCE_LOG: %v", err)
+		}
+	}
+	return level
+}
+
+// serialTests are the suite's tests that do not run in parallel, skipped when
+// PORTICO_CONFORMANCE_ONLY=parallel: the parallel phase, where many Gateways come and go
+// at once, then runs in minutes instead of the whole suite's half hour.
+func serialTests() []string {
+	var out []string
+	for _, test := range tests.ConformanceTests {
+		if !test.Parallel {
+			out = append(out, test.ShortName)
 		}
 	}
 	return out

@@ -141,6 +141,19 @@ func TestGatewayListeners(t *testing.T) {
 		},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
+		// A listener of an unsupported protocol on a taken port conflicts first: the
+		// conflict is what the user must fix (conformance: ListenerSetProtocolConflict).
+		name: "gateway-unsupported-protocol-on-a-taken-port",
+		objects: base + gatewayHead + `
+  - {name: http, protocol: HTTP, port: 80}
+  - {name: tcp, protocol: TCP, port: 80}`,
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
+			listenerOK("http", 0),
+			"Gateway default/gw listener tcp: attached=0 kinds= Accepted=False/ProtocolConflict ResolvedRefs=True/ResolvedRefs Conflicted=True/ProtocolConflict Programmed=False/ProtocolConflict",
+		},
+		routes: []string{"default/gw :80 http *: no routes"},
+	}, {
 		name: "gateway-listener-filters-refused",
 		objects: base + gatewayHead + `
   - {name: http, protocol: HTTP, port: 80}

@@ -44,51 +44,34 @@ func (c *listenerCheck) usable() bool {
 }
 
 // validateListeners checks a Gateway's listeners against each other: a listener
-// whose protocol is not supported, or whose port and hostname an earlier listener
-// already takes (the first in list order keeps them, as the spec's precedence says),
-// is not accepted. A pure function of the spec.
+// whose port an earlier listener takes with another protocol, or whose port and
+// hostname an earlier listener already takes (the first in list order keeps them, as
+// the spec's precedence says), is in conflict and not accepted; so is one whose
+// protocol is not supported. Conflicts come first: a TCP listener on an HTTP
+// listener's port conflicts with it whether or not TCP is supported. A pure function
+// of the spec.
 func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
 	out := make([]listenerCheck, len(ls))
 	type portUse struct {
-		tls   bool
-		hosts map[string]bool
+		family string
+		hosts  map[string]bool
 	}
 	ports := map[gatewayv1.PortNumber]*portUse{}
 	for i, l := range ls {
 		c := &out[i]
 		c.kinds, c.resolvedRefs = listenerKinds(l)
-		if _, ok := routeKinds[l.Protocol]; !ok {
-			c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedProtocol),
-				"protocol %q is not supported: use HTTP, HTTPS or TLS", l.Protocol)
-			continue
-		}
-		if l.Filters != nil && len(l.Filters.Requests) > 0 {
-			// Serving the listener without its filters would skip what they do to
-			// every request.
-			c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
-				"filters are not supported yet: remove them, or put the filters on the routes")
-			continue
-		}
-		if c.accepted = checkNamespaceSelector(l); c.accepted != nil {
-			continue
-		}
-		tls := l.Protocol != gatewayv1.HTTPProtocolType
 		host := ""
 		if l.Hostname != nil {
 			host = strings.ToLower(string(*l.Hostname))
-			if msg := hostnameProblem(host); msg != "" {
-				c.accepted = newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
-					"hostname %q is not a hostname: %s", *l.Hostname, msg)
-				continue
-			}
 		}
+		family := protocolFamily(l.Protocol)
 		pu := ports[l.Port]
 		switch {
 		case pu == nil:
-			ports[l.Port] = &portUse{tls: tls, hosts: map[string]bool{host: true}}
-		case pu.tls != tls:
+			ports[l.Port] = &portUse{family: family, hosts: map[string]bool{host: true}}
+		case pu.family != family:
 			c.conflicted = newError(string(gatewayv1.ListenerConditionConflicted), string(gatewayv1.ListenerReasonProtocolConflict),
-				"port %d already carries %s on an earlier listener: HTTP and HTTPS/TLS cannot share a port; use another port", l.Port, protocolFamily(pu.tls))
+				"port %d already carries %s on an earlier listener: listeners of one port must all be HTTP, all HTTPS/TLS, or all of one other protocol; use another port", l.Port, pu.family)
 		case pu.hosts[host]:
 			c.conflicted = newError(string(gatewayv1.ListenerConditionConflicted), string(gatewayv1.ListenerReasonHostnameConflict),
 				"an earlier listener on port %d has the same hostname %q: give this listener another hostname or port", l.Port, host)
@@ -97,16 +80,49 @@ func validateListeners(ls []gatewayv1.Listener) []listenerCheck {
 		}
 		if c.conflicted != nil {
 			c.accepted = &condError{Type: string(gatewayv1.ListenerConditionAccepted), Reason: c.conflicted.Reason, Message: c.conflicted.Message}
+			continue
 		}
+		c.accepted = listenerAcceptance(l, host)
 	}
 	return out
 }
 
-func protocolFamily(tls bool) string {
-	if tls {
+// listenerAcceptance is nil, or why a listener without conflicts is not accepted on
+// its own: a protocol Portico does not serve, filters, a bad namespace selector or
+// hostname.
+func listenerAcceptance(l gatewayv1.Listener, host string) *condError {
+	if _, ok := routeKinds[l.Protocol]; !ok {
+		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedProtocol),
+			"protocol %q is not supported: use HTTP, HTTPS or TLS", l.Protocol)
+	}
+	if l.Filters != nil && len(l.Filters.Requests) > 0 {
+		// Serving the listener without its filters would skip what they do to
+		// every request.
+		return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+			"filters are not supported yet: remove them, or put the filters on the routes")
+	}
+	if err := checkNamespaceSelector(l); err != nil {
+		return err
+	}
+	if host != "" {
+		if msg := hostnameProblem(host); msg != "" {
+			return newError(string(gatewayv1.ListenerConditionAccepted), string(gatewayv1.ListenerReasonUnsupportedValue),
+				"hostname %q is not a hostname: %s", *l.Hostname, msg)
+		}
+	}
+	return nil
+}
+
+// protocolFamily groups the protocols that can share a port: HTTPS and TLS listeners
+// are told apart by SNI; HTTP and any other protocol need a port of their own.
+func protocolFamily(p gatewayv1.ProtocolType) string {
+	switch p {
+	case gatewayv1.HTTPProtocolType:
+		return "HTTP"
+	case gatewayv1.HTTPSProtocolType, gatewayv1.TLSProtocolType:
 		return "HTTPS/TLS"
 	}
-	return "HTTP"
+	return string(p)
 }
 
 // listenerKinds returns the route kinds a listener accepts: those of allowedRoutes.kinds
