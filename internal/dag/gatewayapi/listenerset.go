@@ -105,9 +105,11 @@ func mergeListeners(p *dag.Processing, g *gatewayResult, grants grantIndex) {
 			set.listeners = append(set.listeners, ls)
 			i++
 		}
-		if !slices.ContainsFunc(set.listeners, (*listenerState).attachable) {
+		// A set with no listener to serve (all in conflict, or without a usable
+		// certificate) is not accepted, and does not count among its Gateway's.
+		if !slices.ContainsFunc(set.listeners, (*listenerState).usable) {
 			set.accepted = newError(string(gatewayv1.ListenerSetConditionAccepted), string(gatewayv1.ListenerSetReasonListenersNotValid),
-				"no listener is accepted (see the listeners' conditions)")
+				"no listener can be served (see the listeners' conditions)")
 		}
 	}
 }
@@ -181,10 +183,6 @@ func (set *listenerSetResult) status() dag.Status {
 			condition(accepted, false, set.accepted.Reason, set.accepted.Message),
 			condition(programmed, false, notProgrammedReason(set.accepted.Reason), "not served: "+set.accepted.Message))
 		errs = append(errs, set.accepted.problem(""))
-	case unserved == len(set.listeners):
-		e := newError(programmed, string(gatewayv1.ListenerSetReasonListenersNotValid), "no listener can be served (see their conditions)")
-		ss.Conditions = append(ss.Conditions, condition(accepted, true, e.Reason, e.Message), condition(e.Type, false, e.Reason, e.Message))
-		errs = append(errs, e.problem(""))
 	case unserved > 0:
 		ss.Conditions = append(ss.Conditions,
 			condition(accepted, true, string(gatewayv1.ListenerSetReasonListenersNotValid),

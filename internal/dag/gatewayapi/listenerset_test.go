@@ -144,6 +144,18 @@ spec:
 			"default/gw :443 https own.example.com (cert team/cert): no routes",
 		},
 	}, {
+		// A ListenerSet none of whose listeners can be served is not accepted and does
+		// not count among the Gateway's (conformance: ListenerSetReferenceGrant).
+		name: "listenerset-no-usable-listener",
+		objects: gatewayAllowing("{namespaces: {from: All}}") + listenerSet("tls", "team", "2026-01-01T00:00:00Z", `
+  - {name: refused, protocol: HTTPS, port: 443, hostname: refused.example.com, tls: {certificateRefs: [{name: cert, namespace: other}]}}`),
+		extra: []runtime.Object{tlsSecret("other", "cert", "refused.example.com")},
+		statuses: []string{acceptedClass, acceptedGateway, gatewayListenersOK,
+			"ListenerSet team/tls: Accepted=False/ListenersNotValid Programmed=False/ListenersNotValid",
+			"ListenerSet team/tls listener refused: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=True/Accepted ResolvedRefs=False/RefNotPermitted Conflicted=False/NoConflicts Programmed=False/Invalid",
+		},
+		routes: []string{"default/gw :80 http gw.example.com: no routes"},
+	}, {
 		name: "listenerset-parent-not-accepted",
 		objects: gatewayAllowing("{namespaces: {from: Same}}\n  tls: {frontend: {default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: \"\"}]}}}}") +
 			listenerSet("extra", "default", "2026-01-01T00:00:00Z", `
