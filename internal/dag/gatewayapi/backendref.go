@@ -21,6 +21,7 @@ const (
 const (
 	appProtocolH2C = "kubernetes.io/h2c"
 	appProtocolWS  = "kubernetes.io/ws"
+	appProtocolWSS = "kubernetes.io/wss"
 )
 
 // backends is what a rule's backendRefs resolve to.
@@ -142,7 +143,7 @@ func resolveBackend(p *dag.Processing, grants grantIndex, kind gatewayv1.Kind, r
 	}
 	protocol, ws, ok := backendProtocol(kind, sp.AppProtocol)
 	if !ok {
-		supported := "none, http, " + appProtocolH2C + ", " + appProtocolWS
+		supported := "none, http, https, " + appProtocolH2C + ", " + appProtocolWS + ", " + appProtocolWSS
 		if kind == grpcRouteKind {
 			supported = "none, grpc, " + appProtocolH2C
 		}
@@ -176,6 +177,13 @@ func backendProtocol(kind gatewayv1.Kind, appProtocol *string) (protocol string,
 			return "", true, true
 		case "", "http", "HTTP", "tcp", "TCP":
 			return "", false, true
+		case "https", "HTTPS", "tls", "TLS":
+			// The port speaks TLS: a BackendTLSPolicy says how to verify it; without
+			// one the connection is encrypted but the certificate is not checked,
+			// as a clear-text connection to a TLS port could never work.
+			return "tls", false, true
+		case appProtocolWSS:
+			return "tls", true, true
 		}
 		return "", false, false
 	}

@@ -362,7 +362,7 @@ spec:
 kind: Service
 apiVersion: v1
 metadata: {name: grpc}
-spec: {ports: [{port: 80, appProtocol: kubernetes.io/wss}]}`,
+spec: {ports: [{port: 80, appProtocol: example.com/quic}]}`,
 		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 1),
 			"HTTPRoute default/r parent gw: Accepted=True/Accepted ResolvedRefs=False/UnsupportedProtocol"},
 		routes: []string{"default/gw :80 http *: prefix:/ [] -> status 500"},
@@ -384,6 +384,30 @@ spec: {ports: [{port: 81, appProtocol: kubernetes.io/h2c}]}`)
 		t.Fatalf("appProtocol kubernetes.io/h2c: cluster protocol %q, want h2c", c.Protocol)
 	}
 	return c.Name[len("default/h2/81/"):]
+}
+
+// TestHTTPRouteTLSAppProtocols: a Service port whose appProtocol says it speaks TLS
+// is reached over TLS (BackendTLSPolicy, when one targets it, says how to verify it;
+// conformance: BackendTLSPolicyInvalidCACertificateRef's Services say HTTPS).
+func TestHTTPRouteTLSAppProtocols(t *testing.T) {
+	for _, ap := range []string{"HTTPS", "https", "tls", "kubernetes.io/wss"} {
+		g := build(t, base+httpGateway+route("r", "default", `
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: secure, port: 443}]}]`)+`
+---
+kind: Service
+apiVersion: v1
+metadata: {name: secure}
+spec: {ports: [{port: 443, appProtocol: "`+ap+`"}]}`)
+		r := g.Gateways[0].Ports[0].HTTP[0].Routes[0]
+		if len(r.Clusters) != 1 || r.Clusters[0].Cluster.Protocol != "tls" {
+			t.Errorf("appProtocol %s: clusters %v (direct status %d), want one cluster over TLS", ap, r.Clusters, r.DirectStatus)
+			continue
+		}
+		if ws := r.Clusters[0].Cluster; (ap == "kubernetes.io/wss") != r.Websocket {
+			t.Errorf("appProtocol %s: cluster %s, websockets %v", ap, ws.Name, r.Websocket)
+		}
+	}
 }
 
 func TestHTTPRouteTimeoutsAndRetry(t *testing.T) {
