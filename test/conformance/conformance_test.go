@@ -80,6 +80,35 @@ func TestGatewayAPIConformance(t *testing.T) {
 
 	opts := suiteOptions(t)
 	conformance.RunConformanceWithOptions(t, opts)
+	// Registered after the suite's cleanups, so it runs before them: the base
+	// Gateways' data planes still exist.
+	t.Cleanup(func() {
+		if t.Failed() {
+			logDataPlanes(t, admin)
+		}
+	})
+}
+
+// logDataPlanes logs the end of each Gateway data plane's log, for a failed run: what
+// the proxies received and refused is where a wrong answer comes from.
+func logDataPlanes(t *testing.T, cs clientset.Interface) {
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(app.DefaultGatewayNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("listing the data planes' Pods: %v", err)
+		return
+	}
+	tail := int64(200)
+	for _, pod := range pods.Items {
+		for _, c := range pod.Spec.Containers {
+			out, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+			if err != nil {
+				t.Logf("data plane %s/%s: %v", pod.Name, c.Name, err)
+				continue
+			}
+			t.Logf("data plane %s/%s, last %d lines:\n%s", pod.Name, c.Name, tail, out)
+		}
+	}
 }
 
 // startServe runs `portico serve` in this process as deploy/ runs it (managed
