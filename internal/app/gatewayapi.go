@@ -51,6 +51,12 @@ func (s serviceAddress) Addresses(p *dag.Processing, gw types.NamespacedName) ([
 			" (the controller creates it; if it does not, its log says why, and --watch-namespaces must include " + s.namespace + ")"
 	}
 	if addrs := provision.Addresses(svc); len(addrs) > 0 {
+		// Programmed means requests are answered: until a replica passes its
+		// readiness probe (it has its first complete configuration), they would not be.
+		if len(svc.Spec.Ports) > 0 && p.ReadyEndpoints(key, svc.Spec.Ports[0].Name) == 0 {
+			return addrs, "its data plane has no ready replica yet (Deployment " + key.String() + "); if this lasts, " +
+				"see that Deployment's Pods and their logs"
+		}
 		return addrs, ""
 	}
 	return nil, "its data plane's Service " + key.String() + " has no load-balancer address yet; in a cluster without a load-balancer " +

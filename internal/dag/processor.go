@@ -46,6 +46,14 @@ func (p *Processing) Service(key types.NamespacedName) *corev1.Service {
 	return p.b.store.Services[key]
 }
 
+// ReadyEndpoints counts the ready endpoints of the port named portName of the Service
+// named key; its changes run the processor again.
+func (p *Processing) ReadyEndpoints(key types.NamespacedName, portName string) int {
+	p.deps[svcKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	eps, _ := p.b.endpoints(key, portName)
+	return len(eps)
+}
+
 // ExternalNameRefused says why an ExternalName Service may not be used, or "" (as for
 // every API: see Options.AllowExternalName).
 func (p *Processing) ExternalNameRefused(svc *corev1.Service) string {

@@ -250,10 +250,14 @@ func (g *gatewayResult) status() dag.Status {
 	}
 	gs.Addresses = g.addresses
 	if g.awaitingAddress != "" {
+		reason := string(gatewayv1.GatewayReasonAddressNotAssigned)
+		if len(g.addresses) > 0 {
+			reason = string(gatewayv1.GatewayReasonPending) // reached there, not answering yet
+		}
 		for i, c := range gs.Conditions {
 			if c.Type == string(gatewayv1.GatewayConditionProgrammed) && c.Status == metav1.ConditionTrue {
-				gs.Conditions[i] = condition(c.Type, false, string(gatewayv1.GatewayReasonAddressNotAssigned), g.awaitingAddress)
-				notes = append(notes, dag.Problem{Type: c.Type, Reason: string(gatewayv1.GatewayReasonAddressNotAssigned), Message: g.awaitingAddress})
+				gs.Conditions[i] = condition(c.Type, false, reason, g.awaitingAddress)
+				notes = append(notes, dag.Problem{Type: c.Type, Reason: reason, Message: g.awaitingAddress})
 			}
 		}
 	}

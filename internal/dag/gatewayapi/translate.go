@@ -17,9 +17,11 @@ type Processor struct {
 
 // AddressSource says where a Gateway's own data plane is reached.
 type AddressSource interface {
-	// Addresses are the addresses of gw's data plane. When it has none yet, pending
-	// says why and what to do: the Gateway is not Programmed until it has one. Objects
-	// it reads through p (its Service) make the processor run again when they change.
+	// Addresses are the addresses of gw's data plane. When it has none yet, or cannot
+	// answer there yet (no ready replica), pending says why and what to do: the Gateway
+	// is not Programmed until it has an address (reason AddressNotAssigned) and a ready
+	// data plane behind it (reason Pending). Objects it reads through p (its Service and
+	// endpoints) make the processor run again when they change.
 	Addresses(p *dag.Processing, gw types.NamespacedName) (addrs []gatewayv1.GatewayStatusAddress, pending string)
 }
 
