@@ -216,6 +216,20 @@ func applyPolicies(p *dag.Processing, idx *policyIndex, routes []*attachedRoute)
 		if len(gateways) == 0 {
 			continue
 		}
+		if terminated(r) && slices.ContainsFunc(r.result.tcp, func(wc *dag.WeightedCluster) bool { return targeted[wc.Cluster.Service] != nil }) {
+			r.result.reencrypted = nil
+			for _, wc := range r.result.tcp {
+				for _, pol := range targeted[wc.Cluster.Service] {
+					maps.Copy(pol.ancestors, gateways)
+				}
+				if c := tlsCluster(p, idx, wc.Cluster, converted); c != nil {
+					r.result.reencrypted = append(r.result.reencrypted, &dag.WeightedCluster{Cluster: c, Weight: wc.Weight})
+				}
+			}
+			if r.result.reencrypted == nil {
+				r.result.reencrypted = []*dag.WeightedCluster{} // no backend may be used: connections are closed
+			}
+		}
 		for _, e := range r.result.entries {
 			if !slices.ContainsFunc(e.route.Clusters, func(wc *dag.WeightedCluster) bool { return targeted[wc.Cluster.Service] != nil }) {
 				continue
@@ -274,6 +288,20 @@ func tlsProtocol(protocol string) string {
 		return "h2"
 	}
 	return "tls"
+}
+
+// terminated reports whether a route is attached to a listener that terminates TLS (a
+// TLSRoute's connections there are decrypted, and may be encrypted again to the
+// backend; through a passthrough listener they are the client's own TLS).
+func terminated(r *attachedRoute) bool {
+	for _, pr := range r.parents {
+		for _, a := range pr.attachments {
+			if a.listener.secret != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // attachedGateways are the Gateways a route is attached to.

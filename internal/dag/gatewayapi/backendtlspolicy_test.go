@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,4 +153,43 @@ spec:
 			plain("/b", "default/multi/81[tls sni=b.example.com names=b.example.com ca=ConfigMap default/ca]*1"),
 		},
 	}})
+}
+
+// TestBackendTLSPolicyReencryptsTerminatedTLSRoutes: the connections a TLS listener
+// terminates are encrypted again to a backend a BackendTLSPolicy targets, verified as
+// it says, and the Gateway is the policy's ancestor (conformance:
+// BackendTLSPolicyTLSRouteTerminate); without a usable CA they are closed.
+func TestBackendTLSPolicyReencryptsTerminatedTLSRoutes(t *testing.T) {
+	objects := func(ca string) string {
+		return base + gatewayHead + `
+  - {name: term, protocol: TLS, port: 443, hostname: db.example.com, tls: {mode: Terminate, certificateRefs: [{name: cert}]}}
+---
+kind: TLSRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: db}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [db.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]` + policy("web", "2026-01-01T00:00:00Z", `
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation: {hostname: web.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: `+ca+`}]}`)
+	}
+	g := build(t, objects("ca"), tlsSecret("default", "cert", "db.example.com"), caConfigMap("ca"))
+	svh := g.Gateways[0].Ports[0].HTTPS[0]
+	if svh.Passthrough || svh.TCPProxy == nil || len(svh.TCPProxy.Clusters) != 1 {
+		t.Fatalf("db.example.com: passthrough %v, proxy %+v; want TLS terminated, one backend", svh.Passthrough, svh.TCPProxy)
+	}
+	if c := svh.TCPProxy.Clusters[0].Cluster; c.Protocol != "tls" || c.UpstreamValidation == nil || c.UpstreamValidation.ServerName != "web.example.com" {
+		t.Errorf("backend of the terminated connections: protocol %q, validation %+v; want TLS verified for web.example.com", c.Protocol, c.UpstreamValidation)
+	}
+	lines := describeStatuses(g)
+	const ancestor = "BackendTLSPolicy default/web ancestor default/gw: Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs"
+	if !slices.Contains(lines, ancestor) {
+		t.Errorf("statuses %v, want %q", lines, ancestor)
+	}
+
+	g = build(t, objects("missing"), tlsSecret("default", "cert", "db.example.com"))
+	if c := g.Gateways[0].Ports[0].HTTPS[0].TCPProxy.Clusters[0].Cluster; c.Service.Name != "gw.no-route" {
+		t.Errorf("with no usable CA, the connections go to %s, want them closed", c.Name)
+	}
 }

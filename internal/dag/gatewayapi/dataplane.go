@@ -102,7 +102,7 @@ func (pp *portPlan) add(a attachment, r *routeResult) {
 			continue
 		}
 		pp.seen[host][r.ref] = true
-		entries := redirectOnPort(r.entries, uint32(a.listener.spec.Port))
+		entries := withHostRank(redirectOnPort(r.entries, uint32(a.listener.spec.Port)), rankHostname(r.hostnames, host))
 		switch a.listener.spec.Protocol {
 		case gatewayv1.HTTPProtocolType:
 			pp.http[host] = append(pp.http[host], entries...)
@@ -123,6 +123,19 @@ func (pp *portPlan) add(a attachment, r *routeResult) {
 			sp.also[host] = append(sp.also[host], entries...)
 		}
 	}
+}
+
+// withHostRank returns entries ranked rank on the host they are added to: copies when
+// the rank is not the zero one, the entries being shared by every host of the route.
+func withHostRank(entries []routeEntry, rank hostnameRank) []routeEntry {
+	if rank == (hostnameRank{}) {
+		return entries
+	}
+	out := slices.Clone(entries)
+	for i := range out {
+		out[i].host = rank
+	}
+	return out
 }
 
 // redirectOnPort returns entries with the redirects that keep the listener's port
@@ -157,7 +170,7 @@ func (pp *portPlan) build(gw types.NamespacedName, port uint32) *dag.GatewayPort
 		svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, sp.routes), Secret: sp.secret, MoreSecrets: sp.more}
 		switch {
 		case len(sp.tls) > 0:
-			svh.Passthrough, svh.TCPProxy = sp.secret == nil, passthrough(sp.tls)
+			svh.Passthrough, svh.TCPProxy = sp.secret == nil, passthrough(gw, port, name, sp.secret != nil, sp.tls)
 		case sp.tlsListener:
 			svh.Passthrough, svh.TCPProxy = sp.secret == nil, closedProxy(gw, port)
 		}
@@ -187,14 +200,30 @@ func closedProxy(gw types.NamespacedName, port uint32) *dag.TCPProxy {
 	return &dag.TCPProxy{Clusters: []*dag.WeightedCluster{{Cluster: c, Weight: 1}}, Source: dag.ObjectRef{Kind: dag.KindGateway, Namespace: gw.Namespace, Name: gw.Name}}
 }
 
-// passthrough is the TCP proxy of one server name: the oldest of the TLSRoutes that
-// want it (then by namespace/name), as for every host Portico serves.
-func passthrough(routes []*routeResult) *dag.TCPProxy {
-	oldest := slices.MinFunc(routes, func(a, b *routeResult) int {
+// passthrough is the TCP proxy of server name host: of the TLSRoutes that want it, the
+// one whose own hostname matches it most precisely (as for HTTP routes, hostnameRank),
+// then the oldest, then by namespace/name. Where the listener terminates TLS, its
+// backends are those a BackendTLSPolicy re-encrypts to, if any.
+func passthrough(gw types.NamespacedName, port uint32, host string, terminates bool, routes []*routeResult) *dag.TCPProxy {
+	best := slices.MinFunc(routes, func(a, b *routeResult) int {
+		ra, rb := rankHostname(a.hostnames, host), rankHostname(b.hostnames, host)
+		if c := cmp.Compare(rb.exact, ra.exact); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(rb.chars, ra.chars); c != 0 {
+			return c
+		}
 		if c := a.created.Compare(b.created); c != 0 {
 			return c
 		}
 		return dag.CompareObjectRefs(a.ref, b.ref)
 	})
-	return &dag.TCPProxy{Clusters: oldest.tcp, Source: oldest.ref}
+	clusters := best.tcp
+	if terminates && best.reencrypted != nil {
+		if len(best.reencrypted) == 0 {
+			return closedProxy(gw, port)
+		}
+		clusters = best.reencrypted
+	}
+	return &dag.TCPProxy{Clusters: clusters, Source: best.ref}
 }

@@ -21,8 +21,14 @@ type routeResult struct {
 	// False): the rules concerned answer 500, the others are served.
 	resolved *condError
 	// tcp are a TLSRoute's backends (entries is empty then), created when.
-	tcp     []*dag.WeightedCluster
-	created time.Time
+	tcp []*dag.WeightedCluster
+	// reencrypted, when set, are the backends for connections a listener terminates:
+	// tcp's, in TLS where a BackendTLSPolicy targets their Service (applyPolicies).
+	reencrypted []*dag.WeightedCluster
+	created     time.Time
+	// hostnames are its own, in lower case: the one that matches a host decides its
+	// rules' precedence there (hostnameRank).
+	hostnames []string
 }
 
 // processHTTPRoute turns an HTTPRoute's rules into graph routes, one per match.
@@ -39,6 +45,9 @@ func (res *routeResult) processRules(hostnames []gatewayv1.Hostname, rules int, 
 	if err := checkHostnames(hostnames); err != nil {
 		res.accepted = err
 		return res
+	}
+	for _, h := range hostnames {
+		res.hostnames = append(res.hostnames, strings.ToLower(string(h)))
 	}
 	for i := range rules {
 		entries, err := rule(i)

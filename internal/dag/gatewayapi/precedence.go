@@ -28,10 +28,40 @@ type routeEntry struct {
 	// method (serviceLen, methodLen) instead of by path.
 	grpc                  bool
 	serviceLen, methodLen int
+	// host is the rank, on the host the entry is served for, of the route's own
+	// hostname that matches it (set per host by portPlan.add).
+	host hostnameRank
+}
+
+// hostnameRank is what the spec compares first between the routes of one host: the
+// characters of the route's own hostname that matches the host when it is not a
+// wildcard, then its characters. A route written for abc.example.com wins there over
+// one written for *.example.com, whatever their paths and ages; a route without
+// hostnames ranks last.
+type hostnameRank struct{ exact, chars int }
+
+// rankHostname is the rank of the best of a route's hostnames that matches host (a
+// host name or a wildcard, as intersectHostnames made it).
+func rankHostname(own []string, host string) hostnameRank {
+	var best hostnameRank
+	for _, h := range own {
+		if h != host && !hostMatches(h, host) {
+			continue
+		}
+		r := hostnameRank{chars: len(h)}
+		if !strings.HasPrefix(h, "*") {
+			r.exact = len(h)
+		}
+		if r.exact > best.exact || (r.exact == best.exact && r.chars > best.chars) {
+			best = r
+		}
+	}
+	return best
 }
 
 // sortByPrecedence orders the routes of one host as the Gateway API spec says, across
-// every route attached to it: an Exact path before any prefix, a longer prefix before a
+// every route attached to it: the route's own matching hostname first (hostnameRank),
+// then an Exact path before any prefix, a longer prefix before a
 // shorter one, then a method match, then more header matches, then more query
 // parameter matches; ties go to the oldest route, then to namespace/name in
 // alphabetical order, then to rule and match order within the route. Regular
@@ -42,6 +72,12 @@ func sortByPrecedence(entries []routeEntry) {
 }
 
 func comparePrecedence(a, b routeEntry) int {
+	if c := cmp.Compare(b.host.exact, a.host.exact); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.host.chars, a.host.chars); c != 0 {
+		return c
+	}
 	var c int
 	switch {
 	case a.grpc != b.grpc:

@@ -1,6 +1,9 @@
 package gatewayapi
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestHTTPRoutePrecedence(t *testing.T) {
 	old := func(name, ns, created, spec string) string {
@@ -61,5 +64,31 @@ func TestHTTPRoutePrecedence(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("order: got %v, want %v", got, want)
 		}
+	}
+}
+
+// TestHostnamePrecedence: on the host abc.example.com of a listener for it, a route
+// written for abc.example.com comes before one whose *.example.com only intersects it,
+// although the latter is older and has the longer path (conformance:
+// HTTPRouteMultipleRoutesAttachmentSameHostnameIntersection); a route without hostnames
+// comes last.
+func TestHostnamePrecedence(t *testing.T) {
+	attached := func(name, created, hostnames, path string) string {
+		return routeCreated(name, "default", created, `
+  parentRefs: [{name: gw}]`+hostnames+`
+  rules: [{matches: [{path: {value: `+path+`}}], backendRefs: [{name: web, port: 80}]}]`)
+	}
+	objects := base + gatewayHead + ` [{name: http, protocol: HTTP, port: 80, hostname: abc.example.com}]` +
+		attached("any-host", "2025-01-01T00:00:00Z", "", "/any/longest/path") +
+		attached("wildcard", "2026-01-01T00:00:00Z", "\n  hostnames: [\"*.example.com\"]", "/longer/path") +
+		attached("exact", "2026-02-01T00:00:00Z", "\n  hostnames: [abc.example.com, \"*.example.com\"]", "/")
+	g := build(t, objects)
+	var got []string
+	for _, r := range g.Gateways[0].Ports[0].HTTP[0].Routes {
+		got = append(got, r.Source.Name+" "+r.Path.Value)
+	}
+	want := []string{"exact /", "wildcard /longer/path", "any-host /any/longest/path"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("routes of abc.example.com: %v, want %v", got, want)
 	}
 }

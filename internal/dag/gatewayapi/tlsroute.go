@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -26,6 +27,9 @@ func processTLSRoutes(p *dag.Processing, grants grantIndex, gateways map[types.N
 // one it can use, its connections are closed.
 func processTLSRoute(p *dag.Processing, grants grantIndex, tr *gatewayv1.TLSRoute) *routeResult {
 	res := &routeResult{ref: dag.ObjectRef{Kind: dag.KindTLSRoute, Namespace: tr.Namespace, Name: tr.Name}, created: tr.CreationTimestamp.Time}
+	for _, h := range tr.Spec.Hostnames {
+		res.hostnames = append(res.hostnames, strings.ToLower(string(h)))
+	}
 	if err := checkHostnames(tr.Spec.Hostnames); err != nil {
 		res.accepted = err
 		return res
