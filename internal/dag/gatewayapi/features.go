@@ -14,6 +14,7 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"Gateway",
 	"GatewayHTTPListenerIsolation",
 	"GatewayPort8080",
+	"GatewayRouteHostnameIntersectionPrecedence",
 	"HTTPRoute",
 	"HTTPRoute303RedirectStatusCode",
 	"HTTPRoute307RedirectStatusCode",
@@ -38,6 +39,7 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"ListenerSet",
 	"ReferenceGrant",
 	"TLSRoute",
+	"TLSRouteModeMixed",
 	"TLSRouteModeTerminate",
 }
 
