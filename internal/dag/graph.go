@@ -254,12 +254,14 @@ type HeaderValue struct {
 
 // Redirect describes a redirect answer; empty fields keep the request's value.
 //
-// The Location has no port unless Port is set: the request's Host loses its port before
-// routing (the connection manager's strip_any_host_port), so a redirect never keeps it,
-// and a Scheme without a Port means that scheme's default port. A Port that is the
-// default port of Scheme (80 for http, 443 for https) is left out too. Gateway API's
-// redirect without a port or scheme, which keeps the listener's port, is Port set to the
-// listener's port and Scheme to its scheme.
+// The Location has no port unless Port is set, and a Scheme without a Port means that
+// scheme's default port: on the shared listeners the request's Host loses its port
+// before routing (the connection manager's strip_any_host_port), so a redirect never
+// keeps it. A Port that is the default port of Scheme (80 for http, 443 for https) is
+// left out too. A Gateway's listeners keep the Host's port; the translator names the
+// default port where clients send another (translate/gateway.go gatewayHostsOn).
+// Gateway API's redirect without a port or scheme, which keeps the listener's port, is
+// Port set to the listener's port.
 type Redirect struct {
 	Scheme   string
 	Hostname string

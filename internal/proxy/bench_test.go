@@ -41,9 +41,27 @@ func BenchmarkProxyRequestServerHeader(b *testing.B) {
 	})
 }
 
+// BenchmarkProxyRequestHostPort is BenchmarkProxyRequest with a port in the
+// Host, on the shared listeners' configuration (strip_any_host_port) and on a
+// Gateway's (the port kept, ignored by virtual host matching).
+func BenchmarkProxyRequestHostPort(b *testing.B) {
+	b.Run("strip", func(b *testing.B) {
+		benchmarkProxyRequestHost(b, httpListener(b), nil, "bench.example.com:8080")
+	})
+	b.Run("ignore-in-matching", func(b *testing.B) {
+		l := modifyHCM(b, func(h *hcmv3.HttpConnectionManager) { h.StripPortMode = nil })
+		benchmarkProxyRequestHost(b, l, func(rc *routev3.RouteConfiguration) { rc.IgnorePortInHostMatching = true }, "bench.example.com:8080")
+	})
+}
+
 // benchmarkProxyRequest is BenchmarkProxyRequest on listener l, its route
 // configuration changed by rc (when not nil).
 func benchmarkProxyRequest(b *testing.B, l *listenerv3.Listener, rc func(*routev3.RouteConfiguration)) {
+	benchmarkProxyRequestHost(b, l, rc, "bench.example.com")
+}
+
+// benchmarkProxyRequestHost is benchmarkProxyRequest with the Host host.
+func benchmarkProxyRequestHost(b *testing.B, l *listenerv3.Listener, rc func(*routev3.RouteConfiguration), host string) {
 	cp := startControlPlane(b)
 	be := startBackend(b, "bench")
 	routes := routeConfig("ingress_http",
@@ -59,7 +77,7 @@ func benchmarkProxyRequest(b *testing.B, l *listenerv3.Listener, rc func(*routev
 		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("bench", be.addr()), assignment("other", be.addr())},
 	})
 	req := benchRequest(b, cp)
-	req.Host = "bench.example.com"
+	req.Host = host
 	req.Header.Set("User-Agent", "bench")
 	req.Header.Set("Accept", "*/*")
 	loopRequests(b, req)

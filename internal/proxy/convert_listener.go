@@ -73,6 +73,7 @@ type hcmSpec struct {
 	normalizePath     bool
 	mergeSlashes      bool
 	stripTrailingDot  bool
+	stripAnyHostPort  bool // the Host loses its port for routing and upstream (requestHost)
 	accessLog         bool
 	generateRequestID bool
 	preserveRequestID bool
@@ -325,6 +326,9 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		field{"append_x_forwarded_port", h.GetAppendXForwardedPort()},
 		field{"proxy_status_config", h.GetProxyStatusConfig() != nil},
 		field{"forward_proto_config", h.GetForwardProtoConfig() != nil},
+		// It strips only the listener's own port, which the proxy does not know
+		// when it binds the listener elsewhere (ListenerAddrs).
+		field{"strip_matching_host_port", h.GetStripMatchingHostPort()},
 	); err != nil {
 		return nil, err
 	}
@@ -336,6 +340,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		normalizePath:         h.GetNormalizePath().GetValue(),
 		mergeSlashes:          h.GetMergeSlashes(),
 		stripTrailingDot:      h.GetStripTrailingHostDot(),
+		stripAnyHostPort:      h.GetStripAnyHostPort(),
 		generateRequestID:     h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
 		preserveRequestID:     h.GetPreserveExternalRequestId(),
 		returnRequestID:       h.GetAlwaysSetRequestIdInResponse(),

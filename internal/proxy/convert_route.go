@@ -36,6 +36,10 @@ type routeConfigLevel struct {
 	global           headerLevel
 	mostSpecificWins bool
 	maxBody          uint32
+	// ignorePort (ignore_port_in_host_matching) is the table's own, not its
+	// virtual hosts': a Host's port is left out when choosing the virtual host.
+	// It is here so that every table made from this one (patched, VHDS) keeps it.
+	ignorePort bool
 }
 
 func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
@@ -77,7 +81,7 @@ func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, 
 		return routeConfigLevel{}, err
 	}
 	level := routeConfigLevel{global: global, mostSpecificWins: rc.GetMostSpecificHeaderMutationsWins(),
-		maxBody: defaultMaxDirectResponseBody}
+		maxBody: defaultMaxDirectResponseBody, ignorePort: rc.GetIgnorePortInHostMatching()}
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
 		level.maxBody = m.GetValue()
 	}

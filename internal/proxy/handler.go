@@ -107,7 +107,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		localReply(rw, rt.direct.status, string(rt.direct.body))
 	case rt.redirect != nil:
-		rw.Header().Set("Location", redirectLocation(rt, ri))
+		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.scheme)))
 		rw.WriteHeader(rt.redirect.status)
 	default:
 		h.forward(rw, r, lc, rt, ri, ex)
@@ -373,19 +373,37 @@ func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {
 	return &requestInfo{
 		method:    r.Method,
 		scheme:    scheme,
-		authority: routingHost(hcm, r.Host),
+		authority: requestHost(hcm, r),
 		path:      routingPath(hcm, r.URL.EscapedPath()),
 		rawQuery:  r.URL.RawQuery,
 		header:    r.Header,
 	}
 }
 
-// routingHost strips the port (strip_any_host_port) and, if configured, a
-// trailing dot.
-func routingHost(hcm *hcmSpec, host string) string {
-	host = stripPort(host)
+// requestHost is the Host as the connection manager leaves it, for routing and
+// upstream: without its port under strip_any_host_port (except a CONNECT's,
+// whose authority must name one), without a trailing dot of its name under
+// strip_trailing_host_dot, and otherwise as the client sent it.
+func requestHost(hcm *hcmSpec, r *http.Request) string {
+	host := r.Host
 	if hcm.stripTrailingDot {
-		host = strings.TrimSuffix(host, ".")
+		host = stripTrailingDot(host)
+	}
+	if hcm.stripAnyHostPort && r.Method != http.MethodConnect {
+		host = stripPort(host)
+	}
+	return host
+}
+
+// stripTrailingDot removes the dot that ends a host's name, before its port if
+// it has one ("foo.com.:8080" is "foo.com:8080"), as Envoy does.
+func stripTrailingDot(host string) string {
+	if h, ok := strings.CutSuffix(host, "."); ok {
+		return h
+	}
+	i := strings.LastIndexByte(host, ':')
+	if i > 0 && host[i-1] == '.' && !strings.Contains(host[i:], ".") {
+		return host[:i-1] + host[i:]
 	}
 	return host
 }
@@ -503,16 +521,17 @@ func headerHasToken(values []string, token string) bool {
 	return false
 }
 
-// redirectLocation builds the Location of a redirect route.
-func redirectLocation(rt *route, ri *requestInfo) string {
+// redirectLocation builds the Location of a redirect route; proto is the
+// request's X-Forwarded-Proto as the connection manager sets it.
+func redirectLocation(rt *route, ri *requestInfo, proto string) string {
 	ra := rt.redirect
 	scheme := ri.scheme
 	if ra.scheme != "" {
 		scheme = ra.scheme
 	}
-	host := ri.authority
-	if ra.host != "" {
-		host = ra.host
+	host := ra.host
+	if host == "" {
+		host = redirectRequestHost(ri.authority, scheme, proto)
 	}
 	if ra.port != 0 {
 		host = stripPort(host) + ":" + strconv.FormatUint(uint64(ra.port), 10)
@@ -543,6 +562,20 @@ func redirectLocation(rt *route, ri *requestInfo) string {
 		loc += "?" + query
 	}
 	return loc
+}
+
+// redirectRequestHost is the request's host as a redirect to scheme keeps it:
+// with its port, except the default port of proto, the scheme the request came
+// with, when the redirect changes the scheme ("http://foo.com:80" redirected to
+// https is "https://foo.com"), as Envoy does.
+func redirectRequestHost(host, scheme, proto string) string {
+	if scheme == proto {
+		return host
+	}
+	if (proto == "http" && strings.HasSuffix(host, ":80")) || (proto == "https" && strings.HasSuffix(host, ":443")) {
+		return stripPort(host)
+	}
+	return host
 }
 
 // directResponseLocation is the Location Envoy gives a direct_response with

@@ -227,7 +227,7 @@ type directResponse struct {
 type requestInfo struct {
 	method    string
 	scheme    string
-	authority string // Host with the port stripped, as received (not lower-cased)
+	authority string // Host as forwarded (requestHost): not lower-cased
 	path      string // normalized path without the query string
 	rawQuery  string
 	header    http.Header
@@ -235,8 +235,13 @@ type requestInfo struct {
 
 // selectVirtualHost follows Envoy: exact domain, then the longest "*suffix"
 // wildcard (which may cover several labels), then the longest "prefix*"
-// wildcard, then "*". Matching is case-insensitive.
+// wildcard, then "*". Matching is case-insensitive. A port in host is part of
+// what the domains are matched against ("foo.com" does not match
+// "foo.com:8080") unless the configuration ignores it.
 func (t *routeTable) selectVirtualHost(host string) *virtualHost {
+	if t.level.ignorePort {
+		host = stripPort(host)
+	}
 	h, d := strings.ToLower(host), &t.domains
 	if vh, ok := d.exactDomain(h); ok {
 		return vh

@@ -12,11 +12,14 @@ import (
 // its own address), with for HTTP ports the RouteConfiguration of the same name, and
 // for HTTPS ports one filter chain per server name, as the shared HTTPS listener has,
 // each with its RouteConfiguration "<listener name>/<server name>". Secrets already
-// in res are not added twice.
+// in res are not added twice. As the Gateway API asks, a request's Host keeps its port:
+// the virtual host is chosen by its name alone, and the backend sees the Host the client
+// sent (keepHostPort).
 func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) error {
 	if len(gateways) == 0 {
 		return nil
 	}
+	opts.keepHostPort = true
 	secrets := map[string]bool{}
 	for _, s := range res.Secrets {
 		secrets[secretName(s)] = true
@@ -27,7 +30,7 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 			addr := hostPort{host: "0.0.0.0", port: p.Port}
 			if len(p.HTTP) > 0 {
 				l := plainListener(name, name, addr, opts)
-				rc, err := gatewayRouteConfig(name, p.HTTP, opts)
+				rc, err := gatewayRouteConfig(name, p.HTTP, gatewayHostsOn(p.Port, "http"), opts)
 				if err != nil {
 					return err
 				}
@@ -38,7 +41,7 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 				res.Routes = append(res.Routes, rc)
 			}
 			if len(p.HTTPS) > 0 {
-				if err := gatewaySecurePort(name, addr, p.HTTPS, opts, res, secrets); err != nil {
+				if err := gatewaySecurePort(name, addr, p.HTTPS, gatewayHostsOn(p.Port, "https"), opts, res, secrets); err != nil {
 					return err
 				}
 			}
@@ -47,16 +50,17 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 	return nil
 }
 
-// gatewayRouteConfig is the route configuration of a Gateway's HTTP port.
-func gatewayRouteConfig(name string, hosts []*dag.VirtualHost, opts Options) (*routev3.RouteConfiguration, error) {
+// gatewayRouteConfig is the route configuration of a Gateway's HTTP port, its virtual
+// hosts made by vhost.
+func gatewayRouteConfig(name string, hosts []*dag.VirtualHost, vhost vhostFunc, opts Options) (*routev3.RouteConfiguration, error) {
 	vhosts := make([]*routev3.VirtualHost, len(hosts))
 	for i, vh := range hosts {
-		vhosts[i] = gatewayVirtualHost(vh, opts)
+		vhosts[i] = vhost(vh, opts)
 		if err := validateAll(vhosts[i]); err != nil {
 			return nil, err
 		}
 	}
-	return routeConfiguration(name, vhosts), nil
+	return routeConfigurationFor(name, vhosts, opts), nil
 }
 
 // gatewayVirtualHost translates a Gateway's virtual host. A Gateway API wildcard
@@ -69,12 +73,47 @@ func gatewayVirtualHost(vh *dag.VirtualHost, opts Options) *routev3.VirtualHost 
 	return out
 }
 
+// gatewayHostsOn is the vhostFunc of a Gateway's port whose listeners speak scheme.
+// The Host keeps its port there, and Envoy keeps it in a redirect's Location unless the
+// redirect names a port (port_redirect) or leaves the scheme whose default port it is.
+// The graph leaves out a redirect's port when it is its scheme's default (dag.Redirect):
+// right on a port that is the default of its own scheme (80 for HTTP, 443 for HTTPS),
+// where clients send no port, or that default one. On any other port clients send it
+// (Host: foo.com:8080), so a redirect to a scheme's default port names that port
+// ("https://foo.com:443/") rather than keep the listener's.
+func gatewayHostsOn(port uint32, scheme string) vhostFunc {
+	if port == defaultPort(scheme) {
+		return gatewayVirtualHost
+	}
+	return func(vh *dag.VirtualHost, opts Options) *routev3.VirtualHost {
+		out := gatewayVirtualHost(vh, opts)
+		for _, r := range out.Routes {
+			nameDefaultPort(r.GetRedirect())
+		}
+		return out
+	}
+}
+
+// nameDefaultPort makes rd, a redirect that keeps the request's host and port, name
+// the default port of its scheme.
+func nameDefaultPort(rd *routev3.RedirectAction) {
+	if rd == nil || rd.PortRedirect != 0 || rd.HostRedirect != "" {
+		return
+	}
+	switch {
+	case rd.GetHttpsRedirect():
+		rd.PortRedirect = defaultPort("https")
+	case rd.GetSchemeRedirect() != "":
+		rd.PortRedirect = defaultPort(rd.GetSchemeRedirect())
+	}
+}
+
 // gatewaySecurePort adds the TLS listener of a Gateway's HTTPS port, when any of its
-// server names has something to serve.
-func gatewaySecurePort(name string, addr hostPort, hosts []*dag.SecureVirtualHost, opts Options, res *Resources, secrets map[string]bool) error {
+// server names has something to serve; vhost makes its virtual hosts.
+func gatewaySecurePort(name string, addr hostPort, hosts []*dag.SecureVirtualHost, vhost vhostFunc, opts Options, res *Resources, secrets map[string]bool) error {
 	l := tlsListener(name, addr)
 	for _, svh := range hosts {
-		h, err := translateSecureHostAs(svh, name, name+"/"+svh.Name, gatewayVirtualHost, opts)
+		h, err := translateSecureHostAs(svh, name, name+"/"+svh.Name, vhost, opts)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/dag"
@@ -22,11 +23,7 @@ import (
 // hostname, each with a route.
 func gatewayGraph(t *testing.T) *dag.Graph {
 	t.Helper()
-	objs := testutil.DecodeObjects(t, `
-kind: GatewayClass
-metadata: {name: portico}
-spec: {controllerName: portico.dev/gateway-controller}
----
+	return buildWithWeb(t, `
 kind: Gateway
 metadata: {name: gw, namespace: default}
 spec:
@@ -42,11 +39,22 @@ metadata: {name: web, namespace: default}
 spec:
   parentRefs: [{name: gw}]
   hostnames: [a.b.example.com]
-  rules: [{matches: [{path: {type: Exact, value: /x}}], backendRefs: [{name: web, port: 80}]}]`)
-	c := testutil.SelfSigned("secure.example.com")
-	objs = append(objs,
+  rules: [{matches: [{path: {type: Exact, value: /x}}], backendRefs: [{name: web, port: 80}]}]`, "secure.example.com")
+}
+
+// buildWithWeb builds the objects of docs and more with the Gateway API processor,
+// adding Portico's GatewayClass portico, the Service web (port 80) and the TLS Secret
+// cert, whose certificate is for name.
+func buildWithWeb(t *testing.T, docs, name string, more ...runtime.Object) *dag.Graph {
+	t.Helper()
+	objs := testutil.DecodeObjects(t, `
+kind: GatewayClass
+metadata: {name: portico}
+spec: {controllerName: portico.dev/gateway-controller}
+---`+docs)
+	objs = append(append(objs, more...),
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
-		testutil.TLSSecret("default", "cert", c))
+		testutil.TLSSecret("default", "cert", testutil.SelfSigned(name)))
 	return dag.Build(store.FromObjects(objs), dag.Options{Processors: []dag.Processor{gatewayapi.Processor{}}})
 }
 

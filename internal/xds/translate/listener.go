@@ -248,7 +248,9 @@ func maxTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
 // httpConnectionManager configures the edge behaviour: Portico is the first proxy a
 // client reaches, so it trusts no forwarding headers and normalises paths before routing.
 // The request header limits are always explicit, so that Envoy and the embedded proxy
-// enforce the same ones whatever their defaults.
+// enforce the same ones whatever their defaults. The Host loses its port, for routing
+// and upstream (strip_any_host_port), unless opts keep it (a Gateway's listeners, whose
+// route configurations ignore it instead: routeConfigurationFor).
 func httpConnectionManager(statPrefix, routeName string, opts Options) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: statPrefix,
@@ -269,12 +271,14 @@ func httpConnectionManager(statPrefix, routeName string, opts Options) *listener
 		// docs say; Envoy's default returns it only for a forced trace.
 		AlwaysSetRequestIdInResponse: true,
 		NormalizePath:                wrapperspb.Bool(true),
-		StripPortMode:                &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
 		MaxRequestHeadersKb:          wrapperspb.UInt32(opts.MaxRequestHeadersKB),
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
 			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
 		},
 		AccessLog: stdoutAccessLog(),
+	}
+	if !opts.keepHostPort {
+		hcm.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}
 	}
 	return &listenerv3.Filter{
 		Name:       wellknown.HTTPConnectionManager,

@@ -72,6 +72,15 @@ func routeConfiguration(name string, hosts []*routev3.VirtualHost) *routev3.Rout
 	}
 }
 
+// routeConfigurationFor is routeConfiguration for a listener translated with opts:
+// where the Host keeps its port (keepHostPort), the virtual host is chosen by the name
+// alone (ignore_port_in_host_matching), so that "foo.com:8080" is foo.com's.
+func routeConfigurationFor(name string, hosts []*routev3.VirtualHost, opts Options) *routev3.RouteConfiguration {
+	rc := routeConfiguration(name, hosts)
+	rc.IgnorePortInHostMatching = opts.keepHostPort
+	return rc
+}
+
 // serverHeader sets Portico's Server response header, replacing the upstream's, as a
 // change of the whole route configuration, so that a route's responseHeadersPolicy can
 // set or remove Server. The connection manager cannot do it: it writes its server_name
@@ -104,7 +113,7 @@ const MisdirectedVirtualHost = "misdirected"
 // A Gateway listener without a hostname (server name "*") takes every Host: its virtual
 // host is the catch-all, and there is no other to answer 421.
 func httpsRouteConfig(name string, svh *dag.SecureVirtualHost, vhost vhostFunc, opts Options) *routev3.RouteConfiguration {
-	rc := routeConfiguration(name, []*routev3.VirtualHost{vhost(&svh.VirtualHost, opts)})
+	rc := routeConfigurationFor(name, []*routev3.VirtualHost{vhost(&svh.VirtualHost, opts)}, opts)
 	for _, vh := range svh.Also {
 		rc.VirtualHosts = append(rc.VirtualHosts, vhost(vh, opts))
 	}
@@ -512,9 +521,10 @@ func hasHeadersPolicy(wc *dag.WeightedCluster) bool {
 }
 
 // redirect answers with r's redirect; an empty field keeps the request's value. Envoy
-// writes port_redirect as ":port" whatever the scheme, and the request's Host has no port
-// left (strip_any_host_port): a Location without a port is one on the scheme's default
-// port, so that port is left out.
+// writes port_redirect as ":port" whatever the scheme, and on the shared listeners the
+// request's Host has no port left (strip_any_host_port): a Location without a port is
+// one on the scheme's default port, so that port is left out (a Gateway's listeners,
+// where the Host keeps its port: gatewayHostsOn).
 func redirect(r *dag.Route) *routev3.RedirectAction {
 	rd := r.Redirect
 	out := &routev3.RedirectAction{

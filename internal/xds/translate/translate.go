@@ -45,6 +45,11 @@ type Options struct {
 	// common_http_protocol_options.max_headers_count); more get 431. 0 means 100,
 	// Envoy's default.
 	MaxRequestHeaders uint32
+
+	// keepHostPort is set for the listeners of Gateways (translateGateways): the Host
+	// keeps its port, which virtual host matching ignores, and goes upstream as the
+	// client sent it (Gateway API). The shared listeners strip it, as Contour does.
+	keepHostPort bool
 }
 
 // Defaults of the request header limits, Envoy's own.
