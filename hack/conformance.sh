@@ -5,7 +5,7 @@
 # suite's ConformanceReport.
 #
 # Usage: hack/conformance.sh [REPORT]   (default docs/conformance/gateway-api-v1.7.0-report.yaml)
-#        PORTICO_CONFORMANCE_RUN=HTTPRouteSimpleSameNamespace hack/conformance.sh /tmp/one.yaml
+#        PORTICO_CONFORMANCE_RUN=HTTPRouteSimpleSameNamespace,GRPCExactMethodMatching hack/conformance.sh /tmp/some.yaml
 #
 # Needs root and iproute2 (the node agent gives each Pod a network namespace), like
 # hack/test.sh. The Kubernetes binaries are built first (hack/kube/build.sh, cached).
