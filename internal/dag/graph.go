@@ -47,6 +47,12 @@ func (g *Graph) Clusters() []*Cluster {
 		}
 		for _, svh := range https {
 			visit(&svh.VirtualHost)
+			// A shared listener's Also hosts are among its HTTP hosts too, a
+			// Gateway's need not be (an HTTPS-only Gateway): their routes are
+			// served under this server name and their clusters must be published.
+			for _, vh := range svh.Also {
+				visit(vh)
+			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
 					if !seen[wc.Cluster.Name] {

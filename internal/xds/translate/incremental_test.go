@@ -22,7 +22,8 @@ import (
 
 // TestIncrementalTranslationEqualsFull holds the incremental pipeline (dag.Incremental
 // and Incremental) to the full one (dag.Build and Translate) over random change
-// sequences: every resource must be the same, in the same order.
+// sequences: every resource must be the same, in the same order, and every cluster a
+// route sends to must be published.
 func TestIncrementalTranslationEqualsFull(t *testing.T) {
 	incrementalTranslationEqualsFull(t, 30, 60, dagtest.Run, dag.Options{})
 }
@@ -50,6 +51,9 @@ func incrementalTranslationEqualsFull(t *testing.T, seeds, steps int, run func(t
 		want, err := Translate(dag.Build(s, dopts), opts)
 		if err != nil {
 			t.Fatalf("seed %d, step %d: full translation: %v", seed, step, err)
+		}
+		if missing := unpublishedClusters(t, want); len(missing) > 0 {
+			t.Fatalf("seed %d, step %d: routes to clusters that are not published: %q\nchanges:\n%s", seed, step, missing, log)
 		}
 		// Incremental orders clusters and load assignments by name.
 		sortByName(want.Clusters)
