@@ -382,14 +382,7 @@ func TestBackendTLSPolicyEndToEnd(t *testing.T) {
 	defer cancel()
 	cert := testutil.SelfSigned("secure.example.com") // its own CA
 	backend := testutil.StartTLSEcho(t, echo.Config{Service: "secure"}, cert)
-	objs := testutil.DecodeObjects(t, gatewayGW+`
-  - {name: http, protocol: HTTP, port: 80}
----
-kind: HTTPRoute
-metadata: {name: r}
-spec:
-  parentRefs: [{name: gw}]
-  rules:
+	objs := testutil.DecodeObjects(t, httpRouteOnGW+`
   - matches: [{path: {value: /good}}]
     backendRefs: [{name: good, port: 80}]
   - matches: [{path: {value: /bad}}]
@@ -413,26 +406,97 @@ spec:
 		caMap("right-ca", cert.CertPEM), caMap("wrong-ca", testutil.SelfSigned("secure.example.com").CertPEM))
 	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 80)
 	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	if code, answer := getEcho(t, "http://"+addr+"/good"); code != 200 || answer.Service != "secure" || !answer.TLS {
+		t.Errorf("/good: %d from %q (TLS %t), want 200 from secure over TLS", code, answer.Service, answer.TLS)
+	}
+	if code, _ := getEcho(t, "http://"+addr+"/bad"); code < 500 {
+		t.Errorf("/bad (certificate not signed by the policy's CA): %d, want 5xx", code)
+	}
+}
+
+// httpRouteOnGW is Gateway default/gw with one HTTP listener on port 80 and HTTPRoute
+// default/r attached to it, whose rules follow.
+const httpRouteOnGW = gatewayGW + `
+  - {name: http, protocol: HTTP, port: 80}
+---
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  rules:`
+
+// echoAnswer is what these tests read of a `portico echo` answer.
+type echoAnswer struct {
+	Service string
+	TLS     bool
+}
+
+// getEcho sends a GET to url and returns the status and the echo backend's answer
+// (zero when the proxy answered itself).
+func getEcho(t *testing.T, url string) (int, echoAnswer) {
+	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + addr + "/good")
+	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var answer struct {
-		Service string
-		TLS     bool
-	}
+	defer resp.Body.Close()
+	var answer echoAnswer
 	_ = json.NewDecoder(resp.Body).Decode(&answer)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || answer.Service != "secure" || !answer.TLS {
-		t.Errorf("/good: %d from %q (TLS %t), want 200 from secure over TLS", resp.StatusCode, answer.Service, answer.TLS)
+	return resp.StatusCode, answer
+}
+
+// TestBackendTLSPolicySANsEndToEnd: BackendTLSPolicies whose subjectAltNames are
+// hostnames, URIs (a SPIFFE ID) or both, in front of one `portico echo` TLS backend
+// whose certificate carries abc.example.com and spiffe://abc.example.com/test-identity.
+// A policy naming any SAN of the certificate reaches it over TLS; one naming none gets
+// 5xx from the proxy.
+func TestBackendTLSPolicySANsEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cert := testutil.SelfSignedWithURIs([]string{"spiffe://abc.example.com/test-identity"}, "abc.example.com", "other.example.com")
+	backend := testutil.StartTLSEcho(t, echo.Config{Service: "secure"}, cert)
+	cases := []struct {
+		name     string
+		sans     string
+		accepted bool
+	}{
+		{"san-dns", `[{type: Hostname, hostname: abc.example.com}]`, true},
+		{"san-dns-mismatch", `[{type: Hostname, hostname: dce.example.com}]`, false},
+		{"san-uri", `[{type: URI, uri: "spiffe://abc.example.com/test-identity"}]`, true},
+		{"san-uri-mismatch", `[{type: URI, uri: "spiffe://def.example.com/test-identity"}]`, false},
+		{"multiple-sans", `[{type: URI, uri: "spiffe://def.example.com/test-identity"}, {type: Hostname, hostname: abc.example.com}]`, true},
+		{"multiple-mismatch-sans", `[{type: URI, uri: "spiffe://def.example.com/test-identity"}, {type: Hostname, hostname: def.example.com}]`, false},
 	}
-	resp, err = client.Get("http://" + addr + "/bad")
-	if err != nil {
-		t.Fatal(err)
+	manifests := httpRouteOnGW
+	var policies string
+	objs := []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca"}, Data: map[string]string{"ca.crt": string(cert.CertPEM)}}}
+	for _, tc := range cases {
+		manifests += `
+  - matches: [{path: {type: Exact, value: /` + tc.name + `}}]
+    backendRefs: [{name: ` + tc.name + `, port: 80}]`
+		policies += `
+---
+kind: BackendTLSPolicy
+metadata: {name: ` + tc.name + `}
+spec:
+  targetRefs: [{group: "", kind: Service, name: ` + tc.name + `}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: abc.example.com
+    subjectAltNames: ` + tc.sans
+		objs = append(objs, echoService(t, tc.name, backend), echoEndpoints(t, tc.name, backend))
 	}
-	resp.Body.Close()
-	if resp.StatusCode < 500 {
-		t.Errorf("/bad (certificate not signed by the policy's CA): %d, want 5xx", resp.StatusCode)
+	objs = append(objs, testutil.DecodeObjects(t, manifests+policies)...)
+	name := translate.GatewayListenerName(types.NamespacedName{Namespace: "default", Name: "gw"}, 80)
+	addr := serveGateways(t, ctx, objs, name).ListenerAddr(name)
+	for _, tc := range cases {
+		code, answer := getEcho(t, "http://"+addr+"/"+tc.name)
+		switch {
+		case tc.accepted && (code != 200 || answer.Service != "secure" || !answer.TLS):
+			t.Errorf("/%s: %d from %q (TLS %t), want 200 from secure over TLS", tc.name, code, answer.Service, answer.TLS)
+		case !tc.accepted && (code < 500 || answer.Service != ""):
+			t.Errorf("/%s (no SAN of the certificate listed): %d from %q, want 5xx from the proxy", tc.name, code, answer.Service)
+		}
 	}
 }

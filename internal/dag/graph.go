@@ -377,9 +377,13 @@ type UpstreamValidation struct {
 	// CAName is the namespace/name of the Secret holding CACert, for names and messages.
 	CAName string
 	CACert []byte
-	// SubjectNames are accepted subject alternative names; the first is sent as SNI
-	// unless ServerName is set.
+	// SubjectNames are accepted DNS subject alternative names; the first is sent as
+	// SNI unless ServerName is set.
 	SubjectNames []string
+	// SubjectURIs are accepted URI subject alternative names (SPIFFE IDs, say),
+	// compared exactly. A certificate carrying any one of SubjectNames or
+	// SubjectURIs is accepted.
+	SubjectURIs []string
 	// ServerName, when set, is sent as SNI instead (Gateway API's BackendTLSPolicy:
 	// its hostname is the SNI even when its subjectAltNames authenticate).
 	ServerName string

@@ -117,6 +117,9 @@ func (p clusterPolicy) suffix() string {
 		fmt.Fprintf(h, "|proto=%s", p.protocol)
 		if v := p.validation; v != nil {
 			fmt.Fprintf(h, "|ca=%s|%q", v.CAName, v.SubjectNames)
+			if len(v.SubjectURIs) > 0 {
+				fmt.Fprintf(h, "|uris=%q", v.SubjectURIs)
+			}
 			if v.ServerName != "" {
 				fmt.Fprintf(h, "|sni=%q", v.ServerName)
 			}

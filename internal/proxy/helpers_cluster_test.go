@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,10 +118,10 @@ func getProto(t *testing.T, c *http.Client, url string) (result, protoEcho) {
 	return r, e
 }
 
-// keyPair issues a certificate for dnsNames[0] (and the others) from ca.
-func (ca *testCA) keyPair(t *testing.T, dnsName string) tls.Certificate {
+// keyPair issues a certificate for dnsName (and URI SANs uris) from ca.
+func (ca *testCA) keyPair(t *testing.T, dnsName string, uris ...*url.URL) tls.Certificate {
 	t.Helper()
-	certPEM, keyPEM := ca.issue(t, dnsName)
+	certPEM, keyPEM := ca.issue(t, dnsName, uris...)
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -880,8 +881,9 @@ func newTestCA(t *testing.T) *testCA {
 	return &testCA{cert: cert, key: key, pool: pool}
 }
 
-// issue returns PEM certificate and key for dnsName.
-func (ca *testCA) issue(t *testing.T, dnsName string) (certPEM, keyPEM []byte) {
+// issue returns PEM certificate and key for dnsName, carrying uris as URI SANs
+// too (written as given: a scheme keeps its case).
+func (ca *testCA) issue(t *testing.T, dnsName string, uris ...*url.URL) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -892,6 +894,7 @@ func (ca *testCA) issue(t *testing.T, dnsName string) (certPEM, keyPEM []byte) {
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: dnsName},
 		DNSNames:     []string{dnsName},
+		URIs:         uris,
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

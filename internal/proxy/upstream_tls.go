@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,8 +24,9 @@ import (
 // an UpstreamTlsContext. As in Envoy, the connection is encrypted but the
 // server's certificate is not verified unless a validation_context gives a
 // trusted_ca; then the chain must verify against it and, when
-// match_typed_subject_alt_names is set, one DNS SAN must match. The server
-// name is never compared with the certificate otherwise (Envoy's behaviour).
+// match_typed_subject_alt_names is set, one matcher must match a SAN of its
+// type (DNS or URI). The server name is never compared with the certificate
+// otherwise (Envoy's behaviour).
 
 // defaultMaxSessionKeys is Envoy's UpstreamTlsContext.max_session_keys default.
 const defaultMaxSessionKeys = 1
@@ -35,8 +37,8 @@ type upstreamTLSSpec struct {
 	alpn []string
 	// roots verify the server's chain; nil: the certificate is not verified.
 	roots *x509.CertPool
-	// sans are the exact DNS SAN matchers; empty: any verified certificate.
-	sans       []string
+	// sans are the exact SAN matchers; none: any verified certificate.
+	sans       []sanMatcher
 	minVersion uint16
 	maxVersion uint16
 	// config is the client configuration of every connection (ServerName, ALPN,
@@ -121,8 +123,8 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	return spec, nil
 }
 
-// setValidation honours trusted_ca and match_typed_subject_alt_names (DNS,
-// exact), and returns the CA's PEM.
+// setValidation honours trusted_ca and match_typed_subject_alt_names (DNS or
+// URI, exact), and returns the CA's PEM.
 func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) ([]byte, error) {
 	if err := unsupported(
 		field{"ca_certificate_provider_instance", vc.GetCaCertificateProviderInstance() != nil},
@@ -154,15 +156,11 @@ func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) 
 		}
 	}
 	for i, m := range vc.GetMatchTypedSubjectAltNames() {
-		if m.GetSanType() != tlsv3.SubjectAltNameMatcher_DNS {
-			return nil, fmt.Errorf("match_typed_subject_alt_names #%d: san_type %v is not supported (only DNS)", i, m.GetSanType())
+		san, err := convertSANMatcher(m)
+		if err != nil {
+			return nil, fmt.Errorf("match_typed_subject_alt_names #%d: %w", i, err)
 		}
-		exact, ok := m.GetMatcher().GetMatchPattern().(*matcherv3.StringMatcher_Exact)
-		if !ok || exact.Exact == "" {
-			return nil, fmt.Errorf("match_typed_subject_alt_names #%d: only a non-empty exact matcher is supported", i)
-		}
-		// Envoy matches DNS names case-insensitively whatever ignore_case says.
-		s.sans = append(s.sans, strings.ToLower(exact.Exact))
+		s.sans = append(s.sans, san)
 	}
 	if len(s.sans) > 0 && s.roots == nil {
 		// Envoy refuses SAN matching without a trust anchor, which would be
@@ -193,17 +191,104 @@ func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
 	if _, err := leaf.Verify(opts); err != nil {
 		return fmt.Errorf("certificate verify failed: %w", err)
 	}
-	if len(s.sans) == 0 {
+	if len(s.sans) == 0 || matchSANs(leaf, s.sans) {
 		return nil
 	}
-	for _, want := range s.sans {
-		for _, san := range leaf.DNSNames {
-			if dnsNameMatch(want, san) {
-				return nil
+	return fmt.Errorf("certificate verify failed: no SAN of the certificate (DNS %q, URI %q) matches %v", leaf.DNSNames, uriSANs(leaf), s.sans)
+}
+
+// sanMatcher is one entry of match_typed_subject_alt_names: an exact value
+// for SANs of one type.
+type sanMatcher struct {
+	uri   bool // a URI SAN; otherwise a DNS SAN
+	value string
+	// ignoreCase compares URIs without case (DNS names always are).
+	ignoreCase bool
+}
+
+// String names the matcher in errors and in the spec's key.
+func (m sanMatcher) String() string {
+	switch {
+	case !m.uri:
+		return "DNS:" + m.value
+	case m.ignoreCase:
+		return "URI:" + m.value + " (any case)"
+	}
+	return "URI:" + m.value
+}
+
+func convertSANMatcher(m *tlsv3.SubjectAltNameMatcher) (sanMatcher, error) {
+	var out sanMatcher
+	switch m.GetSanType() {
+	case tlsv3.SubjectAltNameMatcher_DNS:
+	case tlsv3.SubjectAltNameMatcher_URI:
+		out.uri = true
+	default:
+		return out, fmt.Errorf("san_type %v is not supported (only DNS and URI)", m.GetSanType())
+	}
+	exact, ok := m.GetMatcher().GetMatchPattern().(*matcherv3.StringMatcher_Exact)
+	if !ok || exact.Exact == "" {
+		return out, errors.New("only a non-empty exact matcher is supported")
+	}
+	out.value, out.ignoreCase = exact.Exact, m.GetMatcher().GetIgnoreCase()
+	if !out.uri {
+		// Envoy matches DNS names case-insensitively whatever ignore_case says.
+		out.value = strings.ToLower(out.value)
+	}
+	return out, nil
+}
+
+// matchSANs reports whether any matcher matches a SAN of its type in leaf,
+// Envoy's rule for match_typed_subject_alt_names.
+func matchSANs(leaf *x509.Certificate, matchers []sanMatcher) bool {
+	var uris []string // read from the certificate once, when a URI matcher needs them
+	urisRead := false
+	for _, m := range matchers {
+		if !m.uri {
+			if slices.ContainsFunc(leaf.DNSNames, func(san string) bool { return dnsNameMatch(m.value, san) }) {
+				return true
+			}
+			continue
+		}
+		if !urisRead {
+			uris, urisRead = uriSANs(leaf), true
+		}
+		if slices.ContainsFunc(uris, func(san string) bool { return san == m.value || m.ignoreCase && strings.EqualFold(san, m.value) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// oidSubjectAltName is the subjectAltName extension (RFC 5280, 4.2.1.6).
+var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
+
+// uriSANs are the URI SANs of cert as written in it. Go's leaf.URIs are parsed
+// URLs whose string form may differ (a scheme is lowercased, say), and Envoy
+// compares the text itself.
+func uriSANs(cert *x509.Certificate) []string {
+	const uniformResourceIdentifier = 6 // GeneralName's [6] IA5String
+	var out []string
+	for _, ext := range cert.Extensions {
+		if !ext.Id.Equal(oidSubjectAltName) {
+			continue
+		}
+		var names asn1.RawValue
+		if rest, err := asn1.Unmarshal(ext.Value, &names); err != nil || len(rest) > 0 {
+			return nil // x509.ParseCertificate refuses such a certificate
+		}
+		for in := names.Bytes; len(in) > 0; {
+			var name asn1.RawValue
+			var err error
+			if in, err = asn1.Unmarshal(in, &name); err != nil {
+				return out
+			}
+			if name.Class == asn1.ClassContextSpecific && name.Tag == uniformResourceIdentifier {
+				out = append(out, string(name.Bytes))
 			}
 		}
 	}
-	return fmt.Errorf("certificate verify failed: no DNS SAN of %q matches %q", leaf.DNSNames, s.sans)
+	return out
 }
 
 // dnsNameMatch is Envoy's DNS SAN comparison for an exact matcher: equal

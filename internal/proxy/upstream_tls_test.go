@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,75 @@ func TestUpstreamTLS(t *testing.T) {
 			t.Errorf("got %d %+v", r.Status, e)
 		}
 	})
+}
+
+// TestUpstreamTLSURISANs: match_typed_subject_alt_names of san_type URI (a
+// BackendTLSPolicy's SPIFFE IDs) accept a certificate carrying that URI SAN,
+// compared exactly as written in the certificate, as Envoy's exact matcher
+// does; with DNS matchers too, any one matching a SAN of its own type accepts
+// it. A certificate no matcher accepts fails like a DNS mismatch: a connect
+// failure, the backend never sees the request.
+func TestUpstreamTLSURISANs(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	spiffe := &url.URL{Scheme: "spiffe", Host: "abc.example.com", Path: "/test-identity"}
+	upper := &url.URL{Scheme: "SPIFFE", Host: "Upper.example.com", Path: "/id"} // Go's x509 would show the scheme lowercased
+	cert := ca.keyPair(t, "backend.internal", spiffe, upper)
+	be := startProtoBackend(t, "tls", &cert, "http/1.1")
+	cp := startControlPlane(t)
+
+	dns := func(v string) *tlsv3.SubjectAltNameMatcher {
+		return &tlsv3.SubjectAltNameMatcher{SanType: tlsv3.SubjectAltNameMatcher_DNS, Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}}}
+	}
+	uri := func(v string) *tlsv3.SubjectAltNameMatcher {
+		return &tlsv3.SubjectAltNameMatcher{SanType: tlsv3.SubjectAltNameMatcher_URI, Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}}}
+	}
+	cases := []struct {
+		cluster  string
+		matchers []*tlsv3.SubjectAltNameMatcher
+		accepted bool
+	}{
+		{"uri", []*tlsv3.SubjectAltNameMatcher{uri("spiffe://abc.example.com/test-identity")}, true},
+		{"uri-wrong", []*tlsv3.SubjectAltNameMatcher{uri("spiffe://def.example.com/test-identity")}, false},
+		{"uri-prefix", []*tlsv3.SubjectAltNameMatcher{uri("spiffe://abc.example.com/test")}, false},
+		{"uri-as-written", []*tlsv3.SubjectAltNameMatcher{uri("SPIFFE://Upper.example.com/id")}, true},
+		{"uri-other-case", []*tlsv3.SubjectAltNameMatcher{uri("spiffe://Upper.example.com/id")}, false},
+		{"mixed-uri-matches", []*tlsv3.SubjectAltNameMatcher{uri("spiffe://abc.example.com/test-identity"), dns("other.internal")}, true},
+		{"mixed-dns-matches", []*tlsv3.SubjectAltNameMatcher{uri("spiffe://def.example.com/test-identity"), dns("backend.internal")}, true},
+		{"mixed-none", []*tlsv3.SubjectAltNameMatcher{uri("spiffe://def.example.com/test-identity"), dns("other.internal")}, false},
+		// A matcher only looks at SANs of its own type.
+		{"uri-names-the-dns-san", []*tlsv3.SubjectAltNameMatcher{uri("backend.internal")}, false},
+		{"dns-names-the-uri-san", []*tlsv3.SubjectAltNameMatcher{dns("spiffe://abc.example.com/test-identity")}, false},
+	}
+	res := resources{listeners: []*listenerv3.Listener{httpListener(t)}}
+	vh := vhost("*")
+	for _, tc := range cases {
+		c := edsCluster(tc.cluster)
+		vc := validation(ca.pem())
+		vc.MatchTypedSubjectAltNames = tc.matchers
+		c.TransportSocket = upstreamTLSSocket(t, "abc.example.com", []string{"http/1.1"}, vc)
+		res.clusters = append(res.clusters, c)
+		res.endpoints = append(res.endpoints, assignment(tc.cluster, be.addr()))
+		vh.Routes = append(vh.Routes, toCluster(tc.cluster, separatedMatch("/"+tc.cluster)))
+	}
+	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vh)}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := noRedirectClient()
+
+	for _, tc := range cases {
+		hits := be.hits.Load()
+		r, e := getProto(t, c, p.httpURL(t, "/"+tc.cluster))
+		switch {
+		case tc.accepted && (r.Status != 200 || !e.TLS || e.SNI != "abc.example.com"):
+			t.Errorf("%s: %d %q %+v, want 200 over TLS with SNI abc.example.com", tc.cluster, r.Status, r.Body, e)
+		case !tc.accepted && (r.Status != 502 || !strings.Contains(r.Body, "upstream connect error") || !strings.Contains(r.Body, "certificate verify failed")):
+			t.Errorf("%s: %d %q, want the contract's connect failure (502 upstream connect error ... certificate verify failed)", tc.cluster, r.Status, r.Body)
+		case !tc.accepted && be.hits.Load() != hits:
+			t.Errorf("%s: the backend served a request over a connection that failed verification", tc.cluster)
+		}
+	}
 }
 
 // TestUpstreamProtocols: explicit_http_config selects HTTP/2 (h2 by ALPN
@@ -295,9 +365,13 @@ func TestConvertClusterUpstream(t *testing.T) {
 		{"auto_host_sni", tlsWith(func(utc *tlsv3.UpstreamTlsContext) { utc.AutoHostSni = true }), "auto_host_sni"},
 		{"ALPN h3", tlsWith(func(utc *tlsv3.UpstreamTlsContext) { utc.CommonTlsContext.AlpnProtocols = []string{"h3"} }), `ALPN protocol "h3"`},
 		{"SAN without CA", vcWith(func(vc *tlsv3.CertificateValidationContext) { vc.TrustedCa = nil }), "match_typed_subject_alt_names needs trusted_ca"},
-		{"URI SAN", vcWith(func(vc *tlsv3.CertificateValidationContext) {
+		{"IP address SAN", vcWith(func(vc *tlsv3.CertificateValidationContext) {
+			vc.MatchTypedSubjectAltNames[0].SanType = tlsv3.SubjectAltNameMatcher_IP_ADDRESS
+		}), "san_type IP_ADDRESS is not supported (only DNS and URI)"},
+		{"prefix URI SAN", vcWith(func(vc *tlsv3.CertificateValidationContext) {
 			vc.MatchTypedSubjectAltNames[0].SanType = tlsv3.SubjectAltNameMatcher_URI
-		}), "san_type URI is not supported (only DNS)"},
+			vc.MatchTypedSubjectAltNames[0].Matcher = &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "spiffe://"}}
+		}), "match_typed_subject_alt_names #0: only a non-empty exact matcher"},
 		{"prefix SAN", vcWith(func(vc *tlsv3.CertificateValidationContext) {
 			vc.MatchTypedSubjectAltNames[0].Matcher = &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "svc"}}
 		}), "only a non-empty exact matcher"},

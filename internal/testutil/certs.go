@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net/url"
 	"time"
 )
 
@@ -21,15 +22,28 @@ type Cert struct {
 // SelfSigned returns a certificate valid for hosts (DNS names, wildcards allowed) for
 // one day, signed by its own key. It panics on failure: it is for tests only.
 func SelfSigned(hosts ...string) Cert {
-	return selfSigned(time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), hosts)
+	return selfSigned(time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), hosts, nil)
+}
+
+// SelfSignedWithURIs is SelfSigned with URI SANs as well (SPIFFE IDs, say). It panics
+// on a URI that does not parse.
+func SelfSignedWithURIs(uris []string, hosts ...string) Cert {
+	parsed := make([]*url.URL, len(uris))
+	for i, u := range uris {
+		var err error
+		if parsed[i], err = url.Parse(u); err != nil {
+			panic(err)
+		}
+	}
+	return selfSigned(time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), hosts, parsed)
 }
 
 // Expired returns a certificate for hosts that expired an hour ago.
 func Expired(hosts ...string) Cert {
-	return selfSigned(time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour), hosts)
+	return selfSigned(time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour), hosts, nil)
 }
 
-func selfSigned(notBefore, notAfter time.Time, hosts []string) Cert {
+func selfSigned(notBefore, notAfter time.Time, hosts []string, uris []*url.URL) Cert {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		panic(err)
@@ -38,6 +52,7 @@ func selfSigned(notBefore, notAfter time.Time, hosts []string) Cert {
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
 		Subject:               pkix.Name{CommonName: hosts[0]},
 		DNSNames:              hosts,
+		URIs:                  uris,
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,

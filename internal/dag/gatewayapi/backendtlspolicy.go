@@ -3,8 +3,10 @@ package gatewayapi
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -113,14 +115,11 @@ func policyValidation(p *dag.Processing, pol *gatewayv1.BackendTLSPolicy) (*dag.
 	if msg := hostnameProblem(host); msg != "" || strings.HasPrefix(host, "*") {
 		return nil, invalid("spec.validation.hostname %q is not a precise hostname: %s", v.Hostname, cmp.Or(msg, "no wildcard")), nil
 	}
-	names := []string{host}
+	names, uris := []string{host}, []string(nil)
 	if len(v.SubjectAltNames) > 0 {
-		names = nil
-		for i, san := range v.SubjectAltNames {
-			if san.Type != gatewayv1.HostnameSubjectAltNameType {
-				return nil, invalid("spec.validation.subjectAltNames[%d]: type %q is not supported yet: use Hostname", i, san.Type), nil
-			}
-			names = append(names, strings.ToLower(string(san.Hostname)))
+		var msg string
+		if names, uris, msg = subjectAltNames(v.SubjectAltNames); msg != "" {
+			return nil, invalid("%s", msg), nil
 		}
 	}
 	switch {
@@ -147,7 +146,64 @@ func policyValidation(p *dag.Processing, pol *gatewayv1.BackendTLSPolicy) (*dag.
 		return nil, newError(string(gatewayv1.PolicyConditionAccepted), string(gatewayv1.BackendTLSPolicyReasonNoValidCACertificate),
 			"no caCertificateRef can be used (%s): connections to its backends would fail, so they get no requests", resolved.Message), resolved
 	}
-	return &dag.UpstreamValidation{CAName: strings.Join(refNames, ","), CACert: bytes.Join(bundle, []byte("\n")), SubjectNames: names, ServerName: host}, nil, resolved
+	return &dag.UpstreamValidation{CAName: strings.Join(refNames, ","), CACert: bytes.Join(bundle, []byte("\n")),
+		SubjectNames: names, SubjectURIs: uris, ServerName: host}, nil, resolved
+}
+
+// subjectAltNames splits a policy's subjectAltNames into the DNS names and the URIs a
+// backend's certificate may carry (it is accepted when it carries any one of them),
+// or says which entry is wrong and how to fix it. Hostnames are compared without
+// case, URIs exactly as written, as the data planes compare them.
+func subjectAltNames(sans []gatewayv1.SubjectAltName) (names, uris []string, problem string) {
+	for i, san := range sans {
+		field := fmt.Sprintf("spec.validation.subjectAltNames[%d]", i)
+		switch san.Type {
+		case gatewayv1.HostnameSubjectAltNameType:
+			if san.URI != "" {
+				return nil, nil, field + ": type Hostname takes hostname, not uri: remove uri, or set type URI"
+			}
+			name := strings.ToLower(string(san.Hostname))
+			if msg := hostnameProblem(name); name == "" || msg != "" {
+				return nil, nil, fmt.Sprintf("%s.hostname %q is not a hostname: %s", field, san.Hostname, cmp.Or(msg, "set the DNS name the certificate carries"))
+			}
+			names = append(names, name)
+		case gatewayv1.URISubjectAltNameType:
+			if san.Hostname != "" {
+				return nil, nil, field + ": type URI takes uri, not hostname: remove hostname, or set type Hostname"
+			}
+			if msg := uriProblem(string(san.URI)); msg != "" {
+				return nil, nil, fmt.Sprintf("%s.uri %q is not an absolute URI: %s", field, san.URI, msg)
+			}
+			uris = append(uris, string(san.URI))
+		default:
+			return nil, nil, fmt.Sprintf("%s: type %q is not a subject alternative name type: use Hostname or URI", field, san.Type)
+		}
+	}
+	return names, uris, ""
+}
+
+// uriProblem says why u is not an absolute URI as the API defines it (RFC 3986 with a
+// scheme and an authority naming a host, at most 253 characters), or "".
+func uriProblem(u string) string {
+	const example = "write it as scheme://host/path, e.g. spiffe://trust.example.com/ns/team/sa/web"
+	switch {
+	case u == "":
+		return "set the URI the certificate carries (" + example + ")"
+	case len(u) > 253:
+		return fmt.Sprintf("it is %d characters long, at most 253 are allowed", len(u))
+	case strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r >= 0x7f }):
+		return "spaces, control and non-ASCII characters must be percent-encoded"
+	}
+	parsed, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%v; %s", errors.Unwrap(err), example)
+	case parsed.Scheme == "" || parsed.Opaque != "" || !strings.HasPrefix(u[len(parsed.Scheme)+1:], "//"):
+		return "it needs a scheme and an authority: " + example
+	case parsed.Host == "":
+		return "its authority names no host: " + example
+	}
+	return ""
 }
 
 // caCertificates returns the CA bundle of one caCertificateRef: key ca.crt of a
@@ -345,7 +401,7 @@ func (r *policyResult) status() (dag.Status, bool) {
 	}
 	ok := "applied"
 	if r.validation != nil {
-		ok = "applied: TLS to its backends, their certificates verified for " + strings.Join(r.validation.SubjectNames, ", ")
+		ok = "applied: TLS to its backends, their certificates verified for " + strings.Join(slices.Concat(r.validation.SubjectNames, r.validation.SubjectURIs), ", ")
 	}
 	st := summary(dag.ObjectRef{Kind: dag.KindBackendTLSPolicy, Namespace: r.key.Namespace, Name: r.key.Name}, errs, notes, ok)
 	st.GatewayAPI = &dag.GatewayAPIStatus{Policy: ps}

@@ -2,11 +2,13 @@ package gatewayapi
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/testutil"
 )
@@ -114,19 +116,52 @@ spec:
 			"BackendTLSPolicy default/web ancestor default/gw: " + policyOK},
 		routes: []string{"default/gw :80 http *: prefix:/ [:method=POST] -> default/web/80[h2 sni=web.example.com names=web.example.com ca=ConfigMap default/ca]*1"},
 	}, {
+		// URI SANs (SPIFFE IDs) authenticate alone or with hostnames: the
+		// certificate must carry any one of them. URIs keep their case.
+		name: "backendtlspolicy-san-uri-and-mixed",
+		objects: head + policy("uri", "2026-01-01T00:00:00Z", `
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: web.example.com
+    subjectAltNames: [{type: URI, uri: "spiffe://Example.com/ns/default/sa/web"}]`) + policy("mixed", "2026-01-01T00:00:00Z", `
+  targetRefs: [{group: "", kind: Service, name: multi, sectionName: a}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: a.example.com
+    subjectAltNames:
+    - {type: URI, uri: "spiffe://example.com/a"}
+    - {type: Hostname, hostname: A.example.com}
+    - {type: URI, uri: "https://a.example.com:8443/id?x=1"}`),
+		extra: []runtime.Object{caConfigMap("ca")},
+		statuses: append(ok,
+			"BackendTLSPolicy default/uri ancestor default/gw: "+policyOK,
+			"BackendTLSPolicy default/mixed ancestor default/gw: "+policyOK),
+		routes: []string{
+			plain("/web", "default/web/80[tls sni=web.example.com names= uris=spiffe://Example.com/ns/default/sa/web ca=ConfigMap default/ca]*1"),
+			plain("/a", "default/multi/80[tls sni=a.example.com names=a.example.com uris=spiffe://example.com/a,https://a.example.com:8443/id?x=1 ca=ConfigMap default/ca]*1"),
+			plain("/b", "default/multi/81*1"),
+		},
+	}, {
 		name: "backendtlspolicy-invalid",
 		objects: head + policy("system", "2026-01-01T00:00:00Z", `
   targetRefs: [{group: "", kind: Service, name: web}]
   validation: {wellKnownCACertificates: System, hostname: web.example.com}`) + policy("uri", "2026-01-01T00:00:00Z", `
-  targetRefs: [{group: "", kind: Service, name: multi}]
+  targetRefs: [{group: "", kind: Service, name: multi, sectionName: a}]
   validation:
     caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
     hostname: multi.example.com
-    subjectAltNames: [{type: URI, uri: "spiffe://example.com/multi"}]`),
+    subjectAltNames: [{type: Hostname, hostname: multi.example.com}, {type: URI, uri: "spiffe:/no-authority"}]`) + policy("type", "2026-01-01T00:00:00Z", `
+  targetRefs: [{group: "", kind: Service, name: multi, sectionName: b}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: multi.example.com
+    subjectAltNames: [{type: IPAddress, uri: "spiffe://example.com/b"}]`),
 		extra: []runtime.Object{caConfigMap("ca")},
 		statuses: append(ok,
 			"BackendTLSPolicy default/system ancestor default/gw: Accepted=False/Invalid ResolvedRefs=True/ResolvedRefs",
-			"BackendTLSPolicy default/uri ancestor default/gw: Accepted=False/Invalid ResolvedRefs=True/ResolvedRefs"),
+			"BackendTLSPolicy default/uri ancestor default/gw: Accepted=False/Invalid ResolvedRefs=True/ResolvedRefs",
+			"BackendTLSPolicy default/type ancestor default/gw: Accepted=False/Invalid ResolvedRefs=True/ResolvedRefs"),
 		routes: []string{plain("/web", "status 500"), plain("/a", "status 500"), plain("/b", "status 500")},
 	}, {
 		// The oldest policy of a target applies, the younger is Conflicted; a policy for
@@ -191,5 +226,58 @@ spec:
 	g = build(t, objects("missing"), tlsSecret("default", "cert", "db.example.com"))
 	if c := g.Gateways[0].Ports[0].HTTPS[0].TCPProxy.Clusters[0].Cluster; c.Service.Name != "gw.no-route" {
 		t.Errorf("with no usable CA, the connections go to %s, want them closed", c.Name)
+	}
+}
+
+// TestBackendTLSPolicySubjectAltNames: each subjectAltNames entry is a hostname or an
+// absolute URI as its type says; a wrong one makes the policy Invalid with a message
+// naming the entry and what to write instead.
+func TestBackendTLSPolicySubjectAltNames(t *testing.T) {
+	host := func(h string) gatewayv1.SubjectAltName {
+		return gatewayv1.SubjectAltName{Type: gatewayv1.HostnameSubjectAltNameType, Hostname: gatewayv1.Hostname(h)}
+	}
+	uri := func(u string) gatewayv1.SubjectAltName {
+		return gatewayv1.SubjectAltName{Type: gatewayv1.URISubjectAltNameType, URI: gatewayv1.AbsoluteURI(u)}
+	}
+	for _, tc := range []struct {
+		name        string
+		sans        []gatewayv1.SubjectAltName
+		names, uris []string
+		problem     string // a part of the message; "" when accepted
+	}{
+		{name: "hostnames", sans: []gatewayv1.SubjectAltName{host("Web.example.com"), host("*.example.com")}, names: []string{"web.example.com", "*.example.com"}},
+		{name: "a SPIFFE ID", sans: []gatewayv1.SubjectAltName{uri("spiffe://abc.example.com/test-identity")}, uris: []string{"spiffe://abc.example.com/test-identity"}},
+		{name: "mixed, URIs as written", sans: []gatewayv1.SubjectAltName{uri("SPIFFE://Example.com/A%2Fb"), host("abc.example.com"), uri("https://10.0.0.1:8443/x?y#z")},
+			names: []string{"abc.example.com"}, uris: []string{"SPIFFE://Example.com/A%2Fb", "https://10.0.0.1:8443/x?y#z"}},
+		{name: "empty URI", sans: []gatewayv1.SubjectAltName{host("a.example.com"), uri("")},
+			problem: `spec.validation.subjectAltNames[1].uri "" is not an absolute URI: set the URI the certificate carries`},
+		{name: "relative URI", sans: []gatewayv1.SubjectAltName{uri("/ns/default/sa/web")}, problem: "it needs a scheme and an authority: write it as scheme://host/path"},
+		{name: "no authority", sans: []gatewayv1.SubjectAltName{uri("spiffe:/ns/default")}, problem: "it needs a scheme and an authority"},
+		{name: "opaque URN", sans: []gatewayv1.SubjectAltName{uri("urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66")}, problem: "it needs a scheme and an authority"},
+		{name: "no host", sans: []gatewayv1.SubjectAltName{uri("spiffe:///ns/default")}, problem: "its authority names no host"},
+		{name: "space", sans: []gatewayv1.SubjectAltName{uri("spiffe://example.com/a b")}, problem: "spaces, control and non-ASCII characters must be percent-encoded"},
+		{name: "non-ASCII", sans: []gatewayv1.SubjectAltName{uri("spiffe://exämple.com/a")}, problem: "must be percent-encoded"},
+		{name: "bad port", sans: []gatewayv1.SubjectAltName{uri("https://example.com:port/")}, problem: `invalid port ":port" after host`},
+		{name: "too long", sans: []gatewayv1.SubjectAltName{uri("spiffe://example.com/" + strings.Repeat("a", 240))}, problem: "261 characters long, at most 253"},
+		{name: "URI with a hostname", sans: []gatewayv1.SubjectAltName{{Type: gatewayv1.URISubjectAltNameType, URI: "spiffe://example.com/a", Hostname: "a.example.com"}},
+			problem: "subjectAltNames[0]: type URI takes uri, not hostname"},
+		{name: "hostname with a URI", sans: []gatewayv1.SubjectAltName{{Type: gatewayv1.HostnameSubjectAltNameType, URI: "spiffe://example.com/a", Hostname: "a.example.com"}},
+			problem: "subjectAltNames[0]: type Hostname takes hostname, not uri"},
+		{name: "empty hostname", sans: []gatewayv1.SubjectAltName{host("")}, problem: `subjectAltNames[0].hostname "" is not a hostname`},
+		{name: "bad hostname", sans: []gatewayv1.SubjectAltName{host("web_1.example.com")}, problem: `subjectAltNames[0].hostname "web_1.example.com" is not a hostname`},
+		{name: "unknown type", sans: []gatewayv1.SubjectAltName{{Type: "IPAddress"}}, problem: `subjectAltNames[0]: type "IPAddress" is not a subject alternative name type: use Hostname or URI`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names, uris, problem := subjectAltNames(tc.sans)
+			if tc.problem == "" {
+				if problem != "" || !slices.Equal(names, tc.names) || !slices.Equal(uris, tc.uris) {
+					t.Errorf("got names %q, URIs %q, problem %q; want names %q, URIs %q", names, uris, problem, tc.names, tc.uris)
+				}
+				return
+			}
+			if !strings.Contains(problem, tc.problem) {
+				t.Errorf("problem %q, want one containing %q", problem, tc.problem)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 // graph rules and its data-plane behaviour both exist.
 var SupportedFeatures = []gatewayv1.FeatureName{
 	"BackendTLSPolicy",
+	"BackendTLSPolicySANValidation",
 	"GRPCRoute",
 	"GRPCRouteNamedRouteRule",
 	"GRPCRouteRequestHeaderModifier",

@@ -171,14 +171,19 @@ func describeGateways(g *dag.Graph) []string {
 
 // describeClusters renders weighted clusters as name*weight; a cluster whose
 // endpoints' certificates are verified (BackendTLSPolicy) as
-// namespace/service/port[protocol sni=... names=... ca=...]*weight.
+// namespace/service/port[protocol sni=... names=... ca=...]*weight, with uris=...
+// before ca= when it accepts URI SANs.
 func describeClusters(wcs []*dag.WeightedCluster) string {
 	var to []string
 	for _, wc := range wcs {
 		c := wc.Cluster
 		name := c.Name
 		if v := c.UpstreamValidation; v != nil {
-			name = fmt.Sprintf("%s/%d[%s sni=%s names=%s ca=%s]", c.Service, c.Port, c.Protocol, v.ServerName, strings.Join(v.SubjectNames, ","), v.CAName)
+			uris := ""
+			if len(v.SubjectURIs) > 0 {
+				uris = " uris=" + strings.Join(v.SubjectURIs, ",")
+			}
+			name = fmt.Sprintf("%s/%d[%s sni=%s names=%s%s ca=%s]", c.Service, c.Port, c.Protocol, v.ServerName, strings.Join(v.SubjectNames, ","), uris, v.CAName)
 		}
 		to = append(to, fmt.Sprintf("%s*%d", name, wc.Weight))
 	}

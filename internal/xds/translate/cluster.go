@@ -104,9 +104,10 @@ func httpProtocolOptions(c *dag.Cluster) *httpv3.HttpProtocolOptions {
 
 // upstreamTLS encrypts the connections to the endpoints of "h2" and "tls" clusters,
 // offering only the protocol the cluster speaks by ALPN. With UpstreamValidation the
-// endpoint's certificate must chain to its CA and carry one of its subject names (the
-// first is sent as SNI); without it the connection is encrypted but not verified and no
-// SNI is sent. Other protocols are clear text: UpstreamValidation is ignored then.
+// endpoint's certificate must chain to its CA and carry one of its subject names or
+// URIs (ServerName, else the first name, is sent as SNI); without it the connection is
+// encrypted but not verified and no SNI is sent. Other protocols are clear text:
+// UpstreamValidation is ignored then.
 func upstreamTLS(c *dag.Cluster) *corev3.TransportSocket {
 	var alpn string
 	switch c.Protocol {
@@ -129,16 +130,25 @@ func upstreamTLS(c *dag.Cluster) *corev3.TransportSocket {
 			TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: v.CACert}},
 		}
 		for _, name := range v.SubjectNames {
-			vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, &tlsv3.SubjectAltNameMatcher{
-				SanType: tlsv3.SubjectAltNameMatcher_DNS,
-				Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: name}},
-			})
+			vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, exactSAN(tlsv3.SubjectAltNameMatcher_DNS, name))
+		}
+		for _, uri := range v.SubjectURIs {
+			vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, exactSAN(tlsv3.SubjectAltNameMatcher_URI, uri))
 		}
 		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
 	}
 	return &corev3.TransportSocket{
 		Name:       wellknown.TransportSocketTls,
 		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
+	}
+}
+
+// exactSAN matches a subject alternative name of one type exactly; Envoy accepts a
+// certificate when any of a context's matchers matches.
+func exactSAN(t tlsv3.SubjectAltNameMatcher_SanType, value string) *tlsv3.SubjectAltNameMatcher {
+	return &tlsv3.SubjectAltNameMatcher{
+		SanType: t,
+		Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: value}},
 	}
 }
 

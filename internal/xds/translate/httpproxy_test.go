@@ -555,6 +555,28 @@ func TestClusterProtocols(t *testing.T) {
 		// A BackendTLSPolicy's hostname is the SNI, its subjectAltNames authenticate.
 		{name: "tls verified with its own server name", protocol: "tls", validation: &dag.UpstreamValidation{CAName: validation.CAName, CACert: validation.CACert, SubjectNames: validation.SubjectNames, ServerName: "sni.example.com"},
 			wantSocket: tlsSocket(&tlsv3.UpstreamTlsContext{Sni: "sni.example.com", CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{"http/1.1"}, ValidationContextType: validationContext}})},
+		// A BackendTLSPolicy's URI SANs (SPIFFE IDs) are matched exactly, as written,
+		// after its hostnames; any one matching accepts the certificate.
+		{name: "tls verified by hostname and URI SANs", protocol: "tls", validation: &dag.UpstreamValidation{CAName: validation.CAName, CACert: validation.CACert,
+			SubjectNames: []string{"web.example.com"}, SubjectURIs: []string{"spiffe://Example.com/ns/team/sa/web", "https://id.example.com/web"}, ServerName: "web.example.com"},
+			wantSocket: tlsSocket(&tlsv3.UpstreamTlsContext{Sni: "web.example.com", CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{"http/1.1"},
+				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+					TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: validation.CACert}},
+					MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{
+						{SanType: tlsv3.SubjectAltNameMatcher_DNS, Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "web.example.com"}}},
+						{SanType: tlsv3.SubjectAltNameMatcher_URI, Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "spiffe://Example.com/ns/team/sa/web"}}},
+						{SanType: tlsv3.SubjectAltNameMatcher_URI, Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "https://id.example.com/web"}}},
+					},
+				}}}})},
+		{name: "h2 verified by a URI SAN alone", protocol: "h2", validation: &dag.UpstreamValidation{CAName: validation.CAName, CACert: validation.CACert,
+			SubjectURIs: []string{"spiffe://example.com/grpc"}, ServerName: "grpc.example.com"}, wantOpts: options(&httpv3.HttpProtocolOptions{UpstreamProtocolOptions: h2}),
+			wantSocket: tlsSocket(&tlsv3.UpstreamTlsContext{Sni: "grpc.example.com", CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{"h2"},
+				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+					TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: validation.CACert}},
+					MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{
+						{SanType: tlsv3.SubjectAltNameMatcher_URI, Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "spiffe://example.com/grpc"}}},
+					},
+				}}}})},
 		// Validation only applies to TLS protocols.
 		{name: "clear text ignores validation", validation: validation},
 		{name: "idle timeout alone is HTTP/1.1", idle: dur(90 * time.Second),
