@@ -13,6 +13,7 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"GRPCRouteNamedRouteRule",
 	"GRPCRouteRequestHeaderModifier",
 	"Gateway",
+	"GatewayAddressEmpty",
 	"GatewayHTTPListenerIsolation",
 	"GatewayPort8080",
 	"GatewayRouteHostnameIntersectionPrecedence",

@@ -126,6 +126,19 @@ func validateGatewaySpec(gw *gatewayv1.Gateway) *condError {
 	return nil
 }
 
+// staticAddressProblem says why the addresses a Gateway asks for cannot be given it, or
+// "": an entry without a value asks for an address of that type, which its data plane
+// gets (feature GatewayAddressEmpty); a given value is a static address, which Portico
+// cannot promise yet, so the Gateway is not Programmed rather than served elsewhere.
+func staticAddressProblem(gw *gatewayv1.Gateway) string {
+	for i, a := range gw.Spec.Addresses {
+		if a.Value != "" {
+			return fmt.Sprintf("spec.addresses[%d]: the static address %q cannot be given yet: remove its value to have an address assigned", i, a.Value)
+		}
+	}
+	return ""
+}
+
 func (g *gatewayResult) usableListeners() int {
 	n := 0
 	for _, l := range g.listeners {
@@ -249,7 +262,14 @@ func (g *gatewayResult) status() dag.Status {
 			condition(string(gatewayv1.GatewayConditionProgrammed), true, string(gatewayv1.GatewayReasonProgrammed), "its listeners are served"))
 	}
 	gs.Addresses = g.addresses
-	if g.awaitingAddress != "" {
+	if msg := staticAddressProblem(g.gw); msg != "" {
+		for i, c := range gs.Conditions {
+			if c.Type == string(gatewayv1.GatewayConditionProgrammed) && c.Status == metav1.ConditionTrue {
+				gs.Conditions[i] = condition(c.Type, false, string(gatewayv1.GatewayReasonAddressNotUsable), msg)
+				notes = append(notes, dag.Problem{Type: c.Type, Reason: string(gatewayv1.GatewayReasonAddressNotUsable), Message: msg})
+			}
+		}
+	} else if g.awaitingAddress != "" {
 		reason := string(gatewayv1.GatewayReasonAddressNotAssigned)
 		if len(g.addresses) > 0 {
 			reason = string(gatewayv1.GatewayReasonPending) // reached there, not answering yet

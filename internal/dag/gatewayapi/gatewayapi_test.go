@@ -154,6 +154,22 @@ func TestGatewayListeners(t *testing.T) {
 		},
 		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
+		// An address entry without a value asks for one of that type, which the data
+		// plane gets; a static address cannot be promised yet (conformance:
+		// GatewayOptionalAddressValue).
+		name: "gateway-address-without-value",
+		objects: base + gatewayHead + ` [{name: http, protocol: HTTP, port: 80}]
+  addresses: [{type: IPAddress}]`,
+		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 0)},
+		routes:   []string{"default/gw :80 http *: no routes"},
+	}, {
+		name: "gateway-static-address",
+		objects: base + gatewayHead + ` [{name: http, protocol: HTTP, port: 80}]
+  addresses: [{type: IPAddress, value: 192.0.2.7}]`,
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/Accepted Programmed=False/AddressNotUsable", listenerOK("http", 0)},
+		routes: []string{"default/gw :80 http *: no routes"},
+	}, {
 		name: "gateway-listener-filters-refused",
 		objects: base + gatewayHead + `
   - {name: http, protocol: HTTP, port: 80}
