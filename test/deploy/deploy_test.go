@@ -384,7 +384,11 @@ func TestRBACIsSufficient(t *testing.T) {
 				_, err := c.NetworkingV1().IngressClasses().Create(ctx, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: networkingv1.IngressClassSpec{Controller: "x.dev/x"}}, metav1.CreateOptions{})
 				return err
 			},
-			"list configmaps": func() error { _, err := c.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); return err },
+			// ConfigMaps are read (BackendTLSPolicies' CA certificates), never written.
+			"create configmaps": func() error {
+				_, err := c.CoreV1().ConfigMaps(appNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+				return err
+			},
 			"update another Secret of portico-system": func() error {
 				if _, err := admin.CoreV1().Secrets(systemNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 					return err
