@@ -6,14 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
-	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
 )
@@ -68,37 +64,10 @@ func (k *LastValid) Served() []runtime.Object {
 // edited while running. Restore is for a restart; other objects are ignored.
 func (k *LastValid) Restore(objs []runtime.Object) {
 	for _, o := range objs {
-		if ref, ok := refOf(o); ok {
+		if ref, ok := dag.RefOf(o); ok {
 			k.valid[ref] = o
 		}
 	}
-}
-
-// refOf returns the reference of a routing object.
-func refOf(obj runtime.Object) (dag.ObjectRef, bool) {
-	switch o := obj.(type) {
-	case *networkingv1.Ingress:
-		return dag.ObjectRef{Kind: dag.KindIngress, Namespace: o.Namespace, Name: o.Name}, true
-	case *ingressroutev1.IngressRoute:
-		return dag.ObjectRef{Kind: dag.KindIngressRoute, Namespace: o.Namespace, Name: o.Name}, true
-	case *contourv1.HTTPProxy:
-		return dag.ObjectRef{Kind: dag.KindHTTPProxy, Namespace: o.Namespace, Name: o.Name}, true
-	case *gatewayv1.GatewayClass:
-		return dag.ObjectRef{Kind: dag.KindGatewayClass, Name: o.Name}, true
-	case *gatewayv1.Gateway:
-		return dag.ObjectRef{Kind: dag.KindGateway, Namespace: o.Namespace, Name: o.Name}, true
-	case *gatewayv1.ListenerSet:
-		return dag.ObjectRef{Kind: dag.KindListenerSet, Namespace: o.Namespace, Name: o.Name}, true
-	case *gatewayv1.HTTPRoute:
-		return dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: o.Namespace, Name: o.Name}, true
-	case *gatewayv1.GRPCRoute:
-		return dag.ObjectRef{Kind: dag.KindGRPCRoute, Namespace: o.Namespace, Name: o.Name}, true
-	case *gatewayv1.TLSRoute:
-		return dag.ObjectRef{Kind: dag.KindTLSRoute, Namespace: o.Namespace, Name: o.Name}, true
-	case *gatewayv1.BackendTLSPolicy:
-		return dag.ObjectRef{Kind: dag.KindBackendTLSPolicy, Namespace: o.Namespace, Name: o.Name}, true
-	}
-	return dag.ObjectRef{}, false
 }
 
 // Builder builds graphs for LastValid: dag.Incremental, or FullBuilder.

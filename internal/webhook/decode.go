@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
@@ -18,7 +19,8 @@ import (
 // request (the webhook's rules name these versions; with matchPolicy Equivalent the
 // API server converts other versions of the same resource to them). Each decoder reads
 // an object as the controller's source does, so that a validation sees what a build
-// would see. A new kind is one entry here and one case in dag.ValidateObject.
+// would see. A new kind is one entry here and one case in dag.ValidateObject (or, for
+// Gateway API kinds, in gatewayapi.ObjectFindings).
 func kinds() map[schema.GroupVersionKind]decodeFunc {
 	irDecoder := ingressRouteDecoder()
 	return map[schema.GroupVersionKind]decodeFunc{
@@ -31,6 +33,18 @@ func kinds() map[schema.GroupVersionKind]decodeFunc {
 			return obj, err
 		},
 		contourv1.SchemeGroupVersion.WithKind("HTTPProxy"): decodeInto[contourv1.HTTPProxy],
+
+		// Gateway API kinds, in v1 only: the webhook's rules name v1 with matchPolicy
+		// Equivalent, so the API server sends writes made through the other versions the
+		// CRDs serve (v1beta1, v1alpha2, v1alpha3) converted to v1. ReferenceGrants have
+		// no status of Portico's, hence nothing to warn about: not asked for.
+		gatewayv1.SchemeGroupVersion.WithKind("GatewayClass"):     decodeInto[gatewayv1.GatewayClass],
+		gatewayv1.SchemeGroupVersion.WithKind("Gateway"):          decodeInto[gatewayv1.Gateway],
+		gatewayv1.SchemeGroupVersion.WithKind("ListenerSet"):      decodeInto[gatewayv1.ListenerSet],
+		gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute"):        decodeInto[gatewayv1.HTTPRoute],
+		gatewayv1.SchemeGroupVersion.WithKind("GRPCRoute"):        decodeInto[gatewayv1.GRPCRoute],
+		gatewayv1.SchemeGroupVersion.WithKind("TLSRoute"):         decodeInto[gatewayv1.TLSRoute],
+		gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy"): decodeInto[gatewayv1.BackendTLSPolicy],
 	}
 }
 

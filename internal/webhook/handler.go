@@ -1,10 +1,16 @@
 // Package webhook is Portico's validating admission webhook (`portico serve
-// --webhook-addr`): the API server asks it about every Ingress and IngressRoute
-// created or updated, and it refuses those of Portico's class that are invalid on their
-// own, with the message their status would carry. What makes an object invalid only
-// in the company of others (a host or path an older object holds, a missing Service or
-// Secret, delegations) is admitted: the status reports it, and the build keeps serving
-// whoever was there first.
+// --webhook-addr`): the API server asks it about every Ingress, IngressRoute and
+// HTTPProxy created or updated, and it refuses those of Portico's class that are
+// invalid on their own, with the message their status would carry. What makes an
+// object invalid only in the company of others (a host or path an older object holds,
+// a missing Service or Secret, delegations) is admitted: the status reports it, and
+// the build keeps serving whoever was there first.
+//
+// Gateway API objects are never refused: they are admitted with warnings saying what
+// their status will report as wrong, others' objects included (a missing Service, a
+// listener that does not allow the route). The Gateway API reports problems in status
+// conditions; its conformance suite applies invalid objects on purpose to check them,
+// and GitOps tools apply objects in any order.
 package webhook
 
 import (
@@ -15,13 +21,18 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/dag/gatewayapi"
 	"github.com/portico-dev/portico/internal/store"
 )
 
@@ -131,19 +142,28 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 //     being served, and would block unrelated edits (labels, finalizers) of objects
 //     created while the webhook was not running, or before a Portico upgrade.
 //   - Values that fall back to a default (seed 002) are admitted with a warning each.
+//   - Gateway API objects are admitted, with what their status would report as wrong
+//     as warnings (warnGatewayAPI).
 func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	allow := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	decode, known := h.kinds[schema.GroupVersionKind(req.Kind)]
 	if !known || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return allow
 	}
-	if len(h.cfg.Namespaces) > 0 && !slices.Contains(h.cfg.Namespaces, req.Namespace) {
+	// Cluster-scoped objects (GatewayClasses) are read whatever namespaces are watched.
+	if req.Namespace != "" && len(h.cfg.Namespaces) > 0 && !slices.Contains(h.cfg.Namespaces, req.Namespace) {
 		return allow
 	}
 	log := h.log.With("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "user_claimed", req.UserInfo.Username)
+	warnOnly := req.Kind.Group == gatewayv1.GroupName
 	obj, err := decode(req.Object.Raw)
 	if err != nil {
 		msg := "not served: the object cannot be read: " + err.Error()
+		if warnOnly {
+			log.Info("admitted an object that cannot be read, with a warning", "reason", msg)
+			allow.Warnings = boundedWarnings([]string{msg})
+			return allow
+		}
 		log.Info("admission refused", "reason", msg)
 		return refuse(req, msg)
 	}
@@ -153,6 +173,9 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 			log.Debug("admitted: the cluster has not been read yet")
 			return allow
 		}
+	}
+	if warnOnly {
+		return h.warnGatewayAPI(allow, obj, s, log)
 	}
 	v := dag.ValidateObject(obj, s, h.cfg.DAG)
 	if !v.Ours {
@@ -174,6 +197,57 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	}
 	log.Info("admission refused", "reason", v.Message())
 	return refuse(req, v.Message())
+}
+
+// warnGatewayAPI admits a Gateway API object with a warning for each problem its
+// status would report, in the status's words; an object Portico writes no status for
+// (another controller's) gets none.
+func (h *Handler) warnGatewayAPI(allow *admissionv1.AdmissionResponse, obj runtime.Object, s *store.Store, log *slog.Logger) *admissionv1.AdmissionResponse {
+	f := gatewayapi.ObjectFindings(obj, s, h.cfg.DAG)
+	msgs := make([]string, len(f.Problems))
+	for i, p := range f.Problems {
+		msgs[i] = p.Message
+	}
+	allow.Warnings = boundedWarnings(msgs)
+	log.Debug("admitted", "ours", f.Ours, "problems", len(f.Problems))
+	return allow
+}
+
+// The API server passes at most 4,096 characters of warnings on to the client; past
+// that, it cuts each to 256 (k8s.io/apiserver's warning recorder), and it drops a
+// warning holding a control character. kubectl prints each on a line of its own.
+const (
+	maxWarnings     = 8
+	maxWarningRunes = 256
+)
+
+// boundedWarnings are msgs as the API server passes them on whole: each on one line of
+// at most maxWarningRunes runes, at most maxWarnings of them, the last saying how many
+// more the object's status holds.
+func boundedWarnings(msgs []string) []string {
+	var out []string
+	for i, m := range msgs {
+		if i == maxWarnings-1 && len(msgs) > maxWarnings {
+			return append(out, fmt.Sprintf("and %d more problems: see the object's status", len(msgs)-i))
+		}
+		out = append(out, oneLine(m))
+	}
+	return out
+}
+
+// oneLine is m with control characters (and invalid UTF-8) as spaces, cut to
+// maxWarningRunes runes.
+func oneLine(m string) string {
+	m = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, m)
+	if utf8.RuneCountInString(m) > maxWarningRunes {
+		m = string([]rune(m)[:maxWarningRunes-1]) + "…"
+	}
+	return m
 }
 
 // refuse is a denial whose message the API server passes on to the client, after

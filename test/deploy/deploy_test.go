@@ -463,7 +463,8 @@ func TestRBACIsSufficient(t *testing.T) {
 // TestWebhookWithoutAControllerAdmits registers deploy/webhook.yaml for real with no
 // controller behind its Service (no kubelet runs pods here, so the Service has no
 // endpoints): with failurePolicy Ignore, Ingresses and IngressRoutes are admitted, even
-// ones Portico would refuse, as when the webhook is not installed.
+// ones Portico would refuse, as when the webhook is not installed; and so are
+// HTTPRoutes, through the Gateway API webhook.
 func TestWebhookWithoutAControllerAdmits(t *testing.T) {
 	cfg := env.AdminConfig(t)
 	ctx := context.Background()
@@ -471,6 +472,7 @@ func TestWebhookWithoutAControllerAdmits(t *testing.T) {
 	a := newApplier(t, cfg)
 	admin := kubetest.Clientset(t, cfg)
 	installCRDs(t, ctx, a, manifests)
+	env.InstallGatewayAPICRDs(t, kubetest.GatewayAPIStandard)
 	var webhooks int
 	for _, m := range manifests {
 		switch {
@@ -519,14 +521,14 @@ func TestWebhookWithoutAControllerAdmits(t *testing.T) {
 	// the webhook (and fails open), so that what follows is admitted by the policy and
 	// not because the webhook is not known yet.
 	eventually(t, 30*time.Second, "the API server to call the webhook and fail open", func() bool {
-		before := failOpens(ctx, t, admin)
+		before := failOpens(ctx, t, admin, "validate.portico.dev")
 		if _, err := admin.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Fatalf("creating an Ingress (dry run): %v", err)
 		}
-		return failOpens(ctx, t, admin) > before
+		return failOpens(ctx, t, admin, "validate.portico.dev") > before
 	})
 
-	before, start := failOpens(ctx, t, admin), time.Now()
+	before, start := failOpens(ctx, t, admin, "validate.portico.dev"), time.Now()
 	if _, err := admin.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating an Ingress with the webhook registered and no controller: %v", err)
 	}
@@ -538,14 +540,34 @@ func TestWebhookWithoutAControllerAdmits(t *testing.T) {
 		t.Fatalf("creating an IngressRoute with the webhook registered and no controller: %v", err)
 	}
 	t.Logf("IngressRoute admitted after %v", time.Since(start).Round(time.Millisecond))
-	if n := failOpens(ctx, t, admin) - before; n != 2 {
+	if n := failOpens(ctx, t, admin, "validate.portico.dev") - before; n != 2 {
 		t.Errorf("the webhook failed open %v times for the two creations, want 2", n)
 	}
+
+	// An HTTPRoute to a Service that does not exist: the Gateway API webhook never
+	// refuses, and without a controller it is not even heard.
+	gw, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
+		Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+			BackendObjectReference: gatewayv1.BackendObjectReference{Name: "missing", Port: new(gatewayv1.PortNumber(80))}}}}}},
+	}}
+	before, start = failOpens(ctx, t, admin, "gateway.validate.portico.dev"), time.Now()
+	eventually(t, 30*time.Second, "the API server to call the Gateway API webhook and fail open", func() bool {
+		if _, err := gw.GatewayV1().HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating an HTTPRoute with the webhook registered and no controller: %v", err)
+		}
+		return failOpens(ctx, t, admin, "gateway.validate.portico.dev") > before
+	})
+	t.Logf("HTTPRoute admitted after %v", time.Since(start).Round(time.Millisecond))
 }
 
-// failOpens is the API server's count of calls to Portico's webhook that failed and were
-// ignored (failurePolicy Ignore).
-func failOpens(ctx context.Context, t *testing.T, c kubernetes.Interface) float64 {
+// failOpens is the API server's count of calls to the webhook named name that failed
+// and were ignored (failurePolicy Ignore).
+func failOpens(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) float64 {
 	t.Helper()
 	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -553,7 +575,7 @@ func failOpens(ctx context.Context, t *testing.T, c kubernetes.Interface) float6
 	}
 	var n float64
 	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, "apiserver_admission_webhook_fail_open_count{") && strings.Contains(line, `name="validate.portico.dev"`) {
+		if strings.HasPrefix(line, "apiserver_admission_webhook_fail_open_count{") && strings.Contains(line, `name="`+name+`"`) {
 			fields := strings.Fields(line)
 			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
 			if err != nil {

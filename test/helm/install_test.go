@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/release"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,9 +128,11 @@ gatewayDataPlanes: {namespace: portico-helm-gateways}`))
 		runInstalledController(t, admin, bin, "installed", func() {
 			// With the webhook on, it keeps the configuration's caBundle: the
 			// permission on the configuration, by name, is there and enough.
-			testutil.Eventually(t, 30*time.Second, "the webhook configuration's caBundle to be set", func() bool {
+			testutil.Eventually(t, 30*time.Second, "the caBundle of both of the configuration's webhooks to be set", func() bool {
 				vwc, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "portico", metav1.GetOptions{})
-				return err == nil && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0
+				return err == nil && len(vwc.Webhooks) == 2 && !slices.ContainsFunc(vwc.Webhooks, func(wh admissionregistrationv1.ValidatingWebhook) bool {
+					return len(wh.ClientConfig.CABundle) == 0
+				})
 			})
 		})
 	})

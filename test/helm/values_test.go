@@ -92,9 +92,10 @@ func TestValuesNamespaceAndRelease(t *testing.T) {
 			t.Errorf("RoleBinding %s subjects %+v, want the ServiceAccount of %s", name, rb.Subjects, ns)
 		}
 	}
-	vwc := webhookConfiguration(t, r)
-	if svc := vwc.Webhooks[0].ClientConfig.Service; svc == nil || svc.Namespace != ns || svc.Name != "portico-webhook" {
-		t.Errorf("the webhook is called at %+v, want Service %s/portico-webhook", svc, ns)
+	for _, wh := range webhookConfiguration(t, r).Webhooks {
+		if svc := wh.ClientConfig.Service; svc == nil || svc.Namespace != ns || svc.Name != "portico-webhook" {
+			t.Errorf("webhook %s is called at %+v, want Service %s/portico-webhook", wh.Name, svc, ns)
+		}
 	}
 	// The controller's managed certificates are for the Services of its own namespace
 	// (portico.<ns>.svc, portico-webhook.<ns>.svc), and Envoy dials the same name.
@@ -205,12 +206,18 @@ controller: {extraArgs: [--log-format, json]}
 	}
 }
 
-// webhookConfiguration is the rendered ValidatingWebhookConfiguration portico.
+// webhookConfiguration is the rendered ValidatingWebhookConfiguration portico: the
+// webhook that refuses invalid Ingresses, IngressRoutes and HTTPProxies, and the one
+// that warns about Gateway API objects.
 func webhookConfiguration(t *testing.T, r rendered) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	t.Helper()
 	vwc := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, r, "ValidatingWebhookConfiguration", "portico")
-	if len(vwc.Webhooks) != 1 {
-		t.Fatalf("ValidatingWebhookConfiguration portico has %d webhooks, want 1", len(vwc.Webhooks))
+	var names []string
+	for _, wh := range vwc.Webhooks {
+		names = append(names, wh.Name)
+	}
+	if !slices.Equal(names, []string{"validate.portico.dev", "gateway.validate.portico.dev"}) {
+		t.Fatalf("ValidatingWebhookConfiguration portico has webhooks %q, want validate.portico.dev and gateway.validate.portico.dev", names)
 	}
 	return vwc
 }

@@ -14,14 +14,20 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	"github.com/portico-dev/portico/internal/cli"
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/deploytest"
 	"github.com/portico-dev/portico/internal/kubetest"
 	"github.com/portico-dev/portico/internal/testutil"
 	"github.com/portico-dev/portico/internal/webhook"
@@ -60,15 +66,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	certs := t.TempDir()
-	var out testutil.SyncBuffer
-	if code := cli.Main(ctx, []string{"certgen", "--webhook", "--out-dir", certs, "--server-name", "127.0.0.1"}, &out, &out); code != 0 {
-		t.Fatalf("certgen --webhook: exit %d: %s", code, out.String())
-	}
-	caBundle, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs, caBundle := webhookCertificate(t)
 	webhookAddr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	runServe(t, "serve", "--kubeconfig", env.Kubeconfig,
 		"--webhook-addr", webhookAddr, "--webhook-cert-dir", certs,
@@ -185,6 +183,133 @@ func TestWebhook(t *testing.T) {
 	})
 }
 
+// TestWebhookWarnsAboutGatewayAPI runs serve's webhook registered as deploy/webhook.yaml
+// registers it and creates Gateway API objects through the API server: every one is
+// admitted, those with problems with a warning each, in the words the status then
+// carries; a route written through v1beta1 reaches the webhook as v1 (matchPolicy
+// Equivalent); another controller's objects get no warning.
+func TestWebhookWarnsAboutGatewayAPI(t *testing.T) {
+	cfg := env.AdminConfig(t)
+	env.InstallGatewayAPICRDs(t, kubetest.GatewayAPIStandard)
+	warned := &warningLog{}
+	cfg.WarningHandler = warned
+	c := kubetest.Clientset(t, cfg)
+	gw, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, v1 := t.Context(), gw.GatewayV1()
+	const ns, class = "webhook-gateway", "webhook-gateway"
+	createNamespace(t, c, ns)
+	if _, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	certs, caBundle := webhookCertificate(t)
+	webhookAddr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	runServe(t, "serve", "--kubeconfig", env.Kubeconfig,
+		"--webhook-addr", webhookAddr, "--webhook-cert-dir", certs,
+		"--watch-namespaces", ns, "--leader-elect=false", "--gateway-data-plane", "none",
+		"--xds-addr", testutil.FreeAddr(t), "--admin-addr", adminAddr,
+		"--log-level", "warn")
+	eventually(t, 30*time.Second, "serve to become ready", func() bool { return readyz(adminAddr) })
+	registerWebhook(t, c, webhookAddr, caBundle, ns)
+
+	// created(t)(creation) returns the warnings of a creation, which must succeed.
+	created := func(t *testing.T) func(any, error) []string {
+		return func(_ any, err error) []string {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			return warned.take()
+		}
+	}
+	if got := created(t)(v1.GatewayClasses().Create(ctx, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: gatewayv1.GatewayClassSpec{ControllerName: dag.GatewayControllerName}}, metav1.CreateOptions{})); len(got) > 0 {
+		t.Errorf("a valid GatewayClass: warnings %q", got)
+	}
+	if got := created(t)(v1.Gateways(ns).Create(ctx, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: class, Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}}}}, metav1.CreateOptions{})); len(got) > 0 {
+		t.Errorf("a valid Gateway: warnings %q", got)
+	}
+	route := func(name, backend string, parent gatewayv1.ObjectName) *gatewayv1.HTTPRoute {
+		return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: parent}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(backend), Port: ptrTo(gatewayv1.PortNumber(80))}}}}}},
+		}}
+	}
+	const missing = "spec.rules[0].backendRefs[0]: Service " + ns + "/missing not found (the requests the rule would send it are answered 500)"
+	// The webhook decides with what the controller has read: wait until it has the
+	// Gateway (server-side dry runs call the webhook and store nothing).
+	eventually(t, 30*time.Second, "the webhook to warn about a route to a missing Service", func() bool {
+		return slices.Contains(created(t)(v1.HTTPRoutes(ns).Create(ctx, route("probe", "missing", "gw"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})), missing)
+	})
+
+	t.Run("a route to a missing Service: admitted, with the warning", func(t *testing.T) {
+		if got := created(t)(v1.HTTPRoutes(ns).Create(ctx, route("missing", "missing", "gw"), metav1.CreateOptions{})); !slices.Equal(got, []string{missing}) {
+			t.Errorf("warnings %q, want %q", got, missing)
+		}
+		// The status the controller writes says the same.
+		eventually(t, 30*time.Second, "the route's status", func() bool {
+			r, err := v1.HTTPRoutes(ns).Get(ctx, "missing", metav1.GetOptions{})
+			if err != nil || len(r.Status.Parents) != 1 {
+				return false
+			}
+			for _, cond := range r.Status.Parents[0].Conditions {
+				if cond.Type == "ResolvedRefs" && cond.Status == metav1.ConditionFalse && cond.Message != "" && strings.HasPrefix(missing, cond.Message) {
+					return true
+				}
+			}
+			return false
+		})
+	})
+	t.Run("the same through v1beta1", func(t *testing.T) {
+		r := route("missing-beta", "missing", "gw")
+		beta := &gatewayv1beta1.HTTPRoute{ObjectMeta: r.ObjectMeta, Spec: r.Spec}
+		if got := created(t)(gw.GatewayV1beta1().HTTPRoutes(ns).Create(ctx, beta, metav1.CreateOptions{})); !slices.Equal(got, []string{missing}) {
+			t.Errorf("warnings %q, want %q", got, missing)
+		}
+	})
+	t.Run("a valid route: no warning", func(t *testing.T) {
+		if got := created(t)(v1.HTTPRoutes(ns).Create(ctx, route("web", "web", "gw"), metav1.CreateOptions{})); len(got) > 0 {
+			t.Errorf("warnings %q", got)
+		}
+	})
+	t.Run("a route of another controller's Gateway: no warning", func(t *testing.T) {
+		if got := created(t)(v1.HTTPRoutes(ns).Create(ctx, route("theirs", "missing", "their-gw"), metav1.CreateOptions{})); len(got) > 0 {
+			t.Errorf("warnings %q", got)
+		}
+	})
+	t.Run("a Gateway whose certificate does not exist", func(t *testing.T) {
+		https := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "secure"}, Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: class, Listeners: []gatewayv1.Listener{{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
+				TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "missing"}}}}}}}
+		want := []string{"no listener can be served (see their conditions)", "listener https: tls.certificateRefs[0]: Secret " + ns + "/missing not found"}
+		if got := created(t)(v1.Gateways(ns).Create(ctx, https, metav1.CreateOptions{})); !slices.Equal(got, want) {
+			t.Errorf("warnings %q, want %q", got, want)
+		}
+	})
+}
+
+// webhookCertificate writes the webhook's certificate for 127.0.0.1 with `portico
+// certgen --webhook` into a directory, and returns it with the CA bundle.
+func webhookCertificate(t *testing.T) (dir string, caBundle []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	var out testutil.SyncBuffer
+	if code := cli.Main(t.Context(), []string{"certgen", "--webhook", "--out-dir", dir, "--server-name", "127.0.0.1"}, &out, &out); code != 0 {
+		t.Fatalf("certgen --webhook: exit %d: %s", code, out.String())
+	}
+	caBundle, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, caBundle
+}
+
 // runServe runs the command line in-process until the test ends.
 func runServe(t *testing.T, args ...string) {
 	t.Helper()
@@ -218,33 +343,25 @@ func answersTLS(addr string, ca []byte) bool {
 	return resp.StatusCode == http.StatusMethodNotAllowed
 }
 
-// registerWebhook registers the rules of deploy/webhook.yaml with clientConfig.url
-// pointing at addr, for namespace ns only (other tests share the API server), failing
-// closed so that an admitted object shows the webhook answered. It is removed when the
-// test ends.
+// registerWebhook registers the webhooks of deploy/webhook.yaml with clientConfig.url
+// pointing at addr, for namespace ns only (other tests share the API server; cluster-
+// scoped GatewayClasses are asked about whatever their namespace), the one that
+// refuses failing closed so that an admitted object shows the webhook answered. It is
+// removed when the test ends.
 func registerWebhook(t *testing.T, c kubernetes.Interface, addr string, caBundle []byte, ns string) {
 	t.Helper()
 	url := "https://" + addr + webhook.Path
-	fail, none, timeout := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone, int32(5)
-	scope := admissionregistrationv1.NamespacedScope
-	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "portico-" + ns},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "validate.portico.dev",
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			TimeoutSeconds:          &timeout,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-			Rules: []admissionregistrationv1.RuleWithOperations{
-				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{networkingv1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"}, Scope: &scope}},
-				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{contourv1beta1.GroupName}, APIVersions: []string{"v1beta1"}, Resources: []string{"ingressroutes"}, Scope: &scope}},
-				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{"projectcontour.io"}, APIVersions: []string{"v1"}, Resources: []string{"httpproxies"}, Scope: &scope}},
-			},
-		}},
+	fail := admissionregistrationv1.Fail
+	webhooks := deployWebhooks(t)
+	for i := range webhooks {
+		wh := &webhooks[i]
+		wh.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
+		wh.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+		if wh.Name == "validate.portico.dev" {
+			wh.FailurePolicy = &fail
+		}
 	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "portico-" + ns}, Webhooks: webhooks}
 	if _, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +370,33 @@ func registerWebhook(t *testing.T, c kubernetes.Interface, addr string, caBundle
 			t.Errorf("removing the webhook configuration: %v", err)
 		}
 	})
+}
+
+// deployWebhooks are the webhooks of the ValidatingWebhookConfiguration of
+// deploy/webhook.yaml: their names, rules, policies and timeouts.
+func deployWebhooks(t *testing.T) []admissionregistrationv1.ValidatingWebhook {
+	t.Helper()
+	file := filepath.Join(deploytest.Dir(), "webhook.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := deploytest.Decode(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Obj.GetKind() != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m.Obj.Object, &vwc); err != nil {
+			t.Fatal(err)
+		}
+		return vwc.Webhooks
+	}
+	t.Fatalf("%s has no ValidatingWebhookConfiguration", file)
+	return nil
 }
 
 // refusedWith checks that err is the webhook's refusal carrying message, as client-go

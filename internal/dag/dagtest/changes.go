@@ -67,7 +67,7 @@ func pick[T any](c *Changes, xs []T) T { return xs[c.rng.IntN(len(xs))] }
 // deleted (20%), or replaced by an equal copy (10%; a new pointer, nothing changed). It
 // returns a description for failure messages.
 func (c *Changes) Apply(s *store.Store) (string, error) {
-	existing := objects(s)
+	existing := Objects(s)
 	switch r := c.rng.IntN(10); {
 	case r < 2 && len(existing) > 0:
 		o := pick(c, existing)
@@ -92,8 +92,8 @@ func describe(o runtime.Object) string {
 	return fmt.Sprintf("%T %s/%s", o, m.GetNamespace(), m.GetName())
 }
 
-// objects returns every object in s, in an order that depends on the objects only.
-func objects(s *store.Store) []runtime.Object {
+// Objects returns every object in s, in an order that depends on the objects only.
+func Objects(s *store.Store) []runtime.Object {
 	var out []runtime.Object
 	out = appendValues(out, s.Ingresses)
 	out = appendValues(out, s.IngressRoutes)
@@ -307,7 +307,7 @@ func (c *Changes) httpProxy(meta string) (runtime.Object, error) {
 
 // Fresh returns a new store holding the objects of s, made as `portico run` once made
 // one per reload: no history shared with s.
-func Fresh(s *store.Store) *store.Store { return store.FromObjects(objects(s)) }
+func Fresh(s *store.Store) *store.Store { return store.FromObjects(Objects(s)) }
 
 // Check is called after each change of Run with the store, the seed, the step and the
 // changes so far (for failure messages).

@@ -31,18 +31,7 @@ type parentTarget struct {
 // false when it names something else (another kind, another controller's Gateway,
 // nothing): those parents get no status entry from Portico.
 func parentOf(routeNS string, pr gatewayv1.ParentReference, gateways map[types.NamespacedName]*gatewayResult) (parentTarget, bool) {
-	group, kind := groupName, "Gateway"
-	if pr.Group != nil {
-		group = string(*pr.Group)
-	}
-	if pr.Kind != nil {
-		kind = string(*pr.Kind)
-	}
-	ns := routeNS
-	if pr.Namespace != nil {
-		ns = string(*pr.Namespace)
-	}
-	key := types.NamespacedName{Namespace: ns, Name: string(pr.Name)}
+	group, kind, key := parentKey(routeNS, pr)
 	switch {
 	case group != groupName:
 	case kind == "Gateway":
@@ -58,6 +47,23 @@ func parentOf(routeNS string, pr gatewayv1.ParentReference, gateways map[types.N
 		}
 	}
 	return parentTarget{}, false
+}
+
+// parentKey is what a parentRef of a route in namespace routeNS names, its defaults
+// applied: group, kind and namespace/name.
+func parentKey(routeNS string, pr gatewayv1.ParentReference) (group, kind string, key types.NamespacedName) {
+	group, kind = groupName, "Gateway"
+	if pr.Group != nil {
+		group = string(*pr.Group)
+	}
+	if pr.Kind != nil {
+		kind = string(*pr.Kind)
+	}
+	ns := routeNS
+	if pr.Namespace != nil {
+		ns = string(*pr.Namespace)
+	}
+	return group, kind, types.NamespacedName{Namespace: ns, Name: string(pr.Name)}
 }
 
 func (t parentTarget) String() string {

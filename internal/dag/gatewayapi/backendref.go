@@ -97,28 +97,34 @@ func processBackendRefs(p *dag.Processing, grants grantIndex, kind gatewayv1.Kin
 	return out
 }
 
+// backendKey is what a backendRef of a route in namespace routeNS names, its defaults
+// applied: group ("" for core), kind and namespace/name.
+func backendKey(routeNS string, ref gatewayv1.BackendObjectReference) (group, kind string, key types.NamespacedName) {
+	kind = "Service"
+	if ref.Group != nil {
+		group = coreGroup(string(*ref.Group))
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	ns := routeNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	return group, kind, types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
+}
+
 // resolveBackend returns the cluster of one backendRef, and whether its Service port
 // speaks WebSocket, or the ResolvedRefs reason it cannot be used.
 func resolveBackend(p *dag.Processing, grants grantIndex, kind gatewayv1.Kind, routeNS string, ref gatewayv1.BackendObjectReference, field string) (*dag.Cluster, bool, *condError) {
 	refErr := func(reason gatewayv1.RouteConditionReason, format string, args ...any) *condError {
 		return newError(string(gatewayv1.RouteConditionResolvedRefs), string(reason), field+": "+format, args...)
 	}
-	group, refKind := "", "Service"
-	if ref.Group != nil {
-		group = coreGroup(string(*ref.Group))
-	}
-	if ref.Kind != nil {
-		refKind = string(*ref.Kind)
-	}
+	group, refKind, key := backendKey(routeNS, ref)
 	if group != "" || refKind != "Service" {
 		return nil, false, refErr(gatewayv1.RouteReasonInvalidKind, "%s %q is not supported: refer to a Service", refKind, group)
 	}
-	ns := routeNS
-	if ref.Namespace != nil {
-		ns = string(*ref.Namespace)
-	}
-	key := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
-	if !grants.permitted(objectKind{groupName, string(kind)}, routeNS, objectKind{"", "Service"}, ns, key.Name) {
+	if !grants.permitted(objectKind{groupName, string(kind)}, routeNS, objectKind{"", "Service"}, key.Namespace, key.Name) {
 		return nil, false, refErr(gatewayv1.RouteReasonRefNotPermitted,
 			"Service %s is in another namespace and no ReferenceGrant there allows %ss of namespace %s to use it; add one", key, kind, routeNS)
 	}

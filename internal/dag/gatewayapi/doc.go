@@ -36,4 +36,6 @@
 //	backendref.go       backendRefs -> clusters, with the ResolvedRefs reasons
 //	backendtlspolicy.go BackendTLSPolicies: the targeted backends' clusters speak verified TLS
 //	conditions.go       errors carrying condition type and reason; conditions to dag.Status
+//	admission.go        one object's status problems, built with only what they depend on
+//	                    (the admission webhook's warnings)
 package gatewayapi

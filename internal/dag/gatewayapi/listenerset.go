@@ -57,15 +57,24 @@ func processListenerSets(p *dag.Processing, gateways map[types.NamespacedName]*g
 
 // listenerSetParent returns the Gateway of Portico's that a ListenerSet names, or nil.
 func listenerSetParent(ls *gatewayv1.ListenerSet, gateways map[types.NamespacedName]*gatewayResult) *gatewayResult {
+	if key, ok := listenerSetParentKey(ls); ok {
+		return gateways[key]
+	}
+	return nil
+}
+
+// listenerSetParentKey is the Gateway a ListenerSet's parentRef names, or false when it
+// names another kind.
+func listenerSetParentKey(ls *gatewayv1.ListenerSet) (types.NamespacedName, bool) {
 	ref := ls.Spec.ParentRef
 	if (ref.Group != nil && string(*ref.Group) != groupName) || (ref.Kind != nil && string(*ref.Kind) != "Gateway") {
-		return nil
+		return types.NamespacedName{}, false
 	}
 	ns := ls.Namespace
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	return gateways[types.NamespacedName{Namespace: ns, Name: string(ref.Name)}]
+	return types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, true
 }
 
 // mergeListeners checks the listeners of g's attached ListenerSets after g's own, in
