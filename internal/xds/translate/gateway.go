@@ -31,7 +31,9 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 				if err != nil {
 					return err
 				}
-				if err := validateAll(l, rc); err != nil {
+				// Its hosts are validated one by one (gatewayRouteConfig): the route
+				// configuration is validated without them.
+				if err := validateAll(l, routeConfiguration(name, nil)); err != nil {
 					return err
 				}
 				res.Listeners = append(res.Listeners, l)
