@@ -85,7 +85,7 @@ type Dep string
 type Processing struct {
 	b        *builder
 	gateways []*Gateway
-	statuses []Status
+	statuses []*Status
 	// deps are the Service and Secret keys read (incremental_keys.go's "s:" and "x:");
 	// reads those read since the last TakeReads, when tracked (for a ProcessorState).
 	deps    map[string]struct{}
@@ -157,7 +157,10 @@ func (p *Processing) TLSSecret(key types.NamespacedName) (*Secret, error) {
 func (p *Processing) AddGateway(gw *Gateway) { p.gateways = append(p.gateways, gw) }
 
 // AddStatus adds the status of one object.
-func (p *Processing) AddStatus(st Status) { p.statuses = append(p.statuses, st) }
+func (p *Processing) AddStatus(st Status) { p.statuses = append(p.statuses, &st) }
+
+// AddStatuses adds the statuses of objects, which must not change afterwards.
+func (p *Processing) AddStatuses(sts []*Status) { p.statuses = append(p.statuses, sts...) }
 
 // processed is what the processors of one build made.
 type processed struct {
@@ -183,9 +186,8 @@ func runProcessors(s *store.Store, opts Options, procs ...Processor) processed {
 	slices.SortFunc(p.gateways, func(a, c *Gateway) int {
 		return strings.Compare(a.Name.String(), c.Name.String())
 	})
-	sts := statusPointers(p.statuses)
-	slices.SortStableFunc(sts, func(a, c *Status) int { return CompareObjectRefs(a.Object, c.Object) })
-	return processed{gateways: p.gateways, statuses: sts, deps: p.deps}
+	slices.SortStableFunc(p.statuses, func(a, c *Status) int { return CompareObjectRefs(a.Object, c.Object) })
+	return processed{gateways: p.gateways, statuses: p.statuses, deps: p.deps}
 }
 
 func newProcessing(s *store.Store, opts Options) *Processing {

@@ -40,7 +40,7 @@ type portPlan struct {
 // hostPlan is one host's routes, by route (a route adds a host once, however many of
 // its parentRefs lead there), and its virtual host as last built.
 type hostPlan struct {
-	routes map[dag.ObjectRef][]routeEntry
+	routes routeSet[[]routeEntry]
 	// listener: the host of a served listener, served even without routes, so that a
 	// more specific listener's requests never fall through to a less specific one's.
 	listener bool
@@ -59,10 +59,10 @@ type securePlan struct {
 	// listener: the server name of a served listener (else a TLSRoute's hostname under
 	// a TLS listener's wildcard, gone with its last route).
 	listener  bool
-	routes    map[dag.ObjectRef][]routeEntry
+	routes    routeSet[[]routeEntry]
 	also      map[string]*hostPlan
 	dirtyAlso map[string]struct{}
-	tls       map[dag.ObjectRef]*routeResult
+	tls       routeSet[*routeResult]
 	out       *dag.SecureVirtualHost
 }
 
@@ -103,7 +103,7 @@ func newPlane(g *gatewayResult) *plane {
 		name := hostOrAny(l.hostname)
 		if l.spec.Protocol == gatewayv1.HTTPProtocolType {
 			if pp.http[name] == nil {
-				pp.http[name] = &hostPlan{routes: map[dag.ObjectRef][]routeEntry{}}
+				pp.http[name] = &hostPlan{}
 			}
 			pp.http[name].listener = true
 			pp.dirtyHTTP[name] = struct{}{}
@@ -117,7 +117,7 @@ func newPlane(g *gatewayResult) *plane {
 
 func newSecurePlan(l *listenerState, listener bool) *securePlan {
 	return &securePlan{secret: l.secret, more: l.more, tlsListener: l.spec.Protocol == gatewayv1.TLSProtocolType, listener: listener,
-		routes: map[dag.ObjectRef][]routeEntry{}, also: map[string]*hostPlan{}, dirtyAlso: map[string]struct{}{}, tls: map[dag.ObjectRef]*routeResult{}}
+		also: map[string]*hostPlan{}, dirtyAlso: map[string]struct{}{}}
 }
 
 func hostOrAny(h string) string {
@@ -161,13 +161,12 @@ func (pp *portPlan) put(s slot, l *listenerState, r *routeResult) bool {
 	case slotHTTP:
 		hp := pp.http[s.name]
 		if hp == nil {
-			hp = &hostPlan{routes: map[dag.ObjectRef][]routeEntry{}}
+			hp = &hostPlan{}
 			pp.http[s.name] = hp
 		}
-		if _, ok := hp.routes[r.ref]; ok {
+		if !hp.routes.add(r.ref, func() []routeEntry { return redirectOnPort(r.entries, pp.port) }) {
 			return false
 		}
-		hp.routes[r.ref] = redirectOnPort(r.entries, pp.port)
 		pp.dirtyHTTP[s.name] = struct{}{}
 		return true
 	case slotTLS:
@@ -176,27 +175,23 @@ func (pp *portPlan) put(s slot, l *listenerState, r *routeResult) bool {
 			sp = newSecurePlan(l, false)
 			pp.secure[s.name] = sp
 		}
-		if _, ok := sp.tls[r.ref]; ok {
+		if !sp.tls.add(r.ref, func() *routeResult { return r }) {
 			return false
 		}
-		sp.tls[r.ref] = r
 	case slotSecure:
-		sp := pp.secure[s.name]
-		if _, ok := sp.routes[r.ref]; ok {
+		if !pp.secure[s.name].routes.add(r.ref, func() []routeEntry { return redirectOnPort(r.entries, pp.port) }) {
 			return false
 		}
-		sp.routes[r.ref] = redirectOnPort(r.entries, pp.port)
 	case slotAlso:
 		sp := pp.secure[s.name]
 		hp := sp.also[s.also]
 		if hp == nil {
-			hp = &hostPlan{routes: map[dag.ObjectRef][]routeEntry{}}
+			hp = &hostPlan{}
 			sp.also[s.also] = hp
 		}
-		if _, ok := hp.routes[r.ref]; ok {
+		if !hp.routes.add(r.ref, func() []routeEntry { return redirectOnPort(r.entries, pp.port) }) {
 			return false
 		}
-		hp.routes[r.ref] = redirectOnPort(r.entries, pp.port)
 		sp.dirtyAlso[s.also] = struct{}{}
 	}
 	pp.dirtySecure[s.name] = struct{}{}
@@ -211,25 +206,25 @@ func remove(ref dag.ObjectRef, slots []slot) {
 		switch s.kind {
 		case slotHTTP:
 			hp := pp.http[s.name]
-			delete(hp.routes, ref)
-			if len(hp.routes) == 0 && !hp.listener {
+			hp.routes.remove(ref)
+			if len(hp.routes.items) == 0 && !hp.listener {
 				delete(pp.http, s.name)
 			}
 			pp.dirtyHTTP[s.name] = struct{}{}
 			continue
 		case slotTLS:
 			sp := pp.secure[s.name]
-			delete(sp.tls, ref)
-			if len(sp.tls) == 0 && !sp.listener {
+			sp.tls.remove(ref)
+			if len(sp.tls.items) == 0 && !sp.listener {
 				delete(pp.secure, s.name)
 			}
 		case slotSecure:
-			delete(pp.secure[s.name].routes, ref)
+			pp.secure[s.name].routes.remove(ref)
 		case slotAlso:
 			sp := pp.secure[s.name]
 			hp := sp.also[s.also]
-			delete(hp.routes, ref)
-			if len(hp.routes) == 0 {
+			hp.routes.remove(ref)
+			if len(hp.routes.items) == 0 {
 				delete(sp.also, s.also)
 			}
 			sp.dirtyAlso[s.also] = struct{}{}
@@ -309,7 +304,7 @@ func (pp *portPlan) build(gw types.NamespacedName) {
 func (sp *securePlan) build(name string, gw types.NamespacedName, port uint32) {
 	svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, entriesOf(sp.routes)), Secret: sp.secret, MoreSecrets: sp.more}
 	switch {
-	case len(sp.tls) > 0:
+	case len(sp.tls.items) > 0:
 		svh.Passthrough, svh.TCPProxy = sp.secret == nil, passthrough(sp.tls)
 	case sp.tlsListener:
 		svh.Passthrough, svh.TCPProxy = sp.secret == nil, closedProxy(gw, port)
@@ -372,16 +367,78 @@ func buildHost(hosts map[string]*hostPlan) func(string) (*dag.VirtualHost, bool)
 // entries are the host's routes' entries (each route's in its order), to be sorted.
 func (hp *hostPlan) entries() []routeEntry { return entriesOf(hp.routes) }
 
-func entriesOf(byRoute map[dag.ObjectRef][]routeEntry) []routeEntry {
+func entriesOf(byRoute routeSet[[]routeEntry]) []routeEntry {
 	n := 0
-	for _, es := range byRoute {
-		n += len(es)
+	for _, it := range byRoute.items {
+		n += len(it.v)
 	}
 	out := make([]routeEntry, 0, n)
-	for _, es := range byRoute {
-		out = append(out, es...)
+	for _, it := range byRoute.items {
+		out = append(out, it.v...)
 	}
 	return out
+}
+
+// routeSet holds a value per route: a list while it is short (most hosts have one
+// route), indexed once it grows, so that a host with thousands of routes (a listener's
+// catch-all) adds and removes one in constant time. Its order means nothing.
+type routeSet[V any] struct {
+	items []routeItem[V]
+	index map[dag.ObjectRef]int // nil while items are few
+}
+
+type routeItem[V any] struct {
+	ref dag.ObjectRef
+	v   V
+}
+
+// routeSetIndexed is the length from which a routeSet is indexed.
+const routeSetIndexed = 8
+
+func (rs *routeSet[V]) find(ref dag.ObjectRef) int {
+	if rs.index != nil {
+		if i, ok := rs.index[ref]; ok {
+			return i
+		}
+		return -1
+	}
+	return slices.IndexFunc(rs.items, func(it routeItem[V]) bool { return it.ref == ref })
+}
+
+// add adds ref's value, made by value, unless ref has one; it reports whether it added.
+func (rs *routeSet[V]) add(ref dag.ObjectRef, value func() V) bool {
+	if rs.find(ref) >= 0 {
+		return false
+	}
+	rs.items = append(rs.items, routeItem[V]{ref, value()})
+	switch {
+	case rs.index != nil:
+		rs.index[ref] = len(rs.items) - 1
+	case len(rs.items) >= routeSetIndexed:
+		rs.index = make(map[dag.ObjectRef]int, len(rs.items))
+		for i, it := range rs.items {
+			rs.index[it.ref] = i
+		}
+	}
+	return true
+}
+
+// remove removes ref's value, the last one taking its place.
+func (rs *routeSet[V]) remove(ref dag.ObjectRef) {
+	i := rs.find(ref)
+	if i < 0 {
+		return
+	}
+	last := len(rs.items) - 1
+	rs.items[i] = rs.items[last]
+	rs.items[last] = routeItem[V]{}
+	rs.items = rs.items[:last]
+	if rs.index != nil {
+		delete(rs.index, ref)
+		if i < last {
+			rs.index[rs.items[i].ref] = i
+		}
+	}
 }
 
 func virtualHost(name string, entries []routeEntry) *dag.VirtualHost {
@@ -403,12 +460,12 @@ func closedProxy(gw types.NamespacedName, port uint32) *dag.TCPProxy {
 
 // passthrough is the TCP proxy of one server name: the oldest of the TLSRoutes that
 // want it (then by namespace/name), as for every host Portico serves.
-func passthrough(routes map[dag.ObjectRef]*routeResult) *dag.TCPProxy {
-	oldest := slices.MinFunc(slices.Collect(maps.Values(routes)), func(a, b *routeResult) int {
-		if c := a.created.Compare(b.created); c != 0 {
+func passthrough(routes routeSet[*routeResult]) *dag.TCPProxy {
+	oldest := slices.MinFunc(routes.items, func(a, b routeItem[*routeResult]) int {
+		if c := a.v.created.Compare(b.v.created); c != 0 {
 			return c
 		}
 		return dag.CompareObjectRefs(a.ref, b.ref)
-	})
+	}).v
 	return &dag.TCPProxy{Clusters: oldest.tcp, Source: oldest.ref}
 }

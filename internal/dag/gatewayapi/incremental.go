@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,6 +41,10 @@ type state struct {
 	// before refuseKindConflicts: a listener with both is mixed.
 	kinds  map[*listenerState]*[2]int
 	planes map[types.NamespacedName]*plane
+	// dirty are the Gateways (their listeners' counts, their data planes) and the
+	// policies (their ancestors) that routes changed since the last build's output.
+	dirty         map[*gatewayResult]struct{}
+	dirtyPolicies map[*policyResult]struct{}
 
 	// gateways and statuses are what the build made, ordered as dag wants them.
 	gateways []*dag.Gateway
@@ -135,7 +140,8 @@ func (b *state) contextDepChanged(deps []dag.Dep) bool {
 // Gateway's data plane and every status.
 func (b *state) rebuild(p *dag.Processing) {
 	*b = state{pr: b.pr, routes: map[dag.ObjectRef]*routeState{}, byDep: map[dag.Dep]map[dag.ObjectRef]struct{}{},
-		kinds: map[*listenerState]*[2]int{}, planes: map[types.NamespacedName]*plane{}}
+		kinds: map[*listenerState]*[2]int{}, planes: map[types.NamespacedName]*plane{},
+		dirty: map[*gatewayResult]struct{}{}, dirtyPolicies: map[*policyResult]struct{}{}}
 	b.ctx = newContext(p, b.pr)
 	for _, g := range b.ctx.gateways {
 		if g.served() {
@@ -167,13 +173,15 @@ func (b *state) rebuild(p *dag.Processing) {
 			b.place(p, ref, rs, converted)
 		}
 	}
-	b.gateways = b.buildPlanes()
+	b.gateways = b.buildPlanes(nil)
 	all := slices.Clone(b.ctx.classStatuses)
-	for _, st := range b.contextStatuses() {
+	for _, st := range b.contextStatuses(b.ctx.gateways, b.ctx.policies.all) {
 		if st != nil {
 			all = append(all, *st)
 		}
 	}
+	clear(b.dirty)
+	clear(b.dirtyPolicies)
 	b.statuses = make([]*dag.Status, 0, len(all)+len(b.routes))
 	for i := range all {
 		b.statuses = append(b.statuses, &all[i])
@@ -275,6 +283,7 @@ func (b *state) place(p *dag.Processing, ref dag.ObjectRef, rs *routeState, conv
 	countAttached(r, 1)
 	rs.uses = applyPolicies(p, b.ctx.policies, r, converted)
 	countUses(rs.uses, 1)
+	b.markDirty(rs)
 	rs.deps = append(rs.deps, p.TakeReads()...)
 	for _, pr := range r.parents {
 		for _, a := range pr.attachments {
@@ -315,6 +324,19 @@ func (b *state) retire(ref dag.ObjectRef, rs *routeState) {
 	countAttached(r, -1)
 	countUses(rs.uses, -1)
 	remove(ref, rs.slots)
+	b.markDirty(rs)
+}
+
+// markDirty notes the Gateways and policies an attached route counts in.
+func (b *state) markDirty(rs *routeState) {
+	for _, pr := range rs.route.parents {
+		for _, a := range pr.attachments {
+			b.dirty[a.gateway] = struct{}{}
+		}
+	}
+	for _, u := range rs.uses {
+		b.dirtyPolicies[u.policy] = struct{}{}
+	}
 }
 
 // changedRoutes are the routes whose object changed, and those that read a Service or
@@ -430,10 +452,16 @@ func (b *state) update(p *dag.Processing, changed map[dag.ObjectRef]struct{}) ([
 		b.place(p, ref, rs, converted)
 		statuses[ref] = rs.status
 	}
-	b.gateways = b.buildPlanes()
-	for ref, st := range b.contextStatuses() {
+	gateways := make([]*gatewayResult, 0, len(b.dirty))
+	for g := range b.dirty {
+		gateways = append(gateways, g)
+	}
+	b.gateways = b.buildPlanes(gateways)
+	for ref, st := range b.contextStatuses(gateways, slices.Collect(maps.Keys(b.dirtyPolicies))) {
 		statuses[ref] = st
 	}
+	clear(b.dirty)
+	clear(b.dirtyPolicies)
 	b.statuses = patchStatuses(b.statuses, statuses)
 	touched := make([]dag.ObjectRef, 0, len(statuses))
 	for ref := range statuses {
@@ -442,8 +470,19 @@ func (b *state) update(p *dag.Processing, changed map[dag.ObjectRef]struct{}) ([
 	return touched, ""
 }
 
-// buildPlanes returns the served Gateways' data planes, ordered by name.
-func (b *state) buildPlanes() []*dag.Gateway {
+// buildPlanes returns the served Gateways' data planes, ordered by name: those of
+// changed built again in the last list, or all when changed is nil.
+func (b *state) buildPlanes(changed []*gatewayResult) []*dag.Gateway {
+	if changed != nil {
+		out := slices.Clone(b.gateways)
+		for _, g := range changed {
+			if pl := b.planes[g.key]; pl != nil {
+				i, _ := slices.BinarySearchFunc(out, g.key.String(), func(gw *dag.Gateway, name string) int { return strings.Compare(gw.Name.String(), name) })
+				out[i] = pl.build()
+			}
+		}
+		return out
+	}
 	if len(b.planes) == 0 {
 		return nil
 	}
@@ -455,12 +494,12 @@ func (b *state) buildPlanes() []*dag.Gateway {
 	return out
 }
 
-// contextStatuses are the statuses of the Gateways, ListenerSets and BackendTLSPolicies
+// contextStatuses are the statuses of gateways (with their ListenerSets) and policies
 // as the routes now make them (attached routes counted, policies' ancestors): nil for
 // a policy that has none.
-func (b *state) contextStatuses() map[dag.ObjectRef]*dag.Status {
+func (b *state) contextStatuses(gateways []*gatewayResult, policies []*policyResult) map[dag.ObjectRef]*dag.Status {
 	out := map[dag.ObjectRef]*dag.Status{}
-	for _, g := range b.ctx.gateways {
+	for _, g := range gateways {
 		st := g.status()
 		out[st.Object] = &st
 		for _, set := range g.sets {
@@ -468,7 +507,7 @@ func (b *state) contextStatuses() map[dag.ObjectRef]*dag.Status {
 			out[st.Object] = &st
 		}
 	}
-	for _, pol := range b.ctx.policies.all {
+	for _, pol := range policies {
 		ref := dag.ObjectRef{Kind: dag.KindBackendTLSPolicy, Namespace: pol.key.Namespace, Name: pol.key.Name}
 		out[ref] = nil
 		if st, ok := pol.status(); ok {

@@ -37,9 +37,7 @@ func (pr Processor) Process(p *dag.Processing) {
 	for _, gw := range b.gateways {
 		p.AddGateway(gw)
 	}
-	for _, st := range b.statuses {
-		p.AddStatus(*st)
-	}
+	p.AddStatuses(b.statuses)
 }
 
 // NewState returns the memory of an incremental builder's Gateway API builds: a route

@@ -5,6 +5,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/parallel"
 )
 
 // translateGateways adds the data plane of each Gateway: per port, a Listener on
@@ -52,13 +53,20 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 // gatewayRouteConfig is the route configuration of a Gateway's HTTP port.
 func gatewayRouteConfig(name string, hosts []*dag.VirtualHost, opts Options) (*routev3.RouteConfiguration, error) {
 	vhosts := make([]*routev3.VirtualHost, len(hosts))
-	for i, vh := range hosts {
-		vhosts[i] = gatewayVirtualHost(vh, opts)
-		if err := validateAll(vhosts[i]); err != nil {
-			return nil, err
-		}
+	err := parallel.Do(len(hosts), func(i int) error {
+		vhosts[i] = gatewayVirtualHost(hosts[i], opts)
+		return validateAll(vhosts[i])
+	})
+	if err != nil {
+		return nil, err
 	}
 	return routeConfiguration(name, vhosts), nil
+}
+
+// translateGatewaySecureHost translates a server name of the Gateway port whose
+// listener is named listener.
+func translateGatewaySecureHost(svh *dag.SecureVirtualHost, listener string, opts Options) (secureHost, error) {
+	return translateSecureHostAs(svh, listener, listener+"/"+svh.Name, gatewayVirtualHost, opts)
 }
 
 // gatewayVirtualHost translates a Gateway's virtual host. A Gateway API wildcard
@@ -76,7 +84,7 @@ func gatewayVirtualHost(vh *dag.VirtualHost, opts Options) *routev3.VirtualHost 
 func gatewaySecurePort(name string, addr hostPort, hosts []*dag.SecureVirtualHost, opts Options, res *Resources, secrets map[string]bool) error {
 	l := tlsListener(name, addr)
 	for _, svh := range hosts {
-		h, err := translateSecureHostAs(svh, name, name+"/"+svh.Name, gatewayVirtualHost, opts)
+		h, err := translateGatewaySecureHost(svh, name, opts)
 		if err != nil {
 			return err
 		}

@@ -106,12 +106,14 @@ func (t *Incremental) gatewayPorts(gw *dag.Gateway, e *gatewayEntry) error {
 
 // gatewayPort translates again the hosts and server names of p that changed.
 func (t *Incremental) gatewayPort(p *dag.GatewayPort, pe *gatewayPortEntry) error {
-	next, err := walkHosts(pe.http, pe.httpSpare, p.HTTP, vhostName,
-		func(*dag.VirtualHost, *vhostEntry) bool { return true },
+	next, err := walkHosts(pe.http, pe.httpSpare, p.HTTP, vhostName, keepGatewayHost,
 		func(vh *dag.VirtualHost, old *vhostEntry) (*vhostEntry, error) {
-			tr := gatewayVirtualHost(vh, t.opts)
-			if err := validateAll(tr); err != nil {
-				return nil, err
+			tr := t.pre.gatewayVirtualHost(vh)
+			if tr == nil {
+				tr = gatewayVirtualHost(vh, t.opts)
+				if err := validateAll(tr); err != nil {
+					return nil, err
+				}
 			}
 			t.Retranslated++
 			if old != nil && proto.Equal(old.out, tr) {
@@ -143,6 +145,10 @@ func (t *Incremental) gatewayPort(p *dag.GatewayPort, pe *gatewayPortEntry) erro
 	return nil
 }
 
+// keepGatewayHost says that a Gateway's host that is the same pointer keeps its
+// translation: it depends on nothing else.
+func keepGatewayHost(*dag.VirtualHost, *vhostEntry) bool { return true }
+
 // httpResources makes the port's listener and route configuration, when it has HTTP
 // hosts: the listener once, the route configuration when a host changed. Its hosts are
 // validated one by one, and the route configuration without them once.
@@ -170,9 +176,12 @@ func (pe *gatewayPortEntry) httpResources(opts Options) error {
 
 // gatewaySecureEntry translates one server name of a Gateway's port named name.
 func (t *Incremental) gatewaySecureEntry(name string, svh *dag.SecureVirtualHost, old *secureEntry) (*secureEntry, error) {
-	h, err := translateSecureHostAs(svh, name, name+"/"+svh.Name, gatewayVirtualHost, t.opts)
-	if err != nil {
-		return nil, err
+	h, ok := t.pre.gatewaySecureHost(svh)
+	if !ok {
+		var err error
+		if h, err = translateGatewaySecureHost(svh, name, t.opts); err != nil {
+			return nil, err
+		}
 	}
 	return t.newSecureEntry(svh, h, old), nil
 }
