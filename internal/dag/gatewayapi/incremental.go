@@ -79,6 +79,7 @@ type routeState struct {
 // Why a build was whole.
 const (
 	reasonFirst   = "first build"
+	reasonAll     = "the incremental builder built everything (IngressClasses or certificate delegations changed, or it started over)"
 	reasonContext = "a GatewayClass, Gateway, ListenerSet, ReferenceGrant, BackendTLSPolicy, Namespace, ConfigMap or CRD changed"
 	reasonDeps    = "a Service or Secret that a Gateway, ListenerSet or BackendTLSPolicy uses changed"
 	reasonMixed   = "a route attached to a listener with both HTTPRoutes and GRPCRoutes changed"
@@ -93,7 +94,9 @@ var contextKinds = []store.Kind{store.KindNamespace, store.KindGatewayClass, sto
 func (b *state) Update(p *dag.Processing, ch dag.ProcessorChanges) dag.ProcessorOutput {
 	why := reasonFirst
 	switch {
-	case b.ctx == nil || ch.All:
+	case b.ctx == nil:
+	case ch.All:
+		why = reasonAll
 	case b.contextChanged(ch):
 		why = reasonContext
 	case b.contextDepChanged(ch.Deps):
