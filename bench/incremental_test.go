@@ -41,36 +41,9 @@ func BenchmarkOneChange(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("%s/%s/ingresses=%d", name, k.name, n), func(b *testing.B) {
 				s := cluster(n)
-				builder := dag.NewIncremental(dag.Options{})
-				tr, err := translate.NewIncremental(translate.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				srv := server.New(slog.New(slog.DiscardHandler), nil)
-				srv.VersionByIdentity() // as the pipeline does with its incremental translator
-				rebuild := func() {
-					res, err := tr.Translate(builder.Build(s))
-					if err != nil {
-						b.Fatal(err)
-					}
-					if publish {
-						if _, err := srv.Publish(ctx, res); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				rebuild()
-				b.ReportAllocs()
-				b.ResetTimer()
-				i := 0
-				loopWithCPU(b, func() {
-					k.edit(s, i)
-					i++
-					rebuild()
-					if builder.LastStats.Full {
-						b.Fatalf("a one-object change was built whole: %s", builder.LastStats.Reason)
-					}
-				})
+				builder, _, rebuild := newRebuilder(b, dag.Options{}, publish)
+				rebuild(s)
+				loopChanges(b, s, k.edit, rebuild, builder, nil)
 			})
 		}
 		b.Run(fmt.Sprintf("full/%s/ingresses=%d", k.name, n), func(b *testing.B) {
@@ -92,6 +65,53 @@ func BenchmarkOneChange(b *testing.B) {
 			}
 		})
 	}
+}
+
+// newRebuilder returns a rebuild as the pipeline makes it: the incremental builder
+// with opts, the incremental translator and, when publish is set, the xDS server's
+// Publish (versions by identity, as the pipeline publishes with its incremental
+// translator); with the builder and translator, for their statistics.
+func newRebuilder(b *testing.B, opts dag.Options, publish bool) (*dag.Incremental, *translate.Incremental, func(*store.Store) *dag.Graph) {
+	builder := dag.NewIncremental(opts)
+	tr, err := translate.NewIncremental(translate.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := server.New(slog.New(slog.DiscardHandler), nil)
+	srv.VersionByIdentity()
+	return builder, tr, func(s *store.Store) *dag.Graph {
+		g := builder.Build(s)
+		res, err := tr.Translate(g)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if publish {
+			if _, err := srv.Publish(context.Background(), res); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return g
+	}
+}
+
+// loopChanges times edit (its i-th change) and rebuild of s in b's loop, failing when
+// builder built everything again or, with tr, when nothing was translated again.
+func loopChanges(b *testing.B, s *store.Store, edit func(*store.Store, int), rebuild func(*store.Store) *dag.Graph,
+	builder *dag.Incremental, tr *translate.Incremental) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	loopWithCPU(b, func() {
+		edit(s, i)
+		i++
+		rebuild(s)
+		if st := builder.LastStats; st.Full || st.ProcessorsFull != "" {
+			b.Fatalf("a one-object change was built whole: %s%s", st.Reason, st.ProcessorsFull)
+		}
+		if tr != nil && tr.Retranslated == 0 {
+			b.Fatal("the change was not translated")
+		}
+	})
 }
 
 // editIngress replaces Ingress i%n's first path with another one.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,8 +24,9 @@ import (
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
-// TestRunScale measures `portico run` over a directory of N Ingress files, each with its
-// own host, Service and Endpoints (all pointing at one echo backend): time to ready,
+// TestRunScale measures `portico run` over a directory of N application files, each an
+// Ingress (or an HTTPProxy, or an HTTPRoute: PORTICO_KIND) with its own host, Service
+// and Endpoints (all pointing at one echo backend): time to ready,
 // RSS, and the latency from editing one file (its path) or adding one to the new route
 // answering through the embedded proxy, with the CPU each takes; then the time to ready
 // again after a restart (with the state file the first process left). It is a measurement,
@@ -36,6 +36,11 @@ import (
 //	PORTICO_BINS=old=/tmp/a,new=/tmp/b  portico binaries, measured in alternation (default:
 //	                                    the tree, in process)
 //	PORTICO_OPS=10                      edits, and as many additions, per round
+//	PORTICO_KIND=ingress,httproute      the applications' API, each measured in turn:
+//	                                    ingress (default), httpproxy (a root with one
+//	                                    route), httproute (on one of four Gateways, to a
+//	                                    Service of another namespace that a
+//	                                    ReferenceGrant opens to it)
 //	PORTICO_PROFILE=/tmp/edits.pprof    in process: CPU profile of the edits and additions
 //	PORTICO_HEAPPROFILE=/tmp/heap       heap profiles, each after a collection, once ready
 //	                                    (/tmp/heap.<bin>.ready) and after the edits and
@@ -71,6 +76,17 @@ func TestRunScale(t *testing.T) {
 			bins = append(bins, [2]string{name, path})
 		}
 	}
+	kinds := []runKind{runKinds["ingress"]}
+	if s := os.Getenv("PORTICO_KIND"); s != "" {
+		kinds = nil
+		for _, name := range strings.Split(s, ",") {
+			k, ok := runKinds[name]
+			if !ok {
+				t.Fatalf("PORTICO_KIND: %q is none of ingress, httpproxy, httproute", name)
+			}
+			kinds = append(kinds, k)
+		}
+	}
 	backend := startBackend(t)
 	var rows []string
 	for _, s := range strings.Split(scales, ",") {
@@ -78,14 +94,16 @@ func TestRunScale(t *testing.T) {
 		if err != nil || n < 1 {
 			t.Fatalf("PORTICO_SCALE: %q is not a file count", s)
 		}
-		for _, b := range bins {
-			m := measureRun(t, b, n, ops, backend)
-			row := fmt.Sprintf("%-10s %6d files: ready %7s (restarted %7s), RSS %4d MB ready / %4d MB after, live heap %4d MB ready / %4d MB after; edit→answer median %7s (min %s, max %s), CPU %s/edit, %.1f MB allocated/edit; add→answer median %7s, CPU %s/add, %.1f MB allocated/add",
-				b[0], n, m.ready.Round(time.Millisecond), m.restart.Round(time.Millisecond), m.rssReady>>20, m.rssAfter>>20, m.heapReady>>20, m.heapAfter>>20,
-				median(m.edits), slices.Min(m.edits).Round(time.Millisecond), slices.Max(m.edits).Round(time.Millisecond), m.editCPU.Round(time.Millisecond), m.editAlloc/(1<<20),
-				median(m.adds), m.addCPU.Round(time.Millisecond), m.addAlloc/(1<<20))
-			t.Log(row)
-			rows = append(rows, row)
+		for _, kind := range kinds {
+			for _, b := range bins {
+				m := measureRun(t, b, newRunScenario(t, kind, backend), n, ops)
+				row := fmt.Sprintf("%-10s %-9s %6d files: ready %7s (restarted %7s), RSS %4d MB ready / %4d MB after, live heap %4d MB ready / %4d MB after; edit→answer median %7s (min %s, max %s), CPU %s/edit, %.1f MB allocated/edit; add→answer median %7s, CPU %s/add, %.1f MB allocated/add",
+					b[0], kind.name, n, m.ready.Round(time.Millisecond), m.restart.Round(time.Millisecond), m.rssReady>>20, m.rssAfter>>20, m.heapReady>>20, m.heapAfter>>20,
+					median(m.edits), slices.Min(m.edits).Round(time.Millisecond), slices.Max(m.edits).Round(time.Millisecond), m.editCPU.Round(time.Millisecond), m.editAlloc/(1<<20),
+					median(m.adds), m.addCPU.Round(time.Millisecond), m.addAlloc/(1<<20))
+				t.Log(row)
+				rows = append(rows, row)
+			}
 		}
 	}
 	t.Logf("results:\n%s", strings.Join(rows, "\n"))
@@ -112,10 +130,10 @@ type process interface {
 	stop()
 }
 
-func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) runMeasure {
+func measureRun(t *testing.T, nameBin [2]string, sc *runScenario, n, ops int) runMeasure {
 	name, bin := nameBin[0], nameBin[1]
 	dir := t.TempDir()
-	writeApps(t, dir, n, backend)
+	writeApps(t, sc, dir, n)
 	stateHome := t.TempDir() // where the state file goes, kept for the restart
 	var m runMeasure
 	start := time.Now()
@@ -129,7 +147,7 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 	client := &http.Client{Timeout: 10 * time.Second}
 	waitReady(t, client, p)
 	m.ready = time.Since(start)
-	waitUntil(t, "the first host answering", time.Minute, answers(client, p.httpAddr(), "app-0.test", "/v0"))
+	waitUntil(t, "the first host answering", time.Minute, answers(client, sc.addr(p, 0), appHost(0), "/v0"))
 	m.rssReady = p.rss()
 	heapProfile := os.Getenv("PORTICO_HEAPPROFILE")
 	liveHeap := func(stage string) int64 {
@@ -152,15 +170,16 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 		}
 		defer pprof.StopCPUProfile()
 	}
-	timed := func(what string, change func(), host, path string) (time.Duration, time.Duration, float64) {
+	timed := func(what string, change func(), i int, path string) (time.Duration, time.Duration, float64) {
 		time.Sleep(300 * time.Millisecond) // let the previous change settle
-		if answers(client, p.httpAddr(), host, path)() {
+		addr, host := sc.addr(p, i), appHost(i)
+		if answers(client, addr, host, path)() {
 			t.Fatalf("%s: %s%s answers before the change", what, host, path)
 		}
 		cpu, alloc := p.cpu(), allocated(t, client, p.adminAddr())
 		begin := time.Now()
 		change()
-		waitUntil(t, what, 10*time.Minute, answers(client, p.httpAddr(), host, path))
+		waitUntil(t, what, 10*time.Minute, answers(client, addr, host, path))
 		d := time.Since(begin)
 		// The CPU of the whole change, including what follows the answer (the rest of a
 		// publish, the garbage collection it drives): wait for it to settle.
@@ -170,8 +189,8 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 	for i := range ops {
 		k := (i*7919 + 13) % n
 		d, cpu, alloc := timed(fmt.Sprintf("edit %d", i), func() {
-			writeAtomic(t, dir, appFile(k), appManifest(k, fmt.Sprintf("/v%d", i+1), backend))
-		}, appHost(k), fmt.Sprintf("/v%d", i+1))
+			writeAtomic(t, dir, appFile(k), sc.manifest(k, k/10, fmt.Sprintf("/v%d", i+1)))
+		}, k, fmt.Sprintf("/v%d", i+1))
 		m.edits = append(m.edits, d)
 		m.editCPU += cpu / time.Duration(ops)
 		m.editAlloc += alloc / float64(ops)
@@ -180,8 +199,8 @@ func measureRun(t *testing.T, nameBin [2]string, n, ops int, backend string) run
 		k := n + i
 		d, cpu, alloc := timed(fmt.Sprintf("add %d", i), func() {
 			// Into a directory already there: a new directory is another case.
-			writeAtomic(t, dir, fmt.Sprintf("team-0/app-%d.yaml", k), appManifest(k, "/v0", backend))
-		}, appHost(k), "/v0")
+			writeAtomic(t, dir, fmt.Sprintf("team-0/app-%d.yaml", k), sc.manifest(k, 0, "/v0"))
+		}, k, "/v0")
 		m.adds = append(m.adds, d)
 		m.addCPU += cpu / time.Duration(ops)
 		m.addAlloc += alloc / float64(ops)
@@ -297,47 +316,14 @@ func median(ds []time.Duration) time.Duration {
 func appFile(i int) string { return fmt.Sprintf("team-%d/app-%d.yaml", i/100, i) }
 func appHost(i int) string { return fmt.Sprintf("app-%d.test", i) }
 
-// appManifest is one application: an Ingress with its own host and one Exact path, its
-// Service and Endpoints.
-func appManifest(i int, path, backend string) string {
-	host, port, _ := net.SplitHostPort(backend)
-	return fmt.Sprintf(`apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: app-%[1]d, namespace: team-%[2]d}
-spec:
-  rules:
-  - host: %[3]s
-    http: {paths: [{path: %[4]s, pathType: Exact, backend: {service: {name: app-%[1]d, port: {name: http}}}}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: app-%[1]d, namespace: team-%[2]d}
-spec:
-  ports: [{name: http, port: 80, targetPort: http}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: app-%[1]d, namespace: team-%[2]d}
-subsets:
-- addresses: [{ip: %[5]s}]
-  ports: [{name: http, port: %[6]s}]
-`, i, i/10, appHost(i), path, host, port)
-}
-
-// writeApps writes n applications, an hour old as a directory of manifests usually is.
-func writeApps(t *testing.T, dir string, n int, backend string) {
-	old := time.Now().Add(-time.Hour)
+// writeApps writes the shared files and n applications, an hour old as a directory of
+// manifests usually is.
+func writeApps(t *testing.T, sc *runScenario, dir string, n int) {
+	if sc.kind.shared != nil {
+		sc.kind.shared(t, sc, dir, n)
+	}
 	for i := range n {
-		p := filepath.Join(dir, appFile(i))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(appManifest(i, "/v0", backend)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
+		writeOld(t, filepath.Join(dir, appFile(i)), sc.manifest(i, i/10, "/v0"))
 	}
 }
 
@@ -369,10 +355,14 @@ func startPortico(t *testing.T, bin, dir, stateHome string) process {
 		return startInProcess(t, dir, plain, secure, admin, profiles, filepath.Join(stateHome, "state.json"))
 	}
 	args := []string{"run", "--manifests", dir, "--http-addr", plain, "--https-addr", secure, "--admin-addr", admin, "--log-level", "warn"}
-	if help, _ := exec.Command(bin, "run", "--help").CombinedOutput(); bytes.Contains(help, []byte("-pprof-addr")) {
+	help, _ := exec.Command(bin, "run", "--help").CombinedOutput()
+	if bytes.Contains(help, []byte("-pprof-addr")) {
 		args = append(args, "--pprof-addr", profiles)
 	} else {
 		profiles = admin
+	}
+	if bytes.Contains(help, []byte("-gateway-port-offset")) {
+		args = append(args, "--gateway-port-offset", "0") // Gateways listen on free ports of their own
 	}
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, args...)

@@ -57,8 +57,10 @@ type Incremental struct {
 	// touched are the objects the last call rebuilt or removed (see Touched).
 	touched []ObjectRef
 
-	// processed is what the processors (Options.Processors) made last, and out the
-	// graph last returned: outCore (a graph of the routing objects) with processed added.
+	// runs are the processors (Options.Processors), each with what it made last;
+	// processed is what they made together, and out the graph last returned: outCore (a
+	// graph of the routing objects) with processed added.
+	runs      []*processorRun
 	processed processed
 	out       *Graph
 	outCore   *Graph
@@ -80,6 +82,9 @@ type IncrementalStats struct {
 	Reason string
 	// Objects is the number of routing objects rebuilt.
 	Objects int
+	// ProcessorsFull says why a processor (Gateway API) built everything again, "" when
+	// none did (it built in part, or had nothing to do).
+	ProcessorsFull string
 }
 
 // Why a build was full.
@@ -108,7 +113,7 @@ type component struct {
 
 // NewIncremental returns an Incremental building with opts.
 func NewIncremental(opts Options) *Incremental {
-	inc := &Incremental{opts: opts, maxFraction: 0.5}
+	inc := &Incremental{opts: opts, maxFraction: 0.5, runs: newProcessorRuns(opts.Processors)}
 	inc.reset()
 	return inc
 }
@@ -122,7 +127,7 @@ func (inc *Incremental) reset() {
 	inc.comps = map[int]*component{}
 	inc.graph = nil
 	inc.trusted = false
-	// processed stays: withProcessors decides when the processors run again.
+	// runs and processed stay: withProcessors decides when the processors run again.
 }
 
 // Build returns the graph of s, as Build(s, opts) would.
@@ -130,16 +135,16 @@ func (inc *Incremental) Build(s *store.Store) *Graph {
 	ch := inc.seen.diff(s)
 	switch {
 	case !inc.trusted:
-		return inc.withProcessors(s, inc.full(s, ReasonFirst), true)
+		return inc.withProcessors(s, inc.full(s, ReasonFirst), ch, true)
 	case ch.everything:
-		return inc.withProcessors(s, inc.full(s, ReasonClasses), true)
+		return inc.withProcessors(s, inc.full(s, ReasonClasses), ch, true)
 	}
 	if len(ch.objects) == 0 && len(ch.deps) == 0 {
 		inc.LastStats = IncrementalStats{}
 		inc.touched = nil
-		return inc.withProcessors(s, inc.graph, inc.processorsReach(ch))
+		return inc.withProcessors(s, inc.graph, ch, false)
 	}
-	return inc.withProcessors(s, inc.build(s, ch), inc.processorsReach(ch))
+	return inc.withProcessors(s, inc.build(s, ch), ch, false)
 }
 
 // build rebuilds the components that ch reaches.
@@ -589,8 +594,12 @@ type changes struct {
 	objects    []ObjectRef
 	deps       []string
 	// kinds has bit k set when store kind k changed and is none of the kinds above
-	// (Namespaces, Gateway API): what processors read whole.
-	kinds uint64
+	// (Namespaces, Gateway API): what processors read.
+	kinds KindSet
+	// procObjects are the objects of those kinds that changed, when procKnown (the
+	// store's journal told).
+	procObjects []store.Change
+	procKnown   bool
 }
 
 // seenObjects are the object pointers of the previous call.
@@ -634,6 +643,7 @@ func (sn *seenObjects) diff(s *store.Store) changes {
 	defer func() { sn.gens, sn.journal = gens, journal }()
 	if sn.journal != nil && gens.Lineage != nil && gens.Lineage == sn.gens.Lineage {
 		if changed, ok := journal.ChangesSince(sn.journal); ok {
+			ch.procKnown = true
 			for _, c := range changed {
 				sn.diffKey(s, c, &ch)
 			}
@@ -719,6 +729,7 @@ func (sn *seenObjects) diffKey(s *store.Store, c store.Change, ch *changes) {
 		diffOne(sn.projDelegations, s.ProjectTLSCertificateDelegations, k, everything)
 	default:
 		ch.kinds |= 1 << c.Kind
+		ch.procObjects = append(ch.procObjects, c)
 	}
 }
 
@@ -794,52 +805,4 @@ func (inc *Incremental) coreOpts() Options {
 	o := inc.opts
 	o.Processors = nil
 	return o
-}
-
-// processorsReach reports whether ch can change what the processors make: a kind they
-// read whole, or a Service or Secret they used.
-func (inc *Incremental) processorsReach(ch changes) bool {
-	if len(inc.opts.Processors) == 0 {
-		return false
-	}
-	for _, p := range inc.opts.Processors {
-		for _, k := range p.Kinds() {
-			if ch.kinds&(1<<k) != 0 {
-				return true
-			}
-		}
-	}
-	for _, d := range ch.deps {
-		if _, ok := inc.processed.deps[d]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// withProcessors returns core (the routing objects' graph) with the processors' part,
-// which runs again, whole, when rerun is set: the simple first step, whose cost is
-// that of Build for the processors' objects (BenchmarkGatewayAPIIncremental). The
-// objects whose status it may have changed are added to Touched.
-func (inc *Incremental) withProcessors(s *store.Store, core *Graph, rerun bool) *Graph {
-	if len(inc.opts.Processors) == 0 {
-		inc.out = core
-		return core
-	}
-	if !rerun && inc.out != nil && inc.outCore == core {
-		return inc.out
-	}
-	if rerun {
-		before := inc.processed.statuses
-		inc.processed = runProcessors(s, inc.opts)
-		if !inc.LastStats.Full {
-			for _, sts := range [][]*Status{before, inc.processed.statuses} {
-				for _, st := range sts {
-					inc.touched = append(inc.touched, st.Object)
-				}
-			}
-		}
-	}
-	inc.out, inc.outCore = withProcessed(core, inc.processed), core
-	return inc.out
 }

@@ -25,15 +25,88 @@ type Processor interface {
 	Kinds() []store.Kind
 }
 
+// IncrementalProcessor is a Processor that an incremental build can run in part: a
+// change that reaches a few of its objects costs in proportion to them, not to all.
+type IncrementalProcessor interface {
+	Processor
+	// NewState returns an empty memory of the processor's builds, for one
+	// dag.Incremental.
+	NewState() ProcessorState
+}
+
+// ProcessorState is what an IncrementalProcessor remembers of its previous build.
+type ProcessorState interface {
+	// Update builds again what ch reaches, reading the store through p, and returns
+	// everything the processor makes now: what Process would add to p.
+	Update(p *Processing, ch ProcessorChanges) ProcessorOutput
+}
+
+// ProcessorChanges say what changed in the store since a ProcessorState's previous
+// Update.
+type ProcessorChanges struct {
+	// All: process everything (the first build, or the changes are not known).
+	All bool
+	// Kinds are the store kinds of Processor.Kinds that changed.
+	Kinds KindSet
+	// Objects are the objects of those kinds added, replaced or removed, when
+	// ObjectsKnown; otherwise compare with what the previous build saw. An object may
+	// be listed without having changed.
+	Objects      []store.Change
+	ObjectsKnown bool
+	// Deps are the Services (their endpoints included) and Secrets that changed.
+	Deps []Dep
+}
+
+// KindSet is a set of store kinds.
+type KindSet uint64
+
+// Has reports whether k is in the set.
+func (ks KindSet) Has(k store.Kind) bool { return ks&(1<<k) != 0 }
+
+// ProcessorOutput is everything a processor makes in one build.
+type ProcessorOutput struct {
+	// Gateways are ordered by name, Statuses by object (CompareObjectRefs).
+	Gateways []*Gateway
+	Statuses []*Status
+	// Touched are the objects whose status may differ from the previous Update's;
+	// Full, when set, says why everything was processed again (then any may).
+	Touched []ObjectRef
+	Full    string
+}
+
+// Dep names a Service (its endpoints included) or a Secret read through Processing: an
+// incremental processor ties what it made to the Deps it read (TakeReads), and is told
+// which changed (ProcessorChanges.Deps).
+type Dep string
+
 // Processing is what a Processor reads and adds in one build. Clusters and Secrets come
 // from dag, so that a Service port or a certificate is checked and named one way for all
 // APIs.
 type Processing struct {
 	b        *builder
 	gateways []*Gateway
-	statuses []Status
-	// deps are the Service and Secret keys read (incremental_keys.go's "s:" and "x:").
-	deps map[string]struct{}
+	statuses []*Status
+	// deps are the Service and Secret keys read (incremental_keys.go's "s:" and "x:");
+	// reads those read since the last TakeReads, when tracked (for a ProcessorState).
+	deps    map[string]struct{}
+	reads   []Dep
+	tracked bool
+}
+
+// TakeReads returns the Services and Secrets read through p since the previous call
+// (repeats possible); nil unless p is a ProcessorState's.
+func (p *Processing) TakeReads() []Dep {
+	out := p.reads
+	p.reads = nil
+	return out
+}
+
+// read records that key (a dependency key) was read.
+func (p *Processing) read(key string) {
+	p.deps[key] = struct{}{}
+	if p.tracked {
+		p.reads = append(p.reads, Dep(key))
+	}
 }
 
 // Store is the store being built.
@@ -42,7 +115,7 @@ func (p *Processing) Store() *store.Store { return p.b.store }
 // Service returns the Service named key, or nil; its changes (endpoints included) run
 // the processor again.
 func (p *Processing) Service(key types.NamespacedName) *corev1.Service {
-	p.deps[svcKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	p.read(svcKeyPrefix + nsName(key.Namespace, key.Name))
 	return p.b.store.Services[key]
 }
 
@@ -77,14 +150,14 @@ func (p *Processing) ClusterTLS(svc *corev1.Service, sp corev1.ServicePort, prot
 
 // Secret returns the Secret named key, or nil; its changes run the processor again.
 func (p *Processing) Secret(key types.NamespacedName) *corev1.Secret {
-	p.deps[secKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	p.read(secKeyPrefix + nsName(key.Namespace, key.Name))
 	return p.b.store.Secrets[key]
 }
 
 // TLSSecret returns the validated certificate and key of the Secret named key; its
 // changes run the processor again.
 func (p *Processing) TLSSecret(key types.NamespacedName) (*Secret, error) {
-	p.deps[secKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	p.read(secKeyPrefix + nsName(key.Namespace, key.Name))
 	return p.b.tlsSecret(key)
 }
 
@@ -92,7 +165,10 @@ func (p *Processing) TLSSecret(key types.NamespacedName) (*Secret, error) {
 func (p *Processing) AddGateway(gw *Gateway) { p.gateways = append(p.gateways, gw) }
 
 // AddStatus adds the status of one object.
-func (p *Processing) AddStatus(st Status) { p.statuses = append(p.statuses, st) }
+func (p *Processing) AddStatus(st Status) { p.statuses = append(p.statuses, &st) }
+
+// AddStatuses adds the statuses of objects, which must not change afterwards.
+func (p *Processing) AddStatuses(sts []*Status) { p.statuses = append(p.statuses, sts...) }
 
 // processed is what the processors of one build made.
 type processed struct {
@@ -101,23 +177,29 @@ type processed struct {
 	deps     map[string]struct{}
 }
 
-// runProcessors runs opts.Processors on s, with a builder of their own: their clusters
-// are the same as the other APIs' in name and content, so a graph built whole and one
-// built incrementally agree.
-func runProcessors(s *store.Store, opts Options) processed {
-	if len(opts.Processors) == 0 {
+// runProcessors runs procs (opts.Processors when none are given) on s, with a builder
+// of their own: their clusters are the same as the other APIs' in name and content, so
+// a graph built whole and one built incrementally agree.
+func runProcessors(s *store.Store, opts Options, procs ...Processor) processed {
+	if len(procs) == 0 {
+		procs = opts.Processors
+	}
+	if len(procs) == 0 {
 		return processed{}
 	}
-	p := &Processing{b: newBuilder(s, opts.withDefaults(), 0), deps: map[string]struct{}{}}
-	for _, proc := range opts.Processors {
+	p := newProcessing(s, opts)
+	for _, proc := range procs {
 		proc.Process(p)
 	}
 	slices.SortFunc(p.gateways, func(a, c *Gateway) int {
 		return strings.Compare(a.Name.String(), c.Name.String())
 	})
-	sts := statusPointers(p.statuses)
-	slices.SortStableFunc(sts, func(a, c *Status) int { return CompareObjectRefs(a.Object, c.Object) })
-	return processed{gateways: p.gateways, statuses: sts, deps: p.deps}
+	slices.SortStableFunc(p.statuses, func(a, c *Status) int { return CompareObjectRefs(a.Object, c.Object) })
+	return processed{gateways: p.gateways, statuses: p.statuses, deps: p.deps}
+}
+
+func newProcessing(s *store.Store, opts Options) *Processing {
+	return &Processing{b: newBuilder(s, opts.withDefaults(), 0), deps: map[string]struct{}{}}
 }
 
 // withProcessed returns g with what the processors made: g itself when they made nothing.

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,12 +20,14 @@ import (
 // xdsView is a data plane's view of the virtual hosts a controller serves: a delta ADS
 // client that asks for VHDS as the embedded proxy does (one VirtualHost resource per
 // plain-HTTP host, sent when that host changes), ACKs every response, and records each
-// host's route paths as they arrive. Waiting on it times an update up to the moment a
+// host's route paths as they arrive, from VirtualHost resources and from the hosts of
+// route configurations not served by VHDS. Waiting on it times an update up to the moment a
 // data plane has it, without polling.
 type xdsView struct {
 	mu      sync.Mutex
 	paths   map[string][]string // VirtualHost resource name → route paths
 	domains map[string][]string // VirtualHost resource name → domains
+	inline  map[string]bool     // the names of virtual hosts held inline by a route configuration
 	changed chan struct{}       // closed and replaced on every response
 	err     error
 }
@@ -56,7 +59,7 @@ func watchXDS(t *testing.T, addr string) *xdsView {
 			t.Fatal(err)
 		}
 	}
-	v := &xdsView{paths: map[string][]string{}, domains: map[string][]string{}, changed: make(chan struct{})}
+	v := &xdsView{paths: map[string][]string{}, domains: map[string][]string{}, inline: map[string]bool{}, changed: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -77,6 +80,8 @@ func (v *xdsView) receive(stream discoveryv3.AggregatedDiscoveryService_DeltaAgg
 			v.err = err
 		} else if resp.GetTypeUrl() == resourcev3.VirtualHostType {
 			v.apply(resp)
+		} else if resp.GetTypeUrl() == resourcev3.RouteType {
+			v.applyRoutes(resp)
 		}
 		close(v.changed)
 		v.changed = make(chan struct{})
@@ -99,13 +104,48 @@ func (v *xdsView) apply(resp *discoveryv3.DeltaDiscoveryResponse) {
 			v.err = err
 			return
 		}
-		var paths []string
-		for _, rt := range vh.GetRoutes() {
-			m := rt.GetMatch()
-			paths = append(paths, m.GetPrefix()+m.GetPath()+m.GetPathSeparatedPrefix()+m.GetSafeRegex().GetRegex())
-		}
-		v.paths[r.GetName()], v.domains[r.GetName()] = paths, vh.GetDomains()
+		v.paths[r.GetName()], v.domains[r.GetName()] = routePaths(&vh), vh.GetDomains()
 	}
+}
+
+// applyRoutes records the virtual hosts that route configurations hold inline (those
+// not served by VHDS, or by a server without it) as "<configuration>/<host>"; v.mu is
+// held.
+func (v *xdsView) applyRoutes(resp *discoveryv3.DeltaDiscoveryResponse) {
+	forget := func(rc string) {
+		for name := range v.paths {
+			if strings.HasPrefix(name, rc+"/") && v.inline[name] {
+				delete(v.paths, name)
+				delete(v.domains, name)
+				delete(v.inline, name)
+			}
+		}
+	}
+	for _, name := range resp.GetRemovedResources() {
+		forget(name)
+	}
+	for _, r := range resp.GetResources() {
+		var rc routev3.RouteConfiguration
+		if err := r.GetResource().UnmarshalTo(&rc); err != nil {
+			v.err = err
+			return
+		}
+		forget(rc.GetName())
+		for _, vh := range rc.GetVirtualHosts() {
+			name := rc.GetName() + "/" + vh.GetName()
+			v.paths[name], v.domains[name], v.inline[name] = routePaths(vh), vh.GetDomains(), true
+		}
+	}
+}
+
+// routePaths are the paths of a virtual host's routes, whatever their kind of match.
+func routePaths(vh *routev3.VirtualHost) []string {
+	var paths []string
+	for _, rt := range vh.GetRoutes() {
+		m := rt.GetMatch()
+		paths = append(paths, m.GetPrefix()+m.GetPath()+m.GetPathSeparatedPrefix()+m.GetSafeRegex().GetRegex())
+	}
+	return paths
 }
 
 // has reports whether the view holds a virtual host for domain with a route whose

@@ -39,8 +39,11 @@ type Changes struct {
 	svcs    []string
 	secrets []string
 	times   []string
-	// gatewayAPI adds Gateway API objects to the changes (RunGatewayAPI).
-	gatewayAPI bool
+	// gatewayAPI adds Gateway API objects to the changes (RunGatewayAPI); routesMostly
+	// makes them mostly routes after a warm-up (RunGatewayAPIRoutes).
+	gatewayAPI   bool
+	routesMostly bool
+	applied      int
 }
 
 // NewChanges returns a generator whose sequence depends on seed only.
@@ -68,6 +71,12 @@ func pick[T any](c *Changes, xs []T) T { return xs[c.rng.IntN(len(xs))] }
 // returns a description for failure messages.
 func (c *Changes) Apply(s *store.Store) (string, error) {
 	existing := Objects(s)
+	c.applied++
+	if c.routesMostly && c.applied > routesWarmup {
+		if routes := gatewayRoutes(s); len(routes) > 0 && c.rng.IntN(5) > 0 {
+			existing = routes // what is deleted or copied: a route, mostly
+		}
+	}
 	switch r := c.rng.IntN(10); {
 	case r < 2 && len(existing) > 0:
 		o := pick(c, existing)
@@ -135,6 +144,12 @@ func decode[T any, PT interface {
 }
 
 func (c *Changes) object() (runtime.Object, error) {
+	switch {
+	case c.routesMostly && c.applied > routesWarmup:
+		return c.routeChange()
+	case c.routesMostly:
+		return c.gatewayObject()
+	}
 	if c.gatewayAPI && c.rng.IntN(2) == 0 {
 		return c.gatewayObject()
 	}
@@ -324,9 +339,15 @@ func Run(tb testing.TB, seeds, steps int, start func(seed uint64), check Check) 
 
 func runWith(tb testing.TB, seeds, steps int, gatewayAPI bool, start func(seed uint64), check Check) {
 	tb.Helper()
+	runMode(tb, seeds, steps, func(c *Changes) { c.gatewayAPI = gatewayAPI }, start, check)
+}
+
+// runMode is Run with the generator set up by mode.
+func runMode(tb testing.TB, seeds, steps int, mode func(*Changes), start func(seed uint64), check Check) {
+	tb.Helper()
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		changes := NewChanges(seed)
-		changes.gatewayAPI = gatewayAPI
+		mode(changes)
 		start(seed)
 		s := store.New()
 		var log []string

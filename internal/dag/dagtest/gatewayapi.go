@@ -24,6 +24,41 @@ func RunGatewayAPI(tb testing.TB, seeds, steps int, start func(seed uint64), che
 	runWith(tb, seeds, steps, true, start, check)
 }
 
+// RunGatewayAPIRoutes is RunGatewayAPI where, after 20 changes of Gateway API objects
+// of every kind, most changes are of routes (HTTPRoutes mostly) and of the Services,
+// endpoints and Secrets they use: what an incremental build processes in part. One in
+// ten is of any Gateway API object still.
+func RunGatewayAPIRoutes(tb testing.TB, seeds, steps int, start func(seed uint64), check Check) {
+	tb.Helper()
+	runMode(tb, seeds, steps, func(c *Changes) { c.gatewayAPI, c.routesMostly = true, true }, start, check)
+}
+
+// routesWarmup are the changes of RunGatewayAPIRoutes before routes come first.
+const routesWarmup = 20
+
+// routeChange is one change of RunGatewayAPIRoutes after its warm-up: a route (7 in
+// 10), a Service, endpoints or Secret (2 in 10), or any Gateway API object (a
+// BackendTLSPolicy in half of those, so that routes meet policies).
+func (c *Changes) routeChange() (runtime.Object, error) {
+	ns := pick(c, c.nss)
+	meta := fmt.Sprintf("{name: %s, namespace: %s, creationTimestamp: %q}", pick(c, c.names), ns, pick(c, c.times))
+	switch r := c.rng.IntN(20); {
+	case r < 14:
+		return c.gatewayRoute(ns, meta, 8)
+	case r == 19:
+		return c.backendTLSPolicy(meta)
+	case r < 18:
+		switch c.rng.IntN(3) {
+		case 0:
+			return c.service()
+		case 1:
+			return c.endpoints(), nil
+		}
+		return c.secret(), nil
+	}
+	return c.gatewayObject()
+}
+
 // gatewayObject is one random Gateway API object (or a Namespace, which listeners
 // select routes by).
 func (c *Changes) gatewayObject() (runtime.Object, error) {
@@ -56,40 +91,9 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 			}
 			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ca"}, Data: map[string]string{"ca.crt": ca}}, nil
 		}
-		target := fmt.Sprintf("{group: \"\", kind: Service, name: %s}", pick(c, c.svcs))
-		return decode[gatewayv1.BackendTLSPolicy](fmt.Sprintf("metadata: %s\nspec: {targetRefs: [%s], validation: {caCertificateRefs: [{group: \"\", kind: %s, name: %s}], hostname: backend.example.com}}",
-			meta, target, pick(c, []string{"ConfigMap", "ConfigMap", "Secret"}), pick(c, []string{"ca", "cert"})))
+		return c.backendTLSPolicy(meta)
 	case 3, 4, 5, 6:
-		var hosts []string
-		for range c.rng.IntN(3) {
-			if h := pick(c, c.hosts); h != "" {
-				hosts = append(hosts, fmt.Sprintf("%q", strings.ToLower(h)))
-			}
-		}
-		parentNS := ns
-		if c.rng.IntN(3) == 0 {
-			parentNS = pick(c, c.nss)
-		}
-		parent := fmt.Sprintf("{name: %s, namespace: %s", pick(c, c.names), parentNS)
-		if c.rng.IntN(4) == 0 {
-			parent += ", kind: ListenerSet"
-		}
-		if c.rng.IntN(3) == 0 {
-			parent += fmt.Sprintf(", sectionName: l%d", c.rng.IntN(3))
-		}
-		backend := fmt.Sprintf("backendRefs: [{name: %s, namespace: %s, port: 80}]", pick(c, c.svcs), pick(c, c.nss))
-		switch c.rng.IntN(4) {
-		case 0:
-			return decode[gatewayv1.TLSRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{%s}]}",
-				meta, parent, strings.Join(hosts, ", "), backend))
-		case 1:
-			method := pick(c, []string{"", "{service: a.B}", "{service: a.B, method: Get}"})
-			return decode[gatewayv1.GRPCRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{matches: [{method: %s}], %s}]}",
-				meta, parent, strings.Join(hosts, ", "), method, backend))
-		}
-		rule := fmt.Sprintf("{matches: [{path: {value: %s}}], %s}", pick(c, c.paths), backend)
-		return decode[gatewayv1.HTTPRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [%s]}",
-			meta, parent, strings.Join(hosts, ", "), rule))
+		return c.gatewayRoute(ns, meta, 4)
 	case 7, 8:
 		return decode[gatewayv1.ReferenceGrant](fmt.Sprintf("metadata: %s\nspec: {from: [{group: gateway.networking.k8s.io, kind: %s, namespace: %s}], to: [{group: \"\", kind: %s}]}",
 			meta, pick(c, []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "Gateway"}), pick(c, c.nss), pick(c, []string{"Service", "Secret"})))
@@ -100,6 +104,48 @@ func (c *Changes) gatewayObject() (runtime.Object, error) {
 		}
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, nil
 	}
+}
+
+// backendTLSPolicy is a random BackendTLSPolicy for a Service of its namespace.
+func (c *Changes) backendTLSPolicy(meta string) (runtime.Object, error) {
+	target := fmt.Sprintf("{group: \"\", kind: Service, name: %s}", pick(c, c.svcs))
+	return decode[gatewayv1.BackendTLSPolicy](fmt.Sprintf("metadata: %s\nspec: {targetRefs: [%s], validation: {caCertificateRefs: [{group: \"\", kind: %s, name: %s}], hostname: backend.example.com}}",
+		meta, target, pick(c, []string{"ConfigMap", "ConfigMap", "Secret"}), pick(c, []string{"ca", "cert"})))
+}
+
+// gatewayRoute is a random HTTPRoute, GRPCRoute or TLSRoute of namespace ns: one in
+// kinds is a TLSRoute, one a GRPCRoute, the others HTTPRoutes.
+func (c *Changes) gatewayRoute(ns, meta string, kinds int) (runtime.Object, error) {
+	var hosts []string
+	for range c.rng.IntN(3) {
+		if h := pick(c, c.hosts); h != "" {
+			hosts = append(hosts, fmt.Sprintf("%q", strings.ToLower(h)))
+		}
+	}
+	parentNS := ns
+	if c.rng.IntN(3) == 0 {
+		parentNS = pick(c, c.nss)
+	}
+	parent := fmt.Sprintf("{name: %s, namespace: %s", pick(c, c.names), parentNS)
+	if c.rng.IntN(4) == 0 {
+		parent += ", kind: ListenerSet"
+	}
+	if c.rng.IntN(3) == 0 {
+		parent += fmt.Sprintf(", sectionName: l%d", c.rng.IntN(3))
+	}
+	backend := fmt.Sprintf("backendRefs: [{name: %s, namespace: %s, port: 80}]", pick(c, c.svcs), pick(c, c.nss))
+	switch c.rng.IntN(kinds) {
+	case 0:
+		return decode[gatewayv1.TLSRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{%s}]}",
+			meta, parent, strings.Join(hosts, ", "), backend))
+	case 1:
+		method := pick(c, []string{"", "{service: a.B}", "{service: a.B, method: Get}"})
+		return decode[gatewayv1.GRPCRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [{matches: [{method: %s}], %s}]}",
+			meta, parent, strings.Join(hosts, ", "), method, backend))
+	}
+	rule := fmt.Sprintf("{matches: [{path: {value: %s}}], %s}", pick(c, c.paths), backend)
+	return decode[gatewayv1.HTTPRoute](fmt.Sprintf("metadata: %s\nspec: {parentRefs: [%s}], hostnames: [%s], rules: [%s]}",
+		meta, parent, strings.Join(hosts, ", "), rule))
 }
 
 // listeners are one to three random listeners of a Gateway or ListenerSet.
@@ -148,4 +194,12 @@ func gatewayObjects(s *store.Store, out []runtime.Object) []runtime.Object {
 		out = append(out, ns)
 	}
 	return out
+}
+
+// gatewayRoutes returns the routes of s, in an order that depends on the routes only.
+func gatewayRoutes(s *store.Store) []runtime.Object {
+	var out []runtime.Object
+	out = appendValues(out, s.HTTPRoutes)
+	out = appendValues(out, s.GRPCRoutes)
+	return appendValues(out, s.TLSRoutes)
 }

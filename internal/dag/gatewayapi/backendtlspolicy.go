@@ -24,7 +24,7 @@ const caKey = "ca.crt"
 
 // policyResult is one BackendTLSPolicy: the upstream validation it asks for, or why it
 // cannot be used, and the Gateways whose routes send to a Service it targets (its
-// status ancestors).
+// status ancestors), with how many routes do.
 type policyResult struct {
 	policy *gatewayv1.BackendTLSPolicy
 	key    types.NamespacedName
@@ -36,7 +36,7 @@ type policyResult struct {
 	accepted *condError
 	// resolved is nil, or the first caCertificateRef that cannot be used.
 	resolved  *condError
-	ancestors map[types.NamespacedName]bool
+	ancestors map[types.NamespacedName]int
 }
 
 // policyTarget is a Service, or one of its ports by name (sectionName).
@@ -45,18 +45,20 @@ type policyTarget struct {
 	port    string // "" for the whole Service
 }
 
-// policyIndex holds every BackendTLSPolicy and, per target, the one that applies.
+// policyIndex holds every BackendTLSPolicy, per target the one that applies, and per
+// Service every policy that targets it.
 type policyIndex struct {
-	all     []*policyResult
-	applied map[policyTarget]*policyResult
+	all      []*policyResult
+	applied  map[policyTarget]*policyResult
+	targeted map[types.NamespacedName][]*policyResult
 }
 
 // indexPolicies validates every BackendTLSPolicy and gives each target its oldest
 // policy (then by namespace/name); the younger ones are Conflicted.
 func indexPolicies(p *dag.Processing) *policyIndex {
-	idx := &policyIndex{applied: map[policyTarget]*policyResult{}}
+	idx := &policyIndex{applied: map[policyTarget]*policyResult{}, targeted: map[types.NamespacedName][]*policyResult{}}
 	for key, pol := range p.Store().BackendTLSPolicies {
-		res := &policyResult{policy: pol, key: key, ancestors: map[types.NamespacedName]bool{}}
+		res := &policyResult{policy: pol, key: key, ancestors: map[types.NamespacedName]int{}}
 		res.validation, res.accepted, res.resolved = policyValidation(p, pol)
 		idx.all = append(idx.all, res)
 	}
@@ -68,6 +70,7 @@ func indexPolicies(p *dag.Processing) *policyIndex {
 	})
 	for _, res := range idx.all {
 		for _, t := range res.targets() {
+			idx.targeted[t.service] = append(idx.targeted[t.service], res)
 			if older := idx.applied[t]; older != nil {
 				res.accepted = newError(string(gatewayv1.PolicyConditionAccepted), string(gatewayv1.PolicyReasonConflicted),
 					"BackendTLSPolicy %s, older, already targets %s: only one policy applies to a Service port; remove one", older.key, t)
@@ -250,62 +253,78 @@ func (idx *policyIndex) policyFor(c *dag.Cluster) *policyResult {
 	return idx.applied[policyTarget{service: c.Service}]
 }
 
-// applyPolicies makes the backends of attached routes that a policy targets speak
-// TLS, verified as it says, and records each Gateway whose routes send to a targeted
-// Service as an ancestor of every policy targeting it. A backend whose policy cannot
-// be used is an invalid backend of its rule: its share of the requests is answered
-// 500 (all of them when it is the only one), since an unverified connection is what
-// the policy forbids.
-func applyPolicies(p *dag.Processing, idx *policyIndex, routes []*attachedRoute) {
+// policyUse is a Gateway whose routes send to a Service a policy targets: an ancestor
+// of the policy.
+type policyUse struct {
+	policy  *policyResult
+	gateway types.NamespacedName
+}
+
+// applyPolicies makes the backends of an attached route that a policy targets speak
+// TLS, verified as it says, and returns the policies targeting the Services it sends to
+// with the Gateways it is attached to: their ancestors (count them with countUses). A
+// backend whose policy cannot be used is an invalid backend of its rule: its share of
+// the requests is answered 500 (all of them when it is the only one), since an
+// unverified connection is what the policy forbids. A TLSRoute attached to a listener
+// that terminates TLS gets its backends re-encrypted the same way (reencrypted).
+// converted keeps the clusters made for one build.
+func applyPolicies(p *dag.Processing, idx *policyIndex, r *attachedRoute, converted map[*dag.Cluster]*dag.Cluster) []policyUse {
+	r.result.reencrypted = nil
 	if len(idx.all) == 0 {
-		return
+		return nil
 	}
-	targeted := map[types.NamespacedName][]*policyResult{}
-	for _, r := range idx.all {
-		for _, t := range r.targets() {
-			targeted[t.service] = append(targeted[t.service], r)
+	gateways := attachedGateways(r)
+	if len(gateways) == 0 {
+		return nil
+	}
+	var uses []policyUse
+	use := func(wc *dag.WeightedCluster) {
+		for _, pol := range idx.targeted[wc.Cluster.Service] {
+			for gw := range gateways {
+				if u := (policyUse{pol, gw}); !slices.Contains(uses, u) {
+					uses = append(uses, u)
+				}
+			}
 		}
 	}
-	converted := map[*dag.Cluster]*dag.Cluster{}
-	for _, r := range routes {
-		gateways := attachedGateways(r)
-		if len(gateways) == 0 {
+	targeted := func(wc *dag.WeightedCluster) bool { return idx.targeted[wc.Cluster.Service] != nil }
+	if terminated(r) && slices.ContainsFunc(r.result.tcp, targeted) {
+		r.result.reencrypted = []*dag.WeightedCluster{} // none usable: the connections are closed
+		for _, wc := range r.result.tcp {
+			use(wc)
+			if c := tlsCluster(p, idx, wc.Cluster, converted); c != nil {
+				r.result.reencrypted = append(r.result.reencrypted, &dag.WeightedCluster{Cluster: c, Weight: wc.Weight})
+			}
+		}
+	}
+	for _, e := range r.result.entries {
+		if !slices.ContainsFunc(e.route.Clusters, targeted) {
 			continue
 		}
-		if terminated(r) && slices.ContainsFunc(r.result.tcp, func(wc *dag.WeightedCluster) bool { return targeted[wc.Cluster.Service] != nil }) {
-			r.result.reencrypted = nil
-			for _, wc := range r.result.tcp {
-				for _, pol := range targeted[wc.Cluster.Service] {
-					maps.Copy(pol.ancestors, gateways)
-				}
-				if c := tlsCluster(p, idx, wc.Cluster, converted); c != nil {
-					r.result.reencrypted = append(r.result.reencrypted, &dag.WeightedCluster{Cluster: c, Weight: wc.Weight})
-				}
-			}
-			if r.result.reencrypted == nil {
-				r.result.reencrypted = []*dag.WeightedCluster{} // no backend may be used: connections are closed
+		kept := make([]*dag.WeightedCluster, 0, len(e.route.Clusters))
+		for _, wc := range e.route.Clusters {
+			use(wc)
+			if c := tlsCluster(p, idx, wc.Cluster, converted); c != nil {
+				wc.Cluster = c
+				kept = append(kept, wc)
+			} else {
+				e.route.InvalidBackendWeight += wc.Weight
 			}
 		}
-		for _, e := range r.result.entries {
-			if !slices.ContainsFunc(e.route.Clusters, func(wc *dag.WeightedCluster) bool { return targeted[wc.Cluster.Service] != nil }) {
-				continue
-			}
-			kept := make([]*dag.WeightedCluster, 0, len(e.route.Clusters))
-			for _, wc := range e.route.Clusters {
-				for _, pol := range targeted[wc.Cluster.Service] {
-					maps.Copy(pol.ancestors, gateways)
-				}
-				if c := tlsCluster(p, idx, wc.Cluster, converted); c != nil {
-					wc.Cluster = c
-					kept = append(kept, wc)
-				} else {
-					e.route.InvalidBackendWeight += wc.Weight
-				}
-			}
-			e.route.Clusters = kept
-			if len(kept) == 0 {
-				e.route.DirectStatus, e.route.InvalidBackendWeight = 500, 0
-			}
+		e.route.Clusters = kept
+		if len(kept) == 0 {
+			e.route.DirectStatus, e.route.InvalidBackendWeight = 500, 0
+		}
+	}
+	return uses
+}
+
+// countUses adds n (1 or -1) to the ancestors of uses.
+func countUses(uses []policyUse, n int) {
+	for _, u := range uses {
+		u.policy.ancestors[u.gateway] += n
+		if u.policy.ancestors[u.gateway] == 0 {
+			delete(u.policy.ancestors, u.gateway)
 		}
 	}
 }

@@ -18,7 +18,9 @@
 //
 // # Files by job
 //
-//	translate.go        the order of the steps of one build
+//	translate.go        the Processor: Process builds everything, NewState incrementally
+//	incremental.go      the order of the steps of one build, and what a build keeps for the
+//	                    next: a route change processes that route, not every one
 //	gatewayclass.go     which classes are Portico's; their status (features.go: supportedFeatures)
 //	listener.go         pure listener validation: protocols, conflicts, route kinds
 //	gateway.go          Gateways: certificates, listener status, the data plane of each
@@ -31,7 +33,8 @@
 //	tlsroute.go         TLSRoutes -> server names of TLS listeners (passed through or terminated)
 //	routestatus.go      routes attached to parents; HTTPRoute/GRPCRoute hostname
 //	                    conflicts; attachedRoutes; route status
-//	dataplane.go        a served Gateway's ports, hosts and server names (dag.Gateway)
+//	dataplane.go        a served Gateway's ports, hosts and server names (dag.Gateway), kept
+//	                    between builds: a route's change builds the hosts it serves again
 //	filters.go          one function per HTTPRoute filter type
 //	backendref.go       backendRefs -> clusters, with the ResolvedRefs reasons
 //	backendtlspolicy.go BackendTLSPolicies: the targeted backends' clusters speak verified TLS

@@ -23,10 +23,11 @@ type classResult struct {
 	accepted bool
 }
 
-// processClasses returns the classes of Portico's controller by name, with their
-// status. Classes of other controllers are not Portico's: no status.
-func processClasses(p *dag.Processing) map[string]*classResult {
+// processClasses returns the classes of Portico's controller by name, and their
+// statuses. Classes of other controllers are not Portico's: no status.
+func processClasses(p *dag.Processing) (map[string]*classResult, []dag.Status) {
 	out := map[string]*classResult{}
+	var statuses []dag.Status
 	version := supportedVersion(p.Store())
 	for name, gc := range p.Store().GatewayClasses {
 		if gc.Spec.ControllerName != dag.GatewayControllerName {
@@ -47,9 +48,9 @@ func processClasses(p *dag.Processing) map[string]*classResult {
 			Conditions:        []metav1.Condition{cond, version},
 			SupportedFeatures: supportedFeatures(),
 		}}
-		p.AddStatus(st)
+		statuses = append(statuses, st)
 	}
-	return out
+	return out, statuses
 }
 
 // BundleVersion is the Gateway API release whose resources Portico implements: that of

@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
@@ -30,17 +29,6 @@ var grpcFilterTypes = map[gatewayv1.GRPCRouteFilterType]bool{
 	gatewayv1.GRPCRouteFilterRequestHeaderModifier:  true,
 	gatewayv1.GRPCRouteFilterResponseHeaderModifier: true,
 	gatewayv1.GRPCRouteFilterExtensionRef:           true,
-}
-
-// processGRPCRoutes builds every GRPCRoute and attaches it to its parents, as
-// processHTTPRoutes does for HTTPRoutes.
-func processGRPCRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
-	var out []*attachedRoute
-	for _, gr := range p.Store().GRPCRoutes {
-		out = appendAttached(out, p, gateways, grpcRouteKind, gr.Namespace, gr.Spec.CommonRouteSpec, gr.Spec.Hostnames,
-			func() *routeResult { return processGRPCRoute(p, grants, gr) })
-	}
-	return out
 }
 
 // processGRPCRoute turns a GRPCRoute's rules into graph routes, one per match.

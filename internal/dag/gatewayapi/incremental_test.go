@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,16 +17,23 @@ import (
 // (and the Services, Secrets, ConfigMaps and Namespaces they use), handing each full
 // build to observe.
 func incrementalEqualsFull(t *testing.T, seeds, steps int, observe func(*dag.Graph)) {
+	incrementalEqualsFullOn(t, dagtest.RunGatewayAPI, seeds, steps, func(_ *dag.Incremental, want *dag.Graph) { observe(want) })
+}
+
+// incrementalEqualsFullOn is incrementalEqualsFull over the sequences run makes,
+// observe given the builder too.
+func incrementalEqualsFullOn(t *testing.T, run func(testing.TB, int, int, func(uint64), dagtest.Check), seeds, steps int,
+	observe func(*dag.Incremental, *dag.Graph)) {
 	opts := dag.Options{Processors: []dag.Processor{Processor{}}}
 	var inc *dag.Incremental
 	start := func(uint64) { inc = dag.NewIncremental(opts) }
-	dagtest.RunGatewayAPI(t, seeds, steps, start, func(s *store.Store, seed uint64, step int, log string) {
+	run(t, seeds, steps, start, func(s *store.Store, seed uint64, step int, log string) {
 		got := inc.Build(s)
 		want := dag.Build(s, opts)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("seed %d, step %d: incremental build differs from a full build (-full +incremental):\n%s\nchanges:\n%s", seed, step, diff, log)
 		}
-		observe(want)
+		observe(inc, want)
 	})
 }
 
@@ -79,4 +87,29 @@ func TestIncrementalEqualsFullWithListenerSetsAndPolicies(t *testing.T) {
 	if sets < 10 || verified < 40 {
 		t.Fatalf("only %d accepted ListenerSets and %d verified clusters over %d builds", sets, verified, seeds*steps)
 	}
+}
+
+// TestIncrementalEqualsFullOnRouteChanges is the property over sequences made mostly of
+// route changes (and of the Services, endpoints and Secrets routes use), where the
+// processor processes only the routes that changed: it must still build what a full
+// build does, statuses included.
+func TestIncrementalEqualsFullOnRouteChanges(t *testing.T) {
+	const seeds, steps = 40, 100
+	partial, whole := 0, map[string]int{}
+	incrementalEqualsFullOn(t, dagtest.RunGatewayAPIRoutes, seeds, steps, func(inc *dag.Incremental, _ *dag.Graph) {
+		if why := inc.LastStats.ProcessorsFull; why != "" {
+			whole[why]++
+		} else if refs, all := inc.Touched(); !all && slices.ContainsFunc(refs, isRoute) {
+			partial++
+		}
+	})
+	t.Logf("routes processed in part in %d builds; whole: %v", partial, whole)
+	// The property only says something about the incremental path if it was taken.
+	if partial < seeds*steps/3 {
+		t.Fatalf("only %d of %d builds processed routes in part (whole: %v)", partial, seeds*steps, whole)
+	}
+}
+
+func isRoute(ref dag.ObjectRef) bool {
+	return ref.Kind == dag.KindHTTPRoute || ref.Kind == dag.KindGRPCRoute || ref.Kind == dag.KindTLSRoute
 }

@@ -25,29 +25,18 @@ type parentResult struct {
 	err         *condError
 }
 
-// processHTTPRoutes builds every HTTPRoute and attaches it to its parents. A route
-// whose parentRefs name no Gateway of Portico's is not Portico's: no status.
-func processHTTPRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
-	var out []*attachedRoute
-	for _, hr := range p.Store().HTTPRoutes {
-		out = appendAttached(out, p, gateways, httpRouteKind, hr.Namespace, hr.Spec.CommonRouteSpec, hr.Spec.Hostnames,
-			func() *routeResult { return processHTTPRoute(p, grants, hr) })
-	}
-	return out
-}
-
-// appendAttached appends a route of kind in namespace ns to out, built by process,
-// attached to each of its parentRefs that names a Gateway of Portico's; a route
-// without one is not Portico's and is left out.
-func appendAttached(out []*attachedRoute, p *dag.Processing, gateways map[types.NamespacedName]*gatewayResult, kind gatewayv1.Kind, ns string,
-	spec gatewayv1.CommonRouteSpec, hostnames []gatewayv1.Hostname, process func() *routeResult) []*attachedRoute {
+// attachRoute returns a route of kind in namespace ns, built by process, attached to
+// each of its parentRefs that names a Gateway of Portico's; nil for a route without
+// one, which is not Portico's (no status).
+func attachRoute(p *dag.Processing, gateways map[types.NamespacedName]*gatewayResult, kind gatewayv1.Kind, ns string,
+	spec gatewayv1.CommonRouteSpec, hostnames []gatewayv1.Hostname, process func() *routeResult) *attachedRoute {
 	parents := attachParents(p, gateways, kind, ns, spec.ParentRefs, hostnames)
 	if len(parents) == 0 {
-		return out
+		return nil
 	}
 	res := process()
 	refuseParents(parents, res)
-	return append(out, &attachedRoute{result: res, parents: parents})
+	return &attachedRoute{result: res, parents: parents}
 }
 
 // attachParents attaches a route of kind in namespace ns to each of its parentRefs
@@ -81,17 +70,15 @@ func refuseParents(parents []parentResult, res *routeResult) {
 	}
 }
 
-// countAttachedRoutes sets each listener's attachedRoutes: the routes attached to it
-// by at least one parentRef.
-func countAttachedRoutes(routes []*attachedRoute) {
-	for _, r := range routes {
-		seen := map[*listenerState]bool{}
-		for _, pr := range r.parents {
-			for _, a := range pr.attachments {
-				if !seen[a.listener] {
-					seen[a.listener] = true
-					a.listener.attached++
-				}
+// countAttached adds n (1 or -1) to the attachedRoutes of each listener the route is
+// attached to by at least one parentRef.
+func countAttached(r *attachedRoute, n int32) {
+	var seen []*listenerState
+	for _, pr := range r.parents {
+		for _, a := range pr.attachments {
+			if !slices.Contains(seen, a.listener) {
+				seen = append(seen, a.listener)
+				a.listener.attached += n
 			}
 		}
 	}

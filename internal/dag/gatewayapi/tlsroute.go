@@ -4,24 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
-
-// processTLSRoutes attaches every TLSRoute to the TLS listeners its parentRefs name:
-// the connections for its hostnames (the SNI the client sends) pass through, still
-// encrypted, to its backends. A route whose parentRefs name no Gateway of Portico's is
-// not Portico's: no status.
-func processTLSRoutes(p *dag.Processing, grants grantIndex, gateways map[types.NamespacedName]*gatewayResult) []*attachedRoute {
-	var out []*attachedRoute
-	for _, tr := range p.Store().TLSRoutes {
-		out = appendAttached(out, p, gateways, tlsRouteKind, tr.Namespace, tr.Spec.CommonRouteSpec, tr.Spec.Hostnames,
-			func() *routeResult { return processTLSRoute(p, grants, tr) })
-	}
-	return out
-}
 
 // processTLSRoute resolves a TLSRoute's backends: those of its rules, by weight. Without
 // one it can use, its connections are closed.

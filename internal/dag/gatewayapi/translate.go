@@ -31,47 +31,17 @@ func (Processor) Kinds() []store.Kind {
 		store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD}
 }
 
-// Process runs the steps in their order: classes, grants, Gateways and their
-// listeners, ListenerSets (their listeners after their Gateway's), routes (attached
-// to listeners; an HTTPRoute and a GRPCRoute never share a hostname on a listener),
-// BackendTLSPolicies (applied to the attached routes' backends), then a final pass
-// that builds each served Gateway's data plane and writes every status.
+// Process builds everything (incremental.go's rebuild: the steps in their order) and
+// adds it to p.
 func (pr Processor) Process(p *dag.Processing) {
-	s := p.Store()
-	classes := processClasses(p)
-	grants := indexGrants(s)
-	gateways := processGateways(p, classes, grants)
-	byKey := make(map[types.NamespacedName]*gatewayResult, len(gateways))
-	for _, g := range gateways {
-		byKey[g.key] = g
+	b := &state{pr: pr}
+	b.rebuild(p)
+	for _, gw := range b.gateways {
+		p.AddGateway(gw)
 	}
-	processListenerSets(p, byKey, grants)
-	routes := append(processHTTPRoutes(p, grants, byKey), processGRPCRoutes(p, grants, byKey)...)
-	refuseKindConflicts(routes)
-	routes = append(routes, processTLSRoutes(p, grants, byKey)...)
-	countAttachedRoutes(routes)
-	policies := indexPolicies(p)
-	applyPolicies(p, policies, routes)
-	for _, g := range gateways {
-		if g.served() {
-			p.AddGateway(dataPlane(g, routes))
-			if pr.Addresses != nil {
-				g.addresses, g.awaitingAddress = pr.Addresses.Addresses(p, g.key)
-			}
-		}
-		p.AddStatus(g.status())
-		for _, set := range g.sets {
-			p.AddStatus(set.status())
-		}
-	}
-	for _, r := range routes {
-		if st, ok := r.status(); ok {
-			p.AddStatus(st)
-		}
-	}
-	for _, pol := range policies.all {
-		if st, ok := pol.status(); ok {
-			p.AddStatus(st)
-		}
-	}
+	p.AddStatuses(b.statuses)
 }
+
+// NewState returns the memory of an incremental builder's Gateway API builds: a route
+// change processes that route again, not every route.
+func (pr Processor) NewState() dag.ProcessorState { return &state{pr: pr} }

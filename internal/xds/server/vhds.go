@@ -32,10 +32,13 @@ func wantsVHDS(node *corev3.Node) bool {
 }
 
 // splitByVHDS reports whether the route configuration name is served by VHDS to the
-// clients that ask for it: the one that holds every plain-HTTP host. An HTTPS route
-// configuration holds one host (and its aliases) already; splitting it would only add
-// a VHDS subscription per TLS host to each Envoy.
-func splitByVHDS(name string) bool { return name == translate.RouteHTTP }
+// clients that ask for it: those that hold every plain-HTTP host of a listener, the
+// shared one's and each Gateway HTTP port's. An HTTPS route configuration holds one
+// host (and its aliases) already; splitting it would only add a VHDS subscription per
+// TLS host to each Envoy.
+func splitByVHDS(name string) bool {
+	return name == translate.RouteHTTP || translate.GatewayHTTPRoutes(name)
+}
 
 // vhdsNamespace is the namespace of a VirtualHost resource name: the route
 // configuration it belongs to. A host cannot contain '/', a route configuration name

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
@@ -27,6 +28,7 @@ import (
 // incremental translator publishes them.
 type vhdsWorld struct {
 	t        testing.TB
+	rc       string // the route configuration's name
 	listener types.Resource
 	hosts    map[string]*routev3.VirtualHost
 	variant  map[string]int
@@ -34,7 +36,12 @@ type vhdsWorld struct {
 }
 
 func newVHDSWorld(t testing.TB, hosts ...string) *vhdsWorld {
-	w := &vhdsWorld{t: t, listener: httpListener(t, translate.RouteHTTP), hosts: map[string]*routev3.VirtualHost{}, variant: map[string]int{},
+	return newVHDSWorldOf(t, translate.RouteHTTP, hosts...)
+}
+
+// newVHDSWorldOf is newVHDSWorld with the hosts in the route configuration named rc.
+func newVHDSWorldOf(t testing.TB, rc string, hosts ...string) *vhdsWorld {
+	w := &vhdsWorld{t: t, rc: rc, listener: httpListener(t, rc), hosts: map[string]*routev3.VirtualHost{}, variant: map[string]int{},
 		clusters: map[string][2]types.Resource{}}
 	for _, h := range hosts {
 		w.set(h)
@@ -45,7 +52,7 @@ func newVHDSWorld(t testing.TB, hosts ...string) *vhdsWorld {
 // set adds host, or changes its content.
 func (w *vhdsWorld) set(host string) {
 	w.variant[host]++
-	vh := routes(translate.RouteHTTP, host).VirtualHosts[0]
+	vh := routes(w.rc, host).VirtualHosts[0]
 	vh.Domains = append(vh.Domains, fmt.Sprintf("v%d.%s.example.com", w.variant[host], host))
 	w.hosts[host] = vh
 	if _, ok := w.clusters[host]; !ok {
@@ -59,7 +66,7 @@ func (w *vhdsWorld) remove(host string) {
 }
 
 func (w *vhdsWorld) resources() *translate.Resources {
-	rc := &routev3.RouteConfiguration{Name: translate.RouteHTTP}
+	rc := &routev3.RouteConfiguration{Name: w.rc}
 	res := &translate.Resources{Listeners: []types.Resource{w.listener}, Routes: []types.Resource{rc}}
 	for _, h := range slices.Sorted(maps.Keys(w.hosts)) {
 		rc.VirtualHosts = append(rc.VirtualHosts, w.hosts[h])
@@ -74,6 +81,12 @@ func (w *vhdsWorld) resources() *translate.Resources {
 // load assignments by name, and the VHDS namespace of the route configuration.
 func newEnvoyLikeClient(t *testing.T, c discoveryv3.AggregatedDiscoveryServiceClient, clusters ...string) *deltaClient {
 	t.Helper()
+	return newEnvoyLikeClientOf(t, c, translate.RouteHTTP, clusters...)
+}
+
+// newEnvoyLikeClientOf is newEnvoyLikeClient for the route configuration named rc.
+func newEnvoyLikeClientOf(t *testing.T, c discoveryv3.AggregatedDiscoveryServiceClient, rc string, clusters ...string) *deltaClient {
+	t.Helper()
 	s := openDeltaStream(t, c)
 	subs := []struct {
 		typeURL string
@@ -82,8 +95,8 @@ func newEnvoyLikeClient(t *testing.T, c discoveryv3.AggregatedDiscoveryServiceCl
 		{resource.ClusterType, []string{"*"}},
 		{resource.EndpointType, clusters},
 		{resource.ListenerType, []string{"*"}},
-		{resource.RouteType, []string{translate.RouteHTTP}},
-		{resource.VirtualHostType, []string{translate.RouteHTTP}},
+		{resource.RouteType, []string{rc}},
+		{resource.VirtualHostType, []string{rc}},
 	}
 	for _, sub := range subs {
 		req := &discoveryv3.DeltaDiscoveryRequest{Node: vhdsNode(), TypeUrl: sub.typeURL, ResourceNamesSubscribe: sub.names}
@@ -98,17 +111,23 @@ func newEnvoyLikeClient(t *testing.T, c discoveryv3.AggregatedDiscoveryServiceCl
 // receives: the route configuration without its hosts, pointing at VHDS over ADS, then
 // one VirtualHost resource per host, named and sent as Envoy expects; a one-host
 // change sends that host only, where a client without VHDS is sent every host again.
+// So for the shared HTTP listener's and for a Gateway HTTP port's.
 func TestVHDSClientsAreSentTheHostsThatChanged(t *testing.T) {
-	for _, byIdentity := range []bool{false, true} {
-		t.Run(fmt.Sprint("byIdentity=", byIdentity), func(t *testing.T) {
+	gateway := translate.GatewayListenerName(k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}, 80)
+	for _, tc := range []struct {
+		rc         string
+		byIdentity bool
+	}{{translate.RouteHTTP, false}, {translate.RouteHTTP, true}, {gateway, true}} {
+		rc, byIdentity := tc.rc, tc.byIdentity
+		t.Run(fmt.Sprintf("rc=%s/byIdentity=%v", rc, byIdentity), func(t *testing.T) {
 			s := New(slog.New(slog.DiscardHandler), nil)
 			if byIdentity {
 				s.VersionByIdentity()
 			}
-			w := newVHDSWorld(t, "a", "b")
+			w := newVHDSWorldOf(t, rc, "a", "b")
 			publish(t, s, w.resources())
 			conn := serve(t, s)
-			c := newEnvoyLikeClient(t, conn, "a", "b")
+			c := newEnvoyLikeClientOf(t, conn, rc, "a", "b")
 			plain := newDeltaClient(t, conn, nil)
 			byType := map[string]*discoveryv3.DeltaDiscoveryResponse{}
 			for range 5 {
@@ -119,21 +138,21 @@ func TestVHDSClientsAreSentTheHostsThatChanged(t *testing.T) {
 
 			checkShell(t, byType[resource.RouteType])
 			hosts := checkVirtualHosts(t, byType[resource.VirtualHostType])
-			if got := slices.Sorted(maps.Keys(hosts)); !slices.Equal(got, []string{"ingress_http/a", "ingress_http/b"}) {
-				t.Fatalf("virtual hosts %q, want ingress_http/a and ingress_http/b", got)
+			if got := slices.Sorted(maps.Keys(hosts)); !slices.Equal(got, []string{rc + "/a", rc + "/b"}) {
+				t.Fatalf("virtual hosts %q, want %s/a and %s/b", got, rc, rc)
 			}
-			if got, want := hosts["ingress_http/a"].GetDomains(), w.hosts["a"].GetDomains(); !slices.Equal(got, want) {
-				t.Errorf("ingress_http/a has domains %q, want the inline host's %q", got, want)
+			if got, want := hosts[rc+"/a"].GetDomains(), w.hosts["a"].GetDomains(); !slices.Equal(got, want) {
+				t.Errorf("%s/a has domains %q, want the inline host's %q", rc, got, want)
 			}
 
 			// One host added: its cluster, its endpoints, and that host.
 			w.set("c")
 			v := publish(t, s, w.resources())
 			got := c.summaries(2)
-			if want := []string{"Cluster v" + v + " +c", "VirtualHost v" + v + " +ingress_http/c"}; !slices.Equal(got, want) {
+			if want := []string{"Cluster v" + v + " +c", "VirtualHost v" + v + " +" + rc + "/c"}; !slices.Equal(got, want) {
 				t.Errorf("after adding a host: %q, want %q", got, want)
 			}
-			if got := plain.summaries(3); got[2] != "RouteConfiguration v"+v+" +ingress_http" {
+			if got := plain.summaries(3); got[2] != "RouteConfiguration v"+v+" +"+rc {
 				t.Errorf("a client without VHDS got %q, want the route configuration whole", got)
 			}
 
@@ -142,15 +161,15 @@ func TestVHDSClientsAreSentTheHostsThatChanged(t *testing.T) {
 			w.set("b")
 			v = publish(t, s, w.resources())
 			vhosts := c.recv()
-			if got, want := summary(vhosts), "VirtualHost v"+v+" +ingress_http/b"; got != want {
+			if got, want := summary(vhosts), "VirtualHost v"+v+" +"+rc+"/b"; got != want {
 				t.Errorf("after changing a host: %q, want %q", got, want)
 			}
 			routes := plain.recv()
-			if got, want := summary(routes), "RouteConfiguration v"+v+" +ingress_http"; got != want {
+			if got, want := summary(routes), "RouteConfiguration v"+v+" +"+rc; got != want {
 				t.Errorf("a client without VHDS got %q, want %q", got, want)
 			}
-			if got := checkVirtualHosts(t, vhosts)["ingress_http/b"].GetDomains(); !slices.Equal(got, w.hosts["b"].GetDomains()) {
-				t.Errorf("ingress_http/b has domains %q, want %q", got, w.hosts["b"].GetDomains())
+			if got := checkVirtualHosts(t, vhosts)[rc+"/b"].GetDomains(); !slices.Equal(got, w.hosts["b"].GetDomains()) {
+				t.Errorf("%s/b has domains %q, want %q", rc, got, w.hosts["b"].GetDomains())
 			}
 
 			// One host removed: its removal, then (make before break) its cluster's.
@@ -164,7 +183,7 @@ func TestVHDSClientsAreSentTheHostsThatChanged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"VirtualHost v" + fmt.Sprint(n-1) + " -ingress_http/a", "Cluster v" + v + " -a", "ClusterLoadAssignment v" + v + " -a"}
+			want := []string{"VirtualHost v" + fmt.Sprint(n-1) + " -" + rc + "/a", "Cluster v" + v + " -a", "ClusterLoadAssignment v" + v + " -a"}
 			if !slices.Equal(got, want) {
 				t.Errorf("after removing a host: %q, want %q", got, want)
 			}
@@ -173,28 +192,31 @@ func TestVHDSClientsAreSentTheHostsThatChanged(t *testing.T) {
 }
 
 // TestVHDSSendsInProportionToTheChange measures what one changed host sends at 1,000
-// hosts: the VHDS client gets one host, the other client every host.
+// hosts, of the shared HTTP listener and of a Gateway's HTTP port: the VHDS client gets
+// one host, the other client every host.
 func TestVHDSSendsInProportionToTheChange(t *testing.T) {
-	s := New(slog.New(slog.DiscardHandler), nil)
-	s.VersionByIdentity()
-	var names []string
-	for i := range 1000 {
-		names = append(names, fmt.Sprintf("h%04d", i))
-	}
-	w := newVHDSWorld(t, names...)
-	publish(t, s, w.resources())
-	conn := serve(t, s)
-	c := newEnvoyLikeClient(t, conn, names...)
-	plain := newDeltaClient(t, conn, nil)
-	c.summaries(5)
-	plain.summaries(len(allTypes))
+	for _, rc := range []string{translate.RouteHTTP, translate.GatewayListenerName(k8stypes.NamespacedName{Namespace: "infra", Name: "gw"}, 80)} {
+		s := New(slog.New(slog.DiscardHandler), nil)
+		s.VersionByIdentity()
+		var names []string
+		for i := range 1000 {
+			names = append(names, fmt.Sprintf("h%04d", i))
+		}
+		w := newVHDSWorldOf(t, rc, names...)
+		publish(t, s, w.resources())
+		conn := serve(t, s)
+		c := newEnvoyLikeClientOf(t, conn, rc, names...)
+		plain := newDeltaClient(t, conn, nil)
+		c.summaries(5)
+		plain.summaries(len(allTypes))
 
-	w.set("h0500")
-	publish(t, s, w.resources())
-	vhds, whole := proto.Size(c.recv()), proto.Size(plain.recv())
-	t.Logf("one host changed among 1,000: %d bytes with VHDS, %d without", vhds, whole)
-	if vhds*100 > whole {
-		t.Errorf("one host changed among 1,000: %d bytes with VHDS, %d without: want less than 1%%", vhds, whole)
+		w.set("h0500")
+		publish(t, s, w.resources())
+		vhds, whole := proto.Size(c.recv()), proto.Size(plain.recv())
+		t.Logf("%s: one host changed among 1,000: %d bytes with VHDS, %d without", rc, vhds, whole)
+		if vhds*100 > whole {
+			t.Errorf("%s: one host changed among 1,000: %d bytes with VHDS, %d without: want less than 1%%", rc, vhds, whole)
+		}
 	}
 }
 

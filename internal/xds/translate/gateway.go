@@ -5,6 +5,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
 	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/parallel"
 )
 
 // translateGateways adds the data plane of each Gateway: per port, a Listener on
@@ -19,7 +20,7 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 	if len(gateways) == 0 {
 		return nil
 	}
-	opts.keepHostPort = true
+	opts = gatewayOptions(opts)
 	secrets := map[string]bool{}
 	for _, s := range res.Secrets {
 		secrets[secretName(s)] = true
@@ -34,7 +35,9 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 				if err != nil {
 					return err
 				}
-				if err := validateAll(l, rc); err != nil {
+				// Its hosts are validated one by one (gatewayRouteConfig): the route
+				// configuration is validated without them.
+				if err := validateAll(l, routeConfiguration(name, nil)); err != nil {
 					return err
 				}
 				res.Listeners = append(res.Listeners, l)
@@ -50,17 +53,30 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 	return nil
 }
 
+// gatewayOptions are opts for the resources of Gateways: the Host keeps its port.
+func gatewayOptions(opts Options) Options {
+	opts.keepHostPort = true
+	return opts
+}
+
 // gatewayRouteConfig is the route configuration of a Gateway's HTTP port, its virtual
 // hosts made by vhost.
 func gatewayRouteConfig(name string, hosts []*dag.VirtualHost, vhost vhostFunc, opts Options) (*routev3.RouteConfiguration, error) {
 	vhosts := make([]*routev3.VirtualHost, len(hosts))
-	for i, vh := range hosts {
-		vhosts[i] = vhost(vh, opts)
-		if err := validateAll(vhosts[i]); err != nil {
-			return nil, err
-		}
+	err := parallel.Do(len(hosts), func(i int) error {
+		vhosts[i] = vhost(hosts[i], opts)
+		return validateAll(vhosts[i])
+	})
+	if err != nil {
+		return nil, err
 	}
 	return routeConfigurationFor(name, vhosts, opts), nil
+}
+
+// translateGatewaySecureHost translates a server name of the Gateway port whose
+// listener is named listener.
+func translateGatewaySecureHost(svh *dag.SecureVirtualHost, listener string, port uint32, opts Options) (secureHost, error) {
+	return translateSecureHostAs(svh, listener, listener+"/"+svh.Name, gatewayHostsOn(port, "https"), opts)
 }
 
 // gatewayVirtualHost translates a Gateway's virtual host. A Gateway API wildcard

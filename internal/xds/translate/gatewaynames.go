@@ -38,3 +38,24 @@ func GatewayOf(name string) (gw types.NamespacedName, ok bool) {
 	}
 	return types.NamespacedName{Namespace: ns, Name: n}, true
 }
+
+// GatewayHTTPRoutes reports whether the RouteConfiguration named name holds the hosts
+// of a Gateway's HTTP port (GatewayListenerName), all of them in one configuration, as
+// RouteHTTP does the shared listener's; an HTTPS port's are one per server name,
+// "<listener name>/<server name>".
+func GatewayHTTPRoutes(name string) bool {
+	gw, ok := GatewayOf(name)
+	if !ok {
+		return false
+	}
+	port := strings.TrimPrefix(name, GatewayPrefix(gw))
+	if port == "" {
+		return false
+	}
+	for _, c := range port {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

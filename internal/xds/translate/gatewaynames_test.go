@@ -21,3 +21,15 @@ func TestGatewayNamesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestGatewayHTTPRoutes(t *testing.T) {
+	gw := types.NamespacedName{Namespace: "infra", Name: "public"}
+	if name := GatewayListenerName(gw, 80); !GatewayHTTPRoutes(name) {
+		t.Errorf("GatewayHTTPRoutes(%q) = false, want true", name)
+	}
+	for _, other := range []string{GatewayListenerName(gw, 443) + "/a.example.com", RouteHTTP, RouteHTTPS("a.example.com"), "gateway/infra/public/", "gateway/infra/public/8o"} {
+		if GatewayHTTPRoutes(other) {
+			t.Errorf("GatewayHTTPRoutes(%q) = true, want false", other)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"google.golang.org/protobuf/proto"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/parallel"
@@ -59,11 +60,9 @@ type Incremental struct {
 	httpRoutes    *routev3.RouteConfiguration
 	httpsListener *listenerv3.Listener
 
-	// gateways are the last graph's Gateways, gatewayRes their translation (listeners,
-	// route configurations, secrets) and gatewayUses the clusters they use.
-	gateways    []*dag.Gateway
-	gatewayRes  *Resources
-	gatewayUses []*clusterUse
+	// gateways are the translations of the last graph's Gateways, by name
+	// (incremental_gateway.go).
+	gateways map[k8stypes.NamespacedName]*gatewayEntry
 
 	// pre holds the call's translations made ahead, in parallel, when many hosts or
 	// clusters are new (nil otherwise, and between calls).
@@ -90,6 +89,7 @@ type secureEntry struct {
 	routes *routev3.RouteConfiguration // nil unless the host serves HTTP
 	chain  *listenerv3.FilterChain     // nil when the host has no filter chain
 	secret *tlsv3.Secret               // nil unless the host terminates TLS
+	more   []*tlsv3.Secret             // a Gateway listener's further certificates
 	uses   []*clusterUse
 }
 
@@ -142,7 +142,7 @@ func (t *Incremental) forget() {
 	t.httpSpare, t.secureSpare = nil, nil
 	t.clusters, t.byCluster = map[string]*clusterEntry{}, map[*dag.Cluster]*clusterUse{}
 	t.httpRoutes, t.httpsListener = nil, nil
-	t.gateways, t.gatewayRes, t.gatewayUses = nil, nil, nil
+	t.gateways = nil
 }
 
 // Translate converts g, as Translate(g, opts) does.
@@ -379,13 +379,25 @@ func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost, old *secureEntry) 
 			return nil, err
 		}
 	}
-	e := &secureEntry{routes: h.routes, chain: h.chain, secret: h.secret}
+	return t.newSecureEntry(svh, h, old), nil
+}
+
+// newSecureEntry is the entry of svh, translated as h: its resources equal to old's are
+// old's, and the clusters of its routes (its other hosts' too) and TCP proxy are in use.
+func (t *Incremental) newSecureEntry(svh *dag.SecureVirtualHost, h secureHost, old *secureEntry) *secureEntry {
+	e := &secureEntry{routes: h.routes, chain: h.chain, secret: h.secret, more: h.more}
 	if old != nil {
 		e.routes = keepEqual(old.routes, e.routes)
 		e.chain = keepEqual(old.chain, e.chain)
 		e.secret = keepEqual(old.secret, e.secret)
+		if slices.EqualFunc(old.more, e.more, func(a, b *tlsv3.Secret) bool { return proto.Equal(a, b) }) {
+			e.more = old.more
+		}
 	}
 	clusters := routeClusters(svh.Routes)
+	for _, vh := range svh.Also {
+		clusters = append(clusters, routeClusters(vh.Routes)...)
+	}
 	if svh.TCPProxy != nil {
 		for _, wc := range svh.TCPProxy.Clusters {
 			clusters = append(clusters, wc.Cluster)
@@ -393,7 +405,7 @@ func (t *Incremental) secureEntry(svh *dag.SecureVirtualHost, old *secureEntry) 
 	}
 	e.uses = t.use(clusters)
 	t.Retranslated++
-	return e, nil
+	return e
 }
 
 // keepEqual returns old when it is equal to next, so that an unchanged resource stays
@@ -533,41 +545,4 @@ func loadAssignmentOf(e *clusterEntry) types.Resource {
 		return nil // not a nil pointer in an interface
 	}
 	return e.cla
-}
-
-// gatewayResources adds the Gateways' data planes, translated again whole when the
-// graph's Gateways are not those of the previous call (dag.Incremental keeps them while
-// no Gateway API object or what they use changed).
-func (t *Incremental) gatewayResources(gateways []*dag.Gateway, res *Resources) error {
-	if t.gatewayRes == nil || !slices.Equal(gateways, t.gateways) {
-		gr := &Resources{}
-		if err := translateGateways(gateways, t.opts, gr); err != nil {
-			return err
-		}
-		// The new uses first: a cluster both use keeps its entry and translation.
-		uses := t.use(gatewayClusters(gateways))
-		t.release(t.gatewayUses)
-		t.gateways, t.gatewayRes, t.gatewayUses = gateways, gr, uses
-	}
-	gr := t.gatewayRes
-	res.Listeners = append(res.Listeners, gr.Listeners...)
-	res.Routes = append(res.Routes, gr.Routes...)
-	if len(gr.Secrets) > 0 {
-		have := map[string]bool{}
-		for _, s := range res.Secrets {
-			have[secretName(s)] = true
-		}
-		for _, s := range gr.Secrets {
-			if !have[secretName(s)] {
-				res.Secrets = append(res.Secrets, s)
-			}
-		}
-	}
-	return nil
-}
-
-// gatewayClusters are the clusters the Gateways' routes send to.
-func gatewayClusters(gateways []*dag.Gateway) []*dag.Cluster {
-	g := dag.Graph{Gateways: gateways}
-	return g.Clusters()
 }

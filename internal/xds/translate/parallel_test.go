@@ -12,9 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/dag/dagtest"
+	"github.com/portico-dev/portico/internal/dag/gatewayapi"
 	"github.com/portico-dev/portico/internal/parallel"
 	"github.com/portico-dev/portico/internal/store"
 	"github.com/portico-dev/portico/internal/testutil"
@@ -29,9 +31,10 @@ func TestParallelBuildAndTranslationEqualSequential(t *testing.T) {
 	for seed := range uint64(3) {
 		s := largeStore(t, seed)
 		sequential := withProcs(t, 1, s)
-		if g := sequential.g; len(g.HTTP) < parallel.MinItems || len(g.HTTPS) < parallel.MinItems/2 || len(g.Clusters()) < parallel.MinItems {
-			t.Fatalf("seed %d: %d hosts, %d secure hosts, %d clusters: too few to run in parallel",
-				seed, len(g.HTTP), len(g.HTTPS), len(g.Clusters()))
+		if g := sequential.g; len(g.HTTP) < parallel.MinItems || len(g.HTTPS) < parallel.MinItems/2 || len(g.Clusters()) < parallel.MinItems ||
+			len(g.Gateways) != 2 || len(g.Gateways[0].Ports[0].HTTP) < parallel.MinItems || len(g.Gateways[1].Ports[0].HTTPS) < parallel.MinItems {
+			t.Fatalf("seed %d: %d hosts, %d secure hosts, %d clusters, %d Gateways: too few to run in parallel",
+				seed, len(g.HTTP), len(g.HTTPS), len(g.Clusters()), len(g.Gateways))
 		}
 		for range 3 {
 			par := withProcs(t, 4, s)
@@ -63,7 +66,8 @@ type pipelineResult struct {
 func withProcs(t *testing.T, procs int, s *store.Store) pipelineResult {
 	t.Helper()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-	r := pipelineResult{g: dag.Build(s, dag.Options{})}
+	opts := dag.Options{Processors: []dag.Processor{gatewayapi.Processor{}}}
+	r := pipelineResult{g: dag.Build(s, opts)}
 	var err error
 	if r.full, err = Translate(r.g, Options{}); err != nil {
 		t.Fatal(err)
@@ -75,7 +79,7 @@ func withProcs(t *testing.T, procs int, s *store.Store) pipelineResult {
 	if r.first, err = tr.Translate(r.g); err != nil {
 		t.Fatal(err)
 	}
-	if r.rebuilt, err = tr.Translate(dag.Build(s, dag.Options{})); err != nil {
+	if r.rebuilt, err = tr.Translate(dag.Build(s, opts)); err != nil {
 		t.Fatal(err)
 	}
 	if tr.Retranslated < len(r.g.HTTP) {
@@ -151,7 +155,39 @@ func largeStore(t *testing.T, seed uint64) *store.Store {
 		}
 		s.Upsert(eps)
 	}
+	addGateways(s)
 	return s
+}
+
+// addGateways adds two Gateways, one with an HTTP listener and one with an HTTPS
+// listener per host, and an HTTPRoute per host on both, to the Services of largeStore:
+// enough hosts and server names for the Gateways' translation to be split too.
+func addGateways(s *store.Store) {
+	all := gatewayv1.NamespacesFromAll
+	allowed := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}
+	s.Upsert(&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "portico"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: dag.GatewayControllerName}})
+	plain := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "plain"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "portico",
+		Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: allowed}}}}
+	secure := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "secure"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "portico"}}
+	port := gatewayv1.PortNumber(80)
+	for i := range parallel.MinItems + 10 {
+		host := gatewayv1.Hostname(fmt.Sprintf("gw-%d.example.com", i))
+		secure.Spec.Listeners = append(secure.Spec.Listeners, gatewayv1.Listener{Name: gatewayv1.SectionName(fmt.Sprintf("https-%d", i)), Port: 443,
+			Protocol: gatewayv1.HTTPSProtocolType, Hostname: &host, AllowedRoutes: allowed,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "wildcard"}}}})
+		path := fmt.Sprintf("/p%d", i%3)
+		s.Upsert(&gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: fmt.Sprintf("route-%d", i)},
+			Spec: gatewayv1.HTTPRouteSpec{
+				CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "plain"}, {Name: "secure"}}},
+				Hostnames:       []gatewayv1.Hostname{host},
+				Rules: []gatewayv1.HTTPRouteRule{{
+					Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Value: &path}}},
+					BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(fmt.Sprintf("app-%d", i)), Port: &port}}}},
+				}},
+			}})
+	}
+	s.Upsert(plain)
+	s.Upsert(secure)
 }
 
 // TestPretranslatedLookupSurvivesAMiss: a host the walk asks for that was not translated

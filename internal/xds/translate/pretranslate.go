@@ -19,6 +19,9 @@ type pretranslated struct {
 	secures  []secureHost
 	nextSec  int
 	clusters map[*dag.Cluster]translatedCluster
+	// gatewayHTTP and gatewaySecure are the Gateways' hosts and server names.
+	gatewayHTTP   map[*dag.VirtualHost]*routev3.VirtualHost
+	gatewaySecure map[*dag.SecureVirtualHost]secureHost
 }
 
 // pretranslate translates, validated, the hosts of g that the walk will translate and
@@ -27,10 +30,14 @@ type pretranslated struct {
 func (t *Incremental) pretranslate(g *dag.Graph) (*pretranslated, error) {
 	http := newHosts(t.http, g.HTTP, vhostName, keepVirtualHost(catchAllVirtualHost(g.HTTP)))
 	secure := newHosts(t.secure, g.HTTPS, secureName, keepSecureHost)
-	if len(http)+len(secure) < parallel.MinItems {
+	gwHTTP, gwSecure := t.newGatewayHosts(g.Gateways)
+	if len(http)+len(secure)+len(gwHTTP)+len(gwSecure) < parallel.MinItems {
 		return nil, nil
 	}
 	p := &pretranslated{http: http, secure: secure}
+	if err := p.gatewayHosts(gwHTTP, gwSecure, gatewayOptions(t.opts)); err != nil {
+		return nil, err
+	}
 	var clusters []*dag.Cluster
 	for _, c := range g.Clusters() {
 		if t.byCluster[c] == nil {
@@ -62,6 +69,97 @@ func (t *Incremental) pretranslate(g *dag.Graph) (*pretranslated, error) {
 		p.clusters[c] = out[i]
 	}
 	return p, nil
+}
+
+// gatewaySecureHost is a server name of the Gateway port whose listener is named
+// listener.
+type gatewaySecureHost struct {
+	svh      *dag.SecureVirtualHost
+	listener string
+	port     uint32
+}
+
+// gatewayHTTPHost is a host of a Gateway's HTTP port.
+type gatewayHTTPHost struct {
+	vh   *dag.VirtualHost
+	port uint32
+}
+
+// newGatewayHosts returns the hosts and server names of the Gateways' ports that
+// gatewayResources will translate.
+func (t *Incremental) newGatewayHosts(gateways []*dag.Gateway) ([]gatewayHTTPHost, []gatewaySecureHost) {
+	var http []gatewayHTTPHost
+	var secure []gatewaySecureHost
+	for _, gw := range gateways {
+		e := t.gateways[gw.Name]
+		if e != nil && e.src == gw {
+			continue
+		}
+		for _, p := range gw.Ports {
+			var pe *gatewayPortEntry
+			if e != nil {
+				pe = e.ports[p.Port]
+			}
+			if pe == nil {
+				pe = &gatewayPortEntry{}
+			} else if pe.src == p {
+				continue
+			}
+			for _, vh := range newHosts(pe.http, p.HTTP, vhostName, keepGatewayHost) {
+				http = append(http, gatewayHTTPHost{vh: vh, port: p.Port})
+			}
+			for _, svh := range newHosts(pe.secure, p.HTTPS, secureName, keepSecureHost) {
+				secure = append(secure, gatewaySecureHost{svh: svh, listener: GatewayListenerName(gw.Name, p.Port), port: p.Port})
+			}
+		}
+	}
+	return http, secure
+}
+
+// gatewayHosts translates the Gateways' hosts and server names, in parallel.
+func (p *pretranslated) gatewayHosts(http []gatewayHTTPHost, secure []gatewaySecureHost, opts Options) error {
+	vhosts := make([]*routev3.VirtualHost, len(http))
+	err := parallel.Do(len(http), func(i int) error {
+		vhosts[i] = gatewayHostsOn(http[i].port, "http")(http[i].vh, opts)
+		return validateAll(vhosts[i])
+	})
+	if err != nil {
+		return err
+	}
+	secures := make([]secureHost, len(secure))
+	err = parallel.Do(len(secure), func(i int) (err error) {
+		secures[i], err = translateGatewaySecureHost(secure[i].svh, secure[i].listener, secure[i].port, opts)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.gatewayHTTP = make(map[*dag.VirtualHost]*routev3.VirtualHost, len(http))
+	for i, h := range http {
+		p.gatewayHTTP[h.vh] = vhosts[i]
+	}
+	p.gatewaySecure = make(map[*dag.SecureVirtualHost]secureHost, len(secure))
+	for i, h := range secure {
+		p.gatewaySecure[h.svh] = secures[i]
+	}
+	return nil
+}
+
+// gatewayVirtualHost returns the translation of a Gateway's host vh, or nil.
+func (p *pretranslated) gatewayVirtualHost(vh *dag.VirtualHost) *routev3.VirtualHost {
+	if p == nil {
+		return nil
+	}
+	return p.gatewayHTTP[vh]
+}
+
+// gatewaySecureHost returns the translation of a Gateway's server name svh, if made.
+func (p *pretranslated) gatewaySecureHost(svh *dag.SecureVirtualHost) (secureHost, bool) {
+	if p == nil {
+		return secureHost{}, false
+	}
+	h, ok := p.gatewaySecure[svh]
+	return h, ok
 }
 
 // newHosts returns the hosts (ordered by name) that walkHosts will not find in prev,

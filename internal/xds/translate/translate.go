@@ -186,7 +186,13 @@ func (h secureHost) addTo(l *listenerv3.Listener, res *Resources, secrets map[st
 	if h.routes != nil {
 		res.Routes = append(res.Routes, h.routes)
 	}
-	for _, s := range append([]*tlsv3.Secret{h.secret}, h.more...) {
+	addSecrets(res, secrets, h.secret, h.more)
+}
+
+// addSecrets adds a host's secret (nil for none) and more to res, those not in secrets
+// yet, which it records.
+func addSecrets(res *Resources, secrets map[string]bool, secret *tlsv3.Secret, more []*tlsv3.Secret) {
+	for _, s := range append([]*tlsv3.Secret{secret}, more...) {
 		if s != nil && !secrets[s.Name] {
 			secrets[s.Name] = true
 			res.Secrets = append(res.Secrets, s)
