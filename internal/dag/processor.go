@@ -122,7 +122,7 @@ func (p *Processing) Service(key types.NamespacedName) *corev1.Service {
 // ReadyEndpoints counts the ready endpoints of the port named portName of the Service
 // named key; its changes run the processor again.
 func (p *Processing) ReadyEndpoints(key types.NamespacedName, portName string) int {
-	p.deps[svcKeyPrefix+nsName(key.Namespace, key.Name)] = struct{}{}
+	p.read(svcKeyPrefix + nsName(key.Namespace, key.Name))
 	eps, _ := p.b.endpoints(key, portName)
 	return len(eps)
 }
