@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -64,7 +65,12 @@ type securePlan struct {
 	also      map[string]*hostPlan
 	dirtyAlso map[string]struct{}
 	tls       routeSet[*routeResult]
-	out       *dag.SecureVirtualHost
+	// misdirected answer 421 for the hosts other listeners of the port serve (a client
+	// that reuses a connection for another host, as HTTP/2 clients do, must open one
+	// with that host's server name); alsoOut are the Also hosts as last patched.
+	misdirected []*dag.VirtualHost
+	alsoOut     []*dag.VirtualHost
+	out         *dag.SecureVirtualHost
 }
 
 // slot is where a route's entries were put: a host of an HTTP port, the server name of
@@ -113,7 +119,43 @@ func newPlane(g *gatewayResult) *plane {
 			pp.dirtySecure[name] = struct{}{}
 		}
 	}
+	for _, pp := range pl.ports {
+		for name, sp := range pp.secure {
+			if !sp.tlsListener {
+				sp.misdirected = misdirectedHosts(g.key, name, pp.owners)
+			}
+		}
+	}
 	return pl
+}
+
+// misdirectedHosts are the virtual hosts that answer 421 Misdirected Request on the
+// server name name (an HTTPS listener's hostname, or "*") for the hostnames of the
+// port's other listeners (owners) within it: every one under "*", the more specific
+// ones under a wildcard. A request whose Host another listener serves is never routed
+// by its connection's listener. (The translator answers 421 to the hosts outside a
+// server name with a hostname: httpsRouteConfig.)
+func misdirectedHosts(gw types.NamespacedName, name string, owners []string) []*dag.VirtualHost {
+	var out []*dag.VirtualHost
+	seen := map[string]bool{name: true}
+	add := func(host string) {
+		if seen[host] {
+			return
+		}
+		seen[host] = true
+		out = append(out, &dag.VirtualHost{Name: host, Routes: []*dag.Route{{
+			Path: dag.PathMatch{Kind: dag.PathPrefix, Value: "/"}, DirectStatus: http.StatusMisdirectedRequest,
+			Source: dag.ObjectRef{Kind: dag.KindGateway, Namespace: gw.Namespace, Name: gw.Name},
+		}}})
+	}
+	for _, h := range owners {
+		other := hostOrAny(h)
+		if other != "*" && (name == "*" || hostMatches(name, other)) {
+			add(other)
+		}
+	}
+	slices.SortFunc(out, func(a, b *dag.VirtualHost) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func newSecurePlan(l *listenerState, listener bool) *securePlan {
@@ -329,11 +371,12 @@ func (sp *securePlan) build(name string, gw types.NamespacedName, port uint32) {
 	case sp.tlsListener:
 		svh.Passthrough, svh.TCPProxy = sp.secret == nil, closedProxy(gw, port)
 	}
-	var prevAlso []*dag.VirtualHost
-	if sp.out != nil {
-		prevAlso = sp.out.Also
+	sp.alsoOut = patchSorted(sp.alsoOut, sp.dirtyAlso, vhostName, buildHost(sp.also))
+	svh.Also = sp.alsoOut
+	if len(sp.misdirected) > 0 {
+		svh.Also = slices.SortedFunc(slices.Values(slices.Concat(sp.alsoOut, sp.misdirected)),
+			func(a, b *dag.VirtualHost) int { return strings.Compare(a.Name, b.Name) })
 	}
-	svh.Also = patchSorted(prevAlso, sp.dirtyAlso, vhostName, buildHost(sp.also))
 	clear(sp.dirtyAlso)
 	sp.out = svh
 }

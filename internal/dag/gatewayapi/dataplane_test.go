@@ -3,7 +3,10 @@ package gatewayapi
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -35,6 +38,32 @@ func TestRouteSetAgainstAMap(t *testing.T) {
 			if i := rs.find(ref); i < 0 || rs.items[i].v != v {
 				t.Fatalf("step %d: %s not found with value %d", step, ref.Name, v)
 			}
+		}
+	}
+}
+
+// TestMisdirectedHosts: on a port's server name, the hostnames the port's other
+// listeners serve within it answer 421 (conformance:
+// HTTPRouteHTTPSListenerDetectMisdirectedRequests); nothing outside it (the translator
+// answers 421 to those) and never the name itself.
+func TestMisdirectedHosts(t *testing.T) {
+	owners := []string{"", "second.example.org", "*.wildcard.org", "fourth.wildcard.org"}
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	for name, want := range map[string][]string{
+		"*":                   {"*.wildcard.org", "fourth.wildcard.org", "second.example.org"},
+		"*.wildcard.org":      {"fourth.wildcard.org"},
+		"second.example.org":  nil,
+		"fourth.wildcard.org": nil,
+	} {
+		var got []string
+		for _, vh := range misdirectedHosts(gw, name, owners) {
+			got = append(got, vh.Name)
+			if len(vh.Routes) != 1 || vh.Routes[0].DirectStatus != 421 {
+				t.Errorf("%s: host %s answers %+v, want 421", name, vh.Name, vh.Routes)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("server name %s: 421 hosts %v, want %v", name, got, want)
 		}
 	}
 }

@@ -15,6 +15,7 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"Gateway",
 	"GatewayAddressEmpty",
 	"GatewayHTTPListenerIsolation",
+	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
 	"GatewayRouteHostnameIntersectionPrecedence",
 	"HTTPRoute",

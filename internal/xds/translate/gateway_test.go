@@ -120,9 +120,12 @@ func TestGatewayTranslation(t *testing.T) {
 				t.Errorf("the hostname-less chain matches server names %v", names)
 			}
 			// The route attaches to it too (no sectionName): its host is there, and
-			// no 421 host, "*" being this listener's own.
-			if got := domains(routes[want]); !slices.Equal(got, []string{"*", "a.b.example.com"}) {
-				t.Errorf("the hostname-less chain's domains %v, want * and the route's host", got)
+			// the other listener's host answers 421 (misdirected: a connection for
+			// another server name); no catch-all 421, "*" being this listener's own.
+			if got := domains(routes[want]); !slices.Equal(got, []string{"*", "a.b.example.com", "secure.example.com"}) {
+				t.Errorf("the hostname-less chain's domains %v, want *, the route's host and the other listener's", got)
+			} else if st := routes[want].VirtualHosts[2].Routes[0].GetDirectResponse().GetStatus(); st != 421 {
+				t.Errorf("secure.example.com on the hostname-less chain answers %d, want 421", st)
 			}
 		case "secure.example.com":
 			if !slices.Equal(names, []string{"secure.example.com"}) {
