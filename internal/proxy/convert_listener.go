@@ -14,13 +14,14 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
 // listenerSpec is a validated Listener.
@@ -89,6 +90,8 @@ type hcmSpec struct {
 	// headers; beyond either the request gets 431 (see limits.go).
 	maxRequestHeaderBytes int
 	maxRequestHeaders     int
+	// filters are the http_filters before the router; nil: none.
+	filters *filter.Chain
 }
 
 // tlsSpec is a validated DownstreamTlsContext.
@@ -387,9 +390,11 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	default:
 		return nil, fmt.Errorf("route specifier %T is not supported", h.GetRouteSpecifier())
 	}
-	if err := checkHTTPFilters(h.GetHttpFilters()); err != nil {
+	chain, err := httpFilters.BuildChain(h.GetHttpFilters())
+	if err != nil {
 		return nil, err
 	}
+	spec.filters = chain
 	for _, al := range h.GetAccessLog() {
 		if err := checkAccessLog(al); err != nil {
 			return nil, err
@@ -424,26 +429,6 @@ func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcmSpec) erro
 	}
 	if n := o.GetMaxHeadersCount(); n != nil {
 		spec.maxRequestHeaders = int(n.GetValue())
-	}
-	return nil
-}
-
-// checkHTTPFilters accepts exactly the router: the proxy implements no other
-// HTTP filter, and ignoring one would silently drop behaviour.
-func checkHTTPFilters(filters []*hcmv3.HttpFilter) error {
-	if len(filters) != 1 {
-		names := make([]string, 0, len(filters))
-		for _, f := range filters {
-			names = append(names, f.GetName())
-		}
-		return fmt.Errorf("http_filters must be exactly [envoy.filters.http.router], got %v", names)
-	}
-	f := filters[0]
-	if tc := f.GetTypedConfig(); tc == nil || !tc.MessageIs(&routerv3.Router{}) {
-		return fmt.Errorf("http filter %q is not supported (only envoy.filters.http.router with a Router typed_config)", f.GetName())
-	}
-	if f.GetDisabled() {
-		return errors.New("the router filter cannot be disabled")
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
 // unsupported returns an error naming the first field that is set, so that a
@@ -265,7 +267,6 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 		field{"virtual_clusters", len(pvh.GetVirtualClusters()) > 0},
 		field{"rate_limits", len(pvh.GetRateLimits()) > 0},
 		field{"cors", pvh.GetCors() != nil},
-		field{"typed_per_filter_config", len(pvh.GetTypedPerFilterConfig()) > 0},
 		field{"retry_policy", pvh.GetRetryPolicy() != nil || pvh.GetRetryPolicyTypedConfig() != nil},
 		field{"hedge_policy", pvh.GetHedgePolicy() != nil},
 		field{"request_mirror_policies", len(pvh.GetRequestMirrorPolicies()) > 0},
@@ -285,12 +286,17 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	if err != nil {
 		return nil, err
 	}
+	vhFilters, err := httpFilters.ParsePerFilter(pvh.GetTypedPerFilterConfig())
+	if err != nil {
+		return nil, err
+	}
 	vh := &vhostDef{name: pvh.GetName(), headers: headers}
 	for i, pr := range pvh.GetRoutes() {
 		r, err := convertRoute(pr)
 		if err != nil {
 			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
 		}
+		r.perFilter = filter.Merge(r.perFilter, vhFilters)
 		r.index, r.label, r.pathLabel = i, routeLabel(r.name, i), pathLabel(&r.match)
 		vh.routes = append(vh.routes, r)
 	}
@@ -299,7 +305,6 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 
 func convertRoute(pr *routev3.Route) (*route, error) {
 	if err := unsupported(
-		field{"typed_per_filter_config", len(pr.GetTypedPerFilterConfig()) > 0},
 		field{"route_specifiers", len(pr.GetRouteSpecifiers()) > 0},
 		field{"per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil},
 		field{"request_body_buffer_limit", pr.GetRequestBodyBufferLimit() != nil},
@@ -311,6 +316,9 @@ func convertRoute(pr *routev3.Route) (*route, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	r := &route{name: pr.GetName(), match: m}
+	if r.perFilter, err = httpFilters.ParsePerFilter(pr.GetTypedPerFilterConfig()); err != nil {
+		return nil, err
+	}
 	r.headers, err = convertHeaderLevel(pr.GetRequestHeadersToAdd(), pr.GetRequestHeadersToRemove(),
 		pr.GetResponseHeadersToAdd(), pr.GetResponseHeadersToRemove())
 	if err != nil {

@@ -76,7 +76,7 @@ func TestConvertListenerRejects(t *testing.T) {
 			return modifyHCM(t, func(h *hcmv3.HttpConnectionManager) {
 				h.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "envoy.filters.http.ext_authz"}}, h.HttpFilters...)
 			})
-		}, "http_filters must be exactly"},
+		}, "only typed_config is supported"},
 		{"scoped routes", func(t *testing.T) *listenerv3.Listener {
 			return modifyHCM(t, func(h *hcmv3.HttpConnectionManager) {
 				h.RouteSpecifier = &hcmv3.HttpConnectionManager_ScopedRoutes{ScopedRoutes: &hcmv3.ScopedRoutes{}}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
 // listenerHandler serves the requests of one listener.
@@ -96,6 +99,9 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		localReply(rw, http.StatusForbidden, "") // Envoy's "upgrade_failed"
 		return
 	}
+	if hcm.filters != nil && h.runFilters(hcm.filters, rw, r, ri, rt, ex) {
+		return
+	}
 	if rt == nil {
 		localReply(rw, http.StatusNotFound, "")
 		return
@@ -112,6 +118,59 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.forward(rw, r, lc, rt, ri, ex)
 	}
+}
+
+// runFilters passes the request through the connection manager's HTTP
+// filters; it reports whether one of them answered it. Without a route the
+// filters run too, as in Envoy, and the router then answers 404.
+func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Request, ri *requestInfo, rt *route, ex *exchange) bool {
+	var perFilter filter.PerFilter
+	if rt != nil {
+		perFilter = rt.perFilter
+	}
+	if c.Idle(perFilter) {
+		return false
+	}
+	s := filter.NewStream(r.Context(), h.p.filterEnv)
+	s.Request = filter.Request{
+		Method:    ri.method,
+		Scheme:    ri.scheme,
+		Authority: ri.authority,
+		Path:      ri.path,
+		RawQuery:  ri.rawQuery,
+		Headers:   filter.HeaderMap(r.Header), // net/http's map is canonical already
+		TLS:       r.TLS,
+		RequestID: rw.requestID,
+	}
+	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
+	if rt != nil {
+		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.name, Matched: true}
+	}
+	lr := c.Decode(s, perFilter)
+	rw.filterHeaders = s.ResponseHeaders()
+	if lr == nil {
+		return false
+	}
+	h.p.metrics.filterReply(lr.Filter, lr.Status)
+	hdr := rw.Header()
+	for _, hv := range lr.Headers {
+		if hv.Overwrite {
+			hdr.Set(hv.Name, hv.Value)
+		} else {
+			hdr.Add(hv.Name, hv.Value)
+		}
+	}
+	ex.details = lr.Details
+	localReply(rw, lr.Status, lr.Body)
+	return true
+}
+
+// downstreamAddrs are the connection's peer and the client's address as the
+// connection manager decides it (Envoy's direct_remote_ip and remote_ip).
+func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
+	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
+	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
+	return peer, peer.Addr()
 }
 
 // forward proxies the request to an endpoint of the route's cluster. The
@@ -621,6 +680,8 @@ type responseWriter struct {
 	// response gets (ReverseProxy's ModifyResponse applies them to the
 	// upstream's, see withRouteHeaders, before they get here).
 	headers *routeHeaders
+	// filterHeaders are the response headers the HTTP filters asked for.
+	filterHeaders []filter.HeaderValue
 }
 
 // decorate sets the headers of the response head: the route's mutations
@@ -631,6 +692,14 @@ func (w *responseWriter) decorate() {
 	h := w.Header()
 	if w.headers != nil && !w.headers.responded {
 		w.headers.applyResponse(h, false)
+	}
+	// Filters' encoders run after the router's changes in Envoy.
+	for _, hv := range w.filterHeaders {
+		if hv.Overwrite {
+			h.Set(hv.Name, hv.Value)
+		} else {
+			h.Add(hv.Name, hv.Value)
+		}
 	}
 	switch w.hcm.serverHeader {
 	case serverHeaderOverwrite:

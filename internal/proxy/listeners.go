@@ -298,4 +298,5 @@ func (p *Proxy) shutdown() {
 	p.unboundCount.Store(0)
 	p.mu.Unlock()
 	p.draining.Wait()
+	p.upstreams.shutdown()
 }

@@ -85,6 +85,9 @@ type metrics struct {
 	tcpReceivedBytes *prometheus.CounterVec
 
 	accessLogDropped prometheus.Counter
+	// filterReplies counts the requests an HTTP filter answered, by filter
+	// name and status code.
+	filterReplies *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -140,6 +143,9 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			"Bytes the TCP proxy sent to a Service port (what its clients sent).", upstreamLabels...),
 		tcpReceivedBytes: counter("tcp_received_bytes_total",
 			"Bytes the TCP proxy received from a Service port (what its clients were sent).", upstreamLabels...),
+		filterReplies: counter("http_filter_replies_total",
+			"Requests answered by an HTTP filter (denied by an IP rule, rate limited, refused by authorization or JWT verification, a CORS preflight) instead of the router, by filter and status code.",
+			"filter", "code"),
 		accessLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "portico",
 			Subsystem: "proxy",
@@ -167,6 +173,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.tcpSentBytes = register(reg, m.tcpSentBytes, log)
 		m.tcpReceivedBytes = register(reg, m.tcpReceivedBytes, log)
 		m.accessLogDropped = register(reg, m.accessLogDropped, log)
+		m.filterReplies = register(reg, m.filterReplies, log)
 	}
 	return m
 }
@@ -196,6 +203,10 @@ func (m *metrics) xdsUpdate(typeURL, result string) {
 // appears with its first refusal.
 func (m *metrics) headersRefusedFor(reason string) {
 	m.headersRefused.WithLabelValues(reason).Inc()
+}
+
+func (m *metrics) filterReply(filter string, status int) {
+	m.filterReplies.WithLabelValues(filter, strconv.Itoa(status)).Inc()
 }
 
 // lazyGroup guards the series of one label set, each created by the first

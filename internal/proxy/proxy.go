@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
 // DefaultNodeID is sent as DiscoveryRequest.node.id when Config.NodeID is empty.
@@ -93,6 +95,10 @@ type Proxy struct {
 	// configuration so that upstream connection pools survive config swaps.
 	transport    *http1Client
 	reverseProxy *httputil.ReverseProxy
+	// upstreams and filterEnv are what HTTP filters use to reach services
+	// (authorization, rate limits, JWKS); they outlive configuration swaps.
+	upstreams *filterUpstreams
+	filterEnv *filter.Env
 
 	// store holds the last accepted resources per type. It is owned by the
 	// goroutine running the ADS stream (see reconcile) and needs no lock.
@@ -169,6 +175,8 @@ func New(cfg Config) *Proxy {
 	p.accessLog = newAccessLog(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accessLogQueue)
 	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
+	p.upstreams = newFilterUpstreams(p)
+	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log}
 	return p
 }
 

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
 // defaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is unset.
@@ -108,6 +110,9 @@ type route struct {
 	direct   *directResponse
 	headers  headerLevel   // its own header mutations
 	plan     *mutationPlan // every level's that apply to it, in order; nil: none
+	// perFilter is the HTTP filters' configuration for it: its own
+	// typed_per_filter_config over its virtual host's.
+	perFilter filter.PerFilter
 }
 
 type pathMatchKind int

@@ -725,7 +725,7 @@ func TestTCPProxyAndPassthroughHosts(t *testing.T) {
 				Name:             "www.example.com",
 				FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{"www.example.com"}},
 				TransportSocket:  downstream("team/cert", tlsv3.TlsParameters_TLSv1_2, tlsv3.TlsParameters_TLSv1_2, []string{"h2", "http/1.1"}),
-				Filters:          []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS("www.example.com"), Options{}.withDefaults())},
+				Filters:          []*listenerv3.Filter{httpConnectionManager(ListenerHTTPS, RouteHTTPS("www.example.com"), nil, Options{}.withDefaults())},
 			},
 			{
 				// TLS terminated, then a TCP stream: no ALPN offered; a weight-0 cluster is left out.

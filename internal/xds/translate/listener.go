@@ -7,7 +7,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -94,7 +93,7 @@ func plainListener(name, routeName string, addr hostPort, opts Options) *listene
 		Name:    name,
 		Address: address(addr),
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{httpConnectionManager(name, routeName, opts)},
+			Filters: []*listenerv3.Filter{httpConnectionManager(name, routeName, nil, opts)},
 		}},
 	}
 }
@@ -144,7 +143,7 @@ func secureFilterChain(svh *dag.SecureVirtualHost, statPrefix, routeName string,
 		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
 	default:
 		fc.TransportSocket = downstreamTLS(svh, []string{"h2", "http/1.1"})
-		fc.Filters = []*listenerv3.Filter{httpConnectionManager(statPrefix, routeName, opts)}
+		fc.Filters = []*listenerv3.Filter{httpConnectionManager(statPrefix, routeName, svh, opts)}
 	}
 	return fc
 }
@@ -251,7 +250,10 @@ func maxTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
 // enforce the same ones whatever their defaults. The Host loses its port, for routing
 // and upstream (strip_any_host_port), unless opts keep it (a Gateway's listeners, whose
 // route configurations ignore it instead: routeConfigurationFor).
-func httpConnectionManager(statPrefix, routeName string, opts Options) *listenerv3.Filter {
+//
+// svh is the HTTPS server name the connection manager serves alone; nil for a
+// plain listener's.
+func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualHost, opts Options) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: statPrefix,
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
@@ -259,10 +261,7 @@ func httpConnectionManager(statPrefix, routeName string, opts Options) *listener
 			ConfigSource:    adsSource(),
 			RouteConfigName: routeName,
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{{
-			Name:       wellknown.Router,
-			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{})},
-		}},
+		HttpFilters:      httpFilterChain(svh, opts),
 		UseRemoteAddress: wrapperspb.Bool(true),
 		// The Server header is the route configuration's (serverHeader): the connection
 		// manager would set it after a route's changes, and undo them.

@@ -148,7 +148,7 @@ func sharedVirtualHost(vh *dag.VirtualHost, opts Options) *routev3.VirtualHost {
 // (fallback) for hosts that are NOT one label deep, which the wildcard does not really
 // match. A one-label host that matches no wildcard route gets 404, as for any known host.
 func virtualHost(vh *dag.VirtualHost, fallback *dag.VirtualHost, opts Options) *routev3.VirtualHost {
-	out := &routev3.VirtualHost{Name: vh.Name, Domains: []string{vh.Name}}
+	out := &routev3.VirtualHost{Name: vh.Name, Domains: []string{vh.Name}, TypedPerFilterConfig: vhostFilterConfig(vh, opts)}
 	if !vh.IsWildcard() {
 		out.Routes = routes(vh, nil, opts)
 		uniqueRouteNames(out.Routes)
@@ -394,6 +394,7 @@ func routes(vh *dag.VirtualHost, host *routev3.HeaderMatcher, opts Options) []*r
 		rt.Name, rt.Match = routeName(r), m
 		rt.RequestHeadersToAdd, rt.RequestHeadersToRemove, _ = headersPolicy(r.RequestHeaders, true)
 		rt.ResponseHeadersToAdd, rt.ResponseHeadersToRemove, _ = headersPolicy(r.ResponseHeaders, false)
+		rt.TypedPerFilterConfig = routeFilterConfig(r, vh, opts)
 		switch {
 		case r.HTTPSRedirect:
 			rt.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(opts)}

@@ -1,0 +1,88 @@
+package translate
+
+import (
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/portico-dev/portico/internal/dag"
+)
+
+// httpFilter is one HTTP filter of the connection managers Portico emits, in
+// the one order of httpFilters. Policies are per virtual host and per route
+// (typed_per_filter_config); a filter without one for the request's route
+// does nothing, and the embedded proxy skips it at no cost.
+type httpFilter struct {
+	// name is the filter's Envoy name: the HttpFilter's and the key of its
+	// typed_per_filter_config.
+	name string
+	// listener is the filter's configuration in a connection manager: a
+	// plain HTTP listener's (svh nil), whose configuration must not depend on
+	// its hosts (translation is incremental: hosts come and go without the
+	// listener changing), or one HTTPS server name's. nil: the filter is not
+	// in that connection manager.
+	listener func(svh *dag.SecureVirtualHost, opts Options) *anypb.Any
+	// vhost and route are its per-route configurations; nil: none.
+	vhost func(vh *dag.VirtualHost, opts Options) *anypb.Any
+	route func(r *dag.Route, vh *dag.VirtualHost, opts Options) *anypb.Any
+}
+
+// httpFilters is the order requests meet the filters in, the router last:
+// CORS first, since a preflight carries no credentials to check; then the
+// checks that refuse a request from who sends it (IP rules, JWT, external
+// authorization), then the rate limits, which so count only requests that
+// would be served.
+var httpFilters = []httpFilter{}
+
+// httpFilterChain is the http_filters of a connection manager: a plain
+// listener's (svh nil) or an HTTPS server name's.
+func httpFilterChain(svh *dag.SecureVirtualHost, opts Options) []*hcmv3.HttpFilter {
+	var out []*hcmv3.HttpFilter
+	for _, f := range httpFilters {
+		if f.listener == nil {
+			continue
+		}
+		if cfg := f.listener(svh, opts); cfg != nil {
+			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}})
+		}
+	}
+	return append(out, &hcmv3.HttpFilter{
+		Name:       wellknown.Router,
+		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{})},
+	})
+}
+
+// vhostFilterConfig is a virtual host's typed_per_filter_config; nil: none.
+func vhostFilterConfig(vh *dag.VirtualHost, opts Options) map[string]*anypb.Any {
+	var out map[string]*anypb.Any
+	for _, f := range httpFilters {
+		if f.vhost == nil {
+			continue
+		}
+		if cfg := f.vhost(vh, opts); cfg != nil {
+			if out == nil {
+				out = map[string]*anypb.Any{}
+			}
+			out[f.name] = cfg
+		}
+	}
+	return out
+}
+
+// routeFilterConfig is a route's typed_per_filter_config; nil: none.
+func routeFilterConfig(r *dag.Route, vh *dag.VirtualHost, opts Options) map[string]*anypb.Any {
+	var out map[string]*anypb.Any
+	for _, f := range httpFilters {
+		if f.route == nil {
+			continue
+		}
+		if cfg := f.route(r, vh, opts); cfg != nil {
+			if out == nil {
+				out = map[string]*anypb.Any{}
+			}
+			out[f.name] = cfg
+		}
+	}
+	return out
+}
