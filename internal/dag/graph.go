@@ -107,6 +107,8 @@ type SecureVirtualHost struct {
 	// that have no certificate of their own: connections for them arrive on this
 	// certificate and must reach their own routes.
 	Also []*VirtualHost
+	// ClientValidation, when set, asks clients for a certificate and checks it.
+	ClientValidation *ClientValidation
 }
 
 // PathMatchKind says how a route's path is compared with the request path.

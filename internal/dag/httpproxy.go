@@ -224,7 +224,11 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}}
+		clients, ok := b.proxyClientValidation(root)
+		if !ok {
+			continue
+		}
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
@@ -286,6 +290,8 @@ type proxyWalk struct {
 	claims map[string]*proxyClaim
 	keys   []string // claim keys in first-claimed order
 	visits int
+	// clients is how the root's TLS host checks client certificates; nil: it does not.
+	clients *ClientValidation
 }
 
 // proxyClaim is a route an object asks for, under its merged conditions.
@@ -464,6 +470,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 			svh.MinTLSVersion = DefaultProxyMinTLSVersion
 		}
 		svh.MaxTLSVersion = t.MaximumProtocolVersion
+		svh.ClientValidation = w.clients
 	}
 	if tcp == nil {
 		svh.Routes = secure

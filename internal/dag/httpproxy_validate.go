@@ -173,7 +173,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
 		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
 		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
-		{"spec.virtualhost.tls.clientValidation", vh.TLS != nil && vh.TLS.ClientValidation != nil},
 	}
 	for _, u := range unsupportedSecurity {
 		if u.set {
@@ -214,6 +213,9 @@ func validateProxyTLS(t *contourv1.TLS, hasTCPProxy bool, c *proxyCheck) {
 	}
 	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
 		c.fail(problemTLS, "TLSVersionInvalid", "spec.virtualhost.tls: minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
+	}
+	if t.ClientValidation != nil {
+		validateClientValidation(t.ClientValidation, t, c)
 	}
 	if t.EnableFallbackCertificate {
 		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.tls.enableFallbackCertificate is not implemented by Portico yet and is ignored: clients without SNI get no certificate for this host")

@@ -134,6 +134,10 @@ func httpProxyKeys(p *contourv1.HTTPProxy) objectKeys {
 		kb.host(vh.Fqdn)
 		if vh.TLS != nil {
 			kb.secret(p.Namespace, vh.TLS.SecretName)
+			if cv := vh.TLS.ClientValidation; cv != nil {
+				kb.secret(p.Namespace, cv.CACertificate)
+				kb.secret(p.Namespace, cv.CertificateRevocationList)
+			}
 		}
 	}
 	for _, inc := range p.Spec.Includes {

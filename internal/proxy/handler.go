@@ -219,6 +219,9 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.authority, wc.hostRewrite, fa.hostRewrite)
+	if d := rw.hcm.xfcc; d != nil && r.TLS != nil {
+		t.xfcc = d.header(r.TLS, servedCertificate(lc, r.TLS.ServerName))
+	}
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(context.WithValue(ctx, upstreamTargetKey{}, t))
 	if requestHasBody(r) {

@@ -252,6 +252,7 @@ type upstreamTarget struct {
 	rawQuery  string
 	scheme    string // downstream scheme, for X-Forwarded-Proto
 	xff       string // X-Forwarded-For to send; "" leaves it out
+	xfcc      string // X-Forwarded-Client-Cert to send; "" leaves it out
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
 
@@ -371,8 +372,12 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 	if t.requestID != "" {
 		pr.Out.Header.Set("X-Request-Id", t.requestID)
 	}
-	// Envoy never forwards a client certificate header it did not set (SANITIZE).
+	// Envoy never forwards a client certificate header it did not set
+	// (SANITIZE); with SANITIZE_SET it sets its own.
 	pr.Out.Header.Del("X-Forwarded-Client-Cert")
+	if t.xfcc != "" {
+		pr.Out.Header.Set("X-Forwarded-Client-Cert", t.xfcc)
+	}
 }
 
 // upstreamError maps failures before the response head to the contract's

@@ -14,6 +14,8 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"GRPCRouteRequestHeaderModifier",
 	"Gateway",
 	"GatewayAddressEmpty",
+	"GatewayFrontendClientCertificateValidation",
+	"GatewayFrontendClientCertificateValidationInsecureFallback",
 	"GatewayHTTPListenerIsolation",
 	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",

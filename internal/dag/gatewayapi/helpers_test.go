@@ -149,6 +149,9 @@ func describeGateways(g *dag.Graph) []string {
 				for _, s := range svh.MoreSecrets {
 					cert += "+" + s.Name
 				}
+				if cv := svh.ClientValidation; cv != nil {
+					cert += fmt.Sprintf(", clients: optional=%t skip-verify=%t", cv.Optional, cv.SkipVerify)
+				}
 				prefix := fmt.Sprintf("%s :%d https %s (cert %s)", gw.Name, p.Port, svh.Name, cert)
 				if tp := svh.TCPProxy; tp != nil {
 					out = append(out, fmt.Sprintf("%s: passthrough=%t from %s -> %s", prefix, svh.Passthrough, tp.Source, describeClusters(tp.Clusters)))

@@ -219,6 +219,7 @@ func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string) *corev3.TransportS
 			AlpnProtocols:                  alpn,
 		},
 	}
+	clientValidation(ctx, svh.ClientValidation)
 	return &corev3.TransportSocket{
 		Name:       wellknown.TransportSocketTls,
 		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
@@ -275,6 +276,9 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
 		},
 		AccessLog: stdoutAccessLog(),
+	}
+	if svh != nil {
+		forwardClientCert(hcm, svh.ClientValidation)
 	}
 	if !opts.keepHostPort {
 		hcm.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}
