@@ -31,13 +31,19 @@ type Graph struct {
 func (g *Graph) Clusters() []*Cluster {
 	seen := map[string]bool{}
 	var out []*Cluster
+	add := func(c *Cluster) {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c)
+		}
+	}
 	visit := func(vh *VirtualHost) {
 		for _, r := range vh.Routes {
 			for _, wc := range r.Clusters {
-				if !seen[wc.Cluster.Name] {
-					seen[wc.Cluster.Name] = true
-					out = append(out, wc.Cluster)
-				}
+				add(wc.Cluster)
+			}
+			for _, m := range r.Mirrors {
+				add(m.Cluster)
 			}
 		}
 	}
@@ -55,10 +61,7 @@ func (g *Graph) Clusters() []*Cluster {
 			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
-					if !seen[wc.Cluster.Name] {
-						seen[wc.Cluster.Name] = true
-						out = append(out, wc.Cluster)
-					}
+					add(wc.Cluster)
 				}
 			}
 		}
@@ -198,6 +201,8 @@ type Route struct {
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
 	// cookie affinity). Empty means the client's address when the clusters hash.
 	HashPolicies []HashPolicy
+	// Mirrors get a copy of (a share of) the requests the route forwards.
+	Mirrors []*Mirror
 }
 
 // StringMatchKind says how a header or query parameter value is compared.

@@ -124,6 +124,7 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 			pol.outlier = proxyOutlier(r.FailurePolicy, field+".failurePolicy", c)
 		}
 		out.Clusters = b.proxyServices(n, r.Services, field, pol, true, c)
+		out.Mirrors = b.proxyMirrors(n, r.Services, field, pol, c)
 		liftServerHeader(out, r.Services, field, c)
 	}
 	return out
@@ -584,29 +585,12 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 	for i := range services {
 		s := &services[i]
 		if s.Mirror {
-			continue // not implemented (a warning says so): it must get no traffic at all
+			continue // a copy of the requests only (proxyMirrors)
 		}
 		at := lazyField{field, ".services", i}
-		if s.Name == "" {
-			c.fail(problemService, "NameMissing", "%s.name is required", at)
+		cluster := b.proxyServiceCluster(n, s, at, pol, c)
+		if cluster == nil {
 			continue
-		}
-		if s.Port < 1 || s.Port > 65535 {
-			c.fail(problemService, "PortInvalid", "%s.port %d must be 1-65535", at, s.Port)
-			continue
-		}
-		if s.Weight < 0 {
-			c.fail(problemService, "WeightInvalid", "%s.weight %d must not be negative", at, s.Weight)
-			continue
-		}
-		p := pol
-		if s.Protocol != nil || s.UpstreamValidation != nil {
-			p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
-		}
-		be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
-		cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
-		if warning != "" {
-			c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
 		}
 		weight := uint32(1)
 		if total > 0 {
@@ -622,6 +606,33 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 		out = append(out, wc)
 	}
 	return out
+}
+
+// proxyServiceCluster is the cluster of one service, or nil when the service is
+// invalid (its problem recorded).
+func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, c *proxyCheck) *Cluster {
+	if s.Name == "" {
+		c.fail(problemService, "NameMissing", "%s.name is required", at)
+		return nil
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		c.fail(problemService, "PortInvalid", "%s.port %d must be 1-65535", at, s.Port)
+		return nil
+	}
+	if s.Weight < 0 {
+		c.fail(problemService, "WeightInvalid", "%s.weight %d must not be negative", at, s.Weight)
+		return nil
+	}
+	p := pol
+	if s.Protocol != nil || s.UpstreamValidation != nil {
+		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
+	}
+	be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
+	cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
+	if warning != "" {
+		c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
+	}
+	return cluster
 }
 
 // proxyUpstreamTLS checks a service's protocol and certificate validation.

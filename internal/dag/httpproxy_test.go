@@ -692,7 +692,7 @@ spec:
 			"spec.tcpproxy.services[0].cookieRewritePolicies is not implemented by Portico yet",
 			"spec.tcpproxy.services[0].requestHeadersPolicy is ignored: a TCP proxy forwards bytes",
 			"spec.tcpproxy.services[0].responseHeadersPolicy is ignored",
-			"spec.tcpproxy.services[1].mirror is not implemented by Portico yet: shadow receives no traffic",
+			"spec.tcpproxy.services[1].mirror has no meaning on a tcpproxy (a connection cannot be copied): shadow receives no traffic",
 		} {
 			wantProblem(t, "data/db warnings", st.Warnings, problemUnsupported, "NotImplemented", w)
 		}
@@ -796,7 +796,6 @@ spec:
 		{name: "corsPolicy", vh: `, corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}`, field: "spec.virtualhost.corsPolicy"},
 		{name: "route cookieRewritePolicies", route: "\n    cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].cookieRewritePolicies"},
 		{name: "service cookieRewritePolicies", service: ", cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].services[0].cookieRewritePolicies"},
-		{name: "mirror", service: "}, {name: shadow, port: 80, mirror: true", field: "spec.routes[0].services[1].mirror"},
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
 		{name: "healthPort", service: ", healthPort: 8080", field: "spec.routes[0].services[0].healthPort"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},

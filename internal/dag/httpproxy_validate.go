@@ -123,7 +123,7 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 			c.fail(problemRoute, "InvalidAction", "%s must have exactly one of services, requestRedirectPolicy, directResponsePolicy (it has %d)", field, actions)
 		}
 		if len(r.Services) > 0 && !slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return !s.Mirror }) {
-			c.fail(problemService, "NoServices", "%s.services: every service is a mirror (which Portico does not implement yet); a route needs a service that answers its requests", field)
+			c.fail(problemService, "NoServices", "%s.services: every service is a mirror, which only gets copies of the requests; a route needs a service that answers them: add one without mirror: true", field)
 		}
 	}
 	return routes, includes
@@ -261,7 +261,7 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 		}
 	}
 	if len(tp.Services) > 0 && !slices.ContainsFunc(tp.Services, func(s contourv1.Service) bool { return !s.Mirror }) {
-		c.fail(problemService, "NoServices", "%s.services: every service is a mirror (which Portico does not implement yet); a tcpproxy needs a service that receives its connections", field)
+		c.fail(problemService, "NoServices", "%s.services: every service is a mirror, and a tcpproxy has no mirrors; it needs a service that receives its connections", field)
 	}
 	validateServicesUnsupported(tp.Services, field, true, c)
 }
@@ -303,12 +303,13 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 	for i := range services {
 		s := &services[i]
 		headers := tcp && (s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil)
-		if !s.Mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && (s.HealthPort == 0 || s.HealthPort == s.Port) && !headers {
+		mirror := tcp && s.Mirror
+		if !mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && (s.HealthPort == 0 || s.HealthPort == s.Port) && !headers {
 			continue
 		}
 		at := indexedField(field+".services", i)
-		if s.Mirror {
-			c.warn(problemUnsupported, "NotImplemented", "%s.mirror is not implemented by Portico yet: %s receives no traffic", at, s.Name)
+		if mirror {
+			c.warn(problemUnsupported, "NotImplemented", "%s.mirror has no meaning on a tcpproxy (a connection cannot be copied): %s receives no traffic", at, s.Name)
 		}
 		if len(s.CookieRewritePolicies) > 0 {
 			c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies is not implemented by Portico yet and is ignored", at)

@@ -222,6 +222,9 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	if d := rw.hcm.xfcc; d != nil && r.TLS != nil {
 		t.xfcc = d.header(r.TLS, servedCertificate(lc, r.TLS.ServerName))
 	}
+	if len(fa.mirrors) > 0 {
+		h.mirror(r, fa, t)
+	}
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(context.WithValue(ctx, upstreamTargetKey{}, t))
 	if requestHasBody(r) {

@@ -122,6 +122,9 @@ func describeGateways(g *dag.Graph) []string {
 		if r.PathRewrite != "" {
 			action += " path-rewrite=" + r.PathRewrite
 		}
+		for _, m := range r.Mirrors {
+			action += fmt.Sprintf(" mirror=%s(%d/%d)", m.Cluster.Name, m.Numerator, m.Denominator)
+		}
 		switch {
 		case r.Redirect != nil:
 			action = fmt.Sprintf("redirect %d %s://%s:%d %s%s", r.Redirect.StatusCode, r.Redirect.Scheme, r.Redirect.Hostname, r.Redirect.Port, r.Redirect.Path, r.Redirect.Prefix)
