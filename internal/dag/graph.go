@@ -112,7 +112,19 @@ type SecureVirtualHost struct {
 	Also []*VirtualHost
 	// ClientValidation, when set, asks clients for a certificate and checks it.
 	ClientValidation *ClientValidation
+	// HTTPVersions are the HTTP versions its clients may speak, HTTP1 and HTTP2;
+	// empty: both (HTTPProxy spec.httpVersions).
+	HTTPVersions []HTTPVersion
 }
+
+// HTTPVersion is an HTTP version a TLS host offers its clients.
+type HTTPVersion int
+
+// The HTTP versions.
+const (
+	HTTP1 HTTPVersion = iota + 1
+	HTTP2
+)
 
 // PathMatchKind says how a route's path is compared with the request path.
 type PathMatchKind int

@@ -471,6 +471,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 		}
 		svh.MaxTLSVersion = t.MaximumProtocolVersion
 		svh.ClientValidation = w.clients
+		svh.HTTPVersions = proxyHTTPVersions(w.root.p.Spec.HTTPVersions)
 	}
 	if tcp == nil {
 		svh.Routes = secure

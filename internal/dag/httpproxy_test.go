@@ -799,7 +799,6 @@ spec:
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
 		{name: "healthPort", service: ", healthPort: 8080", field: "spec.routes[0].services[0].healthPort"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
-		{name: "httpVersions", spec: "\n  httpVersions: [HTTP/1.1]", field: "spec.httpVersions"},
 		{name: "enableFallbackCertificate", vh: `, tls: {secretName: cert, enableFallbackCertificate: true}`, field: "spec.virtualhost.tls.enableFallbackCertificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

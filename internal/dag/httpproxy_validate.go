@@ -61,9 +61,7 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 	if len(spec.Routes) == 0 && len(spec.Includes) == 0 && spec.TCPProxy == nil {
 		c.fail(problemSpec, "NothingToRoute", "spec has no routes, includes or tcpproxy: an HTTPProxy must route something")
 	}
-	if len(spec.HTTPVersions) > 0 {
-		c.warn(problemUnsupported, "HTTPVersionsIgnored", "spec.httpVersions is not implemented by Portico yet and is ignored: HTTP/1.1 and HTTP/2 are both served")
-	}
+	validateHTTPVersions(spec, c)
 	includes = make([]conditions, len(spec.Includes))
 	var seenIncludes map[string]int
 	if len(spec.Includes) > 1 {
@@ -155,6 +153,26 @@ func indexedField(list string, i int, suffix ...string) string {
 		return names[i]
 	}
 	return fmt.Sprintf("%s[%d]%s", list, i, sfx)
+}
+
+// validateHTTPVersions checks spec.httpVersions, which chooses what a root's HTTPS
+// clients may speak: plain HTTP is shared by every host of the listener, so a root
+// without TLS, or an included object, cannot choose.
+func validateHTTPVersions(spec *contourv1.HTTPProxySpec, c *proxyCheck) {
+	if len(spec.HTTPVersions) == 0 {
+		return
+	}
+	for i, v := range spec.HTTPVersions {
+		if v != contourv1.HTTPVersion1 && v != contourv1.HTTPVersion2 {
+			c.fail(problemSpec, "HTTPVersionInvalid", "spec.httpVersions[%d] %q must be %q or %q", i, v, contourv1.HTTPVersion1, contourv1.HTTPVersion2)
+		}
+	}
+	switch vh := spec.VirtualHost; {
+	case vh == nil:
+		c.warn(problemSpec, "HTTPVersionsIgnored", "spec.httpVersions is ignored on an included HTTPProxy: the root's decides for its host")
+	case vh.TLS == nil || vh.TLS.Passthrough:
+		c.warn(problemSpec, "HTTPVersionsIgnored", "spec.httpVersions is ignored without TLS termination: it chooses what HTTPS clients negotiate (ALPN); plain HTTP is served as HTTP/1.1 and h2c to every host alike")
+	}
 }
 
 // validateProxyVirtualHost checks a root's virtualhost. The security features Portico

@@ -92,6 +92,9 @@ type hcmSpec struct {
 	maxRequestHeaders     int
 	// filters are the http_filters before the router; nil: none.
 	filters *filter.Chain
+	// protoMajor, when not 0, is the one HTTP major version its codec speaks
+	// (codec_type HTTP1 or HTTP2).
+	protoMajor int
 	// xfcc says what of the client certificate goes upstream in
 	// x-forwarded-client-cert; nil: nothing (the header is removed).
 	xfcc *xfccDetails
@@ -314,7 +317,8 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 
 func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	if err := unsupported(
-		field{"codec_type " + h.GetCodecType().String() + " (only AUTO)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO},
+		field{"codec_type " + h.GetCodecType().String() + " (only AUTO, HTTP1 or HTTP2)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO &&
+			h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP1 && h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP2},
 		field{"tracing", h.GetTracing() != nil},
 		field{"http_protocol_options", h.GetHttpProtocolOptions() != nil},
 		field{"http2_protocol_options", h.GetHttp2ProtocolOptions() != nil},
@@ -340,6 +344,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		return nil, err
 	}
 	spec := &hcmSpec{
+		protoMajor:            codecProtoMajor(h.GetCodecType()),
 		statPrefix:            h.GetStatPrefix(),
 		serverName:            h.GetServerName(),
 		useRemoteAddress:      h.GetUseRemoteAddress().GetValue(),
@@ -417,6 +422,18 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// codecProtoMajor is the HTTP major version a codec_type limits a connection
+// manager to; 0 for AUTO.
+func codecProtoMajor(c hcmv3.HttpConnectionManager_CodecType) int {
+	switch c {
+	case hcmv3.HttpConnectionManager_HTTP1:
+		return 1
+	case hcmv3.HttpConnectionManager_HTTP2:
+		return 2
+	}
+	return 0
 }
 
 // convertCommonHTTPOptions honours max_headers_count, the only downstream

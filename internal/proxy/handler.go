@@ -59,6 +59,11 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hcm := chain.hcm
+	if hcm.protoMajor != 0 && r.ProtoMajor != hcm.protoMajor {
+		// A codec limited to one version cannot read the other: Envoy drops the
+		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
+		panic(http.ErrAbortHandler)
+	}
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
 	ex := &exchange{vhost: unmatchedLabel, stats: chain.stats.noVhost}
 	ri := newRequestInfo(hcm, r)

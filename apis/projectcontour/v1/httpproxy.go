@@ -59,10 +59,9 @@ type HTTPProxySpec struct {
 	// contour.heptio.com/ingress.class); an object with neither is Portico's.
 	// +optional
 	IngressClassName string `json:"ingressClassName,omitempty"`
-	// HTTPVersions are the HTTP versions offered to clients of a root's virtual host;
-	// empty means every version the listener serves.
-	// Portico: not in Contour's schema, and not implemented yet: a warning, and both
-	// versions are served.
+	// HTTPVersions are the HTTP versions offered to the HTTPS clients of a root's
+	// virtual host (ALPN); empty means both. Plain HTTP is not affected.
+	// Portico: not in Contour's schema (Contour sets it for every host at once).
 	// +optional
 	HTTPVersions []HTTPVersionType `json:"httpVersions,omitempty"`
 }
@@ -356,7 +355,6 @@ type Service struct {
 	UpstreamValidation *UpstreamValidation `json:"validation,omitempty"`
 	// Mirror sends the service a copy of the route's requests; its responses are
 	// dropped.
-	// Portico: not implemented yet; a mirror gets no traffic at all (a warning).
 	// +optional
 	Mirror bool `json:"mirror,omitempty"`
 	// RequestHeadersPolicy edits the request headers sent to this service; Host,

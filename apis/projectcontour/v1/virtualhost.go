@@ -62,7 +62,6 @@ type TLS struct {
 	// +optional
 	Passthrough bool `json:"passthrough,omitempty"`
 	// ClientValidation asks clients for a certificate, and says how to check it.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	ClientValidation *DownstreamValidation `json:"clientValidation,omitempty"`
 	// EnableFallbackCertificate also serves clients that send no SNI (or an unknown

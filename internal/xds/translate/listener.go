@@ -142,7 +142,7 @@ func secureFilterChain(svh *dag.SecureVirtualHost, statPrefix, routeName string,
 		fc.TransportSocket = downstreamTLS(svh, nil)
 		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
 	default:
-		fc.TransportSocket = downstreamTLS(svh, []string{"h2", "http/1.1"})
+		fc.TransportSocket = downstreamTLS(svh, alpnFor(svh.HTTPVersions))
 		fc.Filters = []*listenerv3.Filter{httpConnectionManager(statPrefix, routeName, svh, opts)}
 	}
 	return fc
@@ -279,6 +279,7 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 	}
 	if svh != nil {
 		forwardClientCert(hcm, svh.ClientValidation)
+		hcm.CodecType = codecFor(svh.HTTPVersions)
 	}
 	if !opts.keepHostPort {
 		hcm.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}
