@@ -452,6 +452,9 @@ type StatusRange struct {
 type Endpoint struct {
 	Address string
 	Port    int32
+	// HealthPort, when not 0, is the port its active health checks go to
+	// (HTTPProxy's healthPort): the address's port of the Service's health port.
+	HealthPort int32
 }
 
 // Secret is a validated TLS certificate and key.

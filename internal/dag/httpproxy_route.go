@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -627,12 +628,35 @@ func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at laz
 	if s.Protocol != nil || s.UpstreamValidation != nil {
 		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
 	}
+	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)
 	be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
 	cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
 	if warning != "" {
 		c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
 	}
 	return cluster
+}
+
+// proxyHealthPort is the Service port a service's health checks go to instead of
+// its own (healthPort), or 0.
+func (b *builder) proxyHealthPort(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, c *proxyCheck) int32 {
+	switch {
+	case s.HealthPort == 0 || s.HealthPort == s.Port:
+		return 0
+	case s.HealthPort < 0 || s.HealthPort > 65535:
+		c.fail(problemService, "HealthPortInvalid", "%s.healthPort %d must be 1-65535", at, s.HealthPort)
+		return 0
+	case pol.hc == nil:
+		c.warn(problemService, "HealthPortUnused", "%s.healthPort has no effect without a healthCheckPolicy: nothing checks the endpoints", at)
+		return 0
+	}
+	if svc := b.store.Services[types.NamespacedName{Namespace: n.p.Namespace, Name: s.Name}]; svc != nil && svc.Spec.Type != corev1.ServiceTypeExternalName {
+		if _, ok := servicePort(svc, networkingv1.ServiceBackendPort{Number: int32(s.HealthPort)}); !ok {
+			c.warn(problemService, "HealthPortUnresolved", "%s.healthPort: Service %s/%s has no port %d: health checks go to port %d", at, n.p.Namespace, s.Name, s.HealthPort, s.Port)
+			return 0
+		}
+	}
+	return int32(s.HealthPort)
 }
 
 // proxyUpstreamTLS checks a service's protocol and certificate validation.

@@ -687,7 +687,6 @@ spec:
 		wantClean(t, g, "default", "root")
 		st := wantProxy(t, g, "data", "db", StatusValid)
 		for _, w := range []string{
-			"spec.tcpproxy.services[0].healthPort is not implemented by Portico yet: health checks go to port 5432",
 			"spec.tcpproxy.services[0].slowStartPolicy is not implemented by Portico yet",
 			"spec.tcpproxy.services[0].cookieRewritePolicies is not implemented by Portico yet",
 			"spec.tcpproxy.services[0].requestHeadersPolicy is ignored: a TCP proxy forwards bytes",
@@ -797,7 +796,6 @@ spec:
 		{name: "route cookieRewritePolicies", route: "\n    cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].cookieRewritePolicies"},
 		{name: "service cookieRewritePolicies", service: ", cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].services[0].cookieRewritePolicies"},
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
-		{name: "healthPort", service: ", healthPort: 8080", field: "spec.routes[0].services[0].healthPort"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
 		{name: "enableFallbackCertificate", vh: `, tls: {secretName: cert, enableFallbackCertificate: true}`, field: "spec.virtualhost.tls.enableFallbackCertificate"},
 	} {

@@ -322,7 +322,7 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 		s := &services[i]
 		headers := tcp && (s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil)
 		mirror := tcp && s.Mirror
-		if !mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && (s.HealthPort == 0 || s.HealthPort == s.Port) && !headers {
+		if !mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && !headers {
 			continue
 		}
 		at := indexedField(field+".services", i)
@@ -334,9 +334,6 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 		}
 		if s.SlowStartPolicy != nil {
 			c.warn(problemUnsupported, "NotImplemented", "%s.slowStartPolicy is not implemented by Portico yet and is ignored: new endpoints get their full share at once", at)
-		}
-		if s.HealthPort != 0 && s.HealthPort != s.Port {
-			c.warn(problemUnsupported, "NotImplemented", "%s.healthPort is not implemented by Portico yet: health checks go to port %d", at, s.Port)
 		}
 		for _, h := range []struct {
 			name string

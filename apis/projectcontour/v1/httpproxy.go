@@ -331,9 +331,8 @@ type Service struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port int `json:"port"`
-	// HealthPort is the port health checks go to; default Port.
-	// Portico: not implemented yet; a different port gives a warning, and health
-	// checks go to Port.
+	// HealthPort is the Service port health checks go to; default Port. Each endpoint
+	// is checked on its own port for it.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535

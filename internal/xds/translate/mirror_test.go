@@ -59,3 +59,20 @@ func TestMirrorsTranslate(t *testing.T) {
 	}
 	check("Incremental", ires)
 }
+
+// An endpoint checked on another port (HTTPProxy healthPort) says so in its
+// health_check_config; the others keep none.
+func TestEndpointHealthPortTranslates(t *testing.T) {
+	c := testCluster("team", "web", 80, dag.Endpoint{Address: "10.0.0.1", Port: 8080, HealthPort: 9090}, dag.Endpoint{Address: "10.0.0.2", Port: 8080})
+	cla := loadAssignment(c)
+	if err := cla.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	eps := cla.Endpoints[0].LbEndpoints
+	if got := eps[0].GetEndpoint().GetHealthCheckConfig().GetPortValue(); got != 9090 {
+		t.Errorf("health_check_config.port_value = %d, want 9090", got)
+	}
+	if eps[1].GetEndpoint().GetHealthCheckConfig() != nil {
+		t.Errorf("an endpoint checked on its own port has a health_check_config")
+	}
+}
