@@ -56,6 +56,8 @@ type ServeOptions struct {
 	AllowExternalName      bool
 	// RootNamespaces and DisableIngress: see dag.Options.
 	RootNamespaces []string
+	// FallbackCertificate: see dag.Options.
+	FallbackCertificate *types.NamespacedName
 	DisableIngress bool
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers on Envoy and the
 	// embedded proxy (0: Envoy's defaults, 60 KiB and 100); see translate.Options.
@@ -250,8 +252,9 @@ func NewServer(opts ServeOptions) (*Server, error) {
 		DAG: withGatewayAPI(dag.Options{
 			IngressClassName:  opts.IngressClassName,
 			AllowExternalName: opts.AllowExternalName,
-			RootNamespaces:    opts.RootNamespaces,
-			DisableIngress:    opts.DisableIngress,
+			RootNamespaces:      opts.RootNamespaces,
+			DisableIngress:      opts.DisableIngress,
+			FallbackCertificate: opts.FallbackCertificate,
 		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),

@@ -797,7 +797,6 @@ spec:
 		{name: "service cookieRewritePolicies", service: ", cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].services[0].cookieRewritePolicies"},
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
-		{name: "enableFallbackCertificate", vh: `, tls: {secretName: cert, enableFallbackCertificate: true}`, field: "spec.virtualhost.tls.enableFallbackCertificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p *contourv1.HTTPProxy

@@ -236,7 +236,9 @@ func validateProxyTLS(t *contourv1.TLS, hasTCPProxy bool, c *proxyCheck) {
 		validateClientValidation(t.ClientValidation, t, c)
 	}
 	if t.EnableFallbackCertificate {
-		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.tls.enableFallbackCertificate is not implemented by Portico yet and is ignored: clients without SNI get no certificate for this host")
+		if msg := fallbackProblem(t.ClientValidation != nil, t.Passthrough); msg != "" {
+			c.fail(problemTLS, "FallbackInvalid", "spec.virtualhost.tls.enableFallbackCertificate %s", msg)
+		}
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/portico-dev/portico/internal/store"
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
@@ -86,4 +88,38 @@ spec:
 			}
 		})
 	}
+}
+
+// tls.enableFallbackCertificate: the root's routes are served, by Host, to clients of
+// the fallback certificate (the secure host "*"); without a configured certificate, or
+// with clientValidation, the root is invalid rather than served without it.
+func TestHTTPProxyFallbackCertificate(t *testing.T) {
+	cert := testutil.SelfSigned("f.example.com")
+	fb := testutil.SelfSigned("fallback.example.com")
+	objs := func(tlsExtra string) []runtime.Object {
+		return []runtime.Object{proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost: {fqdn: f.example.com, tls: {secretName: cert, enableFallbackCertificate: true`+tlsExtra+`}}
+  routes: [{services: [{name: web, port: 80}]}]
+`), svc("default", "web", "http:80"), tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM), tlsSecret("infra", "fallback", fb.CertPEM, fb.KeyPEM),
+			opaqueSecret("default", "ca", "ca.crt", cert.CertPEM)}
+	}
+	key := &types.NamespacedName{Namespace: "infra", Name: "fallback"}
+	g := Build(store.FromObjects(objs("")), Options{FallbackCertificate: key})
+	wantClean(t, g, "default", "root")
+	var fallback *SecureVirtualHost
+	for _, svh := range g.HTTPS {
+		if svh.Name == "*" {
+			fallback = svh
+		}
+	}
+	if fallback == nil || fallback.Secret.Name != "infra/fallback" || len(fallback.Also) != 1 || fallback.Also[0].Name != "f.example.com" || len(fallback.Also[0].Routes) == 0 {
+		t.Fatalf("fallback host = %+v", fallback)
+	}
+	wantInvalid(t, Build(store.FromObjects(objs("")), Options{}), "default", "root", problemTLS, "FallbackNotPresent", "--fallback-certificate")
+	wantInvalid(t, Build(store.FromObjects(objs("")), Options{FallbackCertificate: &types.NamespacedName{Namespace: "infra", Name: "nope"}}),
+		"default", "root", problemTLS, "FallbackNotValid", "infra/nope")
+	wantInvalid(t, Build(store.FromObjects(objs(", clientValidation: {caSecret: ca}")), Options{FallbackCertificate: key}),
+		"default", "root", problemTLS, "FallbackInvalid", "cannot be used with clientValidation")
 }

@@ -65,8 +65,7 @@ type TLS struct {
 	// +optional
 	ClientValidation *DownstreamValidation `json:"clientValidation,omitempty"`
 	// EnableFallbackCertificate also serves clients that send no SNI (or an unknown
-	// one) with the controller's fallback certificate.
-	// Portico: not implemented yet; ignored, with a warning.
+	// one) with the controller's fallback certificate (--fallback-certificate).
 	// +optional
 	EnableFallbackCertificate bool `json:"enableFallbackCertificate,omitempty"`
 }
