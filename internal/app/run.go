@@ -47,8 +47,8 @@ type RunOptions struct {
 	RootNamespaces []string
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
-	DisableIngress bool
-	Logger         *slog.Logger
+	DisableIngress      bool
+	Logger              *slog.Logger
 	// AccessLogger writes the embedded proxy's access log (nil: Logger), and
 	// LogBatcher is the sink it writes to if that can batch (see proxy.Config);
 	// nil writes an access log line at a time.
@@ -130,8 +130,8 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:  opts.IngressClassName,
-			AllowExternalName: opts.AllowExternalName,
+			IngressClassName:    opts.IngressClassName,
+			AllowExternalName:   opts.AllowExternalName,
 			RootNamespaces:      opts.RootNamespaces,
 			DisableIngress:      opts.DisableIngress,
 			FallbackCertificate: opts.FallbackCertificate,

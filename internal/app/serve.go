@@ -58,7 +58,7 @@ type ServeOptions struct {
 	RootNamespaces []string
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
-	DisableIngress bool
+	DisableIngress      bool
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers on Envoy and the
 	// embedded proxy (0: Envoy's defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
@@ -250,8 +250,8 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Gateway: gateway, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:  opts.IngressClassName,
-			AllowExternalName: opts.AllowExternalName,
+			IngressClassName:    opts.IngressClassName,
+			AllowExternalName:   opts.AllowExternalName,
 			RootNamespaces:      opts.RootNamespaces,
 			DisableIngress:      opts.DisableIngress,
 			FallbackCertificate: opts.FallbackCertificate,
