@@ -215,6 +215,9 @@ type Route struct {
 	HashPolicies []HashPolicy
 	// Mirrors get a copy of (a share of) the requests the route forwards.
 	Mirrors []*Mirror
+	// CookieRewrites change the cookies its backends set (HTTPProxy route
+	// cookieRewritePolicies); a cluster's own come first (WeightedCluster).
+	CookieRewrites []CookieRewrite
 }
 
 // StringMatchKind says how a header or query parameter value is compared.
@@ -359,6 +362,9 @@ type WeightedCluster struct {
 	// RequestHeaders and ResponseHeaders apply only to requests sent to this cluster.
 	RequestHeaders  *HeadersPolicy
 	ResponseHeaders *HeadersPolicy
+	// CookieRewrites change the cookies this cluster's answers set, before the route's
+	// (an HTTPProxy service's cookieRewritePolicies).
+	CookieRewrites []CookieRewrite
 }
 
 // Cluster is a Service port that routes send to, with its resolved endpoints.

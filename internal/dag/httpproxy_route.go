@@ -126,6 +126,7 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 		}
 		out.Clusters = b.proxyServices(n, r.Services, field, pol, true, c)
 		out.Mirrors = b.proxyMirrors(n, r.Services, field, pol, c)
+		out.CookieRewrites = proxyCookieRewrites(r.CookieRewritePolicies)
 		liftServerHeader(out, r.Services, field, c)
 	}
 	return out
@@ -598,6 +599,9 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			weight = uint32(min(s.Weight, 1<<24))
 		}
 		wc := &WeightedCluster{Cluster: cluster, Weight: weight}
+		if http {
+			wc.CookieRewrites = proxyCookieRewrites(s.CookieRewritePolicies)
+		}
 		if s.RequestHeadersPolicy != nil && http {
 			wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at.String()+".requestHeadersPolicy", true, n, s.Name, s.Port, false, c)
 		}

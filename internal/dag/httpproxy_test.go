@@ -688,7 +688,7 @@ spec:
 		st := wantProxy(t, g, "data", "db", StatusValid)
 		for _, w := range []string{
 			"spec.tcpproxy.services[0].slowStartPolicy is not implemented by Portico yet",
-			"spec.tcpproxy.services[0].cookieRewritePolicies is not implemented by Portico yet",
+			"spec.tcpproxy.services[0].cookieRewritePolicies has no meaning on a tcpproxy",
 			"spec.tcpproxy.services[0].requestHeadersPolicy is ignored: a TCP proxy forwards bytes",
 			"spec.tcpproxy.services[0].responseHeadersPolicy is ignored",
 			"spec.tcpproxy.services[1].mirror has no meaning on a tcpproxy (a connection cannot be copied): shadow receives no traffic",
@@ -793,8 +793,6 @@ spec:
 		field                    string
 	}{
 		{name: "corsPolicy", vh: `, corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}`, field: "spec.virtualhost.corsPolicy"},
-		{name: "route cookieRewritePolicies", route: "\n    cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].cookieRewritePolicies"},
-		{name: "service cookieRewritePolicies", service: ", cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].services[0].cookieRewritePolicies"},
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
 	} {

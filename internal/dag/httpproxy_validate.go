@@ -307,9 +307,7 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 
 // validateRouteUnsupported warns about the fields of a route Portico ignores.
 func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
-	if len(r.CookieRewritePolicies) > 0 {
-		c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies is not implemented by Portico yet and is ignored", field)
-	}
+	validateCookieRewrites(r.CookieRewritePolicies, field, c)
 	if r.InternalRedirectPolicy != nil {
 		c.warn(problemUnsupported, "NotImplemented", "%s.internalRedirectPolicy is not implemented by Portico yet and is ignored: redirects reach the client", field)
 	}
@@ -324,15 +322,19 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 		s := &services[i]
 		headers := tcp && (s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil)
 		mirror := tcp && s.Mirror
-		if !mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && !headers {
+		cookies := tcp && len(s.CookieRewritePolicies) > 0
+		if !tcp {
+			validateCookieRewrites(s.CookieRewritePolicies, indexedField(field+".services", i), c)
+		}
+		if !mirror && !cookies && s.SlowStartPolicy == nil && !headers {
 			continue
 		}
 		at := indexedField(field+".services", i)
 		if mirror {
 			c.warn(problemUnsupported, "NotImplemented", "%s.mirror has no meaning on a tcpproxy (a connection cannot be copied): %s receives no traffic", at, s.Name)
 		}
-		if len(s.CookieRewritePolicies) > 0 {
-			c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies is not implemented by Portico yet and is ignored", at)
+		if cookies {
+			c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies has no meaning on a tcpproxy (it sees no HTTP headers) and is ignored", at)
 		}
 		if s.SlowStartPolicy != nil {
 			c.warn(problemUnsupported, "NotImplemented", "%s.slowStartPolicy is not implemented by Portico yet and is ignored: new endpoints get their full share at once", at)

@@ -590,7 +590,6 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error 
 		if err := unsupported(
 			field{"cluster_header", c.GetClusterHeader() != ""},
 			field{"metadata_match", c.GetMetadataMatch() != nil},
-			field{"typed_per_filter_config", len(c.GetTypedPerFilterConfig()) > 0},
 		); err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
@@ -602,9 +601,13 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error 
 		if err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
+		perFilter, err := httpFilters.ParsePerFilter(c.GetTypedPerFilterConfig())
+		if err != nil {
+			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
+		}
 		w := uint64(c.GetWeight().GetValue())
 		fa.clusters = append(fa.clusters, weightedCluster{name: c.GetName(), weight: w, headers: headers,
-			hostRewrite: c.GetHostRewriteLiteral()})
+			hostRewrite: c.GetHostRewriteLiteral(), perFilter: perFilter})
 		fa.total += w
 	}
 	if fa.total == 0 {

@@ -230,6 +230,12 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	if len(fa.mirrors) > 0 {
 		h.mirror(r, fa, t)
 	}
+	if c := rw.hcm.filters; c != nil {
+		if pf := filter.Merge(wc.perFilter, rt.perFilter); c.Encoding(pf) {
+			s := filter.NewStream(r.Context(), h.p.filterEnv)
+			t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
+		}
+	}
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(context.WithValue(ctx, upstreamTargetKey{}, t))
 	if requestHasBody(r) {

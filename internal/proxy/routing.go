@@ -209,6 +209,8 @@ type weightedCluster struct {
 	hostRewrite string        // host_rewrite_literal of the ClusterWeight; the route's wins
 	headers     headerLevel   // its own header mutations
 	plan        *mutationPlan // when it has its own: every level's, its own first
+	// perFilter is its typed_per_filter_config, over the route's (encoders).
+	perFilter filter.PerFilter
 }
 
 type redirectAction struct {

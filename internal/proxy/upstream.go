@@ -278,14 +278,16 @@ func servesTraffic(h corev3.HealthStatus) bool {
 // upstream chosen for one request. It travels in the request context because
 // http.Transport keeps context values (not cancellation) when dialing.
 type upstreamTarget struct {
-	cluster   *upstreamCluster
-	endpoint  string
-	path      string // escaped path to send upstream
-	host      string // Host header to send upstream
-	rawQuery  string
-	scheme    string // downstream scheme, for X-Forwarded-Proto
-	xff       string // X-Forwarded-For to send; "" leaves it out
-	xfcc      string // X-Forwarded-Client-Cert to send; "" leaves it out
+	cluster  *upstreamCluster
+	endpoint string
+	path     string // escaped path to send upstream
+	host     string // Host header to send upstream
+	rawQuery string
+	scheme   string // downstream scheme, for X-Forwarded-Proto
+	xff      string // X-Forwarded-For to send; "" leaves it out
+	xfcc     string // X-Forwarded-Client-Cert to send; "" leaves it out
+	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
+	encode    func(http.Header)
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
 

@@ -250,7 +250,6 @@ type Route struct {
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
 	// CookieRewritePolicies rewrite attributes of Set-Cookie headers of responses;
 	// at most one per cookie name.
-	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// RateLimitPolicy limits the route's request rate.
@@ -365,8 +364,8 @@ type Service struct {
 	// cannot be set. Ignored (a warning) on a tcpproxy's services.
 	// +optional
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
-	// CookieRewritePolicies rewrite attributes of this service's Set-Cookie headers.
-	// Portico: not implemented yet; ignored, with a warning.
+	// CookieRewritePolicies rewrite attributes of this service's Set-Cookie headers,
+	// before the route's.
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// SlowStartPolicy ramps up the traffic sent to a new endpoint.

@@ -32,8 +32,9 @@ type httpFilter struct {
 // CORS first, since a preflight carries no credentials to check; then the
 // checks that refuse a request from who sends it (IP rules, JWT, external
 // authorization), then the rate limits, which so count only requests that
-// would be served.
-var httpFilters = []httpFilter{}
+// would be served. Lua (cookie rewrites) works on responses only; it is first so that
+// its changes come last, as encoders run in reverse.
+var httpFilters = []httpFilter{luaFilter}
 
 // httpFilterChain is the http_filters of a connection manager: a plain
 // listener's (svh nil) or an HTTPS server name's.
