@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 
 	"github.com/portico-dev/portico/internal/parallel"
@@ -36,6 +38,9 @@ type Options struct {
 	// Processors build the APIs kept in packages of their own (Gateway API); each
 	// adds its data planes and statuses after the APIs above.
 	Processors []Processor
+	// coreOnly builds the routing objects alone, without even dag's own processors
+	// (the incremental builder runs every processor apart).
+	coreOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -73,7 +78,7 @@ func Build(s *store.Store, opts Options) *Graph {
 	b.checkRootHosts(roots, holders)
 	b.processIngressRoutes(irs, irRoots)
 	b.processHTTPProxies(proxies, proxyRoots)
-	return withProcessed(b.graph(), runProcessors(s, opts))
+	return withProcessed(b.graph(), runProcessors(s, opts, builtinProcessors(s, opts)...))
 }
 
 // newBuilder returns the builder of one build, sized for objects routing objects.
@@ -101,6 +106,8 @@ type builder struct {
 	delegationsByNS map[string][]*ingressroutev1.TLSCertificateDelegation
 	// alsoChanged says that IngressRoute hosts were added to wildcard certificates' Also.
 	alsoChanged bool
+	// extensions are the ExtensionServices resolved so far (policy_extauthz.go).
+	extensions map[types.NamespacedName]*extension
 }
 
 func (b *builder) vhost(name string) *VirtualHost {

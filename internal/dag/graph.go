@@ -53,6 +53,10 @@ func (g *Graph) Clusters() []*Cluster {
 			for _, vh := range svh.Also {
 				visit(vh)
 			}
+			if a := svh.Authorization; a != nil && !seen[a.Cluster.Name] {
+				seen[a.Cluster.Name] = true
+				out = append(out, a.Cluster)
+			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
 					if !seen[wc.Cluster.Name] {
@@ -107,6 +111,9 @@ type SecureVirtualHost struct {
 	// that have no certificate of their own: connections for them arrive on this
 	// certificate and must reach their own routes.
 	Also []*VirtualHost
+	// Authorization, when set, checks the requests of the routes whose Authorization
+	// enables it with an external server (policy_extauthz.go).
+	Authorization *Authorization
 }
 
 // PathMatchKind says how a route's path is compared with the request path.
@@ -196,6 +203,9 @@ type Route struct {
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
 	// cookie affinity). Empty means the client's address when the clusters hash.
 	HashPolicies []HashPolicy
+	// Authorization is set on the routes of a host with an Authorization: whether
+	// and with what context their requests are checked (policy_extauthz.go).
+	Authorization *RouteAuthorization
 }
 
 // StringMatchKind says how a header or query parameter value is compared.

@@ -224,7 +224,11 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}}
+		auth, ok := b.proxyAuthorization(root)
+		if !ok {
+			continue
+		}
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, auth: auth}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
@@ -286,6 +290,8 @@ type proxyWalk struct {
 	claims map[string]*proxyClaim
 	keys   []string // claim keys in first-claimed order
 	visits int
+	// auth is the root's authorization, nil without one.
+	auth *Authorization
 }
 
 // proxyClaim is a route an object asks for, under its merged conditions.
@@ -334,6 +340,9 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 			key = condsKey // merged holds the same requests as conds
 		}
 		route := plan.build(merged)
+		if w.auth != nil {
+			route.Authorization = routeAuthorization(w.root.p, n.p.Spec.Routes[i].AuthPolicy)
+		}
 		w.claim(proxyClaim{route: route, owner: n, depth: depth, permitInsecure: permit, conds: merged, twin: rewriteTwin(route)}, key)
 	}
 	for i := range n.p.Spec.Includes {
@@ -456,7 +465,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	if secret == nil && tcp == nil {
 		return
 	}
-	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp}
+	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp, Authorization: w.auth}
 	if t := vhSpec.TLS; t != nil {
 		svh.Passthrough = t.Passthrough
 		svh.MinTLSVersion = t.MinimumProtocolVersion

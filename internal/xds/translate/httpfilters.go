@@ -26,6 +26,9 @@ type httpFilter struct {
 	// vhost and route are its per-route configurations; nil: none.
 	vhost func(vh *dag.VirtualHost, opts Options) *anypb.Any
 	route func(r *dag.Route, vh *dag.VirtualHost, opts Options) *anypb.Any
+	// disabled filters run only on the routes whose configuration enables them
+	// (HttpFilter.disabled, enabled by a FilterConfig).
+	disabled bool
 }
 
 // httpFilters is the order requests meet the filters in, the router last:
@@ -33,7 +36,7 @@ type httpFilter struct {
 // checks that refuse a request from who sends it (IP rules, JWT, external
 // authorization), then the rate limits, which so count only requests that
 // would be served.
-var httpFilters = []httpFilter{}
+var httpFilters = []httpFilter{extAuthzFilter}
 
 // httpFilterChain is the http_filters of a connection manager: a plain
 // listener's (svh nil) or an HTTPS server name's.
@@ -44,7 +47,7 @@ func httpFilterChain(svh *dag.SecureVirtualHost, opts Options) []*hcmv3.HttpFilt
 			continue
 		}
 		if cfg := f.listener(svh, opts); cfg != nil {
-			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}})
+			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}, Disabled: f.disabled})
 		}
 	}
 	return append(out, &hcmv3.HttpFilter{
