@@ -237,3 +237,32 @@ func TestIncrementalFollowsExtensionService(t *testing.T) {
 	g = inc.Build(s)
 	wantInvalid(t, g, "default", "root", problemAuth, "ExtensionServiceNotFound")
 }
+
+// The admission webhook's verdicts (ValidateObject): what is wrong with the object alone
+// is refused with the status's words; what depends on other objects (a missing
+// ExtensionService, Service or CA) is not.
+func TestValidateObjectAuthorization(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		obj   runtime.Object
+		wants string // "" means no problem
+	}{
+		{"authorization without TLS", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, authorization: {extensionRef: {name: x}}}, routes: [{services: [{name: web, port: 80}]}]}}`), "needs spec.virtualhost.tls"},
+		{"bad responseTimeout", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: c}, authorization: {extensionRef: {name: x}, responseTimeout: later}}, routes: [{services: [{name: web, port: 80}]}]}}`), `responseTimeout "later"`},
+		{"missing ExtensionService is not the object's fault", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: c}, authorization: {extensionRef: {name: x}}}, routes: [{services: [{name: web, port: 80}], authPolicy: {disabled: true}}]}}`), ""},
+		{"ExtensionService http/1.1", extensionService(t, `{metadata: {name: e}, spec: {protocol: http/1.1, services: [{name: s, port: 80}]}}`), "needs h2"},
+		{"ExtensionService validation over h2c", extensionService(t, `{metadata: {name: e}, spec: {protocol: h2c, validation: {caSecret: ca, subjectName: s}, services: [{name: s, port: 80}]}}`), "spec.validation needs protocol h2"},
+		{"ExtensionService without its Service yet", extensionService(t, `{metadata: {name: e}, spec: {services: [{name: s, port: 80}]}}`), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := ValidateObject(tc.obj, nil, Options{})
+			if !v.Ours {
+				t.Fatalf("not ours")
+			}
+			msg := v.Message()
+			if (tc.wants == "") != (msg == "") || !strings.Contains(msg, tc.wants) {
+				t.Errorf("message %q, want one containing %q", msg, tc.wants)
+			}
+		})
+	}
+}

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +193,53 @@ func TestExtAuthz(t *testing.T) {
 			t.Errorf("plain HTTP: status %d, want 301", r.status)
 		}
 	})
+}
+
+// `portico check` shows what is wrong with an authorization and an ExtensionService,
+// each with the words of its status, and exits 1.
+func TestCheckShowsAuthorizationProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifests := `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: open}
+spec:
+  virtualhost:
+    fqdn: open.example.com
+    authorization: {extensionRef: {name: authz}}
+  routes: [{services: [{name: web, port: 80}]}]
+---
+apiVersion: projectcontour.io/v1alpha1
+kind: ExtensionService
+metadata: {name: authz}
+spec:
+  protocol: http/1.1
+  services: [{name: authz, port: 80}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(manifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runBinary(t, portico(t), "check", dir, "-o", "json")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	var rows []struct{ Kind, Name, Status, Description string }
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := map[string]string{
+		"HTTPProxy":        "spec.virtualhost.authorization needs spec.virtualhost.tls",
+		"ExtensionService": `spec.protocol "http/1.1"`,
+	}
+	for _, r := range rows {
+		if w, ok := want[r.Kind]; ok {
+			delete(want, r.Kind)
+			if r.Status != "invalid" || !strings.Contains(r.Description, w) {
+				t.Errorf("%s %s: %s %q, want invalid with %q", r.Kind, r.Name, r.Status, r.Description, w)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no row for %v in %s", want, out)
+	}
 }
