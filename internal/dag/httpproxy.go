@@ -342,6 +342,9 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 		route := plan.build(merged)
 		if w.auth != nil {
 			route.Authorization = routeAuthorization(w.root.p, n.p.Spec.Routes[i].AuthPolicy)
+			if permit && !route.Authorization.Disabled {
+				n.check.warn(problemAuth, "PlainHTTPNotAuthorized", "spec.routes[%d] is served over plain HTTP too (permitInsecure), where its requests are not authorized: only HTTPS requests of %s are checked; remove permitInsecure to redirect them to HTTPS", i, w.host)
+			}
 		}
 		w.claim(proxyClaim{route: route, owner: n, depth: depth, permitInsecure: permit, conds: merged, twin: rewriteTwin(route)}, key)
 	}

@@ -59,7 +59,7 @@ func TestHTTPProxyAuthorization(t *testing.T) {
 	g := build(authObjects(t,
 		`{extensionRef: {name: auth, namespace: authns}, responseTimeout: 750ms, failOpen: true, authPolicy: {context: {site: a, role: user}}}`,
 		`{protocol: h2c, services: [{name: authz, port: 9000}]}`)...)
-	wantClean(t, g, "default", "root")
+	wantWarning(t, g, "default", "root", problemAuth, "PlainHTTPNotAuthorized", "spec.routes[2] is served over plain HTTP too")
 	wantClean(t, g, "default", "child")
 	var svh *SecureVirtualHost
 	for _, h := range g.HTTPS {
