@@ -243,3 +243,45 @@ spec:
 		t.Errorf("no row for %v in %s", want, out)
 	}
 }
+
+// In `portico run`, an edit that makes an ExtensionService invalid keeps its last valid
+// version serving: the host it authorizes stays up, still checked, and its status says
+// what is wrong.
+func TestExtensionServiceBadEditKeepsServing(t *testing.T) {
+	t.Parallel()
+	srv := authztest.StartAuthz(t, authz.Config{}, authUsers)
+	cert := testutil.SelfSigned("kept.example.com")
+	e := start(t, map[string]string{
+		"backends.yaml":  backends(t, "web"),
+		"secrets.yaml":   tlsSecretManifest("cert", cert),
+		"extension.yaml": extensionManifest("auth", "fast", srv.Addr(), "  protocol: h2c\n"),
+		"kept.yaml":      authProxy("kept", "kept.example.com", `{extensionRef: {name: fast, namespace: auth}, responseTimeout: 30s}`, webRoute),
+	})
+	if r := e.getAuth("kept.example.com", "/", "alice", "wonderland"); r.status != http.StatusOK {
+		t.Fatalf("before the edit: %d", r.status)
+	}
+	e.write("extension.yaml", extensionManifest("auth", "fast", srv.Addr(), "  protocol: http/1.1\n"))
+	e.eventually(10*time.Second, "the ExtensionService's status to say the edit is not served", func() bool {
+		resp, err := http.Get("http://" + e.runner.Admin().Addr() + "/statuses?status=invalid")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var rows []struct{ Kind, Name, Description string }
+		if json.NewDecoder(resp.Body).Decode(&rows) != nil {
+			return false
+		}
+		for _, r := range rows {
+			if r.Kind == "ExtensionService" && r.Name == "fast" {
+				return strings.Contains(r.Description, "previous valid version") && strings.Contains(r.Description, "http/1.1")
+			}
+		}
+		return false
+	})
+	if r := e.getAuth("kept.example.com", "/", "alice", "wonderland"); r.status != http.StatusOK || upstreamHeader(r, "Auth-Username") != "alice" {
+		t.Errorf("after the bad edit: %d, headers %v", r.status, r.echo.Headers)
+	}
+	if r := e.getAuth("kept.example.com", "/", "", ""); r.status != http.StatusUnauthorized {
+		t.Errorf("after the bad edit, without credentials: %d, want 401", r.status)
+	}
+}
