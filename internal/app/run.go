@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/admin"
 	"github.com/portico-dev/portico/internal/dag"
@@ -44,8 +45,10 @@ type RunOptions struct {
 	AllowExternalName bool
 	// RootNamespaces and DisableIngress: see dag.Options.
 	RootNamespaces []string
-	DisableIngress bool
-	Logger         *slog.Logger
+	// FallbackCertificate: see dag.Options.
+	FallbackCertificate *types.NamespacedName
+	DisableIngress      bool
+	Logger              *slog.Logger
 	// AccessLogger writes the embedded proxy's access log (nil: Logger), and
 	// LogBatcher is the sink it writes to if that can batch (see proxy.Config);
 	// nil writes an access log line at a time.
@@ -127,10 +130,11 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:  opts.IngressClassName,
-			AllowExternalName: opts.AllowExternalName,
-			RootNamespaces:    opts.RootNamespaces,
-			DisableIngress:    opts.DisableIngress,
+			IngressClassName:    opts.IngressClassName,
+			AllowExternalName:   opts.AllowExternalName,
+			RootNamespaces:      opts.RootNamespaces,
+			DisableIngress:      opts.DisableIngress,
+			FallbackCertificate: opts.FallbackCertificate,
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},

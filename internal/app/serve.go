@@ -56,7 +56,9 @@ type ServeOptions struct {
 	AllowExternalName      bool
 	// RootNamespaces and DisableIngress: see dag.Options.
 	RootNamespaces []string
-	DisableIngress bool
+	// FallbackCertificate: see dag.Options.
+	FallbackCertificate *types.NamespacedName
+	DisableIngress      bool
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers on Envoy and the
 	// embedded proxy (0: Envoy's defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
@@ -248,10 +250,11 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Gateway: gateway, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:  opts.IngressClassName,
-			AllowExternalName: opts.AllowExternalName,
-			RootNamespaces:    opts.RootNamespaces,
-			DisableIngress:    opts.DisableIngress,
+			IngressClassName:    opts.IngressClassName,
+			AllowExternalName:   opts.AllowExternalName,
+			RootNamespaces:      opts.RootNamespaces,
+			DisableIngress:      opts.DisableIngress,
+			FallbackCertificate: opts.FallbackCertificate,
 		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),

@@ -20,6 +20,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as portico run does")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies may live (default: any)")
+	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	disableIngress := fs.Bool("disable-ingress", false, "ignore Ingress objects")
 	allowOrphaned := fs.Bool("allow-orphaned", false, "exit 0 even if objects are orphaned (blue-green setups whose standby is orphaned by design); invalid objects still fail")
 	positional, code, ok := parseInterspersed(fs, args)
@@ -40,7 +41,12 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *output != "table" && *output != "json" {
 		return fail(stderr, "check: -o %q: use table or json", *output)
 	}
-	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress})
+	fallbackKey, err := fallbackCertificate(*fallback)
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
+	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress,
+		FallbackCertificate: fallbackKey})
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}

@@ -35,6 +35,10 @@ type Options struct {
 	// RootNamespaces, when not empty, are the only namespaces where root IngressRoutes
 	// (those that own a virtual host) are accepted.
 	RootNamespaces []string
+	// FallbackCertificate, when set, is the kubernetes.io/tls Secret presented to
+	// clients that send no server name (or an unknown one), for the HTTPProxy roots
+	// that enable it (tls.enableFallbackCertificate).
+	FallbackCertificate *types.NamespacedName
 	// Processors build the APIs kept in packages of their own (Gateway API); each
 	// adds its data planes and statuses after the APIs above.
 	Processors []Processor

@@ -31,13 +31,19 @@ type Graph struct {
 func (g *Graph) Clusters() []*Cluster {
 	seen := map[string]bool{}
 	var out []*Cluster
+	add := func(c *Cluster) {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c)
+		}
+	}
 	visit := func(vh *VirtualHost) {
 		for _, r := range vh.Routes {
 			for _, wc := range r.Clusters {
-				if !seen[wc.Cluster.Name] {
-					seen[wc.Cluster.Name] = true
-					out = append(out, wc.Cluster)
-				}
+				add(wc.Cluster)
+			}
+			for _, m := range r.Mirrors {
+				add(m.Cluster)
 			}
 		}
 	}
@@ -59,10 +65,7 @@ func (g *Graph) Clusters() []*Cluster {
 			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
-					if !seen[wc.Cluster.Name] {
-						seen[wc.Cluster.Name] = true
-						out = append(out, wc.Cluster)
-					}
+					add(wc.Cluster)
 				}
 			}
 		}
@@ -114,7 +117,21 @@ type SecureVirtualHost struct {
 	// Authorization, when set, checks the requests of the routes whose Authorization
 	// enables it with an external server (policy_extauthz.go).
 	Authorization *Authorization
+	// ClientValidation, when set, asks clients for a certificate and checks it.
+	ClientValidation *ClientValidation
+	// HTTPVersions are the HTTP versions its clients may speak, HTTP1 and HTTP2;
+	// empty: both (HTTPProxy spec.httpVersions).
+	HTTPVersions []HTTPVersion
 }
+
+// HTTPVersion is an HTTP version a TLS host offers its clients.
+type HTTPVersion int
+
+// The HTTP versions.
+const (
+	HTTP1 HTTPVersion = iota + 1
+	HTTP2
+)
 
 // PathMatchKind says how a route's path is compared with the request path.
 type PathMatchKind int
@@ -206,6 +223,8 @@ type Route struct {
 	// Authorization is set on the routes of a host with an Authorization: whether
 	// and with what context their requests are checked (policy_extauthz.go).
 	Authorization *RouteAuthorization
+	// Mirrors get a copy of (a share of) the requests the route forwards.
+	Mirrors []*Mirror
 }
 
 // StringMatchKind says how a header or query parameter value is compared.
@@ -443,6 +462,9 @@ type StatusRange struct {
 type Endpoint struct {
 	Address string
 	Port    int32
+	// HealthPort, when not 0, is the port its active health checks go to
+	// (HTTPProxy's healthPort): the address's port of the Service's health port.
+	HealthPort int32
 }
 
 // Secret is a validated TLS certificate and key.

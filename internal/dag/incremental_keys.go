@@ -140,7 +140,7 @@ func ingressRouteKeys(ir *ingressroutev1.IngressRoute) objectKeys {
 	return kb.k
 }
 
-func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store) objectKeys {
+func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store, fallback *types.NamespacedName) objectKeys {
 	var kb keyBuilder
 	kb.obj(KindHTTPProxy, p.Namespace, p.Name)
 	services := func(ss []contourv1.Service) {
@@ -155,6 +155,18 @@ func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store) objectKeys {
 		kb.host(vh.Fqdn)
 		if vh.TLS != nil {
 			kb.secret(p.Namespace, vh.TLS.SecretName)
+			if cv := vh.TLS.ClientValidation; cv != nil {
+				kb.secret(p.Namespace, cv.CACertificate)
+				kb.secret(p.Namespace, cv.CertificateRevocationList)
+			}
+			if vh.TLS.EnableFallbackCertificate {
+				// Every root served under the fallback certificate is in the one
+				// secure host "*" (fallbackHost): they are built together.
+				kb.host(fallbackHostName)
+				if fallback != nil {
+					kb.secret(fallback.Namespace, fallback.Name)
+				}
+			}
 		}
 		if a := vh.Authorization; a != nil {
 			kb.extension(s, defaultString(a.ExtensionServiceRef.Namespace, p.Namespace), a.ExtensionServiceRef.Name)

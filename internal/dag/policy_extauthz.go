@@ -229,6 +229,9 @@ func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
 	if vh.TLS == nil || vh.TLS.Passthrough {
 		c.fail(problemAuth, "AuthNotPermitted", "%s needs spec.virtualhost.tls with a secretName: requests are authorized on the HTTPS connections Portico terminates (their credentials must not cross the network in clear text); add tls, or remove authorization", field)
 	}
+	if vh.TLS != nil && vh.TLS.EnableFallbackCertificate {
+		c.fail(problemAuth, "AuthIncompatibleWithFallback", "%s and spec.virtualhost.tls.enableFallbackCertificate cannot be combined: clients without a server name would reach the host's routes on the fallback certificate's connections, which are not authorized; remove one of them", field)
+	}
 	ref := a.ExtensionServiceRef
 	switch {
 	case ref.Name == "":

@@ -74,7 +74,7 @@ func TestHTTPProxyAuthorization(t *testing.T) {
 	if a.Cluster.Name != "extension/authns/auth" || a.Cluster.Protocol != "h2c" || !a.FailOpen || a.Timeout == nil || *a.Timeout != 750*time.Millisecond {
 		t.Errorf("authorization = %+v, cluster %+v", a, a.Cluster)
 	}
-	if diff := cmp.Diff([]Endpoint{{"10.0.0.7", 9000}, {"10.0.0.8", 9000}}, a.Cluster.Endpoints); diff != "" {
+	if diff := cmp.Diff([]Endpoint{{Address: "10.0.0.7", Port: 9000}, {Address: "10.0.0.8", Port: 9000}}, a.Cluster.Endpoints); diff != "" {
 		t.Errorf("endpoints (-want +got):\n%s", diff)
 	}
 	if !clusterListed(g, "extension/authns/auth") {
@@ -134,7 +134,7 @@ func objectStatus(t testing.TB, g *Graph, ref ObjectRef) *Status {
 func TestHTTPProxyAuthorizationRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, vhAuth, esSpec string
-		noTLS                bool
+		noTLS, fallback      bool
 		typ, reason          string
 		parts                []string
 	}{
@@ -148,6 +148,8 @@ func TestHTTPProxyAuthorizationRefused(t *testing.T) {
 			typ: problemAuth, reason: "AuthNotPermitted", parts: []string{"needs spec.virtualhost.tls"}},
 		{name: "bad apiVersion", vhAuth: `{extensionRef: {name: auth, namespace: authns, apiVersion: projectcontour.io/v1}}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
 			typ: problemAuth, reason: "AuthBadResourceVersion", parts: []string{"projectcontour.io/v1alpha1"}},
+		{name: "fallback certificate", vhAuth: `{extensionRef: {name: auth, namespace: authns}}`, esSpec: `{services: [{name: authz, port: 9000}]}`, fallback: true,
+			typ: problemAuth, reason: "AuthIncompatibleWithFallback", parts: []string{"enableFallbackCertificate cannot be combined"}},
 		{name: "http service", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
 			typ: problemUnsupported, reason: "SecurityFeatureNotImplemented", parts: []string{"serviceType: http is not implemented"}},
 	} {
@@ -155,6 +157,9 @@ func TestHTTPProxyAuthorizationRefused(t *testing.T) {
 			objs := authObjects(t, tc.vhAuth, tc.esSpec)
 			if tc.noTLS {
 				objs[1].(*contourv1.HTTPProxy).Spec.VirtualHost.TLS = nil
+			}
+			if tc.fallback {
+				objs[1].(*contourv1.HTTPProxy).Spec.VirtualHost.TLS.EnableFallbackCertificate = true
 			}
 			g := build(objs...)
 			wantInvalid(t, g, "default", "root", tc.typ, tc.reason, tc.parts...)
@@ -230,7 +235,7 @@ func TestIncrementalFollowsExtensionService(t *testing.T) {
 			got = h.Authorization.Cluster.Endpoints
 		}
 	}
-	if diff := cmp.Diff([]Endpoint{{"10.0.0.10", 9000}}, got); diff != "" {
+	if diff := cmp.Diff([]Endpoint{{Address: "10.0.0.10", Port: 9000}}, got); diff != "" {
 		t.Errorf("endpoints after the Service's change (-want +got):\n%s", diff)
 	}
 	s.Delete(extensionService(t, "metadata: {name: auth, namespace: authns}"))

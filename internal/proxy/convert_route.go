@@ -253,6 +253,11 @@ func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDe
 				def.clusters = append(def.clusters, c.name)
 			}
 		}
+		for _, m := range r.forward.mirrors {
+			if !slices.Contains(def.clusters, m.cluster) {
+				def.clusters = append(def.clusters, m.cluster)
+			}
+		}
 	}
 	for _, d := range pvh.GetDomains() {
 		def.domains = append(def.domains, strings.ToLower(d))
@@ -493,7 +498,6 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		field{"flush_timeout", ra.GetFlushTimeout() != nil},
 		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
 		field{"retry_policy_typed_config", ra.GetRetryPolicyTypedConfig() != nil},
-		field{"request_mirror_policies", len(ra.GetRequestMirrorPolicies()) > 0},
 		field{"rate_limits", len(ra.GetRateLimits()) > 0},
 		field{"cors", ra.GetCors() != nil},
 		field{"max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil},
@@ -551,6 +555,9 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		return nil, err
 	}
 	fa.hashPolicies = hps
+	if fa.mirrors, err = convertMirrorPolicies(ra.GetRequestMirrorPolicies()); err != nil {
+		return nil, err
+	}
 	switch ra.GetClusterNotFoundResponseCode() {
 	case routev3.RouteAction_SERVICE_UNAVAILABLE:
 		fa.notFoundStatus = http.StatusServiceUnavailable

@@ -193,6 +193,7 @@ type forwardAction struct {
 	hashPolicies   []hashPolicy // for RING_HASH and MAGLEV clusters
 	hostRewrite    string       // host_rewrite_literal; "" keeps the request's host
 	upgrades       []routeUpgrade
+	mirrors        []mirrorPolicy // request_mirror_policies
 }
 
 // routeUpgrade is a per-route upgrade_configs entry: it allows or refuses an
