@@ -59,9 +59,8 @@ func (g *Graph) Clusters() []*Cluster {
 			for _, vh := range svh.Also {
 				visit(vh)
 			}
-			if a := svh.Authorization; a != nil && !seen[a.Cluster.Name] {
-				seen[a.Cluster.Name] = true
-				out = append(out, a.Cluster)
+			if a := svh.Authorization; a != nil {
+				add(a.Cluster)
 			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
