@@ -328,6 +328,8 @@ func lookup(s *store.Store, ref dag.ObjectRef) runtime.Object {
 		return found(s.TLSRoutes, nn)
 	case dag.KindBackendTLSPolicy:
 		return found(s.BackendTLSPolicies, nn)
+	case dag.KindExtensionService:
+		return found(s.ExtensionServices, nn)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ func commands() map[string]command {
 		"run":       {"serve the manifests in a directory with the embedded proxy", runCmd},
 		"check":     {"print the status every object in a directory would get", checkCmd},
 		"echo":      {"run a test backend that answers with what it received", echoCmd},
+		"authz":     {"run an external authorization server (ext_authz gRPC v3, htpasswd users)", authzCmd},
 		"proxy":     {"run the embedded proxy against an xDS server", proxyCmd},
 		"serve":     {"run the controller against a Kubernetes API server", serveCmd},
 		"bootstrap": {"write an Envoy bootstrap file pointing at the xDS server", bootstrapCmd},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 )
 
 // The groups' resources, as they appear in URLs, RBAC rules and discovery.
@@ -27,13 +28,15 @@ const (
 	// ResourceTLSCertificateDelegations is the resource of both groups'
 	// TLSCertificateDelegations.
 	ResourceTLSCertificateDelegations = "tlscertificatedelegations"
+	// ResourceExtensionServices is projectcontour.io/v1alpha1's ExtensionServices.
+	ResourceExtensionServices = "extensionservices"
 )
 
 // NewScheme returns a scheme holding both groups' types (and the meta types every group
 // registers), for decoding what the API server sends.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1beta1.AddToScheme, contourv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{v1beta1.AddToScheme, contourv1.AddToScheme, contourv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // static registration; fails only on a programming error
 		}
@@ -52,6 +55,11 @@ func RESTConfig(cfg *rest.Config) *rest.Config {
 // fails on an HTTPProxy.
 func ProjectRESTConfig(cfg *rest.Config) *rest.Config {
 	return restConfig(cfg, contourv1.SchemeGroupVersion)
+}
+
+// ExtensionRESTConfig is RESTConfig for projectcontour.io/v1alpha1 (ExtensionService).
+func ExtensionRESTConfig(cfg *rest.Config) *rest.Config {
+	return restConfig(cfg, contourv1alpha1.SchemeGroupVersion)
 }
 
 func restConfig(cfg *rest.Config, gv schema.GroupVersion) *rest.Config {
@@ -80,8 +88,9 @@ func NewProjectREST(cfg *rest.Config) (*rest.RESTClient, error) {
 
 // Client is a typed client of both groups.
 type Client struct {
-	rest    rest.Interface // contour.heptio.com/v1beta1
-	project rest.Interface // projectcontour.io/v1
+	rest      rest.Interface // contour.heptio.com/v1beta1
+	project   rest.Interface // projectcontour.io/v1
+	extension rest.Interface // projectcontour.io/v1alpha1
 }
 
 // New returns a Client for the API server of cfg.
@@ -94,7 +103,20 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rest: r, project: p}, nil
+	x, err := rest.RESTClientFor(ExtensionRESTConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rest: r, project: p, extension: x}, nil
+}
+
+// ExtensionREST returns the REST client of projectcontour.io/v1alpha1.
+func (c *Client) ExtensionREST() rest.Interface { return c.extension }
+
+// ExtensionServices returns a client of the ExtensionServices in namespace. Its
+// UpdateStatus and Patch(..., "status") write the status subresource.
+func (c *Client) ExtensionServices(namespace string) Resource[contourv1alpha1.ExtensionService, *contourv1alpha1.ExtensionService] {
+	return Resource[contourv1alpha1.ExtensionService, *contourv1alpha1.ExtensionService]{rest: c.extension, namespace: namespace, resource: ResourceExtensionServices}
 }
 
 // REST returns the REST client of contour.heptio.com/v1beta1.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 )
 
 // Served says which of the groups' resources the API server serves, that is which CRDs
@@ -18,6 +19,8 @@ type Served struct {
 	// projectcontour.io/v1
 	HTTPProxies                      bool
 	ProjectTLSCertificateDelegations bool
+	// projectcontour.io/v1alpha1
+	ExtensionServices bool
 }
 
 // Discover asks the API server which of the groups' resources it serves. A group the
@@ -34,6 +37,11 @@ func Discover(d discovery.DiscoveryInterface) (Served, error) {
 		return Served{}, err
 	}
 	s.HTTPProxies, s.ProjectTLSCertificateDelegations = project[ResourceHTTPProxies], project[ResourceTLSCertificateDelegations]
+	alpha, err := resources(d, contourv1alpha1.SchemeGroupVersion)
+	if err != nil {
+		return Served{}, err
+	}
+	s.ExtensionServices = alpha[ResourceExtensionServices]
 	return s, nil
 }
 

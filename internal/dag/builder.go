@@ -42,6 +42,9 @@ type Options struct {
 	// Processors build the APIs kept in packages of their own (Gateway API); each
 	// adds its data planes and statuses after the APIs above.
 	Processors []Processor
+	// coreOnly builds the routing objects alone, without even dag's own processors
+	// (the incremental builder runs every processor apart).
+	coreOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -79,7 +82,7 @@ func Build(s *store.Store, opts Options) *Graph {
 	b.checkRootHosts(roots, holders)
 	b.processIngressRoutes(irs, irRoots)
 	b.processHTTPProxies(proxies, proxyRoots)
-	return withProcessed(b.graph(), runProcessors(s, opts))
+	return withProcessed(b.graph(), runProcessors(s, opts, builtinProcessors(s, opts)...))
 }
 
 // newBuilder returns the builder of one build, sized for objects routing objects.
@@ -107,6 +110,8 @@ type builder struct {
 	delegationsByNS map[string][]*ingressroutev1.TLSCertificateDelegation
 	// alsoChanged says that IngressRoute hosts were added to wildcard certificates' Also.
 	alsoChanged bool
+	// extensions are the ExtensionServices resolved so far (policy_extauthz.go).
+	extensions map[types.NamespacedName]*extension
 }
 
 func (b *builder) vhost(name string) *VirtualHost {

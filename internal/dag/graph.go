@@ -59,6 +59,9 @@ func (g *Graph) Clusters() []*Cluster {
 			for _, vh := range svh.Also {
 				visit(vh)
 			}
+			if a := svh.Authorization; a != nil {
+				add(a.Cluster)
+			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
 					add(wc.Cluster)
@@ -110,6 +113,9 @@ type SecureVirtualHost struct {
 	// that have no certificate of their own: connections for them arrive on this
 	// certificate and must reach their own routes.
 	Also []*VirtualHost
+	// Authorization, when set, checks the requests of the routes whose Authorization
+	// enables it with an external server (policy_extauthz.go).
+	Authorization *Authorization
 	// ClientValidation, when set, asks clients for a certificate and checks it.
 	ClientValidation *ClientValidation
 	// HTTPVersions are the HTTP versions its clients may speak, HTTP1 and HTTP2;
@@ -213,6 +219,9 @@ type Route struct {
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
 	// cookie affinity). Empty means the client's address when the clusters hash.
 	HashPolicies []HashPolicy
+	// Authorization is set on the routes of a host with an Authorization: whether
+	// and with what context their requests are checked (policy_extauthz.go).
+	Authorization *RouteAuthorization
 	// Mirrors get a copy of (a share of) the requests the route forwards.
 	Mirrors []*Mirror
 	// CookieRewrites change the cookies its backends set (HTTPProxy route

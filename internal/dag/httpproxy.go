@@ -232,7 +232,11 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback}
+		auth, ok := b.proxyAuthorization(root)
+		if !ok {
+			continue
+		}
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback, auth: auth}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
@@ -294,6 +298,8 @@ type proxyWalk struct {
 	claims map[string]*proxyClaim
 	keys   []string // claim keys in first-claimed order
 	visits int
+	// auth is the root's authorization, nil without one.
+	auth *Authorization
 	// clients is how the root's TLS host checks client certificates; nil: it does not.
 	clients *ClientValidation
 	// fallback is the fallback certificate when the root enables it; nil: it does not.
@@ -346,6 +352,12 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 			key = condsKey // merged holds the same requests as conds
 		}
 		route := plan.build(merged)
+		if w.auth != nil {
+			route.Authorization = routeAuthorization(w.root.p, n.p.Spec.Routes[i].AuthPolicy)
+			if permit && !route.Authorization.Disabled {
+				n.check.warn(problemAuth, "PlainHTTPNotAuthorized", "spec.routes[%d] is served over plain HTTP too (permitInsecure), where its requests are not authorized: only HTTPS requests of %s are checked; remove permitInsecure to redirect them to HTTPS", i, w.host)
+			}
+		}
 		w.claim(proxyClaim{route: route, owner: n, depth: depth, permitInsecure: permit, conds: merged, twin: rewriteTwin(route)}, key)
 	}
 	for i := range n.p.Spec.Includes {
@@ -468,7 +480,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	if secret == nil && tcp == nil {
 		return
 	}
-	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp}
+	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp, Authorization: w.auth}
 	if t := vhSpec.TLS; t != nil {
 		svh.Passthrough = t.Passthrough
 		svh.MinTLSVersion = t.MinimumProtocolVersion

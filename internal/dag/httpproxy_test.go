@@ -756,12 +756,10 @@ spec:
 		vh, route, service, spec string
 		field                    string
 	}{
-		{name: "authorization", vh: `, authorization: {extensionRef: {name: auth}}`, field: "spec.virtualhost.authorization"},
 		{name: "jwtProviders", vh: `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://jwks.example.com"}}]`, field: "spec.virtualhost.jwtProviders"},
 		{name: "virtualhost ipAllowPolicy", vh: `, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipAllowPolicy"},
 		{name: "virtualhost ipDenyPolicy", vh: `, ipDenyPolicy: [{source: Remote, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipDenyPolicy"},
 		{name: "virtualhost rateLimitPolicy", vh: `, rateLimitPolicy: {local: {requests: 1, unit: second}}`, field: "spec.virtualhost.rateLimitPolicy"},
-		{name: "route authPolicy", route: "\n    authPolicy: {disabled: true}", field: "spec.routes[0].authPolicy"},
 		{name: "route jwtVerificationPolicy", route: "\n    jwtVerificationPolicy: {require: p}", field: "spec.routes[0].jwtVerificationPolicy"},
 		{name: "route ipAllowPolicy", route: "\n    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipAllowPolicy"},
 		{name: "route ipDenyPolicy", route: "\n    ipDenyPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipDenyPolicy"},

@@ -186,7 +186,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		field string
 		set   bool
 	}{
-		{"spec.virtualhost.authorization", vh.Authorization != nil},
 		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
 		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
 		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
@@ -197,6 +196,7 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", u.field)
 		}
 	}
+	validateProxyAuthorization(vh, c)
 	if vh.CORSPolicy != nil {
 		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.corsPolicy is not implemented by Portico yet and is ignored: browsers see no CORS headers from the proxy")
 	}
@@ -293,7 +293,6 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 		name string
 		set  bool
 	}{
-		{"authPolicy", r.AuthPolicy != nil},
 		{"jwtVerificationPolicy", r.JWTVerificationPolicy != nil},
 		{"ipAllowPolicy", len(r.IPAllowFilterPolicy) > 0},
 		{"ipDenyPolicy", len(r.IPDenyFilterPolicy) > 0},

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -12,6 +13,7 @@ import (
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 
 	"github.com/portico-dev/portico/internal/store"
 )
@@ -113,7 +115,7 @@ type component struct {
 
 // NewIncremental returns an Incremental building with opts.
 func NewIncremental(opts Options) *Incremental {
-	inc := &Incremental{opts: opts, maxFraction: 0.5, runs: newProcessorRuns(opts.Processors)}
+	inc := &Incremental{opts: opts, maxFraction: 0.5, runs: newProcessorRuns(append([]Processor{extensionStatuses{}}, opts.Processors...))}
 	inc.reset()
 	return inc
 }
@@ -149,6 +151,7 @@ func (inc *Incremental) Build(s *store.Store) *Graph {
 
 // build rebuilds the components that ch reaches.
 func (inc *Incremental) build(s *store.Store, ch changes) *Graph {
+	ch.objects = inc.withExtensionUsers(ch)
 	seedKeys, seedObjs, oldComps := inc.applyChanges(s, ch)
 	for _, dep := range ch.deps {
 		for ref := range inc.deps.refs(dep) {
@@ -192,6 +195,22 @@ func (inc *Incremental) build(s *store.Store, ch changes) *Graph {
 	return inc.graph
 }
 
+// withExtensionUsers adds to the changed objects those that name a changed
+// ExtensionService: their keys include its Services and CA Secret, which it may have
+// changed, so they are keyed again, not only rebuilt.
+func (inc *Incremental) withExtensionUsers(ch changes) []ObjectRef {
+	out := ch.objects
+	for _, dep := range ch.deps {
+		if !strings.HasPrefix(dep, extKeyPrefix) {
+			continue
+		}
+		for ref := range inc.deps.refs(dep) {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
 // applyChanges updates the indexes for the routing objects that changed, returning the
 // keys they had and have, the changed objects that still exist, and their old components.
 func (inc *Incremental) applyChanges(s *store.Store, ch changes) ([]string, map[ObjectRef]struct{}, map[int]bool) {
@@ -199,6 +218,9 @@ func (inc *Incremental) applyChanges(s *store.Store, ch changes) ([]string, map[
 	seedObjs := map[ObjectRef]struct{}{}
 	oldComps := map[int]bool{}
 	for _, ref := range ch.objects {
+		if _, done := seedObjs[ref]; done {
+			continue // listed twice (withExtensionUsers)
+		}
 		if st := inc.objs[ref]; st != nil {
 			seedKeys = append(seedKeys, st.keys.links...)
 			if st.comp != 0 {
@@ -233,7 +255,7 @@ func currentKeys(s *store.Store, ref ObjectRef, opts Options) (objectKeys, bool)
 		}
 	case KindHTTPProxy:
 		if o := s.HTTPProxies[key]; o != nil {
-			return httpProxyKeys(o, opts.FallbackCertificate), true
+			return httpProxyKeys(o, s, opts.FallbackCertificate), true
 		}
 	}
 	return objectKeys{}, false
@@ -614,6 +636,7 @@ type seenObjects struct {
 	classes         map[string]*networkingv1.IngressClass
 	delegations     map[types.NamespacedName]*ingressroutev1.TLSCertificateDelegation
 	projDelegations map[types.NamespacedName]*contourv1.TLSCertificateDelegation
+	extensions      map[types.NamespacedName]*contourv1alpha1.ExtensionService
 	// gens are the generations of the store last seen: a kind whose generation did not
 	// change need not be compared object by object. journal is its journal: when the next
 	// store's journal tells which objects changed since, only those are compared.
@@ -633,6 +656,7 @@ func newSeenObjects() seenObjects {
 		classes:         map[string]*networkingv1.IngressClass{},
 		delegations:     map[types.NamespacedName]*ingressroutev1.TLSCertificateDelegation{},
 		projDelegations: map[types.NamespacedName]*contourv1.TLSCertificateDelegation{},
+		extensions:      map[types.NamespacedName]*contourv1alpha1.ExtensionService{},
 	}
 }
 
@@ -675,6 +699,9 @@ func (sn *seenObjects) diff(s *store.Store) changes {
 	diffIf(changed(store.KindIngressClass), sn.classes, s.IngressClasses, everything)
 	diffIf(changed(store.KindTLSCertificateDelegation), sn.delegations, s.TLSCertificateDelegations, everythingNN)
 	diffIf(changed(store.KindProjectTLSCertificateDelegation), sn.projDelegations, s.ProjectTLSCertificateDelegations, everythingNN)
+	// An ExtensionService is read by the HTTPProxies that name it (a dependency) and
+	// by its own processor (a kind).
+	diffIf(changed(store.KindExtensionService), sn.extensions, s.ExtensionServices, dep(extKeyPrefix))
 	for _, k := range processorKinds {
 		if changed(k) {
 			ch.kinds |= 1 << k
@@ -686,7 +713,7 @@ func (sn *seenObjects) diff(s *store.Store) changes {
 // processorKinds are the store kinds that no rule of this file compares object by
 // object: a processor that reads one of them runs again when its generation moves.
 var processorKinds = []store.Kind{store.KindNamespace, store.KindGatewayClass, store.KindGateway, store.KindListenerSet,
-	store.KindHTTPRoute, store.KindGRPCRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD}
+	store.KindHTTPRoute, store.KindGRPCRoute, store.KindTLSRoute, store.KindReferenceGrant, store.KindBackendTLSPolicy, store.KindConfigMap, store.KindGatewayAPICRD, store.KindExtensionService}
 
 // diffKey compares the one object a journal entry names, adding it to ch if it changed.
 func (sn *seenObjects) diffKey(s *store.Store, c store.Change, ch *changes) {
@@ -727,6 +754,10 @@ func (sn *seenObjects) diffKey(s *store.Store, c store.Change, ch *changes) {
 		diffOne(sn.delegations, s.TLSCertificateDelegations, k, everything)
 	case store.KindProjectTLSCertificateDelegation:
 		diffOne(sn.projDelegations, s.ProjectTLSCertificateDelegations, k, everything)
+	case store.KindExtensionService:
+		diffOne(sn.extensions, s.ExtensionServices, k, dep(extKeyPrefix))
+		ch.kinds |= 1 << c.Kind
+		ch.procObjects = append(ch.procObjects, c)
 	default:
 		ch.kinds |= 1 << c.Kind
 		ch.procObjects = append(ch.procObjects, c)
@@ -804,5 +835,6 @@ func diffSlices(seen, cur map[types.NamespacedName]map[string]*discoveryv1.Endpo
 func (inc *Incremental) coreOpts() Options {
 	o := inc.opts
 	o.Processors = nil
+	o.coreOnly = true
 	return o
 }

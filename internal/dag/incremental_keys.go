@@ -8,6 +8,7 @@ import (
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	"github.com/portico-dev/portico/internal/store"
 )
 
 // An object's keys say what it can interact with, for the incremental builder. Two kinds:
@@ -15,9 +16,11 @@ import (
 //   - link keys ("h:" a host name, "o:" an object that can be delegated or included to):
 //     objects sharing one compete for a host or serve on each other's hosts, so they are
 //     always built together (one component);
-//   - dependency keys ("s:" a Service, "x:" a Secret): an object is rebuilt when the
-//     Service (its endpoints included) or Secret changes, but two objects that use the
-//     same Service do not affect each other.
+//   - dependency keys ("s:" a Service, "x:" a Secret, "e:" an ExtensionService): an
+//     object is rebuilt when the Service (its endpoints included), Secret or
+//     ExtensionService changes, but two objects that use the same one do not affect
+//     each other. An object that names an ExtensionService depends on its Services and
+//     CA Secret too, and is keyed again when the ExtensionService changes.
 //
 // Keys may say more than the builder uses (that only costs time); they must never say
 // less, or an incremental build would differ from a full one. The property test in
@@ -32,6 +35,7 @@ const (
 	objKeyPrefix  = "o:"
 	svcKeyPrefix  = "s:"
 	secKeyPrefix  = "x:"
+	extKeyPrefix  = "e:"
 )
 
 func hostKey(host string) string { return hostKeyPrefix + strings.ToLower(host) }
@@ -63,6 +67,22 @@ func (kb *keyBuilder) service(ns, name string) {
 func (kb *keyBuilder) secret(ns, ref string) {
 	if ref != "" {
 		kb.k.deps = append(kb.k.deps, secretRefKey(ns, ref))
+	}
+}
+
+// extension adds the ExtensionService ns/name, and the Services and CA Secret it
+// names in s, as dependencies.
+func (kb *keyBuilder) extension(s *store.Store, ns, name string) {
+	kb.k.deps = append(kb.k.deps, extKeyPrefix+nsName(ns, name))
+	es := s.ExtensionServices[types.NamespacedName{Namespace: ns, Name: name}]
+	if es == nil {
+		return
+	}
+	for _, t := range es.Spec.Services {
+		kb.service(ns, t.Name)
+	}
+	if v := es.Spec.UpstreamValidation; v != nil {
+		kb.secret(ns, v.CACertificate)
 	}
 }
 
@@ -120,7 +140,7 @@ func ingressRouteKeys(ir *ingressroutev1.IngressRoute) objectKeys {
 	return kb.k
 }
 
-func httpProxyKeys(p *contourv1.HTTPProxy, fallback *types.NamespacedName) objectKeys {
+func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store, fallback *types.NamespacedName) objectKeys {
 	var kb keyBuilder
 	kb.obj(KindHTTPProxy, p.Namespace, p.Name)
 	services := func(ss []contourv1.Service) {
@@ -147,6 +167,9 @@ func httpProxyKeys(p *contourv1.HTTPProxy, fallback *types.NamespacedName) objec
 					kb.secret(fallback.Namespace, fallback.Name)
 				}
 			}
+		}
+		if a := vh.Authorization; a != nil {
+			kb.extension(s, defaultString(a.ExtensionServiceRef.Namespace, p.Namespace), a.ExtensionServiceRef.Name)
 		}
 	}
 	for _, inc := range p.Spec.Includes {

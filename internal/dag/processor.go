@@ -177,6 +177,15 @@ type processed struct {
 	deps     map[string]struct{}
 }
 
+// builtinProcessors are the processors of a full build of s: dag's own (the
+// ExtensionServices' statuses, when s has any) and opts.Processors.
+func builtinProcessors(s *store.Store, opts Options) []Processor {
+	if len(s.ExtensionServices) == 0 || opts.coreOnly {
+		return opts.Processors
+	}
+	return append([]Processor{extensionStatuses{}}, opts.Processors...)
+}
+
 // runProcessors runs procs (opts.Processors when none are given) on s, with a builder
 // of their own: their clusters are the same as the other APIs' in name and content, so
 // a graph built whole and one built incrementally agree.

@@ -9,6 +9,7 @@ import (
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 
 	"github.com/portico-dev/portico/internal/store"
 )
@@ -64,6 +65,10 @@ func ValidateObject(obj runtime.Object, s *store.Store, opts Options) Verdict {
 		return b.validateIngressRouteObject(o)
 	case *contourv1.HTTPProxy:
 		return b.validateHTTPProxyObject(o)
+	case *contourv1alpha1.ExtensionService:
+		var c proxyCheck
+		validateExtensionService(&o.Spec, &c)
+		return Verdict{Ours: true, Problems: problemMessages(c.errors), Notes: problemMessages(c.warnings)}
 	}
 	return Verdict{}
 }

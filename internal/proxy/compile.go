@@ -307,7 +307,7 @@ func diffNames(was, now []string, refs map[string]int) {
 // each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
-		return cc.fc.routes.clusterUses()
+		return append(cc.fc.routes.clusterUses(), cs.hcm.filters.Clusters()...)
 	}
 	names := make([]string, 0, len(cs.tcp.clusters))
 	for _, c := range cs.tcp.clusters {
@@ -333,6 +333,11 @@ func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 			if err := p.compileCluster(name, snap); err != nil {
 				return fmt.Errorf("route configuration %q: %w", routes.name, err)
 			}
+		}
+	}
+	for _, name := range cs.hcm.filters.Clusters() {
+		if err := p.compileCluster(name, snap); err != nil {
+			return fmt.Errorf("http filters: %w", err)
 		}
 	}
 	return nil

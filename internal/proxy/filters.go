@@ -4,6 +4,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/filters/extauthz"
 	"github.com/portico-dev/portico/internal/proxy/filters/lua"
 )
 
@@ -12,4 +13,5 @@ import (
 // router, last in every chain, is the proxy's own request forwarding.
 var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	lua.Factory{},
+	extauthz.Factory{},
 )

@@ -94,8 +94,9 @@ func sameHTTPProxyStatus(a, b contourv1.HTTPProxyStatus) bool {
 }
 
 // HTTPProxyWriter writes the status of the HTTPProxies Portico processed (valid, invalid
-// or orphaned), only when it differs from what the API server has, from a few parallel
-// workers. HTTPProxies of another ingress class are left alone.
+// or orphaned), and of the ExtensionServices they use, only when it differs from what
+// the API server has, from a few parallel workers. HTTPProxies of another ingress class
+// are left alone.
 type HTTPProxyWriter struct {
 	Client  *contourclient.Client
 	Workers int
@@ -141,7 +142,7 @@ func (w *HTTPProxyWriter) Sync(ctx context.Context, s *store.Store, statuses []*
 			updates = append(updates, httpProxyUpdate{key, want})
 		}
 	}
-	return writeAll(ctx, w.Workers, updates, w.write)
+	return writeAll(ctx, w.Workers, updates, w.write) + w.syncExtensionServices(ctx, s, statuses, now)
 }
 
 // write replaces the status with a merge patch of the status subresource (conditions are

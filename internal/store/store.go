@@ -18,6 +18,7 @@ import (
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -45,6 +46,9 @@ type Store struct {
 	// TLSCertificateDelegation are kept apart: one of each may share a namespace/name.
 	HTTPProxies                      map[types.NamespacedName]*contourv1.HTTPProxy
 	ProjectTLSCertificateDelegations map[types.NamespacedName]*contourv1.TLSCertificateDelegation
+	// ExtensionServices are the projectcontour.io/v1alpha1 services the proxy calls
+	// itself (external authorization); empty when their CRD is not installed.
+	ExtensionServices map[types.NamespacedName]*contourv1alpha1.ExtensionService
 	// The gateway.networking.k8s.io/v1 objects (Gateway API); empty when their CRDs are not
 	// installed. GatewayClasses are cluster-scoped, keyed by name.
 	GatewayClasses     map[string]*gatewayv1.GatewayClass
@@ -98,6 +102,7 @@ const (
 	KindBackendTLSPolicy
 	KindConfigMap
 	KindGatewayAPICRD
+	KindExtensionService
 	numKinds
 )
 
@@ -147,6 +152,7 @@ func New() *Store {
 
 		HTTPProxies:                      map[types.NamespacedName]*contourv1.HTTPProxy{},
 		ProjectTLSCertificateDelegations: map[types.NamespacedName]*contourv1.TLSCertificateDelegation{},
+		ExtensionServices:                map[types.NamespacedName]*contourv1alpha1.ExtensionService{},
 
 		GatewayClasses:     map[string]*gatewayv1.GatewayClass{},
 		Gateways:           map[types.NamespacedName]*gatewayv1.Gateway{},
@@ -218,6 +224,8 @@ func (s *Store) Upsert(obj runtime.Object) bool {
 	case *contourv1.TLSCertificateDelegation:
 		s.ProjectTLSCertificateDelegations[key(o.Namespace, o.Name)] = o
 		s.touch(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name))
+	case *contourv1alpha1.ExtensionService:
+		upsertNamespaced(s, KindExtensionService, s.ExtensionServices, o)
 	case *gatewayv1.GatewayClass:
 		s.GatewayClasses[o.Name] = o
 		s.touch(KindGatewayClass, key("", o.Name))
@@ -305,6 +313,8 @@ func (s *Store) Delete(obj runtime.Object) bool {
 		return s.deleted(KindHTTPProxy, key(o.Namespace, o.Name), deleteKey(s.HTTPProxies, key(o.Namespace, o.Name)))
 	case *contourv1.TLSCertificateDelegation:
 		return s.deleted(KindProjectTLSCertificateDelegation, key(o.Namespace, o.Name), deleteKey(s.ProjectTLSCertificateDelegations, key(o.Namespace, o.Name)))
+	case *contourv1alpha1.ExtensionService:
+		return deleteNamespaced(s, KindExtensionService, s.ExtensionServices, o)
 	case *gatewayv1.GatewayClass:
 		return s.deleted(KindGatewayClass, key("", o.Name), deleteKey(s.GatewayClasses, o.Name))
 	case *gatewayv1.Gateway:
@@ -428,6 +438,7 @@ func (s *Store) Clone() *Store {
 
 		HTTPProxies:                      maps.Clone(s.HTTPProxies),
 		ProjectTLSCertificateDelegations: maps.Clone(s.ProjectTLSCertificateDelegations),
+		ExtensionServices:                maps.Clone(s.ExtensionServices),
 
 		GatewayClasses:     maps.Clone(s.GatewayClasses),
 		Gateways:           maps.Clone(s.Gateways),
@@ -464,7 +475,8 @@ func (s *Store) Counts() map[string]int {
 		"Endpoints": len(s.Endpoints), "EndpointSlice": slices, "Secret": len(s.Secrets), "Namespace": len(s.Namespaces),
 		"IngressRoute": len(s.IngressRoutes), "TLSCertificateDelegation": len(s.TLSCertificateDelegations),
 		"HTTPProxy": len(s.HTTPProxies), ProjectTLSCertificateDelegationKind: len(s.ProjectTLSCertificateDelegations),
-		"GatewayClass": len(s.GatewayClasses), "Gateway": len(s.Gateways), "ListenerSet": len(s.ListenerSets),
+		"ExtensionService": len(s.ExtensionServices),
+		"GatewayClass":     len(s.GatewayClasses), "Gateway": len(s.Gateways), "ListenerSet": len(s.ListenerSets),
 		"HTTPRoute": len(s.HTTPRoutes), "GRPCRoute": len(s.GRPCRoutes), "TLSRoute": len(s.TLSRoutes),
 		"ReferenceGrant": len(s.ReferenceGrants), "BackendTLSPolicy": len(s.BackendTLSPolicies),
 		"ConfigMap": len(s.ConfigMaps), "CustomResourceDefinition": len(s.GatewayAPICRDs),

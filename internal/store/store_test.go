@@ -37,7 +37,7 @@ func TestUpsertDeleteAndClone(t *testing.T) {
 		&corev1.Pod{ObjectMeta: meta("a", "pod")}, // not a kind the store keeps
 	})
 	want := map[string]int{"Ingress": 1, "IngressClass": 1, "Service": 1, "Endpoints": 0, "EndpointSlice": 2, "Secret": 1, "Namespace": 1,
-		"IngressRoute": 0, "TLSCertificateDelegation": 0, "HTTPProxy": 0, "TLSCertificateDelegation.projectcontour.io": 0,
+		"IngressRoute": 0, "TLSCertificateDelegation": 0, "HTTPProxy": 0, "TLSCertificateDelegation.projectcontour.io": 0, "ExtensionService": 0,
 		"GatewayClass": 0, "Gateway": 0, "ListenerSet": 0, "HTTPRoute": 0, "GRPCRoute": 0, "TLSRoute": 0,
 		"ReferenceGrant": 0, "BackendTLSPolicy": 0, "ConfigMap": 0, "CustomResourceDefinition": 0}
 	if diff := cmp.Diff(want, s.Counts()); diff != "" {

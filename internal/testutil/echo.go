@@ -33,13 +33,21 @@ func StartEcho(t testing.TB, cfg echo.Config) string {
 // `portico echo --tls-cert --tls-key` does.
 func StartTLSEcho(t testing.TB, cfg echo.Config, cert Cert) string {
 	t.Helper()
-	dir := t.TempDir()
-	cfg.TLSCertFile, cfg.TLSKeyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(cfg.TLSCertFile, cert.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg.TLSKeyFile, cert.KeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg.TLSCertFile, cfg.TLSKeyFile = CertFiles(t, cert)
 	return StartEcho(t, cfg)
+}
+
+// CertFiles writes cert's certificate and key as PEM files in a temporary directory,
+// as a server's --tls-cert and --tls-key read them, and returns their paths.
+func CertFiles(t testing.TB, cert Cert) (certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, cert.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, cert.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }

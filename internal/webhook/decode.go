@@ -12,6 +12,7 @@ import (
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 	"github.com/portico-dev/portico/internal/contourclient"
 )
 
@@ -32,7 +33,8 @@ func kinds() map[schema.GroupVersionKind]decodeFunc {
 			obj, _, err := irDecoder.Decode(raw, &gvk, &ingressroutev1.IngressRoute{})
 			return obj, err
 		},
-		contourv1.SchemeGroupVersion.WithKind("HTTPProxy"): decodeInto[contourv1.HTTPProxy],
+		contourv1.SchemeGroupVersion.WithKind("HTTPProxy"):              decodeInto[contourv1.HTTPProxy],
+		contourv1alpha1.SchemeGroupVersion.WithKind("ExtensionService"): decodeInto[contourv1alpha1.ExtensionService],
 
 		// Gateway API kinds, in v1 only: the webhook's rules name v1 with matchPolicy
 		// Equivalent, so the API server sends writes made through the other versions the

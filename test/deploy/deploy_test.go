@@ -157,7 +157,7 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	}
 	want := map[string]int{
 		"Namespace": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 3, "RoleBinding": 3,
-		"Deployment": 1, "DaemonSet": 1, "Service": 3, "IngressClass": 1, "CustomResourceDefinition": 4,
+		"Deployment": 1, "DaemonSet": 1, "Service": 3, "IngressClass": 1, "CustomResourceDefinition": 5,
 		"ValidatingWebhookConfiguration": 1, "NetworkPolicy": 2,
 	}
 	for kind, n := range want {
@@ -187,6 +187,11 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 		Spec:       contourv1.TLSCertificateDelegationSpec{Delegations: []contourv1.CertificateDelegation{{SecretName: "s", TargetNamespaces: []string{"*"}}}},
 	}, dryRun); err != nil {
 		t.Errorf("creating a projectcontour.io TLSCertificateDelegation (dry run): %v", err)
+	}
+	es := `{"apiVersion": "projectcontour.io/v1alpha1", "kind": "ExtensionService", "metadata": {"name": "dry-run"}, "spec": {"protocol": "h2c", "services": [{"name": "s", "port": 80}]}}`
+	if err := contour.ExtensionREST().Post().Namespace(systemNamespace).Resource(contourclient.ResourceExtensionServices).
+		Param("dryRun", metav1.DryRunAll).Body([]byte(es)).Do(ctx).Error(); err != nil {
+		t.Errorf("creating an ExtensionService (dry run): %v", err)
 	}
 }
 
@@ -350,6 +355,24 @@ func TestRBACIsSufficient(t *testing.T) {
 					[]byte(`{"status":{"description":"patched by the RBAC test"}}`), metav1.PatchOptions{FieldManager: fieldManager}, "status")
 				return err
 			},
+			"list extensionservices": func() error {
+				return irs.ExtensionREST().Get().Resource(contourclient.ResourceExtensionServices).Do(ctx).Error()
+			},
+			"watch extensionservices": func() error {
+				w, err := irs.ExtensionREST().Get().Resource(contourclient.ResourceExtensionServices).Param("watch", "true").Timeout(time.Second).Watch(ctx)
+				if err == nil {
+					w.Stop()
+				}
+				return err
+			},
+			// A missing object's status patch is refused by name (404), not by RBAC (403).
+			"patch extensionservices/status": func() error {
+				_, err := irs.ExtensionServices(appNS).Patch(ctx, "none", types.MergePatchType, []byte(`{"status":{}}`), metav1.PatchOptions{FieldManager: fieldManager}, "status")
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			},
 		} {
 			if err := do(); err != nil {
 				t.Errorf("%s: %v", what, err)
@@ -419,6 +442,10 @@ func TestRBACIsSufficient(t *testing.T) {
 				return err
 			},
 			"delete httpproxies": func() error { return irs.HTTPProxies(appNS).Delete(ctx, proxy.Name, metav1.DeleteOptions{}) },
+			"create extensionservices": func() error {
+				return irs.ExtensionREST().Post().Namespace(appNS).Resource(contourclient.ResourceExtensionServices).
+					Body([]byte(`{"apiVersion": "projectcontour.io/v1alpha1", "kind": "ExtensionService", "metadata": {"name": "x"}, "spec": {"services": [{"name": "s", "port": 80}]}}`)).Do(ctx).Error()
+			},
 			"create tlscertificatedelegations": func() error {
 				_, err := irs.TLSCertificateDelegations(appNS).Create(ctx, &contourv1beta1.TLSCertificateDelegation{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 				return err

@@ -84,8 +84,8 @@ ingressStatusAddress: [192.0.2.7]
 					t.Errorf("%v: API server warning: %s", m, w)
 				}
 			}
-			if kinds["Deployment"] != 1 || kinds["DaemonSet"] != 1 || kinds["CustomResourceDefinition"] != 4 {
-				t.Errorf("rendered %v: want a Deployment, a DaemonSet and 4 CRDs", kinds)
+			if kinds["Deployment"] != 1 || kinds["DaemonSet"] != 1 || kinds["CustomResourceDefinition"] != 5 {
+				t.Errorf("rendered %v: want a Deployment, a DaemonSet and 5 CRDs", kinds)
 			}
 			if !t.Failed() {
 				t.Logf("%d objects accepted by the API server (dry run): %v", len(r.objects), kinds)

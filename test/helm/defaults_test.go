@@ -71,7 +71,7 @@ func withoutHelmLabels(t *testing.T, o *unstructured.Unstructured, want map[stri
 //     (selectors and pod templates do not).
 //
 // Nothing else: same kinds, names, namespaces, labels, annotations, specs, and the same
-// four CRDs (crds/, byte for byte deploy/crds: hack/generate.sh writes both).
+// five CRDs (crds/, byte for byte deploy/crds: hack/generate.sh writes both).
 func TestDefaultsRenderDeploy(t *testing.T) {
 	deployed, err := deploytest.LoadKustomization(deploytest.Dir())
 	if err != nil {

@@ -110,6 +110,27 @@ func (r *Registry) BuildChain(filters []*hcmv3.HttpFilter) (*Chain, error) {
 	return &c, nil
 }
 
+// ClusterUser is implemented by filters that call clusters of the configuration
+// (an authorization or rate limit service): the proxy keeps those clusters, with
+// their endpoints, as it keeps the routes' clusters.
+type ClusterUser interface {
+	Clusters() []string
+}
+
+// Clusters are the clusters the chain's filters call, in filter order.
+func (c *Chain) Clusters() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for i := range c.entries {
+		if cu, ok := c.entries[i].filter.(ClusterUser); ok {
+			out = append(out, cu.Clusters()...)
+		}
+	}
+	return out
+}
+
 // PerRoute is one filter's configuration on a route or virtual host.
 type PerRoute struct {
 	Config any

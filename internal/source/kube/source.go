@@ -24,6 +24,7 @@ import (
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/store"
 )
@@ -195,6 +196,10 @@ func (s *Source) discoverContour(ctx context.Context) (contourclient.Served, err
 				s.cfg.Logger.Warn("projectcontour.io TLSCertificateDelegation CRD not installed; delegations of that group are ignored — kubectl apply -f deploy/crds",
 					"then", "restart portico to watch them")
 			}
+			if !served.ExtensionServices {
+				s.cfg.Logger.Warn("ExtensionService CRD not installed; HTTPProxies with authorization are invalid — kubectl apply -f deploy/crds",
+					"then", "restart portico to watch them")
+			}
 			return served, nil
 		}
 		s.cfg.Logger.Warn("asking the API server whether the IngressRoute and HTTPProxy CRDs are installed; will retry", "err", err, "retry_in", backoff.String())
@@ -226,6 +231,9 @@ func (s *Source) registerContour(served contourclient.Served, ns string) {
 	}
 	if served.ProjectTLSCertificateDelegations {
 		s.registerREST(project, contourclient.ResourceTLSCertificateDelegations, ns, &contourv1.TLSCertificateDelegation{})
+	}
+	if served.ExtensionServices {
+		s.registerREST(s.cfg.Contour.ExtensionREST(), contourclient.ResourceExtensionServices, ns, &contourv1alpha1.ExtensionService{})
 	}
 }
 

@@ -3,7 +3,7 @@
 // Ingress and IngressClass (networking.k8s.io/v1, with the deprecated
 // v1beta1 versions converted), Service, Endpoints, Secret, EndpointSlice,
 // IngressRoute and TLSCertificateDelegation (contour.heptio.com/v1beta1), HTTPProxy
-// and TLSCertificateDelegation (projectcontour.io/v1), Namespace (for its labels), and
+// and TLSCertificateDelegation (projectcontour.io/v1), ExtensionService (projectcontour.io/v1alpha1), Namespace (for its labels), and
 // the Gateway API kinds (gateway.networking.k8s.io/v1, v1beta1 converted).
 //
 // Kinds of API groups Portico does not read (apps/v1 Deployments, CRDs of other

@@ -53,7 +53,7 @@ func TestDecodeReportsMistakenKinds(t *testing.T) {
 		{"resource name for a kind", "apiVersion: networking.k8s.io/v1\nkind: ingresses\nmetadata: {name: x}\n",
 			2, `unknown kind "ingresses" in networking.k8s.io/v1; did you mean "Ingress"?`},
 		{"unknown projectcontour.io kind", "apiVersion: projectcontour.io/v1\nkind: Route\nmetadata: {name: x}\n",
-			2, `unknown kind "Route" in projectcontour.io/v1; the kinds Portico reads from projectcontour.io are HTTPProxy and TLSCertificateDelegation`},
+			2, `unknown kind "Route" in projectcontour.io/v1; the kinds Portico reads from projectcontour.io are ExtensionService, HTTPProxy and TLSCertificateDelegation`},
 		{"a Gateway API kind in Contour's group", "apiVersion: projectcontour.io/v1\nkind: Gateway\nmetadata: {name: x}\n",
 			1, `unknown kind "Gateway" in projectcontour.io/v1; Gateway is gateway.networking.k8s.io/v1`},
 		{"misspelt IngressRoute", "apiVersion: contour.heptio.com/v1beta1\nkind: IngresRoute\nmetadata: {name: x}\n",
@@ -114,7 +114,6 @@ func TestLoadDirSkipsRealKindsQuietly(t *testing.T) {
 		"apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: cert}\n",
 		"apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: XBackendTrafficPolicy\nmetadata: {name: r}\n",
 		"apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: cc}\n",
-		"apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: es}\n",
 		svcYAML("web", 80),
 	}
 	dir := t.TempDir()

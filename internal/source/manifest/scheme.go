@@ -16,6 +16,7 @@ import (
 
 	contourv1beta1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	contourv1alpha1 "github.com/portico-dev/portico/apis/projectcontour/v1alpha1"
 )
 
 // Group/version/kinds of everything Portico keeps from manifests, after
@@ -34,6 +35,7 @@ var (
 
 	gvkHTTPProxy                       = contourv1.SchemeGroupVersion.WithKind("HTTPProxy")
 	gvkProjectTLSCertificateDelegation = contourv1.SchemeGroupVersion.WithKind("TLSCertificateDelegation")
+	gvkExtensionService                = contourv1alpha1.SchemeGroupVersion.WithKind("ExtensionService")
 
 	gvkIngressNetV1beta1      = networkingv1beta1.SchemeGroupVersion.WithKind("Ingress")
 	gvkIngressClassNetV1beta1 = networkingv1beta1.SchemeGroupVersion.WithKind("IngressClass")
@@ -66,6 +68,7 @@ var keptKinds = map[schema.GroupVersionKind]kindInfo{
 
 	gvkHTTPProxy:                       {gvkHTTPProxy, true},
 	gvkProjectTLSCertificateDelegation: {gvkProjectTLSCertificateDelegation, true},
+	gvkExtensionService:                {gvkExtensionService, true},
 
 	gvkGatewayClass:     {gvkGatewayClass, false},
 	gvkGateway:          {gvkGateway, true},
@@ -114,7 +117,7 @@ func initScheme() {
 	add(extensionsv1beta1.SchemeGroupVersion,
 		&extensionsv1beta1.Ingress{}, &extensionsv1beta1.IngressList{},
 	)
-	for _, add := range []func(*runtime.Scheme) error{contourv1beta1.AddToScheme, contourv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{contourv1beta1.AddToScheme, contourv1.AddToScheme, contourv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // programming error, caught by any test
 		}

@@ -26,6 +26,9 @@ type httpFilter struct {
 	// vhost and route are its per-route configurations; nil: none.
 	vhost func(vh *dag.VirtualHost, opts Options) *anypb.Any
 	route func(r *dag.Route, vh *dag.VirtualHost, opts Options) *anypb.Any
+	// disabled filters run only on the routes whose configuration enables them
+	// (HttpFilter.disabled, enabled by a FilterConfig).
+	disabled bool
 }
 
 // httpFilters is the order requests meet the filters in, the router last:
@@ -34,7 +37,7 @@ type httpFilter struct {
 // authorization), then the rate limits, which so count only requests that
 // would be served. Lua (cookie rewrites) works on responses only; it is first so that
 // its changes come last, as encoders run in reverse.
-var httpFilters = []httpFilter{luaFilter}
+var httpFilters = []httpFilter{luaFilter, extAuthzFilter}
 
 // httpFilterChain is the http_filters of a connection manager: a plain
 // listener's (svh nil) or an HTTPS server name's.
@@ -45,7 +48,7 @@ func httpFilterChain(svh *dag.SecureVirtualHost, opts Options) []*hcmv3.HttpFilt
 			continue
 		}
 		if cfg := f.listener(svh, opts); cfg != nil {
-			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}})
+			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}, Disabled: f.disabled})
 		}
 	}
 	return append(out, &hcmv3.HttpFilter{

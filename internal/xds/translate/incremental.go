@@ -406,6 +406,9 @@ func (t *Incremental) newSecureEntry(svh *dag.SecureVirtualHost, h secureHost, o
 			clusters = append(clusters, wc.Cluster)
 		}
 	}
+	if a := svh.Authorization; a != nil {
+		clusters = append(clusters, a.Cluster)
+	}
 	e.uses = t.use(clusters)
 	t.Retranslated++
 	return e

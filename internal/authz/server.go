@@ -1,0 +1,266 @@
+// Package authz implements `portico authz`: a small external authorization server
+// speaking Envoy's ext_authz gRPC v3 protocol (envoy.service.auth.v3.Authorization),
+// with HTTP basic authentication against an htpasswd file. It is the authorization
+// server of the project's tests and examples, in the family of `portico echo`: both data
+// planes ask it over real gRPC.
+//
+// A request with valid basic credentials is allowed, and the upstream receives
+// Auth-Username (the user) and, for each context entry the proxy sent (HTTPProxy
+// authPolicy.context) whose key is a header name, Auth-Context-<Key>; the Authorization
+// header is kept. Any other
+// request is denied with 401, a WWW-Authenticate challenge naming the realm, and a short
+// body. With a delay, every check waits that long first, as a slow server would.
+package authz
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/textproto"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	htpasswd "github.com/tg123/go-htpasswd"
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// DefaultRealm is the realm of the challenge when Config.Realm is empty.
+const DefaultRealm = "portico"
+
+// Headers the upstream of an allowed request receives.
+const (
+	UserHeader          = "Auth-Username"
+	ContextHeaderPrefix = "Auth-Context-"
+)
+
+// hashes are the htpasswd formats accepted: every hash the library knows, never a
+// clear-text password.
+var hashes = []htpasswd.PasswdParser{htpasswd.AcceptMd5, htpasswd.AcceptSha, htpasswd.AcceptBcrypt, htpasswd.AcceptSsha, htpasswd.AcceptCryptSha}
+
+// Config configures a Server.
+type Config struct {
+	// Listen is the TCP address to bind, e.g. "127.0.0.1:9100" or ":0".
+	Listen string
+	// HTPasswd is the htpasswd file of the users (bcrypt, SHA-crypt, APR1/MD5-crypt,
+	// SHA or SSHA hashes; clear text is refused).
+	HTPasswd string
+	// Realm is named in the 401 challenge; empty means DefaultRealm.
+	Realm string
+	// Delay makes every check wait this long before answering.
+	Delay time.Duration
+	// TLSCertFile and TLSKeyFile (PEM), when set, serve gRPC over TLS (h2); without
+	// them, gRPC in clear text (h2c).
+	TLSCertFile string
+	TLSKeyFile  string
+	// Logger receives one line per check; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is an authorization server. Create it with New, then Start or Run it.
+type Server struct {
+	authv3.UnimplementedAuthorizationServer
+	cfg   Config
+	log   *slog.Logger
+	users *htpasswd.File
+
+	mu   sync.Mutex
+	ln   net.Listener
+	grpc *grpc.Server
+	done chan error
+}
+
+// New reads the htpasswd file and returns an unstarted Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Realm == "" {
+		cfg.Realm = DefaultRealm
+	}
+	var bad []string
+	users, err := htpasswd.New(cfg.HTPasswd, hashes, func(err error) { bad = append(bad, err.Error()) })
+	if err != nil {
+		return nil, fmt.Errorf("htpasswd file %s: %w", cfg.HTPasswd, err)
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("htpasswd file %s: %s (one user:hash per line; clear-text passwords are refused: hash them with htpasswd -B)", cfg.HTPasswd, strings.Join(bad, "; "))
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: log.With("component", "authz"), users: users}, nil
+}
+
+// Start binds the listen address and serves in the background; Addr is valid once it
+// returns.
+func (s *Server) Start() error {
+	var opts []grpc.ServerOption
+	if s.cfg.TLSCertFile != "" || s.cfg.TLSKeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+		if err != nil {
+			return fmt.Errorf("TLS certificate: %w", err)
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	gs := grpc.NewServer(opts...)
+	authv3.RegisterAuthorizationServer(gs, s)
+	s.mu.Lock()
+	s.ln, s.grpc, s.done = ln, gs, make(chan error, 1)
+	s.mu.Unlock()
+	s.log.Info("serving ext_authz v3", "addr", ln.Addr().String(), "tls", len(opts) > 0, "realm", s.cfg.Realm, "delay", s.cfg.Delay)
+	go func() { s.done <- gs.Serve(ln) }()
+	return nil
+}
+
+// Addr is the bound address, or "" before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Run starts the server and serves until ctx is done, then stops (Shutdown).
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(); err != nil {
+		return err
+	}
+	select {
+	case err := <-s.done:
+		return err
+	case <-ctx.Done():
+	}
+	return s.Shutdown()
+}
+
+// Shutdown stops serving: checks in flight are given a few seconds to finish, then
+// their connections are closed. Shutting down an unstarted or stopped server is a
+// no-op.
+func (s *Server) Shutdown() error {
+	s.mu.Lock()
+	gs, done := s.grpc, s.done
+	s.grpc = nil
+	s.mu.Unlock()
+	if gs == nil {
+		return nil
+	}
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		gs.Stop()
+	}
+	if err := <-done; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+// Check answers one authorization request.
+func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	if s.cfg.Delay > 0 {
+		t := time.NewTimer(s.cfg.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	http := req.GetAttributes().GetRequest().GetHttp()
+	user, ok := s.authenticate(http.GetHeaders()["authorization"])
+	s.log.Info("check", "host", http.GetHost(), "path", http.GetPath(), "user", user, "allowed", ok)
+	if !ok {
+		return s.deny(), nil
+	}
+	return allow(user, req.GetAttributes().GetContextExtensions()), nil
+}
+
+// authenticate returns the user of valid basic credentials.
+func (s *Server) authenticate(header string) (string, bool) {
+	scheme, encoded, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
+	if err != nil {
+		return "", false
+	}
+	user, password, ok := strings.Cut(string(raw), ":")
+	if !ok || !s.users.Match(user, password) {
+		return user, false
+	}
+	return user, true
+}
+
+func (s *Server) deny() *authv3.CheckResponse {
+	return &authv3.CheckResponse{
+		Status: &status.Status{Code: int32(code.Code_UNAUTHENTICATED)},
+		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+			Status: &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
+			Headers: []*corev3.HeaderValueOption{
+				header("WWW-Authenticate", fmt.Sprintf("Basic realm=%q", s.cfg.Realm)),
+				header("Content-Type", "text/plain; charset=utf-8"),
+			},
+			Body: "unauthorized: send valid basic credentials\n",
+		}},
+	}
+}
+
+// allow is the answer to an authenticated request: the user, and the context entries in
+// key order, as headers for the upstream.
+func allow(user string, context map[string]string) *authv3.CheckResponse {
+	headers := []*corev3.HeaderValueOption{header(UserHeader, user)}
+	keys := make([]string, 0, len(context))
+	for k := range context {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !headerToken(k) {
+			continue // not a header name: nothing to send it as
+		}
+		headers = append(headers, header(ContextHeaderPrefix+textproto.CanonicalMIMEHeaderKey(k), context[k]))
+	}
+	return &authv3.CheckResponse{
+		Status:       &status.Status{Code: int32(code.Code_OK)},
+		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{Headers: headers}},
+	}
+}
+
+// headerToken reports whether k can be part of a header name.
+func headerToken(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+func header(name, value string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: name, Value: value}, Append: wrapperspb.Bool(false)}
+}
