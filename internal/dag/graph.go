@@ -79,6 +79,9 @@ type VirtualHost struct {
 	Name string
 	// Routes in match order: the first route that matches a request serves it.
 	Routes []*Route
+	// IPFilter and CORS, when set, apply to every route without its own.
+	IPFilter *IPFilter
+	CORS     *CORSPolicy
 }
 
 // IsWildcard reports whether the virtual host's name is a "*.suffix" wildcard.
@@ -196,6 +199,9 @@ type Route struct {
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
 	// cookie affinity). Empty means the client's address when the clusters hash.
 	HashPolicies []HashPolicy
+	// IPFilter and CORS, when set, replace the virtual host's.
+	IPFilter *IPFilter
+	CORS     *CORSPolicy
 }
 
 // StringMatchKind says how a header or query parameter value is compared.

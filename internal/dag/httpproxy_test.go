@@ -759,14 +759,10 @@ spec:
 	}{
 		{name: "authorization", vh: `, authorization: {extensionRef: {name: auth}}`, field: "spec.virtualhost.authorization"},
 		{name: "jwtProviders", vh: `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://jwks.example.com"}}]`, field: "spec.virtualhost.jwtProviders"},
-		{name: "virtualhost ipAllowPolicy", vh: `, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipAllowPolicy"},
-		{name: "virtualhost ipDenyPolicy", vh: `, ipDenyPolicy: [{source: Remote, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipDenyPolicy"},
 		{name: "virtualhost rateLimitPolicy", vh: `, rateLimitPolicy: {local: {requests: 1, unit: second}}`, field: "spec.virtualhost.rateLimitPolicy"},
 		{name: "clientValidation", vh: `, tls: {secretName: cert, clientValidation: {caSecret: ca}}`, field: "spec.virtualhost.tls.clientValidation"},
 		{name: "route authPolicy", route: "\n    authPolicy: {disabled: true}", field: "spec.routes[0].authPolicy"},
 		{name: "route jwtVerificationPolicy", route: "\n    jwtVerificationPolicy: {require: p}", field: "spec.routes[0].jwtVerificationPolicy"},
-		{name: "route ipAllowPolicy", route: "\n    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipAllowPolicy"},
-		{name: "route ipDenyPolicy", route: "\n    ipDenyPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipDenyPolicy"},
 		{name: "route rateLimitPolicy", route: "\n    rateLimitPolicy: {local: {requests: 1, unit: second}}", field: "spec.routes[0].rateLimitPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -794,7 +790,6 @@ spec:
 		vh, route, service, spec string
 		field                    string
 	}{
-		{name: "corsPolicy", vh: `, corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}`, field: "spec.virtualhost.corsPolicy"},
 		{name: "route cookieRewritePolicies", route: "\n    cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].cookieRewritePolicies"},
 		{name: "service cookieRewritePolicies", service: ", cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].services[0].cookieRewritePolicies"},
 		{name: "mirror", service: "}, {name: shadow, port: 80, mirror: true", field: "spec.routes[0].services[1].mirror"},

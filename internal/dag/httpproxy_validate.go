@@ -170,8 +170,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 	}{
 		{"spec.virtualhost.authorization", vh.Authorization != nil},
 		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
-		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
-		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
 		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
 		{"spec.virtualhost.tls.clientValidation", vh.TLS != nil && vh.TLS.ClientValidation != nil},
 	}
@@ -180,9 +178,8 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", u.field)
 		}
 	}
-	if vh.CORSPolicy != nil {
-		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.corsPolicy is not implemented by Portico yet and is ignored: browsers see no CORS headers from the proxy")
-	}
+	proxyIPFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy, "spec.virtualhost", c)
+	proxyCORS(vh.CORSPolicy, c)
 	if t := vh.TLS; t != nil {
 		validateProxyTLS(t, hasTCPProxy, c)
 	} else if hasTCPProxy {
@@ -273,8 +270,6 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 	}{
 		{"authPolicy", r.AuthPolicy != nil},
 		{"jwtVerificationPolicy", r.JWTVerificationPolicy != nil},
-		{"ipAllowPolicy", len(r.IPAllowFilterPolicy) > 0},
-		{"ipDenyPolicy", len(r.IPDenyFilterPolicy) > 0},
 		{"rateLimitPolicy", r.RateLimitPolicy != nil},
 	} {
 		if u.set {
