@@ -578,10 +578,11 @@ func forwardedFor(hcm *hcmSpec, r *http.Request) string {
 	return prior + ", " + client
 }
 
-// forwardedProto is the downstream scheme at the edge; behind another proxy a
-// client-supplied X-Forwarded-Proto is kept.
+// forwardedProto is the downstream scheme at the edge; behind another proxy,
+// or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
+// X-Forwarded-Proto is kept.
 func forwardedProto(hcm *hcmSpec, r *http.Request, scheme string) string {
-	if !hcm.useRemoteAddress {
+	if !hcm.useRemoteAddress || hcm.xffTrustedHops > 0 {
 		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
 			return v
 		}
