@@ -475,6 +475,7 @@ func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {
 		path:      routingPath(hcm, r.URL.EscapedPath()),
 		rawQuery:  r.URL.RawQuery,
 		header:    r.Header,
+		hcm:       hcm,
 	}
 }
 

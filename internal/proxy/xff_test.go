@@ -56,3 +56,22 @@ func TestForwardedProtoWithTrustedHops(t *testing.T) {
 		t.Errorf("edge with a trusted hop: %q, want https", got)
 	}
 }
+
+// Hashing on the source IP hashes the client's address: behind a trusted hop,
+// the one X-Forwarded-For names, so clients behind one load balancer do not
+// all land on one endpoint.
+func TestSourceIPHashBehindTrustedHops(t *testing.T) {
+	r, _ := http.NewRequest(http.MethodGet, "http://x/", nil)
+	r.RemoteAddr = "10.0.0.9:40000"
+	r.Header.Set("X-Forwarded-For", "203.0.113.5")
+	ip := []hashPolicy{{sourceIP: true}}
+	for _, tc := range []struct {
+		hops uint32
+		want string
+	}{{0, "10.0.0.9"}, {1, "203.0.113.5"}} {
+		ri := newRequestInfo(&hcmSpec{useRemoteAddress: true, xffTrustedHops: tc.hops}, r)
+		if pc := requestHash(ip, r, ri); !pc.hasHash || pc.hash != xxHash64String(tc.want) {
+			t.Errorf("%d trusted hops: hash %+v, want %s's", tc.hops, pc, tc.want)
+		}
+	}
+}
