@@ -3,6 +3,7 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -63,8 +64,8 @@ func ParseCORSOrigin(s string) (CORSOrigin, error) {
 	return CORSOrigin{Regex: s}, nil
 }
 
-// isOrigin reports whether s is a serialized origin: a scheme, "://", a host and an
-// optional port, and nothing else.
+// isOrigin reports whether s is a serialized origin: a scheme, "://", a host (a DNS
+// name or an IP address, IPv6 in brackets) and an optional port, and nothing else.
 func isOrigin(s string) bool {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" || u.User != nil {
@@ -73,7 +74,14 @@ func isOrigin(s string) bool {
 	if u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#") {
 		return false
 	}
-	return !strings.ContainsAny(s, "*()[]{}|\\^$+")
+	host, port := u.Hostname(), u.Port()
+	if _, err := strconv.ParseUint(port, 10, 16); port != "" && err != nil {
+		return false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return host != "" && strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == ""
 }
 
 // GatewayCORSOrigin reads a Gateway API CORS origin: "*" is any origin; a "*" in

@@ -85,6 +85,27 @@ func FuzzParseCORSOrigin(f *testing.F) {
 	})
 }
 
+func TestParseCORSOrigin(t *testing.T) {
+	for in, want := range map[string]CORSOrigin{
+		"*":                            {Any: true},
+		"https://app.example.com":      {Exact: "https://app.example.com"},
+		"http://localhost:3000":        {Exact: "http://localhost:3000"},
+		"https://[2001:db8::1]:8443":   {Exact: "https://[2001:db8::1]:8443"},
+		"http://192.0.2.1":             {Exact: "http://192.0.2.1"},
+		`https://.*\.example\.com`:     {Regex: `https://.*\.example\.com`},
+		"https://app[0-9].example.com": {Regex: "https://app[0-9].example.com"},
+	} {
+		if got, err := ParseCORSOrigin(in); err != nil || got != want {
+			t.Errorf("ParseCORSOrigin(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", " ", "*.example.com", "https://(a"} {
+		if got, err := ParseCORSOrigin(bad); err == nil {
+			t.Errorf("ParseCORSOrigin(%q) = %+v, want an error", bad, got)
+		}
+	}
+}
+
 func TestGatewayCORSOrigin(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
