@@ -152,6 +152,9 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 		return false
 	}
 	h.p.metrics.filterReply(lr.Filter, lr.Status)
+	if lr.Bare || (rt != nil && rt.forward == nil) {
+		rw.headers = nil // Envoy's local replies get only a forwarding route's
+	}
 	hdr := rw.Header()
 	for _, hv := range lr.Headers {
 		if hv.Overwrite {

@@ -218,7 +218,9 @@ func (Filter) DecodeHeaders(s *filter.Stream, perRoute any) *filter.LocalReply {
 
 // preflight is the answer to a preflight: 200 with what the policy allows.
 func (p *Policy) preflight(h filter.Headers, method string) *filter.LocalReply {
-	lr := &filter.LocalReply{Status: http.StatusOK, Details: "cors_response"}
+	// Envoy's CORS filter encodes its answer itself: the route's response
+	// header changes are not in it.
+	lr := &filter.LocalReply{Status: http.StatusOK, Details: "cors_response", Bare: true}
 	set := func(name, value string) {
 		lr.Headers = append(lr.Headers, filter.HeaderValue{Name: name, Value: value, Overwrite: true})
 	}

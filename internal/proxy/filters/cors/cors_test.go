@@ -105,8 +105,8 @@ func TestPreflightAndActualRequests(t *testing.T) {
 			if (got.Reply != nil) != tc.reply {
 				t.Fatalf("answered = %v, want %v", got.Reply != nil, tc.reply)
 			}
-			if got.Reply != nil && (got.Reply.Status != 200 || got.Reply.Body != "" || got.Reply.Details != "cors_response") {
-				t.Errorf("reply %+v, want an empty 200 (cors_response)", got.Reply)
+			if got.Reply != nil && (got.Reply.Status != 200 || got.Reply.Body != "" || got.Reply.Details != "cors_response" || !got.Reply.Bare) {
+				t.Errorf("reply %+v, want an empty bare 200 (cors_response)", got.Reply)
 			}
 			if diff := cmp.Diff(tc.response, got.Response); diff != "" {
 				t.Errorf("response headers (-want +got):\n%s", diff)
