@@ -350,9 +350,9 @@ spec:
 	if st := statusOf(t, g, "web"); st.Status != dag.StatusValid || !served(g) {
 		t.Fatalf("v1: %+v, served %v", st, served(g))
 	}
-	g = k.Build(lvStore(t, lvServices, gateway, route(", filters: [{type: CORS}]")), FullBuilder{})
+	g = k.Build(lvStore(t, lvServices, gateway, route(", filters: [{type: ExternalAuth, externalAuth: {protocol: HTTP, backendRef: {name: auth, port: 80}}}]")), FullBuilder{})
 	st := statusOf(t, g, "web")
-	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "CORS") || !strings.Contains(st.Description, keptNote) {
+	if st.Status != dag.StatusInvalid || !strings.Contains(st.Description, "ExternalAuth") || !strings.Contains(st.Description, keptNote) {
 		t.Errorf("v2 status = %+v, want invalid naming the filter and the kept version", st)
 	}
 	if !served(g) {

@@ -57,6 +57,9 @@ type RunOptions struct {
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers (0: Envoy's
 	// defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
+	// NumTrustedHops is how many proxies in front are trusted with X-Forwarded-For;
+	// see translate.Options.
+	NumTrustedHops uint32
 	// PprofAddr, when set, serves Go's profiles there (a loopback address only).
 	PprofAddr string
 	// Resolver resolves ExternalName Services' names (nil: the system's); tests
@@ -137,7 +140,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			FallbackCertificate: opts.FallbackCertificate,
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
-			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
+			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), r.whereStatuses),

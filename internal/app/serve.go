@@ -62,6 +62,9 @@ type ServeOptions struct {
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers on Envoy and the
 	// embedded proxy (0: Envoy's defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
+	// NumTrustedHops is how many proxies in front are trusted with X-Forwarded-For;
+	// see translate.Options.
+	NumTrustedHops uint32
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -256,7 +259,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			DisableIngress:      opts.DisableIngress,
 			FallbackCertificate: opts.FallbackCertificate,
 		}, gatewayAddresses(opts)...),
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), s.whereStatuses),

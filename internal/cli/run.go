@@ -37,6 +37,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
 	stateFile := fs.String("state-file", "", "`file` where run keeps objects' ages and last good versions across restarts (default $XDG_STATE_HOME/portico/run/DIRNAME-HASH.json; \"none\" keeps none)")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
+	trustedHopsFlag(fs, &o.NumTrustedHops)
 	newLogger := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
@@ -134,6 +135,12 @@ func headerLimitFlags(fs *flag.FlagSet, kb, count *uint32) {
 		"largest total size of a request's headers, in `KiB` (1-8192); larger requests get 431")
 	fs.Var(rangeFlag{count, 1, math.MaxUint32}, "max-request-headers",
 		"most headers a request may have (`N`); more get 431")
+}
+
+// trustedHopsFlag adds --num-trusted-hops (run and serve).
+func trustedHopsFlag(fs *flag.FlagSet, hops *uint32) {
+	fs.Var(rangeFlag{hops, 0, math.MaxUint32}, "num-trusted-hops",
+		"how many proxies in front of Portico append to X-Forwarded-For (`N`): the client's address (ipAllowPolicy/ipDenyPolicy source Remote) is the N-th address from its right end; 0 trusts none and takes the connection's")
 }
 
 // rangeFlag is a uint32 flag between lo and hi.

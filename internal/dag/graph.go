@@ -85,6 +85,9 @@ type VirtualHost struct {
 	Name string
 	// Routes in match order: the first route that matches a request serves it.
 	Routes []*Route
+	// IPFilter and CORS, when set, apply to every route without its own.
+	IPFilter *IPFilter
+	CORS     *CORSPolicy
 }
 
 // IsWildcard reports whether the virtual host's name is a "*.suffix" wildcard.
@@ -227,6 +230,9 @@ type Route struct {
 	// CookieRewrites change the cookies its backends set (HTTPProxy route
 	// cookieRewritePolicies); a cluster's own come first (WeightedCluster).
 	CookieRewrites []CookieRewrite
+	// IPFilter and CORS, when set, replace the virtual host's.
+	IPFilter *IPFilter
+	CORS     *CORSPolicy
 }
 
 // StringMatchKind says how a header or query parameter value is compared.

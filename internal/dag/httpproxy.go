@@ -470,8 +470,13 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 		}
 	}
 	h := w.host
+	// Checked with the root (validateProxyVirtualHost): no problem is left to report.
+	var checked proxyCheck
+	ipFilter := proxyIPFilter(vhSpec.IPAllowFilterPolicy, vhSpec.IPDenyFilterPolicy, "spec.virtualhost", &checked)
+	cors := proxyCORS(vhSpec.CORSPolicy, &checked)
 	if len(plain) > 0 || (secret == nil && tcp == nil) {
 		vh := b.vhost(h)
+		vh.IPFilter, vh.CORS = ipFilter, cors
 		vh.Routes = append(vh.Routes, plain...)
 		if secret == nil && tcp == nil {
 			b.alsoUnderWildcardCertificates(vh)
@@ -480,7 +485,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	if secret == nil && tcp == nil {
 		return
 	}
-	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp, Authorization: w.auth}
+	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h, IPFilter: ipFilter, CORS: cors}, Secret: secret, TCPProxy: tcp, Authorization: w.auth}
 	if t := vhSpec.TLS; t != nil {
 		svh.Passthrough = t.Passthrough
 		svh.MinTLSVersion = t.MinimumProtocolVersion

@@ -87,6 +87,7 @@ func (b *builder) proxyRoutePlans(n *proxyNode, conds []conditions, c *proxyChec
 // proxyRoute translates everything of r that does not depend on where it is included.
 func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, conds conditions, c *proxyCheck) *Route {
 	out := &Route{Source: n.ref, Websocket: r.EnableWebsockets}
+	out.IPFilter = proxyIPFilter(r.IPAllowFilterPolicy, r.IPDenyFilterPolicy, field, c)
 	out.Timeouts = proxyTimeouts(r.TimeoutPolicy, field, c)
 	out.Retry = proxyRetry(r, out.Timeouts, field, c)
 	if r.RequestHeadersPolicy != nil {

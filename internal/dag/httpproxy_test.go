@@ -757,12 +757,8 @@ spec:
 		field                    string
 	}{
 		{name: "jwtProviders", vh: `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://jwks.example.com"}}]`, field: "spec.virtualhost.jwtProviders"},
-		{name: "virtualhost ipAllowPolicy", vh: `, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipAllowPolicy"},
-		{name: "virtualhost ipDenyPolicy", vh: `, ipDenyPolicy: [{source: Remote, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipDenyPolicy"},
 		{name: "virtualhost rateLimitPolicy", vh: `, rateLimitPolicy: {local: {requests: 1, unit: second}}`, field: "spec.virtualhost.rateLimitPolicy"},
 		{name: "route jwtVerificationPolicy", route: "\n    jwtVerificationPolicy: {require: p}", field: "spec.routes[0].jwtVerificationPolicy"},
-		{name: "route ipAllowPolicy", route: "\n    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipAllowPolicy"},
-		{name: "route ipDenyPolicy", route: "\n    ipDenyPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipDenyPolicy"},
 		{name: "route rateLimitPolicy", route: "\n    rateLimitPolicy: {local: {requests: 1, unit: second}}", field: "spec.routes[0].rateLimitPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -790,7 +786,6 @@ spec:
 		vh, route, service, spec string
 		field                    string
 	}{
-		{name: "corsPolicy", vh: `, corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}`, field: "spec.virtualhost.corsPolicy"},
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
 	} {

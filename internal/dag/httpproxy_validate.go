@@ -187,8 +187,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		set   bool
 	}{
 		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
-		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
-		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
 		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
 	}
 	for _, u := range unsupportedSecurity {
@@ -197,9 +195,8 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		}
 	}
 	validateProxyAuthorization(vh, c)
-	if vh.CORSPolicy != nil {
-		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.corsPolicy is not implemented by Portico yet and is ignored: browsers see no CORS headers from the proxy")
-	}
+	proxyIPFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy, "spec.virtualhost", c)
+	proxyCORS(vh.CORSPolicy, c)
 	if t := vh.TLS; t != nil {
 		validateProxyTLS(t, hasTCPProxy, c)
 	} else if hasTCPProxy {
@@ -294,8 +291,6 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 		set  bool
 	}{
 		{"jwtVerificationPolicy", r.JWTVerificationPolicy != nil},
-		{"ipAllowPolicy", len(r.IPAllowFilterPolicy) > 0},
-		{"ipDenyPolicy", len(r.IPDenyFilterPolicy) > 0},
 		{"rateLimitPolicy", r.RateLimitPolicy != nil},
 	} {
 		if u.set {

@@ -71,6 +71,7 @@ type hcmSpec struct {
 	serverHeader      serverHeaderMode
 	useRemoteAddress  bool
 	skipXFFAppend     bool
+	xffTrustedHops    uint32 // xff_num_trusted_hops
 	normalizePath     bool
 	mergeSlashes      bool
 	stripTrailingDot  bool
@@ -349,6 +350,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		serverName:            h.GetServerName(),
 		useRemoteAddress:      h.GetUseRemoteAddress().GetValue(),
 		skipXFFAppend:         h.GetSkipXffAppend(),
+		xffTrustedHops:        h.GetXffNumTrustedHops(),
 		normalizePath:         h.GetNormalizePath().GetValue(),
 		mergeSlashes:          h.GetMergeSlashes(),
 		stripTrailingDot:      h.GetStripTrailingHostDot(),

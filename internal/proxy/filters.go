@@ -4,8 +4,10 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/filters/cors"
 	"github.com/portico-dev/portico/internal/proxy/filters/extauthz"
 	"github.com/portico-dev/portico/internal/proxy/filters/lua"
+	"github.com/portico-dev/portico/internal/proxy/filters/rbac"
 )
 
 // httpFilters are the HTTP filters the proxy implements, each in a package
@@ -14,4 +16,6 @@ import (
 var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	lua.Factory{},
 	extauthz.Factory{},
+	cors.Factory{},
+	rbac.Factory{},
 )

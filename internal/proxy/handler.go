@@ -157,6 +157,9 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 		return false
 	}
 	h.p.metrics.filterReply(lr.Filter, lr.Status)
+	if lr.Bare || (rt != nil && rt.forward == nil) {
+		rw.headers = nil // Envoy's local replies get only a forwarding route's
+	}
 	hdr := rw.Header()
 	for _, hv := range lr.Headers {
 		if hv.Overwrite {
@@ -175,7 +178,46 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
 	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
 	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
+	if a, ok := forwardedClient(hcm, r.Header.Values("X-Forwarded-For")); ok {
+		return peer, a
+	}
 	return peer, peer.Addr()
+}
+
+// forwardedClient is the client's address X-Forwarded-For gives, as Envoy reads
+// it: at the edge (use_remote_address) the xff_num_trusted_hops-th address from
+// the right, none without trusted hops; behind another proxy, the address after
+// the trusted hops from the right. ok is false when the header has too few
+// addresses or that one is not an IP address: the peer is the client then.
+func forwardedClient(hcm *hcmSpec, xff []string) (netip.Addr, bool) {
+	skip := int(hcm.xffTrustedHops)
+	if hcm.useRemoteAddress {
+		if skip == 0 {
+			return netip.Addr{}, false
+		}
+		skip--
+	}
+	for i := len(xff) - 1; i >= 0; i-- {
+		list := xff[i]
+		for list != "" {
+			entry := list
+			if j := strings.LastIndexByte(list, ','); j >= 0 {
+				entry, list = list[j+1:], list[:j]
+			} else {
+				list = ""
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			a, err := netip.ParseAddr(strings.TrimSpace(entry))
+			if err != nil {
+				return netip.Addr{}, false
+			}
+			return a.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // forward proxies the request to an endpoint of the route's cluster. The
@@ -453,6 +495,7 @@ func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {
 		path:      routingPath(hcm, r.URL.EscapedPath()),
 		rawQuery:  r.URL.RawQuery,
 		header:    r.Header,
+		hcm:       hcm,
 	}
 }
 
@@ -556,10 +599,11 @@ func forwardedFor(hcm *hcmSpec, r *http.Request) string {
 	return prior + ", " + client
 }
 
-// forwardedProto is the downstream scheme at the edge; behind another proxy a
-// client-supplied X-Forwarded-Proto is kept.
+// forwardedProto is the downstream scheme at the edge; behind another proxy,
+// or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
+// X-Forwarded-Proto is kept.
 func forwardedProto(hcm *hcmSpec, r *http.Request, scheme string) string {
-	if !hcm.useRemoteAddress {
+	if !hcm.useRemoteAddress || hcm.xffTrustedHops > 0 {
 		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
 			return v
 		}

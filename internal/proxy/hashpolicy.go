@@ -139,6 +139,13 @@ func (p hashPolicy) evaluate(r *http.Request, ri *requestInfo) (uint64, bool) {
 		return 0, false
 	}
 	if p.sourceIP {
+		// The client's address as the connection manager decides it: behind
+		// trusted hops, X-Forwarded-For's, as Envoy hashes its remote address.
+		if ri.hcm != nil {
+			if a, ok := forwardedClient(ri.hcm, ri.header.Values("X-Forwarded-For")); ok {
+				return xxHash64String(a.String()), true
+			}
+		}
 		ip, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
 			return 0, false

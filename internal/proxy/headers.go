@@ -480,20 +480,12 @@ func (rh *routeHeaders) requestHeader(key string) (string, bool) {
 	return vs[0], true
 }
 
-// downstreamRemoteIP is Envoy's downstream remote address without its port:
-// the peer at the edge (use_remote_address), otherwise the last address of
-// X-Forwarded-For when it is one, else the peer.
+// downstreamRemoteIP is Envoy's downstream remote address without its port: the
+// peer, or the client X-Forwarded-For names when the connection manager trusts it
+// (forwardedClient).
 func downstreamRemoteIP(hcm *hcmSpec, r *http.Request) string {
-	if !hcm.useRemoteAddress {
-		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-			last := xff[len(xff)-1]
-			if i := strings.LastIndexByte(last, ','); i >= 0 {
-				last = last[i+1:]
-			}
-			if ip := net.ParseIP(strings.TrimSpace(last)); ip != nil {
-				return ip.String()
-			}
-		}
+	if a, ok := forwardedClient(hcm, r.Header.Values("X-Forwarded-For")); ok {
+		return a.String()
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -239,6 +239,8 @@ type requestInfo struct {
 	path      string // normalized path without the query string
 	rawQuery  string
 	header    http.Header
+	// hcm decides the client's address (source IP hashing); nil: the peer.
+	hcm *hcmSpec
 }
 
 // selectVirtualHost follows Envoy: exact domain, then the longest "*suffix"

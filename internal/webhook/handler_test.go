@@ -211,6 +211,25 @@ spec:
 				"the services of spec.routes[0] change the Server response header differently (services[0] removes it, services[1] leaves it): Portico decides Server per route: change it in spec.routes[0].responseHeadersPolicy, or alike in every service of the route",
 		},
 		{
+			name: "HTTPProxy with a bad IP block and an invalid CORS origin",
+			req: func(t *testing.T) *admissionv1.AdmissionRequest {
+				return request(admissionv1.Create, manifest(t, `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: ipcors, namespace: apps}
+spec:
+  virtualhost:
+    fqdn: ipcors.example
+    corsPolicy: {allowOrigin: ["https://(app"], allowMethods: [GET]}
+  routes:
+    - services: [{name: web, port: 80}]
+      ipDenyPolicy: [{source: Remote, cidr: "10.0.0.1/40"}]
+`), nil)
+			},
+			message: `not served: spec.virtualhost.corsPolicy.allowOrigin[0] "https://(app" is neither "*", an origin (scheme://host[:port]) nor a regular expression (error parsing regexp: missing closing ): ` + "`https://(app`" + `): a wildcard host is written as a regular expression, such as https://.*\.example\.com; ` +
+				`spec.routes[0].ipDenyPolicy[0].cidr "10.0.0.1/40" is not an IP address or CIDR block: write one such as 10.0.0.0/8, 192.168.1.7 or 2001:db8::/32`,
+		},
+		{
 			name: "undecodable IngressRoute",
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				return request(admissionv1.Create, manifest(t, `

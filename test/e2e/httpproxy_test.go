@@ -930,7 +930,7 @@ metadata: {name: allow}
 spec:
   virtualhost:
     fqdn: allow.example.com
-    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]
+    rateLimitPolicy: {local: {requests: 1, unit: second}}
   routes:
   - services: [{name: app, port: 80}]
 ---
@@ -941,7 +941,7 @@ spec:
   virtualhost: {fqdn: routeauth.example.com}
   routes:
   - conditions: [{prefix: /private}]
-    ipDenyPolicy: [{source: Peer, cidr: 127.0.0.0/8}]
+    rateLimitPolicy: {local: {requests: 1, unit: second}}
     services: [{name: app, port: 80}]
   - services: [{name: app, port: 80}]
 ---
@@ -951,7 +951,7 @@ metadata: {name: cors}
 spec:
   virtualhost:
     fqdn: cors.example.com
-    corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}
+  httpVersions: [HTTP/1.1]
   routes:
   - services: [{name: app, port: 80}]
 `,
@@ -960,9 +960,9 @@ spec:
 	e.expectRequests("routeauth.example.com", []hpReq{{"/private", nil, 404, ""}, {"/", nil, 404, ""}})
 	e.expectRequests("cors.example.com", []hpReq{{"/", nil, 200, "default/app"}})
 	st := proxyStatuses(t, e.dir, dag.Options{})
-	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "spec.virtualhost.ipAllowPolicy is not implemented")
-	wantStatus(t, st, "default/routeauth", dag.StatusInvalid, "SecurityFeatureNotImplemented", "ipDenyPolicy")
-	wantStatus(t, st, "default/cors", dag.StatusValid, "NotImplemented", "corsPolicy")
+	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "spec.virtualhost.rateLimitPolicy is not implemented")
+	wantStatus(t, st, "default/routeauth", dag.StatusInvalid, "SecurityFeatureNotImplemented", "rateLimitPolicy")
+	wantStatus(t, st, "default/cors", dag.StatusValid, "HTTPVersionsIgnored", "httpVersions")
 }
 
 // TestHTTPProxyCycleBlamesNewestObject: of an include cycle, the newest object is invalid,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/portico-dev/portico/internal/contourclient"
 	"github.com/portico-dev/portico/internal/echo"
 	"github.com/portico-dev/portico/internal/kubetest"
-	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
 // createHTTPProxyJSON creates an HTTPProxy from the JSON of its spec, as kubectl would
@@ -29,24 +27,10 @@ func createHTTPProxyJSON(ctx context.Context, c *contourclient.Client, ns, name,
 
 // getWith sends a request with headers through the controller's embedded proxy.
 func (c *controller) getWith(host, path string, header ...string) (int, echo.Response) {
-	addr := c.srv.Proxy().ListenerAddr(translate.ListenerHTTP)
-	if addr == "" {
-		return 0, echo.Response{}
-	}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-	req.Host = host
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return 0, echo.Response{}
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var r echo.Response
-	_ = json.Unmarshal(body, &r)
-	return resp.StatusCode, r
+	r := c.send(http.MethodGet, host, path, header...)
+	var e echo.Response
+	_ = json.Unmarshal([]byte(r.body), &e)
+	return r.status, e
 }
 
 // TestServeHTTPProxy: against a real API server with the CRDs of deploy/crds, `serve`

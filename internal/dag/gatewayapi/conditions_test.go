@@ -17,7 +17,7 @@ func TestStatusSummaries(t *testing.T) {
   parentRefs: [{name: gw}, {name: gw, sectionName: udp}]
   rules: [{backendRefs: [{name: web, port: 80}, {name: web, namespace: other, port: 80}]}]`)+route("refused", "default", `
   parentRefs: [{name: gw}]
-  rules: [{filters: [{type: CORS, cors: {allowOrigins: ["https://example.com"]}}]}]`))
+  rules: [{filters: [{type: ExternalAuth, externalAuth: {protocol: HTTP, backendRef: {name: auth, port: 80}}}]}]`))
 	for _, tc := range []struct {
 		object      dag.ObjectRef
 		status      dag.StatusValue
@@ -36,7 +36,7 @@ func TestStatusSummaries(t *testing.T) {
 	}, {
 		object:      dag.ObjectRef{Kind: dag.KindHTTPRoute, Namespace: "default", Name: "refused"},
 		status:      dag.StatusInvalid,
-		description: []string{`filter type "CORS" is not supported`, "remove it"},
+		description: []string{`filter type "ExternalAuth" is not supported`, "remove it"},
 		problem:     dag.Problem{Type: "Accepted", Reason: "UnsupportedValue"},
 	}} {
 		sts := dag.StatusesOf(g.Statuses, tc.object)

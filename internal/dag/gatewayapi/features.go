@@ -28,6 +28,7 @@ var SupportedFeatures = []gatewayv1.FeatureName{
 	"HTTPRouteBackendProtocolWebSocket",
 	"HTTPRouteBackendRequestHeaderModification",
 	"HTTPRouteBackendTimeout",
+	"HTTPRouteCORS",
 	"HTTPRouteHostRewrite",
 	"HTTPRouteMethodMatching",
 	"HTTPRouteNamedRouteRule",

@@ -14,6 +14,7 @@ import (
 type ruleFilters struct {
 	request, response *dag.HeadersPolicy
 	redirect          *dag.Redirect
+	cors              *dag.CORSPolicy
 	hostRewrite       string
 	// fullPath and prefix are URLRewrite's (the redirect keeps its own in redirect).
 	fullPath, prefix *string
@@ -35,7 +36,7 @@ type ruleFilters struct {
 // is the route's Accepted condition: a filter type Portico does not implement
 // (UnsupportedValue), or RequestRedirect with URLRewrite (IncompatibleFilters).
 func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condError) {
-	return processFiltersOf(filters, "RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, RequestMirror")
+	return processFiltersOf(filters, "RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, RequestMirror, CORS")
 }
 
 // processFiltersOf is processFilters for a route kind whose supported filters are
@@ -70,6 +71,10 @@ func processFiltersOf(filters []gatewayv1.HTTPRouteFilter, supported string) (*r
 				return nil, err
 			}
 			out.mirrors = append(out.mirrors, f.RequestMirror)
+		case gatewayv1.HTTPRouteFilterCORS:
+			if f.CORS != nil {
+				out.cors = corsFilter(f.CORS)
+			}
 		case gatewayv1.HTTPRouteFilterExtensionRef:
 			name := ""
 			if f.ExtensionRef != nil {
@@ -312,6 +317,7 @@ func processURLRewriteFilter(f *gatewayv1.HTTPURLRewriteFilter, out *ruleFilters
 func (f *ruleFilters) apply(r *dag.Route) {
 	r.RequestHeaders, r.ResponseHeaders = f.request, f.response
 	r.HostRewrite = f.hostRewrite
+	r.CORS = f.cors
 	if f.fullPath != nil {
 		r.PathRewrite = *f.fullPath
 	}
@@ -322,4 +328,35 @@ func (f *ruleFilters) apply(r *dag.Route) {
 		rd := *f.redirect
 		r.Redirect = &rd
 	}
+}
+
+// defaultCORSMaxAge is access-control-max-age when a CORS filter sets no maxAge, as
+// the Gateway API asks.
+const defaultCORSMaxAge = 5
+
+// corsFilter is a CORS filter as the policy the data planes enforce.
+func corsFilter(f *gatewayv1.HTTPCORSFilter) *dag.CORSPolicy {
+	out := &dag.CORSPolicy{
+		AllowCredentials: f.AllowCredentials != nil && *f.AllowCredentials,
+		MaxAge:           strconv.Itoa(defaultCORSMaxAge),
+		// The backend never sees a preflight: one from an origin not allowed is
+		// answered without the allow headers.
+		AnswerRefusedPreflights: true,
+	}
+	if f.MaxAge > 0 {
+		out.MaxAge = strconv.Itoa(int(f.MaxAge))
+	}
+	for _, o := range f.AllowOrigins {
+		out.AllowOrigins = append(out.AllowOrigins, dag.GatewayCORSOrigin(string(o)))
+	}
+	for _, m := range f.AllowMethods {
+		out.AllowMethods = append(out.AllowMethods, string(m))
+	}
+	for _, h := range f.AllowHeaders {
+		out.AllowHeaders = append(out.AllowHeaders, string(h))
+	}
+	for _, h := range f.ExposeHeaders {
+		out.ExposeHeaders = append(out.ExposeHeaders, string(h))
+	}
+	return out
 }

@@ -138,6 +138,11 @@ type LocalReply struct {
 	Details string
 	// Filter is the name of the filter that answered; the chain sets it.
 	Filter string
+	// Bare leaves the route's response header changes out of the reply, as
+	// Envoy sends a filter's own response (encodeHeaders, such as the CORS
+	// filter's answer to a preflight). Without it the reply is a
+	// sendLocalReply's, which gets a forwarding route's changes.
+	Bare bool
 }
 
 // Filter is a configured HTTP filter. One Filter serves every request of a

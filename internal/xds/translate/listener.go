@@ -246,7 +246,8 @@ func maxTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
 }
 
 // httpConnectionManager configures the edge behaviour: Portico is the first proxy a
-// client reaches, so it trusts no forwarding headers and normalises paths before routing.
+// client reaches, so it trusts no forwarding headers (unless told how many proxies
+// stand in front of it: opts.NumTrustedHops) and normalises paths before routing.
 // The request header limits are always explicit, so that Envoy and the embedded proxy
 // enforce the same ones whatever their defaults. The Host loses its port, for routing
 // and upstream (strip_any_host_port), unless opts keep it (a Gateway's listeners, whose
@@ -262,8 +263,9 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 			ConfigSource:    adsSource(),
 			RouteConfigName: routeName,
 		}},
-		HttpFilters:      httpFilterChain(svh, opts),
-		UseRemoteAddress: wrapperspb.Bool(true),
+		HttpFilters:       httpFilterChain(svh, opts),
+		UseRemoteAddress:  wrapperspb.Bool(true),
+		XffNumTrustedHops: opts.NumTrustedHops,
 		// The Server header is the route configuration's (serverHeader): the connection
 		// manager would set it after a route's changes, and undo them.
 		ServerHeaderTransformation: hcmv3.HttpConnectionManager_PASS_THROUGH,

@@ -45,6 +45,10 @@ type Options struct {
 	// common_http_protocol_options.max_headers_count); more get 431. 0 means 100,
 	// Envoy's default.
 	MaxRequestHeaders uint32
+	// NumTrustedHops is how many proxies in front of Portico are trusted to append
+	// to X-Forwarded-For (HCM xff_num_trusted_hops): the client's address is the
+	// NumTrustedHops-th address from its right end; 0 makes it the connection's.
+	NumTrustedHops uint32
 
 	// keepHostPort is set for the listeners of Gateways (translateGateways): the Host
 	// keeps its port, which virtual host matching ignores, and goes upstream as the
