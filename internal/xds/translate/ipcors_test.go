@@ -116,7 +116,7 @@ func TestIPFilterAndCORSTranslation(t *testing.T) {
 	for _, f := range hcm.HttpFilters {
 		names = append(names, f.Name)
 	}
-	if diff := cmp.Diff([]string{corsFilterName, rbacFilterName, "envoy.filters.http.router"}, names); diff != "" {
+	if diff := cmp.Diff([]string{luaFilter.name, corsFilterName, rbacFilterName, "envoy.filters.http.router"}, names); diff != "" {
 		t.Errorf("http_filters (-want +got):\n%s", diff)
 	}
 	if hcm.XffNumTrustedHops != 2 || !hcm.GetUseRemoteAddress().GetValue() {
