@@ -53,6 +53,12 @@ func (g *Graph) Clusters() []*Cluster {
 			for _, vh := range svh.Also {
 				visit(vh)
 			}
+			for _, c := range svh.JWKSClusters() {
+				if !seen[c.Name] {
+					seen[c.Name] = true
+					out = append(out, c)
+				}
+			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
 					if !seen[wc.Cluster.Name] {
@@ -107,6 +113,8 @@ type SecureVirtualHost struct {
 	// that have no certificate of their own: connections for them arrive on this
 	// certificate and must reach their own routes.
 	Also []*VirtualHost
+	// JWTProviders verify the tokens its routes require (policy_jwt.go).
+	JWTProviders []JWTProvider
 }
 
 // PathMatchKind says how a route's path is compared with the request path.
@@ -196,6 +204,8 @@ type Route struct {
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
 	// cookie affinity). Empty means the client's address when the clusters hash.
 	HashPolicies []HashPolicy
+	// JWT is the token the route requires (policy_jwt.go).
+	JWT JWTRequirement
 }
 
 // StringMatchKind says how a header or query parameter value is compared.
@@ -352,6 +362,9 @@ type Cluster struct {
 	PortName string
 	// ExternalName is set for Services of type ExternalName: the DNS name to resolve.
 	ExternalName string
+	// DNSLookupFamily restricts ExternalName's addresses: "v4", "v6", "all", or "auto"
+	// (IPv6 when the name has one); "" is the data plane's default.
+	DNSLookupFamily string
 	// Endpoints are the ready addresses behind the port. Empty means requests get 503.
 	Endpoints []Endpoint
 	// SkippedEndpoints counts addresses left out because they cannot be connected to.
@@ -376,6 +389,8 @@ type Cluster struct {
 type UpstreamValidation struct {
 	// CAName is the namespace/name of the Secret holding CACert, for names and messages.
 	CAName string
+	// CACert is what the certificate must chain to; without it the certificate is not
+	// verified and only ServerName is used (a JWT key set without validation).
 	CACert []byte
 	// SubjectNames are accepted DNS subject alternative names; the first is sent as
 	// SNI unless ServerName is set.

@@ -224,7 +224,11 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}}
+		providers, ok := b.proxyJWTProviders(root)
+		if !ok {
+			continue
+		}
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, jwtProviders: providers}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
@@ -286,6 +290,8 @@ type proxyWalk struct {
 	claims map[string]*proxyClaim
 	keys   []string // claim keys in first-claimed order
 	visits int
+	// jwtProviders are the root's, which its routes and those it includes require.
+	jwtProviders []JWTProvider
 }
 
 // proxyClaim is a route an object asks for, under its merged conditions.
@@ -334,6 +340,19 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 			key = condsKey // merged holds the same requests as conds
 		}
 		route := plan.build(merged)
+		if plan.jwt != nil || len(w.jwtProviders) > 0 {
+			req, msg := jwtRequirement(plan.jwt, w.jwtProviders)
+			if msg != "" {
+				// Served as if it required nothing, the route would expose what it protects.
+				n.check.warn(problemJWT, "JWTProviderNotDefined", "spec.routes[%d] answers 503 on %s: its %s", i, w.host, msg)
+				route = &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}
+			}
+			route.JWT = req
+			if permit && req.Provider != "" {
+				n.check.warn(problemInsecure, "PermitInsecureIgnored", "spec.routes[%d].permitInsecure is ignored on %s: the route requires a JSON Web Token, which is verified over HTTPS only; it is redirected to HTTPS", i, w.host)
+				permit = false
+			}
+		}
 		w.claim(proxyClaim{route: route, owner: n, depth: depth, permitInsecure: permit, conds: merged, twin: rewriteTwin(route)}, key)
 	}
 	for i := range n.p.Spec.Includes {
@@ -456,7 +475,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	if secret == nil && tcp == nil {
 		return
 	}
-	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp}
+	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp, JWTProviders: w.jwtProviders}
 	if t := vhSpec.TLS; t != nil {
 		svh.Passthrough = t.Passthrough
 		svh.MinTLSVersion = t.MinimumProtocolVersion

@@ -758,13 +758,12 @@ spec:
 		field                    string
 	}{
 		{name: "authorization", vh: `, authorization: {extensionRef: {name: auth}}`, field: "spec.virtualhost.authorization"},
-		{name: "jwtProviders", vh: `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://jwks.example.com"}}]`, field: "spec.virtualhost.jwtProviders"},
+		{name: "localJWKS", vh: `, jwtProviders: [{name: p, localJWKS: {secretName: jwks, key: keys}}]`, field: "spec.virtualhost.jwtProviders[0].localJWKS"},
 		{name: "virtualhost ipAllowPolicy", vh: `, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipAllowPolicy"},
 		{name: "virtualhost ipDenyPolicy", vh: `, ipDenyPolicy: [{source: Remote, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipDenyPolicy"},
 		{name: "virtualhost rateLimitPolicy", vh: `, rateLimitPolicy: {local: {requests: 1, unit: second}}`, field: "spec.virtualhost.rateLimitPolicy"},
 		{name: "clientValidation", vh: `, tls: {secretName: cert, clientValidation: {caSecret: ca}}`, field: "spec.virtualhost.tls.clientValidation"},
 		{name: "route authPolicy", route: "\n    authPolicy: {disabled: true}", field: "spec.routes[0].authPolicy"},
-		{name: "route jwtVerificationPolicy", route: "\n    jwtVerificationPolicy: {require: p}", field: "spec.routes[0].jwtVerificationPolicy"},
 		{name: "route ipAllowPolicy", route: "\n    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipAllowPolicy"},
 		{name: "route ipDenyPolicy", route: "\n    ipDenyPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipDenyPolicy"},
 		{name: "route rateLimitPolicy", route: "\n    rateLimitPolicy: {local: {requests: 1, unit: second}}", field: "spec.routes[0].rateLimitPolicy"},

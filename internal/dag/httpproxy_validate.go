@@ -108,6 +108,11 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 			}
 		}
 		validateRouteSecurity(r, field, c)
+		if spec.VirtualHost != nil {
+			validateRouteJWT(r, field, spec.VirtualHost.JWTProviders, true, c)
+		} else {
+			validateRouteJWT(r, field, nil, false, c)
+		}
 		validateRouteUnsupported(r, field, c)
 		actions := 0
 		if len(r.Services) > 0 {
@@ -169,7 +174,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		set   bool
 	}{
 		{"spec.virtualhost.authorization", vh.Authorization != nil},
-		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
 		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
 		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
 		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
@@ -180,6 +184,7 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", u.field)
 		}
 	}
+	validateJWTProviders(vh, c)
 	if vh.CORSPolicy != nil {
 		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.corsPolicy is not implemented by Portico yet and is ignored: browsers see no CORS headers from the proxy")
 	}
@@ -272,7 +277,6 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 		set  bool
 	}{
 		{"authPolicy", r.AuthPolicy != nil},
-		{"jwtVerificationPolicy", r.JWTVerificationPolicy != nil},
 		{"ipAllowPolicy", len(r.IPAllowFilterPolicy) > 0},
 		{"ipDenyPolicy", len(r.IPDenyFilterPolicy) > 0},
 		{"rateLimitPolicy", r.RateLimitPolicy != nil},

@@ -135,6 +135,11 @@ func httpProxyKeys(p *contourv1.HTTPProxy) objectKeys {
 		if vh.TLS != nil {
 			kb.secret(p.Namespace, vh.TLS.SecretName)
 		}
+		for i := range vh.JWTProviders {
+			if v := vh.JWTProviders[i].RemoteJWKS.UpstreamValidation; v != nil {
+				kb.secret(p.Namespace, v.CACertificate)
+			}
+		}
 	}
 	for _, inc := range p.Spec.Includes {
 		kb.obj(KindHTTPProxy, defaultString(inc.Namespace, p.Namespace), inc.Name)

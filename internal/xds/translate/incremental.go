@@ -403,6 +403,7 @@ func (t *Incremental) newSecureEntry(svh *dag.SecureVirtualHost, h secureHost, o
 			clusters = append(clusters, wc.Cluster)
 		}
 	}
+	clusters = append(clusters, svh.JWKSClusters()...)
 	e.uses = t.use(clusters)
 	t.Retranslated++
 	return e

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/portico-dev/portico/internal/testutil"
+)
+
+// jwtProxy is an HTTPProxy on api.test whose routes require tokens of the
+// provider "main" (the default), the same key set forwarding the token
+// ("forwarding"), or an unreachable key set ("down"); /public requires none.
+func jwtProxy(jwksURL, downURL, public string) string {
+	return fmt.Sprintf(`apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: api}
+spec:
+  virtualhost:
+    fqdn: api.test
+    tls: {secretName: api}
+    jwtProviders:
+    - name: main
+      default: true
+      issuer: https://issuer.test
+      audiences: [api, api2]
+      remoteJWKS: {uri: %[1]q, cacheDuration: 2s}
+    - name: forwarding
+      forwardJWT: true
+      remoteJWKS: {uri: %[1]q}
+    - name: down
+      remoteJWKS: {uri: %[2]q, timeout: 500ms}
+  routes:
+  - services: [{name: app, port: 80}]
+  - conditions: [{prefix: /public}]
+    services: [{name: app, port: 80}]
+    jwtVerificationPolicy: %[3]s
+  - conditions: [{prefix: /forward}]
+    services: [{name: app, port: 80}]
+    jwtVerificationPolicy: {require: forwarding}
+  - conditions: [{prefix: /down}]
+    services: [{name: app, port: 80}]
+    jwtVerificationPolicy: {require: down}
+`, jwksURL, downURL, public)
+}
+
+// unreachableURL is a key set URL on ip whose connections are refused.
+func unreachableURL(t *testing.T, ip string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/jwks.json"
+}
+
+// getBearer sends GET https://host/path with token (none when "") as a Bearer
+// credential.
+func (e *env) getBearer(host, path, token string) result {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "https://"+host+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return e.doTLS(req, host, false)
+}
+
+func TestJWTVerification(t *testing.T) {
+	ip := testutil.NonLoopbackIP(t)
+	jwks := testutil.StartJWKS(t, ip)
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "app"),
+		"secret.yaml":   tlsSecretManifest("api", testutil.SelfSigned("api.test")),
+		"proxy.yaml":    jwtProxy(jwks.URL, unreachableURL(t, ip), "{disabled: true}"),
+	})
+	const issuer = "https://issuer.test"
+	valid := jwks.Token(testutil.Claims(issuer, "api2"))
+
+	e.eventually(10*time.Second, "a valid token to be accepted", func() bool {
+		return e.getBearer("api.test", "/", valid).service() == "app"
+	})
+	r := e.getBearer("api.test", "/", valid)
+	if _, forwarded := r.echo.Headers["Authorization"]; forwarded {
+		t.Errorf("the token reached the backend without forwardJWT: %v", r.echo.Headers["Authorization"])
+	}
+	if r := e.getBearer("api.test", "/forward", valid); r.service() != "app" || strings.Join(r.echo.Headers["Authorization"], "") != "Bearer "+valid {
+		t.Errorf("forwardJWT: %d from %q, Authorization %v", r.status, r.service(), r.echo.Headers["Authorization"])
+	}
+
+	expired := testutil.Claims(issuer, "api")
+	expired.Expiry = jwt.NewNumericDate(time.Now().Add(-10 * time.Minute))
+	notYet := testutil.Claims(issuer, "api")
+	notYet.NotBefore = jwt.NewNumericDate(time.Now().Add(10 * time.Minute))
+	withinSkew := testutil.Claims(issuer, "api")
+	withinSkew.Expiry = jwt.NewNumericDate(time.Now().Add(-20 * time.Second)) // Envoy allows 60s of clock skew
+	for _, tc := range []struct {
+		name, token string
+		status      int
+		body        string
+	}{
+		{"missing", "", 401, "Jwt is missing"},
+		{"garbage", "not.a.token", 401, "Jwt is not in the form"},
+		{"expired", jwks.Token(expired), 401, "Jwt is expired"},
+		{"not yet valid", jwks.Token(notYet), 401, "Jwt not yet valid"},
+		{"wrong issuer", jwks.Token(testutil.Claims("https://other.test", "api")), 401, "Jwt issuer is not configured"},
+		{"wrong audience", jwks.Token(testutil.Claims(issuer, "billing")), 403, "Audiences in Jwt are not allowed"},
+		{"signed by another key of the same id", testutil.StartJWKS(t, ip).Token(testutil.Claims(issuer, "api")), 401, "Jwt verification fails"},
+		{"expired within the clock skew", jwks.Token(withinSkew), 200, ""},
+	} {
+		r := e.getBearer("api.test", "/", tc.token)
+		if r.status != tc.status || !strings.HasPrefix(r.body, tc.body) || (tc.status == 200) != (r.service() == "app") {
+			t.Errorf("%s: %d %q from %q, want %d %q", tc.name, r.status, r.body, r.service(), tc.status, tc.body)
+		}
+		if tc.status == 401 && !strings.HasPrefix(r.header.Get("Www-Authenticate"), `Bearer realm="https://api.test/"`) {
+			t.Errorf("%s: WWW-Authenticate %q", tc.name, r.header.Get("Www-Authenticate"))
+		}
+	}
+	if r := e.getBearer("api.test", "/public", ""); r.service() != "app" {
+		t.Errorf("a route with verification disabled: %d %q", r.status, r.body)
+	}
+	// An unreachable key set fails its own route only.
+	if r := e.getBearer("api.test", "/down", valid); r.status != 401 || r.body != "Jwks remote fetch is failed" {
+		t.Errorf("unreachable key set: %d %q, want 401 Jwks remote fetch is failed", r.status, r.body)
+	}
+	if r := e.getBearer("api.test", "/", valid); r.service() != "app" {
+		t.Errorf("after the unreachable key set: %d %q", r.status, r.body)
+	}
+	// Plain HTTP redirects: a token is only verified over TLS.
+	if r := e.get("api.test", "/"); r.status != 301 {
+		t.Errorf("plain HTTP: %d, want 301", r.status)
+	}
+
+	// Rotation: a token of a new key is accepted once the key set is fetched again
+	// (an unknown key id, or the cache's 2s running out); the old key's tokens are
+	// refused once the cache no longer holds it.
+	fetches := jwks.Fetches()
+	jwks.Rotate(false)
+	rotated := jwks.Token(testutil.Claims(issuer, "api"))
+	e.eventually(30*time.Second, "a token of the new key to be accepted", func() bool {
+		return e.getBearer("api.test", "/", rotated).service() == "app"
+	})
+	e.eventually(30*time.Second, "a token of the removed key to be refused", func() bool {
+		return e.getBearer("api.test", "/", valid).status == 401
+	})
+	if jwks.Fetches() <= fetches {
+		t.Errorf("the key set was not fetched again after rotation")
+	}
+
+	// Editing only the policy changes what is served.
+	e.write("proxy.yaml", jwtProxy(jwks.URL, unreachableURL(t, ip), "{require: main}"))
+	e.eventually(10*time.Second, "/public to require a token", func() bool {
+		return e.getBearer("api.test", "/public", "").status == 401
+	})
+	if r := e.getBearer("api.test", "/public", rotated); r.service() != "app" {
+		t.Errorf("/public with a token: %d %q", r.status, r.body)
+	}
+}
