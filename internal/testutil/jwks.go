@@ -68,18 +68,23 @@ func (s *JWKSServer) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(set)
 }
 
-// Rotate makes a new signing key, the one tokens are signed with from now on,
-// and returns its key id. With keepOld the previous keys stay in the set (an
-// issuer announcing a new key); without, the set holds the new key alone.
-func (s *JWKSServer) Rotate(keepOld bool) string {
+// NewSigningKey returns a new ES256 signing key with key id kid.
+func NewSigningKey(kid string) *jose.JSONWebKey {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		panic(err)
 	}
+	return &jose.JSONWebKey{Key: priv, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}
+}
+
+// Rotate makes a new signing key, the one tokens are signed with from now on,
+// and returns its key id. With keepOld the previous keys stay in the set (an
+// issuer announcing a new key); without, the set holds the new key alone.
+func (s *JWKSServer) Rotate(keepOld bool) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.next++
-	k := &jose.JSONWebKey{Key: priv, KeyID: "key-" + strconv.Itoa(s.next), Algorithm: string(jose.ES256), Use: "sig"}
+	k := NewSigningKey("key-" + strconv.Itoa(s.next))
 	if keepOld {
 		s.keys = append(s.keys, k)
 	} else {

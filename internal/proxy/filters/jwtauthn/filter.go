@@ -41,6 +41,7 @@ type provider struct {
 	requireExpiration bool
 	clockSkew         time.Duration
 	keys              *keySet
+	verified          verifiedTokens
 }
 
 // signatureAlgorithms are those a token may be signed with: Envoy's list.
@@ -113,6 +114,13 @@ func extractToken(r *filter.Request) (token string, fromHeader bool) {
 // claims. An unknown key id fetches the key set again (at most every
 // refetchInterval): the issuer may have rotated its keys since the last fetch.
 func (p *provider) verify(s *filter.Stream, token string) *failure {
+	set, gen, err := p.keys.get(s, false)
+	if err != nil {
+		return errFetch
+	}
+	if v, ok := p.verified.lookup(token, gen); ok {
+		return p.checkTimes(v, time.Now())
+	}
 	tok, err := jwt.ParseSigned(token, signatureAlgorithms)
 	if err != nil {
 		return errBadFormat
@@ -121,13 +129,9 @@ func (p *provider) verify(s *filter.Stream, token string) *failure {
 		return errBadFormat
 	}
 	h := tok.Headers[0]
-	set, err := p.keys.get(s, false)
-	if err != nil {
-		return errFetch
-	}
 	candidates := matchingKeys(set, h)
 	if len(candidates) == 0 && h.KeyID != "" {
-		if set, err = p.keys.get(s, true); err == nil {
+		if set, gen, err = p.keys.get(s, true); err == nil {
 			candidates = matchingKeys(set, h)
 		}
 	}
@@ -145,7 +149,22 @@ func (p *provider) verify(s *filter.Stream, token string) *failure {
 	if !verified {
 		return errVerification
 	}
-	return p.checkClaims(&claims, time.Now())
+	if f := p.checkClaims(&claims, time.Now()); f != nil {
+		return f
+	}
+	p.verified.add(token, timesOf(&claims, gen))
+	return nil
+}
+
+func timesOf(c *jwt.Claims, gen uint64) verifiedToken {
+	v := verifiedToken{gen: gen, hasExpiry: c.Expiry != nil, hasNBF: c.NotBefore != nil}
+	if v.hasExpiry {
+		v.expiry = c.Expiry.Time()
+	}
+	if v.hasNBF {
+		v.notBefore = c.NotBefore.Time()
+	}
+	return v
 }
 
 // matchingKeys are the keys of set that may have signed a token with header h:
@@ -170,17 +189,27 @@ func matchingKeys(set *jose.JSONWebKeySet, h jose.Header) []jose.JSONWebKey {
 // checkClaims applies the provider's issuer and audiences, and the token's
 // time limits with the clock skew Envoy allows.
 func (p *provider) checkClaims(c *jwt.Claims, now time.Time) *failure {
+	if f := p.checkTimes(timesOf(c, 0), now); f != nil {
+		return f
+	}
 	switch {
-	case c.Expiry == nil && p.requireExpiration:
-		return errNoExpiration
-	case c.Expiry != nil && now.After(c.Expiry.Time().Add(p.clockSkew)):
-		return errExpired
-	case c.NotBefore != nil && now.Add(p.clockSkew).Before(c.NotBefore.Time()):
-		return errNotYetValid
 	case p.issuer != "" && c.Issuer != p.issuer:
 		return errIssuer
 	case len(p.audiences) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(p.audiences, a) }):
 		return errAudience
+	}
+	return nil
+}
+
+// checkTimes applies a token's time limits with the clock skew Envoy allows.
+func (p *provider) checkTimes(v verifiedToken, now time.Time) *failure {
+	switch {
+	case !v.hasExpiry && p.requireExpiration:
+		return errNoExpiration
+	case v.hasExpiry && now.After(v.expiry.Add(p.clockSkew)):
+		return errExpired
+	case v.hasNBF && now.Add(p.clockSkew).Before(v.notBefore):
+		return errNotYetValid
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package jwtauthn
 
 import (
+	"bytes"
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +40,7 @@ type keySet struct {
 
 	mu        sync.Mutex
 	keys      *jose.JSONWebKeySet
+	gen       uint64    // counts the fetches that changed keys
 	expires   time.Time // when keys must be fetched again
 	fetchedAt time.Time
 	failedAt  time.Time
@@ -45,25 +48,26 @@ type keySet struct {
 	inflight  chan struct{} // closed when the running fetch ends
 }
 
-// get returns the key set, fetching it when it has expired, or when refresh
-// asks for it (an unknown key id) and the last fetch is old enough.
-func (k *keySet) get(s *filter.Stream, refresh bool) (*jose.JSONWebKeySet, error) {
+// get returns the key set and its generation, fetching it when it has
+// expired, or when refresh asks for it (an unknown key id) and the last fetch
+// is old enough.
+func (k *keySet) get(s *filter.Stream, refresh bool) (*jose.JSONWebKeySet, uint64, error) {
 	for {
 		k.mu.Lock()
 		now := time.Now()
 		fresh := k.keys != nil && now.Before(k.expires)
 		if fresh && (!refresh || now.Sub(k.fetchedAt) < refetchInterval) {
-			keys := k.keys
+			keys, gen := k.keys, k.gen
 			k.mu.Unlock()
-			return keys, nil
+			return keys, gen, nil
 		}
 		if k.failure != nil && now.Sub(k.failedAt) < failureBackoff {
-			keys, err := k.keys, k.failure
+			keys, gen, err := k.keys, k.gen, k.failure
 			k.mu.Unlock()
 			if fresh {
-				return keys, nil
+				return keys, gen, nil
 			}
-			return nil, err
+			return nil, 0, err
 		}
 		if wait := k.inflight; wait != nil {
 			k.mu.Unlock()
@@ -72,7 +76,7 @@ func (k *keySet) get(s *filter.Stream, refresh bool) (*jose.JSONWebKeySet, error
 				refresh = false // that fetch was the refresh
 				continue
 			case <-s.Context().Done():
-				return nil, s.Context().Err()
+				return nil, 0, s.Context().Err()
 			}
 		}
 		done := make(chan struct{})
@@ -85,20 +89,25 @@ func (k *keySet) get(s *filter.Stream, refresh bool) (*jose.JSONWebKeySet, error
 		close(done)
 		if err != nil {
 			k.failure, k.failedAt = err, time.Now()
+			stale, gen := k.keys, k.gen
 			k.mu.Unlock()
 			if s.Env != nil && s.Env.Log != nil {
 				s.Env.Log.Warn("jwt_authn: fetching the key set failed; tokens cannot be verified", "uri", k.uri, "cluster", k.cluster, "error", err)
 			}
 			if fresh {
-				return k.keys, nil
+				return stale, gen, nil
 			}
-			return nil, err
+			return nil, 0, err
+		}
+		if k.keys == nil || !sameKeys(k.keys, keys) {
+			k.gen++
 		}
 		k.keys, k.failure = keys, nil
 		k.fetchedAt = time.Now()
 		k.expires = k.fetchedAt.Add(k.cacheDuration)
+		gen := k.gen
 		k.mu.Unlock()
-		return keys, nil
+		return keys, gen, nil
 	}
 }
 
@@ -142,4 +151,20 @@ func (k *keySet) fetch(env *filter.Env) (*jose.JSONWebKeySet, error) {
 		return nil, errors.New("the key set has no keys")
 	}
 	return &set, nil
+}
+
+// sameKeys reports whether two key sets hold the same keys, so that a fetch
+// returning what the cache has keeps the tokens verified with it.
+func sameKeys(a, b *jose.JSONWebKeySet) bool {
+	if len(a.Keys) != len(b.Keys) {
+		return false
+	}
+	for i := range a.Keys {
+		ta, errA := a.Keys[i].Thumbprint(crypto.SHA256)
+		tb, errB := b.Keys[i].Thumbprint(crypto.SHA256)
+		if errA != nil || errB != nil || !bytes.Equal(ta, tb) || a.Keys[i].KeyID != b.Keys[i].KeyID || a.Keys[i].Algorithm != b.Keys[i].Algorithm {
+			return false
+		}
+	}
+	return true
 }
