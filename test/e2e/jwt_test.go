@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,47 @@ func TestJWTVerification(t *testing.T) {
 	})
 	if r := e.getBearer("api.test", "/public", rotated); r.service() != "app" {
 		t.Errorf("/public with a token: %d %q", r.status, r.body)
+	}
+}
+
+// TestJWTExample: the key set and tokens of examples/jwt verify as its run.sh
+// and docs/httpproxy.md say (the tokens are valid until 2100).
+func TestJWTExample(t *testing.T) {
+	ip := testutil.NonLoopbackIP(t)
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir("../../examples/jwt/keys")), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	token := func(name string) string {
+		b, err := os.ReadFile("../../examples/jwt/keys/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "api"),
+		"secret.yaml":   tlsSecretManifest("api-tls", testutil.SelfSigned("api.jwt.localhost")),
+		"proxy.yaml": `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: api}
+spec:
+  virtualhost:
+    fqdn: api.jwt.localhost
+    tls: {secretName: api-tls}
+    jwtProviders:
+    - {name: issuer, default: true, issuer: https://issuer.jwt.localhost, audiences: [api], remoteJWKS: {uri: "http://` + l.Addr().String() + `/jwks.json"}}
+  routes:
+  - services: [{name: api, port: 80}]
+`,
+	})
+	e.eventually(10*time.Second, "the example's token to be accepted", func() bool {
+		return e.getBearer("api.jwt.localhost", "/orders", token("token.txt")).service() == "api"
+	})
+	if r := e.getBearer("api.jwt.localhost", "/orders", token("token-billing.txt")); r.status != 403 {
+		t.Errorf("the example's billing token: %d %q, want 403", r.status, r.body)
 	}
 }
