@@ -5,9 +5,9 @@
 # Builds portico, starts an echo backend on 127.0.0.1:9301, serves examples/jwt/keys
 # (jwks.json: the public key that signed keys/token.txt, valid until 2100) with Python's
 # http.server on this machine's first non-loopback address, port 9302 (the proxy never
-# fetches a key set from its own loopback), writes the HTTPProxy and a certificate for
+# fetches a key set from its own loopback), writes the HTTPProxy, with that address, and a certificate for
 # api.jwt.localhost with `portico certgen`, and serves examples/jwt/manifests on
-# https://127.0.0.1:8443. Try, in another terminal:
+# https://127.0.0.1:8443 (the HTTPProxy is examples/jwt/httpproxy.yaml.in). Try, in another terminal:
 #   TOKEN=$(cat examples/jwt/keys/token.txt)
 #   curl -sk --resolve api.jwt.localhost:8443:127.0.0.1 https://api.jwt.localhost:8443/orders -H "Authorization: Bearer $TOKEN"   # 200 from api
 #   curl -sk --resolve api.jwt.localhost:8443:127.0.0.1 https://api.jwt.localhost:8443/orders -i    # 401 Jwt is missing
@@ -40,29 +40,8 @@ type: kubernetes.io/tls
 data:
   tls.crt: $(b64 "$example/generated/xds.crt")
   tls.key: $(b64 "$example/generated/xds.key")
----
-apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {name: api}
-spec:
-  virtualhost:
-    fqdn: api.jwt.localhost
-    tls: {secretName: api-tls}
-    jwtProviders:
-    - name: issuer
-      default: true
-      issuer: https://issuer.jwt.localhost
-      audiences: [api]
-      remoteJWKS:
-        uri: http://$ip:9302/jwks.json
-        timeout: 2s
-        cacheDuration: 5m
-  routes:
-  - services: [{name: api, port: 80}]
-  - conditions: [{prefix: /health}]
-    services: [{name: api, port: 80}]
-    jwtVerificationPolicy: {disabled: true}
 YAML
+{ echo ---; sed "s/JWKS_ADDRESS/$ip:9302/" "$example/httpproxy.yaml.in"; } >> "$example/manifests/jwt.generated.yaml"
 
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; }
@@ -70,6 +49,8 @@ trap cleanup EXIT INT TERM
 
 bin/portico echo --listen 127.0.0.1:9301 --service api & pids+=($!)
 python3 -m http.server --bind "$ip" --directory "$example/keys" 9302 >/dev/null 2>&1 & pids+=($!)
+# The first request fetches the key set: serve it before the proxy starts.
+for _ in $(seq 50); do curl -sf -o /dev/null "http://$ip:9302/jwks.json" && break; sleep 0.1; done
 
 bin/portico run --manifests "$example/manifests" "$@" & pids+=($!)
 wait "${pids[-1]}"

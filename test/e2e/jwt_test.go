@@ -185,21 +185,14 @@ func TestJWTExample(t *testing.T) {
 		}
 		return strings.TrimSpace(string(b))
 	}
+	proxy, err := os.ReadFile("../../examples/jwt/httpproxy.yaml.in")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := start(t, map[string]string{
 		"backends.yaml": backends(t, "api"),
 		"secret.yaml":   tlsSecretManifest("api-tls", testutil.SelfSigned("api.jwt.localhost")),
-		"proxy.yaml": `apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {name: api}
-spec:
-  virtualhost:
-    fqdn: api.jwt.localhost
-    tls: {secretName: api-tls}
-    jwtProviders:
-    - {name: issuer, default: true, issuer: https://issuer.jwt.localhost, audiences: [api], remoteJWKS: {uri: "http://` + l.Addr().String() + `/jwks.json"}}
-  routes:
-  - services: [{name: api, port: 80}]
-`,
+		"proxy.yaml":    strings.ReplaceAll(string(proxy), "JWKS_ADDRESS", l.Addr().String()),
 	})
 	e.eventually(10*time.Second, "the example's token to be accepted", func() bool {
 		return e.getBearer("api.jwt.localhost", "/orders", token("token.txt")).service() == "api"
