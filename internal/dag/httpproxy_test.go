@@ -758,7 +758,6 @@ spec:
 		field                    string
 	}{
 		{name: "authorization", vh: `, authorization: {extensionRef: {name: auth}}`, field: "spec.virtualhost.authorization"},
-		{name: "localJWKS", vh: `, jwtProviders: [{name: p, localJWKS: {secretName: jwks, key: keys}}]`, field: "spec.virtualhost.jwtProviders[0].localJWKS"},
 		{name: "virtualhost ipAllowPolicy", vh: `, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipAllowPolicy"},
 		{name: "virtualhost ipDenyPolicy", vh: `, ipDenyPolicy: [{source: Remote, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipDenyPolicy"},
 		{name: "virtualhost rateLimitPolicy", vh: `, rateLimitPolicy: {local: {requests: 1, unit: second}}`, field: "spec.virtualhost.rateLimitPolicy"},

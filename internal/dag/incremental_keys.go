@@ -139,6 +139,7 @@ func httpProxyKeys(p *contourv1.HTTPProxy) objectKeys {
 			if v := vh.JWTProviders[i].RemoteJWKS.UpstreamValidation; v != nil {
 				kb.secret(p.Namespace, v.CACertificate)
 			}
+			kb.secret(p.Namespace, vh.JWTProviders[i].LocalJWKS.SecretName)
 		}
 	}
 	for _, inc := range p.Spec.Includes {

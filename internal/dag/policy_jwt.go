@@ -3,6 +3,7 @@ package dag
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
@@ -38,8 +40,11 @@ type JWTProvider struct {
 	ForwardJWT bool
 	// Default is required by the routes that name no provider.
 	Default bool
-	// RemoteJWKS is where its keys are fetched from.
+	// RemoteJWKS is where its keys are fetched from; without it, LocalJWKS holds
+	// them.
 	RemoteJWKS *RemoteJWKS
+	// LocalJWKS is the key set's JSON, read from a Secret.
+	LocalJWKS string
 }
 
 // RemoteJWKS is a key set the data plane fetches over HTTP(S) from Cluster.
@@ -66,6 +71,9 @@ func (r JWTRequirement) IsZero() bool { return r.Provider == "" && !r.Disabled }
 
 // JWKSClusters are the clusters of the host's remote key sets.
 func (svh *SecureVirtualHost) JWKSClusters() []*Cluster {
+	if len(svh.JWTProviders) == 0 {
+		return nil
+	}
 	var out []*Cluster
 	for i := range svh.JWTProviders {
 		if r := svh.JWTProviders[i].RemoteJWKS; r != nil {
@@ -113,9 +121,14 @@ func validateJWTProviders(vh *contourv1.VirtualHost, c *proxyCheck) {
 		case remote && local:
 			c.fail(problemJWT, "JWKSSourceConflict", "%s: set remoteJWKS or localJWKS, not both", field)
 		case local:
-			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s.localJWKS is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: serve the key set over HTTP(S) and use remoteJWKS", field)
+			if p.LocalJWKS.Key == "" {
+				c.fail(problemJWT, "LocalJWKSInvalid", "%s.localJWKS.key is required: the key of Secret %s holding the key set", field, p.LocalJWKS.SecretName)
+			}
+			if msgs := isDNS1123Subdomain(p.LocalJWKS.SecretName); len(msgs) > 0 {
+				c.fail(problemJWT, "LocalJWKSInvalid", "%s.localJWKS.secretName %q: a Secret of the HTTPProxy's namespace: %s", field, p.LocalJWKS.SecretName, strings.Join(msgs, "; "))
+			}
 		case !remote:
-			c.fail(problemJWT, "JWKSSourceMissing", "%s needs remoteJWKS.uri: the URL of the key set that signs its tokens", field)
+			c.fail(problemJWT, "JWKSSourceMissing", "%s needs remoteJWKS.uri (the URL of the key set that signs its tokens) or localJWKS (a Secret holding it)", field)
 		default:
 			validateRemoteJWKS(&p.RemoteJWKS, field+".remoteJWKS", c)
 		}
@@ -233,12 +246,17 @@ func (b *builder) proxyJWTProviders(root *proxyNode) ([]JWTProvider, bool) {
 	out := make([]JWTProvider, 0, len(vh.JWTProviders))
 	for i := range vh.JWTProviders {
 		p := &vh.JWTProviders[i]
-		field := fmt.Sprintf("spec.virtualhost.jwtProviders[%d].remoteJWKS", i)
-		remote, ok := b.remoteJWKS(root, &p.RemoteJWKS, field)
+		jp := JWTProvider{Name: p.Name, Issuer: p.Issuer, Audiences: p.Audiences, ForwardJWT: p.ForwardJWT, Default: p.Default}
+		var ok bool
+		if p.LocalJWKS.SecretName != "" {
+			jp.LocalJWKS, ok = b.localJWKS(root, &p.LocalJWKS, fmt.Sprintf("spec.virtualhost.jwtProviders[%d].localJWKS", i))
+		} else {
+			jp.RemoteJWKS, ok = b.remoteJWKS(root, &p.RemoteJWKS, fmt.Sprintf("spec.virtualhost.jwtProviders[%d].remoteJWKS", i))
+		}
 		if !ok {
 			return nil, false
 		}
-		out = append(out, JWTProvider{Name: p.Name, Issuer: p.Issuer, Audiences: p.Audiences, ForwardJWT: p.ForwardJWT, Default: p.Default, RemoteJWKS: remote})
+		out = append(out, jp)
 	}
 	return out, true
 }
@@ -271,6 +289,27 @@ func (b *builder) remoteJWKS(root *proxyNode, r *contourv1.RemoteJWKS, field str
 	c.Name = jwksClusterName(u, c)
 	out.Cluster = c
 	return out, true
+}
+
+// localJWKS reads a key set from a Secret of the root's namespace (never
+// another's: a key set decides who gets in).
+func (b *builder) localJWKS(root *proxyNode, l *contourv1.LocalJWKS, field string) (string, bool) {
+	key := types.NamespacedName{Namespace: root.p.Namespace, Name: l.SecretName}
+	s := b.store.Secrets[key]
+	if s == nil {
+		root.check.fail(problemJWT, "LocalJWKSInvalid", "%s: Secret %s not found; create it with the key set under %q", field, key, l.Key)
+		return "", false
+	}
+	data, ok := s.Data[l.Key]
+	if !ok {
+		root.check.fail(problemJWT, "LocalJWKSInvalid", "%s: Secret %s has no key %q", field, key, l.Key)
+		return "", false
+	}
+	if msg := checkJWKS(data); msg != "" {
+		root.check.fail(problemJWT, "LocalJWKSInvalid", "%s: Secret %s, key %q: %s", field, key, l.Key, msg)
+		return "", false
+	}
+	return string(data), true
 }
 
 // jwksValidation resolves the CA Secret that verifies a key set server.
@@ -353,4 +392,16 @@ func isThisMachine(host string) bool {
 	}
 	ip := net.ParseIP(name)
 	return ip != nil && (ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
+}
+
+// checkJWKS says what keeps data from being a JSON Web Key Set with keys, or "".
+func checkJWKS(data []byte) string {
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(data, &set); err != nil {
+		return "not a JSON Web Key Set: " + err.Error()
+	}
+	if len(set.Keys) == 0 {
+		return "the key set has no keys"
+	}
+	return ""
 }

@@ -17,6 +17,8 @@ func jwtRoot(t *testing.T, providers, routes string) *Graph {
 	cert := testutil.SelfSigned("api.example.com")
 	ca := testutil.SelfSigned("idp.example.com")
 	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "idp-ca"}, Data: map[string][]byte{"ca.crt": ca.CertPEM}}
+	jwks := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "jwks"}, Data: map[string][]byte{
+		"jwks.json": []byte(localKeySet), "bad.json": []byte(`{"keys": 1}`)}}
 	return build(proxy(t, `
 metadata: {name: root}
 spec:
@@ -24,7 +26,7 @@ spec:
     fqdn: api.example.com
     tls: {secretName: cert}
     jwtProviders:`+providers+`
-  routes:`+routes), tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM), caSecret)
+  routes:`+routes), tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM), caSecret, jwks)
 }
 
 const jwtRoutes = `
@@ -72,6 +74,14 @@ func TestJWTProviderValidation(t *testing.T) {
 		{"missing CA Secret", `
     - {name: a, remoteJWKS: {uri: "https://idp.example.com/keys", validation: {caSecret: nope, subjectName: idp.example.com}}}`, jwtRoutes,
 			"RemoteJWKSUpstreamValidationInvalid", []string{"Secret default/nope not found"}},
+		{"local key set Secret missing", `
+    - {name: a, localJWKS: {secretName: nope, key: jwks.json}}`, jwtRoutes, "LocalJWKSInvalid", []string{"spec.virtualhost.jwtProviders[0].localJWKS: Secret default/nope not found"}},
+		{"local key set key missing", `
+    - {name: a, localJWKS: {secretName: jwks, key: other.json}}`, jwtRoutes, "LocalJWKSInvalid", []string{`Secret default/jwks has no key "other.json"`}},
+		{"local key set not JSON", `
+    - {name: a, localJWKS: {secretName: jwks, key: bad.json}}`, jwtRoutes, "LocalJWKSInvalid", []string{`Secret default/jwks, key "bad.json": not a JSON Web Key Set`}},
+		{"local and remote", `
+    - {name: a, localJWKS: {secretName: jwks, key: jwks.json}, remoteJWKS: {uri: "https://idp.example.com/keys"}}`, jwtRoutes, "JWKSSourceConflict", []string{"set remoteJWKS or localJWKS, not both"}},
 		{"unknown provider", `
     - {name: a, remoteJWKS: {uri: "https://idp.example.com/keys"}}`, jwtRoutes + `
     jwtVerificationPolicy: {require: b}`, "JWTProviderNotDefined", []string{`spec.routes[0].jwtVerificationPolicy.require names provider "b", which spec.virtualhost.jwtProviders does not define (it defines "a")`}},
@@ -86,6 +96,27 @@ func TestJWTProviderValidation(t *testing.T) {
 				t.Errorf("served without the verification it asks for: %v %v", http, https)
 			}
 		})
+	}
+}
+
+// localKeySet is a key set of one EC public key.
+const localKeySet = `{"keys": [{"kty": "EC", "kid": "k1", "crv": "P-256", "alg": "ES256",
+  "x": "fx0la2JeenKWZGvyY6qg9kd3UcxyehHQWHjg046lND8", "y": "Aysj0lDsAO7oY_bw0eZ5feSfSxnZrvEFFhc1ynIb3ZQ"}]}`
+
+// A key set in a Secret of the root's namespace is read into the provider; no
+// cluster is made for it.
+func TestJWTLocalKeySet(t *testing.T) {
+	g := jwtRoot(t, `
+    - {name: a, default: true, localJWKS: {secretName: jwks, key: jwks.json}}`, jwtRoutes)
+	if s := statusOf(g, "default", "root"); s.Status != StatusValid || len(s.Errors) > 0 {
+		t.Fatalf("status %s: %s", s.Status, s.Description)
+	}
+	svh := httpsHost(g, "api.example.com")
+	if svh == nil || len(svh.JWTProviders) != 1 || svh.JWTProviders[0].LocalJWKS != localKeySet || svh.JWTProviders[0].RemoteJWKS != nil {
+		t.Fatalf("secure host providers = %+v", svh)
+	}
+	if c := svh.JWKSClusters(); len(c) != 0 {
+		t.Errorf("key set clusters %v, want none", c)
 	}
 }
 

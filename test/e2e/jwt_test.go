@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/portico-dev/portico/internal/testutil"
@@ -16,7 +18,8 @@ import (
 
 // jwtProxy is an HTTPProxy on api.test whose routes require tokens of the
 // provider "main" (the default), the same key set forwarding the token
-// ("forwarding"), or an unreachable key set ("down"); /public requires none.
+// ("forwarding"), an unreachable key set ("down"), or the key set of the Secret
+// jwks ("local"); /public requires none.
 func jwtProxy(jwksURL, downURL, public string) string {
 	return fmt.Sprintf(`apiVersion: projectcontour.io/v1
 kind: HTTPProxy
@@ -36,6 +39,8 @@ spec:
       remoteJWKS: {uri: %[1]q}
     - name: down
       remoteJWKS: {uri: %[2]q, timeout: 500ms}
+    - name: local
+      localJWKS: {secretName: jwks, key: jwks.json}
   routes:
   - services: [{name: app, port: 80}]
   - conditions: [{prefix: /public}]
@@ -47,6 +52,9 @@ spec:
   - conditions: [{prefix: /down}]
     services: [{name: app, port: 80}]
     jwtVerificationPolicy: {require: down}
+  - conditions: [{prefix: /local}]
+    services: [{name: app, port: 80}]
+    jwtVerificationPolicy: {require: local}
 `, jwksURL, downURL, public)
 }
 
@@ -79,9 +87,15 @@ func (e *env) getBearer(host, path, token string) result {
 func TestJWTVerification(t *testing.T) {
 	ip := testutil.NonLoopbackIP(t)
 	jwks := testutil.StartJWKS(t, ip)
+	localKey := testutil.NewSigningKey("local-1")
+	localSet, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{localKey.Public()}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := start(t, map[string]string{
 		"backends.yaml": backends(t, "app"),
 		"secret.yaml":   tlsSecretManifest("api", testutil.SelfSigned("api.test")),
+		"jwks.yaml":     fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: jwks}\nstringData:\n  jwks.json: %q\n", localSet),
 		"proxy.yaml":    jwtProxy(jwks.URL, unreachableURL(t, ip), "{disabled: true}"),
 	})
 	const issuer = "https://issuer.test"
@@ -128,6 +142,13 @@ func TestJWTVerification(t *testing.T) {
 	}
 	if r := e.getBearer("api.test", "/public", ""); r.service() != "app" {
 		t.Errorf("a route with verification disabled: %d %q", r.status, r.body)
+	}
+	// A key set from a Secret.
+	if r := e.getBearer("api.test", "/local", testutil.SignToken(localKey, testutil.Claims(issuer, "api"))); r.service() != "app" {
+		t.Errorf("a token of the Secret's key set: %d %q", r.status, r.body)
+	}
+	if r := e.getBearer("api.test", "/local", valid); r.status != 401 {
+		t.Errorf("a token of another key set on /local: %d %q, want 401", r.status, r.body)
 	}
 	// An unreachable key set fails its own route only.
 	if r := e.getBearer("api.test", "/down", valid); r.status != 401 || r.body != "Jwks remote fetch is failed" {

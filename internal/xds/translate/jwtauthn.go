@@ -52,6 +52,11 @@ func jwtProvider(p *dag.JWTProvider) *jwtv3.JwtProvider {
 		Audiences: slices.Clone(p.Audiences),
 		Forward:   p.ForwardJWT,
 	}
+	if p.RemoteJWKS == nil {
+		out.JwksSourceSpecifier = &jwtv3.JwtProvider_LocalJwks{LocalJwks: &corev3.DataSource{
+			Specifier: &corev3.DataSource_InlineString{InlineString: p.LocalJWKS},
+		}}
+	}
 	if r := p.RemoteJWKS; r != nil {
 		out.JwksSourceSpecifier = &jwtv3.JwtProvider_RemoteJwks{RemoteJwks: &jwtv3.RemoteJwks{
 			HttpUri: &corev3.HttpUri{

@@ -40,6 +40,8 @@ spec:
     - name: legacy
       forwardJWT: true
       remoteJWKS: {uri: "http://jwks.example.com:8080/jwks.json", timeout: 3s, cacheDuration: 1m, dnsLookupFamily: v4}
+    - name: local
+      localJWKS: {secretName: jwks, key: jwks.json}
   includes:
   - {name: reports, conditions: [{prefix: /reports}]}
   routes:
@@ -61,6 +63,12 @@ spec:
   - conditions: [{prefix: /other}]
     services: [{name: web, port: 80}]
     jwtVerificationPolicy: {require: nobody}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: jwks, namespace: team}
+stringData:
+  jwks.json: '{"keys": [{"kty": "oct", "kid": "h1", "alg": "HS256", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTMyYg"}]}'
 ---
 apiVersion: v1
 kind: Service
@@ -135,10 +143,16 @@ func TestJWTProvidersTranslateToJWTAuthn(t *testing.T) {
 					CacheDuration: durationpb.New(60e9),
 				}},
 			},
+			"local": {
+				JwksSourceSpecifier: &jwtv3.JwtProvider_LocalJwks{LocalJwks: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{
+					InlineString: `{"keys": [{"kty": "oct", "kid": "h1", "alg": "HS256", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTMyYg"}]}`,
+				}}},
+			},
 		},
 		RequirementMap: map[string]*jwtv3.JwtRequirement{
 			"idp":    {RequiresType: &jwtv3.JwtRequirement_ProviderName{ProviderName: "idp"}},
 			"legacy": {RequiresType: &jwtv3.JwtRequirement_ProviderName{ProviderName: "legacy"}},
+			"local":  {RequiresType: &jwtv3.JwtRequirement_ProviderName{ProviderName: "local"}},
 		},
 	}
 	if diff := cmp.Diff(want, &got, protocmp.Transform(), protocmp.IgnoreFields(&corev3.HttpUri{}, "cluster")); diff != "" {

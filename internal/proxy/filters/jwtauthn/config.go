@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -97,9 +98,17 @@ func newProvider(name string, p *jwtv3.JwtProvider) (*provider, error) {
 	if s := p.GetClockSkewSeconds(); s > 0 {
 		out.clockSkew = time.Duration(s) * time.Second
 	}
+	if local := p.GetLocalJwks(); local != nil {
+		keys, err := localKeySet(local)
+		if err != nil {
+			return nil, fmt.Errorf("local_jwks: %w", err)
+		}
+		out.keys = keys
+		return out, nil
+	}
 	remote := p.GetRemoteJwks()
 	if remote == nil {
-		return nil, errors.New("remote_jwks is required (local_jwks is not supported)")
+		return nil, errors.New("remote_jwks or local_jwks is required")
 	}
 	uri := remote.GetHttpUri()
 	if uri.GetCluster() == "" {
@@ -145,4 +154,22 @@ func (Factory) ParsePerRoute(a *anypb.Any) (any, error) {
 		return nil, errors.New("requirement_name or disabled is required")
 	}
 	return &perRoute{requirement: name}, nil
+}
+
+// localKeySet is a key set given inline: it never expires nor is fetched.
+func localKeySet(ds *corev3.DataSource) (*keySet, error) {
+	var data []byte
+	switch {
+	case ds.GetInlineString() != "":
+		data = []byte(ds.GetInlineString())
+	case len(ds.GetInlineBytes()) > 0:
+		data = ds.GetInlineBytes()
+	default:
+		return nil, errors.New("only inline_string and inline_bytes are supported")
+	}
+	set, err := parseKeySet(data)
+	if err != nil {
+		return nil, err
+	}
+	return &keySet{keys: set, static: true, gen: 1}, nil
 }

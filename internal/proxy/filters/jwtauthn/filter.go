@@ -24,7 +24,7 @@ func (*jwtFilter) RouteScoped() bool { return true }
 func (f *jwtFilter) Clusters() []string {
 	out := make([]string, 0, len(f.requirements))
 	for _, p := range f.requirements {
-		if !slices.Contains(out, p.keys.cluster) {
+		if !p.keys.static && !slices.Contains(out, p.keys.cluster) {
 			out = append(out, p.keys.cluster)
 		}
 	}

@@ -2,6 +2,7 @@ package jwtauthn
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -52,9 +53,12 @@ func TestConfigurationsRefused(t *testing.T) {
 		{"claim_to_headers", func(c *jwtv3.JwtAuthentication) {
 			c.Providers["p"].ClaimToHeaders = []*jwtv3.JwtClaimToHeader{{HeaderName: "x-sub", ClaimName: "sub"}}
 		}, "claim_to_headers: not supported"},
-		{"local_jwks", func(c *jwtv3.JwtAuthentication) {
-			c.Providers["p"].JwksSourceSpecifier = &jwtv3.JwtProvider_LocalJwks{LocalJwks: &corev3.DataSource{}}
-		}, "remote_jwks is required"},
+		{"local_jwks from a file", func(c *jwtv3.JwtAuthentication) {
+			c.Providers["p"].JwksSourceSpecifier = &jwtv3.JwtProvider_LocalJwks{LocalJwks: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: "/etc/jwks.json"}}}
+		}, "local_jwks: only inline_string and inline_bytes are supported"},
+		{"local_jwks not a key set", func(c *jwtv3.JwtAuthentication) {
+			c.Providers["p"].JwksSourceSpecifier = &jwtv3.JwtProvider_LocalJwks{LocalJwks: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: `{"keys": []}`}}}
+		}, "local_jwks: the key set has no keys"},
 		{"no cluster", func(c *jwtv3.JwtAuthentication) {
 			c.Providers["p"].JwksSourceSpecifier = remote("https://idp.test/keys", "")
 		}, "http_uri.cluster is required"},
@@ -219,5 +223,33 @@ func TestVerifiedTokensExpire(t *testing.T) {
 	p.keys.gen++
 	if lr := f.DecodeHeaders(stream(token, ""), pr); lr == nil || lr.Status != 401 {
 		t.Errorf("a remembered token whose key left the key set: %+v, want 401", lr)
+	}
+}
+
+// A key set given inline verifies tokens without a cluster.
+func TestLocalKeySet(t *testing.T) {
+	key := signingKey(t, "k1")
+	set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{key.Public()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Factory{}.New(packed(t, &jwtv3.JwtAuthentication{
+		Providers: map[string]*jwtv3.JwtProvider{"p": {JwksSourceSpecifier: &jwtv3.JwtProvider_LocalJwks{LocalJwks: &corev3.DataSource{
+			Specifier: &corev3.DataSource_InlineString{InlineString: string(set)},
+		}}}},
+		RequirementMap: map[string]*jwtv3.JwtRequirement{"p": requirement("p")},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.(filter.ClusterUser).Clusters(); len(c) != 0 {
+		t.Errorf("clusters %v, want none", c)
+	}
+	pr := &perRoute{requirement: "p"}
+	if lr := f.DecodeHeaders(stream(testutil.SignToken(key, testutil.Claims("i", "a")), ""), pr); lr != nil {
+		t.Errorf("refused: %q", lr.Body)
+	}
+	if lr := f.DecodeHeaders(stream(testutil.SignToken(signingKey(t, "k2"), testutil.Claims("i", "a")), ""), pr); lr == nil || lr.Status != 401 {
+		t.Errorf("a token of another key: %+v, want 401", lr)
 	}
 }

@@ -37,6 +37,8 @@ type keySet struct {
 	uri, cluster  string
 	timeout       time.Duration
 	cacheDuration time.Duration
+	// static key sets (local_jwks) are given once and never fetched.
+	static bool
 
 	mu        sync.Mutex
 	keys      *jose.JSONWebKeySet
@@ -52,6 +54,9 @@ type keySet struct {
 // expired, or when refresh asks for it (an unknown key id) and the last fetch
 // is old enough.
 func (k *keySet) get(s *filter.Stream, refresh bool) (*jose.JSONWebKeySet, uint64, error) {
+	if k.static {
+		return k.keys, k.gen, nil
+	}
 	for {
 		k.mu.Lock()
 		now := time.Now()
@@ -143,8 +148,13 @@ func (k *keySet) fetch(env *filter.Env) (*jose.JSONWebKeySet, error) {
 	if len(body) > maxKeySetBytes {
 		return nil, fmt.Errorf("the key set is larger than %d bytes", maxKeySetBytes)
 	}
+	return parseKeySet(body)
+}
+
+// parseKeySet parses a JSON Web Key Set, which must hold keys.
+func parseKeySet(data []byte) (*jose.JSONWebKeySet, error) {
 	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(body, &set); err != nil {
+	if err := json.Unmarshal(data, &set); err != nil {
 		return nil, fmt.Errorf("not a JSON Web Key Set: %w", err)
 	}
 	if len(set.Keys) == 0 {
