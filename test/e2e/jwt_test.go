@@ -222,3 +222,40 @@ func TestJWTExample(t *testing.T) {
 		t.Errorf("the example's billing token: %d %q, want 403", r.status, r.body)
 	}
 }
+
+// TestCheckJWTProviders: `portico check` says what is wrong with JWT providers and
+// policies, every problem at once, and exits 1.
+func TestCheckJWTProviders(t *testing.T) {
+	dir := t.TempDir()
+	manifest := `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: api}
+spec:
+  virtualhost:
+    fqdn: api.example.com
+    jwtProviders:
+    - {name: a, default: true, remoteJWKS: {uri: "http://127.0.0.1:8090/metrics"}}
+    - {name: b, default: true, remoteJWKS: {uri: "https://idp.example.com/keys"}}
+  routes:
+  - services: [{name: web, port: 80}]
+    jwtVerificationPolicy: {require: c}
+`
+	if err := os.WriteFile(dir+"/api.yaml", []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBinary(t, portico(t), "check", dir, "-o", "json")
+	var entries []struct{ Status, Description string }
+	if err := json.Unmarshal([]byte(out), &entries); err != nil || code != 1 || len(entries) != 1 {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	for _, part := range []string{
+		"spec.virtualhost.jwtProviders needs spec.virtualhost.tls.secretName",
+		`remoteJWKS.uri "http://127.0.0.1:8090/metrics": 127.0.0.1 is this machine`,
+		`jwtProviders[1] ("b") and provider "a" are both default`,
+		`spec.routes[0].jwtVerificationPolicy.require names provider "c"`,
+	} {
+		if !strings.Contains(entries[0].Description, part) || entries[0].Status != "invalid" {
+			t.Errorf("%s: %q does not say %q", entries[0].Status, entries[0].Description, part)
+		}
+	}
+}
