@@ -62,6 +62,9 @@ func (g *Graph) Clusters() []*Cluster {
 			if a := svh.Authorization; a != nil {
 				add(a.Cluster)
 			}
+			for _, c := range svh.JWKSClusters() {
+				add(c)
+			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
 					add(wc.Cluster)
@@ -124,6 +127,8 @@ type SecureVirtualHost struct {
 	// HTTPVersions are the HTTP versions its clients may speak, HTTP1 and HTTP2;
 	// empty: both (HTTPProxy spec.httpVersions).
 	HTTPVersions []HTTPVersion
+	// JWTProviders verify the tokens its routes require (policy_jwt.go).
+	JWTProviders []JWTProvider
 }
 
 // HTTPVersion is an HTTP version a TLS host offers its clients.
@@ -233,6 +238,8 @@ type Route struct {
 	// IPFilter and CORS, when set, replace the virtual host's.
 	IPFilter *IPFilter
 	CORS     *CORSPolicy
+	// JWT is the token the route requires (policy_jwt.go).
+	JWT JWTRequirement
 }
 
 // StringMatchKind says how a header or query parameter value is compared.
@@ -392,6 +399,9 @@ type Cluster struct {
 	PortName string
 	// ExternalName is set for Services of type ExternalName: the DNS name to resolve.
 	ExternalName string
+	// DNSLookupFamily restricts ExternalName's addresses: "v4", "v6", "all", or "auto"
+	// (IPv6 when the name has one); "" is the data plane's default.
+	DNSLookupFamily string
 	// Endpoints are the ready addresses behind the port. Empty means requests get 503.
 	Endpoints []Endpoint
 	// SkippedEndpoints counts addresses left out because they cannot be connected to.
@@ -416,6 +426,8 @@ type Cluster struct {
 type UpstreamValidation struct {
 	// CAName is the namespace/name of the Secret holding CACert, for names and messages.
 	CAName string
+	// CACert is what the certificate must chain to; without it the certificate is not
+	// verified and only ServerName is used (a JWT key set without validation).
 	CACert []byte
 	// SubjectNames are accepted DNS subject alternative names; the first is sent as
 	// SNI unless ServerName is set.

@@ -232,11 +232,15 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
+		providers, ok := b.proxyJWTProviders(root)
+		if !ok {
+			continue
+		}
 		auth, ok := b.proxyAuthorization(root)
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback, auth: auth}
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback, auth: auth, jwtProviders: providers}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
@@ -304,6 +308,8 @@ type proxyWalk struct {
 	clients *ClientValidation
 	// fallback is the fallback certificate when the root enables it; nil: it does not.
 	fallback *Secret
+	// jwtProviders are the root's, which its routes and those it includes require.
+	jwtProviders []JWTProvider
 }
 
 // proxyClaim is a route an object asks for, under its merged conditions.
@@ -352,6 +358,19 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 			key = condsKey // merged holds the same requests as conds
 		}
 		route := plan.build(merged)
+		if plan.jwt != nil || len(w.jwtProviders) > 0 {
+			req, msg := jwtRequirement(plan.jwt, w.jwtProviders)
+			if msg != "" {
+				// Served as if it required nothing, the route would expose what it protects.
+				n.check.warn(problemJWT, "JWTProviderNotDefined", "spec.routes[%d] answers 503 on %s: its %s", i, w.host, msg)
+				route = &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503}
+			}
+			route.JWT = req
+			if permit && req.Provider != "" {
+				n.check.warn(problemInsecure, "PermitInsecureIgnored", "spec.routes[%d].permitInsecure is ignored on %s: the route requires a JSON Web Token, which is verified over HTTPS only; it is redirected to HTTPS", i, w.host)
+				permit = false
+			}
+		}
 		if w.auth != nil {
 			route.Authorization = routeAuthorization(w.root.p, n.p.Spec.Routes[i].AuthPolicy)
 			if permit && !route.Authorization.Disabled {
@@ -485,7 +504,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	if secret == nil && tcp == nil {
 		return
 	}
-	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h, IPFilter: ipFilter, CORS: cors}, Secret: secret, TCPProxy: tcp, Authorization: w.auth}
+	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h, IPFilter: ipFilter, CORS: cors}, Secret: secret, TCPProxy: tcp, Authorization: w.auth, JWTProviders: w.jwtProviders}
 	if t := vhSpec.TLS; t != nil {
 		svh.Passthrough = t.Passthrough
 		svh.MinTLSVersion = t.MinimumProtocolVersion

@@ -47,6 +47,7 @@ type routePlan struct {
 	permitInsecure bool
 	tmpl           *Route
 	rewrite        *contourv1.PathRewritePolicy
+	jwt            *contourv1.JWTVerificationPolicy
 	// used says that tmpl was handed out: the next route is a copy.
 	used bool
 }
@@ -79,6 +80,7 @@ func (b *builder) proxyRoutePlans(n *proxyNode, conds []conditions, c *proxyChec
 			permitInsecure: r.PermitInsecure,
 			tmpl:           b.proxyRoute(n, r, indexedField("spec.routes", i), conds[i], c),
 			rewrite:        r.PathRewritePolicy,
+			jwt:            r.JWTVerificationPolicy,
 		}
 	}
 	return out

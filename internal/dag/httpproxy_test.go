@@ -756,9 +756,7 @@ spec:
 		vh, route, service, spec string
 		field                    string
 	}{
-		{name: "jwtProviders", vh: `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://jwks.example.com"}}]`, field: "spec.virtualhost.jwtProviders"},
 		{name: "virtualhost rateLimitPolicy", vh: `, rateLimitPolicy: {local: {requests: 1, unit: second}}`, field: "spec.virtualhost.rateLimitPolicy"},
-		{name: "route jwtVerificationPolicy", route: "\n    jwtVerificationPolicy: {require: p}", field: "spec.routes[0].jwtVerificationPolicy"},
 		{name: "route rateLimitPolicy", route: "\n    rateLimitPolicy: {local: {requests: 1, unit: second}}", field: "spec.routes[0].rateLimitPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

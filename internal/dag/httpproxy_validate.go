@@ -106,6 +106,11 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 			}
 		}
 		validateRouteSecurity(r, field, c)
+		if spec.VirtualHost != nil {
+			validateRouteJWT(r, field, spec.VirtualHost.JWTProviders, true, c)
+		} else {
+			validateRouteJWT(r, field, nil, false, c)
+		}
 		validateRouteUnsupported(r, field, c)
 		actions := 0
 		if len(r.Services) > 0 {
@@ -186,7 +191,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		field string
 		set   bool
 	}{
-		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
 		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
 	}
 	for _, u := range unsupportedSecurity {
@@ -197,6 +201,7 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 	validateProxyAuthorization(vh, c)
 	proxyIPFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy, "spec.virtualhost", c)
 	proxyCORS(vh.CORSPolicy, c)
+	validateJWTProviders(vh, c)
 	if t := vh.TLS; t != nil {
 		validateProxyTLS(t, hasTCPProxy, c)
 	} else if hasTCPProxy {
@@ -290,7 +295,6 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 		name string
 		set  bool
 	}{
-		{"jwtVerificationPolicy", r.JWTVerificationPolicy != nil},
 		{"rateLimitPolicy", r.RateLimitPolicy != nil},
 	} {
 		if u.set {

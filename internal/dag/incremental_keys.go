@@ -171,6 +171,12 @@ func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store, fallback *types.Names
 		if a := vh.Authorization; a != nil {
 			kb.extension(s, defaultString(a.ExtensionServiceRef.Namespace, p.Namespace), a.ExtensionServiceRef.Name)
 		}
+		for i := range vh.JWTProviders {
+			if v := vh.JWTProviders[i].RemoteJWKS.UpstreamValidation; v != nil {
+				kb.secret(p.Namespace, v.CACertificate)
+			}
+			kb.secret(p.Namespace, vh.JWTProviders[i].LocalJWKS.SecretName)
+		}
 	}
 	for _, inc := range p.Spec.Includes {
 		kb.obj(KindHTTPProxy, defaultString(inc.Namespace, p.Namespace), inc.Name)

@@ -317,6 +317,35 @@ func TestValidateObjectHTTPProxy(t *testing.T) {
 			problems: []string{`spec.virtualhost.corsPolicy.allowOrigin[0] "*.example.com" is neither "*", an origin (scheme://host[:port]) nor a regular expression`},
 		},
 		{
+			name: "JWT providers, their Secrets missing",
+			doc:  `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: cert}, jwtProviders: [{name: p, default: true, remoteJWKS: {uri: "https://idp.example.com/keys", validation: {caSecret: ca, subjectName: idp.example.com}}}]}, routes: [{services: [{name: s, port: 80}], jwtVerificationPolicy: {require: p}}]}}`,
+			ours: true,
+		},
+		{
+			name:     "JWT providers without TLS",
+			doc:      `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com, jwtProviders: [{name: p, remoteJWKS: {uri: "https://idp.example.com/keys"}}]}, routes: [{services: [{name: s, port: 80}]}]}}`,
+			ours:     true,
+			problems: []string{"spec.virtualhost.jwtProviders needs spec.virtualhost.tls.secretName"},
+		},
+		{
+			name: "JWT providers and routes wrong on their own",
+			doc: `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: cert}, jwtProviders: [
+			  {name: p, default: true, remoteJWKS: {uri: "http://[::1]:8090/"}}, {name: q, default: true, remoteJWKS: {uri: "https://idp.example.com/keys"}}]},
+			  routes: [{services: [{name: s, port: 80}], jwtVerificationPolicy: {require: r}}]}}`,
+			ours: true,
+			problems: []string{
+				`spec.virtualhost.jwtProviders[0].remoteJWKS.uri "http://[::1]:8090/": ::1 is this machine`,
+				`spec.virtualhost.jwtProviders[1] ("q") and provider "p" are both default`,
+				`spec.routes[0].jwtVerificationPolicy.require names provider "r", which spec.virtualhost.jwtProviders does not define (it defines "p", "q")`,
+			},
+		},
+		{
+			name:  "other field warns",
+			doc:   `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80, slowStartPolicy: {window: 10s}}]}]}}`,
+			ours:  true,
+			notes: []string{"spec.routes[0].services[0].slowStartPolicy is not implemented by Portico yet"},
+		},
+		{
 			name:     "a header the data plane writes itself",
 			doc:      `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80}], responseHeadersPolicy: {remove: [Content-Length]}}]}}`,
 			ours:     true,

@@ -307,6 +307,8 @@ func diffNames(was, now []string, refs map[string]int) {
 // each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
+		// A chain's filters are part of its spec: a chain whose routes are patched
+		// keeps them, and counts them again only when it is new.
 		return append(cc.fc.routes.clusterUses(), cs.hcm.filters.Clusters()...)
 	}
 	names := make([]string, 0, len(cs.tcp.clusters))
@@ -327,17 +329,17 @@ func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 		}
 		return nil
 	}
+	for _, name := range cs.hcm.filters.Clusters() {
+		if err := p.compileCluster(name, snap); err != nil {
+			return fmt.Errorf("http filters: %w", err)
+		}
+	}
 	routes := snap.chains[cs].fc.routes
 	for _, vh := range routes.vhosts {
 		for _, name := range vh.clusters {
 			if err := p.compileCluster(name, snap); err != nil {
 				return fmt.Errorf("route configuration %q: %w", routes.name, err)
 			}
-		}
-	}
-	for _, name := range cs.hcm.filters.Clusters() {
-		if err := p.compileCluster(name, snap); err != nil {
-			return fmt.Errorf("http filters: %w", err)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/cors"
 	"github.com/portico-dev/portico/internal/proxy/filters/extauthz"
+	"github.com/portico-dev/portico/internal/proxy/filters/jwtauthn"
 	"github.com/portico-dev/portico/internal/proxy/filters/lua"
 	"github.com/portico-dev/portico/internal/proxy/filters/rbac"
 )
@@ -18,4 +19,5 @@ var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	extauthz.Factory{},
 	cors.Factory{},
 	rbac.Factory{},
+	jwtauthn.Factory{},
 )

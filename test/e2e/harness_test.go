@@ -244,6 +244,16 @@ func (e *env) get(host, path string, header ...string) result {
 // getTLS sends GET https://host/path to the HTTPS listener with SNI host.
 func (e *env) getTLS(host, path string, h2 bool) result {
 	e.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "https://"+host+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.doTLS(req, host, h2)
+}
+
+// doTLS sends req to the HTTPS listener with SNI host.
+func (e *env) doTLS(req *http.Request, host string, h2 bool) result {
+	e.t.Helper()
 	tr := &http.Transport{
 		DisableKeepAlives: true,
 		TLSClientConfig:   &tls.Config{ServerName: host, InsecureSkipVerify: true}, // self-signed test certificates
@@ -253,10 +263,6 @@ func (e *env) getTLS(host, path string, h2 bool) result {
 		ForceAttemptHTTP2: h2,
 	}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequest(http.MethodGet, "https://"+host+path, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	// Like get, a redirect is the answer, not followed.
 	return e.do(req, &http.Client{Transport: tr, Timeout: 10 * time.Second, CheckRedirect: e.client.CheckRedirect})
 }

@@ -329,7 +329,7 @@ type RemoteJWKS struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+)$`
 	Timeout string `json:"timeout,omitempty"`
-	// CacheDuration is how long fetched keys are used; default 5m.
+	// CacheDuration is how long fetched keys are used; default 10m.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+)$`
 	CacheDuration string `json:"cacheDuration,omitempty"`

@@ -30,7 +30,10 @@ import (
 // Services and Secrets, so that they collide, delegate, include, conflict and tie on age
 // all the time.
 type Changes struct {
-	rng     *rand.Rand
+	rng *rand.Rand
+	// jwt draws the JWT policies of HTTPProxies apart from rng, which so makes
+	// the same objects otherwise as before they had them.
+	jwt     *rand.Rand
 	cert    testutil.Cert
 	hosts   []string
 	paths   []string
@@ -50,6 +53,7 @@ type Changes struct {
 func NewChanges(seed uint64) *Changes {
 	return &Changes{
 		rng:     rand.New(rand.NewPCG(seed, 7)),
+		jwt:     rand.New(rand.NewPCG(seed, 11)),
 		cert:    testutil.SelfSigned("a.foo.com", "*.foo.com", "c.bar.com"),
 		hosts:   []string{"a.foo.com", "b.foo.com", "*.foo.com", "x.a.foo.com", "*.a.foo.com", "c.bar.com", "A.foo.com", ""},
 		paths:   []string{"/", "/api", "/api/v1", "/x"},
@@ -289,6 +293,7 @@ func (c *Changes) httpProxy(meta string) (runtime.Object, error) {
 			b.WriteString(", tls: {passthrough: true}")
 		case tcp || c.rng.IntN(3) == 0:
 			fmt.Fprintf(&b, ", tls: {secretName: %s}", pick(c, c.secrets))
+			b.WriteString(c.jwtProviders())
 		}
 		b.WriteString("}\n")
 	}
@@ -312,12 +317,38 @@ func (c *Changes) httpProxy(meta string) (runtime.Object, error) {
 		if c.rng.IntN(4) == 0 {
 			validation = fmt.Sprintf(", protocol: tls, validation: {caSecret: %s, subjectName: a.foo.com}", pick(c, c.secrets))
 		}
-		fmt.Fprintf(&b, "  - {conditions: [{prefix: %s}], services: [{name: %s, port: 80%s}]}\n", pick(c, c.paths), pick(c, c.svcs), validation)
+		fmt.Fprintf(&b, "  - {conditions: [{prefix: %s}], services: [{name: %s, port: 80%s}]%s}\n", pick(c, c.paths), pick(c, c.svcs), validation, c.jwtPolicy())
 	}
 	if routes == 0 {
 		b.WriteString("  - {services: [{name: web, port: 80}]}\n")
 	}
 	return decode[contourv1.HTTPProxy](b.String())
+}
+
+// jwtProviders are a root's JWT providers, often none; their key sets are
+// shared by name across roots, with and without a CA.
+func (c *Changes) jwtProviders() string {
+	switch c.jwt.IntN(4) {
+	case 0:
+		return `, jwtProviders: [{name: p, default: true, remoteJWKS: {uri: "https://idp.foo.com/keys"}}]`
+	case 1:
+		return `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://idp.foo.com/keys", validation: {caSecret: cert, subjectName: idp.foo.com}}}, {name: q, default: true, remoteJWKS: {uri: "http://keys.bar.com:8080/k", cacheDuration: 1m}}]`
+	}
+	return ""
+}
+
+// jwtPolicy is a route's jwtVerificationPolicy, often none; the provider it
+// names may be missing from the root.
+func (c *Changes) jwtPolicy() string {
+	switch c.jwt.IntN(6) {
+	case 0:
+		return ", jwtVerificationPolicy: {disabled: true}"
+	case 1:
+		return ", jwtVerificationPolicy: {require: p}"
+	case 2:
+		return ", jwtVerificationPolicy: {require: q}"
+	}
+	return ""
 }
 
 // Fresh returns a new store holding the objects of s, made as `portico run` once made

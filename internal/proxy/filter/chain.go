@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -53,6 +54,25 @@ type entry struct {
 	disabled bool
 	// routeScoped filters run only on routes with per-route configuration.
 	routeScoped bool
+}
+
+// Clusters are the clusters the chain's filters reach (ClusterUser), each
+// once, in the filters' order.
+func (c *Chain) Clusters() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for i := range c.entries {
+		if cu, ok := c.entries[i].filter.(ClusterUser); ok {
+			for _, name := range cu.Clusters() {
+				if !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Len is the number of filters before the router.
@@ -108,27 +128,6 @@ func (r *Registry) BuildChain(filters []*hcmv3.HttpFilter) (*Chain, error) {
 		return nil, nil
 	}
 	return &c, nil
-}
-
-// ClusterUser is implemented by filters that call clusters of the configuration
-// (an authorization or rate limit service): the proxy keeps those clusters, with
-// their endpoints, as it keeps the routes' clusters.
-type ClusterUser interface {
-	Clusters() []string
-}
-
-// Clusters are the clusters the chain's filters call, in filter order.
-func (c *Chain) Clusters() []string {
-	if c == nil {
-		return nil
-	}
-	var out []string
-	for i := range c.entries {
-		if cu, ok := c.entries[i].filter.(ClusterUser); ok {
-			out = append(out, cu.Clusters()...)
-		}
-	}
-	return out
 }
 
 // PerRoute is one filter's configuration on a route or virtual host.

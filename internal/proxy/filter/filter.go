@@ -173,6 +173,14 @@ type RouteScoped interface {
 	RouteScoped() bool
 }
 
+// ClusterUser is implemented by filters that reach clusters through
+// Env.Upstreams (a JWKS server, an authorization service): the proxy then
+// keeps those clusters configured, as it does the routes' clusters, and a
+// configuration naming a cluster that is not there is incomplete.
+type ClusterUser interface {
+	Clusters() []string
+}
+
 // Factory makes a filter from its Envoy configuration.
 type Factory interface {
 	// Name is the filter's Envoy name, e.g. "envoy.filters.http.cors".

@@ -6,6 +6,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -326,7 +327,7 @@ func trimObject(obj any) (any, error) {
 		acc.SetManagedFields(ownStatusFields(acc.GetManagedFields()))
 	}
 	if sec, ok := obj.(*corev1.Secret); ok && !mayHoldCertificate(sec) {
-		sec.Data, sec.StringData = nil, nil
+		keepKeySets(sec)
 	}
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
 		keepCABundle(cm)
@@ -356,6 +357,24 @@ func ownStatusFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFields
 		}
 	}
 	return keep
+}
+
+// maxKeySetBytes bounds the JSON Web Key Sets kept of a Secret.
+const maxKeySetBytes = 64 << 10
+
+// keepKeySets drops every key of a Secret but those that may hold a JSON Web Key Set
+// (an HTTPProxy's jwtProviders[].localJWKS): a JSON object naming "keys".
+func keepKeySets(s *corev1.Secret) {
+	data := s.Data
+	s.Data, s.StringData = nil, nil
+	for k, v := range data {
+		if t := bytes.TrimSpace(v); len(t) <= maxKeySetBytes && bytes.HasPrefix(t, []byte("{")) && bytes.Contains(t, []byte(`"keys"`)) {
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			s.Data[k] = v
+		}
+	}
 }
 
 func mayHoldCertificate(s *corev1.Secret) bool {

@@ -16,7 +16,7 @@ import (
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
-func TestTrimObjectKeepsOnlyCertificateData(t *testing.T) {
+func TestTrimObjectKeepsOnlyCertificatesAndKeySets(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		secret   *corev1.Secret
@@ -27,6 +27,8 @@ func TestTrimObjectKeepsOnlyCertificateData(t *testing.T) {
 		{"opaque CA bundle", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": []byte("c")}}, true},
 		{"database password", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"password": []byte("hunter2")}}, false},
 		{"service account token", &corev1.Secret{Type: corev1.SecretTypeServiceAccountToken, Data: map[string][]byte{"token": []byte("t")}}, false},
+		{"JSON Web Key Set", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"jwks.json": []byte(` {"keys": [{"kty": "EC"}]}`), "password": []byte("hunter2")}}, true},
+		{"JSON without keys", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"config.json": []byte(`{"user": "a"}`)}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.secret.ObjectMeta = metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
@@ -37,6 +39,9 @@ func TestTrimObjectKeepsOnlyCertificateData(t *testing.T) {
 			s := out.(*corev1.Secret)
 			if (len(s.Data) > 0) != tc.keepData {
 				t.Errorf("data kept = %v, want %v", len(s.Data) > 0, tc.keepData)
+			}
+			if _, ok := s.Data["password"]; ok && s.Type != corev1.SecretTypeTLS {
+				t.Errorf("a password is kept beside a key set")
 			}
 			if s.Name != "s" || len(s.ManagedFields) != 0 {
 				t.Errorf("name %q, managed fields %v: want the name kept and managed fields dropped", s.Name, s.ManagedFields)

@@ -50,6 +50,7 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 		// NetworkPolicy covers loopback. docs/ingress.md ("ExternalName Services")
 		// tells operators what that leaves to them.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		out.DnsLookupFamily = dnsLookupFamily(c.DNSLookupFamily)
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: c.Name,
 			Endpoints: []*endpointv3.LocalityLbEndpoints{{
@@ -126,16 +127,18 @@ func upstreamTLS(c *dag.Cluster) *corev3.TransportSocket {
 		if v.ServerName != "" {
 			ctx.Sni = v.ServerName
 		}
-		vc := &tlsv3.CertificateValidationContext{
-			TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: v.CACert}},
+		if len(v.CACert) > 0 {
+			vc := &tlsv3.CertificateValidationContext{
+				TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: v.CACert}},
+			}
+			for _, name := range v.SubjectNames {
+				vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, exactSAN(tlsv3.SubjectAltNameMatcher_DNS, name))
+			}
+			for _, uri := range v.SubjectURIs {
+				vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, exactSAN(tlsv3.SubjectAltNameMatcher_URI, uri))
+			}
+			ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
 		}
-		for _, name := range v.SubjectNames {
-			vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, exactSAN(tlsv3.SubjectAltNameMatcher_DNS, name))
-		}
-		for _, uri := range v.SubjectURIs {
-			vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, exactSAN(tlsv3.SubjectAltNameMatcher_URI, uri))
-		}
-		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
 	}
 	return &corev3.TransportSocket{
 		Name:       wellknown.TransportSocketTls,
@@ -297,5 +300,19 @@ func secret(s *dag.Secret) *tlsv3.Secret {
 			CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: s.Cert}},
 			PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: s.Key}},
 		}},
+	}
+}
+
+// dnsLookupFamily is a DNS cluster's address family; "" is Envoy's default (auto).
+func dnsLookupFamily(f string) clusterv3.Cluster_DnsLookupFamily {
+	switch f {
+	case "v4":
+		return clusterv3.Cluster_V4_ONLY
+	case "v6":
+		return clusterv3.Cluster_V6_ONLY
+	case "all":
+		return clusterv3.Cluster_ALL
+	default:
+		return clusterv3.Cluster_AUTO
 	}
 }

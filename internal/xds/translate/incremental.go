@@ -409,6 +409,7 @@ func (t *Incremental) newSecureEntry(svh *dag.SecureVirtualHost, h secureHost, o
 	if a := svh.Authorization; a != nil {
 		clusters = append(clusters, a.Cluster)
 	}
+	clusters = append(clusters, svh.JWKSClusters()...)
 	e.uses = t.use(clusters)
 	t.Retranslated++
 	return e
