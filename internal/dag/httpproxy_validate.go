@@ -202,6 +202,11 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 	proxyIPFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy, "spec.virtualhost", c)
 	proxyCORS(vh.CORSPolicy, c)
 	validateJWTProviders(vh, c)
+	if vh.TLS != nil && vh.TLS.EnableFallbackCertificate && len(vh.JWTProviders) > 0 {
+		// Contour refuses the two together too: a client without a server name would
+		// reach the host's routes on the fallback certificate's connection.
+		c.fail(problemTLS, "FallbackInvalid", "spec.virtualhost.tls.enableFallbackCertificate cannot be used with jwtProviders: remove one of them")
+	}
 	if t := vh.TLS; t != nil {
 		validateProxyTLS(t, hasTCPProxy, c)
 	} else if hasTCPProxy {

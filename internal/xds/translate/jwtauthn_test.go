@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,11 +120,12 @@ func TestJWTProvidersTranslateToJWTAuthn(t *testing.T) {
 	if err := https.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(hcm.HttpFilters); n != 2 || hcm.HttpFilters[0].Name != JWTAuthnFilterName {
-		t.Fatalf("http filters = %v, want jwt_authn then the router", hcm.HttpFilters)
+	jwtAt := slices.IndexFunc(hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == JWTAuthnFilterName })
+	if n := len(hcm.HttpFilters); jwtAt < 0 || hcm.HttpFilters[n-1].Name != "envoy.filters.http.router" {
+		t.Fatalf("http filters = %v, want jwt_authn among them, the router last", hcm.HttpFilters)
 	}
 	var got jwtv3.JwtAuthentication
-	if err := hcm.HttpFilters[0].GetTypedConfig().UnmarshalTo(&got); err != nil {
+	if err := hcm.HttpFilters[jwtAt].GetTypedConfig().UnmarshalTo(&got); err != nil {
 		t.Fatal(err)
 	}
 	idpCluster := clusterNamed(t, res, "dnsname/https/idp.example.com/")
