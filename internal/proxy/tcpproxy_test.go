@@ -301,12 +301,14 @@ func TestTCPProxyIdleTimeout(t *testing.T) {
 	})
 	p := startProxyOn(t, cp, map[string]string{"ingress_https": "127.0.0.1:0"})
 	p.waitVersion(t, "v1")
+	// Before the dial: the proxy's idle timer starts when it accepts the
+	// connection, which may be well before the handshake returns here.
+	start := time.Now()
 	conn, err := tls.Dial("tcp", p.ListenerAddr("ingress_https"), &tls.Config{ServerName: "term.example.com", RootCAs: ca.pool})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	start := time.Now()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	_, err = conn.Read(make([]byte, 1))
 	if err == nil || errors.Is(err, net.ErrClosed) {
