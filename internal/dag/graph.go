@@ -79,6 +79,8 @@ type VirtualHost struct {
 	Name string
 	// Routes in match order: the first route that matches a request serves it.
 	Routes []*Route
+	// RateLimit limits the requests of the routes that have none of their own.
+	RateLimit *RateLimitPolicy
 }
 
 // IsWildcard reports whether the virtual host's name is a "*.suffix" wildcard.
@@ -196,6 +198,8 @@ type Route struct {
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
 	// cookie affinity). Empty means the client's address when the clusters hash.
 	HashPolicies []HashPolicy
+	// RateLimit, when set, replaces the virtual host's.
+	RateLimit *RateLimitPolicy
 }
 
 // StringMatchKind says how a header or query parameter value is compared.

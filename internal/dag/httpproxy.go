@@ -446,9 +446,12 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 		}
 	}
 	h := w.host
+	// Its problems were reported when the root was checked (validateProxyVirtualHost).
+	rateLimit := proxyRateLimit(vhSpec.RateLimitPolicy, "", &proxyCheck{})
 	if len(plain) > 0 || (secret == nil && tcp == nil) {
 		vh := b.vhost(h)
 		vh.Routes = append(vh.Routes, plain...)
+		vh.RateLimit = rateLimit
 		if secret == nil && tcp == nil {
 			b.alsoUnderWildcardCertificates(vh)
 		}
@@ -456,7 +459,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	if secret == nil && tcp == nil {
 		return
 	}
-	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h}, Secret: secret, TCPProxy: tcp}
+	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h, RateLimit: rateLimit}, Secret: secret, TCPProxy: tcp}
 	if t := vhSpec.TLS; t != nil {
 		svh.Passthrough = t.Passthrough
 		svh.MinTLSVersion = t.MinimumProtocolVersion

@@ -172,7 +172,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
 		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
 		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
-		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
 		{"spec.virtualhost.tls.clientValidation", vh.TLS != nil && vh.TLS.ClientValidation != nil},
 	}
 	for _, u := range unsupportedSecurity {
@@ -180,6 +179,7 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", u.field)
 		}
 	}
+	proxyRateLimit(vh.RateLimitPolicy, "spec.virtualhost.rateLimitPolicy", c)
 	if vh.CORSPolicy != nil {
 		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.corsPolicy is not implemented by Portico yet and is ignored: browsers see no CORS headers from the proxy")
 	}
@@ -275,7 +275,6 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 		{"jwtVerificationPolicy", r.JWTVerificationPolicy != nil},
 		{"ipAllowPolicy", len(r.IPAllowFilterPolicy) > 0},
 		{"ipDenyPolicy", len(r.IPDenyFilterPolicy) > 0},
-		{"rateLimitPolicy", r.RateLimitPolicy != nil},
 	} {
 		if u.set {
 			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s.%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", field, u.name)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -286,13 +287,14 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	if err != nil {
 		return nil, err
 	}
-	vhFilters, err := httpFilters.ParsePerFilter(pvh.GetTypedPerFilterConfig())
+	vhFilters, err := httpFilters.ParsePerFilterAt(pvh.GetTypedPerFilterConfig(), filter.Place{VirtualHost: pvh.GetName()})
 	if err != nil {
 		return nil, err
 	}
 	vh := &vhostDef{name: pvh.GetName(), headers: headers}
+	places := routePlaces(pvh)
 	for i, pr := range pvh.GetRoutes() {
-		r, err := convertRoute(pr)
+		r, err := convertRoute(pr, places[i])
 		if err != nil {
 			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
 		}
@@ -303,7 +305,28 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	return vh, nil
 }
 
-func convertRoute(pr *routev3.Route) (*route, error) {
+// routePlaces are where the routes of pvh are, for the filters that keep
+// state across configuration swaps: the route's name, and among routes of
+// the same name, which one it is, so that routes added or removed elsewhere
+// in the virtual host do not move the others.
+func routePlaces(pvh *routev3.VirtualHost) []filter.Place {
+	out := make([]filter.Place, len(pvh.GetRoutes()))
+	var seen map[string]int
+	for i, pr := range pvh.GetRoutes() {
+		name := pr.GetName()
+		if n := seen[name]; n > 0 || name == "" {
+			name += "#" + strconv.Itoa(n)
+		}
+		if seen == nil {
+			seen = map[string]int{}
+		}
+		seen[pr.GetName()]++
+		out[i] = filter.Place{VirtualHost: pvh.GetName(), Route: name}
+	}
+	return out
+}
+
+func convertRoute(pr *routev3.Route, at filter.Place) (*route, error) {
 	if err := unsupported(
 		field{"route_specifiers", len(pr.GetRouteSpecifiers()) > 0},
 		field{"per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil},
@@ -316,7 +339,7 @@ func convertRoute(pr *routev3.Route) (*route, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	r := &route{name: pr.GetName(), match: m}
-	if r.perFilter, err = httpFilters.ParsePerFilter(pr.GetTypedPerFilterConfig()); err != nil {
+	if r.perFilter, err = httpFilters.ParsePerFilterAt(pr.GetTypedPerFilterConfig(), at); err != nil {
 		return nil, err
 	}
 	r.headers, err = convertHeaderLevel(pr.GetRequestHeadersToAdd(), pr.GetRequestHeadersToRemove(),

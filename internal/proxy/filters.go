@@ -4,9 +4,12 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/filters/localratelimit"
 )
 
 // httpFilters are the HTTP filters the proxy implements, each in a package
 // of its own under internal/proxy/filters. Adding one is one line here. The
 // router, last in every chain, is the proxy's own request forwarding.
-var httpFilters = filter.NewRegistry(&routerv3.Router{})
+var httpFilters = filter.NewRegistry(&routerv3.Router{},
+	localratelimit.Factory{},
+)

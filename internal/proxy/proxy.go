@@ -176,7 +176,7 @@ func New(cfg Config) *Proxy {
 	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
-	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log}
+	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
 	return p
 }
 

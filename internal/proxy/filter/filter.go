@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -199,4 +200,8 @@ type Upstreams interface {
 type Env struct {
 	Upstreams Upstreams
 	Log       *slog.Logger
+	// Shared keeps what filters keep across configuration swaps (a rate
+	// limit's token buckets), each filter under keys of a type of its own.
+	// nil: nothing is kept.
+	Shared *sync.Map
 }

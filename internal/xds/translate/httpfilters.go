@@ -33,7 +33,9 @@ type httpFilter struct {
 // checks that refuse a request from who sends it (IP rules, JWT, external
 // authorization), then the rate limits, which so count only requests that
 // would be served.
-var httpFilters = []httpFilter{}
+var httpFilters = []httpFilter{
+	localRateLimitFilter,
+}
 
 // httpFilterChain is the http_filters of a connection manager: a plain
 // listener's (svh nil) or an HTTPS server name's.

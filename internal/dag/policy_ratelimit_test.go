@@ -1,0 +1,114 @@
+package dag
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/portico-dev/portico/internal/testutil"
+)
+
+func TestHTTPProxyLocalRateLimit(t *testing.T) {
+	cert := testutil.SelfSigned("rl.example.com")
+	g := build(proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost:
+    fqdn: rl.example.com
+    tls: {secretName: cert}
+    rateLimitPolicy:
+      local: {requests: 10, unit: minute, burst: 5}
+  routes:
+  - conditions: [{prefix: /limited}]
+    services: [{name: web, port: 80}]
+    rateLimitPolicy:
+      local:
+        requests: 2
+        unit: hour
+        responseStatusCode: 503
+        responseHeadersToAdd: [{name: x-limited, value: "100%"}]
+  - services: [{name: web, port: 80}]
+`), tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM))
+	wantProxy(t, g, "default", "root", StatusValid)
+	host := &RateLimitPolicy{Local: &LocalRateLimit{MaxTokens: 15, TokensPerFill: 10, FillInterval: time.Minute, Status: 429}}
+	route := &RateLimitPolicy{Local: &LocalRateLimit{
+		MaxTokens: 2, TokensPerFill: 2, FillInterval: time.Hour, Status: 503,
+		ResponseHeaders: []HeaderValue{{Name: "X-Limited", Value: "100%%"}},
+	}}
+	svh := httpsHost(g, "rl.example.com")
+	if svh == nil {
+		t.Fatal("rl.example.com is not served over HTTPS")
+	}
+	if diff := cmp.Diff(host, svh.RateLimit); diff != "" {
+		t.Errorf("secure virtual host's policy (-want +got):\n%s", diff)
+	}
+	if vh := httpHost(g, "rl.example.com"); vh == nil || !cmp.Equal(host, vh.RateLimit) {
+		t.Errorf("the plain virtual host (HTTPS redirects) does not have the host's policy: %+v", vh)
+	}
+	if len(svh.Routes) != 2 {
+		t.Fatalf("%d routes, want 2", len(svh.Routes))
+	}
+	if diff := cmp.Diff(route, svh.Routes[0].RateLimit); diff != "" {
+		t.Errorf("/limited's policy (-want +got):\n%s", diff)
+	}
+	if svh.Routes[1].RateLimit != nil {
+		t.Errorf("/ has a policy of its own (%+v); it must use the host's", svh.Routes[1].RateLimit)
+	}
+}
+
+func TestHTTPProxyLocalRateLimitInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy string
+		want         []string
+	}{
+		{"unit", `{local: {requests: 1, unit: day}}`, []string{`.local.unit "day" must be second, minute or hour`}},
+		{"no unit", `{local: {requests: 1}}`, []string{`.local.unit "" must be`}},
+		{"zero requests", `{local: {requests: 0, unit: second}}`, []string{".local.requests must be at least 1"}},
+		{"status not an error", `{local: {requests: 1, unit: second, responseStatusCode: 302}}`, []string{".local.responseStatusCode 302 is not a 4xx or 5xx status"}},
+		{"status Envoy cannot send", `{local: {requests: 1, unit: second, responseStatusCode: 418}}`, []string{".local.responseStatusCode 418"}},
+		{"header name", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: "x y", value: v}]}}`, []string{`.local.responseHeadersToAdd[0].name: "x y" is not a valid header name`}},
+		{"hop-by-hop header", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: connection, value: close}]}}`, []string{".local.responseHeadersToAdd[0].name: Connection is a hop-by-hop header"}},
+		{"header value", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: x, value: "a\nb"}]}}`, []string{".local.responseHeadersToAdd[0].value may not contain CR, LF or NUL"}},
+		{"overflow", `{local: {requests: 4294967295, unit: second, burst: 1}}`, []string{"requests plus burst is 4294967296"}},
+		{"empty", `{}`, []string{"needs local or global"}},
+	} {
+		for _, at := range []struct{ where, field string }{
+			{"virtualhost", "spec.virtualhost.rateLimitPolicy"},
+			{"route", "spec.routes[0].rateLimitPolicy"},
+		} {
+			t.Run(tc.name+" on "+at.where, func(t *testing.T) {
+				vh, route := "", ""
+				if at.where == "virtualhost" {
+					vh = ", rateLimitPolicy: " + tc.policy
+				} else {
+					route = "\n    rateLimitPolicy: " + tc.policy
+				}
+				p := proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost: {fqdn: rl.example.com`+vh+`}
+  routes:
+  - services: [{name: web, port: 80}]`+route+"\n")
+				want := make([]string, len(tc.want))
+				for i, w := range tc.want {
+					want[i] = at.field + w
+					if strings.HasPrefix(w, " ") || !strings.HasPrefix(w, ".") {
+						want[i] = w
+					}
+				}
+				g := build(p)
+				wantInvalid(t, g, "default", "root", problemSpec, "RateLimitPolicyInvalid", want...)
+				if vh := httpHost(g, "rl.example.com"); vh != nil {
+					t.Errorf("served with an invalid rate limit: %+v", vh)
+				}
+				// The admission webhook refuses it on its own.
+				v := ValidateObject(p, nil, Options{})
+				if !v.Ours || len(v.Problems) == 0 || !strings.Contains(strings.Join(v.Problems, "\n"), want[0]) {
+					t.Errorf("ValidateObject = %+v, want a problem containing %q", v, want[0])
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package kube
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portico-dev/portico/internal/kubetest"
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// TestServeHTTPProxyLocalRateLimit: in `serve`, an HTTPProxy's local rate limit is valid
+// and enforced by the embedded proxy: the request past requests + burst in the hour is
+// answered with the policy's status and headers, while the host's other route is not
+// limited.
+func TestServeHTTPProxyLocalRateLimit(t *testing.T) {
+	cfg := env.AdminConfig(t)
+	env.InstallContourCRDs(t)
+	c := kubetest.Clientset(t, cfg)
+	cc := kubetest.ContourClient(t, cfg)
+	ctx := context.Background()
+	pn := kubetest.NewPodNetwork(t, 1)
+	const ns = "hp-ratelimit"
+	backend(t, pn, "web", 9111)
+	createNamespace(t, c, ns)
+	createService(t, c, ns, "web", pn.PodIP, 9111)
+	if err := createHTTPProxyJSON(ctx, cc, ns, "limited", `{"virtualhost": {"fqdn": "rl.hp.test"}, "routes": [
+		{"conditions": [{"prefix": "/limited"}], "services": [{"name": "web", "port": 80}],
+		 "rateLimitPolicy": {"local": {"requests": 2, "burst": 1, "unit": "hour", "responseStatusCode": 503,
+			"responseHeadersToAdd": [{"name": "x-rate-limited", "value": "yes"}]}}},
+		{"services": [{"name": "web", "port": 80}]}]}`); err != nil {
+		t.Fatal(err)
+	}
+	ctl := startController(t, cfg, "rl", []string{ns})
+
+	eventually(t, 20*time.Second, "rl.hp.test/ to be served by web", func() bool {
+		code, r := ctl.getWith("rl.hp.test", "/")
+		return code == http.StatusOK && r.Service == "web"
+	})
+	for i := range 3 {
+		if code, r := ctl.getWith("rl.hp.test", "/limited"); code != http.StatusOK || r.Service != "web" {
+			t.Fatalf("request %d to /limited: %d from %q, want 200 from web", i+1, code, r.Service)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+ctl.srv.Proxy().ListenerAddr(translate.ListenerHTTP)+"/limited", nil)
+	req.Host = "rl.hp.test"
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || string(body) != "local_rate_limited" || resp.Header.Get("X-Rate-Limited") != "yes" {
+		t.Errorf("fourth request to /limited: %d %q, x-rate-limited %q; want 503 local_rate_limited, yes", resp.StatusCode, body, resp.Header.Get("X-Rate-Limited"))
+	}
+	for range 5 {
+		if code, _ := ctl.getWith("rl.hp.test", "/"); code != http.StatusOK {
+			t.Fatalf("/ (no policy): %d, want 200", code)
+		}
+	}
+	eventually(t, 20*time.Second, "the HTTPProxy's status to be valid", func() bool {
+		p, err := cc.HTTPProxies(ns).Get(ctx, "limited", metav1.GetOptions{})
+		return err == nil && p.Status.CurrentStatus == "valid"
+	})
+}
