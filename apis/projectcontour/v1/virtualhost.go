@@ -23,7 +23,8 @@ type VirtualHost struct {
 	// +optional
 	CORSPolicy *CORSPolicy `json:"corsPolicy,omitempty"`
 	// RateLimitPolicy limits the host's request rate.
-	// Portico: not implemented yet; the object is not served (invalid).
+	// Portico: local is enforced by each proxy; global is not implemented yet, and the
+	// object is not served (invalid).
 	// +optional
 	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
 	// JWTProviders verify JSON Web Tokens of requests; routes say which they require.
