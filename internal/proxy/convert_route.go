@@ -15,6 +15,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 )
 
 // unsupported returns an error naming the first field that is set, so that a
@@ -266,7 +267,6 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 		field{"matcher", pvh.GetMatcher() != nil},
 		field{"require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE},
 		field{"virtual_clusters", len(pvh.GetVirtualClusters()) > 0},
-		field{"rate_limits", len(pvh.GetRateLimits()) > 0},
 		field{"cors", pvh.GetCors() != nil},
 		field{"retry_policy", pvh.GetRetryPolicy() != nil || pvh.GetRetryPolicyTypedConfig() != nil},
 		field{"hedge_policy", pvh.GetHedgePolicy() != nil},
@@ -291,10 +291,17 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	if err != nil {
 		return nil, err
 	}
+	vhLimits, err := ratelimit.ParseLimits(pvh.GetRateLimits())
+	if err != nil {
+		return nil, err
+	}
 	vh := &vhostDef{name: pvh.GetName(), headers: headers}
 	places := routePlaces(pvh)
 	for i, pr := range pvh.GetRoutes() {
 		r, err := convertRoute(pr, places[i])
+		if err == nil && r.forward != nil {
+			r.rateLimits, err = routeRateLimits(pr.GetRoute().GetRateLimits(), vhLimits)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
 		}
@@ -303,6 +310,20 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 		vh.routes = append(vh.routes, r)
 	}
 	return vh, nil
+}
+
+// routeRateLimits are a forwarding route's rate_limits with its virtual
+// host's, for the rate limit filter (Envoy's applies to routes that forward
+// only); nil when neither has any.
+func routeRateLimits(own []*routev3.RateLimit, vhost []ratelimit.Limit) (*ratelimit.RouteLimits, error) {
+	if len(own) == 0 && len(vhost) == 0 {
+		return nil, nil
+	}
+	limits, err := ratelimit.ParseLimits(own)
+	if err != nil {
+		return nil, err
+	}
+	return &ratelimit.RouteLimits{Route: limits, VirtualHost: vhost}, nil
 }
 
 // routePlaces are where the routes of pvh are, for the filters that keep
@@ -517,7 +538,6 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
 		field{"retry_policy_typed_config", ra.GetRetryPolicyTypedConfig() != nil},
 		field{"request_mirror_policies", len(ra.GetRequestMirrorPolicies()) > 0},
-		field{"rate_limits", len(ra.GetRateLimits()) > 0},
 		field{"cors", ra.GetCors() != nil},
 		field{"max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil},
 		field{"grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/localratelimit"
+	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 )
 
 // httpFilters are the HTTP filters the proxy implements, each in a package
@@ -12,4 +13,5 @@ import (
 // router, last in every chain, is the proxy's own request forwarding.
 var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	localratelimit.Factory{},
+	ratelimit.Factory{},
 )

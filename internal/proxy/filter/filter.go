@@ -76,6 +76,10 @@ type Route struct {
 	VirtualHost, Name string
 	// Matched reports whether a route matched at all.
 	Matched bool
+	// RateLimits are the route's and its virtual host's rate_limits (route
+	// fields, not typed_per_filter_config), as the rate limit filter's
+	// package converted them; nil without any.
+	RateLimits any
 }
 
 // Stream is one request passing through a chain.
