@@ -151,29 +151,21 @@ type bucketKey struct {
 
 func parse(a *anypb.Any) (*config, error) {
 	var m localratelimitv3.LocalRateLimit
-	if err := a.UnmarshalTo(&m); err != nil {
+	if err := filter.Unmarshal(a, &m); err != nil {
 		return nil, err
 	}
-	if err := m.ValidateAll(); err != nil {
+	if err := filter.Unsupported(
+		filter.Field{Name: "descriptors", Set: len(m.GetDescriptors()) > 0},
+		filter.Field{Name: "rate_limits", Set: len(m.GetRateLimits()) > 0},
+		filter.Field{Name: "stage", Set: m.GetStage() != 0},
+		filter.Field{Name: "local_rate_limit_per_downstream_connection", Set: m.GetLocalRateLimitPerDownstreamConnection()},
+		filter.Field{Name: "local_cluster_rate_limit", Set: m.GetLocalClusterRateLimit() != nil},
+		filter.Field{Name: "enable_x_ratelimit_headers", Set: m.GetEnableXRatelimitHeaders() != 0},
+		filter.Field{Name: "request_headers_to_add_when_not_enforced", Set: len(m.GetRequestHeadersToAddWhenNotEnforced()) > 0},
+		filter.Field{Name: "rate_limited_as_resource_exhausted", Set: m.GetRateLimitedAsResourceExhausted()},
+		filter.Field{Name: "enable_retry_after_header", Set: m.GetEnableRetryAfterHeader()},
+	); err != nil {
 		return nil, err
-	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"descriptors", len(m.GetDescriptors()) > 0},
-		{"rate_limits", len(m.GetRateLimits()) > 0},
-		{"stage", m.GetStage() != 0},
-		{"local_rate_limit_per_downstream_connection", m.GetLocalRateLimitPerDownstreamConnection()},
-		{"local_cluster_rate_limit", m.GetLocalClusterRateLimit() != nil},
-		{"enable_x_ratelimit_headers", m.GetEnableXRatelimitHeaders() != 0},
-		{"request_headers_to_add_when_not_enforced", len(m.GetRequestHeadersToAddWhenNotEnforced()) > 0},
-		{"rate_limited_as_resource_exhausted", m.GetRateLimitedAsResourceExhausted()},
-		{"enable_retry_after_header", m.GetEnableRetryAfterHeader()},
-	} {
-		if f.set {
-			return nil, fmt.Errorf("%s is not supported", f.name)
-		}
 	}
 	c := &config{status: http.StatusTooManyRequests}
 	if tb := m.GetTokenBucket(); tb != nil {

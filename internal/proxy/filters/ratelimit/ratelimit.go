@@ -57,28 +57,20 @@ type Filter struct {
 // New converts the connection manager's configuration.
 func (Factory) New(a *anypb.Any) (filter.Filter, error) {
 	var m ratelimitv3.RateLimit
-	if err := a.UnmarshalTo(&m); err != nil {
+	if err := filter.Unmarshal(a, &m); err != nil {
 		return nil, err
 	}
-	if err := m.ValidateAll(); err != nil {
+	if err := filter.Unsupported(
+		filter.Field{Name: "stage", Set: m.GetStage() != 0},
+		filter.Field{Name: "request_type other than both", Set: m.GetRequestType() != "" && m.GetRequestType() != "both"},
+		filter.Field{Name: "rate_limited_as_resource_exhausted", Set: m.GetRateLimitedAsResourceExhausted()},
+		filter.Field{Name: "filter_enabled", Set: m.GetFilterEnabled() != nil},
+		filter.Field{Name: "filter_enforced", Set: m.GetFilterEnforced() != nil},
+		filter.Field{Name: "failure_mode_deny_percent", Set: m.GetFailureModeDenyPercent() != nil},
+		filter.Field{Name: "rate_limits", Set: len(m.GetRateLimits()) > 0},
+		filter.Field{Name: "enable_retry_after_header", Set: m.GetEnableRetryAfterHeader()},
+	); err != nil {
 		return nil, err
-	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"stage", m.GetStage() != 0},
-		{"request_type other than both", m.GetRequestType() != "" && m.GetRequestType() != "both"},
-		{"rate_limited_as_resource_exhausted", m.GetRateLimitedAsResourceExhausted()},
-		{"filter_enabled", m.GetFilterEnabled() != nil},
-		{"filter_enforced", m.GetFilterEnforced() != nil},
-		{"failure_mode_deny_percent", m.GetFailureModeDenyPercent() != nil},
-		{"rate_limits", len(m.GetRateLimits()) > 0},
-		{"enable_retry_after_header", m.GetEnableRetryAfterHeader()},
-	} {
-		if f.set {
-			return nil, fmt.Errorf("%s is not supported", f.name)
-		}
 	}
 	svc := m.GetRateLimitService()
 	if svc.GetTransportApiVersion() != corev3.ApiVersion_V3 {
@@ -125,10 +117,7 @@ type perRoute struct {
 // ParsePerRoute converts a route's RateLimitPerRoute.
 func (Factory) ParsePerRoute(a *anypb.Any) (any, error) {
 	var m ratelimitv3.RateLimitPerRoute
-	if err := a.UnmarshalTo(&m); err != nil {
-		return nil, err
-	}
-	if err := m.ValidateAll(); err != nil {
+	if err := filter.Unmarshal(a, &m); err != nil {
 		return nil, err
 	}
 	switch {
