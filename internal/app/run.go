@@ -68,6 +68,8 @@ type RunOptions struct {
 	// defaults the offset to DefaultGatewayPortOffset (0 serves each listener's own port).
 	GatewayHost       string
 	GatewayPortOffset int
+	// RateLimit, when set, is the global rate limit service (translate.Options).
+	RateLimit *translate.RateLimitService
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -132,7 +134,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			RootNamespaces:    opts.RootNamespaces,
 			DisableIngress:    opts.DisableIngress,
 		}, localAddress(opts.GatewayHost)),
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr), RateLimit: opts.RateLimit,
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),

@@ -60,6 +60,8 @@ type ServeOptions struct {
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers on Envoy and the
 	// embedded proxy (0: Envoy's defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
+	// RateLimit, when set, is the global rate limit service (translate.Options).
+	RateLimit *translate.RateLimitService
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -253,7 +255,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			RootNamespaces:    opts.RootNamespaces,
 			DisableIngress:    opts.DisableIngress,
 		}, gatewayAddresses(opts)...),
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, RateLimit: opts.RateLimit},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), s.whereStatuses),

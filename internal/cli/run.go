@@ -36,10 +36,15 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
 	stateFile := fs.String("state-file", "", "`file` where run keeps objects' ages and last good versions across restarts (default $XDG_STATE_HOME/portico/run/DIRNAME-HASH.json; \"none\" keeps none)")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
+	rateLimit := rateLimitFlags(fs)
 	newLogger := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
+	}
+	var err error
+	if o.RateLimit, err = rateLimit(); err != nil {
+		return fail(stderr, "run: %v", err)
 	}
 	dir, err := manifestDir(o.ManifestDir, positional)
 	if err != nil {

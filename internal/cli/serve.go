@@ -54,6 +54,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", "", "serve the validating admission webhook (HTTPS, path /validate) on this address, such as :9443 (default: off)")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory holding the webhook's tls.crt and tls.key (a kubernetes.io/tls Secret volume), read again when they change; without it, --managed-certificates issues the webhook's certificate")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
+	rateLimit := rateLimitFlags(fs)
 	dataPlane := gatewayDataPlaneFlags(fs, &o.GatewayDataPlanes)
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
@@ -70,6 +71,9 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	o.Logger = logger
 	if err := dataPlane(); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	if o.RateLimit, err = rateLimit(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
 	if err := o.XDSTLS.Validate(); err != nil {

@@ -761,13 +761,11 @@ spec:
 		{name: "jwtProviders", vh: `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://jwks.example.com"}}]`, field: "spec.virtualhost.jwtProviders"},
 		{name: "virtualhost ipAllowPolicy", vh: `, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipAllowPolicy"},
 		{name: "virtualhost ipDenyPolicy", vh: `, ipDenyPolicy: [{source: Remote, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipDenyPolicy"},
-		{name: "virtualhost global rateLimitPolicy", vh: `, rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: a}}]}]}}`, field: "spec.virtualhost.rateLimitPolicy.global"},
 		{name: "clientValidation", vh: `, tls: {secretName: cert, clientValidation: {caSecret: ca}}`, field: "spec.virtualhost.tls.clientValidation"},
 		{name: "route authPolicy", route: "\n    authPolicy: {disabled: true}", field: "spec.routes[0].authPolicy"},
 		{name: "route jwtVerificationPolicy", route: "\n    jwtVerificationPolicy: {require: p}", field: "spec.routes[0].jwtVerificationPolicy"},
 		{name: "route ipAllowPolicy", route: "\n    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipAllowPolicy"},
 		{name: "route ipDenyPolicy", route: "\n    ipDenyPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipDenyPolicy"},
-		{name: "route global rateLimitPolicy", route: "\n    rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: a}}]}]}}", field: "spec.routes[0].rateLimitPolicy.global"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vh := tc.vh

@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -15,6 +16,50 @@ import (
 type RateLimitPolicy struct {
 	// Local is nil when each data plane instance does not limit on its own.
 	Local *LocalRateLimit
+	// Global is nil when the rate limit service is not asked.
+	Global *GlobalRateLimit
+}
+
+// GlobalRateLimit is what the data planes send the global rate limit service about
+// each request, which decides whether it is over a limit.
+type GlobalRateLimit struct {
+	// Disabled, on a route, drops its virtual host's descriptors for it.
+	Disabled bool
+	// Descriptors each become one descriptor of a request, unless one of its entries
+	// has no value for the request (a request header that is absent, headers that do
+	// not match as asked).
+	Descriptors []RateLimitDescriptor
+}
+
+// RateLimitDescriptor is a list of entries, in order.
+type RateLimitDescriptor struct {
+	Entries []RateLimitEntry
+}
+
+// RateLimitEntry is one key and value of a descriptor; exactly one field is set.
+type RateLimitEntry struct {
+	// GenericKey is a fixed key and value.
+	GenericKey *GenericKeyEntry
+	// RequestHeader is the value of a request header under a key.
+	RequestHeader *RequestHeaderEntry
+	// HeaderValueMatch is a fixed value under "header_match", present when Headers all
+	// match (or, with ExpectMatch false, when they do not all match).
+	HeaderValueMatch *HeaderValueMatchEntry
+	// RemoteAddress is the client's address under "remote_address".
+	RemoteAddress bool
+}
+
+// GenericKeyEntry is a fixed entry; Key defaults to "generic_key".
+type GenericKeyEntry struct{ Key, Value string }
+
+// RequestHeaderEntry takes Header's value as Key's.
+type RequestHeaderEntry struct{ Header, Key string }
+
+// HeaderValueMatchEntry is a fixed value present when headers match.
+type HeaderValueMatchEntry struct {
+	Headers     []HeaderMatch
+	ExpectMatch bool
+	Value       string
 }
 
 // LocalRateLimit is a token bucket each data plane instance keeps on its own: it
@@ -47,14 +92,101 @@ func proxyRateLimit(p *contourv1.RateLimitPolicy, field string, c *proxyCheck) *
 		c.fail(problemSpec, "RateLimitPolicyInvalid", "%s needs local or global: an empty policy limits nothing; remove it or say what to limit", field)
 		return nil
 	}
-	if p.Global != nil {
-		c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s.global is not implemented by Portico yet; the object is not served rather than served without the limit it asks for: remove the field, or use %s.local", field, field)
+	failures := len(c.errors)
+	out := &RateLimitPolicy{
+		Local:  proxyLocalRateLimit(p.Local, field+".local", c),
+		Global: proxyGlobalRateLimit(p.Global, field+".global", c),
 	}
-	local := proxyLocalRateLimit(p.Local, field+".local", c)
-	if local == nil {
+	if len(c.errors) > failures || (out.Local == nil && out.Global == nil) {
 		return nil
 	}
-	return &RateLimitPolicy{Local: local}
+	return out
+}
+
+func proxyGlobalRateLimit(g *contourv1.GlobalRateLimitPolicy, field string, c *proxyCheck) *GlobalRateLimit {
+	if g == nil {
+		return nil
+	}
+	if !g.Disabled && len(g.Descriptors) == 0 {
+		c.fail(problemSpec, "RateLimitPolicyInvalid", "%s needs descriptors (or disabled: true): without them nothing is sent to the rate limit service", field)
+		return nil
+	}
+	out := &GlobalRateLimit{Disabled: g.Disabled}
+	for i, d := range g.Descriptors {
+		at := fmt.Sprintf("%s.descriptors[%d]", field, i)
+		if len(d.Entries) == 0 {
+			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s.entries: a descriptor needs at least one entry", at)
+			continue
+		}
+		var desc RateLimitDescriptor
+		for j := range d.Entries {
+			if e, ok := proxyRateLimitEntry(&d.Entries[j], fmt.Sprintf("%s.entries[%d]", at, j), c); ok {
+				desc.Entries = append(desc.Entries, e)
+			}
+		}
+		out.Descriptors = append(out.Descriptors, desc)
+	}
+	return out
+}
+
+// proxyRateLimitEntry checks and translates one descriptor entry.
+func proxyRateLimitEntry(e *contourv1.RateLimitDescriptorEntry, field string, c *proxyCheck) (RateLimitEntry, bool) {
+	set := 0
+	for _, isSet := range []bool{e.GenericKey != nil, e.RequestHeader != nil, e.RequestHeaderValueMatch != nil, e.RemoteAddress != nil} {
+		if isSet {
+			set++
+		}
+	}
+	if set != 1 {
+		c.fail(problemSpec, "RateLimitPolicyInvalid", "%s must set exactly one of genericKey, requestHeader, requestHeaderValueMatch, remoteAddress (it sets %d)", field, set)
+		return RateLimitEntry{}, false
+	}
+	switch {
+	case e.GenericKey != nil:
+		if e.GenericKey.Value == "" {
+			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s.genericKey.value is required", field)
+			return RateLimitEntry{}, false
+		}
+		key := e.GenericKey.Key
+		if key == "" {
+			key = "generic_key"
+		}
+		return RateLimitEntry{GenericKey: &GenericKeyEntry{Key: key, Value: e.GenericKey.Value}}, true
+	case e.RequestHeader != nil:
+		h := e.RequestHeader
+		switch {
+		case !validHeaderName(h.HeaderName):
+			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s.requestHeader.headerName %q is not a valid header name", field, h.HeaderName)
+		case h.DescriptorKey == "":
+			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s.requestHeader.descriptorKey is required: it is the key the header's value is sent under", field)
+		default:
+			return RateLimitEntry{RequestHeader: &RequestHeaderEntry{Header: strings.ToLower(h.HeaderName), Key: h.DescriptorKey}}, true
+		}
+		return RateLimitEntry{}, false
+	case e.RequestHeaderValueMatch != nil:
+		m := e.RequestHeaderValueMatch
+		ok := true
+		if m.Value == "" {
+			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s.requestHeaderValueMatch.value is required", field)
+			ok = false
+		}
+		if len(m.Headers) == 0 {
+			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s.requestHeaderValueMatch.headers needs at least one header condition", field)
+			ok = false
+		}
+		out := &HeaderValueMatchEntry{ExpectMatch: m.ExpectMatch == nil || *m.ExpectMatch, Value: m.Value}
+		for i := range m.Headers {
+			hm, msg := parseHeaderCondition(&m.Headers[i])
+			if msg != "" {
+				c.fail(problemSpec, "RateLimitPolicyInvalid", "%s.requestHeaderValueMatch.headers[%d]: %s", field, i, msg)
+				ok = false
+				continue
+			}
+			out.Headers = append(out.Headers, hm)
+		}
+		return RateLimitEntry{HeaderValueMatch: out}, ok
+	}
+	return RateLimitEntry{RemoteAddress: true}, true
 }
 
 func proxyLocalRateLimit(l *contourv1.LocalRateLimitPolicy, field string, c *proxyCheck) *LocalRateLimit {

@@ -73,6 +73,13 @@ func TestHTTPProxyLocalRateLimitInvalid(t *testing.T) {
 		{"header value", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: x, value: "a\nb"}]}}`, []string{".local.responseHeadersToAdd[0].value may not contain CR, LF or NUL"}},
 		{"overflow", `{local: {requests: 4294967295, unit: second, burst: 1}}`, []string{"requests plus burst is 4294967296"}},
 		{"empty", `{}`, []string{"needs local or global"}},
+		{"global without descriptors", `{global: {}}`, []string{".global needs descriptors (or disabled: true)"}},
+		{"empty descriptor", `{global: {descriptors: [{entries: []}]}}`, []string{".global.descriptors[0].entries: a descriptor needs at least one entry"}},
+		{"two kinds in an entry", `{global: {descriptors: [{entries: [{remoteAddress: {}, genericKey: {value: a}}]}]}}`, []string{".global.descriptors[0].entries[0] must set exactly one of genericKey, requestHeader, requestHeaderValueMatch, remoteAddress (it sets 2)"}},
+		{"generic key without value", `{global: {descriptors: [{entries: [{genericKey: {key: k}}]}]}}`, []string{".global.descriptors[0].entries[0].genericKey.value is required"}},
+		{"bad header name", `{global: {descriptors: [{entries: [{requestHeader: {headerName: "x y", descriptorKey: k}}]}]}}`, []string{`.global.descriptors[0].entries[0].requestHeader.headerName "x y" is not a valid header name`}},
+		{"header without key", `{global: {descriptors: [{entries: [{requestHeader: {headerName: x-user}}]}]}}`, []string{".global.descriptors[0].entries[0].requestHeader.descriptorKey is required"}},
+		{"bad header match", `{global: {descriptors: [{entries: [{requestHeaderValueMatch: {value: v, headers: [{name: x-a, regex: "(unclosed"}]}}]}]}}`, []string{".global.descriptors[0].entries[0].requestHeaderValueMatch.headers[0]: regex"}},
 	} {
 		for _, at := range []struct{ where, field string }{
 			{"virtualhost", "spec.virtualhost.rateLimitPolicy"},
@@ -110,5 +117,57 @@ spec:
 				}
 			})
 		}
+	}
+}
+
+func TestHTTPProxyGlobalRateLimit(t *testing.T) {
+	g := build(proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost:
+    fqdn: rl.example.com
+    rateLimitPolicy:
+      global:
+        descriptors:
+        - entries: [{genericKey: {value: host}}]
+  routes:
+  - conditions: [{prefix: /own}]
+    services: [{name: web, port: 80}]
+    rateLimitPolicy:
+      global:
+        descriptors:
+        - entries:
+          - remoteAddress: {}
+          - requestHeader: {headerName: X-User, descriptorKey: user}
+          - requestHeaderValueMatch: {value: beta, headers: [{name: x-channel, present: true}]}
+          - requestHeaderValueMatch: {value: other, expectMatch: false, headers: [{name: x-channel, exact: stable}]}
+  - conditions: [{prefix: /off}]
+    services: [{name: web, port: 80}]
+    rateLimitPolicy: {global: {disabled: true}}
+`))
+	wantProxy(t, g, "default", "root", StatusValid)
+	vh := httpHost(g, "rl.example.com")
+	if vh == nil {
+		t.Fatal("rl.example.com is not served")
+	}
+	wantHost := &RateLimitPolicy{Global: &GlobalRateLimit{Descriptors: []RateLimitDescriptor{{Entries: []RateLimitEntry{{GenericKey: &GenericKeyEntry{Key: "generic_key", Value: "host"}}}}}}}
+	if diff := cmp.Diff(wantHost, vh.RateLimit); diff != "" {
+		t.Errorf("host policy (-want +got):\n%s", diff)
+	}
+	wantOwn := &RateLimitPolicy{Global: &GlobalRateLimit{Descriptors: []RateLimitDescriptor{{Entries: []RateLimitEntry{
+		{RemoteAddress: true},
+		{RequestHeader: &RequestHeaderEntry{Header: "x-user", Key: "user"}},
+		{HeaderValueMatch: &HeaderValueMatchEntry{Value: "beta", ExpectMatch: true, Headers: []HeaderMatch{{Name: "x-channel", Kind: MatchPresent}}}},
+		{HeaderValueMatch: &HeaderValueMatchEntry{Value: "other", ExpectMatch: false, Headers: []HeaderMatch{{Name: "x-channel", Kind: MatchExact, Value: "stable"}}}},
+	}}}}}
+	byPath := map[string]*Route{}
+	for _, r := range vh.Routes {
+		byPath[r.Path.Value] = r
+	}
+	if diff := cmp.Diff(wantOwn, byPath["/own"].RateLimit); diff != "" {
+		t.Errorf("/own policy (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&RateLimitPolicy{Global: &GlobalRateLimit{Disabled: true}}, byPath["/off"].RateLimit); diff != "" {
+		t.Errorf("/off policy (-want +got):\n%s", diff)
 	}
 }

@@ -307,7 +307,11 @@ func diffNames(was, now []string, refs map[string]int) {
 // each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
-		return cc.fc.routes.clusterUses()
+		names := cc.fc.routes.clusterUses()
+		if filters := cs.hcm.filters.Clusters(); len(filters) > 0 {
+			names = append(slices.Clip(names), filters...)
+		}
+		return names
 	}
 	names := make([]string, 0, len(cs.tcp.clusters))
 	for _, c := range cs.tcp.clusters {
@@ -326,6 +330,11 @@ func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 			}
 		}
 		return nil
+	}
+	for _, name := range cs.hcm.filters.Clusters() {
+		if err := p.compileCluster(name, snap); err != nil {
+			return fmt.Errorf("http filters: %w", err)
+		}
 	}
 	routes := snap.chains[cs].fc.routes
 	for _, vh := range routes.vhosts {

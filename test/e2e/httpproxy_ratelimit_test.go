@@ -7,6 +7,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/testutil"
+	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
 // Local rate limits through the embedded proxy: per route and per virtual host, the
@@ -181,5 +186,141 @@ func TestDocumentedLocalRateLimitExample(t *testing.T) {
 	r := e.get("shop.localhost", "/login")
 	if r.status != http.StatusServiceUnavailable || r.body != "local_rate_limited" || r.header.Get("X-Rate-Limited") != "login attempts" {
 		t.Errorf("sixth login: %d %q, x-rate-limited %q; the docs say 503 local_rate_limited with x-rate-limited: login attempts", r.status, r.body, r.header.Get("X-Rate-Limited"))
+	}
+}
+
+// Global rate limits through the embedded proxy, decided by the real envoyproxy/ratelimit
+// service on a real Redis, both started by the test.
+
+const globalServiceConfig = `
+domain: contour
+descriptors:
+- key: generic_key
+  value: shared
+  rate_limit: {unit: hour, requests_per_unit: 3}
+- key: user
+  value: alice
+  rate_limit: {unit: hour, requests_per_unit: 1}
+`
+
+const globalProxy = `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: gl, namespace: default}
+spec:
+  virtualhost: {fqdn: gl.example.com}
+  routes:
+  - conditions: [{prefix: /a}]
+    services: [{name: app, port: 80}]
+    rateLimitPolicy:
+      global:
+        descriptors: [{entries: [{genericKey: {value: shared}}]}]
+  - conditions: [{prefix: /b}]
+    services: [{name: app, port: 80}]
+    rateLimitPolicy:
+      global:
+        descriptors: [{entries: [{genericKey: {value: shared}}]}]
+  - conditions: [{prefix: /user}]
+    services: [{name: app, port: 80}]
+    rateLimitPolicy:
+      global:
+        descriptors: [{entries: [{requestHeader: {headerName: x-user, descriptorKey: user}}]}]
+  - services: [{name: app, port: 80}]
+`
+
+func startGlobal(t *testing.T, rls string, failOpen bool) *env {
+	t.Helper()
+	e := startWith(t, map[string]string{"backends.yaml": backends(t, "app"), "proxy.yaml": globalProxy}, app.RunOptions{
+		// A generous deadline, never a measure of speed.
+		RateLimit: &translate.RateLimitService{Address: rls, Domain: "contour", FailOpen: failOpen, Timeout: 30 * time.Second},
+	})
+	e.waitFor("gl.example.com", "/", "app", http.StatusOK)
+	return e
+}
+
+func TestHTTPProxyGlobalRateLimit(t *testing.T) {
+	rls := testutil.StartRateLimit(t, testutil.StartRedis(t), globalServiceConfig)
+	e := startGlobal(t, rls.GRPCAddr, false)
+
+	// Two routes share one descriptor, so one count: 3 in the hour across both.
+	e.wantServed("gl.example.com", "/a", 2)
+	e.wantServed("gl.example.com", "/b", 1)
+	for _, path := range []string{"/a", "/b"} {
+		r := e.get("gl.example.com", path)
+		if r.status != http.StatusTooManyRequests || r.service() != "" || r.header.Get("X-Envoy-Ratelimited") != "true" {
+			t.Errorf("%s over the shared limit: %d from %q, x-envoy-ratelimited %q; want 429 from the proxy, true", path, r.status, r.service(), r.header.Get("X-Envoy-Ratelimited"))
+		}
+	}
+	// A request header's value is the descriptor: alice has 1 in the hour, bob none set.
+	if r := e.get("gl.example.com", "/user", "X-User", "alice"); r.status != http.StatusOK {
+		t.Errorf("alice's first request: %d, want 200", r.status)
+	}
+	if r := e.get("gl.example.com", "/user", "X-User", "alice"); r.status != http.StatusTooManyRequests {
+		t.Errorf("alice's second request: %d, want 429", r.status)
+	}
+	for range 3 {
+		if r := e.get("gl.example.com", "/user", "X-User", "bob"); r.status != http.StatusOK {
+			t.Fatalf("bob (no limit configured for him): %d, want 200", r.status)
+		}
+	}
+	// A route without a policy is never sent to the service.
+	e.wantServed("gl.example.com", "/free", 5)
+}
+
+// TestHTTPProxyGlobalRateLimitServiceDown: with the service gone, failOpen lets requests
+// through; without it they are answered 500.
+func TestHTTPProxyGlobalRateLimitServiceDown(t *testing.T) {
+	redis := testutil.StartRedis(t)
+	for _, failOpen := range []bool{true, false} {
+		t.Run(fmt.Sprintf("failOpen %v", failOpen), func(t *testing.T) {
+			rls := testutil.StartRateLimit(t, redis, strings.ReplaceAll(globalServiceConfig, "shared", fmt.Sprintf("down-%v", failOpen)))
+			e := startGlobal(t, rls.GRPCAddr, failOpen)
+			e.wantServed("gl.example.com", "/a", 1)
+			rls.Stop()
+			want := http.StatusInternalServerError
+			if failOpen {
+				want = http.StatusOK
+			}
+			for range 3 {
+				if r := e.get("gl.example.com", "/a"); r.status != want {
+					t.Fatalf("/a with the service down: %d (%q), want %d", r.status, r.body, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDocumentedGlobalRateLimitExample runs docs/httpproxy.md's global rate limit
+// example: its service configuration and its HTTPProxy, as written.
+func TestDocumentedGlobalRateLimitExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/httpproxy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "\n#### Global rate limits\n")
+	var blocks []string
+	for rest := section; ; {
+		var block string
+		var ok bool
+		if _, rest, ok = strings.Cut(rest, "```yaml\n"); !ok {
+			break
+		}
+		block, rest, _ = strings.Cut(rest, "```")
+		blocks = append(blocks, block)
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("docs/httpproxy.md's global rate limit section has %d YAML examples, want the service's configuration and the HTTPProxy", len(blocks))
+	}
+	rls := testutil.StartRateLimit(t, testutil.StartRedis(t), blocks[0])
+	e := startWith(t, map[string]string{"web.yaml": backends(t, "web"), "api.yaml": blocks[1]}, app.RunOptions{
+		RateLimit: &translate.RateLimitService{Address: rls.GRPCAddr, Domain: "contour", Timeout: 30 * time.Second},
+	})
+	e.waitFor("api.localhost", "/", "web", http.StatusOK)
+	for i, path := range []string{"/reports", "/exports", "/reports"} {
+		if r := e.get("api.localhost", path); r.status != http.StatusOK {
+			t.Fatalf("request %d (%s): %d, want 200", i+1, path, r.status)
+		}
+	}
+	if r := e.get("api.localhost", "/exports"); r.status != http.StatusTooManyRequests {
+		t.Errorf("fourth request to /reports or /exports: %d; the docs say 429", r.status)
 	}
 }

@@ -9,7 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/portico-dev/portico/internal/app"
 	"github.com/portico-dev/portico/internal/kubetest"
+	"github.com/portico-dev/portico/internal/testutil"
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
@@ -66,4 +68,49 @@ func TestServeHTTPProxyLocalRateLimit(t *testing.T) {
 		p, err := cc.HTTPProxies(ns).Get(ctx, "limited", metav1.GetOptions{})
 		return err == nil && p.Status.CurrentStatus == "valid"
 	})
+}
+
+// TestServeHTTPProxyGlobalRateLimit: in `serve` with --rate-limit-service, two routes
+// sharing a global descriptor are limited together by the real rate limit service.
+func TestServeHTTPProxyGlobalRateLimit(t *testing.T) {
+	rls := testutil.StartRateLimit(t, testutil.StartRedis(t), `
+domain: contour
+descriptors:
+- key: generic_key
+  value: shared
+  rate_limit: {unit: hour, requests_per_unit: 2}
+`)
+	cfg := env.AdminConfig(t)
+	env.InstallContourCRDs(t)
+	c := kubetest.Clientset(t, cfg)
+	cc := kubetest.ContourClient(t, cfg)
+	pn := kubetest.NewPodNetwork(t, 1)
+	const ns = "hp-global-ratelimit"
+	backend(t, pn, "web", 9112)
+	createNamespace(t, c, ns)
+	createService(t, c, ns, "web", pn.PodIP, 9112)
+	shared := `"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"genericKey": {"value": "shared"}}]}]}}`
+	if err := createHTTPProxyJSON(context.Background(), cc, ns, "global", `{"virtualhost": {"fqdn": "gl.hp.test"}, "routes": [
+		{"conditions": [{"prefix": "/a"}], "services": [{"name": "web", "port": 80}], `+shared+`},
+		{"conditions": [{"prefix": "/b"}], "services": [{"name": "web", "port": 80}], `+shared+`},
+		{"services": [{"name": "web", "port": 80}]}]}`); err != nil {
+		t.Fatal(err)
+	}
+	ctl := startControllerWith(t, cfg, "gl", []string{ns}, func(o *app.ServeOptions) {
+		o.RateLimit = &translate.RateLimitService{Address: rls.GRPCAddr, Domain: "contour", Timeout: 30 * time.Second}
+	})
+	eventually(t, 20*time.Second, "gl.hp.test/ to be served by web", func() bool {
+		code, r := ctl.getWith("gl.hp.test", "/")
+		return code == http.StatusOK && r.Service == "web"
+	})
+	for _, path := range []string{"/a", "/b"} {
+		if code, r := ctl.getWith("gl.hp.test", path); code != http.StatusOK || r.Service != "web" {
+			t.Fatalf("%s: %d from %q, want 200 from web", path, code, r.Service)
+		}
+	}
+	for _, path := range []string{"/a", "/b"} {
+		if code, _ := ctl.getWith("gl.hp.test", path); code != http.StatusTooManyRequests {
+			t.Errorf("%s past the shared limit: %d, want 429", path, code)
+		}
+	}
 }

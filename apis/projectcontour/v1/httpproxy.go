@@ -255,8 +255,8 @@ type Route struct {
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// RateLimitPolicy limits the route's request rate.
-	// Portico: local is enforced by each proxy; global is not implemented yet, and the
-	// object is not served (invalid) rather than served without it.
+	// Portico: local is enforced by each proxy; global by the rate limit service of
+	// --rate-limit-service.
 	// +optional
 	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
 	// RequestRedirectPolicy answers with a redirect instead of proxying.

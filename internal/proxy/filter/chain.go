@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -61,6 +62,25 @@ func (c *Chain) Len() int {
 		return 0
 	}
 	return len(c.entries)
+}
+
+// Clusters are the clusters the chain's filters reach (ClusterUser), once
+// each; nil without any.
+func (c *Chain) Clusters() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for i := range c.entries {
+		if u, ok := c.entries[i].filter.(ClusterUser); ok {
+			for _, name := range u.Clusters() {
+				if !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // BuildChain converts a connection manager's http_filters. The router must

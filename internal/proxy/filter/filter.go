@@ -164,6 +164,14 @@ type RouteScoped interface {
 	RouteScoped() bool
 }
 
+// ClusterUser is implemented by filters that reach clusters of the
+// configuration through Env.Upstreams (a rate limit or authorization
+// service): the proxy compiles and keeps those clusters with the connection
+// manager, as it does its routes' clusters.
+type ClusterUser interface {
+	Clusters() []string
+}
+
 // Factory makes a filter from its Envoy configuration.
 type Factory interface {
 	// Name is the filter's Envoy name, e.g. "envoy.filters.http.cors".

@@ -35,6 +35,7 @@ type httpFilter struct {
 // would be served.
 var httpFilters = []httpFilter{
 	localRateLimitFilter,
+	rateLimitFilter,
 }
 
 // httpFilterChain is the http_filters of a connection manager: a plain

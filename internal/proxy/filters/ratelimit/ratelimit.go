@@ -109,6 +109,10 @@ func (Factory) New(a *anypb.Any) (filter.Filter, error) {
 	return f, nil
 }
 
+// Clusters is the rate limit service's cluster, which the proxy keeps with
+// the connection manager.
+func (f *Filter) Clusters() []string { return []string{f.cluster} }
+
 // perRoute is a RateLimitPerRoute, converted.
 type perRoute struct {
 	vhost ratelimitv3.RateLimitPerRoute_VhRateLimitsOptions

@@ -280,3 +280,35 @@ func TestRefusedConfigurations(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecode is the filter's cost on a request: a route without rate_limits (the
+// filter returns at once), and a route with a descriptor, which is one call to the real
+// service over gRPC on loopback (its limit never reached).
+func BenchmarkDecode(b *testing.B) {
+	rls := testutil.StartRateLimit(b, testutil.StartRedis(b), `
+domain: portico
+descriptors:
+- key: generic_key
+  value: bench
+  rate_limit: {unit: hour, requests_per_unit: 1000000000}
+`)
+	env := &filter.Env{Upstreams: &upstreams{addr: rls.GRPCAddr}}
+	c := chain(b, config(false))
+	for _, tc := range []struct {
+		name   string
+		limits *RouteLimits
+	}{
+		{"no-rate-limits", nil},
+		{"one-descriptor", &RouteLimits{Route: limits(b, genericKey("bench"))}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := request{c: c, env: env, client: "192.0.2.1", limits: tc.limits}
+			b.ReportAllocs()
+			for b.Loop() {
+				if lr, _ := r.send(); lr != nil {
+					b.Fatalf("answered %d", lr.Status)
+				}
+			}
+		})
+	}
+}
