@@ -70,6 +70,9 @@ type RunOptions struct {
 	GatewayPortOffset int
 	// RateLimit, when set, is the global rate limit service (translate.Options).
 	RateLimit *translate.RateLimitService
+	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
+	// hosts without one (dag.Options).
+	DefaultGlobalRateLimit *dag.GlobalRateLimit
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -129,10 +132,11 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:  opts.IngressClassName,
-			AllowExternalName: opts.AllowExternalName,
-			RootNamespaces:    opts.RootNamespaces,
-			DisableIngress:    opts.DisableIngress,
+			IngressClassName:       opts.IngressClassName,
+			AllowExternalName:      opts.AllowExternalName,
+			RootNamespaces:         opts.RootNamespaces,
+			DisableIngress:         opts.DisableIngress,
+			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr), RateLimit: opts.RateLimit,
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},

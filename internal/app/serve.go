@@ -62,6 +62,9 @@ type ServeOptions struct {
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
 	// RateLimit, when set, is the global rate limit service (translate.Options).
 	RateLimit *translate.RateLimitService
+	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
+	// hosts without one (dag.Options).
+	DefaultGlobalRateLimit *dag.GlobalRateLimit
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -250,10 +253,11 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Gateway: gateway, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:  opts.IngressClassName,
-			AllowExternalName: opts.AllowExternalName,
-			RootNamespaces:    opts.RootNamespaces,
-			DisableIngress:    opts.DisableIngress,
+			IngressClassName:       opts.IngressClassName,
+			AllowExternalName:      opts.AllowExternalName,
+			RootNamespaces:         opts.RootNamespaces,
+			DisableIngress:         opts.DisableIngress,
+			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, RateLimit: opts.RateLimit},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),

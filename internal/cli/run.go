@@ -42,10 +42,11 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var err error
-	if o.RateLimit, err = rateLimit(); err != nil {
+	rl, err := rateLimit()
+	if err != nil {
 		return fail(stderr, "run: %v", err)
 	}
+	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
 	dir, err := manifestDir(o.ManifestDir, positional)
 	if err != nil {
 		return fail(stderr, "run: %v", err)

@@ -73,9 +73,11 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if err := dataPlane(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
-	if o.RateLimit, err = rateLimit(); err != nil {
+	rl, err := rateLimit()
+	if err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
+	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
 	if err := o.XDSTLS.Validate(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	// RootNamespaces, when not empty, are the only namespaces where root IngressRoutes
 	// (those that own a virtual host) are accepted.
 	RootNamespaces []string
+	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
+	// roots whose virtual host has none (ParseDefaultGlobalRateLimit).
+	DefaultGlobalRateLimit *GlobalRateLimit
 	// Processors build the APIs kept in packages of their own (Gateway API); each
 	// adds its data planes and statuses after the APIs above.
 	Processors []Processor

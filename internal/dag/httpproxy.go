@@ -447,7 +447,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	}
 	h := w.host
 	// Its problems were reported when the root was checked (validateProxyVirtualHost).
-	rateLimit := proxyRateLimit(vhSpec.RateLimitPolicy, "", &proxyCheck{})
+	rateLimit := withDefaultGlobal(proxyRateLimit(vhSpec.RateLimitPolicy, "", &proxyCheck{}), b.opts.DefaultGlobalRateLimit)
 	if len(plain) > 0 || (secret == nil && tcp == nil) {
 		vh := b.vhost(h)
 		vh.Routes = append(vh.Routes, plain...)

@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -247,4 +248,30 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// ParseDefaultGlobalRateLimit checks and translates the controller's default global
+// rate limit policy (Contour's defaultGlobalRateLimitPolicy), for Options: the error
+// lists every problem.
+func ParseDefaultGlobalRateLimit(p *contourv1.GlobalRateLimitPolicy) (*GlobalRateLimit, error) {
+	var c proxyCheck
+	g := proxyGlobalRateLimit(p, "default global rate limit policy", &c)
+	if msgs := problemMessages(c.errors); len(msgs) > 0 {
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	return g, nil
+}
+
+// withDefaultGlobal is a root's virtual host policy p with the controller's default
+// global policy when p has no global policy of its own (a global policy that is only
+// disabled: true opts the host out).
+func withDefaultGlobal(p *RateLimitPolicy, def *GlobalRateLimit) *RateLimitPolicy {
+	if def == nil || (p != nil && p.Global != nil) {
+		return p
+	}
+	out := &RateLimitPolicy{Global: def}
+	if p != nil {
+		out.Local = p.Local
+	}
+	return out
 }

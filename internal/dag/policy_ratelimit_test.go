@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
@@ -169,5 +170,50 @@ spec:
 	}
 	if diff := cmp.Diff(&RateLimitPolicy{Global: &GlobalRateLimit{Disabled: true}}, byPath["/off"].RateLimit); diff != "" {
 		t.Errorf("/off policy (-want +got):\n%s", diff)
+	}
+}
+
+func TestHTTPProxyDefaultGlobalRateLimit(t *testing.T) {
+	def, err := ParseDefaultGlobalRateLimit(&contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{{
+		Entries: []contourv1.RateLimitDescriptorEntry{{RemoteAddress: &contourv1.RemoteAddressDescriptor{}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := func(name, policy string) *contourv1.HTTPProxy {
+		return proxy(t, `
+metadata: {name: `+name+`}
+spec:
+  virtualhost: {fqdn: `+name+`.example.com`+policy+`}
+  routes: [{services: [{name: web, port: 80}]}]
+`)
+	}
+	g := buildWith(Options{DefaultGlobalRateLimit: def},
+		root("plain", ""),
+		root("own", `, rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: own}}]}]}}`),
+		root("optout", `, rateLimitPolicy: {global: {disabled: true}}`),
+		root("local", `, rateLimitPolicy: {local: {requests: 1, unit: hour}}`),
+	)
+	policy := func(host string) *RateLimitPolicy {
+		vh := httpHost(g, host+".example.com")
+		if vh == nil {
+			t.Fatalf("%s is not served", host)
+		}
+		return vh.RateLimit
+	}
+	if p := policy("plain"); p == nil || p.Global != def {
+		t.Errorf("a host without a policy: %+v, want the default", p)
+	}
+	if p := policy("own"); p == nil || p.Global == def || p.Global.Descriptors[0].Entries[0].GenericKey == nil {
+		t.Errorf("a host with its own global policy: %+v, want its own", p)
+	}
+	if p := policy("optout"); p == nil || p.Global == nil || !p.Global.Disabled || len(p.Global.Descriptors) > 0 {
+		t.Errorf("a host with global.disabled: %+v, want no descriptors", p)
+	}
+	if p := policy("local"); p == nil || p.Local == nil || p.Global != def {
+		t.Errorf("a host with a local policy only: %+v, want its local policy and the default global one", p)
+	}
+	if _, err := ParseDefaultGlobalRateLimit(&contourv1.GlobalRateLimitPolicy{}); err == nil || !strings.Contains(err.Error(), "default global rate limit policy needs descriptors") {
+		t.Errorf("an empty default policy: %v", err)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 	"github.com/portico-dev/portico/internal/app"
+	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/testutil"
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
@@ -323,4 +325,45 @@ func TestDocumentedGlobalRateLimitExample(t *testing.T) {
 	if r := e.get("api.localhost", "/exports"); r.status != http.StatusTooManyRequests {
 		t.Errorf("fourth request to /reports or /exports: %d; the docs say 429", r.status)
 	}
+}
+
+// TestHTTPProxyDefaultGlobalRateLimit: the controller's default global policy limits the
+// hosts without a global policy of their own; global.disabled opts a host out.
+func TestHTTPProxyDefaultGlobalRateLimit(t *testing.T) {
+	rls := testutil.StartRateLimit(t, testutil.StartRedis(t), `
+domain: contour
+descriptors:
+- key: generic_key
+  value: default
+  rate_limit: {unit: hour, requests_per_unit: 2}
+`)
+	def, err := dag.ParseDefaultGlobalRateLimit(&contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{{
+		Entries: []contourv1.RateLimitDescriptorEntry{{GenericKey: &contourv1.GenericKeyDescriptor{Value: "default"}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := func(name, policy string) string {
+		return fmt.Sprintf(`apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: %[1]s, namespace: default}
+spec:
+  virtualhost: {fqdn: %[1]s.example.com%[2]s}
+  routes: [{services: [{name: app, port: 80}]}]
+`, name, policy)
+	}
+	e := startWith(t, map[string]string{
+		"backends.yaml": backends(t, "app"),
+		"plain.yaml":    host("plain", ""),
+		"optout.yaml":   host("optout", ", rateLimitPolicy: {global: {disabled: true}}"),
+	}, app.RunOptions{
+		RateLimit:              &translate.RateLimitService{Address: rls.GRPCAddr, Domain: "contour", Timeout: 30 * time.Second},
+		DefaultGlobalRateLimit: def,
+	})
+	e.waitFor("optout.example.com", "/", "app", http.StatusOK)
+	e.wantServed("plain.example.com", "/", 2)
+	if r := e.get("plain.example.com", "/"); r.status != http.StatusTooManyRequests {
+		t.Errorf("third request to a host under the default policy: %d, want 429", r.status)
+	}
+	e.wantServed("optout.example.com", "/", 5)
 }
