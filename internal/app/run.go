@@ -137,6 +137,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			RootNamespaces:         opts.RootNamespaces,
 			DisableIngress:         opts.DisableIngress,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
+			RateLimitService:       opts.RateLimit != nil,
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr), RateLimit: opts.RateLimit,
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders},

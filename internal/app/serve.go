@@ -258,6 +258,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			RootNamespaces:         opts.RootNamespaces,
 			DisableIngress:         opts.DisableIngress,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
+			RateLimitService:       opts.RateLimit != nil,
 		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, RateLimit: opts.RateLimit},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),

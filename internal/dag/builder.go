@@ -33,6 +33,10 @@ type Options struct {
 	// RootNamespaces, when not empty, are the only namespaces where root IngressRoutes
 	// (those that own a virtual host) are accepted.
 	RootNamespaces []string
+	// RateLimitService says that a global rate limit service is configured; without
+	// one, HTTPProxies' global rate limit policies get a warning that they are not
+	// enforced.
+	RateLimitService bool
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
 	// roots whose virtual host has none (ParseDefaultGlobalRateLimit).
 	DefaultGlobalRateLimit *GlobalRateLimit

@@ -117,6 +117,9 @@ func (b *builder) proxyGraph() *proxyGraph {
 		// The routes are translated even when the object is already invalid, so that its
 		// status lists every problem at once, not one more after each fix.
 		routeConds, includeConds := validateHTTPProxy(p, &n.check)
+		if !b.opts.RateLimitService {
+			warnGlobalUnenforced(p, &n.check)
+		}
 		n.includeConds = includeConds
 		n.plans = b.proxyRoutePlans(n, routeConds, &n.check)
 		if tp := p.Spec.TCPProxy; tp != nil && len(tp.Services) > 0 {

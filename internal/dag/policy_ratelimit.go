@@ -275,3 +275,23 @@ func withDefaultGlobal(p *RateLimitPolicy, def *GlobalRateLimit) *RateLimitPolic
 	}
 	return out
 }
+
+// warnGlobalUnenforced warns, when Portico runs without a rate limit service, that p's
+// global policies with descriptors are checked but enforced by nothing.
+func warnGlobalUnenforced(p *contourv1.HTTPProxy, c *proxyCheck) {
+	sends := func(rl *contourv1.RateLimitPolicy) bool {
+		return rl != nil && rl.Global != nil && len(rl.Global.Descriptors) > 0
+	}
+	var fields []string
+	if vh := p.Spec.VirtualHost; vh != nil && sends(vh.RateLimitPolicy) {
+		fields = append(fields, "spec.virtualhost.rateLimitPolicy.global")
+	}
+	for i := range p.Spec.Routes {
+		if sends(p.Spec.Routes[i].RateLimitPolicy) {
+			fields = append(fields, indexedField("spec.routes", i)+".rateLimitPolicy.global")
+		}
+	}
+	for _, f := range fields {
+		c.warn(problemUnsupported, "RateLimitServiceMissing", "%s is not enforced: Portico runs without a rate limit service (--rate-limit-service); requests are not limited", f)
+	}
+}

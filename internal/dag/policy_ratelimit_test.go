@@ -217,3 +217,32 @@ spec:
 		t.Errorf("an empty default policy: %v", err)
 	}
 }
+
+// Without a rate limit service, a global policy is valid but its status says nothing
+// enforces it; with one, no warning.
+func TestHTTPProxyGlobalRateLimitWithoutService(t *testing.T) {
+	p := proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost:
+    fqdn: rl.example.com
+    rateLimitPolicy: {global: {descriptors: [{entries: [{remoteAddress: {}}]}]}}
+  routes:
+  - services: [{name: web, port: 80}]
+    rateLimitPolicy: {global: {disabled: true}}
+`)
+	wantWarning(t, build(p), "default", "root", problemUnsupported, "RateLimitServiceMissing",
+		"spec.virtualhost.rateLimitPolicy.global is not enforced: Portico runs without a rate limit service (--rate-limit-service)")
+	if v := ValidateObject(p, nil, Options{}); len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "is not enforced") {
+		t.Errorf("the webhook's notes %q, want the warning", v.Notes)
+	}
+	s := proxyStatus(t, buildWith(Options{RateLimitService: true}, p), "default", "root")
+	for _, w := range s.Warnings {
+		if w.Reason == "RateLimitServiceMissing" {
+			t.Errorf("with a service: warning %+v", w)
+		}
+	}
+	if s.Status != StatusValid {
+		t.Errorf("with a service: %s, want valid", s.Status)
+	}
+}

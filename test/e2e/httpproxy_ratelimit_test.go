@@ -266,6 +266,15 @@ func TestHTTPProxyGlobalRateLimit(t *testing.T) {
 	}
 	// A route without a policy is never sent to the service.
 	e.wantServed("gl.example.com", "/free", 5)
+
+	// An edit of the policy alone takes effect: / now shares the spent descriptor.
+	e.write("proxy.yaml", strings.Replace(globalProxy, `  - services: [{name: app, port: 80}]
+`, `  - services: [{name: app, port: 80}]
+    rateLimitPolicy:
+      global:
+        descriptors: [{entries: [{genericKey: {value: shared}}]}]
+`, 1))
+	e.waitFor("gl.example.com", "/free", "", http.StatusTooManyRequests)
 }
 
 // TestHTTPProxyGlobalRateLimitServiceDown: with the service gone, failOpen lets requests
