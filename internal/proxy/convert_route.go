@@ -298,7 +298,11 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	vh := &vhostDef{name: pvh.GetName(), headers: headers}
 	places := routePlaces(pvh)
 	for i, pr := range pvh.GetRoutes() {
-		r, err := convertRoute(pr, places[i])
+		var at filter.Place
+		if places != nil {
+			at = places[i]
+		}
+		r, err := convertRoute(pr, at)
 		if err == nil && r.forward != nil {
 			r.rateLimits, err = routeRateLimits(pr.GetRoute().GetRateLimits(), vhLimits)
 		}
@@ -329,17 +333,19 @@ func routeRateLimits(own []*routev3.RateLimit, vhost []ratelimit.Limit) (*rateli
 // routePlaces are where the routes of pvh are, for the filters that keep
 // state across configuration swaps: the route's name, and among routes of
 // the same name, which one it is, so that routes added or removed elsewhere
-// in the virtual host do not move the others.
+// in the virtual host do not move the others. nil when no route has
+// typed_per_filter_config (nothing to place: the usual virtual host pays
+// nothing).
 func routePlaces(pvh *routev3.VirtualHost) []filter.Place {
+	if !slices.ContainsFunc(pvh.GetRoutes(), func(r *routev3.Route) bool { return len(r.GetTypedPerFilterConfig()) > 0 }) {
+		return nil
+	}
 	out := make([]filter.Place, len(pvh.GetRoutes()))
-	var seen map[string]int
+	seen := map[string]int{}
 	for i, pr := range pvh.GetRoutes() {
 		name := pr.GetName()
 		if n := seen[name]; n > 0 || name == "" {
 			name += "#" + strconv.Itoa(n)
-		}
-		if seen == nil {
-			seen = map[string]int{}
 		}
 		seen[pr.GetName()]++
 		out[i] = filter.Place{VirtualHost: pvh.GetName(), Route: name}
