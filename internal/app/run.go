@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/admin"
 	"github.com/portico-dev/portico/internal/dag"
@@ -44,8 +45,10 @@ type RunOptions struct {
 	AllowExternalName bool
 	// RootNamespaces and DisableIngress: see dag.Options.
 	RootNamespaces []string
-	DisableIngress bool
-	Logger         *slog.Logger
+	// FallbackCertificate: see dag.Options.
+	FallbackCertificate *types.NamespacedName
+	DisableIngress      bool
+	Logger              *slog.Logger
 	// AccessLogger writes the embedded proxy's access log (nil: Logger), and
 	// LogBatcher is the sink it writes to if that can batch (see proxy.Config);
 	// nil writes an access log line at a time.
@@ -136,6 +139,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisableIngress:         opts.DisableIngress,
+			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
 		}, localAddress(opts.GatewayHost)),

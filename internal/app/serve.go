@@ -56,7 +56,9 @@ type ServeOptions struct {
 	AllowExternalName      bool
 	// RootNamespaces and DisableIngress: see dag.Options.
 	RootNamespaces []string
-	DisableIngress bool
+	// FallbackCertificate: see dag.Options.
+	FallbackCertificate *types.NamespacedName
+	DisableIngress      bool
 	// MaxRequestHeadersKB and MaxRequestHeaders limit request headers on Envoy and the
 	// embedded proxy (0: Envoy's defaults, 60 KiB and 100); see translate.Options.
 	MaxRequestHeadersKB, MaxRequestHeaders uint32
@@ -257,6 +259,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisableIngress:         opts.DisableIngress,
+			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
 		}, gatewayAddresses(opts)...),

@@ -20,6 +20,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as portico run does")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies may live (default: any)")
+	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	disableIngress := fs.Bool("disable-ingress", false, "ignore Ingress objects")
 	rateLimitService := fs.String("rate-limit-service", "", "`host:port` of the rate limit service the controller runs with; without it, global rate limit policies get a warning that they are not enforced")
 	allowOrphaned := fs.Bool("allow-orphaned", false, "exit 0 even if objects are orphaned (blue-green setups whose standby is orphaned by design); invalid objects still fail")
@@ -41,8 +42,12 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *output != "table" && *output != "json" {
 		return fail(stderr, "check: -o %q: use table or json", *output)
 	}
+	fallbackKey, err := fallbackCertificate(*fallback)
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
 	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress,
-		RateLimitService: *rateLimitService != ""})
+		FallbackCertificate: fallbackKey, RateLimitService: *rateLimitService != ""})
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}

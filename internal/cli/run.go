@@ -33,6 +33,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
+	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
 	stateFile := fs.String("state-file", "", "`file` where run keeps objects' ages and last good versions across restarts (default $XDG_STATE_HOME/portico/run/DIRNAME-HASH.json; \"none\" keeps none)")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
@@ -63,6 +64,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	o.Logger, o.AccessLogger, o.LogBatcher = logger, accessLogger, sink
 	o.RootNamespaces = splitList(*roots)
+	if o.FallbackCertificate, err = fallbackCertificate(*fallback); err != nil {
+		return fail(stderr, "run: %%v", err)
+	}
 	if o.StateFile, err = stateFilePath(fs, *stateFile, o.ManifestDir, logger); err != nil {
 		return fail(stderr, "run: %v", err)
 	}

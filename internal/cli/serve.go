@@ -27,6 +27,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
 	watch := fs.String("watch-namespaces", "", "comma-separated namespaces to watch (default: all)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
+	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
 	statusAddr := fs.String("ingress-status-address", "", "comma-separated IPs or host names written to Ingress status.loadBalancer")
 	envoySvc := fs.String("envoy-service", "", "namespace/name of the Envoy Service whose load-balancer status Ingresses report (when --ingress-status-address is unset)")
@@ -84,6 +85,9 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	o.XDSServerNames, o.WebhookServerNames = splitList(*xdsNames), splitList(*hookNames)
 	o.WatchNamespaces = splitList(*watch)
 	o.RootNamespaces = splitList(*roots)
+	if o.FallbackCertificate, err = fallbackCertificate(*fallback); err != nil {
+		return fail(stderr, "serve: %%v", err)
+	}
 	o.IngressStatusAddresses = splitList(*statusAddr)
 	if *envoySvc != "" {
 		ns, name, ok := strings.Cut(*envoySvc, "/")
@@ -141,4 +145,16 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// fallbackCertificate parses --fallback-certificate: "" is none.
+func fallbackCertificate(v string) (*types.NamespacedName, error) {
+	if v == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--fallback-certificate %q: use NAMESPACE/NAME of a kubernetes.io/tls Secret", v)
+	}
+	return &types.NamespacedName{Namespace: ns, Name: name}, nil
 }

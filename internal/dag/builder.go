@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 
 	"github.com/portico-dev/portico/internal/parallel"
@@ -33,6 +35,10 @@ type Options struct {
 	// RootNamespaces, when not empty, are the only namespaces where root IngressRoutes
 	// (those that own a virtual host) are accepted.
 	RootNamespaces []string
+	// FallbackCertificate, when set, is the kubernetes.io/tls Secret presented to
+	// clients that send no server name (or an unknown one), for the HTTPProxy roots
+	// that enable it (tls.enableFallbackCertificate).
+	FallbackCertificate *types.NamespacedName
 	// RateLimitService says that a global rate limit service is configured; without
 	// one, HTTPProxies' global rate limit policies get a warning that they are not
 	// enforced.

@@ -31,13 +31,19 @@ type Graph struct {
 func (g *Graph) Clusters() []*Cluster {
 	seen := map[string]bool{}
 	var out []*Cluster
+	add := func(c *Cluster) {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c)
+		}
+	}
 	visit := func(vh *VirtualHost) {
 		for _, r := range vh.Routes {
 			for _, wc := range r.Clusters {
-				if !seen[wc.Cluster.Name] {
-					seen[wc.Cluster.Name] = true
-					out = append(out, wc.Cluster)
-				}
+				add(wc.Cluster)
+			}
+			for _, m := range r.Mirrors {
+				add(m.Cluster)
 			}
 		}
 	}
@@ -55,10 +61,7 @@ func (g *Graph) Clusters() []*Cluster {
 			}
 			if svh.TCPProxy != nil {
 				for _, wc := range svh.TCPProxy.Clusters {
-					if !seen[wc.Cluster.Name] {
-						seen[wc.Cluster.Name] = true
-						out = append(out, wc.Cluster)
-					}
+					add(wc.Cluster)
 				}
 			}
 		}
@@ -109,7 +112,21 @@ type SecureVirtualHost struct {
 	// that have no certificate of their own: connections for them arrive on this
 	// certificate and must reach their own routes.
 	Also []*VirtualHost
+	// ClientValidation, when set, asks clients for a certificate and checks it.
+	ClientValidation *ClientValidation
+	// HTTPVersions are the HTTP versions its clients may speak, HTTP1 and HTTP2;
+	// empty: both (HTTPProxy spec.httpVersions).
+	HTTPVersions []HTTPVersion
 }
+
+// HTTPVersion is an HTTP version a TLS host offers its clients.
+type HTTPVersion int
+
+// The HTTP versions.
+const (
+	HTTP1 HTTPVersion = iota + 1
+	HTTP2
+)
 
 // PathMatchKind says how a route's path is compared with the request path.
 type PathMatchKind int
@@ -198,6 +215,11 @@ type Route struct {
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
 	// cookie affinity). Empty means the client's address when the clusters hash.
 	HashPolicies []HashPolicy
+	// Mirrors get a copy of (a share of) the requests the route forwards.
+	Mirrors []*Mirror
+	// CookieRewrites change the cookies its backends set (HTTPProxy route
+	// cookieRewritePolicies); a cluster's own come first (WeightedCluster).
+	CookieRewrites []CookieRewrite
 	// RateLimit, when set, replaces the virtual host's.
 	RateLimit *RateLimitPolicy
 }
@@ -344,6 +366,9 @@ type WeightedCluster struct {
 	// RequestHeaders and ResponseHeaders apply only to requests sent to this cluster.
 	RequestHeaders  *HeadersPolicy
 	ResponseHeaders *HeadersPolicy
+	// CookieRewrites change the cookies this cluster's answers set, before the route's
+	// (an HTTPProxy service's cookieRewritePolicies).
+	CookieRewrites []CookieRewrite
 }
 
 // Cluster is a Service port that routes send to, with its resolved endpoints.
@@ -437,6 +462,9 @@ type StatusRange struct {
 type Endpoint struct {
 	Address string
 	Port    int32
+	// HealthPort, when not 0, is the port its active health checks go to
+	// (HTTPProxy's healthPort): the address's port of the Service's health port.
+	HealthPort int32
 }
 
 // Secret is a validated TLS certificate and key.

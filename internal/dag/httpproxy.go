@@ -227,7 +227,15 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}}
+		clients, ok := b.proxyClientValidation(root)
+		if !ok {
+			continue
+		}
+		fallback, ok := b.proxyFallback(root)
+		if !ok {
+			continue
+		}
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
@@ -289,6 +297,10 @@ type proxyWalk struct {
 	claims map[string]*proxyClaim
 	keys   []string // claim keys in first-claimed order
 	visits int
+	// clients is how the root's TLS host checks client certificates; nil: it does not.
+	clients *ClientValidation
+	// fallback is the fallback certificate when the root enables it; nil: it does not.
+	fallback *Secret
 }
 
 // proxyClaim is a route an object asks for, under its merged conditions.
@@ -470,11 +482,16 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 			svh.MinTLSVersion = DefaultProxyMinTLSVersion
 		}
 		svh.MaxTLSVersion = t.MaximumProtocolVersion
+		svh.ClientValidation = w.clients
+		svh.HTTPVersions = proxyHTTPVersions(w.root.p.Spec.HTTPVersions)
 	}
 	if tcp == nil {
 		svh.Routes = secure
 	}
 	b.svhosts[h] = svh
+	if w.fallback != nil && tcp == nil {
+		b.addToFallback(svh, w.fallback)
+	}
 }
 
 // proxyTCPServices resolves the services of an object's tcpproxy.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -125,6 +126,8 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 			pol.outlier = proxyOutlier(r.FailurePolicy, field+".failurePolicy", c)
 		}
 		out.Clusters = b.proxyServices(n, r.Services, field, pol, true, c)
+		out.Mirrors = b.proxyMirrors(n, r.Services, field, pol, c)
+		out.CookieRewrites = proxyCookieRewrites(r.CookieRewritePolicies)
 		liftServerHeader(out, r.Services, field, c)
 	}
 	return out
@@ -585,35 +588,21 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 	for i := range services {
 		s := &services[i]
 		if s.Mirror {
-			continue // not implemented (a warning says so): it must get no traffic at all
+			continue // a copy of the requests only (proxyMirrors)
 		}
 		at := lazyField{field, ".services", i}
-		if s.Name == "" {
-			c.fail(problemService, "NameMissing", "%s.name is required", at)
+		cluster := b.proxyServiceCluster(n, s, at, pol, c)
+		if cluster == nil {
 			continue
-		}
-		if s.Port < 1 || s.Port > 65535 {
-			c.fail(problemService, "PortInvalid", "%s.port %d must be 1-65535", at, s.Port)
-			continue
-		}
-		if s.Weight < 0 {
-			c.fail(problemService, "WeightInvalid", "%s.weight %d must not be negative", at, s.Weight)
-			continue
-		}
-		p := pol
-		if s.Protocol != nil || s.UpstreamValidation != nil {
-			p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
-		}
-		be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
-		cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
-		if warning != "" {
-			c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
 		}
 		weight := uint32(1)
 		if total > 0 {
 			weight = uint32(min(s.Weight, 1<<24))
 		}
 		wc := &WeightedCluster{Cluster: cluster, Weight: weight}
+		if http {
+			wc.CookieRewrites = proxyCookieRewrites(s.CookieRewritePolicies)
+		}
 		if s.RequestHeadersPolicy != nil && http {
 			wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at.String()+".requestHeadersPolicy", true, n, s.Name, s.Port, false, c)
 		}
@@ -623,6 +612,56 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 		out = append(out, wc)
 	}
 	return out
+}
+
+// proxyServiceCluster is the cluster of one service, or nil when the service is
+// invalid (its problem recorded).
+func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, c *proxyCheck) *Cluster {
+	if s.Name == "" {
+		c.fail(problemService, "NameMissing", "%s.name is required", at)
+		return nil
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		c.fail(problemService, "PortInvalid", "%s.port %d must be 1-65535", at, s.Port)
+		return nil
+	}
+	if s.Weight < 0 {
+		c.fail(problemService, "WeightInvalid", "%s.weight %d must not be negative", at, s.Weight)
+		return nil
+	}
+	p := pol
+	if s.Protocol != nil || s.UpstreamValidation != nil {
+		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
+	}
+	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)
+	be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
+	cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
+	if warning != "" {
+		c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
+	}
+	return cluster
+}
+
+// proxyHealthPort is the Service port a service's health checks go to instead of
+// its own (healthPort), or 0.
+func (b *builder) proxyHealthPort(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, c *proxyCheck) int32 {
+	switch {
+	case s.HealthPort == 0 || s.HealthPort == s.Port:
+		return 0
+	case s.HealthPort < 0 || s.HealthPort > 65535:
+		c.fail(problemService, "HealthPortInvalid", "%s.healthPort %d must be 1-65535", at, s.HealthPort)
+		return 0
+	case pol.hc == nil:
+		c.warn(problemService, "HealthPortUnused", "%s.healthPort has no effect without a healthCheckPolicy: nothing checks the endpoints", at)
+		return 0
+	}
+	if svc := b.store.Services[types.NamespacedName{Namespace: n.p.Namespace, Name: s.Name}]; svc != nil && svc.Spec.Type != corev1.ServiceTypeExternalName {
+		if _, ok := servicePort(svc, networkingv1.ServiceBackendPort{Number: int32(s.HealthPort)}); !ok {
+			c.warn(problemService, "HealthPortUnresolved", "%s.healthPort: Service %s/%s has no port %d: health checks go to port %d", at, n.p.Namespace, s.Name, s.HealthPort, s.Port)
+			return 0
+		}
+	}
+	return int32(s.HealthPort)
 }
 
 // proxyUpstreamTLS checks a service's protocol and certificate validation.

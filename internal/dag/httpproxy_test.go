@@ -687,12 +687,11 @@ spec:
 		wantClean(t, g, "default", "root")
 		st := wantProxy(t, g, "data", "db", StatusValid)
 		for _, w := range []string{
-			"spec.tcpproxy.services[0].healthPort is not implemented by Portico yet: health checks go to port 5432",
 			"spec.tcpproxy.services[0].slowStartPolicy is not implemented by Portico yet",
-			"spec.tcpproxy.services[0].cookieRewritePolicies is not implemented by Portico yet",
+			"spec.tcpproxy.services[0].cookieRewritePolicies has no meaning on a tcpproxy",
 			"spec.tcpproxy.services[0].requestHeadersPolicy is ignored: a TCP proxy forwards bytes",
 			"spec.tcpproxy.services[0].responseHeadersPolicy is ignored",
-			"spec.tcpproxy.services[1].mirror is not implemented by Portico yet: shadow receives no traffic",
+			"spec.tcpproxy.services[1].mirror has no meaning on a tcpproxy (a connection cannot be copied): shadow receives no traffic",
 		} {
 			wantProblem(t, "data/db warnings", st.Warnings, problemUnsupported, "NotImplemented", w)
 		}
@@ -761,7 +760,6 @@ spec:
 		{name: "jwtProviders", vh: `, jwtProviders: [{name: p, remoteJWKS: {uri: "https://jwks.example.com"}}]`, field: "spec.virtualhost.jwtProviders"},
 		{name: "virtualhost ipAllowPolicy", vh: `, ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipAllowPolicy"},
 		{name: "virtualhost ipDenyPolicy", vh: `, ipDenyPolicy: [{source: Remote, cidr: 10.0.0.0/8}]`, field: "spec.virtualhost.ipDenyPolicy"},
-		{name: "clientValidation", vh: `, tls: {secretName: cert, clientValidation: {caSecret: ca}}`, field: "spec.virtualhost.tls.clientValidation"},
 		{name: "route authPolicy", route: "\n    authPolicy: {disabled: true}", field: "spec.routes[0].authPolicy"},
 		{name: "route jwtVerificationPolicy", route: "\n    jwtVerificationPolicy: {require: p}", field: "spec.routes[0].jwtVerificationPolicy"},
 		{name: "route ipAllowPolicy", route: "\n    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]", field: "spec.routes[0].ipAllowPolicy"},
@@ -793,14 +791,8 @@ spec:
 		field                    string
 	}{
 		{name: "corsPolicy", vh: `, corsPolicy: {allowOrigin: ["*"], allowMethods: [GET]}`, field: "spec.virtualhost.corsPolicy"},
-		{name: "route cookieRewritePolicies", route: "\n    cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].cookieRewritePolicies"},
-		{name: "service cookieRewritePolicies", service: ", cookieRewritePolicies: [{name: c, secure: true}]", field: "spec.routes[0].services[0].cookieRewritePolicies"},
-		{name: "mirror", service: "}, {name: shadow, port: 80, mirror: true", field: "spec.routes[0].services[1].mirror"},
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
-		{name: "healthPort", service: ", healthPort: 8080", field: "spec.routes[0].services[0].healthPort"},
 		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
-		{name: "httpVersions", spec: "\n  httpVersions: [HTTP/1.1]", field: "spec.httpVersions"},
-		{name: "enableFallbackCertificate", vh: `, tls: {secretName: cert, enableFallbackCertificate: true}`, field: "spec.virtualhost.tls.enableFallbackCertificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p *contourv1.HTTPProxy

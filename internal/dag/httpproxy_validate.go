@@ -61,9 +61,7 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 	if len(spec.Routes) == 0 && len(spec.Includes) == 0 && spec.TCPProxy == nil {
 		c.fail(problemSpec, "NothingToRoute", "spec has no routes, includes or tcpproxy: an HTTPProxy must route something")
 	}
-	if len(spec.HTTPVersions) > 0 {
-		c.warn(problemUnsupported, "HTTPVersionsIgnored", "spec.httpVersions is not implemented by Portico yet and is ignored: HTTP/1.1 and HTTP/2 are both served")
-	}
+	validateHTTPVersions(spec, c)
 	includes = make([]conditions, len(spec.Includes))
 	var seenIncludes map[string]int
 	if len(spec.Includes) > 1 {
@@ -123,7 +121,7 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 			c.fail(problemRoute, "InvalidAction", "%s must have exactly one of services, requestRedirectPolicy, directResponsePolicy (it has %d)", field, actions)
 		}
 		if len(r.Services) > 0 && !slices.ContainsFunc(r.Services, func(s contourv1.Service) bool { return !s.Mirror }) {
-			c.fail(problemService, "NoServices", "%s.services: every service is a mirror (which Portico does not implement yet); a route needs a service that answers its requests", field)
+			c.fail(problemService, "NoServices", "%s.services: every service is a mirror, which only gets copies of the requests; a route needs a service that answers them: add one without mirror: true", field)
 		}
 	}
 	return routes, includes
@@ -157,6 +155,26 @@ func indexedField(list string, i int, suffix ...string) string {
 	return fmt.Sprintf("%s[%d]%s", list, i, sfx)
 }
 
+// validateHTTPVersions checks spec.httpVersions, which chooses what a root's HTTPS
+// clients may speak: plain HTTP is shared by every host of the listener, so a root
+// without TLS, or an included object, cannot choose.
+func validateHTTPVersions(spec *contourv1.HTTPProxySpec, c *proxyCheck) {
+	if len(spec.HTTPVersions) == 0 {
+		return
+	}
+	for i, v := range spec.HTTPVersions {
+		if v != contourv1.HTTPVersion1 && v != contourv1.HTTPVersion2 {
+			c.fail(problemSpec, "HTTPVersionInvalid", "spec.httpVersions[%d] %q must be %q or %q", i, v, contourv1.HTTPVersion1, contourv1.HTTPVersion2)
+		}
+	}
+	switch vh := spec.VirtualHost; {
+	case vh == nil:
+		c.warn(problemSpec, "HTTPVersionsIgnored", "spec.httpVersions is ignored on an included HTTPProxy: the root's decides for its host")
+	case vh.TLS == nil || vh.TLS.Passthrough:
+		c.warn(problemSpec, "HTTPVersionsIgnored", "spec.httpVersions is ignored without TLS termination: it chooses what HTTPS clients negotiate (ALPN); plain HTTP is served as HTTP/1.1 and h2c to every host alike")
+	}
+}
+
 // validateProxyVirtualHost checks a root's virtualhost. The security features Portico
 // does not implement make the object invalid: serving it without them would expose what
 // they protect.
@@ -172,7 +190,6 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 		{"spec.virtualhost.jwtProviders", len(vh.JWTProviders) > 0},
 		{"spec.virtualhost.ipAllowPolicy", len(vh.IPAllowFilterPolicy) > 0},
 		{"spec.virtualhost.ipDenyPolicy", len(vh.IPDenyFilterPolicy) > 0},
-		{"spec.virtualhost.tls.clientValidation", vh.TLS != nil && vh.TLS.ClientValidation != nil},
 	}
 	for _, u := range unsupportedSecurity {
 		if u.set {
@@ -215,8 +232,13 @@ func validateProxyTLS(t *contourv1.TLS, hasTCPProxy bool, c *proxyCheck) {
 	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
 		c.fail(problemTLS, "TLSVersionInvalid", "spec.virtualhost.tls: minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
 	}
+	if t.ClientValidation != nil {
+		validateClientValidation(t.ClientValidation, t, c)
+	}
 	if t.EnableFallbackCertificate {
-		c.warn(problemUnsupported, "NotImplemented", "spec.virtualhost.tls.enableFallbackCertificate is not implemented by Portico yet and is ignored: clients without SNI get no certificate for this host")
+		if msg := fallbackProblem(t.ClientValidation != nil, t.Passthrough); msg != "" {
+			c.fail(problemTLS, "FallbackInvalid", "spec.virtualhost.tls.enableFallbackCertificate %s", msg)
+		}
 	}
 }
 
@@ -259,7 +281,7 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 		}
 	}
 	if len(tp.Services) > 0 && !slices.ContainsFunc(tp.Services, func(s contourv1.Service) bool { return !s.Mirror }) {
-		c.fail(problemService, "NoServices", "%s.services: every service is a mirror (which Portico does not implement yet); a tcpproxy needs a service that receives its connections", field)
+		c.fail(problemService, "NoServices", "%s.services: every service is a mirror, and a tcpproxy has no mirrors; it needs a service that receives its connections", field)
 	}
 	validateServicesUnsupported(tp.Services, field, true, c)
 }
@@ -284,9 +306,7 @@ func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
 
 // validateRouteUnsupported warns about the fields of a route Portico ignores.
 func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
-	if len(r.CookieRewritePolicies) > 0 {
-		c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies is not implemented by Portico yet and is ignored", field)
-	}
+	validateCookieRewrites(r.CookieRewritePolicies, field, c)
 	if r.InternalRedirectPolicy != nil {
 		c.warn(problemUnsupported, "NotImplemented", "%s.internalRedirectPolicy is not implemented by Portico yet and is ignored: redirects reach the client", field)
 	}
@@ -300,21 +320,23 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 	for i := range services {
 		s := &services[i]
 		headers := tcp && (s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil)
-		if !s.Mirror && len(s.CookieRewritePolicies) == 0 && s.SlowStartPolicy == nil && (s.HealthPort == 0 || s.HealthPort == s.Port) && !headers {
+		mirror := tcp && s.Mirror
+		cookies := tcp && len(s.CookieRewritePolicies) > 0
+		if !tcp {
+			validateCookieRewrites(s.CookieRewritePolicies, indexedField(field+".services", i), c)
+		}
+		if !mirror && !cookies && s.SlowStartPolicy == nil && !headers {
 			continue
 		}
 		at := indexedField(field+".services", i)
-		if s.Mirror {
-			c.warn(problemUnsupported, "NotImplemented", "%s.mirror is not implemented by Portico yet: %s receives no traffic", at, s.Name)
+		if mirror {
+			c.warn(problemUnsupported, "NotImplemented", "%s.mirror has no meaning on a tcpproxy (a connection cannot be copied): %s receives no traffic", at, s.Name)
 		}
-		if len(s.CookieRewritePolicies) > 0 {
-			c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies is not implemented by Portico yet and is ignored", at)
+		if cookies {
+			c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies has no meaning on a tcpproxy (it sees no HTTP headers) and is ignored", at)
 		}
 		if s.SlowStartPolicy != nil {
 			c.warn(problemUnsupported, "NotImplemented", "%s.slowStartPolicy is not implemented by Portico yet and is ignored: new endpoints get their full share at once", at)
-		}
-		if s.HealthPort != 0 && s.HealthPort != s.Port {
-			c.warn(problemUnsupported, "NotImplemented", "%s.healthPort is not implemented by Portico yet: health checks go to port %d", at, s.Port)
 		}
 		for _, h := range []struct {
 			name string

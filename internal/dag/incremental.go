@@ -207,7 +207,7 @@ func (inc *Incremental) applyChanges(s *store.Store, ch changes) ([]string, map[
 			inc.unindex(ref, st.keys)
 			delete(inc.objs, ref)
 		}
-		keys, ok := currentKeys(s, ref)
+		keys, ok := currentKeys(s, ref, inc.opts)
 		if !ok {
 			continue
 		}
@@ -220,7 +220,7 @@ func (inc *Incremental) applyChanges(s *store.Store, ch changes) ([]string, map[
 }
 
 // currentKeys returns the keys of the object ref names in s, or false if s has none.
-func currentKeys(s *store.Store, ref ObjectRef) (objectKeys, bool) {
+func currentKeys(s *store.Store, ref ObjectRef, opts Options) (objectKeys, bool) {
 	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	switch ref.Kind {
 	case KindIngress:
@@ -233,7 +233,7 @@ func currentKeys(s *store.Store, ref ObjectRef) (objectKeys, bool) {
 		}
 	case KindHTTPProxy:
 		if o := s.HTTPProxies[key]; o != nil {
-			return httpProxyKeys(o), true
+			return httpProxyKeys(o, opts.FallbackCertificate), true
 		}
 	}
 	return objectKeys{}, false
@@ -346,7 +346,7 @@ func (inc *Incremental) full(s *store.Store, reason string) *Graph {
 	inc.reset()
 	inc.seen.diff(s) // record everything as seen
 	for ref := range allRoutingRefs(s) {
-		keys, _ := currentKeys(s, ref)
+		keys, _ := currentKeys(s, ref, inc.opts)
 		inc.objs[ref] = &objState{keys: keys}
 		inc.index(ref, keys)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	ingressroutev1 "github.com/portico-dev/portico/apis/contour/v1beta1"
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
@@ -119,7 +120,7 @@ func ingressRouteKeys(ir *ingressroutev1.IngressRoute) objectKeys {
 	return kb.k
 }
 
-func httpProxyKeys(p *contourv1.HTTPProxy) objectKeys {
+func httpProxyKeys(p *contourv1.HTTPProxy, fallback *types.NamespacedName) objectKeys {
 	var kb keyBuilder
 	kb.obj(KindHTTPProxy, p.Namespace, p.Name)
 	services := func(ss []contourv1.Service) {
@@ -134,6 +135,18 @@ func httpProxyKeys(p *contourv1.HTTPProxy) objectKeys {
 		kb.host(vh.Fqdn)
 		if vh.TLS != nil {
 			kb.secret(p.Namespace, vh.TLS.SecretName)
+			if cv := vh.TLS.ClientValidation; cv != nil {
+				kb.secret(p.Namespace, cv.CACertificate)
+				kb.secret(p.Namespace, cv.CertificateRevocationList)
+			}
+			if vh.TLS.EnableFallbackCertificate {
+				// Every root served under the fallback certificate is in the one
+				// secure host "*" (fallbackHost): they are built together.
+				kb.host(fallbackHostName)
+				if fallback != nil {
+					kb.secret(fallback.Namespace, fallback.Name)
+				}
+			}
 		}
 	}
 	for _, inc := range p.Spec.Includes {

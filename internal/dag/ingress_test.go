@@ -282,11 +282,11 @@ spec:
 		clusters[c.Name] = c.Endpoints
 	}
 	want := map[string][]Endpoint{
-		"shop/web/80":    {{"10.0.0.1", 8080}, {"10.0.0.2", 8080}},
+		"shop/web/80":    {{Address: "10.0.0.1", Port: 8080}, {Address: "10.0.0.2", Port: 8080}},
 		"shop/web/8443":  nil, // no endpoint port named "https"
 		"shop/ghost/80":  nil,
 		"shop/web/1234":  nil,
-		"shop/sliced/80": {{"10.1.0.1", 8080}, {"10.1.0.3", 8080}},
+		"shop/sliced/80": {{Address: "10.1.0.1", Port: 8080}, {Address: "10.1.0.3", Port: 8080}},
 	}
 	if diff := cmp.Diff(want, clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
@@ -496,7 +496,7 @@ func TestUnusableEndpointsAreSkipped(t *testing.T) {
 	fqdn := slice("default", "web", "web-fqdn", "http", 8080, map[string]bool{"backend.example.net": true, "10.0.0.9": true, "10.0.0.300": true})
 	g = build(ing(t, `{metadata: {name: e}, spec: {rules: [{host: e.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]}}`),
 		svc("default", "web", "http:80"), fqdn)
-	if diff := cmp.Diff([]Endpoint{{"10.0.0.9", 8080}}, g.Clusters()[0].Endpoints); diff != "" {
+	if diff := cmp.Diff([]Endpoint{{Address: "10.0.0.9", Port: 8080}}, g.Clusters()[0].Endpoints); diff != "" {
 		t.Errorf("endpoints (-want +got):\n%s", diff)
 	}
 }

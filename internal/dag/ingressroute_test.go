@@ -133,7 +133,7 @@ spec:
 	if diff := cmp.Diff(wantSvc, got); diff != "" {
 		t.Errorf("cluster services (-want +got):\n%s", diff)
 	}
-	wantEps := map[string][]Endpoint{"a/x/80": {{"10.0.0.1", 8080}}, "b/x/80": {{"10.0.0.2", 8080}}}
+	wantEps := map[string][]Endpoint{"a/x/80": {{Address: "10.0.0.1", Port: 8080}}, "b/x/80": {{Address: "10.0.0.2", Port: 8080}}}
 	if diff := cmp.Diff(wantEps, eps); diff != "" {
 		t.Errorf("cluster endpoints (-want +got):\n%s", diff)
 	}

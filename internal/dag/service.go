@@ -97,12 +97,14 @@ type clusterPolicy struct {
 	validation *UpstreamValidation
 	outlier    *OutlierDetection
 	idleConn   *time.Duration
+	// healthPort, when not 0, is the Service port health checks go to.
+	healthPort int32
 }
 
 // suffix tells clusters of one Service port apart by policy; the default policy has none,
 // so Ingress clusters keep their plain namespace/service/port names.
 func (p clusterPolicy) suffix() string {
-	if (p.lb == "" || p.lb == LBRoundRobin) && p.hc == nil && p.protocol == "" && p.validation == nil && p.outlier == nil && p.idleConn == nil {
+	if (p.lb == "" || p.lb == LBRoundRobin) && p.hc == nil && p.protocol == "" && p.validation == nil && p.outlier == nil && p.idleConn == nil && p.healthPort == 0 {
 		return ""
 	}
 	h := fnv.New32a()
@@ -131,6 +133,9 @@ func (p clusterPolicy) suffix() string {
 			fmt.Fprintf(h, "|idle=%d", *p.idleConn)
 		}
 	}
+	if p.healthPort != 0 {
+		fmt.Fprintf(h, "|healthPort=%d", p.healthPort)
+	}
 	return fmt.Sprintf("/%08x", h.Sum32())
 }
 
@@ -155,10 +160,33 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 			c.ExternalName = s.Spec.ExternalName
 		} else {
 			c.Endpoints, c.SkippedEndpoints = b.endpoints(svc, sp.Name)
+			if pol.healthPort != 0 {
+				b.healthPorts(c, s, pol.healthPort)
+			}
 		}
 	}
 	b.clusters[key] = c
 	return c
+}
+
+// healthPorts points the health checks of c's endpoints at the Service's port
+// healthPort: each address's port for it, from the same EndpointSlices (or Endpoints).
+// An address without one is checked on its serving port.
+func (b *builder) healthPorts(c *Cluster, s *corev1.Service, healthPort int32) {
+	hp, ok := servicePort(s, networkingv1.ServiceBackendPort{Number: healthPort})
+	if !ok {
+		return // validated where the policy is made (a warning)
+	}
+	health, _ := b.endpoints(c.Service, hp.Name)
+	byAddr := make(map[string]int32, len(health))
+	for _, e := range health {
+		byAddr[e.Address] = e.Port
+	}
+	for i := range c.Endpoints {
+		if p, ok := byAddr[c.Endpoints[i].Address]; ok && p != c.Endpoints[i].Port {
+			c.Endpoints[i].HealthPort = p
+		}
+	}
 }
 
 // clusterKey is what a cluster's name is made of: routes to the same Service port find

@@ -530,15 +530,16 @@ func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 }
 
 func (p *Proxy) buildCluster(name string, in clusterInputs) *upstreamCluster {
-	spec, endpoints := in.spec, in.spec.endpoints
+	spec, endpoints, healthAddrs := in.spec, in.spec.endpoints, in.spec.healthAddrs
 	if in.assignment != nil {
-		endpoints = in.assignment.endpoints
+		endpoints, healthAddrs = in.assignment.endpoints, in.assignment.healthAddrs
 	}
 	cs := p.clusterState(name)
 	uc := &upstreamCluster{
-		name:      name,
-		stats:     p.upstreamStatsFor(spec.statKey),
-		endpoints: endpoints,
+		name:        name,
+		stats:       p.upstreamStatsFor(spec.statKey),
+		endpoints:   endpoints,
+		healthAddrs: healthAddrs,
 		dialer: endpointDialer{guard: p.egress, cluster: name, timeout: spec.connectTimeout,
 			network: spec.network, byName: spec.byName},
 		lb:          spec.lb,

@@ -92,6 +92,12 @@ type hcmSpec struct {
 	maxRequestHeaders     int
 	// filters are the http_filters before the router; nil: none.
 	filters *filter.Chain
+	// protoMajor, when not 0, is the one HTTP major version its codec speaks
+	// (codec_type HTTP1 or HTTP2).
+	protoMajor int
+	// xfcc says what of the client certificate goes upstream in
+	// x-forwarded-client-cert; nil: nothing (the header is removed).
+	xfcc *xfccDetails
 }
 
 // tlsSpec is a validated DownstreamTlsContext.
@@ -101,6 +107,9 @@ type tlsSpec struct {
 	alpn        []string
 	minVersion  uint16
 	maxVersion  uint16
+	// clients is how client certificates are asked for and checked; nil:
+	// they are not.
+	clients *clientValidation
 }
 
 const tlsTransportSocketName = "envoy.transport_sockets.tls"
@@ -308,7 +317,8 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 
 func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	if err := unsupported(
-		field{"codec_type " + h.GetCodecType().String() + " (only AUTO)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO},
+		field{"codec_type " + h.GetCodecType().String() + " (only AUTO, HTTP1 or HTTP2)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO &&
+			h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP1 && h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP2},
 		field{"tracing", h.GetTracing() != nil},
 		field{"http_protocol_options", h.GetHttpProtocolOptions() != nil},
 		field{"http2_protocol_options", h.GetHttp2ProtocolOptions() != nil},
@@ -318,8 +328,6 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		field{"original_ip_detection_extensions", len(h.GetOriginalIpDetectionExtensions()) > 0},
 		field{"early_header_mutation_extensions", len(h.GetEarlyHeaderMutationExtensions()) > 0},
 		field{"via", h.GetVia() != ""},
-		field{"forward_client_cert_details " + h.GetForwardClientCertDetails().String(), h.GetForwardClientCertDetails() != hcmv3.HttpConnectionManager_SANITIZE},
-		field{"set_current_client_cert_details", h.GetSetCurrentClientCertDetails() != nil},
 		field{"path_with_escaped_slashes_action " + h.GetPathWithEscapedSlashesAction().String(),
 			h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT &&
 				h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_KEEP_UNCHANGED},
@@ -336,6 +344,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		return nil, err
 	}
 	spec := &hcmSpec{
+		protoMajor:            codecProtoMajor(h.GetCodecType()),
 		statPrefix:            h.GetStatPrefix(),
 		serverName:            h.GetServerName(),
 		useRemoteAddress:      h.GetUseRemoteAddress().GetValue(),
@@ -395,6 +404,9 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		return nil, err
 	}
 	spec.filters = chain
+	if spec.xfcc, err = convertXFCC(h); err != nil {
+		return nil, err
+	}
 	for _, al := range h.GetAccessLog() {
 		if err := checkAccessLog(al); err != nil {
 			return nil, err
@@ -410,6 +422,18 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// codecProtoMajor is the HTTP major version a codec_type limits a connection
+// manager to; 0 for AUTO.
+func codecProtoMajor(c hcmv3.HttpConnectionManager_CodecType) int {
+	switch c {
+	case hcmv3.HttpConnectionManager_HTTP1:
+		return 1
+	case hcmv3.HttpConnectionManager_HTTP2:
+		return 2
+	}
+	return 0
 }
 
 // convertCommonHTTPOptions honours max_headers_count, the only downstream
@@ -466,7 +490,6 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		return nil, fmt.Errorf("decode DownstreamTlsContext: %w", err)
 	}
 	if err := unsupported(
-		field{"require_client_certificate", dtc.GetRequireClientCertificate().GetValue()},
 		field{"session_ticket_keys", dtc.GetSessionTicketKeysType() != nil},
 		field{"prefer_client_ciphers", dtc.GetPreferClientCiphers()},
 	); err != nil {
@@ -474,7 +497,6 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 	}
 	ctc := dtc.GetCommonTlsContext()
 	if err := unsupported(
-		field{"validation_context", ctc.GetValidationContextType() != nil},
 		field{"tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil},
 		field{"custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil},
 		field{"tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil},
@@ -485,13 +507,16 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		return nil, err
 	}
 	spec := &tlsSpec{}
+	var err error
+	if spec.clients, err = convertClientValidation(&dtc); err != nil {
+		return nil, err
+	}
 	for _, alpn := range ctc.GetAlpnProtocols() {
 		if alpn != "h2" && alpn != "http/1.1" {
 			return nil, fmt.Errorf("ALPN protocol %q is not supported", alpn)
 		}
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
-	var err error
 	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		return nil, err
 	}

@@ -255,6 +255,11 @@ func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDe
 				def.clusters = append(def.clusters, c.name)
 			}
 		}
+		for _, m := range r.forward.mirrors {
+			if !slices.Contains(def.clusters, m.cluster) {
+				def.clusters = append(def.clusters, m.cluster)
+			}
+		}
 	}
 	for _, d := range pvh.GetDomains() {
 		def.domains = append(def.domains, strings.ToLower(d))
@@ -543,7 +548,6 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		field{"flush_timeout", ra.GetFlushTimeout() != nil},
 		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
 		field{"retry_policy_typed_config", ra.GetRetryPolicyTypedConfig() != nil},
-		field{"request_mirror_policies", len(ra.GetRequestMirrorPolicies()) > 0},
 		field{"cors", ra.GetCors() != nil},
 		field{"max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil},
 		field{"grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil},
@@ -600,6 +604,9 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		return nil, err
 	}
 	fa.hashPolicies = hps
+	if fa.mirrors, err = convertMirrorPolicies(ra.GetRequestMirrorPolicies()); err != nil {
+		return nil, err
+	}
 	switch ra.GetClusterNotFoundResponseCode() {
 	case routev3.RouteAction_SERVICE_UNAVAILABLE:
 		fa.notFoundStatus = http.StatusServiceUnavailable
@@ -632,7 +639,6 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error 
 		if err := unsupported(
 			field{"cluster_header", c.GetClusterHeader() != ""},
 			field{"metadata_match", c.GetMetadataMatch() != nil},
-			field{"typed_per_filter_config", len(c.GetTypedPerFilterConfig()) > 0},
 		); err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
@@ -644,9 +650,13 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error 
 		if err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
+		perFilter, err := httpFilters.ParsePerFilter(c.GetTypedPerFilterConfig())
+		if err != nil {
+			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
+		}
 		w := uint64(c.GetWeight().GetValue())
 		fa.clusters = append(fa.clusters, weightedCluster{name: c.GetName(), weight: w, headers: headers,
-			hostRewrite: c.GetHostRewriteLiteral()})
+			hostRewrite: c.GetHostRewriteLiteral(), perFilter: perFilter})
 		fa.total += w
 	}
 	if fa.total == 0 {

@@ -87,9 +87,9 @@ func TestConvertListenerRejects(t *testing.T) {
 				h.GetRds().ConfigSource = &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Path{Path: "/etc/rds.yaml"}}
 			})
 		}, "only ads"},
-		{"HTTP/1 only codec", func(t *testing.T) *listenerv3.Listener {
-			return modifyHCM(t, func(h *hcmv3.HttpConnectionManager) { h.CodecType = hcmv3.HttpConnectionManager_HTTP1 })
-		}, "codec_type HTTP1"},
+		{"HTTP/3 codec", func(t *testing.T) *listenerv3.Listener {
+			return modifyHCM(t, func(h *hcmv3.HttpConnectionManager) { h.CodecType = hcmv3.HttpConnectionManager_HTTP3 })
+		}, "codec_type HTTP3"},
 		{"unknown network filter", func(t *testing.T) *listenerv3.Listener {
 			l := httpListener(t)
 			l.FilterChains[0].Filters = append(l.FilterChains[0].Filters, &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy"})

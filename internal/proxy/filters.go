@@ -6,6 +6,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/localratelimit"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
+	"github.com/portico-dev/portico/internal/proxy/filters/lua"
 )
 
 // httpFilters are the HTTP filters the proxy implements, each in a package
@@ -14,4 +15,5 @@ import (
 var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	localratelimit.Factory{},
 	ratelimit.Factory{},
+	lua.Factory{},
 )

@@ -59,6 +59,11 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hcm := chain.hcm
+	if hcm.protoMajor != 0 && r.ProtoMajor != hcm.protoMajor {
+		// A codec limited to one version cannot read the other: Envoy drops the
+		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
+		panic(http.ErrAbortHandler)
+	}
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
 	ex := &exchange{vhost: unmatchedLabel, stats: chain.stats.noVhost}
 	ri := newRequestInfo(hcm, r)
@@ -222,6 +227,18 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.authority, wc.hostRewrite, fa.hostRewrite)
+	if d := rw.hcm.xfcc; d != nil && r.TLS != nil {
+		t.xfcc = d.header(r.TLS, servedCertificate(lc, r.TLS.ServerName))
+	}
+	if len(fa.mirrors) > 0 {
+		h.mirror(r, fa, t)
+	}
+	if c := rw.hcm.filters; c != nil {
+		if pf := filter.Merge(wc.perFilter, rt.perFilter); c.Encoding(pf) {
+			s := filter.NewStream(r.Context(), h.p.filterEnv)
+			t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
+		}
+	}
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(context.WithValue(ctx, upstreamTargetKey{}, t))
 	if requestHasBody(r) {

@@ -530,9 +530,13 @@ func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
 		if res.Request == nil {
 			return nil
 		}
-		if t := targetFrom(res.Request.Context()); t != nil && t.ex.headers != nil {
+		t := targetFrom(res.Request.Context())
+		if t != nil && t.ex.headers != nil {
 			t.ex.headers.applyResponse(res.Header, true)
 			t.ex.headers.responded = true
+		}
+		if t != nil && t.encode != nil {
+			t.encode(res.Header)
 		}
 		return nil
 	}

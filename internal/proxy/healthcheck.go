@@ -213,6 +213,7 @@ type healthState struct {
 type endpointHealth struct {
 	healthy atomic.Bool
 	cancel  context.CancelFunc
+	addr    string // where it is checked: the endpoint, or its health_check_config port
 }
 
 // checkConfig is what a check needs; replaced as a whole when the cluster's
@@ -252,9 +253,12 @@ func (hs *healthState) healthy(endpoint string) bool {
 // Called by the ADS goroutine only.
 func (hs *healthState) configure(uc *upstreamCluster) {
 	hs.setConfig(uc)
-	want := make(map[string]bool, len(uc.endpoints))
+	want := make(map[string]string, len(uc.endpoints))
 	for _, ep := range uc.endpoints {
-		want[ep] = true
+		want[ep] = ep
+		if a, ok := uc.healthAddrs[ep]; ok {
+			want[ep] = a
+		}
 	}
 	hs.mu.Lock()
 	changed := false
@@ -265,18 +269,18 @@ func (hs *healthState) configure(uc *upstreamCluster) {
 		changed = true
 	}
 	for ep, eh := range hs.endpoints {
-		if !want[ep] {
+		if addr, ok := want[ep]; !ok || addr != eh.addr {
 			eh.cancel()
 			delete(hs.endpoints, ep)
 			changed = true
 		}
 	}
-	for ep := range want {
+	for ep, addr := range want {
 		if _, ok := hs.endpoints[ep]; ok {
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		eh := &endpointHealth{cancel: cancel}
+		eh := &endpointHealth{cancel: cancel, addr: addr}
 		hs.endpoints[ep] = eh
 		hs.running.Add(1)
 		hs.checkers.Add(1)
@@ -370,7 +374,7 @@ func (hs *healthState) run(ctx context.Context, endpoint string, eh *endpointHea
 			used.transport.CloseIdleConnections() // the configuration changed
 		}
 		used = cfg
-		res := cfg.check(ctx, endpoint)
+		res := cfg.check(ctx, eh.addr)
 		if ctx.Err() != nil {
 			return
 		}

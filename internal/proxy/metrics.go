@@ -88,6 +88,8 @@ type metrics struct {
 	// filterReplies counts the requests an HTTP filter answered, by filter
 	// name and status code.
 	filterReplies *prometheus.CounterVec
+	// mirrors counts the copies of requests for mirrors, by result.
+	mirrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -146,6 +148,9 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		filterReplies: counter("http_filter_replies_total",
 			"Requests answered by an HTTP filter (denied by an IP rule, rate limited, refused by authorization or JWT verification, a CORS preflight) instead of the router, by filter and status code.",
 			"filter", "code"),
+		mirrors: counter("mirror_requests_total",
+			"Copies of requests for a route's mirrors (request_mirror_policies), by result: sent (an answer came back, dropped), timeout, error, skipped_body_too_large (bodies over 1 MiB are not copied), skipped_too_many_in_flight (512 copies at once at most), skipped_error.",
+			"result"),
 		accessLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "portico",
 			Subsystem: "proxy",
@@ -174,6 +179,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.tcpReceivedBytes = register(reg, m.tcpReceivedBytes, log)
 		m.accessLogDropped = register(reg, m.accessLogDropped, log)
 		m.filterReplies = register(reg, m.filterReplies, log)
+		m.mirrors = register(reg, m.mirrors, log)
 	}
 	return m
 }
@@ -208,6 +214,8 @@ func (m *metrics) headersRefusedFor(reason string) {
 func (m *metrics) filterReply(filter string, status int) {
 	m.filterReplies.WithLabelValues(filter, strconv.Itoa(status)).Inc()
 }
+
+func (m *metrics) mirrored(result string) { m.mirrors.WithLabelValues(result).Inc() }
 
 // lazyGroup guards the series of one label set, each created by the first
 // event it counts. Once retired (the label set left the configuration and

@@ -99,6 +99,8 @@ type Proxy struct {
 	// (authorization, rate limits, JWKS); they outlive configuration swaps.
 	upstreams *filterUpstreams
 	filterEnv *filter.Env
+	// mirrors bounds the copies of requests sent to mirrors at once.
+	mirrors inFlight
 
 	// store holds the last accepted resources per type. It is owned by the
 	// goroutine running the ADS stream (see reconcile) and needs no lock.
@@ -176,6 +178,7 @@ func New(cfg Config) *Proxy {
 	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
+	p.mirrors = make(inFlight, maxMirrorsInFlight)
 	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
 	return p
 }

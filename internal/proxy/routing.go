@@ -197,6 +197,7 @@ type forwardAction struct {
 	hashPolicies   []hashPolicy // for RING_HASH and MAGLEV clusters
 	hostRewrite    string       // host_rewrite_literal; "" keeps the request's host
 	upgrades       []routeUpgrade
+	mirrors        []mirrorPolicy // request_mirror_policies
 }
 
 // routeUpgrade is a per-route upgrade_configs entry: it allows or refuses an
@@ -212,6 +213,8 @@ type weightedCluster struct {
 	hostRewrite string        // host_rewrite_literal of the ClusterWeight; the route's wins
 	headers     headerLevel   // its own header mutations
 	plan        *mutationPlan // when it has its own: every level's, its own first
+	// perFilter is its typed_per_filter_config, over the route's (encoders).
+	perFilter filter.PerFilter
 }
 
 type redirectAction struct {

@@ -60,12 +60,14 @@ func convertTLSCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 // newServerTLSConfig builds the per-chain TLS configuration returned from
 // GetConfigForClient once the chain is chosen by SNI.
 func newServerTLSConfig(spec *tlsSpec, certs []tls.Certificate) *tls.Config {
-	return &tls.Config{
+	cfg := &tls.Config{
 		Certificates: certs,
 		NextProtos:   spec.alpn,
 		MinVersion:   spec.minVersion,
 		MaxVersion:   spec.maxVersion,
 	}
+	spec.clients.apply(cfg)
+	return cfg
 }
 
 // selectChain picks a TLS filter chain by SNI as Envoy does: the exact server

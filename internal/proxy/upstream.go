@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,9 @@ const (
 type clusterSpec struct {
 	name           string
 	kind           clusterKind
-	serviceName    string   // EDS: the ClusterLoadAssignment's cluster_name
-	endpoints      []string // inline: host:port (hostnames for STRICT_DNS, resolved per connection)
+	serviceName    string            // EDS: the ClusterLoadAssignment's cluster_name
+	endpoints      []string          // inline: host:port (hostnames for STRICT_DNS, resolved per connection)
+	healthAddrs    map[string]string // inline: see assignmentSpec
 	connectTimeout time.Duration
 	network        string // "tcp", "tcp4" or "tcp6" (dns_lookup_family)
 	// byName: STRICT_DNS or LOGICAL_DNS, whose endpoints, IP literals
@@ -56,6 +58,9 @@ type clusterSpec struct {
 // assignmentSpec is a validated ClusterLoadAssignment.
 type assignmentSpec struct {
 	endpoints []string // host:port of the endpoints that may receive traffic
+	// healthAddrs are where the endpoints that are health checked elsewhere
+	// (health_check_config.port_value) are checked, by endpoint; nil: none.
+	healthAddrs map[string]string
 }
 
 // upstreamCluster is a cluster of a snapshot.
@@ -63,6 +68,8 @@ type upstreamCluster struct {
 	name      string
 	stats     *upstreamStats // of its Service port
 	endpoints []string
+	// healthAddrs are where endpoints checked on another port are checked.
+	healthAddrs map[string]string
 	// dialer connects to the endpoints (connect_timeout, dns_lookup_family,
 	// the egress rules).
 	dialer      endpointDialer
@@ -170,7 +177,7 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 			return nil, fmt.Errorf("load_assignment: %w", err)
 		}
 		spec.kind = clusterInline
-		spec.endpoints = a.endpoints
+		spec.endpoints, spec.healthAddrs = a.endpoints, a.healthAddrs
 		spec.byName = t != clusterv3.Cluster_STATIC
 	default:
 		return nil, fmt.Errorf("cluster type %v is not supported (EDS, STATIC, STRICT_DNS, LOGICAL_DNS)", t)
@@ -205,8 +212,9 @@ func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*
 			if ep == nil {
 				return nil, errors.New("endpoint_name is not supported")
 			}
-			if ep.GetHealthCheckConfig() != nil {
-				return nil, errors.New("endpoint health_check_config is not supported")
+			healthPort, err := convertEndpointHealthCheck(ep.GetHealthCheckConfig())
+			if err != nil {
+				return nil, err
 			}
 			if w := lbe.GetLoadBalancingWeight().GetValue(); w != 0 {
 				if weight != 0 && w != weight {
@@ -226,9 +234,34 @@ func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*
 				continue
 			}
 			a.endpoints = append(a.endpoints, addr)
+			if healthPort != 0 {
+				if a.healthAddrs == nil {
+					a.healthAddrs = map[string]string{}
+				}
+				a.healthAddrs[addr] = net.JoinHostPort(host, strconv.FormatUint(uint64(healthPort), 10))
+			}
 		}
 	}
 	return a, nil
+}
+
+// convertEndpointHealthCheck returns the port an endpoint is health checked
+// on instead of its own; 0: its own.
+func convertEndpointHealthCheck(hc *endpointv3.Endpoint_HealthCheckConfig) (uint32, error) {
+	if hc == nil {
+		return 0, nil
+	}
+	if err := unsupported(
+		field{"health_check_config.hostname", hc.GetHostname() != ""},
+		field{"health_check_config.address", hc.GetAddress() != nil},
+		field{"health_check_config.disable_active_health_check", hc.GetDisableActiveHealthCheck()},
+	); err != nil {
+		return 0, fmt.Errorf("endpoint: %w", err)
+	}
+	if p := hc.GetPortValue(); p > 65535 {
+		return 0, fmt.Errorf("endpoint: health_check_config.port_value %d is not a port", p)
+	}
+	return hc.GetPortValue(), nil
 }
 
 // servesTraffic mirrors Envoy: endpoints reported unhealthy, draining or timed
@@ -245,13 +278,16 @@ func servesTraffic(h corev3.HealthStatus) bool {
 // upstream chosen for one request. It travels in the request context because
 // http.Transport keeps context values (not cancellation) when dialing.
 type upstreamTarget struct {
-	cluster   *upstreamCluster
-	endpoint  string
-	path      string // escaped path to send upstream
-	host      string // Host header to send upstream
-	rawQuery  string
-	scheme    string // downstream scheme, for X-Forwarded-Proto
-	xff       string // X-Forwarded-For to send; "" leaves it out
+	cluster  *upstreamCluster
+	endpoint string
+	path     string // escaped path to send upstream
+	host     string // Host header to send upstream
+	rawQuery string
+	scheme   string // downstream scheme, for X-Forwarded-Proto
+	xff      string // X-Forwarded-For to send; "" leaves it out
+	xfcc     string // X-Forwarded-Client-Cert to send; "" leaves it out
+	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
+	encode    func(http.Header)
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
 
@@ -371,8 +407,12 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 	if t.requestID != "" {
 		pr.Out.Header.Set("X-Request-Id", t.requestID)
 	}
-	// Envoy never forwards a client certificate header it did not set (SANITIZE).
+	// Envoy never forwards a client certificate header it did not set
+	// (SANITIZE); with SANITIZE_SET it sets its own.
 	pr.Out.Header.Del("X-Forwarded-Client-Cert")
+	if t.xfcc != "" {
+		pr.Out.Header.Set("X-Forwarded-Client-Cert", t.xfcc)
+	}
 }
 
 // upstreamError maps failures before the response head to the contract's

@@ -59,10 +59,9 @@ type HTTPProxySpec struct {
 	// contour.heptio.com/ingress.class); an object with neither is Portico's.
 	// +optional
 	IngressClassName string `json:"ingressClassName,omitempty"`
-	// HTTPVersions are the HTTP versions offered to clients of a root's virtual host;
-	// empty means every version the listener serves.
-	// Portico: not in Contour's schema, and not implemented yet: a warning, and both
-	// versions are served.
+	// HTTPVersions are the HTTP versions offered to the HTTPS clients of a root's
+	// virtual host (ALPN); empty means both. Plain HTTP is not affected.
+	// Portico: not in Contour's schema (Contour sets it for every host at once).
 	// +optional
 	HTTPVersions []HTTPVersionType `json:"httpVersions,omitempty"`
 }
@@ -251,7 +250,6 @@ type Route struct {
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
 	// CookieRewritePolicies rewrite attributes of Set-Cookie headers of responses;
 	// at most one per cookie name.
-	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// RateLimitPolicy limits the route's request rate.
@@ -332,9 +330,8 @@ type Service struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port int `json:"port"`
-	// HealthPort is the port health checks go to; default Port.
-	// Portico: not implemented yet; a different port gives a warning, and health
-	// checks go to Port.
+	// HealthPort is the Service port health checks go to; default Port. Each endpoint
+	// is checked on its own port for it.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
@@ -356,7 +353,6 @@ type Service struct {
 	UpstreamValidation *UpstreamValidation `json:"validation,omitempty"`
 	// Mirror sends the service a copy of the route's requests; its responses are
 	// dropped.
-	// Portico: not implemented yet; a mirror gets no traffic at all (a warning).
 	// +optional
 	Mirror bool `json:"mirror,omitempty"`
 	// RequestHeadersPolicy edits the request headers sent to this service; Host,
@@ -368,8 +364,8 @@ type Service struct {
 	// cannot be set. Ignored (a warning) on a tcpproxy's services.
 	// +optional
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
-	// CookieRewritePolicies rewrite attributes of this service's Set-Cookie headers.
-	// Portico: not implemented yet; ignored, with a warning.
+	// CookieRewritePolicies rewrite attributes of this service's Set-Cookie headers,
+	// before the route's.
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// SlowStartPolicy ramps up the traffic sent to a new endpoint.

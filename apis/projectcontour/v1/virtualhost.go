@@ -63,12 +63,10 @@ type TLS struct {
 	// +optional
 	Passthrough bool `json:"passthrough,omitempty"`
 	// ClientValidation asks clients for a certificate, and says how to check it.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	ClientValidation *DownstreamValidation `json:"clientValidation,omitempty"`
 	// EnableFallbackCertificate also serves clients that send no SNI (or an unknown
-	// one) with the controller's fallback certificate.
-	// Portico: not implemented yet; ignored, with a warning.
+	// one) with the controller's fallback certificate (--fallback-certificate).
 	// +optional
 	EnableFallbackCertificate bool `json:"enableFallbackCertificate,omitempty"`
 }

@@ -53,8 +53,9 @@ type hostPlan struct {
 // other hosts its listener serves; or, for a TLS listener's, the TLSRoutes that pass
 // its connections through (the oldest serves them).
 type securePlan struct {
-	secret *dag.Secret
-	more   []*dag.Secret
+	secret  *dag.Secret
+	more    []*dag.Secret
+	clients *dag.ClientValidation
 	// tlsListener: the server name is a TLS listener's, whose connections are TCP
 	// streams (passed through, or decrypted with secret), never HTTP.
 	tlsListener bool
@@ -159,7 +160,7 @@ func misdirectedHosts(gw types.NamespacedName, name string, owners []string) []*
 }
 
 func newSecurePlan(l *listenerState, listener bool) *securePlan {
-	return &securePlan{secret: l.secret, more: l.more, tlsListener: l.spec.Protocol == gatewayv1.TLSProtocolType, listener: listener,
+	return &securePlan{secret: l.secret, more: l.more, clients: l.clients, tlsListener: l.spec.Protocol == gatewayv1.TLSProtocolType, listener: listener,
 		also: map[string]*hostPlan{}, dirtyAlso: map[string]struct{}{}}
 }
 
@@ -364,7 +365,7 @@ func (pp *portPlan) build(gw types.NamespacedName) {
 // build makes the server name's secure virtual host again, its Also hosts that did not
 // change kept.
 func (sp *securePlan) build(name string, gw types.NamespacedName, port uint32) {
-	svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, entriesOf(sp.routes)), Secret: sp.secret, MoreSecrets: sp.more}
+	svh := &dag.SecureVirtualHost{VirtualHost: *virtualHost(name, entriesOf(sp.routes)), Secret: sp.secret, MoreSecrets: sp.more, ClientValidation: sp.clients}
 	switch {
 	case len(sp.tls.items) > 0:
 		svh.Passthrough, svh.TCPProxy = sp.secret == nil, passthrough(gw, port, name, sp.secret != nil, sp.tls)

@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -25,13 +26,16 @@ type ruleFilters struct {
 	// listenerPort: the redirect has neither scheme nor port, so it keeps the port of
 	// the listener the request came in on (set per port in dataplane.go).
 	listenerPort bool
+	// mirrors are the RequestMirror filters, their backends resolved by the rule
+	// (resolveMirrors).
+	mirrors []*gatewayv1.HTTPRequestMirrorFilter
 }
 
 // processFilters applies an HTTPRoute rule's filters, one function per type. An error
 // is the route's Accepted condition: a filter type Portico does not implement
 // (UnsupportedValue), or RequestRedirect with URLRewrite (IncompatibleFilters).
 func processFilters(filters []gatewayv1.HTTPRouteFilter) (*ruleFilters, *condError) {
-	return processFiltersOf(filters, "RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite")
+	return processFiltersOf(filters, "RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, RequestMirror")
 }
 
 // processFiltersOf is processFilters for a route kind whose supported filters are
@@ -61,6 +65,11 @@ func processFiltersOf(filters []gatewayv1.HTTPRouteFilter, supported string) (*r
 			if err := processURLRewriteFilter(f.URLRewrite, out); err != nil {
 				return nil, err
 			}
+		case gatewayv1.HTTPRouteFilterRequestMirror:
+			if err := checkMirrorFilter(f.RequestMirror); err != nil {
+				return nil, err
+			}
+			out.mirrors = append(out.mirrors, f.RequestMirror)
 		case gatewayv1.HTTPRouteFilterExtensionRef:
 			name := ""
 			if f.ExtensionRef != nil {
@@ -78,6 +87,55 @@ func processFiltersOf(filters []gatewayv1.HTTPRouteFilter, supported string) (*r
 			"a rule cannot have both RequestRedirect and URLRewrite filters: keep one")
 	}
 	return out, nil
+}
+
+// checkMirrorFilter refuses a RequestMirror filter whose share cannot be drawn.
+func checkMirrorFilter(f *gatewayv1.HTTPRequestMirrorFilter) *condError {
+	switch {
+	case f == nil:
+		return unsupported("filter RequestMirror needs requestMirror")
+	case f.Percent != nil && f.Fraction != nil:
+		return unsupported("filter RequestMirror: set percent or fraction, not both")
+	case f.Percent != nil && (*f.Percent < 0 || *f.Percent > 100):
+		return unsupported("filter RequestMirror: percent %d must be 0-100", *f.Percent)
+	case f.Fraction != nil && f.Fraction.Denominator != nil && *f.Fraction.Denominator < 1:
+		return unsupported("filter RequestMirror: fraction.denominator must be at least 1")
+	case f.Fraction != nil && (f.Fraction.Numerator < 0 || f.Fraction.Numerator > mirrorDenominator(f.Fraction)):
+		return unsupported("filter RequestMirror: fraction.numerator %d must be 0-%d (the denominator)", f.Fraction.Numerator, mirrorDenominator(f.Fraction))
+	}
+	return nil
+}
+
+func mirrorDenominator(f *gatewayv1.Fraction) int32 {
+	if f.Denominator != nil {
+		return *f.Denominator
+	}
+	return 100
+}
+
+// resolveMirrors turns a rule's RequestMirror filters into mirrors of its routes. A
+// backend that cannot be used is left out (the route's ResolvedRefs says why): the
+// requests are still served, only not copied there.
+func resolveMirrors(p *dag.Processing, grants grantIndex, routeNS string, filters []*gatewayv1.HTTPRequestMirrorFilter, res *routeResult) []*dag.Mirror {
+	var out []*dag.Mirror
+	for i, f := range filters {
+		cluster, _, err := resolveBackend(p, grants, httpRouteKind, routeNS, f.BackendRef, "filter RequestMirror #"+strconv.Itoa(i)+" backendRef")
+		if err != nil {
+			if res.resolved == nil {
+				res.resolved = err
+			}
+			continue
+		}
+		m := &dag.Mirror{Cluster: cluster}
+		switch {
+		case f.Percent != nil:
+			m.Numerator, m.Denominator = uint32(*f.Percent), 100
+		case f.Fraction != nil:
+			m.Numerator, m.Denominator = uint32(f.Fraction.Numerator), uint32(mirrorDenominator(f.Fraction))
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // headerModifier turns a header filter into a headers policy, names canonical and

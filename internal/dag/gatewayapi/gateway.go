@@ -45,8 +45,11 @@ type listenerState struct {
 	hostname string // lower case, "" when it has none
 	// secret is its first usable certificate, more the others (each presented to the
 	// clients whose SNI its names match).
-	secret   *dag.Secret
-	more     []*dag.Secret
+	secret *dag.Secret
+	more   []*dag.Secret
+	// clients is the client certificate validation of an HTTPS listener's port
+	// (spec.tls.frontend); nil: none.
+	clients  *dag.ClientValidation
 	attached int32
 	// set is the ListenerSet the listener comes from, nil for the Gateway's own.
 	set *listenerSetResult
@@ -88,6 +91,9 @@ func processGateways(p *dag.Processing, classes map[string]*classResult, grants 
 			if ls.check.accepted == nil {
 				resolveListenerTLS(p, objectRef{kind: "Gateway", namespace: gw.Namespace}, ls, grants)
 			}
+			if ls.check.accepted == nil {
+				resolveFrontendValidation(p, gw, ls, grants)
+			}
 			res.listeners = append(res.listeners, ls)
 		}
 		switch {
@@ -112,10 +118,10 @@ func validateGatewaySpec(gw *gatewayv1.Gateway) *condError {
 		return newError(string(gatewayv1.GatewayConditionAccepted), string(gatewayv1.GatewayReasonInvalidParameters),
 			"spec.infrastructure.parametersRef (%s %s) is not supported: remove it", inf.ParametersRef.Kind, inf.ParametersRef.Name)
 	}
-	if gw.Spec.TLS != nil && (gw.Spec.TLS.Frontend != nil || gw.Spec.TLS.Backend != nil) {
-		// Ignoring client certificate validation would let in the clients it refuses.
+	if gw.Spec.TLS != nil && gw.Spec.TLS.Backend != nil {
+		// Backends that require a client certificate would refuse every request.
 		return newError(string(gatewayv1.GatewayConditionAccepted), "UnsupportedValue",
-			"spec.tls (frontend client certificate validation, backend client certificates) is not supported yet: remove it")
+			"spec.tls.backend (a client certificate for backends) is not supported yet: remove it")
 	}
 	for i, a := range gw.Spec.Addresses {
 		if a.Type != nil && *a.Type != gatewayv1.IPAddressType && *a.Type != gatewayv1.HostnameAddressType {
@@ -260,6 +266,10 @@ func (g *gatewayResult) status() dag.Status {
 		gs.Conditions = append(gs.Conditions,
 			condition(string(gatewayv1.GatewayConditionAccepted), true, string(gatewayv1.GatewayReasonAccepted), "Portico serves this Gateway"),
 			condition(string(gatewayv1.GatewayConditionProgrammed), true, string(gatewayv1.GatewayReasonProgrammed), "its listeners are served"))
+	}
+	if insecureFrontend(g.gw) {
+		gs.Conditions = append(gs.Conditions, condition(string(gatewayv1.GatewayConditionInsecureFrontendValidationMode), true,
+			string(gatewayv1.GatewayReasonConfigurationChanged), "spec.tls.frontend lets clients in without a valid certificate (mode AllowInsecureFallback)"))
 	}
 	gs.Addresses = g.addresses
 	if msg := staticAddressProblem(g.gw); msg != "" {

@@ -225,10 +225,51 @@ func TestGatewayListeners(t *testing.T) {
 			"HTTPRoute default/r parent gw/tls: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound",
 		},
 	}, {
-		name: "gateway-frontend-validation-refused",
-		objects: base + gatewayHead + ` [{name: http, protocol: HTTP, port: 80}]
-  tls: {frontend: {default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: ""}]}}}}`,
-		statuses: []string{acceptedClass, "Gateway default/gw: Accepted=False/UnsupportedValue Programmed=False/Invalid", listenerNotProgrammed},
+		// spec.tls.frontend: the HTTPS listener on the default's port asks clients for a
+		// certificate of the CA; the port with its own entry falls back to any client
+		// (and the Gateway says so); an HTTP listener is not concerned.
+		name: "gateway-frontend-validation",
+		objects: base + gatewayHead + `
+  - {name: http, protocol: HTTP, port: 80}
+  - {name: https, protocol: HTTPS, port: 443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
+  - {name: lax, protocol: HTTPS, port: 8443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
+  tls:
+    frontend:
+      default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: ""}]}}
+      perPort: [{port: 8443, tls: {validation: {mode: AllowInsecureFallback, caCertificateRefs: [{name: ca, kind: ConfigMap, group: ""}]}}}]`,
+		extra: []runtime.Object{tlsSecret("default", "cert", "foo.example.com"), caConfigMap("ca")},
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/Accepted Programmed=True/Programmed InsecureFrontendValidationMode=True/ConfigurationChanged",
+			listenerOK("http", 0), listenerOK("https", 0), listenerOK("lax", 0)},
+		routes: []string{
+			"default/gw :80 http *: no routes",
+			"default/gw :443 https foo.example.com (cert default/cert, clients: optional=false skip-verify=false): no routes",
+			"default/gw :8443 https foo.example.com (cert default/cert, clients: optional=true skip-verify=true): no routes",
+		},
+	}, {
+		// A CA reference that cannot be used: that port's HTTPS listeners are not served
+		// (never served without the validation asked for), the others are.
+		name: "gateway-frontend-validation-invalid",
+		objects: base + gatewayHead + `
+  - {name: http, protocol: HTTP, port: 80}
+  - {name: missing, protocol: HTTPS, port: 443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
+  - {name: kind, protocol: HTTPS, port: 8443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
+  - {name: grant, protocol: HTTPS, port: 9443, hostname: foo.example.com, tls: {certificateRefs: [{name: cert}]}}
+  tls:
+    frontend:
+      default: {validation: {caCertificateRefs: [{name: nope, kind: ConfigMap, group: ""}]}}
+      perPort:
+      - {port: 8443, tls: {validation: {caCertificateRefs: [{name: web, kind: Service, group: ""}]}}}
+      - {port: 9443, tls: {validation: {caCertificateRefs: [{name: ca, namespace: other, kind: ConfigMap, group: ""}]}}}`,
+		extra: []runtime.Object{tlsSecret("default", "cert", "foo.example.com"), caConfigMap("ca")},
+		statuses: []string{acceptedClass,
+			"Gateway default/gw: Accepted=True/ListenersNotValid Programmed=True/Programmed",
+			listenerOK("http", 0),
+			"Gateway default/gw listener missing: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/NoValidCACertificate ResolvedRefs=False/InvalidCACertificateRef Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener kind: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/NoValidCACertificate ResolvedRefs=False/InvalidCACertificateKind Conflicted=False/NoConflicts Programmed=False/Invalid",
+			"Gateway default/gw listener grant: attached=0 kinds=HTTPRoute,GRPCRoute Accepted=False/NoValidCACertificate ResolvedRefs=False/RefNotPermitted Conflicted=False/NoConflicts Programmed=False/Invalid",
+		},
+		routes: []string{"default/gw :80 http *: no routes"},
 	}, {
 		name: "gateway-https-certificate",
 		objects: base + gatewayHead + `

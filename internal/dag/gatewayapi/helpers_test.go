@@ -122,6 +122,9 @@ func describeGateways(g *dag.Graph) []string {
 		if r.PathRewrite != "" {
 			action += " path-rewrite=" + r.PathRewrite
 		}
+		for _, m := range r.Mirrors {
+			action += fmt.Sprintf(" mirror=%s(%d/%d)", m.Cluster.Name, m.Numerator, m.Denominator)
+		}
 		switch {
 		case r.Redirect != nil:
 			action = fmt.Sprintf("redirect %d %s://%s:%d %s%s", r.Redirect.StatusCode, r.Redirect.Scheme, r.Redirect.Hostname, r.Redirect.Port, r.Redirect.Path, r.Redirect.Prefix)
@@ -148,6 +151,9 @@ func describeGateways(g *dag.Graph) []string {
 				}
 				for _, s := range svh.MoreSecrets {
 					cert += "+" + s.Name
+				}
+				if cv := svh.ClientValidation; cv != nil {
+					cert += fmt.Sprintf(", clients: optional=%t skip-verify=%t", cv.Optional, cv.SkipVerify)
 				}
 				prefix := fmt.Sprintf("%s :%d https %s (cert %s)", gw.Name, p.Port, svh.Name, cert)
 				if tp := svh.TCPProxy; tp != nil {

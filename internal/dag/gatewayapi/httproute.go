@@ -106,6 +106,7 @@ func processRule(p *dag.Processing, grants grantIndex, hr *gatewayv1.HTTPRoute, 
 	filters.apply(&base)
 	if base.Redirect == nil {
 		res.useBackends(&base, index, processBackendRefs(p, grants, httpRouteKind, hr.Namespace, rule.BackendRefs))
+		base.Mirrors = resolveMirrors(p, grants, hr.Namespace, filters.mirrors, res)
 	}
 	res.refuseUnresolved(&base, filters)
 	if err := processTimeoutsAndRetry(&base, rule.Timeouts, rule.Retry); err != nil {

@@ -248,11 +248,34 @@ func TestHTTPRouteRules(t *testing.T) {
 		objects: base + httpGateway + route("r", "default", `
   parentRefs: [{name: gw}]
   rules:
-  - filters: [{type: RequestMirror, requestMirror: {backendRef: {name: web, port: 80}}}]
+  - filters: [{type: ExternalAuth, externalAuth: {protocol: HTTP, backendRef: {name: web, port: 80}}}]
     backendRefs: [{name: web, port: 80}]`),
 		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 0),
 			"HTTPRoute default/r parent gw: Accepted=False/UnsupportedValue ResolvedRefs=True/ResolvedRefs"},
 		routes: []string{"default/gw :80 http *: no routes"},
+	}, {
+		// RequestMirror: every request, a percent, or a fraction of them copied; a
+		// mirror whose backend cannot be used is left out, the route still served.
+		name: "httproute-request-mirror",
+		objects: base + httpGateway + route("r", "default", `
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /all}}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: web, port: 80}}}
+    - {type: RequestMirror, requestMirror: {backendRef: {name: web, port: 80}, percent: 20}}
+    - {type: RequestMirror, requestMirror: {backendRef: {name: web, port: 80}, fraction: {numerator: 25, denominator: 50}}}
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /missing}}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: nope, port: 80}}}
+    backendRefs: [{name: web, port: 80}]`),
+		statuses: []string{acceptedClass, acceptedGateway, listenerOK("http", 1),
+			"HTTPRoute default/r parent gw: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound"},
+		routes: []string{
+			"default/gw :80 http *: prefix:/missing [] -> default/web/80*1",
+			"default/gw :80 http *: prefix:/all [] -> default/web/80*1 mirror=default/web/80(0/0) mirror=default/web/80(20/100) mirror=default/web/80(25/50)",
+		},
 	}, {
 		name: "httproute-extension-ref",
 		objects: base + httpGateway + route("r", "default", `

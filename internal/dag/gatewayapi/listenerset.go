@@ -111,6 +111,11 @@ func mergeListeners(p *dag.Processing, g *gatewayResult, grants grantIndex) {
 			if ls.check.accepted == nil {
 				resolveListenerTLS(p, objectRef{kind: dag.KindListenerSet, namespace: set.key.Namespace}, ls, grants)
 			}
+			if ls.check.accepted == nil {
+				// The Gateway's client validation holds for every HTTPS listener on
+				// its ports, a ListenerSet's too: a set must not open a way around it.
+				resolveFrontendValidation(p, g.gw, ls, grants)
+			}
 			set.listeners = append(set.listeners, ls)
 			i++
 		}

@@ -157,7 +157,7 @@ spec:
 		routes: []string{"default/gw :80 http gw.example.com: no routes"},
 	}, {
 		name: "listenerset-parent-not-accepted",
-		objects: gatewayAllowing("{namespaces: {from: Same}}\n  tls: {frontend: {default: {validation: {caCertificateRefs: [{name: ca, kind: ConfigMap, group: \"\"}]}}}}") +
+		objects: gatewayAllowing("{namespaces: {from: Same}}\n  tls: {backend: {clientCertificateRef: {name: client}}}") +
 			listenerSet("extra", "default", "2026-01-01T00:00:00Z", `
   - {name: a, protocol: HTTP, port: 80, hostname: a.example.com}`),
 		statuses: []string{acceptedClass,

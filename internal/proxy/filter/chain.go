@@ -261,6 +261,41 @@ func (c *Chain) Idle(perFilter PerFilter) bool {
 	return true
 }
 
+// Encoding reports whether some filter of the chain encodes responses on a route
+// configured by perFilter.
+func (c *Chain) Encoding(perFilter PerFilter) bool {
+	if c == nil {
+		return false
+	}
+	for i := range c.entries {
+		e := &c.entries[i]
+		if _, ok := e.filter.(Encoder); !ok {
+			continue
+		}
+		if _, skip := e.skips(perFilter); !skip {
+			return true
+		}
+	}
+	return false
+}
+
+// Encode runs the encoders on an upstream response's headers, in reverse order.
+func (c *Chain) Encode(s *Stream, perFilter PerFilter, h Headers) {
+	if c == nil {
+		return
+	}
+	for i := len(c.entries) - 1; i >= 0; i-- {
+		e := &c.entries[i]
+		enc, ok := e.filter.(Encoder)
+		if !ok {
+			continue
+		}
+		if pr, skip := e.skips(perFilter); !skip {
+			enc.EncodeHeaders(s, pr.Config, h)
+		}
+	}
+}
+
 // Decode runs the chain's filters in order until one answers. perFilter is
 // the matched route's (nil without a route).
 func (c *Chain) Decode(s *Stream, perFilter PerFilter) *LocalReply {

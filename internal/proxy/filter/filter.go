@@ -156,6 +156,15 @@ type Filter interface {
 	DecodeHeaders(s *Stream, perRoute any) *LocalReply
 }
 
+// Encoder is implemented by filters that change upstream responses' headers
+// (Envoy's encodeHeaders). Encoders run in the reverse order of the chain, on
+// the response of the cluster the router picked, with the most specific
+// per-route configuration: the picked weighted cluster's, the route's, the
+// virtual host's.
+type Encoder interface {
+	EncodeHeaders(s *Stream, perRoute any, h Headers)
+}
+
 // RouteScoped is implemented by filters that do nothing on a route without
 // per-route configuration (the translator configures every policy per
 // virtual host or route): the chain then skips them, and a request whose

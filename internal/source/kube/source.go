@@ -356,5 +356,6 @@ func mayHoldCertificate(s *corev1.Secret) bool {
 	}
 	_, crt := s.Data[corev1.TLSCertKey]
 	_, ca := s.Data["ca.crt"]
-	return crt || ca
+	_, crl := s.Data["crl.pem"] // revocation lists of client certificate validation
+	return crt || ca || crl
 }

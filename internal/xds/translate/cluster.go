@@ -253,6 +253,10 @@ func loadAssignment(c *dag.Cluster) *endpointv3.ClusterLoadAssignment {
 	lbs := make([]*endpointv3.LbEndpoint, len(c.Endpoints))
 	for i, ep := range c.Endpoints {
 		lbs[i] = parts[i].lbEndpoint(ep.Address, ep.Port)
+		if ep.HealthPort != 0 {
+			// Checked on another port of the same address (HTTPProxy healthPort).
+			parts[i].endpoint.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: uint32(ep.HealthPort)}
+		}
 	}
 	a := &struct {
 		cla        endpointv3.ClusterLoadAssignment

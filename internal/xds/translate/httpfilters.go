@@ -32,8 +32,10 @@ type httpFilter struct {
 // CORS first, since a preflight carries no credentials to check; then the
 // checks that refuse a request from who sends it (IP rules, JWT, external
 // authorization), then the rate limits, which so count only requests that
-// would be served.
+// would be served. Lua (cookie rewrites) works on responses only; it is first so that
+// its changes come last, as encoders run in reverse.
 var httpFilters = []httpFilter{
+	luaFilter,
 	localRateLimitFilter,
 	rateLimitFilter,
 }

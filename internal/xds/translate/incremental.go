@@ -347,6 +347,9 @@ func routeClusters(routes []*dag.Route) []*dag.Cluster {
 		for _, wc := range r.Clusters {
 			out = append(out, wc.Cluster)
 		}
+		for _, m := range r.Mirrors {
+			out = append(out, m.Cluster)
+		}
 	}
 	return out
 }

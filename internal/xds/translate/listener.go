@@ -142,7 +142,7 @@ func secureFilterChain(svh *dag.SecureVirtualHost, statPrefix, routeName string,
 		fc.TransportSocket = downstreamTLS(svh, nil)
 		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
 	default:
-		fc.TransportSocket = downstreamTLS(svh, []string{"h2", "http/1.1"})
+		fc.TransportSocket = downstreamTLS(svh, alpnFor(svh.HTTPVersions))
 		fc.Filters = []*listenerv3.Filter{httpConnectionManager(statPrefix, routeName, svh, opts)}
 	}
 	return fc
@@ -219,6 +219,7 @@ func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string) *corev3.TransportS
 			AlpnProtocols:                  alpn,
 		},
 	}
+	clientValidation(ctx, svh.ClientValidation)
 	return &corev3.TransportSocket{
 		Name:       wellknown.TransportSocketTls,
 		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
@@ -275,6 +276,10 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
 		},
 		AccessLog: stdoutAccessLog(),
+	}
+	if svh != nil {
+		forwardClientCert(hcm, svh.ClientValidation)
+		hcm.CodecType = codecFor(svh.HTTPVersions)
 	}
 	if !opts.keepHostPort {
 		hcm.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}

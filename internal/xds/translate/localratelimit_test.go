@@ -1,12 +1,14 @@
 package translate
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	localratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -42,15 +44,12 @@ func TestLocalRateLimit(t *testing.T) {
 		t.Fatalf("%d connection managers, want 2 (HTTP, HTTPS)", len(hs))
 	}
 	for _, h := range hs {
-		var names []string
-		for _, f := range h.HttpFilters {
-			names = append(names, f.Name)
-		}
-		if diff := cmp.Diff([]string{"envoy.filters.http.local_ratelimit", "envoy.filters.http.router"}, names); diff != "" {
-			t.Errorf("http_filters (-want +got):\n%s", diff)
+		i := filterIndex(h, "envoy.filters.http.local_ratelimit")
+		if i < 0 || i > filterIndex(h, "envoy.filters.http.router") {
+			t.Fatalf("http_filters %v: want envoy.filters.http.local_ratelimit before the router", h.HttpFilters)
 		}
 		var cfg localratelimitv3.LocalRateLimit
-		if err := h.HttpFilters[0].GetTypedConfig().UnmarshalTo(&cfg); err != nil {
+		if err := h.HttpFilters[i].GetTypedConfig().UnmarshalTo(&cfg); err != nil {
 			t.Fatal(err)
 		}
 		if cfg.TokenBucket != nil {
@@ -105,4 +104,9 @@ func wantPerFilter(t *testing.T, what string, m map[string]*anypb.Any, want prot
 	if diff := cmp.Diff(want, &got, protocmp.Transform()); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
+}
+
+// filterIndex is the position of the named filter in h's http_filters; -1: absent.
+func filterIndex(h *hcmv3.HttpConnectionManager, name string) int {
+	return slices.IndexFunc(h.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == name })
 }

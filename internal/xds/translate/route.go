@@ -15,6 +15,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -754,7 +755,7 @@ func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 	case r.PrefixRewrite != "":
 		ra.PrefixRewrite, ra.RegexRewrite = segmentRewrite(r.Path, r.PrefixRewrite)
 	}
-	if len(r.Clusters) == 1 && !hasHeadersPolicy(r.Clusters[0]) {
+	if len(r.Clusters) == 1 && !hasHeadersPolicy(r.Clusters[0]) && len(r.Clusters[0].CookieRewrites) == 0 {
 		p.cluster.Cluster = r.Clusters[0].Cluster.Name
 		ra.ClusterSpecifier = &p.cluster
 	} else {
@@ -770,6 +771,9 @@ func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 			cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove, _ = headersPolicy(c.ResponseHeaders, false)
 			if host != "" {
 				cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: host}
+			}
+			if cfg := cookieRewriteConfig(clusterCookieRewrites(c, r)); cfg != nil {
+				cw.TypedPerFilterConfig = map[string]*anypb.Any{luaFilter.name: cfg}
 			}
 			wc.Clusters = append(wc.Clusters, cw)
 		}
@@ -792,6 +796,7 @@ func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 		}
 	}
 	ra.RetryPolicy = retryPolicy(r.Retry)
+	ra.RequestMirrorPolicies = mirrorPolicies(r.Mirrors)
 	ra.RateLimits = globalRateLimits(r.RateLimit)
 	if r.Websocket {
 		ra.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket"}}

@@ -1,0 +1,187 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+)
+
+// mirrorPolicy is a request_mirror_policies entry: a share of the route's
+// requests is copied to cluster, whose answers are dropped.
+type mirrorPolicy struct {
+	cluster string
+	// fraction out of of is the share copied, drawn per request; of 0: all.
+	fraction, of uint64
+	// keepHost: disable_shadow_host_suffix_append (the Host is sent as it is,
+	// not with "-shadow" appended).
+	keepHost bool
+}
+
+func convertMirrorPolicies(ps []*routev3.RouteAction_RequestMirrorPolicy) ([]mirrorPolicy, error) {
+	var out []mirrorPolicy
+	for i, p := range ps {
+		if err := unsupported(
+			field{"cluster_header", p.GetClusterHeader() != ""},
+			field{"trace_sampled", p.GetTraceSampled() != nil},
+			field{"request_headers_mutations", len(p.GetRequestHeadersMutations()) > 0},
+			field{"host_rewrite_literal", p.GetHostRewriteLiteral() != ""},
+		); err != nil {
+			return nil, fmt.Errorf("request_mirror_policies #%d: %w", i, err)
+		}
+		if p.GetCluster() == "" {
+			return nil, fmt.Errorf("request_mirror_policies #%d: cluster is required", i)
+		}
+		m := mirrorPolicy{cluster: p.GetCluster(), keepHost: p.GetDisableShadowHostSuffixAppend()}
+		if rf := p.GetRuntimeFraction(); rf != nil {
+			m.fraction, m.of = fractionOf(rf.GetDefaultValue())
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// maxMirroredBody bounds the request body kept in memory to be sent to the
+// mirrors as well: a larger body goes to the route's cluster only.
+const maxMirroredBody = 1 << 20
+
+// maxMirrorsInFlight bounds the copies under way at once: a slow mirror must
+// not pile up goroutines and memory; beyond it copies are dropped (counted).
+const maxMirrorsInFlight = 512
+
+// mirrorTimeout bounds a copy whose route has no timeout.
+const mirrorTimeout = defaultRouteTimeout
+
+// mirror sends copies of a forwarded request to the route's mirrors, drawn
+// per request, as Envoy shadows them: the request as it goes upstream (path
+// and Host rewritten, edge headers set), its Host with "-shadow" appended,
+// sent in the background and its answer dropped. A request body is read
+// first (up to maxMirroredBody, then r.Body reads it again); a larger one
+// is not copied.
+func (h *listenerHandler) mirror(r *http.Request, fa *forwardAction, t *upstreamTarget) {
+	var picked []*mirrorPolicy
+	for i := range fa.mirrors {
+		m := &fa.mirrors[i]
+		if m.of == 0 || randUint64N(m.of) < m.fraction {
+			picked = append(picked, m)
+		}
+	}
+	if len(picked) == 0 {
+		return
+	}
+	var body []byte
+	if requestHasBody(r) {
+		buf, err := io.ReadAll(io.LimitReader(r.Body, maxMirroredBody+1))
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+		if err != nil || len(buf) > maxMirroredBody {
+			h.p.metrics.mirrored("skipped_body_too_large")
+			return
+		}
+		body = buf
+	}
+	timeout := fa.timeout
+	if timeout <= 0 {
+		timeout = mirrorTimeout
+	}
+	for _, m := range picked {
+		req, err := h.mirrorRequest(r, t, m, body)
+		if err != nil {
+			h.p.metrics.mirrored("skipped_error")
+			continue
+		}
+		if !h.p.mirrors.tryAcquire() {
+			h.p.metrics.mirrored("skipped_too_many_in_flight")
+			continue
+		}
+		go h.sendMirror(req, m.cluster, timeout)
+	}
+}
+
+// mirrorRequest is the copy of r for m; its context is the request's without
+// its cancellation: the copy outlives the request it copies.
+func (h *listenerHandler) mirrorRequest(r *http.Request, t *upstreamTarget, m *mirrorPolicy, body []byte) (*http.Request, error) {
+	host := t.host
+	if !m.keepHost {
+		host = stripPort(host) + "-shadow"
+	}
+	url := "http://" + host + t.path
+	if t.rawQuery != "" {
+		url += "?" + t.rawQuery
+	}
+	req, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	req.Host = host
+	req.Header = r.Header.Clone()
+	for _, hop := range hopHeaders {
+		req.Header.Del(hop)
+	}
+	req.Header.Del("X-Forwarded-Client-Cert")
+	if t.xff != "" {
+		req.Header.Set("X-Forwarded-For", t.xff)
+	}
+	req.Header.Set("X-Forwarded-Proto", t.scheme)
+	if t.requestID != "" {
+		req.Header.Set("X-Request-Id", t.requestID)
+	}
+	if rh := t.ex.headers; rh != nil {
+		// The copy carries the route's request header changes, as in Envoy
+		// (applyRequest is called again for the request itself afterwards).
+		rh.applyRequest(req.Header)
+	}
+	return req, nil
+}
+
+// hopHeaders are the hop-by-hop headers a copy does not carry (RFC 9110 7.6.1).
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func (h *listenerHandler) sendMirror(req *http.Request, cluster string, timeout time.Duration) {
+	defer h.p.mirrors.release()
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
+	defer cancel()
+	client, err := h.p.upstreams.HTTP(cluster)
+	if err == nil {
+		var resp *http.Response
+		if resp, err = client.Do(req.WithContext(ctx)); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	}
+	switch {
+	case err == nil:
+		h.p.metrics.mirrored("sent")
+	case errors.Is(err, context.DeadlineExceeded):
+		h.p.metrics.mirrored("timeout")
+	default:
+		h.p.metrics.mirrored("error")
+	}
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// inFlight bounds concurrent work: tryAcquire fails instead of waiting.
+type inFlight chan struct{}
+
+func (f inFlight) tryAcquire() bool {
+	select {
+	case f <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (f inFlight) release() { <-f }
