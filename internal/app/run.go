@@ -74,6 +74,11 @@ type RunOptions struct {
 	// defaults the offset to DefaultGatewayPortOffset (0 serves each listener's own port).
 	GatewayHost       string
 	GatewayPortOffset int
+	// RateLimit, when set, is the global rate limit service (translate.Options).
+	RateLimit *translate.RateLimitService
+	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
+	// hosts without one (dag.Options).
+	DefaultGlobalRateLimit *dag.GlobalRateLimit
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -133,14 +138,16 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:    opts.IngressClassName,
-			AllowExternalName:   opts.AllowExternalName,
-			RootNamespaces:      opts.RootNamespaces,
-			DisableIngress:      opts.DisableIngress,
-			FallbackCertificate: opts.FallbackCertificate,
+			IngressClassName:       opts.IngressClassName,
+			AllowExternalName:      opts.AllowExternalName,
+			RootNamespaces:         opts.RootNamespaces,
+			DisableIngress:         opts.DisableIngress,
+			FallbackCertificate:    opts.FallbackCertificate,
+			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
+			RateLimitService:       opts.RateLimit != nil,
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
-			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops},
+			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), r.whereStatuses),

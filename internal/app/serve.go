@@ -65,6 +65,11 @@ type ServeOptions struct {
 	// NumTrustedHops is how many proxies in front are trusted with X-Forwarded-For;
 	// see translate.Options.
 	NumTrustedHops uint32
+	// RateLimit, when set, is the global rate limit service (translate.Options).
+	RateLimit *translate.RateLimitService
+	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
+	// hosts without one (dag.Options).
+	DefaultGlobalRateLimit *dag.GlobalRateLimit
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -253,13 +258,15 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Gateway: gateway, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:    opts.IngressClassName,
-			AllowExternalName:   opts.AllowExternalName,
-			RootNamespaces:      opts.RootNamespaces,
-			DisableIngress:      opts.DisableIngress,
-			FallbackCertificate: opts.FallbackCertificate,
+			IngressClassName:       opts.IngressClassName,
+			AllowExternalName:      opts.AllowExternalName,
+			RootNamespaces:         opts.RootNamespaces,
+			DisableIngress:         opts.DisableIngress,
+			FallbackCertificate:    opts.FallbackCertificate,
+			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
+			RateLimitService:       opts.RateLimit != nil,
 		}, gatewayAddresses(opts)...),
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), s.whereStatuses),

@@ -38,11 +38,17 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	stateFile := fs.String("state-file", "", "`file` where run keeps objects' ages and last good versions across restarts (default $XDG_STATE_HOME/portico/run/DIRNAME-HASH.json; \"none\" keeps none)")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
+	rateLimit := rateLimitFlags(fs)
 	newLogger := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
 	}
+	rl, err := rateLimit()
+	if err != nil {
+		return fail(stderr, "run: %v", err)
+	}
+	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
 	dir, err := manifestDir(o.ManifestDir, positional)
 	if err != nil {
 		return fail(stderr, "run: %v", err)

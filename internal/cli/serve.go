@@ -56,6 +56,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory holding the webhook's tls.crt and tls.key (a kubernetes.io/tls Secret volume), read again when they change; without it, --managed-certificates issues the webhook's certificate")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
+	rateLimit := rateLimitFlags(fs)
 	dataPlane := gatewayDataPlaneFlags(fs, &o.GatewayDataPlanes)
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
@@ -74,6 +75,11 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if err := dataPlane(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
+	rl, err := rateLimit()
+	if err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
 	if err := o.XDSTLS.Validate(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}

@@ -39,6 +39,13 @@ type Options struct {
 	// clients that send no server name (or an unknown one), for the HTTPProxy roots
 	// that enable it (tls.enableFallbackCertificate).
 	FallbackCertificate *types.NamespacedName
+	// RateLimitService says that a global rate limit service is configured; without
+	// one, HTTPProxies' global rate limit policies get a warning that they are not
+	// enforced.
+	RateLimitService bool
+	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
+	// roots whose virtual host has none (ParseDefaultGlobalRateLimit).
+	DefaultGlobalRateLimit *GlobalRateLimit
 	// Processors build the APIs kept in packages of their own (Gateway API); each
 	// adds its data planes and statuses after the APIs above.
 	Processors []Processor

@@ -91,6 +91,8 @@ type VirtualHost struct {
 	// IPFilter and CORS, when set, apply to every route without its own.
 	IPFilter *IPFilter
 	CORS     *CORSPolicy
+	// RateLimit limits the requests of the routes that have none of their own.
+	RateLimit *RateLimitPolicy
 }
 
 // IsWildcard reports whether the virtual host's name is a "*.suffix" wildcard.
@@ -240,6 +242,8 @@ type Route struct {
 	CORS     *CORSPolicy
 	// JWT is the token the route requires (policy_jwt.go).
 	JWT JWTRequirement
+	// RateLimit, when set, replaces the virtual host's.
+	RateLimit *RateLimitPolicy
 }
 
 // StringMatchKind says how a header or query parameter value is compared.

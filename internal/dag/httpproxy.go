@@ -117,6 +117,9 @@ func (b *builder) proxyGraph() *proxyGraph {
 		// The routes are translated even when the object is already invalid, so that its
 		// status lists every problem at once, not one more after each fix.
 		routeConds, includeConds := validateHTTPProxy(p, &n.check)
+		if !b.opts.RateLimitService {
+			warnGlobalUnenforced(p, &n.check)
+		}
 		n.includeConds = includeConds
 		n.plans = b.proxyRoutePlans(n, routeConds, &n.check)
 		if tp := p.Spec.TCPProxy; tp != nil && len(tp.Services) > 0 {
@@ -493,10 +496,12 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	var checked proxyCheck
 	ipFilter := proxyIPFilter(vhSpec.IPAllowFilterPolicy, vhSpec.IPDenyFilterPolicy, "spec.virtualhost", &checked)
 	cors := proxyCORS(vhSpec.CORSPolicy, &checked)
+	rateLimit := withDefaultGlobal(proxyRateLimit(vhSpec.RateLimitPolicy, "", &checked), b.opts.DefaultGlobalRateLimit)
 	if len(plain) > 0 || (secret == nil && tcp == nil) {
 		vh := b.vhost(h)
 		vh.IPFilter, vh.CORS = ipFilter, cors
 		vh.Routes = append(vh.Routes, plain...)
+		vh.RateLimit = rateLimit
 		if secret == nil && tcp == nil {
 			b.alsoUnderWildcardCertificates(vh)
 		}
@@ -504,7 +509,7 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 	if secret == nil && tcp == nil {
 		return
 	}
-	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h, IPFilter: ipFilter, CORS: cors}, Secret: secret, TCPProxy: tcp, Authorization: w.auth, JWTProviders: w.jwtProviders}
+	svh := &SecureVirtualHost{VirtualHost: VirtualHost{Name: h, IPFilter: ipFilter, CORS: cors, RateLimit: rateLimit}, Secret: secret, TCPProxy: tcp, Authorization: w.auth, JWTProviders: w.jwtProviders}
 	if t := vhSpec.TLS; t != nil {
 		svh.Passthrough = t.Passthrough
 		svh.MinTLSVersion = t.MinimumProtocolVersion

@@ -92,6 +92,7 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 	out.IPFilter = proxyIPFilter(r.IPAllowFilterPolicy, r.IPDenyFilterPolicy, field, c)
 	out.Timeouts = proxyTimeouts(r.TimeoutPolicy, field, c)
 	out.Retry = proxyRetry(r, out.Timeouts, field, c)
+	out.RateLimit = proxyRateLimit(r.RateLimitPolicy, field+".rateLimitPolicy", c)
 	if r.RequestHeadersPolicy != nil {
 		out.RequestHeaders, out.HostRewrite = proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n, "", 0, true, c)
 	}

@@ -756,8 +756,7 @@ spec:
 		vh, route, service, spec string
 		field                    string
 	}{
-		{name: "virtualhost rateLimitPolicy", vh: `, rateLimitPolicy: {local: {requests: 1, unit: second}}`, field: "spec.virtualhost.rateLimitPolicy"},
-		{name: "route rateLimitPolicy", route: "\n    rateLimitPolicy: {local: {requests: 1, unit: second}}", field: "spec.routes[0].rateLimitPolicy"},
+		{name: "authorization withRequestBody", vh: `, authorization: {extensionRef: {name: auth}, withRequestBody: {maxRequestBytes: 1024}}`, field: "spec.virtualhost.authorization.withRequestBody"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vh := tc.vh

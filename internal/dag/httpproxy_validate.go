@@ -105,7 +105,6 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 				seenRoutes[k] = i
 			}
 		}
-		validateRouteSecurity(r, field, c)
 		if spec.VirtualHost != nil {
 			validateRouteJWT(r, field, spec.VirtualHost.JWTProviders, true, c)
 		} else {
@@ -187,21 +186,11 @@ func validateProxyVirtualHost(vh *contourv1.VirtualHost, hasTCPProxy bool, c *pr
 	if msg := validateProxyFQDN(vh.Fqdn); msg != "" {
 		c.fail(problemVirtualHost, "FQDNInvalid", "spec.virtualhost.fqdn: %s", msg)
 	}
-	unsupportedSecurity := []struct {
-		field string
-		set   bool
-	}{
-		{"spec.virtualhost.rateLimitPolicy", vh.RateLimitPolicy != nil},
-	}
-	for _, u := range unsupportedSecurity {
-		if u.set {
-			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", u.field)
-		}
-	}
 	validateProxyAuthorization(vh, c)
 	proxyIPFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy, "spec.virtualhost", c)
 	proxyCORS(vh.CORSPolicy, c)
 	validateJWTProviders(vh, c)
+	proxyRateLimit(vh.RateLimitPolicy, "spec.virtualhost.rateLimitPolicy", c)
 	if vh.TLS != nil && vh.TLS.EnableFallbackCertificate && len(vh.JWTProviders) > 0 {
 		// Contour refuses the two together too: a client without a server name would
 		// reach the host's routes on the fallback certificate's connection.
@@ -291,21 +280,6 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 		c.fail(problemService, "NoServices", "%s.services: every service is a mirror, and a tcpproxy has no mirrors; it needs a service that receives its connections", field)
 	}
 	validateServicesUnsupported(tp.Services, field, true, c)
-}
-
-// validateRouteSecurity fails a route that asks for a security feature Portico does not
-// implement yet (fail closed).
-func validateRouteSecurity(r *contourv1.Route, field string, c *proxyCheck) {
-	for _, u := range []struct {
-		name string
-		set  bool
-	}{
-		{"rateLimitPolicy", r.RateLimitPolicy != nil},
-	} {
-		if u.set {
-			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s.%s is not implemented by Portico yet; the object is not served rather than served without the protection it asks for: remove the field, or keep this host on a controller that implements it", field, u.name)
-		}
-	}
 }
 
 // validateRouteUnsupported warns about the fields of a route Portico ignores.

@@ -88,6 +88,9 @@ func (b *builder) validateHTTPProxyObject(p *contourv1.HTTPProxy) Verdict {
 		n.check.fail(problemSpec, "SpecUnreadable", "its spec cannot be read: %s; fix that field", reason)
 	} else {
 		routeConds, _ := validateHTTPProxy(p, &n.check)
+		if !b.opts.RateLimitService {
+			warnGlobalUnenforced(p, &n.check)
+		}
 		// Services, Secrets and other objects are not looked at: only problems of the
 		// object itself count here.
 		var own proxyCheck

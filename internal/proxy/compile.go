@@ -307,9 +307,11 @@ func diffNames(was, now []string, refs map[string]int) {
 // each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
-		// A chain's filters are part of its spec: a chain whose routes are patched
-		// keeps them, and counts them again only when it is new.
-		return append(cc.fc.routes.clusterUses(), cs.hcm.filters.Clusters()...)
+		names := cc.fc.routes.clusterUses()
+		if filters := cs.hcm.filters.Clusters(); len(filters) > 0 {
+			names = append(slices.Clip(names), filters...)
+		}
+		return names
 	}
 	names := make([]string, 0, len(cs.tcp.clusters))
 	for _, c := range cs.tcp.clusters {

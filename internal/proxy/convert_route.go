@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -14,6 +15,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 )
 
 // unsupported returns an error naming the first field that is set, so that a
@@ -270,7 +272,6 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 		field{"matcher", pvh.GetMatcher() != nil},
 		field{"require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE},
 		field{"virtual_clusters", len(pvh.GetVirtualClusters()) > 0},
-		field{"rate_limits", len(pvh.GetRateLimits()) > 0},
 		field{"cors", pvh.GetCors() != nil},
 		field{"retry_policy", pvh.GetRetryPolicy() != nil || pvh.GetRetryPolicyTypedConfig() != nil},
 		field{"hedge_policy", pvh.GetHedgePolicy() != nil},
@@ -291,13 +292,25 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	if err != nil {
 		return nil, err
 	}
-	vhFilters, err := httpFilters.ParsePerFilter(pvh.GetTypedPerFilterConfig())
+	vhFilters, err := httpFilters.ParsePerFilterAt(pvh.GetTypedPerFilterConfig(), filter.Place{VirtualHost: pvh.GetName()})
+	if err != nil {
+		return nil, err
+	}
+	vhLimits, err := ratelimit.ParseLimits(pvh.GetRateLimits())
 	if err != nil {
 		return nil, err
 	}
 	vh := &vhostDef{name: pvh.GetName(), headers: headers}
+	places := routePlaces(pvh)
 	for i, pr := range pvh.GetRoutes() {
-		r, err := convertRoute(pr)
+		var at filter.Place
+		if places != nil {
+			at = places[i]
+		}
+		r, err := convertRoute(pr, at)
+		if err == nil && r.forward != nil {
+			r.rateLimits, err = routeRateLimits(pr.GetRoute().GetRateLimits(), vhLimits)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
 		}
@@ -308,7 +321,44 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	return vh, nil
 }
 
-func convertRoute(pr *routev3.Route) (*route, error) {
+// routeRateLimits are a forwarding route's rate_limits with its virtual
+// host's, for the rate limit filter (Envoy's applies to routes that forward
+// only); nil when neither has any.
+func routeRateLimits(own []*routev3.RateLimit, vhost []ratelimit.Limit) (*ratelimit.RouteLimits, error) {
+	if len(own) == 0 && len(vhost) == 0 {
+		return nil, nil
+	}
+	limits, err := ratelimit.ParseLimits(own)
+	if err != nil {
+		return nil, err
+	}
+	return &ratelimit.RouteLimits{Route: limits, VirtualHost: vhost}, nil
+}
+
+// routePlaces are where the routes of pvh are, for the filters that keep
+// state across configuration swaps: the route's name, and among routes of
+// the same name, which one it is, so that routes added or removed elsewhere
+// in the virtual host do not move the others. nil when no route has
+// typed_per_filter_config (nothing to place: the usual virtual host pays
+// nothing).
+func routePlaces(pvh *routev3.VirtualHost) []filter.Place {
+	if !slices.ContainsFunc(pvh.GetRoutes(), func(r *routev3.Route) bool { return len(r.GetTypedPerFilterConfig()) > 0 }) {
+		return nil
+	}
+	out := make([]filter.Place, len(pvh.GetRoutes()))
+	seen := map[string]int{}
+	for i, pr := range pvh.GetRoutes() {
+		name := pr.GetName()
+		if n := seen[name]; n > 0 || name == "" {
+			name += "#" + strconv.Itoa(n)
+		}
+		seen[pr.GetName()]++
+		out[i] = filter.Place{VirtualHost: pvh.GetName(), Route: name}
+	}
+	return out
+}
+
+func convertRoute(pr *routev3.Route, at filter.Place) (*route, error) {
 	if err := unsupported(
 		field{"route_specifiers", len(pr.GetRouteSpecifiers()) > 0},
 		field{"per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil},
@@ -321,7 +371,7 @@ func convertRoute(pr *routev3.Route) (*route, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	r := &route{name: pr.GetName(), match: m}
-	if r.perFilter, err = httpFilters.ParsePerFilter(pr.GetTypedPerFilterConfig()); err != nil {
+	if r.perFilter, err = httpFilters.ParsePerFilterAt(pr.GetTypedPerFilterConfig(), at); err != nil {
 		return nil, err
 	}
 	r.headers, err = convertHeaderLevel(pr.GetRequestHeadersToAdd(), pr.GetRequestHeadersToRemove(),
@@ -498,7 +548,6 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		field{"flush_timeout", ra.GetFlushTimeout() != nil},
 		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
 		field{"retry_policy_typed_config", ra.GetRetryPolicyTypedConfig() != nil},
-		field{"rate_limits", len(ra.GetRateLimits()) > 0},
 		field{"cors", ra.GetCors() != nil},
 		field{"max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil},
 		field{"grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil},

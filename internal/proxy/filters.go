@@ -7,7 +7,9 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/filters/cors"
 	"github.com/portico-dev/portico/internal/proxy/filters/extauthz"
 	"github.com/portico-dev/portico/internal/proxy/filters/jwtauthn"
+	"github.com/portico-dev/portico/internal/proxy/filters/localratelimit"
 	"github.com/portico-dev/portico/internal/proxy/filters/lua"
+	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 	"github.com/portico-dev/portico/internal/proxy/filters/rbac"
 )
 
@@ -15,6 +17,8 @@ import (
 // of its own under internal/proxy/filters. Adding one is one line here. The
 // router, last in every chain, is the proxy's own request forwarding.
 var httpFilters = filter.NewRegistry(&routerv3.Router{},
+	localratelimit.Factory{},
+	ratelimit.Factory{},
 	lua.Factory{},
 	extauthz.Factory{},
 	cors.Factory{},

@@ -150,6 +150,9 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
 	if rt != nil {
 		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.name, Matched: true}
+		if rt.rateLimits != nil {
+			s.Route.RateLimits = rt.rateLimits
+		}
 	}
 	lr := c.Decode(s, perFilter)
 	rw.filterHeaders = s.ResponseHeaders()

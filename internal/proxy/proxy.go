@@ -179,7 +179,7 @@ func New(cfg Config) *Proxy {
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
 	p.mirrors = make(inFlight, maxMirrorsInFlight)
-	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log}
+	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
 	return p
 }
 

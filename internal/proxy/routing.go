@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 )
 
 // defaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is unset.
@@ -113,6 +114,9 @@ type route struct {
 	// perFilter is the HTTP filters' configuration for it: its own
 	// typed_per_filter_config over its virtual host's.
 	perFilter filter.PerFilter
+	// rateLimits are its rate_limits and its virtual host's, for the rate
+	// limit filter; nil: none.
+	rateLimits *ratelimit.RouteLimits
 }
 
 type pathMatchKind int

@@ -115,6 +115,8 @@ func TestWebhook(t *testing.T) {
 		refusedWith(t, err, `not served: spec.routes[0].conditions[0].header: header "x-a" must set exactly one of present, notpresent, exact, notexact, contains, notcontains, regex (it sets 2)`)
 		err = createHTTPProxyJSON(ctx, cc, ns, "unprotected", `{"virtualhost": {"fqdn": "proxy.webhook.test", "ipAllowPolicy": [{"source": "Peer", "cidr": "10.0.0.0/33"}]}, "routes": [{"services": [{"name": "web", "port": 80}]}]}`)
 		refusedWith(t, err, `not served: spec.virtualhost.ipAllowPolicy[0].cidr "10.0.0.0/33" is not an IP address or CIDR block`)
+		err = createHTTPProxyJSON(ctx, cc, ns, "badlimit", `{"virtualhost": {"fqdn": "proxy.webhook.test"}, "routes": [{"services": [{"name": "web", "port": 80}], "rateLimitPolicy": {"local": {"requests": 1, "unit": "hour", "responseStatusCode": 418}}}]}`)
+		refusedWith(t, err, `not served: spec.routes[0].rateLimitPolicy.local.responseStatusCode 418 is not a 4xx or 5xx status the data planes can answer`)
 	})
 	t.Run("valid HTTPProxy admitted, with a warning for what Portico ignores", func(t *testing.T) {
 		warned.take()

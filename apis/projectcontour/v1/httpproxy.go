@@ -253,8 +253,8 @@ type Route struct {
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// RateLimitPolicy limits the route's request rate.
-	// Portico: not implemented yet; the object is not served (invalid) rather than
-	// served without it.
+	// Portico: local is enforced by each proxy; global by the rate limit service of
+	// --rate-limit-service.
 	// +optional
 	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
 	// RequestRedirectPolicy answers with a redirect instead of proxying.

@@ -23,7 +23,8 @@ type VirtualHost struct {
 	// +optional
 	CORSPolicy *CORSPolicy `json:"corsPolicy,omitempty"`
 	// RateLimitPolicy limits the host's request rate.
-	// Portico: not implemented yet; the object is not served (invalid).
+	// Portico: local is enforced by each proxy; global by the rate limit service of
+	// --rate-limit-service.
 	// +optional
 	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
 	// JWTProviders verify JSON Web Tokens of requests; routes say which they require.
@@ -469,8 +470,10 @@ type RequestHeaderValueMatchDescriptor struct {
 	// +kubebuilder:validation:MinItems=1
 	Headers []HeaderMatchCondition `json:"headers,omitempty"`
 	// ExpectMatch false makes the entry present when the headers do not match.
+	// Portico: a pointer, so that a manifest read without an API server (portico run)
+	// that leaves it out gets the default, true, as the API server would give it.
 	// +kubebuilder:default=true
-	ExpectMatch bool `json:"expectMatch,omitempty"`
+	ExpectMatch *bool `json:"expectMatch,omitempty"`
 	// Value of the entry.
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1

@@ -148,6 +148,24 @@ type PerFilter map[string]PerRoute
 // ParsePerFilter converts a typed_per_filter_config. Unknown types are an
 // error unless wrapped in an optional FilterConfig.
 func (r *Registry) ParsePerFilter(m map[string]*anypb.Any) (PerFilter, error) {
+	return r.ParsePerFilterAt(m, Place{})
+}
+
+// Place is where a per-route configuration is configured: a virtual host's
+// (Route empty) or one route's.
+type Place struct {
+	VirtualHost, Route string
+}
+
+// Placed is implemented by per-route configurations that need to know their
+// Place, e.g. to find state they keep across configuration swaps (a rate
+// limit's bucket); ParsePerFilterAt tells them once parsed.
+type Placed interface {
+	SetPlace(filter string, at Place)
+}
+
+// ParsePerFilterAt is ParsePerFilter for the configuration at a place.
+func (r *Registry) ParsePerFilterAt(m map[string]*anypb.Any, at Place) (PerFilter, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
@@ -157,9 +175,13 @@ func (r *Registry) ParsePerFilter(m map[string]*anypb.Any) (PerFilter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("typed_per_filter_config %q: %w", name, err)
 		}
-		if pr != nil {
-			out[name] = *pr
+		if pr == nil {
+			continue
 		}
+		if p, ok := pr.Config.(Placed); ok {
+			p.SetPlace(name, at)
+		}
+		out[name] = *pr
 	}
 	return out, nil
 }

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -75,6 +76,10 @@ type Route struct {
 	VirtualHost, Name string
 	// Matched reports whether a route matched at all.
 	Matched bool
+	// RateLimits are the route's and its virtual host's rate_limits (route
+	// fields, not typed_per_filter_config), as the rate limit filter's
+	// package converted them; nil without any.
+	RateLimits any
 }
 
 // Stream is one request passing through a chain.
@@ -221,4 +226,8 @@ type Upstreams interface {
 type Env struct {
 	Upstreams Upstreams
 	Log       *slog.Logger
+	// Shared keeps what filters keep across configuration swaps (a rate
+	// limit's token buckets), each filter under keys of a type of its own.
+	// nil: nothing is kept.
+	Shared *sync.Map
 }

@@ -37,7 +37,15 @@ type httpFilter struct {
 // authorization), then the rate limits, which so count only requests that
 // would be served. Lua (cookie rewrites) works on responses only; it is first so that
 // its changes come last, as encoders run in reverse.
-var httpFilters = []httpFilter{luaFilter, corsFilter, rbacFilter, jwtAuthnFilter, extAuthzFilter}
+var httpFilters = []httpFilter{
+	luaFilter,
+	corsFilter,
+	rbacFilter,
+	jwtAuthnFilter,
+	extAuthzFilter,
+	localRateLimitFilter,
+	rateLimitFilter,
+}
 
 // httpFilterChain is the http_filters of a connection manager: a plain
 // listener's (svh nil) or an HTTPS server name's.

@@ -68,6 +68,12 @@ type Incremental struct {
 	// clusters are new (nil otherwise, and between calls).
 	pre *pretranslated
 
+	// listenerClusters are the clusters the connection managers' filters use (the
+	// rate limit service's), held for as long as t; listenerUses is their use, nil
+	// after forget.
+	listenerClusters []*dag.Cluster
+	listenerUses     []*clusterUse
+
 	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
 	// by the last call (not reused), for tests and benchmarks.
 	Retranslated int
@@ -114,6 +120,9 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	if err := CheckMaxRequestHeadersKB(opts.MaxRequestHeadersKB); err != nil {
 		return nil, err
 	}
+	if err := CheckRateLimitService(opts.RateLimit); err != nil {
+		return nil, err
+	}
 	httpAddr, err := socketAddress(opts.HTTPAddress)
 	if err != nil {
 		return nil, fmt.Errorf("http address: %w", err)
@@ -123,6 +132,9 @@ func NewIncremental(opts Options) (*Incremental, error) {
 		return nil, fmt.Errorf("https address: %w", err)
 	}
 	t := &Incremental{opts: opts}
+	if c := rateLimitCluster(opts.RateLimit); c != nil {
+		t.listenerClusters = []*dag.Cluster{c}
+	}
 	t.forget()
 	err = recoverInvalid(func() error {
 		t.httpListener = httpListener(httpAddr, opts)
@@ -143,6 +155,7 @@ func (t *Incremental) forget() {
 	t.clusters, t.byCluster = map[string]*clusterEntry{}, map[*dag.Cluster]*clusterUse{}
 	t.httpRoutes, t.httpsListener = nil, nil
 	t.gateways = nil
+	t.listenerUses = nil
 }
 
 // Translate converts g, as Translate(g, opts) does.
@@ -153,6 +166,9 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 		var err error
 		if t.pre, err = t.pretranslate(g); err != nil {
 			return err
+		}
+		if t.listenerUses == nil && len(t.listenerClusters) > 0 {
+			t.listenerUses = t.use(t.listenerClusters)
 		}
 		res = &Resources{Listeners: []types.Resource{t.httpListener}}
 		routes, err := t.httpRouteConfig(g.HTTP)

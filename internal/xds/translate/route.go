@@ -149,7 +149,7 @@ func sharedVirtualHost(vh *dag.VirtualHost, opts Options) *routev3.VirtualHost {
 // (fallback) for hosts that are NOT one label deep, which the wildcard does not really
 // match. A one-label host that matches no wildcard route gets 404, as for any known host.
 func virtualHost(vh *dag.VirtualHost, fallback *dag.VirtualHost, opts Options) *routev3.VirtualHost {
-	out := &routev3.VirtualHost{Name: vh.Name, Domains: []string{vh.Name}, TypedPerFilterConfig: vhostFilterConfig(vh, opts)}
+	out := &routev3.VirtualHost{Name: vh.Name, Domains: []string{vh.Name}, TypedPerFilterConfig: vhostFilterConfig(vh, opts), RateLimits: globalRateLimits(vh.RateLimit)}
 	if !vh.IsWildcard() {
 		out.Routes = routes(vh, nil, opts)
 		uniqueRouteNames(out.Routes)
@@ -797,6 +797,7 @@ func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 	}
 	ra.RetryPolicy = retryPolicy(r.Retry)
 	ra.RequestMirrorPolicies = mirrorPolicies(r.Mirrors)
+	ra.RateLimits = globalRateLimits(r.RateLimit)
 	if r.Websocket {
 		ra.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket"}}
 	}

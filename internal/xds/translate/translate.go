@@ -49,6 +49,9 @@ type Options struct {
 	// to X-Forwarded-For (HCM xff_num_trusted_hops): the client's address is the
 	// NumTrustedHops-th address from its right end; 0 makes it the connection's.
 	NumTrustedHops uint32
+	// RateLimit, when set, is the global rate limit service the routes' global
+	// rate limit policies are sent to.
+	RateLimit *RateLimitService
 
 	// keepHostPort is set for the listeners of Gateways (translateGateways): the Host
 	// keeps its port, which virtual host matching ignores, and goes upstream as the
@@ -115,6 +118,9 @@ func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 	if err := CheckMaxRequestHeadersKB(opts.MaxRequestHeadersKB); err != nil {
 		return nil, err
 	}
+	if err := CheckRateLimitService(opts.RateLimit); err != nil {
+		return nil, err
+	}
 	err = recoverInvalid(func() (err error) {
 		res, err = translate(g, opts)
 		return err
@@ -152,7 +158,11 @@ func translate(g *dag.Graph, opts Options) (*Resources, error) {
 	if err := translateGateways(g.Gateways, opts, res); err != nil {
 		return nil, err
 	}
-	if err := translateClusters(g.Clusters(), opts, res); err != nil {
+	clusters := g.Clusters()
+	if c := rateLimitCluster(opts.RateLimit); c != nil {
+		clusters = append(clusters, c)
+	}
+	if err := translateClusters(clusters, opts, res); err != nil {
 		return nil, err
 	}
 	return res, nil
