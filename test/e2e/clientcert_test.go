@@ -23,11 +23,10 @@ import (
 // clientPKI is a CA for client certificates, two clients it issued (one of them
 // revoked), the CRL saying so, and a client of another CA.
 type clientPKI struct {
-	ca               *pki.CA
-	alice, mallory   *pki.Leaf
-	stranger         *pki.Leaf
-	crlPEM           []byte
-	aliceCert, other tls.Certificate
+	ca             *pki.CA
+	alice, mallory *pki.Leaf
+	stranger       *pki.Leaf
+	crlPEM         []byte
 }
 
 func newClientPKI(t *testing.T) *clientPKI {
