@@ -15,6 +15,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // Active health checking of cluster endpoints, with Envoy's semantics:
@@ -93,20 +94,20 @@ func convertHealthChecks(cluster string, hcs []*corev3.HealthCheck) (*healthChec
 func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpec, error) {
 	// name only names statistics, and the always_log flags only matter with
 	// an event log (which is refused): both are safe to accept.
-	if err := unsupported(
-		field{"initial_jitter", hc.GetInitialJitter() != nil},
-		field{"interval_jitter", hc.GetIntervalJitter() != nil},
-		field{"interval_jitter_percent", hc.GetIntervalJitterPercent() != 0},
-		field{"alt_port", hc.GetAltPort() != nil},
-		field{"no_traffic_healthy_interval", hc.GetNoTrafficHealthyInterval() != nil},
-		field{"unhealthy_interval", hc.GetUnhealthyInterval() != nil},
-		field{"unhealthy_edge_interval", hc.GetUnhealthyEdgeInterval() != nil},
-		field{"healthy_edge_interval", hc.GetHealthyEdgeInterval() != nil},
-		field{"event_log_path", hc.GetEventLogPath() != ""},
-		field{"event_logger", len(hc.GetEventLogger()) > 0},
-		field{"event_service", hc.GetEventService() != nil},
-		field{"tls_options", hc.GetTlsOptions() != nil},
-		field{"transport_socket_match_criteria", hc.GetTransportSocketMatchCriteria() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("initial_jitter", hc.GetInitialJitter() != nil),
+		xdsconv.Set("interval_jitter", hc.GetIntervalJitter() != nil),
+		xdsconv.Set("interval_jitter_percent", hc.GetIntervalJitterPercent() != 0),
+		xdsconv.Set("alt_port", hc.GetAltPort() != nil),
+		xdsconv.Set("no_traffic_healthy_interval", hc.GetNoTrafficHealthyInterval() != nil),
+		xdsconv.Set("unhealthy_interval", hc.GetUnhealthyInterval() != nil),
+		xdsconv.Set("unhealthy_edge_interval", hc.GetUnhealthyEdgeInterval() != nil),
+		xdsconv.Set("healthy_edge_interval", hc.GetHealthyEdgeInterval() != nil),
+		xdsconv.Set("event_log_path", hc.GetEventLogPath() != ""),
+		xdsconv.Set("event_logger", len(hc.GetEventLogger()) > 0),
+		xdsconv.Set("event_service", hc.GetEventService() != nil),
+		xdsconv.Set("tls_options", hc.GetTlsOptions() != nil),
+		xdsconv.Set("transport_socket_match_criteria", hc.GetTransportSocketMatchCriteria() != nil),
 	); err != nil {
 		return nil, err
 	}
@@ -134,10 +135,10 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpe
 		}
 	case *corev3.HealthCheck_TcpHealthCheck_:
 		t := h.TcpHealthCheck
-		if err := unsupported(
-			field{"tcp_health_check.send", t.GetSend() != nil},
-			field{"tcp_health_check.receive", len(t.GetReceive()) > 0},
-			field{"tcp_health_check.proxy_protocol_config", t.GetProxyProtocolConfig() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("tcp_health_check.send", t.GetSend() != nil),
+			xdsconv.Set("tcp_health_check.receive", len(t.GetReceive()) > 0),
+			xdsconv.Set("tcp_health_check.proxy_protocol_config", t.GetProxyProtocolConfig() != nil),
 		); err != nil {
 			return nil, err
 		}
@@ -149,16 +150,16 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpe
 }
 
 func (s *healthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHealthCheck) error {
-	if err := unsupported(
-		field{"send", h.GetSend() != nil},
-		field{"receive", len(h.GetReceive()) > 0},
-		field{"response_buffer_size", h.GetResponseBufferSize() != nil},
-		field{"request_headers_to_add", len(h.GetRequestHeadersToAdd()) > 0},
-		field{"request_headers_to_remove", len(h.GetRequestHeadersToRemove()) > 0},
-		field{"codec_client_type " + h.GetCodecClientType().String() + " (only HTTP1)", h.GetCodecClientType() != typev3.CodecClientType_HTTP1},
-		field{"use_alpn_protocol", h.GetUseAlpnProtocol()},
-		field{"service_name_matcher", h.GetServiceNameMatcher() != nil},
-		field{"method " + h.GetMethod().String() + " (only GET)", h.GetMethod() != corev3.RequestMethod_METHOD_UNSPECIFIED && h.GetMethod() != corev3.RequestMethod_GET},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("send", h.GetSend() != nil),
+		xdsconv.Set("receive", len(h.GetReceive()) > 0),
+		xdsconv.Set("response_buffer_size", h.GetResponseBufferSize() != nil),
+		xdsconv.Set("request_headers_to_add", len(h.GetRequestHeadersToAdd()) > 0),
+		xdsconv.Set("request_headers_to_remove", len(h.GetRequestHeadersToRemove()) > 0),
+		xdsconv.Set("codec_client_type "+h.GetCodecClientType().String()+" (only HTTP1)", h.GetCodecClientType() != typev3.CodecClientType_HTTP1),
+		xdsconv.Set("use_alpn_protocol", h.GetUseAlpnProtocol()),
+		xdsconv.Set("service_name_matcher", h.GetServiceNameMatcher() != nil),
+		xdsconv.Set("method "+h.GetMethod().String()+" (only GET)", h.GetMethod() != corev3.RequestMethod_METHOD_UNSPECIFIED && h.GetMethod() != corev3.RequestMethod_GET),
 	); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // Load balancing: which endpoint of a cluster serves one attempt. Every
@@ -90,9 +91,9 @@ func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 		if s.policy != lbLeastRequest {
 			return errors.New("least_request_lb_config needs lb_policy LEAST_REQUEST")
 		}
-		if err := unsupported(
-			field{"least_request_lb_config.active_request_bias", lr.GetActiveRequestBias() != nil},
-			field{"least_request_lb_config.slow_start_config", lr.GetSlowStartConfig() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("least_request_lb_config.active_request_bias", lr.GetActiveRequestBias() != nil),
+			xdsconv.Set("least_request_lb_config.slow_start_config", lr.GetSlowStartConfig() != nil),
 		); err != nil {
 			return err
 		}
@@ -104,9 +105,9 @@ func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 		if s.policy != lbRingHash {
 			return errors.New("ring_hash_lb_config needs lb_policy RING_HASH")
 		}
-		if err := unsupported(
-			field{"ring_hash_lb_config.hash_function " + rh.GetHashFunction().String(), rh.GetHashFunction() != clusterv3.Cluster_RingHashLbConfig_XX_HASH},
-			field{"ring_hash_lb_config.maximum_ring_size", rh.GetMaximumRingSize() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("ring_hash_lb_config.hash_function "+rh.GetHashFunction().String(), rh.GetHashFunction() != clusterv3.Cluster_RingHashLbConfig_XX_HASH),
+			xdsconv.Set("ring_hash_lb_config.maximum_ring_size", rh.GetMaximumRingSize() != nil),
 		); err != nil {
 			return err
 		}
@@ -133,13 +134,13 @@ func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 }
 
 func (s *lbSpec) setCommonConfig(cc *clusterv3.Cluster_CommonLbConfig) error {
-	if err := unsupported(
-		field{"locality config (zone_aware_lb_config / locality_weighted_lb_config)", cc.GetLocalityConfigSpecifier() != nil},
-		field{"update_merge_window", cc.GetUpdateMergeWindow() != nil},
-		field{"ignore_new_hosts_until_first_hc", cc.GetIgnoreNewHostsUntilFirstHc()},
-		field{"close_connections_on_host_set_change", cc.GetCloseConnectionsOnHostSetChange()},
-		field{"consistent_hashing_lb_config", cc.GetConsistentHashingLbConfig() != nil},
-		field{"override_host_status", cc.GetOverrideHostStatus() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("locality config (zone_aware_lb_config / locality_weighted_lb_config)", cc.GetLocalityConfigSpecifier() != nil),
+		xdsconv.Set("update_merge_window", cc.GetUpdateMergeWindow() != nil),
+		xdsconv.Set("ignore_new_hosts_until_first_hc", cc.GetIgnoreNewHostsUntilFirstHc()),
+		xdsconv.Set("close_connections_on_host_set_change", cc.GetCloseConnectionsOnHostSetChange()),
+		xdsconv.Set("consistent_hashing_lb_config", cc.GetConsistentHashingLbConfig() != nil),
+		xdsconv.Set("override_host_status", cc.GetOverrideHostStatus() != nil),
 	); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -82,23 +83,23 @@ func convertOutlierDetection(od *clusterv3.OutlierDetection) (*outlierSpec, erro
 	// the detectors the proxy does not implement are refused.
 	isNot := func(v *wrapperspb.UInt32Value, def uint32) bool { return v != nil && v.GetValue() != def }
 	nonZero := func(d *durationpb.Duration) bool { return d != nil && d.AsDuration() != 0 }
-	if err := unsupported(
-		field{"consecutive_gateway_failure", isNot(od.GetConsecutiveGatewayFailure(), 5)},
-		field{"enforcing_consecutive_gateway_failure", isNot(od.GetEnforcingConsecutiveGatewayFailure(), 0)},
-		field{"split_external_local_origin_errors", od.GetSplitExternalLocalOriginErrors()},
-		field{"consecutive_local_origin_failure", isNot(od.GetConsecutiveLocalOriginFailure(), 5)},
-		field{"enforcing_consecutive_local_origin_failure", isNot(od.GetEnforcingConsecutiveLocalOriginFailure(), 100)},
-		field{"enforcing_local_origin_success_rate", isNot(od.GetEnforcingLocalOriginSuccessRate(), 100)},
-		field{"failure_percentage_threshold", isNot(od.GetFailurePercentageThreshold(), 85)},
-		field{"enforcing_failure_percentage", isNot(od.GetEnforcingFailurePercentage(), 0)},
-		field{"enforcing_failure_percentage_local_origin", isNot(od.GetEnforcingFailurePercentageLocalOrigin(), 0)},
-		field{"failure_percentage_minimum_hosts", isNot(od.GetFailurePercentageMinimumHosts(), 5)},
-		field{"failure_percentage_request_volume", isNot(od.GetFailurePercentageRequestVolume(), 50)},
-		field{"max_ejection_time_jitter", nonZero(od.GetMaxEjectionTimeJitter())},
-		field{"monitors", len(od.GetMonitors()) > 0},
-		field{"always_eject_one_host false (the embedded proxy always may eject one endpoint)",
-			od.GetAlwaysEjectOneHost() != nil && !od.GetAlwaysEjectOneHost().GetValue()},
-		field{"detect_degraded_hosts", od.GetDetectDegradedHosts().GetValue()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("consecutive_gateway_failure", isNot(od.GetConsecutiveGatewayFailure(), 5)),
+		xdsconv.Set("enforcing_consecutive_gateway_failure", isNot(od.GetEnforcingConsecutiveGatewayFailure(), 0)),
+		xdsconv.Set("split_external_local_origin_errors", od.GetSplitExternalLocalOriginErrors()),
+		xdsconv.Set("consecutive_local_origin_failure", isNot(od.GetConsecutiveLocalOriginFailure(), 5)),
+		xdsconv.Set("enforcing_consecutive_local_origin_failure", isNot(od.GetEnforcingConsecutiveLocalOriginFailure(), 100)),
+		xdsconv.Set("enforcing_local_origin_success_rate", isNot(od.GetEnforcingLocalOriginSuccessRate(), 100)),
+		xdsconv.Set("failure_percentage_threshold", isNot(od.GetFailurePercentageThreshold(), 85)),
+		xdsconv.Set("enforcing_failure_percentage", isNot(od.GetEnforcingFailurePercentage(), 0)),
+		xdsconv.Set("enforcing_failure_percentage_local_origin", isNot(od.GetEnforcingFailurePercentageLocalOrigin(), 0)),
+		xdsconv.Set("failure_percentage_minimum_hosts", isNot(od.GetFailurePercentageMinimumHosts(), 5)),
+		xdsconv.Set("failure_percentage_request_volume", isNot(od.GetFailurePercentageRequestVolume(), 50)),
+		xdsconv.Set("max_ejection_time_jitter", nonZero(od.GetMaxEjectionTimeJitter())),
+		xdsconv.Set("monitors", len(od.GetMonitors()) > 0),
+		xdsconv.Set("always_eject_one_host false (the embedded proxy always may eject one endpoint)",
+			od.GetAlwaysEjectOneHost() != nil && !od.GetAlwaysEjectOneHost().GetValue()),
+		xdsconv.Set("detect_degraded_hosts", od.GetDetectDegradedHosts().GetValue()),
 	); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // retryOn is the set of retry_on conditions.
@@ -89,16 +90,16 @@ type retryPolicy struct {
 var noRetries = &retryPolicy{}
 
 func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
-	if err := unsupported(
-		field{"per_try_idle_timeout", rp.GetPerTryIdleTimeout() != nil},
-		field{"retry_priority", rp.GetRetryPriority() != nil},
-		field{"retry_host_predicate", len(rp.GetRetryHostPredicate()) > 0},
-		field{"retry_options_predicates", len(rp.GetRetryOptionsPredicates()) > 0},
-		field{"host_selection_retry_max_attempts", rp.GetHostSelectionRetryMaxAttempts() != 0},
-		field{"rate_limited_retry_back_off", rp.GetRateLimitedRetryBackOff() != nil},
-		field{"retriable_headers", len(rp.GetRetriableHeaders()) > 0},
-		field{"retriable_request_headers", len(rp.GetRetriableRequestHeaders()) > 0},
-		field{"refresh_cluster_on_retry", rp.GetRefreshClusterOnRetry()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("per_try_idle_timeout", rp.GetPerTryIdleTimeout() != nil),
+		xdsconv.Set("retry_priority", rp.GetRetryPriority() != nil),
+		xdsconv.Set("retry_host_predicate", len(rp.GetRetryHostPredicate()) > 0),
+		xdsconv.Set("retry_options_predicates", len(rp.GetRetryOptionsPredicates()) > 0),
+		xdsconv.Set("host_selection_retry_max_attempts", rp.GetHostSelectionRetryMaxAttempts() != 0),
+		xdsconv.Set("rate_limited_retry_back_off", rp.GetRateLimitedRetryBackOff() != nil),
+		xdsconv.Set("retriable_headers", len(rp.GetRetriableHeaders()) > 0),
+		xdsconv.Set("retriable_request_headers", len(rp.GetRetriableRequestHeaders()) > 0),
+		xdsconv.Set("refresh_cluster_on_retry", rp.GetRefreshClusterOnRetry()),
 	); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,24 +43,24 @@ type tcpCluster struct {
 }
 
 func convertTCPProxy(tp *tcpproxyv3.TcpProxy) (*tcpProxySpec, error) {
-	if err := unsupported(
-		field{"on_demand", tp.GetOnDemand() != nil},
-		field{"metadata_match", tp.GetMetadataMatch() != nil},
-		field{"downstream_idle_timeout", tp.GetDownstreamIdleTimeout() != nil},
-		field{"upstream_idle_timeout", tp.GetUpstreamIdleTimeout() != nil},
-		field{"backoff_options", tp.GetBackoffOptions() != nil},
-		field{"hash_policy", len(tp.GetHashPolicy()) > 0},
-		field{"tunneling_config", tp.GetTunnelingConfig() != nil},
-		field{"max_downstream_connection_duration", tp.GetMaxDownstreamConnectionDuration() != nil},
-		field{"max_downstream_connection_duration_jitter_percentage", tp.GetMaxDownstreamConnectionDurationJitterPercentage() != nil},
-		field{"access_log_flush_interval", tp.GetAccessLogFlushInterval() != nil},
-		field{"flush_access_log_on_connected", tp.GetFlushAccessLogOnConnected()},
-		field{"access_log_options", tp.GetAccessLogOptions() != nil},
-		field{"proxy_protocol_tlvs", len(tp.GetProxyProtocolTlvs()) > 0},
-		field{"proxy_protocol_tlv_merge_policy " + tp.GetProxyProtocolTlvMergePolicy().String(), tp.GetProxyProtocolTlvMergePolicy() != 0},
-		field{"upstream_connect_mode " + tp.GetUpstreamConnectMode().String(), tp.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE},
-		field{"max_early_data_bytes", tp.GetMaxEarlyDataBytes() != nil},
-		field{"check_drain_close", tp.GetCheckDrainClose().GetValue()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("on_demand", tp.GetOnDemand() != nil),
+		xdsconv.Set("metadata_match", tp.GetMetadataMatch() != nil),
+		xdsconv.Set("downstream_idle_timeout", tp.GetDownstreamIdleTimeout() != nil),
+		xdsconv.Set("upstream_idle_timeout", tp.GetUpstreamIdleTimeout() != nil),
+		xdsconv.Set("backoff_options", tp.GetBackoffOptions() != nil),
+		xdsconv.Set("hash_policy", len(tp.GetHashPolicy()) > 0),
+		xdsconv.Set("tunneling_config", tp.GetTunnelingConfig() != nil),
+		xdsconv.Set("max_downstream_connection_duration", tp.GetMaxDownstreamConnectionDuration() != nil),
+		xdsconv.Set("max_downstream_connection_duration_jitter_percentage", tp.GetMaxDownstreamConnectionDurationJitterPercentage() != nil),
+		xdsconv.Set("access_log_flush_interval", tp.GetAccessLogFlushInterval() != nil),
+		xdsconv.Set("flush_access_log_on_connected", tp.GetFlushAccessLogOnConnected()),
+		xdsconv.Set("access_log_options", tp.GetAccessLogOptions() != nil),
+		xdsconv.Set("proxy_protocol_tlvs", len(tp.GetProxyProtocolTlvs()) > 0),
+		xdsconv.Set("proxy_protocol_tlv_merge_policy "+tp.GetProxyProtocolTlvMergePolicy().String(), tp.GetProxyProtocolTlvMergePolicy() != 0),
+		xdsconv.Set("upstream_connect_mode "+tp.GetUpstreamConnectMode().String(), tp.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE),
+		xdsconv.Set("max_early_data_bytes", tp.GetMaxEarlyDataBytes() != nil),
+		xdsconv.Set("check_drain_close", tp.GetCheckDrainClose().GetValue()),
 	); err != nil {
 		return nil, err
 	}

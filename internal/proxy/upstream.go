@@ -18,6 +18,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // statusClientClosedRequest is logged (never sent) when the downstream client
@@ -95,28 +96,28 @@ type upstreamCluster struct {
 }
 
 func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
-	if err := unsupported(
-		field{"transport_socket_matches", len(c.GetTransportSocketMatches()) > 0},
-		field{"transport_socket_matcher", c.GetTransportSocketMatcher() != nil},
-		field{"circuit_breakers", c.GetCircuitBreakers() != nil},
-		field{"max_requests_per_connection", c.GetMaxRequestsPerConnection() != nil},
-		field{"upstream_http_protocol_options", c.GetUpstreamHttpProtocolOptions() != nil},
-		field{"common_http_protocol_options", c.GetCommonHttpProtocolOptions() != nil},
-		field{"http_protocol_options", c.GetHttpProtocolOptions() != nil},
-		field{"http2_protocol_options", c.GetHttp2ProtocolOptions() != nil},
-		field{"protocol_selection USE_DOWNSTREAM_PROTOCOL", c.GetProtocolSelection() != clusterv3.Cluster_USE_CONFIGURED_PROTOCOL},
-		field{"dns_resolvers", len(c.GetDnsResolvers()) > 0},
-		field{"dns_resolution_config", c.GetDnsResolutionConfig() != nil},
-		field{"typed_dns_resolver_config", c.GetTypedDnsResolverConfig() != nil},
-		field{"upstream_bind_config", c.GetUpstreamBindConfig() != nil},
-		field{"lb_subset_config", c.GetLbSubsetConfig() != nil},
-		field{"load_balancing_policy", c.GetLoadBalancingPolicy() != nil},
-		field{"filters", len(c.GetFilters()) > 0},
-		field{"upstream_config", c.GetUpstreamConfig() != nil},
-		field{"lrs_server", c.GetLrsServer() != nil},
-		field{"close_connections_on_host_health_failure", c.GetCloseConnectionsOnHostHealthFailure()},
-		field{"ignore_health_on_host_removal", c.GetIgnoreHealthOnHostRemoval()},
-		field{"cluster_type (custom cluster)", c.GetClusterType() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("transport_socket_matches", len(c.GetTransportSocketMatches()) > 0),
+		xdsconv.Set("transport_socket_matcher", c.GetTransportSocketMatcher() != nil),
+		xdsconv.Set("circuit_breakers", c.GetCircuitBreakers() != nil),
+		xdsconv.Set("max_requests_per_connection", c.GetMaxRequestsPerConnection() != nil),
+		xdsconv.Set("upstream_http_protocol_options", c.GetUpstreamHttpProtocolOptions() != nil),
+		xdsconv.Set("common_http_protocol_options", c.GetCommonHttpProtocolOptions() != nil),
+		xdsconv.Set("http_protocol_options", c.GetHttpProtocolOptions() != nil),
+		xdsconv.Set("http2_protocol_options", c.GetHttp2ProtocolOptions() != nil),
+		xdsconv.Set("protocol_selection USE_DOWNSTREAM_PROTOCOL", c.GetProtocolSelection() != clusterv3.Cluster_USE_CONFIGURED_PROTOCOL),
+		xdsconv.Set("dns_resolvers", len(c.GetDnsResolvers()) > 0),
+		xdsconv.Set("dns_resolution_config", c.GetDnsResolutionConfig() != nil),
+		xdsconv.Set("typed_dns_resolver_config", c.GetTypedDnsResolverConfig() != nil),
+		xdsconv.Set("upstream_bind_config", c.GetUpstreamBindConfig() != nil),
+		xdsconv.Set("lb_subset_config", c.GetLbSubsetConfig() != nil),
+		xdsconv.Set("load_balancing_policy", c.GetLoadBalancingPolicy() != nil),
+		xdsconv.Set("filters", len(c.GetFilters()) > 0),
+		xdsconv.Set("upstream_config", c.GetUpstreamConfig() != nil),
+		xdsconv.Set("lrs_server", c.GetLrsServer() != nil),
+		xdsconv.Set("close_connections_on_host_health_failure", c.GetCloseConnectionsOnHostHealthFailure()),
+		xdsconv.Set("ignore_health_on_host_removal", c.GetIgnoreHealthOnHostRemoval()),
+		xdsconv.Set("cluster_type (custom cluster)", c.GetClusterType() != nil),
 	); err != nil {
 		return nil, err
 	}
@@ -192,9 +193,9 @@ func convertEDSAssignment(cla *endpointv3.ClusterLoadAssignment) (*assignmentSpe
 }
 
 func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*assignmentSpec, error) {
-	if err := unsupported(
-		field{"named_endpoints", len(cla.GetNamedEndpoints()) > 0},
-		field{"policy.drop_overloads", len(cla.GetPolicy().GetDropOverloads()) > 0},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("named_endpoints", len(cla.GetNamedEndpoints()) > 0),
+		xdsconv.Set("policy.drop_overloads", len(cla.GetPolicy().GetDropOverloads()) > 0),
 	); err != nil {
 		return nil, err
 	}
@@ -251,10 +252,10 @@ func convertEndpointHealthCheck(hc *endpointv3.Endpoint_HealthCheckConfig) (uint
 	if hc == nil {
 		return 0, nil
 	}
-	if err := unsupported(
-		field{"health_check_config.hostname", hc.GetHostname() != ""},
-		field{"health_check_config.address", hc.GetAddress() != nil},
-		field{"health_check_config.disable_active_health_check", hc.GetDisableActiveHealthCheck()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("health_check_config.hostname", hc.GetHostname() != ""),
+		xdsconv.Set("health_check_config.address", hc.GetAddress() != nil),
+		xdsconv.Set("health_check_config.disable_active_health_check", hc.GetDisableActiveHealthCheck()),
 	); err != nil {
 		return 0, fmt.Errorf("endpoint: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -79,16 +80,16 @@ func convertProtocolOptions(c *clusterv3.Cluster) (protocolSpec, error) {
 }
 
 func (s *protocolSpec) set(o *httpv3.HttpProtocolOptions) error {
-	if err := unsupported(
-		field{"upstream_http_protocol_options", o.GetUpstreamHttpProtocolOptions() != nil},
-		field{"http_filters", len(o.GetHttpFilters()) > 0},
-		field{"header_validation_config", o.GetHeaderValidationConfig() != nil},
-		field{"outlier_detection", o.GetOutlierDetection() != nil},
-		field{"request_mirror_policies", len(o.GetRequestMirrorPolicies()) > 0},
-		field{"hash_policy", len(o.GetHashPolicy()) > 0},
-		field{"retry_policy", o.GetRetryPolicy() != nil},
-		field{"use_downstream_protocol_config", o.GetUseDownstreamProtocolConfig() != nil},
-		field{"auto_config", o.GetAutoConfig() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("upstream_http_protocol_options", o.GetUpstreamHttpProtocolOptions() != nil),
+		xdsconv.Set("http_filters", len(o.GetHttpFilters()) > 0),
+		xdsconv.Set("header_validation_config", o.GetHeaderValidationConfig() != nil),
+		xdsconv.Set("outlier_detection", o.GetOutlierDetection() != nil),
+		xdsconv.Set("request_mirror_policies", len(o.GetRequestMirrorPolicies()) > 0),
+		xdsconv.Set("hash_policy", len(o.GetHashPolicy()) > 0),
+		xdsconv.Set("retry_policy", o.GetRetryPolicy() != nil),
+		xdsconv.Set("use_downstream_protocol_config", o.GetUseDownstreamProtocolConfig() != nil),
+		xdsconv.Set("auto_config", o.GetAutoConfig() != nil),
 	); err != nil {
 		return err
 	}
@@ -109,15 +110,15 @@ func (s *protocolSpec) set(o *httpv3.HttpProtocolOptions) error {
 		}
 	}
 	if co := o.GetCommonHttpProtocolOptions(); co != nil {
-		if err := unsupported(
-			field{"common_http_protocol_options.max_connection_duration", co.GetMaxConnectionDuration() != nil},
-			field{"common_http_protocol_options.max_connection_duration_jitter", co.GetMaxConnectionDurationJitter() != nil},
-			field{"common_http_protocol_options.max_headers_count", co.GetMaxHeadersCount() != nil},
-			field{"common_http_protocol_options.max_response_headers_kb", co.GetMaxResponseHeadersKb() != nil},
-			field{"common_http_protocol_options.max_stream_duration", co.GetMaxStreamDuration() != nil},
-			field{"common_http_protocol_options.headers_with_underscores_action " + co.GetHeadersWithUnderscoresAction().String(),
-				co.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW},
-			field{"common_http_protocol_options.max_requests_per_connection", co.GetMaxRequestsPerConnection() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("common_http_protocol_options.max_connection_duration", co.GetMaxConnectionDuration() != nil),
+			xdsconv.Set("common_http_protocol_options.max_connection_duration_jitter", co.GetMaxConnectionDurationJitter() != nil),
+			xdsconv.Set("common_http_protocol_options.max_headers_count", co.GetMaxHeadersCount() != nil),
+			xdsconv.Set("common_http_protocol_options.max_response_headers_kb", co.GetMaxResponseHeadersKb() != nil),
+			xdsconv.Set("common_http_protocol_options.max_stream_duration", co.GetMaxStreamDuration() != nil),
+			xdsconv.Set("common_http_protocol_options.headers_with_underscores_action "+co.GetHeadersWithUnderscoresAction().String(),
+				co.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW),
+			xdsconv.Set("common_http_protocol_options.max_requests_per_connection", co.GetMaxRequestsPerConnection() != nil),
 		); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -59,27 +60,27 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		return nil, fmt.Errorf("decode UpstreamTlsContext: %w", err)
 	}
 	// enforce_rsa_key_usage is deprecated and ignored by Envoy.
-	if err := unsupported(
-		field{"auto_host_sni", utc.GetAutoHostSni()},
-		field{"auto_sni_san_validation", utc.GetAutoSniSanValidation()},
-		field{"allow_renegotiation", utc.GetAllowRenegotiation()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("auto_host_sni", utc.GetAutoHostSni()),
+		xdsconv.Set("auto_sni_san_validation", utc.GetAutoSniSanValidation()),
+		xdsconv.Set("allow_renegotiation", utc.GetAllowRenegotiation()),
 	); err != nil {
 		return nil, err
 	}
 	ctc := utc.GetCommonTlsContext()
-	if err := unsupported(
-		field{"tls_certificates (client certificates)", len(ctc.GetTlsCertificates()) > 0},
-		field{"tls_certificate_sds_secret_configs (client certificates)", len(ctc.GetTlsCertificateSdsSecretConfigs()) > 0},
-		field{"tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil},
-		field{"custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil},
-		field{"tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil},
-		field{"tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil},
-		field{"validation_context_sds_secret_config", ctc.GetValidationContextSdsSecretConfig() != nil},
-		field{"combined_validation_context", ctc.GetCombinedValidationContext() != nil},
-		field{"validation_context_certificate_provider", ctc.GetValidationContextCertificateProvider() != nil},
-		field{"validation_context_certificate_provider_instance", ctc.GetValidationContextCertificateProviderInstance() != nil},
-		field{"custom_handshaker", ctc.GetCustomHandshaker() != nil},
-		field{"key_log", ctc.GetKeyLog() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("tls_certificates (client certificates)", len(ctc.GetTlsCertificates()) > 0),
+		xdsconv.Set("tls_certificate_sds_secret_configs (client certificates)", len(ctc.GetTlsCertificateSdsSecretConfigs()) > 0),
+		xdsconv.Set("tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil),
+		xdsconv.Set("custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil),
+		xdsconv.Set("tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil),
+		xdsconv.Set("tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil),
+		xdsconv.Set("validation_context_sds_secret_config", ctc.GetValidationContextSdsSecretConfig() != nil),
+		xdsconv.Set("combined_validation_context", ctc.GetCombinedValidationContext() != nil),
+		xdsconv.Set("validation_context_certificate_provider", ctc.GetValidationContextCertificateProvider() != nil),
+		xdsconv.Set("validation_context_certificate_provider_instance", ctc.GetValidationContextCertificateProviderInstance() != nil),
+		xdsconv.Set("custom_handshaker", ctc.GetCustomHandshaker() != nil),
+		xdsconv.Set("key_log", ctc.GetKeyLog() != nil),
 	); err != nil {
 		return nil, err
 	}
@@ -126,28 +127,28 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 // setValidation honours trusted_ca and match_typed_subject_alt_names (DNS or
 // URI, exact), and returns the CA's PEM.
 func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) ([]byte, error) {
-	if err := unsupported(
-		field{"ca_certificate_provider_instance", vc.GetCaCertificateProviderInstance() != nil},
-		field{"system_root_certs", vc.GetSystemRootCerts() != nil},
-		field{"watched_directory", vc.GetWatchedDirectory() != nil},
-		field{"verify_certificate_spki", len(vc.GetVerifyCertificateSpki()) > 0},
-		field{"verify_certificate_hash", len(vc.GetVerifyCertificateHash()) > 0},
-		field{"match_subject_alt_names (deprecated; use match_typed_subject_alt_names)", len(vc.GetMatchSubjectAltNames()) > 0},
-		field{"require_signed_certificate_timestamp", vc.GetRequireSignedCertificateTimestamp().GetValue()},
-		field{"crl", vc.GetCrl() != nil},
-		field{"allow_expired_certificate", vc.GetAllowExpiredCertificate()},
-		field{"trust_chain_verification " + vc.GetTrustChainVerification().String(),
-			vc.GetTrustChainVerification() != tlsv3.CertificateValidationContext_VERIFY_TRUST_CHAIN},
-		field{"custom_validator_config", vc.GetCustomValidatorConfig() != nil},
-		field{"only_verify_leaf_cert_crl", vc.GetOnlyVerifyLeafCertCrl()},
-		field{"max_verify_depth", vc.GetMaxVerifyDepth() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("ca_certificate_provider_instance", vc.GetCaCertificateProviderInstance() != nil),
+		xdsconv.Set("system_root_certs", vc.GetSystemRootCerts() != nil),
+		xdsconv.Set("watched_directory", vc.GetWatchedDirectory() != nil),
+		xdsconv.Set("verify_certificate_spki", len(vc.GetVerifyCertificateSpki()) > 0),
+		xdsconv.Set("verify_certificate_hash", len(vc.GetVerifyCertificateHash()) > 0),
+		xdsconv.Set("match_subject_alt_names (deprecated; use match_typed_subject_alt_names)", len(vc.GetMatchSubjectAltNames()) > 0),
+		xdsconv.Set("require_signed_certificate_timestamp", vc.GetRequireSignedCertificateTimestamp().GetValue()),
+		xdsconv.Set("crl", vc.GetCrl() != nil),
+		xdsconv.Set("allow_expired_certificate", vc.GetAllowExpiredCertificate()),
+		xdsconv.Set("trust_chain_verification "+vc.GetTrustChainVerification().String(),
+			vc.GetTrustChainVerification() != tlsv3.CertificateValidationContext_VERIFY_TRUST_CHAIN),
+		xdsconv.Set("custom_validator_config", vc.GetCustomValidatorConfig() != nil),
+		xdsconv.Set("only_verify_leaf_cert_crl", vc.GetOnlyVerifyLeafCertCrl()),
+		xdsconv.Set("max_verify_depth", vc.GetMaxVerifyDepth() != nil),
 	); err != nil {
 		return nil, err
 	}
 	var caPEM []byte
 	if ca := vc.GetTrustedCa(); ca != nil {
 		var err error
-		if caPEM, err = inlineData(ca); err != nil {
+		if caPEM, err = xdsconv.InlineData(ca); err != nil {
 			return nil, fmt.Errorf("trusted_ca: %w", err)
 		}
 		s.roots = x509.NewCertPool()
