@@ -16,6 +16,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
@@ -128,7 +129,7 @@ func TestEgressRefusesNamesResolvingToThisHost(t *testing.T) {
 	}
 	res.routes = egressRoutes(names...)
 	cp.set("v1", res)
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	c := noRedirectClient()
@@ -170,7 +171,7 @@ func TestEgressNameTurningToLoopback(t *testing.T) {
 		routes:    egressRoutes("flip"),
 		clusters:  []*clusterv3.Cluster{dnsCluster("ns/flip/80", "flip.test:"+port)},
 	})
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	c := noRedirectClient()
@@ -223,7 +224,7 @@ func TestEgressProtectsOwnAddresses(t *testing.T) {
 	}
 	res.routes = egressRoutes(names...)
 	cp.set("v1", res)
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) {
 			c.ProtectedAddrs = func() []string { return []string{admin.addr(), "0.0.0.0:" + wp} }
 		})
@@ -276,7 +277,7 @@ func TestEgressTCPProxyRefusesLoopbackName(t *testing.T) {
 		listeners: []*listenerv3.Listener{tlsListenerWith(t, nil, passthroughChain(t, "pass.example.com", "ns/pass/443"))},
 		clusters:  []*clusterv3.Cluster{dnsCluster("ns/pass/443", "pass.test:"+portOf(secret.addr()))},
 	})
-	p := startProxyConfig(t, cp, map[string]string{"ingress_https": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_https": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	conn, err := net.Dial("tcp", p.ListenerAddr("ingress_https"))
@@ -307,7 +308,7 @@ func TestEgressRefusalLogIsRateLimited(t *testing.T) {
 		routes:    egressRoutes("a", "b"),
 		clusters:  []*clusterv3.Cluster{dnsCluster("ns/a/80", "a.test:9"), dnsCluster("ns/b/80", "b.test:9")},
 	})
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	c := noRedirectClient()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
@@ -407,38 +408,38 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 	if ex.upstream != nil {
 		ex.upstream.request(status)
 	}
-	if !rw.hcm.accessLog || !h.p.accessLog.enabled(r.Context()) {
+	if !rw.hcm.accessLog || !h.p.accessLog.Enabled(r.Context()) {
 		return
 	}
-	e := &accessEntry{
-		ctx:          r.Context(),
-		time:         start.Add(elapsed),
-		listener:     h.ll.name,
-		method:       r.Method,
-		authority:    ri.authority,
-		url:          r.URL,
-		proto:        r.Proto,
-		status:       status,
-		elapsed:      elapsed,
-		bytes:        rw.bytes,
-		cluster:      ex.cluster,
-		upstreamHost: ex.upstreamHost,
-		attempts:     ex.attempts,
-		requestID:    rw.requestID,
-		vhost:        ex.vhost,
-		route:        unmatchedLabel,
-		routePath:    unmatchedLabel,
-		remoteAddr:   r.RemoteAddr,
-		upstreamErr:  rw.upstreamErr,
-		details:      ex.details,
+	e := &accesslog.Entry{
+		Ctx:          r.Context(),
+		Time:         start.Add(elapsed),
+		Listener:     h.ll.name,
+		Method:       r.Method,
+		Authority:    ri.authority,
+		URL:          r.URL,
+		Proto:        r.Proto,
+		Status:       status,
+		Elapsed:      elapsed,
+		Bytes:        rw.bytes,
+		Cluster:      ex.cluster,
+		UpstreamHost: ex.upstreamHost,
+		Attempts:     ex.attempts,
+		RequestID:    rw.requestID,
+		Vhost:        ex.vhost,
+		Route:        unmatchedLabel,
+		RoutePath:    unmatchedLabel,
+		RemoteAddr:   r.RemoteAddr,
+		UpstreamErr:  rw.upstreamErr,
+		Details:      ex.details,
 	}
 	if rt := ex.route; rt != nil {
-		e.route, e.routePath, e.routeName = rt.label, rt.pathLabel, rt.name
+		e.Route, e.RoutePath, e.RouteName = rt.label, rt.pathLabel, rt.name
 	}
 	if ex.upstream != nil {
-		e.service = ex.upstream.label
+		e.Service = ex.upstream.label
 	}
-	h.p.accessLog.add(e)
+	h.p.accessLog.Add(e)
 }
 
 func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {

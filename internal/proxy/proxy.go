@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
@@ -89,7 +90,7 @@ type Proxy struct {
 	egress      *egressGuard
 	egressStale atomic.Bool
 	// accessLog writes the access log lines of every listener off the request path.
-	accessLog *accessLog
+	accessLog *accesslog.Log
 
 	// transport and reverseProxy are shared by every request of every
 	// configuration so that upstream connection pools survive config swaps.
@@ -174,7 +175,7 @@ func New(cfg Config) *Proxy {
 	}
 	p.egress = newEgressGuard(cfg.Resolver, p.metrics, log)
 	p.egressStale.Store(true)
-	p.accessLog = newAccessLog(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accessLogQueue)
+	p.accessLog = accesslog.New(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accesslog.Queue)
 	p.transport = newHTTP1Client(newUpstreamTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
@@ -203,7 +204,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	defer conn.Close()
 
-	p.accessLog.start()
+	p.accessLog.Start()
 	p.refreshEgress(ctx) // the servers started before Run, bound by now
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -219,7 +220,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	<-retrying // no listener may be opened after shutdown
 
 	p.shutdown()
-	p.accessLog.stop() // the drained requests' lines are written before Run returns
+	p.accessLog.Stop() // the drained requests' lines are written before Run returns
 	p.stopHealthChecks()
 	p.transport.CloseIdleConnections()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -137,11 +138,11 @@ const (
 func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni string, conns *connTracker) {
 	defer down.Close()
 	spec := fc.tcp
-	c := &connEntry{start: time.Now(), serverName: sni, statPrefix: spec.statPrefix, tls: "passthrough"}
-	e := &accessEntry{ctx: context.Background(), listener: lc.name, remoteAddr: down.RemoteAddr().String(), conn: c}
+	c := &accesslog.ConnEntry{Start: time.Now(), ServerName: sni, StatPrefix: spec.statPrefix, TLS: "passthrough"}
+	e := &accesslog.Entry{Ctx: context.Background(), Listener: lc.name, RemoteAddr: down.RemoteAddr().String(), Conn: c}
 	defer p.logTCP(spec, e)
 	if fc.tlsConfig != nil {
-		c.tls = "terminated"
+		c.TLS = "terminated"
 		tc := tls.Server(down, fc.tlsConfig)
 		ctx := context.Background()
 		if spec.idleTimeout > 0 {
@@ -151,31 +152,31 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 			defer cancel()
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
-			c.termination, c.downstreamErr = tcpEndTLSHandshake, err
+			c.Termination, c.DownstreamErr = tcpEndTLSHandshake, err
 			return
 		}
 		down = tc
 	}
-	e.cluster = spec.pickCluster()
-	cl, _ := lc.clusters.get(e.cluster)
+	e.Cluster = spec.pickCluster()
+	cl, _ := lc.clusters.get(e.Cluster)
 	if cl != nil {
-		e.service = cl.stats.label
+		e.Service = cl.stats.label
 	}
 	up, endpoint, err := p.connectTCP(cl, spec.maxConnectAttempts)
 	if err != nil {
-		c.termination, e.upstreamErr = connectTermination(cl, err), err
+		c.Termination, e.UpstreamErr = connectTermination(cl, err), err
 		return
 	}
 	defer up.Close()
-	e.upstreamHost = endpoint
+	e.UpstreamHost = endpoint
 	ts := cl.stats.tcpSeries()
 	ts.connections.Inc()
 	ts.active.Inc()
 	defer ts.active.Dec()
 	var clean bool
-	c.received, c.sent, c.termination, clean = splice(down, up, spec.idleTimeout, ts)
+	c.Received, c.Sent, c.Termination, clean = splice(down, up, spec.idleTimeout, ts)
 	if !clean && conns.forced.Load() {
-		c.termination = tcpEndDrained
+		c.Termination = tcpEndDrained
 	}
 }
 
@@ -192,20 +193,20 @@ func connectTermination(cl *upstreamCluster, err error) string {
 
 // logTCP writes a connection's access log line when its chain asks for
 // one; without, a connection that failed is logged as a plain message.
-func (p *Proxy) logTCP(spec *tcpProxySpec, e *accessEntry) {
-	c := e.conn
-	e.time = time.Now()
-	e.elapsed = e.time.Sub(c.start)
-	if spec.accessLog && p.accessLog.enabled(e.ctx) {
-		p.accessLog.add(e)
+func (p *Proxy) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
+	c := e.Conn
+	e.Time = time.Now()
+	e.Elapsed = e.Time.Sub(c.Start)
+	if spec.accessLog && p.accessLog.Enabled(e.Ctx) {
+		p.accessLog.Add(e)
 		return
 	}
-	switch c.termination {
+	switch c.Termination {
 	case tcpEndTLSHandshake:
-		p.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.listener, "remote", e.remoteAddr, "error", c.downstreamErr)
+		p.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.Listener, "remote", e.RemoteAddr, "error", c.DownstreamErr)
 	case tcpEndNoCluster, tcpEndNoHealthy, tcpEndConnectFailure:
-		p.log.Info("tcp_proxy: no upstream connection", "listener", e.listener, "stat_prefix", c.statPrefix, "cluster", e.cluster,
-			"remote", e.remoteAddr, "error", e.upstreamErr)
+		p.log.Info("tcp_proxy: no upstream connection", "listener", e.Listener, "stat_prefix", c.StatPrefix, "cluster", e.Cluster,
+			"remote", e.RemoteAddr, "error", e.UpstreamErr)
 	}
 }
 
