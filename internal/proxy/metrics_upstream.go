@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/portico-dev/portico/internal/proxy/stats"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -65,8 +66,8 @@ type upstreamStats struct {
 	// deleted when it drops to 0.
 	users int
 
-	series          lazyGroup
-	requests        [len(codeClasses)]atomic.Pointer[prometheus.Counter]
+	series          stats.Group
+	requests        [len(stats.CodeClasses)]atomic.Pointer[prometheus.Counter]
 	retries         atomic.Pointer[prometheus.Counter]
 	perTryTimeouts  atomic.Pointer[prometheus.Counter]
 	timeouts        atomic.Pointer[prometheus.Counter]
@@ -136,17 +137,17 @@ func (s *upstreamStats) counter(c *atomic.Pointer[prometheus.Counter], vec *prom
 	if v := c.Load(); v != nil {
 		return *v
 	}
-	return lazyGet(&s.series, c, func() prometheus.Counter { return vec.WithLabelValues(s.key.values(extra...)...) }, discardedCounter)
+	return stats.Get(&s.series, c, func() prometheus.Counter { return vec.WithLabelValues(s.key.values(extra...)...) }, stats.DiscardedCounter)
 }
 
 // request counts a forwarded request by the code class of its response.
 func (s *upstreamStats) request(status int) {
-	class := codeClass(status)
+	class := stats.CodeClass(status)
 	if c := s.requests[class].Load(); c != nil {
 		(*c).Inc()
 		return
 	}
-	s.counter(&s.requests[class], s.m.upstreamRequests, codeClasses[class]).Inc()
+	s.counter(&s.requests[class], s.m.upstreamRequests, stats.CodeClasses[class]).Inc()
 }
 
 func (s *upstreamStats) retried() { s.counter(&s.retries, s.m.retries).Inc() }
@@ -164,7 +165,7 @@ func (s *upstreamStats) tcpSeries() *tcpSeries {
 	if t := s.tcp.Load(); t != nil {
 		return t
 	}
-	t := lazyGet(&s.series, &s.tcp, func() tcpSeries {
+	t := stats.Get(&s.series, &s.tcp, func() tcpSeries {
 		v := s.key.values()
 		return tcpSeries{
 			connections: s.m.tcpConnections.WithLabelValues(v...),
@@ -172,17 +173,17 @@ func (s *upstreamStats) tcpSeries() *tcpSeries {
 			sent:        s.m.tcpSentBytes.WithLabelValues(v...),
 			received:    s.m.tcpReceivedBytes.WithLabelValues(v...),
 		}
-	}, tcpSeries{connections: discardedCounter, active: discardedGauge, sent: discardedCounter, received: discardedCounter})
+	}, tcpSeries{connections: stats.DiscardedCounter, active: stats.DiscardedGauge, sent: stats.DiscardedCounter, received: stats.DiscardedCounter})
 	return &t
 }
 
 // remove deletes every series of the Service port.
 func (s *upstreamStats) remove() {
-	s.series.retire(func() {
+	s.series.Retire(func() {
 		v := s.key.values()
 		for class := range s.requests {
 			if s.requests[class].Load() != nil {
-				s.m.upstreamRequests.DeleteLabelValues(s.key.values(codeClasses[class])...)
+				s.m.upstreamRequests.DeleteLabelValues(s.key.values(stats.CodeClasses[class])...)
 			}
 		}
 		for _, c := range []struct {
@@ -234,26 +235,25 @@ func (s *upstreamStats) healthyShare() *gaugeShare { return s.join(&s.healthy) }
 func (s *upstreamStats) ejectedShare() *gaugeShare { return s.join(&s.ejected) }
 
 func (s *upstreamStats) join(sg *sharedGauge) *gaugeShare {
-	s.series.mu.Lock()
-	defer s.series.mu.Unlock()
-	if !s.series.retired {
-		if sg.users == 0 {
-			sg.g = sg.vec.WithLabelValues(s.key.values()...)
+	s.series.Locked(func(retired bool) {
+		if !retired {
+			if sg.users == 0 {
+				sg.g = sg.vec.WithLabelValues(s.key.values()...)
+			}
+			sg.users++
 		}
-		sg.users++
-	}
+	})
 	return &gaugeShare{stats: s, gauge: sg}
 }
 
 // set reports the cluster's value.
 func (gs *gaugeShare) set(v float64) {
-	s := gs.stats
-	s.series.mu.Lock()
-	defer s.series.mu.Unlock()
-	if gs.gauge.g != nil {
-		gs.gauge.g.Add(v - gs.last)
-	}
-	gs.last = v
+	gs.stats.series.Locked(func(bool) {
+		if gs.gauge.g != nil {
+			gs.gauge.g.Add(v - gs.last)
+		}
+		gs.last = v
+	})
 }
 
 // leave withdraws the cluster's value; the last cluster to leave deletes
@@ -262,9 +262,11 @@ func (gs *gaugeShare) leave() {
 	if gs == nil {
 		return
 	}
+	gs.stats.series.Locked(func(bool) { gs.leaveLocked() })
+}
+
+func (gs *gaugeShare) leaveLocked() {
 	s := gs.stats
-	s.series.mu.Lock()
-	defer s.series.mu.Unlock()
 	sg := gs.gauge
 	if sg.g == nil {
 		return // dropped with the port's series
