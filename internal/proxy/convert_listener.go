@@ -4,9 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -113,8 +111,6 @@ type tlsSpec struct {
 	clients *clientValidation
 }
 
-const tlsTransportSocketName = "envoy.transport_sockets.tls"
-
 func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("additional_addresses", len(l.GetAdditionalAddresses()) > 0),
@@ -134,7 +130,7 @@ func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
 	); err != nil {
 		return nil, err
 	}
-	addr, err := tcpSocketAddress(l.GetAddress())
+	addr, err := xdsconv.TCPSocketAddress(l.GetAddress())
 	if err != nil {
 		return nil, fmt.Errorf("address: %w", err)
 	}
@@ -199,23 +195,6 @@ func (ls *listenerSpec) checkChains() error {
 		return errors.New("a plaintext listener must have exactly one filter chain")
 	}
 	return nil
-}
-
-func tcpSocketAddress(a *corev3.Address) (string, error) {
-	sa := a.GetSocketAddress()
-	if sa == nil {
-		return "", fmt.Errorf("%T is not supported (only socket_address)", a.GetAddress())
-	}
-	if sa.GetProtocol() != corev3.SocketAddress_TCP {
-		return "", fmt.Errorf("protocol %v is not supported", sa.GetProtocol())
-	}
-	if sa.GetResolverName() != "" {
-		return "", errors.New("resolver_name is not supported")
-	}
-	if _, ok := sa.GetPortSpecifier().(*corev3.SocketAddress_PortValue); !ok {
-		return "", errors.New("named_port is not supported")
-	}
-	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), nil
 }
 
 func checkListenerFilter(lf *listenerv3.ListenerFilter) error {
@@ -387,7 +366,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	}
 	switch rs := h.GetRouteSpecifier().(type) {
 	case *hcmv3.HttpConnectionManager_Rds:
-		if err := checkADSConfigSource(rs.Rds.GetConfigSource()); err != nil {
+		if err := xdsconv.CheckADSConfigSource(rs.Rds.GetConfigSource()); err != nil {
 			return nil, fmt.Errorf("rds.config_source: %w", err)
 		}
 		spec.rdsName = rs.Rds.GetRouteConfigName()
@@ -469,22 +448,10 @@ func checkAccessLog(al *accesslogv3.AccessLog) error {
 	return nil
 }
 
-// checkADSConfigSource accepts only {ads: {}}: the proxy has no other way to
-// fetch resources.
-func checkADSConfigSource(cs *corev3.ConfigSource) error {
-	if cs.GetAds() == nil {
-		return fmt.Errorf("config source %T is not supported (only ads)", cs.GetConfigSourceSpecifier())
-	}
-	if v := cs.GetResourceApiVersion(); v != corev3.ApiVersion_V3 && v != corev3.ApiVersion_AUTO {
-		return fmt.Errorf("resource_api_version %v is not supported", v)
-	}
-	return nil
-}
-
 func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 	tc := ts.GetTypedConfig()
 	if tc == nil || !tc.MessageIs(&tlsv3.DownstreamTlsContext{}) {
-		return nil, fmt.Errorf("transport socket %q is not supported (only %s with a DownstreamTlsContext)", ts.GetName(), tlsTransportSocketName)
+		return nil, fmt.Errorf("transport socket %q is not supported (only %s with a DownstreamTlsContext)", ts.GetName(), xdsconv.TLSTransportSocketName)
 	}
 	var dtc tlsv3.DownstreamTlsContext
 	if err := anypb.UnmarshalTo(tc, &dtc, proto.UnmarshalOptions{}); err != nil {
@@ -518,14 +485,14 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		}
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
-	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
+	if spec.minVersion, spec.maxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		return nil, err
 	}
 	for _, sds := range ctc.GetTlsCertificateSdsSecretConfigs() {
 		if sds.GetSdsConfig() == nil {
 			return nil, fmt.Errorf("secret %q: static secrets are not supported (sds_config must be ads)", sds.GetName())
 		}
-		if err := checkADSConfigSource(sds.GetSdsConfig()); err != nil {
+		if err := xdsconv.CheckADSConfigSource(sds.GetSdsConfig()); err != nil {
 			return nil, fmt.Errorf("secret %q: sds_config: %w", sds.GetName(), err)
 		}
 		spec.secretNames = append(spec.secretNames, sds.GetName())
@@ -541,45 +508,4 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		return nil, errors.New("no certificate (tls_certificate_sds_secret_configs or tls_certificates)")
 	}
 	return spec, nil
-}
-
-// convertTLSParams applies tls_params; the default maximum differs between
-// servers (TLS 1.3) and clients (TLS 1.2) in Envoy, the minimum is TLS 1.2.
-func convertTLSParams(p *tlsv3.TlsParameters, defaultMax uint16) (minV, maxV uint16, err error) {
-	if err := xdsconv.Unsupported(
-		xdsconv.Set("tls_params.cipher_suites", len(p.GetCipherSuites()) > 0),
-		xdsconv.Set("tls_params.ecdh_curves", len(p.GetEcdhCurves()) > 0),
-		xdsconv.Set("tls_params.signature_algorithms", len(p.GetSignatureAlgorithms()) > 0),
-		xdsconv.Set("tls_params.compliance_policies", len(p.GetCompliancePolicies()) > 0),
-	); err != nil {
-		return 0, 0, err
-	}
-	minV, maxV = tls.VersionTLS12, defaultMax
-	if v := p.GetTlsMinimumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
-		minV = tlsVersion(v)
-	}
-	if v := p.GetTlsMaximumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
-		maxV = tlsVersion(v)
-	}
-	if minV == 0 || maxV == 0 {
-		return 0, 0, fmt.Errorf("unknown TLS protocol version in tls_params")
-	}
-	if minV > maxV {
-		return 0, 0, errors.New("tls_params: minimum protocol version is above the maximum")
-	}
-	return minV, maxV, nil
-}
-
-func tlsVersion(v tlsv3.TlsParameters_TlsProtocol) uint16 {
-	switch v {
-	case tlsv3.TlsParameters_TLSv1_0:
-		return tls.VersionTLS10
-	case tlsv3.TlsParameters_TLSv1_1:
-		return tls.VersionTLS11
-	case tlsv3.TlsParameters_TLSv1_2:
-		return tls.VersionTLS12
-	case tlsv3.TlsParameters_TLSv1_3:
-		return tls.VersionTLS13
-	}
-	return 0
 }

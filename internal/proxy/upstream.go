@@ -159,7 +159,7 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		if c.GetLoadAssignment() != nil {
 			return nil, errors.New("an EDS cluster must not have a load_assignment")
 		}
-		if err := checkADSConfigSource(c.GetEdsClusterConfig().GetEdsConfig()); err != nil {
+		if err := xdsconv.CheckADSConfigSource(c.GetEdsClusterConfig().GetEdsConfig()); err != nil {
 			return nil, fmt.Errorf("eds_cluster_config.eds_config: %w", err)
 		}
 		spec.kind = clusterEDS
@@ -223,7 +223,7 @@ func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*
 				}
 				weight = w
 			}
-			addr, err := tcpSocketAddress(ep.GetAddress())
+			addr, err := xdsconv.TCPSocketAddress(ep.GetAddress())
 			if err != nil {
 				return nil, fmt.Errorf("endpoint: %w", err)
 			}

@@ -53,7 +53,7 @@ type upstreamTLSSpec struct {
 func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	tc := ts.GetTypedConfig()
 	if tc == nil || !tc.MessageIs(&tlsv3.UpstreamTlsContext{}) {
-		return nil, fmt.Errorf("transport socket %q is not supported (only %s with an UpstreamTlsContext)", ts.GetName(), tlsTransportSocketName)
+		return nil, fmt.Errorf("transport socket %q is not supported (only %s with an UpstreamTlsContext)", ts.GetName(), xdsconv.TLSTransportSocketName)
 	}
 	var utc tlsv3.UpstreamTlsContext
 	if err := anypb.UnmarshalTo(tc, &utc, proto.UnmarshalOptions{}); err != nil {
@@ -92,7 +92,7 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
 	var err error
-	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
+	if spec.minVersion, spec.maxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
 		return nil, err
 	}
 	var caPEM []byte

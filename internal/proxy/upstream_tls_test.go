@@ -14,6 +14,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -328,7 +329,7 @@ func TestConvertClusterUpstream(t *testing.T) {
 		return func(c *clusterv3.Cluster) {
 			utc := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{}}
 			f(utc)
-			c.TransportSocket = &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, utc)}}
+			c.TransportSocket = &corev3.TransportSocket{Name: xdsconv.TLSTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, utc)}}
 		}
 	}
 	vcWith := func(f func(vc *tlsv3.CertificateValidationContext)) func(c *clusterv3.Cluster) {
