@@ -528,7 +528,7 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstreamCluster {
 	cs := p.clusterState(name)
 	uc := &upstreamCluster{
 		name:        name,
-		stats:       p.upstreamStatsFor(spec.statKey),
+		stats:       p.upstreamSeries.statsFor(spec.statKey),
 		endpoints:   endpoints,
 		healthAddrs: healthAddrs,
 		dialer: endpointDialer{guard: p.egress, cluster: name, timeout: spec.connectTimeout,
@@ -550,14 +550,14 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstreamCluster {
 	if spec.healthCheck != nil {
 		// Checkers start when the snapshot is applied (syncClusters).
 		if cs.health == nil {
-			cs.health = p.newHealthState(name, &cs.served)
+			cs.health = newHealthState(name, &cs.served, p.log, &p.healthCheckers, &p.healthRunning)
 		}
 		uc.health = cs.health
 	}
 	if spec.outlier != nil {
 		// Its interval timer starts when the snapshot is applied (syncClusters).
 		if cs.outlier == nil {
-			cs.outlier = p.newOutlierState(name)
+			cs.outlier = newOutlierState(name, p.log, &p.outlierRunning)
 		}
 		uc.outlier, uc.outlierSpec = cs.outlier, spec.outlier
 		uc.outlierHosts = cs.outlier.hostsFor(endpoints)
@@ -608,10 +608,10 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 	// After every cluster has taken its Service port's stats: a port whose
 	// only cluster gives way to another (its policy changed) keeps its series.
 	for _, s := range released {
-		p.releaseUpstreamStats(s)
+		p.upstreamSeries.release(s)
 	}
 	if full {
-		p.dropUnusedUpstreamStats()
+		p.upstreamSeries.dropUnused()
 	}
 }
 

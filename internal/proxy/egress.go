@@ -108,11 +108,12 @@ type egressGuard struct {
 	log     refusalLog
 }
 
-func newEgressGuard(resolver *net.Resolver, m *metrics, log *slog.Logger) *egressGuard {
+// newEgressGuard makes the guard; refused counts its refusals by reason.
+func newEgressGuard(resolver *net.Resolver, refused *prometheus.CounterVec, log *slog.Logger) *egressGuard {
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	g := &egressGuard{resolver: resolver, refused: m.destinationsRefused, log: refusalLog{log: log, every: refusalLogEvery, last: make(map[refusalKey]*refusalEntry)}}
+	g := &egressGuard{resolver: resolver, refused: refused, log: refusalLog{log: log, every: refusalLogEvery, last: make(map[refusalKey]*refusalEntry)}}
 	g.protected.Store(&protectedAddrs{})
 	g.local.read = net.InterfaceAddrs
 	return g
@@ -399,31 +400,4 @@ func serviceOfCluster(cluster string) string {
 		return ""
 	}
 	return ns + "/" + name
-}
-
-// protectedAddrs lists what the proxy itself serves, its xDS server (never
-// a backend: through an h2c route it would hand out every certificate's key)
-// and what Config says the process serves, for the egress guard.
-func (p *Proxy) protectedAddrs() []string {
-	addrs := []string{p.cfg.XDSAddress}
-	if p.cfg.ProtectedAddrs != nil {
-		addrs = append(addrs, p.cfg.ProtectedAddrs()...)
-	}
-	p.mu.Lock()
-	for _, ll := range p.listeners {
-		addrs = append(addrs, ll.bindAddr, ll.ln.Addr().String())
-	}
-	for _, u := range p.unbound {
-		addrs = append(addrs, u.bindAddr)
-	}
-	p.mu.Unlock()
-	return addrs
-}
-
-// refreshEgress brings the egress guard's protected addresses up to date
-// when the listeners changed since the last time (or it never ran).
-func (p *Proxy) refreshEgress(ctx context.Context) {
-	if p.egressStale.Swap(false) {
-		p.egress.refresh(ctx, p.protectedAddrs)
-	}
 }

@@ -29,7 +29,7 @@ const (
 // protected addresses, the system's resolver.
 func unitDialer(cluster string, timeout time.Duration) endpointDialer {
 	log := slog.New(slog.DiscardHandler)
-	return endpointDialer{guard: newEgressGuard(nil, newMetrics(nil, log), log), cluster: cluster, timeout: timeout, network: "tcp"}
+	return endpointDialer{guard: newEgressGuard(nil, newMetrics(nil, log).upstream.destinationsRefused, log), cluster: cluster, timeout: timeout, network: "tcp"}
 }
 
 // listenOn listens on addr, skipping the test where this host cannot (no IPv6).
@@ -340,7 +340,7 @@ func TestEgressRefusalLogIsRateLimited(t *testing.T) {
 // check, on its own: which destinations each kind of endpoint may reach.
 func TestEgressCheck(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	g := newEgressGuard(nil, newMetrics(nil, log), log)
+	g := newEgressGuard(nil, newMetrics(nil, log).upstream.destinationsRefused, log)
 	g.local.read = func() ([]net.Addr, error) {
 		return []net.Addr{
 			&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)},
@@ -420,7 +420,7 @@ func TestServiceOfCluster(t *testing.T) {
 // against a set with a wildcard-bound port and exact addresses.
 func BenchmarkEgressCheck(b *testing.B) {
 	log := slog.New(slog.DiscardHandler)
-	g := newEgressGuard(nil, newMetrics(nil, log), log)
+	g := newEgressGuard(nil, newMetrics(nil, log).upstream.destinationsRefused, log)
 	g.refresh(b.Context(), func() []string { return []string{"0.0.0.0:8000", "0.0.0.0:8001", "127.0.0.1:8080", "127.0.0.1:8443"} })
 	ap := netip.MustParseAddrPort("10.244.1.17:8080")
 	b.ReportAllocs()

@@ -229,13 +229,16 @@ type checkConfig struct {
 	client    *http.Client
 }
 
-func (p *Proxy) newHealthState(cluster string, served *atomic.Bool) *healthState {
+// newHealthState starts the health state of a cluster, whose checks run
+// while served is set; checkers counts the running checkers, running is
+// waited for at shutdown.
+func newHealthState(cluster string, served *atomic.Bool, log *slog.Logger, checkers *atomic.Int64, running *sync.WaitGroup) *healthState {
 	return &healthState{
 		cluster:   cluster,
-		log:       p.log,
+		log:       log,
 		served:    served,
-		checkers:  &p.healthCheckers,
-		running:   &p.healthRunning,
+		checkers:  checkers,
+		running:   running,
 		endpoints: make(map[string]*endpointHealth),
 	}
 }

@@ -29,47 +29,26 @@ const (
 	tooManyHeaders  = "count"
 )
 
-// Label names. Upstream series name the Service port, not the xDS cluster:
-// the clusters of one port that differ only by policy are one series, and
-// the names do not clash with the namespace and service labels that
-// Prometheus's Kubernetes discovery gives every scraped target.
-var (
-	routeLabels    = []string{"listener", "vhost", "route", "path"}
-	upstreamLabels = []string{"service_namespace", "service_name", "service_port"}
-)
+// routeLabels name a route's series.
+var routeLabels = []string{"listener", "vhost", "route", "path"}
 
 // metrics are the proxy's Prometheus collectors. They always exist (so the
 // hot path needs no nil checks) and are registered only when a Registerer is
 // configured.
 //
 // A series is created by the first event it counts, never ahead of it (see
-// lazyGroup), and deleted when the last route or cluster labelled with it
+// stats.Group), and deleted when the last route or cluster labelled with it
 // leaves the configuration, so that label cardinality follows the
 // configuration in force and the traffic it has seen.
 type metrics struct {
-	requests         *prometheus.CounterVec   // routeLabels, code_class
-	duration         *prometheus.HistogramVec // routeLabels
-	responseSize     *prometheus.HistogramVec // routeLabels
-	upstreamRequests *prometheus.CounterVec   // upstreamLabels, code_class
-	retries          *prometheus.CounterVec   // upstreamLabels
-	perTryTimeouts   *prometheus.CounterVec   // upstreamLabels
-	timeouts         *prometheus.CounterVec   // upstreamLabels
-	connectFailures  *prometheus.CounterVec   // upstreamLabels
-	// destinationsRefused counts connections the egress guard refused.
-	destinationsRefused *prometheus.CounterVec // reason
-	headersRefused      *prometheus.CounterVec // reason
-	xdsUpdates          *prometheus.CounterVec
-	// healthyEndpoints exists for Service ports with a health-checked cluster.
-	healthyEndpoints *prometheus.GaugeVec
-	// outlierEjections and ejectedEndpoints exist for Service ports with a
-	// cluster that has outlier detection.
-	outlierEjections *prometheus.CounterVec // upstreamLabels
-	ejectedEndpoints *prometheus.GaugeVec   // upstreamLabels
-	// The TCP proxy's series (tcp_proxy filter chains), by upstreamLabels.
-	tcpConnections   *prometheus.CounterVec
-	tcpActive        *prometheus.GaugeVec
-	tcpSentBytes     *prometheus.CounterVec
-	tcpReceivedBytes *prometheus.CounterVec
+	requests       *prometheus.CounterVec   // routeLabels, code_class
+	duration       *prometheus.HistogramVec // routeLabels
+	responseSize   *prometheus.HistogramVec // routeLabels
+	headersRefused *prometheus.CounterVec   // reason
+	xdsUpdates     *prometheus.CounterVec
+
+	// upstream are the series of Service ports (package upstream).
+	upstream *upstreamMetrics
 
 	accessLogDropped prometheus.Counter
 	// filterReplies counts the requests an HTTP filter answered, by filter
@@ -90,38 +69,10 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		responseSize: stats.HistogramVec("response_size_bytes",
 			"Response body bytes sent downstream, by listener, virtual host, route and path condition.",
 			sizeBuckets, routeLabels...),
-		upstreamRequests: stats.CounterVec("upstream_requests_total",
-			"Requests forwarded to a Service port, by the code class of the response the client got.",
-			stats.WithClass(upstreamLabels)...),
-		retries: stats.CounterVec("upstream_retries_total",
-			"Retries of upstream requests (route retry_policy), by Service port.", upstreamLabels...),
-		perTryTimeouts: stats.CounterVec("upstream_per_try_timeouts_total",
-			"Upstream attempts that exceeded the route's per_try_timeout, by Service port.", upstreamLabels...),
-		timeouts: stats.CounterVec("upstream_timeouts_total",
-			"Requests that exceeded the route timeout while forwarded to a Service port.", upstreamLabels...),
-		connectFailures: stats.CounterVec("upstream_connect_failures_total",
-			"Upstream attempts and TCP proxy connections that could not connect (refused, connect_timeout, a destination the proxy refuses), by Service port.", upstreamLabels...),
-		destinationsRefused: stats.CounterVec("upstream_destinations_refused_total",
-			"Upstream connections the proxy would not make, by reason: a name resolving to a loopback (loopback), link-local (link_local) or unspecified (unspecified) address, or any endpoint at an address Portico listens on (own_address).",
-			"reason"),
 		headersRefused: stats.CounterVec("request_headers_refused_total",
 			"Requests answered 431 because their headers exceeded max_request_headers_kb (reason size) or max_headers_count (reason count).",
 			"reason"),
 		xdsUpdates: stats.CounterVec("xds_updates_total", "xDS responses by resource type and outcome (ack or nack).", "type", "result"),
-		healthyEndpoints: stats.GaugeVec("cluster_healthy_endpoints",
-			"Endpoints passing active health checks, by Service port (summed over its clusters with health_checks).", upstreamLabels...),
-		outlierEjections: stats.CounterVec("upstream_outlier_ejections_total",
-			"Endpoints ejected by outlier detection, by Service port (clusters with outlier_detection only).", upstreamLabels...),
-		ejectedEndpoints: stats.GaugeVec("cluster_ejected_endpoints",
-			"Endpoints currently ejected by outlier detection, by Service port (summed over its clusters with outlier_detection).", upstreamLabels...),
-		tcpConnections: stats.CounterVec("tcp_connections_total",
-			"TCP proxy connections made to a Service port (TLS passthrough and terminated TLS).", upstreamLabels...),
-		tcpActive: stats.GaugeVec("tcp_active_connections",
-			"TCP proxy connections to a Service port open now.", upstreamLabels...),
-		tcpSentBytes: stats.CounterVec("tcp_sent_bytes_total",
-			"Bytes the TCP proxy sent to a Service port (what its clients sent).", upstreamLabels...),
-		tcpReceivedBytes: stats.CounterVec("tcp_received_bytes_total",
-			"Bytes the TCP proxy received from a Service port (what its clients were sent).", upstreamLabels...),
 		filterReplies: stats.CounterVec("http_filter_replies_total",
 			"Requests answered by an HTTP filter (denied by an IP rule, rate limited, refused by authorization or JWT verification, a CORS preflight) instead of the router, by filter and status code.",
 			"filter", "code"),
@@ -134,26 +85,14 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name:      "access_log_dropped_total",
 			Help:      "Access log lines dropped because the log sink was slower than the traffic (the queue of lines waiting for it was full).",
 		}),
+		upstream: newUpstreamMetrics(reg, log),
 	}
 	if reg != nil {
 		m.requests = stats.Register(reg, m.requests, log)
 		m.duration = stats.Register(reg, m.duration, log)
 		m.responseSize = stats.Register(reg, m.responseSize, log)
-		m.upstreamRequests = stats.Register(reg, m.upstreamRequests, log)
-		m.retries = stats.Register(reg, m.retries, log)
-		m.perTryTimeouts = stats.Register(reg, m.perTryTimeouts, log)
-		m.timeouts = stats.Register(reg, m.timeouts, log)
-		m.connectFailures = stats.Register(reg, m.connectFailures, log)
-		m.destinationsRefused = stats.Register(reg, m.destinationsRefused, log)
 		m.headersRefused = stats.Register(reg, m.headersRefused, log)
 		m.xdsUpdates = stats.Register(reg, m.xdsUpdates, log)
-		m.healthyEndpoints = stats.Register(reg, m.healthyEndpoints, log)
-		m.outlierEjections = stats.Register(reg, m.outlierEjections, log)
-		m.ejectedEndpoints = stats.Register(reg, m.ejectedEndpoints, log)
-		m.tcpConnections = stats.Register(reg, m.tcpConnections, log)
-		m.tcpActive = stats.Register(reg, m.tcpActive, log)
-		m.tcpSentBytes = stats.Register(reg, m.tcpSentBytes, log)
-		m.tcpReceivedBytes = stats.Register(reg, m.tcpReceivedBytes, log)
 		m.accessLogDropped = stats.Register(reg, m.accessLogDropped, log)
 		m.filterReplies = stats.Register(reg, m.filterReplies, log)
 		m.mirrors = stats.Register(reg, m.mirrors, log)

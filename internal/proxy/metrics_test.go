@@ -12,7 +12,7 @@ import (
 func requestMetrics(t testing.TB) (*routeStats, *upstreamStats) {
 	m := newMetrics(prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	rs := &routeStats{m: m, key: routeKey{"ingress_http", "shop.example.com", "httpproxy/shop/web", "/cart"}}
-	us := &upstreamStats{m: m, key: upstreamKey{"shop", "web", "http"}}
+	us := newUpstreamSeries(m.upstream).statsFor(clusterStatKey("web", "shop_web_http"))
 	rs.observe(200, 0.001, 512)
 	us.request(200)
 	return rs, us

@@ -1,12 +1,91 @@
 package proxy
 
 import (
+	"log/slog"
 	"strings"
 	"sync/atomic"
 
 	"github.com/portico-dev/portico/internal/proxy/stats"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// upstreamLabels name a Service port: not the xDS cluster, so that the
+// clusters of one port that differ only by policy are one series, and not
+// namespace and service, which Prometheus's Kubernetes discovery gives every
+// scraped target.
+var upstreamLabels = []string{"service_namespace", "service_name", "service_port"}
+
+// upstreamMetrics are the collectors of the Service ports' series (see
+// metrics for their lifecycle).
+type upstreamMetrics struct {
+	upstreamRequests *prometheus.CounterVec // upstreamLabels, code_class
+	retries          *prometheus.CounterVec // upstreamLabels
+	perTryTimeouts   *prometheus.CounterVec // upstreamLabels
+	timeouts         *prometheus.CounterVec // upstreamLabels
+	connectFailures  *prometheus.CounterVec // upstreamLabels
+	// destinationsRefused counts connections the egress guard refused.
+	destinationsRefused *prometheus.CounterVec // reason
+	// healthyEndpoints exists for Service ports with a health-checked cluster.
+	healthyEndpoints *prometheus.GaugeVec
+	// outlierEjections and ejectedEndpoints exist for Service ports with a
+	// cluster that has outlier detection.
+	outlierEjections *prometheus.CounterVec // upstreamLabels
+	ejectedEndpoints *prometheus.GaugeVec   // upstreamLabels
+	// The TCP proxy's series (tcp_proxy filter chains), by upstreamLabels.
+	tcpConnections   *prometheus.CounterVec
+	tcpActive        *prometheus.GaugeVec
+	tcpSentBytes     *prometheus.CounterVec
+	tcpReceivedBytes *prometheus.CounterVec
+}
+
+func newUpstreamMetrics(reg prometheus.Registerer, log *slog.Logger) *upstreamMetrics {
+	m := &upstreamMetrics{
+		upstreamRequests: stats.CounterVec("upstream_requests_total",
+			"Requests forwarded to a Service port, by the code class of the response the client got.",
+			stats.WithClass(upstreamLabels)...),
+		retries: stats.CounterVec("upstream_retries_total",
+			"Retries of upstream requests (route retry_policy), by Service port.", upstreamLabels...),
+		perTryTimeouts: stats.CounterVec("upstream_per_try_timeouts_total",
+			"Upstream attempts that exceeded the route's per_try_timeout, by Service port.", upstreamLabels...),
+		timeouts: stats.CounterVec("upstream_timeouts_total",
+			"Requests that exceeded the route timeout while forwarded to a Service port.", upstreamLabels...),
+		connectFailures: stats.CounterVec("upstream_connect_failures_total",
+			"Upstream attempts and TCP proxy connections that could not connect (refused, connect_timeout, a destination the proxy refuses), by Service port.", upstreamLabels...),
+		destinationsRefused: stats.CounterVec("upstream_destinations_refused_total",
+			"Upstream connections the proxy would not make, by reason: a name resolving to a loopback (loopback), link-local (link_local) or unspecified (unspecified) address, or any endpoint at an address Portico listens on (own_address).",
+			"reason"),
+		healthyEndpoints: stats.GaugeVec("cluster_healthy_endpoints",
+			"Endpoints passing active health checks, by Service port (summed over its clusters with health_checks).", upstreamLabels...),
+		outlierEjections: stats.CounterVec("upstream_outlier_ejections_total",
+			"Endpoints ejected by outlier detection, by Service port (clusters with outlier_detection only).", upstreamLabels...),
+		ejectedEndpoints: stats.GaugeVec("cluster_ejected_endpoints",
+			"Endpoints currently ejected by outlier detection, by Service port (summed over its clusters with outlier_detection).", upstreamLabels...),
+		tcpConnections: stats.CounterVec("tcp_connections_total",
+			"TCP proxy connections made to a Service port (TLS passthrough and terminated TLS).", upstreamLabels...),
+		tcpActive: stats.GaugeVec("tcp_active_connections",
+			"TCP proxy connections to a Service port open now.", upstreamLabels...),
+		tcpSentBytes: stats.CounterVec("tcp_sent_bytes_total",
+			"Bytes the TCP proxy sent to a Service port (what its clients sent).", upstreamLabels...),
+		tcpReceivedBytes: stats.CounterVec("tcp_received_bytes_total",
+			"Bytes the TCP proxy received from a Service port (what its clients were sent).", upstreamLabels...),
+	}
+	if reg != nil {
+		m.upstreamRequests = stats.Register(reg, m.upstreamRequests, log)
+		m.retries = stats.Register(reg, m.retries, log)
+		m.perTryTimeouts = stats.Register(reg, m.perTryTimeouts, log)
+		m.timeouts = stats.Register(reg, m.timeouts, log)
+		m.connectFailures = stats.Register(reg, m.connectFailures, log)
+		m.destinationsRefused = stats.Register(reg, m.destinationsRefused, log)
+		m.healthyEndpoints = stats.Register(reg, m.healthyEndpoints, log)
+		m.outlierEjections = stats.Register(reg, m.outlierEjections, log)
+		m.ejectedEndpoints = stats.Register(reg, m.ejectedEndpoints, log)
+		m.tcpConnections = stats.Register(reg, m.tcpConnections, log)
+		m.tcpActive = stats.Register(reg, m.tcpActive, log)
+		m.tcpSentBytes = stats.Register(reg, m.tcpSentBytes, log)
+		m.tcpReceivedBytes = stats.Register(reg, m.tcpReceivedBytes, log)
+	}
+	return m
+}
 
 // upstreamKey is the label set of a Service port's series (upstreamLabels).
 type upstreamKey struct {
@@ -58,7 +137,7 @@ type tcpSeries struct {
 // protocol...), so that those fold into one series. Each series is created
 // by the first event it counts.
 type upstreamStats struct {
-	m     *metrics
+	m     *upstreamMetrics
 	key   upstreamKey
 	label string // key.String(), for access log lines
 	// users counts the clusters of the applied configuration that hold
@@ -79,21 +158,32 @@ type upstreamStats struct {
 	healthy, ejected sharedGauge
 }
 
-// upstreamStatsFor returns the stats of key, creating them. Only the ADS
+// upstreamSeries are the series per Service port label set, shared by its
+// clusters (see clusterState.holdStats). ADS goroutine only.
+type upstreamSeries struct {
+	m     *upstreamMetrics
+	byKey map[upstreamKey]*upstreamStats
+}
+
+func newUpstreamSeries(m *upstreamMetrics) *upstreamSeries {
+	return &upstreamSeries{m: m, byKey: make(map[upstreamKey]*upstreamStats)}
+}
+
+// statsFor returns the stats of key, creating them. Only the ADS
 // goroutine calls it.
-func (p *Proxy) upstreamStatsFor(key upstreamKey) *upstreamStats {
-	s, ok := p.upstreamStats[key]
+func (u *upstreamSeries) statsFor(key upstreamKey) *upstreamStats {
+	s, ok := u.byKey[key]
 	if !ok {
-		s = &upstreamStats{m: p.metrics, key: key, label: key.String()}
-		s.healthy.vec, s.ejected.vec = p.metrics.healthyEndpoints, p.metrics.ejectedEndpoints
-		p.upstreamStats[key] = s
+		s = &upstreamStats{m: u.m, key: key, label: key.String()}
+		s.healthy.vec, s.ejected.vec = u.m.healthyEndpoints, u.m.ejectedEndpoints
+		u.byKey[key] = s
 	}
 	return s
 }
 
 // holdStats makes the cluster of cs hold s (nil: none, the cluster goes),
 // adding what it held before to released: a Service port's series are
-// deleted when no cluster holds them (releaseUpstreamStats).
+// deleted when no cluster holds them (upstreamSeries.release).
 func (cs *clusterState) holdStats(s *upstreamStats, released *[]*upstreamStats) {
 	if cs.stats == s {
 		return
@@ -107,27 +197,27 @@ func (cs *clusterState) holdStats(s *upstreamStats, released *[]*upstreamStats) 
 	cs.stats = s
 }
 
-// releaseUpstreamStats lets go of a hold on s, deleting its series with
+// release lets go of a hold on s, deleting its series with
 // the last.
-func (p *Proxy) releaseUpstreamStats(s *upstreamStats) {
+func (u *upstreamSeries) release(s *upstreamStats) {
 	if s.users--; s.users == 0 {
-		p.dropUpstreamStats(s)
+		u.drop(s)
 	}
 }
 
-// dropUnusedUpstreamStats deletes the stats no applied cluster uses: those
+// dropUnused deletes the stats no applied cluster uses: those
 // of clusters that a failed compilation built.
-func (p *Proxy) dropUnusedUpstreamStats() {
-	for _, s := range p.upstreamStats {
+func (u *upstreamSeries) dropUnused() {
+	for _, s := range u.byKey {
 		if s.users == 0 {
-			p.dropUpstreamStats(s)
+			u.drop(s)
 		}
 	}
 }
 
-func (p *Proxy) dropUpstreamStats(s *upstreamStats) {
-	if p.upstreamStats[s.key] == s {
-		delete(p.upstreamStats, s.key)
+func (u *upstreamSeries) drop(s *upstreamStats) {
+	if u.byKey[s.key] == s {
+		delete(u.byKey, s.key)
 	}
 	s.remove()
 }

@@ -172,11 +172,13 @@ type outlierState struct {
 	share *gaugeShare
 }
 
-func (p *Proxy) newOutlierState(cluster string) *outlierState {
+// newOutlierState starts the state of a cluster's outlier detection;
+// running counts its interval timers, for shutdown to wait for.
+func newOutlierState(cluster string, log *slog.Logger, running *sync.WaitGroup) *outlierState {
 	return &outlierState{
 		cluster: cluster,
-		log:     p.log,
-		running: &p.outlierRunning,
+		log:     log,
+		running: running,
 		hosts:   make(map[string]*outlierHost),
 	}
 }
@@ -333,17 +335,17 @@ func (o *outlierState) successRate(spec *outlierSpec) {
 }
 
 // observe records the result of an attempt at an endpoint: a 5xx response,
-// a connection or protocol failure and a timeout are failures; a client going
-// away is no result. It is the request path's only cost of outlier detection.
-func (o *outlierState) observe(h *outlierHost, out outcome, status int, reqCtx context.Context) {
+// a connection or protocol failure and a timeout are failures; an aborted
+// request is one only when the route timeout ended it (routeTimedOut), a
+// client going away is no result. It is the request path's only cost of
+// outlier detection.
+func (o *outlierState) observe(h *outlierHost, out outcome, status int, routeTimedOut bool) {
 	failed := true
 	switch out {
 	case outcomeResponse:
 		failed = status >= 500
 	case outcomeAborted:
-		// Only the route timeout is the upstream's doing (Envoy records a
-		// timeout); a client that left or an idle stream is not.
-		if !errors.Is(context.Cause(reqCtx), errRouteTimeout) {
+		if !routeTimedOut {
 			return
 		}
 	}
@@ -431,3 +433,14 @@ func (o *outlierState) reportEjected() {
 		o.share.set(float64(o.active))
 	}
 }
+
+// outcome is how an attempt ended, as far as retrying is concerned.
+type outcome int
+
+const (
+	outcomeResponse       outcome = iota // response headers arrived
+	outcomeConnectFailure                // no connection to the endpoint
+	outcomeReset                         // the connection failed before the response headers
+	outcomePerTryTimeout                 // the attempt's per_try_timeout expired
+	outcomeAborted                       // the request itself ended (route/idle timeout, client gone)
+)

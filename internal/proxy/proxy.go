@@ -125,9 +125,9 @@ type Proxy struct {
 	// compilations, to find those no applied snapshot uses. ADS goroutine only.
 	routeStats map[routeKey]*routeStats
 	statsGen   uint64
-	// upstreamStats are the series per Service port label set, shared by
-	// its clusters (see moveUpstreamStats). ADS goroutine only.
-	upstreamStats map[upstreamKey]*upstreamStats
+	// upstreamSeries are the series per Service port, shared by its
+	// clusters. ADS goroutine only.
+	upstreamSeries *upstreamSeries
 
 	current        atomic.Pointer[snapshot]
 	ready          atomic.Bool
@@ -164,16 +164,16 @@ func New(cfg Config) *Proxy {
 		store:         newResourceStore(),
 		clusterStates: make(map[string]*clusterState),
 		routeStats:    make(map[routeKey]*routeStats),
-		upstreamStats: make(map[upstreamKey]*upstreamStats),
 		listeners:     make(map[string]*liveListener),
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
 	}
+	p.upstreamSeries = newUpstreamSeries(p.metrics.upstream)
 	accessLogger := log
 	if cfg.AccessLogger != nil {
 		accessLogger = cfg.AccessLogger
 	}
-	p.egress = newEgressGuard(cfg.Resolver, p.metrics, log)
+	p.egress = newEgressGuard(cfg.Resolver, p.metrics.upstream.destinationsRefused, log)
 	p.egressStale.Store(true)
 	p.accessLog = accesslog.New(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accesslog.Queue)
 	p.transport = newHTTP1Client(newUpstreamTransport())

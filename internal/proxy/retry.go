@@ -158,17 +158,6 @@ func (p *retryPolicy) backOff(n int) time.Duration {
 	return min(time.Duration(rand.Int64N(int64(span))), p.backOffMax)
 }
 
-// outcome is how an attempt ended, as far as retrying is concerned.
-type outcome int
-
-const (
-	outcomeResponse       outcome = iota // response headers arrived
-	outcomeConnectFailure                // no connection to the endpoint
-	outcomeReset                         // the connection failed before the response headers
-	outcomePerTryTimeout                 // the attempt's per_try_timeout expired
-	outcomeAborted                       // the request itself ended (route/idle timeout, client gone)
-)
-
 // retriable reports whether retry_on allows retrying an attempt. Envoy
 // treats a per-try timeout like a reset, and 5xx and gateway-error cover
 // resets and connect failures as well as responses.
@@ -253,7 +242,10 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 			status = res.StatusCode
 		}
 		if od := t.cluster.outlier; od != nil {
-			od.observe(t.cluster.outlierHosts[endpoint], o, status, req.Context())
+			// Only the route timeout is the upstream's doing (Envoy records a
+			// timeout); a client that left or an idle stream is not.
+			routeTimedOut := o == outcomeAborted && errors.Is(context.Cause(req.Context()), errRouteTimeout)
+			od.observe(t.cluster.outlierHosts[endpoint], o, status, routeTimedOut)
 		}
 		if n > rp.numRetries || !rp.retriable(o, status) && !rp.retriableGRPC(res) ||
 			(replay != nil && !replay.replayable()) || !t.cluster.state.acquireRetry() {

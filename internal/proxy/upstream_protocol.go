@@ -209,11 +209,11 @@ func newClusterTransport(key transportKey) *clusterTransport {
 	if key.tls != "" {
 		requireH2 := key.protocol == protoHTTP2
 		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			t := targetFrom(ctx)
-			if t == nil || t.cluster.tls == nil {
+			c := clusterFrom(ctx)
+			if c == nil || c.tls == nil {
 				return nil, errors.New("no upstream TLS settings for this connection")
 			}
-			return dialTLS(ctx, t.cluster.dialer, addr, t.cluster.tls, requireH2)
+			return dialTLS(ctx, c.dialer, addr, c.tls, requireH2)
 		}
 	}
 	return &clusterTransport{key: key, rt: tr}
