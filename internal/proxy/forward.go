@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,7 +22,7 @@ const statusClientClosedRequest = 499
 // upstreamTargetKey) because http.Transport keeps context values (not
 // cancellation) when dialing.
 type upstreamTarget struct {
-	cluster  *upstreamCluster
+	cluster  *upstream.Cluster
 	endpoint string
 	path     string // escaped path to send upstream
 	host     string // Host header to send upstream
@@ -34,22 +35,22 @@ type upstreamTarget struct {
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
 
-	endpointIdx int          // the first attempt's endpoint
-	retry       *retryPolicy // never nil
-	pick        pickContext  // for the retries' picks
-	idle        *idleTimer   // nil when the idle timeout is disabled
-	done        *completion  // the downstream request is complete
+	endpointIdx int                  // the first attempt's endpoint
+	retry       *retryPolicy         // never nil
+	pick        upstream.PickContext // for the retries' picks
+	idle        *idleTimer           // nil when the idle timeout is disabled
+	done        *completion          // the downstream request is complete
 	ex          *exchange
 	attempts    int
 }
 
 func targetFrom(ctx context.Context) *upstreamTarget {
-	t, _ := ctx.Value(upstreamTargetKey{}).(*upstreamTarget)
+	t, _ := ctx.Value(upstream.TargetKey{}).(*upstreamTarget)
 	return t
 }
 
 // UpstreamCluster is the cluster dials connect to (clusterTarget).
-func (t *upstreamTarget) UpstreamCluster() *upstreamCluster { return t.cluster }
+func (t *upstreamTarget) UpstreamCluster() *upstream.Cluster { return t.cluster }
 
 // newReverseProxy builds the ReverseProxy shared by all requests; everything
 // request-specific comes from the upstreamTarget in the request context.
@@ -95,7 +96,7 @@ func (b *copyBuffers) Put(buf []byte) {
 // X-Forwarded-* headers from pr.Out.
 func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 	t := targetFrom(pr.In.Context())
-	pr.Out.URL.Scheme = t.cluster.scheme
+	pr.Out.URL.Scheme = t.cluster.Scheme
 	pr.Out.URL.Host = t.endpoint
 	pr.Out.URL.Path, pr.Out.URL.RawPath = unescapedPath(t.path), t.path
 	pr.Out.URL.RawQuery = t.rawQuery
@@ -154,12 +155,12 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 
 func resetReason(err error) string {
 	var ne net.Error
-	var te *tlsHandshakeError
-	var re *destinationRefusedError
+	var te *upstream.TLSHandshakeError
+	var re *upstream.DestinationRefusedError
 	switch {
 	case errors.As(err, &re):
 		// The address and the Service are in the proxy's log, not told to clients.
-		return "destination refused (" + re.reason.label() + "): the proxy does not connect to it"
+		return "destination refused (" + re.Reason.Label() + "): the proxy does not connect to it"
 	case errors.As(err, &te):
 		return "connection failure, transport failure reason: " + te.Error()
 	case errors.As(err, &ne) && ne.Timeout():

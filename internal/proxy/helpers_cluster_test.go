@@ -21,6 +21,7 @@ import (
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -171,7 +172,7 @@ func protocolOptions(t testing.TB, c *clusterv3.Cluster, h2 bool, idle *duration
 	if idle != nil {
 		o.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: idle}
 	}
-	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(t, o)}
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{upstream.HTTPProtocolOptionsKey: mustAny(t, o)}
 	return c
 }
 

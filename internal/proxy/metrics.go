@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/portico-dev/portico/internal/proxy/stats"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,7 +49,7 @@ type metrics struct {
 	xdsUpdates     *prometheus.CounterVec
 
 	// upstream are the series of Service ports (package upstream).
-	upstream *upstreamMetrics
+	upstream *upstream.Metrics
 
 	accessLogDropped prometheus.Counter
 	// filterReplies counts the requests an HTTP filter answered, by filter
@@ -85,7 +86,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name:      "access_log_dropped_total",
 			Help:      "Access log lines dropped because the log sink was slower than the traffic (the queue of lines waiting for it was full).",
 		}),
-		upstream: newUpstreamMetrics(reg, log),
+		upstream: upstream.NewMetrics(reg, log),
 	}
 	if reg != nil {
 		m.requests = stats.Register(reg, m.requests, log)

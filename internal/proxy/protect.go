@@ -25,6 +25,6 @@ func (p *Proxy) protectedAddrs() []string {
 // when the listeners changed since the last time (or it never ran).
 func (p *Proxy) refreshEgress(ctx context.Context) {
 	if p.egressStale.Swap(false) {
-		p.egress.refresh(ctx, p.protectedAddrs)
+		p.egress.Refresh(ctx, p.protectedAddrs)
 	}
 }

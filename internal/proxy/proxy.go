@@ -17,6 +17,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // DefaultNodeID is sent as DiscoveryRequest.node.id when Config.NodeID is empty.
@@ -87,14 +88,14 @@ type Proxy struct {
 	// egress decides which addresses upstream connections may reach;
 	// egressStale is set when the listeners changed and its protected
 	// addresses must be listed again (refreshEgress).
-	egress      *egressGuard
+	egress      *upstream.EgressGuard
 	egressStale atomic.Bool
 	// accessLog writes the access log lines of every listener off the request path.
 	accessLog *accesslog.Log
 
 	// transport and reverseProxy are shared by every request of every
 	// configuration so that upstream connection pools survive config swaps.
-	transport    *http1Client
+	transport    *upstream.HTTP1Client
 	reverseProxy *httputil.ReverseProxy
 	// upstreams and filterEnv are what HTTP filters use to reach services
 	// (authorization, rate limits, JWKS); they outlive configuration swaps.
@@ -113,7 +114,7 @@ type Proxy struct {
 	// config swaps, so that frequent updates do not keep resetting round
 	// robin, in-flight counts or health. Only touched while compiling and
 	// applying (ADS goroutine), then by shutdown.
-	clusterStates map[string]*clusterState
+	clusterStates map[string]*upstream.ClusterState
 	// healthCheckers counts running health checker goroutines (tests watch
 	// it); healthRunning is waited for at shutdown.
 	healthCheckers atomic.Int64
@@ -127,7 +128,7 @@ type Proxy struct {
 	statsGen   uint64
 	// upstreamSeries are the series per Service port, shared by its
 	// clusters. ADS goroutine only.
-	upstreamSeries *upstreamSeries
+	upstreamSeries *upstream.Series
 
 	current        atomic.Pointer[snapshot]
 	ready          atomic.Bool
@@ -162,21 +163,21 @@ func New(cfg Config) *Proxy {
 		log:           log,
 		metrics:       newMetrics(cfg.Registerer, log),
 		store:         newResourceStore(),
-		clusterStates: make(map[string]*clusterState),
+		clusterStates: make(map[string]*upstream.ClusterState),
 		routeStats:    make(map[routeKey]*routeStats),
 		listeners:     make(map[string]*liveListener),
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
 	}
-	p.upstreamSeries = newUpstreamSeries(p.metrics.upstream)
+	p.upstreamSeries = upstream.NewSeries(p.metrics.upstream)
 	accessLogger := log
 	if cfg.AccessLogger != nil {
 		accessLogger = cfg.AccessLogger
 	}
-	p.egress = newEgressGuard(cfg.Resolver, p.metrics.upstream.destinationsRefused, log)
+	p.egress = upstream.NewEgressGuard(cfg.Resolver, p.metrics.upstream.DestinationsRefused, log)
 	p.egressStale.Store(true)
 	p.accessLog = accesslog.New(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accesslog.Queue)
-	p.transport = newHTTP1Client(newUpstreamTransport())
+	p.transport = upstream.NewHTTP1Client(upstream.NewTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
 	p.mirrors = make(inFlight, maxMirrorsInFlight)

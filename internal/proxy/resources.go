@@ -13,6 +13,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -113,18 +114,18 @@ func (s *resourceStore) noteChange(typeURL, name string, old, spec any, changes 
 	if typeURL != resourcev3.ClusterType {
 		return
 	}
-	if c, ok := old.(*clusterSpec); ok && c.kind == clusterEDS {
-		users := s.edsUsers[c.serviceName]
+	if c, ok := old.(*upstream.ClusterSpec); ok && c.Kind == upstream.ClusterEDS {
+		users := s.edsUsers[c.ServiceName]
 		delete(users, name)
 		if len(users) == 0 {
-			delete(s.edsUsers, c.serviceName)
+			delete(s.edsUsers, c.ServiceName)
 		}
 	}
-	if c, ok := spec.(*clusterSpec); ok && c.kind == clusterEDS {
-		users := s.edsUsers[c.serviceName]
+	if c, ok := spec.(*upstream.ClusterSpec); ok && c.Kind == upstream.ClusterEDS {
+		users := s.edsUsers[c.ServiceName]
 		if users == nil {
 			users = make(map[string]struct{}, 1)
-			s.edsUsers[c.serviceName] = users
+			s.edsUsers[c.ServiceName] = users
 		}
 		users[name] = struct{}{}
 	}
@@ -292,11 +293,11 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 			func(m validatable) (any, error) { return convertRouteConfig(m.(*routev3.RouteConfiguration)) }, true
 	case resourcev3.ClusterType:
 		return func() validatable { return &clusterv3.Cluster{} },
-			func(m validatable) (any, error) { return convertCluster(m.(*clusterv3.Cluster)) }, true
+			func(m validatable) (any, error) { return upstream.ConvertCluster(m.(*clusterv3.Cluster)) }, true
 	case resourcev3.EndpointType:
 		return func() validatable { return &endpointv3.ClusterLoadAssignment{} },
 			func(m validatable) (any, error) {
-				return convertEDSAssignment(m.(*endpointv3.ClusterLoadAssignment))
+				return upstream.ConvertEDSAssignment(m.(*endpointv3.ClusterLoadAssignment))
 			}, true
 	case resourcev3.SecretType:
 		return func() validatable { return &tlsv3.Secret{} },

@@ -14,6 +14,7 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -160,7 +161,7 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 	e.Cluster = spec.pickCluster()
 	cl, _ := lc.clusters.get(e.Cluster)
 	if cl != nil {
-		e.Service = cl.stats.label
+		e.Service = cl.Stats.Label
 	}
 	up, endpoint, err := p.connectTCP(cl, spec.maxConnectAttempts)
 	if err != nil {
@@ -169,10 +170,10 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 	}
 	defer up.Close()
 	e.UpstreamHost = endpoint
-	ts := cl.stats.tcpSeries()
-	ts.connections.Inc()
-	ts.active.Inc()
-	defer ts.active.Dec()
+	ts := cl.Stats.TCPSeries()
+	ts.Connections.Inc()
+	ts.Active.Inc()
+	defer ts.Active.Dec()
 	var clean bool
 	c.Received, c.Sent, c.Termination, clean = splice(down, up, spec.idleTimeout, ts)
 	if !clean && conns.forced.Load() {
@@ -181,7 +182,7 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 }
 
 // connectTermination says why no upstream connection was made.
-func connectTermination(cl *upstreamCluster, err error) string {
+func connectTermination(cl *upstream.Cluster, err error) string {
 	switch {
 	case cl == nil:
 		return tcpEndNoCluster
@@ -214,32 +215,32 @@ func (p *Proxy) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
 // (healthy, not ejected), making up to attempts connection attempts, each to
 // an endpoint picked again (tcp_proxy max_connect_attempts, 1 by default).
 // Connect failures and successes feed outlier detection.
-func (p *Proxy) connectTCP(cl *upstreamCluster, attempts int) (net.Conn, string, error) {
+func (p *Proxy) connectTCP(cl *upstream.Cluster, attempts int) (net.Conn, string, error) {
 	if cl == nil {
 		return nil, "", errors.New("unknown cluster")
 	}
 	var lastErr error
 	for n := 0; n < max(attempts, 1); n++ {
-		i, ok := cl.pick(pickContext{})
+		i, ok := cl.Pick(upstream.PickContext{})
 		if !ok {
 			return nil, "", errNoHealthyUpstream
 		}
-		cl.state.served.Store(true)
-		endpoint := cl.endpoints[i]
+		cl.State.Served.Store(true)
+		endpoint := cl.Endpoints[i]
 		var conn net.Conn
 		var err error
-		if cl.tls != nil {
-			conn, err = dialTLS(context.Background(), cl.dialer, endpoint, cl.tls, false)
+		if cl.TLS != nil {
+			conn, err = upstream.DialTLS(context.Background(), cl.Dialer, endpoint, cl.TLS, false)
 		} else {
-			conn, err = cl.dialer.dial(context.Background(), endpoint)
+			conn, err = cl.Dialer.Dial(context.Background(), endpoint)
 		}
-		if cl.outlier != nil {
-			cl.outlier.record(cl.outlierHosts[i], err != nil)
+		if cl.Outlier != nil {
+			cl.Outlier.Record(cl.OutlierHosts[i], err != nil)
 		}
 		if err == nil {
 			return conn, endpoint, nil
 		}
-		cl.stats.connectFailed()
+		cl.Stats.ConnectFailed()
 		lastErr = err
 	}
 	return nil, "", lastErr
@@ -251,7 +252,7 @@ func (p *Proxy) connectTCP(cl *upstreamCluster, attempts int) (net.Conn, string,
 // both connections. It returns the bytes received from down and sent to it,
 // how the connection ended (the first end of a direction, error or idle
 // timeout), and whether both directions ended cleanly.
-func splice(down, up net.Conn, idleTimeout time.Duration, ts *tcpSeries) (received, sent int64, end string, clean bool) {
+func splice(down, up net.Conn, idleTimeout time.Duration, ts *upstream.TCPSeries) (received, sent int64, end string, clean bool) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	var first sync.Once
@@ -289,10 +290,10 @@ func splice(down, up net.Conn, idleTimeout time.Duration, ts *tcpSeries) (receiv
 	var upClean bool
 	go func() {
 		defer wg.Done()
-		received, upClean = copyHalf(up, down, halfCopy{last: &last, record: record, abort: abort, counter: ts.sent,
+		received, upClean = copyHalf(up, down, halfCopy{last: &last, record: record, abort: abort, counter: ts.Sent,
 			srcClosed: tcpEndDownstreamClosed, srcReset: tcpEndDownstreamReset, dstReset: tcpEndUpstreamReset})
 	}()
-	sent, downClean := copyHalf(down, up, halfCopy{last: &last, record: record, abort: abort, counter: ts.received,
+	sent, downClean := copyHalf(down, up, halfCopy{last: &last, record: record, abort: abort, counter: ts.Received,
 		srcClosed: tcpEndUpstreamClosed, srcReset: tcpEndUpstreamReset, dstReset: tcpEndDownstreamReset})
 	wg.Wait()
 	// Both directions have ended, so one of them recorded; an idle timeout

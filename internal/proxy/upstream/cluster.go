@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -22,71 +22,71 @@ const defaultConnectTimeout = 5 * time.Second
 type clusterKind int
 
 const (
-	clusterEDS    clusterKind = iota // endpoints from a ClusterLoadAssignment
-	clusterInline                    // endpoints from the cluster's own load_assignment
+	ClusterEDS    clusterKind = iota // endpoints from a ClusterLoadAssignment
+	ClusterInline                    // endpoints from the cluster's own load_assignment
 )
 
-// clusterSpec is a validated Cluster.
-type clusterSpec struct {
+// ClusterSpec is a validated Cluster.
+type ClusterSpec struct {
 	name           string
-	kind           clusterKind
-	serviceName    string            // EDS: the ClusterLoadAssignment's cluster_name
-	endpoints      []string          // inline: host:port (hostnames for STRICT_DNS, resolved per connection)
-	healthAddrs    map[string]string // inline: see assignmentSpec
-	connectTimeout time.Duration
-	network        string // "tcp", "tcp4" or "tcp6" (dns_lookup_family)
+	Kind           clusterKind
+	ServiceName    string            // EDS: the ClusterLoadAssignment's cluster_name
+	Endpoints      []string          // inline: host:port (hostnames for STRICT_DNS, resolved per connection)
+	HealthAddrs    map[string]string // inline: see assignmentSpec
+	ConnectTimeout time.Duration
+	Network        string // "tcp", "tcp4" or "tcp6" (dns_lookup_family)
 	// byName: STRICT_DNS or LOGICAL_DNS, whose endpoints, IP literals
 	// included, were chosen by whoever wrote an ExternalName Service (see
 	// egress.go).
-	byName      bool
-	lb          lbSpec
-	healthCheck *healthCheckSpec // nil without health_checks
-	tls         *upstreamTLSSpec // nil: clear text
-	protocol    protocolSpec
-	outlier     *outlierSpec // nil without outlier_detection
-	statKey     upstreamKey  // the labels of its series (clusterStatKey)
+	ByName      bool
+	LB          LBSpec
+	HealthCheck *HealthCheckSpec // nil without health_checks
+	TLS         *upstreamTLSSpec // nil: clear text
+	Protocol    ProtocolSpec
+	Outlier     *OutlierSpec // nil without outlier_detection
+	StatKey     upstreamKey  // the labels of its series (clusterStatKey)
 }
 
-// assignmentSpec is a validated ClusterLoadAssignment.
-type assignmentSpec struct {
-	endpoints []string // host:port of the endpoints that may receive traffic
-	// healthAddrs are where the endpoints that are health checked elsewhere
+// AssignmentSpec is a validated ClusterLoadAssignment.
+type AssignmentSpec struct {
+	Endpoints []string // host:port of the endpoints that may receive traffic
+	// HealthAddrs are where the endpoints that are health checked elsewhere
 	// (health_check_config.port_value) are checked, by endpoint; nil: none.
-	healthAddrs map[string]string
+	HealthAddrs map[string]string
 }
 
-// upstreamCluster is a cluster of a snapshot.
-type upstreamCluster struct {
-	name      string
-	stats     *upstreamStats // of its Service port
-	endpoints []string
-	// healthAddrs are where endpoints checked on another port are checked.
-	healthAddrs map[string]string
-	// dialer connects to the endpoints (connect_timeout, dns_lookup_family,
+// Cluster is a cluster of a snapshot.
+type Cluster struct {
+	Name      string
+	Stats     *Stats // of its Service port
+	Endpoints []string
+	// HealthAddrs are where endpoints checked on another port are checked.
+	HealthAddrs map[string]string
+	// Dialer connects to the endpoints (connect_timeout, dns_lookup_family,
 	// the egress rules).
-	dialer      endpointDialer
-	lb          lbSpec
-	healthCheck *healthCheckSpec
-	tls         *upstreamTLSSpec // nil: clear text
-	scheme      string           // of upstream URLs: "https" with TLS
-	// transport is the cluster's own transport (TLS, HTTP/2, idle_timeout);
+	Dialer      EndpointDialer
+	LB          LBSpec
+	HealthCheck *HealthCheckSpec
+	TLS         *upstreamTLSSpec // nil: clear text
+	Scheme      string           // of upstream URLs: "https" with TLS
+	// Transport is the cluster's own transport (TLS, HTTP/2, idle_timeout);
 	// nil: the shared HTTP/1.1 one.
-	transport http.RoundTripper
+	Transport http.RoundTripper
 	// state, and the counters and health it holds, are shared by every
 	// snapshot: they survive configuration swaps.
-	state  *clusterState
-	active []*atomic.Int64 // in-flight requests, by endpoint index
-	health *healthState    // nil: every endpoint is healthy
-	// outlier is nil without outlier_detection; outlierHosts are by endpoint index.
-	outlier      *outlierState
-	outlierSpec  *outlierSpec
-	outlierHosts []*outlierHost
+	State  *ClusterState
+	Active []*atomic.Int64 // in-flight requests, by endpoint index
+	Health *HealthState    // nil: every endpoint is healthy
+	// Outlier is nil without outlier_detection; outlierHosts are by endpoint index.
+	Outlier      *outlierState
+	OutlierSpec  *OutlierSpec
+	OutlierHosts []*outlierHost
 
-	allHosts *hostSet                // every endpoint (without health checks)
-	hosts    atomic.Pointer[hostSet] // with health checks: the set at the latest generation
+	AllHosts *HostSet                // every endpoint (without health checks)
+	hosts    atomic.Pointer[HostSet] // with health checks: the set at the latest generation
 }
 
-func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
+func ConvertCluster(c *clusterv3.Cluster) (*ClusterSpec, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("transport_socket_matches", len(c.GetTransportSocketMatches()) > 0),
 		xdsconv.Set("transport_socket_matcher", c.GetTransportSocketMatcher() != nil),
@@ -120,30 +120,30 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("health_checks: %w", err)
 	}
-	spec := &clusterSpec{name: c.GetName(), connectTimeout: defaultConnectTimeout, network: "tcp", lb: lb, healthCheck: hc,
-		statKey: clusterStatKey(c.GetName(), c.GetAltStatName())}
+	spec := &ClusterSpec{name: c.GetName(), ConnectTimeout: defaultConnectTimeout, Network: "tcp", LB: lb, HealthCheck: hc,
+		StatKey: ClusterStatKey(c.GetName(), c.GetAltStatName())}
 	if ts := c.GetTransportSocket(); ts != nil {
-		if spec.tls, err = convertUpstreamTLS(ts); err != nil {
+		if spec.TLS, err = convertUpstreamTLS(ts); err != nil {
 			return nil, fmt.Errorf("transport_socket: %w", err)
 		}
 	}
-	if spec.protocol, err = convertProtocolOptions(c); err != nil {
+	if spec.Protocol, err = convertProtocolOptions(c); err != nil {
 		return nil, err
 	}
-	if err := checkProtocolALPN(spec.protocol.protocol, spec.tls); err != nil {
+	if err := checkProtocolALPN(spec.Protocol.Protocol, spec.TLS); err != nil {
 		return nil, fmt.Errorf("transport_socket: %w", err)
 	}
-	if spec.outlier, err = convertOutlierDetection(c.GetOutlierDetection()); err != nil {
+	if spec.Outlier, err = ConvertOutlierDetection(c.GetOutlierDetection()); err != nil {
 		return nil, fmt.Errorf("outlier_detection: %w", err)
 	}
 	if c.GetConnectTimeout() != nil {
-		spec.connectTimeout = c.GetConnectTimeout().AsDuration()
+		spec.ConnectTimeout = c.GetConnectTimeout().AsDuration()
 	}
 	switch c.GetDnsLookupFamily() {
 	case clusterv3.Cluster_V4_ONLY:
-		spec.network = "tcp4"
+		spec.Network = "tcp4"
 	case clusterv3.Cluster_V6_ONLY:
-		spec.network = "tcp6"
+		spec.Network = "tcp6"
 	}
 	switch t := c.GetType(); t {
 	case clusterv3.Cluster_EDS:
@@ -153,10 +153,10 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		if err := xdsconv.CheckADSConfigSource(c.GetEdsClusterConfig().GetEdsConfig()); err != nil {
 			return nil, fmt.Errorf("eds_cluster_config.eds_config: %w", err)
 		}
-		spec.kind = clusterEDS
-		spec.serviceName = c.GetEdsClusterConfig().GetServiceName()
-		if spec.serviceName == "" {
-			spec.serviceName = c.GetName()
+		spec.Kind = ClusterEDS
+		spec.ServiceName = c.GetEdsClusterConfig().GetServiceName()
+		if spec.ServiceName == "" {
+			spec.ServiceName = c.GetName()
 		}
 	case clusterv3.Cluster_STATIC, clusterv3.Cluster_STRICT_DNS, clusterv3.Cluster_LOGICAL_DNS:
 		// Hostnames are resolved by the dialer for every new connection, which
@@ -168,29 +168,29 @@ func convertCluster(c *clusterv3.Cluster) (*clusterSpec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load_assignment: %w", err)
 		}
-		spec.kind = clusterInline
-		spec.endpoints, spec.healthAddrs = a.endpoints, a.healthAddrs
-		spec.byName = t != clusterv3.Cluster_STATIC
+		spec.Kind = ClusterInline
+		spec.Endpoints, spec.HealthAddrs = a.Endpoints, a.HealthAddrs
+		spec.ByName = t != clusterv3.Cluster_STATIC
 	default:
 		return nil, fmt.Errorf("cluster type %v is not supported (EDS, STATIC, STRICT_DNS, LOGICAL_DNS)", t)
 	}
 	return spec, nil
 }
 
-// convertEDSAssignment converts an EDS ClusterLoadAssignment; its endpoints
+// ConvertEDSAssignment converts an EDS ClusterLoadAssignment; its endpoints
 // must be IP addresses, as in Envoy.
-func convertEDSAssignment(cla *endpointv3.ClusterLoadAssignment) (*assignmentSpec, error) {
+func ConvertEDSAssignment(cla *endpointv3.ClusterLoadAssignment) (*AssignmentSpec, error) {
 	return convertAssignment(cla, true)
 }
 
-func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*assignmentSpec, error) {
+func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*AssignmentSpec, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("named_endpoints", len(cla.GetNamedEndpoints()) > 0),
 		xdsconv.Set("policy.drop_overloads", len(cla.GetPolicy().GetDropOverloads()) > 0),
 	); err != nil {
 		return nil, err
 	}
-	a := &assignmentSpec{endpoints: []string{}}
+	a := &AssignmentSpec{Endpoints: []string{}}
 	var weight uint32
 	for _, loc := range cla.GetEndpoints() {
 		if loc.GetPriority() != 0 {
@@ -225,12 +225,12 @@ func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*
 			if !servesTraffic(lbe.GetHealthStatus()) {
 				continue
 			}
-			a.endpoints = append(a.endpoints, addr)
+			a.Endpoints = append(a.Endpoints, addr)
 			if healthPort != 0 {
-				if a.healthAddrs == nil {
-					a.healthAddrs = map[string]string{}
+				if a.HealthAddrs == nil {
+					a.HealthAddrs = map[string]string{}
 				}
-				a.healthAddrs[addr] = net.JoinHostPort(host, strconv.FormatUint(uint64(healthPort), 10))
+				a.HealthAddrs[addr] = net.JoinHostPort(host, strconv.FormatUint(uint64(healthPort), 10))
 			}
 		}
 	}
@@ -272,10 +272,10 @@ func servesTraffic(h corev3.HealthStatus) bool {
 // close, after each burst, connections the next burst opens again.
 const maxIdleConnsPerEndpoint = 1024
 
-// newUpstreamTransport is the HTTP/1.1 transport shared by all clusters
+// NewTransport is the HTTP/1.1 transport shared by all clusters
 // without their own, behind http1Client, which hands it the requests it does
 // not exchange itself. Connections are pooled per endpoint address.
-func newUpstreamTransport() *http.Transport {
+func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:               nil, // never use HTTP(S)_PROXY from the environment
 		DialContext:         dialUpstream,
@@ -293,34 +293,34 @@ func newUpstreamTransport() *http.Transport {
 
 // dialUpstream connects to an endpoint of the request's cluster (see
 // endpointDialer). Hostnames (STRICT_DNS/LOGICAL_DNS) are resolved on every
-// dial. Every forwarded request carries its target (handler.go); a connection
+// dial. Every forwarded request carries its target (package proxy, handler.go); a connection
 // without one is not made.
 func dialUpstream(ctx context.Context, _, addr string) (net.Conn, error) {
 	c := clusterFrom(ctx)
 	if c == nil {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errNoTarget}
 	}
-	return c.dialer.dial(ctx, addr)
+	return c.Dialer.Dial(ctx, addr)
 }
 
 // errNoTarget is a connection asked for outside a forwarded request.
 var errNoTarget = errors.New("no upstream cluster for this connection")
 
-// upstreamTargetKey is the request context key of the upstream the request
+// TargetKey is the request context key of the upstream the request
 // path chose for a request (a clusterTarget). It travels in the request
 // context because http.Transport keeps context values (not cancellation)
 // when dialing.
-type upstreamTargetKey struct{}
+type TargetKey struct{}
 
 // clusterTarget is what dialing needs of a request's upstream target.
 type clusterTarget interface {
-	UpstreamCluster() *upstreamCluster
+	UpstreamCluster() *Cluster
 }
 
 // clusterFrom returns the cluster of the request whose context is ctx; nil
 // outside a forwarded request.
-func clusterFrom(ctx context.Context) *upstreamCluster {
-	t, _ := ctx.Value(upstreamTargetKey{}).(clusterTarget)
+func clusterFrom(ctx context.Context) *Cluster {
+	t, _ := ctx.Value(TargetKey{}).(clusterTarget)
 	if t == nil {
 		return nil
 	}

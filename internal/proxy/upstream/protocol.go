@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // The keys typed_extension_protocol_options accepts for HttpProtocolOptions:
 // its type name and its extension name.
 const (
-	httpProtocolOptionsKey     = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+	HTTPProtocolOptionsKey     = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 	httpProtocolOptionsExtName = "envoy.upstreams.http.http_protocol_options"
 )
 
@@ -37,30 +37,30 @@ type upstreamProtocol int
 
 const (
 	protoHTTP1 upstreamProtocol = iota
-	protoHTTP2
+	ProtoHTTP2
 )
 
 func (p upstreamProtocol) String() string {
-	if p == protoHTTP2 {
+	if p == ProtoHTTP2 {
 		return "HTTP/2"
 	}
 	return "HTTP/1.1"
 }
 
-// protocolSpec is a cluster's validated HttpProtocolOptions.
-type protocolSpec struct {
-	protocol    upstreamProtocol
-	idleTimeout time.Duration // 0 disables it (with hasIdleTimeout)
+// ProtocolSpec is a cluster's validated HttpProtocolOptions.
+type ProtocolSpec struct {
+	Protocol    upstreamProtocol
+	IdleTimeout time.Duration // 0 disables it (with hasIdleTimeout)
 	// hasIdleTimeout: common_http_protocol_options.idle_timeout is set.
-	hasIdleTimeout bool
+	HasIdleTimeout bool
 }
 
 // convertProtocolOptions reads typed_extension_protocol_options.
-func convertProtocolOptions(c *clusterv3.Cluster) (protocolSpec, error) {
-	var spec protocolSpec
+func convertProtocolOptions(c *clusterv3.Cluster) (ProtocolSpec, error) {
+	var spec ProtocolSpec
 	for key, a := range c.GetTypedExtensionProtocolOptions() {
-		if key != httpProtocolOptionsKey && key != httpProtocolOptionsExtName {
-			return spec, fmt.Errorf("typed_extension_protocol_options %q is not supported (only %s)", key, httpProtocolOptionsKey)
+		if key != HTTPProtocolOptionsKey && key != httpProtocolOptionsExtName {
+			return spec, fmt.Errorf("typed_extension_protocol_options %q is not supported (only %s)", key, HTTPProtocolOptionsKey)
 		}
 		var o httpv3.HttpProtocolOptions
 		if !a.MessageIs(&o) {
@@ -79,7 +79,7 @@ func convertProtocolOptions(c *clusterv3.Cluster) (protocolSpec, error) {
 	return spec, nil
 }
 
-func (s *protocolSpec) set(o *httpv3.HttpProtocolOptions) error {
+func (s *ProtocolSpec) set(o *httpv3.HttpProtocolOptions) error {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("upstream_http_protocol_options", o.GetUpstreamHttpProtocolOptions() != nil),
 		xdsconv.Set("http_filters", len(o.GetHttpFilters()) > 0),
@@ -99,12 +99,12 @@ func (s *protocolSpec) set(o *httpv3.HttpProtocolOptions) error {
 			if !proto.Equal(e.GetHttpProtocolOptions(), &corev3.Http1ProtocolOptions{}) {
 				return errors.New("explicit_http_config.http_protocol_options: only an empty Http1ProtocolOptions is supported")
 			}
-			s.protocol = protoHTTP1
+			s.Protocol = protoHTTP1
 		case e.GetHttp2ProtocolOptions() != nil:
 			if !proto.Equal(e.GetHttp2ProtocolOptions(), &corev3.Http2ProtocolOptions{}) {
 				return errors.New("explicit_http_config.http2_protocol_options: only an empty Http2ProtocolOptions is supported")
 			}
-			s.protocol = protoHTTP2
+			s.Protocol = ProtoHTTP2
 		default:
 			return errors.New("explicit_http_config: only http_protocol_options and http2_protocol_options are supported")
 		}
@@ -123,7 +123,7 @@ func (s *protocolSpec) set(o *httpv3.HttpProtocolOptions) error {
 			return err
 		}
 		if d := co.GetIdleTimeout(); d != nil {
-			s.idleTimeout, s.hasIdleTimeout = d.AsDuration(), true
+			s.IdleTimeout, s.HasIdleTimeout = d.AsDuration(), true
 		}
 	}
 	return nil
@@ -137,7 +137,7 @@ func checkProtocolALPN(p upstreamProtocol, tlsSpec *upstreamTLSSpec) error {
 		return nil
 	}
 	switch p {
-	case protoHTTP2:
+	case ProtoHTTP2:
 		if len(tlsSpec.alpn) != 1 || tlsSpec.alpn[0] != "h2" {
 			return fmt.Errorf("HTTP/2 over TLS needs alpn_protocols [\"h2\"], got %q", tlsSpec.alpn)
 		}
@@ -161,22 +161,22 @@ type transportKey struct {
 
 // needsOwnTransport reports whether a cluster cannot use the shared HTTP/1.1
 // clear-text transport.
-func (s *clusterSpec) needsOwnTransport() bool {
-	return s.tls != nil || s.protocol.protocol != protoHTTP1 || s.protocol.hasIdleTimeout
+func (s *ClusterSpec) needsOwnTransport() bool {
+	return s.TLS != nil || s.Protocol.Protocol != protoHTTP1 || s.Protocol.HasIdleTimeout
 }
 
-func (s *clusterSpec) transportKey() transportKey {
-	k := transportKey{protocol: s.protocol.protocol, idleTimeout: defaultUpstreamIdleTimeout}
-	if s.tls != nil {
-		k.tls = s.tls.key
+func (s *ClusterSpec) transportKey() transportKey {
+	k := transportKey{protocol: s.Protocol.Protocol, idleTimeout: defaultUpstreamIdleTimeout}
+	if s.TLS != nil {
+		k.tls = s.TLS.key
 	}
-	if s.protocol.hasIdleTimeout {
-		k.idleTimeout = s.protocol.idleTimeout
+	if s.Protocol.HasIdleTimeout {
+		k.idleTimeout = s.Protocol.IdleTimeout
 	}
 	return k
 }
 
-// clusterTransport is a cluster's own transport, kept in its clusterState.
+// clusterTransport is a cluster's own transport, kept in its ClusterState.
 type clusterTransport struct {
 	key transportKey
 	rt  *http.Transport
@@ -207,36 +207,36 @@ func newClusterTransport(key transportKey) *clusterTransport {
 		protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 	}
 	if key.tls != "" {
-		requireH2 := key.protocol == protoHTTP2
+		requireH2 := key.protocol == ProtoHTTP2
 		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c := clusterFrom(ctx)
-			if c == nil || c.tls == nil {
+			if c == nil || c.TLS == nil {
 				return nil, errors.New("no upstream TLS settings for this connection")
 			}
-			return dialTLS(ctx, c.dialer, addr, c.tls, requireH2)
+			return DialTLS(ctx, c.Dialer, addr, c.TLS, requireH2)
 		}
 	}
 	return &clusterTransport{key: key, rt: tr}
 }
 
-// transportFor returns the cluster's transport for spec, reusing the current
+// TransportFor returns the cluster's transport for spec, reusing the current
 // one while its settings are unchanged; nil when the shared transport serves
 // the cluster. A replaced transport's idle connections are closed; those in
 // use finish their requests. Called by the ADS goroutine only.
-func (cs *clusterState) transportFor(spec *clusterSpec) *http.Transport {
+func (cs *ClusterState) TransportFor(spec *ClusterSpec) *http.Transport {
 	if !spec.needsOwnTransport() {
-		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
-			cs.transport = nil
+		if cs.Transport != nil {
+			cs.Transport.rt.CloseIdleConnections()
+			cs.Transport = nil
 		}
 		return nil
 	}
 	key := spec.transportKey()
-	if cs.transport == nil || cs.transport.key != key {
-		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
+	if cs.Transport == nil || cs.Transport.key != key {
+		if cs.Transport != nil {
+			cs.Transport.rt.CloseIdleConnections()
 		}
-		cs.transport = newClusterTransport(key)
+		cs.Transport = newClusterTransport(key)
 	}
-	return cs.transport.rt
+	return cs.Transport.rt
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"log/slog"
@@ -15,16 +15,16 @@ import (
 // scraped target.
 var upstreamLabels = []string{"service_namespace", "service_name", "service_port"}
 
-// upstreamMetrics are the collectors of the Service ports' series (see
+// Metrics are the collectors of the Service ports' series (see
 // metrics for their lifecycle).
-type upstreamMetrics struct {
+type Metrics struct {
 	upstreamRequests *prometheus.CounterVec // upstreamLabels, code_class
 	retries          *prometheus.CounterVec // upstreamLabels
 	perTryTimeouts   *prometheus.CounterVec // upstreamLabels
 	timeouts         *prometheus.CounterVec // upstreamLabels
 	connectFailures  *prometheus.CounterVec // upstreamLabels
-	// destinationsRefused counts connections the egress guard refused.
-	destinationsRefused *prometheus.CounterVec // reason
+	// DestinationsRefused counts connections the egress guard refused.
+	DestinationsRefused *prometheus.CounterVec // reason
 	// healthyEndpoints exists for Service ports with a health-checked cluster.
 	healthyEndpoints *prometheus.GaugeVec
 	// outlierEjections and ejectedEndpoints exist for Service ports with a
@@ -38,8 +38,8 @@ type upstreamMetrics struct {
 	tcpReceivedBytes *prometheus.CounterVec
 }
 
-func newUpstreamMetrics(reg prometheus.Registerer, log *slog.Logger) *upstreamMetrics {
-	m := &upstreamMetrics{
+func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
+	m := &Metrics{
 		upstreamRequests: stats.CounterVec("upstream_requests_total",
 			"Requests forwarded to a Service port, by the code class of the response the client got.",
 			stats.WithClass(upstreamLabels)...),
@@ -51,7 +51,7 @@ func newUpstreamMetrics(reg prometheus.Registerer, log *slog.Logger) *upstreamMe
 			"Requests that exceeded the route timeout while forwarded to a Service port.", upstreamLabels...),
 		connectFailures: stats.CounterVec("upstream_connect_failures_total",
 			"Upstream attempts and TCP proxy connections that could not connect (refused, connect_timeout, a destination the proxy refuses), by Service port.", upstreamLabels...),
-		destinationsRefused: stats.CounterVec("upstream_destinations_refused_total",
+		DestinationsRefused: stats.CounterVec("upstream_destinations_refused_total",
 			"Upstream connections the proxy would not make, by reason: a name resolving to a loopback (loopback), link-local (link_local) or unspecified (unspecified) address, or any endpoint at an address Portico listens on (own_address).",
 			"reason"),
 		healthyEndpoints: stats.GaugeVec("cluster_healthy_endpoints",
@@ -75,7 +75,7 @@ func newUpstreamMetrics(reg prometheus.Registerer, log *slog.Logger) *upstreamMe
 		m.perTryTimeouts = stats.Register(reg, m.perTryTimeouts, log)
 		m.timeouts = stats.Register(reg, m.timeouts, log)
 		m.connectFailures = stats.Register(reg, m.connectFailures, log)
-		m.destinationsRefused = stats.Register(reg, m.destinationsRefused, log)
+		m.DestinationsRefused = stats.Register(reg, m.DestinationsRefused, log)
 		m.healthyEndpoints = stats.Register(reg, m.healthyEndpoints, log)
 		m.outlierEjections = stats.Register(reg, m.outlierEjections, log)
 		m.ejectedEndpoints = stats.Register(reg, m.ejectedEndpoints, log)
@@ -106,13 +106,13 @@ func (k upstreamKey) String() string {
 	return k.namespace + "/" + k.service + "/" + k.port
 }
 
-// clusterStatKey labels a cluster's series after the Service port it sends
+// ClusterStatKey labels a cluster's series after the Service port it sends
 // to. Portico's translator sets alt_stat_name to <namespace>_<service>_<port>
 // (Envoy's cluster stats use the same name), and Kubernetes names and port
 // names cannot hold '_', so three non-empty parts are exactly those. Any
 // other cluster is labelled by its alt_stat_name, or else its name, as the
 // service alone.
-func clusterStatKey(name, altStatName string) upstreamKey {
+func ClusterStatKey(name, altStatName string) upstreamKey {
 	if altStatName == "" {
 		return upstreamKey{service: name}
 	}
@@ -125,23 +125,23 @@ func clusterStatKey(name, altStatName string) upstreamKey {
 
 // tcpSeries are a Service port's TCP proxy series, created together by its
 // first connection.
-type tcpSeries struct {
-	connections prometheus.Counter
-	active      prometheus.Gauge
-	sent        prometheus.Counter
-	received    prometheus.Counter
+type TCPSeries struct {
+	Connections prometheus.Counter
+	Active      prometheus.Gauge
+	Sent        prometheus.Counter
+	Received    prometheus.Counter
 }
 
-// upstreamStats are the series of one Service port, shared by the clusters
+// Stats are the series of one Service port, shared by the clusters
 // labelled with it (one per policy: load balancing, health checks,
 // protocol...), so that those fold into one series. Each series is created
 // by the first event it counts.
-type upstreamStats struct {
-	m     *upstreamMetrics
+type Stats struct {
+	m     *Metrics
 	key   upstreamKey
-	label string // key.String(), for access log lines
+	Label string // key.String(), for access log lines
 	// users counts the clusters of the applied configuration that hold
-	// them (clusterState.holdStats; ADS goroutine only); the series are
+	// them (ClusterState.HoldStats; ADS goroutine only); the series are
 	// deleted when it drops to 0.
 	users int
 
@@ -152,39 +152,39 @@ type upstreamStats struct {
 	timeouts        atomic.Pointer[prometheus.Counter]
 	connectFailures atomic.Pointer[prometheus.Counter]
 	ejections       atomic.Pointer[prometheus.Counter]
-	tcp             atomic.Pointer[tcpSeries]
+	tcp             atomic.Pointer[TCPSeries]
 	// healthy and ejected are sums of what the port's clusters report
 	// (guarded by series.mu).
 	healthy, ejected sharedGauge
 }
 
-// upstreamSeries are the series per Service port label set, shared by its
-// clusters (see clusterState.holdStats). ADS goroutine only.
-type upstreamSeries struct {
-	m     *upstreamMetrics
-	byKey map[upstreamKey]*upstreamStats
+// Series are the series per Service port label set, shared by its
+// clusters (see ClusterState.HoldStats). ADS goroutine only.
+type Series struct {
+	m     *Metrics
+	byKey map[upstreamKey]*Stats
 }
 
-func newUpstreamSeries(m *upstreamMetrics) *upstreamSeries {
-	return &upstreamSeries{m: m, byKey: make(map[upstreamKey]*upstreamStats)}
+func NewSeries(m *Metrics) *Series {
+	return &Series{m: m, byKey: make(map[upstreamKey]*Stats)}
 }
 
-// statsFor returns the stats of key, creating them. Only the ADS
+// StatsFor returns the stats of key, creating them. Only the ADS
 // goroutine calls it.
-func (u *upstreamSeries) statsFor(key upstreamKey) *upstreamStats {
+func (u *Series) StatsFor(key upstreamKey) *Stats {
 	s, ok := u.byKey[key]
 	if !ok {
-		s = &upstreamStats{m: u.m, key: key, label: key.String()}
+		s = &Stats{m: u.m, key: key, Label: key.String()}
 		s.healthy.vec, s.ejected.vec = u.m.healthyEndpoints, u.m.ejectedEndpoints
 		u.byKey[key] = s
 	}
 	return s
 }
 
-// holdStats makes the cluster of cs hold s (nil: none, the cluster goes),
+// HoldStats makes the cluster of cs hold s (nil: none, the cluster goes),
 // adding what it held before to released: a Service port's series are
 // deleted when no cluster holds them (upstreamSeries.release).
-func (cs *clusterState) holdStats(s *upstreamStats, released *[]*upstreamStats) {
+func (cs *ClusterState) HoldStats(s *Stats, released *[]*Stats) {
 	if cs.stats == s {
 		return
 	}
@@ -197,17 +197,17 @@ func (cs *clusterState) holdStats(s *upstreamStats, released *[]*upstreamStats) 
 	cs.stats = s
 }
 
-// release lets go of a hold on s, deleting its series with
+// Release lets go of a hold on s, deleting its series with
 // the last.
-func (u *upstreamSeries) release(s *upstreamStats) {
+func (u *Series) Release(s *Stats) {
 	if s.users--; s.users == 0 {
 		u.drop(s)
 	}
 }
 
-// dropUnused deletes the stats no applied cluster uses: those
+// DropUnused deletes the stats no applied cluster uses: those
 // of clusters that a failed compilation built.
-func (u *upstreamSeries) dropUnused() {
+func (u *Series) DropUnused() {
 	for _, s := range u.byKey {
 		if s.users == 0 {
 			u.drop(s)
@@ -215,7 +215,7 @@ func (u *upstreamSeries) dropUnused() {
 	}
 }
 
-func (u *upstreamSeries) drop(s *upstreamStats) {
+func (u *Series) drop(s *Stats) {
 	if u.byKey[s.key] == s {
 		delete(u.byKey, s.key)
 	}
@@ -223,15 +223,15 @@ func (u *upstreamSeries) drop(s *upstreamStats) {
 }
 
 // counter returns the series in c of the vector vec, creating it.
-func (s *upstreamStats) counter(c *atomic.Pointer[prometheus.Counter], vec *prometheus.CounterVec, extra ...string) prometheus.Counter {
+func (s *Stats) counter(c *atomic.Pointer[prometheus.Counter], vec *prometheus.CounterVec, extra ...string) prometheus.Counter {
 	if v := c.Load(); v != nil {
 		return *v
 	}
 	return stats.Get(&s.series, c, func() prometheus.Counter { return vec.WithLabelValues(s.key.values(extra...)...) }, stats.DiscardedCounter)
 }
 
-// request counts a forwarded request by the code class of its response.
-func (s *upstreamStats) request(status int) {
+// Request counts a forwarded request by the code class of its response.
+func (s *Stats) Request(status int) {
 	class := stats.CodeClass(status)
 	if c := s.requests[class].Load(); c != nil {
 		(*c).Inc()
@@ -240,35 +240,35 @@ func (s *upstreamStats) request(status int) {
 	s.counter(&s.requests[class], s.m.upstreamRequests, stats.CodeClasses[class]).Inc()
 }
 
-func (s *upstreamStats) retried() { s.counter(&s.retries, s.m.retries).Inc() }
+func (s *Stats) Retried() { s.counter(&s.retries, s.m.retries).Inc() }
 
-func (s *upstreamStats) perTryTimedOut() { s.counter(&s.perTryTimeouts, s.m.perTryTimeouts).Inc() }
+func (s *Stats) PerTryTimedOut() { s.counter(&s.perTryTimeouts, s.m.perTryTimeouts).Inc() }
 
-func (s *upstreamStats) timedOut() { s.counter(&s.timeouts, s.m.timeouts).Inc() }
+func (s *Stats) TimedOut() { s.counter(&s.timeouts, s.m.timeouts).Inc() }
 
-func (s *upstreamStats) connectFailed() { s.counter(&s.connectFailures, s.m.connectFailures).Inc() }
+func (s *Stats) ConnectFailed() { s.counter(&s.connectFailures, s.m.connectFailures).Inc() }
 
-func (s *upstreamStats) ejection() { s.counter(&s.ejections, s.m.outlierEjections).Inc() }
+func (s *Stats) ejection() { s.counter(&s.ejections, s.m.outlierEjections).Inc() }
 
 // tcpSeries returns the TCP proxy series, creating them.
-func (s *upstreamStats) tcpSeries() *tcpSeries {
+func (s *Stats) TCPSeries() *TCPSeries {
 	if t := s.tcp.Load(); t != nil {
 		return t
 	}
-	t := stats.Get(&s.series, &s.tcp, func() tcpSeries {
+	t := stats.Get(&s.series, &s.tcp, func() TCPSeries {
 		v := s.key.values()
-		return tcpSeries{
-			connections: s.m.tcpConnections.WithLabelValues(v...),
-			active:      s.m.tcpActive.WithLabelValues(v...),
-			sent:        s.m.tcpSentBytes.WithLabelValues(v...),
-			received:    s.m.tcpReceivedBytes.WithLabelValues(v...),
+		return TCPSeries{
+			Connections: s.m.tcpConnections.WithLabelValues(v...),
+			Active:      s.m.tcpActive.WithLabelValues(v...),
+			Sent:        s.m.tcpSentBytes.WithLabelValues(v...),
+			Received:    s.m.tcpReceivedBytes.WithLabelValues(v...),
 		}
-	}, tcpSeries{connections: stats.DiscardedCounter, active: stats.DiscardedGauge, sent: stats.DiscardedCounter, received: stats.DiscardedCounter})
+	}, TCPSeries{Connections: stats.DiscardedCounter, Active: stats.DiscardedGauge, Sent: stats.DiscardedCounter, Received: stats.DiscardedCounter})
 	return &t
 }
 
 // remove deletes every series of the Service port.
-func (s *upstreamStats) remove() {
+func (s *Stats) remove() {
 	s.series.Retire(func() {
 		v := s.key.values()
 		for class := range s.requests {
@@ -315,16 +315,16 @@ func (sg *sharedGauge) drop(values []string) {
 // gaugeShare is one cluster's part of a sharedGauge. Its owner (a health
 // checker or outlier detector) serializes its calls.
 type gaugeShare struct {
-	stats *upstreamStats
+	stats *Stats
 	gauge *sharedGauge
 	last  float64
 }
 
 // healthyShare and ejectedShare join the port's gauges.
-func (s *upstreamStats) healthyShare() *gaugeShare { return s.join(&s.healthy) }
-func (s *upstreamStats) ejectedShare() *gaugeShare { return s.join(&s.ejected) }
+func (s *Stats) healthyShare() *gaugeShare { return s.join(&s.healthy) }
+func (s *Stats) ejectedShare() *gaugeShare { return s.join(&s.ejected) }
 
-func (s *upstreamStats) join(sg *sharedGauge) *gaugeShare {
+func (s *Stats) join(sg *sharedGauge) *gaugeShare {
 	s.series.Locked(func(retired bool) {
 		if !retired {
 			if sg.users == 0 {

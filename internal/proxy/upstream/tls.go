@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -34,14 +34,14 @@ const defaultMaxSessionKeys = 1
 
 // upstreamTLSSpec is a validated UpstreamTlsContext.
 type upstreamTLSSpec struct {
-	sni  string
+	SNI  string
 	alpn []string
-	// roots verify the server's chain; nil: the certificate is not verified.
-	roots *x509.CertPool
-	// sans are the exact SAN matchers; none: any verified certificate.
-	sans       []sanMatcher
-	minVersion uint16
-	maxVersion uint16
+	// Roots verify the server's chain; nil: the certificate is not verified.
+	Roots *x509.CertPool
+	// SANs are the exact SAN matchers; none: any verified certificate.
+	SANs       []sanMatcher
+	MinVersion uint16
+	MaxVersion uint16
 	// config is the client configuration of every connection (ServerName, ALPN,
 	// verification, session cache), built once.
 	config *tls.Config
@@ -84,7 +84,7 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	); err != nil {
 		return nil, err
 	}
-	spec := &upstreamTLSSpec{sni: utc.GetSni()}
+	spec := &upstreamTLSSpec{SNI: utc.GetSni()}
 	for _, p := range ctc.GetAlpnProtocols() {
 		if p != "h2" && p != "http/1.1" {
 			return nil, fmt.Errorf("ALPN protocol %q is not supported", p)
@@ -92,7 +92,7 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
 	var err error
-	if spec.minVersion, spec.maxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
+	if spec.MinVersion, spec.MaxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
 		return nil, err
 	}
 	var caPEM []byte
@@ -106,10 +106,10 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		sessionKeys = int(n.GetValue())
 	}
 	spec.config = &tls.Config{
-		ServerName: spec.sni,
+		ServerName: spec.SNI,
 		NextProtos: spec.alpn,
-		MinVersion: spec.minVersion,
-		MaxVersion: spec.maxVersion,
+		MinVersion: spec.MinVersion,
+		MaxVersion: spec.MaxVersion,
 		// Verification is Envoy's, not Go's (which would also check the server
 		// name): see verify.
 		InsecureSkipVerify: true,
@@ -120,7 +120,7 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	}
 	sum := sha256.Sum256(caPEM)
 	spec.key = fmt.Sprintf("sni=%q alpn=%q ca=%s sans=%q v=%d-%d keys=%d",
-		spec.sni, spec.alpn, hex.EncodeToString(sum[:]), spec.sans, spec.minVersion, spec.maxVersion, sessionKeys)
+		spec.SNI, spec.alpn, hex.EncodeToString(sum[:]), spec.SANs, spec.MinVersion, spec.MaxVersion, sessionKeys)
 	return spec, nil
 }
 
@@ -151,8 +151,8 @@ func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) 
 		if caPEM, err = xdsconv.InlineData(ca); err != nil {
 			return nil, fmt.Errorf("trusted_ca: %w", err)
 		}
-		s.roots = x509.NewCertPool()
-		if !s.roots.AppendCertsFromPEM(caPEM) {
+		s.Roots = x509.NewCertPool()
+		if !s.Roots.AppendCertsFromPEM(caPEM) {
 			return nil, errors.New("trusted_ca: no PEM certificate")
 		}
 	}
@@ -161,9 +161,9 @@ func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) 
 		if err != nil {
 			return nil, fmt.Errorf("match_typed_subject_alt_names #%d: %w", i, err)
 		}
-		s.sans = append(s.sans, san)
+		s.SANs = append(s.SANs, san)
 	}
-	if len(s.sans) > 0 && s.roots == nil {
+	if len(s.SANs) > 0 && s.Roots == nil {
 		// Envoy refuses SAN matching without a trust anchor, which would be
 		// no verification at all.
 		return nil, errors.New("match_typed_subject_alt_names needs trusted_ca")
@@ -174,7 +174,7 @@ func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) 
 // verify is Envoy's verification of an upstream's certificate: the chain
 // against trusted_ca, then the SAN matchers. Without trusted_ca anything goes.
 func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
-	if s.roots == nil {
+	if s.Roots == nil {
 		return nil
 	}
 	if len(cs.PeerCertificates) == 0 {
@@ -182,7 +182,7 @@ func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
 	}
 	leaf := cs.PeerCertificates[0]
 	opts := x509.VerifyOptions{
-		Roots:         s.roots,
+		Roots:         s.Roots,
 		Intermediates: x509.NewCertPool(),
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
 	}
@@ -192,10 +192,10 @@ func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
 	if _, err := leaf.Verify(opts); err != nil {
 		return fmt.Errorf("certificate verify failed: %w", err)
 	}
-	if len(s.sans) == 0 || matchSANs(leaf, s.sans) {
+	if len(s.SANs) == 0 || matchSANs(leaf, s.SANs) {
 		return nil
 	}
-	return fmt.Errorf("certificate verify failed: no SAN of the certificate (DNS %q, URI %q) matches %v", leaf.DNSNames, uriSANs(leaf), s.sans)
+	return fmt.Errorf("certificate verify failed: no SAN of the certificate (DNS %q, URI %q) matches %v", leaf.DNSNames, uriSANs(leaf), s.SANs)
 }
 
 // sanMatcher is one entry of match_typed_subject_alt_names: an exact value
@@ -246,7 +246,7 @@ func matchSANs(leaf *x509.Certificate, matchers []sanMatcher) bool {
 	urisRead := false
 	for _, m := range matchers {
 		if !m.uri {
-			if slices.ContainsFunc(leaf.DNSNames, func(san string) bool { return dnsNameMatch(m.value, san) }) {
+			if slices.ContainsFunc(leaf.DNSNames, func(san string) bool { return DNSNameMatch(m.value, san) }) {
 				return true
 			}
 			continue
@@ -294,7 +294,7 @@ func uriSANs(cert *x509.Certificate) []string {
 
 // dnsNameMatch is Envoy's DNS SAN comparison for an exact matcher: equal
 // case-insensitively, or a "*.suffix" SAN covering exactly one more label.
-func dnsNameMatch(name, san string) bool {
+func DNSNameMatch(name, san string) bool {
 	name, san = strings.ToLower(name), strings.ToLower(san)
 	if name == san {
 		return true
@@ -308,29 +308,29 @@ func dnsNameMatch(name, san string) bool {
 
 // tlsHandshakeError is a failed TLS handshake with an upstream: a connect
 // failure, as in Envoy.
-type tlsHandshakeError struct{ err error }
+type TLSHandshakeError struct{ err error }
 
-func (e *tlsHandshakeError) Error() string { return "TLS error: " + e.err.Error() }
-func (e *tlsHandshakeError) Unwrap() error { return e.err }
+func (e *TLSHandshakeError) Error() string { return "TLS error: " + e.err.Error() }
+func (e *TLSHandshakeError) Unwrap() error { return e.err }
 
-// dialTLS connects to addr and completes the TLS handshake of the cluster's
+// DialTLS connects to addr and completes the TLS handshake of the cluster's
 // transport socket; connect_timeout bounds both, as Envoy's connect timer
 // only stops once the handshake is done. A handshake failure is reported as a
 // dial error (a connect failure for retries, outlier detection and metrics).
-func dialTLS(ctx context.Context, d endpointDialer, addr string, spec *upstreamTLSSpec, requireH2 bool) (net.Conn, error) {
-	if d.timeout > 0 {
+func DialTLS(ctx context.Context, d EndpointDialer, addr string, spec *upstreamTLSSpec, requireH2 bool) (net.Conn, error) {
+	if d.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.timeout)
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	conn, err := d.dial(ctx, addr)
+	conn, err := d.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	tc := tls.Client(conn, spec.config)
 	fail := func(err error) (net.Conn, error) {
 		_ = conn.Close()
-		return nil, &net.OpError{Op: "dial", Net: d.network, Addr: conn.RemoteAddr(), Err: &tlsHandshakeError{err}}
+		return nil, &net.OpError{Op: "dial", Net: d.Network, Addr: conn.RemoteAddr(), Err: &TLSHandshakeError{err}}
 	}
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fail(err)

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -38,50 +38,50 @@ const maxHealthCheckBody = 64 << 10
 type healthCheckKind int
 
 const (
-	hcHTTP healthCheckKind = iota
-	hcTCP                  // tcp_health_check without send/receive: connect only
+	hcHTTP         healthCheckKind = iota
+	HealthCheckTCP                 // tcp_health_check without send/receive: connect only
 )
 
-// healthCheckSpec is a validated HealthCheck with an http_health_check or a
+// HealthCheckSpec is a validated HealthCheck with an http_health_check or a
 // connect-only tcp_health_check.
-type healthCheckSpec struct {
-	kind               healthCheckKind
-	timeout            time.Duration
-	interval           time.Duration
-	noTrafficInterval  time.Duration // used until the cluster has had traffic
-	unhealthyThreshold uint32
-	healthyThreshold   uint32
-	path               string
-	host               string // Host header of the checks
-	reuseConnection    bool
-	expected           statusSet // healthy statuses (expected_statuses, 200 by default)
-	retriable          statusSet // statuses that count towards unhealthy_threshold
+type HealthCheckSpec struct {
+	Kind               healthCheckKind
+	Timeout            time.Duration
+	Interval           time.Duration
+	NoTrafficInterval  time.Duration // used until the cluster has had traffic
+	UnhealthyThreshold uint32
+	HealthyThreshold   uint32
+	Path               string
+	Host               string // Host header of the checks
+	ReuseConnection    bool
+	Expected           StatusSet // healthy statuses (expected_statuses, 200 by default)
+	Retriable          StatusSet // statuses that count towards unhealthy_threshold
 }
 
-// statusSet is a set of HTTP statuses in [100, 600), comparable so that a
+// StatusSet is a set of HTTP statuses in [100, 600), comparable so that a
 // spec can be compared as a whole.
-type statusSet [10]uint64
+type StatusSet [10]uint64
 
-func (s *statusSet) add(code int) { s[code/64] |= 1 << (code % 64) }
+func (s *StatusSet) Add(code int) { s[code/64] |= 1 << (code % 64) }
 
-func (s *statusSet) has(code int) bool {
+func (s *StatusSet) has(code int) bool {
 	return code >= 0 && code < 640 && s[code/64]&(1<<(code%64)) != 0
 }
 
 // addRanges adds Int64Ranges: half-open, within [100, 600), as Envoy requires.
-func (s *statusSet) addRanges(field string, ranges []*typev3.Int64Range) error {
+func (s *StatusSet) addRanges(field string, ranges []*typev3.Int64Range) error {
 	for _, r := range ranges {
 		if r.GetStart() < 100 || r.GetEnd() > 600 || r.GetStart() >= r.GetEnd() {
 			return fmt.Errorf("%s range [%d, %d) is not within [100, 600)", field, r.GetStart(), r.GetEnd())
 		}
 		for code := r.GetStart(); code < r.GetEnd(); code++ {
-			s.add(int(code))
+			s.Add(int(code))
 		}
 	}
 	return nil
 }
 
-func convertHealthChecks(cluster string, hcs []*corev3.HealthCheck) (*healthCheckSpec, error) {
+func convertHealthChecks(cluster string, hcs []*corev3.HealthCheck) (*HealthCheckSpec, error) {
 	switch len(hcs) {
 	case 0:
 		return nil, nil
@@ -91,7 +91,7 @@ func convertHealthChecks(cluster string, hcs []*corev3.HealthCheck) (*healthChec
 	return nil, fmt.Errorf("only one health check is supported, got %d", len(hcs))
 }
 
-func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpec, error) {
+func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*HealthCheckSpec, error) {
 	// name only names statistics, and the always_log flags only matter with
 	// an event log (which is refused): both are safe to accept.
 	if err := xdsconv.Unsupported(
@@ -111,21 +111,21 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpe
 	); err != nil {
 		return nil, err
 	}
-	spec := &healthCheckSpec{
-		timeout:            hc.GetTimeout().AsDuration(),
-		interval:           hc.GetInterval().AsDuration(),
-		noTrafficInterval:  defaultNoTrafficInterval,
-		unhealthyThreshold: hc.GetUnhealthyThreshold().GetValue(),
-		healthyThreshold:   hc.GetHealthyThreshold().GetValue(),
-		reuseConnection:    hc.GetReuseConnection() == nil || hc.GetReuseConnection().GetValue(),
+	spec := &HealthCheckSpec{
+		Timeout:            hc.GetTimeout().AsDuration(),
+		Interval:           hc.GetInterval().AsDuration(),
+		NoTrafficInterval:  defaultNoTrafficInterval,
+		UnhealthyThreshold: hc.GetUnhealthyThreshold().GetValue(),
+		HealthyThreshold:   hc.GetHealthyThreshold().GetValue(),
+		ReuseConnection:    hc.GetReuseConnection() == nil || hc.GetReuseConnection().GetValue(),
 	}
 	if d := hc.GetNoTrafficInterval(); d != nil {
-		spec.noTrafficInterval = d.AsDuration()
+		spec.NoTrafficInterval = d.AsDuration()
 	}
-	if spec.timeout <= 0 || spec.interval <= 0 || spec.noTrafficInterval <= 0 {
+	if spec.Timeout <= 0 || spec.Interval <= 0 || spec.NoTrafficInterval <= 0 {
 		return nil, errors.New("timeout, interval and no_traffic_interval must be positive")
 	}
-	if spec.unhealthyThreshold == 0 || spec.healthyThreshold == 0 {
+	if spec.UnhealthyThreshold == 0 || spec.HealthyThreshold == 0 {
 		return nil, errors.New("unhealthy_threshold and healthy_threshold must be positive")
 	}
 	switch h := hc.GetHealthChecker().(type) {
@@ -142,14 +142,14 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*healthCheckSpe
 		); err != nil {
 			return nil, err
 		}
-		spec.kind = hcTCP
+		spec.Kind = HealthCheckTCP
 	default:
 		return nil, fmt.Errorf("health checker %T is not supported (only http_health_check and a connect-only tcp_health_check)", hc.GetHealthChecker())
 	}
 	return spec, nil
 }
 
-func (s *healthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHealthCheck) error {
+func (s *HealthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHealthCheck) error {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("send", h.GetSend() != nil),
 		xdsconv.Set("receive", len(h.GetReceive()) > 0),
@@ -163,31 +163,31 @@ func (s *healthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHeal
 	); err != nil {
 		return err
 	}
-	s.path = h.GetPath()
-	if !strings.HasPrefix(s.path, "/") {
-		return fmt.Errorf("path %q must start with /", s.path)
+	s.Path = h.GetPath()
+	if !strings.HasPrefix(s.Path, "/") {
+		return fmt.Errorf("path %q must start with /", s.Path)
 	}
-	if err := s.retriable.addRanges("retriable_statuses", h.GetRetriableStatuses()); err != nil {
+	if err := s.Retriable.addRanges("retriable_statuses", h.GetRetriableStatuses()); err != nil {
 		return err
 	}
 	if len(h.GetExpectedStatuses()) == 0 {
-		s.expected.add(http.StatusOK)
-	} else if err := s.expected.addRanges("expected_statuses", h.GetExpectedStatuses()); err != nil {
+		s.Expected.Add(http.StatusOK)
+	} else if err := s.Expected.addRanges("expected_statuses", h.GetExpectedStatuses()); err != nil {
 		return err
 	}
 	// Envoy's default Host is the cluster's name.
-	s.host = h.GetHost()
-	if s.host == "" {
-		s.host = cluster
+	s.Host = h.GetHost()
+	if s.Host == "" {
+		s.Host = cluster
 	}
 	return nil
 }
 
-// healthState is the active health checking of one cluster: one checker
+// HealthState is the active health checking of one cluster: one checker
 // goroutine per endpoint, and the endpoints' health, which survives
 // configuration swaps.
-type healthState struct {
-	cluster string
+type HealthState struct {
+	Cluster string
 	log     *slog.Logger
 	served  *atomic.Bool // the cluster has had traffic: checks leave no_traffic_interval
 	// checkers counts the proxy's running checker goroutines; running is
@@ -197,14 +197,14 @@ type healthState struct {
 
 	// gen moves on every transition and membership change, so that load
 	// balancers rebuild their host sets.
-	gen atomic.Uint64
-	cfg atomic.Pointer[checkConfig]
-	// outlier is the cluster's outlier detection, whose ejections a
+	gen    atomic.Uint64
+	Config atomic.Pointer[checkConfig]
+	// Outlier is the cluster's outlier detection, whose ejections a
 	// successful check ends; nil without it.
-	outlier atomic.Pointer[outlierState]
+	Outlier atomic.Pointer[outlierState]
 
 	mu        sync.RWMutex
-	endpoints map[string]*endpointHealth
+	Endpoints map[string]*endpointHealth
 	stopped   bool
 	// share is the cluster's part of its Service port's healthy-endpoints
 	// gauge; nil once stopped.
@@ -212,7 +212,7 @@ type healthState struct {
 }
 
 type endpointHealth struct {
-	healthy atomic.Bool
+	Healthy atomic.Bool
 	cancel  context.CancelFunc
 	addr    string // where it is checked: the endpoint, or its health_check_config port
 }
@@ -220,72 +220,72 @@ type endpointHealth struct {
 // checkConfig is what a check needs; replaced as a whole when the cluster's
 // configuration changes, so a checker never sees half of an update.
 type checkConfig struct {
-	spec      healthCheckSpec
-	dialer    endpointDialer
+	spec      HealthCheckSpec
+	dialer    EndpointDialer
 	tls       *upstreamTLSSpec // the cluster's, nil for clear text
 	tlsKey    string
 	scheme    string
-	transport *http.Transport
+	Transport *http.Transport
 	client    *http.Client
 }
 
-// newHealthState starts the health state of a cluster, whose checks run
+// NewHealthState starts the health state of a cluster, whose checks run
 // while served is set; checkers counts the running checkers, running is
 // waited for at shutdown.
-func newHealthState(cluster string, served *atomic.Bool, log *slog.Logger, checkers *atomic.Int64, running *sync.WaitGroup) *healthState {
-	return &healthState{
-		cluster:   cluster,
+func NewHealthState(cluster string, served *atomic.Bool, log *slog.Logger, checkers *atomic.Int64, running *sync.WaitGroup) *HealthState {
+	return &HealthState{
+		Cluster:   cluster,
 		log:       log,
 		served:    served,
 		checkers:  checkers,
 		running:   running,
-		endpoints: make(map[string]*endpointHealth),
+		Endpoints: make(map[string]*endpointHealth),
 	}
 }
 
-// healthy reports whether an endpoint passes its health checks. Unknown
+// Healthy reports whether an endpoint passes its health checks. Unknown
 // endpoints (not checked yet) are not.
-func (hs *healthState) healthy(endpoint string) bool {
+func (hs *HealthState) Healthy(endpoint string) bool {
 	hs.mu.RLock()
 	defer hs.mu.RUnlock()
-	eh, ok := hs.endpoints[endpoint]
-	return ok && eh.healthy.Load()
+	eh, ok := hs.Endpoints[endpoint]
+	return ok && eh.Healthy.Load()
 }
 
-// configure applies a cluster of the snapshot being applied: new endpoints
+// Configure applies a cluster of the snapshot being applied: new endpoints
 // start unhealthy with a checker each, removed ones stop being checked.
 // Called by the ADS goroutine only.
-func (hs *healthState) configure(uc *upstreamCluster) {
-	hs.setConfig(uc)
-	want := make(map[string]string, len(uc.endpoints))
-	for _, ep := range uc.endpoints {
+func (hs *HealthState) Configure(uc *Cluster) {
+	hs.SetConfig(uc)
+	want := make(map[string]string, len(uc.Endpoints))
+	for _, ep := range uc.Endpoints {
 		want[ep] = ep
-		if a, ok := uc.healthAddrs[ep]; ok {
+		if a, ok := uc.HealthAddrs[ep]; ok {
 			want[ep] = a
 		}
 	}
 	hs.mu.Lock()
 	changed := false
-	if hs.share == nil || hs.share.stats != uc.stats {
+	if hs.share == nil || hs.share.stats != uc.Stats {
 		// First configured, or the cluster's series moved to another Service port.
 		hs.share.leave()
-		hs.share = uc.stats.healthyShare()
+		hs.share = uc.Stats.healthyShare()
 		changed = true
 	}
-	for ep, eh := range hs.endpoints {
+	for ep, eh := range hs.Endpoints {
 		if addr, ok := want[ep]; !ok || addr != eh.addr {
 			eh.cancel()
-			delete(hs.endpoints, ep)
+			delete(hs.Endpoints, ep)
 			changed = true
 		}
 	}
 	for ep, addr := range want {
-		if _, ok := hs.endpoints[ep]; ok {
+		if _, ok := hs.Endpoints[ep]; ok {
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		eh := &endpointHealth{cancel: cancel, addr: addr}
-		hs.endpoints[ep] = eh
+		hs.Endpoints[ep] = eh
 		hs.running.Add(1)
 		hs.checkers.Add(1)
 		go hs.run(ctx, ep, eh)
@@ -298,32 +298,32 @@ func (hs *healthState) configure(uc *upstreamCluster) {
 	}
 }
 
-// setConfig replaces the check configuration if the cluster's changed.
-func (hs *healthState) setConfig(uc *upstreamCluster) {
+// SetConfig replaces the check configuration if the cluster's changed.
+func (hs *HealthState) SetConfig(uc *Cluster) {
 	tlsKey := ""
 	var hcTLS *upstreamTLSSpec
-	if uc.tls != nil {
+	if uc.TLS != nil {
 		// Envoy's checks use the cluster's transport socket without ALPN
 		// (HealthCheck.tls_options, refused, would set it).
-		tlsKey = uc.tls.key
-		c := *uc.tls
-		c.config = uc.tls.config.Clone()
+		tlsKey = uc.TLS.key
+		c := *uc.TLS
+		c.config = uc.TLS.config.Clone()
 		c.config.NextProtos = nil
 		hcTLS = &c
 	}
-	cur := hs.cfg.Load()
-	if cur != nil && cur.spec == *uc.healthCheck && cur.dialer == uc.dialer && cur.tlsKey == tlsKey {
+	cur := hs.Config.Load()
+	if cur != nil && cur.spec == *uc.HealthCheck && cur.dialer == uc.Dialer && cur.tlsKey == tlsKey {
 		return
 	}
-	d := uc.dialer
+	d := uc.Dialer
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	tr := &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return d.dial(ctx, addr)
+			return d.Dial(ctx, addr)
 		},
-		DisableKeepAlives:   !uc.healthCheck.reuseConnection,
+		DisableKeepAlives:   !uc.HealthCheck.ReuseConnection,
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
@@ -333,30 +333,30 @@ func (hs *healthState) setConfig(uc *upstreamCluster) {
 	if hcTLS != nil {
 		scheme = "https"
 		tr.DialTLSContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dialTLS(ctx, d, addr, hcTLS, false)
+			return DialTLS(ctx, d, addr, hcTLS, false)
 		}
 	}
-	hs.cfg.Store(&checkConfig{
-		spec:      *uc.healthCheck,
+	hs.Config.Store(&checkConfig{
+		spec:      *uc.HealthCheck,
 		dialer:    d,
 		tls:       hcTLS,
 		tlsKey:    tlsKey,
 		scheme:    scheme,
-		transport: tr,
+		Transport: tr,
 		client:    &http.Client{Transport: tr, CheckRedirect: noRedirects},
 	})
 }
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// stop ends every checker of the cluster (its health checks were removed,
+// Stop ends every checker of the cluster (its health checks were removed,
 // or the cluster was).
-func (hs *healthState) stop() {
+func (hs *HealthState) Stop() {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	for ep, eh := range hs.endpoints {
+	for ep, eh := range hs.Endpoints {
 		eh.cancel()
-		delete(hs.endpoints, ep)
+		delete(hs.Endpoints, ep)
 	}
 	hs.stopped = true
 	hs.gen.Add(1)
@@ -366,26 +366,26 @@ func (hs *healthState) stop() {
 
 // run checks one endpoint until ctx is cancelled: at once, then every
 // interval (no_traffic_interval while the cluster has had no traffic).
-func (hs *healthState) run(ctx context.Context, endpoint string, eh *endpointHealth) {
+func (hs *HealthState) run(ctx context.Context, endpoint string, eh *endpointHealth) {
 	defer hs.running.Done()
 	defer hs.checkers.Add(-1)
 	var used *checkConfig
-	defer func() { used.transport.CloseIdleConnections() }()
+	defer func() { used.Transport.CloseIdleConnections() }()
 	counters := checkCounters{fresh: true}
 	for {
-		cfg := hs.cfg.Load()
+		cfg := hs.Config.Load()
 		if used != nil && used != cfg {
-			used.transport.CloseIdleConnections() // the configuration changed
+			used.Transport.CloseIdleConnections() // the configuration changed
 		}
 		used = cfg
-		res := cfg.check(ctx, eh.addr)
+		res := cfg.Check(ctx, eh.addr)
 		if ctx.Err() != nil {
 			return
 		}
-		hs.record(endpoint, eh, &counters, res, &cfg.spec)
-		wait := cfg.spec.interval
+		hs.Record(endpoint, eh, &counters, res, &cfg.spec)
+		wait := cfg.spec.Interval
 		if !hs.served.Load() {
-			wait = cfg.spec.noTrafficInterval
+			wait = cfg.spec.NoTrafficInterval
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -397,28 +397,28 @@ func (hs *healthState) run(ctx context.Context, endpoint string, eh *endpointHea
 	}
 }
 
-// checkResult is the outcome of one check.
-type checkResult struct {
-	ok bool
-	// immediate failures (an unexpected status) eject at once; others
+// CheckResult is the outcome of one check.
+type CheckResult struct {
+	OK bool
+	// Immediate failures (an unexpected status) eject at once; others
 	// (timeouts, connection errors, retriable statuses) count towards
 	// unhealthy_threshold.
-	immediate bool
-	reason    string
+	Immediate bool
+	Reason    string
 }
 
-// check runs one health check.
-func (cfg *checkConfig) check(ctx context.Context, endpoint string) checkResult {
-	ctx, cancel := context.WithTimeout(ctx, cfg.spec.timeout)
+// Check runs one health check.
+func (cfg *checkConfig) Check(ctx context.Context, endpoint string) CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, cfg.spec.Timeout)
 	defer cancel()
-	if cfg.spec.kind == hcTCP {
+	if cfg.spec.Kind == HealthCheckTCP {
 		return cfg.checkConnect(ctx, endpoint)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.scheme+"://"+endpoint+cfg.spec.path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.scheme+"://"+endpoint+cfg.spec.Path, nil)
 	if err != nil {
-		return checkResult{immediate: true, reason: err.Error()}
+		return CheckResult{Immediate: true, Reason: err.Error()}
 	}
-	req.Host = cfg.spec.host
+	req.Host = cfg.spec.Host
 	req.Header.Set("User-Agent", "Envoy/HC")
 	res, err := cfg.client.Do(req)
 	if err == nil {
@@ -430,37 +430,37 @@ func (cfg *checkConfig) check(ctx context.Context, endpoint string) checkResult 
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return checkResult{reason: "timeout"}
+		return CheckResult{Reason: "timeout"}
 	case err != nil:
-		return checkResult{reason: "connection error: " + err.Error()}
-	case !cfg.spec.expected.has(res.StatusCode):
-		return checkResult{immediate: !cfg.spec.retriable.has(res.StatusCode), reason: fmt.Sprintf("status %d", res.StatusCode)}
+		return CheckResult{Reason: "connection error: " + err.Error()}
+	case !cfg.spec.Expected.has(res.StatusCode):
+		return CheckResult{Immediate: !cfg.spec.Retriable.has(res.StatusCode), Reason: fmt.Sprintf("status %d", res.StatusCode)}
 	}
-	return checkResult{ok: true, reason: fmt.Sprintf("status %d", res.StatusCode)}
+	return CheckResult{OK: true, Reason: fmt.Sprintf("status %d", res.StatusCode)}
 }
 
 // checkConnect is a connect-only TCP check: the endpoint is healthy when a
 // connection (and, for a TLS cluster, its handshake) succeeds within the
 // timeout. Each check opens and closes its own connection.
-func (cfg *checkConfig) checkConnect(ctx context.Context, endpoint string) checkResult {
+func (cfg *checkConfig) checkConnect(ctx context.Context, endpoint string) CheckResult {
 	var conn net.Conn
 	var err error
 	if cfg.tls != nil {
-		conn, err = dialTLS(ctx, cfg.dialer, endpoint, cfg.tls, false)
+		conn, err = DialTLS(ctx, cfg.dialer, endpoint, cfg.tls, false)
 	} else {
-		conn, err = cfg.dialer.dial(ctx, endpoint)
+		conn, err = cfg.dialer.Dial(ctx, endpoint)
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		if conn != nil {
 			_ = conn.Close()
 		}
-		return checkResult{reason: "timeout"}
+		return CheckResult{Reason: "timeout"}
 	case err != nil:
-		return checkResult{reason: "connection error: " + err.Error()}
+		return CheckResult{Reason: "connection error: " + err.Error()}
 	}
 	_ = conn.Close()
-	return checkResult{ok: true, reason: "connected"}
+	return CheckResult{OK: true, Reason: "connected"}
 }
 
 // checkCounters are a checker's consecutive results.
@@ -469,13 +469,13 @@ type checkCounters struct {
 	fresh               bool // no result recorded yet
 }
 
-// record applies a check result to an endpoint's health.
-func (hs *healthState) record(endpoint string, eh *endpointHealth, c *checkCounters, res checkResult, spec *healthCheckSpec) {
+// Record applies a check result to an endpoint's health.
+func (hs *HealthState) Record(endpoint string, eh *endpointHealth, c *checkCounters, res CheckResult, spec *HealthCheckSpec) {
 	first := c.fresh
 	c.fresh = false
-	healthy := eh.healthy.Load()
-	if res.ok {
-		if o := hs.outlier.Load(); o != nil {
+	healthy := eh.Healthy.Load()
+	if res.OK {
+		if o := hs.Outlier.Load(); o != nil {
 			o.healthCheckPassed(endpoint)
 		}
 		c.failures = 0
@@ -483,9 +483,9 @@ func (hs *healthState) record(endpoint string, eh *endpointHealth, c *checkCount
 			return
 		}
 		c.successes++
-		if first || c.successes >= spec.healthyThreshold {
+		if first || c.successes >= spec.HealthyThreshold {
 			c.successes = 0
-			hs.transition(endpoint, eh, true, res.reason)
+			hs.transition(endpoint, eh, true, res.Reason)
 		}
 		return
 	}
@@ -494,30 +494,30 @@ func (hs *healthState) record(endpoint string, eh *endpointHealth, c *checkCount
 		return
 	}
 	c.failures++
-	if res.immediate || c.failures >= spec.unhealthyThreshold {
+	if res.Immediate || c.failures >= spec.UnhealthyThreshold {
 		c.failures = 0
-		hs.transition(endpoint, eh, false, res.reason)
+		hs.transition(endpoint, eh, false, res.Reason)
 	}
 }
 
-func (hs *healthState) transition(endpoint string, eh *endpointHealth, healthy bool, reason string) {
-	eh.healthy.Store(healthy)
+func (hs *HealthState) transition(endpoint string, eh *endpointHealth, healthy bool, reason string) {
+	eh.Healthy.Store(healthy)
 	hs.gen.Add(1)
-	hs.log.Info("health check transition", "cluster", hs.cluster, "endpoint", endpoint, "healthy", healthy, "reason", reason)
+	hs.log.Info("health check transition", "cluster", hs.Cluster, "endpoint", endpoint, "healthy", healthy, "reason", reason)
 	hs.reportHealthy()
 }
 
 // reportHealthy updates the healthy-endpoints gauge. The lock orders
 // concurrent reports, and keeps a stopped cluster out of the gauge.
-func (hs *healthState) reportHealthy() {
+func (hs *HealthState) reportHealthy() {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.stopped || hs.share == nil {
 		return
 	}
 	n := 0
-	for _, eh := range hs.endpoints {
-		if eh.healthy.Load() {
+	for _, eh := range hs.Endpoints {
+		if eh.Healthy.Load() {
 			n++
 		}
 	}
