@@ -45,6 +45,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -306,7 +307,7 @@ func (cp *controlPlane) holds(version string) bool {
 	if snap == nil {
 		return false
 	}
-	for _, typeURL := range subscribedTypes {
+	for _, typeURL := range xdsclient.SubscribedTypes {
 		if !maps.Equal(cp.known[cp.lastStream][typeURL], snap.GetVersionMap(typeURL)) {
 			return false
 		}

@@ -30,6 +30,7 @@ var layerRules = map[string][]string{
 	"accesslog":        {},
 	"filter":           {},
 	"upstream":         {"stats", "internal/xdsconv"},
+	"xdsclient":        {},
 	"filters/*":        {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }
 

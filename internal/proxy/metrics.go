@@ -8,6 +8,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/stats"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -102,7 +103,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 }
 
 func (m *metrics) xdsUpdate(typeURL, result string) {
-	m.xdsUpdates.WithLabelValues(shortTypeName(typeURL), result).Inc()
+	m.xdsUpdates.WithLabelValues(xdsclient.ShortTypeName(typeURL), result).Inc()
 }
 
 // headersRefusedFor counts a request refused for reason; a reason's series

@@ -14,10 +14,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 )
 
 // DefaultNodeID is sent as DiscoveryRequest.node.id when Config.NodeID is empty.
@@ -198,7 +200,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	conn, err := grpc.NewClient(p.cfg.XDSAddress,
 		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxXDSMessageBytes)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(xdsclient.MaxMessageBytes)),
 	)
 	if err != nil {
 		return err
@@ -216,8 +218,8 @@ func (p *Proxy) Run(ctx context.Context) error {
 			cancel(err)
 		}
 	}()
-	ads := newADSClient(conn, p.cfg.NodeID, p.nodeMetadata(), p.log, p)
-	ads.run(ctx)
+	ads := xdsclient.NewClient(conn, p.cfg.NodeID, p.nodeMetadata(), p.log, xdsSink{p})
+	ads.Run(ctx)
 	<-retrying // no listener may be opened after shutdown
 
 	p.shutdown()
@@ -258,4 +260,9 @@ func (p *Proxy) ListenerAddr(name string) string {
 		return ll.ln.Addr().String()
 	}
 	return ""
+}
+
+// NodeMetadata is what the proxy tells the xDS server about itself.
+func (p *Proxy) nodeMetadata() *structpb.Struct {
+	return xdsclient.NodeMetadata(p.cfg.AllListeners, p.cfg.Gateway)
 }

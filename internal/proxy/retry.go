@@ -448,3 +448,15 @@ func (b *upgradedBody) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// sleepCtx sleeps for d and reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
