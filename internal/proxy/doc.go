@@ -36,6 +36,8 @@
 //     filter-chain selection; on a listener with tcp_proxy chains, the
 //     ClientHello is read first (tls_inspector) to dispatch each connection.
 //     protect.go: the addresses the egress guard protects (the listeners').
+//     client_cert.go: client certificate validation of a TLS chain and the
+//     x-forwarded-client-cert header it sends upstream.
 //   - tcpproxy.go: tcp_proxy chains: upstream connection attempts, copying
 //     both ways with half-closes, the idle timeout, draining, a connection's
 //     access log line and series.
@@ -49,6 +51,8 @@
 //   - forward.go: the shared reverse proxy: the request's upstream target,
 //     the outgoing request, upstream errors mapped to status codes.
 //   - filter_upstreams.go: clusters reached from filters (filter.Env).
+//   - mirror.go: request_mirror_policies: copies of forwarded requests sent
+//     to mirror clusters in the background, their answers dropped.
 //   - rewrite.go, path.go: regex_rewrite of routes and redirects (RE2
 //     substitutions); path normalization.
 //   - limits.go: the HCM's request header limits (431).
