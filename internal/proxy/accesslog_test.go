@@ -15,6 +15,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/portico-dev/portico/internal/logbatch"
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 )
 
 // gatedSink holds access log lines until opened, as a log pipe whose reader
@@ -125,7 +126,7 @@ func TestAccessLogStalledSinkDoesNotBlockRequests(t *testing.T) {
 // lines still queued at shutdown are written before Run returns.
 func TestAccessLogWrittenOnShutdown(t *testing.T) {
 	const n = 400
-	p, gate := startGatedProxy(t, accessLogQueue, true)
+	p, gate := startGatedProxy(t, accesslog.Queue, true)
 	requestAll(t, p, 16, n)
 	if got := len(p.logs.records("access")); got != 0 {
 		t.Fatalf("%d access log lines went through the closed sink", got)
@@ -150,7 +151,7 @@ func TestAccessLogWrittenOnShutdown(t *testing.T) {
 // finished, and the last one is written without waiting for more traffic.
 func TestAccessLogBurstIsBatched(t *testing.T) {
 	const n = 100 // about 40 KB of lines: less than a logbatch.MaxBatch
-	p, gate := startGatedProxy(t, accessLogQueue, true)
+	p, gate := startGatedProxy(t, accesslog.Queue, true)
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	// One request at a time on one connection, so that the lines are queued

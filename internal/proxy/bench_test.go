@@ -116,7 +116,7 @@ func loopRequests(b *testing.B, req *http.Request) {
 
 // BenchmarkProxyRequestNewConnection is BenchmarkProxyRequest with an upstream
 // that closes every connection after its response: each request dials, which
-// is where upstream addresses are checked (egress.go).
+// is where upstream addresses are checked (upstream/egress.go).
 func BenchmarkProxyRequestNewConnection(b *testing.B) {
 	cp := startControlPlane(b)
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

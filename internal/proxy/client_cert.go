@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // clientValidation is how a TLS filter chain asks for and checks client
@@ -49,17 +50,17 @@ func convertClientValidation(dtc *tlsv3.DownstreamTlsContext) (*clientValidation
 		return nil, fmt.Errorf("validation context %T is not supported (only an inline validation_context)", vt)
 	}
 	v := vc.ValidationContext
-	if err := unsupported(
-		field{"validation_context.watched_directory", v.GetWatchedDirectory() != nil},
-		field{"validation_context.ca_certificate_provider_instance", v.GetCaCertificateProviderInstance() != nil},
-		field{"validation_context.verify_certificate_spki", len(v.GetVerifyCertificateSpki()) > 0},
-		field{"validation_context.verify_certificate_hash", len(v.GetVerifyCertificateHash()) > 0},
-		field{"validation_context.match_typed_subject_alt_names", len(v.GetMatchTypedSubjectAltNames()) > 0},
-		field{"validation_context.match_subject_alt_names", len(v.GetMatchSubjectAltNames()) > 0},
-		field{"validation_context.require_signed_certificate_timestamp", v.GetRequireSignedCertificateTimestamp().GetValue()},
-		field{"validation_context.allow_expired_certificate", v.GetAllowExpiredCertificate()},
-		field{"validation_context.custom_validator_config", v.GetCustomValidatorConfig() != nil},
-		field{"validation_context.max_verify_depth", v.GetMaxVerifyDepth() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("validation_context.watched_directory", v.GetWatchedDirectory() != nil),
+		xdsconv.Set("validation_context.ca_certificate_provider_instance", v.GetCaCertificateProviderInstance() != nil),
+		xdsconv.Set("validation_context.verify_certificate_spki", len(v.GetVerifyCertificateSpki()) > 0),
+		xdsconv.Set("validation_context.verify_certificate_hash", len(v.GetVerifyCertificateHash()) > 0),
+		xdsconv.Set("validation_context.match_typed_subject_alt_names", len(v.GetMatchTypedSubjectAltNames()) > 0),
+		xdsconv.Set("validation_context.match_subject_alt_names", len(v.GetMatchSubjectAltNames()) > 0),
+		xdsconv.Set("validation_context.require_signed_certificate_timestamp", v.GetRequireSignedCertificateTimestamp().GetValue()),
+		xdsconv.Set("validation_context.allow_expired_certificate", v.GetAllowExpiredCertificate()),
+		xdsconv.Set("validation_context.custom_validator_config", v.GetCustomValidatorConfig() != nil),
+		xdsconv.Set("validation_context.max_verify_depth", v.GetMaxVerifyDepth() != nil),
 	); err != nil {
 		return nil, err
 	}

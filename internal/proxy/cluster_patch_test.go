@@ -12,6 +12,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -180,7 +181,7 @@ func TestClusterPatchCompilesAsFromScratch(t *testing.T) {
 }
 
 type snapshotMaps struct {
-	clusters map[string]*upstreamCluster
+	clusters map[string]*upstream.Cluster
 	inputs   map[string]clusterInputs
 	refs     map[string]int
 }
@@ -206,7 +207,7 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 	}
 	for name, wc := range w.clusters {
 		gc := g.clusters[name]
-		if gc == nil || gc.name != wc.name || !slices.Equal(gc.endpoints, wc.endpoints) || gc.lb != wc.lb {
+		if gc == nil || gc.Name != wc.Name || !slices.Equal(gc.Endpoints, wc.Endpoints) || gc.LB != wc.LB {
 			t.Fatalf("%s: cluster %q is %+v, from scratch %+v", when, name, gc, wc)
 		}
 	}

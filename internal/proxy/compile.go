@@ -10,6 +10,7 @@ import (
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // snapshot is one complete, immutable configuration. Requests load the
@@ -17,7 +18,7 @@ import (
 // the configuration under an in-flight request.
 type snapshot struct {
 	listeners map[string]*listenerConfig
-	clusters  layered[string, *upstreamCluster]
+	clusters  layered[string, *upstream.Cluster]
 	version   string // the system version of the newest response it includes
 	gen       uint64 // the compilation that built it (see routeStatsFor)
 
@@ -47,10 +48,10 @@ type snapshot struct {
 	touched     []string
 }
 
-// clusterInputs are the specs an upstreamCluster is compiled from.
+// clusterInputs are the specs an upstream.Cluster is compiled from.
 type clusterInputs struct {
-	spec       *clusterSpec
-	assignment *assignmentSpec // nil for a cluster with inline endpoints
+	spec       *upstream.ClusterSpec
+	assignment *upstream.AssignmentSpec // nil for a cluster with inline endpoints
 }
 
 // compiledChain is a filter chain with the resources it was compiled from.
@@ -68,7 +69,7 @@ type listenerConfig struct {
 	// chains is keyed by server-name pattern ("a.example.com", "*.example.com");
 	// "" is the default chain, and the only chain of a plaintext listener.
 	chains   map[string]*filterChain
-	clusters layered[string, *upstreamCluster] // the snapshot's
+	clusters layered[string, *upstream.Cluster] // the snapshot's
 	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
 	// their ClientHello's SNI before anything else (see tlsListener).
 	hasTCP            bool
@@ -157,7 +158,7 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 	if prev != nil {
 		n = prev.clusters.len()
 	}
-	snap.clusters = newLayered[string, *upstreamCluster](n)
+	snap.clusters = newLayered[string, *upstream.Cluster](n)
 	snap.clusterInputs = newLayered[string, clusterInputs](n)
 	for _, name := range listeners {
 		spec := p.store.byType[resourcev3.ListenerType][name].(*listenerSpec)
@@ -505,15 +506,15 @@ func (p *Proxy) compileCluster(name string, snap *snapshot) error {
 
 // linkCluster sets the named cluster of snap from the store's specs.
 func (p *Proxy) linkCluster(name string, snap *snapshot) error {
-	spec, ok := lookup[*clusterSpec](p.store, resourcev3.ClusterType, name)
+	spec, ok := lookup[*upstream.ClusterSpec](p.store, resourcev3.ClusterType, name)
 	if !ok {
 		return &incompleteError{missing: fmt.Sprintf("cluster %q", name)}
 	}
 	in := clusterInputs{spec: spec}
-	if spec.kind == clusterEDS {
-		cla, ok := lookup[*assignmentSpec](p.store, resourcev3.EndpointType, spec.serviceName)
+	if spec.Kind == upstream.ClusterEDS {
+		cla, ok := lookup[*upstream.AssignmentSpec](p.store, resourcev3.EndpointType, spec.ServiceName)
 		if !ok {
-			return &incompleteError{missing: fmt.Sprintf("endpoints %q of cluster %q", spec.serviceName, name)}
+			return &incompleteError{missing: fmt.Sprintf("endpoints %q of cluster %q", spec.ServiceName, name)}
 		}
 		in.assignment = cla
 	}
@@ -529,57 +530,57 @@ func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 	return nil
 }
 
-func (p *Proxy) buildCluster(name string, in clusterInputs) *upstreamCluster {
-	spec, endpoints, healthAddrs := in.spec, in.spec.endpoints, in.spec.healthAddrs
+func (p *Proxy) buildCluster(name string, in clusterInputs) *upstream.Cluster {
+	spec, endpoints, healthAddrs := in.spec, in.spec.Endpoints, in.spec.HealthAddrs
 	if in.assignment != nil {
-		endpoints, healthAddrs = in.assignment.endpoints, in.assignment.healthAddrs
+		endpoints, healthAddrs = in.assignment.Endpoints, in.assignment.HealthAddrs
 	}
 	cs := p.clusterState(name)
-	uc := &upstreamCluster{
-		name:        name,
-		stats:       p.upstreamStatsFor(spec.statKey),
-		endpoints:   endpoints,
-		healthAddrs: healthAddrs,
-		dialer: endpointDialer{guard: p.egress, cluster: name, timeout: spec.connectTimeout,
-			network: spec.network, byName: spec.byName},
-		lb:          spec.lb,
-		healthCheck: spec.healthCheck,
-		tls:         spec.tls,
-		scheme:      "http",
-		state:       cs,
-		active:      cs.activeCounters(endpoints),
-		allHosts:    &hostSet{idx: allIndexes(len(endpoints))},
+	uc := &upstream.Cluster{
+		Name:        name,
+		Stats:       p.upstreamSeries.StatsFor(spec.StatKey),
+		Endpoints:   endpoints,
+		HealthAddrs: healthAddrs,
+		Dialer: upstream.EndpointDialer{Guard: p.egress, Cluster: name, Timeout: spec.ConnectTimeout,
+			Network: spec.Network, ByName: spec.ByName},
+		LB:          spec.LB,
+		HealthCheck: spec.HealthCheck,
+		TLS:         spec.TLS,
+		Scheme:      "http",
+		State:       cs,
+		Active:      cs.ActiveCounters(endpoints),
+		AllHosts:    &upstream.HostSet{Idx: upstream.AllIndexes(len(endpoints))},
 	}
-	if spec.tls != nil {
-		uc.scheme = "https"
+	if spec.TLS != nil {
+		uc.Scheme = "https"
 	}
-	if tr := cs.transportFor(spec); tr != nil {
-		uc.transport = tr
+	if tr := cs.TransportFor(spec); tr != nil {
+		uc.Transport = tr
 	}
-	if spec.healthCheck != nil {
+	if spec.HealthCheck != nil {
 		// Checkers start when the snapshot is applied (syncClusters).
-		if cs.health == nil {
-			cs.health = p.newHealthState(name, &cs.served)
+		if cs.Health == nil {
+			cs.Health = upstream.NewHealthState(name, &cs.Served, p.log, &p.healthCheckers, &p.healthRunning)
 		}
-		uc.health = cs.health
+		uc.Health = cs.Health
 	}
-	if spec.outlier != nil {
+	if spec.Outlier != nil {
 		// Its interval timer starts when the snapshot is applied (syncClusters).
-		if cs.outlier == nil {
-			cs.outlier = p.newOutlierState(name)
+		if cs.Outlier == nil {
+			cs.Outlier = upstream.NewOutlierState(name, p.log, &p.outlierRunning)
 		}
-		uc.outlier, uc.outlierSpec = cs.outlier, spec.outlier
-		uc.outlierHosts = cs.outlier.hostsFor(endpoints)
+		uc.Outlier, uc.OutlierSpec = cs.Outlier, spec.Outlier
+		uc.OutlierHosts = cs.Outlier.HostsFor(endpoints)
 	}
 	return uc
 }
 
 // clusterState returns the state a cluster keeps across snapshots. States
 // of clusters that disappear are dropped at the next apply.
-func (p *Proxy) clusterState(cluster string) *clusterState {
+func (p *Proxy) clusterState(cluster string) *upstream.ClusterState {
 	cs, ok := p.clusterStates[cluster]
 	if !ok {
-		cs = newClusterState()
+		cs = upstream.NewClusterState()
 		p.clusterStates[cluster] = cs
 	}
 	return cs
@@ -592,11 +593,11 @@ func (p *Proxy) clusterState(cluster string) *clusterState {
 // any more. Clusters reused from the applied snapshot need nothing; of a
 // patched snapshot, only the touched clusters can be other ones.
 func (p *Proxy) syncClusters(snap *snapshot) {
-	var applied *layered[string, *upstreamCluster]
+	var applied *layered[string, *upstream.Cluster]
 	if prev := p.current.Load(); prev != nil {
 		applied = &prev.clusters
 	}
-	var released []*upstreamStats
+	var released []*upstream.Stats
 	full := true
 	if snap.patched {
 		for _, name := range snap.touched {
@@ -617,16 +618,16 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 	// After every cluster has taken its Service port's stats: a port whose
 	// only cluster gives way to another (its policy changed) keeps its series.
 	for _, s := range released {
-		p.releaseUpstreamStats(s)
+		p.upstreamSeries.Release(s)
 	}
 	if full {
-		p.dropUnusedUpstreamStats()
+		p.upstreamSeries.DropUnused()
 	}
 }
 
 // syncCluster brings the state of one cluster in line with snap. The
 // Service port stats it lets go are added to released.
-func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, applied *layered[string, *upstreamCluster], released *[]*upstreamStats) {
+func (p *Proxy) syncCluster(name string, cs *upstream.ClusterState, snap *snapshot, applied *layered[string, *upstream.Cluster], released *[]*upstream.Stats) {
 	uc, ok := snap.clusters.get(name)
 	if ok && applied != nil {
 		if was, _ := applied.get(name); was == uc {
@@ -634,28 +635,28 @@ func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, appli
 		}
 	}
 	if !ok {
-		cs.stopAll()
-		cs.holdStats(nil, released)
+		cs.StopAll()
+		cs.HoldStats(nil, released)
 		delete(p.clusterStates, name)
 		return
 	}
-	cs.holdStats(uc.stats, released)
-	cs.pruneActive(uc.endpoints)
+	cs.HoldStats(uc.Stats, released)
+	cs.PruneActive(uc.Endpoints)
 	switch {
-	case uc.outlier != nil:
-		uc.outlier.configure(uc.outlierSpec, uc.endpoints, uc.outlierHosts, uc.stats)
-	case cs.outlier != nil:
-		cs.outlier.stop() // outlier_detection was removed from the cluster
-		cs.outlier = nil
+	case uc.Outlier != nil:
+		uc.Outlier.Configure(uc.OutlierSpec, uc.Endpoints, uc.OutlierHosts, uc.Stats)
+	case cs.Outlier != nil:
+		cs.Outlier.Stop() // outlier_detection was removed from the cluster
+		cs.Outlier = nil
 	}
 	switch {
-	case uc.health != nil:
+	case uc.Health != nil:
 		// A successful check ends an outlier ejection.
-		uc.health.outlier.Store(uc.outlier)
-		uc.health.configure(uc)
-	case cs.health != nil:
-		cs.health.stop() // health_checks were removed from the cluster
-		cs.health = nil
+		uc.Health.Outlier.Store(uc.Outlier)
+		uc.Health.Configure(uc)
+	case cs.Health != nil:
+		cs.Health.Stop() // health_checks were removed from the cluster
+		cs.Health = nil
 	}
 }
 
@@ -664,24 +665,10 @@ func (p *Proxy) syncCluster(name string, cs *clusterState, snap *snapshot, appli
 // the ADS stream has ended, so no configuration can start new ones.
 func (p *Proxy) stopHealthChecks() {
 	for _, cs := range p.clusterStates {
-		cs.stopAll()
+		cs.StopAll()
 	}
 	p.healthRunning.Wait()
 	p.outlierRunning.Wait()
-}
-
-// stopAll stops the cluster's health checker and outlier detection timer
-// and closes its idle connections.
-func (cs *clusterState) stopAll() {
-	if cs.health != nil {
-		cs.health.stop()
-	}
-	if cs.outlier != nil {
-		cs.outlier.stop()
-	}
-	if cs.transport != nil {
-		cs.transport.rt.CloseIdleConnections()
-	}
 }
 
 // apply makes snap the served configuration: listeners are opened, kept or

@@ -4,9 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // listenerSpec is a validated Listener.
@@ -113,28 +112,26 @@ type tlsSpec struct {
 	clients *clientValidation
 }
 
-const tlsTransportSocketName = "envoy.transport_sockets.tls"
-
 func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
-	if err := unsupported(
-		field{"additional_addresses", len(l.GetAdditionalAddresses()) > 0},
-		field{"fcds_config", l.GetFcdsConfig() != nil},
-		field{"filter_chain_matcher", l.GetFilterChainMatcher() != nil},
-		field{"use_original_dst", l.GetUseOriginalDst().GetValue()},
-		field{"default_filter_chain", l.GetDefaultFilterChain() != nil},
-		field{"transparent", l.GetTransparent().GetValue()},
-		field{"freebind", l.GetFreebind().GetValue()},
-		field{"socket_options", len(l.GetSocketOptions()) > 0},
-		field{"udp_listener_config", l.GetUdpListenerConfig() != nil},
-		field{"api_listener", l.GetApiListener() != nil},
-		field{"internal_listener", l.GetListenerSpecifier() != nil},
-		field{"access_log", len(l.GetAccessLog()) > 0},
-		field{"bind_to_port=false", l.GetBindToPort() != nil && !l.GetBindToPort().GetValue()},
-		field{"enable_mptcp", l.GetEnableMptcp()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("additional_addresses", len(l.GetAdditionalAddresses()) > 0),
+		xdsconv.Set("fcds_config", l.GetFcdsConfig() != nil),
+		xdsconv.Set("filter_chain_matcher", l.GetFilterChainMatcher() != nil),
+		xdsconv.Set("use_original_dst", l.GetUseOriginalDst().GetValue()),
+		xdsconv.Set("default_filter_chain", l.GetDefaultFilterChain() != nil),
+		xdsconv.Set("transparent", l.GetTransparent().GetValue()),
+		xdsconv.Set("freebind", l.GetFreebind().GetValue()),
+		xdsconv.Set("socket_options", len(l.GetSocketOptions()) > 0),
+		xdsconv.Set("udp_listener_config", l.GetUdpListenerConfig() != nil),
+		xdsconv.Set("api_listener", l.GetApiListener() != nil),
+		xdsconv.Set("internal_listener", l.GetListenerSpecifier() != nil),
+		xdsconv.Set("access_log", len(l.GetAccessLog()) > 0),
+		xdsconv.Set("bind_to_port=false", l.GetBindToPort() != nil && !l.GetBindToPort().GetValue()),
+		xdsconv.Set("enable_mptcp", l.GetEnableMptcp()),
 	); err != nil {
 		return nil, err
 	}
-	addr, err := tcpSocketAddress(l.GetAddress())
+	addr, err := xdsconv.TCPSocketAddress(l.GetAddress())
 	if err != nil {
 		return nil, fmt.Errorf("address: %w", err)
 	}
@@ -201,23 +198,6 @@ func (ls *listenerSpec) checkChains() error {
 	return nil
 }
 
-func tcpSocketAddress(a *corev3.Address) (string, error) {
-	sa := a.GetSocketAddress()
-	if sa == nil {
-		return "", fmt.Errorf("%T is not supported (only socket_address)", a.GetAddress())
-	}
-	if sa.GetProtocol() != corev3.SocketAddress_TCP {
-		return "", fmt.Errorf("protocol %v is not supported", sa.GetProtocol())
-	}
-	if sa.GetResolverName() != "" {
-		return "", errors.New("resolver_name is not supported")
-	}
-	if _, ok := sa.GetPortSpecifier().(*corev3.SocketAddress_PortValue); !ok {
-		return "", errors.New("named_port is not supported")
-	}
-	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), nil
-}
-
 func checkListenerFilter(lf *listenerv3.ListenerFilter) error {
 	// tls_inspector only extracts SNI and ALPN, which Go's TLS stack does anyway.
 	if tc := lf.GetTypedConfig(); tc != nil {
@@ -234,8 +214,8 @@ func checkListenerFilter(lf *listenerv3.ListenerFilter) error {
 }
 
 func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
-	if err := unsupported(
-		field{"use_proxy_proto", fc.GetUseProxyProto().GetValue()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("use_proxy_proto", fc.GetUseProxyProto().GetValue()),
 	); err != nil {
 		return nil, err
 	}
@@ -248,14 +228,14 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 		cs.tls = t
 	}
 	if m := fc.GetFilterChainMatch(); m != nil {
-		if err := unsupported(
-			field{"filter_chain_match.destination_port", m.GetDestinationPort() != nil},
-			field{"filter_chain_match.prefix_ranges", len(m.GetPrefixRanges()) > 0},
-			field{"filter_chain_match.direct_source_prefix_ranges", len(m.GetDirectSourcePrefixRanges()) > 0},
-			field{"filter_chain_match.source_type", m.GetSourceType() != listenerv3.FilterChainMatch_ANY},
-			field{"filter_chain_match.source_prefix_ranges", len(m.GetSourcePrefixRanges()) > 0},
-			field{"filter_chain_match.source_ports", len(m.GetSourcePorts()) > 0},
-			field{"filter_chain_match.application_protocols", len(m.GetApplicationProtocols()) > 0},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("filter_chain_match.destination_port", m.GetDestinationPort() != nil),
+			xdsconv.Set("filter_chain_match.prefix_ranges", len(m.GetPrefixRanges()) > 0),
+			xdsconv.Set("filter_chain_match.direct_source_prefix_ranges", len(m.GetDirectSourcePrefixRanges()) > 0),
+			xdsconv.Set("filter_chain_match.source_type", m.GetSourceType() != listenerv3.FilterChainMatch_ANY),
+			xdsconv.Set("filter_chain_match.source_prefix_ranges", len(m.GetSourcePrefixRanges()) > 0),
+			xdsconv.Set("filter_chain_match.source_ports", len(m.GetSourcePorts()) > 0),
+			xdsconv.Set("filter_chain_match.application_protocols", len(m.GetApplicationProtocols()) > 0),
 		); err != nil {
 			return nil, err
 		}
@@ -317,30 +297,30 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 }
 
 func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
-	if err := unsupported(
-		field{"codec_type " + h.GetCodecType().String() + " (only AUTO, HTTP1 or HTTP2)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO &&
-			h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP1 && h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP2},
-		field{"tracing", h.GetTracing() != nil},
-		field{"http_protocol_options", h.GetHttpProtocolOptions() != nil},
-		field{"http2_protocol_options", h.GetHttp2ProtocolOptions() != nil},
-		field{"http3_protocol_options", h.GetHttp3ProtocolOptions() != nil},
-		field{"scheme_header_transformation", h.GetSchemeHeaderTransformation() != nil},
-		field{"access_log_options", h.GetAccessLogOptions() != nil},
-		field{"original_ip_detection_extensions", len(h.GetOriginalIpDetectionExtensions()) > 0},
-		field{"early_header_mutation_extensions", len(h.GetEarlyHeaderMutationExtensions()) > 0},
-		field{"via", h.GetVia() != ""},
-		field{"path_with_escaped_slashes_action " + h.GetPathWithEscapedSlashesAction().String(),
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("codec_type "+h.GetCodecType().String()+" (only AUTO, HTTP1 or HTTP2)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO &&
+			h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP1 && h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP2),
+		xdsconv.Set("tracing", h.GetTracing() != nil),
+		xdsconv.Set("http_protocol_options", h.GetHttpProtocolOptions() != nil),
+		xdsconv.Set("http2_protocol_options", h.GetHttp2ProtocolOptions() != nil),
+		xdsconv.Set("http3_protocol_options", h.GetHttp3ProtocolOptions() != nil),
+		xdsconv.Set("scheme_header_transformation", h.GetSchemeHeaderTransformation() != nil),
+		xdsconv.Set("access_log_options", h.GetAccessLogOptions() != nil),
+		xdsconv.Set("original_ip_detection_extensions", len(h.GetOriginalIpDetectionExtensions()) > 0),
+		xdsconv.Set("early_header_mutation_extensions", len(h.GetEarlyHeaderMutationExtensions()) > 0),
+		xdsconv.Set("via", h.GetVia() != ""),
+		xdsconv.Set("path_with_escaped_slashes_action "+h.GetPathWithEscapedSlashesAction().String(),
 			h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT &&
-				h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_KEEP_UNCHANGED},
-		field{"path_normalization_options", h.GetPathNormalizationOptions() != nil},
-		field{"local_reply_config", h.GetLocalReplyConfig() != nil},
-		field{"typed_header_validation_config", h.GetTypedHeaderValidationConfig() != nil},
-		field{"append_x_forwarded_port", h.GetAppendXForwardedPort()},
-		field{"proxy_status_config", h.GetProxyStatusConfig() != nil},
-		field{"forward_proto_config", h.GetForwardProtoConfig() != nil},
+				h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_KEEP_UNCHANGED),
+		xdsconv.Set("path_normalization_options", h.GetPathNormalizationOptions() != nil),
+		xdsconv.Set("local_reply_config", h.GetLocalReplyConfig() != nil),
+		xdsconv.Set("typed_header_validation_config", h.GetTypedHeaderValidationConfig() != nil),
+		xdsconv.Set("append_x_forwarded_port", h.GetAppendXForwardedPort()),
+		xdsconv.Set("proxy_status_config", h.GetProxyStatusConfig() != nil),
+		xdsconv.Set("forward_proto_config", h.GetForwardProtoConfig() != nil),
 		// It strips only the listener's own port, which the proxy does not know
 		// when it binds the listener elsewhere (ListenerAddrs).
-		field{"strip_matching_host_port", h.GetStripMatchingHostPort()},
+		xdsconv.Set("strip_matching_host_port", h.GetStripMatchingHostPort()),
 	); err != nil {
 		return nil, err
 	}
@@ -388,7 +368,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	}
 	switch rs := h.GetRouteSpecifier().(type) {
 	case *hcmv3.HttpConnectionManager_Rds:
-		if err := checkADSConfigSource(rs.Rds.GetConfigSource()); err != nil {
+		if err := xdsconv.CheckADSConfigSource(rs.Rds.GetConfigSource()); err != nil {
 			return nil, fmt.Errorf("rds.config_source: %w", err)
 		}
 		spec.rdsName = rs.Rds.GetRouteConfigName()
@@ -441,15 +421,15 @@ func codecProtoMajor(c hcmv3.HttpConnectionManager_CodecType) int {
 // convertCommonHTTPOptions honours max_headers_count, the only downstream
 // protocol option the translator sets.
 func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcmSpec) error {
-	if err := unsupported(
-		field{"idle_timeout", o.GetIdleTimeout() != nil},
-		field{"max_connection_duration", o.GetMaxConnectionDuration() != nil},
-		field{"max_connection_duration_jitter", o.GetMaxConnectionDurationJitter() != nil},
-		field{"max_response_headers_kb", o.GetMaxResponseHeadersKb() != nil},
-		field{"max_stream_duration", o.GetMaxStreamDuration() != nil},
-		field{"headers_with_underscores_action " + o.GetHeadersWithUnderscoresAction().String(),
-			o.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW},
-		field{"max_requests_per_connection", o.GetMaxRequestsPerConnection() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("idle_timeout", o.GetIdleTimeout() != nil),
+		xdsconv.Set("max_connection_duration", o.GetMaxConnectionDuration() != nil),
+		xdsconv.Set("max_connection_duration_jitter", o.GetMaxConnectionDurationJitter() != nil),
+		xdsconv.Set("max_response_headers_kb", o.GetMaxResponseHeadersKb() != nil),
+		xdsconv.Set("max_stream_duration", o.GetMaxStreamDuration() != nil),
+		xdsconv.Set("headers_with_underscores_action "+o.GetHeadersWithUnderscoresAction().String(),
+			o.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW),
+		xdsconv.Set("max_requests_per_connection", o.GetMaxRequestsPerConnection() != nil),
 	); err != nil {
 		return err
 	}
@@ -470,41 +450,29 @@ func checkAccessLog(al *accesslogv3.AccessLog) error {
 	return nil
 }
 
-// checkADSConfigSource accepts only {ads: {}}: the proxy has no other way to
-// fetch resources.
-func checkADSConfigSource(cs *corev3.ConfigSource) error {
-	if cs.GetAds() == nil {
-		return fmt.Errorf("config source %T is not supported (only ads)", cs.GetConfigSourceSpecifier())
-	}
-	if v := cs.GetResourceApiVersion(); v != corev3.ApiVersion_V3 && v != corev3.ApiVersion_AUTO {
-		return fmt.Errorf("resource_api_version %v is not supported", v)
-	}
-	return nil
-}
-
 func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 	tc := ts.GetTypedConfig()
 	if tc == nil || !tc.MessageIs(&tlsv3.DownstreamTlsContext{}) {
-		return nil, fmt.Errorf("transport socket %q is not supported (only %s with a DownstreamTlsContext)", ts.GetName(), tlsTransportSocketName)
+		return nil, fmt.Errorf("transport socket %q is not supported (only %s with a DownstreamTlsContext)", ts.GetName(), xdsconv.TLSTransportSocketName)
 	}
 	var dtc tlsv3.DownstreamTlsContext
 	if err := anypb.UnmarshalTo(tc, &dtc, proto.UnmarshalOptions{}); err != nil {
 		return nil, fmt.Errorf("decode DownstreamTlsContext: %w", err)
 	}
-	if err := unsupported(
-		field{"session_ticket_keys", dtc.GetSessionTicketKeysType() != nil},
-		field{"prefer_client_ciphers", dtc.GetPreferClientCiphers()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("session_ticket_keys", dtc.GetSessionTicketKeysType() != nil),
+		xdsconv.Set("prefer_client_ciphers", dtc.GetPreferClientCiphers()),
 	); err != nil {
 		return nil, err
 	}
 	ctc := dtc.GetCommonTlsContext()
-	if err := unsupported(
-		field{"tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil},
-		field{"custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil},
-		field{"tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil},
-		field{"tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil},
-		field{"custom_handshaker", ctc.GetCustomHandshaker() != nil},
-		field{"key_log", ctc.GetKeyLog() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil),
+		xdsconv.Set("custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil),
+		xdsconv.Set("tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil),
+		xdsconv.Set("tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil),
+		xdsconv.Set("custom_handshaker", ctc.GetCustomHandshaker() != nil),
+		xdsconv.Set("key_log", ctc.GetKeyLog() != nil),
 	); err != nil {
 		return nil, err
 	}
@@ -519,14 +487,14 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		}
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
-	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
+	if spec.minVersion, spec.maxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		return nil, err
 	}
 	for _, sds := range ctc.GetTlsCertificateSdsSecretConfigs() {
 		if sds.GetSdsConfig() == nil {
 			return nil, fmt.Errorf("secret %q: static secrets are not supported (sds_config must be ads)", sds.GetName())
 		}
-		if err := checkADSConfigSource(sds.GetSdsConfig()); err != nil {
+		if err := xdsconv.CheckADSConfigSource(sds.GetSdsConfig()); err != nil {
 			return nil, fmt.Errorf("secret %q: sds_config: %w", sds.GetName(), err)
 		}
 		spec.secretNames = append(spec.secretNames, sds.GetName())
@@ -542,45 +510,4 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		return nil, errors.New("no certificate (tls_certificate_sds_secret_configs or tls_certificates)")
 	}
 	return spec, nil
-}
-
-// convertTLSParams applies tls_params; the default maximum differs between
-// servers (TLS 1.3) and clients (TLS 1.2) in Envoy, the minimum is TLS 1.2.
-func convertTLSParams(p *tlsv3.TlsParameters, defaultMax uint16) (minV, maxV uint16, err error) {
-	if err := unsupported(
-		field{"tls_params.cipher_suites", len(p.GetCipherSuites()) > 0},
-		field{"tls_params.ecdh_curves", len(p.GetEcdhCurves()) > 0},
-		field{"tls_params.signature_algorithms", len(p.GetSignatureAlgorithms()) > 0},
-		field{"tls_params.compliance_policies", len(p.GetCompliancePolicies()) > 0},
-	); err != nil {
-		return 0, 0, err
-	}
-	minV, maxV = tls.VersionTLS12, defaultMax
-	if v := p.GetTlsMinimumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
-		minV = tlsVersion(v)
-	}
-	if v := p.GetTlsMaximumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
-		maxV = tlsVersion(v)
-	}
-	if minV == 0 || maxV == 0 {
-		return 0, 0, fmt.Errorf("unknown TLS protocol version in tls_params")
-	}
-	if minV > maxV {
-		return 0, 0, errors.New("tls_params: minimum protocol version is above the maximum")
-	}
-	return minV, maxV, nil
-}
-
-func tlsVersion(v tlsv3.TlsParameters_TlsProtocol) uint16 {
-	switch v {
-	case tlsv3.TlsParameters_TLSv1_0:
-		return tls.VersionTLS10
-	case tlsv3.TlsParameters_TLSv1_1:
-		return tls.VersionTLS11
-	case tlsv3.TlsParameters_TLSv1_2:
-		return tls.VersionTLS12
-	case tlsv3.TlsParameters_TLSv1_3:
-		return tls.VersionTLS13
-	}
-	return 0
 }

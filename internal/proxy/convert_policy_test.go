@@ -12,6 +12,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -211,19 +212,19 @@ func translatorHealthCheck() *corev3.HealthCheck {
 }
 
 // statuses is the statusSet of [from, to) ranges given in pairs.
-func statuses(bounds ...int) statusSet {
-	var s statusSet
+func statuses(bounds ...int) upstream.StatusSet {
+	var s upstream.StatusSet
 	for i := 0; i < len(bounds); i += 2 {
 		for c := bounds[i]; c < bounds[i+1]; c++ {
-			s.add(c)
+			s.Add(c)
 		}
 	}
 	return s
 }
 
 func TestConvertClusterPolicies(t *testing.T) {
-	defaults := lbSpec{choiceCount: 2, minRingSize: 1024, maglevSize: 65537, panicThreshold: 50}
-	with := func(f func(s *lbSpec)) lbSpec {
+	defaults := upstream.LBSpec{ChoiceCount: 2, MinRingSize: 1024, MaglevSize: 65537, PanicThreshold: 50}
+	with := func(f func(s *upstream.LBSpec)) upstream.LBSpec {
 		s := defaults
 		f(&s)
 		return s
@@ -231,35 +232,35 @@ func TestConvertClusterPolicies(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func(c *clusterv3.Cluster)
-		wantLB lbSpec
-		wantHC *healthCheckSpec
+		wantLB upstream.LBSpec
+		wantHC *upstream.HealthCheckSpec
 	}{
 		{"round robin", func(*clusterv3.Cluster) {}, defaults, nil},
 		{"least request", func(c *clusterv3.Cluster) { c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST },
-			with(func(s *lbSpec) { s.policy = lbLeastRequest }), nil},
+			with(func(s *upstream.LBSpec) { s.Policy = upstream.LBLeastRequest }), nil},
 		{"least request choice_count", func(c *clusterv3.Cluster) {
 			c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
 			c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{ChoiceCount: wrapperspb.UInt32(5)}}
-		}, with(func(s *lbSpec) { s.policy, s.choiceCount = lbLeastRequest, 5 }), nil},
+		}, with(func(s *upstream.LBSpec) { s.Policy, s.ChoiceCount = upstream.LBLeastRequest, 5 }), nil},
 		{"random", func(c *clusterv3.Cluster) { c.LbPolicy = clusterv3.Cluster_RANDOM },
-			with(func(s *lbSpec) { s.policy = lbRandom }), nil},
+			with(func(s *upstream.LBSpec) { s.Policy = upstream.LBRandom }), nil},
 		{"ring hash minimum_ring_size", func(c *clusterv3.Cluster) {
 			c.LbPolicy = clusterv3.Cluster_RING_HASH
 			c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(64)}}
-		}, with(func(s *lbSpec) { s.policy, s.minRingSize = lbRingHash, 64 }), nil},
+		}, with(func(s *upstream.LBSpec) { s.Policy, s.MinRingSize = upstream.LBRingHash, 64 }), nil},
 		{"maglev", func(c *clusterv3.Cluster) { c.LbPolicy = clusterv3.Cluster_MAGLEV },
-			with(func(s *lbSpec) { s.policy = lbMaglev }), nil},
+			with(func(s *upstream.LBSpec) { s.Policy = upstream.LBMaglev }), nil},
 		{"maglev table_size", func(c *clusterv3.Cluster) {
 			c.LbPolicy = clusterv3.Cluster_MAGLEV
 			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: wrapperspb.UInt64(251)}}
-		}, with(func(s *lbSpec) { s.policy, s.maglevSize = lbMaglev, 251 }), nil},
+		}, with(func(s *upstream.LBSpec) { s.Policy, s.MaglevSize = upstream.LBMaglev, 251 }), nil},
 		{"panic threshold", func(c *clusterv3.Cluster) {
 			c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{Value: 0}}
-		}, with(func(s *lbSpec) { s.panicThreshold = 0 }), nil},
+		}, with(func(s *upstream.LBSpec) { s.PanicThreshold = 0 }), nil},
 		{"translator health check", func(c *clusterv3.Cluster) { c.HealthChecks = []*corev3.HealthCheck{translatorHealthCheck()} }, defaults,
-			&healthCheckSpec{timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: 10 * time.Second,
-				unhealthyThreshold: 3, healthyThreshold: 2, path: "/healthz", host: "svc.example.com", reuseConnection: true,
-				expected: statuses(200, 201), retriable: statuses(100, 503, 504, 600)}},
+			&upstream.HealthCheckSpec{Timeout: 2 * time.Second, Interval: 10 * time.Second, NoTrafficInterval: 10 * time.Second,
+				UnhealthyThreshold: 3, HealthyThreshold: 2, Path: "/healthz", Host: "svc.example.com", ReuseConnection: true,
+				Expected: statuses(200, 201), Retriable: statuses(100, 503, 504, 600)}},
 		{"health check defaults: Host is the cluster name, no_traffic_interval 60s", func(c *clusterv3.Cluster) {
 			hc := translatorHealthCheck()
 			hc.NoTrafficInterval = nil
@@ -269,21 +270,21 @@ func TestConvertClusterPolicies(t *testing.T) {
 			hc.Name = "stats-name"
 			hc.AlwaysLogHealthCheckFailures = true
 			c.HealthChecks = []*corev3.HealthCheck{hc}
-		}, defaults, &healthCheckSpec{timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: time.Minute,
-			unhealthyThreshold: 3, healthyThreshold: 2, path: "/healthz", host: "ns/svc/80", expected: statuses(200, 201)}},
+		}, defaults, &upstream.HealthCheckSpec{Timeout: 2 * time.Second, Interval: 10 * time.Second, NoTrafficInterval: time.Minute,
+			UnhealthyThreshold: 3, HealthyThreshold: 2, Path: "/healthz", Host: "ns/svc/80", Expected: statuses(200, 201)}},
 		{"expected_statuses replace 200", func(c *clusterv3.Cluster) {
 			hc := translatorHealthCheck()
 			hc.GetHttpHealthCheck().ExpectedStatuses = []*typev3.Int64Range{{Start: 200, End: 300}, {Start: 404, End: 405}}
 			c.HealthChecks = []*corev3.HealthCheck{hc}
-		}, defaults, &healthCheckSpec{timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: 10 * time.Second,
-			unhealthyThreshold: 3, healthyThreshold: 2, path: "/healthz", host: "svc.example.com", reuseConnection: true,
-			expected: statuses(200, 300, 404, 405), retriable: statuses(100, 503, 504, 600)}},
+		}, defaults, &upstream.HealthCheckSpec{Timeout: 2 * time.Second, Interval: 10 * time.Second, NoTrafficInterval: 10 * time.Second,
+			UnhealthyThreshold: 3, HealthyThreshold: 2, Path: "/healthz", Host: "svc.example.com", ReuseConnection: true,
+			Expected: statuses(200, 300, 404, 405), Retriable: statuses(100, 503, 504, 600)}},
 		{"connect-only tcp health check", func(c *clusterv3.Cluster) {
 			hc := translatorHealthCheck()
 			hc.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{}}
 			c.HealthChecks = []*corev3.HealthCheck{hc}
-		}, defaults, &healthCheckSpec{kind: hcTCP, timeout: 2 * time.Second, interval: 10 * time.Second, noTrafficInterval: 10 * time.Second,
-			unhealthyThreshold: 3, healthyThreshold: 2, reuseConnection: true}},
+		}, defaults, &upstream.HealthCheckSpec{Kind: upstream.HealthCheckTCP, Timeout: 2 * time.Second, Interval: 10 * time.Second, NoTrafficInterval: 10 * time.Second,
+			UnhealthyThreshold: 3, HealthyThreshold: 2, ReuseConnection: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -292,14 +293,14 @@ func TestConvertClusterPolicies(t *testing.T) {
 			if err := c.ValidateAll(); err != nil {
 				t.Fatal(err)
 			}
-			spec, err := convertCluster(c)
+			spec, err := upstream.ConvertCluster(c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.wantLB, spec.lb, cmp.AllowUnexported(lbSpec{})); diff != "" {
+			if diff := cmp.Diff(tc.wantLB, spec.LB, cmp.AllowUnexported(upstream.LBSpec{})); diff != "" {
 				t.Errorf("lb (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantHC, spec.healthCheck, cmp.AllowUnexported(healthCheckSpec{})); diff != "" {
+			if diff := cmp.Diff(tc.wantHC, spec.HealthCheck, cmp.AllowUnexported(upstream.HealthCheckSpec{})); diff != "" {
 				t.Errorf("health check (-want +got):\n%s", diff)
 			}
 		})
@@ -405,7 +406,7 @@ func TestConvertClusterPolicyRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := edsCluster("c")
 			tc.mutate(c)
-			_, err := convertCluster(c)
+			_, err := upstream.ConvertCluster(c)
 			if err == nil {
 				t.Fatal("accepted, want a rejection")
 			}

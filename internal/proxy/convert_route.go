@@ -9,30 +9,14 @@ import (
 	"strconv"
 	"strings"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
-
-// unsupported returns an error naming the first field that is set, so that a
-// NACK says precisely what the proxy cannot honour.
-func unsupported(fields ...field) error {
-	for _, f := range fields {
-		if f.set {
-			return fmt.Errorf("%s is not supported", f.name)
-		}
-	}
-	return nil
-}
-
-type field struct {
-	name string
-	set  bool
-}
 
 // routeConfigLevel is what the virtual hosts of a RouteConfiguration take
 // from it: everything but their own fields that their converted form depends on.
@@ -69,13 +53,13 @@ func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, 
 		// The proxy has one stream, the ADS one, to receive virtual hosts on.
 		return routeConfigLevel{}, errors.New("vhds: only an ADS config source is supported")
 	}
-	if err := unsupported(
-		field{"internal_only_headers", len(rc.GetInternalOnlyHeaders()) > 0},
-		field{"cluster_specifier_plugins", len(rc.GetClusterSpecifierPlugins()) > 0},
-		field{"request_mirror_policies", len(rc.GetRequestMirrorPolicies()) > 0},
-		field{"vhost_header", rc.GetVhostHeader() != ""},
-		field{"typed_per_filter_config", len(rc.GetTypedPerFilterConfig()) > 0},
-		field{"route_specifiers", len(rc.GetRouteSpecifiers()) > 0},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("internal_only_headers", len(rc.GetInternalOnlyHeaders()) > 0),
+		xdsconv.Set("cluster_specifier_plugins", len(rc.GetClusterSpecifierPlugins()) > 0),
+		xdsconv.Set("request_mirror_policies", len(rc.GetRequestMirrorPolicies()) > 0),
+		xdsconv.Set("vhost_header", rc.GetVhostHeader() != ""),
+		xdsconv.Set("typed_per_filter_config", len(rc.GetTypedPerFilterConfig()) > 0),
+		xdsconv.Set("route_specifiers", len(rc.GetRouteSpecifiers()) > 0),
 	); err != nil {
 		return routeConfigLevel{}, err
 	}
@@ -268,22 +252,22 @@ func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDe
 }
 
 func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
-	if err := unsupported(
-		field{"matcher", pvh.GetMatcher() != nil},
-		field{"require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE},
-		field{"virtual_clusters", len(pvh.GetVirtualClusters()) > 0},
-		field{"cors", pvh.GetCors() != nil},
-		field{"retry_policy", pvh.GetRetryPolicy() != nil || pvh.GetRetryPolicyTypedConfig() != nil},
-		field{"hedge_policy", pvh.GetHedgePolicy() != nil},
-		field{"request_mirror_policies", len(pvh.GetRequestMirrorPolicies()) > 0},
-		field{"route_specifiers", len(pvh.GetRouteSpecifiers()) > 0},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("matcher", pvh.GetMatcher() != nil),
+		xdsconv.Set("require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE),
+		xdsconv.Set("virtual_clusters", len(pvh.GetVirtualClusters()) > 0),
+		xdsconv.Set("cors", pvh.GetCors() != nil),
+		xdsconv.Set("retry_policy", pvh.GetRetryPolicy() != nil || pvh.GetRetryPolicyTypedConfig() != nil),
+		xdsconv.Set("hedge_policy", pvh.GetHedgePolicy() != nil),
+		xdsconv.Set("request_mirror_policies", len(pvh.GetRequestMirrorPolicies()) > 0),
+		xdsconv.Set("route_specifiers", len(pvh.GetRouteSpecifiers()) > 0),
 		// Buffer limits would change which request bodies retries replay.
-		field{"per_request_buffer_limit_bytes", pvh.GetPerRequestBufferLimitBytes() != nil},
-		field{"request_body_buffer_limit", pvh.GetRequestBodyBufferLimit() != nil},
+		xdsconv.Set("per_request_buffer_limit_bytes", pvh.GetPerRequestBufferLimitBytes() != nil),
+		xdsconv.Set("request_body_buffer_limit", pvh.GetRequestBodyBufferLimit() != nil),
 		// Attempt-count headers are not generated.
-		field{"include_request_attempt_count", pvh.GetIncludeRequestAttemptCount()},
-		field{"include_attempt_count_in_response", pvh.GetIncludeAttemptCountInResponse()},
-		field{"include_is_timeout_retry_header", pvh.GetIncludeIsTimeoutRetryHeader()},
+		xdsconv.Set("include_request_attempt_count", pvh.GetIncludeRequestAttemptCount()),
+		xdsconv.Set("include_attempt_count_in_response", pvh.GetIncludeAttemptCountInResponse()),
+		xdsconv.Set("include_is_timeout_retry_header", pvh.GetIncludeIsTimeoutRetryHeader()),
 	); err != nil {
 		return nil, err
 	}
@@ -359,10 +343,10 @@ func routePlaces(pvh *routev3.VirtualHost) []filter.Place {
 }
 
 func convertRoute(pr *routev3.Route, at filter.Place) (*route, error) {
-	if err := unsupported(
-		field{"route_specifiers", len(pr.GetRouteSpecifiers()) > 0},
-		field{"per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil},
-		field{"request_body_buffer_limit", pr.GetRequestBodyBufferLimit() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("route_specifiers", len(pr.GetRouteSpecifiers()) > 0),
+		xdsconv.Set("per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil),
+		xdsconv.Set("request_body_buffer_limit", pr.GetRequestBodyBufferLimit() != nil),
 	); err != nil {
 		return nil, err
 	}
@@ -396,12 +380,12 @@ func convertRoute(pr *routev3.Route, at filter.Place) (*route, error) {
 }
 
 func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
-	if err := unsupported(
-		field{"cookies", len(pm.GetCookies()) > 0},
-		field{"grpc", pm.GetGrpc() != nil},
-		field{"tls_context", pm.GetTlsContext() != nil},
-		field{"dynamic_metadata", len(pm.GetDynamicMetadata()) > 0},
-		field{"filter_state", len(pm.GetFilterState()) > 0},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("cookies", len(pm.GetCookies()) > 0),
+		xdsconv.Set("grpc", pm.GetGrpc() != nil),
+		xdsconv.Set("tls_context", pm.GetTlsContext() != nil),
+		xdsconv.Set("dynamic_metadata", len(pm.GetDynamicMetadata()) > 0),
+		xdsconv.Set("filter_state", len(pm.GetFilterState()) > 0),
 	); err != nil {
 		return routeMatch{}, err
 	}
@@ -536,25 +520,25 @@ func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
 }
 
 func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
-	if err := unsupported(
-		field{"metadata_match", ra.GetMetadataMatch() != nil},
-		field{"path_rewrite_policy", ra.GetPathRewritePolicy() != nil},
-		field{"path_rewrite", ra.GetPathRewrite() != ""},
-		field{"auto_host_rewrite", ra.GetAutoHostRewrite() != nil},
-		field{"host_rewrite_header", ra.GetHostRewriteHeader() != ""},
-		field{"host_rewrite_path_regex", ra.GetHostRewritePathRegex() != nil},
-		field{"host_rewrite", ra.GetHostRewrite() != ""},
-		field{"append_x_forwarded_host", ra.GetAppendXForwardedHost()},
-		field{"flush_timeout", ra.GetFlushTimeout() != nil},
-		field{"early_data_policy", ra.GetEarlyDataPolicy() != nil},
-		field{"retry_policy_typed_config", ra.GetRetryPolicyTypedConfig() != nil},
-		field{"cors", ra.GetCors() != nil},
-		field{"max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil},
-		field{"grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil},
-		field{"internal_redirect_policy", ra.GetInternalRedirectPolicy() != nil},
-		field{"internal_redirect_action", ra.GetInternalRedirectAction() != routev3.RouteAction_PASS_THROUGH_INTERNAL_REDIRECT},
-		field{"hedge_policy", ra.GetHedgePolicy() != nil},
-		field{"max_stream_duration", ra.GetMaxStreamDuration() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("metadata_match", ra.GetMetadataMatch() != nil),
+		xdsconv.Set("path_rewrite_policy", ra.GetPathRewritePolicy() != nil),
+		xdsconv.Set("path_rewrite", ra.GetPathRewrite() != ""),
+		xdsconv.Set("auto_host_rewrite", ra.GetAutoHostRewrite() != nil),
+		xdsconv.Set("host_rewrite_header", ra.GetHostRewriteHeader() != ""),
+		xdsconv.Set("host_rewrite_path_regex", ra.GetHostRewritePathRegex() != nil),
+		xdsconv.Set("host_rewrite", ra.GetHostRewrite() != ""),
+		xdsconv.Set("append_x_forwarded_host", ra.GetAppendXForwardedHost()),
+		xdsconv.Set("flush_timeout", ra.GetFlushTimeout() != nil),
+		xdsconv.Set("early_data_policy", ra.GetEarlyDataPolicy() != nil),
+		xdsconv.Set("retry_policy_typed_config", ra.GetRetryPolicyTypedConfig() != nil),
+		xdsconv.Set("cors", ra.GetCors() != nil),
+		xdsconv.Set("max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil),
+		xdsconv.Set("grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil),
+		xdsconv.Set("internal_redirect_policy", ra.GetInternalRedirectPolicy() != nil),
+		xdsconv.Set("internal_redirect_action", ra.GetInternalRedirectAction() != routev3.RouteAction_PASS_THROUGH_INTERNAL_REDIRECT),
+		xdsconv.Set("hedge_policy", ra.GetHedgePolicy() != nil),
+		xdsconv.Set("max_stream_duration", ra.GetMaxStreamDuration() != nil),
 	); err != nil {
 		return nil, err
 	}
@@ -636,9 +620,9 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error 
 		return errors.New("header_name is not supported")
 	}
 	for _, c := range wc.GetClusters() {
-		if err := unsupported(
-			field{"cluster_header", c.GetClusterHeader() != ""},
-			field{"metadata_match", c.GetMetadataMatch() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("cluster_header", c.GetClusterHeader() != ""),
+			xdsconv.Set("metadata_match", c.GetMetadataMatch() != nil),
 		); err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
@@ -713,26 +697,11 @@ func convertDirectResponse(pd *routev3.DirectResponseAction) (*directResponse, e
 	}
 	dr := &directResponse{status: int(pd.GetStatus())}
 	if pd.GetBody() != nil {
-		body, err := inlineData(pd.GetBody())
+		body, err := xdsconv.InlineData(pd.GetBody())
 		if err != nil {
 			return nil, fmt.Errorf("direct_response body: %w", err)
 		}
 		dr.body = body
 	}
 	return dr, nil
-}
-
-// inlineData returns the bytes of an inline DataSource; files and environment
-// variables are not read by the embedded proxy.
-func inlineData(ds *corev3.DataSource) ([]byte, error) {
-	if ds.GetWatchedDirectory() != nil {
-		return nil, errors.New("watched_directory is not supported")
-	}
-	switch s := ds.GetSpecifier().(type) {
-	case *corev3.DataSource_InlineBytes:
-		return s.InlineBytes, nil
-	case *corev3.DataSource_InlineString:
-		return []byte(s.InlineString), nil
-	}
-	return nil, fmt.Errorf("data source %T is not supported (only inline_bytes and inline_string)", ds.GetSpecifier())
 }

@@ -15,6 +15,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -139,18 +140,18 @@ func TestConvertListenerRejects(t *testing.T) {
 }
 
 func TestConvertClusters(t *testing.T) {
-	spec, err := convertCluster(edsCluster("ns/svc/80"))
+	spec, err := upstream.ConvertCluster(edsCluster("ns/svc/80"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.kind != clusterEDS || spec.serviceName != "ns/svc/80" || spec.connectTimeout.Seconds() != 2 {
+	if spec.Kind != upstream.ClusterEDS || spec.ServiceName != "ns/svc/80" || spec.ConnectTimeout.Seconds() != 2 {
 		t.Errorf("EDS cluster: %+v", spec)
 	}
-	spec, err = convertCluster(dnsCluster("ns/ext/80", "example.org:80"))
+	spec, err = upstream.ConvertCluster(dnsCluster("ns/ext/80", "example.org:80"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"example.org:80"}, spec.endpoints); spec.kind != clusterInline || diff != "" {
+	if diff := cmp.Diff([]string{"example.org:80"}, spec.Endpoints); spec.Kind != upstream.ClusterInline || diff != "" {
 		t.Errorf("STRICT_DNS cluster: %+v %s", spec, diff)
 	}
 
@@ -173,7 +174,7 @@ func TestConvertClusters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := edsCluster("c")
 			tc.mutate(c)
-			_, err := convertCluster(c)
+			_, err := upstream.ConvertCluster(c)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}
@@ -184,22 +185,22 @@ func TestConvertClusters(t *testing.T) {
 func TestConvertAssignment(t *testing.T) {
 	cla := assignment("c", "10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80")
 	cla.Endpoints[0].LbEndpoints[1].HealthStatus = corev3.HealthStatus_UNHEALTHY
-	a, err := convertEDSAssignment(cla)
+	a, err := upstream.ConvertEDSAssignment(cla)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"10.0.0.1:80", "10.0.0.3:80"}, a.endpoints); diff != "" {
+	if diff := cmp.Diff([]string{"10.0.0.1:80", "10.0.0.3:80"}, a.Endpoints); diff != "" {
 		t.Errorf("endpoints (-want +got):\n%s", diff)
 	}
-	if a, err := convertEDSAssignment(assignment("c")); err != nil || len(a.endpoints) != 0 {
+	if a, err := upstream.ConvertEDSAssignment(assignment("c")); err != nil || len(a.Endpoints) != 0 {
 		t.Errorf("empty assignment: %v %v", a, err)
 	}
-	if _, err := convertEDSAssignment(assignment("c", "backend.local:80")); err == nil || !strings.Contains(err.Error(), "IP address") {
+	if _, err := upstream.ConvertEDSAssignment(assignment("c", "backend.local:80")); err == nil || !strings.Contains(err.Error(), "IP address") {
 		t.Errorf("hostname in EDS: %v", err)
 	}
 	prio := assignment("c", "10.0.0.1:80")
 	prio.Endpoints = append(prio.Endpoints, &endpointv3.LocalityLbEndpoints{Priority: 1})
-	if _, err := convertEDSAssignment(prio); err == nil || !strings.Contains(err.Error(), "priorities") {
+	if _, err := upstream.ConvertEDSAssignment(prio); err == nil || !strings.Contains(err.Error(), "priorities") {
 		t.Errorf("priority: %v", err)
 	}
 }

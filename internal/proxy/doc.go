@@ -1,4 +1,4 @@
-// Package proxy is Portico's embedded data plane: an ADS (xDS state-of-the-world)
+// Package proxy is Portico's embedded data plane: an ADS (incremental xDS)
 // client that compiles the subset of Envoy configuration described in
 // docs/dev/xds-contract.md into an HTTP(S) reverse proxy built on net/http,
 // with TCP proxying (TLS passthrough or termination) by SNI.
@@ -8,53 +8,64 @@
 // the resource and the field, so that a configuration it cannot serve
 // faithfully is never silently half-applied.
 //
-// Files by job:
+// The proxy is layered; imports point down only (TestLayering asserts it):
 //
-//   - ads.go: the ADS stream: wildcard subscriptions, ACK/NACK, reconnects.
-//   - resources.go: decoding and validation of responses; the accepted store.
-//   - convert_*.go, tls.go (convertSecret), upstream.go (convertCluster):
-//     Envoy resources to the proxy's specs; what cannot be honoured is an error.
-//     upstream_tls.go (UpstreamTlsContext), upstream_protocol.go
-//     (HttpProtocolOptions), outlier.go (OutlierDetection) and tcpproxy.go
-//     (TcpProxy) convert their parts.
-//   - compile.go: linking specs into an immutable snapshot (warming), applying it.
+//   - proxy (this package): wiring, and what the layers below do not own yet:
+//     resources to specs, compiled snapshots, listeners, the request path and
+//     the router, TCP proxying.
+//   - xdsclient: the ADS stream; this package is its Sink.
+//   - filters/<name>: one HTTP filter each, registered in filters.go; they
+//     see package filter only.
+//   - filter: the HTTP filter chain contract.
+//   - upstream: clusters and everything that reaches their endpoints.
+//   - accesslog, stats, internal/xdsconv: leaves (access log lines, the
+//     series lifecycle of the metrics, NACK helpers).
+//
+// Files of this package by job:
+//
+//   - resources.go: decoding and validation of responses; the accepted store;
+//     the xdsclient.Sink adapter.
+//   - convert_*.go, tls.go (convertSecret): listeners, route configurations
+//     and secrets to the proxy's specs (clusters: upstream.ConvertCluster);
+//     what cannot be honoured is an error. tcpproxy.go (TcpProxy) converts
+//     its part.
+//   - compile.go: linking specs into an immutable snapshot (warming), applying
+//     it; the clusters' state kept across swaps (upstream.ClusterState).
+//   - layered.go: the maps a snapshot shares with the one it was patched from.
 //   - listeners.go, tls.go: sockets (with bind retries), HTTP servers, SNI
 //     filter-chain selection; on a listener with tcp_proxy chains, the
 //     ClientHello is read first (tls_inspector) to dispatch each connection.
+//     protect.go: the addresses the egress guard protects (the listeners').
+//     client_cert.go: client certificate validation of a TLS chain and the
+//     x-forwarded-client-cert header it sends upstream.
 //   - tcpproxy.go: tcp_proxy chains: upstream connection attempts, copying
 //     both ways with half-closes, the idle timeout, draining, a connection's
 //     access log line and series.
 //   - routing.go: virtual host and route matching (path, headers, query parameters).
+//     route_patch.go, route_reuse.go, vhds.go: route tables patched per
+//     virtual host instead of rebuilt.
 //   - headers.go: route header mutations (request/response_headers_to_add/remove at
 //     every level) and their %COMMAND% values, resolved at conversion time.
-//   - handler.go: the request path: edge headers, actions, timeouts, access log.
-//   - rewrite.go: regex_rewrite of routes and redirects (RE2 substitutions).
+//   - handler.go: the request path: edge headers, the HTTP filter chain
+//     (filters.go: the registry), actions, timeouts, access log.
+//   - forward.go: the shared reverse proxy: the request's upstream target,
+//     the outgoing request, upstream errors mapped to status codes.
+//   - filter_upstreams.go: clusters reached from filters (filter.Env).
+//   - mirror.go: request_mirror_policies: copies of forwarded requests sent
+//     to mirror clusters in the background, their answers dropped.
+//   - rewrite.go, path.go: regex_rewrite of routes and redirects (RE2
+//     substitutions); path normalization.
 //   - limits.go: the HCM's request header limits (431).
-//   - metrics.go: Prometheus metrics; route series labelled by the declaring
+//   - metrics.go: Prometheus metrics of routes, labelled by the declaring
 //     object and path (routeLabel, pathLabel), resolved per route at compile
 //     time, each series created by the first request it counts and deleted
-//     with the last route that uses it. metrics_upstream.go: the series of a
-//     Service port (alt_stat_name), shared by its clusters.
-//   - upstream.go: clusters, the shared transport, error mapping;
-//     upstream_http1.go: the shared HTTP/1.1 client, which makes bodyless
-//     exchanges in the request's goroutine and hands the rest to http.Transport.
-//   - upstream_tls.go: upstream TLS (SNI, ALPN, Envoy's certificate
-//     verification); upstream_protocol.go: HTTP/1.1, h2 and h2c upstreams,
-//     the idle timeout, and the per-cluster transports they need.
+//     with the last route that uses it (the Service port series are
+//     upstream's).
 //   - retry.go: retry_policy and the attempts of a request (attemptTransport);
 //     body.go: request body tracking and replay for retries.
 //   - idle.go: the stream idle timeout (HCM stream_idle_timeout, route idle_timeout).
-//   - lb.go: lb_policy, panic mode and the per-cluster state kept across
-//     swaps; hashlb.go, hashpolicy.go, xxhash.go: RING_HASH, MAGLEV and
-//     hash_policy (source IP, header, query parameter, cookie).
-//   - healthcheck.go: active HTTP and connect-only TCP health checking.
-//   - egress.go: which addresses upstream connections may reach (names never
-//     this host's loopback, link-local or unspecified addresses; no endpoint
-//     Portico's own listeners, admin, xDS or webhook), checked on the address
-//     connected to; refusals logged at most once per cluster and address per
-//     10 s.
-//   - outlier.go: outlier detection (consecutive 5xx, success rate,
-//     ejections), its state kept across swaps like the load balancers'.
+//   - hashpolicy.go: hash_policy (source IP, header, query parameter,
+//     cookie) for upstream's RING_HASH and MAGLEV.
 //
 // Beyond the contract the proxy also honours: inline route_config, "prefix*"
 // domains, the deprecated single-purpose header matchers and

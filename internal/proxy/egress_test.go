@@ -2,12 +2,10 @@ package proxy
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,8 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/testutil"
 )
 
@@ -26,9 +26,9 @@ const (
 
 // unitDialer is an endpointDialer for tests without a proxy around it: no
 // protected addresses, the system's resolver.
-func unitDialer(cluster string, timeout time.Duration) endpointDialer {
+func unitDialer(cluster string, timeout time.Duration) upstream.EndpointDialer {
 	log := slog.New(slog.DiscardHandler)
-	return endpointDialer{guard: newEgressGuard(nil, newMetrics(nil, log), log), cluster: cluster, timeout: timeout, network: "tcp"}
+	return upstream.EndpointDialer{Guard: upstream.NewEgressGuard(nil, upstream.NewMetrics(nil, log).DestinationsRefused, log), Cluster: cluster, Timeout: timeout, Network: "tcp"}
 }
 
 // listenOn listens on addr, skipping the test where this host cannot (no IPv6).
@@ -128,7 +128,7 @@ func TestEgressRefusesNamesResolvingToThisHost(t *testing.T) {
 	}
 	res.routes = egressRoutes(names...)
 	cp.set("v1", res)
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	c := noRedirectClient()
@@ -170,7 +170,7 @@ func TestEgressNameTurningToLoopback(t *testing.T) {
 		routes:    egressRoutes("flip"),
 		clusters:  []*clusterv3.Cluster{dnsCluster("ns/flip/80", "flip.test:"+port)},
 	})
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	c := noRedirectClient()
@@ -223,7 +223,7 @@ func TestEgressProtectsOwnAddresses(t *testing.T) {
 	}
 	res.routes = egressRoutes(names...)
 	cp.set("v1", res)
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) {
 			c.ProtectedAddrs = func() []string { return []string{admin.addr(), "0.0.0.0:" + wp} }
 		})
@@ -276,7 +276,7 @@ func TestEgressTCPProxyRefusesLoopbackName(t *testing.T) {
 		listeners: []*listenerv3.Listener{tlsListenerWith(t, nil, passthroughChain(t, "pass.example.com", "ns/pass/443"))},
 		clusters:  []*clusterv3.Cluster{dnsCluster("ns/pass/443", "pass.test:"+portOf(secret.addr()))},
 	})
-	p := startProxyConfig(t, cp, map[string]string{"ingress_https": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_https": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	conn, err := net.Dial("tcp", p.ListenerAddr("ingress_https"))
@@ -307,7 +307,7 @@ func TestEgressRefusalLogIsRateLimited(t *testing.T) {
 		routes:    egressRoutes("a", "b"),
 		clusters:  []*clusterv3.Cluster{dnsCluster("ns/a/80", "a.test:9"), dnsCluster("ns/b/80", "b.test:9")},
 	})
-	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accessLogQueue,
+	p := startProxyConfig(t, cp, map[string]string{"ingress_http": "127.0.0.1:0"}, nil, accesslog.Queue,
 		func(c *Config) { c.Resolver = dns.Resolver() })
 	p.waitVersion(t, "v1")
 	c := noRedirectClient()
@@ -325,7 +325,7 @@ func TestEgressRefusalLogIsRateLimited(t *testing.T) {
 		lines[fmt.Sprint(rec["cluster"])]++
 	}
 	// One line per interval begun: the requests' own pace never decides the outcome.
-	if allowed := 1 + int(elapsed/refusalLogEvery); lines["ns/a/80"] < 1 || lines["ns/a/80"] > allowed {
+	if allowed := 1 + int(elapsed/upstream.RefusalLogEvery); lines["ns/a/80"] < 1 || lines["ns/a/80"] > allowed {
 		t.Errorf("%d refusals of ns/a/80 in %s logged %d lines, want 1 to %d", n, elapsed, lines["ns/a/80"], allowed)
 	}
 	if lines["ns/b/80"] != 1 {
@@ -337,95 +337,8 @@ func TestEgressRefusalLogIsRateLimited(t *testing.T) {
 }
 
 // check, on its own: which destinations each kind of endpoint may reach.
-func TestEgressCheck(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	g := newEgressGuard(nil, newMetrics(nil, log), log)
-	g.local.read = func() ([]net.Addr, error) {
-		return []net.Addr{
-			&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)},
-			&net.IPNet{IP: net.ParseIP("10.1.2.3"), Mask: net.CIDRMask(24, 32)},
-			&net.IPNet{IP: net.ParseIP("fd00::3"), Mask: net.CIDRMask(64, 128)},
-		}, nil
-	}
-	g.refresh(t.Context(), func() []string {
-		return []string{"127.0.0.1:8090", "0.0.0.0:8000", "[::]:8001", ":8443", "[::1]:8091", "127.0.0.1:0", "", "bad"}
-	})
-	for _, tc := range []struct {
-		addr   string
-		byName bool
-		want   egressReason
-	}{
-		{"127.0.0.1:3000", false, egressAllowed},  // a local development server
-		{"127.0.0.1:3000", true, refusedLoopback}, // ... that a name resolves to
-		{"[::ffff:127.0.0.1]:3000", true, refusedLoopback},
-		{"[::1]:3000", true, refusedLoopback},
-		{"169.254.169.254:80", true, refusedLinkLocal}, // cloud metadata
-		{"[fe80::1%eth0]:80", true, refusedLinkLocal},
-		{"0.0.0.0:80", true, refusedUnspecified},
-		{"[::]:80", true, refusedUnspecified},
-		{"[::ffff:0.0.0.0]:80", true, refusedUnspecified},
-		{"203.0.113.5:80", true, egressAllowed},
-		{"10.1.2.3:8080", true, egressAllowed}, // this host, a port Portico does not bind
-		{"127.0.0.1:8090", false, refusedOwnAddress},
-		{"[::ffff:127.0.0.1]:8090", false, refusedOwnAddress},
-		{"0.0.0.0:8090", false, refusedOwnAddress}, // connects to 127.0.0.1
-		{"127.0.0.2:8090", false, egressAllowed},   // 8090 is bound on 127.0.0.1 alone
-		{"10.1.2.3:8090", false, egressAllowed},
-		{"[::1]:8091", false, refusedOwnAddress},
-		{"[::]:8091", false, refusedOwnAddress}, // connects to ::1
-		{"127.0.0.1:8091", false, egressAllowed},
-		{"10.1.2.3:8000", false, refusedOwnAddress}, // bound on 0.0.0.0
-		{"10.1.2.3:8000", true, refusedOwnAddress},
-		{"127.5.5.5:8000", false, refusedOwnAddress},
-		{"[fd00::3]:8001", false, refusedOwnAddress},
-		{"[::ffff:10.1.2.3]:8443", false, refusedOwnAddress},
-		{"10.1.2.4:8000", false, egressAllowed}, // another host
-		{"127.0.0.1:1", false, egressAllowed},   // port 0 protects nothing
-	} {
-		if got := g.check(netip.MustParseAddrPort(tc.addr), tc.byName); got != tc.want {
-			t.Errorf("check(%s, byName %v) = %q, want %q", tc.addr, tc.byName, got.label(), tc.want.label())
-		}
-	}
-
-	// When the interfaces cannot be read, Portico's ports on wildcard listeners are
-	// refused at any address rather than perhaps reached; other ports still work.
-	g.local.read = func() ([]net.Addr, error) { return nil, errors.New("netlink: no buffer space") }
-	g.local.cur.Store(nil)
-	for _, tc := range []struct {
-		addr string
-		want egressReason
-	}{
-		{"10.9.9.9:8000", refusedOwnAddress},
-		{"10.9.9.9:8080", egressAllowed},
-	} {
-		if got := g.check(netip.MustParseAddrPort(tc.addr), false); got != tc.want {
-			t.Errorf("interfaces unreadable: check(%s) = %q, want %q", tc.addr, got.label(), tc.want.label())
-		}
-	}
-}
 
 // serviceOfCluster reads the contract's cluster names.
-func TestServiceOfCluster(t *testing.T) {
-	for name, want := range map[string]string{
-		"ns/svc/80": "ns/svc", "ns/svc/http/1a2b3c4d": "ns/svc", "ns/svc": "", "plain": "", "/svc/80": "", "ns//80": "",
-	} {
-		if got := serviceOfCluster(name); got != want {
-			t.Errorf("serviceOfCluster(%q) = %q, want %q", name, got, want)
-		}
-	}
-}
 
 // The check costs a dial next to nothing: an EDS endpoint's literal address
 // against a set with a wildcard-bound port and exact addresses.
-func BenchmarkEgressCheck(b *testing.B) {
-	log := slog.New(slog.DiscardHandler)
-	g := newEgressGuard(nil, newMetrics(nil, log), log)
-	g.refresh(b.Context(), func() []string { return []string{"0.0.0.0:8000", "0.0.0.0:8001", "127.0.0.1:8080", "127.0.0.1:8443"} })
-	ap := netip.MustParseAddrPort("10.244.1.17:8080")
-	b.ReportAllocs()
-	for b.Loop() {
-		if g.check(ap, false) != egressAllowed {
-			b.Fatal("refused")
-		}
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // filterUpstreams lets filters reach clusters of the configuration in
@@ -49,20 +50,20 @@ func (u *filterUpstreams) dial(ctx context.Context, cluster string, h2 bool) (ne
 	if !ok || cl == nil {
 		return nil, fmt.Errorf("cluster %q is not configured", cluster)
 	}
-	i, ok := cl.pick(pickContext{})
+	i, ok := cl.Pick(upstream.PickContext{})
 	if !ok {
 		return nil, fmt.Errorf("cluster %q: no healthy upstream", cluster)
 	}
-	addr := cl.endpoints[i]
-	if cl.tls != nil {
-		return dialTLS(ctx, cl.dialer, addr, cl.tls, h2)
+	addr := cl.Endpoints[i]
+	if cl.TLS != nil {
+		return upstream.DialTLS(ctx, cl.Dialer, addr, cl.TLS, h2)
 	}
-	if cl.dialer.timeout > 0 {
+	if cl.Dialer.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cl.dialer.timeout)
+		ctx, cancel = context.WithTimeout(ctx, cl.Dialer.Timeout)
 		defer cancel()
 	}
-	return cl.dialer.dial(ctx, addr)
+	return cl.Dialer.Dial(ctx, addr)
 }
 
 // GRPC returns the cluster's shared gRPC client connection. TLS, when the

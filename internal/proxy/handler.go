@@ -18,7 +18,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // listenerHandler serves the requests of one listener.
@@ -33,11 +35,11 @@ type exchange struct {
 	route        *route // nil: none matched
 	stats        *routeStats
 	cluster      string
-	upstream     *upstreamStats // nil unless the request was forwarded
-	upstreamHost string         // of the last attempt
-	attempts     int            // upstream attempts made (0 for local replies)
-	details      string         // why the proxy answered itself, when it says more than the status
-	headers      *routeHeaders  // the route's header mutations and cookies; nil: none
+	upstream     *upstream.Stats // nil unless the request was forwarded
+	upstreamHost string          // of the last attempt
+	attempts     int             // upstream attempts made (0 for local replies)
+	details      string          // why the proxy answered itself, when it says more than the status
+	headers      *routeHeaders   // the route's header mutations and cookies; nil: none
 	// routeHeaders is where headers points once set: every route of Portico's
 	// changes headers (its Server header), so it comes with the exchange
 	// instead of in an allocation of its own.
@@ -243,20 +245,20 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		localReply(rw, fa.notFoundStatus, body)
 		return
 	}
-	var pc pickContext
-	if cl.lb.usesHash() {
+	var pc upstream.PickContext
+	if cl.LB.UsesHash() {
 		var cookies []string
 		if pc, cookies = hashRequest(fa.hashPolicies, r, ri); cookies != nil {
 			ex.headersFor(rw, r, ri).cookies = cookies
 		}
 	}
-	endpoint, ok := cl.pick(pc)
+	endpoint, ok := cl.Pick(pc)
 	if !ok {
 		localReply(rw, http.StatusServiceUnavailable, "no healthy upstream")
 		return
 	}
-	ex.upstreamHost = cl.endpoints[endpoint]
-	ex.upstream = cl.stats
+	ex.upstreamHost = cl.Endpoints[endpoint]
+	ex.upstream = cl.Stats
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
@@ -264,7 +266,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		// Deferred: ReverseProxy panics (ErrAbortHandler) when the route
 		// timeout cuts a response that had started.
 		if errors.Is(context.Cause(ctx), errRouteTimeout) {
-			cl.stats.timedOut()
+			cl.Stats.TimedOut()
 		}
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
@@ -282,7 +284,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		}
 	}
 	defer t.startTimeouts(rw, fa, cancel)()
-	out := r.WithContext(context.WithValue(ctx, upstreamTargetKey{}, t))
+	out := r.WithContext(context.WithValue(ctx, upstream.TargetKey{}, t))
 	if requestHasBody(r) {
 		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
 	} else {
@@ -293,7 +295,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 
 // newTarget describes the upstream side of a forwarded request.
 func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *route, ri *requestInfo, ex *exchange,
-	cl *upstreamCluster, endpoint int, pc pickContext) *upstreamTarget {
+	cl *upstream.Cluster, endpoint int, pc upstream.PickContext) *upstreamTarget {
 	path := ri.path
 	switch fa := rt.forward; {
 	case fa.hasPrefixRewrite:
@@ -304,7 +306,7 @@ func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *rou
 	return &upstreamTarget{
 		cluster:     cl,
 		endpointIdx: endpoint,
-		endpoint:    cl.endpoints[endpoint],
+		endpoint:    cl.Endpoints[endpoint],
 		path:        path,
 		host:        ri.authority,
 		rawQuery:    ri.rawQuery,
@@ -450,40 +452,40 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 	}
 	ex.stats.observe(status, elapsed.Seconds(), rw.bytes)
 	if ex.upstream != nil {
-		ex.upstream.request(status)
+		ex.upstream.Request(status)
 	}
-	if !rw.hcm.accessLog || !h.p.accessLog.enabled(r.Context()) {
+	if !rw.hcm.accessLog || !h.p.accessLog.Enabled(r.Context()) {
 		return
 	}
-	e := &accessEntry{
-		ctx:          r.Context(),
-		time:         start.Add(elapsed),
-		listener:     h.ll.name,
-		method:       r.Method,
-		authority:    ri.authority,
-		url:          r.URL,
-		proto:        r.Proto,
-		status:       status,
-		elapsed:      elapsed,
-		bytes:        rw.bytes,
-		cluster:      ex.cluster,
-		upstreamHost: ex.upstreamHost,
-		attempts:     ex.attempts,
-		requestID:    rw.requestID,
-		vhost:        ex.vhost,
-		route:        unmatchedLabel,
-		routePath:    unmatchedLabel,
-		remoteAddr:   r.RemoteAddr,
-		upstreamErr:  rw.upstreamErr,
-		details:      ex.details,
+	e := &accesslog.Entry{
+		Ctx:          r.Context(),
+		Time:         start.Add(elapsed),
+		Listener:     h.ll.name,
+		Method:       r.Method,
+		Authority:    ri.authority,
+		URL:          r.URL,
+		Proto:        r.Proto,
+		Status:       status,
+		Elapsed:      elapsed,
+		Bytes:        rw.bytes,
+		Cluster:      ex.cluster,
+		UpstreamHost: ex.upstreamHost,
+		Attempts:     ex.attempts,
+		RequestID:    rw.requestID,
+		Vhost:        ex.vhost,
+		Route:        unmatchedLabel,
+		RoutePath:    unmatchedLabel,
+		RemoteAddr:   r.RemoteAddr,
+		UpstreamErr:  rw.upstreamErr,
+		Details:      ex.details,
 	}
 	if rt := ex.route; rt != nil {
-		e.route, e.routePath, e.routeName = rt.label, rt.pathLabel, rt.name
+		e.Route, e.RoutePath, e.RouteName = rt.label, rt.pathLabel, rt.name
 	}
 	if ex.upstream != nil {
-		e.service = ex.upstream.label
+		e.Service = ex.upstream.Label
 	}
-	h.p.accessLog.add(e)
+	h.p.accessLog.Add(e)
 }
 
 func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // hashPolicy is one RouteAction.hash_policy entry: what a request is hashed
@@ -92,15 +94,15 @@ func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) (hashPolicy, error) {
 // hash is XORed into the previous one rotated left by one bit, and a
 // terminal policy that produced a hash ends the evaluation. No hash at all
 // (e.g. an absent header) means the load balancer picks at random.
-func requestHash(policies []hashPolicy, r *http.Request, ri *requestInfo) pickContext {
+func requestHash(policies []hashPolicy, r *http.Request, ri *requestInfo) upstream.PickContext {
 	pc, _ := hashRequest(policies, r, ri)
 	return pc
 }
 
 // hashRequest is requestHash that also returns the Set-Cookie values of the
 // cookies that cookie policies generated, for the upstream's response.
-func hashRequest(policies []hashPolicy, r *http.Request, ri *requestInfo) (pickContext, []string) {
-	var pc pickContext
+func hashRequest(policies []hashPolicy, r *http.Request, ri *requestInfo) (upstream.PickContext, []string) {
+	var pc upstream.PickContext
 	var cookies []string
 	for _, p := range policies {
 		h, ok := p.evaluate(r, ri)
@@ -110,13 +112,13 @@ func hashRequest(policies []hashPolicy, r *http.Request, ri *requestInfo) (pickC
 			ok, cookies = true, append(cookies, c)
 		}
 		if ok {
-			if pc.hasHash {
-				pc.hash = pc.hash<<1 | pc.hash>>63
+			if pc.HasHash {
+				pc.Hash = pc.Hash<<1 | pc.Hash>>63
 			}
-			pc.hash ^= h
-			pc.hasHash = true
+			pc.Hash ^= h
+			pc.HasHash = true
 		}
-		if p.terminal && pc.hasHash {
+		if p.terminal && pc.HasHash {
 			break
 		}
 	}
@@ -130,11 +132,11 @@ func (p hashPolicy) evaluate(r *http.Request, ri *requestInfo) (uint64, bool) {
 		if !ok {
 			return 0, false
 		}
-		return xxHash64String(v), true
+		return upstream.XXHash64String(v), true
 	case hashCookie:
 		// An empty value counts as absent, as in Envoy.
 		if v := cookieValue(ri.header, p.name); v != "" {
-			return xxHash64String(v), true
+			return upstream.XXHash64String(v), true
 		}
 		return 0, false
 	}
@@ -143,14 +145,14 @@ func (p hashPolicy) evaluate(r *http.Request, ri *requestInfo) (uint64, bool) {
 		// trusted hops, X-Forwarded-For's, as Envoy hashes its remote address.
 		if ri.hcm != nil {
 			if a, ok := forwardedClient(ri.hcm, ri.header.Values("X-Forwarded-For")); ok {
-				return xxHash64String(a.String()), true
+				return upstream.XXHash64String(a.String()), true
 			}
 		}
 		ip, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
 			return 0, false
 		}
-		return xxHash64String(ip), true
+		return upstream.XXHash64String(ip), true
 	}
 	return headerHash(p.header, ri)
 }
@@ -174,7 +176,7 @@ func headerHash(name string, ri *requestInfo) (uint64, bool) {
 	slices.Sort(values)
 	var h uint64
 	for _, v := range values {
-		h = xxHash64([]byte(v), h)
+		h = upstream.XXHash64([]byte(v), h)
 	}
 	return h, true
 }
@@ -209,7 +211,7 @@ func (p hashPolicy) generateCookie(r *http.Request) (uint64, string) {
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 		local = a.String()
 	}
-	value := fmt.Sprintf("%016x", xxHash64String(r.RemoteAddr+local))
+	value := fmt.Sprintf("%016x", upstream.XXHash64String(r.RemoteAddr+local))
 	c := p.name + "=\"" + value + "\""
 	if p.ttlSeconds != 0 {
 		c += "; Max-Age=" + strconv.FormatInt(p.ttlSeconds, 10)
@@ -218,5 +220,5 @@ func (p hashPolicy) generateCookie(r *http.Request) (uint64, string) {
 		c += "; Path=" + p.path
 	}
 	c += p.attributes + "; HttpOnly"
-	return xxHash64String(value), c
+	return upstream.XXHash64String(value), c
 }

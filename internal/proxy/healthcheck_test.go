@@ -20,6 +20,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/testutil"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -265,77 +266,41 @@ func TestHealthCheckThresholds(t *testing.T) {
 func TestHealthCheckRequest(t *testing.T) {
 	t.Parallel()
 	b := startHCBackend(t, "b")
-	uc := &upstreamCluster{name: "ns/svc/80", dialer: unitDialer("ns/svc/80", time.Second), healthCheck: &healthCheckSpec{
-		timeout: 200 * time.Millisecond, interval: time.Second, path: "/healthz", host: "svc.example.com",
-		unhealthyThreshold: 2, healthyThreshold: 2, reuseConnection: true, expected: statuses(200, 201), retriable: statuses(500, 503),
+	uc := &upstream.Cluster{Name: "ns/svc/80", Dialer: unitDialer("ns/svc/80", time.Second), HealthCheck: &upstream.HealthCheckSpec{
+		Timeout: 200 * time.Millisecond, Interval: time.Second, Path: "/healthz", Host: "svc.example.com",
+		UnhealthyThreshold: 2, HealthyThreshold: 2, ReuseConnection: true, Expected: statuses(200, 201), Retriable: statuses(500, 503),
 	}}
-	hs := &healthState{}
-	hs.setConfig(uc)
-	cfg := hs.cfg.Load()
-	defer cfg.transport.CloseIdleConnections()
+	hs := &upstream.HealthState{}
+	hs.SetConfig(uc)
+	cfg := hs.Config.Load()
+	defer cfg.Transport.CloseIdleConnections()
 	for _, tc := range []struct {
 		status int32
 		hang   bool
 		addr   string
-		want   checkResult
+		want   upstream.CheckResult
 	}{
-		{status: 200, want: checkResult{ok: true, reason: "status 200"}},
-		{status: 503, want: checkResult{immediate: true, reason: "status 503"}},
-		{status: 404, want: checkResult{immediate: true, reason: "status 404"}},
-		{status: 302, want: checkResult{immediate: true, reason: "status 302"}}, // redirects are not followed
-		{status: 500, want: checkResult{reason: "status 500"}},                  // retriable
-		{hang: true, want: checkResult{reason: "timeout"}},
+		{status: 200, want: upstream.CheckResult{OK: true, Reason: "status 200"}},
+		{status: 503, want: upstream.CheckResult{Immediate: true, Reason: "status 503"}},
+		{status: 404, want: upstream.CheckResult{Immediate: true, Reason: "status 404"}},
+		{status: 302, want: upstream.CheckResult{Immediate: true, Reason: "status 302"}}, // redirects are not followed
+		{status: 500, want: upstream.CheckResult{Reason: "status 500"}},                  // retriable
+		{hang: true, want: upstream.CheckResult{Reason: "timeout"}},
 	} {
 		b.status.Store(tc.status)
 		b.hang.Store(tc.hang)
-		if got := cfg.check(context.Background(), b.addr()); got != tc.want {
+		if got := cfg.Check(context.Background(), b.addr()); got != tc.want {
 			t.Errorf("status %d hang %v: %+v, want %+v", tc.status, tc.hang, got, tc.want)
 		}
 	}
 	b.hang.Store(false)
-	if got := cfg.check(context.Background(), testutil.RefusedAddr(t)); got.ok || got.immediate || !strings.HasPrefix(got.reason, "connection error") {
+	if got := cfg.Check(context.Background(), testutil.RefusedAddr(t)); got.OK || got.Immediate || !strings.HasPrefix(got.Reason, "connection error") {
 		t.Errorf("closed port: %+v, want a connection error that counts towards the threshold", got)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.host != "svc.example.com" || b.ua != "Envoy/HC" {
 		t.Errorf("Host %q User-Agent %q", b.host, b.ua)
-	}
-}
-
-func TestHealthRecord(t *testing.T) {
-	spec := &healthCheckSpec{unhealthyThreshold: 3, healthyThreshold: 2}
-	ok := checkResult{ok: true, reason: "status 200"}
-	network := checkResult{reason: "connection error: refused"}
-	status := checkResult{immediate: true, reason: "status 503"}
-	retriable := checkResult{reason: "status 500"}
-	tests := []struct {
-		name    string
-		results []checkResult
-		want    []bool // health after each result
-	}{
-		{"new endpoint: one success admits", []checkResult{ok}, []bool{true}},
-		{"new endpoint failing first: healthy_threshold applies", []checkResult{network, ok, ok}, []bool{false, false, true}},
-		{"network failures need unhealthy_threshold", []checkResult{ok, network, network, network}, []bool{true, true, true, false}},
-		{"a success resets the failures", []checkResult{ok, network, network, ok, network, network, network}, []bool{true, true, true, true, true, true, false}},
-		{"an unexpected status ejects at once", []checkResult{ok, status}, []bool{true, false}},
-		{"a retriable status counts", []checkResult{ok, retriable, retriable, retriable}, []bool{true, true, true, false}},
-		{"back needs healthy_threshold successes", []checkResult{ok, status, ok, network, ok, ok}, []bool{true, false, false, false, false, true}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			hs := &healthState{cluster: "c", log: slog.New(slog.DiscardHandler),
-				endpoints: map[string]*endpointHealth{}}
-			eh := &endpointHealth{}
-			hs.endpoints["e"] = eh
-			counters := checkCounters{fresh: true}
-			for i, r := range tc.results {
-				hs.record("e", eh, &counters, r, spec)
-				if got := eh.healthy.Load(); got != tc.want[i] {
-					t.Fatalf("after result #%d (%s): healthy %v, want %v", i, r.reason, got, tc.want[i])
-				}
-			}
-		})
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -139,7 +141,7 @@ func upstreamTLSSocket(t testing.TB, sni string, alpn []string, vc *tlsv3.Certif
 	if vc != nil {
 		utc.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
 	}
-	return &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, utc)}}
+	return &corev3.TransportSocket{Name: xdsconv.TLSTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, utc)}}
 }
 
 // validation is the translator's validation context: a CA and DNS SANs.
@@ -170,7 +172,7 @@ func protocolOptions(t testing.TB, c *clusterv3.Cluster, h2 bool, idle *duration
 	if idle != nil {
 		o.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: idle}
 	}
-	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(t, o)}
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{upstream.HTTPProtocolOptionsKey: mustAny(t, o)}
 	return c
 }
 

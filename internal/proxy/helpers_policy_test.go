@@ -124,7 +124,7 @@ func endpointHealthy(p *testProxy, cluster, endpoint string) bool {
 		return false
 	}
 	c := snap.clusterNamed(cluster)
-	return c != nil && c.health != nil && c.health.healthy(endpoint)
+	return c != nil && c.Health != nil && c.Health.Healthy(endpoint)
 }
 
 // clientFrom is an HTTP client whose connections come from a given local

@@ -44,6 +44,8 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/portico-dev/portico/internal/logbatch"
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -305,7 +307,7 @@ func (cp *controlPlane) holds(version string) bool {
 	if snap == nil {
 		return false
 	}
-	for _, typeURL := range subscribedTypes {
+	for _, typeURL := range xdsclient.SubscribedTypes {
 		if !maps.Equal(cp.known[cp.lastStream][typeURL], snap.GetVersionMap(typeURL)) {
 			return false
 		}
@@ -670,7 +672,7 @@ func startProxy(t testing.TB, cp *controlPlane) *testProxy {
 // startProxyOn starts a proxy binding its listeners at addrs.
 func startProxyOn(t testing.TB, cp *controlPlane, addrs map[string]string) *testProxy {
 	t.Helper()
-	return startProxyWith(t, cp, addrs, nil, accessLogQueue)
+	return startProxyWith(t, cp, addrs, nil, accesslog.Queue)
 }
 
 // startProxyWith starts a proxy binding its listeners at addrs, logging
@@ -704,7 +706,7 @@ func startProxyConfig(t testing.TB, cp *controlPlane, addrs map[string]string, s
 		edit(&cfg)
 	}
 	p := New(cfg)
-	p.accessLog = newAccessLog(p.log, batcher, p.metrics.accessLogDropped, queue)
+	p.accessLog = accesslog.New(p.log, batcher, p.metrics.accessLogDropped, queue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

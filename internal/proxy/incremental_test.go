@@ -6,6 +6,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 )
 
 // TestApplyRecompilesOnlyWhatChanged: a delta response replaces the specs of the
@@ -86,7 +87,7 @@ func TestReconnectResendsOnlyWhatChanged(t *testing.T) {
 			continue
 		}
 		for _, r := range resp.GetResources() {
-			sent = append(sent, shortTypeName(resp.GetTypeUrl())+" "+r.GetName())
+			sent = append(sent, xdsclient.ShortTypeName(resp.GetTypeUrl())+" "+r.GetName())
 		}
 	}
 	cp.mu.Unlock()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"maps"
 	"math/rand/v2"
 	"reflect"
@@ -91,7 +92,7 @@ func checkLayered(t *testing.T, when string, m *layered[string, int], want map[s
 }
 
 // clusterNamed is the named cluster of s, nil when it has none.
-func (s *snapshot) clusterNamed(name string) *upstreamCluster {
+func (s *snapshot) clusterNamed(name string) *upstream.Cluster {
 	uc, _ := s.clusters.get(name)
 	return uc
 }

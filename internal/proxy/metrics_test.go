@@ -4,17 +4,18 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // requestMetrics are a route's and a Service port's stats, resolved as
 // compilation resolves them, with their series created by a first request.
-func requestMetrics(t testing.TB) (*routeStats, *upstreamStats) {
+func requestMetrics(t testing.TB) (*routeStats, *upstream.Stats) {
 	m := newMetrics(prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	rs := &routeStats{m: m, key: routeKey{"ingress_http", "shop.example.com", "httpproxy/shop/web", "/cart"}}
-	us := &upstreamStats{m: m, key: upstreamKey{"shop", "web", "http"}}
+	us := upstream.NewSeries(m.upstream).StatsFor(upstream.ClusterStatKey("web", "shop_web_http"))
 	rs.observe(200, 0.001, 512)
-	us.request(200)
+	us.Request(200)
 	return rs, us
 }
 
@@ -24,8 +25,8 @@ func TestRequestMetricsDoNotAllocate(t *testing.T) {
 	rs, us := requestMetrics(t)
 	if n := testing.AllocsPerRun(1000, func() {
 		rs.observe(200, 0.001, 512)
-		us.request(200)
-		us.retried()
+		us.Request(200)
+		us.Retried()
 	}); n != 0 {
 		t.Errorf("%v allocations per request", n)
 	}
@@ -38,6 +39,6 @@ func BenchmarkRequestMetrics(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rs.observe(200, 0.001, 512)
-		us.request(200)
+		us.Request(200)
 	}
 }

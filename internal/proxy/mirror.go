@@ -10,6 +10,7 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // mirrorPolicy is a request_mirror_policies entry: a share of the route's
@@ -26,11 +27,11 @@ type mirrorPolicy struct {
 func convertMirrorPolicies(ps []*routev3.RouteAction_RequestMirrorPolicy) ([]mirrorPolicy, error) {
 	var out []mirrorPolicy
 	for i, p := range ps {
-		if err := unsupported(
-			field{"cluster_header", p.GetClusterHeader() != ""},
-			field{"trace_sampled", p.GetTraceSampled() != nil},
-			field{"request_headers_mutations", len(p.GetRequestHeadersMutations()) > 0},
-			field{"host_rewrite_literal", p.GetHostRewriteLiteral() != ""},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("cluster_header", p.GetClusterHeader() != ""),
+			xdsconv.Set("trace_sampled", p.GetTraceSampled() != nil),
+			xdsconv.Set("request_headers_mutations", len(p.GetRequestHeadersMutations()) > 0),
+			xdsconv.Set("host_rewrite_literal", p.GetHostRewriteLiteral() != ""),
 		); err != nil {
 			return nil, fmt.Errorf("request_mirror_policies #%d: %w", i, err)
 		}

@@ -15,6 +15,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -35,13 +36,13 @@ func outlierCluster(name string, interval, baseEjection time.Duration, mutate ..
 // applied configuration.
 func ejected(p *testProxy, cluster, endpoint string) bool {
 	snap := p.current.Load()
-	if snap == nil || snap.clusterNamed(cluster) == nil || snap.clusterNamed(cluster).outlier == nil {
+	if snap == nil || snap.clusterNamed(cluster) == nil || snap.clusterNamed(cluster).Outlier == nil {
 		return false
 	}
 	c := snap.clusterNamed(cluster)
-	for i, ep := range c.endpoints {
+	for i, ep := range c.Endpoints {
 		if ep == endpoint {
-			return c.outlierHosts[i].ejected.Load()
+			return c.OutlierHosts[i].Ejected.Load()
 		}
 	}
 	return false
@@ -389,20 +390,20 @@ func TestOutlierSuccessRate(t *testing.T) {
 }
 
 func TestConvertOutlierDetection(t *testing.T) {
-	spec, err := convertOutlierDetection(&clusterv3.OutlierDetection{})
+	spec, err := upstream.ConvertOutlierDetection(&clusterv3.OutlierDetection{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := outlierSpec{consecutive5xx: 5, enforcing5xx: 100, interval: 10 * time.Second, baseEjection: 30 * time.Second,
-		maxEjection: 300 * time.Second, maxEjectionPercent: 10, enforcingSuccessRate: 100, srMinimumHosts: 5,
-		srRequestVolume: 100, srStdevFactor: 1900, unejectOnHealthCheck: true}
+	want := upstream.OutlierSpec{Consecutive5xx: 5, Enforcing5xx: 100, Interval: 10 * time.Second, BaseEjection: 30 * time.Second,
+		MaxEjection: 300 * time.Second, MaxEjectionPercent: 10, EnforcingSuccessRate: 100, SrMinimumHosts: 5,
+		SrRequestVolume: 100, SrStdevFactor: 1900, UnejectOnHealthCheck: true}
 	if *spec != want {
 		t.Errorf("defaults: %+v, want Envoy's %+v", *spec, want)
 	}
-	spec, err = convertOutlierDetection(&clusterv3.OutlierDetection{BaseEjectionTime: durationpb.New(10 * time.Minute),
+	spec, err = upstream.ConvertOutlierDetection(&clusterv3.OutlierDetection{BaseEjectionTime: durationpb.New(10 * time.Minute),
 		ConsecutiveGatewayFailure: wrapperspb.UInt32(5), AlwaysEjectOneHost: wrapperspb.Bool(true)})
-	if err != nil || spec.maxEjection != 10*time.Minute {
-		t.Errorf("base_ejection_time above 300s: max_ejection_time %v (%v), want the base", spec.maxEjection, err)
+	if err != nil || spec.MaxEjection != 10*time.Minute {
+		t.Errorf("base_ejection_time above 300s: max_ejection_time %v (%v), want the base", spec.MaxEjection, err)
 	}
 	rejects := []struct {
 		name string
@@ -422,7 +423,7 @@ func TestConvertOutlierDetection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := edsCluster("c")
 			c.OutlierDetection = tc.od
-			_, err := convertCluster(c)
+			_, err := upstream.ConvertCluster(c)
 			if err == nil || !strings.Contains(err.Error(), "outlier_detection: "+tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}

@@ -14,8 +14,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 )
 
 // DefaultNodeID is sent as DiscoveryRequest.node.id when Config.NodeID is empty.
@@ -86,14 +90,14 @@ type Proxy struct {
 	// egress decides which addresses upstream connections may reach;
 	// egressStale is set when the listeners changed and its protected
 	// addresses must be listed again (refreshEgress).
-	egress      *egressGuard
+	egress      *upstream.EgressGuard
 	egressStale atomic.Bool
 	// accessLog writes the access log lines of every listener off the request path.
-	accessLog *accessLog
+	accessLog *accesslog.Log
 
 	// transport and reverseProxy are shared by every request of every
 	// configuration so that upstream connection pools survive config swaps.
-	transport    *http1Client
+	transport    *upstream.HTTP1Client
 	reverseProxy *httputil.ReverseProxy
 	// upstreams and filterEnv are what HTTP filters use to reach services
 	// (authorization, rate limits, JWKS); they outlive configuration swaps.
@@ -112,7 +116,7 @@ type Proxy struct {
 	// config swaps, so that frequent updates do not keep resetting round
 	// robin, in-flight counts or health. Only touched while compiling and
 	// applying (ADS goroutine), then by shutdown.
-	clusterStates map[string]*clusterState
+	clusterStates map[string]*upstream.ClusterState
 	// healthCheckers counts running health checker goroutines (tests watch
 	// it); healthRunning is waited for at shutdown.
 	healthCheckers atomic.Int64
@@ -124,9 +128,9 @@ type Proxy struct {
 	// compilations, to find those no applied snapshot uses. ADS goroutine only.
 	routeStats map[routeKey]*routeStats
 	statsGen   uint64
-	// upstreamStats are the series per Service port label set, shared by
-	// its clusters (see moveUpstreamStats). ADS goroutine only.
-	upstreamStats map[upstreamKey]*upstreamStats
+	// upstreamSeries are the series per Service port, shared by its
+	// clusters. ADS goroutine only.
+	upstreamSeries *upstream.Series
 
 	current        atomic.Pointer[snapshot]
 	ready          atomic.Bool
@@ -161,21 +165,21 @@ func New(cfg Config) *Proxy {
 		log:           log,
 		metrics:       newMetrics(cfg.Registerer, log),
 		store:         newResourceStore(),
-		clusterStates: make(map[string]*clusterState),
+		clusterStates: make(map[string]*upstream.ClusterState),
 		routeStats:    make(map[routeKey]*routeStats),
-		upstreamStats: make(map[upstreamKey]*upstreamStats),
 		listeners:     make(map[string]*liveListener),
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
 	}
+	p.upstreamSeries = upstream.NewSeries(p.metrics.upstream)
 	accessLogger := log
 	if cfg.AccessLogger != nil {
 		accessLogger = cfg.AccessLogger
 	}
-	p.egress = newEgressGuard(cfg.Resolver, p.metrics, log)
+	p.egress = upstream.NewEgressGuard(cfg.Resolver, p.metrics.upstream.DestinationsRefused, log)
 	p.egressStale.Store(true)
-	p.accessLog = newAccessLog(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accessLogQueue)
-	p.transport = newHTTP1Client(newUpstreamTransport())
+	p.accessLog = accesslog.New(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accesslog.Queue)
+	p.transport = upstream.NewHTTP1Client(upstream.NewTransport())
 	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
 	p.mirrors = make(inFlight, maxMirrorsInFlight)
@@ -196,14 +200,14 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	conn, err := grpc.NewClient(p.cfg.XDSAddress,
 		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxXDSMessageBytes)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(xdsclient.MaxMessageBytes)),
 	)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 
-	p.accessLog.start()
+	p.accessLog.Start()
 	p.refreshEgress(ctx) // the servers started before Run, bound by now
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -214,12 +218,12 @@ func (p *Proxy) Run(ctx context.Context) error {
 			cancel(err)
 		}
 	}()
-	ads := newADSClient(conn, p.cfg.NodeID, p.nodeMetadata(), p.log, p)
-	ads.run(ctx)
+	ads := xdsclient.NewClient(conn, p.cfg.NodeID, p.nodeMetadata(), p.log, xdsSink{p})
+	ads.Run(ctx)
 	<-retrying // no listener may be opened after shutdown
 
 	p.shutdown()
-	p.accessLog.stop() // the drained requests' lines are written before Run returns
+	p.accessLog.Stop() // the drained requests' lines are written before Run returns
 	p.stopHealthChecks()
 	p.transport.CloseIdleConnections()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -256,4 +260,9 @@ func (p *Proxy) ListenerAddr(name string) string {
 		return ll.ln.Addr().String()
 	}
 	return ""
+}
+
+// NodeMetadata is what the proxy tells the xDS server about itself.
+func (p *Proxy) nodeMetadata() *structpb.Struct {
+	return xdsclient.NodeMetadata(p.cfg.AllListeners, p.cfg.Gateway)
 }

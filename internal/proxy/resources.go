@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -13,26 +12,11 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
-
-// subscribedTypes are the types the proxy subscribes to, in the order Envoy
-// (and the snapshot cache) use for ADS: clusters and their endpoints before
-// listeners and their routes, then the routes' virtual hosts (VHDS), secrets
-// last.
-var subscribedTypes = []string{
-	resourcev3.ClusterType,
-	resourcev3.EndpointType,
-	resourcev3.ListenerType,
-	resourcev3.RouteType,
-	resourcev3.VirtualHostType,
-	resourcev3.SecretType,
-}
-
-func shortTypeName(typeURL string) string {
-	return typeURL[strings.LastIndex(typeURL, ".")+1:]
-}
 
 // validatable is implemented by every generated Envoy message (protoc-gen-validate).
 type validatable interface {
@@ -113,18 +97,18 @@ func (s *resourceStore) noteChange(typeURL, name string, old, spec any, changes 
 	if typeURL != resourcev3.ClusterType {
 		return
 	}
-	if c, ok := old.(*clusterSpec); ok && c.kind == clusterEDS {
-		users := s.edsUsers[c.serviceName]
+	if c, ok := old.(*upstream.ClusterSpec); ok && c.Kind == upstream.ClusterEDS {
+		users := s.edsUsers[c.ServiceName]
 		delete(users, name)
 		if len(users) == 0 {
-			delete(s.edsUsers, c.serviceName)
+			delete(s.edsUsers, c.ServiceName)
 		}
 	}
-	if c, ok := spec.(*clusterSpec); ok && c.kind == clusterEDS {
-		users := s.edsUsers[c.serviceName]
+	if c, ok := spec.(*upstream.ClusterSpec); ok && c.Kind == upstream.ClusterEDS {
+		users := s.edsUsers[c.ServiceName]
 		if users == nil {
 			users = make(map[string]struct{}, 1)
-			s.edsUsers[c.serviceName] = users
+			s.edsUsers[c.ServiceName] = users
 		}
 		users[name] = struct{}{}
 	}
@@ -178,7 +162,7 @@ func lookup[T any](s *resourceStore, typeURL, name string) (T, bool) {
 // settled reports whether every subscribed type has been received: from then
 // on a missing reference is not expected to arrive with the next response.
 func (s *resourceStore) settled() bool {
-	for _, t := range subscribedTypes {
+	for _, t := range xdsclient.SubscribedTypes {
 		if !s.received(t) {
 			return false
 		}
@@ -186,7 +170,7 @@ func (s *resourceStore) settled() bool {
 	return true
 }
 
-// decode implements configSink: it unpacks, validates and converts every
+// decode implements Sink: it unpacks, validates and converts every
 // resource of one response. Any error rejects the whole response.
 func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource, removed []string) (map[string]any, error) {
 	p.vhdsPending = nil
@@ -202,31 +186,31 @@ func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource, remove
 		}
 		msg, err := unpack(r.GetResource(), typeURL, newMsg)
 		if err != nil {
-			return nil, fmt.Errorf("%s #%d %q: %w", shortTypeName(typeURL), i, r.GetName(), err)
+			return nil, fmt.Errorf("%s #%d %q: %w", xdsclient.ShortTypeName(typeURL), i, r.GetName(), err)
 		}
 		name := resourceName(msg)
 		if name == "" {
-			return nil, fmt.Errorf("%s #%d: empty name", shortTypeName(typeURL), i)
+			return nil, fmt.Errorf("%s #%d: empty name", xdsclient.ShortTypeName(typeURL), i)
 		}
 		if name != r.GetName() {
-			return nil, fmt.Errorf("%s %q: sent under the name %q", shortTypeName(typeURL), name, r.GetName())
+			return nil, fmt.Errorf("%s %q: sent under the name %q", xdsclient.ShortTypeName(typeURL), name, r.GetName())
 		}
 		if err := msg.ValidateAll(); err != nil {
-			return nil, fmt.Errorf("%s %q: invalid: %w", shortTypeName(typeURL), name, err)
+			return nil, fmt.Errorf("%s %q: invalid: %w", xdsclient.ShortTypeName(typeURL), name, err)
 		}
 		if has(out, name) {
-			return nil, fmt.Errorf("%s %q: duplicate name in response", shortTypeName(typeURL), name)
+			return nil, fmt.Errorf("%s %q: duplicate name in response", xdsclient.ShortTypeName(typeURL), name)
 		}
 		spec, err := convert(msg)
 		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", shortTypeName(typeURL), name, err)
+			return nil, fmt.Errorf("%s %q: %w", xdsclient.ShortTypeName(typeURL), name, err)
 		}
 		switch s := spec.(type) {
 		case *routeTable:
 			recordEncoding(s, r.GetResource())
 			if s.vhds {
 				if spec, err = p.store.vhdsTable(s); err != nil {
-					return nil, fmt.Errorf("%s %q: %w", shortTypeName(typeURL), name, err)
+					return nil, fmt.Errorf("%s %q: %w", xdsclient.ShortTypeName(typeURL), name, err)
 				}
 			}
 		case *storedVirtualHost:
@@ -264,7 +248,7 @@ func (p *Proxy) reuseRoutes(typeURL string, r *discoveryv3.Resource) (*routeTabl
 	return reuseRouteConfig(r.GetResource(), prev)
 }
 
-// accept implements configSink.
+// accept implements Sink.
 func (p *Proxy) accept(ctx context.Context, typeURL, version string, updated map[string]any, removed []string) {
 	p.store.update(typeURL, version, updated, removed)
 	if tables := p.vhdsPending; typeURL == resourcev3.VirtualHostType && len(tables) > 0 {
@@ -277,7 +261,7 @@ func (p *Proxy) accept(ctx context.Context, typeURL, version string, updated map
 	p.reconcile(ctx)
 }
 
-// rejected implements configSink.
+// rejected implements Sink.
 func (p *Proxy) rejected(typeURL string) { p.metrics.xdsUpdate(typeURL, "nack") }
 
 // converterFor returns a constructor for the type's message and the function
@@ -292,11 +276,11 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 			func(m validatable) (any, error) { return convertRouteConfig(m.(*routev3.RouteConfiguration)) }, true
 	case resourcev3.ClusterType:
 		return func() validatable { return &clusterv3.Cluster{} },
-			func(m validatable) (any, error) { return convertCluster(m.(*clusterv3.Cluster)) }, true
+			func(m validatable) (any, error) { return upstream.ConvertCluster(m.(*clusterv3.Cluster)) }, true
 	case resourcev3.EndpointType:
 		return func() validatable { return &endpointv3.ClusterLoadAssignment{} },
 			func(m validatable) (any, error) {
-				return convertEDSAssignment(m.(*endpointv3.ClusterLoadAssignment))
+				return upstream.ConvertEDSAssignment(m.(*endpointv3.ClusterLoadAssignment))
 			}, true
 	case resourcev3.SecretType:
 		return func() validatable { return &tlsv3.Secret{} },
@@ -340,3 +324,17 @@ func resourceName(m proto.Message) string {
 	}
 	return ""
 }
+
+// xdsSink is the proxy as the ADS client sees it: where validated
+// resources go (xdsclient.Sink).
+type xdsSink struct{ p *Proxy }
+
+func (s xdsSink) Decode(typeURL string, resources []*discoveryv3.Resource, removed []string) (map[string]any, error) {
+	return s.p.decode(typeURL, resources, removed)
+}
+
+func (s xdsSink) Accept(ctx context.Context, typeURL, version string, updated map[string]any, removed []string) {
+	s.p.accept(ctx, typeURL, version, updated, removed)
+}
+
+func (s xdsSink) Rejected(typeURL string) { s.p.rejected(typeURL) }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // retryOn is the set of retry_on conditions.
@@ -89,16 +91,16 @@ type retryPolicy struct {
 var noRetries = &retryPolicy{}
 
 func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
-	if err := unsupported(
-		field{"per_try_idle_timeout", rp.GetPerTryIdleTimeout() != nil},
-		field{"retry_priority", rp.GetRetryPriority() != nil},
-		field{"retry_host_predicate", len(rp.GetRetryHostPredicate()) > 0},
-		field{"retry_options_predicates", len(rp.GetRetryOptionsPredicates()) > 0},
-		field{"host_selection_retry_max_attempts", rp.GetHostSelectionRetryMaxAttempts() != 0},
-		field{"rate_limited_retry_back_off", rp.GetRateLimitedRetryBackOff() != nil},
-		field{"retriable_headers", len(rp.GetRetriableHeaders()) > 0},
-		field{"retriable_request_headers", len(rp.GetRetriableRequestHeaders()) > 0},
-		field{"refresh_cluster_on_retry", rp.GetRefreshClusterOnRetry()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("per_try_idle_timeout", rp.GetPerTryIdleTimeout() != nil),
+		xdsconv.Set("retry_priority", rp.GetRetryPriority() != nil),
+		xdsconv.Set("retry_host_predicate", len(rp.GetRetryHostPredicate()) > 0),
+		xdsconv.Set("retry_options_predicates", len(rp.GetRetryOptionsPredicates()) > 0),
+		xdsconv.Set("host_selection_retry_max_attempts", rp.GetHostSelectionRetryMaxAttempts() != 0),
+		xdsconv.Set("rate_limited_retry_back_off", rp.GetRateLimitedRetryBackOff() != nil),
+		xdsconv.Set("retriable_headers", len(rp.GetRetriableHeaders()) > 0),
+		xdsconv.Set("retriable_request_headers", len(rp.GetRetriableRequestHeaders()) > 0),
+		xdsconv.Set("refresh_cluster_on_retry", rp.GetRefreshClusterOnRetry()),
 	); err != nil {
 		return nil, err
 	}
@@ -157,30 +159,19 @@ func (p *retryPolicy) backOff(n int) time.Duration {
 	return min(time.Duration(rand.Int64N(int64(span))), p.backOffMax)
 }
 
-// outcome is how an attempt ended, as far as retrying is concerned.
-type outcome int
-
-const (
-	outcomeResponse       outcome = iota // response headers arrived
-	outcomeConnectFailure                // no connection to the endpoint
-	outcomeReset                         // the connection failed before the response headers
-	outcomePerTryTimeout                 // the attempt's per_try_timeout expired
-	outcomeAborted                       // the request itself ended (route/idle timeout, client gone)
-)
-
 // retriable reports whether retry_on allows retrying an attempt. Envoy
 // treats a per-try timeout like a reset, and 5xx and gateway-error cover
 // resets and connect failures as well as responses.
-func (p *retryPolicy) retriable(o outcome, status int) bool {
+func (p *retryPolicy) retriable(o upstream.Outcome, status int) bool {
 	switch o {
-	case outcomeResponse:
+	case upstream.OutcomeResponse:
 		return p.on&retryOn5xx != 0 && status >= 500 ||
 			p.on&retryOnGatewayError != 0 && (status == 502 || status == 503 || status == 504) ||
 			p.on&retryOnRetriable4xx != 0 && status == http.StatusConflict ||
 			p.on&retryOnRetriableStatusCodes != 0 && slices.Contains(p.statusCodes, status)
-	case outcomeConnectFailure:
+	case upstream.OutcomeConnectFailure:
 		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset|retryOnConnectFailure) != 0
-	case outcomeReset, outcomePerTryTimeout:
+	case upstream.OutcomeReset, upstream.OutcomePerTryTimeout:
 		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset) != 0
 	}
 	return false
@@ -216,7 +207,7 @@ func (at attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if t == nil {
 		return at.base.RoundTrip(req)
 	}
-	if tr := t.cluster.transport; tr != nil {
+	if tr := t.cluster.Transport; tr != nil {
 		return t.roundTrip(tr, req) // upstream TLS, HTTP/2 or idle_timeout
 	}
 	return t.roundTrip(at.base, req)
@@ -238,35 +229,38 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 		a, out := t.newAttempt(req, endpoint, replay)
 		res, err := base.RoundTrip(out)
 		if n > 1 {
-			t.cluster.state.releaseRetry() // the retry has its outcome
+			t.cluster.State.ReleaseRetry() // the retry has its outcome
 		}
 		o := a.outcome(req.Context(), err)
 		switch o {
-		case outcomeConnectFailure:
-			t.cluster.stats.connectFailed()
-		case outcomePerTryTimeout:
-			t.cluster.stats.perTryTimedOut()
+		case upstream.OutcomeConnectFailure:
+			t.cluster.Stats.ConnectFailed()
+		case upstream.OutcomePerTryTimeout:
+			t.cluster.Stats.PerTryTimedOut()
 		}
 		status := 0
 		if res != nil {
 			status = res.StatusCode
 		}
-		if od := t.cluster.outlier; od != nil {
-			od.observe(t.cluster.outlierHosts[endpoint], o, status, req.Context())
+		if od := t.cluster.Outlier; od != nil {
+			// Only the route timeout is the upstream's doing (Envoy records a
+			// timeout); a client that left or an idle stream is not.
+			routeTimedOut := o == upstream.OutcomeAborted && errors.Is(context.Cause(req.Context()), errRouteTimeout)
+			od.Observe(t.cluster.OutlierHosts[endpoint], o, status, routeTimedOut)
 		}
 		if n > rp.numRetries || !rp.retriable(o, status) && !rp.retriableGRPC(res) ||
-			(replay != nil && !replay.replayable()) || !t.cluster.state.acquireRetry() {
+			(replay != nil && !replay.replayable()) || !t.cluster.State.AcquireRetry() {
 			return a.deliver(res, err, o)
 		}
 		a.discard(res)
-		t.cluster.stats.retried()
+		t.cluster.Stats.Retried()
 		if !sleepCtx(req.Context(), rp.backOff(n)) {
-			t.cluster.state.releaseRetry()
+			t.cluster.State.ReleaseRetry()
 			return nil, context.Cause(req.Context())
 		}
-		next, ok := t.cluster.pick(t.pick)
+		next, ok := t.cluster.Pick(t.pick)
 		if !ok {
-			t.cluster.state.releaseRetry()
+			t.cluster.State.ReleaseRetry()
 			return nil, errNoHealthyUpstream
 		}
 		endpoint = next
@@ -308,7 +302,7 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 	}
 	out := req.WithContext(ctx)
 	u := *req.URL
-	u.Host = t.cluster.endpoints[endpoint]
+	u.Host = t.cluster.Endpoints[endpoint]
 	out.URL = &u
 	if replay != nil {
 		out.Body = replay.reader(a.bodyDone)
@@ -316,8 +310,8 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 	t.attempts++
 	t.ex.attempts = t.attempts
 	t.ex.upstreamHost = u.Host
-	t.cluster.active[endpoint].Add(1)
-	t.cluster.state.served.Store(true)
+	t.cluster.Active[endpoint].Add(1)
+	t.cluster.State.Served.Store(true)
 	return a, out
 }
 
@@ -331,18 +325,18 @@ func (a *attempt) bodyDone() {
 	}
 }
 
-func (a *attempt) outcome(reqCtx context.Context, err error) outcome {
+func (a *attempt) outcome(reqCtx context.Context, err error) upstream.Outcome {
 	switch {
 	case err == nil:
-		return outcomeResponse
+		return upstream.OutcomeResponse
 	case reqCtx.Err() != nil:
-		return outcomeAborted
+		return upstream.OutcomeAborted
 	case errors.Is(context.Cause(a.ctx), errPerTryTimeout):
-		return outcomePerTryTimeout
+		return upstream.OutcomePerTryTimeout
 	case isDialError(err):
-		return outcomeConnectFailure
+		return upstream.OutcomeConnectFailure
 	}
-	return outcomeReset
+	return upstream.OutcomeReset
 }
 
 // isDialError reports whether err is a failure to connect.
@@ -353,14 +347,14 @@ func isDialError(err error) bool {
 
 // deliver hands the attempt's result to ReverseProxy. A response keeps the
 // attempt running until its body is closed.
-func (a *attempt) deliver(res *http.Response, err error, o outcome) (*http.Response, error) {
+func (a *attempt) deliver(res *http.Response, err error, o upstream.Outcome) (*http.Response, error) {
 	a.final.Store(true)
 	if a.bodyClosed.Load() {
 		a.t.done.complete()
 	}
 	if err != nil {
 		a.end()
-		if o == outcomePerTryTimeout {
+		if o == upstream.OutcomePerTryTimeout {
 			return nil, fmt.Errorf("%w: %w", errPerTryTimeout, err)
 		}
 		return nil, err
@@ -410,7 +404,7 @@ func (a *attempt) discard(res *http.Response) {
 // active requests, its per-try timer and its context.
 func (a *attempt) end() {
 	a.endOnce.Do(func() {
-		a.t.cluster.active[a.endpoint].Add(-1)
+		a.t.cluster.Active[a.endpoint].Add(-1)
 		a.perTry.stop()
 		a.cancel(nil)
 	})
@@ -453,4 +447,16 @@ func (b *upgradedBody) Write(p []byte) (int, error) {
 		b.a.t.idle.touch()
 	}
 	return n, err
+}
+
+// sleepCtx sleeps for d and reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

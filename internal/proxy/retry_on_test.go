@@ -7,6 +7,7 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -18,11 +19,11 @@ func TestRetriableConditionsBeyondStatus(t *testing.T) {
 		}
 		return p
 	}
-	if p := policy("retriable-4xx"); !p.retriable(outcomeResponse, 409) || p.retriable(outcomeResponse, 408) ||
-		p.retriable(outcomeResponse, 503) || p.retriable(outcomeReset, 0) || p.retriable(outcomeConnectFailure, 0) {
+	if p := policy("retriable-4xx"); !p.retriable(upstream.OutcomeResponse, 409) || p.retriable(upstream.OutcomeResponse, 408) ||
+		p.retriable(upstream.OutcomeResponse, 503) || p.retriable(upstream.OutcomeReset, 0) || p.retriable(upstream.OutcomeConnectFailure, 0) {
 		t.Error("retriable-4xx: want 409 and nothing else")
 	}
-	if p := policy("refused-stream"); p.retriable(outcomeResponse, 503) || p.retriable(outcomeReset, 0) || p.retriable(outcomeConnectFailure, 0) {
+	if p := policy("refused-stream"); p.retriable(upstream.OutcomeResponse, 503) || p.retriable(upstream.OutcomeReset, 0) || p.retriable(upstream.OutcomeConnectFailure, 0) {
 		t.Error("refused-stream: HTTP/1.1 upstreams never refuse a stream")
 	}
 	grpc := func(status string) *http.Response {

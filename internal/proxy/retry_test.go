@@ -13,6 +13,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -47,27 +48,27 @@ func TestRetriableOutcomes(t *testing.T) {
 		return p
 	}
 	type check struct {
-		o      outcome
+		o      upstream.Outcome
 		status int
 		want   bool
 	}
-	resp := func(status int, want bool) check { return check{outcomeResponse, status, want} }
+	resp := func(status int, want bool) check { return check{upstream.OutcomeResponse, status, want} }
 	tests := []struct {
 		on     string
 		codes  []uint32
 		checks []check
 	}{
 		{"5xx", nil, []check{resp(500, true), resp(503, true), resp(599, true), resp(404, false), resp(200, false),
-			{outcomeConnectFailure, 0, true}, {outcomeReset, 0, true}, {outcomePerTryTimeout, 0, true}, {outcomeAborted, 0, false}}},
+			{upstream.OutcomeConnectFailure, 0, true}, {upstream.OutcomeReset, 0, true}, {upstream.OutcomePerTryTimeout, 0, true}, {upstream.OutcomeAborted, 0, false}}},
 		{"gateway-error", nil, []check{resp(502, true), resp(503, true), resp(504, true), resp(500, false),
-			{outcomeConnectFailure, 0, true}, {outcomeReset, 0, true}, {outcomePerTryTimeout, 0, true}}},
-		{"reset", nil, []check{resp(503, false), {outcomeConnectFailure, 0, true}, {outcomeReset, 0, true}, {outcomePerTryTimeout, 0, true}}},
-		{"connect-failure", nil, []check{resp(503, false), {outcomeConnectFailure, 0, true}, {outcomeReset, 0, false}, {outcomePerTryTimeout, 0, false}}},
+			{upstream.OutcomeConnectFailure, 0, true}, {upstream.OutcomeReset, 0, true}, {upstream.OutcomePerTryTimeout, 0, true}}},
+		{"reset", nil, []check{resp(503, false), {upstream.OutcomeConnectFailure, 0, true}, {upstream.OutcomeReset, 0, true}, {upstream.OutcomePerTryTimeout, 0, true}}},
+		{"connect-failure", nil, []check{resp(503, false), {upstream.OutcomeConnectFailure, 0, true}, {upstream.OutcomeReset, 0, false}, {upstream.OutcomePerTryTimeout, 0, false}}},
 		{"retriable-status-codes", []uint32{409, 503}, []check{resp(409, true), resp(503, true), resp(502, false),
-			{outcomeConnectFailure, 0, false}, {outcomeReset, 0, false}, {outcomePerTryTimeout, 0, false}}},
+			{upstream.OutcomeConnectFailure, 0, false}, {upstream.OutcomeReset, 0, false}, {upstream.OutcomePerTryTimeout, 0, false}}},
 		// The codes only count with retriable-status-codes in retry_on.
 		{"connect-failure", []uint32{503}, []check{resp(503, false)}},
-		{"", nil, []check{resp(503, false), {outcomeReset, 0, false}}},
+		{"", nil, []check{resp(503, false), {upstream.OutcomeReset, 0, false}}},
 	}
 	for _, tc := range tests {
 		p := policy(tc.on, tc.codes...)

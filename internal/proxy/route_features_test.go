@@ -19,6 +19,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -467,17 +468,17 @@ func TestHashPolicyCookieAndQueryEvaluation(t *testing.T) {
 	r.Header["Cookie"] = []string{"a=1", ` route="abc"; b=2`}
 	ri := &requestInfo{rawQuery: r.URL.RawQuery, header: r.Header}
 	pc, cookies := hashRequest([]hashPolicy{{kind: hashQueryParameter, name: "u"}}, r, ri)
-	if !pc.hasHash || pc.hash != xxHash64String("alice") || cookies != nil {
+	if !pc.HasHash || pc.Hash != upstream.XXHash64String("alice") || cookies != nil {
 		t.Errorf("query_parameter: %+v %v, want the hash of the first value", pc, cookies)
 	}
 	pc, cookies = hashRequest([]hashPolicy{{kind: hashCookie, name: "route", hasTTL: true, ttlSeconds: 5}}, r, ri)
-	if !pc.hasHash || pc.hash != xxHash64String("abc") || cookies != nil {
+	if !pc.HasHash || pc.Hash != upstream.XXHash64String("abc") || cookies != nil {
 		t.Errorf("cookie: %+v %v, want the hash of the unquoted value and no new cookie", pc, cookies)
 	}
-	if pc, _ := hashRequest([]hashPolicy{{kind: hashCookie, name: "none"}}, r, ri); pc.hasHash {
+	if pc, _ := hashRequest([]hashPolicy{{kind: hashCookie, name: "none"}}, r, ri); pc.HasHash {
 		t.Errorf("absent cookie without ttl hashed: %+v", pc)
 	}
-	if pc, _ := hashRequest([]hashPolicy{{kind: hashQueryParameter, name: "none"}}, r, ri); pc.hasHash {
+	if pc, _ := hashRequest([]hashPolicy{{kind: hashQueryParameter, name: "none"}}, r, ri); pc.HasHash {
 		t.Errorf("absent parameter hashed: %+v", pc)
 	}
 }

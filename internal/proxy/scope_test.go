@@ -1,5 +1,6 @@
 package proxy
 
+import "github.com/portico-dev/portico/internal/proxy/xdsclient"
 import "testing"
 
 // TestNodeMetadataNamesTheListenersServed: the server narrows the listeners it sends by
@@ -16,13 +17,13 @@ func TestNodeMetadataNamesTheListenersServed(t *testing.T) {
 		{"portico run's", Config{AllListeners: true}, "", true},
 	} {
 		md := New(tc.cfg).nodeMetadata().GetFields()
-		if got := md[gatewayMetadataKey].GetStringValue(); got != tc.gateway {
-			t.Errorf("%s: %s = %q, want %q", tc.name, gatewayMetadataKey, got, tc.gateway)
+		if got := md[xdsclient.GatewayMetadataKey].GetStringValue(); got != tc.gateway {
+			t.Errorf("%s: %s = %q, want %q", tc.name, xdsclient.GatewayMetadataKey, got, tc.gateway)
 		}
-		if got := md[allListenersMetadataKey].GetBoolValue(); got != tc.all {
-			t.Errorf("%s: %s = %v, want %v", tc.name, allListenersMetadataKey, got, tc.all)
+		if got := md[xdsclient.AllListenersMetadataKey].GetBoolValue(); got != tc.all {
+			t.Errorf("%s: %s = %v, want %v", tc.name, xdsclient.AllListenersMetadataKey, got, tc.all)
 		}
-		if !md[vhdsMetadataKey].GetBoolValue() {
+		if !md[xdsclient.VHDSMetadataKey].GetBoolValue() {
 			t.Errorf("%s: the proxy must still ask for VHDS", tc.name)
 		}
 	}

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,24 +45,24 @@ type tcpCluster struct {
 }
 
 func convertTCPProxy(tp *tcpproxyv3.TcpProxy) (*tcpProxySpec, error) {
-	if err := unsupported(
-		field{"on_demand", tp.GetOnDemand() != nil},
-		field{"metadata_match", tp.GetMetadataMatch() != nil},
-		field{"downstream_idle_timeout", tp.GetDownstreamIdleTimeout() != nil},
-		field{"upstream_idle_timeout", tp.GetUpstreamIdleTimeout() != nil},
-		field{"backoff_options", tp.GetBackoffOptions() != nil},
-		field{"hash_policy", len(tp.GetHashPolicy()) > 0},
-		field{"tunneling_config", tp.GetTunnelingConfig() != nil},
-		field{"max_downstream_connection_duration", tp.GetMaxDownstreamConnectionDuration() != nil},
-		field{"max_downstream_connection_duration_jitter_percentage", tp.GetMaxDownstreamConnectionDurationJitterPercentage() != nil},
-		field{"access_log_flush_interval", tp.GetAccessLogFlushInterval() != nil},
-		field{"flush_access_log_on_connected", tp.GetFlushAccessLogOnConnected()},
-		field{"access_log_options", tp.GetAccessLogOptions() != nil},
-		field{"proxy_protocol_tlvs", len(tp.GetProxyProtocolTlvs()) > 0},
-		field{"proxy_protocol_tlv_merge_policy " + tp.GetProxyProtocolTlvMergePolicy().String(), tp.GetProxyProtocolTlvMergePolicy() != 0},
-		field{"upstream_connect_mode " + tp.GetUpstreamConnectMode().String(), tp.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE},
-		field{"max_early_data_bytes", tp.GetMaxEarlyDataBytes() != nil},
-		field{"check_drain_close", tp.GetCheckDrainClose().GetValue()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("on_demand", tp.GetOnDemand() != nil),
+		xdsconv.Set("metadata_match", tp.GetMetadataMatch() != nil),
+		xdsconv.Set("downstream_idle_timeout", tp.GetDownstreamIdleTimeout() != nil),
+		xdsconv.Set("upstream_idle_timeout", tp.GetUpstreamIdleTimeout() != nil),
+		xdsconv.Set("backoff_options", tp.GetBackoffOptions() != nil),
+		xdsconv.Set("hash_policy", len(tp.GetHashPolicy()) > 0),
+		xdsconv.Set("tunneling_config", tp.GetTunnelingConfig() != nil),
+		xdsconv.Set("max_downstream_connection_duration", tp.GetMaxDownstreamConnectionDuration() != nil),
+		xdsconv.Set("max_downstream_connection_duration_jitter_percentage", tp.GetMaxDownstreamConnectionDurationJitterPercentage() != nil),
+		xdsconv.Set("access_log_flush_interval", tp.GetAccessLogFlushInterval() != nil),
+		xdsconv.Set("flush_access_log_on_connected", tp.GetFlushAccessLogOnConnected()),
+		xdsconv.Set("access_log_options", tp.GetAccessLogOptions() != nil),
+		xdsconv.Set("proxy_protocol_tlvs", len(tp.GetProxyProtocolTlvs()) > 0),
+		xdsconv.Set("proxy_protocol_tlv_merge_policy "+tp.GetProxyProtocolTlvMergePolicy().String(), tp.GetProxyProtocolTlvMergePolicy() != 0),
+		xdsconv.Set("upstream_connect_mode "+tp.GetUpstreamConnectMode().String(), tp.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE),
+		xdsconv.Set("max_early_data_bytes", tp.GetMaxEarlyDataBytes() != nil),
+		xdsconv.Set("check_drain_close", tp.GetCheckDrainClose().GetValue()),
 	); err != nil {
 		return nil, err
 	}
@@ -136,11 +139,11 @@ const (
 func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni string, conns *connTracker) {
 	defer down.Close()
 	spec := fc.tcp
-	c := &connEntry{start: time.Now(), serverName: sni, statPrefix: spec.statPrefix, tls: "passthrough"}
-	e := &accessEntry{ctx: context.Background(), listener: lc.name, remoteAddr: down.RemoteAddr().String(), conn: c}
+	c := &accesslog.ConnEntry{Start: time.Now(), ServerName: sni, StatPrefix: spec.statPrefix, TLS: "passthrough"}
+	e := &accesslog.Entry{Ctx: context.Background(), Listener: lc.name, RemoteAddr: down.RemoteAddr().String(), Conn: c}
 	defer p.logTCP(spec, e)
 	if fc.tlsConfig != nil {
-		c.tls = "terminated"
+		c.TLS = "terminated"
 		tc := tls.Server(down, fc.tlsConfig)
 		ctx := context.Background()
 		if spec.idleTimeout > 0 {
@@ -150,36 +153,36 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 			defer cancel()
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
-			c.termination, c.downstreamErr = tcpEndTLSHandshake, err
+			c.Termination, c.DownstreamErr = tcpEndTLSHandshake, err
 			return
 		}
 		down = tc
 	}
-	e.cluster = spec.pickCluster()
-	cl, _ := lc.clusters.get(e.cluster)
+	e.Cluster = spec.pickCluster()
+	cl, _ := lc.clusters.get(e.Cluster)
 	if cl != nil {
-		e.service = cl.stats.label
+		e.Service = cl.Stats.Label
 	}
 	up, endpoint, err := p.connectTCP(cl, spec.maxConnectAttempts)
 	if err != nil {
-		c.termination, e.upstreamErr = connectTermination(cl, err), err
+		c.Termination, e.UpstreamErr = connectTermination(cl, err), err
 		return
 	}
 	defer up.Close()
-	e.upstreamHost = endpoint
-	ts := cl.stats.tcpSeries()
-	ts.connections.Inc()
-	ts.active.Inc()
-	defer ts.active.Dec()
+	e.UpstreamHost = endpoint
+	ts := cl.Stats.TCPSeries()
+	ts.Connections.Inc()
+	ts.Active.Inc()
+	defer ts.Active.Dec()
 	var clean bool
-	c.received, c.sent, c.termination, clean = splice(down, up, spec.idleTimeout, ts)
+	c.Received, c.Sent, c.Termination, clean = splice(down, up, spec.idleTimeout, ts)
 	if !clean && conns.forced.Load() {
-		c.termination = tcpEndDrained
+		c.Termination = tcpEndDrained
 	}
 }
 
 // connectTermination says why no upstream connection was made.
-func connectTermination(cl *upstreamCluster, err error) string {
+func connectTermination(cl *upstream.Cluster, err error) string {
 	switch {
 	case cl == nil:
 		return tcpEndNoCluster
@@ -191,20 +194,20 @@ func connectTermination(cl *upstreamCluster, err error) string {
 
 // logTCP writes a connection's access log line when its chain asks for
 // one; without, a connection that failed is logged as a plain message.
-func (p *Proxy) logTCP(spec *tcpProxySpec, e *accessEntry) {
-	c := e.conn
-	e.time = time.Now()
-	e.elapsed = e.time.Sub(c.start)
-	if spec.accessLog && p.accessLog.enabled(e.ctx) {
-		p.accessLog.add(e)
+func (p *Proxy) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
+	c := e.Conn
+	e.Time = time.Now()
+	e.Elapsed = e.Time.Sub(c.Start)
+	if spec.accessLog && p.accessLog.Enabled(e.Ctx) {
+		p.accessLog.Add(e)
 		return
 	}
-	switch c.termination {
+	switch c.Termination {
 	case tcpEndTLSHandshake:
-		p.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.listener, "remote", e.remoteAddr, "error", c.downstreamErr)
+		p.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.Listener, "remote", e.RemoteAddr, "error", c.DownstreamErr)
 	case tcpEndNoCluster, tcpEndNoHealthy, tcpEndConnectFailure:
-		p.log.Info("tcp_proxy: no upstream connection", "listener", e.listener, "stat_prefix", c.statPrefix, "cluster", e.cluster,
-			"remote", e.remoteAddr, "error", e.upstreamErr)
+		p.log.Info("tcp_proxy: no upstream connection", "listener", e.Listener, "stat_prefix", c.StatPrefix, "cluster", e.Cluster,
+			"remote", e.RemoteAddr, "error", e.UpstreamErr)
 	}
 }
 
@@ -212,32 +215,32 @@ func (p *Proxy) logTCP(spec *tcpProxySpec, e *accessEntry) {
 // (healthy, not ejected), making up to attempts connection attempts, each to
 // an endpoint picked again (tcp_proxy max_connect_attempts, 1 by default).
 // Connect failures and successes feed outlier detection.
-func (p *Proxy) connectTCP(cl *upstreamCluster, attempts int) (net.Conn, string, error) {
+func (p *Proxy) connectTCP(cl *upstream.Cluster, attempts int) (net.Conn, string, error) {
 	if cl == nil {
 		return nil, "", errors.New("unknown cluster")
 	}
 	var lastErr error
 	for n := 0; n < max(attempts, 1); n++ {
-		i, ok := cl.pick(pickContext{})
+		i, ok := cl.Pick(upstream.PickContext{})
 		if !ok {
 			return nil, "", errNoHealthyUpstream
 		}
-		cl.state.served.Store(true)
-		endpoint := cl.endpoints[i]
+		cl.State.Served.Store(true)
+		endpoint := cl.Endpoints[i]
 		var conn net.Conn
 		var err error
-		if cl.tls != nil {
-			conn, err = dialTLS(context.Background(), cl.dialer, endpoint, cl.tls, false)
+		if cl.TLS != nil {
+			conn, err = upstream.DialTLS(context.Background(), cl.Dialer, endpoint, cl.TLS, false)
 		} else {
-			conn, err = cl.dialer.dial(context.Background(), endpoint)
+			conn, err = cl.Dialer.Dial(context.Background(), endpoint)
 		}
-		if cl.outlier != nil {
-			cl.outlier.record(cl.outlierHosts[i], err != nil)
+		if cl.Outlier != nil {
+			cl.Outlier.Record(cl.OutlierHosts[i], err != nil)
 		}
 		if err == nil {
 			return conn, endpoint, nil
 		}
-		cl.stats.connectFailed()
+		cl.Stats.ConnectFailed()
 		lastErr = err
 	}
 	return nil, "", lastErr
@@ -249,7 +252,7 @@ func (p *Proxy) connectTCP(cl *upstreamCluster, attempts int) (net.Conn, string,
 // both connections. It returns the bytes received from down and sent to it,
 // how the connection ended (the first end of a direction, error or idle
 // timeout), and whether both directions ended cleanly.
-func splice(down, up net.Conn, idleTimeout time.Duration, ts *tcpSeries) (received, sent int64, end string, clean bool) {
+func splice(down, up net.Conn, idleTimeout time.Duration, ts *upstream.TCPSeries) (received, sent int64, end string, clean bool) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	var first sync.Once
@@ -287,10 +290,10 @@ func splice(down, up net.Conn, idleTimeout time.Duration, ts *tcpSeries) (receiv
 	var upClean bool
 	go func() {
 		defer wg.Done()
-		received, upClean = copyHalf(up, down, halfCopy{last: &last, record: record, abort: abort, counter: ts.sent,
+		received, upClean = copyHalf(up, down, halfCopy{last: &last, record: record, abort: abort, counter: ts.Sent,
 			srcClosed: tcpEndDownstreamClosed, srcReset: tcpEndDownstreamReset, dstReset: tcpEndUpstreamReset})
 	}()
-	sent, downClean := copyHalf(down, up, halfCopy{last: &last, record: record, abort: abort, counter: ts.received,
+	sent, downClean := copyHalf(down, up, halfCopy{last: &last, record: record, abort: abort, counter: ts.Received,
 		srcClosed: tcpEndUpstreamClosed, srcReset: tcpEndUpstreamReset, dstReset: tcpEndDownstreamReset})
 	wg.Wait()
 	// Both directions have ended, so one of them recorded; an idle timeout

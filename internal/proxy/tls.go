@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // convertSecret accepts tls_certificate secrets with inline PEM, and parses the
@@ -30,23 +31,23 @@ func convertSecret(s *tlsv3.Secret) (*tls.Certificate, error) {
 }
 
 func convertTLSCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
-	if err := unsupported(
-		field{"pkcs12", tc.GetPkcs12() != nil},
-		field{"watched_directory", tc.GetWatchedDirectory() != nil},
-		field{"private_key_provider", tc.GetPrivateKeyProvider() != nil},
-		field{"password", tc.GetPassword() != nil},
-		field{"tls_params", tc.GetTlsParams() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("pkcs12", tc.GetPkcs12() != nil),
+		xdsconv.Set("watched_directory", tc.GetWatchedDirectory() != nil),
+		xdsconv.Set("private_key_provider", tc.GetPrivateKeyProvider() != nil),
+		xdsconv.Set("password", tc.GetPassword() != nil),
+		xdsconv.Set("tls_params", tc.GetTlsParams() != nil),
 	); err != nil {
 		return tls.Certificate{}, err
 	}
 	if tc.GetCertificateChain() == nil || tc.GetPrivateKey() == nil {
 		return tls.Certificate{}, errors.New("certificate_chain and private_key are required")
 	}
-	chain, err := inlineData(tc.GetCertificateChain())
+	chain, err := xdsconv.InlineData(tc.GetCertificateChain())
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("certificate_chain: %w", err)
 	}
-	key, err := inlineData(tc.GetPrivateKey())
+	key, err := xdsconv.InlineData(tc.GetPrivateKey())
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("private_key: %w", err)
 	}

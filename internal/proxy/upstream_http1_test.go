@@ -21,12 +21,13 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// The shared HTTP/1.1 client (upstream_http1.go): what http.Transport did for
+// The shared HTTP/1.1 client (upstream/http1.go): what http.Transport did for
 // the proxy, it must still do.
 
 // countingBackend is an httptest server that counts the connections it
@@ -389,7 +390,7 @@ func TestHTTP1ClientIdlePool(t *testing.T) {
 			_, _ = io.WriteString(w, "ok")
 		})
 		// An idle timeout no run of the test reaches: the bound alone is checked.
-		client := newHTTP1Client(&http.Transport{DialContext: (&net.Dialer{}).DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Hour})
+		client := upstream.NewHTTP1Client(&http.Transport{DialContext: (&net.Dialer{}).DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Hour})
 		defer client.CloseIdleConnections()
 		c := &http.Client{Transport: client, Timeout: 10 * time.Second}
 		errs := make(chan error, 3)
@@ -403,9 +404,9 @@ func TestHTTP1ClientIdlePool(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		client.mu.Lock()
-		idle := len(client.idle[be.addr()])
-		client.mu.Unlock()
+		client.Mu.Lock()
+		idle := len(client.Idle[be.addr()])
+		client.Mu.Unlock()
 		if idle != 2 {
 			t.Errorf("%d idle connections after 3 concurrent requests, want the bound, 2", idle)
 		}
@@ -416,16 +417,16 @@ func TestHTTP1ClientIdlePool(t *testing.T) {
 	})
 	t.Run("closed after the idle timeout", func(t *testing.T) {
 		be := startCounting(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
-		client := newHTTP1Client(&http.Transport{DialContext: (&net.Dialer{}).DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 50 * time.Millisecond})
+		client := upstream.NewHTTP1Client(&http.Transport{DialContext: (&net.Dialer{}).DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 50 * time.Millisecond})
 		defer client.CloseIdleConnections()
 		c := &http.Client{Transport: client, Timeout: 10 * time.Second}
 		if err := getBody(c, be.srv.URL, "ok"); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the idle connection to be closed", func() bool {
-			client.mu.Lock()
-			defer client.mu.Unlock()
-			return len(client.idle) == 0 && be.closed.Load() == 1
+			client.Mu.Lock()
+			defer client.Mu.Unlock()
+			return len(client.Idle) == 0 && be.closed.Load() == 1
 		})
 	})
 }

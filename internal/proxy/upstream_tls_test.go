@@ -14,6 +14,8 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -289,46 +291,26 @@ func TestUpstreamIdleTimeout(t *testing.T) {
 	}
 }
 
-func TestDNSNameMatch(t *testing.T) {
-	for _, tc := range []struct {
-		name, san string
-		want      bool
-	}{
-		{"api.example.com", "api.example.com", true},
-		{"API.example.com", "api.EXAMPLE.com", true},
-		{"api.example.com", "*.example.com", true},
-		{"a.b.example.com", "*.example.com", false},
-		{"example.com", "*.example.com", false},
-		{".example.com", "*.example.com", false}, // the label must not be empty
-		{"api.example.com", "*.other.com", false},
-		{"api.example.com", "api.example.co", false},
-	} {
-		if got := dnsNameMatch(tc.name, tc.san); got != tc.want {
-			t.Errorf("dnsNameMatch(%q, %q) = %v, want %v", tc.name, tc.san, got, tc.want)
-		}
-	}
-}
-
 func TestConvertClusterUpstream(t *testing.T) {
 	ca := newTestCA(t)
 	c := protocolOptions(t, edsCluster("c"), true, durationpb.New(90*time.Second))
 	c.TransportSocket = upstreamTLSSocket(t, "svc.internal", []string{"h2"}, validation(ca.pem(), "svc.internal"))
-	spec, err := convertCluster(c)
+	spec, err := upstream.ConvertCluster(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.tls.sni != "svc.internal" || spec.tls.roots == nil || len(spec.tls.sans) != 1 || spec.tls.minVersion != 0x0303 || spec.tls.maxVersion != 0x0303 {
-		t.Errorf("TLS: %+v (TLS 1.2 to 1.2 is Envoy's client default)", spec.tls)
+	if spec.TLS.SNI != "svc.internal" || spec.TLS.Roots == nil || len(spec.TLS.SANs) != 1 || spec.TLS.MinVersion != 0x0303 || spec.TLS.MaxVersion != 0x0303 {
+		t.Errorf("TLS: %+v (TLS 1.2 to 1.2 is Envoy's client default)", spec.TLS)
 	}
-	if spec.protocol != (protocolSpec{protocol: protoHTTP2, idleTimeout: 90 * time.Second, hasIdleTimeout: true}) {
-		t.Errorf("protocol: %+v", spec.protocol)
+	if spec.Protocol != (upstream.ProtocolSpec{Protocol: upstream.ProtoHTTP2, IdleTimeout: 90 * time.Second, HasIdleTimeout: true}) {
+		t.Errorf("protocol: %+v", spec.Protocol)
 	}
 
 	tlsWith := func(f func(utc *tlsv3.UpstreamTlsContext)) func(c *clusterv3.Cluster) {
 		return func(c *clusterv3.Cluster) {
 			utc := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{}}
 			f(utc)
-			c.TransportSocket = &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, utc)}}
+			c.TransportSocket = &corev3.TransportSocket{Name: xdsconv.TLSTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(t, utc)}}
 		}
 	}
 	vcWith := func(f func(vc *tlsv3.CertificateValidationContext)) func(c *clusterv3.Cluster) {
@@ -344,7 +326,7 @@ func TestConvertClusterUpstream(t *testing.T) {
 				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &corev3.Http1ProtocolOptions{}}}}
 		}
 		return func(c *clusterv3.Cluster) {
-			c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(t, o)}
+			c.TypedExtensionProtocolOptions = map[string]*anypb.Any{upstream.HTTPProtocolOptionsKey: mustAny(t, o)}
 		}
 	}
 	rejects := []struct {
@@ -412,7 +394,7 @@ func TestConvertClusterUpstream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := edsCluster("c")
 			tc.mutate(c)
-			_, err := convertCluster(c)
+			_, err := upstream.ConvertCluster(c)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}

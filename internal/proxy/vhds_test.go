@@ -15,6 +15,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -73,10 +74,10 @@ func (cp *controlPlane) sentIn(version string) []string {
 			continue
 		}
 		for _, r := range resp.GetResources() {
-			out = append(out, shortTypeName(resp.GetTypeUrl())+" "+r.GetName())
+			out = append(out, xdsclient.ShortTypeName(resp.GetTypeUrl())+" "+r.GetName())
 		}
 		for _, name := range resp.GetRemovedResources() {
-			out = append(out, "-"+shortTypeName(resp.GetTypeUrl())+" "+name)
+			out = append(out, "-"+xdsclient.ShortTypeName(resp.GetTypeUrl())+" "+name)
 		}
 	}
 	slices.Sort(out)
@@ -143,8 +144,8 @@ func TestVHDSServesVirtualHosts(t *testing.T) {
 		}
 	}
 	cp.mu.Unlock()
-	if v, ok := node.GetMetadata().GetFields()[vhdsMetadataKey]; !ok || !v.GetBoolValue() {
-		t.Errorf("node metadata %v, want %q: true", node.GetMetadata(), vhdsMetadataKey)
+	if v, ok := node.GetMetadata().GetFields()[xdsclient.VHDSMetadataKey]; !ok || !v.GetBoolValue() {
+		t.Errorf("node metadata %v, want %q: true", node.GetMetadata(), xdsclient.VHDSMetadataKey)
 	}
 }
 
@@ -443,7 +444,7 @@ func TestVHDSAppliesAsFullConversion(t *testing.T) {
 				responses++
 				decoded, err := p.decode(typeURL, rs, removed)
 				if (err != nil) != (wantErr != nil) {
-					t.Fatalf("step %d (%s) %s: error %v, converted in full %v", i, what, shortTypeName(typeURL), err, wantErr)
+					t.Fatalf("step %d (%s) %s: error %v, converted in full %v", i, what, xdsclient.ShortTypeName(typeURL), err, wantErr)
 				}
 				if err != nil {
 					rejected++
@@ -456,7 +457,7 @@ func TestVHDSAppliesAsFullConversion(t *testing.T) {
 				p.accept(context.Background(), typeURL, version, decoded, removed)
 				got := inForce()
 				if diff := cmp.Diff(dumpTable(want), dumpTable(got)); diff != "" {
-					t.Fatalf("step %d (%s) %s: differs from a full conversion (-full +vhds):\n%s", i, what, shortTypeName(typeURL), diff)
+					t.Fatalf("step %d (%s) %s: differs from a full conversion (-full +vhds):\n%s", i, what, xdsclient.ShortTypeName(typeURL), diff)
 				}
 				if got.patch != nil {
 					patched++

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/netip"
 	"testing"
+
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // The client's address from X-Forwarded-For, as Envoy decides it with and
@@ -70,7 +72,7 @@ func TestSourceIPHashBehindTrustedHops(t *testing.T) {
 		want string
 	}{{0, "10.0.0.9"}, {1, "203.0.113.5"}} {
 		ri := newRequestInfo(&hcmSpec{useRemoteAddress: true, xffTrustedHops: tc.hops}, r)
-		if pc := requestHash(ip, r, ri); !pc.hasHash || pc.hash != xxHash64String(tc.want) {
+		if pc := requestHash(ip, r, ri); !pc.HasHash || pc.Hash != upstream.XXHash64String(tc.want) {
 			t.Errorf("%d trusted hops: hash %+v, want %s's", tc.hops, pc, tc.want)
 		}
 	}

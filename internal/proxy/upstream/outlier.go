@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -53,22 +54,22 @@ const (
 	defaultSRStdevFactor         = 1900
 )
 
-// outlierSpec is a validated OutlierDetection; comparable.
-type outlierSpec struct {
-	consecutive5xx       uint32 // 0 disables the detector
-	enforcing5xx         uint32 // percent
-	interval             time.Duration
-	baseEjection         time.Duration
-	maxEjection          time.Duration
-	maxEjectionPercent   uint32
-	enforcingSuccessRate uint32 // percent
-	srMinimumHosts       uint32
-	srRequestVolume      uint32
-	srStdevFactor        uint32 // thousandths
-	unejectOnHealthCheck bool
+// OutlierSpec is a validated OutlierDetection; comparable.
+type OutlierSpec struct {
+	Consecutive5xx       uint32 // 0 disables the detector
+	Enforcing5xx         uint32 // percent
+	Interval             time.Duration
+	BaseEjection         time.Duration
+	MaxEjection          time.Duration
+	MaxEjectionPercent   uint32
+	EnforcingSuccessRate uint32 // percent
+	SrMinimumHosts       uint32
+	SrRequestVolume      uint32
+	SrStdevFactor        uint32 // thousandths
+	UnejectOnHealthCheck bool
 }
 
-func convertOutlierDetection(od *clusterv3.OutlierDetection) (*outlierSpec, error) {
+func ConvertOutlierDetection(od *clusterv3.OutlierDetection) (*OutlierSpec, error) {
 	if od == nil {
 		return nil, nil
 	}
@@ -82,51 +83,51 @@ func convertOutlierDetection(od *clusterv3.OutlierDetection) (*outlierSpec, erro
 	// the detectors the proxy does not implement are refused.
 	isNot := func(v *wrapperspb.UInt32Value, def uint32) bool { return v != nil && v.GetValue() != def }
 	nonZero := func(d *durationpb.Duration) bool { return d != nil && d.AsDuration() != 0 }
-	if err := unsupported(
-		field{"consecutive_gateway_failure", isNot(od.GetConsecutiveGatewayFailure(), 5)},
-		field{"enforcing_consecutive_gateway_failure", isNot(od.GetEnforcingConsecutiveGatewayFailure(), 0)},
-		field{"split_external_local_origin_errors", od.GetSplitExternalLocalOriginErrors()},
-		field{"consecutive_local_origin_failure", isNot(od.GetConsecutiveLocalOriginFailure(), 5)},
-		field{"enforcing_consecutive_local_origin_failure", isNot(od.GetEnforcingConsecutiveLocalOriginFailure(), 100)},
-		field{"enforcing_local_origin_success_rate", isNot(od.GetEnforcingLocalOriginSuccessRate(), 100)},
-		field{"failure_percentage_threshold", isNot(od.GetFailurePercentageThreshold(), 85)},
-		field{"enforcing_failure_percentage", isNot(od.GetEnforcingFailurePercentage(), 0)},
-		field{"enforcing_failure_percentage_local_origin", isNot(od.GetEnforcingFailurePercentageLocalOrigin(), 0)},
-		field{"failure_percentage_minimum_hosts", isNot(od.GetFailurePercentageMinimumHosts(), 5)},
-		field{"failure_percentage_request_volume", isNot(od.GetFailurePercentageRequestVolume(), 50)},
-		field{"max_ejection_time_jitter", nonZero(od.GetMaxEjectionTimeJitter())},
-		field{"monitors", len(od.GetMonitors()) > 0},
-		field{"always_eject_one_host false (the embedded proxy always may eject one endpoint)",
-			od.GetAlwaysEjectOneHost() != nil && !od.GetAlwaysEjectOneHost().GetValue()},
-		field{"detect_degraded_hosts", od.GetDetectDegradedHosts().GetValue()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("consecutive_gateway_failure", isNot(od.GetConsecutiveGatewayFailure(), 5)),
+		xdsconv.Set("enforcing_consecutive_gateway_failure", isNot(od.GetEnforcingConsecutiveGatewayFailure(), 0)),
+		xdsconv.Set("split_external_local_origin_errors", od.GetSplitExternalLocalOriginErrors()),
+		xdsconv.Set("consecutive_local_origin_failure", isNot(od.GetConsecutiveLocalOriginFailure(), 5)),
+		xdsconv.Set("enforcing_consecutive_local_origin_failure", isNot(od.GetEnforcingConsecutiveLocalOriginFailure(), 100)),
+		xdsconv.Set("enforcing_local_origin_success_rate", isNot(od.GetEnforcingLocalOriginSuccessRate(), 100)),
+		xdsconv.Set("failure_percentage_threshold", isNot(od.GetFailurePercentageThreshold(), 85)),
+		xdsconv.Set("enforcing_failure_percentage", isNot(od.GetEnforcingFailurePercentage(), 0)),
+		xdsconv.Set("enforcing_failure_percentage_local_origin", isNot(od.GetEnforcingFailurePercentageLocalOrigin(), 0)),
+		xdsconv.Set("failure_percentage_minimum_hosts", isNot(od.GetFailurePercentageMinimumHosts(), 5)),
+		xdsconv.Set("failure_percentage_request_volume", isNot(od.GetFailurePercentageRequestVolume(), 50)),
+		xdsconv.Set("max_ejection_time_jitter", nonZero(od.GetMaxEjectionTimeJitter())),
+		xdsconv.Set("monitors", len(od.GetMonitors()) > 0),
+		xdsconv.Set("always_eject_one_host false (the embedded proxy always may eject one endpoint)",
+			od.GetAlwaysEjectOneHost() != nil && !od.GetAlwaysEjectOneHost().GetValue()),
+		xdsconv.Set("detect_degraded_hosts", od.GetDetectDegradedHosts().GetValue()),
 	); err != nil {
 		return nil, err
 	}
-	s := &outlierSpec{
-		consecutive5xx:       u32(od.GetConsecutive_5Xx(), defaultOutlierConsecutive5xx),
-		enforcing5xx:         min(u32(od.GetEnforcingConsecutive_5Xx(), defaultEnforcing5xx), 100),
-		interval:             defaultOutlierInterval,
-		baseEjection:         defaultBaseEjectionTime,
-		maxEjectionPercent:   min(u32(od.GetMaxEjectionPercent(), defaultMaxEjectionPercent), 100),
-		enforcingSuccessRate: min(u32(od.GetEnforcingSuccessRate(), defaultEnforcingSuccessRate), 100),
-		srMinimumHosts:       u32(od.GetSuccessRateMinimumHosts(), defaultSRMinimumHosts),
-		srRequestVolume:      u32(od.GetSuccessRateRequestVolume(), defaultSRRequestVolume),
-		srStdevFactor:        u32(od.GetSuccessRateStdevFactor(), defaultSRStdevFactor),
-		unejectOnHealthCheck: od.GetSuccessfulActiveHealthCheckUnejectHost() == nil || od.GetSuccessfulActiveHealthCheckUnejectHost().GetValue(),
+	s := &OutlierSpec{
+		Consecutive5xx:       u32(od.GetConsecutive_5Xx(), defaultOutlierConsecutive5xx),
+		Enforcing5xx:         min(u32(od.GetEnforcingConsecutive_5Xx(), defaultEnforcing5xx), 100),
+		Interval:             defaultOutlierInterval,
+		BaseEjection:         defaultBaseEjectionTime,
+		MaxEjectionPercent:   min(u32(od.GetMaxEjectionPercent(), defaultMaxEjectionPercent), 100),
+		EnforcingSuccessRate: min(u32(od.GetEnforcingSuccessRate(), defaultEnforcingSuccessRate), 100),
+		SrMinimumHosts:       u32(od.GetSuccessRateMinimumHosts(), defaultSRMinimumHosts),
+		SrRequestVolume:      u32(od.GetSuccessRateRequestVolume(), defaultSRRequestVolume),
+		SrStdevFactor:        u32(od.GetSuccessRateStdevFactor(), defaultSRStdevFactor),
+		UnejectOnHealthCheck: od.GetSuccessfulActiveHealthCheckUnejectHost() == nil || od.GetSuccessfulActiveHealthCheckUnejectHost().GetValue(),
 	}
 	if d := od.GetInterval(); d != nil {
-		s.interval = d.AsDuration()
+		s.Interval = d.AsDuration()
 	}
 	if d := od.GetBaseEjectionTime(); d != nil {
-		s.baseEjection = d.AsDuration()
+		s.BaseEjection = d.AsDuration()
 	}
-	if s.interval <= 0 || s.baseEjection <= 0 {
+	if s.Interval <= 0 || s.BaseEjection <= 0 {
 		return nil, errors.New("interval and base_ejection_time must be positive")
 	}
-	s.maxEjection = max(defaultMaxEjectionTime, s.baseEjection)
+	s.MaxEjection = max(defaultMaxEjectionTime, s.BaseEjection)
 	if d := od.GetMaxEjectionTime(); d != nil {
-		s.maxEjection = d.AsDuration()
-		if s.maxEjection < s.baseEjection {
+		s.MaxEjection = d.AsDuration()
+		if s.MaxEjection < s.BaseEjection {
 			// As Envoy refuses it.
 			return nil, errors.New("max_ejection_time cannot be smaller than base_ejection_time")
 		}
@@ -139,7 +140,7 @@ func convertOutlierDetection(od *clusterv3.OutlierDetection) (*outlierSpec, erro
 type outlierHost struct {
 	endpoint    string
 	consecutive atomic.Uint32 // 5xx results in a row
-	ejected     atomic.Bool
+	Ejected     atomic.Bool
 	// This interval's results, for the success rate.
 	total, success atomic.Uint64
 
@@ -149,13 +150,13 @@ type outlierHost struct {
 	multiplier uint32 // Envoy's ejection time back-off
 }
 
-// outlierState is the outlier detection of one cluster, in its clusterState.
+// outlierState is the outlier detection of one cluster, in its ClusterState.
 type outlierState struct {
 	cluster string
 	log     *slog.Logger
 	running *sync.WaitGroup
 
-	spec atomic.Pointer[outlierSpec]
+	spec atomic.Pointer[OutlierSpec]
 	// gen moves with every ejection and its end, so that load balancers
 	// rebuild their host sets.
 	gen atomic.Uint64
@@ -171,18 +172,20 @@ type outlierState struct {
 	share *gaugeShare
 }
 
-func (p *Proxy) newOutlierState(cluster string) *outlierState {
+// NewOutlierState starts the state of a cluster's outlier detection;
+// running counts its interval timers, for shutdown to wait for.
+func NewOutlierState(cluster string, log *slog.Logger, running *sync.WaitGroup) *outlierState {
 	return &outlierState{
 		cluster: cluster,
-		log:     p.log,
-		running: &p.outlierRunning,
+		log:     log,
+		running: running,
 		hosts:   make(map[string]*outlierHost),
 	}
 }
 
-// hostsFor returns the states of endpoints, creating the missing ones.
+// HostsFor returns the states of endpoints, creating the missing ones.
 // Called by the ADS goroutine while compiling.
-func (o *outlierState) hostsFor(endpoints []string) []*outlierHost {
+func (o *outlierState) HostsFor(endpoints []string) []*outlierHost {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := make([]*outlierHost, len(endpoints))
@@ -197,10 +200,10 @@ func (o *outlierState) hostsFor(endpoints []string) []*outlierHost {
 	return out
 }
 
-// configure applies the cluster of the snapshot being applied: its spec and
+// Configure applies the cluster of the snapshot being applied: its spec and
 // endpoints (removed ones forget their state, as in Envoy), and starts the
 // interval timer. Called by the ADS goroutine only.
-func (o *outlierState) configure(spec *outlierSpec, endpoints []string, hosts []*outlierHost, stats *upstreamStats) {
+func (o *outlierState) Configure(spec *OutlierSpec, endpoints []string, hosts []*outlierHost, stats *Stats) {
 	o.spec.Store(spec)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -215,8 +218,8 @@ func (o *outlierState) configure(spec *outlierSpec, endpoints []string, hosts []
 	changed := false
 	for ep, h := range o.hosts {
 		if !keep[ep] {
-			if h.member && h.ejected.Load() {
-				h.ejected.Store(false)
+			if h.member && h.Ejected.Load() {
+				h.Ejected.Store(false)
 				changed = true
 			}
 			h.member = false
@@ -228,7 +231,7 @@ func (o *outlierState) configure(spec *outlierSpec, endpoints []string, hosts []
 	for _, h := range hosts {
 		h.member = true
 		o.members = append(o.members, h)
-		if h.ejected.Load() {
+		if h.Ejected.Load() {
 			o.active++
 		}
 	}
@@ -244,9 +247,9 @@ func (o *outlierState) configure(spec *outlierSpec, endpoints []string, hosts []
 	}
 }
 
-// stop ends the interval timer (the cluster or its outlier detection went
+// Stop ends the interval timer (the cluster or its outlier detection went
 // away, or the proxy stops) and deletes the cluster's ejection gauge.
-func (o *outlierState) stop() {
+func (o *outlierState) Stop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cancel != nil {
@@ -262,7 +265,7 @@ func (o *outlierState) stop() {
 func (o *outlierState) run(ctx context.Context) {
 	defer o.running.Done()
 	for {
-		timer := time.NewTimer(o.spec.Load().interval)
+		timer := time.NewTimer(o.spec.Load().Interval)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -282,14 +285,14 @@ func (o *outlierState) sweep(now time.Time) {
 		return
 	}
 	for _, h := range o.members {
-		if !h.ejected.Load() {
+		if !h.Ejected.Load() {
 			// Time spent healthy shortens the next ejection.
 			if h.multiplier > 0 {
 				h.multiplier--
 			}
 			continue
 		}
-		if now.Sub(h.ejectedAt) >= min(spec.baseEjection*time.Duration(h.multiplier), spec.maxEjection) {
+		if now.Sub(h.ejectedAt) >= min(spec.BaseEjection*time.Duration(h.multiplier), spec.MaxEjection) {
 			o.uneject(h, "ejection time elapsed")
 		}
 	}
@@ -298,7 +301,7 @@ func (o *outlierState) sweep(now time.Time) {
 
 // successRate ejects the endpoints whose success rate in the last interval
 // is an outlier (Envoy's success rate detector). Called with mu held.
-func (o *outlierState) successRate(spec *outlierSpec) {
+func (o *outlierState) successRate(spec *OutlierSpec) {
 	type sample struct {
 		h    *outlierHost
 		rate float64
@@ -307,14 +310,14 @@ func (o *outlierState) successRate(spec *outlierSpec) {
 	sum := 0.0
 	for _, h := range o.members {
 		total, success := h.total.Swap(0), h.success.Swap(0)
-		if h.ejected.Load() || total == 0 || total < uint64(spec.srRequestVolume) {
+		if h.Ejected.Load() || total == 0 || total < uint64(spec.SrRequestVolume) {
 			continue
 		}
 		rate := 100 * float64(success) / float64(total)
 		valid = append(valid, sample{h, rate})
 		sum += rate
 	}
-	if len(valid) == 0 || len(valid) < int(spec.srMinimumHosts) {
+	if len(valid) == 0 || len(valid) < int(spec.SrMinimumHosts) {
 		return
 	}
 	mean := sum / float64(len(valid))
@@ -323,34 +326,34 @@ func (o *outlierState) successRate(spec *outlierSpec) {
 		variance += (s.rate - mean) * (s.rate - mean)
 	}
 	stdev := math.Sqrt(variance / float64(len(valid)))
-	threshold := mean - float64(spec.srStdevFactor)/1000*stdev
+	threshold := mean - float64(spec.SrStdevFactor)/1000*stdev
 	for _, s := range valid {
 		if s.rate < threshold {
-			o.eject(s.h, spec, spec.enforcingSuccessRate, fmt.Sprintf("success rate %.1f%% below %.1f%%", s.rate, threshold))
+			o.eject(s.h, spec, spec.EnforcingSuccessRate, fmt.Sprintf("success rate %.1f%% below %.1f%%", s.rate, threshold))
 		}
 	}
 }
 
-// observe records the result of an attempt at an endpoint: a 5xx response,
-// a connection or protocol failure and a timeout are failures; a client going
-// away is no result. It is the request path's only cost of outlier detection.
-func (o *outlierState) observe(h *outlierHost, out outcome, status int, reqCtx context.Context) {
+// Observe records the result of an attempt at an endpoint: a 5xx response,
+// a connection or protocol failure and a timeout are failures; an aborted
+// request is one only when the route timeout ended it (routeTimedOut), a
+// client going away is no result. It is the request path's only cost of
+// outlier detection.
+func (o *outlierState) Observe(h *outlierHost, out Outcome, status int, routeTimedOut bool) {
 	failed := true
 	switch out {
-	case outcomeResponse:
+	case OutcomeResponse:
 		failed = status >= 500
-	case outcomeAborted:
-		// Only the route timeout is the upstream's doing (Envoy records a
-		// timeout); a client that left or an idle stream is not.
-		if !errors.Is(context.Cause(reqCtx), errRouteTimeout) {
+	case OutcomeAborted:
+		if !routeTimedOut {
 			return
 		}
 	}
-	o.record(h, failed)
+	o.Record(h, failed)
 }
 
-// record counts one result; the consecutive_5xx detector ejects at once.
-func (o *outlierState) record(h *outlierHost, failed bool) {
+// Record counts one result; the consecutive_5xx detector ejects at once.
+func (o *outlierState) Record(h *outlierHost, failed bool) {
 	h.total.Add(1)
 	if !failed {
 		h.success.Add(1)
@@ -360,38 +363,38 @@ func (o *outlierState) record(h *outlierHost, failed bool) {
 		return
 	}
 	spec := o.spec.Load()
-	if spec.consecutive5xx == 0 {
+	if spec.Consecutive5xx == 0 {
 		return
 	}
-	if h.consecutive.Add(1) == spec.consecutive5xx {
+	if h.consecutive.Add(1) == spec.Consecutive5xx {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		if !h.member || h.ejected.Load() || o.stopped {
+		if !h.member || h.Ejected.Load() || o.stopped {
 			return
 		}
 		// The counter restarts whether or not the endpoint is ejected.
 		h.consecutive.Store(0)
-		o.eject(h, spec, spec.enforcing5xx, fmt.Sprintf("%d consecutive 5xx", spec.consecutive5xx))
+		o.eject(h, spec, spec.Enforcing5xx, fmt.Sprintf("%d consecutive 5xx", spec.Consecutive5xx))
 	}
 }
 
 // eject ejects an endpoint unless max_ejection_percent forbids it or the
 // enforcing percentage says no. Called with mu held.
-func (o *outlierState) eject(h *outlierHost, spec *outlierSpec, enforcing uint32, reason string) {
+func (o *outlierState) eject(h *outlierHost, spec *OutlierSpec, enforcing uint32, reason string) {
 	total := len(o.members)
 	// Envoy's rule (with always_eject_one_host): the ejected share after this
 	// ejection stays within max_ejection_percent, or nothing is ejected yet.
-	if o.active > 0 && 100*float64(o.active+1)/float64(total) > float64(spec.maxEjectionPercent) {
+	if o.active > 0 && 100*float64(o.active+1)/float64(total) > float64(spec.MaxEjectionPercent) {
 		o.log.Debug("outlier ejection refused: max_ejection_percent reached", "cluster", o.cluster, "endpoint", h.endpoint, "reason", reason)
 		return
 	}
 	if enforcing < 100 && uint32(rand.IntN(100)) >= enforcing {
 		return
 	}
-	h.ejected.Store(true)
+	h.Ejected.Store(true)
 	h.ejectedAt = time.Now()
 	// Envoy stops growing the multiplier once it reaches max_ejection_time.
-	if time.Duration(h.multiplier)*spec.baseEjection < spec.maxEjection+spec.baseEjection {
+	if time.Duration(h.multiplier)*spec.BaseEjection < spec.MaxEjection+spec.BaseEjection {
 		h.multiplier++
 	}
 	o.active++
@@ -401,12 +404,12 @@ func (o *outlierState) eject(h *outlierHost, spec *outlierSpec, enforcing uint32
 	}
 	o.reportEjected()
 	o.log.Info("outlier ejection", "cluster", o.cluster, "endpoint", h.endpoint, "reason", reason,
-		"duration", min(spec.baseEjection*time.Duration(h.multiplier), spec.maxEjection).String())
+		"duration", min(spec.BaseEjection*time.Duration(h.multiplier), spec.MaxEjection).String())
 }
 
 // uneject returns an ejected endpoint to service. Called with mu held.
 func (o *outlierState) uneject(h *outlierHost, reason string) {
-	h.ejected.Store(false)
+	h.Ejected.Store(false)
 	h.consecutive.Store(0)
 	o.active--
 	o.gen.Add(1)
@@ -419,7 +422,7 @@ func (o *outlierState) uneject(h *outlierHost, reason string) {
 func (o *outlierState) healthCheckPassed(endpoint string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if h, ok := o.hosts[endpoint]; ok && h.member && h.ejected.Load() && !o.stopped && o.spec.Load().unejectOnHealthCheck {
+	if h, ok := o.hosts[endpoint]; ok && h.member && h.Ejected.Load() && !o.stopped && o.spec.Load().UnejectOnHealthCheck {
 		o.uneject(h, "active health check passed")
 	}
 }
@@ -430,3 +433,14 @@ func (o *outlierState) reportEjected() {
 		o.share.set(float64(o.active))
 	}
 }
+
+// Outcome is how an attempt ended, as far as retrying is concerned.
+type Outcome int
+
+const (
+	OutcomeResponse       Outcome = iota // response headers arrived
+	OutcomeConnectFailure                // no connection to the endpoint
+	OutcomeReset                         // the connection failed before the response headers
+	OutcomePerTryTimeout                 // the attempt's per_try_timeout expired
+	OutcomeAborted                       // the request itself ended (route/idle timeout, client gone)
+)

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// http1Client is the shared clear-text HTTP/1.1 upstream client. It makes the
+// HTTP1Client is the shared clear-text HTTP/1.1 upstream client. It makes the
 // common exchange (a request without a body) in the caller's goroutine: the
 // request is written with one flush and the response read on the same
 // goroutine, over a pooled connection. http.Transport runs a read and a write
@@ -27,24 +27,24 @@ import (
 // (docs/performance.md has the figures). Every other request
 // (a body, an upgrade, an Expect header, anything Transport would refuse) goes
 // to fallback, unchanged.
-type http1Client struct {
+type HTTP1Client struct {
 	fallback *http.Transport
 	// dial is the fallback's DialContext: both paths connect alike.
 	dial               func(ctx context.Context, network, addr string) (net.Conn, error)
 	idleTimeout        time.Duration
 	maxIdlePerEndpoint int
 
-	mu   sync.Mutex
-	idle map[string][]*http1Conn // by endpoint address; the most recently used last
+	Mu   sync.Mutex
+	Idle map[string][]*http1Conn // by endpoint address; the most recently used last
 }
 
-func newHTTP1Client(fallback *http.Transport) *http1Client {
-	return &http1Client{
+func NewHTTP1Client(fallback *http.Transport) *HTTP1Client {
+	return &HTTP1Client{
 		fallback:           fallback,
 		dial:               fallback.DialContext,
 		idleTimeout:        fallback.IdleConnTimeout,
 		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
-		idle:               make(map[string][]*http1Conn),
+		Idle:               make(map[string][]*http1Conn),
 	}
 }
 
@@ -71,7 +71,7 @@ const checkIdleAfter = 100 * time.Millisecond
 // and writes at once.
 func longAgo() time.Time { return time.Unix(1, 0) }
 
-func (c *http1Client) RoundTrip(req *http.Request) (*http.Response, error) {
+func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !inCallerGoroutine(req) {
 		return c.fallback.RoundTrip(req)
 	}
@@ -136,7 +136,7 @@ func isReplayable(req *http.Request) bool {
 
 // conn returns an idle connection to req's endpoint, or a new one (always when
 // fresh), and tells the trace.
-func (c *http1Client) conn(ctx context.Context, req *http.Request, fresh bool, trace *httptrace.ClientTrace) (*http1Conn, error) {
+func (c *HTTP1Client) conn(ctx context.Context, req *http.Request, fresh bool, trace *httptrace.ClientTrace) (*http1Conn, error) {
 	addr := req.URL.Host
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(addr)
@@ -168,24 +168,24 @@ func (c *http1Client) conn(ctx context.Context, req *http.Request, fresh bool, t
 
 // takeIdle pops the most recently used idle connection to addr that is still
 // open, as far as a system call tells for those idle for checkAfter or more.
-func (c *http1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn {
+func (c *HTTP1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn {
 	for {
-		c.mu.Lock()
-		conns := c.idle[addr]
+		c.Mu.Lock()
+		conns := c.Idle[addr]
 		n := len(conns)
 		if n == 0 {
-			c.mu.Unlock()
+			c.Mu.Unlock()
 			return nil
 		}
 		pc := conns[n-1]
 		conns[n-1] = nil
 		if n == 1 {
-			delete(c.idle, addr)
+			delete(c.Idle, addr)
 		} else {
-			c.idle[addr] = conns[:n-1]
+			c.Idle[addr] = conns[:n-1]
 		}
 		pc.idle = false
-		c.mu.Unlock()
+		c.Mu.Unlock()
 		// Without a read goroutine watching idle connections, one the server
 		// closed (or wrote to unasked) is only found out here, or by the request
 		// failing on it.
@@ -199,15 +199,15 @@ func (c *http1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn
 
 // put returns a connection to its endpoint's pool, or closes it when the pool
 // is full.
-func (c *http1Client) put(pc *http1Conn) {
-	c.mu.Lock()
-	conns := c.idle[pc.addr]
+func (c *HTTP1Client) put(pc *http1Conn) {
+	c.Mu.Lock()
+	conns := c.Idle[pc.addr]
 	if len(conns) >= c.maxIdlePerEndpoint {
-		c.mu.Unlock()
+		c.Mu.Unlock()
 		pc.close()
 		return
 	}
-	c.idle[pc.addr] = append(conns, pc)
+	c.Idle[pc.addr] = append(conns, pc)
 	pc.idle = true
 	pc.idleSince = time.Now()
 	if pc.idleTimer == nil {
@@ -215,7 +215,7 @@ func (c *http1Client) put(pc *http1Conn) {
 	} else {
 		pc.idleTimer.Reset(c.idleTimeout)
 	}
-	c.mu.Unlock()
+	c.Mu.Unlock()
 }
 
 // closeIfIdle closes a connection idle for the idle timeout. The timer is only
@@ -223,19 +223,19 @@ func (c *http1Client) put(pc *http1Conn) {
 // fires stays open.
 func (pc *http1Conn) closeIfIdle() {
 	c := pc.client
-	c.mu.Lock()
+	c.Mu.Lock()
 	if !pc.idle {
-		c.mu.Unlock()
+		c.Mu.Unlock()
 		return
 	}
 	c.removeIdleLocked(pc)
-	c.mu.Unlock()
+	c.Mu.Unlock()
 	pc.close()
 }
 
-func (c *http1Client) removeIdleLocked(pc *http1Conn) {
+func (c *HTTP1Client) removeIdleLocked(pc *http1Conn) {
 	pc.idle = false
-	conns := c.idle[pc.addr]
+	conns := c.Idle[pc.addr]
 	for i, other := range conns {
 		if other == pc {
 			conns = append(conns[:i], conns[i+1:]...)
@@ -244,24 +244,24 @@ func (c *http1Client) removeIdleLocked(pc *http1Conn) {
 		}
 	}
 	if len(conns) == 0 {
-		delete(c.idle, pc.addr)
+		delete(c.Idle, pc.addr)
 		return
 	}
-	c.idle[pc.addr] = conns
+	c.Idle[pc.addr] = conns
 }
 
 // CloseIdleConnections closes the pooled connections of both paths;
 // connections in use are pooled again when their exchange ends.
-func (c *http1Client) CloseIdleConnections() {
-	c.mu.Lock()
-	idle := c.idle
-	c.idle = make(map[string][]*http1Conn)
+func (c *HTTP1Client) CloseIdleConnections() {
+	c.Mu.Lock()
+	idle := c.Idle
+	c.Idle = make(map[string][]*http1Conn)
 	for _, conns := range idle {
 		for _, pc := range conns {
 			pc.idle = false
 		}
 	}
-	c.mu.Unlock()
+	c.Mu.Unlock()
 	for _, conns := range idle {
 		for _, pc := range conns {
 			pc.close()
@@ -273,7 +273,7 @@ func (c *http1Client) CloseIdleConnections() {
 // http1Conn is a pooled upstream connection. Only the goroutine that took it
 // from the pool (or dialled it) uses it, until it is pooled again.
 type http1Conn struct {
-	client *http1Client
+	client *HTTP1Client
 	addr   string
 	conn   net.Conn
 	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
@@ -292,7 +292,7 @@ type http1Conn struct {
 	idleTimer *time.Timer
 }
 
-func newHTTP1Conn(c *http1Client, addr string, conn net.Conn) *http1Conn {
+func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 	pc := &http1Conn{client: c, addr: addr, conn: conn, readLimit: math.MaxInt64}
 	pc.br = bufio.NewReaderSize(pc, http1BufferSize)
 	pc.bw = bufio.NewWriterSize(conn, http1BufferSize)

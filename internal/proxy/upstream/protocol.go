@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -23,7 +24,7 @@ import (
 // The keys typed_extension_protocol_options accepts for HttpProtocolOptions:
 // its type name and its extension name.
 const (
-	httpProtocolOptionsKey     = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+	HTTPProtocolOptionsKey     = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 	httpProtocolOptionsExtName = "envoy.upstreams.http.http_protocol_options"
 )
 
@@ -36,30 +37,30 @@ type upstreamProtocol int
 
 const (
 	protoHTTP1 upstreamProtocol = iota
-	protoHTTP2
+	ProtoHTTP2
 )
 
 func (p upstreamProtocol) String() string {
-	if p == protoHTTP2 {
+	if p == ProtoHTTP2 {
 		return "HTTP/2"
 	}
 	return "HTTP/1.1"
 }
 
-// protocolSpec is a cluster's validated HttpProtocolOptions.
-type protocolSpec struct {
-	protocol    upstreamProtocol
-	idleTimeout time.Duration // 0 disables it (with hasIdleTimeout)
+// ProtocolSpec is a cluster's validated HttpProtocolOptions.
+type ProtocolSpec struct {
+	Protocol    upstreamProtocol
+	IdleTimeout time.Duration // 0 disables it (with hasIdleTimeout)
 	// hasIdleTimeout: common_http_protocol_options.idle_timeout is set.
-	hasIdleTimeout bool
+	HasIdleTimeout bool
 }
 
 // convertProtocolOptions reads typed_extension_protocol_options.
-func convertProtocolOptions(c *clusterv3.Cluster) (protocolSpec, error) {
-	var spec protocolSpec
+func convertProtocolOptions(c *clusterv3.Cluster) (ProtocolSpec, error) {
+	var spec ProtocolSpec
 	for key, a := range c.GetTypedExtensionProtocolOptions() {
-		if key != httpProtocolOptionsKey && key != httpProtocolOptionsExtName {
-			return spec, fmt.Errorf("typed_extension_protocol_options %q is not supported (only %s)", key, httpProtocolOptionsKey)
+		if key != HTTPProtocolOptionsKey && key != httpProtocolOptionsExtName {
+			return spec, fmt.Errorf("typed_extension_protocol_options %q is not supported (only %s)", key, HTTPProtocolOptionsKey)
 		}
 		var o httpv3.HttpProtocolOptions
 		if !a.MessageIs(&o) {
@@ -78,17 +79,17 @@ func convertProtocolOptions(c *clusterv3.Cluster) (protocolSpec, error) {
 	return spec, nil
 }
 
-func (s *protocolSpec) set(o *httpv3.HttpProtocolOptions) error {
-	if err := unsupported(
-		field{"upstream_http_protocol_options", o.GetUpstreamHttpProtocolOptions() != nil},
-		field{"http_filters", len(o.GetHttpFilters()) > 0},
-		field{"header_validation_config", o.GetHeaderValidationConfig() != nil},
-		field{"outlier_detection", o.GetOutlierDetection() != nil},
-		field{"request_mirror_policies", len(o.GetRequestMirrorPolicies()) > 0},
-		field{"hash_policy", len(o.GetHashPolicy()) > 0},
-		field{"retry_policy", o.GetRetryPolicy() != nil},
-		field{"use_downstream_protocol_config", o.GetUseDownstreamProtocolConfig() != nil},
-		field{"auto_config", o.GetAutoConfig() != nil},
+func (s *ProtocolSpec) set(o *httpv3.HttpProtocolOptions) error {
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("upstream_http_protocol_options", o.GetUpstreamHttpProtocolOptions() != nil),
+		xdsconv.Set("http_filters", len(o.GetHttpFilters()) > 0),
+		xdsconv.Set("header_validation_config", o.GetHeaderValidationConfig() != nil),
+		xdsconv.Set("outlier_detection", o.GetOutlierDetection() != nil),
+		xdsconv.Set("request_mirror_policies", len(o.GetRequestMirrorPolicies()) > 0),
+		xdsconv.Set("hash_policy", len(o.GetHashPolicy()) > 0),
+		xdsconv.Set("retry_policy", o.GetRetryPolicy() != nil),
+		xdsconv.Set("use_downstream_protocol_config", o.GetUseDownstreamProtocolConfig() != nil),
+		xdsconv.Set("auto_config", o.GetAutoConfig() != nil),
 	); err != nil {
 		return err
 	}
@@ -98,31 +99,31 @@ func (s *protocolSpec) set(o *httpv3.HttpProtocolOptions) error {
 			if !proto.Equal(e.GetHttpProtocolOptions(), &corev3.Http1ProtocolOptions{}) {
 				return errors.New("explicit_http_config.http_protocol_options: only an empty Http1ProtocolOptions is supported")
 			}
-			s.protocol = protoHTTP1
+			s.Protocol = protoHTTP1
 		case e.GetHttp2ProtocolOptions() != nil:
 			if !proto.Equal(e.GetHttp2ProtocolOptions(), &corev3.Http2ProtocolOptions{}) {
 				return errors.New("explicit_http_config.http2_protocol_options: only an empty Http2ProtocolOptions is supported")
 			}
-			s.protocol = protoHTTP2
+			s.Protocol = ProtoHTTP2
 		default:
 			return errors.New("explicit_http_config: only http_protocol_options and http2_protocol_options are supported")
 		}
 	}
 	if co := o.GetCommonHttpProtocolOptions(); co != nil {
-		if err := unsupported(
-			field{"common_http_protocol_options.max_connection_duration", co.GetMaxConnectionDuration() != nil},
-			field{"common_http_protocol_options.max_connection_duration_jitter", co.GetMaxConnectionDurationJitter() != nil},
-			field{"common_http_protocol_options.max_headers_count", co.GetMaxHeadersCount() != nil},
-			field{"common_http_protocol_options.max_response_headers_kb", co.GetMaxResponseHeadersKb() != nil},
-			field{"common_http_protocol_options.max_stream_duration", co.GetMaxStreamDuration() != nil},
-			field{"common_http_protocol_options.headers_with_underscores_action " + co.GetHeadersWithUnderscoresAction().String(),
-				co.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW},
-			field{"common_http_protocol_options.max_requests_per_connection", co.GetMaxRequestsPerConnection() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("common_http_protocol_options.max_connection_duration", co.GetMaxConnectionDuration() != nil),
+			xdsconv.Set("common_http_protocol_options.max_connection_duration_jitter", co.GetMaxConnectionDurationJitter() != nil),
+			xdsconv.Set("common_http_protocol_options.max_headers_count", co.GetMaxHeadersCount() != nil),
+			xdsconv.Set("common_http_protocol_options.max_response_headers_kb", co.GetMaxResponseHeadersKb() != nil),
+			xdsconv.Set("common_http_protocol_options.max_stream_duration", co.GetMaxStreamDuration() != nil),
+			xdsconv.Set("common_http_protocol_options.headers_with_underscores_action "+co.GetHeadersWithUnderscoresAction().String(),
+				co.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW),
+			xdsconv.Set("common_http_protocol_options.max_requests_per_connection", co.GetMaxRequestsPerConnection() != nil),
 		); err != nil {
 			return err
 		}
 		if d := co.GetIdleTimeout(); d != nil {
-			s.idleTimeout, s.hasIdleTimeout = d.AsDuration(), true
+			s.IdleTimeout, s.HasIdleTimeout = d.AsDuration(), true
 		}
 	}
 	return nil
@@ -136,7 +137,7 @@ func checkProtocolALPN(p upstreamProtocol, tlsSpec *upstreamTLSSpec) error {
 		return nil
 	}
 	switch p {
-	case protoHTTP2:
+	case ProtoHTTP2:
 		if len(tlsSpec.alpn) != 1 || tlsSpec.alpn[0] != "h2" {
 			return fmt.Errorf("HTTP/2 over TLS needs alpn_protocols [\"h2\"], got %q", tlsSpec.alpn)
 		}
@@ -160,22 +161,22 @@ type transportKey struct {
 
 // needsOwnTransport reports whether a cluster cannot use the shared HTTP/1.1
 // clear-text transport.
-func (s *clusterSpec) needsOwnTransport() bool {
-	return s.tls != nil || s.protocol.protocol != protoHTTP1 || s.protocol.hasIdleTimeout
+func (s *ClusterSpec) needsOwnTransport() bool {
+	return s.TLS != nil || s.Protocol.Protocol != protoHTTP1 || s.Protocol.HasIdleTimeout
 }
 
-func (s *clusterSpec) transportKey() transportKey {
-	k := transportKey{protocol: s.protocol.protocol, idleTimeout: defaultUpstreamIdleTimeout}
-	if s.tls != nil {
-		k.tls = s.tls.key
+func (s *ClusterSpec) transportKey() transportKey {
+	k := transportKey{protocol: s.Protocol.Protocol, idleTimeout: defaultUpstreamIdleTimeout}
+	if s.TLS != nil {
+		k.tls = s.TLS.key
 	}
-	if s.protocol.hasIdleTimeout {
-		k.idleTimeout = s.protocol.idleTimeout
+	if s.Protocol.HasIdleTimeout {
+		k.idleTimeout = s.Protocol.IdleTimeout
 	}
 	return k
 }
 
-// clusterTransport is a cluster's own transport, kept in its clusterState.
+// clusterTransport is a cluster's own transport, kept in its ClusterState.
 type clusterTransport struct {
 	key transportKey
 	rt  *http.Transport
@@ -206,36 +207,36 @@ func newClusterTransport(key transportKey) *clusterTransport {
 		protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 	}
 	if key.tls != "" {
-		requireH2 := key.protocol == protoHTTP2
+		requireH2 := key.protocol == ProtoHTTP2
 		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			t := targetFrom(ctx)
-			if t == nil || t.cluster.tls == nil {
+			c := clusterFrom(ctx)
+			if c == nil || c.TLS == nil {
 				return nil, errors.New("no upstream TLS settings for this connection")
 			}
-			return dialTLS(ctx, t.cluster.dialer, addr, t.cluster.tls, requireH2)
+			return DialTLS(ctx, c.Dialer, addr, c.TLS, requireH2)
 		}
 	}
 	return &clusterTransport{key: key, rt: tr}
 }
 
-// transportFor returns the cluster's transport for spec, reusing the current
+// TransportFor returns the cluster's transport for spec, reusing the current
 // one while its settings are unchanged; nil when the shared transport serves
 // the cluster. A replaced transport's idle connections are closed; those in
 // use finish their requests. Called by the ADS goroutine only.
-func (cs *clusterState) transportFor(spec *clusterSpec) *http.Transport {
+func (cs *ClusterState) TransportFor(spec *ClusterSpec) *http.Transport {
 	if !spec.needsOwnTransport() {
-		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
-			cs.transport = nil
+		if cs.Transport != nil {
+			cs.Transport.rt.CloseIdleConnections()
+			cs.Transport = nil
 		}
 		return nil
 	}
 	key := spec.transportKey()
-	if cs.transport == nil || cs.transport.key != key {
-		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
+	if cs.Transport == nil || cs.Transport.key != key {
+		if cs.Transport != nil {
+			cs.Transport.rt.CloseIdleConnections()
 		}
-		cs.transport = newClusterTransport(key)
+		cs.Transport = newClusterTransport(key)
 	}
-	return cs.transport.rt
+	return cs.Transport.rt
 }

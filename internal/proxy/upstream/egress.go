@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -50,8 +50,8 @@ const (
 	numEgressReasons
 )
 
-// label is the reason label of portico_proxy_upstream_destinations_refused_total.
-func (r egressReason) label() string {
+// Label is the reason label of portico_proxy_upstream_destinations_refused_total.
+func (r egressReason) Label() string {
 	return [...]string{"", "loopback", "link_local", "unspecified", "own_address"}[r]
 }
 
@@ -66,16 +66,16 @@ func (r egressReason) String() string {
 	}[r]
 }
 
-// destinationRefusedError is a connection the proxy would not make. It is a
+// DestinationRefusedError is a connection the proxy would not make. It is a
 // connect failure (wrapped in a dial *net.OpError) for retries, outlier
 // detection and the connect failure counter.
-type destinationRefusedError struct {
+type DestinationRefusedError struct {
 	addr   string // the address the connection was for, after resolution
-	reason egressReason
+	Reason egressReason
 }
 
-func (e *destinationRefusedError) Error() string {
-	return "destination " + e.addr + " refused: " + e.reason.String()
+func (e *DestinationRefusedError) Error() string {
+	return "destination " + e.addr + " refused: " + e.Reason.String()
 }
 
 // localAddrsMaxAge is how long the list of this host's addresses is trusted
@@ -85,17 +85,17 @@ func (e *destinationRefusedError) Error() string {
 // interfaces costs a netlink dump.
 const localAddrsMaxAge = time.Second
 
-// refusalLogEvery is how often a refusal of one cluster and address is logged;
+// RefusalLogEvery is how often a refusal of one cluster and address is logged;
 // the line says how many went unlogged since.
-const refusalLogEvery = 10 * time.Second
+const RefusalLogEvery = 10 * time.Second
 
 // maxRefusalKeys bounds the cluster and address pairs whose last log line is
 // remembered; beyond, refusals share one rate limit.
 const maxRefusalKeys = 1024
 
-// egressGuard applies the egress rules to every upstream connection of the
+// EgressGuard applies the egress rules to every upstream connection of the
 // proxy: requests, TCP proxying and health checks.
-type egressGuard struct {
+type EgressGuard struct {
 	resolver *net.Resolver
 	// protected is replaced whole when the proxy's listeners or the process's
 	// servers change (refresh); dials read it without a lock.
@@ -108,39 +108,40 @@ type egressGuard struct {
 	log     refusalLog
 }
 
-func newEgressGuard(resolver *net.Resolver, m *metrics, log *slog.Logger) *egressGuard {
+// NewEgressGuard makes the guard; refused counts its refusals by reason.
+func NewEgressGuard(resolver *net.Resolver, refused *prometheus.CounterVec, log *slog.Logger) *EgressGuard {
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	g := &egressGuard{resolver: resolver, refused: m.destinationsRefused, log: refusalLog{log: log, every: refusalLogEvery, last: make(map[refusalKey]*refusalEntry)}}
+	g := &EgressGuard{resolver: resolver, refused: refused, log: refusalLog{log: log, every: RefusalLogEvery, last: make(map[refusalKey]*refusalEntry)}}
 	g.protected.Store(&protectedAddrs{})
 	g.local.read = net.InterfaceAddrs
 	return g
 }
 
-// endpointDialer connects to the endpoints of one cluster: its
+// EndpointDialer connects to the endpoints of one cluster: its
 // connect_timeout and dns_lookup_family, through the egress guard.
-type endpointDialer struct {
-	guard   *egressGuard
-	cluster string
-	timeout time.Duration
-	network string // "tcp", "tcp4" or "tcp6"
+type EndpointDialer struct {
+	Guard   *EgressGuard
+	Cluster string
+	Timeout time.Duration
+	Network string // "tcp", "tcp4" or "tcp6"
 	// byName: the endpoints are DNS names (STRICT_DNS, LOGICAL_DNS), whose
 	// answers must not be local.
-	byName bool
+	ByName bool
 }
 
-// dial connects to addr, an endpoint of the cluster.
-func (d endpointDialer) dial(ctx context.Context, addr string) (net.Conn, error) {
-	nd := net.Dialer{Timeout: d.timeout, KeepAlive: 30 * time.Second}
-	g := d.guard
+// Dial connects to addr, an endpoint of the cluster.
+func (d EndpointDialer) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	nd := net.Dialer{Timeout: d.Timeout, KeepAlive: 30 * time.Second}
+	g := d.Guard
 	if ap, err := netip.ParseAddrPort(addr); err == nil {
 		// A literal: nothing to resolve, the check is on the address dialled.
-		if r := g.check(ap, d.byName); r != egressAllowed {
-			refusal := g.refuse(d.cluster, addr, addr, r)
-			return nil, &net.OpError{Op: "dial", Net: d.network, Err: refusal}
+		if r := g.Check(ap, d.ByName); r != egressAllowed {
+			refusal := g.refuse(d.Cluster, addr, addr, r)
+			return nil, &net.OpError{Op: "dial", Net: d.Network, Err: refusal}
 		}
-		return nd.DialContext(ctx, d.network, addr)
+		return nd.DialContext(ctx, d.Network, addr)
 	}
 	nd.Resolver = g.resolver
 	nd.Control = func(_, address string, _ syscall.RawConn) error {
@@ -149,16 +150,16 @@ func (d endpointDialer) dial(ctx context.Context, addr string) (net.Conn, error)
 			// Go passes the IP and port it connects to; anything else is not connected to.
 			return fmt.Errorf("connecting to %q: not an IP address and port", address)
 		}
-		if r := g.check(ap, true); r != egressAllowed {
-			return g.refuse(d.cluster, addr, address, r)
+		if r := g.Check(ap, true); r != egressAllowed {
+			return g.refuse(d.Cluster, addr, address, r)
 		}
 		return nil
 	}
-	return nd.DialContext(ctx, d.network, addr)
+	return nd.DialContext(ctx, d.Network, addr)
 }
 
-// check returns why the proxy may not connect to ap, or egressAllowed.
-func (g *egressGuard) check(ap netip.AddrPort, byName bool) egressReason {
+// Check returns why the proxy may not connect to ap, or egressAllowed.
+func (g *EgressGuard) Check(ap netip.AddrPort, byName bool) egressReason {
 	ip := ap.Addr().Unmap().WithZone("")
 	if byName {
 		switch {
@@ -177,10 +178,10 @@ func (g *egressGuard) check(ap netip.AddrPort, byName bool) egressReason {
 }
 
 // refuse counts and logs a refused connection and returns its error.
-func (g *egressGuard) refuse(cluster, endpoint, addr string, r egressReason) error {
-	g.refused.WithLabelValues(r.label()).Inc()
+func (g *EgressGuard) refuse(cluster, endpoint, addr string, r egressReason) error {
+	g.refused.WithLabelValues(r.Label()).Inc()
 	g.log.note(cluster, endpoint, addr, r)
-	return &destinationRefusedError{addr: addr, reason: r}
+	return &DestinationRefusedError{addr: addr, Reason: r}
 }
 
 // protectedAddrs are the addresses no upstream connection may reach.
@@ -219,10 +220,10 @@ func (s *protectedAddrs) covers(ip netip.Addr, port uint16, local *localAddrs) b
 	return ip.IsLoopback() || local.has(ip) || local.unknown()
 }
 
-// refresh replaces the protected set with addrs (host:port, as bound or as
+// Refresh replaces the protected set with addrs (host:port, as bound or as
 // configured; a host name is resolved), unless they are the ones it was made
 // from. Port 0 (an address not bound yet) protects nothing.
-func (g *egressGuard) refresh(ctx context.Context, list func() []string) {
+func (g *EgressGuard) Refresh(ctx context.Context, list func() []string) {
 	// Listed under the lock: a refresh that listed earlier must not store
 	// after one that listed later.
 	g.refreshMu.Lock()
@@ -256,7 +257,7 @@ func (g *egressGuard) refresh(ctx context.Context, list func() []string) {
 
 // bindIPs are the addresses a listen address binds: "" is every address, a
 // name the addresses it resolves to (as net.Listen would bind the first).
-func (g *egressGuard) bindIPs(ctx context.Context, host string) []netip.Addr {
+func (g *EgressGuard) bindIPs(ctx context.Context, host string) []netip.Addr {
 	if host == "" {
 		return []netip.Addr{netip.IPv4Unspecified()}
 	}
@@ -399,31 +400,4 @@ func serviceOfCluster(cluster string) string {
 		return ""
 	}
 	return ns + "/" + name
-}
-
-// protectedAddrs lists what the proxy itself serves, its xDS server (never
-// a backend: through an h2c route it would hand out every certificate's key)
-// and what Config says the process serves, for the egress guard.
-func (p *Proxy) protectedAddrs() []string {
-	addrs := []string{p.cfg.XDSAddress}
-	if p.cfg.ProtectedAddrs != nil {
-		addrs = append(addrs, p.cfg.ProtectedAddrs()...)
-	}
-	p.mu.Lock()
-	for _, ll := range p.listeners {
-		addrs = append(addrs, ll.bindAddr, ll.ln.Addr().String())
-	}
-	for _, u := range p.unbound {
-		addrs = append(addrs, u.bindAddr)
-	}
-	p.mu.Unlock()
-	return addrs
-}
-
-// refreshEgress brings the egress guard's protected addresses up to date
-// when the listeners changed since the last time (or it never ran).
-func (p *Proxy) refreshEgress(ctx context.Context) {
-	if p.egressStale.Swap(false) {
-		p.egress.refresh(ctx, p.protectedAddrs)
-	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import "github.com/cespare/xxhash/v2"
 
@@ -6,8 +6,8 @@ import "github.com/cespare/xxhash/v2"
 // permutations: using the same function keeps the proxy's picks identical to Envoy's for
 // the same endpoints and requests.
 
-// xxHash64 returns XXH64 of b with the given seed.
-func xxHash64(b []byte, seed uint64) uint64 {
+// XXHash64 returns XXH64 of b with the given seed.
+func XXHash64(b []byte, seed uint64) uint64 {
 	if seed == 0 {
 		return xxhash.Sum64(b)
 	}
@@ -16,5 +16,5 @@ func xxHash64(b []byte, seed uint64) uint64 {
 	return d.Sum64()
 }
 
-// xxHash64String is xxHash64 of s with seed 0.
-func xxHash64String(s string) uint64 { return xxhash.Sum64String(s) }
+// XXHash64String is xxHash64 of s with seed 0.
+func XXHash64String(s string) uint64 { return xxhash.Sum64String(s) }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -33,14 +34,14 @@ const defaultMaxSessionKeys = 1
 
 // upstreamTLSSpec is a validated UpstreamTlsContext.
 type upstreamTLSSpec struct {
-	sni  string
+	SNI  string
 	alpn []string
-	// roots verify the server's chain; nil: the certificate is not verified.
-	roots *x509.CertPool
-	// sans are the exact SAN matchers; none: any verified certificate.
-	sans       []sanMatcher
-	minVersion uint16
-	maxVersion uint16
+	// Roots verify the server's chain; nil: the certificate is not verified.
+	Roots *x509.CertPool
+	// SANs are the exact SAN matchers; none: any verified certificate.
+	SANs       []sanMatcher
+	MinVersion uint16
+	MaxVersion uint16
 	// config is the client configuration of every connection (ServerName, ALPN,
 	// verification, session cache), built once.
 	config *tls.Config
@@ -52,38 +53,38 @@ type upstreamTLSSpec struct {
 func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	tc := ts.GetTypedConfig()
 	if tc == nil || !tc.MessageIs(&tlsv3.UpstreamTlsContext{}) {
-		return nil, fmt.Errorf("transport socket %q is not supported (only %s with an UpstreamTlsContext)", ts.GetName(), tlsTransportSocketName)
+		return nil, fmt.Errorf("transport socket %q is not supported (only %s with an UpstreamTlsContext)", ts.GetName(), xdsconv.TLSTransportSocketName)
 	}
 	var utc tlsv3.UpstreamTlsContext
 	if err := anypb.UnmarshalTo(tc, &utc, proto.UnmarshalOptions{}); err != nil {
 		return nil, fmt.Errorf("decode UpstreamTlsContext: %w", err)
 	}
 	// enforce_rsa_key_usage is deprecated and ignored by Envoy.
-	if err := unsupported(
-		field{"auto_host_sni", utc.GetAutoHostSni()},
-		field{"auto_sni_san_validation", utc.GetAutoSniSanValidation()},
-		field{"allow_renegotiation", utc.GetAllowRenegotiation()},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("auto_host_sni", utc.GetAutoHostSni()),
+		xdsconv.Set("auto_sni_san_validation", utc.GetAutoSniSanValidation()),
+		xdsconv.Set("allow_renegotiation", utc.GetAllowRenegotiation()),
 	); err != nil {
 		return nil, err
 	}
 	ctc := utc.GetCommonTlsContext()
-	if err := unsupported(
-		field{"tls_certificates (client certificates)", len(ctc.GetTlsCertificates()) > 0},
-		field{"tls_certificate_sds_secret_configs (client certificates)", len(ctc.GetTlsCertificateSdsSecretConfigs()) > 0},
-		field{"tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil},
-		field{"custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil},
-		field{"tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil},
-		field{"tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil},
-		field{"validation_context_sds_secret_config", ctc.GetValidationContextSdsSecretConfig() != nil},
-		field{"combined_validation_context", ctc.GetCombinedValidationContext() != nil},
-		field{"validation_context_certificate_provider", ctc.GetValidationContextCertificateProvider() != nil},
-		field{"validation_context_certificate_provider_instance", ctc.GetValidationContextCertificateProviderInstance() != nil},
-		field{"custom_handshaker", ctc.GetCustomHandshaker() != nil},
-		field{"key_log", ctc.GetKeyLog() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("tls_certificates (client certificates)", len(ctc.GetTlsCertificates()) > 0),
+		xdsconv.Set("tls_certificate_sds_secret_configs (client certificates)", len(ctc.GetTlsCertificateSdsSecretConfigs()) > 0),
+		xdsconv.Set("tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil),
+		xdsconv.Set("custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil),
+		xdsconv.Set("tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil),
+		xdsconv.Set("tls_certificate_certificate_provider_instance", ctc.GetTlsCertificateCertificateProviderInstance() != nil),
+		xdsconv.Set("validation_context_sds_secret_config", ctc.GetValidationContextSdsSecretConfig() != nil),
+		xdsconv.Set("combined_validation_context", ctc.GetCombinedValidationContext() != nil),
+		xdsconv.Set("validation_context_certificate_provider", ctc.GetValidationContextCertificateProvider() != nil),
+		xdsconv.Set("validation_context_certificate_provider_instance", ctc.GetValidationContextCertificateProviderInstance() != nil),
+		xdsconv.Set("custom_handshaker", ctc.GetCustomHandshaker() != nil),
+		xdsconv.Set("key_log", ctc.GetKeyLog() != nil),
 	); err != nil {
 		return nil, err
 	}
-	spec := &upstreamTLSSpec{sni: utc.GetSni()}
+	spec := &upstreamTLSSpec{SNI: utc.GetSni()}
 	for _, p := range ctc.GetAlpnProtocols() {
 		if p != "h2" && p != "http/1.1" {
 			return nil, fmt.Errorf("ALPN protocol %q is not supported", p)
@@ -91,7 +92,7 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
 	var err error
-	if spec.minVersion, spec.maxVersion, err = convertTLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
+	if spec.MinVersion, spec.MaxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
 		return nil, err
 	}
 	var caPEM []byte
@@ -105,10 +106,10 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		sessionKeys = int(n.GetValue())
 	}
 	spec.config = &tls.Config{
-		ServerName: spec.sni,
+		ServerName: spec.SNI,
 		NextProtos: spec.alpn,
-		MinVersion: spec.minVersion,
-		MaxVersion: spec.maxVersion,
+		MinVersion: spec.MinVersion,
+		MaxVersion: spec.MaxVersion,
 		// Verification is Envoy's, not Go's (which would also check the server
 		// name): see verify.
 		InsecureSkipVerify: true,
@@ -119,39 +120,39 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	}
 	sum := sha256.Sum256(caPEM)
 	spec.key = fmt.Sprintf("sni=%q alpn=%q ca=%s sans=%q v=%d-%d keys=%d",
-		spec.sni, spec.alpn, hex.EncodeToString(sum[:]), spec.sans, spec.minVersion, spec.maxVersion, sessionKeys)
+		spec.SNI, spec.alpn, hex.EncodeToString(sum[:]), spec.SANs, spec.MinVersion, spec.MaxVersion, sessionKeys)
 	return spec, nil
 }
 
 // setValidation honours trusted_ca and match_typed_subject_alt_names (DNS or
 // URI, exact), and returns the CA's PEM.
 func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) ([]byte, error) {
-	if err := unsupported(
-		field{"ca_certificate_provider_instance", vc.GetCaCertificateProviderInstance() != nil},
-		field{"system_root_certs", vc.GetSystemRootCerts() != nil},
-		field{"watched_directory", vc.GetWatchedDirectory() != nil},
-		field{"verify_certificate_spki", len(vc.GetVerifyCertificateSpki()) > 0},
-		field{"verify_certificate_hash", len(vc.GetVerifyCertificateHash()) > 0},
-		field{"match_subject_alt_names (deprecated; use match_typed_subject_alt_names)", len(vc.GetMatchSubjectAltNames()) > 0},
-		field{"require_signed_certificate_timestamp", vc.GetRequireSignedCertificateTimestamp().GetValue()},
-		field{"crl", vc.GetCrl() != nil},
-		field{"allow_expired_certificate", vc.GetAllowExpiredCertificate()},
-		field{"trust_chain_verification " + vc.GetTrustChainVerification().String(),
-			vc.GetTrustChainVerification() != tlsv3.CertificateValidationContext_VERIFY_TRUST_CHAIN},
-		field{"custom_validator_config", vc.GetCustomValidatorConfig() != nil},
-		field{"only_verify_leaf_cert_crl", vc.GetOnlyVerifyLeafCertCrl()},
-		field{"max_verify_depth", vc.GetMaxVerifyDepth() != nil},
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("ca_certificate_provider_instance", vc.GetCaCertificateProviderInstance() != nil),
+		xdsconv.Set("system_root_certs", vc.GetSystemRootCerts() != nil),
+		xdsconv.Set("watched_directory", vc.GetWatchedDirectory() != nil),
+		xdsconv.Set("verify_certificate_spki", len(vc.GetVerifyCertificateSpki()) > 0),
+		xdsconv.Set("verify_certificate_hash", len(vc.GetVerifyCertificateHash()) > 0),
+		xdsconv.Set("match_subject_alt_names (deprecated; use match_typed_subject_alt_names)", len(vc.GetMatchSubjectAltNames()) > 0),
+		xdsconv.Set("require_signed_certificate_timestamp", vc.GetRequireSignedCertificateTimestamp().GetValue()),
+		xdsconv.Set("crl", vc.GetCrl() != nil),
+		xdsconv.Set("allow_expired_certificate", vc.GetAllowExpiredCertificate()),
+		xdsconv.Set("trust_chain_verification "+vc.GetTrustChainVerification().String(),
+			vc.GetTrustChainVerification() != tlsv3.CertificateValidationContext_VERIFY_TRUST_CHAIN),
+		xdsconv.Set("custom_validator_config", vc.GetCustomValidatorConfig() != nil),
+		xdsconv.Set("only_verify_leaf_cert_crl", vc.GetOnlyVerifyLeafCertCrl()),
+		xdsconv.Set("max_verify_depth", vc.GetMaxVerifyDepth() != nil),
 	); err != nil {
 		return nil, err
 	}
 	var caPEM []byte
 	if ca := vc.GetTrustedCa(); ca != nil {
 		var err error
-		if caPEM, err = inlineData(ca); err != nil {
+		if caPEM, err = xdsconv.InlineData(ca); err != nil {
 			return nil, fmt.Errorf("trusted_ca: %w", err)
 		}
-		s.roots = x509.NewCertPool()
-		if !s.roots.AppendCertsFromPEM(caPEM) {
+		s.Roots = x509.NewCertPool()
+		if !s.Roots.AppendCertsFromPEM(caPEM) {
 			return nil, errors.New("trusted_ca: no PEM certificate")
 		}
 	}
@@ -160,9 +161,9 @@ func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) 
 		if err != nil {
 			return nil, fmt.Errorf("match_typed_subject_alt_names #%d: %w", i, err)
 		}
-		s.sans = append(s.sans, san)
+		s.SANs = append(s.SANs, san)
 	}
-	if len(s.sans) > 0 && s.roots == nil {
+	if len(s.SANs) > 0 && s.Roots == nil {
 		// Envoy refuses SAN matching without a trust anchor, which would be
 		// no verification at all.
 		return nil, errors.New("match_typed_subject_alt_names needs trusted_ca")
@@ -173,7 +174,7 @@ func (s *upstreamTLSSpec) setValidation(vc *tlsv3.CertificateValidationContext) 
 // verify is Envoy's verification of an upstream's certificate: the chain
 // against trusted_ca, then the SAN matchers. Without trusted_ca anything goes.
 func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
-	if s.roots == nil {
+	if s.Roots == nil {
 		return nil
 	}
 	if len(cs.PeerCertificates) == 0 {
@@ -181,7 +182,7 @@ func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
 	}
 	leaf := cs.PeerCertificates[0]
 	opts := x509.VerifyOptions{
-		Roots:         s.roots,
+		Roots:         s.Roots,
 		Intermediates: x509.NewCertPool(),
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
 	}
@@ -191,10 +192,10 @@ func (s *upstreamTLSSpec) verify(cs tls.ConnectionState) error {
 	if _, err := leaf.Verify(opts); err != nil {
 		return fmt.Errorf("certificate verify failed: %w", err)
 	}
-	if len(s.sans) == 0 || matchSANs(leaf, s.sans) {
+	if len(s.SANs) == 0 || matchSANs(leaf, s.SANs) {
 		return nil
 	}
-	return fmt.Errorf("certificate verify failed: no SAN of the certificate (DNS %q, URI %q) matches %v", leaf.DNSNames, uriSANs(leaf), s.sans)
+	return fmt.Errorf("certificate verify failed: no SAN of the certificate (DNS %q, URI %q) matches %v", leaf.DNSNames, uriSANs(leaf), s.SANs)
 }
 
 // sanMatcher is one entry of match_typed_subject_alt_names: an exact value
@@ -245,7 +246,7 @@ func matchSANs(leaf *x509.Certificate, matchers []sanMatcher) bool {
 	urisRead := false
 	for _, m := range matchers {
 		if !m.uri {
-			if slices.ContainsFunc(leaf.DNSNames, func(san string) bool { return dnsNameMatch(m.value, san) }) {
+			if slices.ContainsFunc(leaf.DNSNames, func(san string) bool { return DNSNameMatch(m.value, san) }) {
 				return true
 			}
 			continue
@@ -293,7 +294,7 @@ func uriSANs(cert *x509.Certificate) []string {
 
 // dnsNameMatch is Envoy's DNS SAN comparison for an exact matcher: equal
 // case-insensitively, or a "*.suffix" SAN covering exactly one more label.
-func dnsNameMatch(name, san string) bool {
+func DNSNameMatch(name, san string) bool {
 	name, san = strings.ToLower(name), strings.ToLower(san)
 	if name == san {
 		return true
@@ -307,29 +308,29 @@ func dnsNameMatch(name, san string) bool {
 
 // tlsHandshakeError is a failed TLS handshake with an upstream: a connect
 // failure, as in Envoy.
-type tlsHandshakeError struct{ err error }
+type TLSHandshakeError struct{ err error }
 
-func (e *tlsHandshakeError) Error() string { return "TLS error: " + e.err.Error() }
-func (e *tlsHandshakeError) Unwrap() error { return e.err }
+func (e *TLSHandshakeError) Error() string { return "TLS error: " + e.err.Error() }
+func (e *TLSHandshakeError) Unwrap() error { return e.err }
 
-// dialTLS connects to addr and completes the TLS handshake of the cluster's
+// DialTLS connects to addr and completes the TLS handshake of the cluster's
 // transport socket; connect_timeout bounds both, as Envoy's connect timer
 // only stops once the handshake is done. A handshake failure is reported as a
 // dial error (a connect failure for retries, outlier detection and metrics).
-func dialTLS(ctx context.Context, d endpointDialer, addr string, spec *upstreamTLSSpec, requireH2 bool) (net.Conn, error) {
-	if d.timeout > 0 {
+func DialTLS(ctx context.Context, d EndpointDialer, addr string, spec *upstreamTLSSpec, requireH2 bool) (net.Conn, error) {
+	if d.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.timeout)
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	conn, err := d.dial(ctx, addr)
+	conn, err := d.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	tc := tls.Client(conn, spec.config)
 	fail := func(err error) (net.Conn, error) {
 		_ = conn.Close()
-		return nil, &net.OpError{Op: "dial", Net: d.network, Addr: conn.RemoteAddr(), Err: &tlsHandshakeError{err}}
+		return nil, &net.OpError{Op: "dial", Net: d.Network, Addr: conn.RemoteAddr(), Err: &TLSHandshakeError{err}}
 	}
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fail(err)

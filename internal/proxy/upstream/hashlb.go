@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"math"
@@ -45,7 +45,7 @@ func newHashRing(hosts []string, minRingSize uint64) *hashRing {
 		target += perHost
 		prefix := host + "_"
 		for j := 0; current < target; j++ {
-			r.points = append(r.points, ringPoint{hash: xxHash64String(prefix + strconv.Itoa(j)), host: i})
+			r.points = append(r.points, ringPoint{hash: XXHash64String(prefix + strconv.Itoa(j)), host: i})
 			current++
 		}
 	}
@@ -96,8 +96,8 @@ func newMaglevTable(hosts []string, size uint64) *maglevTable {
 	skip := make([]uint64, n)
 	next := make([]uint64, n)
 	for i, h := range order {
-		offset[i] = xxHash64([]byte(hosts[h]), 0) % size
-		skip[i] = xxHash64([]byte(hosts[h]), 1)%(size-1) + 1
+		offset[i] = XXHash64([]byte(hosts[h]), 0) % size
+		skip[i] = XXHash64([]byte(hosts[h]), 1)%(size-1) + 1
 	}
 	for filled := uint64(0); filled < size; {
 		for i := 0; i < n && filled < size; i++ {

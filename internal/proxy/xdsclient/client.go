@@ -1,4 +1,11 @@
-package proxy
+// Package xdsclient is the embedded proxy's side of the xDS protocol: one
+// incremental (delta) ADS stream with wildcard subscriptions to every type
+// the proxy serves, ACKs and NACKs (a NACK names the resource and the field
+// at fault), the versions in force kept across reconnects, reconnects with
+// jittered backoff, and the Node metadata by which the proxy says what it
+// serves. What the resources mean is not its business: it hands each
+// response to a Sink (package proxy), whose error is the NACK.
+package xdsclient
 
 import (
 	"context"
@@ -7,10 +14,12 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,7 +29,7 @@ import (
 const (
 	// maxXDSMessageBytes bounds one DiscoveryResponse. gRPC's 4 MiB default is
 	// too small for a cluster with many Ingresses and certificates.
-	maxXDSMessageBytes = 64 << 20
+	MaxMessageBytes = 64 << 20
 
 	reconnectBackoffMin = 100 * time.Millisecond
 	reconnectBackoffMax = 5 * time.Second
@@ -33,56 +42,56 @@ const (
 // before its resource can arrive.
 const wildcard = "*"
 
-// vhdsMetadataKey is the Node metadata field (a bool) by which the proxy asks
+// VHDSMetadataKey is the Node metadata field (a bool) by which the proxy asks
 // the server for VHDS: route configuration ingress_http without its virtual
 // hosts, which come as VirtualHost resources, one per host, so that a one-host
 // edit sends that host and not the whole configuration. The server has its
 // own copy of the key (internal/xds/server); a server that knows no VHDS
 // ignores it and sends the virtual hosts inline, which the proxy takes too.
-const vhdsMetadataKey = "portico.io/vhds"
+const VHDSMetadataKey = "portico.io/vhds"
 
 // The Node metadata fields by which the proxy says which listeners it serves (the
 // server's own copies, with their meaning, are in internal/xds/server/scope.go).
 const (
-	gatewayMetadataKey      = "portico.io/gateway"
-	allListenersMetadataKey = "portico.io/all-listeners"
+	GatewayMetadataKey      = "portico.io/gateway"
+	AllListenersMetadataKey = "portico.io/all-listeners"
 )
 
-// nodeMetadata is what the proxy tells the server about itself: it takes VHDS, and
-// which listeners it serves.
-func (p *Proxy) nodeMetadata() *structpb.Struct {
-	md := &structpb.Struct{Fields: map[string]*structpb.Value{vhdsMetadataKey: structpb.NewBoolValue(true)}}
+// NodeMetadata is what the proxy tells the server about itself: it takes VHDS, and
+// which listeners it serves (all of them, or a Gateway's).
+func NodeMetadata(allListeners bool, gateway string) *structpb.Struct {
+	md := &structpb.Struct{Fields: map[string]*structpb.Value{VHDSMetadataKey: structpb.NewBoolValue(true)}}
 	switch {
-	case p.cfg.AllListeners:
-		md.Fields[allListenersMetadataKey] = structpb.NewBoolValue(true)
-	case p.cfg.Gateway != "":
-		md.Fields[gatewayMetadataKey] = structpb.NewStringValue(p.cfg.Gateway)
+	case allListeners:
+		md.Fields[AllListenersMetadataKey] = structpb.NewBoolValue(true)
+	case gateway != "":
+		md.Fields[GatewayMetadataKey] = structpb.NewStringValue(gateway)
 	}
 	return md
 }
 
-// configSink receives validated xDS resources. Implemented by *Proxy; an
+// Sink receives validated xDS resources. Package proxy implements it; an
 // interface so that the protocol handling here does not depend on how
 // resources are compiled.
-type configSink interface {
-	// decode checks every resource of a response; a non-nil error is the
+type Sink interface {
+	// Decode checks every resource of a response; a non-nil error is the
 	// NACK reason and must name the resource and the problem.
 	// removed are the names the response removes.
-	decode(typeURL string, resources []*discoveryv3.Resource, removed []string) (map[string]any, error)
-	// accept stores an accepted delta (updated resources by name, and the names
+	Decode(typeURL string, resources []*discoveryv3.Resource, removed []string) (map[string]any, error)
+	// Accept stores an accepted delta (updated resources by name, and the names
 	// removed) and applies the resulting configuration if complete.
-	accept(ctx context.Context, typeURL, version string, updated map[string]any, removed []string)
-	// rejected reports a NACK, for metrics.
-	rejected(typeURL string)
+	Accept(ctx context.Context, typeURL, version string, updated map[string]any, removed []string)
+	// Rejected reports a NACK, for metrics.
+	Rejected(typeURL string)
 }
 
-// adsClient runs the incremental (delta) aggregated discovery stream,
+// Client runs the incremental (delta) aggregated discovery stream,
 // reconnecting with backoff.
-type adsClient struct {
+type Client struct {
 	client discoveryv3.AggregatedDiscoveryServiceClient
 	node   *corev3.Node
 	log    *slog.Logger
-	sink   configSink
+	sink   Sink
 
 	// known holds, per type, the version of every resource in force. It
 	// survives reconnects: a new stream sends it as initial_resource_versions,
@@ -91,8 +100,8 @@ type adsClient struct {
 	known map[string]map[string]string
 }
 
-func newADSClient(conn grpc.ClientConnInterface, nodeID string, metadata *structpb.Struct, log *slog.Logger, sink configSink) *adsClient {
-	return &adsClient{
+func NewClient(conn grpc.ClientConnInterface, nodeID string, metadata *structpb.Struct, log *slog.Logger, sink Sink) *Client {
+	return &Client{
 		client: discoveryv3.NewAggregatedDiscoveryServiceClient(conn),
 		node: &corev3.Node{
 			Id:            nodeID,
@@ -106,9 +115,9 @@ func newADSClient(conn grpc.ClientConnInterface, nodeID string, metadata *struct
 	}
 }
 
-// run keeps a stream open until ctx is done. The last applied configuration
+// Run keeps a stream open until ctx is done. The last applied configuration
 // keeps being served while the server is unreachable.
-func (c *adsClient) run(ctx context.Context) {
+func (c *Client) Run(ctx context.Context) {
 	backoff := reconnectBackoffMin
 	for {
 		gotResponse, err := c.runStream(ctx)
@@ -119,8 +128,12 @@ func (c *adsClient) run(ctx context.Context) {
 			backoff = reconnectBackoffMin
 		}
 		c.log.Warn("xDS stream ended; reconnecting", "error", err, "backoff", backoff)
-		if !sleepCtx(ctx, jitter(backoff)) {
+		wait := time.NewTimer(jitter(backoff))
+		select {
+		case <-ctx.Done():
+			wait.Stop()
 			return
+		case <-wait.C:
 		}
 		backoff = min(backoff*2, reconnectBackoffMax)
 	}
@@ -128,7 +141,7 @@ func (c *adsClient) run(ctx context.Context) {
 
 type deltaStream = discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 
-func (c *adsClient) runStream(ctx context.Context) (gotResponse bool, err error) {
+func (c *Client) runStream(ctx context.Context) (gotResponse bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -136,7 +149,7 @@ func (c *adsClient) runStream(ctx context.Context) (gotResponse bool, err error)
 	if err != nil {
 		return false, fmt.Errorf("open stream: %w", err)
 	}
-	for i, typeURL := range subscribedTypes {
+	for i, typeURL := range SubscribedTypes {
 		req := &discoveryv3.DeltaDiscoveryRequest{
 			TypeUrl:                 typeURL,
 			ResourceNamesSubscribe:  []string{wildcard},
@@ -146,7 +159,7 @@ func (c *adsClient) runStream(ctx context.Context) (gotResponse bool, err error)
 			req.Node = c.node // the server keeps the first request's node for the stream
 		}
 		if err := stream.Send(req); err != nil {
-			return false, fmt.Errorf("send initial %s request: %w", shortTypeName(typeURL), err)
+			return false, fmt.Errorf("send initial %s request: %w", ShortTypeName(typeURL), err)
 		}
 	}
 	c.log.Info("xDS stream open")
@@ -169,15 +182,15 @@ func (c *adsClient) runStream(ctx context.Context) (gotResponse bool, err error)
 // handleResponse validates one response, applies it if valid, then ACKs it, or
 // NACKs it naming the resource at fault. A NACK rejects the whole response: the
 // versions of its resources that were in force stay in force.
-func (c *adsClient) handleResponse(ctx context.Context, stream deltaStream, resp *discoveryv3.DeltaDiscoveryResponse) error {
+func (c *Client) handleResponse(ctx context.Context, stream deltaStream, resp *discoveryv3.DeltaDiscoveryResponse) error {
 	typeURL := resp.GetTypeUrl()
-	log := c.log.With("type", shortTypeName(typeURL), "version", resp.GetSystemVersionInfo(),
+	log := c.log.With("type", ShortTypeName(typeURL), "version", resp.GetSystemVersionInfo(),
 		"resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
 	reply := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResponseNonce: resp.GetNonce()}
 
-	decoded, err := c.sink.decode(typeURL, resp.GetResources(), resp.GetRemovedResources())
+	decoded, err := c.sink.Decode(typeURL, resp.GetResources(), resp.GetRemovedResources())
 	if err != nil {
-		c.sink.rejected(typeURL)
+		c.sink.Rejected(typeURL)
 		reply.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
 		log.Warn("NACK: rejected xDS response; previous resources stay in force", "error", err)
 		return send(stream, reply)
@@ -185,13 +198,13 @@ func (c *adsClient) handleResponse(ctx context.Context, stream deltaStream, resp
 	c.remember(typeURL, resp)
 	// Applied before the ACK, as Envoy does: an ACK means the configuration is in
 	// force (or waiting for the resources it references).
-	c.sink.accept(ctx, typeURL, resp.GetSystemVersionInfo(), decoded, resp.GetRemovedResources())
+	c.sink.Accept(ctx, typeURL, resp.GetSystemVersionInfo(), decoded, resp.GetRemovedResources())
 	log.Debug("ACK")
 	return send(stream, reply)
 }
 
 // remember records the versions now in force after resp.
-func (c *adsClient) remember(typeURL string, resp *discoveryv3.DeltaDiscoveryResponse) {
+func (c *Client) remember(typeURL string, resp *discoveryv3.DeltaDiscoveryResponse) {
 	known := c.known[typeURL]
 	if known == nil {
 		known = make(map[string]string, len(resp.GetResources()))
@@ -207,7 +220,7 @@ func (c *adsClient) remember(typeURL string, resp *discoveryv3.DeltaDiscoveryRes
 
 func send(stream deltaStream, req *discoveryv3.DeltaDiscoveryRequest) error {
 	if err := stream.Send(req); err != nil {
-		return fmt.Errorf("send %s request: %w", shortTypeName(req.GetTypeUrl()), err)
+		return fmt.Errorf("send %s request: %w", ShortTypeName(req.GetTypeUrl()), err)
 	}
 	return nil
 }
@@ -217,14 +230,19 @@ func jitter(d time.Duration) time.Duration {
 	return d + time.Duration((rand.Float64()*0.4-0.2)*float64(d))
 }
 
-// sleepCtx sleeps for d and reports whether ctx is still live.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+// SubscribedTypes are the types the proxy subscribes to, in the order Envoy
+// (and the snapshot cache) use for ADS: clusters and their endpoints before
+// listeners and their routes, then the routes' virtual hosts (VHDS), secrets
+// last.
+var SubscribedTypes = []string{
+	resourcev3.ClusterType,
+	resourcev3.EndpointType,
+	resourcev3.ListenerType,
+	resourcev3.RouteType,
+	resourcev3.VirtualHostType,
+	resourcev3.SecretType,
+}
+
+func ShortTypeName(typeURL string) string {
+	return typeURL[strings.LastIndex(typeURL, ".")+1:]
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // Load balancing: which endpoint of a cluster serves one attempt. Every
@@ -19,11 +20,11 @@ import (
 type lbPolicy int
 
 const (
-	lbRoundRobin lbPolicy = iota
-	lbLeastRequest
-	lbRandom
-	lbRingHash
-	lbMaglev
+	LBRoundRobin lbPolicy = iota
+	LBLeastRequest
+	LBRandom
+	LBRingHash
+	LBMaglev
 )
 
 const (
@@ -36,37 +37,37 @@ const (
 )
 
 // lbSpec is a cluster's validated load-balancing configuration.
-type lbSpec struct {
-	policy      lbPolicy
-	choiceCount int    // LEAST_REQUEST: endpoints sampled per pick
-	minRingSize uint64 // RING_HASH
-	maglevSize  uint64 // MAGLEV: a prime
-	// panicThreshold is common_lb_config.healthy_panic_threshold in percent:
+type LBSpec struct {
+	Policy      lbPolicy
+	ChoiceCount int    // LEAST_REQUEST: endpoints sampled per pick
+	MinRingSize uint64 // RING_HASH
+	MaglevSize  uint64 // MAGLEV: a prime
+	// PanicThreshold is common_lb_config.healthy_panic_threshold in percent:
 	// below it every endpoint gets traffic; 0 disables panic mode.
-	panicThreshold float64
+	PanicThreshold float64
 }
 
-// usesHash reports whether picks depend on the request's hash_policy.
-func (s lbSpec) usesHash() bool { return s.policy == lbRingHash || s.policy == lbMaglev }
+// UsesHash reports whether picks depend on the request's hash_policy.
+func (s LBSpec) UsesHash() bool { return s.Policy == LBRingHash || s.Policy == LBMaglev }
 
-func convertLB(c *clusterv3.Cluster) (lbSpec, error) {
-	spec := lbSpec{
-		choiceCount:    defaultChoiceCount,
-		minRingSize:    defaultMinRingSize,
-		maglevSize:     defaultMaglevSize,
-		panicThreshold: defaultPanicThreshold,
+func convertLB(c *clusterv3.Cluster) (LBSpec, error) {
+	spec := LBSpec{
+		ChoiceCount:    defaultChoiceCount,
+		MinRingSize:    defaultMinRingSize,
+		MaglevSize:     defaultMaglevSize,
+		PanicThreshold: defaultPanicThreshold,
 	}
 	switch p := c.GetLbPolicy(); p {
 	case clusterv3.Cluster_ROUND_ROBIN:
-		spec.policy = lbRoundRobin
+		spec.Policy = LBRoundRobin
 	case clusterv3.Cluster_LEAST_REQUEST:
-		spec.policy = lbLeastRequest
+		spec.Policy = LBLeastRequest
 	case clusterv3.Cluster_RANDOM:
-		spec.policy = lbRandom
+		spec.Policy = LBRandom
 	case clusterv3.Cluster_RING_HASH:
-		spec.policy = lbRingHash
+		spec.Policy = LBRingHash
 	case clusterv3.Cluster_MAGLEV:
-		spec.policy = lbMaglev
+		spec.Policy = LBMaglev
 	default:
 		return spec, fmt.Errorf("lb_policy %v is not supported (ROUND_ROBIN, LEAST_REQUEST, RANDOM, RING_HASH, MAGLEV)", p)
 	}
@@ -81,32 +82,32 @@ func convertLB(c *clusterv3.Cluster) (lbSpec, error) {
 
 // setPolicyConfig applies the lb_config that goes with the policy; a config
 // for another policy is refused rather than silently ignored.
-func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
+func (s *LBSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 	switch cfg := c.GetLbConfig().(type) {
 	case nil:
 		return nil
 	case *clusterv3.Cluster_LeastRequestLbConfig_:
 		lr := cfg.LeastRequestLbConfig
-		if s.policy != lbLeastRequest {
+		if s.Policy != LBLeastRequest {
 			return errors.New("least_request_lb_config needs lb_policy LEAST_REQUEST")
 		}
-		if err := unsupported(
-			field{"least_request_lb_config.active_request_bias", lr.GetActiveRequestBias() != nil},
-			field{"least_request_lb_config.slow_start_config", lr.GetSlowStartConfig() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("least_request_lb_config.active_request_bias", lr.GetActiveRequestBias() != nil),
+			xdsconv.Set("least_request_lb_config.slow_start_config", lr.GetSlowStartConfig() != nil),
 		); err != nil {
 			return err
 		}
 		if cc := lr.GetChoiceCount(); cc != nil {
-			s.choiceCount = int(cc.GetValue())
+			s.ChoiceCount = int(cc.GetValue())
 		}
 	case *clusterv3.Cluster_RingHashLbConfig_:
 		rh := cfg.RingHashLbConfig
-		if s.policy != lbRingHash {
+		if s.Policy != LBRingHash {
 			return errors.New("ring_hash_lb_config needs lb_policy RING_HASH")
 		}
-		if err := unsupported(
-			field{"ring_hash_lb_config.hash_function " + rh.GetHashFunction().String(), rh.GetHashFunction() != clusterv3.Cluster_RingHashLbConfig_XX_HASH},
-			field{"ring_hash_lb_config.maximum_ring_size", rh.GetMaximumRingSize() != nil},
+		if err := xdsconv.Unsupported(
+			xdsconv.Set("ring_hash_lb_config.hash_function "+rh.GetHashFunction().String(), rh.GetHashFunction() != clusterv3.Cluster_RingHashLbConfig_XX_HASH),
+			xdsconv.Set("ring_hash_lb_config.maximum_ring_size", rh.GetMaximumRingSize() != nil),
 		); err != nil {
 			return err
 		}
@@ -114,17 +115,17 @@ func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 			if m.GetValue() == 0 {
 				return errors.New("ring_hash_lb_config.minimum_ring_size must be positive")
 			}
-			s.minRingSize = m.GetValue()
+			s.MinRingSize = m.GetValue()
 		}
 	case *clusterv3.Cluster_MaglevLbConfig_:
-		if s.policy != lbMaglev {
+		if s.Policy != LBMaglev {
 			return errors.New("maglev_lb_config needs lb_policy MAGLEV")
 		}
 		if ts := cfg.MaglevLbConfig.GetTableSize(); ts != nil {
 			if !isPrime(ts.GetValue()) {
 				return fmt.Errorf("maglev_lb_config.table_size %d is not a prime number", ts.GetValue())
 			}
-			s.maglevSize = ts.GetValue()
+			s.MaglevSize = ts.GetValue()
 		}
 	default:
 		return fmt.Errorf("lb_config %T is not supported", cfg)
@@ -132,20 +133,20 @@ func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 	return nil
 }
 
-func (s *lbSpec) setCommonConfig(cc *clusterv3.Cluster_CommonLbConfig) error {
-	if err := unsupported(
-		field{"locality config (zone_aware_lb_config / locality_weighted_lb_config)", cc.GetLocalityConfigSpecifier() != nil},
-		field{"update_merge_window", cc.GetUpdateMergeWindow() != nil},
-		field{"ignore_new_hosts_until_first_hc", cc.GetIgnoreNewHostsUntilFirstHc()},
-		field{"close_connections_on_host_set_change", cc.GetCloseConnectionsOnHostSetChange()},
-		field{"consistent_hashing_lb_config", cc.GetConsistentHashingLbConfig() != nil},
-		field{"override_host_status", cc.GetOverrideHostStatus() != nil},
+func (s *LBSpec) setCommonConfig(cc *clusterv3.Cluster_CommonLbConfig) error {
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("locality config (zone_aware_lb_config / locality_weighted_lb_config)", cc.GetLocalityConfigSpecifier() != nil),
+		xdsconv.Set("update_merge_window", cc.GetUpdateMergeWindow() != nil),
+		xdsconv.Set("ignore_new_hosts_until_first_hc", cc.GetIgnoreNewHostsUntilFirstHc()),
+		xdsconv.Set("close_connections_on_host_set_change", cc.GetCloseConnectionsOnHostSetChange()),
+		xdsconv.Set("consistent_hashing_lb_config", cc.GetConsistentHashingLbConfig() != nil),
+		xdsconv.Set("override_host_status", cc.GetOverrideHostStatus() != nil),
 	); err != nil {
 		return err
 	}
 	if t := cc.GetHealthyPanicThreshold(); t != nil {
 		// Envoy rounds the percentage to an integer.
-		s.panicThreshold = math.Round(t.GetValue())
+		s.PanicThreshold = math.Round(t.GetValue())
 	}
 	return nil
 }
@@ -162,39 +163,39 @@ func isPrime(n uint64) bool {
 	return true
 }
 
-// clusterState is what a cluster keeps across configuration swaps, so that
+// ClusterState is what a cluster keeps across configuration swaps, so that
 // frequent updates neither reset round robin to the first endpoint, nor
 // forget in-flight requests, health or hash tables.
-type clusterState struct {
+type ClusterState struct {
 	rr      atomic.Uint64
-	served  atomic.Bool  // the cluster has received traffic (health checks leave no_traffic_interval)
+	Served  atomic.Bool  // the cluster has received traffic (health checks leave no_traffic_interval)
 	retries atomic.Int64 // retries in flight, for the max_retries circuit breaker
 
 	// active counts in-flight requests per endpoint (LEAST_REQUEST). Only
 	// the ADS goroutine touches the map; snapshots hold the counters.
 	active map[string]*atomic.Int64
-	// health is the active health checking state; nil without health_checks.
+	// Health is the active health checking state; nil without health_checks.
 	// Owned by the ADS goroutine like active, as are outlier and transport.
-	health *healthState
-	// outlier is the outlier detection state; nil without outlier_detection.
-	outlier *outlierState
-	// transport is the cluster's own transport; nil when it uses the shared one.
-	transport *clusterTransport
+	Health *HealthState
+	// Outlier is the outlier detection state; nil without outlier_detection.
+	Outlier *outlierState
+	// Transport is the cluster's own transport; nil when it uses the shared one.
+	Transport *clusterTransport
 
 	hashTable atomic.Pointer[cachedHashTable]
 
 	// stats are the Service port stats that the applied configuration's
-	// cluster holds (see holdStats); ADS goroutine only.
-	stats *upstreamStats
+	// cluster holds (see HoldStats); ADS goroutine only.
+	stats *Stats
 }
 
-func newClusterState() *clusterState {
-	return &clusterState{active: make(map[string]*atomic.Int64)}
+func NewClusterState() *ClusterState {
+	return &ClusterState{active: make(map[string]*atomic.Int64)}
 }
 
-// activeCounters returns the in-flight counters of endpoints, creating the
+// ActiveCounters returns the in-flight counters of endpoints, creating the
 // missing ones.
-func (cs *clusterState) activeCounters(endpoints []string) []*atomic.Int64 {
+func (cs *ClusterState) ActiveCounters(endpoints []string) []*atomic.Int64 {
 	out := make([]*atomic.Int64, len(endpoints))
 	for i, ep := range endpoints {
 		c, ok := cs.active[ep]
@@ -207,9 +208,9 @@ func (cs *clusterState) activeCounters(endpoints []string) []*atomic.Int64 {
 	return out
 }
 
-// pruneActive drops the counters of endpoints no longer in the cluster; old
+// PruneActive drops the counters of endpoints no longer in the cluster; old
 // snapshots still hold theirs until their requests finish.
-func (cs *clusterState) pruneActive(endpoints []string) {
+func (cs *ClusterState) PruneActive(endpoints []string) {
 	keep := make(map[string]bool, len(endpoints))
 	for _, ep := range endpoints {
 		keep[ep] = true
@@ -225,8 +226,8 @@ func (cs *clusterState) pruneActive(endpoints []string) {
 // this many retries of a cluster may be outstanding at once.
 const maxRetriesInFlight = 3
 
-// acquireRetry reserves a retry; false means the circuit breaker is open.
-func (cs *clusterState) acquireRetry() bool {
+// AcquireRetry reserves a retry; false means the circuit breaker is open.
+func (cs *ClusterState) AcquireRetry() bool {
 	if cs.retries.Add(1) > maxRetriesInFlight {
 		cs.retries.Add(-1)
 		return false
@@ -234,68 +235,68 @@ func (cs *clusterState) acquireRetry() bool {
 	return true
 }
 
-func (cs *clusterState) releaseRetry() { cs.retries.Add(-1) }
+func (cs *ClusterState) ReleaseRetry() { cs.retries.Add(-1) }
 
-// pickContext is what a pick knows about the request.
-type pickContext struct {
-	hash    uint64
-	hasHash bool // false: hash-based policies pick at random, as Envoy does
+// PickContext is what a pick knows about the request.
+type PickContext struct {
+	Hash    uint64
+	HasHash bool // false: hash-based policies pick at random, as Envoy does
 }
 
-// hostSet is the set of endpoints picks choose from at one health
-// generation, as indexes into upstreamCluster.endpoints.
-type hostSet struct {
+// HostSet is the set of endpoints picks choose from at one health
+// generation, as indexes into Cluster.Endpoints.
+type HostSet struct {
 	gen   uint64
-	idx   []int
+	Idx   []int
 	once  sync.Once
 	table hashTable // RING_HASH / MAGLEV, built on first use
 }
 
-// pick returns the index of the endpoint for one attempt; false when no
+// Pick returns the index of the endpoint for one attempt; false when no
 // endpoint can be picked (503 "no healthy upstream").
-func (c *upstreamCluster) pick(pc pickContext) (int, bool) {
+func (c *Cluster) Pick(pc PickContext) (int, bool) {
 	hs := c.currentHosts()
-	n := len(hs.idx)
+	n := len(hs.Idx)
 	if n == 0 {
 		return 0, false
 	}
-	switch c.lb.policy {
-	case lbLeastRequest:
-		return c.leastRequest(hs.idx), true
-	case lbRandom:
-		return hs.idx[rand.IntN(n)], true
-	case lbRingHash, lbMaglev:
-		h := pc.hash
-		if !pc.hasHash {
+	switch c.LB.Policy {
+	case LBLeastRequest:
+		return c.leastRequest(hs.Idx), true
+	case LBRandom:
+		return hs.Idx[rand.IntN(n)], true
+	case LBRingHash, LBMaglev:
+		h := pc.Hash
+		if !pc.HasHash {
 			h = rand.Uint64()
 		}
-		return hs.idx[c.hashTableOf(hs).lookup(h)], true
+		return hs.Idx[c.hashTableOf(hs).lookup(h)], true
 	}
-	i := c.state.rr.Add(1) - 1
-	return hs.idx[i%uint64(n)], true
+	i := c.State.rr.Add(1) - 1
+	return hs.Idx[i%uint64(n)], true
 }
 
 // currentHosts returns the host set for the current health state. Without
 // health checks and outlier detection it never changes; with them it is
 // rebuilt when their generation moves (a transition, an ejection or its end, a
 // membership change).
-func (c *upstreamCluster) currentHosts() *hostSet {
-	if c.health == nil && c.outlier == nil {
-		return c.allHosts
+func (c *Cluster) currentHosts() *HostSet {
+	if c.Health == nil && c.Outlier == nil {
+		return c.AllHosts
 	}
 	// Both generations only grow, so their sum moves whenever either does.
 	var gen uint64
-	if c.health != nil {
-		gen = c.health.gen.Load()
+	if c.Health != nil {
+		gen = c.Health.gen.Load()
 	}
-	if c.outlier != nil {
-		gen += c.outlier.gen.Load()
+	if c.Outlier != nil {
+		gen += c.Outlier.gen.Load()
 	}
 	if hs := c.hosts.Load(); hs != nil && hs.gen == gen {
 		return hs
 	}
 	// Concurrent rebuilds compute the same set; the last store wins.
-	hs := &hostSet{gen: gen, idx: c.selectHosts()}
+	hs := &HostSet{gen: gen, Idx: c.selectHosts()}
 	c.hosts.Store(hs)
 	return hs
 }
@@ -304,21 +305,21 @@ func (c *upstreamCluster) currentHosts() *hostSet {
 // not ejected by outlier detection), or all of them in panic mode: when the
 // healthy share is below the panic threshold, Envoy spreads the traffic over
 // every endpoint rather than overload the few healthy ones.
-func (c *upstreamCluster) selectHosts() []int {
-	healthy := make([]int, 0, len(c.endpoints))
-	for i, ep := range c.endpoints {
-		if (c.health == nil || c.health.healthy(ep)) && (c.outlier == nil || !c.outlierHosts[i].ejected.Load()) {
+func (c *Cluster) selectHosts() []int {
+	healthy := make([]int, 0, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		if (c.Health == nil || c.Health.Healthy(ep)) && (c.Outlier == nil || !c.OutlierHosts[i].Ejected.Load()) {
 			healthy = append(healthy, i)
 		}
 	}
-	total := len(c.endpoints)
-	if total > 0 && c.lb.panicThreshold > 0 && 100*float64(len(healthy))/float64(total) < c.lb.panicThreshold {
-		return allIndexes(total)
+	total := len(c.Endpoints)
+	if total > 0 && c.LB.PanicThreshold > 0 && 100*float64(len(healthy))/float64(total) < c.LB.PanicThreshold {
+		return AllIndexes(total)
 	}
 	return healthy
 }
 
-func allIndexes(n int) []int {
+func AllIndexes(n int) []int {
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
@@ -328,12 +329,12 @@ func allIndexes(n int) []int {
 
 // leastRequest is Envoy's power of choices: sample choiceCount endpoints
 // (with replacement) and take the one with the fewest active requests.
-func (c *upstreamCluster) leastRequest(idx []int) int {
+func (c *Cluster) leastRequest(idx []int) int {
 	best := -1
 	var bestActive int64
-	for range c.lb.choiceCount {
+	for range c.LB.ChoiceCount {
 		i := idx[rand.IntN(len(idx))]
-		if a := c.active[i].Load(); best < 0 || a < bestActive {
+		if a := c.Active[i].Load(); best < 0 || a < bestActive {
 			best, bestActive = i, a
 		}
 	}
@@ -342,13 +343,13 @@ func (c *upstreamCluster) leastRequest(idx []int) int {
 
 // hashTableOf returns the ring or Maglev table of a host set, shared with
 // earlier snapshots whose host set was the same.
-func (c *upstreamCluster) hashTableOf(hs *hostSet) hashTable {
+func (c *Cluster) hashTableOf(hs *HostSet) hashTable {
 	hs.once.Do(func() {
-		hosts := make([]string, len(hs.idx))
-		for i, j := range hs.idx {
-			hosts[i] = c.endpoints[j]
+		hosts := make([]string, len(hs.Idx))
+		for i, j := range hs.Idx {
+			hosts[i] = c.Endpoints[j]
 		}
-		hs.table = c.state.hashTableFor(c.lb, hosts)
+		hs.table = c.State.hashTableFor(c.LB, hosts)
 	})
 	return hs.table
 }
@@ -360,17 +361,31 @@ type cachedHashTable struct {
 
 // hashTableFor builds (or reuses) the table for hosts: configuration swaps
 // that leave a cluster's hosts alone do not pay for a rebuild.
-func (cs *clusterState) hashTableFor(spec lbSpec, hosts []string) hashTable {
-	key := fmt.Sprintf("%d/%d/%d|%s", spec.policy, spec.minRingSize, spec.maglevSize, strings.Join(hosts, ","))
+func (cs *ClusterState) hashTableFor(spec LBSpec, hosts []string) hashTable {
+	key := fmt.Sprintf("%d/%d/%d|%s", spec.Policy, spec.MinRingSize, spec.MaglevSize, strings.Join(hosts, ","))
 	if cached := cs.hashTable.Load(); cached != nil && cached.key == key {
 		return cached.table
 	}
 	var t hashTable
-	if spec.policy == lbMaglev {
-		t = newMaglevTable(hosts, spec.maglevSize)
+	if spec.Policy == LBMaglev {
+		t = newMaglevTable(hosts, spec.MaglevSize)
 	} else {
-		t = newHashRing(hosts, spec.minRingSize)
+		t = newHashRing(hosts, spec.MinRingSize)
 	}
 	cs.hashTable.Store(&cachedHashTable{key: key, table: t})
 	return t
+}
+
+// StopAll stops the cluster's health checker and outlier detection timer
+// and closes its idle connections.
+func (cs *ClusterState) StopAll() {
+	if cs.Health != nil {
+		cs.Health.Stop()
+	}
+	if cs.Outlier != nil {
+		cs.Outlier.Stop()
+	}
+	if cs.Transport != nil {
+		cs.Transport.rt.CloseIdleConnections()
+	}
 }

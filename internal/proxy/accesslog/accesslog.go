@@ -1,0 +1,248 @@
+// Package accesslog writes the embedded proxy's access log lines (requests
+// and TCP proxy connections) off the request path: a bounded queue, one writer
+// goroutine, lines dropped and counted rather than slowing requests down.
+// It is a leaf: the request path (package proxy) and TCP proxying fill an
+// Entry and hand it to Log.Add.
+package accesslog
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Queue is how many access log lines may wait for a slow log sink
+// before further lines are dropped (and counted): about a second of traffic
+// at a few thousand requests per second, and a few MB at most.
+const Queue = 8192
+
+// accessLogFlushTimeout bounds how long shutdown waits for the queued lines
+// to be written; a sink that is stuck for longer loses them.
+const accessLogFlushTimeout = 5 * time.Second
+
+// Entry is what an access log line says about one request. Requests
+// queue it; formatting and writing happen on the access log's goroutine.
+type Entry struct {
+	Ctx          context.Context
+	Time         time.Time
+	Listener     string
+	Method       string
+	Authority    string
+	URL          *url.URL // the downstream request's, never modified after the request
+	Proto        string
+	Status       int
+	Elapsed      time.Duration
+	Bytes        int64
+	Cluster      string
+	Service      string // the cluster's Service port, as upstreamKey.String
+	UpstreamHost string
+	Attempts     int
+	RequestID    string
+	Vhost        string
+	Route        string // the route and path labels
+	RoutePath    string
+	RouteName    string // the xDS route's name: "" when none matched
+	RemoteAddr   string
+	UpstreamErr  error
+	Details      string
+	// Conn is set, and the fields above but time, elapsed, listener,
+	// cluster, service, upstreamHost, remoteAddr and upstreamErr unused,
+	// for a TCP proxy connection's line.
+	Conn *ConnEntry
+}
+
+// ConnEntry is what an access log line says of a TCP proxy connection
+// beyond the fields it shares with requests' lines.
+type ConnEntry struct {
+	Start      time.Time
+	ServerName string // the client's SNI
+	StatPrefix string
+	TLS        string // "passthrough" or "terminated"
+	// Received and Sent are the bytes received from the client and sent to
+	// it (Envoy's %BYTES_RECEIVED% and %BYTES_SENT%).
+	Received, Sent int64
+	Termination    string // how the connection ended (tcpEnd*)
+	DownstreamErr  error  // the TLS handshake's failure
+}
+
+// Log writes access log lines off the request path, as Envoy's access
+// loggers do: a request hands its line to a bounded queue and never waits for
+// the log sink. When the queue is full (the sink is slower than the
+// traffic), lines are dropped and counted in
+// portico_proxy_access_log_dropped_total rather than slowing requests down.
+type Log struct {
+	log     *slog.Logger
+	batcher Batcher // nil: a write per line
+	dropped prometheus.Counter
+	queue   chan Entry
+	done    chan struct{} // closed when the writer has drained the queue
+
+	mu      sync.RWMutex // write-held only to stop
+	started bool
+	stopped bool
+}
+
+func New(log *slog.Logger, batcher Batcher, dropped prometheus.Counter, capacity int) *Log {
+	return &Log{log: log, batcher: batcher, dropped: dropped, queue: make(chan Entry, capacity), done: make(chan struct{})}
+}
+
+// Enabled reports whether access log lines would be written at all.
+func (a *Log) Enabled(ctx context.Context) bool {
+	return a.log.Enabled(ctx, slog.LevelInfo)
+}
+
+// Start starts the writer.
+func (a *Log) Start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.stopped {
+		return
+	}
+	a.started = true
+	go a.run()
+}
+
+func (a *Log) run() {
+	defer close(a.done)
+	for e := range a.queue {
+		if a.batcher == nil {
+			a.write(&e)
+			continue
+		}
+		a.batcher.Hold()
+		a.write(&e)
+		a.writeQueued()
+		a.batcher.Release()
+	}
+}
+
+// writeQueued writes the lines queued now, returning when the queue is
+// empty: the batch they make is written without waiting for more traffic.
+func (a *Log) writeQueued() {
+	for {
+		select {
+		case e, ok := <-a.queue:
+			if !ok {
+				return
+			}
+			a.write(&e)
+		default:
+			return
+		}
+	}
+}
+
+// Add queues a line; after stop (a request that outlived the shutdown's
+// drain) it is written at once.
+func (a *Log) Add(e *Entry) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.stopped {
+		a.write(e)
+		return
+	}
+	select {
+	case a.queue <- *e:
+	default:
+		a.dropped.Inc()
+	}
+}
+
+// Stop writes the queued lines (waiting at most accessLogFlushTimeout for
+// the sink) and makes later lines synchronous.
+func (a *Log) Stop() {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return
+	}
+	a.stopped = true
+	close(a.queue)
+	started := a.started
+	a.mu.Unlock()
+	if !started {
+		a.run()
+		return
+	}
+	select {
+	case <-a.done:
+	case <-time.After(accessLogFlushTimeout):
+	}
+}
+
+// write formats and writes one line.
+func (a *Log) write(e *Entry) {
+	if e.Conn != nil {
+		a.writeConn(e)
+		return
+	}
+	r := slog.NewRecord(e.Time, slog.LevelInfo, "access", 0)
+	r.AddAttrs(
+		slog.String("listener", e.Listener),
+		slog.String("method", e.Method),
+		slog.String("authority", e.Authority),
+		slog.String("path", e.URL.RequestURI()),
+		slog.String("proto", e.Proto),
+		slog.Int("status", e.Status),
+		slog.Float64("duration_ms", float64(e.Elapsed.Microseconds())/1000),
+		slog.Int64("bytes", e.Bytes),
+		slog.String("upstream_cluster", e.Cluster),
+		slog.String("upstream_service", e.Service),
+		slog.String("upstream_host", e.UpstreamHost),
+		slog.Int("attempts", e.Attempts),
+		slog.String("request_id", e.RequestID),
+		slog.String("vhost", e.Vhost),
+		slog.String("route", e.Route),
+		slog.String("route_path", e.RoutePath),
+		slog.String("route_name", e.RouteName),
+		slog.String("downstream_remote_address", e.RemoteAddr),
+	)
+	if e.UpstreamErr != nil {
+		r.AddAttrs(slog.String("upstream_error", e.UpstreamErr.Error()))
+	}
+	if e.Details != "" {
+		r.AddAttrs(slog.String("response_code_details", e.Details))
+	}
+	_ = a.log.Handler().Handle(e.Ctx, r)
+}
+
+// writeConn writes a TCP proxy connection's line: the request line's
+// attributes where they mean the same, with proto "tcp".
+func (a *Log) writeConn(e *Entry) {
+	c := e.Conn
+	r := slog.NewRecord(e.Time, slog.LevelInfo, "access", 0)
+	r.AddAttrs(
+		slog.String("listener", e.Listener),
+		slog.String("proto", "tcp"),
+		slog.String("server_name", c.ServerName),
+		slog.String("tls", c.TLS),
+		slog.String("stat_prefix", c.StatPrefix),
+		slog.Time("start_time", c.Start),
+		slog.Float64("duration_ms", float64(e.Elapsed.Microseconds())/1000),
+		slog.Int64("bytes_received", c.Received),
+		slog.Int64("bytes_sent", c.Sent),
+		slog.String("upstream_cluster", e.Cluster),
+		slog.String("upstream_service", e.Service),
+		slog.String("upstream_host", e.UpstreamHost),
+		slog.String("downstream_remote_address", e.RemoteAddr),
+		slog.String("termination", c.Termination),
+	)
+	if e.UpstreamErr != nil {
+		r.AddAttrs(slog.String("upstream_error", e.UpstreamErr.Error()))
+	}
+	if c.DownstreamErr != nil {
+		r.AddAttrs(slog.String("downstream_error", c.DownstreamErr.Error()))
+	}
+	_ = a.log.Handler().Handle(e.Ctx, r)
+}
+
+// Batcher is a log sink that writes what it is given between Hold and
+// Release in as few writes as it can, no later than Release (Config.LogBatcher).
+type Batcher interface {
+	Hold()
+	Release()
+}
