@@ -930,39 +930,27 @@ metadata: {name: allow}
 spec:
   virtualhost:
     fqdn: allow.example.com
-    rateLimitPolicy: {local: {requests: 1, unit: second}}
+    authorization:
+      extensionRef: {name: auth}
+      withRequestBody: {maxRequestBytes: 1024}
   routes:
   - services: [{name: app, port: 80}]
 ---
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
-metadata: {name: routeauth}
-spec:
-  virtualhost: {fqdn: routeauth.example.com}
-  routes:
-  - conditions: [{prefix: /private}]
-    rateLimitPolicy: {local: {requests: 1, unit: second}}
-    services: [{name: app, port: 80}]
-  - services: [{name: app, port: 80}]
----
-apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {name: cors}
+metadata: {name: slow}
 spec:
   virtualhost:
-    fqdn: cors.example.com
-  httpVersions: [HTTP/1.1]
+    fqdn: slow.example.com
   routes:
-  - services: [{name: app, port: 80}]
+  - services: [{name: app, port: 80, slowStartPolicy: {window: 10s}}]
 `,
 	})
 	e.expectRequests("allow.example.com", []hpReq{{"/", nil, 404, ""}})
-	e.expectRequests("routeauth.example.com", []hpReq{{"/private", nil, 404, ""}, {"/", nil, 404, ""}})
-	e.expectRequests("cors.example.com", []hpReq{{"/", nil, 200, "default/app"}})
+	e.expectRequests("slow.example.com", []hpReq{{"/", nil, 200, "default/app"}})
 	st := proxyStatuses(t, e.dir, dag.Options{})
-	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "spec.virtualhost.rateLimitPolicy is not implemented")
-	wantStatus(t, st, "default/routeauth", dag.StatusInvalid, "SecurityFeatureNotImplemented", "rateLimitPolicy")
-	wantStatus(t, st, "default/cors", dag.StatusValid, "HTTPVersionsIgnored", "httpVersions")
+	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "withRequestBody is not implemented")
+	wantStatus(t, st, "default/slow", dag.StatusValid, "NotImplemented", "slowStartPolicy is not implemented")
 }
 
 // TestHTTPProxyCycleBlamesNewestObject: of an include cycle, the newest object is invalid,
