@@ -81,11 +81,10 @@ func TestServeJWT(t *testing.T) {
 	if code := get("/health", ""); code != 200 {
 		t.Errorf("a route with verification disabled: %d, want 200", code)
 	}
-	p, err := cc.HTTPProxies(ns).Get(ctx, "api", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Status.CurrentStatus != "valid" {
-		t.Errorf("status %q: %s", p.Status.CurrentStatus, p.Status.Description)
-	}
+	// The status is written apart from the configuration, possibly after the traffic
+	// is served.
+	eventually(t, 30*time.Second, "the HTTPProxy's status to be valid", func() bool {
+		p, err := cc.HTTPProxies(ns).Get(ctx, "api", metav1.GetOptions{})
+		return err == nil && p.Status.CurrentStatus == "valid"
+	})
 }

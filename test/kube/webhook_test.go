@@ -123,7 +123,7 @@ func TestWebhook(t *testing.T) {
 		if err := createHTTPProxyJSON(ctx, cc, ns, "good", `{"virtualhost": {"fqdn": "good-proxy.webhook.test", "corsPolicy": {"allowOrigin": ["*"], "allowMethods": ["GET"]}}, "httpVersions": ["HTTP/1.1"], "routes": [{"services": [{"name": "nothere", "port": 80}]}]}`); err != nil {
 			t.Fatalf("HTTPProxy: %v", err)
 		}
-		if got := strings.Join(warned.take(), "\n"); !strings.Contains(got, "spec.httpVersions is not implemented by Portico yet") || strings.Contains(got, "corsPolicy") {
+		if got := strings.Join(warned.take(), "\n"); !strings.Contains(got, "spec.httpVersions is ignored without TLS termination") || strings.Contains(got, "corsPolicy") {
 			t.Errorf("warnings %q, want the httpVersions one and none about corsPolicy", got)
 		}
 	})
