@@ -218,6 +218,8 @@ type Route struct {
 	// CookieRewrites change the cookies its backends set (HTTPProxy route
 	// cookieRewritePolicies); a cluster's own come first (WeightedCluster).
 	CookieRewrites []CookieRewrite
+	// InternalRedirect, when set, follows the route's upstream redirects in the proxy.
+	InternalRedirect *InternalRedirect
 }
 
 // StringMatchKind says how a header or query parameter value is compared.
