@@ -244,6 +244,8 @@ type Route struct {
 	JWT JWTRequirement
 	// RateLimit, when set, replaces the virtual host's.
 	RateLimit *RateLimitPolicy
+	// InternalRedirect, when set, follows the route's upstream redirects in the proxy.
+	InternalRedirect *InternalRedirect
 }
 
 // StringMatchKind says how a header or query parameter value is compared.

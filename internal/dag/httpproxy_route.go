@@ -131,6 +131,7 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 		out.Clusters = b.proxyServices(n, r.Services, field, pol, true, c)
 		out.Mirrors = b.proxyMirrors(n, r.Services, field, pol, c)
 		out.CookieRewrites = proxyCookieRewrites(r.CookieRewritePolicies)
+		out.InternalRedirect = proxyInternalRedirect(r.InternalRedirectPolicy)
 		liftServerHeader(out, r.Services, field, c)
 	}
 	return out

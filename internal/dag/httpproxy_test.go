@@ -784,7 +784,6 @@ spec:
 		field                    string
 	}{
 		{name: "slowStartPolicy", service: ", slowStartPolicy: {window: 10s, aggression: '1.0', minWeightPercent: 10}", field: "spec.routes[0].services[0].slowStartPolicy"},
-		{name: "internalRedirectPolicy", route: "\n    internalRedirectPolicy: {maxInternalRedirects: 2}", field: "spec.routes[0].internalRedirectPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p *contourv1.HTTPProxy

@@ -285,9 +285,7 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 // validateRouteUnsupported warns about the fields of a route Portico ignores.
 func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
 	validateCookieRewrites(r.CookieRewritePolicies, field, c)
-	if r.InternalRedirectPolicy != nil {
-		c.warn(problemUnsupported, "NotImplemented", "%s.internalRedirectPolicy is not implemented by Portico yet and is ignored: redirects reach the client", field)
-	}
+	validateInternalRedirect(r.InternalRedirectPolicy, field, c)
 	validateServicesUnsupported(r.Services, field, false, c)
 }
 

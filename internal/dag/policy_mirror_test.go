@@ -55,3 +55,29 @@ spec:
 	wantInvalid(t, doc(`[]`, `[{name: s, pathRewrite: {value: "/a;b"}}]`), "default", "root", problemRoute, "CookieRewriteInvalid", "spec.routes[0].services[0].cookieRewritePolicies[0].pathRewrite.value")
 	wantInvalid(t, doc(`[{name: s, sameSite: Sometimes}]`, `[]`), "default", "root", problemRoute, "CookieRewriteInvalid", "must be Strict, Lax or None")
 }
+
+// internalRedirectPolicy reaches the route with Envoy's defaults filled in; a status
+// that is not a redirect, or an unknown cross-scheme mode, makes the object invalid.
+func TestHTTPProxyInternalRedirect(t *testing.T) {
+	doc := func(policy string) *Graph {
+		return build(proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost: {fqdn: r.example.com}
+  routes:
+  - internalRedirectPolicy: `+policy+`
+    services: [{name: web, port: 80}]
+`), svc("default", "web", "http:80"))
+	}
+	g := doc(`{}`)
+	wantClean(t, g, "default", "root")
+	if ir := g.HTTP[0].Routes[0].InternalRedirect; ir == nil || ir.MaxRedirects != 1 || len(ir.Codes) != 1 || ir.Codes[0] != 302 || ir.CrossScheme != "Never" {
+		t.Fatalf("defaults: %+v", ir)
+	}
+	g = doc(`{maxInternalRedirects: 3, redirectResponseCodes: [301, 307, 301], allowCrossSchemeRedirect: SafeOnly, denyRepeatedRouteRedirect: true}`)
+	if ir := g.HTTP[0].Routes[0].InternalRedirect; ir == nil || ir.MaxRedirects != 3 || len(ir.Codes) != 2 || ir.CrossScheme != "SafeOnly" || !ir.DenyRepeatedRoute {
+		t.Fatalf("set: %+v", ir)
+	}
+	wantInvalid(t, doc(`{redirectResponseCodes: [200]}`), "default", "root", problemRoute, "InternalRedirectInvalid", "redirectResponseCodes[0] 200")
+	wantInvalid(t, doc(`{allowCrossSchemeRedirect: Sometimes}`), "default", "root", problemRoute, "InternalRedirectInvalid", "allowCrossSchemeRedirect")
+}

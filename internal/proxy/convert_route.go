@@ -535,7 +535,6 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		xdsconv.Set("cors", ra.GetCors() != nil),
 		xdsconv.Set("max_grpc_timeout", ra.GetMaxGrpcTimeout() != nil),
 		xdsconv.Set("grpc_timeout_offset", ra.GetGrpcTimeoutOffset() != nil),
-		xdsconv.Set("internal_redirect_policy", ra.GetInternalRedirectPolicy() != nil),
 		xdsconv.Set("internal_redirect_action", ra.GetInternalRedirectAction() != routev3.RouteAction_PASS_THROUGH_INTERNAL_REDIRECT),
 		xdsconv.Set("hedge_policy", ra.GetHedgePolicy() != nil),
 		xdsconv.Set("max_stream_duration", ra.GetMaxStreamDuration() != nil),
@@ -590,6 +589,9 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 	fa.hashPolicies = hps
 	if fa.mirrors, err = convertMirrorPolicies(ra.GetRequestMirrorPolicies()); err != nil {
 		return nil, err
+	}
+	if fa.internalRedirect, err = convertInternalRedirect(ra.GetInternalRedirectPolicy()); err != nil {
+		return nil, fmt.Errorf("internal_redirect_policy: %w", err)
 	}
 	switch ra.GetClusterNotFoundResponseCode() {
 	case routev3.RouteAction_SERVICE_UNAVAILABLE:

@@ -31,7 +31,10 @@ type upstreamTarget struct {
 	xff      string // X-Forwarded-For to send; "" leaves it out
 	xfcc     string // X-Forwarded-Client-Cert to send; "" leaves it out
 	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
-	encode    func(http.Header)
+	encode func(http.Header)
+	// redirect, when set, may follow the response's redirect itself
+	// (internal_redirect_policy).
+	redirect  *pendingRedirect
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
 
@@ -125,6 +128,11 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 // stream idle timeout 408, a retry without endpoint 503, anything else
 // (refused, reset, connect timeout, malformed response) 502.
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	var follow *errInternalRedirect
+	if errors.As(err, &follow) {
+		follow.run()
+		return
+	}
 	rw, _ := w.(*responseWriter)
 	if rw != nil {
 		rw.upstreamErr = err

@@ -77,6 +77,14 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	h.dispatch(rw, r, lc, chain, ri, ex, nil)
+}
+
+// dispatch routes a request and serves it: the filters, then the route's
+// action. An internal redirect dispatches the redirected request again
+// (redirects says what it went through; nil for a request as it came).
+func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, ri *requestInfo, ex *exchange, redirects *redirectState) {
+	hcm := chain.hcm
 	upgrade := upgradeType(r)
 	if upgrade == "h2c" {
 		// Like Envoy, ignore an HTTP/2 upgrade offer and carry on in HTTP/1.1
@@ -123,7 +131,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.scheme)))
 		rw.WriteHeader(rt.redirect.status)
 	default:
-		h.forward(rw, r, lc, rt, ri, ex)
+		h.forward(rw, r, lc, chain, rt, ri, ex, redirects)
 	}
 }
 
@@ -228,7 +236,7 @@ func forwardedClient(hcm *hcmSpec, xff []string) (netip.Addr, bool) {
 // forward proxies the request to an endpoint of the route's cluster. The
 // cluster is chosen once; attemptTransport makes the attempts (retries pick
 // an endpoint again).
-func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, rt *route, ri *requestInfo, ex *exchange) {
+func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, rt *route, ri *requestInfo, ex *exchange, redirects *redirectState) {
 	fa := rt.forward
 	wc := fa.pickCluster()
 	ex.cluster = wc.name
@@ -276,6 +284,9 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	}
 	if len(fa.mirrors) > 0 {
 		h.mirror(r, fa, t)
+	}
+	if fa.internalRedirect != nil && !requestHasBody(r) && r.Header.Get("Upgrade") == "" {
+		t.redirect = &pendingRedirect{h: h, rw: rw, r: r, lc: lc, chain: chain, rt: rt, ri: ri, ex: ex, state: redirects, t: t}
 	}
 	if c := rw.hcm.filters; c != nil {
 		if pf := filter.Merge(wc.perFilter, rt.perFilter); c.Encoding(pf) {

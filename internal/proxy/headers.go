@@ -523,6 +523,11 @@ func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
 			return nil
 		}
 		t := targetFrom(res.Request.Context())
+		if t != nil && t.redirect != nil {
+			if follow := t.redirect.follows(res); follow != nil {
+				return follow // served again by the ErrorHandler, upstreamError
+			}
+		}
 		if t != nil && t.ex.headers != nil {
 			t.ex.headers.applyResponse(res.Header, true)
 			t.ex.headers.responded = true

@@ -198,6 +198,8 @@ type forwardAction struct {
 	hostRewrite    string       // host_rewrite_literal; "" keeps the request's host
 	upgrades       []routeUpgrade
 	mirrors        []mirrorPolicy // request_mirror_policies
+	// internalRedirect, when set, follows upstream redirects in the proxy.
+	internalRedirect *internalRedirectSpec
 }
 
 // routeUpgrade is a per-route upgrade_configs entry: it allows or refuses an

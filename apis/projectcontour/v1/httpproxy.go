@@ -265,8 +265,6 @@ type Route struct {
 	DirectResponsePolicy *HTTPDirectResponsePolicy `json:"directResponsePolicy,omitempty"`
 	// InternalRedirectPolicy follows redirects of the upstream instead of returning
 	// them to the client.
-	// Portico: not implemented yet; ignored, with a warning: redirects reach the
-	// client.
 	// +optional
 	InternalRedirectPolicy *HTTPInternalRedirectPolicy `json:"internalRedirectPolicy,omitempty"`
 	// JWTVerificationPolicy chooses which of the virtual host's JWT providers the

@@ -76,3 +76,19 @@ func TestEndpointHealthPortTranslates(t *testing.T) {
 		t.Errorf("an endpoint checked on its own port has a health_check_config")
 	}
 }
+
+// An internal redirect policy becomes the route's internal_redirect_policy, SafeOnly and
+// a denied repeated route as Envoy's predicates.
+func TestInternalRedirectTranslates(t *testing.T) {
+	p := internalRedirectPolicy(&dag.InternalRedirect{MaxRedirects: 2, Codes: []uint32{301, 302}, CrossScheme: "SafeOnly", DenyRepeatedRoute: true})
+	if err := p.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	if p.GetMaxInternalRedirects().GetValue() != 2 || len(p.RedirectResponseCodes) != 2 || !p.AllowCrossSchemeRedirect || len(p.Predicates) != 2 ||
+		p.Predicates[0].Name != "envoy.internal_redirect_predicates.safe_cross_scheme" || p.Predicates[1].Name != "envoy.internal_redirect_predicates.previous_routes" {
+		t.Errorf("policy = %v", p)
+	}
+	if p := internalRedirectPolicy(&dag.InternalRedirect{MaxRedirects: 1, Codes: []uint32{302}, CrossScheme: "Never"}); p.AllowCrossSchemeRedirect || len(p.Predicates) != 0 {
+		t.Errorf("Never: %v", p)
+	}
+}

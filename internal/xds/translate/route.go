@@ -798,6 +798,7 @@ func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 	ra.RetryPolicy = retryPolicy(r.Retry)
 	ra.RequestMirrorPolicies = mirrorPolicies(r.Mirrors)
 	ra.RateLimits = globalRateLimits(r.RateLimit)
+	ra.InternalRedirectPolicy = internalRedirectPolicy(r.InternalRedirect)
 	if r.Websocket {
 		ra.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket"}}
 	}
