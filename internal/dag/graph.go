@@ -426,6 +426,8 @@ type Cluster struct {
 	Outlier *OutlierDetection
 	// IdleConnectionTimeout, when set, closes upstream connections idle this long.
 	IdleConnectionTimeout *time.Duration
+	// SlowStart, when set, ramps up the share of endpoints that join the cluster.
+	SlowStart *SlowStart
 }
 
 // UpstreamValidation is how an upstream certificate is verified.

@@ -638,6 +638,7 @@ func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at laz
 		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
 	}
 	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)
+	p.slowStart = proxySlowStart(s.SlowStartPolicy, pol.lb, at, c)
 	be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
 	cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
 	if warning != "" {

@@ -301,7 +301,7 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 		if !tcp {
 			validateCookieRewrites(s.CookieRewritePolicies, indexedField(field+".services", i), c)
 		}
-		if !mirror && !cookies && s.SlowStartPolicy == nil && !headers {
+		if !mirror && !cookies && !headers {
 			continue
 		}
 		at := indexedField(field+".services", i)
@@ -310,9 +310,6 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 		}
 		if cookies {
 			c.warn(problemUnsupported, "NotImplemented", "%s.cookieRewritePolicies has no meaning on a tcpproxy (it sees no HTTP headers) and is ignored", at)
-		}
-		if s.SlowStartPolicy != nil {
-			c.warn(problemUnsupported, "NotImplemented", "%s.slowStartPolicy is not implemented by Portico yet and is ignored: new endpoints get their full share at once", at)
 		}
 		for _, h := range []struct {
 			name string

@@ -81,3 +81,26 @@ spec:
 	wantInvalid(t, doc(`{redirectResponseCodes: [200]}`), "default", "root", problemRoute, "InternalRedirectInvalid", "redirectResponseCodes[0] 200")
 	wantInvalid(t, doc(`{allowCrossSchemeRedirect: Sometimes}`), "default", "root", problemRoute, "InternalRedirectInvalid", "allowCrossSchemeRedirect")
 }
+
+// slowStartPolicy gives the service's cluster its ramp (Envoy's defaults filled in);
+// a bad window or aggression, or a load balancer that does not weigh endpoints, makes
+// the object invalid.
+func TestHTTPProxySlowStart(t *testing.T) {
+	doc := func(route, policy string) *Graph {
+		return build(proxy(t, `
+metadata: {name: root}
+spec:
+  virtualhost: {fqdn: s.example.com}
+  routes:
+  - services: [{name: web, port: 80, slowStartPolicy: `+policy+`}]`+route+`
+`), svc("default", "web", "http:80"))
+	}
+	g := doc("", `{window: 30s}`)
+	wantClean(t, g, "default", "root")
+	if ss := g.HTTP[0].Routes[0].Clusters[0].Cluster.SlowStart; ss == nil || ss.Window != 30e9 || ss.Aggression != 1 || ss.MinWeightPercent != 10 {
+		t.Fatalf("slow start = %+v", ss)
+	}
+	wantInvalid(t, doc("", `{window: soon}`), "default", "root", problemService, "SlowStartInvalid", "window \"soon\"")
+	wantInvalid(t, doc("", `{window: 30s, aggression: "0"}`), "default", "root", problemService, "SlowStartInvalid", "aggression \"0\"")
+	wantInvalid(t, doc("\n    loadBalancerPolicy: {strategy: Random}", `{window: 30s}`), "default", "root", problemService, "SlowStartInvalid", "RoundRobin or WeightedLeastRequest")
+}

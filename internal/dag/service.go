@@ -99,12 +99,14 @@ type clusterPolicy struct {
 	idleConn   *time.Duration
 	// healthPort, when not 0, is the Service port health checks go to.
 	healthPort int32
+	// slowStart, when set, ramps up new endpoints' share.
+	slowStart *SlowStart
 }
 
 // suffix tells clusters of one Service port apart by policy; the default policy has none,
 // so Ingress clusters keep their plain namespace/service/port names.
 func (p clusterPolicy) suffix() string {
-	if (p.lb == "" || p.lb == LBRoundRobin) && p.hc == nil && p.protocol == "" && p.validation == nil && p.outlier == nil && p.idleConn == nil && p.healthPort == 0 {
+	if (p.lb == "" || p.lb == LBRoundRobin) && p.hc == nil && p.protocol == "" && p.validation == nil && p.outlier == nil && p.idleConn == nil && p.healthPort == 0 && p.slowStart == nil {
 		return ""
 	}
 	h := fnv.New32a()
@@ -136,6 +138,9 @@ func (p clusterPolicy) suffix() string {
 	if p.healthPort != 0 {
 		fmt.Fprintf(h, "|healthPort=%d", p.healthPort)
 	}
+	if s := p.slowStart; s != nil {
+		fmt.Fprintf(h, "|slowStart=%d/%g/%g", s.Window, s.Aggression, s.MinWeightPercent)
+	}
 	return fmt.Sprintf("/%08x", h.Sum32())
 }
 
@@ -147,7 +152,7 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 		return c
 	}
 	c := &Cluster{Name: svc.Namespace + "/" + svc.Name + "/" + port + key.suffix, Service: svc, LoadBalancer: pol.lb, HealthCheck: pol.hc,
-		Protocol: pol.protocol, UpstreamValidation: pol.validation, Outlier: pol.outlier, IdleConnectionTimeout: pol.idleConn}
+		Protocol: pol.protocol, UpstreamValidation: pol.validation, Outlier: pol.outlier, IdleConnectionTimeout: pol.idleConn, SlowStart: pol.slowStart}
 	if sp != nil {
 		c.Port = sp.Port
 		// The name labels the cluster's stats. The API server only stores DNS labels, but

@@ -340,10 +340,10 @@ func TestValidateObjectHTTPProxy(t *testing.T) {
 			},
 		},
 		{
-			name:  "other field warns",
-			doc:   `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80, slowStartPolicy: {window: 10s}}]}]}}`,
+			name:  "a field without effect warns",
+			doc:   `{metadata: {name: a}, spec: {virtualhost: {fqdn: a.example.com}, routes: [{services: [{name: s, port: 80, healthPort: 8081}]}]}}`,
 			ours:  true,
-			notes: []string{"spec.routes[0].services[0].slowStartPolicy is not implemented by Portico yet"},
+			notes: []string{"spec.routes[0].services[0].healthPort has no effect without a healthCheckPolicy"},
 		},
 		{
 			name:     "a header the data plane writes itself",

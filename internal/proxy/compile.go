@@ -10,6 +10,7 @@ import (
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
@@ -549,6 +550,7 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstream.Cluster {
 		Scheme:      "http",
 		State:       cs,
 		Active:      cs.ActiveCounters(endpoints),
+		Added:       addedTimes(spec.LB.SlowStart, cs, endpoints),
 		AllHosts:    &upstream.HostSet{Idx: upstream.AllIndexes(len(endpoints))},
 	}
 	if spec.TLS != nil {
@@ -714,4 +716,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// addedTimes are when a slow-starting cluster's endpoints joined it; nil
+// without slow start (the pick then never looks).
+func addedTimes(ss *upstream.SlowStartSpec, cs *upstream.ClusterState, endpoints []string) []time.Time {
+	if ss == nil {
+		return nil
+	}
+	return cs.AddedTimes(endpoints, time.Now())
 }

@@ -219,8 +219,6 @@ type Route struct {
 	// +optional
 	PermitInsecure bool `json:"permitInsecure,omitempty"`
 	// AuthPolicy changes, for this route, the authorization the virtual host asks for.
-	// Portico: not implemented yet; the object is not served (invalid) rather than
-	// served without it.
 	// +optional
 	AuthPolicy *AuthorizationPolicy `json:"authPolicy,omitempty"`
 	// TimeoutPolicy sets the route's timeouts.
@@ -269,17 +267,14 @@ type Route struct {
 	InternalRedirectPolicy *HTTPInternalRedirectPolicy `json:"internalRedirectPolicy,omitempty"`
 	// JWTVerificationPolicy chooses which of the virtual host's JWT providers the
 	// route requires, if any.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	JWTVerificationPolicy *JWTVerificationPolicy `json:"jwtVerificationPolicy,omitempty"`
 	// IPAllowFilterPolicy only lets requests from these addresses through; it
 	// replaces the virtual host's filter. Not together with IPDenyFilterPolicy.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPAllowFilterPolicy []IPFilterPolicy `json:"ipAllowPolicy,omitempty"`
 	// IPDenyFilterPolicy refuses requests from these addresses; it replaces the
 	// virtual host's filter. Not together with IPAllowFilterPolicy.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPDenyFilterPolicy []IPFilterPolicy `json:"ipDenyPolicy,omitempty"`
 	// FailurePolicy retries failed requests and ejects failing endpoints (a passive
@@ -367,7 +362,6 @@ type Service struct {
 	// +optional
 	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
 	// SlowStartPolicy ramps up the traffic sent to a new endpoint.
-	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	SlowStartPolicy *SlowStartPolicy `json:"slowStartPolicy,omitempty"`
 }

@@ -14,12 +14,9 @@ type VirtualHost struct {
 	TLS *TLS `json:"tls,omitempty"`
 	// Authorization asks an external server whether each request may pass. It needs
 	// TLS; a client certificate, when validated, is sent along.
-	// Portico: not implemented yet; the object is not served (invalid) rather than
-	// served without it.
 	// +optional
 	Authorization *AuthorizationServer `json:"authorization,omitempty"`
 	// CORSPolicy answers cross-origin requests.
-	// Portico: not implemented yet; ignored, with a warning.
 	// +optional
 	CORSPolicy *CORSPolicy `json:"corsPolicy,omitempty"`
 	// RateLimitPolicy limits the host's request rate.
@@ -28,17 +25,14 @@ type VirtualHost struct {
 	// +optional
 	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
 	// JWTProviders verify JSON Web Tokens of requests; routes say which they require.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	JWTProviders []JWTProvider `json:"jwtProviders,omitempty"`
 	// IPAllowFilterPolicy only lets requests from these addresses through, unless a
 	// route sets its own filter. Not together with IPDenyFilterPolicy.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPAllowFilterPolicy []IPFilterPolicy `json:"ipAllowPolicy,omitempty"`
 	// IPDenyFilterPolicy refuses requests from these addresses, unless a route sets
 	// its own filter. Not together with IPAllowFilterPolicy.
-	// Portico: not implemented yet; the object is not served (invalid).
 	// +optional
 	IPDenyFilterPolicy []IPFilterPolicy `json:"ipDenyPolicy,omitempty"`
 }

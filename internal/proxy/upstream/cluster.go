@@ -13,6 +13,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
@@ -64,8 +65,11 @@ type Cluster struct {
 	HealthAddrs map[string]string
 	// Dialer connects to the endpoints (connect_timeout, dns_lookup_family,
 	// the egress rules).
-	Dialer      EndpointDialer
-	LB          LBSpec
+	Dialer EndpointDialer
+	LB     LBSpec
+	// Added are when the endpoints joined the cluster, by index, for slow start;
+	// nil without it.
+	Added       []time.Time
 	HealthCheck *HealthCheckSpec
 	TLS         *upstreamTLSSpec // nil: clear text
 	Scheme      string           // of upstream URLs: "https" with TLS

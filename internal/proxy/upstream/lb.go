@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
@@ -45,6 +46,9 @@ type LBSpec struct {
 	// PanicThreshold is common_lb_config.healthy_panic_threshold in percent:
 	// below it every endpoint gets traffic; 0 disables panic mode.
 	PanicThreshold float64
+	// SlowStart, when set, ramps up the share of endpoints added to the cluster
+	// (ROUND_ROBIN and LEAST_REQUEST).
+	SlowStart *SlowStartSpec
 }
 
 // UsesHash reports whether picks depend on the request's hash_policy.
@@ -93,12 +97,23 @@ func (s *LBSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 		}
 		if err := xdsconv.Unsupported(
 			xdsconv.Set("least_request_lb_config.active_request_bias", lr.GetActiveRequestBias() != nil),
-			xdsconv.Set("least_request_lb_config.slow_start_config", lr.GetSlowStartConfig() != nil),
 		); err != nil {
 			return err
 		}
+		var err error
+		if s.SlowStart, err = convertSlowStart(lr.GetSlowStartConfig()); err != nil {
+			return fmt.Errorf("least_request_lb_config: %w", err)
+		}
 		if cc := lr.GetChoiceCount(); cc != nil {
 			s.ChoiceCount = int(cc.GetValue())
+		}
+	case *clusterv3.Cluster_RoundRobinLbConfig_:
+		if s.Policy != LBRoundRobin {
+			return errors.New("round_robin_lb_config needs lb_policy ROUND_ROBIN")
+		}
+		var err error
+		if s.SlowStart, err = convertSlowStart(cfg.RoundRobinLbConfig.GetSlowStartConfig()); err != nil {
+			return fmt.Errorf("round_robin_lb_config: %w", err)
 		}
 	case *clusterv3.Cluster_RingHashLbConfig_:
 		rh := cfg.RingHashLbConfig
@@ -184,6 +199,9 @@ type ClusterState struct {
 
 	hashTable atomic.Pointer[cachedHashTable]
 
+	// added is when each endpoint joined the cluster (AddedTimes); ADS goroutine only.
+	added map[string]time.Time
+
 	// stats are the Service port stats that the applied configuration's
 	// cluster holds (see HoldStats); ADS goroutine only.
 	stats *Stats
@@ -220,6 +238,7 @@ func (cs *ClusterState) PruneActive(endpoints []string) {
 			delete(cs.active, ep)
 		}
 	}
+	cs.pruneAdded(keep)
 }
 
 // maxRetriesInFlight is Envoy's default circuit breaker max_retries: at most
@@ -271,6 +290,9 @@ func (c *Cluster) Pick(pc PickContext) (int, bool) {
 			h = rand.Uint64()
 		}
 		return hs.Idx[c.hashTableOf(hs).lookup(h)], true
+	}
+	if c.LB.SlowStart != nil && c.Added != nil {
+		return c.pickSlowly(hs.Idx), true
 	}
 	i := c.State.rr.Add(1) - 1
 	return hs.Idx[i%uint64(n)], true
@@ -330,12 +352,30 @@ func AllIndexes(n int) []int {
 // leastRequest is Envoy's power of choices: sample choiceCount endpoints
 // (with replacement) and take the one with the fewest active requests.
 func (c *Cluster) leastRequest(idx []int) int {
+	if c.LB.SlowStart != nil && c.Added != nil {
+		return c.leastRequestSlowly(idx)
+	}
 	best := -1
 	var bestActive int64
 	for range c.LB.ChoiceCount {
 		i := idx[rand.IntN(len(idx))]
 		if a := c.Active[i].Load(); best < 0 || a < bestActive {
 			best, bestActive = i, a
+		}
+	}
+	return best
+}
+
+// leastRequestSlowly is leastRequest with the endpoints' slow start weights:
+// the load compared is active requests (plus one) over the weight factor.
+func (c *Cluster) leastRequestSlowly(idx []int) int {
+	now := time.Now()
+	best, bestLoad := -1, 0.0
+	for range c.LB.ChoiceCount {
+		i := idx[rand.IntN(len(idx))]
+		load := float64(c.Active[i].Load()+1) / c.LB.SlowStart.factor(c.Added[i], now)
+		if best < 0 || load < bestLoad {
+			best, bestLoad = i, load
 		}
 	}
 	return best

@@ -30,6 +30,7 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 	out.AltStatName = c.Service.Namespace + "_" + c.Service.Name + "_" + portString(c)
 	out.ConnectTimeout = &parts.timeout
 	out.LbPolicy = lbPolicy(c.LoadBalancer)
+	slowStart(out, c.SlowStart)
 	out.HealthChecks = healthChecks(c.HealthCheck)
 	if po := httpProtocolOptions(c); po != nil {
 		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{HTTPProtocolOptionsName: mustAny(po)}
@@ -314,5 +315,24 @@ func dnsLookupFamily(f string) clusterv3.Cluster_DnsLookupFamily {
 		return clusterv3.Cluster_ALL
 	default:
 		return clusterv3.Cluster_AUTO
+	}
+}
+
+// slowStart has the cluster ramp up new endpoints' share (HTTPProxy
+// slowStartPolicy), in the lb config of its policy, round robin or least request.
+func slowStart(out *clusterv3.Cluster, s *dag.SlowStart) {
+	if s == nil {
+		return
+	}
+	cfg := &clusterv3.Cluster_SlowStartConfig{
+		SlowStartWindow:  durationpb.New(s.Window),
+		Aggression:       &corev3.RuntimeDouble{DefaultValue: s.Aggression, RuntimeKey: "portico.slow_start.aggression"},
+		MinWeightPercent: &typev3.Percent{Value: s.MinWeightPercent},
+	}
+	switch out.LbPolicy {
+	case clusterv3.Cluster_LEAST_REQUEST:
+		out.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{SlowStartConfig: cfg}}
+	case clusterv3.Cluster_ROUND_ROBIN:
+		out.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: cfg}}
 	}
 }

@@ -92,3 +92,25 @@ func TestInternalRedirectTranslates(t *testing.T) {
 		t.Errorf("Never: %v", p)
 	}
 }
+
+// A cluster's slow start goes in the lb config of its policy, and passes validation.
+func TestSlowStartTranslates(t *testing.T) {
+	for _, lb := range []dag.LoadBalancer{dag.LBRoundRobin, dag.LBWeightedLeastRequest} {
+		c := testCluster("team", "web", 80)
+		c.LoadBalancer = lb
+		c.SlowStart = &dag.SlowStart{Window: 30e9, Aggression: 1.5, MinWeightPercent: 20}
+		out := cluster(c, 2e9)
+		if err := out.ValidateAll(); err != nil {
+			t.Fatal(err)
+		}
+		var ss *clusterv3.Cluster_SlowStartConfig
+		if lb == dag.LBRoundRobin {
+			ss = out.GetRoundRobinLbConfig().GetSlowStartConfig()
+		} else {
+			ss = out.GetLeastRequestLbConfig().GetSlowStartConfig()
+		}
+		if ss.GetSlowStartWindow().AsDuration() != 30e9 || ss.GetAggression().GetDefaultValue() != 1.5 || ss.GetMinWeightPercent().GetValue() != 20 {
+			t.Errorf("%s: slow start = %v", lb, ss)
+		}
+	}
+}
