@@ -329,7 +329,7 @@ func TestConvertClusterPolicyRejects(t *testing.T) {
 			c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{
 				ActiveRequestBias: &corev3.RuntimeDouble{DefaultValue: 1, RuntimeKey: "k"}}}
 		}, "least_request_lb_config.active_request_bias"},
-		{"slow start", func(c *clusterv3.Cluster) {
+		{"slow start without a window", func(c *clusterv3.Cluster) {
 			c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
 			c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{
 				SlowStartConfig: &clusterv3.Cluster_SlowStartConfig{}}}
@@ -351,8 +351,9 @@ func TestConvertClusterPolicyRejects(t *testing.T) {
 			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: wrapperspb.UInt64(1000)}}
 		}, "not a prime"},
 		{"round robin lb config", func(c *clusterv3.Cluster) {
+			c.LbPolicy = clusterv3.Cluster_RANDOM
 			c.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{}}
-		}, "lb_config *clusterv3.Cluster_RoundRobinLbConfig_ is not supported"},
+		}, "round_robin_lb_config needs lb_policy ROUND_ROBIN"},
 		{"zone aware", func(c *clusterv3.Cluster) {
 			c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_ZoneAwareLbConfig_{
 				ZoneAwareLbConfig: &clusterv3.Cluster_CommonLbConfig_ZoneAwareLbConfig{}}}
