@@ -916,9 +916,10 @@ spec:
 	}
 }
 
-// TestHTTPProxySecurityFieldsFailClosed: a security field Portico does not implement makes
-// its object invalid, and its host is not served at all rather than served without the
-// protection; other unimplemented fields are warnings and the object is served.
+// TestHTTPProxySecurityFieldsFailClosed: a security field Portico does not implement (the
+// HTTP flavour of authorization) makes its object invalid, and its host is not served at
+// all rather than served without the protection; a field without effect is a warning and
+// the object is served.
 func TestHTTPProxySecurityFieldsFailClosed(t *testing.T) {
 	t.Parallel()
 	e := start(t, map[string]string{
@@ -943,14 +944,14 @@ spec:
   virtualhost:
     fqdn: slow.example.com
   routes:
-  - services: [{name: app, port: 80, slowStartPolicy: {window: 10s}}]
+  - services: [{name: app, port: 80, healthPort: 8081}]
 `,
 	})
 	e.expectRequests("allow.example.com", []hpReq{{"/", nil, 404, ""}})
 	e.expectRequests("slow.example.com", []hpReq{{"/", nil, 200, "default/app"}})
 	st := proxyStatuses(t, e.dir, dag.Options{})
 	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "withRequestBody is not implemented")
-	wantStatus(t, st, "default/slow", dag.StatusValid, "NotImplemented", "slowStartPolicy is not implemented")
+	wantStatus(t, st, "default/slow", dag.StatusValid, "HealthPortUnused", "healthPort has no effect without a healthCheckPolicy")
 }
 
 // TestHTTPProxyCycleBlamesNewestObject: of an include cycle, the newest object is invalid,
