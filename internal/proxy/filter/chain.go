@@ -75,14 +75,6 @@ func (c *Chain) Clusters() []string {
 	return out
 }
 
-// Len is the number of filters before the router.
-func (c *Chain) Len() int {
-	if c == nil {
-		return 0
-	}
-	return len(c.entries)
-}
-
 // BuildChain converts a connection manager's http_filters. The router must
 // come last, once; a filter the proxy does not implement is an error unless
 // it is optional (is_optional), as in Envoy. With only the router, the

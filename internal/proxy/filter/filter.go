@@ -91,7 +91,6 @@ type Stream struct {
 
 	ctx         context.Context
 	respHeaders []HeaderValue
-	details     string
 }
 
 // NewStream starts a request's passage through a chain.
@@ -117,13 +116,6 @@ func (s *Stream) SetResponseHeader(name, value string) {
 
 // ResponseHeaders are the headers filters asked to add, in order.
 func (s *Stream) ResponseHeaders() []HeaderValue { return s.respHeaders }
-
-// SetDetails records why a filter acted (Envoy's response code details),
-// for the access log.
-func (s *Stream) SetDetails(d string) { s.details = d }
-
-// Details is what SetDetails recorded last.
-func (s *Stream) Details() string { return s.details }
 
 // HeaderValue is a header a filter adds to a reply or response.
 type HeaderValue struct {
