@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -164,7 +166,13 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 			s.Route.RateLimits = rt.rateLimits
 		}
 	}
+	if requestHasBody(r) {
+		s.SetBody(r.Body, r.ContentLength)
+	}
 	lr := c.Decode(s, perFilter)
+	if buf, ok := s.Buffered(); ok { // what filters read goes upstream first
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+	}
 	rw.filterHeaders = s.ResponseHeaders()
 	if lr == nil {
 		return false

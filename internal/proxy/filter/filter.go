@@ -68,6 +68,9 @@ type Request struct {
 	TLS *tls.ConnectionState
 	// RequestID is the request's x-request-id.
 	RequestID string
+	// Body is the request's body, which a filter may read the start of
+	// before the router forwards it; nil when the request has none.
+	Body *Body
 }
 
 // Route names what the router matched; the zero Route means no route.
@@ -91,6 +94,7 @@ type Stream struct {
 
 	ctx         context.Context
 	respHeaders []HeaderValue
+	body        Body // Request.Body's, kept here so that a body costs no allocation
 }
 
 // NewStream starts a request's passage through a chain.

@@ -1,11 +1,13 @@
 // Package extauthz is Envoy's external authorization HTTP filter
 // (envoy.filters.http.ext_authz) for the embedded proxy: before the router, each
-// request is described to an authorization server over the ext_authz gRPC v3 protocol
-// (envoy.service.auth.v3.Authorization/Check), which allows it (with headers for the
-// upstream and the client) or denies it (with the status, headers and body the client
-// gets). A server that cannot be asked, or does not answer within the timeout, gets
-// the request refused with status_on_error (403 by default), or let through with
-// failure_mode_allow, as in Envoy.
+// request is described to an authorization server, over the ext_authz gRPC v3
+// protocol (envoy.service.auth.v3.Authorization/Check) or as a plain HTTP request
+// (http_service), which allows it (with headers for the upstream and the client)
+// or denies it (with the status, headers and body the client gets). With
+// with_request_body the check carries the start of the request body. A server that
+// cannot be asked, or does not answer within the timeout, or an HTTP server's 5xx,
+// gets the request refused with status_on_error (403 by default), or let through
+// with failure_mode_allow, as in Envoy.
 package extauthz
 
 import (
@@ -29,7 +31,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/filter"
 )
 
-// defaultTimeout is Envoy's timeout of a check when the gRPC service sets none.
+// defaultTimeout is Envoy's timeout of a check when the service sets none.
 const defaultTimeout = 200 * time.Millisecond
 
 // Response code details, as Envoy's access log names them.
@@ -37,6 +39,10 @@ const (
 	detailsDenied = "ext_authz_denied"
 	detailsError  = "ext_authz_error"
 )
+
+// failureModeAllowedHeader marks a request let through because the server
+// could not be asked (failure_mode_allow), as Envoy marks it.
+const failureModeAllowedHeader = "X-Envoy-Auth-Failure-Mode-Allowed"
 
 // Factory makes ext_authz filters.
 type Factory struct{}
@@ -57,20 +63,34 @@ func (Factory) New(config *anypb.Any) (filter.Filter, error) {
 	if err := unsupported(&c); err != nil {
 		return nil, err
 	}
-	gs := c.GetGrpcService()
-	if gs == nil {
-		return nil, errors.New("ext_authz: only grpc_service is supported (http_service is not)")
-	}
-	cluster := gs.GetEnvoyGrpc().GetClusterName()
-	if cluster == "" {
-		return nil, errors.New("ext_authz.grpc_service: only envoy_grpc with a cluster_name is supported")
-	}
 	if v := c.GetTransportApiVersion(); v != corev3.ApiVersion_V3 {
 		return nil, fmt.Errorf("ext_authz.transport_api_version %s: only V3 is supported", v)
 	}
-	f := &Filter{cluster: cluster, timeout: defaultTimeout, failOpen: c.GetFailureModeAllow(), statusOnError: http.StatusForbidden, peerCert: c.GetIncludePeerCertificate()}
-	if gs.GetTimeout() != nil {
-		f.timeout = gs.GetTimeout().AsDuration() // 0: none
+	f := &Filter{timeout: defaultTimeout, failOpen: c.GetFailureModeAllow(), statusOnError: http.StatusForbidden,
+		peerCert: c.GetIncludePeerCertificate(), body: newBodySettings(c.GetWithRequestBody())}
+	switch svc := c.GetServices().(type) {
+	case *extauthzv3.ExtAuthz_GrpcService:
+		gs := svc.GrpcService
+		if f.cluster = gs.GetEnvoyGrpc().GetClusterName(); f.cluster == "" {
+			return nil, errors.New("ext_authz.grpc_service: only envoy_grpc with a cluster_name is supported")
+		}
+		if c.GetAllowedHeaders() != nil {
+			return nil, errors.New("ext_authz.allowed_headers is not supported by the embedded proxy with grpc_service (every header is sent)")
+		}
+		if gs.GetTimeout() != nil {
+			f.timeout = gs.GetTimeout().AsDuration() // 0: none
+		}
+	case *extauthzv3.ExtAuthz_HttpService:
+		hs, err := newHTTPService(svc.HttpService, c.GetAllowedHeaders())
+		if err != nil {
+			return nil, err
+		}
+		f.cluster, f.http = hs.cluster, hs
+		if t := svc.HttpService.GetServerUri().GetTimeout(); t != nil {
+			f.timeout = t.AsDuration() // 0: none
+		}
+	default:
+		return nil, errors.New("ext_authz: grpc_service or http_service is required")
 	}
 	if s := c.GetStatusOnError(); s != nil && s.GetCode() != 0 {
 		f.statusOnError = int(s.GetCode())
@@ -85,11 +105,9 @@ func unsupported(c *extauthzv3.ExtAuthz) error {
 		field string
 		set   bool
 	}{
-		{"with_request_body", c.GetWithRequestBody() != nil},
 		{"filter_enabled", c.GetFilterEnabled() != nil},
 		{"filter_enabled_metadata", c.GetFilterEnabledMetadata() != nil},
 		{"deny_at_disable", c.GetDenyAtDisable() != nil},
-		{"allowed_headers", c.GetAllowedHeaders() != nil},
 		{"disallowed_headers", c.GetDisallowedHeaders() != nil},
 		{"metadata_context_namespaces", len(c.GetMetadataContextNamespaces()) > 0},
 		{"typed_metadata_context_namespaces", len(c.GetTypedMetadataContextNamespaces()) > 0},
@@ -124,7 +142,7 @@ func (Factory) ParsePerRoute(config *anypb.Any) (any, error) {
 	}
 	cs := c.GetCheckSettings()
 	if cs.GetWithRequestBody() != nil || cs.GetDisableRequestBodyBuffering() {
-		return nil, errors.New("ext_authz per-route check_settings: request body settings are not supported by the embedded proxy")
+		return nil, errors.New("ext_authz per-route check_settings: request body settings are not supported by the embedded proxy (with_request_body of the filter is)")
 	}
 	if cs.GetGrpcService() != nil {
 		return nil, errors.New("ext_authz per-route grpc_service is not supported by the embedded proxy")
@@ -139,6 +157,10 @@ type Filter struct {
 	failOpen      bool
 	statusOnError int
 	peerCert      bool
+	// body is with_request_body's settings; nil: checks carry no body.
+	body *bodySettings
+	// http is the http_service; nil: the server speaks gRPC.
+	http *httpService
 }
 
 // Clusters is the authorization server's cluster, which the proxy must keep.
@@ -147,31 +169,30 @@ func (f *Filter) Clusters() []string { return []string{f.cluster} }
 // DecodeHeaders checks the request: nil lets it continue.
 func (f *Filter) DecodeHeaders(s *filter.Stream, perRouteConfig any) *filter.LocalReply {
 	pr, _ := perRouteConfig.(*perRoute)
-	resp, err := f.check(s, pr)
+	body, lr := f.body.readBody(&s.Request)
+	if lr != nil {
+		return lr
+	}
+	lr, err := f.check(s, pr, body)
 	if err != nil {
 		if s.Env != nil && s.Env.Log != nil {
 			s.Env.Log.Warn("external authorization failed", "cluster", f.cluster, "fail_open", f.failOpen, "error", err)
 		}
 		if f.failOpen {
+			// Envoy tells the upstream the request was let through unchecked.
+			s.Request.Headers.Set(failureModeAllowedHeader, "true")
 			return nil
 		}
 		return &filter.LocalReply{Status: f.statusOnError, Details: detailsError}
 	}
-	if code.Code(resp.GetStatus().GetCode()) != code.Code_OK {
-		return denied(resp.GetDeniedResponse())
-	}
-	allow(s, resp.GetOkResponse())
-	return nil
+	return lr
 }
 
-// check asks the server.
-func (f *Filter) check(s *filter.Stream, pr *perRoute) (*authv3.CheckResponse, error) {
+// check asks the server within the timeout: the reply of a denial, nil when the
+// request is allowed, or an error when no answer came.
+func (f *Filter) check(s *filter.Stream, pr *perRoute, body checkBody) (*filter.LocalReply, error) {
 	if s.Env == nil || s.Env.Upstreams == nil {
 		return nil, errors.New("no upstreams to reach the authorization server")
-	}
-	conn, err := s.Env.Upstreams.GRPC(f.cluster)
-	if err != nil {
-		return nil, err
 	}
 	ctx := s.Context()
 	if f.timeout > 0 {
@@ -179,13 +200,28 @@ func (f *Filter) check(s *filter.Stream, pr *perRoute) (*authv3.CheckResponse, e
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
 		defer cancel()
 	}
-	return authv3.NewAuthorizationClient(conn).Check(ctx, f.request(s, pr))
+	if f.http != nil {
+		return f.http.check(ctx, s, body)
+	}
+	conn, err := s.Env.Upstreams.GRPC(f.cluster)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, f.request(s, pr, body))
+	if err != nil {
+		return nil, err
+	}
+	if code.Code(resp.GetStatus().GetCode()) != code.Code_OK {
+		return denied(resp.GetDeniedResponse()), nil
+	}
+	allow(s, resp.GetOkResponse())
+	return nil, nil
 }
 
 // request describes the request as Envoy's CheckRequest does: the peer, the method,
 // path (with its query), host, scheme and every header by its lower-case name
 // (values of a repeated header joined by ","), pseudo-headers included.
-func (f *Filter) request(s *filter.Stream, pr *perRoute) *authv3.CheckRequest {
+func (f *Filter) request(s *filter.Stream, pr *perRoute, body checkBody) *authv3.CheckRequest {
 	r := &s.Request
 	headers := map[string]string{
 		":method":    r.Method,
@@ -229,6 +265,17 @@ func (f *Filter) request(s *filter.Stream, pr *perRoute) *authv3.CheckRequest {
 	}}
 	if pr != nil {
 		req.Attributes.ContextExtensions = pr.context
+	}
+	if body.sent {
+		h := req.Attributes.Request.Http
+		h.Headers[PartialBodyHeader] = partialValue(body.partial)
+		if f.body.asBytes {
+			h.RawBody = body.data
+		} else {
+			// A proto string must be UTF-8: a body that is not is sent with its
+			// invalid bytes replaced (pack_as_bytes sends it as it is).
+			h.Body = strings.ToValidUTF8(string(body.data), "\uFFFD")
+		}
 	}
 	return req
 }

@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -34,6 +36,12 @@ func grpcService(cluster string) *extauthzv3.ExtAuthz_GrpcService {
 	}}
 }
 
+func httpServiceConfig(cluster, uri string) *extauthzv3.ExtAuthz_HttpService {
+	return &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{
+		ServerUri: &corev3.HttpUri{Uri: uri, HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: cluster}, Timeout: durationpb.New(time.Second)},
+	}}
+}
+
 // What the embedded proxy does not implement is a NACK naming the field, never a filter
 // that lets through what Envoy would stop.
 func TestNewRefuses(t *testing.T) {
@@ -41,9 +49,10 @@ func TestNewRefuses(t *testing.T) {
 		cfg  *extauthzv3.ExtAuthz
 		want string
 	}{
-		{&extauthzv3.ExtAuthz{Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{}}, TransportApiVersion: corev3.ApiVersion_V3}, "http_service is not"},
+		{&extauthzv3.ExtAuthz{Services: &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{}}, TransportApiVersion: corev3.ApiVersion_V3}, "server_uri.cluster"},
+		{&extauthzv3.ExtAuthz{Services: httpServiceConfig("c", "dummy"), TransportApiVersion: corev3.ApiVersion_V3}, "server_uri.uri"},
+		{&extauthzv3.ExtAuthz{Services: grpcService("a"), TransportApiVersion: corev3.ApiVersion_V3, AllowedHeaders: &matcherv3.ListStringMatcher{}}, "allowed_headers"},
 		{&extauthzv3.ExtAuthz{Services: grpcService("a")}, "transport_api_version"},
-		{&extauthzv3.ExtAuthz{Services: grpcService("a"), TransportApiVersion: corev3.ApiVersion_V3, WithRequestBody: &extauthzv3.BufferSettings{}}, "with_request_body"},
 		{&extauthzv3.ExtAuthz{Services: grpcService(""), TransportApiVersion: corev3.ApiVersion_V3}, "cluster_name"},
 	} {
 		_, err := Factory{}.New(packed(t, tc.cfg))
@@ -118,7 +127,7 @@ func TestCheckRequest(t *testing.T) {
 	s := filter.NewStream(context.Background(), nil)
 	s.Request = filter.Request{Method: "GET", Scheme: "https", Authority: "a.example.com", Path: "/p", RawQuery: "q=1",
 		Headers: filter.HeaderMap{"Authorization": {"Basic x"}, "X-Multi": {"1", "2"}}, RequestID: "id"}
-	req := (&Filter{}).request(s, &perRoute{context: map[string]string{"k": "v"}})
+	req := (&Filter{}).request(s, &perRoute{context: map[string]string{"k": "v"}}, checkBody{})
 	h := req.GetAttributes().GetRequest().GetHttp()
 	want := map[string]string{":method": "GET", ":path": "/p?q=1", ":authority": "a.example.com", ":scheme": "https", "authorization": "Basic x", "x-multi": "1,2"}
 	if diff := cmp.Diff(want, h.GetHeaders()); diff != "" {
@@ -126,5 +135,26 @@ func TestCheckRequest(t *testing.T) {
 	}
 	if h.GetPath() != "/p?q=1" || h.GetHost() != "a.example.com" || h.GetId() != "id" || req.GetAttributes().GetContextExtensions()["k"] != "v" {
 		t.Errorf("request %v", req)
+	}
+}
+
+// with_request_body over gRPC: the body as text, or as bytes with pack_as_bytes, and
+// x-envoy-auth-partial-body among the headers.
+func TestCheckRequestBody(t *testing.T) {
+	s := filter.NewStream(context.Background(), nil)
+	s.Request = filter.Request{Method: "POST", Path: "/", Headers: filter.HeaderMap{}}
+	body := checkBody{data: []byte("ab\xffc"), sent: true, partial: true}
+	h := (&Filter{body: &bodySettings{max: 4}}).request(s, nil, body).GetAttributes().GetRequest().GetHttp()
+	if h.GetBody() != "ab\uFFFDc" || h.GetRawBody() != nil || h.GetHeaders()[PartialBodyHeader] != "true" {
+		t.Errorf("as text: body %q raw %q headers %v", h.GetBody(), h.GetRawBody(), h.GetHeaders())
+	}
+	body.partial = false
+	h = (&Filter{body: &bodySettings{max: 4, asBytes: true}}).request(s, nil, body).GetAttributes().GetRequest().GetHttp()
+	if string(h.GetRawBody()) != "ab\xffc" || h.GetBody() != "" || h.GetHeaders()[PartialBodyHeader] != "false" {
+		t.Errorf("as bytes: body %q raw %q headers %v", h.GetBody(), h.GetRawBody(), h.GetHeaders())
+	}
+	h = (&Filter{}).request(s, nil, checkBody{}).GetAttributes().GetRequest().GetHttp()
+	if _, ok := h.GetHeaders()[PartialBodyHeader]; ok || h.GetBody() != "" {
+		t.Errorf("without a body: %v", h)
 	}
 }
