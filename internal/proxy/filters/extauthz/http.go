@@ -42,7 +42,6 @@ type httpService struct {
 	toUpstream, toUpstreamAppend, onSuccess, toClient []nameMatcher
 }
 
-
 // newHTTPService converts an http_service; allowed is ExtAuthz.allowed_headers,
 // which overrides the deprecated authorization_request.allowed_headers.
 func newHTTPService(hs *extauthzv3.HttpService, allowed *matcherv3.ListStringMatcher) (*httpService, error) {
