@@ -376,6 +376,7 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 		}
 		if w.auth != nil {
 			route.Authorization = routeAuthorization(w.root.p, n.p.Spec.Routes[i].AuthPolicy)
+			httpRouteContext(w.auth, route.Authorization, n.p.Spec.Routes[i].AuthPolicy, i, &n.check)
 			if permit && !route.Authorization.Disabled {
 				n.check.warn(problemAuth, "PlainHTTPNotAuthorized", "spec.routes[%d] is served over plain HTTP too (permitInsecure), where its requests are not authorized: only HTTPS requests of %s are checked; remove permitInsecure to redirect them to HTTPS", i, w.host)
 			}

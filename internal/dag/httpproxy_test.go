@@ -736,49 +736,6 @@ func TestHTTPProxyFQDN(t *testing.T) {
 	}
 }
 
-// Security features Portico does not implement yet make the object invalid (fail closed:
-// serving it without them would expose what they protect); the other unimplemented fields
-// give a warning and the rest is served.
-func TestHTTPProxyUnsupportedFields(t *testing.T) {
-	cert := testutil.SelfSigned("u.example.com")
-	secret := tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM)
-	doc := func(vh, route, service, spec string) *contourv1.HTTPProxy {
-		return proxy(t, `
-metadata: {name: root}
-spec:
-  virtualhost: {fqdn: u.example.com, tls: {secretName: cert}`+vh+`}
-  routes:
-  - services: [{name: web, port: 80`+service+`}]`+route+spec)
-	}
-	for _, tc := range []struct {
-		name                     string
-		vh, route, service, spec string
-		field                    string
-	}{
-		{name: "authorization withRequestBody", vh: `, authorization: {extensionRef: {name: auth}, withRequestBody: {maxRequestBytes: 1024}}`, field: "spec.virtualhost.authorization.withRequestBody"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			vh := tc.vh
-			if strings.Contains(vh, "tls:") {
-				// The test's TLS is replaced by the case's.
-				g := build(proxy(t, `
-metadata: {name: root}
-spec:
-  virtualhost: {fqdn: u.example.com`+vh+`}
-  routes: [{services: [{name: web, port: 80}]}]
-`), secret)
-				wantInvalid(t, g, "default", "root", problemUnsupported, "SecurityFeatureNotImplemented", tc.field+" is not implemented by Portico yet")
-				return
-			}
-			g := build(doc(vh, tc.route, tc.service, tc.spec), secret)
-			wantInvalid(t, g, "default", "root", problemUnsupported, "SecurityFeatureNotImplemented", tc.field+" is not implemented by Portico yet", "the object is not served")
-			if http, https := hostNames(g); len(http)+len(https) > 0 {
-				t.Errorf("served without the protection it asks for: %v %v", http, https)
-			}
-		})
-	}
-}
-
 // Host ownership is one rule across HTTPProxy roots, IngressRoute roots and Ingresses:
 // the oldest keeps the host (between an Ingress and a root of the same age, the root);
 // roots of the same age all lose it; an invalid root still holds its host.

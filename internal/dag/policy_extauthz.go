@@ -30,7 +30,7 @@ var extensionAPIVersion = contourv1alpha1.SchemeGroupVersion.String()
 // Authorization is a secure virtual host's external authorization (HTTPProxy's
 // virtualhost.authorization): the requests of its routes whose RouteAuthorization
 // enables it are checked, before the router, by the server of Cluster over Envoy's
-// ext_authz gRPC v3 protocol.
+// ext_authz gRPC v3 protocol, or as plain HTTP requests when HTTP is set.
 type Authorization struct {
 	// Cluster is the ExtensionService's cluster (ExtensionClusterName).
 	Cluster *Cluster
@@ -40,7 +40,46 @@ type Authorization struct {
 	// FailOpen lets requests through when the server cannot be asked or does not
 	// answer in time; otherwise they get 403.
 	FailOpen bool
+	// HTTP, when set, makes the server an HTTP one (serviceType: http).
+	HTTP *HTTPAuthorization
+	// Body, when set, sends the start of each request's body with the check
+	// (withRequestBody).
+	Body *AuthorizationBody
 }
+
+// HTTPAuthorization is how an HTTP authorization server is asked (httpSettings).
+type HTTPAuthorization struct {
+	// PathPrefix goes before the request's path in the check's.
+	PathPrefix string
+	// AllowedAuthorizationHeaders are the client's headers sent with the check,
+	// besides Host, Method, Path, Content-Length and Authorization.
+	AllowedAuthorizationHeaders []HeaderNameMatch
+	// AllowedUpstreamHeaders are the headers of an allowing answer that the
+	// upstream request gets (replacing the client's of that name); none without.
+	AllowedUpstreamHeaders []HeaderNameMatch
+}
+
+// HeaderNameMatch matches header names (compared in lower case) by Kind:
+// MatchExact, MatchPrefix, MatchSuffix or MatchContains.
+type HeaderNameMatch struct {
+	Kind       StringMatchKind
+	Value      string
+	IgnoreCase bool
+}
+
+// AuthorizationBody is how much of a request's body goes with its check.
+type AuthorizationBody struct {
+	// MaxRequestBytes is the most sent; a longer body is refused with 413
+	// unless AllowPartialMessage, which sends its first MaxRequestBytes.
+	MaxRequestBytes     uint32
+	AllowPartialMessage bool
+	// PackAsBytes sends it as raw bytes (gRPC's raw_body) instead of text.
+	PackAsBytes bool
+}
+
+// defaultMaxRequestBytes is withRequestBody's maxRequestBytes when it is not set
+// (HTTPProxy's default).
+const defaultMaxRequestBytes = 1024
 
 // RouteAuthorization is how the requests of one route of an authorized host are
 // checked: the host's policy, with the route's over it.
@@ -84,6 +123,9 @@ func (b *builder) extension(es *contourv1alpha1.ExtensionService, read func(key 
 	protocol := "h2"
 	if spec.Protocol != nil && *spec.Protocol != "" {
 		protocol = *spec.Protocol
+	}
+	if protocol == "http/1.1" {
+		protocol = "" // the cluster's HTTP/1.1
 	}
 	c := &Cluster{Name: ExtensionClusterName(es.Namespace, es.Name), Service: key, PortName: "extension", Protocol: protocol}
 	var checked proxyCheck // validateExtensionService reported these problems
@@ -182,8 +224,8 @@ func validateExtensionService(spec *contourv1alpha1.ExtensionServiceSpec, c *pro
 	if spec.Protocol != nil && *spec.Protocol != "" {
 		protocol = *spec.Protocol
 	}
-	if protocol != "h2" && protocol != "h2c" {
-		c.fail(problemSpec, "ProtocolInvalid", "spec.protocol %q: an authorization server speaks gRPC, which needs h2 (over TLS, the default) or h2c (clear text)", protocol)
+	if protocol != "h2" && protocol != "h2c" && protocol != "http/1.1" {
+		c.fail(problemSpec, "ProtocolInvalid", "spec.protocol %q: use h2 (gRPC over TLS, the default), h2c (gRPC in clear text) or http/1.1 (an HTTP authorization server, in clear text)", protocol)
 	}
 	if v := spec.ProtocolVersion; v != "" && v != contourv1alpha1.SupportProtocolVersion3 {
 		c.fail(problemSpec, "ProtocolVersionInvalid", "spec.protocolVersion %q: only v3 is served; remove the field or set v3", v)
@@ -244,17 +286,98 @@ func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
 			c.fail(problemAuth, "AuthResponseTimeoutInvalid", "%s.responseTimeout %q is not a duration (e.g. \"500ms\", \"2s\", or \"infinity\")", field, a.ResponseTimeout)
 		}
 	}
-	for _, u := range []struct {
-		name string
-		set  bool
-	}{
-		{"serviceType: http", a.ServiceType == contourv1.AuthorizationHTTPService},
-		{"httpSettings", a.HTTPServerSettings != nil},
-		{"withRequestBody", a.WithRequestBody != nil},
-	} {
-		if u.set {
-			c.fail(problemUnsupported, "SecurityFeatureNotImplemented", "%s.%s is not implemented by Portico yet (only gRPC authorization servers, without the request body, are); the object is not served rather than served without the protection it asks for", field, u.name)
+	validateAuthorizationHTTP(a, field, c)
+}
+
+// validateAuthorizationHTTP checks serviceType, httpSettings and what an HTTP server
+// cannot be given.
+func validateAuthorizationHTTP(a *contourv1.AuthorizationServer, field string, c *proxyCheck) {
+	isHTTP := a.ServiceType == contourv1.AuthorizationHTTPService
+	switch a.ServiceType {
+	case "", contourv1.AuthorizationGRPCService, contourv1.AuthorizationHTTPService:
+	default:
+		c.fail(problemAuth, "AuthServiceTypeInvalid", "%s.serviceType %q is not a protocol of authorization servers: use grpc (the default) or http", field, a.ServiceType)
+	}
+	if a.HTTPServerSettings != nil && !isHTTP {
+		c.fail(problemAuth, "AuthHTTPSettingsNotHTTP", "%s.httpSettings can only be set when serviceType is http: set serviceType: http, or remove httpSettings", field)
+	}
+	if isHTTP && a.AuthPolicy != nil && len(a.AuthPolicy.Context) > 0 {
+		c.fail(problemAuth, "AuthContextForHTTP", "%s.authPolicy.context is only sent to gRPC authorization servers (serviceType grpc); an HTTP server gets no context: remove it, or use a gRPC server", field)
+	}
+	if hs := a.HTTPServerSettings; hs != nil {
+		if hs.PathPrefix != "" && !strings.HasPrefix(hs.PathPrefix, "/") {
+			c.fail(problemAuth, "AuthPathPrefixInvalid", "%s.httpSettings.pathPrefix %q must start with \"/\" (it goes before the request's path)", field, hs.PathPrefix)
 		}
+		validateAllowedHeaders(hs.AllowedAuthorizationHeaders, field+".httpSettings.allowedAuthorizationHeaders", c)
+		validateAllowedHeaders(hs.AllowedUpstreamHeaders, field+".httpSettings.allowedUpstreamHeaders", c)
+	}
+}
+
+// validateAllowedHeaders checks header name matchers: exactly one of exact, prefix,
+// suffix and contains each. A name with capitals never matches without ignoreCase
+// (names are compared in lower case, as HTTP/2 sends them): a warning says so.
+func validateAllowedHeaders(hs []contourv1.HTTPAuthorizationServerAllowedHeaders, field string, c *proxyCheck) {
+	for i := range hs {
+		m, n := headerNameMatch(&hs[i])
+		switch {
+		case n == 0:
+			c.fail(problemAuth, "AuthBadAllowedHeader", "%s[%d] matches nothing: set one of exact, prefix, suffix or contains", field, i)
+		case n > 1:
+			c.fail(problemAuth, "AuthBadAllowedHeader", "%s[%d] sets more than one of exact, prefix, suffix and contains: keep one (list several entries to match several ways)", field, i)
+		case !m.IgnoreCase && m.Value != strings.ToLower(m.Value):
+			c.warn(problemAuth, "AllowedHeaderNeverMatches", "%s[%d] %q has capitals, but header names are compared in lower case: it matches nothing; write it in lower case, or set ignoreCase: true", field, i, m.Value)
+		}
+	}
+}
+
+// headerNameMatch converts a matcher, with the number of kinds it sets (1 when valid).
+func headerNameMatch(h *contourv1.HTTPAuthorizationServerAllowedHeaders) (HeaderNameMatch, int) {
+	out, n := HeaderNameMatch{IgnoreCase: h.IgnoreCase}, 0
+	for _, k := range []struct {
+		kind  StringMatchKind
+		value string
+	}{{MatchExact, h.Exact}, {MatchPrefix, h.Prefix}, {MatchSuffix, h.Suffix}, {MatchContains, h.Contains}} {
+		if k.value != "" {
+			if n == 0 {
+				out.Kind, out.Value = k.kind, k.value
+			}
+			n++
+		}
+	}
+	return out, n
+}
+
+func headerNameMatches(hs []contourv1.HTTPAuthorizationServerAllowedHeaders) []HeaderNameMatch {
+	var out []HeaderNameMatch
+	for i := range hs {
+		m, _ := headerNameMatch(&hs[i])
+		out = append(out, m)
+	}
+	return out
+}
+
+// authorizationBody is withRequestBody, with its default size.
+func authorizationBody(b *contourv1.AuthorizationServerBufferSettings) *AuthorizationBody {
+	if b == nil {
+		return nil
+	}
+	out := &AuthorizationBody{MaxRequestBytes: b.MaxRequestBytes, AllowPartialMessage: b.AllowPartialMessage, PackAsBytes: b.PackAsBytes}
+	if out.MaxRequestBytes == 0 {
+		// Left out (0 cannot be told apart from it): the schema's default.
+		out.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	return out
+}
+
+// httpRouteContext leaves out the context of route i (ra, from policy) when the
+// host's server speaks HTTP, which gets none, with a warning when the route set one.
+func httpRouteContext(auth *Authorization, ra *RouteAuthorization, policy *contourv1.AuthorizationPolicy, i int, c *proxyCheck) {
+	if auth == nil || auth.HTTP == nil {
+		return
+	}
+	ra.Context = nil
+	if policy != nil && !policy.Disabled && len(policy.Context) > 0 {
+		c.warn(problemAuth, "AuthContextIgnored", "spec.routes[%d].authPolicy.context is ignored: the host's authorization server speaks HTTP (serviceType: http), which gets no context; remove it", i)
 	}
 }
 
@@ -286,12 +409,37 @@ func (b *builder) proxyAuthorization(root *proxyNode) (*Authorization, bool) {
 		root.check.fail(problemAuth, "ExtensionServiceInvalid", "spec.virtualhost.authorization.extensionRef: ExtensionService %s is invalid: %s", key, ext.check.errors[0].Message)
 		return nil, false
 	}
-	out := &Authorization{Cluster: ext.cluster, Timeout: ext.timeout, FailOpen: a.FailOpen}
+	if msg := protocolMismatch(a.ServiceType, ext.cluster.Protocol); msg != "" {
+		root.check.fail(problemAuth, "AuthProtocolMismatch", "spec.virtualhost.authorization.extensionRef: ExtensionService %s %s", key, msg)
+		return nil, false
+	}
+	out := &Authorization{Cluster: ext.cluster, Timeout: ext.timeout, FailOpen: a.FailOpen, Body: authorizationBody(a.WithRequestBody)}
+	if a.ServiceType == contourv1.AuthorizationHTTPService {
+		out.HTTP = &HTTPAuthorization{}
+		if hs := a.HTTPServerSettings; hs != nil {
+			out.HTTP.PathPrefix = hs.PathPrefix
+			out.HTTP.AllowedAuthorizationHeaders = headerNameMatches(hs.AllowedAuthorizationHeaders)
+			out.HTTP.AllowedUpstreamHeaders = headerNameMatches(hs.AllowedUpstreamHeaders)
+		}
+	}
 	if a.ResponseTimeout != "" {
 		d, _ := authTimeout(a.ResponseTimeout) // validateProxyAuthorization checked it
 		out.Timeout = &d
 	}
 	return out, true
+}
+
+// protocolMismatch says why an ExtensionService whose cluster speaks protocol
+// ("" is HTTP/1.1) cannot serve an authorization server of serviceType.
+func protocolMismatch(serviceType contourv1.AuthorizationServiceType, protocol string) string {
+	isHTTP := serviceType == contourv1.AuthorizationHTTPService
+	switch {
+	case isHTTP && protocol != "":
+		return fmt.Sprintf("speaks %s, but serviceType http needs an HTTP/1.1 server: set the ExtensionService's protocol to http/1.1 (Portico reaches HTTP authorization servers over HTTP/1.1 in clear text)", protocol)
+	case !isHTTP && protocol == "":
+		return "speaks http/1.1, but a gRPC authorization server needs HTTP/2: set the ExtensionService's protocol to h2 or h2c, or set serviceType: http"
+	}
+	return ""
 }
 
 // routeAuthorization is how a route of root's host is authorized: nil when the host

@@ -150,8 +150,22 @@ func TestHTTPProxyAuthorizationRefused(t *testing.T) {
 			typ: problemAuth, reason: "AuthBadResourceVersion", parts: []string{"projectcontour.io/v1alpha1"}},
 		{name: "fallback certificate", vhAuth: `{extensionRef: {name: auth, namespace: authns}}`, esSpec: `{services: [{name: authz, port: 9000}]}`, fallback: true,
 			typ: problemAuth, reason: "AuthIncompatibleWithFallback", parts: []string{"enableFallbackCertificate cannot be combined"}},
-		{name: "http service", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
-			typ: problemUnsupported, reason: "SecurityFeatureNotImplemented", parts: []string{"serviceType: http is not implemented"}},
+		{name: "http service on a gRPC ExtensionService", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthProtocolMismatch", parts: []string{"speaks h2, but serviceType http needs an HTTP/1.1 server", "protocol to http/1.1"}},
+		{name: "gRPC service on an HTTP ExtensionService", vhAuth: `{extensionRef: {name: auth, namespace: authns}}`, esSpec: `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthProtocolMismatch", parts: []string{"needs HTTP/2"}},
+		{name: "httpSettings without http", vhAuth: `{extensionRef: {name: auth, namespace: authns}, httpSettings: {pathPrefix: /x}}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthHTTPSettingsNotHTTP", parts: []string{"set serviceType: http, or remove httpSettings"}},
+		{name: "empty allowed header", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http, httpSettings: {allowedAuthorizationHeaders: [{ignoreCase: true}]}}`, esSpec: `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthBadAllowedHeader", parts: []string{"allowedAuthorizationHeaders[0] matches nothing", "set one of exact, prefix, suffix or contains"}},
+		{name: "two kinds in one allowed header", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http, httpSettings: {allowedUpstreamHeaders: [{exact: a}, {prefix: x-, suffix: -y}]}}`, esSpec: `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthBadAllowedHeader", parts: []string{"allowedUpstreamHeaders[1] sets more than one of exact, prefix, suffix and contains"}},
+		{name: "relative path prefix", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http, httpSettings: {pathPrefix: auth}}`, esSpec: `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthPathPrefixInvalid", parts: []string{`pathPrefix "auth" must start with "/"`}},
+		{name: "context for an http server", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http, authPolicy: {context: {k: v}}}`, esSpec: `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthContextForHTTP", parts: []string{"only sent to gRPC authorization servers"}},
+		{name: "unknown service type", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: soap}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
+			typ: problemAuth, reason: "AuthServiceTypeInvalid", parts: []string{`serviceType "soap"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := authObjects(t, tc.vhAuth, tc.esSpec)
@@ -177,7 +191,8 @@ func TestExtensionServiceStatus(t *testing.T) {
 		parts      []string
 	}{
 		{"valid", `{services: [{name: authz, port: 9000}]}`, StatusValid, []string{"valid ExtensionService"}},
-		{"http/1.1", `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`, StatusInvalid, []string{"needs h2"}},
+		{"http/1.1", `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`, StatusValid, []string{"valid ExtensionService"}},
+		{"unknown protocol", `{protocol: spdy, services: [{name: authz, port: 9000}]}`, StatusInvalid, []string{`spec.protocol "spdy": use h2`}},
 		{"validation without TLS", `{protocol: h2c, validation: {caSecret: ca, subjectName: authz}, services: [{name: authz, port: 9000}]}`, StatusInvalid, []string{"spec.validation needs protocol h2"}},
 		{"missing CA", `{validation: {caSecret: ca, subjectName: authz}, services: [{name: authz, port: 9000}]}`, StatusInvalid, []string{"Secret authns/ca not found"}},
 		{"missing Service", `{services: [{name: nope, port: 9000}]}`, StatusInvalid, []string{"Service authns/nope not found"}},
@@ -255,7 +270,11 @@ func TestValidateObjectAuthorization(t *testing.T) {
 		{"authorization without TLS", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, authorization: {extensionRef: {name: x}}}, routes: [{services: [{name: web, port: 80}]}]}}`), "needs spec.virtualhost.tls"},
 		{"bad responseTimeout", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: c}, authorization: {extensionRef: {name: x}, responseTimeout: later}}, routes: [{services: [{name: web, port: 80}]}]}}`), `responseTimeout "later"`},
 		{"missing ExtensionService is not the object's fault", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: c}, authorization: {extensionRef: {name: x}}}, routes: [{services: [{name: web, port: 80}], authPolicy: {disabled: true}}]}}`), ""},
-		{"ExtensionService http/1.1", extensionService(t, `{metadata: {name: e}, spec: {protocol: http/1.1, services: [{name: s, port: 80}]}}`), "needs h2"},
+		{"ExtensionService http/1.1", extensionService(t, `{metadata: {name: e}, spec: {protocol: http/1.1, services: [{name: s, port: 80}]}}`), ""},
+		{"ExtensionService spdy", extensionService(t, `{metadata: {name: e}, spec: {protocol: spdy, services: [{name: s, port: 80}]}}`), `spec.protocol "spdy"`},
+		{"httpSettings without serviceType http", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: c}, authorization: {extensionRef: {name: x}, httpSettings: {pathPrefix: /a}}}, routes: [{services: [{name: web, port: 80}]}]}}`), "can only be set when serviceType is http"},
+		{"allowed header with two kinds", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: c}, authorization: {extensionRef: {name: x}, serviceType: http, httpSettings: {allowedAuthorizationHeaders: [{exact: a, contains: b}]}}}, routes: [{services: [{name: web, port: 80}]}]}}`), "sets more than one of exact, prefix, suffix and contains"},
+		{"valid http authorization", proxy(t, `{metadata: {name: p}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: c}, authorization: {extensionRef: {name: x}, serviceType: http, withRequestBody: {maxRequestBytes: 10}, httpSettings: {pathPrefix: /a, allowedAuthorizationHeaders: [{exact: x-a}]}}}, routes: [{services: [{name: web, port: 80}]}]}}`), ""},
 		{"ExtensionService validation over h2c", extensionService(t, `{metadata: {name: e}, spec: {protocol: h2c, validation: {caSecret: ca, subjectName: s}, services: [{name: s, port: 80}]}}`), "spec.validation needs protocol h2"},
 		{"ExtensionService without its Service yet", extensionService(t, `{metadata: {name: e}, spec: {services: [{name: s, port: 80}]}}`), ""},
 	} {
@@ -269,5 +288,42 @@ func TestValidateObjectAuthorization(t *testing.T) {
 				t.Errorf("message %q, want one containing %q", msg, tc.wants)
 			}
 		})
+	}
+}
+
+// serviceType http and withRequestBody reach the graph: the host's Authorization says
+// how the HTTP server is asked and how much of the body goes with the check; a route's
+// context, which an HTTP server cannot get, is warned about and the route still served.
+func TestHTTPProxyAuthorizationHTTP(t *testing.T) {
+	objs := authObjects(t, `{extensionRef: {name: auth, namespace: authns}, serviceType: http, withRequestBody: {allowPartialMessage: true},
+  httpSettings: {pathPrefix: /check, allowedAuthorizationHeaders: [{exact: x-a}, {prefix: X-B-, ignoreCase: true}], allowedUpstreamHeaders: [{suffix: -user}, {contains: Tenant}]}}`,
+		`{protocol: http/1.1, services: [{name: authz, port: 9000}]}`)
+	g := build(objs...)
+	svh := httpsHost(g, "a.example.com")
+	if svh == nil || svh.Authorization == nil {
+		t.Fatalf("a.example.com not served with authorization: %v", objectStatus(t, g, ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "root"}))
+	}
+	want := &Authorization{
+		Cluster: svh.Authorization.Cluster,
+		HTTP: &HTTPAuthorization{
+			PathPrefix:                  "/check",
+			AllowedAuthorizationHeaders: []HeaderNameMatch{{Kind: MatchExact, Value: "x-a"}, {Kind: MatchPrefix, Value: "X-B-", IgnoreCase: true}},
+			AllowedUpstreamHeaders:      []HeaderNameMatch{{Kind: MatchSuffix, Value: "-user"}, {Kind: MatchContains, Value: "Tenant"}},
+		},
+		Body: &AuthorizationBody{MaxRequestBytes: 1024, AllowPartialMessage: true},
+	}
+	if diff := cmp.Diff(want, svh.Authorization); diff != "" {
+		t.Errorf("authorization (-want +got):\n%s", diff)
+	}
+	if svh.Authorization.Cluster.Protocol != "" {
+		t.Errorf("cluster protocol %q, want HTTP/1.1", svh.Authorization.Cluster.Protocol)
+	}
+	root := objectStatus(t, g, ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "root"})
+	if root.Status != StatusValid || !strings.Contains(root.Description, `allowedUpstreamHeaders[1] "Tenant" has capitals`) {
+		t.Errorf("root: %s %q, want valid with the capitals warning", root.Status, root.Description)
+	}
+	child := objectStatus(t, g, ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "child"})
+	if child.Status != StatusValid || !strings.Contains(child.Description, "spec.routes[0].authPolicy.context is ignored") {
+		t.Errorf("child: %s %q, want valid with the context warning", child.Status, child.Description)
 	}
 }

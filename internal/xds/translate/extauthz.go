@@ -1,9 +1,13 @@
 package translate
 
 import (
+	"strings"
+	"time"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -24,27 +28,80 @@ var extAuthzFilter = httpFilter{
 	disabled: true,
 }
 
-// extAuthzListener asks the ExtensionService's cluster over gRPC v3; a failure to get
-// an answer is a 403, or lets the request through with failOpen (Envoy's
-// status_on_error and failure_mode_allow).
+// extAuthzListener asks the ExtensionService's cluster over gRPC v3, or with plain
+// HTTP requests (serviceType http); a failure to get an answer is a 403, or lets the
+// request through with failOpen (Envoy's status_on_error and failure_mode_allow).
 func extAuthzListener(svh *dag.SecureVirtualHost, _ Options) *anypb.Any {
 	if svh == nil || svh.Authorization == nil {
 		return nil
 	}
 	a := svh.Authorization
+	out := &extauthzv3.ExtAuthz{
+		TransportApiVersion:    corev3.ApiVersion_V3,
+		FailureModeAllow:       a.FailOpen,
+		StatusOnError:          &typev3.HttpStatus{Code: typev3.StatusCode_Forbidden},
+		IncludePeerCertificate: true,
+		WithRequestBody:        extAuthzBody(a.Body),
+	}
+	if a.HTTP != nil {
+		out.Services = extAuthzHTTPService(a)
+		if m := a.HTTP.AllowedAuthorizationHeaders; len(m) > 0 {
+			// The filter's allowed_headers, which replaced http_service's
+			// authorization_request.allowed_headers (as Contour emits it).
+			out.AllowedHeaders = headerNameMatchers(m)
+		}
+		return mustAny(out)
+	}
 	grpc := &corev3.GrpcService{
 		TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: a.Cluster.Name}},
 	}
 	if a.Timeout != nil {
 		grpc.Timeout = durationpb.New(*a.Timeout)
 	}
-	return mustAny(&extauthzv3.ExtAuthz{
-		Services:               &extauthzv3.ExtAuthz_GrpcService{GrpcService: grpc},
-		TransportApiVersion:    corev3.ApiVersion_V3,
-		FailureModeAllow:       a.FailOpen,
-		StatusOnError:          &typev3.HttpStatus{Code: typev3.StatusCode_Forbidden},
-		IncludePeerCertificate: true,
-	})
+	out.Services = &extauthzv3.ExtAuthz_GrpcService{GrpcService: grpc}
+	return mustAny(out)
+}
+
+// extAuthzHTTPService asks the cluster with HTTP requests. server_uri's URI is
+// required but unused (the cluster is where requests go; the client's Host is kept),
+// and its timeout is required: a host without responseTimeout gets the gRPC
+// service's default, Envoy's 200ms.
+func extAuthzHTTPService(a *dag.Authorization) *extauthzv3.ExtAuthz_HttpService {
+	timeout := defaultAuthTimeout
+	if a.Timeout != nil {
+		timeout = *a.Timeout
+	}
+	hs := &extauthzv3.HttpService{
+		ServerUri: &corev3.HttpUri{
+			Uri:              "http://" + strings.ReplaceAll(a.Cluster.Name, "/", ".") + "/",
+			HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: a.Cluster.Name},
+			Timeout:          durationpb.New(timeout),
+		},
+		PathPrefix: a.HTTP.PathPrefix,
+	}
+	if m := a.HTTP.AllowedUpstreamHeaders; len(m) > 0 {
+		hs.AuthorizationResponse = &extauthzv3.AuthorizationResponse{AllowedUpstreamHeaders: headerNameMatchers(m)}
+	}
+	return &extauthzv3.ExtAuthz_HttpService{HttpService: hs}
+}
+
+// defaultAuthTimeout is Envoy's timeout of a gRPC check without one.
+const defaultAuthTimeout = 200 * time.Millisecond
+
+func headerNameMatchers(ms []dag.HeaderNameMatch) *matcherv3.ListStringMatcher {
+	out := &matcherv3.ListStringMatcher{}
+	for _, m := range ms {
+		out.Patterns = append(out.Patterns, stringMatcher(m.Kind, m.Value, m.IgnoreCase))
+	}
+	return out
+}
+
+// extAuthzBody is with_request_body.
+func extAuthzBody(b *dag.AuthorizationBody) *extauthzv3.BufferSettings {
+	if b == nil {
+		return nil
+	}
+	return &extauthzv3.BufferSettings{MaxRequestBytes: b.MaxRequestBytes, AllowPartialMessage: b.AllowPartialMessage, PackAsBytes: b.PackAsBytes}
 }
 
 // extAuthzRoute enables the filter on a route of an authorized host, with the route's
