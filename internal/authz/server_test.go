@@ -2,7 +2,11 @@ package authz
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +74,7 @@ func TestCheck(t *testing.T) {
 	for _, h := range ok.GetOkResponse().GetHeaders() {
 		got[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
 	}
-	if len(got) != 2 || got["Auth-Username"] != "u" || got["Auth-Context-Site"] != "a" {
+	if len(got) != 3 || got["Auth-Username"] != "u" || got["Auth-Context-Site"] != "a" || got[PathHeader] != "/" {
 		t.Errorf("upstream headers %v", got)
 	}
 	for _, auth := range []string{"", basic("u:nope"), basic("v:pw"), "Bearer x", "Basic !!"} {
@@ -100,5 +104,60 @@ func TestClearTextRefused(t *testing.T) {
 	_, err := New(Config{HTPasswd: usersFile(t, "u:plain\n")})
 	if err == nil || !strings.Contains(err.Error(), "clear-text") {
 		t.Errorf("New = %v, want a refusal of the clear-text password", err)
+	}
+}
+
+// Over real HTTP, as Envoy's http_service asks: valid credentials get 200 with the user
+// and what the check carried (path, body, header names); others get 401 with the
+// realm's challenge and a body.
+func TestHTTPCheck(t *testing.T) {
+	s, err := New(Config{Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", HTPasswd: usersFile(t, userLine), Realm: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown() })
+	ask := func(auth, body string, headers map[string]string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/prefix/p?q=1", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "a.example.com"
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("u:pw"))
+	resp := ask(basic, "hello", map[string]string{"X-Envoy-Auth-Partial-Body": "true", "X-Extra": "1"})
+	sum := sha256.Sum256([]byte("hello"))
+	for name, want := range map[string]string{
+		UserHeader: "u", PathHeader: "/prefix/p?q=1", BodyBytesHeader: "5", BodySHA256Header: hex.EncodeToString(sum[:]), BodyPartialHeader: "true",
+		HeadersHeader: "accept-encoding,authorization,content-length,host,user-agent,x-envoy-auth-partial-body,x-extra",
+	} {
+		if got := resp.Header.Get(name); resp.StatusCode != http.StatusOK || got != want {
+			t.Errorf("allowed: status %d, %s %q, want %q", resp.StatusCode, name, got, want)
+		}
+	}
+	if resp := ask(basic, "", nil); resp.Header.Get(BodyBytesHeader) != "" || resp.Header.Get(PathHeader) == "" {
+		t.Errorf("without a body: %v", resp.Header)
+	}
+	for _, auth := range []string{"", "Basic " + base64.StdEncoding.EncodeToString([]byte("u:no"))} {
+		resp := ask(auth, "", nil)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != `Basic realm="r"` || !strings.Contains(string(body), "unauthorized") || resp.Header.Get(UserHeader) != "" {
+			t.Errorf("%q: status %d, headers %v, body %q", auth, resp.StatusCode, resp.Header, body)
+		}
 	}
 }

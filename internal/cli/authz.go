@@ -9,9 +9,10 @@ import (
 
 func authzCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("authz", stderr)
-	withUsage(fs, "authz --listen ADDR --htpasswd FILE [--realm NAME] [--delay DURATION] [--tls-cert FILE --tls-key FILE] [flags]")
+	withUsage(fs, "authz --listen ADDR --htpasswd FILE [--http-listen ADDR] [--realm NAME] [--delay DURATION] [--tls-cert FILE --tls-key FILE] [flags]")
 	var c authz.Config
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:9100", "address to serve ext_authz gRPC v3 on")
+	fs.StringVar(&c.HTTPListen, "http-listen", "", "also answer plain HTTP checks (HTTPProxy serviceType: http) on this address, HTTP/1.1 in clear text")
 	fs.StringVar(&c.HTPasswd, "htpasswd", "", "htpasswd `FILE` of the users allowed (hashed passwords; required)")
 	fs.StringVar(&c.Realm, "realm", authz.DefaultRealm, "realm named in the WWW-Authenticate challenge of denied requests")
 	fs.DurationVar(&c.Delay, "delay", 0, "wait this long before answering each check, as a slow server would")

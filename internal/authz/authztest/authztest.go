@@ -62,3 +62,13 @@ func StartTLSAuthz(t testing.TB, cfg authz.Config, users map[string]string, cert
 	cfg.TLSCertFile, cfg.TLSKeyFile = testutil.CertFiles(t, cert)
 	return StartAuthz(t, cfg, users)
 }
+
+// StartHTTPAuthz is StartAuthz answering HTTP checks too, as `portico authz
+// --http-listen` does, on an ephemeral loopback port (Server.HTTPAddr).
+func StartHTTPAuthz(t testing.TB, cfg authz.Config, users map[string]string) *authz.Server {
+	t.Helper()
+	if cfg.HTTPListen == "" {
+		cfg.HTTPListen = "127.0.0.1:0"
+	}
+	return StartAuthz(t, cfg, users)
+}
