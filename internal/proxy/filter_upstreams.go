@@ -104,6 +104,9 @@ func (u *filterUpstreams) HTTP(cluster string) (*http.Client, error) {
 		DialTLSContext:      dial,
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     90 * time.Second,
+		// No Accept-Encoding of the client's own: a filter's request carries the
+		// headers the filter sends (an authorization check the allowed ones only).
+		DisableCompression: true,
 	}}
 	u.http[cluster] = c
 	return c, nil

@@ -209,11 +209,21 @@ spec:
     authorization: {extensionRef: {name: authz}}
   routes: [{services: [{name: web, port: 80}]}]
 ---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: settings}
+spec:
+  virtualhost:
+    fqdn: settings.example.com
+    tls: {secretName: cert}
+    authorization: {extensionRef: {name: authz}, httpSettings: {allowedUpstreamHeaders: [{exact: a, prefix: b}]}}
+  routes: [{services: [{name: web, port: 80}]}]
+---
 apiVersion: projectcontour.io/v1alpha1
 kind: ExtensionService
 metadata: {name: authz}
 spec:
-  protocol: http/1.1
+  protocolVersion: v2
   services: [{name: authz, port: 80}]
 `
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(manifests), 0o600); err != nil {
@@ -228,12 +238,13 @@ spec:
 		t.Fatalf("%v: %s", err, out)
 	}
 	want := map[string]string{
-		"HTTPProxy":        "spec.virtualhost.authorization needs spec.virtualhost.tls",
-		"ExtensionService": `spec.protocol "http/1.1"`,
+		"HTTPProxy/open":         "spec.virtualhost.authorization needs spec.virtualhost.tls",
+		"HTTPProxy/settings":     "httpSettings can only be set when serviceType is http",
+		"ExtensionService/authz": `spec.protocolVersion "v2"`,
 	}
 	for _, r := range rows {
-		if w, ok := want[r.Kind]; ok {
-			delete(want, r.Kind)
+		if w, ok := want[r.Kind+"/"+r.Name]; ok {
+			delete(want, r.Kind+"/"+r.Name)
 			if r.Status != "invalid" || !strings.Contains(r.Description, w) {
 				t.Errorf("%s %s: %s %q, want invalid with %q", r.Kind, r.Name, r.Status, r.Description, w)
 			}
@@ -260,7 +271,7 @@ func TestExtensionServiceBadEditKeepsServing(t *testing.T) {
 	if r := e.getAuth("kept.example.com", "/", "alice", "wonderland"); r.status != http.StatusOK {
 		t.Fatalf("before the edit: %d", r.status)
 	}
-	e.write("extension.yaml", extensionManifest("auth", "fast", srv.Addr(), "  protocol: http/1.1\n"))
+	e.write("extension.yaml", extensionManifest("auth", "fast", srv.Addr(), "  protocol: h2c\n  protocolVersion: v2\n"))
 	e.eventually(10*time.Second, "the ExtensionService's status to say the edit is not served", func() bool {
 		resp, err := http.Get("http://" + e.runner.Admin().Addr() + "/statuses?status=invalid")
 		if err != nil {
@@ -273,7 +284,7 @@ func TestExtensionServiceBadEditKeepsServing(t *testing.T) {
 		}
 		for _, r := range rows {
 			if r.Kind == "ExtensionService" && r.Name == "fast" {
-				return strings.Contains(r.Description, "previous valid version") && strings.Contains(r.Description, "http/1.1")
+				return strings.Contains(r.Description, "previous valid version") && strings.Contains(r.Description, `"v2"`)
 			}
 		}
 		return false

@@ -916,10 +916,10 @@ spec:
 	}
 }
 
-// TestHTTPProxySecurityFieldsFailClosed: a security field Portico does not implement (the
-// HTTP flavour of authorization) makes its object invalid, and its host is not served at
-// all rather than served without the protection; a field without effect is a warning and
-// the object is served.
+// TestHTTPProxySecurityFieldsFailClosed: a security field that cannot be honoured as
+// written (authorization, here with the request body, on a host without TLS) makes its
+// object invalid, and its host is not served at all rather than served without the
+// protection; a field without effect is a warning and the object is served.
 func TestHTTPProxySecurityFieldsFailClosed(t *testing.T) {
 	t.Parallel()
 	e := start(t, map[string]string{
@@ -950,7 +950,7 @@ spec:
 	e.expectRequests("allow.example.com", []hpReq{{"/", nil, 404, ""}})
 	e.expectRequests("slow.example.com", []hpReq{{"/", nil, 200, "default/app"}})
 	st := proxyStatuses(t, e.dir, dag.Options{})
-	wantStatus(t, st, "default/allow", dag.StatusInvalid, "SecurityFeatureNotImplemented", "withRequestBody is not implemented")
+	wantStatus(t, st, "default/allow", dag.StatusInvalid, "AuthNotPermitted", "authorization needs spec.virtualhost.tls")
 	wantStatus(t, st, "default/slow", dag.StatusValid, "HealthPortUnused", "healthPort has no effect without a healthCheckPolicy")
 }
 
