@@ -145,7 +145,9 @@ type AuthorizationServer struct {
 	// ExtensionServiceRef is the server.
 	// +optional
 	ExtensionServiceRef ExtensionServiceReference `json:"extensionRef,omitempty"`
-	// ServiceType is the protocol the server speaks.
+	// ServiceType is the protocol the server speaks: grpc (Envoy's ext_authz v3,
+	// ExtensionService protocol h2 or h2c) or http (ExtensionService protocol
+	// http/1.1).
 	// +optional
 	// +kubebuilder:validation:Enum=http;grpc
 	// +kubebuilder:default=grpc
@@ -209,7 +211,8 @@ type HTTPAuthorizationServerAllowedHeaders struct {
 // AuthorizationServerBufferSettings say how much of the request body goes to the
 // authorization server.
 type AuthorizationServerBufferSettings struct {
-	// MaxRequestBytes is the most of the body held in memory.
+	// MaxRequestBytes is the most of the body sent: a longer body gets 413 unless
+	// AllowPartialMessage.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=1024
@@ -218,7 +221,8 @@ type AuthorizationServerBufferSettings struct {
 	// of refusing the request.
 	// +optional
 	AllowPartialMessage bool `json:"allowPartialMessage,omitempty"`
-	// PackAsBytes sends the body as raw bytes rather than as text.
+	// PackAsBytes sends the body as raw bytes rather than as text (gRPC servers
+	// only: an HTTP server gets it as its request's body).
 	// +optional
 	PackAsBytes bool `json:"packAsBytes,omitempty"`
 }

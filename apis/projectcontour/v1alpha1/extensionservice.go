@@ -38,8 +38,8 @@ type ExtensionServiceSpec struct {
 	// +optional
 	UpstreamValidation *contourv1.UpstreamValidation `json:"validation,omitempty"`
 	// Protocol is how the proxy speaks to the extension: "h2" (gRPC over TLS, the
-	// default) or "h2c" (gRPC in clear text). "http/1.1" is in the schema, as
-	// upstream's, but an authorization server speaks gRPC: Portico refuses it.
+	// default), "h2c" (gRPC in clear text) or "http/1.1" (an HTTP authorization
+	// server, serviceType http, in clear text).
 	// +optional
 	// +kubebuilder:validation:Enum=http/1.1;h2;h2c
 	Protocol *string `json:"protocol,omitempty"`
