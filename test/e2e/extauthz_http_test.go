@@ -15,6 +15,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/authz"
 	"github.com/portico-dev/portico/internal/authz/authztest"
+	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/echo"
 	"github.com/portico-dev/portico/internal/testutil"
 )
@@ -66,6 +67,9 @@ func httpAuthHost(name, host, auth string) string {
   - conditions: [{prefix: /public}]
     authPolicy: {disabled: true}
     services: [{name: web, port: 80}]
+  - conditions: [{prefix: /context}]
+    authPolicy: {context: {tier: admin}}
+    services: [{name: web, port: 80}]
 `)
 }
 
@@ -107,8 +111,9 @@ func TestExtAuthzHTTP(t *testing.T) {
 	t.Run("denied with the server's status, headers and body", func(t *testing.T) {
 		for _, creds := range [][2]string{{"", ""}, {"alice", "wrong"}} {
 			r := e.getAuth("h.example.com", "/", creds[0], creds[1])
-			if r.status != http.StatusUnauthorized || r.service() != "" || r.header.Get("WWW-Authenticate") != `Basic realm="shop"` || !strings.Contains(r.body, "unauthorized") {
-				t.Errorf("%q: status %d from %q, WWW-Authenticate %q, body %q; want the server's 401", creds[0], r.status, r.service(), r.header.Get("WWW-Authenticate"), r.body)
+			if r.status != http.StatusUnauthorized || r.service() != "" || r.header.Get("WWW-Authenticate") != `Basic realm="shop"` || !strings.Contains(r.body, "unauthorized") ||
+				r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
+				t.Errorf("%q: status %d from %q, WWW-Authenticate %q, Content-Type %q, body %q; want the server's 401", creds[0], r.status, r.service(), r.header.Get("WWW-Authenticate"), r.header.Get("Content-Type"), r.body)
 			}
 		}
 	})
@@ -164,6 +169,17 @@ func TestExtAuthzHTTP(t *testing.T) {
 		if r := e.getAuth("h.example.com", "/public/x", "", ""); r.status != http.StatusOK || r.service() != "web" {
 			t.Errorf("status %d from %q", r.status, r.service())
 		}
+	})
+	t.Run("route context: ignored over HTTP, the route still checked", func(t *testing.T) {
+		if r := e.getAuth("h.example.com", "/context", "", ""); r.status != http.StatusUnauthorized {
+			t.Errorf("without credentials: %d, want 401", r.status)
+		}
+		r := e.getAuth("h.example.com", "/context", "alice", "wonderland")
+		if r.status != http.StatusOK || upstreamHeader(r, "Auth-Username") != "alice" || upstreamHeader(r, "Auth-Context-Tier") != "" {
+			t.Errorf("status %d, upstream headers %v", r.status, r.echo.Headers)
+		}
+		st := proxyStatuses(t, e.dir, dag.Options{})
+		wantStatus(t, st, "default/h", dag.StatusValid, "AuthContextIgnored", "spec.routes[3].authPolicy.context is ignored")
 	})
 	t.Run("slow server past responseTimeout", func(t *testing.T) {
 		if r := e.getAuth("slow.example.com", "/", "alice", "wonderland"); r.status != http.StatusForbidden || r.service() != "" {
