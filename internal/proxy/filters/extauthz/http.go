@@ -106,7 +106,11 @@ func (h *httpService) check(ctx context.Context, s *filter.Stream, b checkBody) 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := client.Do(req)
+	// A redirect is the server's answer for the client (a login page), never
+	// followed: the client's copy of the shared client says so.
+	noRedirect := *client
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -229,3 +229,24 @@ func TestHTTPWithRequestBody(t *testing.T) {
 		})
 	}
 }
+
+// A redirect denies: the client gets it (a login page), the proxy does not follow it.
+func TestHTTPRedirectDenies(t *testing.T) {
+	addr, _ := authServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" {
+			return // 200: following the redirect would allow the request
+		}
+		http.Redirect(w, r, "/login", http.StatusFound)
+	})
+	lr := newHTTPFilter(t, nil).DecodeHeaders(stream(addr, filter.HeaderMap{}, ""), nil)
+	if lr == nil || lr.Status != http.StatusFound {
+		t.Fatalf("reply %+v, want the server's 302", lr)
+	}
+	found := false
+	for _, hv := range lr.Headers {
+		found = found || (hv.Name == "Location" && hv.Value == "/login")
+	}
+	if !found {
+		t.Errorf("reply headers %v, want Location: /login", lr.Headers)
+	}
+}
