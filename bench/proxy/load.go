@@ -58,6 +58,7 @@ type sample struct {
 	requests int64
 	failed   int64   // non-2xx responses and socket errors
 	cpuSec   float64 // proxy CPU (user+system) during the round
+	sysSec   float64 // of which in the kernel (system time)
 	rssMB    float64 // proxy RSS at the end of the round
 }
 
@@ -67,6 +68,19 @@ func (s sample) cpuPer100k() float64 {
 		return math.NaN()
 	}
 	return s.cpuSec / float64(s.requests) * 1e5
+}
+
+// userPerRequest and sysPerRequest are the proxy's CPU microseconds per
+// request in user space and in the kernel: the kernel's share (system calls,
+// loopback TCP, waking the peer) is the part a faster codec cannot remove.
+func (s sample) userPerRequest() float64 { return s.perRequestMicros(s.cpuSec - s.sysSec) }
+func (s sample) sysPerRequest() float64  { return s.perRequestMicros(s.sysSec) }
+
+func (s sample) perRequestMicros(sec float64) float64 {
+	if s.requests == 0 {
+		return math.NaN()
+	}
+	return sec / float64(s.requests) * 1e6
 }
 
 type scenarioResult struct {
@@ -101,8 +115,8 @@ func (b *bench) runScenario(ctx context.Context, sc scenario, sides []*side) (sc
 				return res, err
 			}
 			res.samples[s.name] = append(res.samples[s.name], smp)
-			fmt.Printf("%-6s round %d %-8s %9.0f req/s  p99 %7s  CPU %6.2f s/100k  RSS %5.1f MB%s\n",
-				sc.name, r+1, s.name, smp.rps, formatMS(smp.p99ms), smp.cpuPer100k(), smp.rssMB, failedNote(smp))
+			fmt.Printf("%-6s round %d %-8s %9.0f req/s  p99 %7s  CPU %6.2f s/100k (user %4.1f, kernel %4.1f µs/req)  RSS %5.1f MB%s\n",
+				sc.name, r+1, s.name, smp.rps, formatMS(smp.p99ms), smp.cpuPer100k(), smp.userPerRequest(), smp.sysPerRequest(), smp.rssMB, failedNote(smp))
 		}
 		if r == rounds-1 && rounds < b.rounds+maxExtraRounds && res.disturbed() {
 			fmt.Printf("%-6s rounds disagree by more than %.0f%%: one more round each\n", sc.name, disturbedSpread*100)
@@ -168,7 +182,8 @@ func (b *bench) measure(ctx context.Context, sc scenario, s *side, d time.Durati
 	if err != nil {
 		return sample{}, fmt.Errorf("%s against %s: %w\n%s", sc.name, s.name, err, out)
 	}
-	smp.cpuSec = float64(after-before) / clockTicks
+	smp.cpuSec = float64(after.total()-before.total()) / clockTicks
+	smp.sysSec = float64(after.sys-before.sys) / clockTicks
 	smp.rssMB, err = rssMB(s.proc.pid())
 	return smp, err
 }
@@ -295,14 +310,19 @@ func sumMatches(re *regexp.Regexp, out string) int64 {
 // clockTicks is USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
 const clockTicks = 100
 
-// cpuTicks is the user+system time of pid and its children (nginx's
-// workers), in clock ticks.
-func cpuTicks(pid int) (int64, error) {
+// ticks are CPU times in clock ticks.
+type ticks struct{ user, sys int64 }
+
+func (t ticks) total() int64 { return t.user + t.sys }
+
+// cpuTicks is the user and system time of pid and its children (nginx's
+// workers).
+func cpuTicks(pid int) (ticks, error) {
 	pids, err := processTree(pid)
 	if err != nil {
-		return 0, err
+		return ticks{}, err
 	}
-	var total int64
+	var t ticks
 	for _, p := range pids {
 		f, err := statFields(p)
 		if err != nil {
@@ -310,9 +330,10 @@ func cpuTicks(pid int) (int64, error) {
 		}
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
 		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		total += utime + stime
+		t.user += utime
+		t.sys += stime
 	}
-	return total, nil
+	return t, nil
 }
 
 // rssMB is the resident memory of pid and its children.

@@ -19,18 +19,19 @@ func printTable(w io.Writer, results []scenarioResult, sides []*side) {
 	}
 	a, b := sides[0].name, sides[1].name
 	fmt.Fprintf(w, "\nMedians of each side's rounds; ratio = %s / %s.\n\n", a, b)
-	fmt.Fprintf(w, "| scenario | %s req/s | %s req/s | ratio | %s p99 ms | %s p99 ms | ratio | %s CPU s/100k req | %s CPU s/100k req | ratio | %s RSS MB | %s RSS MB |\n", a, b, a, b, a, b, a, b)
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| scenario | %s req/s | %s req/s | ratio | %s p99 ms | %s p99 ms | ratio | %s CPU s/100k req | %s CPU s/100k req | ratio | %s user/kernel µs/req | %s user/kernel µs/req | %s RSS MB | %s RSS MB |\n", a, b, a, b, a, b, a, b, a, b)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		sa, sb := r.samples[a], r.samples[b]
 		rpsA, rpsB := median(values(sa, func(s sample) float64 { return s.rps })), median(values(sb, func(s sample) float64 { return s.rps }))
 		p99A, p99B := median(values(sa, func(s sample) float64 { return s.p99ms })), median(values(sb, func(s sample) float64 { return s.p99ms }))
 		cpuA, cpuB := median(values(sa, sample.cpuPer100k)), median(values(sb, sample.cpuPer100k))
 		rssA, rssB := slices.Max(values(sa, func(s sample) float64 { return s.rssMB })), slices.Max(values(sb, func(s sample) float64 { return s.rssMB }))
-		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", r.sc.title, failedMark(sa, sb),
+		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", r.sc.title, failedMark(sa, sb),
 			num(rpsA, 0), num(rpsB, 0), ratio(rpsA, rpsB),
 			num(p99A, 2), num(p99B, 2), ratio(p99A, p99B),
 			num(cpuA, 2), num(cpuB, 2), ratio(cpuA, cpuB),
+			userKernel(sa), userKernel(sb),
 			rssA, rssB)
 	}
 }
@@ -47,6 +48,12 @@ func printBaseline(w io.Writer, results []scenarioResult, a, base string) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.sc.title, num(rpsA, 0), num(rpsB, 0), ratio(rpsA, rpsB),
 			num(cpuA, 2), num(cpuB, 2), ratio(cpuA, cpuB))
 	}
+}
+
+// userKernel is a side's median CPU per request in user space and in the
+// kernel, in microseconds.
+func userKernel(ss []sample) string {
+	return num(median(values(ss, sample.userPerRequest)), 1) + " / " + num(median(values(ss, sample.sysPerRequest)), 1)
 }
 
 // failedMark flags a scenario where some requests failed.

@@ -13,15 +13,13 @@ package cors
 import (
 	"fmt"
 	"net/http"
-	"regexp"
-	"strings"
 
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // Factory makes the filter.
@@ -56,7 +54,7 @@ func (Factory) ParsePerRoute(a *anypb.Any) (any, error) {
 
 // Policy is a compiled CorsPolicy.
 type Policy struct {
-	origins       []originMatcher
+	origins       []xdsconv.StringMatcher
 	anyOrigin     bool // a matcher matches "*": every origin is allowed
 	allowMethods  string
 	allowHeaders  string
@@ -87,82 +85,14 @@ func Compile(p *corsv3.CorsPolicy) (*Policy, error) {
 		forwardRefused: p.GetForwardNotMatchingPreflights() == nil || p.GetForwardNotMatchingPreflights().GetValue(),
 	}
 	for i, sm := range p.GetAllowOriginStringMatch() {
-		m, err := newOriginMatcher(sm)
+		m, err := xdsconv.NewStringMatcher(sm)
 		if err != nil {
 			return nil, fmt.Errorf("allow_origin_string_match[%d]: %w", i, err)
 		}
 		out.origins = append(out.origins, m)
-		out.anyOrigin = out.anyOrigin || m.match("*")
+		out.anyOrigin = out.anyOrigin || m.Match("*")
 	}
 	return out, nil
-}
-
-// originMatcher is an Envoy StringMatcher.
-type originMatcher struct {
-	exact, prefix, suffix, contains string
-	kind                            int
-	ignoreCase                      bool
-	re                              *regexp.Regexp
-}
-
-const (
-	matchExact = iota
-	matchPrefix
-	matchSuffix
-	matchContains
-	matchRegex
-)
-
-func newOriginMatcher(sm *matcherv3.StringMatcher) (originMatcher, error) {
-	m := originMatcher{ignoreCase: sm.GetIgnoreCase()}
-	switch p := sm.GetMatchPattern().(type) {
-	case *matcherv3.StringMatcher_Exact:
-		m.kind, m.exact = matchExact, p.Exact
-	case *matcherv3.StringMatcher_Prefix:
-		m.kind, m.prefix = matchPrefix, p.Prefix
-	case *matcherv3.StringMatcher_Suffix:
-		m.kind, m.suffix = matchSuffix, p.Suffix
-	case *matcherv3.StringMatcher_Contains:
-		m.kind, m.contains = matchContains, p.Contains
-	case *matcherv3.StringMatcher_SafeRegex:
-		// Envoy's regex matchers match the whole value.
-		re, err := regexp.Compile(`^(?:` + p.SafeRegex.GetRegex() + `)$`)
-		if err != nil {
-			return m, fmt.Errorf("safe_regex %q: %w", p.SafeRegex.GetRegex(), err)
-		}
-		m.kind, m.re = matchRegex, re
-	default:
-		return m, fmt.Errorf("only exact, prefix, suffix, contains and safe_regex are supported")
-	}
-	if m.ignoreCase && m.kind == matchRegex {
-		return m, fmt.Errorf("ignore_case does not apply to safe_regex")
-	}
-	return m, nil
-}
-
-func (m *originMatcher) match(v string) bool {
-	if m.kind == matchRegex {
-		return m.re.MatchString(v)
-	}
-	if m.ignoreCase {
-		v = strings.ToLower(v)
-	}
-	fold := func(s string) string {
-		if m.ignoreCase {
-			return strings.ToLower(s)
-		}
-		return s
-	}
-	switch m.kind {
-	case matchExact:
-		return v == fold(m.exact)
-	case matchPrefix:
-		return strings.HasPrefix(v, fold(m.prefix))
-	case matchSuffix:
-		return strings.HasSuffix(v, fold(m.suffix))
-	default:
-		return strings.Contains(v, fold(m.contains))
-	}
 }
 
 // Allows reports whether requests from origin are allowed.
@@ -171,7 +101,7 @@ func (p *Policy) Allows(origin string) bool {
 		return true
 	}
 	for i := range p.origins {
-		if p.origins[i].match(origin) {
+		if p.origins[i].Match(origin) {
 			return true
 		}
 	}

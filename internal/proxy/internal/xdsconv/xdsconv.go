@@ -1,6 +1,8 @@
 // Package xdsconv holds what every layer of the embedded proxy needs when it
 // converts Envoy resources: the error that names the first field it cannot
-// honour (the text of a NACK) and the reading of inline data sources. It is a
+// honour (the text of a NACK), the reading of inline data sources and
+// addresses, and Envoy's StringMatcher, which routes, CORS and authorization
+// all match with. It is a
 // leaf: it imports go-control-plane types and nothing of the proxy.
 package xdsconv
 
