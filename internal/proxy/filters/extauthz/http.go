@@ -13,6 +13,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // headersToRemoveHeader lists, in an OK answer of an HTTP server, request
@@ -35,11 +36,11 @@ type httpService struct {
 	host       string
 	pathPrefix string
 	// allowed are the client's headers sent besides the default ones.
-	allowed []nameMatcher
+	allowed []xdsconv.StringMatcher
 	// toUpstream (set) and toUpstreamAppend (added) are the headers of an OK
 	// answer the upstream request gets; onSuccess, those the client's response
 	// gets; toClient, those a denial sends (nil: all but Host).
-	toUpstream, toUpstreamAppend, onSuccess, toClient []nameMatcher
+	toUpstream, toUpstreamAppend, onSuccess, toClient []xdsconv.StringMatcher
 }
 
 // newHTTPService converts an http_service; allowed is ExtAuthz.allowed_headers,
@@ -77,7 +78,7 @@ func newHTTPService(hs *extauthzv3.HttpService, allowed *matcherv3.ListStringMat
 		allowed = req.GetAllowedHeaders()
 	}
 	for _, l := range []struct {
-		to    *[]nameMatcher
+		to    *[]xdsconv.StringMatcher
 		list  *matcherv3.ListStringMatcher
 		field string
 	}{
