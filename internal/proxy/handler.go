@@ -167,7 +167,9 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 		}
 	}
 	if requestHasBody(r) {
-		s.SetBody(r.Body, r.ContentLength)
+		fb := &filterBody{src: r.Body, timeout: filterIdleTimeout(rt, rw.hcm), rw: rw}
+		defer fb.stop()
+		s.SetBody(fb, r.ContentLength)
 	}
 	lr := c.Decode(s, perFilter)
 	if buf, ok := s.Buffered(); ok { // what filters read goes upstream first

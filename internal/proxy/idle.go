@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,42 @@ func idleTimeoutFor(fa *forwardAction, hcm *hcmSpec) time.Duration {
 	}
 	return hcm.streamIdleTimeout
 }
+
+// filterIdleTimeout is the stream idle timeout while filters run: the
+// route's when it forwards, else the HCM's.
+func filterIdleTimeout(rt *route, hcm *hcmSpec) time.Duration {
+	if rt != nil && rt.forward != nil {
+		return idleTimeoutFor(rt.forward, hcm)
+	}
+	return hcm.streamIdleTimeout
+}
+
+// filterBody is the request body as filters read it. A filter reading it
+// waits on the client: the stream idle timeout bounds that wait, as it bounds
+// the router's reads (Envoy's timer starts with the stream). The timer starts
+// with the first read, so a body no filter reads costs no timer.
+type filterBody struct {
+	src     io.Reader
+	timeout time.Duration
+	rw      *responseWriter
+	idle    *idleTimer
+	started bool
+}
+
+func (b *filterBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		b.idle = startIdleTimer(b.timeout, func() { _ = http.NewResponseController(b.rw.ResponseWriter).SetReadDeadline(time.Now()) })
+	}
+	n, err := b.src.Read(p)
+	if n > 0 {
+		b.idle.touch()
+	}
+	return n, err
+}
+
+// stop disarms the timer once the filters are done with the body.
+func (b *filterBody) stop() { b.idle.stop() }
 
 // idleTimer fires when a stream has seen no activity for its timeout. Activity
 // is recorded with touch, which only stores a timestamp: the timer re-arms

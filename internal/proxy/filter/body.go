@@ -27,7 +27,9 @@ func (b *Body) Length() int64 { return b.length }
 // for more) and whether that is the whole body. To learn whether a body fits
 // in max bytes, ask for max+1. A read error (the client went away, or sent a
 // malformed body) is returned with what was buffered; it is also what the
-// router's reads of the body get after the buffered bytes.
+// router's reads of the body get after the buffered bytes. A client that
+// stalls is cut short at the stream idle timeout: that error wraps
+// os.ErrDeadlineExceeded, and the filter should answer 408.
 func (b *Body) Buffer(n int) ([]byte, bool, error) {
 	for len(b.buf) < n && !b.ended && b.err == nil {
 		if cap(b.buf) == len(b.buf) {

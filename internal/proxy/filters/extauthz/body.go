@@ -1,7 +1,9 @@
 package extauthz
 
 import (
+	"errors"
 	"net/http"
+	"os"
 
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 
@@ -49,6 +51,10 @@ func (b *bodySettings) readBody(r *filter.Request) (checkBody, *filter.LocalRepl
 	}
 	data, _, err := r.Body.Buffer(b.max + 1)
 	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The proxy cut a stalled upload short at the stream idle timeout: its
+		// answer, as when the router waits on the body.
+		return checkBody{}, &filter.LocalReply{Status: http.StatusRequestTimeout, Body: "stream timeout", Details: "stream_idle_timeout"}
 	case err != nil:
 		// The client went away or sent a malformed body: there is nothing to
 		// authorize, and nothing is forwarded.
