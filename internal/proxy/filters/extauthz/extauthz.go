@@ -323,12 +323,11 @@ func allow(s *filter.Stream, ok *authv3.OkHttpResponse) {
 	})
 }
 
-// eachHeader calls fn for every header of opts a server may set: pseudo-headers are
-// the proxy's own.
+// eachHeader calls fn for every header of opts a server may set.
 func eachHeader(opts []*corev3.HeaderValueOption, fn func(name, value string, add bool)) {
 	for _, hv := range opts {
 		name := hv.GetHeader().GetKey()
-		if name == "" || strings.HasPrefix(name, ":") {
+		if !settable(strings.ToLower(name)) {
 			continue
 		}
 		fn(name, headerValue(hv.GetHeader()), appends(hv))
@@ -357,6 +356,21 @@ func denied(d *authv3.DeniedHttpResponse) *filter.LocalReply {
 // OkHttpResponse), whatever the default of append_action says elsewhere.
 func appends(hv *corev3.HeaderValueOption) bool {
 	return hv.GetAppend().GetValue()
+}
+
+// settable reports whether an authorization server's answer may set the header
+// (lower-case name) on the upstream request or on the client's reply. The
+// proxy's own are not: pseudo-headers and Host (Envoy's rule), and those that
+// frame a message or concern one hop (Connection and the headers it names,
+// Upgrade, Transfer-Encoding, Content-Length, TE...): an answer setting them
+// could turn a request into an upgrade its route never allowed, or reframe
+// it. The proxy frames each message itself.
+func settable(lower string) bool {
+	switch lower {
+	case "", "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer", "content-length":
+		return false
+	}
+	return !strings.HasPrefix(lower, ":")
 }
 
 func headerValue(h *corev3.HeaderValue) string {

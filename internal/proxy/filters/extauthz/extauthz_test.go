@@ -158,3 +158,31 @@ func TestCheckRequestBody(t *testing.T) {
 		t.Errorf("without a body: %v", h)
 	}
 }
+
+// framingAndRouting are headers an authorization server's answer must never set on the
+// upstream request or the client's reply: the proxy's own (Host, pseudo-headers), and
+// those that frame or hop (an injected Upgrade would turn the request into an upgrade
+// the route never allowed; Transfer-Encoding or Content-Length would reframe it).
+var framingAndRouting = []string{":path", ":authority", "host", "connection", "upgrade", "transfer-encoding", "content-length", "te", "keep-alive", "proxy-connection", "trailer"}
+
+func TestAnswersNeverSetFramingOrRouting(t *testing.T) {
+	var set, deny []*corev3.HeaderValueOption
+	for _, name := range framingAndRouting {
+		set = append(set, hv(name, "evil", false), hv(name, "evil", true))
+		deny = append(deny, hv(name, "evil", false))
+	}
+	s := filter.NewStream(context.Background(), nil)
+	h := filter.HeaderMap{"X-Keep": {"a"}}
+	s.Request.Headers = h
+	allow(s, &authv3.OkHttpResponse{Headers: append(set, hv("x-ok", "1", false)), ResponseHeadersToAdd: set})
+	if diff := cmp.Diff(filter.HeaderMap{"X-Keep": {"a"}, "X-Ok": {"1"}}, h); diff != "" {
+		t.Errorf("upstream request headers (-want +got):\n%s", diff)
+	}
+	if got := s.ResponseHeaders(); len(got) != 0 {
+		t.Errorf("client response headers %v, want none", got)
+	}
+	lr := denied(&authv3.DeniedHttpResponse{Headers: deny})
+	if len(lr.Headers) != 0 {
+		t.Errorf("denial headers %v, want none", lr.Headers)
+	}
+}

@@ -180,7 +180,7 @@ func (h *httpService) allow(s *filter.Stream, answer http.Header) {
 	rh := s.Request.Headers
 	for name, values := range answer {
 		lower := strings.ToLower(name)
-		if name == headersToRemoveHeader || hopByHop(lower) {
+		if name == headersToRemoveHeader || !settable(lower) {
 			continue
 		}
 		for _, v := range values {
@@ -212,7 +212,7 @@ func (h *httpService) deny(resp *http.Response, body []byte) *filter.LocalReply 
 	lr := &filter.LocalReply{Status: resp.StatusCode, Body: string(body), Details: detailsDenied}
 	for name, values := range resp.Header {
 		lower := strings.ToLower(name)
-		if hopByHop(lower) || !h.sentToClient(lower) {
+		if !settable(lower) || !h.sentToClient(lower) {
 			continue
 		}
 		for i, v := range values {
@@ -227,14 +227,4 @@ func (h *httpService) sentToClient(lower string) bool {
 		return lower != "host"
 	}
 	return lower == "www-authenticate" || lower == "location" || anyMatches(h.toClient, lower)
-}
-
-// hopByHop names the headers of the server's answer that describe its own
-// message (the reply has its own length and framing), never the request's.
-func hopByHop(lower string) bool {
-	switch lower {
-	case "content-length", "transfer-encoding", "connection", "keep-alive", "trailer", "upgrade", "proxy-connection":
-		return true
-	}
-	return false
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -248,5 +249,48 @@ func TestHTTPRedirectDenies(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("reply headers %v, want Location: /login", lr.Headers)
+	}
+}
+
+// An HTTP server's answer cannot set Host or framing headers on the upstream request,
+// even when allowed_upstream_headers matches every name, nor on a denial.
+func TestHTTPAnswersNeverSetFramingOrRouting(t *testing.T) {
+	status := http.StatusOK
+	addr, _ := authServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		for _, name := range framingAndRouting {
+			if !strings.HasPrefix(name, ":") && name != "content-length" && name != "transfer-encoding" {
+				w.Header().Set(name, "evil")
+			}
+		}
+		w.Header().Set("X-Ok", "1")
+		w.WriteHeader(status)
+	})
+	all := &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{prefix("")}}
+	f := newHTTPFilter(t, func(c *extauthzv3.ExtAuthz) {
+		c.GetHttpService().AuthorizationResponse = &extauthzv3.AuthorizationResponse{
+			AllowedUpstreamHeaders: all, AllowedUpstreamHeadersToAppend: all, AllowedClientHeadersOnSuccess: all,
+		}
+	})
+	h := filter.HeaderMap{}
+	s := stream(addr, h, "")
+	if lr := f.DecodeHeaders(s, nil); lr != nil {
+		t.Fatalf("answered %+v", lr)
+	}
+	for name := range h {
+		if name != "X-Ok" && name != "Date" {
+			t.Errorf("upstream request got %s: %q", name, h[name])
+		}
+	}
+	for _, hv := range s.ResponseHeaders() {
+		if !strings.EqualFold(hv.Name, "X-Ok") && !strings.EqualFold(hv.Name, "Date") {
+			t.Errorf("client response got %s: %q", hv.Name, hv.Value)
+		}
+	}
+	status = http.StatusUnauthorized
+	lr := f.DecodeHeaders(stream(addr, filter.HeaderMap{}, ""), nil)
+	for _, hv := range lr.Headers {
+		if slices.Contains(framingAndRouting, strings.ToLower(hv.Name)) {
+			t.Errorf("denial sets %s: %q", hv.Name, hv.Value)
+		}
 	}
 }
