@@ -225,7 +225,7 @@ func validateExtensionService(spec *contourv1alpha1.ExtensionServiceSpec, c *pro
 		protocol = *spec.Protocol
 	}
 	if protocol != "h2" && protocol != "h2c" && protocol != "http/1.1" {
-		c.fail(problemSpec, "ProtocolInvalid", "spec.protocol %q: use h2 (gRPC over TLS, the default), h2c (gRPC in clear text) or http/1.1 (an HTTP authorization server, in clear text)", protocol)
+		c.fail(problemSpec, "ProtocolInvalid", "spec.protocol %q: use h2 (HTTP/2 over TLS, the default), h2c (HTTP/2 in clear text) or http/1.1 (HTTP/1.1 in clear text, for an HTTP authorization server only)", protocol)
 	}
 	if v := spec.ProtocolVersion; v != "" && v != contourv1alpha1.SupportProtocolVersion3 {
 		c.fail(problemSpec, "ProtocolVersionInvalid", "spec.protocolVersion %q: only v3 is served; remove the field or set v3", v)
@@ -430,13 +430,11 @@ func (b *builder) proxyAuthorization(root *proxyNode) (*Authorization, bool) {
 }
 
 // protocolMismatch says why an ExtensionService whose cluster speaks protocol
-// ("" is HTTP/1.1) cannot serve an authorization server of serviceType.
+// ("" is HTTP/1.1) cannot serve an authorization server of serviceType. An HTTP
+// server may speak any of them (Contour's ExtensionServices know only h2 and
+// h2c: an HTTP server behind one speaks HTTP/2); gRPC needs HTTP/2.
 func protocolMismatch(serviceType contourv1.AuthorizationServiceType, protocol string) string {
-	isHTTP := serviceType == contourv1.AuthorizationHTTPService
-	switch {
-	case isHTTP && protocol != "":
-		return fmt.Sprintf("speaks %s, but serviceType http needs an HTTP/1.1 server: set the ExtensionService's protocol to http/1.1 (Portico reaches HTTP authorization servers over HTTP/1.1 in clear text)", protocol)
-	case !isHTTP && protocol == "":
+	if serviceType != contourv1.AuthorizationHTTPService && protocol == "" {
 		return "speaks http/1.1, but a gRPC authorization server needs HTTP/2: set the ExtensionService's protocol to h2 or h2c, or set serviceType: http"
 	}
 	return ""

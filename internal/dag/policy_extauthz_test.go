@@ -150,8 +150,6 @@ func TestHTTPProxyAuthorizationRefused(t *testing.T) {
 			typ: problemAuth, reason: "AuthBadResourceVersion", parts: []string{"projectcontour.io/v1alpha1"}},
 		{name: "fallback certificate", vhAuth: `{extensionRef: {name: auth, namespace: authns}}`, esSpec: `{services: [{name: authz, port: 9000}]}`, fallback: true,
 			typ: problemAuth, reason: "AuthIncompatibleWithFallback", parts: []string{"enableFallbackCertificate cannot be combined"}},
-		{name: "http service on a gRPC ExtensionService", vhAuth: `{extensionRef: {name: auth, namespace: authns}, serviceType: http}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
-			typ: problemAuth, reason: "AuthProtocolMismatch", parts: []string{"speaks h2, but serviceType http needs an HTTP/1.1 server", "protocol to http/1.1"}},
 		{name: "gRPC service on an HTTP ExtensionService", vhAuth: `{extensionRef: {name: auth, namespace: authns}}`, esSpec: `{protocol: http/1.1, services: [{name: authz, port: 9000}]}`,
 			typ: problemAuth, reason: "AuthProtocolMismatch", parts: []string{"needs HTTP/2"}},
 		{name: "httpSettings without http", vhAuth: `{extensionRef: {name: auth, namespace: authns}, httpSettings: {pathPrefix: /x}}`, esSpec: `{services: [{name: authz, port: 9000}]}`,
@@ -325,5 +323,26 @@ func TestHTTPProxyAuthorizationHTTP(t *testing.T) {
 	child := objectStatus(t, g, ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "child"})
 	if child.Status != StatusValid || !strings.Contains(child.Description, "spec.routes[0].authPolicy.context is ignored") {
 		t.Errorf("child: %s %q, want valid with the context warning", child.Status, child.Description)
+	}
+}
+
+// An HTTP authorization server may speak HTTP/2 over TLS (h2, the default, as every
+// HTTP server behind a Contour ExtensionService does), h2c or HTTP/1.1: its cluster
+// says which.
+func TestHTTPProxyAuthorizationHTTPProtocols(t *testing.T) {
+	for es, want := range map[string]string{
+		`{services: [{name: authz, port: 9000}]}`:                     "h2",
+		`{protocol: h2c, services: [{name: authz, port: 9000}]}`:      "h2c",
+		`{protocol: http/1.1, services: [{name: authz, port: 9000}]}`: "",
+	} {
+		g := build(authObjects(t, `{extensionRef: {name: auth, namespace: authns}, serviceType: http}`, es)...)
+		svh := httpsHost(g, "a.example.com")
+		if svh == nil || svh.Authorization == nil || svh.Authorization.HTTP == nil {
+			t.Errorf("%s: not served with HTTP authorization: %v", es, objectStatus(t, g, ObjectRef{Kind: KindHTTPProxy, Namespace: "default", Name: "root"}))
+			continue
+		}
+		if got := svh.Authorization.Cluster.Protocol; got != want {
+			t.Errorf("%s: cluster protocol %q, want %q", es, got, want)
+		}
 	}
 }

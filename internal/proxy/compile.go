@@ -548,6 +548,7 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstream.Cluster {
 		HealthCheck: spec.HealthCheck,
 		TLS:         spec.TLS,
 		Scheme:      "http",
+		HTTP2:       spec.Protocol.Protocol == upstream.ProtoHTTP2,
 		State:       cs,
 		Active:      cs.ActiveCounters(endpoints),
 		Added:       addedTimes(spec.LB.SlowStart, cs, endpoints),

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bufio"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -90,8 +92,9 @@ func recordingAuthz(t *testing.T) (*httptest.Server, func() []string) {
 
 // extAuthzBodyProxy is a proxy whose ext_authz filter (an http_service at authz, with
 // with_request_body of max bytes, partial allowed) guards route (nil: / to upstream);
-// edit changes the HCM.
-func extAuthzBodyProxy(t *testing.T, authz, upstream string, max uint32, edit func(*hcmv3.HttpConnectionManager), route *routev3.Route) *testProxy {
+// edit changes the HCM; authzCluster, when set, is the cluster "authz" (default: EDS,
+// HTTP/1.1 in clear text).
+func extAuthzBodyProxy(t *testing.T, authz, upstream string, max uint32, edit func(*hcmv3.HttpConnectionManager), route *routev3.Route, authzCluster ...*clusterv3.Cluster) *testProxy {
 	t.Helper()
 	l := modifyHCM(t, func(h *hcmv3.HttpConnectionManager) {
 		cfg := &extauthzv3.ExtAuthz{
@@ -109,11 +112,12 @@ func extAuthzBodyProxy(t *testing.T, authz, upstream string, max uint32, edit fu
 	if route == nil {
 		route = toCluster("up", prefixMatch("/"))
 	}
+	authzCluster = append(authzCluster, edsCluster("authz"))
 	cp := startControlPlane(t)
 	cp.set("v1", resources{
 		listeners: []*listenerv3.Listener{l},
 		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", route))},
-		clusters:  []*clusterv3.Cluster{edsCluster("up"), edsCluster("authz")},
+		clusters:  []*clusterv3.Cluster{edsCluster("up"), authzCluster[0]},
 		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("up", upstream), assignment("authz", authz)},
 	})
 	p := startProxy(t, cp)
@@ -262,4 +266,63 @@ func TestFilterBodyRequests(t *testing.T) {
 			t.Errorf("%d checks, want 1: the abandoned body must not be checked", n)
 		}
 	})
+}
+
+// An HTTP authorization server is reached with the protocol and TLS of its cluster, as
+// Envoy's HTTP client does: HTTP/1.1, HTTP/2 in clear text (h2c), HTTP/2 over TLS and
+// HTTP/1.1 over TLS. The server denies, telling the client what it was asked over.
+func TestExtAuthzHTTPServerProtocols(t *testing.T) {
+	ca := newTestCA(t)
+	cert := ca.keyPair(t, "authz.example.com")
+	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(upstream.Close)
+	for _, tc := range []struct {
+		name   string
+		server []string // its protocols
+		tls    bool
+		h2     bool // the cluster's protocol
+		want   string
+	}{
+		{"HTTP/1.1", []string{"http/1.1"}, false, false, "HTTP/1.1 tls=false"},
+		{"h2c", []string{"h2c"}, false, true, "HTTP/2.0 tls=false"},
+		{"h2 over TLS", []string{"h2"}, true, true, "HTTP/2.0 tls=true"},
+		{"HTTP/1.1 over TLS", []string{"http/1.1"}, true, false, "HTTP/1.1 tls=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = fmt.Fprintf(w, "%s tls=%t", r.Proto, r.TLS != nil)
+			}))
+			var protocols http.Protocols
+			for _, p := range tc.server {
+				switch p {
+				case "http/1.1":
+					protocols.SetHTTP1(true)
+				case "h2":
+					protocols.SetHTTP2(true)
+				case "h2c":
+					protocols.SetUnencryptedHTTP2(true)
+				}
+			}
+			srv.Config.Protocols = &protocols
+			cluster := protocolOptions(t, edsCluster("authz"), tc.h2, nil)
+			if tc.tls {
+				alpn := []string{"http/1.1"}
+				if tc.h2 {
+					alpn = []string{"h2"}
+				}
+				srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: alpn}
+				srv.StartTLS()
+				cluster.TransportSocket = upstreamTLSSocket(t, "authz.example.com", alpn, validation(ca.pem(), "authz.example.com"))
+			} else {
+				srv.Start()
+			}
+			t.Cleanup(srv.Close)
+			p := extAuthzBodyProxy(t, srv.Listener.Addr().String(), upstream.Listener.Addr().String(), 16, nil, nil, cluster)
+			req, _ := http.NewRequest(http.MethodPost, "http://"+p.ListenerAddr("ingress_http")+"/up", strings.NewReader("body"))
+			if res := do(t, http.DefaultClient, req); res.Status != http.StatusUnauthorized || res.Body != tc.want {
+				t.Errorf("got %d %q, want the server's 401 %q", res.Status, res.Body, tc.want)
+			}
+		})
+	}
 }

@@ -25,14 +25,21 @@ type filterUpstreams struct {
 
 	mu    sync.Mutex
 	grpc  map[string]*grpc.ClientConn
-	http  map[string]*http.Client
+	http  map[httpClientKey]*http.Client
 	close bool
+}
+
+// httpClientKey names a filter HTTP client: a cluster, and whether it speaks
+// HTTP/2 (which a configuration swap may change).
+type httpClientKey struct {
+	cluster string
+	h2      bool
 }
 
 var _ filter.Upstreams = (*filterUpstreams)(nil)
 
 func newFilterUpstreams(p *Proxy) *filterUpstreams {
-	return &filterUpstreams{p: p, grpc: map[string]*grpc.ClientConn{}, http: map[string]*http.Client{}}
+	return &filterUpstreams{p: p, grpc: map[string]*grpc.ClientConn{}, http: map[httpClientKey]*http.Client{}}
 }
 
 // Dial connects to an endpoint of cluster, chosen by its load balancer,
@@ -91,15 +98,26 @@ func (u *filterUpstreams) GRPC(cluster string) (grpc.ClientConnInterface, error)
 }
 
 // HTTP returns a client for the cluster: whatever the URL's scheme and host,
-// connections go to the cluster's endpoints, TLS as the cluster says.
+// connections go to the cluster's endpoints, with the cluster's TLS and
+// protocol (HTTP/2 with prior knowledge over its h2 or h2c connections, as
+// Envoy's HTTP client speaks to an HTTP/2 cluster).
 func (u *filterUpstreams) HTTP(cluster string) (*http.Client, error) {
+	key := httpClientKey{cluster: cluster, h2: u.speaksHTTP2(cluster)}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if c, ok := u.http[cluster]; ok {
+	if c, ok := u.http[key]; ok {
 		return c, nil
 	}
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return u.dial(ctx, cluster, false) }
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return u.dial(ctx, cluster, key.h2) }
+	protocols := new(http.Protocols)
+	if key.h2 {
+		protocols.SetUnencryptedHTTP2(true) // http:// URLs over the dialed (h2c or TLS h2) connection
+		protocols.SetHTTP2(true)
+	} else {
+		protocols.SetHTTP1(true)
+	}
 	c := &http.Client{Transport: &http.Transport{
+		Protocols:           protocols,
 		DialContext:         dial,
 		DialTLSContext:      dial,
 		MaxIdleConnsPerHost: 4,
@@ -108,8 +126,19 @@ func (u *filterUpstreams) HTTP(cluster string) (*http.Client, error) {
 		// headers the filter sends (an authorization check the allowed ones only).
 		DisableCompression: true,
 	}}
-	u.http[cluster] = c
+	u.http[key] = c
 	return c, nil
+}
+
+// speaksHTTP2 reports whether the cluster, in the configuration in service,
+// speaks HTTP/2.
+func (u *filterUpstreams) speaksHTTP2(cluster string) bool {
+	snap := u.p.current.Load()
+	if snap == nil {
+		return false
+	}
+	cl, ok := snap.clusters.get(cluster)
+	return ok && cl != nil && cl.HTTP2
 }
 
 // shutdown closes every client; later calls fail.

@@ -73,6 +73,7 @@ type Cluster struct {
 	HealthCheck *HealthCheckSpec
 	TLS         *upstreamTLSSpec // nil: clear text
 	Scheme      string           // of upstream URLs: "https" with TLS
+	HTTP2       bool             // the cluster speaks HTTP/2 (h2 with TLS, else h2c)
 	// Transport is the cluster's own transport (TLS, HTTP/2, idle_timeout);
 	// nil: the shared HTTP/1.1 one.
 	Transport http.RoundTripper
