@@ -92,12 +92,13 @@ type Config struct {
 	Realm string
 	// Delay makes every check wait this long before answering.
 	Delay time.Duration
-	// TLSCertFile and TLSKeyFile (PEM), when set, serve gRPC over TLS (h2); without
-	// them, gRPC in clear text (h2c).
+	// TLSCertFile and TLSKeyFile (PEM), when set, serve gRPC, and HTTP checks, over
+	// TLS; without them, in clear text.
 	TLSCertFile string
 	TLSKeyFile  string
 	// HTTPListen, when set, is the TCP address to answer plain HTTP checks on
-	// (HTTP/1.1 in clear text), besides gRPC on Listen.
+	// (HTTP/1.1 or HTTP/2: h2c in clear text, or over TLS with TLSCertFile),
+	// besides gRPC on Listen.
 	HTTPListen string
 	// Logger receives one line per check; nil discards them.
 	Logger *slog.Logger
@@ -142,12 +143,14 @@ func New(cfg Config) (*Server, error) {
 // returns.
 func (s *Server) Start() error {
 	var opts []grpc.ServerOption
+	var httpTLS *tls.Config
 	if s.cfg.TLSCertFile != "" || s.cfg.TLSKeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
 		if err != nil {
 			return fmt.Errorf("TLS certificate: %w", err)
 		}
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+		httpTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
@@ -162,7 +165,7 @@ func (s *Server) Start() error {
 	}
 	gs := grpc.NewServer(opts...)
 	authv3.RegisterAuthorizationServer(gs, s)
-	hs := &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: time.Minute}
+	hs := newHTTPServer(http.HandlerFunc(s.serveHTTP), httpTLS)
 	s.mu.Lock()
 	s.ln, s.grpc, s.done = ln, gs, make(chan error, 2)
 	s.httpLn, s.http = httpLn, hs
@@ -170,10 +173,30 @@ func (s *Server) Start() error {
 	s.log.Info("serving ext_authz v3", "addr", ln.Addr().String(), "tls", len(opts) > 0, "realm", s.cfg.Realm, "delay", s.cfg.Delay)
 	go func() { s.done <- gs.Serve(ln) }()
 	if httpLn != nil {
-		s.log.Info("serving HTTP authorization", "addr", httpLn.Addr().String())
-		go func() { s.done <- hs.Serve(httpLn) }()
+		s.log.Info("serving HTTP authorization", "addr", httpLn.Addr().String(), "tls", httpTLS != nil)
+		go func() {
+			if httpTLS != nil {
+				s.done <- hs.ServeTLS(httpLn, "", "")
+				return
+			}
+			s.done <- hs.Serve(httpLn)
+		}()
 	}
 	return nil
+}
+
+// newHTTPServer serves HTTP checks as a proxy may send them, whatever the
+// ExtensionService's protocol: HTTP/1.1 and HTTP/2 (h2c with prior knowledge in
+// clear text; over TLS, when tlsConfig is set, h2 or http/1.1 by ALPN).
+func newHTTPServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	if tlsConfig != nil {
+		protocols.SetHTTP2(true)
+	} else {
+		protocols.SetUnencryptedHTTP2(true)
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: time.Minute, Protocols: protocols, TLSConfig: tlsConfig}
 }
 
 // HTTPAddr is the bound address of HTTP checks, or "" without them or before Start.

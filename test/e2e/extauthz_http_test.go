@@ -257,3 +257,47 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// HTTP authorization servers behind ExtensionServices that speak HTTP/2, as every one
+// behind a Contour ExtensionService does: h2c, and h2 (the default: TLS, verified
+// against the CA of validation), reached by `portico authz --http-listen` with and
+// without --tls-cert. A client's own Auth-Username never reaches the upstream beside
+// or instead of the server's.
+func TestExtAuthzHTTPOverHTTP2(t *testing.T) {
+	t.Parallel()
+	h2c := authztest.StartHTTPAuthz(t, authz.Config{}, authUsers)
+	authCert := testutil.SelfSigned("authz.auth.svc")
+	h2 := authztest.StartTLSAuthz(t, authz.Config{HTTPListen: "127.0.0.1:0"}, authUsers, authCert)
+	hosts := []string{"h2c.example.com", "h2.example.com"}
+	const upstreamAuth = `httpSettings: {allowedUpstreamHeaders: [{exact: auth-username}]}`
+	e := start(t, map[string]string{
+		"backends.yaml": backends(t, "web"),
+		"secrets.yaml":  tlsSecretManifest("cert", testutil.SelfSigned(hosts...)) + "---\n" + caSecretManifest("auth", "authz-ca", authCert),
+		"extensions.yaml": strings.Join([]string{
+			extensionManifest("auth", "h2c", h2c.HTTPAddr(), "  protocol: h2c\n"),
+			extensionManifest("auth", "h2", h2.HTTPAddr(), "  validation: {caSecret: authz-ca, subjectName: authz.auth.svc}\n"),
+		}, "---\n"),
+		"h2c.yaml": authProxy("h2c", "h2c.example.com", `{extensionRef: {name: h2c, namespace: auth}, serviceType: http, responseTimeout: 30s, `+upstreamAuth+`}`, webRoute),
+		"h2.yaml":  authProxy("h2", "h2.example.com", `{extensionRef: {name: h2, namespace: auth}, serviceType: http, responseTimeout: 30s, `+upstreamAuth+`}`, webRoute),
+	})
+	for _, host := range hosts {
+		t.Run(host, func(t *testing.T) {
+			if r := e.getAuth(host, "/", "alice", "wrong"); r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("wrong password: %d (WWW-Authenticate %q), want the server's 401", r.status, r.header.Get("WWW-Authenticate"))
+			}
+			req, err := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.SetBasicAuth("alice", "wonderland")
+			req.Header.Add("Auth-Username", "mallory")
+			r := e.doTLS(req, host, false)
+			if r.status != http.StatusOK || r.service() != "web" {
+				t.Fatalf("alice: %d from %q, want 200 from web", r.status, r.service())
+			}
+			if got := r.echo.Headers["Auth-Username"]; len(got) != 1 || got[0] != "alice" {
+				t.Errorf("upstream Auth-Username %q, want only the server's alice", got)
+			}
+		})
+	}
+}
