@@ -176,6 +176,7 @@ func TestFilterBodyRequests(t *testing.T) {
 	authz, authzGot := recordingAuthz(t)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Body", string(b)) // seen on HEAD too
 		_, _ = io.WriteString(w, r.Proto+" "+string(b))
 	}))
 	t.Cleanup(upstream.Close)
@@ -200,6 +201,16 @@ func TestFilterBodyRequests(t *testing.T) {
 			if got := lastCheck(); got != "GET hell|true" {
 				t.Errorf("the authorization server got %q, want GET with the first 4 bytes, partial", got)
 			}
+		}
+	})
+	t.Run("HEAD with a body", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodHead, "http://"+addr+"/up", strings.NewReader("hello world"))
+		res := do(t, http.DefaultClient, req)
+		if res.Status != 200 || res.Header.Get("X-Body") != "hello world" {
+			t.Errorf("status %d, the upstream got %q, want the whole body", res.Status, res.Header.Get("X-Body"))
+		}
+		if got := lastCheck(); got != "HEAD hell|true" {
+			t.Errorf("the authorization server got %q, want HEAD with the first 4 bytes, partial", got)
 		}
 	})
 	t.Run("HTTP/2 POST without a declared length", func(t *testing.T) {
@@ -324,5 +335,23 @@ func TestExtAuthzHTTPServerProtocols(t *testing.T) {
 				t.Errorf("got %d %q, want the server's 401 %q", res.Status, res.Body, tc.want)
 			}
 		})
+	}
+}
+
+// An upgrade (WebSocket) on an authorized route is checked on its headers alone (what
+// follows them is another protocol, never read as a body) and then upgraded.
+func TestFilterBodyUpgrade(t *testing.T) {
+	authz, authzGot := recordingAuthz(t)
+	ws := upgradeBackend(t)
+	route := withAction(toCluster("up", prefixMatch("/")), func(a *routev3.RouteAction) {
+		a.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket"}}
+	})
+	p := extAuthzBodyProxy(t, authz.Listener.Addr().String(), ws.Listener.Addr().String(), 4, nil, route)
+	res, echoed := upgrade(t, p.ListenerAddr("ingress_http"), "/ws")
+	if res.StatusCode != http.StatusSwitchingProtocols || echoed != "PING" {
+		t.Errorf("status %d, echoed %q, want 101 and PING", res.StatusCode, echoed)
+	}
+	if got := authzGot(); len(got) != 1 || got[0] != "GET |" {
+		t.Errorf("checks %q, want one GET without a body", got)
 	}
 }
