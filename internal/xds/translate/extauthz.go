@@ -37,11 +37,15 @@ func extAuthzListener(svh *dag.SecureVirtualHost, _ Options) *anypb.Any {
 	}
 	a := svh.Authorization
 	out := &extauthzv3.ExtAuthz{
-		TransportApiVersion:    corev3.ApiVersion_V3,
-		FailureModeAllow:       a.FailOpen,
-		StatusOnError:          &typev3.HttpStatus{Code: typev3.StatusCode_Forbidden},
-		IncludePeerCertificate: true,
-		WithRequestBody:        extAuthzBody(a.Body),
+		TransportApiVersion: corev3.ApiVersion_V3,
+		FailureModeAllow:    a.FailOpen,
+		// The upstream of a request let through unchecked is told so
+		// (x-envoy-auth-failure-mode-allowed: true), by Envoy and the embedded
+		// proxy alike.
+		FailureModeAllowHeaderAdd: a.FailOpen,
+		StatusOnError:             &typev3.HttpStatus{Code: typev3.StatusCode_Forbidden},
+		IncludePeerCertificate:    true,
+		WithRequestBody:           extAuthzBody(a.Body),
 	}
 	if a.HTTP != nil {
 		out.Services = extAuthzHTTPService(a)

@@ -90,10 +90,11 @@ func TestExtAuthzTranslation(t *testing.T) {
 				TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "extension/authns/auth"}},
 				Timeout:         durationpb.New(timeout),
 			}},
-			TransportApiVersion:    corev3.ApiVersion_V3,
-			FailureModeAllow:       true,
-			StatusOnError:          &typev3.HttpStatus{Code: typev3.StatusCode_Forbidden},
-			IncludePeerCertificate: true,
+			TransportApiVersion:       corev3.ApiVersion_V3,
+			FailureModeAllow:          true,
+			FailureModeAllowHeaderAdd: true, // Envoy marks a request let through unchecked only when asked
+			StatusOnError:             &typev3.HttpStatus{Code: typev3.StatusCode_Forbidden},
+			IncludePeerCertificate:    true,
 		}
 		if diff := cmp.Diff(want, &got, protocmp.Transform()); diff != "" {
 			t.Errorf("ext_authz (-want +got):\n%s", diff)

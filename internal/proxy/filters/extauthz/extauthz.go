@@ -41,7 +41,8 @@ const (
 )
 
 // failureModeAllowedHeader marks a request let through because the server
-// could not be asked (failure_mode_allow), as Envoy marks it.
+// could not be asked (failure_mode_allow), with failure_mode_allow_header_add,
+// as Envoy marks it.
 const failureModeAllowedHeader = "X-Envoy-Auth-Failure-Mode-Allowed"
 
 // Factory makes ext_authz filters.
@@ -66,7 +67,7 @@ func (Factory) New(config *anypb.Any) (filter.Filter, error) {
 	if v := c.GetTransportApiVersion(); v != corev3.ApiVersion_V3 {
 		return nil, fmt.Errorf("ext_authz.transport_api_version %s: only V3 is supported", v)
 	}
-	f := &Filter{timeout: defaultTimeout, failOpen: c.GetFailureModeAllow(), statusOnError: http.StatusForbidden,
+	f := &Filter{timeout: defaultTimeout, failOpen: c.GetFailureModeAllow(), markFailOpen: c.GetFailureModeAllowHeaderAdd(), statusOnError: http.StatusForbidden,
 		peerCert: c.GetIncludePeerCertificate(), body: newBodySettings(c.GetWithRequestBody())}
 	switch svc := c.GetServices().(type) {
 	case *extauthzv3.ExtAuthz_GrpcService:
@@ -152,9 +153,12 @@ func (Factory) ParsePerRoute(config *anypb.Any) (any, error) {
 
 // Filter asks the authorization server of one cluster about each request.
 type Filter struct {
-	cluster       string
-	timeout       time.Duration
-	failOpen      bool
+	cluster  string
+	timeout  time.Duration
+	failOpen bool
+	// markFailOpen (failure_mode_allow_header_add) tells the upstream a request
+	// was let through unchecked.
+	markFailOpen  bool
 	statusOnError int
 	peerCert      bool
 	// body is with_request_body's settings; nil: checks carry no body.
@@ -179,8 +183,9 @@ func (f *Filter) DecodeHeaders(s *filter.Stream, perRouteConfig any) *filter.Loc
 			s.Env.Log.Warn("external authorization failed", "cluster", f.cluster, "fail_open", f.failOpen, "error", err)
 		}
 		if f.failOpen {
-			// Envoy tells the upstream the request was let through unchecked.
-			s.Request.Headers.Set(failureModeAllowedHeader, "true")
+			if f.markFailOpen {
+				s.Request.Headers.Set(failureModeAllowedHeader, "true")
+			}
 			return nil
 		}
 		return &filter.LocalReply{Status: f.statusOnError, Details: detailsError}

@@ -179,8 +179,12 @@ func TestHTTPErrors(t *testing.T) {
 			}
 			f.failOpen = true
 			h := filter.HeaderMap{}
+			if lr := f.DecodeHeaders(stream(addr, h, ""), nil); lr != nil || h.Get(failureModeAllowedHeader) != "" {
+				t.Errorf("open: reply %+v, headers %v: want through, unmarked without failure_mode_allow_header_add (as Envoy)", lr, h)
+			}
+			f.markFailOpen = true
 			if lr := f.DecodeHeaders(stream(addr, h, ""), nil); lr != nil || h.Get(failureModeAllowedHeader) != "true" {
-				t.Errorf("open: reply %+v, headers %v", lr, h)
+				t.Errorf("open, marked: reply %+v, headers %v", lr, h)
 			}
 		})
 	}
