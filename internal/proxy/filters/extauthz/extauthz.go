@@ -115,6 +115,9 @@ func unsupported(c *extauthzv3.ExtAuthz) error {
 		{"route_metadata_context_namespaces", len(c.GetRouteMetadataContextNamespaces()) > 0},
 		{"decoder_header_mutation_rules", c.GetDecoderHeaderMutationRules() != nil},
 		{"shadow_mode", c.GetShadowMode()},
+		// Routing again on the headers an answer set (Contour sets it; Portico's
+		// translator does not, so both data planes keep the route chosen first).
+		{"clear_route_cache", c.GetClearRouteCache()},
 	} {
 		if u.set {
 			return fmt.Errorf("ext_authz.%s is not supported by the embedded proxy", u.field)

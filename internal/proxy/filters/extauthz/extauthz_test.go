@@ -53,6 +53,7 @@ func TestNewRefuses(t *testing.T) {
 		{&extauthzv3.ExtAuthz{Services: httpServiceConfig("c", "dummy"), TransportApiVersion: corev3.ApiVersion_V3}, "server_uri.uri"},
 		{&extauthzv3.ExtAuthz{Services: grpcService("a"), TransportApiVersion: corev3.ApiVersion_V3, AllowedHeaders: &matcherv3.ListStringMatcher{}}, "allowed_headers"},
 		{&extauthzv3.ExtAuthz{Services: grpcService("a")}, "transport_api_version"},
+		{&extauthzv3.ExtAuthz{Services: grpcService("a"), TransportApiVersion: corev3.ApiVersion_V3, ClearRouteCache: true}, "clear_route_cache"},
 		{&extauthzv3.ExtAuthz{Services: grpcService(""), TransportApiVersion: corev3.ApiVersion_V3}, "cluster_name"},
 	} {
 		_, err := Factory{}.New(packed(t, tc.cfg))
