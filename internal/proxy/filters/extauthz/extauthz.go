@@ -23,6 +23,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -334,11 +335,11 @@ func allow(s *filter.Stream, ok *authv3.OkHttpResponse) {
 // eachHeader calls fn for every header of opts a server may set.
 func eachHeader(opts []*corev3.HeaderValueOption, fn func(name, value string, add bool)) {
 	for _, hv := range opts {
-		name := hv.GetHeader().GetKey()
-		if !settable(strings.ToLower(name)) {
-			continue
+		name, value := hv.GetHeader().GetKey(), headerValue(hv.GetHeader())
+		if !settable(strings.ToLower(name)) || !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(value) {
+			continue // not a field HTTP can carry: it would fail the request or split the reply
 		}
-		fn(name, headerValue(hv.GetHeader()), appends(hv))
+		fn(name, value, appends(hv))
 	}
 }
 

@@ -187,3 +187,23 @@ func TestAnswersNeverSetFramingOrRouting(t *testing.T) {
 		t.Errorf("denial headers %v, want none", lr.Headers)
 	}
 }
+
+// A gRPC answer's header that is not a valid HTTP field (a name with a space, a value
+// with a line break) is dropped: it would otherwise fail the upstream request, or split
+// the client's reply.
+func TestAnswersDropInvalidHeaders(t *testing.T) {
+	bad := []*corev3.HeaderValueOption{hv("x-split", "a\r\nX-Injected: 1", false), hv("bad name", "v", false), hv("x-nul", "a\x00b", true)}
+	s := filter.NewStream(context.Background(), nil)
+	h := filter.HeaderMap{}
+	s.Request.Headers = h
+	allow(s, &authv3.OkHttpResponse{Headers: append(bad, hv("x-ok", "1", false)), ResponseHeadersToAdd: bad})
+	if diff := cmp.Diff(filter.HeaderMap{"X-Ok": {"1"}}, h); diff != "" {
+		t.Errorf("upstream request headers (-want +got):\n%s", diff)
+	}
+	if got := s.ResponseHeaders(); len(got) != 0 {
+		t.Errorf("client response headers %v, want none", got)
+	}
+	if lr := denied(&authv3.DeniedHttpResponse{Headers: bad}); len(lr.Headers) != 0 {
+		t.Errorf("denial headers %v, want none", lr.Headers)
+	}
+}
