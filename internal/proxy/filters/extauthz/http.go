@@ -151,8 +151,8 @@ func (h *httpService) request(ctx context.Context, r *filter.Request, b checkBod
 	req.ContentLength = int64(len(b.data))
 	r.Headers.Range(func(name, value string) bool {
 		lower := strings.ToLower(name)
-		if lower == "content-length" || lower == "host" || lower == strings.ToLower(PartialBodyHeader) {
-			return true
+		if !settable(lower) || lower == PartialBodyHeader {
+			return true // the check's own Host, framing and partial-body mark; hop-by-hop ones are the client's connection's
 		}
 		if lower == "authorization" || anyMatches(h.allowed, lower) {
 			if prev := req.Header.Get(name); prev != "" {

@@ -298,3 +298,26 @@ func TestHTTPAnswersNeverSetFramingOrRouting(t *testing.T) {
 		}
 	}
 }
+
+// The check request carries none of the client's hop-by-hop headers, even when
+// allowed_headers matches every name: they concern the client's connection, and an
+// Upgrade would ask the authorization server to switch protocols.
+func TestHTTPCheckRequestWithoutHopByHop(t *testing.T) {
+	addr, last := authServer(t, func(http.ResponseWriter, *http.Request) {})
+	f := newHTTPFilter(t, func(c *extauthzv3.ExtAuthz) {
+		c.AllowedHeaders = &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{prefix("")}}
+	})
+	h := filter.HeaderMap{"Connection": {"Upgrade, X-A"}, "Upgrade": {"websocket"}, "Keep-Alive": {"timeout=5"}, "Te": {"trailers"}, "X-A": {"a"}}
+	if lr := f.DecodeHeaders(stream(addr, h, ""), nil); lr != nil {
+		t.Fatalf("answered %+v", lr)
+	}
+	got := last().header
+	for _, name := range []string{"Connection", "Upgrade", "Keep-Alive", "Te"} {
+		if v := got.Get(name); v != "" {
+			t.Errorf("the check carried %s: %q", name, v)
+		}
+	}
+	if got.Get("X-A") != "a" {
+		t.Errorf("the check lost X-A: %v", got)
+	}
+}
