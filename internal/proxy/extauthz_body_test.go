@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -163,6 +164,17 @@ func TestFilterBodyReadBoundedByStreamIdleTimeout(t *testing.T) {
 			}
 		})
 	}
+	t.Run("HTTP/2, part sent", func(t *testing.T) {
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		go func() { _, _ = io.WriteString(pw, "abc") }() // then nothing, until the test ends
+		req, _ := http.NewRequest(http.MethodPost, "http://"+p.ListenerAddr("ingress_http")+"/up", pr)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // generous, as above
+		defer cancel()
+		if res := do(t, h2cClient(), req.WithContext(ctx)); res.Status != http.StatusRequestTimeout || res.Body != "stream timeout" {
+			t.Errorf("got %d %q, want 408 \"stream timeout\"", res.Status, res.Body)
+		}
+	})
 	if n := checks.Load(); n != 0 {
 		t.Errorf("the authorization server was asked %d times about bodies that never came", n)
 	}
