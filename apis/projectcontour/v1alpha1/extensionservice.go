@@ -37,9 +37,10 @@ type ExtensionServiceSpec struct {
 	// UpstreamValidation verifies the extension's certificate; it needs protocol h2.
 	// +optional
 	UpstreamValidation *contourv1.UpstreamValidation `json:"validation,omitempty"`
-	// Protocol is how the proxy speaks to the extension: "h2" (gRPC over TLS, the
-	// default), "h2c" (gRPC in clear text) or "http/1.1" (an HTTP authorization
-	// server, serviceType http, in clear text).
+	// Protocol is how the proxy speaks to the extension: "h2" (HTTP/2 over TLS,
+	// the default), "h2c" (HTTP/2 in clear text) or "http/1.1" (in clear text). A
+	// gRPC extension speaks h2 or h2c; an HTTP authorization server (serviceType
+	// http) any of the three.
 	// +optional
 	// +kubebuilder:validation:Enum=http/1.1;h2;h2c
 	Protocol *string `json:"protocol,omitempty"`
