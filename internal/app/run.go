@@ -74,6 +74,8 @@ type RunOptions struct {
 	// defaults the offset to DefaultGatewayPortOffset (0 serves each listener's own port).
 	GatewayHost       string
 	GatewayPortOffset int
+	// Global are the installation's listener and cluster settings (translate.Options).
+	Global translate.Global
 	// RateLimit, when set, is the global rate limit service (translate.Options).
 	RateLimit *translate.RateLimitService
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
@@ -147,7 +149,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			RateLimitService:       opts.RateLimit != nil,
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
-			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit},
+			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit, Global: opts.Global},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), r.whereStatuses),

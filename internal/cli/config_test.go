@@ -1,24 +1,39 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
-func TestConfigFile(t *testing.T) {
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "portico.yaml")
-	if err := os.WriteFile(path, []byte(`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConfigFile(t *testing.T) {
+	path := writeConfig(t, `
 xds-addr: 0.0.0.0:9001
 watch-namespaces: [team-a, team-b]
 leader-elect: false
 ingress-class-name: from-file
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	xds := fs.String("xds-addr", "default", "")
@@ -28,16 +43,255 @@ ingress-class-name: from-file
 	if err := fs.Parse([]string{"--ingress-class-name", "from-flag"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyConfigFile(fs, path); err != nil {
+	if _, err := applyConfigFile(fs, path); err != nil {
 		t.Fatal(err)
 	}
 	if *xds != "0.0.0.0:9001" || *watch != "team-a,team-b" || *leader || *class != "from-flag" {
 		t.Errorf("got xds=%q watch=%q leader=%v class=%q; the file must fill unset flags and the command line win", *xds, *watch, *leader, *class)
 	}
-	if err := os.WriteFile(path, []byte("xds-adr: x\n"), 0o644); err != nil {
+	path = writeConfig(t, "leader-elect: false\nxds-adr: x\n")
+	if _, err := applyConfigFile(fs, path); err == nil || !strings.Contains(err.Error(), `line 2: unknown setting "xds-adr"`) {
+		t.Errorf("a misspelt setting: err = %v, want its name and line", err)
+	}
+}
+
+// Both forms in one file: Contour's keys and flag names mix, the command line wins over
+// both, and a flag set twice (once per form) is an error naming both lines.
+func TestConfigFileMixedForms(t *testing.T) {
+	fs := flag.NewFlagSet("portico serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	hops := fs.String("num-trusted-hops", "0", "")
+	idle := fs.String("stream-idle-timeout", "", "")
+	xds := fs.String("xds-addr", "", "")
+	if err := fs.Parse([]string{"--stream-idle-timeout", "9s"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyConfigFile(fs, path); err == nil || !strings.Contains(err.Error(), `unknown setting "xds-adr"`) {
-		t.Errorf("a misspelt setting: err = %v", err)
+	path := writeConfig(t, "xds-addr: 0.0.0.0:8001\nnetwork:\n  num-trusted-hops: 2\ntimeouts:\n  stream-idle-timeout: 1m\n")
+	if _, err := applyConfigFile(fs, path); err != nil {
+		t.Fatal(err)
 	}
+	if *hops != "2" || *idle != "9s" || *xds != "0.0.0.0:8001" {
+		t.Errorf("hops=%q idle=%q xds=%q", *hops, *idle, *xds)
+	}
+	path = writeConfig(t, "num-trusted-hops: 1\nnetwork:\n  num-trusted-hops: 2\n")
+	_, err := applyConfigFile(fs, path)
+	if err == nil || !strings.Contains(err.Error(), "line 3: network.num-trusted-hops sets --num-trusted-hops, which num-trusted-hops (line 1) sets too") {
+		t.Errorf("one flag twice: err = %v", err)
+	}
+	path = writeConfig(t, "kubeconfig: /k\n")
+	if _, err := applyConfigFile(fs, path); err == nil || !strings.Contains(err.Error(), "line 1: kubeconfig sets --kubeconfig, which portico serve does not have") {
+		t.Errorf("a setting of another command: err = %v", err)
+	}
+	for text, want := range map[string]string{
+		"- a\n- b\n":                      "line 1: the file must be a mapping",
+		"timeouts: 5s\n":                  "line 1: timeouts: a mapping is expected, got a value",
+		"timeouts:\n  stream-idle: 5s\n": "line 2: unknown setting timeouts.stream-idle (the keys of timeouts are connect-timeout, connection-idle-timeout",
+		"config: other.yaml\n":            "", // config is not a flag of this flag set: unknown
+	} {
+		_, err := applyConfigFile(fs, writeConfig(t, text))
+		if err == nil || (want != "" && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: err = %v, want %q", text, err, want)
+		}
+	}
+}
+
+// contourCases holds, for every key of Contour's configuration file, a file that sets
+// it and the flags that file means in Portico, or the refusal it gets.
+var contourCases = []struct {
+	key, yaml string
+	want      map[string]string // flag -> value
+	err       string
+}{
+	{"debug", "debug: true", map[string]string{"log-level": "debug"}, ""},
+	{"debug", "debug: false", nil, ""},
+	{"debug", "debug: yes please", nil, `debug: "yes please" is not true or false`},
+	{"incluster", "incluster: true", map[string]string{"kubeconfig": ""}, ""},
+	{"incluster", "incluster: false", nil, ""},
+	{"kubeconfig", "kubeconfig: /etc/kube.conf", map[string]string{"kubeconfig": "/etc/kube.conf"}, ""},
+	{"kubernetesClientQPS", "kubernetesClientQPS: 50.5", map[string]string{"kube-api-qps": "50.5"}, ""},
+	{"kubernetesClientQPS", "kubernetesClientQPS: -1", nil, "not a positive number"},
+	{"kubernetesClientBurst", "kubernetesClientBurst: 100", map[string]string{"kube-api-burst": "100"}, ""},
+	{"server.xds-server-type", "server: {xds-server-type: envoy}", nil, ""},
+	{"server.xds-server-type", "server: {xds-server-type: contour}", nil, ""},
+	{"server.xds-server-type", "server: {xds-server-type: grpc}", nil, `server.xds-server-type: "grpc" is not supported (only envoy, contour)`},
+	{"gateway", "gateway: {gatewayRef: {namespace: a, name: b}}", nil, "gateway: Portico serves every Gateway whose GatewayClass"},
+	{"ingress-status-address", "ingress-status-address: lb.example.com", map[string]string{"ingress-status-address": "lb.example.com"}, ""},
+	{"accesslog-format", "accesslog-format: envoy", nil, ""},
+	{"accesslog-format", "accesslog-format: json", nil, `accesslog-format: "json" is not supported (only envoy)`},
+	{"accesslog-format-string", "accesslog-format-string: '%START_TIME%'", nil, "custom access log formats are not supported yet"},
+	{"json-fields", "json-fields: [method]", nil, "JSON access logs are not supported yet"},
+	{"accesslog-level", "accesslog-level: info", nil, ""},
+	{"accesslog-level", "accesslog-level: error", nil, `accesslog-level: "error" is not supported (only info)`},
+	{"tls.minimum-protocol-version", "tls: {minimum-protocol-version: '1.3'}", map[string]string{"tls-minimum-protocol-version": "1.3"}, ""},
+	{"tls.minimum-protocol-version", "tls: {minimum-protocol-version: '1.1'}", nil, `tls.minimum-protocol-version: unknown TLS version "1.1": use 1.2 or 1.3`},
+	{"tls.maximum-protocol-version", "tls: {maximum-protocol-version: '1.2'}", map[string]string{"tls-maximum-protocol-version": "1.2"}, ""},
+	{"tls.cipher-suites", "tls: {cipher-suites: [ECDHE-RSA-AES256-GCM-SHA384]}", nil, "tls.cipher-suites: choosing TLS 1.2 cipher suites is not supported yet"},
+	{"tls.fallback-certificate", "tls: {fallback-certificate: {namespace: infra, name: fallback}}", map[string]string{"fallback-certificate": "infra/fallback"}, ""},
+	{"tls.fallback-certificate", "tls: {fallback-certificate: {name: fallback}}", nil, "tls.fallback-certificate: both namespace and name are needed"},
+	{"tls.fallback-certificate", "tls: {fallback-certificate: {namespace: Infra_1, name: x}}", nil, `tls.fallback-certificate: namespace: "Infra_1": a lowercase RFC 1123 label`},
+	{"tls.envoy-client-certificate", "tls: {envoy-client-certificate: {namespace: a, name: b}}", nil, "a client certificate for backend TLS is not supported yet"},
+	{"disablePermitInsecure", "disablePermitInsecure: true", nil, "disablePermitInsecure: not supported yet"},
+	{"disableAllowChunkedLength", "disableAllowChunkedLength: true", nil, "disableAllowChunkedLength: not supported yet"},
+	{"disableMergeSlashes", "disableMergeSlashes: true", map[string]string{"disable-merge-slashes": "true"}, ""},
+	{"disableMergeSlashes", "disableMergeSlashes: 'true'", nil, `disableMergeSlashes: "true" is not true or false`},
+	{"compression.algorithm", "compression: {algorithm: disabled}", nil, ""},
+	{"compression.algorithm", "compression: {algorithm: gzip}", nil, `compression.algorithm: "gzip" is not supported (only disabled): response compression`},
+	{"serverHeaderTransformation", "serverHeaderTransformation: pass_through", map[string]string{"server-header-transformation": "pass_through"}, ""},
+	{"serverHeaderTransformation", "serverHeaderTransformation: append_if_absent", map[string]string{"server-header-transformation": "append_if_absent"}, ""},
+	{"serverHeaderTransformation", "serverHeaderTransformation: replace", nil, `server header transformation "replace": use overwrite, append_if_absent or pass_through`},
+	{"enableExternalNameService", "enableExternalNameService: true", map[string]string{"enable-external-name-services": "true"}, ""},
+	{"timeouts.request-timeout", "timeouts: {request-timeout: 30s}", nil, "timeouts.request-timeout: a whole-request timeout for every route is not supported yet"},
+	{"timeouts.connection-idle-timeout", "timeouts: {connection-idle-timeout: 60s}", nil, "the connection idle timeout is not supported yet"},
+	{"timeouts.stream-idle-timeout", "timeouts: {stream-idle-timeout: 5m}", map[string]string{"stream-idle-timeout": "5m0s"}, ""},
+	{"timeouts.stream-idle-timeout", "timeouts: {stream-idle-timeout: infinity}", map[string]string{"stream-idle-timeout": "0s"}, ""},
+	{"timeouts.stream-idle-timeout", "timeouts: {stream-idle-timeout: 5 minutes}", nil, `timeouts.stream-idle-timeout: "5 minutes" is not a duration`},
+	{"timeouts.max-connection-duration", "timeouts: {max-connection-duration: 1h}", nil, "a maximum connection duration is not supported yet"},
+	{"timeouts.delayed-close-timeout", "timeouts: {delayed-close-timeout: 1s}", nil, "the delayed close timeout is not supported yet"},
+	{"timeouts.connection-shutdown-grace-period", "timeouts: {connection-shutdown-grace-period: 5s}", nil, "the HTTP/2 drain grace period is not supported yet"},
+	{"timeouts.connect-timeout", "timeouts: {connect-timeout: 500ms}", map[string]string{"connect-timeout": "500ms"}, ""},
+	{"timeouts.connect-timeout", "timeouts: {connect-timeout: infinity}", nil, `"infinity" is not a duration above 0`},
+	{"policy", "policy: {request-headers: {set: {a: b}}}", nil, "policy: installation-wide request and response header policies are not supported yet"},
+	{"envoy-service-namespace", "envoy-service-namespace: edge", map[string]string{"envoy-service": "edge/envoy"}, ""},
+	{"envoy-service-name", "envoy-service-name: proxy", map[string]string{"envoy-service": "projectcontour/proxy"}, ""},
+	{"envoy-service-name", "envoy-service-name: proxy\nenvoy-service-namespace: edge", map[string]string{"envoy-service": "edge/proxy"}, ""},
+	{"envoy-service-name", "envoy-service-name: Proxy", nil, `envoy-service-name: "Proxy"`},
+	{"default-http-versions", "default-http-versions: [HTTP/2]", nil, "default-http-versions: not supported yet"},
+	{"cluster.dns-lookup-family", "cluster: {dns-lookup-family: v4}", nil, "cluster.dns-lookup-family: not supported yet"},
+	{"cluster.max-requests-per-connection", "cluster: {max-requests-per-connection: 1}", nil, "not supported yet"},
+	{"cluster.per-connection-buffer-limit-bytes", "cluster: {per-connection-buffer-limit-bytes: 1}", nil, "not supported yet"},
+	{"cluster.circuit-breakers", "cluster: {circuit-breakers: {maxConnections: 1}}", nil, "circuit breaker defaults are not supported yet"},
+	{"cluster.upstream-tls", "cluster: {upstream-tls: {minimum-protocol-version: '1.3'}}", nil, "backend connections is not supported yet"},
+	{"network.num-trusted-hops", "network: {num-trusted-hops: 1}", map[string]string{"num-trusted-hops": "1"}, ""},
+	{"network.num-trusted-hops", "network: {num-trusted-hops: -1}", nil, `"-1" is not a whole number`},
+	{"network.admin-port", "network: {admin-port: 9001}", nil, "portico bootstrap --admin-address"},
+	{"network.strip-trailing-host-dot", "network: {strip-trailing-host-dot: true}", map[string]string{"strip-trailing-host-dot": "true"}, ""},
+	{"listener", "listener: {connection-balancer: exact}", nil, "listener tuning"},
+	{"rateLimitService.extensionService", "rateLimitService: {extensionService: projectcontour/ratelimit}", nil, "set rate-limit-service: HOST:PORT"},
+	{"rateLimitService.domain", "rateLimitService: {domain: shop}", map[string]string{"rate-limit-domain": "shop"}, ""},
+	{"rateLimitService.failOpen", "rateLimitService: {failOpen: true}", map[string]string{"rate-limit-fail-open": "true"}, ""},
+	{"rateLimitService.enableXRateLimitHeaders", "rateLimitService: {enableXRateLimitHeaders: true}", map[string]string{"rate-limit-x-headers": "true"}, ""},
+	{"rateLimitService.enableResourceExhaustedCode", "rateLimitService: {enableResourceExhaustedCode: true}", nil, "not supported yet"},
+	{"rateLimitService.defaultGlobalRateLimitPolicy", "rateLimitService:\n  defaultGlobalRateLimitPolicy:\n    descriptors: [{entries: [{remoteAddress: {}}]}]",
+		map[string]string{"rate-limit-default-global-policy": `{"descriptors":[{"entries":[{"remoteAddress":{}}]}]}`}, ""},
+	{"globalExtAuth", "globalExtAuth: {extensionService: a/b}", nil, "global external authorization is not supported yet"},
+	{"metrics", "metrics: {contour: {port: 8000}}", nil, "set admin-addr instead"},
+	{"tracing", "tracing: {extensionService: a/b}", nil, "tracing is not supported yet"},
+	{"featureFlags", "featureFlags: []", nil, ""},
+	{"featureFlags", "featureFlags: [useEndpointSlices]", nil, "Contour's feature flags have no counterpart"},
+	{"omEnforcedHealthListener", "omEnforcedHealthListener: {address: 0.0.0.0, port: 8003}", nil, "not supported yet"},
+	{"ingress.classNames", "ingress: {classNames: [contour, team1]}", map[string]string{"ingress-class-name": "contour,team1"}, ""},
+	{"ingress.statusAddress", "ingress: {statusAddress: 203.0.113.7}", map[string]string{"ingress-status-address": "203.0.113.7"}, ""},
+}
+
+func TestContourConfigKeys(t *testing.T) {
+	empty := flag.NewFlagSet("t", flag.ContinueOnError)
+	for _, c := range contourCases {
+		t.Run(c.key, func(t *testing.T) {
+			got, err := readConfigFile(empty, writeConfig(t, c.yaml+"\n"))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "line ") {
+					t.Fatalf("%s: err = %v, want one naming the line and %q", c.yaml, err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", c.yaml, err)
+			}
+			flags := map[string]string{}
+			for _, s := range got {
+				flags[s.flag] = s.value
+			}
+			if len(flags) == 0 {
+				flags = nil
+			}
+			if diff := cmp.Diff(c.want, flags); diff != "" {
+				t.Errorf("%s: flags (-want +got):\n%s", c.yaml, diff)
+			}
+		})
+	}
+}
+
+// Every key of Contour's file has a case above and a row in docs/contour-config.md, and
+// every row of that table is a key Portico knows.
+func TestContourConfigKeysDocumented(t *testing.T) {
+	var keys []string
+	var walk func(prefix string, r rule)
+	walk = func(prefix string, r rule) {
+		if s, ok := r.(section); ok {
+			for k, sub := range s {
+				walk(prefix+"."+k, sub)
+			}
+			return
+		}
+		keys = append(keys, prefix)
+	}
+	for k, r := range contourKeys {
+		walk(k, r)
+	}
+	sort.Strings(keys)
+	tested := map[string]bool{}
+	for _, c := range contourCases {
+		tested[c.key] = true
+	}
+	doc, err := os.ReadFile("../../docs/contour-config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\|").FindAllSubmatch(doc, -1) {
+		documented[string(m[1])] = true
+	}
+	known := map[string]bool{}
+	for _, k := range keys {
+		known[k] = true
+		if !tested[k] {
+			t.Errorf("%s: no case in contourCases", k)
+		}
+		if !documented[k] {
+			t.Errorf("%s: no row in docs/contour-config.md", k)
+		}
+	}
+	for k := range documented {
+		if !known[k] {
+			t.Errorf("docs/contour-config.md documents %s, which Portico does not know", k)
+		}
+	}
+}
+
+// A change of the file while running is logged as needing a restart, naming the keys
+// it touches; an invalid one says the settings in force stay.
+func TestWatchConfigFile(t *testing.T) {
+	fs := flag.NewFlagSet("portico run", flag.ContinueOnError)
+	path := writeConfig(t, "timeouts: {stream-idle-timeout: 1m}\nnetwork: {num-trusted-hops: 1}\n")
+	initial, err := readConfigFile(fs, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testutil.SyncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchConfigFile(ctx, fs, path, initial, 10*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)))
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(logs.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log:\n%s", what, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := os.WriteFile(path, []byte("timeouts: {stream-idle-timeout: 2m}\nnetwork: {num-trusted-hops: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`restart portico to apply it`)
+	waitFor(`changed=[timeouts.stream-idle-timeout]`)
+	if err := os.WriteFile(path, []byte("timeouts: {stream-idle-timeout: soon}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`the --config file changed and is invalid`)
 }

@@ -22,6 +22,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	withUsage(fs, "run --manifests DIR [flags]\n   or: portico run DIR [flags]")
 	var o app.RunOptions
+	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name or laid out as Contour's configuration file (flags on the command line win; docs/contour-config.md)")
 	fs.StringVar(&o.ManifestDir, "manifests", "", "directory of Kubernetes manifests to serve (or give DIR as the argument)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP listener")
 	fs.StringVar(&o.GatewayHost, "gateway-host", "", "address on which the listeners of Gateway API Gateways are served (default: the host of --http-addr)")
@@ -39,10 +40,22 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
+	global := globalFlags(fs)
 	newLogger := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
+	}
+	var fileSettings []setting
+	if *configFile != "" {
+		var err error
+		if fileSettings, err = applyConfigFile(fs, *configFile); err != nil {
+			return fail(stderr, "run: --config: %v", err)
+		}
+	}
+	var err error
+	if o.Global, err = global(); err != nil {
+		return fail(stderr, "run: %v", err)
 	}
 	rl, err := rateLimit()
 	if err != nil {
@@ -66,7 +79,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	o.Logger, o.AccessLogger, o.LogBatcher = logger, accessLogger, sink
 	o.RootNamespaces = splitList(*roots)
 	if o.FallbackCertificate, err = fallbackCertificate(*fallback); err != nil {
-		return fail(stderr, "run: %%v", err)
+		return fail(stderr, "run: %v", err)
 	}
 	if o.StateFile, err = stateFilePath(fs, *stateFile, o.ManifestDir, logger); err != nil {
 		return fail(stderr, "run: %v", err)
@@ -74,6 +87,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	r, err := app.NewRunner(o)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
+	}
+	if *configFile != "" {
+		go watchConfigFile(ctx, fs, *configFile, fileSettings, configPollInterval, logger)
 	}
 	logger.Info("portico run", "manifests", o.ManifestDir, "http", o.HTTPAddr, "https", o.HTTPSAddr, "admin", o.AdminAddr, "state_file", o.StateFile)
 	if err := r.Run(ctx); err != nil {

@@ -32,9 +32,10 @@ func RouteHTTPS(host string) string { return "https/" + host }
 
 // Options say where the listeners bind and how clusters connect.
 type Options struct {
-	HTTPAddress    string // host:port, default 0.0.0.0:8080
-	HTTPSAddress   string // host:port, default 0.0.0.0:8443
-	ConnectTimeout time.Duration
+	// Global are the installation's settings (Contour's configuration file).
+	Global
+	HTTPAddress  string // host:port, default 0.0.0.0:8080
+	HTTPSAddress string // host:port, default 0.0.0.0:8443
 	// HTTPSRedirectPort is the port of redirects from plain HTTP to HTTPS; 0 leaves it
 	// out of the URL (443), right when a load balancer maps 443 to the HTTPS listener.
 	HTTPSRedirectPort uint32

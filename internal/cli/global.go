@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// globalFlags adds the flags of the installation's listener and cluster settings (run
+// and serve; Contour keeps them in its configuration file); the function it returns is
+// what they configure, or what is wrong with them.
+func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
+	var g translate.Global
+	idle := &optionalDuration{}
+	fs.Var(idle, "stream-idle-timeout", "how long a request may see no activity (no bytes either way) before it is answered 408 or reset (`DURATION`; 0 or infinity: never; default Envoy's 5m); a route's timeoutPolicy.idle overrides it")
+	server := fs.String("server-header-transformation", string(translate.ServerHeaderOverwrite), "the Server header of responses: overwrite (always \"portico\"), append_if_absent (the upstream's, else \"portico\") or pass_through (the upstream's, or none)")
+	fs.BoolVar(&g.DisableMergeSlashes, "disable-merge-slashes", false, "keep repeated slashes in request paths (by default \"//a//b\" is routed and forwarded as \"/a/b\", as Contour does)")
+	fs.BoolVar(&g.StripTrailingHostDot, "strip-trailing-host-dot", false, "route a Host with a trailing dot (\"example.com.\") as the name without it")
+	fs.StringVar(&g.MinTLSVersion, "tls-minimum-protocol-version", "", "lowest TLS version of every HTTPS host (1.2 or 1.3; default 1.2); an HTTPProxy's tls.minimumProtocolVersion can raise it, not lower it")
+	fs.StringVar(&g.MaxTLSVersion, "tls-maximum-protocol-version", "", "highest TLS version of every HTTPS host (1.2 or 1.3; default 1.3)")
+	fs.DurationVar(&g.ConnectTimeout, "connect-timeout", 2*time.Second, "how long a connection to a backend may take to open")
+	return func() (translate.Global, error) {
+		g.ServerHeader = translate.ServerHeaderTransformation(*server)
+		g.StreamIdleTimeout = idle.value()
+		if err := translate.CheckGlobal(g); err != nil {
+			return g, err
+		}
+		return g, nil
+	}
+}
+
+// optionalDuration is a duration flag that may stay unset (nil), where "infinity" (or
+// "infinite", Contour's spellings) is 0.
+type optionalDuration struct {
+	d   time.Duration
+	set bool
+}
+
+func (o *optionalDuration) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return o.d.String()
+}
+
+func (o *optionalDuration) Set(s string) error {
+	d, err := parseTimeout(s)
+	if err != nil {
+		return err
+	}
+	o.d, o.set = d, true
+	return nil
+}
+
+func (o *optionalDuration) value() *time.Duration {
+	if !o.set {
+		return nil
+	}
+	d := o.d
+	return &d
+}
+
+// parseTimeout parses a Go duration, or "infinity"/"infinite" (no timeout: 0).
+func parseTimeout(s string) (time.Duration, error) {
+	switch s {
+	case "infinity", "infinite":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 30s, 5m or 1h30m (or infinity)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
