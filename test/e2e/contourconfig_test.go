@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portico-dev/portico/internal/testutil"
+)
+
+// ranBinary is a `portico run` process of a test, started by runWithConfig.
+type ranBinary struct {
+	t                   *testing.T
+	http, https, config string
+	logs                *syncBuffer
+}
+
+// runWithConfig starts the portico binary on the manifests in files with --config
+// holding config, and waits until it is ready.
+func runWithConfig(t *testing.T, files map[string]string, config string) *ranBinary {
+	t.Helper()
+	dir, confDir := t.TempDir(), t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &ranBinary{t: t, http: testutil.FreeAddr(t), https: testutil.FreeAddr(t), config: filepath.Join(confDir, "contour.yaml"), logs: &syncBuffer{}}
+	if err := os.WriteFile(r.config, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	admin := testutil.FreeAddr(t)
+	cmd := exec.Command(portico(t), "run", dir, "--config", r.config, "--http-addr", r.http, "--https-addr", r.https, "--admin-addr", admin, "--state-file", "none")
+	cmd.Stdout, cmd.Stderr = r.logs, r.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	})
+	r.eventually("/readyz to answer 200", func() bool {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return r
+}
+
+func (r *ranBinary) eventually(what string, cond func() bool) {
+	r.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// get sends GET path with Host host to the HTTP listener, with the header pairs given.
+func (r *ranBinary) get(host, path string, header ...string) result {
+	r.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+r.http+path, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Host = host
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	res, err := fetch(req, &http.Client{Timeout: 30 * time.Second})
+	if err != nil {
+		r.t.Fatalf("GET %s%s: %v", host, path, err)
+	}
+	return res
+}
+
+// getTLS sends GET https://host/ to the HTTPS listener, offering TLS versions up to max.
+func (r *ranBinary) getTLS(host string, max uint16) (result, error) {
+	tr := &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{ServerName: host, InsecureSkipVerify: true, MaxVersion: max}, // self-signed test certificate
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, r.https)
+		},
+	}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return fetch(req, &http.Client{Transport: tr, Timeout: 30 * time.Second})
+}
+
+// A team's Contour configuration file, given to `portico run --config`: each setting
+// shows in real traffic (the Server header, repeated slashes, the client address behind
+// one trusted proxy, the TLS floor, the stream idle timeout), and a change of the file
+// while running is logged as needing a restart.
+func TestRunContourConfigFile(t *testing.T) {
+	t.Parallel()
+	manifests := map[string]string{
+		"backends.yaml": backends(t, "cc/web") + "---\n" + tlsSecretManifestIn("cc", "cert", testutil.SelfSigned("secure.cc.test")),
+		"proxies.yaml": `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: plain, namespace: cc}
+spec:
+  virtualhost:
+    fqdn: plain.cc.test
+    ipDenyPolicy: [{source: Remote, cidr: 203.0.113.0/24}]
+  routes: [{services: [{name: web, port: 80}]}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: secure, namespace: cc}
+spec:
+  virtualhost: {fqdn: secure.cc.test, tls: {secretName: cert}}
+  routes: [{services: [{name: web, port: 80}]}]
+`,
+	}
+	const config = `# as Contour reads it
+serverHeaderTransformation: pass_through
+disableMergeSlashes: true
+network:
+  num-trusted-hops: 1
+tls:
+  minimum-protocol-version: "1.3"
+timeouts:
+  stream-idle-timeout: 500ms
+  connect-timeout: 1s
+log-level: info # a flag name, next to Contour's keys
+`
+	r := runWithConfig(t, manifests, config)
+	r.eventually("plain.cc.test to be served", func() bool { return r.get("plain.cc.test", "/").service() == "web" })
+
+	res := r.get("plain.cc.test", "/a//b")
+	if res.echo.Path != "/a//b" {
+		t.Errorf("disableMergeSlashes: true: the backend saw %q, want /a//b", res.echo.Path)
+	}
+	if s, ok := res.header["Server"]; ok {
+		t.Errorf("serverHeaderTransformation: pass_through: Server %q, want none (the backend sends none)", s)
+	}
+	if res := r.get("plain.cc.test", "/", "X-Forwarded-For", "203.0.113.9"); res.status != http.StatusForbidden {
+		t.Errorf("num-trusted-hops: 1, X-Forwarded-For in the denied block: %d, want 403", res.status)
+	}
+	if res := r.get("plain.cc.test", "/", "X-Forwarded-For", "198.51.100.1"); res.status != http.StatusOK {
+		t.Errorf("num-trusted-hops: 1, X-Forwarded-For outside the denied block: %d, want 200", res.status)
+	}
+	if res := r.get("plain.cc.test", "/", "X-Echo-Delay", "20s"); res.status != http.StatusRequestTimeout {
+		t.Errorf("stream-idle-timeout: 500ms, a backend silent for 20s: %d, want 408", res.status)
+	}
+
+	r.eventually("secure.cc.test over TLS 1.3", func() bool {
+		res, err := r.getTLS("secure.cc.test", tls.VersionTLS13)
+		return err == nil && res.service() == "web"
+	})
+	if _, err := r.getTLS("secure.cc.test", tls.VersionTLS12); err == nil {
+		t.Errorf("tls.minimum-protocol-version 1.3: a TLS 1.2 client was served")
+	}
+
+	if err := os.WriteFile(r.config, []byte(strings.Replace(config, "500ms", "1m", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("the change of the file logged as needing a restart", func() bool {
+		logs := r.logs.String()
+		return strings.Contains(logs, "restart portico to apply it") && strings.Contains(logs, "changed=[timeouts.stream-idle-timeout]")
+	})
+	if res := r.get("plain.cc.test", "/", "X-Echo-Delay", "20s"); res.status != http.StatusRequestTimeout {
+		t.Errorf("after the change, before a restart: %d, want 408 still", res.status)
+	}
+}
+
+// A setting Portico cannot honour stops `portico run` with the line, the key and what
+// to do; nothing is silently ignored.
+func TestRunContourConfigRefused(t *testing.T) {
+	t.Parallel()
+	dir, conf := t.TempDir(), filepath.Join(t.TempDir(), "contour.yaml")
+	if err := os.WriteFile(conf, []byte("network:\n  num-trusted-hops: 1\nglobalExtAuth:\n  extensionService: auth/authz\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runBinary(t, portico(t), "run", dir, "--config", conf)
+	if code != 1 || !strings.Contains(stderr, "contour.yaml: line 3: globalExtAuth: global external authorization is not supported yet") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if err := os.WriteFile(conf, []byte("timeouts:\n  stream-idle-timeout: 5 minutes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runBinary(t, portico(t), "run", dir, "--config", conf)
+	if code != 1 || !strings.Contains(stderr, `line 2: timeouts.stream-idle-timeout: "5 minutes" is not a duration`) {
+		t.Errorf("a bad duration: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// As in Contour, repeated slashes are merged before routing and forwarding unless
+// disableMergeSlashes (--disable-merge-slashes) says otherwise.
+func TestMergeSlashesByDefault(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]string{
+		"all.yaml": backends(t, "ms/web") + "---\n" + `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: ms, namespace: ms}
+spec:
+  virtualhost: {fqdn: ms.test}
+  routes:
+  - conditions: [{prefix: /a/b}]
+    services: [{name: web, port: 80}]
+`,
+	})
+	e.waitFor("ms.test", "/a/b", "web", http.StatusOK)
+	if r := e.get("ms.test", "//a///b"); r.service() != "web" || r.echo.Path != "/a/b" {
+		t.Errorf("GET //a///b: %d from %q, path %q; want /a/b's route and the backend to see /a/b", r.status, r.service(), r.echo.Path)
+	}
+}
