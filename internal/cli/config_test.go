@@ -83,10 +83,10 @@ func TestConfigFileMixedForms(t *testing.T) {
 		t.Errorf("a setting of another command: err = %v", err)
 	}
 	for text, want := range map[string]string{
-		"- a\n- b\n":                      "line 1: the file must be a mapping",
-		"timeouts: 5s\n":                  "line 1: timeouts: a mapping is expected, got a value",
+		"- a\n- b\n":                     "line 1: the file must be a mapping",
+		"timeouts: 5s\n":                 "line 1: timeouts: a mapping is expected, got a value",
 		"timeouts:\n  stream-idle: 5s\n": "line 2: unknown setting timeouts.stream-idle (the keys of timeouts are connect-timeout, connection-idle-timeout",
-		"config: other.yaml\n":            "", // config is not a flag of this flag set: unknown
+		"config: other.yaml\n":           "", // config is not a flag of this flag set: unknown
 	} {
 		_, err := applyConfigFile(fs, writeConfig(t, text))
 		if err == nil || (want != "" && !strings.Contains(err.Error(), want)) {
@@ -179,7 +179,9 @@ var contourCases = []struct {
 	{"featureFlags", "featureFlags: []", nil, ""},
 	{"featureFlags", "featureFlags: [useEndpointSlices]", nil, "Contour's feature flags have no counterpart"},
 	{"omEnforcedHealthListener", "omEnforcedHealthListener: {address: 0.0.0.0, port: 8003}", nil, "not supported yet"},
-	{"ingress.classNames", "ingress: {classNames: [contour, team1]}", map[string]string{"ingress-class-name": "contour,team1"}, ""},
+	{"ingress.classNames", "ingress: {classNames: [contour]}", map[string]string{"ingress-class-name": "contour"}, ""},
+	{"ingress.classNames", "ingress: {classNames: [contour, team1]}", nil, "2 class names: serving several ingress classes is not supported yet"},
+	{"ingress.classNames", "ingress: {classNames: [Team_1]}", nil, `"Team_1": a lowercase RFC 1123 subdomain`},
 	{"ingress.statusAddress", "ingress: {statusAddress: 203.0.113.7}", map[string]string{"ingress-status-address": "203.0.113.7"}, ""},
 }
 

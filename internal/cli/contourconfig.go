@@ -99,7 +99,7 @@ var contourKeys = map[string]rule{
 	"omEnforcedHealthListener": refuse("not supported yet: the overload manager is not configured"),
 	// ContourConfiguration's spelling (spec.ingress) of the ingress flags.
 	"ingress": section{
-		"classNames":    asFlag("ingress-class-name", list),
+		"classNames":    asFlag("ingress-class-name", oneClassName),
 		"statusAddress": asFlag("ingress-status-address", str),
 	},
 }
@@ -375,11 +375,22 @@ func dnsLabel(v *yaml.Node) (string, error) {
 	return s, nil
 }
 
-func list(v *yaml.Node) (string, error) {
+// oneClassName is a list of one ingress class name: Portico serves one class.
+func oneClassName(v *yaml.Node) (string, error) {
 	if v.Kind != yaml.SequenceNode {
 		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
 	}
-	return flagValue(v)
+	if len(v.Content) != 1 {
+		return "", fmt.Errorf("%d class names: serving several ingress classes is not supported yet; give one name (--ingress-class-name)", len(v.Content))
+	}
+	name, err := scalar(v.Content[0])
+	if err != nil {
+		return "", err
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
+	}
+	return name, nil
 }
 
 func asJSON(v *yaml.Node) (string, error) {
