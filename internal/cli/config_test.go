@@ -78,6 +78,11 @@ func TestConfigFileMixedForms(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 3: network.num-trusted-hops sets --num-trusted-hops, which num-trusted-hops (line 1) sets too") {
 		t.Errorf("one flag twice: err = %v", err)
 	}
+	fs.String("envoy-service", "", "")
+	path = writeConfig(t, "envoy-service: a/b\nenvoy-service-name: c\n")
+	if _, err := applyConfigFile(fs, path); err == nil || !strings.Contains(err.Error(), "line 2: envoy-service-name sets --envoy-service, which envoy-service (line 1) sets too") {
+		t.Errorf("envoy-service and envoy-service-name: err = %v", err)
+	}
 	path = writeConfig(t, "kubeconfig: /k\n")
 	if _, err := applyConfigFile(fs, path); err == nil || !strings.Contains(err.Error(), "line 1: kubeconfig sets --kubeconfig, which portico serve does not have") {
 		t.Errorf("a setting of another command: err = %v", err)

@@ -194,8 +194,9 @@ func envoyService(part int) rule {
 		}
 		parts := [2]string{"projectcontour", "envoy"}
 		for i, s := range *out {
-			if s.flag == "envoy-service" {
-				// The other key came first: complete its value.
+			if s.flag == "envoy-service" && strings.HasPrefix(s.key, "envoy-service-") {
+				// The other key came first: complete its value. (The flag-name key
+				// envoy-service is not completed: two keys then set one flag.)
 				ns, name, _ := strings.Cut(s.value, "/")
 				parts = [2]string{ns, name}
 				parts[part] = val
