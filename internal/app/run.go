@@ -43,8 +43,9 @@ type RunOptions struct {
 	IngressClassName string
 	// AllowExternalName lets routes use ExternalName Services (see dag.Options).
 	AllowExternalName bool
-	// RootNamespaces and DisableIngress: see dag.Options.
-	RootNamespaces []string
+	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
+	RootNamespaces        []string
+	DisablePermitInsecure bool
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
 	DisableIngress      bool
@@ -143,6 +144,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			IngressClassName:       opts.IngressClassName,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
+			DisablePermitInsecure:  opts.DisablePermitInsecure,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,

@@ -54,8 +54,9 @@ type ServeOptions struct {
 	IngressStatusAddresses []string
 	EnvoyService           types.NamespacedName
 	AllowExternalName      bool
-	// RootNamespaces and DisableIngress: see dag.Options.
-	RootNamespaces []string
+	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
+	RootNamespaces        []string
+	DisablePermitInsecure bool
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
 	DisableIngress      bool
@@ -263,6 +264,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			IngressClassName:       opts.IngressClassName,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
+			DisablePermitInsecure:  opts.DisablePermitInsecure,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,

@@ -135,7 +135,7 @@ var contourCases = []struct {
 	{"tls.fallback-certificate", "tls: {fallback-certificate: {name: fallback}}", nil, "tls.fallback-certificate: both namespace and name are needed"},
 	{"tls.fallback-certificate", "tls: {fallback-certificate: {namespace: Infra_1, name: x}}", nil, `tls.fallback-certificate: namespace: "Infra_1": a lowercase RFC 1123 label`},
 	{"tls.envoy-client-certificate", "tls: {envoy-client-certificate: {namespace: a, name: b}}", nil, "a client certificate for backend TLS is not supported yet"},
-	{"disablePermitInsecure", "disablePermitInsecure: true", nil, "disablePermitInsecure: not supported yet"},
+	{"disablePermitInsecure", "disablePermitInsecure: true", map[string]string{"disable-permit-insecure": "true"}, ""},
 	{"disableAllowChunkedLength", "disableAllowChunkedLength: true", nil, "disableAllowChunkedLength: not supported yet"},
 	{"disableMergeSlashes", "disableMergeSlashes: true", map[string]string{"disable-merge-slashes": "true"}, ""},
 	{"disableMergeSlashes", "disableMergeSlashes: 'true'", nil, `disableMergeSlashes: "true" is not true or false`},

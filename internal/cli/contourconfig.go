@@ -57,7 +57,7 @@ var contourKeys = map[string]rule{
 		"fallback-certificate":     asFlag("fallback-certificate", namespacedName),
 		"envoy-client-certificate": refuse("a client certificate for backend TLS is not supported yet: Portico's upstream TLS verifies the backend (HTTPProxy upstreamValidation) without presenting a certificate"),
 	},
-	"disablePermitInsecure":     refuse("not supported yet: routes with permitInsecure are served over plain HTTP; refuse them with the admission webhook or review instead"),
+	"disablePermitInsecure":     asFlag("disable-permit-insecure", boolean),
 	"disableAllowChunkedLength": refuse("not supported yet: requests with both Content-Length and Transfer-Encoding: chunked are handled as Envoy's and Go's defaults do"),
 	"disableMergeSlashes":       asFlag("disable-merge-slashes", boolean),
 	"compression": section{

@@ -29,6 +29,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
+	fs.BoolVar(&o.DisablePermitInsecure, "disable-permit-insecure", false, "ignore HTTPProxy routes' permitInsecure: plain HTTP requests to TLS hosts are all redirected to HTTPS")
 	statusAddr := fs.String("ingress-status-address", "", "comma-separated IPs or host names written to Ingress status.loadBalancer")
 	envoySvc := fs.String("envoy-service", "", "namespace/name of the Envoy Service whose load-balancer status Ingresses report (when --ingress-status-address is unset)")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", false, "route to Services of type ExternalName (never to loopback or other namespaces)")

@@ -87,7 +87,8 @@ func (r *ranBinary) get(host, path string, header ...string) result {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
-	res, err := fetch(req, &http.Client{Timeout: 30 * time.Second})
+	noRedirects := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse } // a redirect is the answer
+	res, err := fetch(req, &http.Client{Timeout: 30 * time.Second, CheckRedirect: noRedirects})
 	if err != nil {
 		r.t.Fatalf("GET %s%s: %v", host, path, err)
 	}
@@ -113,7 +114,7 @@ func (r *ranBinary) getTLS(host string, max uint16) (result, error) {
 
 // A team's Contour configuration file, given to `portico run --config`: each setting
 // shows in real traffic (the Server header, repeated slashes, the client address behind
-// one trusted proxy, the TLS floor, the stream idle timeout), and a change of the file
+// one trusted proxy, the TLS floor, the stream idle timeout, permitInsecure disabled), and a change of the file
 // while running is logged as needing a restart.
 func TestRunContourConfigFile(t *testing.T) {
 	t.Parallel()
@@ -133,12 +134,13 @@ kind: HTTPProxy
 metadata: {name: secure, namespace: cc}
 spec:
   virtualhost: {fqdn: secure.cc.test, tls: {secretName: cert}}
-  routes: [{services: [{name: web, port: 80}]}]
+  routes: [{services: [{name: web, port: 80}], permitInsecure: true}]
 `,
 	}
 	const config = `# as Contour reads it
 serverHeaderTransformation: pass_through
 disableMergeSlashes: true
+disablePermitInsecure: true
 network:
   num-trusted-hops: 1
 tls:
@@ -174,6 +176,9 @@ log-level: info # a flag name, next to Contour's keys
 	})
 	if _, err := r.getTLS("secure.cc.test", tls.VersionTLS12); err == nil {
 		t.Errorf("tls.minimum-protocol-version 1.3: a TLS 1.2 client was served")
+	}
+	if res := r.get("secure.cc.test", "/"); res.status != http.StatusMovedPermanently {
+		t.Errorf("disablePermitInsecure: true, plain HTTP to a permitInsecure route: %d, want 301 to HTTPS", res.status)
 	}
 
 	if err := os.WriteFile(r.config, []byte(strings.Replace(config, "500ms", "1m", 1)), 0o644); err != nil {
