@@ -79,11 +79,15 @@ var contourKeys = map[string]rule{
 	"envoy-service-name":      envoyService(1),
 	"default-http-versions":   refuse("not supported yet: both HTTP/1.1 and HTTP/2 are offered; restrict a host with the HTTPProxy's spec.httpVersions"),
 	"cluster": section{
-		"dns-lookup-family":                 refuse("not supported yet: ExternalName Services resolve by the system's resolver, IPv4 and IPv6"),
+		"dns-lookup-family":                 asFlag("dns-lookup-family", dnsFamily),
 		"max-requests-per-connection":       refuse("not supported yet: connections to backends are reused without a request limit"),
 		"per-connection-buffer-limit-bytes": refuse("not supported yet: Envoy's default buffer limit (1 MiB) applies"),
 		"circuit-breakers":                  refuse("installation-wide circuit breaker defaults are not supported yet"),
-		"upstream-tls":                      refuse("choosing the TLS versions and ciphers of backend connections is not supported yet: TLS 1.2 and 1.3 are offered"),
+		"upstream-tls": section{
+			"minimum-protocol-version": asFlag("upstream-tls-minimum-protocol-version", tlsVersion),
+			"maximum-protocol-version": asFlag("upstream-tls-maximum-protocol-version", tlsVersion),
+			"cipher-suites":            refuse("choosing the TLS 1.2 cipher suites of backend connections is not supported yet (the embedded proxy does not take them); remove it, or set minimum-protocol-version: \"1.3\""),
+		},
 	},
 	"network": section{
 		"num-trusted-hops":        asFlag("num-trusted-hops", wholeNumber),
@@ -318,6 +322,17 @@ func tlsVersion(v *yaml.Node) (string, error) {
 		return "", err
 	}
 	if _, err := translate.ParseTLSVersion(s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+func dnsFamily(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	if err := translate.CheckGlobal(translate.Global{DNSLookupFamily: s}); err != nil {
 		return "", err
 	}
 	return s, nil

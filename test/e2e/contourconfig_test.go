@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,12 +115,16 @@ func (r *ranBinary) getTLS(host string, max uint16) (result, error) {
 
 // A team's Contour configuration file, given to `portico run --config`: each setting
 // shows in real traffic (the Server header, repeated slashes, the client address behind
-// one trusted proxy, the TLS floor, the stream idle timeout, permitInsecure disabled), and a change of the file
+// one trusted proxy, the TLS floors of clients and of backends, the stream idle timeout, permitInsecure
+// disabled), and a change of the file
 // while running is logged as needing a restart.
 func TestRunContourConfigFile(t *testing.T) {
 	t.Parallel()
+	backendCert := testutil.SelfSigned("backend.cc.svc")
 	manifests := map[string]string{
-		"backends.yaml": backends(t, "cc/web") + "---\n" + tlsSecretManifestIn("cc", "cert", testutil.SelfSigned("secure.cc.test")),
+		"backends.yaml": strings.Join([]string{backends(t, "cc/web"), tlsSecretManifestIn("cc", "cert", testutil.SelfSigned("secure.cc.test")),
+			serviceManifest("cc", "tls13", startTLSEcho(t, "cc", "tls13", backendCert)),
+			serviceManifest("cc", "tls12", startTLS12Backend(t, backendCert))}, "---\n"),
 		"proxies.yaml": `apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: plain, namespace: cc}
@@ -135,6 +140,17 @@ metadata: {name: secure, namespace: cc}
 spec:
   virtualhost: {fqdn: secure.cc.test, tls: {secretName: cert}}
   routes: [{services: [{name: web, port: 80}], permitInsecure: true}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: upstream, namespace: cc}
+spec:
+  virtualhost: {fqdn: upstream.cc.test}
+  routes:
+  - conditions: [{prefix: /tls13}]
+    services: [{name: tls13, port: 80, protocol: tls}]
+  - conditions: [{prefix: /tls12}]
+    services: [{name: tls12, port: 80, protocol: tls}]
 `,
 	}
 	const config = `# as Contour reads it
@@ -145,6 +161,8 @@ network:
   num-trusted-hops: 1
 tls:
   minimum-protocol-version: "1.3"
+cluster:
+  upstream-tls: {minimum-protocol-version: "1.3"}
 timeouts:
   stream-idle-timeout: 500ms
   connect-timeout: 1s
@@ -177,6 +195,12 @@ log-level: info # a flag name, next to Contour's keys
 	if _, err := r.getTLS("secure.cc.test", tls.VersionTLS12); err == nil {
 		t.Errorf("tls.minimum-protocol-version 1.3: a TLS 1.2 client was served")
 	}
+	if res := r.get("upstream.cc.test", "/tls13"); res.service() != "tls13" {
+		t.Errorf("cluster.upstream-tls minimum 1.3, a backend that speaks TLS 1.3: %d from %q, want tls13's answer", res.status, res.service())
+	}
+	if res := r.get("upstream.cc.test", "/tls12"); res.status < 500 {
+		t.Errorf("cluster.upstream-tls minimum 1.3, a backend that stops at TLS 1.2: %d, want a connect failure (5xx)", res.status)
+	}
 	if res := r.get("secure.cc.test", "/"); res.status != http.StatusMovedPermanently {
 		t.Errorf("disablePermitInsecure: true, plain HTTP to a permitInsecure route: %d, want 301 to HTTPS", res.status)
 	}
@@ -191,6 +215,21 @@ log-level: info # a flag name, next to Contour's keys
 	if res := r.get("plain.cc.test", "/", "X-Echo-Delay", "20s"); res.status != http.StatusRequestTimeout {
 		t.Errorf("after the change, before a restart: %d, want 408 still", res.status)
 	}
+}
+
+// startTLS12Backend starts a TLS backend that speaks TLS 1.2 at most, and returns its
+// address.
+func startTLS12Backend(t *testing.T, cert testutil.Cert) string {
+	t.Helper()
+	pair, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("tls 1.2\n")) }))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MaxVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
 }
 
 // A setting Portico cannot honour stops `portico run` with the line, the key and what

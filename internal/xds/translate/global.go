@@ -32,6 +32,12 @@ type Global struct {
 	MinTLSVersion, MaxTLSVersion string
 	// ConnectTimeout is how long a connection to an upstream may take (default 2s).
 	ConnectTimeout time.Duration
+	// UpstreamMinTLSVersion and UpstreamMaxTLSVersion ("1.2" or "1.3"; "" for Envoy's
+	// client default, 1.2) bound the TLS versions of connections to backends.
+	UpstreamMinTLSVersion, UpstreamMaxTLSVersion string
+	// DNSLookupFamily is the address family ExternalName Services resolve to: "auto"
+	// (the default, ""), "v4", "v6" or "all".
+	DNSLookupFamily string
 }
 
 // ServerHeaderTransformation is Contour's serverHeaderTransformation: what Portico does
@@ -57,16 +63,16 @@ func CheckGlobal(g Global) error {
 	default:
 		return fmt.Errorf("server header transformation %q: use overwrite, append_if_absent or pass_through", g.ServerHeader)
 	}
-	lo, err := ParseTLSVersion(g.MinTLSVersion)
-	if err != nil {
-		return fmt.Errorf("minimum TLS version: %w", err)
+	if err := checkTLSRange("", g.MinTLSVersion, g.MaxTLSVersion); err != nil {
+		return err
 	}
-	hi, err := ParseTLSVersion(g.MaxTLSVersion)
-	if err != nil {
-		return fmt.Errorf("maximum TLS version: %w", err)
+	if err := checkTLSRange("backend", g.UpstreamMinTLSVersion, g.UpstreamMaxTLSVersion); err != nil {
+		return err
 	}
-	if g.MinTLSVersion != "" && g.MaxTLSVersion != "" && lo > hi {
-		return fmt.Errorf("the minimum TLS version %s is above the maximum %s", g.MinTLSVersion, g.MaxTLSVersion)
+	switch g.DNSLookupFamily {
+	case "", "auto", "v4", "v6", "all":
+	default:
+		return fmt.Errorf("DNS lookup family %q: use auto, v4, v6 or all", g.DNSLookupFamily)
 	}
 	if g.StreamIdleTimeout != nil && *g.StreamIdleTimeout < 0 {
 		return fmt.Errorf("stream idle timeout %v is negative (0 disables it)", *g.StreamIdleTimeout)
@@ -75,6 +81,43 @@ func CheckGlobal(g Global) error {
 		return fmt.Errorf("connect timeout %v is negative", g.ConnectTimeout)
 	}
 	return nil
+}
+
+// checkTLSRange says what is wrong with TLS versions lo-hi (of what: "" or "backend").
+func checkTLSRange(what, lo, hi string) error {
+	if what != "" {
+		what += " "
+	}
+	l, err := ParseTLSVersion(lo)
+	if err != nil {
+		return fmt.Errorf("minimum %sTLS version: %w", what, err)
+	}
+	h, err := ParseTLSVersion(hi)
+	if err != nil {
+		return fmt.Errorf("maximum %sTLS version: %w", what, err)
+	}
+	if lo != "" && hi != "" && l > h {
+		return fmt.Errorf("the minimum %sTLS version %s is above the maximum %s", what, lo, hi)
+	}
+	return nil
+}
+
+// upstreamTLSParams are the TLS versions of connections to backends: nil (Envoy's
+// client defaults, TLS 1.2 only) unless g gives one. Given a minimum of 1.3 alone, the
+// maximum follows it, as Envoy refuses a maximum below the minimum.
+func (g Global) upstreamTLSParams() *tlsv3.TlsParameters {
+	if g.UpstreamMinTLSVersion == "" && g.UpstreamMaxTLSVersion == "" {
+		return nil
+	}
+	lo, _ := ParseTLSVersion(g.UpstreamMinTLSVersion)
+	hi, _ := ParseTLSVersion(g.UpstreamMaxTLSVersion)
+	if lo == tlsv3.TlsParameters_TLS_AUTO {
+		lo = tlsv3.TlsParameters_TLSv1_2
+	}
+	if hi == tlsv3.TlsParameters_TLS_AUTO || hi < lo {
+		hi = max(lo, tlsv3.TlsParameters_TLSv1_2)
+	}
+	return &tlsv3.TlsParameters{TlsMinimumProtocolVersion: lo, TlsMaximumProtocolVersion: hi}
 }
 
 // ParseTLSVersion parses a TLS version of the global settings: "1.2", "1.3", or "" (none

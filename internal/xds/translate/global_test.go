@@ -153,3 +153,47 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 func clusterConnectTimeout(r types.Resource) time.Duration {
 	return r.(*clusterv3.Cluster).GetConnectTimeout().AsDuration()
 }
+
+// The installation's backend TLS versions and DNS lookup family reach the clusters.
+func TestGlobalClusterSettings(t *testing.T) {
+	tlsCluster := testCluster("default", "secure", 443)
+	tlsCluster.Protocol = "tls"
+	ext := testCluster("default", "ext", 80)
+	ext.ExternalName = "ext.example.com"
+	jwks := testCluster("default", "jwks", 443)
+	jwks.ExternalName, jwks.DNSLookupFamily = "idp.example.com", "v6"
+	for _, c := range []struct {
+		g          Global
+		lo, hi     tlsv3.TlsParameters_TlsProtocol
+		noParams   bool
+		extFamily  clusterv3.Cluster_DnsLookupFamily
+		jwksFamily clusterv3.Cluster_DnsLookupFamily
+	}{
+		{g: Global{}, noParams: true, extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
+		{g: Global{UpstreamMinTLSVersion: "1.3", DNSLookupFamily: "v4"}, lo: tlsv3.TlsParameters_TLSv1_3, hi: tlsv3.TlsParameters_TLSv1_3,
+			extFamily: clusterv3.Cluster_V4_ONLY, jwksFamily: clusterv3.Cluster_V6_ONLY},
+		{g: Global{UpstreamMaxTLSVersion: "1.3", DNSLookupFamily: "all"}, lo: tlsv3.TlsParameters_TLSv1_2, hi: tlsv3.TlsParameters_TLSv1_3,
+			extFamily: clusterv3.Cluster_ALL, jwksFamily: clusterv3.Cluster_V6_ONLY},
+	} {
+		g := c.g
+		g.ConnectTimeout = 2 * time.Second
+		out := cluster(tlsCluster, g)
+		if err := out.ValidateAll(); err != nil {
+			t.Fatal(err)
+		}
+		var ctx tlsv3.UpstreamTlsContext
+		if err := out.TransportSocket.GetTypedConfig().UnmarshalTo(&ctx); err != nil {
+			t.Fatal(err)
+		}
+		p := ctx.CommonTlsContext.TlsParams
+		if c.noParams != (p == nil) || (p != nil && (p.TlsMinimumProtocolVersion != c.lo || p.TlsMaximumProtocolVersion != c.hi)) {
+			t.Errorf("%+v: tls_params %v, want %v-%v", c.g, p, c.lo, c.hi)
+		}
+		if got := cluster(ext, g).DnsLookupFamily; got != c.extFamily {
+			t.Errorf("%+v: ExternalName dns_lookup_family %v, want %v", c.g, got, c.extFamily)
+		}
+		if got := cluster(jwks, g).DnsLookupFamily; got != c.jwksFamily {
+			t.Errorf("%+v: a cluster's own dns_lookup_family %v, want %v (its own wins)", c.g, got, c.jwksFamily)
+		}
+	}
+}

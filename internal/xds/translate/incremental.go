@@ -485,7 +485,7 @@ func (t *Incremental) clusterEntry(c *dag.Cluster) *clusterEntry {
 	tc, ok := t.pre.cluster(c)
 	if !ok {
 		var err error
-		if tc, err = clusterAndEndpoints(c, t.opts.ConnectTimeout); err != nil {
+		if tc, err = clusterAndEndpoints(c, t.opts.Global); err != nil {
 			// use has no error to return: recoverInvalid reports this one.
 			panic(invalidResource{err})
 		}

@@ -268,7 +268,7 @@ func translateSecureHostAs(svh *dag.SecureVirtualHost, statPrefix, routeName str
 func translateClusters(clusters []*dag.Cluster, opts Options, res *Resources) error {
 	out := make([]translatedCluster, len(clusters))
 	err := parallel.Do(len(clusters), func(i int) (err error) {
-		out[i], err = clusterAndEndpoints(clusters[i], opts.ConnectTimeout)
+		out[i], err = clusterAndEndpoints(clusters[i], opts.Global)
 		return err
 	})
 	if err != nil {
@@ -292,8 +292,8 @@ type translatedCluster struct {
 }
 
 // clusterAndEndpoints translates c, validating the cluster and its load assignment.
-func clusterAndEndpoints(c *dag.Cluster, connectTimeout time.Duration) (translatedCluster, error) {
-	out := translatedCluster{cluster: cluster(c, connectTimeout)}
+func clusterAndEndpoints(c *dag.Cluster, g Global) (translatedCluster, error) {
+	out := translatedCluster{cluster: cluster(c, g)}
 	if err := validateAll(out.cluster); err != nil {
 		return out, err
 	}
