@@ -23,6 +23,7 @@ type setting struct {
 	flag, value string
 	key         string // the file's key that gives it, such as "timeouts.stream-idle-timeout"
 	line        int
+	pair        *pairSpec // set when another key may complete the value (pair)
 }
 
 // readConfigFile returns the settings of the file at path (see above).
@@ -43,6 +44,12 @@ func readConfigFile(fs *flag.FlagSet, path string) ([]setting, error) {
 		return nil, fmt.Errorf("%s: line %d: the file must be a mapping of settings (flag names or Contour's configuration keys)", path, root.Line)
 	}
 	var out []setting
+	if isContourConfiguration(root) {
+		if err := contourConfigurationKeys.apply("", nil, root, &out); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return out, nil
+	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		var err error

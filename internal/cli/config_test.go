@@ -195,34 +195,39 @@ var contourCases = []struct {
 }
 
 func TestContourConfigKeys(t *testing.T) {
-	empty := flag.NewFlagSet("t", flag.ContinueOnError)
 	for _, c := range contourCases {
-		t.Run(c.key, func(t *testing.T) {
-			got, err := readConfigFile(empty, writeConfig(t, c.yaml+"\n"))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "line ") {
-					t.Fatalf("%s: err = %v, want one naming the line and %q", c.yaml, err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", c.yaml, err)
-			}
-			flags := map[string]string{}
-			for _, s := range got {
-				flags[s.flag] = s.value
-			}
-			if len(flags) == 0 {
-				flags = nil
-			}
-			if diff := cmp.Diff(c.want, flags); diff != "" {
-				t.Errorf("%s: flags (-want +got):\n%s", c.yaml, diff)
-			}
-		})
+		t.Run(c.key, func(t *testing.T) { checkConfigCase(t, c.yaml+"\n", "line ", c.want, c.err) })
 	}
 }
 
-// Every key of Contour's file has a case above and a row in docs/contour-config.md, and
+// checkConfigCase reads a file of text and holds its settings to want, or its error to
+// one that has line and errWant.
+func checkConfigCase(t *testing.T, text, line string, want map[string]string, errWant string) {
+	t.Helper()
+	got, err := readConfigFile(flag.NewFlagSet("t", flag.ContinueOnError), writeConfig(t, text))
+	if errWant != "" {
+		if err == nil || !strings.Contains(err.Error(), errWant) || !strings.Contains(err.Error(), line) {
+			t.Fatalf("%s: err = %v, want one with %q and %q", text, err, line, errWant)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	flags := map[string]string{}
+	for _, s := range got {
+		flags[s.flag] = s.value
+	}
+	if len(flags) == 0 {
+		flags = nil
+	}
+	if diff := cmp.Diff(want, flags); diff != "" {
+		t.Errorf("%s: flags (-want +got):\n%s", text, diff)
+	}
+}
+
+// Every key of Contour's file and of a ContourConfiguration's spec has a case above and a
+// row in docs/contour-config.md, and
 // every row of that table is a key Portico knows.
 func TestContourConfigKeysDocumented(t *testing.T) {
 	var keys []string
@@ -239,9 +244,13 @@ func TestContourConfigKeysDocumented(t *testing.T) {
 	for k, r := range contourKeys {
 		walk(k, r)
 	}
+	walk("spec", contourConfigurationSpec)
 	sort.Strings(keys)
 	tested := map[string]bool{}
 	for _, c := range contourCases {
+		tested[c.key] = true
+	}
+	for _, c := range crdCases {
 		tested[c.key] = true
 	}
 	doc, err := os.ReadFile("../../docs/contour-config.md")
@@ -305,4 +314,111 @@ func TestWatchConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(`the --config file changed and is invalid`)
+}
+
+// crdCases holds, for every key of a ContourConfiguration's spec, an object that sets
+// it (spec is a flow mapping on line 3) and what it means in Portico, or its refusal.
+var crdCases = []struct {
+	key, spec string
+	want      map[string]string
+	err       string
+}{
+	{"spec.xdsServer.address", "{xdsServer: {address: 127.0.0.1}}", map[string]string{"xds-addr": "127.0.0.1:8001"}, ""},
+	{"spec.xdsServer.port", "{xdsServer: {port: 9001, address: '::1'}}", map[string]string{"xds-addr": "[::1]:9001"}, ""},
+	{"spec.xdsServer.port", "{xdsServer: {port: 70000}}", nil, `spec.xdsServer.port: "70000" is not a port`},
+	{"spec.xdsServer.tls.caFile", "{xdsServer: {tls: {caFile: /certs/ca.crt}}}", map[string]string{"xds-tls-ca-file": "/certs/ca.crt"}, ""},
+	{"spec.xdsServer.tls.certFile", "{xdsServer: {tls: {certFile: /certs/tls.crt}}}", map[string]string{"xds-tls-cert-file": "/certs/tls.crt"}, ""},
+	{"spec.xdsServer.tls.keyFile", "{xdsServer: {tls: {keyFile: /certs/tls.key}}}", map[string]string{"xds-tls-key-file": "/certs/tls.key"}, ""},
+	{"spec.xdsServer.tls.insecure", "{xdsServer: {tls: {insecure: true}}}", map[string]string{"xds-insecure": "true"}, ""},
+	{"spec.ingress.classNames", "{ingress: {classNames: [contour]}}", map[string]string{"ingress-class-name": "contour"}, ""},
+	{"spec.ingress.statusAddress", "{ingress: {statusAddress: lb.example.com}}", map[string]string{"ingress-status-address": "lb.example.com"}, ""},
+	{"spec.debug.address", "{debug: {address: 127.0.0.1}}", map[string]string{"pprof-addr": "127.0.0.1:6060"}, ""},
+	{"spec.debug.port", "{debug: {port: 6061}}", map[string]string{"pprof-addr": "127.0.0.1:6061"}, ""},
+	{"spec.health", "{health: {port: 8000}}", nil, "spec.health: Portico serves /healthz and /readyz on --admin-addr"},
+	{"spec.envoy.listener.useProxyProtocol", "{envoy: {listener: {useProxyProtocol: true}}}", nil, "the PROXY protocol is not supported yet"},
+	{"spec.envoy.listener.disableAllowChunkedLength", "{envoy: {listener: {disableAllowChunkedLength: true}}}", nil, "not supported yet"},
+	{"spec.envoy.listener.disableMergeSlashes", "{envoy: {listener: {disableMergeSlashes: true}}}", map[string]string{"disable-merge-slashes": "true"}, ""},
+	{"spec.envoy.listener.serverHeaderTransformation", "{envoy: {listener: {serverHeaderTransformation: append_if_absent}}}", map[string]string{"server-header-transformation": "append_if_absent"}, ""},
+	{"spec.envoy.listener.compression.algorithm", "{envoy: {listener: {compression: {algorithm: brotli}}}}", nil, `spec.envoy.listener.compression.algorithm: "brotli" is not supported (only disabled)`},
+	{"spec.envoy.listener.connectionBalancer", "{envoy: {listener: {connectionBalancer: exact}}}", nil, "not supported yet"},
+	{"spec.envoy.listener.maxRequestsPerConnection", "{envoy: {listener: {maxRequestsPerConnection: 100}}}", nil, "not supported yet"},
+	{"spec.envoy.listener.per-connection-buffer-limit-bytes", "{envoy: {listener: {per-connection-buffer-limit-bytes: 32768}}}", nil, "not supported yet"},
+	{"spec.envoy.listener.tls.minimumProtocolVersion", "{envoy: {listener: {tls: {minimumProtocolVersion: '1.3'}}}}", map[string]string{"tls-minimum-protocol-version": "1.3"}, ""},
+	{"spec.envoy.listener.tls.maximumProtocolVersion", "{envoy: {listener: {tls: {maximumProtocolVersion: '1.2'}}}}", map[string]string{"tls-maximum-protocol-version": "1.2"}, ""},
+	{"spec.envoy.listener.tls.cipherSuites", "{envoy: {listener: {tls: {cipherSuites: [ECDHE-RSA-AES128-GCM-SHA256]}}}}", nil, "cipher suites is not supported yet"},
+	{"spec.envoy.listener.socketOptions", "{envoy: {listener: {socketOptions: {tos: 64}}}}", nil, "socket options (TOS, traffic class) are not supported yet"},
+	{"spec.envoy.listener.maxRequestsPerIOCycle", "{envoy: {listener: {maxRequestsPerIOCycle: 10}}}", nil, "not supported yet"},
+	{"spec.envoy.listener.httpMaxConcurrentStreams", "{envoy: {listener: {httpMaxConcurrentStreams: 100}}}", nil, "not supported yet"},
+	{"spec.envoy.listener.maxConnectionsPerListener", "{envoy: {listener: {maxConnectionsPerListener: 1000}}}", nil, "not supported yet"},
+	{"spec.envoy.service.namespace", "{envoy: {service: {namespace: edge}}}", map[string]string{"envoy-service": "edge/envoy"}, ""},
+	{"spec.envoy.service.name", "{envoy: {service: {name: proxy, namespace: edge}}}", map[string]string{"envoy-service": "edge/proxy"}, ""},
+	{"spec.envoy.http.address", "{envoy: {http: {address: 0.0.0.0}}}", map[string]string{"http-addr": "0.0.0.0:8080"}, ""},
+	{"spec.envoy.http.port", "{envoy: {http: {port: 80}}}", map[string]string{"http-addr": "0.0.0.0:80"}, ""},
+	{"spec.envoy.http.accessLog", "{envoy: {http: {accessLog: /dev/stdout}}}", nil, "an access log file per listener is not supported yet"},
+	{"spec.envoy.https.address", "{envoy: {https: {address: 0.0.0.0}}}", map[string]string{"https-addr": "0.0.0.0:8443"}, ""},
+	{"spec.envoy.https.port", "{envoy: {https: {port: 443}}}", map[string]string{"https-addr": "0.0.0.0:443"}, ""},
+	{"spec.envoy.https.accessLog", "{envoy: {https: {accessLog: /dev/stdout}}}", nil, "an access log file per listener is not supported yet"},
+	{"spec.envoy.health", "{envoy: {health: {port: 8002}}}", nil, "Envoy's health listener is not supported yet"},
+	{"spec.envoy.metrics", "{envoy: {metrics: {port: 8002}}}", nil, "portico bootstrap --stats-address"},
+	{"spec.envoy.clientCertificate", "{envoy: {clientCertificate: {name: c, namespace: n}}}", nil, "a client certificate for backend TLS is not supported yet"},
+	{"spec.envoy.logging.accessLogFormat", "{envoy: {logging: {accessLogFormat: envoy}}}", nil, ""},
+	{"spec.envoy.logging.accessLogFormatString", "{envoy: {logging: {accessLogFormatString: x}}}", nil, "custom access log formats are not supported yet"},
+	{"spec.envoy.logging.accessLogJSONFields", "{envoy: {logging: {accessLogJSONFields: [method]}}}", nil, "JSON access logs are not supported yet"},
+	{"spec.envoy.logging.accessLogLevel", "{envoy: {logging: {accessLogLevel: critical}}}", nil, `"critical" is not supported (only info)`},
+	{"spec.envoy.defaultHTTPVersions", "{envoy: {defaultHTTPVersions: [HTTP/1.1]}}", nil, "not supported yet"},
+	{"spec.envoy.timeouts.requestTimeout", "{envoy: {timeouts: {requestTimeout: 30s}}}", nil, "a whole-request timeout for every route is not supported yet"},
+	{"spec.envoy.timeouts.connectionIdleTimeout", "{envoy: {timeouts: {connectionIdleTimeout: 60s}}}", nil, "the connection idle timeout is not supported yet"},
+	{"spec.envoy.timeouts.streamIdleTimeout", "{envoy: {timeouts: {streamIdleTimeout: 5m}}}", map[string]string{"stream-idle-timeout": "5m0s"}, ""},
+	{"spec.envoy.timeouts.maxConnectionDuration", "{envoy: {timeouts: {maxConnectionDuration: 1h}}}", nil, "not supported yet"},
+	{"spec.envoy.timeouts.delayedCloseTimeout", "{envoy: {timeouts: {delayedCloseTimeout: 1s}}}", nil, "not supported yet"},
+	{"spec.envoy.timeouts.connectionShutdownGracePeriod", "{envoy: {timeouts: {connectionShutdownGracePeriod: 5s}}}", nil, "not supported yet"},
+	{"spec.envoy.timeouts.connectTimeout", "{envoy: {timeouts: {connectTimeout: 3s}}}", map[string]string{"connect-timeout": "3s"}, ""},
+	{"spec.envoy.cluster.dnsLookupFamily", "{envoy: {cluster: {dnsLookupFamily: v6}}}", map[string]string{"dns-lookup-family": "v6"}, ""},
+	{"spec.envoy.cluster.maxRequestsPerConnection", "{envoy: {cluster: {maxRequestsPerConnection: 1}}}", nil, "not supported yet"},
+	{"spec.envoy.cluster.per-connection-buffer-limit-bytes", "{envoy: {cluster: {per-connection-buffer-limit-bytes: 1}}}", nil, "not supported yet"},
+	{"spec.envoy.cluster.circuitBreakers", "{envoy: {cluster: {circuitBreakers: {maxConnections: 1}}}}", nil, "circuit breaker defaults are not supported yet"},
+	{"spec.envoy.cluster.upstreamTLS.minimumProtocolVersion", "{envoy: {cluster: {upstreamTLS: {minimumProtocolVersion: '1.3'}}}}", map[string]string{"upstream-tls-minimum-protocol-version": "1.3"}, ""},
+	{"spec.envoy.cluster.upstreamTLS.maximumProtocolVersion", "{envoy: {cluster: {upstreamTLS: {maximumProtocolVersion: '1.3'}}}}", map[string]string{"upstream-tls-maximum-protocol-version": "1.3"}, ""},
+	{"spec.envoy.cluster.upstreamTLS.cipherSuites", "{envoy: {cluster: {upstreamTLS: {cipherSuites: [x]}}}}", nil, "cipher suites of backend connections is not supported yet"},
+	{"spec.envoy.network.numTrustedHops", "{envoy: {network: {numTrustedHops: 2}}}", map[string]string{"num-trusted-hops": "2"}, ""},
+	{"spec.envoy.network.adminPort", "{envoy: {network: {adminPort: 9001}}}", nil, "portico bootstrap --admin-address"},
+	{"spec.envoy.network.stripTrailingHostDot", "{envoy: {network: {stripTrailingHostDot: true}}}", map[string]string{"strip-trailing-host-dot": "true"}, ""},
+	{"spec.envoy.omEnforcedHealth", "{envoy: {omEnforcedHealth: {port: 8003}}}", nil, "not supported yet"},
+	{"spec.gateway", "{gateway: {gatewayRef: {name: a, namespace: b}}}", nil, "Portico serves every Gateway"},
+	{"spec.httpproxy.disablePermitInsecure", "{httpproxy: {disablePermitInsecure: true}}", map[string]string{"disable-permit-insecure": "true"}, ""},
+	{"spec.httpproxy.rootNamespaces", "{httpproxy: {rootNamespaces: [infra, edge]}}", map[string]string{"root-namespaces": "infra,edge"}, ""},
+	{"spec.httpproxy.rootNamespaces", "{httpproxy: {rootNamespaces: [Infra]}}", nil, `spec.httpproxy.rootNamespaces: "Infra"`},
+	{"spec.httpproxy.fallbackCertificate", "{httpproxy: {fallbackCertificate: {name: fb, namespace: infra}}}", map[string]string{"fallback-certificate": "infra/fb"}, ""},
+	{"spec.enableExternalNameService", "{enableExternalNameService: true}", map[string]string{"enable-external-name-services": "true"}, ""},
+	{"spec.globalExtAuth", "{globalExtAuth: {extensionService: {name: a, namespace: b}}}", nil, "global external authorization is not supported yet"},
+	{"spec.rateLimitService.extensionService", "{rateLimitService: {extensionService: {name: rl, namespace: infra}}}", nil, "set rate-limit-service: HOST:PORT"},
+	{"spec.rateLimitService.domain", "{rateLimitService: {domain: shop}}", map[string]string{"rate-limit-domain": "shop"}, ""},
+	{"spec.rateLimitService.failOpen", "{rateLimitService: {failOpen: true}}", map[string]string{"rate-limit-fail-open": "true"}, ""},
+	{"spec.rateLimitService.enableXRateLimitHeaders", "{rateLimitService: {enableXRateLimitHeaders: true}}", map[string]string{"rate-limit-x-headers": "true"}, ""},
+	{"spec.rateLimitService.enableResourceExhaustedCode", "{rateLimitService: {enableResourceExhaustedCode: true}}", nil, "not supported yet"},
+	{"spec.rateLimitService.defaultGlobalRateLimitPolicy", "{rateLimitService: {defaultGlobalRateLimitPolicy: {disabled: true}}}", map[string]string{"rate-limit-default-global-policy": `{"disabled":true}`}, ""},
+	{"spec.policy", "{policy: {applyToIngress: true}}", nil, "installation-wide request and response header policies are not supported yet"},
+	{"spec.metrics", "{metrics: {port: 8000}}", nil, "set admin-addr instead"},
+	{"spec.tracing", "{tracing: {serviceName: x}}", nil, "tracing is not supported yet"},
+	{"spec.featureFlags", "{featureFlags: [a]}", nil, "Contour's feature flags have no counterpart"},
+}
+
+func TestContourConfigurationKeys(t *testing.T) {
+	for _, c := range crdCases {
+		t.Run(c.key, func(t *testing.T) {
+			checkConfigCase(t, "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nspec: "+c.spec+"\nmetadata: {name: contour, namespace: projectcontour}\n", "line 3: ", c.want, c.err)
+		})
+	}
+	empty := flag.NewFlagSet("t", flag.ContinueOnError)
+	for text, want := range map[string]string{
+		"kind: ContourConfiguration\napiVersion: projectcontour.io/v1\n":                     `line 2: apiVersion: "projectcontour.io/v1" is not supported`,
+		"kind: ContourConfiguration\nspec: {envoy: {timeout: {}}}\n":                         "line 2: unknown setting spec.envoy.timeout (the keys of spec.envoy are ",
+		"kind: ContourConfiguration\nxds-addr: 0.0.0.0:8001\n":                               `line 2: unknown setting xds-addr (the keys of the file are apiVersion, kind, metadata, spec, status)`,
+		"kind: ContourConfiguration\nspec: {xdsServer: {port: 1}, debug: {address: a::1}}\n": "",
+	} {
+		_, err := readConfigFile(empty, writeConfig(t, text))
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: err = %v, want %q", text, err, want)
+		}
+	}
 }

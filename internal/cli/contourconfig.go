@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -75,8 +76,8 @@ var contourKeys = map[string]rule{
 		"connect-timeout":                  asFlag("connect-timeout", duration),
 	},
 	"policy":                  refuse("installation-wide request and response header policies are not supported yet: set requestHeadersPolicy and responseHeadersPolicy on the HTTPProxy routes"),
-	"envoy-service-namespace": envoyService(0),
-	"envoy-service-name":      envoyService(1),
+	"envoy-service-namespace": pair(envoyServiceR, 0, dnsLabel),
+	"envoy-service-name":      pair(envoyServiceR, 1, dnsLabel),
 	"default-http-versions":   refuse("not supported yet: both HTTP/1.1 and HTTP/2 are offered; restrict a host with the HTTPProxy's spec.httpVersions"),
 	"cluster": section{
 		"dns-lookup-family":                 asFlag("dns-lookup-family", dnsFamily),
@@ -132,10 +133,14 @@ func (keys section) apply(path string, _, v *yaml.Node, out *[]setting) error {
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
 		r, ok := keys[k.Value]
-		if !ok {
-			return fmt.Errorf("line %d: unknown setting %s.%s (the keys of %s are %s)", k.Line, path, k.Value, path, strings.Join(sortedKeys(keys), ", "))
+		sub := k.Value
+		if path != "" {
+			sub = path + "." + k.Value
 		}
-		if err := r.apply(path+"."+k.Value, k, val, out); err != nil {
+		if !ok {
+			return fmt.Errorf("line %d: unknown setting %s (the keys of %s are %s)", k.Line, sub, cmp.Or(path, "the file"), strings.Join(sortedKeys(keys), ", "))
+		}
+		if err := r.apply(sub, k, val, out); err != nil {
 			return err
 		}
 	}
@@ -184,34 +189,6 @@ func emptyList(why string) rule {
 			return nil
 		}
 		return fmt.Errorf("line %d: %s: %s; remove it", k.Line, path, why)
-	})
-}
-
-// envoyService is the rule of envoy-service-namespace (part 0) or envoy-service-name
-// (part 1): together, Portico's --envoy-service NAMESPACE/NAME; one alone takes the
-// other from Contour's defaults (namespace projectcontour, name envoy).
-func envoyService(part int) rule {
-	return ruleFunc(func(path string, k, v *yaml.Node, out *[]setting) error {
-		val, err := dnsLabel(v)
-		if err != nil {
-			return fmt.Errorf("line %d: %s: %w", v.Line, path, err)
-		}
-		parts := [2]string{"projectcontour", "envoy"}
-		for i, s := range *out {
-			if s.flag == "envoy-service" && strings.HasPrefix(s.key, "envoy-service-") {
-				// The other key came first: complete its value. (The flag-name key
-				// envoy-service is not completed: two keys then set one flag.)
-				ns, name, _ := strings.Cut(s.value, "/")
-				parts = [2]string{ns, name}
-				parts[part] = val
-				(*out)[i].value = parts[0] + "/" + parts[1]
-				(*out)[i].key += " and " + path
-				return nil
-			}
-		}
-		parts[part] = val
-		*out = append(*out, setting{flag: "envoy-service", value: parts[0] + "/" + parts[1], key: path, line: k.Line})
-		return nil
 	})
 }
 

@@ -273,3 +273,40 @@ spec:
 		t.Errorf("GET //a///b: %d from %q, path %q; want /a/b's route and the backend to see /a/b", r.status, r.service(), r.echo.Path)
 	}
 }
+
+// A ContourConfiguration object as kubectl prints it, given to `portico run --config`:
+// its httpproxy.rootNamespaces and envoy.listener settings are what the proxy serves.
+func TestRunContourConfigurationObject(t *testing.T) {
+	t.Parallel()
+	root := func(ns string) string {
+		return `apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: root, namespace: ` + ns + `}
+spec:
+  virtualhost: {fqdn: ` + ns + `.cco.test}
+  routes: [{services: [{name: web, port: 80}]}]
+`
+	}
+	r := runWithConfig(t, map[string]string{
+		"all.yaml": strings.Join([]string{backends(t, "infra/web", "team/web"), root("infra"), root("team")}, "---\n"),
+	}, `apiVersion: projectcontour.io/v1alpha1
+kind: ContourConfiguration
+metadata: {name: contour, namespace: projectcontour}
+spec:
+  httpproxy:
+    rootNamespaces: [infra]
+  envoy:
+    listener:
+      disableMergeSlashes: true
+      serverHeaderTransformation: pass_through
+status: {}
+`)
+	r.eventually("infra.cco.test to be served", func() bool { return r.get("infra.cco.test", "/").service() == "web" })
+	res := r.get("infra.cco.test", "/a//b")
+	if _, ok := res.header["Server"]; ok || res.echo.Path != "/a//b" {
+		t.Errorf("envoy.listener settings: Server %q, path %q; want no Server header and /a//b", res.header.Get("Server"), res.echo.Path)
+	}
+	if res := r.get("team.cco.test", "/"); res.status != http.StatusNotFound {
+		t.Errorf("httpproxy.rootNamespaces [infra]: the root in team answered %d, want 404 (not served)", res.status)
+	}
+}
