@@ -46,6 +46,8 @@ type RunOptions struct {
 	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
 	RootNamespaces        []string
 	DisablePermitInsecure bool
+	// DefaultHeaders are the installation's headers policies: see dag.Options.
+	DefaultHeaders dag.DefaultHeaders
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
 	DisableIngress      bool
@@ -145,6 +147,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisablePermitInsecure:  opts.DisablePermitInsecure,
+			DefaultHeaders:         opts.DefaultHeaders,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,

@@ -57,6 +57,8 @@ type ServeOptions struct {
 	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
 	RootNamespaces        []string
 	DisablePermitInsecure bool
+	// DefaultHeaders are the installation's headers policies: see dag.Options.
+	DefaultHeaders dag.DefaultHeaders
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
 	DisableIngress      bool
@@ -265,6 +267,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisablePermitInsecure:  opts.DisablePermitInsecure,
+			DefaultHeaders:         opts.DefaultHeaders,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -155,7 +156,11 @@ var contourCases = []struct {
 	{"timeouts.connection-shutdown-grace-period", "timeouts: {connection-shutdown-grace-period: 5s}", nil, "the HTTP/2 drain grace period is not supported yet"},
 	{"timeouts.connect-timeout", "timeouts: {connect-timeout: 500ms}", map[string]string{"connect-timeout": "500ms"}, ""},
 	{"timeouts.connect-timeout", "timeouts: {connect-timeout: infinity}", nil, `"infinity" is not a duration above 0`},
-	{"policy", "policy: {request-headers: {set: {a: b}}}", nil, "policy: installation-wide request and response header policies are not supported yet"},
+	{"policy.request-headers", "policy: {request-headers: {set: {X-Env: prod}, remove: [X-Debug]}}", map[string]string{"request-headers-policy": `{"remove":["X-Debug"],"set":{"X-Env":"prod"}}`}, ""},
+	{"policy.request-headers", "policy: {request-headers: [X-Env]}", nil, "policy.request-headers: a mapping is expected, got a list"},
+	{"policy.response-headers", "policy: {response-headers: {set: {X-Served-By: portico}}}", map[string]string{"response-headers-policy": `{"set":{"X-Served-By":"portico"}}`}, ""},
+	{"policy.applyToIngress", "policy: {applyToIngress: false}", nil, ""},
+	{"policy.applyToIngress", "policy: {applyToIngress: true}", nil, "applying the installation's headers policies to Ingress routes is not supported yet"},
 	{"envoy-service-namespace", "envoy-service-namespace: edge", map[string]string{"envoy-service": "edge/envoy"}, ""},
 	{"envoy-service-name", "envoy-service-name: proxy", map[string]string{"envoy-service": "projectcontour/proxy"}, ""},
 	{"envoy-service-name", "envoy-service-name: proxy\nenvoy-service-namespace: edge", map[string]string{"envoy-service": "edge/proxy"}, ""},
@@ -397,7 +402,9 @@ var crdCases = []struct {
 	{"spec.rateLimitService.enableXRateLimitHeaders", "{rateLimitService: {enableXRateLimitHeaders: true}}", map[string]string{"rate-limit-x-headers": "true"}, ""},
 	{"spec.rateLimitService.enableResourceExhaustedCode", "{rateLimitService: {enableResourceExhaustedCode: true}}", nil, "not supported yet"},
 	{"spec.rateLimitService.defaultGlobalRateLimitPolicy", "{rateLimitService: {defaultGlobalRateLimitPolicy: {disabled: true}}}", map[string]string{"rate-limit-default-global-policy": `{"disabled":true}`}, ""},
-	{"spec.policy", "{policy: {applyToIngress: true}}", nil, "installation-wide request and response header policies are not supported yet"},
+	{"spec.policy.requestHeaders", "{policy: {requestHeaders: {set: {X-Env: prod}}}}", map[string]string{"request-headers-policy": `{"set":{"X-Env":"prod"}}`}, ""},
+	{"spec.policy.responseHeaders", "{policy: {responseHeaders: {remove: [X-Powered-By]}}}", map[string]string{"response-headers-policy": `{"remove":["X-Powered-By"]}`}, ""},
+	{"spec.policy.applyToIngress", "{policy: {applyToIngress: true}}", nil, "not supported yet"},
 	{"spec.metrics", "{metrics: {port: 8000}}", nil, "set admin-addr instead"},
 	{"spec.tracing", "{tracing: {serviceName: x}}", nil, "tracing is not supported yet"},
 	{"spec.featureFlags", "{featureFlags: [a]}", nil, "Contour's feature flags have no counterpart"},
@@ -419,6 +426,35 @@ func TestContourConfigurationKeys(t *testing.T) {
 		_, err := readConfigFile(empty, writeConfig(t, text))
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("%q: err = %v, want %q", text, err, want)
+		}
+	}
+}
+
+// --request-headers-policy and --response-headers-policy take Contour's form of a
+// headers policy and refuse what an HTTPProxy service's policy could not do.
+func TestHeadersPolicyFlags(t *testing.T) {
+	for _, c := range []struct {
+		req, resp, err string
+	}{
+		{"{set: {X-Env: prod, A-First: '%CONTOUR_NAMESPACE%'}, remove: [X-Debug]}", "{set: {X-Served-By: portico}}", ""},
+		{"{set: {X-Env: prod}, add: {X: y}}", "", `--request-headers-policy: error unmarshaling JSON: while decoding JSON: json: unknown field "add"`},
+		{"{set: {Content-Length: '1'}}", "", `request headers: set "Content-Length": Content-Length is written by the data plane`},
+		{"{set: {Host: '%REQ(X-Host)%'}}", "", `request headers: set Host "%REQ(X-Host)%": must be a host name`},
+		{"{set: {X-A: \"a\\nb\"}}", "", `request headers: set "X-A": the value may not contain CR, LF or NUL`},
+		{"", "{set: {Server: x}}", "response headers: set Server: the Server header is --server-header-transformation's"},
+		{"", "{remove: [Host]}", `response headers: remove "Host": Host is a request header`},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		headers := headersPolicyFlags(fs)
+		if err := fs.Parse([]string{"--request-headers-policy", c.req, "--response-headers-policy", c.resp}); err != nil {
+			t.Fatal(err)
+		}
+		d, err := headers()
+		if got := fmt.Sprint(err); (c.err == "") != (err == nil) || (err != nil && !strings.Contains(got, c.err)) {
+			t.Errorf("%q %q: err = %v, want %q", c.req, c.resp, err, c.err)
+		}
+		if c.err == "" && (d.Request.Set[0].Name != "A-First" || d.Request.Remove[0] != "X-Debug" || d.Response.Set[0].Value != "portico") {
+			t.Errorf("%q %q: %+v %+v", c.req, c.resp, d.Request, d.Response)
 		}
 	}
 }

@@ -75,7 +75,11 @@ var contourKeys = map[string]rule{
 		"connection-shutdown-grace-period": refuse("the HTTP/2 drain grace period is not supported yet: Envoy's default (5s) applies; remove it"),
 		"connect-timeout":                  asFlag("connect-timeout", duration),
 	},
-	"policy":                  refuse("installation-wide request and response header policies are not supported yet: set requestHeadersPolicy and responseHeadersPolicy on the HTTPProxy routes"),
+	"policy": section{
+		"request-headers":  asFlag("request-headers-policy", asJSON),
+		"response-headers": asFlag("response-headers-policy", asJSON),
+		"applyToIngress":   applyToIngress,
+	},
 	"envoy-service-namespace": pair(envoyServiceR, 0, dnsLabel),
 	"envoy-service-name":      pair(envoyServiceR, 1, dnsLabel),
 	"default-http-versions":   refuse("not supported yet: both HTTP/1.1 and HTTP/2 are offered; restrict a host with the HTTPProxy's spec.httpVersions"),
@@ -108,6 +112,9 @@ var contourKeys = map[string]rule{
 		"statusAddress": asFlag("ingress-status-address", str),
 	},
 }
+
+// applyToIngress: the installation's headers policies apply to HTTPProxies only.
+var applyToIngress = only([]string{"false"}, "applying the installation's headers policies to Ingress routes is not supported yet; they apply to HTTPProxy services")
 
 func rateLimitSection() section {
 	return section{

@@ -128,7 +128,11 @@ var contourConfigurationSpec = section{
 		"enableResourceExhaustedCode":  contourKeys["rateLimitService"].(section)["enableResourceExhaustedCode"],
 		"defaultGlobalRateLimitPolicy": contourKeys["rateLimitService"].(section)["defaultGlobalRateLimitPolicy"],
 	},
-	"policy":       contourKeys["policy"],
+	"policy": section{
+		"requestHeaders":  asFlag("request-headers-policy", asJSON),
+		"responseHeaders": asFlag("response-headers-policy", asJSON),
+		"applyToIngress":  applyToIngress,
+	},
 	"metrics":      contourKeys["metrics"],
 	"tracing":      contourKeys["tracing"],
 	"featureFlags": contourKeys["featureFlags"],

@@ -3,8 +3,14 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
@@ -32,6 +38,44 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 		}
 		return g, nil
 	}
+}
+
+// headersPolicyFlags adds --request-headers-policy and --response-headers-policy (run
+// and serve); the function it returns is what they configure, or what is wrong.
+func headersPolicyFlags(fs *flag.FlagSet) func() (dag.DefaultHeaders, error) {
+	req := fs.String("request-headers-policy", "", "headers policy of the requests to every HTTPProxy service (`YAML or JSON`, as Contour's policy.request-headers: '{set: {X-Env: prod}, remove: [X-Debug]}'); a service's or route's own policy wins")
+	resp := fs.String("response-headers-policy", "", "headers policy of the responses of every HTTPProxy service (`YAML or JSON`, as --request-headers-policy)")
+	return func() (dag.DefaultHeaders, error) {
+		var d dag.DefaultHeaders
+		var err error
+		if d.Request, err = parseHeadersPolicy(*req); err != nil {
+			return d, fmt.Errorf("--request-headers-policy: %w", err)
+		}
+		if d.Response, err = parseHeadersPolicy(*resp); err != nil {
+			return d, fmt.Errorf("--response-headers-policy: %w", err)
+		}
+		return d, dag.CheckDefaultHeaders(d)
+	}
+}
+
+// parseHeadersPolicy parses Contour's form of a headers policy, {set: {NAME: VALUE},
+// remove: [NAME]}; "" is none.
+func parseHeadersPolicy(s string) (*contourv1.HeadersPolicy, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var p struct {
+		Set    map[string]string `json:"set"`
+		Remove []string          `json:"remove"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(s), &p); err != nil {
+		return nil, err
+	}
+	out := &contourv1.HeadersPolicy{Remove: p.Remove}
+	for _, name := range slices.Sorted(maps.Keys(p.Set)) {
+		out.Set = append(out.Set, contourv1.HeaderValue{Name: name, Value: p.Set[name]})
+	}
+	return out, nil
 }
 
 // optionalDuration is a duration flag that may stay unset (nil), where "infinity" (or

@@ -42,6 +42,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
 	global := globalFlags(fs)
+	headers := headersPolicyFlags(fs)
 	newLogger := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
@@ -56,6 +57,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	var err error
 	if o.Global, err = global(); err != nil {
+		return fail(stderr, "run: %v", err)
+	}
+	if o.DefaultHeaders, err = headers(); err != nil {
 		return fail(stderr, "run: %v", err)
 	}
 	rl, err := rateLimit()

@@ -59,6 +59,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
 	global := globalFlags(fs)
+	headers := headersPolicyFlags(fs)
 	dataPlane := gatewayDataPlaneFlags(fs, &o.GatewayDataPlanes)
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
@@ -77,6 +78,9 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	o.Logger = logger
 	if o.Global, err = global(); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	if o.DefaultHeaders, err = headers(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
 	if err := dataPlane(); err != nil {

@@ -28,6 +28,8 @@ type Options struct {
 	IngressClassName string
 	// DisableIngress turns Ingress processing off.
 	DisableIngress bool
+	// DefaultHeaders are the installation's headers policies of HTTPProxy services.
+	DefaultHeaders DefaultHeaders
 	// DisablePermitInsecure ignores HTTPProxy routes' permitInsecure: a TLS host's
 	// plain HTTP requests are all redirected to HTTPS (Contour's disablePermitInsecure).
 	DisablePermitInsecure bool

@@ -613,6 +613,9 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 		if s.ResponseHeadersPolicy != nil && http {
 			wc.ResponseHeaders, _ = proxyHeadersPolicy(s.ResponseHeadersPolicy, at.String()+".responseHeadersPolicy", false, n, s.Name, s.Port, false, c)
 		}
+		if http {
+			b.serviceDefaultHeaders(wc, n, s)
+		}
 		out = append(out, wc)
 	}
 	return out

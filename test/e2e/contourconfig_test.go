@@ -116,7 +116,7 @@ func (r *ranBinary) getTLS(host string, max uint16) (result, error) {
 // A team's Contour configuration file, given to `portico run --config`: each setting
 // shows in real traffic (the Server header, repeated slashes, the client address behind
 // one trusted proxy, the TLS floors of clients and of backends, the stream idle timeout, permitInsecure
-// disabled), and a change of the file
+// disabled, the installation's headers policies), and a change of the file
 // while running is logged as needing a restart.
 func TestRunContourConfigFile(t *testing.T) {
 	t.Parallel()
@@ -157,6 +157,9 @@ spec:
 serverHeaderTransformation: pass_through
 disableMergeSlashes: true
 disablePermitInsecure: true
+policy:
+  request-headers: {set: {X-Env: prod, X-Namespace: "%CONTOUR_NAMESPACE%"}, remove: [X-Debug]}
+  response-headers: {set: {X-Served-By: portico}}
 network:
   num-trusted-hops: 1
 tls:
@@ -177,6 +180,11 @@ log-level: info # a flag name, next to Contour's keys
 	}
 	if s, ok := res.header["Server"]; ok {
 		t.Errorf("serverHeaderTransformation: pass_through: Server %q, want none (the backend sends none)", s)
+	}
+	res = r.get("plain.cc.test", "/", "X-Debug", "1")
+	if h := http.Header(res.echo.Headers); h.Get("X-Env") != "prod" || h.Get("X-Namespace") != "cc" || h.Get("X-Debug") != "" || res.header.Get("X-Served-By") != "portico" {
+		t.Errorf("policy: the backend saw X-Env %q, X-Namespace %q, X-Debug %q; the client X-Served-By %q; want prod, cc, none, portico",
+			h.Get("X-Env"), h.Get("X-Namespace"), h.Get("X-Debug"), res.header.Get("X-Served-By"))
 	}
 	if res := r.get("plain.cc.test", "/", "X-Forwarded-For", "203.0.113.9"); res.status != http.StatusForbidden {
 		t.Errorf("num-trusted-hops: 1, X-Forwarded-For in the denied block: %d, want 403", res.status)
