@@ -132,7 +132,11 @@ spec:
   virtualhost:
     fqdn: plain.cc.test
     ipDenyPolicy: [{source: Remote, cidr: 203.0.113.0/24}]
-  routes: [{services: [{name: web, port: 80}]}]
+  routes:
+  - services: [{name: web, port: 80}]
+  - conditions: [{prefix: /own}]
+    requestHeadersPolicy: {set: [{name: X-Env, value: route}]}
+    services: [{name: web, port: 80}]
 ---
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
@@ -185,6 +189,9 @@ log-level: info # a flag name, next to Contour's keys
 	if h := http.Header(res.echo.Headers); h.Get("X-Env") != "prod" || h.Get("X-Namespace") != "cc" || h.Get("X-Debug") != "" || res.header.Get("X-Served-By") != "portico" {
 		t.Errorf("policy: the backend saw X-Env %q, X-Namespace %q, X-Debug %q; the client X-Served-By %q; want prod, cc, none, portico",
 			h.Get("X-Env"), h.Get("X-Namespace"), h.Get("X-Debug"), res.header.Get("X-Served-By"))
+	}
+	if got := http.Header(r.get("plain.cc.test", "/own").echo.Headers).Get("X-Env"); got != "route" {
+		t.Errorf("policy: a route that sets X-Env itself: the backend saw %q, want the route's value", got)
 	}
 	if res := r.get("plain.cc.test", "/", "X-Forwarded-For", "203.0.113.9"); res.status != http.StatusForbidden {
 		t.Errorf("num-trusted-hops: 1, X-Forwarded-For in the denied block: %d, want 403", res.status)
