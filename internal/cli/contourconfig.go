@@ -82,7 +82,7 @@ var contourKeys = map[string]rule{
 	},
 	"envoy-service-namespace": pair(envoyServiceR, 0, dnsLabel),
 	"envoy-service-name":      pair(envoyServiceR, 1, dnsLabel),
-	"default-http-versions":   refuse("not supported yet: both HTTP/1.1 and HTTP/2 are offered; restrict a host with the HTTPProxy's spec.httpVersions"),
+	"default-http-versions":   asFlag("default-http-versions", httpVersions),
 	"cluster": section{
 		"dns-lookup-family":                 asFlag("dns-lookup-family", dnsFamily),
 		"max-requests-per-connection":       refuse("not supported yet: connections to backends are reused without a request limit"),
@@ -309,6 +309,18 @@ func tlsVersion(v *yaml.Node) (string, error) {
 		return "", err
 	}
 	return s, nil
+}
+
+func httpVersions(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
+	}
+	s, err := flagValue(v)
+	if err != nil {
+		return "", err
+	}
+	_, err = parseHTTPVersions(s)
+	return s, err
 }
 
 func dnsFamily(v *yaml.Node) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -30,14 +31,41 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	fs.StringVar(&g.UpstreamMinTLSVersion, "upstream-tls-minimum-protocol-version", "", "lowest TLS version of connections to backends (1.2 or 1.3; default 1.2)")
 	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
 	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")
+	versions := fs.String("default-http-versions", "", "comma-separated HTTP versions clients may speak to every listener, HTTP/1.1 and HTTP/2 (default both); an HTTPProxy's spec.httpVersions replaces them for its host")
 	return func() (translate.Global, error) {
 		g.ServerHeader = translate.ServerHeaderTransformation(*server)
 		g.StreamIdleTimeout = idle.value()
+		var err error
+		if g.DefaultHTTPVersions, err = parseHTTPVersions(*versions); err != nil {
+			return g, fmt.Errorf("--default-http-versions: %w", err)
+		}
 		if err := translate.CheckGlobal(g); err != nil {
 			return g, err
 		}
 		return g, nil
 	}
+}
+
+// parseHTTPVersions parses a comma-separated list of HTTP/1.1 and HTTP/2 (any case,
+// Contour's spelling); "" is none (both).
+func parseHTTPVersions(s string) ([]dag.HTTPVersion, error) {
+	var out []dag.HTTPVersion
+	for _, v := range splitList(s) {
+		var version dag.HTTPVersion
+		switch strings.ToLower(v) {
+		case "http/1.1":
+			version = dag.HTTP1
+		case "http/2":
+			version = dag.HTTP2
+		default:
+			return nil, fmt.Errorf("unknown HTTP version %q: use HTTP/1.1 or HTTP/2", v)
+		}
+		if !slices.Contains(out, version) {
+			out = append(out, version)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // headersPolicyFlags adds --request-headers-policy and --response-headers-policy (run

@@ -116,7 +116,7 @@ func (r *ranBinary) getTLS(host string, max uint16) (result, error) {
 // A team's Contour configuration file, given to `portico run --config`: each setting
 // shows in real traffic (the Server header, repeated slashes, the client address behind
 // one trusted proxy, the TLS floors of clients and of backends, the stream idle timeout, permitInsecure
-// disabled, the installation's headers policies), and a change of the file
+// disabled, the installation's headers policies, HTTP/1.1 only), and a change of the file
 // while running is logged as needing a restart.
 func TestRunContourConfigFile(t *testing.T) {
 	t.Parallel()
@@ -161,6 +161,7 @@ spec:
 serverHeaderTransformation: pass_through
 disableMergeSlashes: true
 disablePermitInsecure: true
+default-http-versions: [HTTP/1.1]
 policy:
   request-headers: {set: {X-Env: prod, X-Namespace: "%CONTOUR_NAMESPACE%"}, remove: [X-Debug]}
   response-headers: {set: {X-Served-By: portico}}
@@ -209,6 +210,14 @@ log-level: info # a flag name, next to Contour's keys
 	})
 	if _, err := r.getTLS("secure.cc.test", tls.VersionTLS12); err == nil {
 		t.Errorf("tls.minimum-protocol-version 1.3: a TLS 1.2 client was served")
+	}
+	if conn, err := tls.Dial("tcp", r.https, &tls.Config{ServerName: "secure.cc.test", InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}); err != nil { // self-signed test certificate
+		t.Errorf("TLS to secure.cc.test: %v", err)
+	} else {
+		if p := conn.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+			t.Errorf("default-http-versions [HTTP/1.1]: ALPN chose %q, want http/1.1", p)
+		}
+		conn.Close()
 	}
 	if res := r.get("upstream.cc.test", "/tls13"); res.service() != "tls13" {
 		t.Errorf("cluster.upstream-tls minimum 1.3, a backend that speaks TLS 1.3: %d from %q, want tls13's answer", res.status, res.service())

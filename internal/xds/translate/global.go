@@ -7,6 +7,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/portico-dev/portico/internal/dag"
 )
 
 // Global holds the settings an operator makes once for the whole installation (what
@@ -35,6 +37,11 @@ type Global struct {
 	// UpstreamMinTLSVersion and UpstreamMaxTLSVersion ("1.2" or "1.3"; "" for Envoy's
 	// client default, 1.2) bound the TLS versions of connections to backends.
 	UpstreamMinTLSVersion, UpstreamMaxTLSVersion string
+	// DefaultHTTPVersions are the HTTP versions clients may speak to every listener
+	// (empty: both), as Contour's default-http-versions: the connection managers'
+	// codec, and what HTTPS hosts offer by ALPN. A host's own (HTTPProxy
+	// spec.httpVersions) replace them.
+	DefaultHTTPVersions []dag.HTTPVersion
 	// DNSLookupFamily is the address family ExternalName Services resolve to: "auto"
 	// (the default, ""), "v4", "v6" or "all".
 	DNSLookupFamily string
@@ -150,6 +157,14 @@ func (g Global) tlsVersions(hostMin, hostMax string) (lo, hi tlsv3.TlsParameters
 		hi = lo
 	}
 	return lo, hi
+}
+
+// httpVersions are the HTTP versions of svh's clients (nil: a plain listener's).
+func (g Global) httpVersions(svh *dag.SecureVirtualHost) []dag.HTTPVersion {
+	if svh != nil && len(svh.HTTPVersions) > 0 {
+		return svh.HTTPVersions
+	}
+	return g.DefaultHTTPVersions
 }
 
 // streamIdleTimeout is the connection manager's stream_idle_timeout, nil for Envoy's.

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,51 @@ func TestGlobalClusterSettings(t *testing.T) {
 		}
 		if got := cluster(jwks, g).DnsLookupFamily; got != c.jwksFamily {
 			t.Errorf("%+v: a cluster's own dns_lookup_family %v, want %v (its own wins)", c.g, got, c.jwksFamily)
+		}
+	}
+}
+
+// Default HTTP versions choose every connection manager's codec and what HTTPS hosts
+// offer by ALPN; a host's own versions replace them.
+func TestGlobalDefaultHTTPVersions(t *testing.T) {
+	web := testCluster("default", "web", 80)
+	secret := &dag.Secret{Name: "default/cert", Cert: []byte("cert"), Key: []byte("key")}
+	vh := dag.VirtualHost{Name: "a.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
+	own := dag.VirtualHost{Name: "b.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
+	g := &dag.Graph{
+		HTTP:  []*dag.VirtualHost{&vh},
+		HTTPS: []*dag.SecureVirtualHost{{VirtualHost: vh, Secret: secret}, {VirtualHost: own, Secret: secret, HTTPVersions: []dag.HTTPVersion{dag.HTTP1, dag.HTTP2}}},
+	}
+	res, err := Translate(g, Options{Global: Global{DefaultHTTPVersions: []dag.HTTPVersion{dag.HTTP2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		codec hcmv3.HttpConnectionManager_CodecType
+		alpn  []string
+	}{
+		"":      {hcmv3.HttpConnectionManager_HTTP2, nil},
+		"a.com": {hcmv3.HttpConnectionManager_HTTP2, []string{"h2"}},
+		"b.com": {hcmv3.HttpConnectionManager_AUTO, []string{"h2", "http/1.1"}},
+	}
+	for _, l := range res.Listeners {
+		for _, fc := range l.(*listenerv3.Listener).FilterChains {
+			var hcm hcmv3.HttpConnectionManager
+			if err := fc.Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+				t.Fatal(err)
+			}
+			var alpn []string
+			if fc.TransportSocket != nil {
+				var ctx tlsv3.DownstreamTlsContext
+				if err := fc.TransportSocket.GetTypedConfig().UnmarshalTo(&ctx); err != nil {
+					t.Fatal(err)
+				}
+				alpn = ctx.CommonTlsContext.AlpnProtocols
+			}
+			w := want[fc.Name]
+			if hcm.CodecType != w.codec || !slices.Equal(alpn, w.alpn) {
+				t.Errorf("chain %q: codec %v, ALPN %v; want %v, %v", fc.Name, hcm.CodecType, alpn, w.codec, w.alpn)
+			}
 		}
 	}
 }

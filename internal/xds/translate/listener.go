@@ -142,7 +142,7 @@ func secureFilterChain(svh *dag.SecureVirtualHost, statPrefix, routeName string,
 		fc.TransportSocket = downstreamTLS(svh, nil, opts.Global)
 		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
 	default:
-		fc.TransportSocket = downstreamTLS(svh, alpnFor(svh.HTTPVersions), opts.Global)
+		fc.TransportSocket = downstreamTLS(svh, alpnFor(opts.httpVersions(svh)), opts.Global)
 		fc.Filters = []*listenerv3.Filter{httpConnectionManager(statPrefix, routeName, svh, opts)}
 	}
 	return fc
@@ -260,7 +260,7 @@ func maxTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
 func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualHost, opts Options) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: statPrefix,
-		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		CodecType:  codecFor(opts.httpVersions(svh)),
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
 			ConfigSource:    adsSource(),
 			RouteConfigName: routeName,
@@ -286,7 +286,6 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 	}
 	if svh != nil {
 		forwardClientCert(hcm, svh.ClientValidation)
-		hcm.CodecType = codecFor(svh.HTTPVersions)
 	}
 	if !opts.keepHostPort {
 		hcm.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}
