@@ -460,3 +460,22 @@ func TestHeadersPolicyFlags(t *testing.T) {
 		}
 	}
 }
+
+// The examples of docs/contour-config.md read as they are.
+func TestContourConfigDocExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/contour-config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(doc, -1)
+	if len(examples) < 2 {
+		t.Fatalf("%d YAML examples, want the contour.yaml and the ContourConfiguration ones", len(examples))
+	}
+	for _, ex := range examples {
+		fs := flag.NewFlagSet("portico serve", flag.ContinueOnError)
+		fs.String("rate-limit-service", "", "")
+		if _, err := readConfigFile(fs, writeConfig(t, string(ex[1]))); err != nil {
+			t.Errorf("%v in:\n%s", err, ex[1])
+		}
+	}
+}
