@@ -113,8 +113,8 @@ var contourKeys = map[string]rule{
 	},
 }
 
-// applyToIngress: the installation's headers policies apply to HTTPProxies only.
-var applyToIngress = only([]string{"false"}, "applying the installation's headers policies to Ingress routes is not supported yet; they apply to HTTPProxy services")
+// applyToIngress gives the installation's headers policies to Ingress backends too.
+var applyToIngress = asFlag("headers-policy-ingress", boolean)
 
 func rateLimitSection() section {
 	return section{

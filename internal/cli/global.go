@@ -73,8 +73,9 @@ func parseHTTPVersions(s string) ([]dag.HTTPVersion, error) {
 func headersPolicyFlags(fs *flag.FlagSet) func() (dag.DefaultHeaders, error) {
 	req := fs.String("request-headers-policy", "", "headers policy of the requests to every HTTPProxy service (`YAML or JSON`, as Contour's policy.request-headers: '{set: {X-Env: prod}, remove: [X-Debug]}'); a service's or route's own policy wins")
 	resp := fs.String("response-headers-policy", "", "headers policy of the responses of every HTTPProxy service (`YAML or JSON`, as --request-headers-policy)")
+	ingress := fs.Bool("headers-policy-ingress", false, "apply --request-headers-policy and --response-headers-policy to the backends of Ingress rules too (Contour's applyToIngress)")
 	return func() (dag.DefaultHeaders, error) {
-		var d dag.DefaultHeaders
+		d := dag.DefaultHeaders{ApplyToIngress: *ingress}
 		var err error
 		if d.Request, err = parseHeadersPolicy(*req); err != nil {
 			return d, fmt.Errorf("--request-headers-policy: %w", err)

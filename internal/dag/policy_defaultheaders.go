@@ -17,6 +17,9 @@ import (
 // always has the last word.
 type DefaultHeaders struct {
 	Request, Response *contourv1.HeadersPolicy
+	// ApplyToIngress gives them to the backends of Ingress rules too (Contour's
+	// applyToIngress); IngressRoutes never get them.
+	ApplyToIngress bool
 }
 
 // CheckDefaultHeaders says what is wrong with d, so that a command line can refuse it
@@ -89,8 +92,9 @@ func withDefaultHeaders(own, def *HeadersPolicy) *HeadersPolicy {
 }
 
 // serviceDefaultHeaders merges the installation's headers policies into a service's
-// (wc), translated for that service (%CONTOUR_SERVICE_NAME% and the like).
-func (b *builder) serviceDefaultHeaders(wc *WeightedCluster, n *proxyNode, s *contourv1.Service) {
+// (wc) of namespace ns, translated for that service (%CONTOUR_SERVICE_NAME% and the
+// like).
+func (b *builder) serviceDefaultHeaders(wc *WeightedCluster, ns, svc string, port int) {
 	d := b.opts.DefaultHeaders
 	if d.Request == nil && d.Response == nil {
 		return
@@ -98,11 +102,11 @@ func (b *builder) serviceDefaultHeaders(wc *WeightedCluster, n *proxyNode, s *co
 	// CheckDefaultHeaders refused what these would fail on: the check collects nothing.
 	var c proxyCheck
 	if d.Request != nil {
-		def, _ := proxyHeadersPolicy(d.Request, "policy.request-headers", true, n, s.Name, s.Port, false, &c)
+		def, _ := proxyHeadersPolicy(d.Request, "policy.request-headers", true, ns, svc, port, false, &c)
 		wc.RequestHeaders = withDefaultHeaders(wc.RequestHeaders, def)
 	}
 	if d.Response != nil {
-		def, _ := proxyHeadersPolicy(d.Response, "policy.response-headers", false, n, s.Name, s.Port, false, &c)
+		def, _ := proxyHeadersPolicy(d.Response, "policy.response-headers", false, ns, svc, port, false, &c)
 		wc.ResponseHeaders = withDefaultHeaders(wc.ResponseHeaders, def)
 	}
 }

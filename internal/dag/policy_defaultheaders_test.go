@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
 )
@@ -56,5 +57,35 @@ func TestCheckDefaultHeaders(t *testing.T) {
 	bad := DefaultHeaders{Request: &contourv1.HeadersPolicy{Remove: []string{"Transfer-Encoding"}}, Response: &contourv1.HeadersPolicy{Remove: []string{"server"}}}
 	if err := CheckDefaultHeaders(bad); err == nil || !strings.Contains(err.Error(), "hop-by-hop") || !strings.Contains(err.Error(), "remove Server") {
 		t.Errorf("err = %v, want both problems", err)
+	}
+}
+
+// Ingress backends get the installation's headers policies only with ApplyToIngress.
+func TestDefaultHeadersIngress(t *testing.T) {
+	objs := []runtime.Object{
+		ing(t, `
+metadata: {name: web, namespace: shop, annotations: {kubernetes.io/ingress.class: portico}}
+spec:
+  rules:
+  - host: shop.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+`),
+		svc("shop", "web", ":80"),
+	}
+	policy := &contourv1.HeadersPolicy{Set: []contourv1.HeaderValue{{Name: "X-Ns", Value: "%CONTOUR_NAMESPACE%/%CONTOUR_SERVICE_NAME%:%CONTOUR_SERVICE_PORT%"}}}
+	for _, apply := range []bool{false, true} {
+		g := buildWith(Options{DefaultHeaders: DefaultHeaders{Request: policy, ApplyToIngress: apply}}, objs...)
+		if len(g.HTTP) != 1 || len(g.HTTP[0].Routes) != 1 {
+			t.Fatalf("ApplyToIngress %v: hosts %+v", apply, g.HTTP)
+		}
+		var want *HeadersPolicy
+		if apply {
+			want = &HeadersPolicy{Set: []HeaderValue{{"X-Ns", "shop/web:80"}}}
+		}
+		if diff := cmp.Diff(want, g.HTTP[0].Routes[0].Clusters[0].RequestHeaders); diff != "" {
+			t.Errorf("ApplyToIngress %v: request headers (-want +got):\n%s", apply, diff)
+		}
 	}
 }

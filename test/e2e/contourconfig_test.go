@@ -122,7 +122,7 @@ func TestRunContourConfigFile(t *testing.T) {
 	t.Parallel()
 	backendCert := testutil.SelfSigned("backend.cc.svc")
 	manifests := map[string]string{
-		"backends.yaml": strings.Join([]string{backends(t, "cc/web"), tlsSecretManifestIn("cc", "cert", testutil.SelfSigned("secure.cc.test")),
+		"backends.yaml": strings.Join([]string{backends(t, "cc/web", "legacy"), ingressManifest("legacy", "legacy.cc.test", []pathRule{{"Prefix", "/", "legacy"}}, ""), tlsSecretManifestIn("cc", "cert", testutil.SelfSigned("secure.cc.test")),
 			serviceManifest("cc", "tls13", startTLSEcho(t, "cc", "tls13", backendCert)),
 			serviceManifest("cc", "tls12", startTLS12Backend(t, backendCert))}, "---\n"),
 		"proxies.yaml": `apiVersion: projectcontour.io/v1
@@ -165,6 +165,7 @@ default-http-versions: [HTTP/1.1]
 policy:
   request-headers: {set: {X-Env: prod, X-Namespace: "%CONTOUR_NAMESPACE%"}, remove: [X-Debug]}
   response-headers: {set: {X-Served-By: portico}}
+  applyToIngress: true
 network:
   num-trusted-hops: 1
 tls:
@@ -190,6 +191,9 @@ log-level: info # a flag name, next to Contour's keys
 	if h := http.Header(res.echo.Headers); h.Get("X-Env") != "prod" || h.Get("X-Namespace") != "cc" || h.Get("X-Debug") != "" || res.header.Get("X-Served-By") != "portico" {
 		t.Errorf("policy: the backend saw X-Env %q, X-Namespace %q, X-Debug %q; the client X-Served-By %q; want prod, cc, none, portico",
 			h.Get("X-Env"), h.Get("X-Namespace"), h.Get("X-Debug"), res.header.Get("X-Served-By"))
+	}
+	if got := http.Header(r.get("legacy.cc.test", "/").echo.Headers).Get("X-Namespace"); got != "default" {
+		t.Errorf("policy.applyToIngress: an Ingress backend saw X-Namespace %q, want default", got)
 	}
 	if got := http.Header(r.get("plain.cc.test", "/own").echo.Headers).Get("X-Env"); got != "route" {
 		t.Errorf("policy: a route that sets X-Env itself: the backend saw %q, want the route's value", got)
