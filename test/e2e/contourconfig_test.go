@@ -173,7 +173,7 @@ tls:
 cluster:
   upstream-tls: {minimum-protocol-version: "1.3"}
 timeouts:
-  stream-idle-timeout: 500ms
+  stream-idle-timeout: 3s # long enough that no other request here idles that long
   connect-timeout: 1s
 log-level: info # a flag name, next to Contour's keys
 `
@@ -204,8 +204,8 @@ log-level: info # a flag name, next to Contour's keys
 	if res := r.get("plain.cc.test", "/", "X-Forwarded-For", "198.51.100.1"); res.status != http.StatusOK {
 		t.Errorf("num-trusted-hops: 1, X-Forwarded-For outside the denied block: %d, want 200", res.status)
 	}
-	if res := r.get("plain.cc.test", "/", "X-Echo-Delay", "20s"); res.status != http.StatusRequestTimeout {
-		t.Errorf("stream-idle-timeout: 500ms, a backend silent for 20s: %d, want 408", res.status)
+	if res := r.get("plain.cc.test", "/", "X-Echo-Delay", "25s"); res.status != http.StatusRequestTimeout {
+		t.Errorf("stream-idle-timeout: 3s, a backend silent for 25s: %d, want 408", res.status)
 	}
 
 	r.eventually("secure.cc.test over TLS 1.3", func() bool {
@@ -233,14 +233,14 @@ log-level: info # a flag name, next to Contour's keys
 		t.Errorf("disablePermitInsecure: true, plain HTTP to a permitInsecure route: %d, want 301 to HTTPS", res.status)
 	}
 
-	if err := os.WriteFile(r.config, []byte(strings.Replace(config, "500ms", "1m", 1)), 0o644); err != nil {
+	if err := os.WriteFile(r.config, []byte(strings.Replace(config, "stream-idle-timeout: 3s", "stream-idle-timeout: 1m", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r.eventually("the change of the file logged as needing a restart", func() bool {
 		logs := r.logs.String()
 		return strings.Contains(logs, "restart portico to apply it") && strings.Contains(logs, "changed=[timeouts.stream-idle-timeout]")
 	})
-	if res := r.get("plain.cc.test", "/", "X-Echo-Delay", "20s"); res.status != http.StatusRequestTimeout {
+	if res := r.get("plain.cc.test", "/", "X-Echo-Delay", "25s"); res.status != http.StatusRequestTimeout {
 		t.Errorf("after the change, before a restart: %d, want 408 still", res.status)
 	}
 }
