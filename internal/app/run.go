@@ -43,8 +43,11 @@ type RunOptions struct {
 	IngressClassName string
 	// AllowExternalName lets routes use ExternalName Services (see dag.Options).
 	AllowExternalName bool
-	// RootNamespaces and DisableIngress: see dag.Options.
-	RootNamespaces []string
+	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
+	RootNamespaces        []string
+	DisablePermitInsecure bool
+	// DefaultHeaders are the installation's headers policies: see dag.Options.
+	DefaultHeaders dag.DefaultHeaders
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
 	DisableIngress      bool
@@ -74,6 +77,8 @@ type RunOptions struct {
 	// defaults the offset to DefaultGatewayPortOffset (0 serves each listener's own port).
 	GatewayHost       string
 	GatewayPortOffset int
+	// Global are the installation's listener and cluster settings (translate.Options).
+	Global translate.Global
 	// RateLimit, when set, is the global rate limit service (translate.Options).
 	RateLimit *translate.RateLimitService
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
@@ -141,13 +146,15 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			IngressClassName:       opts.IngressClassName,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
+			DisablePermitInsecure:  opts.DisablePermitInsecure,
+			DefaultHeaders:         opts.DefaultHeaders,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
-			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit},
+			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit, Global: opts.Global},
 		Server:    srv,
 		Metrics:   metrics.NewPipeline(reg),
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), r.whereStatuses),

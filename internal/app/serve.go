@@ -54,8 +54,11 @@ type ServeOptions struct {
 	IngressStatusAddresses []string
 	EnvoyService           types.NamespacedName
 	AllowExternalName      bool
-	// RootNamespaces and DisableIngress: see dag.Options.
-	RootNamespaces []string
+	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
+	RootNamespaces        []string
+	DisablePermitInsecure bool
+	// DefaultHeaders are the installation's headers policies: see dag.Options.
+	DefaultHeaders dag.DefaultHeaders
 	// FallbackCertificate: see dag.Options.
 	FallbackCertificate *types.NamespacedName
 	DisableIngress      bool
@@ -65,6 +68,8 @@ type ServeOptions struct {
 	// NumTrustedHops is how many proxies in front are trusted with X-Forwarded-For;
 	// see translate.Options.
 	NumTrustedHops uint32
+	// Global are the installation's listener and cluster settings (translate.Options).
+	Global translate.Global
 	// RateLimit, when set, is the global rate limit service (translate.Options).
 	RateLimit *translate.RateLimitService
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
@@ -261,12 +266,14 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			IngressClassName:       opts.IngressClassName,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
+			DisablePermitInsecure:  opts.DisablePermitInsecure,
+			DefaultHeaders:         opts.DefaultHeaders,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
 		}, gatewayAddresses(opts)...),
-		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit},
+		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit, Global: opts.Global},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),
 		Metrics:   s.metrics,
 		Status:    status.NewLogger(opts.Logger.With("component", "status"), s.whereStatuses),

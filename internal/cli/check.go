@@ -22,6 +22,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	disableIngress := fs.Bool("disable-ingress", false, "ignore Ingress objects")
+	noInsecure := fs.Bool("disable-permit-insecure", false, "ignore HTTPProxy routes' permitInsecure, as the controller does with this flag")
 	rateLimitService := fs.String("rate-limit-service", "", "`host:port` of the rate limit service the controller runs with; without it, global rate limit policies get a warning that they are not enforced")
 	allowOrphaned := fs.Bool("allow-orphaned", false, "exit 0 even if objects are orphaned (blue-green setups whose standby is orphaned by design); invalid objects still fail")
 	positional, code, ok := parseInterspersed(fs, args)
@@ -46,7 +47,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}
-	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress,
+	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress, DisablePermitInsecure: *noInsecure,
 		FallbackCertificate: fallbackKey, RateLimitService: *rateLimitService != ""})
 	if err != nil {
 		return fail(stderr, "check: %v", err)

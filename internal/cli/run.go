@@ -22,6 +22,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	withUsage(fs, "run --manifests DIR [flags]\n   or: portico run DIR [flags]")
 	var o app.RunOptions
+	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name or laid out as Contour's configuration file (flags on the command line win; docs/contour-config.md)")
 	fs.StringVar(&o.ManifestDir, "manifests", "", "directory of Kubernetes manifests to serve (or give DIR as the argument)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP listener")
 	fs.StringVar(&o.GatewayHost, "gateway-host", "", "address on which the listeners of Gateway API Gateways are served (default: the host of --http-addr)")
@@ -35,14 +36,31 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
+	fs.BoolVar(&o.DisablePermitInsecure, "disable-permit-insecure", false, "ignore HTTPProxy routes' permitInsecure: plain HTTP requests to TLS hosts are all redirected to HTTPS")
 	stateFile := fs.String("state-file", "", "`file` where run keeps objects' ages and last good versions across restarts (default $XDG_STATE_HOME/portico/run/DIRNAME-HASH.json; \"none\" keeps none)")
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
+	global := globalFlags(fs)
+	headers := headersPolicyFlags(fs)
 	newLogger := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
+	}
+	var fileSettings []setting
+	if *configFile != "" {
+		var err error
+		if fileSettings, err = applyConfigFile(fs, *configFile); err != nil {
+			return fail(stderr, "run: --config: %v", err)
+		}
+	}
+	var err error
+	if o.Global, err = global(); err != nil {
+		return fail(stderr, "run: %v", err)
+	}
+	if o.DefaultHeaders, err = headers(); err != nil {
+		return fail(stderr, "run: %v", err)
 	}
 	rl, err := rateLimit()
 	if err != nil {
@@ -66,7 +84,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	o.Logger, o.AccessLogger, o.LogBatcher = logger, accessLogger, sink
 	o.RootNamespaces = splitList(*roots)
 	if o.FallbackCertificate, err = fallbackCertificate(*fallback); err != nil {
-		return fail(stderr, "run: %%v", err)
+		return fail(stderr, "run: %v", err)
 	}
 	if o.StateFile, err = stateFilePath(fs, *stateFile, o.ManifestDir, logger); err != nil {
 		return fail(stderr, "run: %v", err)
@@ -74,6 +92,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	r, err := app.NewRunner(o)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
+	}
+	if *configFile != "" {
+		go watchConfigFile(ctx, fs, *configFile, fileSettings, configPollInterval, logger)
 	}
 	logger.Info("portico run", "manifests", o.ManifestDir, "http", o.HTTPAddr, "https", o.HTTPSAddr, "admin", o.AdminAddr, "state_file", o.StateFile)
 	if err := r.Run(ctx); err != nil {

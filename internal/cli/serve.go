@@ -20,7 +20,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("serve", stderr)
 	withUsage(fs, "serve [flags]")
 	var o app.ServeOptions
-	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name (flags on the command line win)")
+	configFile := fs.String("config", "", "YAML file of settings, keyed by flag name or laid out as Contour's configuration file (flags on the command line win; docs/contour-config.md)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "0.0.0.0:8001", "address of the xDS (ADS) gRPC server")
 	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics, /statuses; no profiles: see --pprof-addr)")
@@ -29,6 +29,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
 	fs.BoolVar(&o.DisableIngress, "disable-ingress", false, "ignore Ingress objects (serve IngressRoutes and HTTPProxies only)")
+	fs.BoolVar(&o.DisablePermitInsecure, "disable-permit-insecure", false, "ignore HTTPProxy routes' permitInsecure: plain HTTP requests to TLS hosts are all redirected to HTTPS")
 	statusAddr := fs.String("ingress-status-address", "", "comma-separated IPs or host names written to Ingress status.loadBalancer")
 	envoySvc := fs.String("envoy-service", "", "namespace/name of the Envoy Service whose load-balancer status Ingresses report (when --ingress-status-address is unset)")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", false, "route to Services of type ExternalName (never to loopback or other namespaces)")
@@ -57,13 +58,17 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
+	global := globalFlags(fs)
+	headers := headersPolicyFlags(fs)
 	dataPlane := gatewayDataPlaneFlags(fs, &o.GatewayDataPlanes)
 	newLogger := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	var fileSettings []setting
 	if *configFile != "" {
-		if err := applyConfigFile(fs, *configFile); err != nil {
+		var err error
+		if fileSettings, err = applyConfigFile(fs, *configFile); err != nil {
 			return fail(stderr, "serve: --config: %v", err)
 		}
 	}
@@ -72,6 +77,12 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "serve: %v", err)
 	}
 	o.Logger = logger
+	if o.Global, err = global(); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	if o.DefaultHeaders, err = headers(); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
 	if err := dataPlane(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
@@ -87,7 +98,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	o.WatchNamespaces = splitList(*watch)
 	o.RootNamespaces = splitList(*roots)
 	if o.FallbackCertificate, err = fallbackCertificate(*fallback); err != nil {
-		return fail(stderr, "serve: %%v", err)
+		return fail(stderr, "serve: %v", err)
 	}
 	o.IngressStatusAddresses = splitList(*statusAddr)
 	if *envoySvc != "" {
@@ -104,6 +115,9 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	s, err := app.NewServer(o)
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
+	}
+	if *configFile != "" {
+		go watchConfigFile(ctx, fs, *configFile, fileSettings, configPollInterval, logger)
 	}
 	logger.Info("portico serve", "xds", s.XDSAddr(), "admin", o.AdminAddr, "class", o.IngressClassName, "embedded_proxy", o.EmbeddedProxy)
 	if err := s.Run(ctx); err != nil {

@@ -28,6 +28,11 @@ type Options struct {
 	IngressClassName string
 	// DisableIngress turns Ingress processing off.
 	DisableIngress bool
+	// DefaultHeaders are the installation's headers policies of HTTPProxy services.
+	DefaultHeaders DefaultHeaders
+	// DisablePermitInsecure ignores HTTPProxy routes' permitInsecure: a TLS host's
+	// plain HTTP requests are all redirected to HTTPS (Contour's disablePermitInsecure).
+	DisablePermitInsecure bool
 	// AllowExternalName lets routes use Services of type ExternalName (never to loopback,
 	// link-local or other namespaces' cluster names). Off by default: in a shared cluster
 	// it lets a team send traffic anywhere the proxy can reach.

@@ -243,7 +243,8 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback, auth: auth, jwtProviders: providers}
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback, auth: auth, jwtProviders: providers,
+			noInsecure: b.opts.DisablePermitInsecure}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
 			continue // the root is invalid now: its tcpproxy cannot be served
@@ -311,6 +312,8 @@ type proxyWalk struct {
 	clients *ClientValidation
 	// fallback is the fallback certificate when the root enables it; nil: it does not.
 	fallback *Secret
+	// noInsecure: the installation disables permitInsecure (Options.DisablePermitInsecure).
+	noInsecure bool
 	// jwtProviders are the root's, which its routes and those it includes require.
 	jwtProviders []JWTProvider
 }
@@ -355,6 +358,12 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 		permit := plan.permitInsecure && (depth == 0 || insecureOK)
 		if plan.permitInsecure && !permit && w.root.p.Spec.VirtualHost.TLS != nil {
 			n.check.warn(problemInsecure, "PermitInsecureNotGranted", "spec.routes[%d].permitInsecure is ignored on %s: an included route is served over plain HTTP only when every include that leads to it sets permitInsecure: true; it is redirected to HTTPS", i, w.host)
+		}
+		if permit && w.noInsecure {
+			if w.root.p.Spec.VirtualHost.TLS != nil {
+				n.check.warn(problemInsecure, "PermitInsecureDisabled", "spec.routes[%d].permitInsecure is ignored on %s: this installation disables it (--disable-permit-insecure); the route is redirected to HTTPS", i, w.host)
+			}
+			permit = false
 		}
 		key := ""
 		if plan.conds.addsNothing() {

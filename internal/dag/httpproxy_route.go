@@ -94,10 +94,10 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 	out.Retry = proxyRetry(r, out.Timeouts, field, c)
 	out.RateLimit = proxyRateLimit(r.RateLimitPolicy, field+".rateLimitPolicy", c)
 	if r.RequestHeadersPolicy != nil {
-		out.RequestHeaders, out.HostRewrite = proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n, "", 0, true, c)
+		out.RequestHeaders, out.HostRewrite = proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n.p.Namespace, "", 0, true, c)
 	}
 	if r.ResponseHeadersPolicy != nil {
-		out.ResponseHeaders, _ = proxyHeadersPolicy(r.ResponseHeadersPolicy, field+".responseHeadersPolicy", false, n, "", 0, true, c)
+		out.ResponseHeaders, _ = proxyHeadersPolicy(r.ResponseHeadersPolicy, field+".responseHeadersPolicy", false, n.p.Namespace, "", 0, true, c)
 	}
 	if p := r.PathRewritePolicy; p != nil {
 		validatePathRewrite(p, conds, field, c)
@@ -405,8 +405,8 @@ var headerOperator = regexp.MustCompile(`%(REQ\([A-Za-z0-9_:-]+\)|DOWNSTREAM_REM
 
 // headerValue escapes every "%" of v that does not start a supported operator, so that
 // what the user wrote is what the client or backend sees, and fills in the values that
-// Portico knows (the object's namespace, the service).
-func headerValue(v string, n *proxyNode, svc string, port int) string {
+// Portico knows (the object's namespace ns, the service).
+func headerValue(v string, ns, svc string, port int) string {
 	var b strings.Builder
 	last := 0
 	for _, m := range headerOperator.FindAllStringIndex(v, -1) {
@@ -414,7 +414,7 @@ func headerValue(v string, n *proxyNode, svc string, port int) string {
 		op := v[m[0]:m[1]]
 		switch op {
 		case "%CONTOUR_NAMESPACE%":
-			op = n.p.Namespace
+			op = ns
 		case "%CONTOUR_SERVICE_NAME%":
 			op = svc
 		case "%CONTOUR_SERVICE_PORT%":
@@ -430,7 +430,7 @@ func headerValue(v string, n *proxyNode, svc string, port int) string {
 // proxyHeadersPolicy checks and converts a headers policy. Setting Host on a route's
 // requests is a host rewrite, returned apart; on a service's requests it is a header like
 // the others (it reaches only that service); responses have no Host to set.
-func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool, n *proxyNode, svc string, port int, routeLevel bool, c *proxyCheck) (*HeadersPolicy, string) {
+func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool, ns, svc string, port int, routeLevel bool, c *proxyCheck) (*HeadersPolicy, string) {
 	if hp == nil {
 		return nil, ""
 	}
@@ -470,7 +470,7 @@ func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool,
 			c.fail(problemRoute, "HeaderPolicyInvalid", "%s: %%CONTOUR_SERVICE_NAME%% and %%CONTOUR_SERVICE_PORT%% name a service: use them in a service's headers policy, not the route's", at)
 			continue
 		}
-		out.Set = append(out.Set, HeaderValue{Name: name, Value: headerValue(h.Value, n, svc, port)})
+		out.Set = append(out.Set, HeaderValue{Name: name, Value: headerValue(h.Value, ns, svc, port)})
 	}
 	for i, name := range hp.Remove {
 		if msg := headerNameProblem(name, request, false); msg != "" {
@@ -608,10 +608,13 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			wc.CookieRewrites = proxyCookieRewrites(s.CookieRewritePolicies)
 		}
 		if s.RequestHeadersPolicy != nil && http {
-			wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at.String()+".requestHeadersPolicy", true, n, s.Name, s.Port, false, c)
+			wc.RequestHeaders, _ = proxyHeadersPolicy(s.RequestHeadersPolicy, at.String()+".requestHeadersPolicy", true, n.p.Namespace, s.Name, s.Port, false, c)
 		}
 		if s.ResponseHeadersPolicy != nil && http {
-			wc.ResponseHeaders, _ = proxyHeadersPolicy(s.ResponseHeadersPolicy, at.String()+".responseHeadersPolicy", false, n, s.Name, s.Port, false, c)
+			wc.ResponseHeaders, _ = proxyHeadersPolicy(s.ResponseHeadersPolicy, at.String()+".responseHeadersPolicy", false, n.p.Namespace, s.Name, s.Port, false, c)
+		}
+		if http {
+			b.serviceDefaultHeaders(wc, n.p.Namespace, s.Name, s.Port)
 		}
 		out = append(out, wc)
 	}

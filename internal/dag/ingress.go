@@ -325,6 +325,9 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 	}
 	a.wcs[0] = &a.wc
 	a.route.Clusters = a.wcs[:]
+	if b.opts.DefaultHeaders.ApplyToIngress && cluster != nil {
+		b.serviceDefaultHeaders(&a.wc, plan.ref.Namespace, cluster.Service.Name, int(cluster.Port))
+	}
 	return &a.route
 }
 

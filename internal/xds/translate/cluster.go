@@ -19,9 +19,12 @@ import (
 	"github.com/portico-dev/portico/internal/dag"
 )
 
-// cluster translates a Service port. Kubernetes endpoints arrive over EDS so that an
-// endpoint change does not touch the cluster; ExternalName Services resolve by DNS.
-func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
+// cluster translates a Service port, with the installation's settings g (connect
+// timeout, backend TLS versions, DNS lookup family). Kubernetes endpoints arrive over
+// EDS so that an endpoint change does not touch the cluster; ExternalName Services
+// resolve by DNS.
+func cluster(c *dag.Cluster, g Global) *clusterv3.Cluster {
+	connectTimeout := g.ConnectTimeout
 	// The messages of an EDS cluster are allocated together: a build translates one
 	// cluster per Service port in use.
 	parts := &clusterParts{timeout: durationpb.Duration{Seconds: int64(connectTimeout / time.Second), Nanos: int32(connectTimeout % time.Second)}}
@@ -35,7 +38,7 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 	if po := httpProtocolOptions(c); po != nil {
 		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{HTTPProtocolOptionsName: mustAny(po)}
 	}
-	out.TransportSocket = upstreamTLS(c)
+	out.TransportSocket = upstreamTLS(c, g)
 	out.OutlierDetection = outlierDetection(c.Outlier)
 	if c.ExternalName != "" {
 		// The data plane resolves the name itself: the controller never sees the
@@ -51,7 +54,11 @@ func cluster(c *dag.Cluster, connectTimeout time.Duration) *clusterv3.Cluster {
 		// NetworkPolicy covers loopback. docs/ingress.md ("ExternalName Services")
 		// tells operators what that leaves to them.
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
-		out.DnsLookupFamily = dnsLookupFamily(c.DNSLookupFamily)
+		family := c.DNSLookupFamily
+		if family == "" {
+			family = g.DNSLookupFamily
+		}
+		out.DnsLookupFamily = dnsLookupFamily(family)
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: c.Name,
 			Endpoints: []*endpointv3.LocalityLbEndpoints{{
@@ -109,8 +116,9 @@ func httpProtocolOptions(c *dag.Cluster) *httpv3.HttpProtocolOptions {
 // endpoint's certificate must chain to its CA and carry one of its subject names or
 // URIs (ServerName, else the first name, is sent as SNI); without it the connection is
 // encrypted but not verified and no SNI is sent. Other protocols are clear text:
-// UpstreamValidation is ignored then.
-func upstreamTLS(c *dag.Cluster) *corev3.TransportSocket {
+// UpstreamValidation is ignored then. The TLS versions are Envoy's client defaults
+// (1.2 only) unless the installation's settings (g) give them.
+func upstreamTLS(c *dag.Cluster, g Global) *corev3.TransportSocket {
 	var alpn string
 	switch c.Protocol {
 	case "h2":
@@ -120,7 +128,7 @@ func upstreamTLS(c *dag.Cluster) *corev3.TransportSocket {
 	default:
 		return nil
 	}
-	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{alpn}}}
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{alpn}, TlsParams: g.upstreamTLSParams()}}
 	if v := c.UpstreamValidation; v != nil {
 		if len(v.SubjectNames) > 0 {
 			ctx.Sni = v.SubjectNames[0]

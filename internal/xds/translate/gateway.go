@@ -37,7 +37,7 @@ func translateGateways(gateways []*dag.Gateway, opts Options, res *Resources) er
 				}
 				// Its hosts are validated one by one (gatewayRouteConfig): the route
 				// configuration is validated without them.
-				if err := validateAll(l, routeConfiguration(name, nil)); err != nil {
+				if err := validateAll(l, routeConfiguration(name, nil, opts.Global)); err != nil {
 					return err
 				}
 				res.Listeners = append(res.Listeners, l)

@@ -139,7 +139,7 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	err = recoverInvalid(func() error {
 		t.httpListener = httpListener(httpAddr, opts)
 		t.httpsShell = httpsListener(httpsAddr)
-		return validateAll(t.httpListener, t.httpsShell, routeConfiguration(RouteHTTP, nil))
+		return validateAll(t.httpListener, t.httpsShell, routeConfiguration(RouteHTTP, nil, opts.Global))
 	})
 	if err != nil {
 		return nil, err
@@ -315,7 +315,7 @@ func (t *Incremental) httpRouteConfig(hosts []*dag.VirtualHost) (*routev3.RouteC
 		for i, h := range next {
 			out[i] = h.entry.out
 		}
-		t.httpRoutes = routeConfiguration(RouteHTTP, out)
+		t.httpRoutes = routeConfiguration(RouteHTTP, out, t.opts.Global)
 	}
 	return t.httpRoutes, nil
 }
@@ -485,7 +485,7 @@ func (t *Incremental) clusterEntry(c *dag.Cluster) *clusterEntry {
 	tc, ok := t.pre.cluster(c)
 	if !ok {
 		var err error
-		if tc, err = clusterAndEndpoints(c, t.opts.ConnectTimeout); err != nil {
+		if tc, err = clusterAndEndpoints(c, t.opts.Global); err != nil {
 			// use has no error to return: recoverInvalid reports this one.
 			panic(invalidResource{err})
 		}

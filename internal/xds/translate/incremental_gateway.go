@@ -159,7 +159,7 @@ func (pe *gatewayPortEntry) httpResources(opts Options) error {
 	}
 	if pe.listener == nil {
 		l := plainListener(pe.name, pe.name, pe.addr, opts)
-		if err := validateAll(l, routeConfiguration(pe.name, nil)); err != nil {
+		if err := validateAll(l, routeConfiguration(pe.name, nil, opts.Global)); err != nil {
 			return err
 		}
 		pe.listener = l

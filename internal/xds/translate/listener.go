@@ -139,10 +139,10 @@ func secureFilterChain(svh *dag.SecureVirtualHost, statPrefix, routeName string,
 		// be served.
 		return nil
 	case svh.TCPProxy != nil:
-		fc.TransportSocket = downstreamTLS(svh, nil)
+		fc.TransportSocket = downstreamTLS(svh, nil, opts.Global)
 		fc.Filters = []*listenerv3.Filter{tcpProxy(svh)}
 	default:
-		fc.TransportSocket = downstreamTLS(svh, alpnFor(svh.HTTPVersions))
+		fc.TransportSocket = downstreamTLS(svh, alpnFor(opts.httpVersions(svh)), opts.Global)
 		fc.Filters = []*listenerv3.Filter{httpConnectionManager(statPrefix, routeName, svh, opts)}
 	}
 	return fc
@@ -203,17 +203,19 @@ func tcpStatPrefix(name string) string {
 
 // downstreamTLS terminates TLS with the host's certificate (the one of its certificates
 // whose names match the SNI, when it has more), offering alpn (none for a TCP
-// stream: the client must not believe it speaks HTTP to the proxy).
-func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string) *corev3.TransportSocket {
+// stream: the client must not believe it speaks HTTP to the proxy), with the TLS
+// versions of the host within those of the installation (g).
+func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string, g Global) *corev3.TransportSocket {
 	sds := []*tlsv3.SdsSecretConfig{{Name: svh.Secret.Name, SdsConfig: adsSource()}}
 	for _, s := range svh.MoreSecrets {
 		sds = append(sds, &tlsv3.SdsSecretConfig{Name: s.Name, SdsConfig: adsSource()})
 	}
+	lo, hi := g.tlsVersions(svh.MinTLSVersion, svh.MaxTLSVersion)
 	ctx := &tlsv3.DownstreamTlsContext{
 		CommonTlsContext: &tlsv3.CommonTlsContext{
 			TlsParams: &tlsv3.TlsParameters{
-				TlsMinimumProtocolVersion: minTLSVersion(svh.MinTLSVersion),
-				TlsMaximumProtocolVersion: maxTLSVersion(svh.MaxTLSVersion),
+				TlsMinimumProtocolVersion: lo,
+				TlsMaximumProtocolVersion: hi,
 			},
 			TlsCertificateSdsSecretConfigs: sds,
 			AlpnProtocols:                  alpn,
@@ -258,7 +260,7 @@ func maxTLSVersion(v string) tlsv3.TlsParameters_TlsProtocol {
 func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualHost, opts Options) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: statPrefix,
-		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		CodecType:  codecFor(opts.httpVersions(svh)),
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
 			ConfigSource:    adsSource(),
 			RouteConfigName: routeName,
@@ -273,6 +275,9 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 		// docs say; Envoy's default returns it only for a forced trace.
 		AlwaysSetRequestIdInResponse: true,
 		NormalizePath:                wrapperspb.Bool(true),
+		MergeSlashes:                 !opts.DisableMergeSlashes,
+		StripTrailingHostDot:         opts.StripTrailingHostDot,
+		StreamIdleTimeout:            opts.streamIdleTimeout(),
 		MaxRequestHeadersKb:          wrapperspb.UInt32(opts.MaxRequestHeadersKB),
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
 			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
@@ -281,7 +286,6 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 	}
 	if svh != nil {
 		forwardClientCert(hcm, svh.ClientValidation)
-		hcm.CodecType = codecFor(svh.HTTPVersions)
 	}
 	if !opts.keepHostPort {
 		hcm.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}

@@ -99,7 +99,7 @@ func TestSlowStartTranslates(t *testing.T) {
 		c := testCluster("team", "web", 80)
 		c.LoadBalancer = lb
 		c.SlowStart = &dag.SlowStart{Window: 30e9, Aggression: 1.5, MinWeightPercent: 20}
-		out := cluster(c, 2e9)
+		out := cluster(c, Global{ConnectTimeout: 2e9})
 		if err := out.ValidateAll(); err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func (t *Incremental) pretranslate(g *dag.Graph) (*pretranslated, error) {
 	}
 	out := make([]translatedCluster, len(clusters))
 	err = parallel.Do(len(clusters), func(i int) (err error) {
-		out[i], err = clusterAndEndpoints(clusters[i], t.opts.ConnectTimeout)
+		out[i], err = clusterAndEndpoints(clusters[i], t.opts.Global)
 		return err
 	})
 	if err != nil {

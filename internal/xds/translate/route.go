@@ -27,7 +27,7 @@ import (
 // virtual hosts one by one, in parallel on a large graph).
 func httpRouteConfig(hosts []*dag.VirtualHost, opts Options) (*routev3.RouteConfiguration, error) {
 	fallback := catchAllVirtualHost(hosts)
-	rc := routeConfiguration(RouteHTTP, nil)
+	rc := routeConfiguration(RouteHTTP, nil, opts.Global)
 	if err := validateAll(rc); err != nil {
 		return nil, err
 	}
@@ -63,12 +63,13 @@ func catchAllVirtualHost(hosts []*dag.VirtualHost) *dag.VirtualHost {
 	return nil
 }
 
-// routeConfiguration is a route configuration of Portico's, with its Server header.
-func routeConfiguration(name string, hosts []*routev3.VirtualHost) *routev3.RouteConfiguration {
+// routeConfiguration is a route configuration of Portico's, with its Server header as
+// the installation's settings (g) say.
+func routeConfiguration(name string, hosts []*routev3.VirtualHost, g Global) *routev3.RouteConfiguration {
 	return &routev3.RouteConfiguration{
 		Name:                            name,
 		VirtualHosts:                    hosts,
-		ResponseHeadersToAdd:            serverHeader(),
+		ResponseHeadersToAdd:            g.serverHeader(),
 		MostSpecificHeaderMutationsWins: true,
 	}
 }
@@ -77,7 +78,7 @@ func routeConfiguration(name string, hosts []*routev3.VirtualHost) *routev3.Rout
 // where the Host keeps its port (keepHostPort), the virtual host is chosen by the name
 // alone (ignore_port_in_host_matching), so that "foo.com:8080" is foo.com's.
 func routeConfigurationFor(name string, hosts []*routev3.VirtualHost, opts Options) *routev3.RouteConfiguration {
-	rc := routeConfiguration(name, hosts)
+	rc := routeConfiguration(name, hosts, opts.Global)
 	rc.IgnorePortInHostMatching = opts.keepHostPort
 	return rc
 }

@@ -32,9 +32,10 @@ func RouteHTTPS(host string) string { return "https/" + host }
 
 // Options say where the listeners bind and how clusters connect.
 type Options struct {
-	HTTPAddress    string // host:port, default 0.0.0.0:8080
-	HTTPSAddress   string // host:port, default 0.0.0.0:8443
-	ConnectTimeout time.Duration
+	// Global are the installation's settings (Contour's configuration file).
+	Global
+	HTTPAddress  string // host:port, default 0.0.0.0:8080
+	HTTPSAddress string // host:port, default 0.0.0.0:8443
 	// HTTPSRedirectPort is the port of redirects from plain HTTP to HTTPS; 0 leaves it
 	// out of the URL (443), right when a load balancer maps 443 to the HTTPS listener.
 	HTTPSRedirectPort uint32
@@ -267,7 +268,7 @@ func translateSecureHostAs(svh *dag.SecureVirtualHost, statPrefix, routeName str
 func translateClusters(clusters []*dag.Cluster, opts Options, res *Resources) error {
 	out := make([]translatedCluster, len(clusters))
 	err := parallel.Do(len(clusters), func(i int) (err error) {
-		out[i], err = clusterAndEndpoints(clusters[i], opts.ConnectTimeout)
+		out[i], err = clusterAndEndpoints(clusters[i], opts.Global)
 		return err
 	})
 	if err != nil {
@@ -291,8 +292,8 @@ type translatedCluster struct {
 }
 
 // clusterAndEndpoints translates c, validating the cluster and its load assignment.
-func clusterAndEndpoints(c *dag.Cluster, connectTimeout time.Duration) (translatedCluster, error) {
-	out := translatedCluster{cluster: cluster(c, connectTimeout)}
+func clusterAndEndpoints(c *dag.Cluster, g Global) (translatedCluster, error) {
+	out := translatedCluster{cluster: cluster(c, g)}
 	if err := validateAll(out.cluster); err != nil {
 		return out, err
 	}

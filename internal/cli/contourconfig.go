@@ -1,0 +1,413 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// The keys of Contour's configuration file (the file of `contour serve --config-path`,
+// Contour v1.33), each mapped to the flag that means the same in Portico, or refused
+// with what to do instead: a setting is never silently dropped. docs/contour-config.md
+// is the table a user reads; TestContourConfigKeys holds every key to it.
+
+// rule turns the value v of the key k (at path, such as "timeouts.connect-timeout")
+// into settings, or says why it cannot.
+type rule interface {
+	apply(path string, k, v *yaml.Node, out *[]setting) error
+}
+
+// ruleFunc is a rule of a single key.
+type ruleFunc func(path string, k, v *yaml.Node, out *[]setting) error
+
+func (f ruleFunc) apply(path string, k, v *yaml.Node, out *[]setting) error {
+	return f(path, k, v, out)
+}
+
+// contourKeys are the top-level keys of Contour's configuration file. Contour's
+// serve flags root-namespaces, watch-namespaces and ingress-class-name are Portico's
+// flag names too, so the flag-name form already covers them.
+var contourKeys = map[string]rule{
+	"debug":                 asFlag("log-level", debugLevel),
+	"incluster":             ruleFunc(inCluster),
+	"kubeconfig":            asFlag("kubeconfig", str),
+	"kubernetesClientQPS":   asFlag("kube-api-qps", number),
+	"kubernetesClientBurst": asFlag("kube-api-burst", wholeNumber),
+	"server": section{
+		// Contour before v1.33 chose between two xDS server implementations; both serve
+		// the same protocol, as Portico's one server does.
+		"xds-server-type": only([]string{"envoy", "contour"}, "Portico has one xDS server"),
+	},
+	"gateway":                 refuse("Portico serves every Gateway whose GatewayClass names its controller (portico.dev/gateway-controller) rather than one Gateway named here: remove gatewayRef and point the Gateway's class at Portico"),
+	"ingress-status-address":  asFlag("ingress-status-address", str),
+	"accesslog-format":        only([]string{"envoy"}, "the access log is Envoy's default format on Envoy and Portico's structured lines on the embedded proxy (docs/metrics.md); JSON access logs are not supported yet"),
+	"accesslog-format-string": refuse("custom access log formats are not supported yet: Envoy writes its default format"),
+	"json-fields":             refuse("JSON access logs are not supported yet"),
+	"accesslog-level":         only([]string{"info"}, "every request is logged; filtering the access log by status is not supported yet"),
+	"tls": section{
+		"minimum-protocol-version": asFlag("tls-minimum-protocol-version", tlsVersion),
+		"maximum-protocol-version": asFlag("tls-maximum-protocol-version", tlsVersion),
+		"cipher-suites":            refuse("choosing TLS 1.2 cipher suites is not supported yet (the embedded proxy does not take them): the defaults of Envoy and of Go's crypto/tls apply, and TLS 1.3 ignores the setting anyway; remove it, or set minimum-protocol-version: \"1.3\""),
+		"fallback-certificate":     asFlag("fallback-certificate", namespacedName),
+		"envoy-client-certificate": refuse("a client certificate for backend TLS is not supported yet: Portico's upstream TLS verifies the backend (HTTPProxy upstreamValidation) without presenting a certificate"),
+	},
+	"disablePermitInsecure":     asFlag("disable-permit-insecure", boolean),
+	"disableAllowChunkedLength": refuse("not supported yet: requests with both Content-Length and Transfer-Encoding: chunked are handled as Envoy's and Go's defaults do"),
+	"disableMergeSlashes":       asFlag("disable-merge-slashes", boolean),
+	"compression": section{
+		"algorithm": only([]string{"disabled"}, "response compression (gzip, brotli, zstd) is not supported yet: Portico sends responses as the backend wrote them, which is what \"disabled\" means"),
+	},
+	"serverHeaderTransformation": asFlag("server-header-transformation", serverHeader),
+	"enableExternalNameService":  asFlag("enable-external-name-services", boolean),
+	"timeouts": section{
+		"request-timeout":                  refuse("a whole-request timeout for every route is not supported yet: set timeoutPolicy.response on the HTTPProxy routes that need one"),
+		"connection-idle-timeout":          refuse("the connection idle timeout is not supported yet (the embedded proxy does not take it): Envoy's default (1h) applies; remove it"),
+		"stream-idle-timeout":              asFlag("stream-idle-timeout", timeout),
+		"max-connection-duration":          refuse("a maximum connection duration is not supported yet (the embedded proxy does not take it); remove it"),
+		"delayed-close-timeout":            refuse("the delayed close timeout is not supported yet: Envoy's default (1s) applies; remove it"),
+		"connection-shutdown-grace-period": refuse("the HTTP/2 drain grace period is not supported yet: Envoy's default (5s) applies; remove it"),
+		"connect-timeout":                  asFlag("connect-timeout", duration),
+	},
+	"policy": section{
+		"request-headers":  asFlag("request-headers-policy", asJSON),
+		"response-headers": asFlag("response-headers-policy", asJSON),
+		"applyToIngress":   applyToIngress,
+	},
+	"envoy-service-namespace": pair(envoyServiceR, 0, dnsLabel),
+	"envoy-service-name":      pair(envoyServiceR, 1, dnsLabel),
+	"default-http-versions":   asFlag("default-http-versions", httpVersions),
+	"cluster": section{
+		"dns-lookup-family":                 asFlag("dns-lookup-family", dnsFamily),
+		"max-requests-per-connection":       refuse("not supported yet: connections to backends are reused without a request limit"),
+		"per-connection-buffer-limit-bytes": refuse("not supported yet: Envoy's default buffer limit (1 MiB) applies"),
+		"circuit-breakers":                  refuse("installation-wide circuit breaker defaults are not supported yet"),
+		"upstream-tls": section{
+			"minimum-protocol-version": asFlag("upstream-tls-minimum-protocol-version", tlsVersion),
+			"maximum-protocol-version": asFlag("upstream-tls-maximum-protocol-version", tlsVersion),
+			"cipher-suites":            refuse("choosing the TLS 1.2 cipher suites of backend connections is not supported yet (the embedded proxy does not take them); remove it, or set minimum-protocol-version: \"1.3\""),
+		},
+	},
+	"network": section{
+		"num-trusted-hops":        asFlag("num-trusted-hops", wholeNumber),
+		"admin-port":              refuse("Envoy's admin interface is set in its bootstrap: portico bootstrap --admin-address; remove it here"),
+		"strip-trailing-host-dot": asFlag("strip-trailing-host-dot", boolean),
+	},
+	"listener":                 refuse("listener tuning (connection-balancer, max-requests-per-connection, per-connection-buffer-limit-bytes, socket-options, max-requests-per-io-cycle, http2-max-concurrent-streams, max-connections-per-listener) is not supported yet: Envoy's defaults apply"),
+	"rateLimitService":         rateLimitSection(),
+	"globalExtAuth":            refuse("global external authorization is not supported yet: set authorization on each root HTTPProxy (spec.virtualhost.authorization)"),
+	"metrics":                  refuse("Portico serves its metrics at /metrics on --admin-addr: set admin-addr instead; Envoy's metrics are on its admin interface (portico bootstrap)"),
+	"tracing":                  refuse("tracing is not supported yet"),
+	"featureFlags":             emptyList("Contour's feature flags have no counterpart: Portico reads EndpointSlices always"),
+	"omEnforcedHealthListener": refuse("not supported yet: the overload manager is not configured"),
+	// ContourConfiguration's spelling (spec.ingress) of the ingress flags.
+	"ingress": section{
+		"classNames":    asFlag("ingress-class-name", oneClassName),
+		"statusAddress": asFlag("ingress-status-address", str),
+	},
+}
+
+// applyToIngress gives the installation's headers policies to Ingress backends too.
+var applyToIngress = asFlag("headers-policy-ingress", boolean)
+
+func rateLimitSection() section {
+	return section{
+		"extensionService":             refuse("Portico reaches the rate limit service by address, not through an ExtensionService: set rate-limit-service: HOST:PORT (such as ratelimit.NAMESPACE.svc.cluster.local:8081) next to rateLimitService"),
+		"domain":                       asFlag("rate-limit-domain", str),
+		"failOpen":                     asFlag("rate-limit-fail-open", boolean),
+		"enableXRateLimitHeaders":      asFlag("rate-limit-x-headers", boolean),
+		"enableResourceExhaustedCode":  refuse("not supported yet: gRPC requests over the limit get UNAVAILABLE, as Envoy's default"),
+		"defaultGlobalRateLimitPolicy": asFlag("rate-limit-default-global-policy", asJSON),
+	}
+}
+
+// section is the rule of a mapping whose keys have rules of their own.
+type section map[string]rule
+
+func (keys section) apply(path string, _, v *yaml.Node, out *[]setting) error {
+	if v.Kind != yaml.MappingNode {
+		if isNull(v) {
+			return nil
+		}
+		return fmt.Errorf("line %d: %s: a mapping is expected, got a %s", v.Line, path, kindName(v.Kind))
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		r, ok := keys[k.Value]
+		sub := k.Value
+		if path != "" {
+			sub = path + "." + k.Value
+		}
+		if !ok {
+			return fmt.Errorf("line %d: unknown setting %s (the keys of %s are %s)", k.Line, sub, cmp.Or(path, "the file"), strings.Join(sortedKeys(keys), ", "))
+		}
+		if err := r.apply(sub, k, val, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// asFlag is a rule that sets flag to what conv makes of the value ("" sets nothing).
+func asFlag(flag string, conv func(v *yaml.Node) (string, error)) rule {
+	return ruleFunc(func(path string, k, v *yaml.Node, out *[]setting) error {
+		val, err := conv(v)
+		if err != nil {
+			return fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+		}
+		if val != "" {
+			*out = append(*out, setting{flag: flag, value: val, key: path, line: k.Line})
+		}
+		return nil
+	})
+}
+
+// refuse is a rule for a setting Portico has no equivalent for yet.
+func refuse(why string) rule {
+	return ruleFunc(func(path string, k, _ *yaml.Node, _ *[]setting) error {
+		return fmt.Errorf("line %d: %s: %s", k.Line, path, why)
+	})
+}
+
+// only accepts the values that mean what Portico does anyway, and refuses the others.
+func only(values []string, why string) rule {
+	return ruleFunc(func(path string, k, v *yaml.Node, _ *[]setting) error {
+		if v.Kind == yaml.ScalarNode {
+			for _, ok := range values {
+				if strings.EqualFold(v.Value, ok) {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("line %d: %s: %q is not supported (only %s): %s", k.Line, path, v.Value, strings.Join(values, ", "), why)
+	})
+}
+
+// emptyList accepts an empty list only.
+func emptyList(why string) rule {
+	return ruleFunc(func(path string, k, v *yaml.Node, _ *[]setting) error {
+		if isNull(v) || (v.Kind == yaml.SequenceNode && len(v.Content) == 0) {
+			return nil
+		}
+		return fmt.Errorf("line %d: %s: %s; remove it", k.Line, path, why)
+	})
+}
+
+func sortedKeys(m map[string]rule) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func isNull(v *yaml.Node) bool { return v.Kind == yaml.ScalarNode && v.Tag == "!!null" }
+
+func scalar(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("a single value is expected, got a %s", kindName(v.Kind))
+	}
+	return v.Value, nil
+}
+
+func str(v *yaml.Node) (string, error) { return scalar(v) }
+
+func boolean(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil || v.Tag == "!!str" {
+		return "", fmt.Errorf("%q is not true or false", s)
+	}
+	return strconv.FormatBool(b), nil
+}
+
+func debugLevel(v *yaml.Node) (string, error) {
+	b, err := boolean(v)
+	if err != nil || b == "false" {
+		return "", err
+	}
+	return "debug", nil
+}
+
+// inCluster: true uses the in-cluster configuration, which Portico does without a
+// kubeconfig (--kubeconfig ""); false leaves --kubeconfig alone.
+func inCluster(path string, k, v *yaml.Node, out *[]setting) error {
+	b, err := boolean(v)
+	if err != nil {
+		return fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+	}
+	if b == "true" {
+		*out = append(*out, setting{flag: "kubeconfig", key: path, line: k.Line})
+	}
+	return nil
+}
+
+func number(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	if f, err := strconv.ParseFloat(s, 64); err != nil || f <= 0 {
+		return "", fmt.Errorf("%q is not a positive number", s)
+	}
+	return s, nil
+}
+
+func wholeNumber(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	if _, err := strconv.ParseUint(s, 10, 32); err != nil {
+		return "", fmt.Errorf("%q is not a whole number from 0 to %d", s, uint32(1<<32-1))
+	}
+	return s, nil
+}
+
+// timeout is a duration where infinity (no timeout) is allowed, written as 0.
+func timeout(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	d, err := parseTimeout(s)
+	if err != nil {
+		return "", err
+	}
+	return d.String(), nil
+}
+
+// duration is a duration that must be finite and above 0.
+func duration(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	d, err := parseTimeout(s)
+	if err != nil || d == 0 {
+		return "", fmt.Errorf("%q is not a duration above 0 such as 2s or 500ms", s)
+	}
+	return d.String(), nil
+}
+
+func tlsVersion(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	if _, err := translate.ParseTLSVersion(s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+func httpVersions(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
+	}
+	s, err := flagValue(v)
+	if err != nil {
+		return "", err
+	}
+	_, err = parseHTTPVersions(s)
+	return s, err
+}
+
+func dnsFamily(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	if err := translate.CheckGlobal(translate.Global{DNSLookupFamily: s}); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+func serverHeader(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	if err := translate.CheckGlobal(translate.Global{ServerHeader: translate.ServerHeaderTransformation(s)}); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// namespacedName is Contour's {namespace, name} of a Secret, as NAMESPACE/NAME.
+func namespacedName(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.MappingNode {
+		return "", fmt.Errorf("{namespace: NS, name: NAME} is expected, got a %s", kindName(v.Kind))
+	}
+	var ref struct{ Namespace, Name string }
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		var err error
+		switch k.Value {
+		case "namespace":
+			ref.Namespace, err = dnsLabel(val)
+		case "name":
+			ref.Name, err = scalar(val)
+		default:
+			return "", fmt.Errorf("unknown key %q (namespace and name are expected)", k.Value)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", k.Value, err)
+		}
+	}
+	if ref.Namespace == "" || ref.Name == "" {
+		return "", fmt.Errorf("both namespace and name are needed")
+	}
+	if errs := validation.IsDNS1123Subdomain(ref.Name); len(errs) > 0 {
+		return "", fmt.Errorf("name %q: %s", ref.Name, strings.Join(errs, "; "))
+	}
+	return ref.Namespace + "/" + ref.Name, nil
+}
+
+// dnsLabel is a scalar that must be a namespace-like name (a DNS-1123 label).
+func dnsLabel(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	if errs := validation.IsDNS1123Label(s); len(errs) > 0 {
+		return "", fmt.Errorf("%q: %s", s, strings.Join(errs, "; "))
+	}
+	return s, nil
+}
+
+// oneClassName is a list of one ingress class name: Portico serves one class.
+func oneClassName(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
+	}
+	if len(v.Content) != 1 {
+		return "", fmt.Errorf("%d class names: serving several ingress classes is not supported yet; give one name (--ingress-class-name)", len(v.Content))
+	}
+	name, err := scalar(v.Content[0])
+	if err != nil {
+		return "", err
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
+	}
+	return name, nil
+}
+
+func asJSON(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.MappingNode {
+		return "", fmt.Errorf("a mapping is expected, got a %s", kindName(v.Kind))
+	}
+	return flagValue(v)
+}

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	"github.com/portico-dev/portico/internal/dag"
+	"github.com/portico-dev/portico/internal/xds/translate"
+)
+
+// globalFlags adds the flags of the installation's listener and cluster settings (run
+// and serve; Contour keeps them in its configuration file); the function it returns is
+// what they configure, or what is wrong with them.
+func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
+	var g translate.Global
+	idle := &optionalDuration{}
+	fs.Var(idle, "stream-idle-timeout", "how long a request may see no activity (no bytes either way) before it is answered 408 or reset (`DURATION`; 0 or infinity: never; default Envoy's 5m); a route's timeoutPolicy.idle overrides it")
+	server := fs.String("server-header-transformation", string(translate.ServerHeaderOverwrite), "the Server header of responses: overwrite (always \"portico\"), append_if_absent (the upstream's, else \"portico\") or pass_through (the upstream's, or none)")
+	fs.BoolVar(&g.DisableMergeSlashes, "disable-merge-slashes", false, "keep repeated slashes in request paths (by default \"//a//b\" is routed and forwarded as \"/a/b\", as Contour does)")
+	fs.BoolVar(&g.StripTrailingHostDot, "strip-trailing-host-dot", false, "route a Host with a trailing dot (\"example.com.\") as the name without it")
+	fs.StringVar(&g.MinTLSVersion, "tls-minimum-protocol-version", "", "lowest TLS version of every HTTPS host (1.2 or 1.3; default 1.2); an HTTPProxy's tls.minimumProtocolVersion can raise it, not lower it")
+	fs.StringVar(&g.MaxTLSVersion, "tls-maximum-protocol-version", "", "highest TLS version of every HTTPS host (1.2 or 1.3; default 1.3)")
+	fs.DurationVar(&g.ConnectTimeout, "connect-timeout", 2*time.Second, "how long a connection to a backend may take to open")
+	fs.StringVar(&g.UpstreamMinTLSVersion, "upstream-tls-minimum-protocol-version", "", "lowest TLS version of connections to backends (1.2 or 1.3; default 1.2)")
+	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
+	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")
+	versions := fs.String("default-http-versions", "", "comma-separated HTTP versions clients may speak to every listener, HTTP/1.1 and HTTP/2 (default both); an HTTPProxy's spec.httpVersions replaces them for its host")
+	return func() (translate.Global, error) {
+		g.ServerHeader = translate.ServerHeaderTransformation(*server)
+		g.StreamIdleTimeout = idle.value()
+		var err error
+		if g.DefaultHTTPVersions, err = parseHTTPVersions(*versions); err != nil {
+			return g, fmt.Errorf("--default-http-versions: %w", err)
+		}
+		if err := translate.CheckGlobal(g); err != nil {
+			return g, err
+		}
+		return g, nil
+	}
+}
+
+// parseHTTPVersions parses a comma-separated list of HTTP/1.1 and HTTP/2 (any case,
+// Contour's spelling); "" is none (both).
+func parseHTTPVersions(s string) ([]dag.HTTPVersion, error) {
+	var out []dag.HTTPVersion
+	for _, v := range splitList(s) {
+		var version dag.HTTPVersion
+		switch strings.ToLower(v) {
+		case "http/1.1":
+			version = dag.HTTP1
+		case "http/2":
+			version = dag.HTTP2
+		default:
+			return nil, fmt.Errorf("unknown HTTP version %q: use HTTP/1.1 or HTTP/2", v)
+		}
+		if !slices.Contains(out, version) {
+			out = append(out, version)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// headersPolicyFlags adds --request-headers-policy and --response-headers-policy (run
+// and serve); the function it returns is what they configure, or what is wrong.
+func headersPolicyFlags(fs *flag.FlagSet) func() (dag.DefaultHeaders, error) {
+	req := fs.String("request-headers-policy", "", "headers policy of the requests to every HTTPProxy service (`YAML or JSON`, as Contour's policy.request-headers: '{set: {X-Env: prod}, remove: [X-Debug]}'); a service's or route's own policy wins")
+	resp := fs.String("response-headers-policy", "", "headers policy of the responses of every HTTPProxy service (`YAML or JSON`, as --request-headers-policy)")
+	ingress := fs.Bool("headers-policy-ingress", false, "apply --request-headers-policy and --response-headers-policy to the backends of Ingress rules too (Contour's applyToIngress)")
+	return func() (dag.DefaultHeaders, error) {
+		d := dag.DefaultHeaders{ApplyToIngress: *ingress}
+		var err error
+		if d.Request, err = parseHeadersPolicy(*req); err != nil {
+			return d, fmt.Errorf("--request-headers-policy: %w", err)
+		}
+		if d.Response, err = parseHeadersPolicy(*resp); err != nil {
+			return d, fmt.Errorf("--response-headers-policy: %w", err)
+		}
+		return d, dag.CheckDefaultHeaders(d)
+	}
+}
+
+// parseHeadersPolicy parses Contour's form of a headers policy, {set: {NAME: VALUE},
+// remove: [NAME]}; "" is none.
+func parseHeadersPolicy(s string) (*contourv1.HeadersPolicy, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var p struct {
+		Set    map[string]string `json:"set"`
+		Remove []string          `json:"remove"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(s), &p); err != nil {
+		return nil, err
+	}
+	out := &contourv1.HeadersPolicy{Remove: p.Remove}
+	for _, name := range slices.Sorted(maps.Keys(p.Set)) {
+		out.Set = append(out.Set, contourv1.HeaderValue{Name: name, Value: p.Set[name]})
+	}
+	return out, nil
+}
+
+// optionalDuration is a duration flag that may stay unset (nil), where "infinity" (or
+// "infinite", Contour's spellings) is 0.
+type optionalDuration struct {
+	d   time.Duration
+	set bool
+}
+
+func (o *optionalDuration) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return o.d.String()
+}
+
+func (o *optionalDuration) Set(s string) error {
+	d, err := parseTimeout(s)
+	if err != nil {
+		return err
+	}
+	o.d, o.set = d, true
+	return nil
+}
+
+func (o *optionalDuration) value() *time.Duration {
+	if !o.set {
+		return nil
+	}
+	d := o.d
+	return &d
+}
+
+// parseTimeout parses a Go duration, or "infinity"/"infinite" (no timeout: 0).
+func parseTimeout(s string) (time.Duration, error) {
+	switch s {
+	case "infinity", "infinite":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 30s, 5m or 1h30m (or infinity)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
