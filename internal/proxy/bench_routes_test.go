@@ -229,7 +229,7 @@ func BenchmarkSelectVirtualHostPatched(b *testing.B) {
 	recordEncoding(prev, mustAny(b, rc))
 	rc.VirtualHosts[1] = ingressVhost(1, "/edited")
 	t, ok := reuseRouteConfig(mustAny(b, rc), prev)
-	if !ok || !t.patchedFrom(prev) || t.domains.exact.overlay == nil {
+	if !ok || !t.patchedFrom(prev) || !t.domains.exact.Overlaid() {
 		b.Fatal("the table was not patched")
 	}
 	benchLookups(b, t)

@@ -169,8 +169,8 @@ func TestClusterPatchCompilesAsFromScratch(t *testing.T) {
 				}
 				checkClusters(t, fmt.Sprintf("step %d (%s)", e.step, what), got, want)
 				checkRouteStats(t, fmt.Sprintf("step %d (%s)", e.step, what), p, got)
-				if states := slices.Sorted(maps.Keys(p.clusterStates)); !slices.Equal(states, slices.Sorted(maps.Keys(got.clusters.flat()))) {
-					t.Fatalf("step %d (%s): cluster states %v for clusters %v", e.step, what, states, slices.Sorted(maps.Keys(got.clusters.flat())))
+				if states := slices.Sorted(maps.Keys(p.clusterStates)); !slices.Equal(states, slices.Sorted(maps.Keys(got.clusters.Flat()))) {
+					t.Fatalf("step %d (%s): cluster states %v for clusters %v", e.step, what, states, slices.Sorted(maps.Keys(got.clusters.Flat())))
 				}
 			}
 			if patched == 0 || clean == 0 {
@@ -187,7 +187,7 @@ type snapshotMaps struct {
 }
 
 func copyMaps(s *snapshot) snapshotMaps {
-	return snapshotMaps{s.clusters.flat(), s.clusterInputs.flat(), s.clusterRefs.flat()}
+	return snapshotMaps{s.clusters.Flat(), s.clusterInputs.Flat(), s.clusterRefs.Flat()}
 }
 
 // checkClusters compares the clusters of a patched snapshot with those of a
@@ -202,8 +202,8 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 	if !maps.Equal(g.refs, w.refs) {
 		t.Fatalf("%s: cluster uses %v, from scratch %v", when, g.refs, w.refs)
 	}
-	if len(g.clusters) != len(w.clusters) || got.clusters.len() != len(g.clusters) {
-		t.Fatalf("%s: %d clusters (len %d), from scratch %d", when, len(g.clusters), got.clusters.len(), len(w.clusters))
+	if len(g.clusters) != len(w.clusters) || got.clusters.Len() != len(g.clusters) {
+		t.Fatalf("%s: %d clusters (len %d), from scratch %d", when, len(g.clusters), got.clusters.Len(), len(w.clusters))
 	}
 	for name, wc := range w.clusters {
 		gc := g.clusters[name]
@@ -212,7 +212,7 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 		}
 	}
 	for _, lc := range got.listeners {
-		if !maps.Equal(lc.clusters.flat(), g.clusters) {
+		if !maps.Equal(lc.clusters.Flat(), g.clusters) {
 			t.Fatalf("%s: listener %q has other clusters than its snapshot", when, lc.name)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
+	"github.com/portico-dev/portico/internal/proxy/internal/layered"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
@@ -19,7 +20,7 @@ import (
 // the configuration under an in-flight request.
 type snapshot struct {
 	listeners map[string]*listenerConfig
-	clusters  layered[string, *upstream.Cluster]
+	clusters  layered.Map[string, *upstream.Cluster]
 	version   string // the system version of the newest response it includes
 	gen       uint64 // the compilation that built it (see routeStatsFor)
 
@@ -27,7 +28,7 @@ type snapshot struct {
 	// part whose inputs are the same specs (a delta response replaces only the
 	// specs of the resources it carries), so applying a change recompiles what
 	// it touches and not the whole configuration.
-	clusterInputs layered[string, clusterInputs]
+	clusterInputs layered.Map[string, clusterInputs]
 	chains        map[*chainSpec]*compiledChain
 	// specRevisions are the store's revisions of clusters and endpoints it
 	// was compiled at.
@@ -44,7 +45,7 @@ type snapshot struct {
 	// clusterRefs counts, by cluster, the chains that use it. patched: the
 	// clusters are the previous snapshot's but for touched, the ones added,
 	// removed or relinked (see patchClusters); else any may have changed.
-	clusterRefs layered[string, int]
+	clusterRefs layered.Map[string, int]
 	patched     bool
 	touched     []string
 }
@@ -70,7 +71,7 @@ type listenerConfig struct {
 	// chains is keyed by server-name pattern ("a.example.com", "*.example.com");
 	// "" is the default chain, and the only chain of a plaintext listener.
 	chains   map[string]*filterChain
-	clusters layered[string, *upstream.Cluster] // the snapshot's
+	clusters layered.Map[string, *upstream.Cluster] // the snapshot's
 	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
 	// their ClientHello's SNI before anything else (see tlsListener).
 	hasTCP            bool
@@ -157,10 +158,10 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 	}
 	var n int
 	if prev != nil {
-		n = prev.clusters.len()
+		n = prev.clusters.Len()
 	}
-	snap.clusters = newLayered[string, *upstream.Cluster](n)
-	snap.clusterInputs = newLayered[string, clusterInputs](n)
+	snap.clusters = layered.New[string, *upstream.Cluster](n)
+	snap.clusterInputs = layered.New[string, clusterInputs](n)
 	for _, name := range listeners {
 		spec := p.store.byType[resourcev3.ListenerType][name].(*listenerSpec)
 		for _, cs := range spec.chains {
@@ -169,13 +170,13 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 			}
 		}
 	}
-	refs := make(map[string]int, snap.clusters.len())
+	refs := make(map[string]int, snap.clusters.Len())
 	for cs, cc := range snap.chains {
 		for _, name := range chainClusters(cs, cc) {
 			refs[name]++
 		}
 	}
-	snap.clusterRefs = layered[string, int]{base: refs, n: len(refs)}
+	snap.clusterRefs = layered.FromMap(refs)
 	return nil
 }
 
@@ -188,15 +189,15 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 // false when the change is not known or large, and when a cluster is
 // missing, for compileClusters to compile in full (and to report what is missing as it always has).
 func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
-	if prev == nil || prev.clusterRefs.base == nil {
+	if prev == nil || !prev.clusterRefs.Made() {
 		return false
 	}
 	changed, ok := p.store.clusterChanges(prev.specRevisions)
-	if !ok || len(changed) > prev.clusters.len()/4+16 {
+	if !ok || len(changed) > prev.clusters.Len()/4+16 {
 		return false
 	}
 	refs := chainRefChanges(prev, snap)
-	if len(refs) > prev.clusters.len()/4+16 {
+	if len(refs) > prev.clusters.Len()/4+16 {
 		return false
 	}
 	if len(refs) == 0 && !usesAnyOf(&prev.clusterRefs, changed) {
@@ -204,15 +205,15 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 		snap.patched = true // the previous snapshot's maps, as its chains use the same clusters
 		return true
 	}
-	snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters.patched(), prev.clusterInputs.patched(), prev.clusterRefs.patched()
+	snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters.Patched(), prev.clusterInputs.Patched(), prev.clusterRefs.Patched()
 	defer snap.settleClusters()
 	for name, d := range refs {
-		if n, _ := snap.clusterRefs.get(name); n+d > 0 {
-			snap.clusterRefs.set(name, n+d)
+		if n, _ := snap.clusterRefs.Get(name); n+d > 0 {
+			snap.clusterRefs.Set(name, n+d)
 		} else {
-			snap.clusters.remove(name)
-			snap.clusterInputs.remove(name)
-			snap.clusterRefs.remove(name)
+			snap.clusters.Remove(name)
+			snap.clusterInputs.Remove(name)
+			snap.clusterRefs.Remove(name)
 		}
 		snap.touched = append(snap.touched, name)
 	}
@@ -222,8 +223,8 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 		}
 	}
 	for _, name := range snap.touched {
-		_, used := snap.clusterRefs.get(name)
-		_, linked := snap.clusters.get(name)
+		_, used := snap.clusterRefs.Get(name)
+		_, linked := snap.clusters.Get(name)
 		_, dirty := changed[name]
 		if !used || (linked && !dirty) {
 			continue
@@ -239,15 +240,15 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 
 // settleClusters ends the patch of snap's cluster maps (see layered.settle).
 func (snap *snapshot) settleClusters() {
-	snap.clusters.settle()
-	snap.clusterInputs.settle()
-	snap.clusterRefs.settle()
+	snap.clusters.Settle()
+	snap.clusterInputs.Settle()
+	snap.clusterRefs.Settle()
 }
 
 // usesAnyOf reports whether a cluster of refs is among names.
-func usesAnyOf(refs *layered[string, int], names map[string]struct{}) bool {
+func usesAnyOf(refs *layered.Map[string, int], names map[string]struct{}) bool {
 	for name := range names {
-		if _, ok := refs.get(name); ok {
+		if _, ok := refs.Get(name); ok {
 			return true
 		}
 	}
@@ -499,7 +500,7 @@ func (vs *vhostStats) mark(gen uint64) {
 // compileCluster adds the named cluster, with its endpoints, to snap: the
 // applied snapshot's when compiled from the same specs, else a new one.
 func (p *Proxy) compileCluster(name string, snap *snapshot) error {
-	if _, done := snap.clusters.get(name); done {
+	if _, done := snap.clusters.Get(name); done {
 		return nil
 	}
 	return p.linkCluster(name, snap)
@@ -519,15 +520,15 @@ func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 		}
 		in.assignment = cla
 	}
-	snap.clusterInputs.set(name, in)
+	snap.clusterInputs.Set(name, in)
 	if prev := p.current.Load(); prev != nil {
-		if was, _ := prev.clusterInputs.get(name); was == in {
-			uc, _ := prev.clusters.get(name)
-			snap.clusters.set(name, uc)
+		if was, _ := prev.clusterInputs.Get(name); was == in {
+			uc, _ := prev.clusters.Get(name)
+			snap.clusters.Set(name, uc)
 			return nil
 		}
 	}
-	snap.clusters.set(name, p.buildCluster(name, in))
+	snap.clusters.Set(name, p.buildCluster(name, in))
 	return nil
 }
 
@@ -595,7 +596,7 @@ func (p *Proxy) clusterState(cluster string) *upstream.ClusterState {
 // any more. Clusters reused from the applied snapshot need nothing; of a
 // patched snapshot, only the touched clusters can be other ones.
 func (p *Proxy) syncClusters(snap *snapshot) {
-	var applied *layered[string, *upstream.Cluster]
+	var applied *layered.Map[string, *upstream.Cluster]
 	if prev := p.current.Load(); prev != nil {
 		applied = &prev.clusters
 	}
@@ -610,7 +611,7 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 		// Every cluster of snap has a state, so with as many states as
 		// clusters no state is left to drop (as one of a cluster that a
 		// failed compilation built).
-		full = len(p.clusterStates) != snap.clusters.len()
+		full = len(p.clusterStates) != snap.clusters.Len()
 	}
 	if full {
 		for name, cs := range p.clusterStates {
@@ -629,10 +630,10 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 
 // syncCluster brings the state of one cluster in line with snap. The
 // Service port stats it lets go are added to released.
-func (p *Proxy) syncCluster(name string, cs *upstream.ClusterState, snap *snapshot, applied *layered[string, *upstream.Cluster], released *[]*upstream.Stats) {
-	uc, ok := snap.clusters.get(name)
+func (p *Proxy) syncCluster(name string, cs *upstream.ClusterState, snap *snapshot, applied *layered.Map[string, *upstream.Cluster], released *[]*upstream.Stats) {
+	uc, ok := snap.clusters.Get(name)
 	if ok && applied != nil {
-		if was, _ := applied.get(name); was == uc {
+		if was, _ := applied.Get(name); was == uc {
 			return
 		}
 	}

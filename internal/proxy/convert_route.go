@@ -15,6 +15,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
+	"github.com/portico-dev/portico/internal/proxy/internal/layered"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
@@ -81,7 +82,7 @@ func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, 
 // converted at the same level has had its routes checked already.
 func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i int) (def *vhostDef, fresh bool, err error)) (*routeTable, error) {
 	t := &routeTable{name: name, level: level, id: new(tableID), slots: n,
-		domains: domainIndex{exact: newLayered[string, *virtualHost](n)}, vhosts: make([]*virtualHost, 0, n)}
+		domains: domainIndex{exact: layered.New[string, *virtualHost](n)}, vhosts: make([]*virtualHost, 0, n)}
 	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.domains.exact
 	for i := range n {
 		def, fresh, err := vhost(i)
@@ -139,7 +140,7 @@ func (x *domainIndex) add(d string, vh *virtualHost, wildcards map[string]string
 		if o, dup := x.exactDomain(d); dup {
 			return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, o.name, vh.name)
 		}
-		x.exact.set(d, vh)
+		x.exact.Set(d, vh)
 		return nil
 	}
 	var other string

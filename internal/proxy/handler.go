@@ -244,7 +244,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		// The picked cluster's own mutations, with the route's.
 		ex.headersFor(rw, r, ri).plan = wc.plan
 	}
-	cl, _ := lc.clusters.get(ex.cluster)
+	cl, _ := lc.clusters.Get(ex.cluster)
 	if cl == nil {
 		body := ""
 		if fa.notFoundStatus == http.StatusServiceUnavailable {

@@ -26,6 +26,7 @@ import (
 var layerRules = map[string][]string{
 	"":                 {"*"},
 	"internal/xdsconv": {},
+	"internal/layered": {},
 	"stats":            {},
 	"accesslog":        {},
 	"filter":           {},

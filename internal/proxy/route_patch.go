@@ -140,7 +140,7 @@ type indexEditor struct {
 }
 
 func (x *domainIndex) edit() *indexEditor {
-	x.exact = x.exact.patched()
+	x.exact = x.exact.Patched()
 	// Adding a wildcard domain appends to a list: a copy with no spare
 	// capacity cannot append into the original's backing array.
 	x.suffixes = slices.Clip(x.suffixes)
@@ -161,7 +161,7 @@ func (ed *indexEditor) remove(vh *virtualHost) {
 		case list != nil:
 			*list = slices.DeleteFunc(ed.own(list), func(w wildcardDomain) bool { return w.vhost == vh && w.affix == affix })
 		default:
-			x.exact.remove(d)
+			x.exact.Remove(d)
 		}
 	}
 }
@@ -188,7 +188,7 @@ func (ed *indexEditor) done() {
 	if !sameArray(x.prefixes, ed.prefixes) {
 		sortWildcards(x.prefixes)
 	}
-	x.exact.settle()
+	x.exact.Settle()
 }
 
 // sameArray reports whether a and b are the same slice of the same array.

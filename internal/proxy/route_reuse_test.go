@@ -192,7 +192,7 @@ func tableView(t *routeTable) routingView {
 	for _, vh := range t.vhosts {
 		v.Vhosts = append(v.Vhosts, vh.name)
 	}
-	for d, vh := range t.domains.exact.flat() {
+	for d, vh := range t.domains.exact.Flat() {
 		v.Exact[d] = vh.name
 	}
 	wildcards := func(ws []wildcardDomain) []string {
@@ -328,7 +328,7 @@ func TestRouteReuseConvertsAsFromScratch(t *testing.T) {
 				if gotTable.patch != nil {
 					patched++
 				}
-				if gotTable.domains.exact.overlay != nil {
+				if gotTable.domains.exact.Overlaid() {
 					overlaid++
 				}
 				for _, host := range requestHosts(e.rng, e.rc) {
@@ -410,7 +410,7 @@ func TestRouteReuseIsReuse(t *testing.T) {
 			t.Errorf("virtual host %d kept its stats table: %t", i, sameStats)
 		}
 	}
-	if !after.clusters.shares(&before.clusters) {
+	if !after.clusters.Shares(&before.clusters) {
 		t.Error("the clusters were compiled again though the routes use the same ones")
 	}
 }

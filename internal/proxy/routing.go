@@ -11,6 +11,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
+	"github.com/portico-dev/portico/internal/proxy/internal/layered"
 )
 
 // defaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is unset.
@@ -65,10 +66,10 @@ type tablePatch struct {
 // domainIndex finds a request host's virtual host. exact is shared with the
 // tables patched from this one (see layered).
 type domainIndex struct {
-	exact    layered[string, *virtualHost] // lower-cased domain -> vhost
-	suffixes []wildcardDomain              // "*<suffix>" domains, longest suffix first
-	prefixes []wildcardDomain              // "<prefix>*" domains, longest prefix first
-	any      *virtualHost                  // the "*" domain
+	exact    layered.Map[string, *virtualHost] // lower-cased domain -> vhost
+	suffixes []wildcardDomain                  // "*<suffix>" domains, longest suffix first
+	prefixes []wildcardDomain                  // "<prefix>*" domains, longest prefix first
+	any      *virtualHost                      // the "*" domain
 }
 
 type wildcardDomain struct {
@@ -277,7 +278,7 @@ func (t *routeTable) selectVirtualHost(host string) *virtualHost {
 }
 
 // exactDomain returns the virtual host of the exact domain h.
-func (d *domainIndex) exactDomain(h string) (*virtualHost, bool) { return d.exact.get(h) }
+func (d *domainIndex) exactDomain(h string) (*virtualHost, bool) { return d.exact.Get(h) }
 
 // selectRoute returns the first route that matches: the translator orders
 // routes, so the proxy never reorders them.

@@ -159,7 +159,7 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 		down = tc
 	}
 	e.Cluster = spec.pickCluster()
-	cl, _ := lc.clusters.get(e.Cluster)
+	cl, _ := lc.clusters.Get(e.Cluster)
 	if cl != nil {
 		e.Service = cl.Stats.Label
 	}
