@@ -195,7 +195,7 @@ func benchLookupTable(b *testing.B) (*routeTable, *routev3.RouteConfiguration) {
 	}
 	rc.VirtualHosts = append(rc.VirtualHosts, vhost("*.wild.example.com", toCluster("w", prefixMatch("/"))),
 		vhost("*", toCluster("any", prefixMatch("/"))))
-	t, err := convertRouteConfig(rc)
+	t, err := convertRouteConfig(rc, httpFilters)
 	if err != nil {
 		b.Fatal(err)
 	}

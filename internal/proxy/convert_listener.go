@@ -68,9 +68,8 @@ type hcmSpec struct {
 	inlineRoutes      *routeTable // set for an inline route_config
 	serverName        string
 	serverHeader      serverHeaderMode
-	useRemoteAddress  bool
 	skipXFFAppend     bool
-	xffTrustedHops    uint32 // xff_num_trusted_hops
+	client            clientAddressing
 	normalizePath     bool
 	mergeSlashes      bool
 	stripTrailingDot  bool
@@ -325,12 +324,14 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		return nil, err
 	}
 	spec := &hcmSpec{
-		protoMajor:            codecProtoMajor(h.GetCodecType()),
-		statPrefix:            h.GetStatPrefix(),
-		serverName:            h.GetServerName(),
-		useRemoteAddress:      h.GetUseRemoteAddress().GetValue(),
+		protoMajor: codecProtoMajor(h.GetCodecType()),
+		statPrefix: h.GetStatPrefix(),
+		serverName: h.GetServerName(),
+		client: clientAddressing{
+			useRemoteAddress: h.GetUseRemoteAddress().GetValue(),
+			xffTrustedHops:   h.GetXffNumTrustedHops(),
+		},
 		skipXFFAppend:         h.GetSkipXffAppend(),
-		xffTrustedHops:        h.GetXffNumTrustedHops(),
 		normalizePath:         h.GetNormalizePath().GetValue(),
 		mergeSlashes:          h.GetMergeSlashes(),
 		stripTrailingDot:      h.GetStripTrailingHostDot(),
@@ -373,7 +374,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		}
 		spec.rdsName = rs.Rds.GetRouteConfigName()
 	case *hcmv3.HttpConnectionManager_RouteConfig:
-		t, err := convertRouteConfig(rs.RouteConfig)
+		t, err := convertRouteConfig(rs.RouteConfig, httpFilters)
 		if err != nil {
 			return nil, fmt.Errorf("route_config: %w", err)
 		}

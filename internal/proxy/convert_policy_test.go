@@ -28,7 +28,7 @@ func convertAction(mutate func(r *routev3.Route)) (*forwardAction, error) {
 	if err := rc.ValidateAll(); err != nil {
 		return nil, err
 	}
-	t, err := convertRouteConfig(rc)
+	t, err := convertRouteConfig(rc, httpFilters)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func TestConvertRouteActionPolicyRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vh := vhost("*", toCluster("c", prefixMatch("/")))
 			tc.mutate(vh)
-			if _, err := convertRouteConfig(routeConfig("rc", vh)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := convertRouteConfig(routeConfig("rc", vh), httpFilters); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})

@@ -29,10 +29,13 @@ type routeConfigLevel struct {
 	// virtual hosts': a Host's port is left out when choosing the virtual host.
 	// It is here so that every table made from this one (patched, VHDS) keeps it.
 	ignorePort bool
+	// filters parses the per-filter configurations of routes and virtual hosts.
+	filters *filter.Registry
 }
 
-func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
-	level, err := convertRouteConfigLevel(rc)
+// convertRouteConfig converts rc; filters parses its per-filter configurations.
+func convertRouteConfig(rc *routev3.RouteConfiguration, filters *filter.Registry) (*routeTable, error) {
+	level, err := convertRouteConfigLevel(rc, filters)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +52,7 @@ func convertRouteConfig(rc *routev3.RouteConfiguration) (*routeTable, error) {
 }
 
 // convertRouteConfigLevel converts the fields of rc other than its virtual hosts.
-func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, error) {
+func convertRouteConfigLevel(rc *routev3.RouteConfiguration, filters *filter.Registry) (routeConfigLevel, error) {
 	if v := rc.GetVhds(); v != nil && v.GetConfigSource().GetAds() == nil {
 		// The proxy has one stream, the ADS one, to receive virtual hosts on.
 		return routeConfigLevel{}, errors.New("vhds: only an ADS config source is supported")
@@ -70,7 +73,7 @@ func convertRouteConfigLevel(rc *routev3.RouteConfiguration) (routeConfigLevel, 
 		return routeConfigLevel{}, err
 	}
 	level := routeConfigLevel{global: global, mostSpecificWins: rc.GetMostSpecificHeaderMutationsWins(),
-		maxBody: defaultMaxDirectResponseBody, ignorePort: rc.GetIgnorePortInHostMatching()}
+		maxBody: defaultMaxDirectResponseBody, ignorePort: rc.GetIgnorePortInHostMatching(), filters: filters}
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
 		level.maxBody = m.GetValue()
 	}
@@ -222,7 +225,7 @@ func (l routeConfigLevel) checkDirectBodies(def *vhostDef) error {
 // convertVirtualHost converts pvh and plans its routes' header mutations
 // with the configuration's.
 func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
-	def, err := convertVirtualHost(pvh)
+	def, err := convertVirtualHost(pvh, l.filters)
 	if err != nil {
 		return &vhostDef{name: pvh.GetName()}, err
 	}
@@ -252,7 +255,7 @@ func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDe
 	return def, nil
 }
 
-func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
+func convertVirtualHost(pvh *routev3.VirtualHost, filters *filter.Registry) (*vhostDef, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("matcher", pvh.GetMatcher() != nil),
 		xdsconv.Set("require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE),
@@ -277,7 +280,7 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 	if err != nil {
 		return nil, err
 	}
-	vhFilters, err := httpFilters.ParsePerFilterAt(pvh.GetTypedPerFilterConfig(), filter.Place{VirtualHost: pvh.GetName()})
+	vhFilters, err := filters.ParsePerFilterAt(pvh.GetTypedPerFilterConfig(), filter.Place{VirtualHost: pvh.GetName()})
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +295,7 @@ func convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
 		if places != nil {
 			at = places[i]
 		}
-		r, err := convertRoute(pr, at)
+		r, err := convertRoute(pr, at, filters)
 		if err == nil && r.forward != nil {
 			r.rateLimits, err = routeRateLimits(pr.GetRoute().GetRateLimits(), vhLimits)
 		}
@@ -343,7 +346,7 @@ func routePlaces(pvh *routev3.VirtualHost) []filter.Place {
 	return out
 }
 
-func convertRoute(pr *routev3.Route, at filter.Place) (*route, error) {
+func convertRoute(pr *routev3.Route, at filter.Place, filters *filter.Registry) (*route, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("route_specifiers", len(pr.GetRouteSpecifiers()) > 0),
 		xdsconv.Set("per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil),
@@ -356,7 +359,7 @@ func convertRoute(pr *routev3.Route, at filter.Place) (*route, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	r := &route{name: pr.GetName(), match: m}
-	if r.perFilter, err = httpFilters.ParsePerFilterAt(pr.GetTypedPerFilterConfig(), at); err != nil {
+	if r.perFilter, err = filters.ParsePerFilterAt(pr.GetTypedPerFilterConfig(), at); err != nil {
 		return nil, err
 	}
 	r.headers, err = convertHeaderLevel(pr.GetRequestHeadersToAdd(), pr.GetRequestHeadersToRemove(),
@@ -366,7 +369,7 @@ func convertRoute(pr *routev3.Route, at filter.Place) (*route, error) {
 	}
 	switch a := pr.GetAction().(type) {
 	case *routev3.Route_Route:
-		r.forward, err = convertRouteAction(a.Route)
+		r.forward, err = convertRouteAction(a.Route, filters)
 	case *routev3.Route_Redirect:
 		r.redirect, err = convertRedirect(a.Redirect)
 	case *routev3.Route_DirectResponse:
@@ -520,7 +523,7 @@ func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
 	return out, nil
 }
 
-func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
+func convertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*forwardAction, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("metadata_match", ra.GetMetadataMatch() != nil),
 		xdsconv.Set("path_rewrite_policy", ra.GetPathRewritePolicy() != nil),
@@ -609,7 +612,7 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 		fa.clusters = []weightedCluster{{name: cs.Cluster, weight: 1}}
 		fa.total = 1
 	case *routev3.RouteAction_WeightedClusters:
-		if err := fa.setWeightedClusters(cs.WeightedClusters); err != nil {
+		if err := fa.setWeightedClusters(cs.WeightedClusters, filters); err != nil {
 			return nil, fmt.Errorf("weighted_clusters: %w", err)
 		}
 	default:
@@ -618,7 +621,7 @@ func convertRouteAction(ra *routev3.RouteAction) (*forwardAction, error) {
 	return fa, nil
 }
 
-func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error {
+func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster, filters *filter.Registry) error {
 	if wc.GetRandomValueSpecifier() != nil {
 		return errors.New("header_name is not supported")
 	}
@@ -637,7 +640,7 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster) error 
 		if err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
-		perFilter, err := httpFilters.ParsePerFilter(c.GetTypedPerFilterConfig())
+		perFilter, err := filters.ParsePerFilter(c.GetTypedPerFilterConfig())
 		if err != nil {
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}

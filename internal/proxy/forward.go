@@ -189,3 +189,36 @@ func unescapedPath(escaped string) string {
 	}
 	return escaped
 }
+
+// withRouteHeaders hooks header mutations into the shared ReverseProxy: the
+// request's after its edge headers, the upstream response's (101 included)
+// before ReverseProxy copies them to the client.
+func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
+	rewrite := rp.Rewrite
+	rp.Rewrite = func(pr *httputil.ProxyRequest) {
+		rewrite(pr)
+		if t := targetFrom(pr.In.Context()); t != nil && t.ex.headers != nil {
+			t.ex.headers.applyRequest(pr.Out.Header)
+		}
+	}
+	rp.ModifyResponse = func(res *http.Response) error {
+		if res.Request == nil {
+			return nil
+		}
+		t := targetFrom(res.Request.Context())
+		if t != nil && t.redirect != nil {
+			if follow := t.redirect.follows(res); follow != nil {
+				return follow // served again by the ErrorHandler, upstreamError
+			}
+		}
+		if t != nil && t.ex.headers != nil {
+			t.ex.headers.applyResponse(res.Header, true)
+			t.ex.headers.responded = true
+		}
+		if t != nil && t.encode != nil {
+			t.encode(res.Header)
+		}
+		return nil
+	}
+	return rp
+}

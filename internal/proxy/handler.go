@@ -46,6 +46,18 @@ type exchange struct {
 	routeHeaders routeHeaders
 }
 
+// headersFor returns the request's routeHeaders, set up in the exchange on
+// first use and shared with the response writer, which applies them to local
+// replies.
+func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *requestInfo) *routeHeaders {
+	if ex.headers == nil {
+		ex.routeHeaders = *newRouteHeaders(nil, r, ri, &rw.hcm.client)
+		ex.headers = &ex.routeHeaders
+		rw.headers = ex.headers
+	}
+	return ex.headers
+}
+
 func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	// One configuration for the whole request, whatever swaps happen meanwhile.
@@ -191,46 +203,10 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
 	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
 	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
-	if a, ok := forwardedClient(hcm, r.Header.Values("X-Forwarded-For")); ok {
+	if a, ok := hcm.client.forwardedClient(r.Header.Values("X-Forwarded-For")); ok {
 		return peer, a
 	}
 	return peer, peer.Addr()
-}
-
-// forwardedClient is the client's address X-Forwarded-For gives, as Envoy reads
-// it: at the edge (use_remote_address) the xff_num_trusted_hops-th address from
-// the right, none without trusted hops; behind another proxy, the address after
-// the trusted hops from the right. ok is false when the header has too few
-// addresses or that one is not an IP address: the peer is the client then.
-func forwardedClient(hcm *hcmSpec, xff []string) (netip.Addr, bool) {
-	skip := int(hcm.xffTrustedHops)
-	if hcm.useRemoteAddress {
-		if skip == 0 {
-			return netip.Addr{}, false
-		}
-		skip--
-	}
-	for i := len(xff) - 1; i >= 0; i-- {
-		list := xff[i]
-		for list != "" {
-			entry := list
-			if j := strings.LastIndexByte(list, ','); j >= 0 {
-				entry, list = list[j+1:], list[:j]
-			} else {
-				list = ""
-			}
-			if skip > 0 {
-				skip--
-				continue
-			}
-			a, err := netip.ParseAddr(strings.TrimSpace(entry))
-			if err != nil {
-				return netip.Addr{}, false
-			}
-			return a.Unmap(), true
-		}
-	}
-	return netip.Addr{}, false
 }
 
 // forward proxies the request to an endpoint of the route's cluster. The
@@ -412,21 +388,6 @@ func requestHasBody(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 }
 
-// pickCluster chooses a cluster by weight, per request.
-func (fa *forwardAction) pickCluster() *weightedCluster {
-	if len(fa.clusters) == 1 {
-		return &fa.clusters[0]
-	}
-	n := randUint64N(fa.total)
-	for i := range fa.clusters {
-		if n < fa.clusters[i].weight {
-			return &fa.clusters[i]
-		}
-		n -= fa.clusters[i].weight
-	}
-	return &fa.clusters[len(fa.clusters)-1]
-}
-
 // upstreamHost is the Host sent upstream: the request's, or a
 // host_rewrite_literal, the route's winning over the weighted cluster's.
 func upstreamHost(host, clusterRewrite, routeRewrite string) string {
@@ -511,7 +472,7 @@ func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {
 		path:      routingPath(hcm, r.URL.EscapedPath()),
 		rawQuery:  r.URL.RawQuery,
 		header:    r.Header,
-		hcm:       hcm,
+		client:    &hcm.client,
 	}
 }
 
@@ -539,19 +500,6 @@ func stripTrailingDot(host string) string {
 	i := strings.LastIndexByte(host, ':')
 	if i > 0 && host[i-1] == '.' && !strings.Contains(host[i:], ".") {
 		return host[:i-1] + host[i:]
-	}
-	return host
-}
-
-func stripPort(host string) string {
-	if strings.HasPrefix(host, "[") {
-		if i := strings.IndexByte(host, ']'); i >= 0 {
-			return host[:i+1]
-		}
-		return host
-	}
-	if i := strings.IndexByte(host, ':'); i >= 0 && strings.Count(host, ":") == 1 {
-		return host[:i]
 	}
 	return host
 }
@@ -602,7 +550,7 @@ func newRequestID() string {
 // passes through unchanged.
 func forwardedFor(hcm *hcmSpec, r *http.Request) string {
 	prior := strings.Join(r.Header.Values("X-Forwarded-For"), ", ")
-	if !hcm.useRemoteAddress || hcm.skipXFFAppend {
+	if !hcm.client.useRemoteAddress || hcm.skipXFFAppend {
 		return prior
 	}
 	client, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -619,7 +567,7 @@ func forwardedFor(hcm *hcmSpec, r *http.Request) string {
 // or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
 // X-Forwarded-Proto is kept.
 func forwardedProto(hcm *hcmSpec, r *http.Request, scheme string) string {
-	if !hcm.useRemoteAddress || hcm.xffTrustedHops > 0 {
+	if !hcm.client.useRemoteAddress || hcm.client.xffTrustedHops > 0 {
 		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
 			return v
 		}

@@ -143,8 +143,8 @@ func (p hashPolicy) evaluate(r *http.Request, ri *requestInfo) (uint64, bool) {
 	if p.sourceIP {
 		// The client's address as the connection manager decides it: behind
 		// trusted hops, X-Forwarded-For's, as Envoy hashes its remote address.
-		if ri.hcm != nil {
-			if a, ok := forwardedClient(ri.hcm, ri.header.Values("X-Forwarded-For")); ok {
+		if ri.client != nil {
+			if a, ok := ri.client.forwardedClient(ri.header.Values("X-Forwarded-For")); ok {
 				return upstream.XXHash64String(a.String()), true
 			}
 		}

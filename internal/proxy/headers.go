@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/textproto"
 	"os"
 	"regexp"
@@ -335,7 +334,7 @@ type routeHeaders struct {
 	cookies []string      // Set-Cookie values for the upstream's response
 	r       *http.Request
 	ri      *requestInfo
-	hcm     *hcmSpec
+	client  *clientAddressing
 	// request is the request's header map for %REQ()%: the downstream one
 	// until the upstream request has been built, that one afterwards.
 	request http.Header
@@ -344,20 +343,8 @@ type routeHeaders struct {
 	responded bool
 }
 
-func newRouteHeaders(plan *mutationPlan, r *http.Request, ri *requestInfo, hcm *hcmSpec) *routeHeaders {
-	return &routeHeaders{plan: plan, r: r, ri: ri, hcm: hcm, request: r.Header}
-}
-
-// headersFor returns the request's routeHeaders, set up in the exchange on
-// first use and shared with the response writer, which applies them to local
-// replies.
-func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *requestInfo) *routeHeaders {
-	if ex.headers == nil {
-		ex.routeHeaders = *newRouteHeaders(nil, r, ri, rw.hcm)
-		ex.headers = &ex.routeHeaders
-		rw.headers = ex.headers
-	}
-	return ex.headers
+func newRouteHeaders(plan *mutationPlan, r *http.Request, ri *requestInfo, client *clientAddressing) *routeHeaders {
+	return &routeHeaders{plan: plan, r: r, ri: ri, client: client, request: r.Header}
 }
 
 // applyRequest mutates the upstream request's headers, after the edge headers
@@ -450,7 +437,7 @@ func (f *headerFormat) eval(rh *routeHeaders) string {
 				v, _ = rh.requestHeader(p.alt)
 			}
 		case partRemoteAddress:
-			v = downstreamRemoteIP(rh.hcm, rh.r)
+			v = downstreamRemoteIP(rh.client, rh.r)
 		case partProtocol:
 			v = protocolName(rh.r)
 		}
@@ -483,8 +470,8 @@ func (rh *routeHeaders) requestHeader(key string) (string, bool) {
 // downstreamRemoteIP is Envoy's downstream remote address without its port: the
 // peer, or the client X-Forwarded-For names when the connection manager trusts it
 // (forwardedClient).
-func downstreamRemoteIP(hcm *hcmSpec, r *http.Request) string {
-	if a, ok := forwardedClient(hcm, r.Header.Values("X-Forwarded-For")); ok {
+func downstreamRemoteIP(c *clientAddressing, r *http.Request) string {
+	if a, ok := c.forwardedClient(r.Header.Values("X-Forwarded-For")); ok {
 		return a.String()
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -505,37 +492,4 @@ func protocolName(r *http.Request) string {
 		return "HTTP/1.0"
 	}
 	return "HTTP/1.1"
-}
-
-// withRouteHeaders hooks header mutations into the shared ReverseProxy: the
-// request's after its edge headers, the upstream response's (101 included)
-// before ReverseProxy copies them to the client.
-func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
-	rewrite := rp.Rewrite
-	rp.Rewrite = func(pr *httputil.ProxyRequest) {
-		rewrite(pr)
-		if t := targetFrom(pr.In.Context()); t != nil && t.ex.headers != nil {
-			t.ex.headers.applyRequest(pr.Out.Header)
-		}
-	}
-	rp.ModifyResponse = func(res *http.Response) error {
-		if res.Request == nil {
-			return nil
-		}
-		t := targetFrom(res.Request.Context())
-		if t != nil && t.redirect != nil {
-			if follow := t.redirect.follows(res); follow != nil {
-				return follow // served again by the ErrorHandler, upstreamError
-			}
-		}
-		if t != nil && t.ex.headers != nil {
-			t.ex.headers.applyResponse(res.Header, true)
-			t.ex.headers.responded = true
-		}
-		if t != nil && t.encode != nil {
-			t.encode(res.Header)
-		}
-		return nil
-	}
-	return rp
 }

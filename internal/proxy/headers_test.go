@@ -41,7 +41,7 @@ func TestParseHeaderFormat(t *testing.T) {
 	r.Header.Set("X-Alt", "alternative")
 	r.Header["Cookie"] = []string{"a=1", "b=2"}
 	ri := &requestInfo{method: "GET", scheme: "http", authority: "h.example.com", path: "/p", rawQuery: "q=1", header: r.Header}
-	rh := newRouteHeaders(nil, r, ri, &hcmSpec{useRemoteAddress: true})
+	rh := newRouteHeaders(nil, r, ri, &clientAddressing{useRemoteAddress: true})
 	for in, want := range map[string]string{
 		"plain":                         "plain",
 		"100%%":                         "100%",
@@ -89,7 +89,7 @@ func TestParseHeaderFormat(t *testing.T) {
 	// Over HTTP/2 and without use_remote_address.
 	r.ProtoMajor, r.ProtoMinor = 2, 0
 	r.Header.Set("X-Forwarded-For", "203.0.113.1, 198.51.100.2")
-	rh = newRouteHeaders(nil, r, ri, &hcmSpec{})
+	rh = newRouteHeaders(nil, r, ri, &clientAddressing{})
 	f, _ := parseHeaderFormat("%PROTOCOL% %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%")
 	if got := f.eval(rh); got != "HTTP/2 198.51.100.2" {
 		t.Errorf("got %q, want the protocol as Envoy writes it and the last X-Forwarded-For address", got)
@@ -131,7 +131,7 @@ func TestHeaderMutationSemantics(t *testing.T) {
 		"X-Dep-False": {"old"}, "X-Default": {"one"},
 	}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	m.apply(h, newRouteHeaders(nil, r, &requestInfo{header: r.Header}, &hcmSpec{}))
+	m.apply(h, newRouteHeaders(nil, r, &requestInfo{header: r.Header}, &clientAddressing{}))
 	want := http.Header{
 		"X-Append": {"one", "two"}, "X-Absent-Present": {"old"}, "X-Absent-Missing": {"new"}, "X-Exists-Present": {"new"},
 		"X-Set": {"new"}, "X-Removed": {"added back"}, "X-Removed-2": {"new"}, "X-Both": {"set", "appended"},
@@ -198,7 +198,7 @@ func TestConvertHeaderMutationRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := routeConfig("rc", vhost("*", toCluster("c", prefixMatch("/"))))
 			tc.mutate(rc)
-			_, err := convertRouteConfig(rc)
+			_, err := convertRouteConfig(rc, httpFilters)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}

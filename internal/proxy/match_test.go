@@ -93,7 +93,7 @@ func TestSelectVirtualHost(t *testing.T) {
 		{Name: "prefix-wild", Domains: []string{"api.*"}},
 		{Name: "any", Domains: []string{"*"}},
 	}}
-	table, err := convertRouteConfig(rc)
+	table, err := convertRouteConfig(rc, httpFilters)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSelectVirtualHost(t *testing.T) {
 	}
 	noCatchAll, _ := convertRouteConfig(&routev3.RouteConfiguration{Name: "x", VirtualHosts: []*routev3.VirtualHost{
 		{Name: "only", Domains: []string{"only.example.com"}},
-	}})
+	}}, httpFilters)
 	if vh := noCatchAll.selectVirtualHost("else.example.com"); vh != nil {
 		t.Errorf("got %q, want no virtual host", vh.name)
 	}
@@ -263,7 +263,7 @@ func TestConvertRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := convertRouteConfig(tc.rc)
+			_, err := convertRouteConfig(tc.rc, httpFilters)
 			if err == nil {
 				t.Fatal("accepted, want a rejection")
 			}

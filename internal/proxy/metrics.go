@@ -3,7 +3,6 @@ package proxy
 import (
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/portico-dev/portico/internal/proxy/stats"
@@ -368,27 +367,4 @@ func (p *Proxy) sweepStats(s *routeStats, gen uint64) {
 		s.remove()
 		delete(p.routeStats, s.key)
 	}
-}
-
-// routeLabel is a route's route label: the object that declared it, which
-// Portico's route names start with (<kind>/<namespace>/<name>, then ':' and
-// the path condition); a name without ':' whole; "#<index>" (its position in
-// the virtual host) when it has none.
-func routeLabel(name string, index int) string {
-	if name == "" {
-		return "#" + strconv.Itoa(index)
-	}
-	if object, _, ok := strings.Cut(name, ":"); ok && object != "" {
-		return object
-	}
-	return name
-}
-
-// pathLabel is a route's path label: the value of its path condition, the
-// regular expression for safe_regex.
-func pathLabel(m *routeMatch) string {
-	if m.kind == pathRegex {
-		return m.regex
-	}
-	return m.value
 }

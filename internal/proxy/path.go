@@ -76,3 +76,16 @@ func mergeSlashes(p string) string {
 
 // randUint64N returns a uniform number in [0, n) for weighted cluster picks.
 func randUint64N(n uint64) uint64 { return rand.Uint64N(n) }
+
+func stripPort(host string) string {
+	if strings.HasPrefix(host, "[") {
+		if i := strings.IndexByte(host, ']'); i >= 0 {
+			return host[:i+1]
+		}
+		return host
+	}
+	if i := strings.IndexByte(host, ':'); i >= 0 && strings.Count(host, ":") == 1 {
+		return host[:i]
+	}
+	return host
+}

@@ -273,7 +273,7 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 			func(m validatable) (any, error) { return convertListener(m.(*listenerv3.Listener)) }, true
 	case resourcev3.RouteType:
 		return func() validatable { return &routev3.RouteConfiguration{} },
-			func(m validatable) (any, error) { return convertRouteConfig(m.(*routev3.RouteConfiguration)) }, true
+			func(m validatable) (any, error) { return convertRouteConfig(m.(*routev3.RouteConfiguration), httpFilters) }, true
 	case resourcev3.ClusterType:
 		return func() validatable { return &clusterv3.Cluster{} },
 			func(m validatable) (any, error) { return upstream.ConvertCluster(m.(*clusterv3.Cluster)) }, true

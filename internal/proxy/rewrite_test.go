@@ -48,7 +48,7 @@ func TestRegexRewriteSubstitutions(t *testing.T) {
 		}
 	}
 	ra := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c"}, PrefixRewrite: "/a", RegexRewrite: regexRewrite("^/", "/")}
-	if _, err := convertRouteAction(ra); err == nil || !strings.Contains(err.Error(), "exclusive") {
+	if _, err := convertRouteAction(ra, httpFilters); err == nil || !strings.Contains(err.Error(), "exclusive") {
 		t.Errorf("prefix_rewrite with regex_rewrite: error %v, want a refusal", err)
 	}
 }

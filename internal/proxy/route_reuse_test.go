@@ -312,7 +312,7 @@ func TestRouteReuseConvertsAsFromScratch(t *testing.T) {
 				if inForce != nil {
 					// The table in force is not touched by building the next one.
 					old, _ := lookup[*routeTable](p.store, resourcev3.RouteType, "ingress_http")
-					fresh, _ := convertRouteConfig(inForce)
+					fresh, _ := convertRouteConfig(inForce, httpFilters)
 					if diff := cmp.Diff(dumpTable(fresh), dumpTable(old)); diff != "" {
 						t.Fatalf("step %d (%s): the table in force changed (-was +is):\n%s", i, what, diff)
 					}

@@ -246,8 +246,8 @@ type requestInfo struct {
 	path      string // normalized path without the query string
 	rawQuery  string
 	header    http.Header
-	// hcm decides the client's address (source IP hashing); nil: the peer.
-	hcm *hcmSpec
+	// client decides the client's address (source IP hashing); nil: the peer.
+	client *clientAddressing
 }
 
 // selectVirtualHost follows Envoy: exact domain, then the longest "*suffix"
@@ -493,4 +493,19 @@ func fullMatchRegexp(pattern string) (*regexp.Regexp, error) {
 // specific one wins.
 func sortWildcards(ws []wildcardDomain) {
 	sort.SliceStable(ws, func(i, j int) bool { return len(ws[i].affix) > len(ws[j].affix) })
+}
+
+// pickCluster chooses a cluster by weight, per request.
+func (fa *forwardAction) pickCluster() *weightedCluster {
+	if len(fa.clusters) == 1 {
+		return &fa.clusters[0]
+	}
+	n := randUint64N(fa.total)
+	for i := range fa.clusters {
+		if n < fa.clusters[i].weight {
+			return &fa.clusters[i]
+		}
+		n -= fa.clusters[i].weight
+	}
+	return &fa.clusters[len(fa.clusters)-1]
 }

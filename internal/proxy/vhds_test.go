@@ -410,7 +410,7 @@ func scratchTable(rc *routev3.RouteConfiguration) (*routeTable, error) {
 	if err := rc.ValidateAll(); err != nil {
 		return nil, err
 	}
-	return convertRouteConfig(rc)
+	return convertRouteConfig(rc, httpFilters)
 }
 
 // TestVHDSAppliesAsFullConversion: for random sequences of edits sent as

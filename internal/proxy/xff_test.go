@@ -30,7 +30,7 @@ func TestForwardedClient(t *testing.T) {
 		{name: "behind a proxy, one hop: the one before", hops: 1, xff: []string{"198.51.100.1, 2001:db8::1"}, client: "198.51.100.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hcm := &hcmSpec{useRemoteAddress: tc.edge, xffTrustedHops: tc.hops}
+			hcm := &hcmSpec{client: clientAddressing{useRemoteAddress: tc.edge, xffTrustedHops: tc.hops}}
 			r := &http.Request{RemoteAddr: "127.0.0.1:40000", Header: http.Header{"X-Forwarded-For": tc.xff}}
 			_, got := downstreamAddrs(hcm, r)
 			want := netip.MustParseAddr("127.0.0.1")
@@ -40,7 +40,7 @@ func TestForwardedClient(t *testing.T) {
 			if got != want {
 				t.Errorf("client %s, want %s", got, want)
 			}
-			if s := downstreamRemoteIP(hcm, r); s != want.String() {
+			if s := downstreamRemoteIP(&hcm.client, r); s != want.String() {
 				t.Errorf("%%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%% %s, want %s", s, want)
 			}
 		})
@@ -51,10 +51,10 @@ func TestForwardedClient(t *testing.T) {
 // trusted: then theirs, as Envoy trusts X-Forwarded-Proto with them.
 func TestForwardedProtoWithTrustedHops(t *testing.T) {
 	r := &http.Request{Header: http.Header{"X-Forwarded-Proto": {"https"}}}
-	if got := forwardedProto(&hcmSpec{useRemoteAddress: true}, r, "http"); got != "http" {
+	if got := forwardedProto(&hcmSpec{client: clientAddressing{useRemoteAddress: true}}, r, "http"); got != "http" {
 		t.Errorf("edge without trusted hops: %q, want http", got)
 	}
-	if got := forwardedProto(&hcmSpec{useRemoteAddress: true, xffTrustedHops: 1}, r, "http"); got != "https" {
+	if got := forwardedProto(&hcmSpec{client: clientAddressing{useRemoteAddress: true, xffTrustedHops: 1}}, r, "http"); got != "https" {
 		t.Errorf("edge with a trusted hop: %q, want https", got)
 	}
 }
@@ -71,7 +71,7 @@ func TestSourceIPHashBehindTrustedHops(t *testing.T) {
 		hops uint32
 		want string
 	}{{0, "10.0.0.9"}, {1, "203.0.113.5"}} {
-		ri := newRequestInfo(&hcmSpec{useRemoteAddress: true, xffTrustedHops: tc.hops}, r)
+		ri := newRequestInfo(&hcmSpec{client: clientAddressing{useRemoteAddress: true, xffTrustedHops: tc.hops}}, r)
 		if pc := requestHash(ip, r, ri); !pc.HasHash || pc.Hash != upstream.XXHash64String(tc.want) {
 			t.Errorf("%d trusted hops: hash %+v, want %s's", tc.hops, pc, tc.want)
 		}
