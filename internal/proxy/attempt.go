@@ -49,7 +49,7 @@ func (at attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*http.Response, error) {
 	rp := t.retry
 	var replay *replayBuffer
-	if rp.numRetries > 0 && rp.on != 0 && req.Body != nil && req.Body != http.NoBody {
+	if rp.NumRetries > 0 && rp.On != 0 && req.Body != nil && req.Body != http.NoBody {
 		replay = newReplayBuffer(req.Body)
 	}
 	endpoint := t.endpointIdx
@@ -77,13 +77,13 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 			routeTimedOut := o == upstream.OutcomeAborted && errors.Is(context.Cause(req.Context()), errRouteTimeout)
 			od.Observe(t.cluster.OutlierHosts[endpoint], o, status, routeTimedOut)
 		}
-		if n > rp.numRetries || !rp.retriable(o, status) && !rp.retriableGRPC(res) ||
+		if n > rp.NumRetries || !rp.Retriable(o, status) && !rp.RetriableGRPC(res) ||
 			(replay != nil && !replay.replayable()) || !t.cluster.State.AcquireRetry() {
 			return a.deliver(res, err, o)
 		}
 		a.discard(res)
 		t.cluster.Stats.Retried()
-		if !sleepCtx(req.Context(), rp.backOff(n)) {
+		if !sleepCtx(req.Context(), rp.BackOff(n)) {
 			t.cluster.State.ReleaseRetry()
 			return nil, context.Cause(req.Context())
 		}
@@ -114,7 +114,7 @@ type attempt struct {
 func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *replayBuffer) (*attempt, *http.Request) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	a := &attempt{t: t, endpoint: endpoint, ctx: ctx, cancel: cancel}
-	if d := t.retry.perTryTimeout; d > 0 {
+	if d := t.retry.PerTryTimeout; d > 0 {
 		// As in Envoy, it starts once the downstream request is complete AND the
 		// attempt has its connection: connecting is bounded by connect_timeout, and a
 		// connection that cannot be made is a connect failure, not a per-try timeout.

@@ -12,6 +12,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
@@ -58,7 +59,7 @@ type clusterInputs struct {
 
 // compiledChain is a filter chain with the resources it was compiled from.
 type compiledChain struct {
-	routes  *routeTable        // from RDS; nil for inline routes and tcp_proxy
+	routes  *router.RouteTable // from RDS; nil for inline routes and tcp_proxy
 	secrets []*tls.Certificate // from SDS, in the chain's order
 	fc      *filterChain
 }
@@ -83,7 +84,7 @@ type listenerConfig struct {
 // tlsConfig terminates TLS, nil for a passthrough or plaintext chain.
 type filterChain struct {
 	hcm       *hcmSpec
-	routes    *routeTable
+	routes    *router.RouteTable
 	stats     *routeTableStats // indexed like routes
 	tcp       *tcpProxySpec
 	tlsConfig *tls.Config
@@ -265,8 +266,8 @@ func chainRefChanges(prev, next *snapshot) map[string]int {
 		if old == cc {
 			continue
 		}
-		if ok && cs.tcp == nil && cc.fc.routes.patchedFrom(old.fc.routes) {
-			cc.fc.routes.patch.countClusterUses(refs)
+		if ok && cs.tcp == nil && cc.fc.routes.PatchedFrom(old.fc.routes) {
+			cc.fc.routes.Patch.CountClusterUses(refs)
 			continue
 		}
 		var was []string
@@ -310,7 +311,7 @@ func diffNames(was, now []string, refs map[string]int) {
 // each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
-		names := cc.fc.routes.clusterUses()
+		names := cc.fc.routes.ClusterUses()
 		if filters := cs.hcm.filters.Clusters(); len(filters) > 0 {
 			names = append(slices.Clip(names), filters...)
 		}
@@ -340,10 +341,10 @@ func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 		}
 	}
 	routes := snap.chains[cs].fc.routes
-	for _, vh := range routes.vhosts {
-		for _, name := range vh.clusters {
+	for _, vh := range routes.Vhosts {
+		for _, name := range vh.Clusters {
 			if err := p.compileCluster(name, snap); err != nil {
-				return fmt.Errorf("route configuration %q: %w", routes.name, err)
+				return fmt.Errorf("route configuration %q: %w", routes.Name, err)
 			}
 		}
 	}
@@ -399,13 +400,13 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 func (p *Proxy) chainInputs(cs *chainSpec) (*compiledChain, error) {
 	cc := &compiledChain{}
 	if cs.tcp == nil && cs.hcm.inlineRoutes == nil {
-		rt, ok := lookup[*routeTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
+		rt, ok := lookup[*router.RouteTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
 		if !ok {
 			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.rdsName)}
 		}
 		// Its hosts come in the first VirtualHost response, after it: until then
 		// the table would answer 404 for every host, as Envoy waits for VHDS too.
-		if rt.vhds && !p.store.received(resourcev3.VirtualHostType) {
+		if rt.Vhds && !p.store.received(resourcev3.VirtualHostType) {
 			return nil, &incompleteError{missing: fmt.Sprintf("virtual hosts (VHDS) of route configuration %q", cs.hcm.rdsName)}
 		}
 		cc.routes = rt

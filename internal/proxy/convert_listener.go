@@ -21,6 +21,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // listenerSpec is a validated Listener.
@@ -64,12 +65,12 @@ const (
 // hcmSpec is a validated HttpConnectionManager.
 type hcmSpec struct {
 	statPrefix        string
-	rdsName           string      // set when routes come from RDS
-	inlineRoutes      *routeTable // set for an inline route_config
+	rdsName           string             // set when routes come from RDS
+	inlineRoutes      *router.RouteTable // set for an inline route_config
 	serverName        string
 	serverHeader      serverHeaderMode
 	skipXFFAppend     bool
-	client            clientAddressing
+	client            router.ClientAddressing
 	normalizePath     bool
 	mergeSlashes      bool
 	stripTrailingDot  bool
@@ -327,9 +328,9 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		protoMajor: codecProtoMajor(h.GetCodecType()),
 		statPrefix: h.GetStatPrefix(),
 		serverName: h.GetServerName(),
-		client: clientAddressing{
-			useRemoteAddress: h.GetUseRemoteAddress().GetValue(),
-			xffTrustedHops:   h.GetXffNumTrustedHops(),
+		client: router.ClientAddressing{
+			UseRemoteAddress: h.GetUseRemoteAddress().GetValue(),
+			XffTrustedHops:   h.GetXffNumTrustedHops(),
 		},
 		skipXFFAppend:         h.GetSkipXffAppend(),
 		normalizePath:         h.GetNormalizePath().GetValue(),
@@ -374,7 +375,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		}
 		spec.rdsName = rs.Rds.GetRouteConfigName()
 	case *hcmv3.HttpConnectionManager_RouteConfig:
-		t, err := convertRouteConfig(rs.RouteConfig, httpFilters)
+		t, err := router.ConvertRouteConfig(rs.RouteConfig, httpFilters)
 		if err != nil {
 			return nil, fmt.Errorf("route_config: %w", err)
 		}

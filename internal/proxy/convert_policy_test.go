@@ -12,6 +12,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -21,18 +22,18 @@ import (
 
 // convertAction converts a route configuration with one route to cluster c,
 // changed by mutate, and returns the route's forward action.
-func convertAction(mutate func(r *routev3.Route)) (*forwardAction, error) {
+func convertAction(mutate func(r *routev3.Route)) (*router.ForwardAction, error) {
 	r := toCluster("c", prefixMatch("/"))
 	mutate(r)
 	rc := routeConfig("rc", vhost("*", r))
 	if err := rc.ValidateAll(); err != nil {
 		return nil, err
 	}
-	t, err := convertRouteConfig(rc, httpFilters)
+	t, err := router.ConvertRouteConfig(rc, httpFilters)
 	if err != nil {
 		return nil, err
 	}
-	return t.domains.any.routes[0].forward, nil
+	return t.Domains.Any.Routes[0].Forward, nil
 }
 
 func TestConvertRouteActionPolicies(t *testing.T) {
@@ -42,50 +43,50 @@ func TestConvertRouteActionPolicies(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func(r *routev3.Route)
-		want   func(fa *forwardAction) any // what is compared
+		want   func(fa *router.ForwardAction) any // what is compared
 		expect any
 	}{
 		{"no retry policy: one attempt", func(*routev3.Route) {},
-			func(fa *forwardAction) any { return *fa.retry }, retryPolicy{}},
+			func(fa *router.ForwardAction) any { return *fa.Retry }, router.RetryPolicy{}},
 		{"translator shape: retriable-status-codes", retry(&routev3.RetryPolicy{
 			RetryOn: "retriable-status-codes", RetriableStatusCodes: []uint32{502, 503}, NumRetries: wrapperspb.UInt32(2),
-		}), func(fa *forwardAction) any { return *fa.retry }, retryPolicy{
-			on: retryOnRetriableStatusCodes, statusCodes: []int{502, 503}, numRetries: 2,
-			backOffBase: 25 * time.Millisecond, backOffMax: 250 * time.Millisecond,
+		}), func(fa *router.ForwardAction) any { return *fa.Retry }, router.RetryPolicy{
+			On: router.RetryOnRetriableStatusCodes, StatusCodes: []int{502, 503}, NumRetries: 2,
+			BackOffBase: 25 * time.Millisecond, BackOffMax: 250 * time.Millisecond,
 		}},
 		{"translator shape: gateway-error with per-try timeout", retry(&routev3.RetryPolicy{
 			RetryOn: "gateway-error,retriable-status-codes", RetriableStatusCodes: []uint32{409}, NumRetries: wrapperspb.UInt32(3),
 			PerTryTimeout: durationpb.New(2 * time.Second),
-		}), func(fa *forwardAction) any { return *fa.retry }, retryPolicy{
-			on: retryOnGatewayError | retryOnRetriableStatusCodes, statusCodes: []int{409}, numRetries: 3,
-			perTryTimeout: 2 * time.Second, backOffBase: 25 * time.Millisecond, backOffMax: 250 * time.Millisecond,
+		}), func(fa *router.ForwardAction) any { return *fa.Retry }, router.RetryPolicy{
+			On: router.RetryOnGatewayError | router.RetryOnRetriableStatusCodes, StatusCodes: []int{409}, NumRetries: 3,
+			PerTryTimeout: 2 * time.Second, BackOffBase: 25 * time.Millisecond, BackOffMax: 250 * time.Millisecond,
 		}},
 		{"every condition, spaces, num_retries unset = 1", retry(&routev3.RetryPolicy{RetryOn: " 5xx, reset,connect-failure ,gateway-error"}),
-			func(fa *forwardAction) any { return []any{fa.retry.on, fa.retry.numRetries} },
-			[]any{retryOn5xx | retryOnReset | retryOnConnectFailure | retryOnGatewayError, 1}},
+			func(fa *router.ForwardAction) any { return []any{fa.Retry.On, fa.Retry.NumRetries} },
+			[]any{router.RetryOn5xx | router.RetryOnReset | router.RetryOnConnectFailure | router.RetryOnGatewayError, 1}},
 		{"num_retries 0", retry(&routev3.RetryPolicy{RetryOn: "5xx", NumRetries: wrapperspb.UInt32(0)}),
-			func(fa *forwardAction) any { return fa.retry.numRetries }, 0},
+			func(fa *router.ForwardAction) any { return fa.Retry.NumRetries }, 0},
 		{"retry_back_off base only: max is 10x", retry(&routev3.RetryPolicy{RetryOn: "5xx", RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
 			BaseInterval: durationpb.New(10 * time.Millisecond),
-		}}), func(fa *forwardAction) any { return []time.Duration{fa.retry.backOffBase, fa.retry.backOffMax} },
+		}}), func(fa *router.ForwardAction) any { return []time.Duration{fa.Retry.BackOffBase, fa.Retry.BackOffMax} },
 			[]time.Duration{10 * time.Millisecond, 100 * time.Millisecond}},
 		{"retry_back_off base and max", retry(&routev3.RetryPolicy{RetryOn: "5xx", RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
 			BaseInterval: durationpb.New(10 * time.Millisecond), MaxInterval: durationpb.New(30 * time.Millisecond),
-		}}), func(fa *forwardAction) any { return []time.Duration{fa.retry.backOffBase, fa.retry.backOffMax} },
+		}}), func(fa *router.ForwardAction) any { return []time.Duration{fa.Retry.BackOffBase, fa.Retry.BackOffMax} },
 			[]time.Duration{10 * time.Millisecond, 30 * time.Millisecond}},
 		{"idle_timeout unset", func(*routev3.Route) {},
-			func(fa *forwardAction) any { return []any{fa.hasIdleTimeout, fa.idleTimeout} }, []any{false, time.Duration(0)}},
+			func(fa *router.ForwardAction) any { return []any{fa.HasIdleTimeout, fa.IdleTimeout} }, []any{false, time.Duration(0)}},
 		{"idle_timeout 0s disables", func(r *routev3.Route) { r.GetRoute().IdleTimeout = durationpb.New(0) },
-			func(fa *forwardAction) any { return []any{fa.hasIdleTimeout, fa.idleTimeout} }, []any{true, time.Duration(0)}},
+			func(fa *router.ForwardAction) any { return []any{fa.HasIdleTimeout, fa.IdleTimeout} }, []any{true, time.Duration(0)}},
 		{"idle_timeout 30s", func(r *routev3.Route) { r.GetRoute().IdleTimeout = durationpb.New(30 * time.Second) },
-			func(fa *forwardAction) any { return []any{fa.hasIdleTimeout, fa.idleTimeout} }, []any{true, 30 * time.Second}},
+			func(fa *router.ForwardAction) any { return []any{fa.HasIdleTimeout, fa.IdleTimeout} }, []any{true, 30 * time.Second}},
 		{"hash policies", func(r *routev3.Route) {
 			r.GetRoute().HashPolicy = []*routev3.RouteAction_HashPolicy{
 				{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{HeaderName: "X-User"}}, Terminal: true},
 				{PolicySpecifier: &routev3.RouteAction_HashPolicy_ConnectionProperties_{ConnectionProperties: &routev3.RouteAction_HashPolicy_ConnectionProperties{SourceIp: true}}},
 			}
-		}, func(fa *forwardAction) any { return fa.hashPolicies },
-			[]hashPolicy{{header: "x-user", terminal: true}, {sourceIP: true}}},
+		}, func(fa *router.ForwardAction) any { return fa.HashPolicies },
+			[]router.HashPolicy{{Header: "x-user", Terminal: true}, {SourceIP: true}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +94,7 @@ func TestConvertRouteActionPolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.expect, tc.want(fa), cmp.AllowUnexported(retryPolicy{}, hashPolicy{})); diff != "" {
+			if diff := cmp.Diff(tc.expect, tc.want(fa), cmp.AllowUnexported(router.RetryPolicy{}, router.HashPolicy{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -166,7 +167,7 @@ func TestConvertRouteActionPolicyRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vh := vhost("*", toCluster("c", prefixMatch("/")))
 			tc.mutate(vh)
-			if _, err := convertRouteConfig(routeConfig("rc", vh), httpFilters); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := router.ConvertRouteConfig(routeConfig("rc", vh), httpFilters); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})

@@ -28,7 +28,7 @@ func TestConvertContractListeners(t *testing.T) {
 	h := ls.chains[0].hcm
 	got := map[string]any{
 		"address": ls.address, "tls": ls.tls, "rds": h.rdsName, "server": h.serverName,
-		"xff": h.client.useRemoteAddress, "normalize": h.normalizePath, "accessLog": h.accessLog, "requestID": h.generateRequestID,
+		"xff": h.client.UseRemoteAddress, "normalize": h.normalizePath, "accessLog": h.accessLog, "requestID": h.generateRequestID,
 	}
 	want := map[string]any{
 		"address": "0.0.0.0:8080", "tls": false, "rds": "ingress_http", "server": "portico",

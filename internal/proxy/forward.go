@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"log/slog"
 	"net"
@@ -39,7 +40,7 @@ type upstreamTarget struct {
 	timer     *routeTimer // the route timeout; nil when there is none
 
 	endpointIdx int                  // the first attempt's endpoint
-	retry       *retryPolicy         // never nil
+	retry       *router.RetryPolicy  // never nil
 	pick        upstream.PickContext // for the retries' picks
 	idle        *idleTimer           // nil when the idle timeout is disabled
 	done        *completion          // the downstream request is complete
@@ -198,7 +199,7 @@ func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
 	rp.Rewrite = func(pr *httputil.ProxyRequest) {
 		rewrite(pr)
 		if t := targetFrom(pr.In.Context()); t != nil && t.ex.headers != nil {
-			t.ex.headers.applyRequest(pr.Out.Header)
+			t.ex.headers.ApplyRequest(pr.Out.Header)
 		}
 	}
 	rp.ModifyResponse = func(res *http.Response) error {
@@ -212,8 +213,8 @@ func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
 			}
 		}
 		if t != nil && t.ex.headers != nil {
-			t.ex.headers.applyResponse(res.Header, true)
-			t.ex.headers.responded = true
+			t.ex.headers.ApplyResponse(res.Header, true)
+			t.ex.headers.Responded = true
 		}
 		if t != nil && t.encode != nil {
 			t.encode(res.Header)

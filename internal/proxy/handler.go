@@ -20,6 +20,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
@@ -31,27 +32,27 @@ type listenerHandler struct {
 
 // exchange collects what the access log and metrics report about a request.
 type exchange struct {
-	vhost        string // label values: "(none)" until matched
-	route        *route // nil: none matched
+	vhost        string        // label values: "(none)" until matched
+	route        *router.Route // nil: none matched
 	stats        *routeStats
 	cluster      string
-	upstream     *upstream.Stats // nil unless the request was forwarded
-	upstreamHost string          // of the last attempt
-	attempts     int             // upstream attempts made (0 for local replies)
-	details      string          // why the proxy answered itself, when it says more than the status
-	headers      *routeHeaders   // the route's header mutations and cookies; nil: none
+	upstream     *upstream.Stats      // nil unless the request was forwarded
+	upstreamHost string               // of the last attempt
+	attempts     int                  // upstream attempts made (0 for local replies)
+	details      string               // why the proxy answered itself, when it says more than the status
+	headers      *router.RouteHeaders // the route's header mutations and cookies; nil: none
 	// routeHeaders is where headers points once set: every route of Portico's
 	// changes headers (its Server header), so it comes with the exchange
 	// instead of in an allocation of its own.
-	routeHeaders routeHeaders
+	routeHeaders router.RouteHeaders
 }
 
 // headersFor returns the request's routeHeaders, set up in the exchange on
 // first use and shared with the response writer, which applies them to local
 // replies.
-func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *requestInfo) *routeHeaders {
+func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *router.RequestInfo) *router.RouteHeaders {
 	if ex.headers == nil {
-		ex.routeHeaders = *newRouteHeaders(nil, r, ri, &rw.hcm.client)
+		ex.routeHeaders = *router.NewRouteHeaders(nil, r, ri, &rw.hcm.client)
 		ex.headers = &ex.routeHeaders
 		rw.headers = ex.headers
 	}
@@ -95,7 +96,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // dispatch routes a request and serves it: the filters, then the route's
 // action. An internal redirect dispatches the redirected request again
 // (redirects says what it went through; nil for a request as it came).
-func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, ri *requestInfo, ex *exchange, redirects *redirectState) {
+func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
 	hcm := chain.hcm
 	upgrade := upgradeType(r)
 	if upgrade == "h2c" {
@@ -104,23 +105,23 @@ func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *list
 		stripUpgrade(r)
 		upgrade = ""
 	}
-	vh := chain.routes.selectVirtualHost(ri.authority)
-	var rt *route
+	vh := chain.routes.SelectVirtualHost(ri.Authority)
+	var rt *router.Route
 	if vh != nil {
-		vs := &chain.stats.vhosts[vh.slot]
-		ex.vhost, ex.stats = vh.name, vs.noRoute
-		if rt = vh.selectRoute(ri); rt != nil {
-			ex.route, ex.stats = rt, vs.routes[rt.index]
-			if rt.plan != nil {
+		vs := &chain.stats.vhosts[vh.Slot]
+		ex.vhost, ex.stats = vh.Name, vs.noRoute
+		if rt = vh.SelectRoute(ri); rt != nil {
+			ex.route, ex.stats = rt, vs.routes[rt.Index]
+			if rt.Plan != nil {
 				// From here on every response carries the route's headers.
-				ex.headersFor(rw, r, ri).plan = rt.plan
+				ex.headersFor(rw, r, ri).Plan = rt.Plan
 			}
 		}
 	}
 	// As in Envoy, the route is known when the upgrade is checked: its
 	// upgrade_configs override the HCM's.
 	if upgrade != "" && !upgradeAllowed(hcm, rt, upgrade) {
-		if rt != nil && rt.forward == nil {
+		if rt != nil && rt.Forward == nil {
 			rw.headers = nil // Envoy's connection manager adds only a forwarding route's
 		}
 		localReply(rw, http.StatusForbidden, "") // Envoy's "upgrade_failed"
@@ -134,14 +135,14 @@ func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *list
 		return
 	}
 	switch {
-	case rt.direct != nil:
-		if loc := directResponseLocation(rt.direct.status, ri); loc != "" {
+	case rt.Direct != nil:
+		if loc := directResponseLocation(rt.Direct.Status, ri); loc != "" {
 			rw.Header().Set("Location", loc)
 		}
-		localReply(rw, rt.direct.status, string(rt.direct.body))
-	case rt.redirect != nil:
-		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.scheme)))
-		rw.WriteHeader(rt.redirect.status)
+		localReply(rw, rt.Direct.Status, string(rt.Direct.Body))
+	case rt.Redirect != nil:
+		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.Scheme)))
+		rw.WriteHeader(rt.Redirect.Status)
 	default:
 		h.forward(rw, r, lc, chain, rt, ri, ex, redirects)
 	}
@@ -150,30 +151,30 @@ func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *list
 // runFilters passes the request through the connection manager's HTTP
 // filters; it reports whether one of them answered it. Without a route the
 // filters run too, as in Envoy, and the router then answers 404.
-func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Request, ri *requestInfo, rt *route, ex *exchange) bool {
+func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Request, ri *router.RequestInfo, rt *router.Route, ex *exchange) bool {
 	var perFilter filter.PerFilter
 	if rt != nil {
-		perFilter = rt.perFilter
+		perFilter = rt.PerFilter
 	}
 	if c.Idle(perFilter) {
 		return false
 	}
 	s := filter.NewStream(r.Context(), h.p.filterEnv)
 	s.Request = filter.Request{
-		Method:    ri.method,
-		Scheme:    ri.scheme,
-		Authority: ri.authority,
-		Path:      ri.path,
-		RawQuery:  ri.rawQuery,
+		Method:    ri.Method,
+		Scheme:    ri.Scheme,
+		Authority: ri.Authority,
+		Path:      ri.Path,
+		RawQuery:  ri.RawQuery,
 		Headers:   filter.HeaderMap(r.Header), // net/http's map is canonical already
 		TLS:       r.TLS,
 		RequestID: rw.requestID,
 	}
 	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
 	if rt != nil {
-		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.name, Matched: true}
-		if rt.rateLimits != nil {
-			s.Route.RateLimits = rt.rateLimits
+		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
+		if rt.RateLimits != nil {
+			s.Route.RateLimits = rt.RateLimits
 		}
 	}
 	lr := c.Decode(s, perFilter)
@@ -182,7 +183,7 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 		return false
 	}
 	h.p.metrics.filterReply(lr.Filter, lr.Status)
-	if lr.Bare || (rt != nil && rt.forward == nil) {
+	if lr.Bare || (rt != nil && rt.Forward == nil) {
 		rw.headers = nil // Envoy's local replies get only a forwarding route's
 	}
 	hdr := rw.Header()
@@ -203,7 +204,7 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
 	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
 	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
-	if a, ok := hcm.client.forwardedClient(r.Header.Values("X-Forwarded-For")); ok {
+	if a, ok := hcm.client.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
 		return peer, a
 	}
 	return peer, peer.Addr()
@@ -212,28 +213,28 @@ func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client
 // forward proxies the request to an endpoint of the route's cluster. The
 // cluster is chosen once; attemptTransport makes the attempts (retries pick
 // an endpoint again).
-func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, rt *route, ri *requestInfo, ex *exchange, redirects *redirectState) {
-	fa := rt.forward
-	wc := fa.pickCluster()
-	ex.cluster = wc.name
-	if wc.plan != nil {
+func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, rt *router.Route, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
+	fa := rt.Forward
+	wc := fa.PickCluster()
+	ex.cluster = wc.Name
+	if wc.Plan != nil {
 		// The picked cluster's own mutations, with the route's.
-		ex.headersFor(rw, r, ri).plan = wc.plan
+		ex.headersFor(rw, r, ri).Plan = wc.Plan
 	}
 	cl, _ := lc.clusters.Get(ex.cluster)
 	if cl == nil {
 		body := ""
-		if fa.notFoundStatus == http.StatusServiceUnavailable {
+		if fa.NotFoundStatus == http.StatusServiceUnavailable {
 			body = "no healthy upstream"
 		}
-		localReply(rw, fa.notFoundStatus, body)
+		localReply(rw, fa.NotFoundStatus, body)
 		return
 	}
 	var pc upstream.PickContext
 	if cl.LB.UsesHash() {
 		var cookies []string
-		if pc, cookies = hashRequest(fa.hashPolicies, r, ri); cookies != nil {
-			ex.headersFor(rw, r, ri).cookies = cookies
+		if pc, cookies = router.HashRequest(fa.HashPolicies, r, ri); cookies != nil {
+			ex.headersFor(rw, r, ri).Cookies = cookies
 		}
 	}
 	endpoint, ok := cl.Pick(pc)
@@ -254,18 +255,18 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 		}
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
-	t.host = upstreamHost(ri.authority, wc.hostRewrite, fa.hostRewrite)
+	t.host = upstreamHost(ri.Authority, wc.HostRewrite, fa.HostRewrite)
 	if d := rw.hcm.xfcc; d != nil && r.TLS != nil {
 		t.xfcc = d.header(r.TLS, servedCertificate(lc, r.TLS.ServerName))
 	}
-	if len(fa.mirrors) > 0 {
+	if len(fa.Mirrors) > 0 {
 		h.mirror(r, fa, t)
 	}
-	if fa.internalRedirect != nil && !requestHasBody(r) && r.Header.Get("Upgrade") == "" {
+	if fa.InternalRedirect != nil && !requestHasBody(r) && r.Header.Get("Upgrade") == "" {
 		t.redirect = &pendingRedirect{h: h, rw: rw, r: r, lc: lc, chain: chain, rt: rt, ri: ri, ex: ex, state: redirects, t: t}
 	}
 	if c := rw.hcm.filters; c != nil {
-		if pf := filter.Merge(wc.perFilter, rt.perFilter); c.Encoding(pf) {
+		if pf := filter.Merge(wc.PerFilter, rt.PerFilter); c.Encoding(pf) {
 			s := filter.NewStream(r.Context(), h.p.filterEnv)
 			t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
 		}
@@ -281,26 +282,26 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 }
 
 // newTarget describes the upstream side of a forwarded request.
-func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *route, ri *requestInfo, ex *exchange,
+func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *router.Route, ri *router.RequestInfo, ex *exchange,
 	cl *upstream.Cluster, endpoint int, pc upstream.PickContext) *upstreamTarget {
-	path := ri.path
-	switch fa := rt.forward; {
-	case fa.hasPrefixRewrite:
-		path = fa.prefixRewrite + path[rt.match.matchedPrefixLen(path):]
-	case fa.regexRewrite != nil:
-		path = fa.regexRewrite.apply(path)
+	path := ri.Path
+	switch fa := rt.Forward; {
+	case fa.HasPrefixRewrite:
+		path = fa.PrefixRewrite + path[rt.Match.MatchedPrefixLen(path):]
+	case fa.RegexRewrite != nil:
+		path = fa.RegexRewrite.Apply(path)
 	}
 	return &upstreamTarget{
 		cluster:     cl,
 		endpointIdx: endpoint,
 		endpoint:    cl.Endpoints[endpoint],
 		path:        path,
-		host:        ri.authority,
-		rawQuery:    ri.rawQuery,
-		scheme:      forwardedProto(rw.hcm, r, ri.scheme),
+		host:        ri.Authority,
+		rawQuery:    ri.RawQuery,
+		scheme:      forwardedProto(rw.hcm, r, ri.Scheme),
 		xff:         forwardedFor(rw.hcm, r),
 		requestID:   rw.requestID,
-		retry:       rt.forward.retry,
+		retry:       rt.Forward.Retry,
 		pick:        pc,
 		done:        &completion{},
 		ex:          ex,
@@ -309,13 +310,13 @@ func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *rou
 
 // startTimeouts starts the stream idle timeout and arms the route timeout
 // for when the request is complete; the returned function stops both.
-func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *forwardAction, cancel context.CancelCauseFunc) (stop func()) {
+func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction, cancel context.CancelCauseFunc) (stop func()) {
 	t.idle = startIdleTimer(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t, cancel) })
 	rw.idle = t.idle
-	if fa.timeout > 0 {
+	if fa.Timeout > 0 {
 		// Envoy's route timeout starts when the downstream request is
 		// complete: a slow upload does not count against it.
-		t.timer = &routeTimer{timeout: fa.timeout, cancel: cancel, cause: errRouteTimeout}
+		t.timer = &routeTimer{timeout: fa.Timeout, cancel: cancel, cause: errRouteTimeout}
 		t.done.onComplete(t.timer.arm)
 	}
 	return func() {
@@ -402,11 +403,11 @@ func upstreamHost(host, clusterRewrite, routeRewrite string) string {
 
 // upgradeAllowed decides an upgrade as Envoy does: the route's
 // upgrade_configs entry for the type, when it has one, else the HCM's.
-func upgradeAllowed(hcm *hcmSpec, rt *route, upgrade string) bool {
-	if rt != nil && rt.forward != nil {
-		for _, u := range rt.forward.upgrades {
-			if u.upgradeType == upgrade {
-				return u.enabled
+func upgradeAllowed(hcm *hcmSpec, rt *router.Route, upgrade string) bool {
+	if rt != nil && rt.Forward != nil {
+		for _, u := range rt.Forward.Upgrades {
+			if u.UpgradeType == upgrade {
+				return u.Enabled
 			}
 		}
 	}
@@ -416,7 +417,7 @@ func upgradeAllowed(hcm *hcmSpec, rt *route, upgrade string) bool {
 // finish writes the access log line and records metrics. It runs deferred so
 // that requests aborted by ReverseProxy (panic(http.ErrAbortHandler)) are
 // accounted for too.
-func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseWriter, ex *exchange, start time.Time) {
+func (h *listenerHandler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWriter, ex *exchange, start time.Time) {
 	elapsed := time.Since(start)
 	status := rw.status
 	if status == 0 {
@@ -434,7 +435,7 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 		Time:         start.Add(elapsed),
 		Listener:     h.ll.name,
 		Method:       r.Method,
-		Authority:    ri.authority,
+		Authority:    ri.Authority,
 		URL:          r.URL,
 		Proto:        r.Proto,
 		Status:       status,
@@ -452,7 +453,7 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 		Details:      ex.details,
 	}
 	if rt := ex.route; rt != nil {
-		e.Route, e.RoutePath, e.RouteName = rt.label, rt.pathLabel, rt.name
+		e.Route, e.RoutePath, e.RouteName = rt.Label, rt.PathLabel, rt.Name
 	}
 	if ex.upstream != nil {
 		e.Service = ex.upstream.Label
@@ -460,19 +461,19 @@ func (h *listenerHandler) finish(r *http.Request, ri *requestInfo, rw *responseW
 	h.p.accessLog.Add(e)
 }
 
-func newRequestInfo(hcm *hcmSpec, r *http.Request) *requestInfo {
+func newRequestInfo(hcm *hcmSpec, r *http.Request) *router.RequestInfo {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return &requestInfo{
-		method:    r.Method,
-		scheme:    scheme,
-		authority: requestHost(hcm, r),
-		path:      routingPath(hcm, r.URL.EscapedPath()),
-		rawQuery:  r.URL.RawQuery,
-		header:    r.Header,
-		client:    &hcm.client,
+	return &router.RequestInfo{
+		Method:    r.Method,
+		Scheme:    scheme,
+		Authority: requestHost(hcm, r),
+		Path:      routingPath(hcm, r.URL.EscapedPath()),
+		RawQuery:  r.URL.RawQuery,
+		Header:    r.Header,
+		Client:    &hcm.client,
 	}
 }
 
@@ -486,7 +487,7 @@ func requestHost(hcm *hcmSpec, r *http.Request) string {
 		host = stripTrailingDot(host)
 	}
 	if hcm.stripAnyHostPort && r.Method != http.MethodConnect {
-		host = stripPort(host)
+		host = router.StripPort(host)
 	}
 	return host
 }
@@ -511,10 +512,10 @@ func routingPath(hcm *hcmSpec, escaped string) string {
 		escaped = "/"
 	}
 	if hcm.normalizePath {
-		escaped = removeDotSegments(escaped)
+		escaped = router.RemoveDotSegments(escaped)
 	}
 	if hcm.mergeSlashes {
-		escaped = mergeSlashes(escaped)
+		escaped = router.MergeSlashes(escaped)
 	}
 	return escaped
 }
@@ -550,7 +551,7 @@ func newRequestID() string {
 // passes through unchanged.
 func forwardedFor(hcm *hcmSpec, r *http.Request) string {
 	prior := strings.Join(r.Header.Values("X-Forwarded-For"), ", ")
-	if !hcm.client.useRemoteAddress || hcm.skipXFFAppend {
+	if !hcm.client.UseRemoteAddress || hcm.skipXFFAppend {
 		return prior
 	}
 	client, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -567,7 +568,7 @@ func forwardedFor(hcm *hcmSpec, r *http.Request) string {
 // or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
 // X-Forwarded-Proto is kept.
 func forwardedProto(hcm *hcmSpec, r *http.Request, scheme string) string {
-	if !hcm.client.useRemoteAddress || hcm.client.xffTrustedHops > 0 {
+	if !hcm.client.UseRemoteAddress || hcm.client.XffTrustedHops > 0 {
 		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
 			return v
 		}
@@ -607,33 +608,33 @@ func headerHasToken(values []string, token string) bool {
 
 // redirectLocation builds the Location of a redirect route; proto is the
 // request's X-Forwarded-Proto as the connection manager sets it.
-func redirectLocation(rt *route, ri *requestInfo, proto string) string {
-	ra := rt.redirect
-	scheme := ri.scheme
-	if ra.scheme != "" {
-		scheme = ra.scheme
+func redirectLocation(rt *router.Route, ri *router.RequestInfo, proto string) string {
+	ra := rt.Redirect
+	scheme := ri.Scheme
+	if ra.Scheme != "" {
+		scheme = ra.Scheme
 	}
-	host := ra.host
+	host := ra.Host
 	if host == "" {
-		host = redirectRequestHost(ri.authority, scheme, proto)
+		host = redirectRequestHost(ri.Authority, scheme, proto)
 	}
-	if ra.port != 0 {
-		host = stripPort(host) + ":" + strconv.FormatUint(uint64(ra.port), 10)
+	if ra.Port != 0 {
+		host = router.StripPort(host) + ":" + strconv.FormatUint(uint64(ra.Port), 10)
 	}
-	path, query := ri.path, ri.rawQuery
-	stripQuery := ra.stripQuery
+	path, query := ri.Path, ri.RawQuery
+	stripQuery := ra.StripQuery
 	switch {
-	case ra.hasPath:
-		path = ra.path
+	case ra.HasPath:
+		path = ra.Path
 		if i := strings.IndexByte(path, '?'); i >= 0 {
 			// Envoy: a path_redirect's own query replaces the request's and is
 			// kept whatever strip_query says.
 			path, query, stripQuery = path[:i], path[i+1:], false
 		}
-	case ra.hasPrefixRewrite:
-		path = ra.prefixRewrite + ri.path[rt.match.matchedPrefixLen(ri.path):]
-	case ra.regexRewrite != nil:
-		path = ra.regexRewrite.apply(ri.path)
+	case ra.HasPrefixRewrite:
+		path = ra.PrefixRewrite + ri.Path[rt.Match.MatchedPrefixLen(ri.Path):]
+	case ra.RegexRewrite != nil:
+		path = ra.RegexRewrite.Apply(ri.Path)
 	}
 	if stripQuery {
 		query = ""
@@ -657,20 +658,20 @@ func redirectRequestHost(host, scheme, proto string) string {
 		return host
 	}
 	if (proto == "http" && strings.HasSuffix(host, ":80")) || (proto == "https" && strings.HasSuffix(host, ":443")) {
-		return stripPort(host)
+		return router.StripPort(host)
 	}
 	return host
 }
 
 // directResponseLocation is the Location Envoy gives a direct_response with
 // status 201 or 3xx: the request's own URL. Other statuses get none.
-func directResponseLocation(status int, ri *requestInfo) string {
+func directResponseLocation(status int, ri *router.RequestInfo) string {
 	if status != http.StatusCreated && (status < 300 || status > 399) {
 		return ""
 	}
-	loc := ri.scheme + "://" + ri.authority + ri.path
-	if ri.rawQuery != "" {
-		loc += "?" + ri.rawQuery
+	loc := ri.Scheme + "://" + ri.Authority + ri.Path
+	if ri.RawQuery != "" {
+		loc += "?" + ri.RawQuery
 	}
 	return loc
 }
@@ -704,7 +705,7 @@ type responseWriter struct {
 	// headers, once a route is chosen: its response mutations, which every
 	// response gets (ReverseProxy's ModifyResponse applies them to the
 	// upstream's, see withRouteHeaders, before they get here).
-	headers *routeHeaders
+	headers *router.RouteHeaders
 	// filterHeaders are the response headers the HTTP filters asked for.
 	filterHeaders []filter.HeaderValue
 }
@@ -715,8 +716,8 @@ type responseWriter struct {
 // Envoy.
 func (w *responseWriter) decorate() {
 	h := w.Header()
-	if w.headers != nil && !w.headers.responded {
-		w.headers.applyResponse(h, false)
+	if w.headers != nil && !w.headers.Responded {
+		w.headers.ApplyResponse(h, false)
 	}
 	// Filters' encoders run after the router's changes in Envoy.
 	for _, hv := range w.filterHeaders {

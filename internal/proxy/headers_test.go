@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 const (
@@ -40,8 +42,8 @@ func TestParseHeaderFormat(t *testing.T) {
 	r.Header.Set("X-In", "input-value")
 	r.Header.Set("X-Alt", "alternative")
 	r.Header["Cookie"] = []string{"a=1", "b=2"}
-	ri := &requestInfo{method: "GET", scheme: "http", authority: "h.example.com", path: "/p", rawQuery: "q=1", header: r.Header}
-	rh := newRouteHeaders(nil, r, ri, &clientAddressing{useRemoteAddress: true})
+	ri := &router.RequestInfo{Method: "GET", Scheme: "http", Authority: "h.example.com", Path: "/p", RawQuery: "q=1", Header: r.Header}
+	rh := router.NewRouteHeaders(nil, r, ri, &router.ClientAddressing{UseRemoteAddress: true})
 	for in, want := range map[string]string{
 		"plain":                         "plain",
 		"100%%":                         "100%",
@@ -61,12 +63,12 @@ func TestParseHeaderFormat(t *testing.T) {
 		"%HOSTNAME%":    host,
 		"%HOSTNAME%-%%": host + "-%",
 	} {
-		f, err := parseHeaderFormat(in)
+		f, err := router.ParseHeaderFormat(in)
 		if err != nil {
 			t.Errorf("%q: %v", in, err)
 			continue
 		}
-		if got := f.eval(rh); got != want {
+		if got := f.Eval(rh); got != want {
 			t.Errorf("%q = %q, want %q", in, got, want)
 		}
 	}
@@ -82,16 +84,16 @@ func TestParseHeaderFormat(t *testing.T) {
 		"%REQ(a?b?c)%":                "want %REQ(name)%",
 		"%DOWNSTREAM_REMOTE_ADDRESS%": "not supported",
 	} {
-		if _, err := parseHeaderFormat(in); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := router.ParseHeaderFormat(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one mentioning %q", in, err, want)
 		}
 	}
 	// Over HTTP/2 and without use_remote_address.
 	r.ProtoMajor, r.ProtoMinor = 2, 0
 	r.Header.Set("X-Forwarded-For", "203.0.113.1, 198.51.100.2")
-	rh = newRouteHeaders(nil, r, ri, &clientAddressing{})
-	f, _ := parseHeaderFormat("%PROTOCOL% %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%")
-	if got := f.eval(rh); got != "HTTP/2 198.51.100.2" {
+	rh = router.NewRouteHeaders(nil, r, ri, &router.ClientAddressing{})
+	f, _ := router.ParseHeaderFormat("%PROTOCOL% %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%")
+	if got := f.Eval(rh); got != "HTTP/2 198.51.100.2" {
 		t.Errorf("got %q, want the protocol as Envoy writes it and the last X-Forwarded-For address", got)
 	}
 }
@@ -105,7 +107,7 @@ func TestHeaderMutationSemantics(t *testing.T) {
 	}
 	keepEmpty := hvo("x-keep", "%REQ(x-none)%", overwriteOrAdd)
 	keepEmpty.KeepEmptyValue = true
-	m, err := convertHeaderMutation("request", []*corev3.HeaderValueOption{
+	m, err := router.ConvertHeaderMutation("request", []*corev3.HeaderValueOption{
 		hvo("x-append", "two", appendOrAdd),
 		hvo("x-absent-present", "new", ifAbsent),
 		hvo("x-absent-missing", "new", ifAbsent),
@@ -131,7 +133,7 @@ func TestHeaderMutationSemantics(t *testing.T) {
 		"X-Dep-False": {"old"}, "X-Default": {"one"},
 	}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	m.apply(h, newRouteHeaders(nil, r, &requestInfo{header: r.Header}, &clientAddressing{}))
+	m.Apply(h, router.NewRouteHeaders(nil, r, &router.RequestInfo{Header: r.Header}, &router.ClientAddressing{}))
 	want := http.Header{
 		"X-Append": {"one", "two"}, "X-Absent-Present": {"old"}, "X-Absent-Missing": {"new"}, "X-Exists-Present": {"new"},
 		"X-Set": {"new"}, "X-Removed": {"added back"}, "X-Removed-2": {"new"}, "X-Both": {"set", "appended"},
@@ -198,7 +200,7 @@ func TestConvertHeaderMutationRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := routeConfig("rc", vhost("*", toCluster("c", prefixMatch("/"))))
 			tc.mutate(rc)
-			_, err := convertRouteConfig(rc, httpFilters)
+			_, err := router.ConvertRouteConfig(rc, httpFilters)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}

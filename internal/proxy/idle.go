@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // defaultStreamIdleTimeout is Envoy's HCM stream_idle_timeout when unset.
@@ -17,9 +19,9 @@ var errStreamIdleTimeout = errors.New("stream idle timeout")
 // idleTimeoutFor returns the idle timeout of a forwarded request: the
 // route's idle_timeout when set (0 disables it), else the HCM's
 // stream_idle_timeout (0 disables it too).
-func idleTimeoutFor(fa *forwardAction, hcm *hcmSpec) time.Duration {
-	if fa.hasIdleTimeout {
-		return fa.idleTimeout
+func idleTimeoutFor(fa *router.ForwardAction, hcm *hcmSpec) time.Duration {
+	if fa.HasIdleTimeout {
+		return fa.IdleTimeout
 	}
 	return hcm.streamIdleTimeout
 }

@@ -31,8 +31,11 @@ var layerRules = map[string][]string{
 	"accesslog":        {},
 	"filter":           {},
 	"upstream":         {"stats", "internal/xdsconv"},
-	"xdsclient":        {},
-	"filters/*":        {"filter", "stats", "internal/xdsconv", "filters/internal/"},
+	// The router reads the route-level rate_limits of the ratelimit filter
+	// (Envoy's route actions for it), not the filter itself.
+	"router":    {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
+	"xdsclient": {},
+	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }
 
 // proxyImports returns, for each package below dir (by its path from dir),

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/stats"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
@@ -230,27 +231,27 @@ func (p *Proxy) routeStatsFor(key routeKey, gen uint64) *routeStats {
 // route of rt served on listener. prev is the chain's applied compilation
 // (nil: none): a virtual host it shares with rt keeps its stats, found
 // without looking up each of its routes.
-func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, prev *filterChain) *routeTableStats {
+func (p *Proxy) compileRouteStats(listener string, rt *router.RouteTable, gen uint64, prev *filterChain) *routeTableStats {
 	ts := &routeTableStats{noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel, unmatchedLabel}, gen)}
 	if prev == nil || prev.stats == nil {
-		ts.vhosts = make([]vhostStats, rt.slots)
-		for _, vh := range rt.vhosts {
-			ts.vhosts[vh.slot] = p.vhostStatsFor(listener, vh, gen)
+		ts.vhosts = make([]vhostStats, rt.Slots)
+		for _, vh := range rt.Vhosts {
+			ts.vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
 		}
 		return ts
 	}
 	ts.base = prev.stats
-	if rt.patchedFrom(prev.routes) {
+	if rt.PatchedFrom(prev.routes) {
 		p.patchRouteStats(ts, listener, rt, gen)
 		return ts
 	}
-	ts.vhosts = make([]vhostStats, rt.slots)
-	match := newAligner(prev.routes.vhosts, func(vh *virtualHost) *vhostDef { return vh.vhostDef })
+	ts.vhosts = make([]vhostStats, rt.Slots)
+	match := router.NewAligner(prev.routes.Vhosts, func(vh *router.VirtualHost) *router.VhostDef { return vh.VhostDef })
 	kept := make([]bool, len(prev.stats.vhosts))
-	for _, vh := range rt.vhosts {
-		vs := &ts.vhosts[vh.slot]
-		if j, ok := match.find(vh.vhostDef); ok {
-			if slot := prev.routes.vhosts[j].slot; !kept[slot] {
+	for _, vh := range rt.Vhosts {
+		vs := &ts.vhosts[vh.Slot]
+		if j, ok := match.Find(vh.VhostDef); ok {
+			if slot := prev.routes.Vhosts[j].Slot; !kept[slot] {
 				*vs = prev.stats.vhosts[slot]
 				kept[slot] = true
 				vs.mark(gen)
@@ -259,9 +260,9 @@ func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, p
 		}
 		*vs = p.vhostStatsFor(listener, vh, gen)
 	}
-	for _, vh := range prev.routes.vhosts {
-		if !kept[vh.slot] {
-			ts.dropped = append(ts.dropped, vh.slot)
+	for _, vh := range prev.routes.Vhosts {
+		if !kept[vh.Slot] {
+			ts.dropped = append(ts.dropped, vh.Slot)
 		}
 	}
 	return ts
@@ -270,27 +271,27 @@ func (p *Proxy) compileRouteStats(listener string, rt *routeTable, gen uint64, p
 // patchRouteStats gives ts, whose base is the stats of the table rt was
 // patched from, those stats but for the virtual hosts the patch removed
 // and added: the kept ones are in the same slots.
-func (p *Proxy) patchRouteStats(ts *routeTableStats, listener string, rt *routeTable, gen uint64) {
-	ts.vhosts = make([]vhostStats, rt.slots)
+func (p *Proxy) patchRouteStats(ts *routeTableStats, listener string, rt *router.RouteTable, gen uint64) {
+	ts.vhosts = make([]vhostStats, rt.Slots)
 	copy(ts.vhosts, ts.base.vhosts)
-	for _, vh := range rt.patch.removed {
-		ts.dropped = append(ts.dropped, vh.slot)
-		ts.vhosts[vh.slot] = vhostStats{}
+	for _, vh := range rt.Patch.Removed {
+		ts.dropped = append(ts.dropped, vh.Slot)
+		ts.vhosts[vh.Slot] = vhostStats{}
 	}
 	for i := range ts.vhosts {
 		ts.vhosts[i].mark(gen)
 	}
-	for _, vh := range rt.patch.added {
-		ts.vhosts[vh.slot] = p.vhostStatsFor(listener, vh, gen)
+	for _, vh := range rt.Patch.Added {
+		ts.vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
 	}
 }
 
 // vhostStatsFor resolves the stats of vh's routes.
-func (p *Proxy) vhostStatsFor(listener string, vh *virtualHost, gen uint64) vhostStats {
-	vs := vhostStats{noRoute: p.routeStatsFor(routeKey{listener, vh.name, unmatchedLabel, unmatchedLabel}, gen),
-		routes: make([]*routeStats, len(vh.routes))}
-	for j, r := range vh.routes {
-		vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.name, r.label, r.pathLabel}, gen)
+func (p *Proxy) vhostStatsFor(listener string, vh *router.VirtualHost, gen uint64) vhostStats {
+	vs := vhostStats{noRoute: p.routeStatsFor(routeKey{listener, vh.Name, unmatchedLabel, unmatchedLabel}, gen),
+		routes: make([]*routeStats, len(vh.Routes))}
+	for j, r := range vh.Routes {
+		vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.Name, r.Label, r.PathLabel}, gen)
 	}
 	return vs
 }

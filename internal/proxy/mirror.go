@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // maxMirroredBody bounds the request body kept in memory to be sent to the
@@ -18,7 +20,7 @@ const maxMirroredBody = 1 << 20
 const maxMirrorsInFlight = 512
 
 // mirrorTimeout bounds a copy whose route has no timeout.
-const mirrorTimeout = defaultRouteTimeout
+const mirrorTimeout = router.DefaultRouteTimeout
 
 // mirror sends copies of a forwarded request to the route's mirrors, drawn
 // per request, as Envoy shadows them: the request as it goes upstream (path
@@ -26,11 +28,11 @@ const mirrorTimeout = defaultRouteTimeout
 // sent in the background and its answer dropped. A request body is read
 // first (up to maxMirroredBody, then r.Body reads it again); a larger one
 // is not copied.
-func (h *listenerHandler) mirror(r *http.Request, fa *forwardAction, t *upstreamTarget) {
-	var picked []*mirrorPolicy
-	for i := range fa.mirrors {
-		m := &fa.mirrors[i]
-		if m.of == 0 || randUint64N(m.of) < m.fraction {
+func (h *listenerHandler) mirror(r *http.Request, fa *router.ForwardAction, t *upstreamTarget) {
+	var picked []*router.MirrorPolicy
+	for i := range fa.Mirrors {
+		m := &fa.Mirrors[i]
+		if m.Of == 0 || router.RandUint64N(m.Of) < m.Fraction {
 			picked = append(picked, m)
 		}
 	}
@@ -47,7 +49,7 @@ func (h *listenerHandler) mirror(r *http.Request, fa *forwardAction, t *upstream
 		}
 		body = buf
 	}
-	timeout := fa.timeout
+	timeout := fa.Timeout
 	if timeout <= 0 {
 		timeout = mirrorTimeout
 	}
@@ -61,16 +63,16 @@ func (h *listenerHandler) mirror(r *http.Request, fa *forwardAction, t *upstream
 			h.p.metrics.mirrored("skipped_too_many_in_flight")
 			continue
 		}
-		go h.sendMirror(req, m.cluster, timeout)
+		go h.sendMirror(req, m.Cluster, timeout)
 	}
 }
 
 // mirrorRequest is the copy of r for m; its context is the request's without
 // its cancellation: the copy outlives the request it copies.
-func (h *listenerHandler) mirrorRequest(r *http.Request, t *upstreamTarget, m *mirrorPolicy, body []byte) (*http.Request, error) {
+func (h *listenerHandler) mirrorRequest(r *http.Request, t *upstreamTarget, m *router.MirrorPolicy, body []byte) (*http.Request, error) {
 	host := t.host
-	if !m.keepHost {
-		host = stripPort(host) + "-shadow"
+	if !m.KeepHost {
+		host = router.StripPort(host) + "-shadow"
 	}
 	url := "http://" + host + t.path
 	if t.rawQuery != "" {
@@ -99,7 +101,7 @@ func (h *listenerHandler) mirrorRequest(r *http.Request, t *upstreamTarget, m *m
 	if rh := t.ex.headers; rh != nil {
 		// The copy carries the route's request header changes, as in Envoy
 		// (applyRequest is called again for the request itself afterwards).
-		rh.applyRequest(req.Header)
+		rh.ApplyRequest(req.Header)
 	}
 	return req, nil
 }

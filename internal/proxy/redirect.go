@@ -4,12 +4,14 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // redirectState is what a request went through by internal redirects.
 type redirectState struct {
 	count   int
-	visited []*route
+	visited []*router.Route
 }
 
 // pendingRedirect is a forwarded request whose upstream redirect may be
@@ -20,8 +22,8 @@ type pendingRedirect struct {
 	r     *http.Request // as it came from the client
 	lc    *listenerConfig
 	chain *filterChain
-	rt    *route
-	ri    *requestInfo
+	rt    *router.Route
+	ri    *router.RequestInfo
 	ex    *exchange
 	state *redirectState
 	t     *upstreamTarget // the redirected attempt's, whose timers stop
@@ -43,24 +45,24 @@ func (e *errInternalRedirect) Error() string { return "internal redirect to " + 
 // http(s) URL, a scheme change only where allowed, fewer redirects than the
 // maximum, and (previous_routes) a target route not already gone through.
 func (p *pendingRedirect) follows(res *http.Response) *errInternalRedirect {
-	spec := p.rt.forward.internalRedirect
+	spec := p.rt.Forward.InternalRedirect
 	count := 0
 	if p.state != nil {
 		count = p.state.count
 	}
-	if !slices.Contains(spec.codes, res.StatusCode) || count >= spec.max {
+	if !slices.Contains(spec.Codes, res.StatusCode) || count >= spec.Max {
 		return nil
 	}
 	target, err := url.Parse(res.Header.Get("Location"))
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" || target.User != nil {
 		return nil
 	}
-	if target.Scheme != p.ri.scheme {
-		if !spec.cross || (spec.safeCrossScheme && p.ri.scheme == "http") {
+	if target.Scheme != p.ri.Scheme {
+		if !spec.Cross || (spec.SafeCrossScheme && p.ri.Scheme == "http") {
 			return nil
 		}
 	}
-	if spec.previousRoutes {
+	if spec.PreviousRoutes {
 		if next := p.targetRoute(target); next == p.rt || (p.state != nil && slices.Contains(p.state.visited, next)) {
 			return nil
 		}
@@ -70,11 +72,11 @@ func (p *pendingRedirect) follows(res *http.Response) *errInternalRedirect {
 
 // redirected is the client's request as it goes to target: its URL and Host
 // replaced, x-envoy-original-url saying where it was going, and (303) a GET.
-func (p *pendingRedirect) redirected(target *url.URL, status int) (*http.Request, *requestInfo) {
+func (p *pendingRedirect) redirected(target *url.URL, status int) (*http.Request, *router.RequestInfo) {
 	r := p.r.Clone(p.r.Context())
-	original := p.ri.scheme + "://" + p.ri.authority + p.ri.path
-	if p.ri.rawQuery != "" {
-		original += "?" + p.ri.rawQuery
+	original := p.ri.Scheme + "://" + p.ri.Authority + p.ri.Path
+	if p.ri.RawQuery != "" {
+		original += "?" + p.ri.RawQuery
 	}
 	r.Header.Set("X-Envoy-Original-Url", original)
 	if status == http.StatusSeeOther && r.Method != http.MethodHead {
@@ -84,18 +86,18 @@ func (p *pendingRedirect) redirected(target *url.URL, status int) (*http.Request
 	r.Host = target.Host
 	r.Body, r.ContentLength = http.NoBody, 0
 	ri := newRequestInfo(p.chain.hcm, r)
-	ri.scheme = target.Scheme
+	ri.Scheme = target.Scheme
 	return r, ri
 }
 
 // targetRoute is the route the redirect would reach; nil: none.
-func (p *pendingRedirect) targetRoute(target *url.URL) *route {
+func (p *pendingRedirect) targetRoute(target *url.URL) *router.Route {
 	_, ri := p.redirected(target, 0)
-	vh := p.chain.routes.selectVirtualHost(ri.authority)
+	vh := p.chain.routes.SelectVirtualHost(ri.Authority)
 	if vh == nil {
 		return nil
 	}
-	return vh.selectRoute(ri)
+	return vh.SelectRoute(ri)
 }
 
 // run serves the redirect's target in place of the upstream's redirect: the

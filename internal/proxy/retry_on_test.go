@@ -7,23 +7,24 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 func TestRetriableConditionsBeyondStatus(t *testing.T) {
-	policy := func(on string) *retryPolicy {
-		p, err := convertRetryPolicy(&routev3.RetryPolicy{RetryOn: on})
+	policy := func(on string) *router.RetryPolicy {
+		p, err := router.ConvertRetryPolicy(&routev3.RetryPolicy{RetryOn: on})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	if p := policy("retriable-4xx"); !p.retriable(upstream.OutcomeResponse, 409) || p.retriable(upstream.OutcomeResponse, 408) ||
-		p.retriable(upstream.OutcomeResponse, 503) || p.retriable(upstream.OutcomeReset, 0) || p.retriable(upstream.OutcomeConnectFailure, 0) {
+	if p := policy("retriable-4xx"); !p.Retriable(upstream.OutcomeResponse, 409) || p.Retriable(upstream.OutcomeResponse, 408) ||
+		p.Retriable(upstream.OutcomeResponse, 503) || p.Retriable(upstream.OutcomeReset, 0) || p.Retriable(upstream.OutcomeConnectFailure, 0) {
 		t.Error("retriable-4xx: want 409 and nothing else")
 	}
-	if p := policy("refused-stream"); p.retriable(upstream.OutcomeResponse, 503) || p.retriable(upstream.OutcomeReset, 0) || p.retriable(upstream.OutcomeConnectFailure, 0) {
+	if p := policy("refused-stream"); p.Retriable(upstream.OutcomeResponse, 503) || p.Retriable(upstream.OutcomeReset, 0) || p.Retriable(upstream.OutcomeConnectFailure, 0) {
 		t.Error("refused-stream: HTTP/1.1 upstreams never refuse a stream")
 	}
 	grpc := func(status string) *http.Response {
@@ -44,11 +45,11 @@ func TestRetriableConditionsBeyondStatus(t *testing.T) {
 			for _, c := range retried {
 				want = want || c == code
 			}
-			if got := p.retriableGRPC(grpc(code)); got != want {
+			if got := p.RetriableGRPC(grpc(code)); got != want {
 				t.Errorf("retry_on %q, grpc-status %q: retriable %v, want %v", on, code, got, want)
 			}
 		}
-		if p.retriableGRPC(nil) || p.retriableGRPC(&http.Response{Header: http.Header{}}) {
+		if p.RetriableGRPC(nil) || p.RetriableGRPC(&http.Response{Header: http.Header{}}) {
 			t.Errorf("retry_on %q: a failure or a response without grpc-status is no gRPC retry", on)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -20,28 +21,28 @@ import (
 )
 
 func TestRetryBackOff(t *testing.T) {
-	p := &retryPolicy{backOffBase: 25 * time.Millisecond, backOffMax: 250 * time.Millisecond}
+	p := &router.RetryPolicy{BackOffBase: 25 * time.Millisecond, BackOffMax: 250 * time.Millisecond}
 	// Envoy: uniform in [0, (2^n - 1) * base), the range growing while it
 	// is within the maximum, the result capped at the maximum.
 	for n, span := range map[int]time.Duration{1: 25, 2: 75, 3: 175, 4: 375, 5: 375, 10: 375} {
 		span *= time.Millisecond
 		var longest time.Duration
 		for range 2000 {
-			d := p.backOff(n)
-			if d < 0 || d >= span || d > p.backOffMax {
+			d := p.BackOff(n)
+			if d < 0 || d >= span || d > p.BackOffMax {
 				t.Fatalf("retry %d: back-off %v outside [0, %v) or above the maximum", n, d, span)
 			}
 			longest = max(longest, d)
 		}
-		if want := min(span, p.backOffMax) * 8 / 10; longest < want {
-			t.Errorf("retry %d: longest of 2000 back-offs %v, want the range up to %v used", n, longest, min(span, p.backOffMax))
+		if want := min(span, p.BackOffMax) * 8 / 10; longest < want {
+			t.Errorf("retry %d: longest of 2000 back-offs %v, want the range up to %v used", n, longest, min(span, p.BackOffMax))
 		}
 	}
 }
 
 func TestRetriableOutcomes(t *testing.T) {
-	policy := func(on string, codes ...uint32) *retryPolicy {
-		p, err := convertRetryPolicy(&routev3.RetryPolicy{RetryOn: on, RetriableStatusCodes: codes})
+	policy := func(on string, codes ...uint32) *router.RetryPolicy {
+		p, err := router.ConvertRetryPolicy(&routev3.RetryPolicy{RetryOn: on, RetriableStatusCodes: codes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestRetriableOutcomes(t *testing.T) {
 	for _, tc := range tests {
 		p := policy(tc.on, tc.codes...)
 		for _, c := range tc.checks {
-			if got := p.retriable(c.o, c.status); got != c.want {
+			if got := p.Retriable(c.o, c.status); got != c.want {
 				t.Errorf("retry_on %q codes %v: outcome %d status %d retriable = %v, want %v", tc.on, tc.codes, c.o, c.status, got, c.want)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -73,16 +74,16 @@ func TestStringMatcherCases(t *testing.T) {
 		{strRegexM("[0-9]+"), "12a", false},
 	}
 	for _, tc := range tests {
-		sm, err := convertStringMatcher(tc.sm)
+		sm, err := router.ConvertStringMatcher(tc.sm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := sm.matches(tc.value); got != tc.want {
+		if got := sm.Matches(tc.value); got != tc.want {
 			t.Errorf("%v on %q = %v, want %v", tc.sm, tc.value, got, tc.want)
 		}
 	}
 	for q, want := range map[string]string{"v=a&v=b": "a", "x=1&v=": "", "v": "", "w=1": "-", "": "-", "vv=1&v=2": "2", "v=a%20b": "a%20b"} {
-		got, ok := firstQueryValue(q, "v")
+		got, ok := router.FirstQueryValue(q, "v")
 		if !ok {
 			got = "-"
 		}
@@ -466,19 +467,19 @@ func TestCookieAndQueryHashPolicies(t *testing.T) {
 func TestHashPolicyCookieAndQueryEvaluation(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "http://x/p?u=alice&u=bob", nil)
 	r.Header["Cookie"] = []string{"a=1", ` route="abc"; b=2`}
-	ri := &requestInfo{rawQuery: r.URL.RawQuery, header: r.Header}
-	pc, cookies := hashRequest([]hashPolicy{{kind: hashQueryParameter, name: "u"}}, r, ri)
+	ri := &router.RequestInfo{RawQuery: r.URL.RawQuery, Header: r.Header}
+	pc, cookies := router.HashRequest([]router.HashPolicy{{Kind: router.HashQueryParameter, Name: "u"}}, r, ri)
 	if !pc.HasHash || pc.Hash != upstream.XXHash64String("alice") || cookies != nil {
 		t.Errorf("query_parameter: %+v %v, want the hash of the first value", pc, cookies)
 	}
-	pc, cookies = hashRequest([]hashPolicy{{kind: hashCookie, name: "route", hasTTL: true, ttlSeconds: 5}}, r, ri)
+	pc, cookies = router.HashRequest([]router.HashPolicy{{Kind: router.HashCookie, Name: "route", HasTTL: true, TtlSeconds: 5}}, r, ri)
 	if !pc.HasHash || pc.Hash != upstream.XXHash64String("abc") || cookies != nil {
 		t.Errorf("cookie: %+v %v, want the hash of the unquoted value and no new cookie", pc, cookies)
 	}
-	if pc, _ := hashRequest([]hashPolicy{{kind: hashCookie, name: "none"}}, r, ri); pc.HasHash {
+	if pc, _ := router.HashRequest([]router.HashPolicy{{Kind: router.HashCookie, Name: "none"}}, r, ri); pc.HasHash {
 		t.Errorf("absent cookie without ttl hashed: %+v", pc)
 	}
-	if pc, _ := hashRequest([]hashPolicy{{kind: hashQueryParameter, name: "none"}}, r, ri); pc.HasHash {
+	if pc, _ := router.HashRequest([]router.HashPolicy{{Kind: router.HashQueryParameter, Name: "none"}}, r, ri); pc.HasHash {
 		t.Errorf("absent parameter hashed: %+v", pc)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -106,7 +107,7 @@ func (s *tcpProxySpec) pickCluster() string {
 	if len(s.clusters) == 1 {
 		return s.clusters[0].name
 	}
-	n := randUint64N(s.total)
+	n := router.RandUint64N(s.total)
 	for _, c := range s.clusters {
 		if n < c.weight {
 			return c.name

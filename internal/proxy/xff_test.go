@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
@@ -30,7 +31,7 @@ func TestForwardedClient(t *testing.T) {
 		{name: "behind a proxy, one hop: the one before", hops: 1, xff: []string{"198.51.100.1, 2001:db8::1"}, client: "198.51.100.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hcm := &hcmSpec{client: clientAddressing{useRemoteAddress: tc.edge, xffTrustedHops: tc.hops}}
+			hcm := &hcmSpec{client: router.ClientAddressing{UseRemoteAddress: tc.edge, XffTrustedHops: tc.hops}}
 			r := &http.Request{RemoteAddr: "127.0.0.1:40000", Header: http.Header{"X-Forwarded-For": tc.xff}}
 			_, got := downstreamAddrs(hcm, r)
 			want := netip.MustParseAddr("127.0.0.1")
@@ -40,7 +41,7 @@ func TestForwardedClient(t *testing.T) {
 			if got != want {
 				t.Errorf("client %s, want %s", got, want)
 			}
-			if s := downstreamRemoteIP(&hcm.client, r); s != want.String() {
+			if s := router.DownstreamRemoteIP(&hcm.client, r); s != want.String() {
 				t.Errorf("%%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%% %s, want %s", s, want)
 			}
 		})
@@ -51,10 +52,10 @@ func TestForwardedClient(t *testing.T) {
 // trusted: then theirs, as Envoy trusts X-Forwarded-Proto with them.
 func TestForwardedProtoWithTrustedHops(t *testing.T) {
 	r := &http.Request{Header: http.Header{"X-Forwarded-Proto": {"https"}}}
-	if got := forwardedProto(&hcmSpec{client: clientAddressing{useRemoteAddress: true}}, r, "http"); got != "http" {
+	if got := forwardedProto(&hcmSpec{client: router.ClientAddressing{UseRemoteAddress: true}}, r, "http"); got != "http" {
 		t.Errorf("edge without trusted hops: %q, want http", got)
 	}
-	if got := forwardedProto(&hcmSpec{client: clientAddressing{useRemoteAddress: true, xffTrustedHops: 1}}, r, "http"); got != "https" {
+	if got := forwardedProto(&hcmSpec{client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: 1}}, r, "http"); got != "https" {
 		t.Errorf("edge with a trusted hop: %q, want https", got)
 	}
 }
@@ -66,13 +67,13 @@ func TestSourceIPHashBehindTrustedHops(t *testing.T) {
 	r, _ := http.NewRequest(http.MethodGet, "http://x/", nil)
 	r.RemoteAddr = "10.0.0.9:40000"
 	r.Header.Set("X-Forwarded-For", "203.0.113.5")
-	ip := []hashPolicy{{sourceIP: true}}
+	ip := []router.HashPolicy{{SourceIP: true}}
 	for _, tc := range []struct {
 		hops uint32
 		want string
 	}{{0, "10.0.0.9"}, {1, "203.0.113.5"}} {
-		ri := newRequestInfo(&hcmSpec{client: clientAddressing{useRemoteAddress: true, xffTrustedHops: tc.hops}}, r)
-		if pc := requestHash(ip, r, ri); !pc.HasHash || pc.Hash != upstream.XXHash64String(tc.want) {
+		ri := newRequestInfo(&hcmSpec{client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: tc.hops}}, r)
+		if pc := router.RequestHash(ip, r, ri); !pc.HasHash || pc.Hash != upstream.XXHash64String(tc.want) {
 			t.Errorf("%d trusted hops: hash %+v, want %s's", tc.hops, pc, tc.want)
 		}
 	}

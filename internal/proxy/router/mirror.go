@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"fmt"
@@ -7,19 +7,19 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
-// mirrorPolicy is a request_mirror_policies entry: a share of the route's
+// MirrorPolicy is a request_mirror_policies entry: a share of the route's
 // requests is copied to cluster, whose answers are dropped.
-type mirrorPolicy struct {
-	cluster string
+type MirrorPolicy struct {
+	Cluster string
 	// fraction out of of is the share copied, drawn per request; of 0: all.
-	fraction, of uint64
-	// keepHost: disable_shadow_host_suffix_append (the Host is sent as it is,
+	Fraction, Of uint64
+	// KeepHost: disable_shadow_host_suffix_append (the Host is sent as it is,
 	// not with "-shadow" appended).
-	keepHost bool
+	KeepHost bool
 }
 
-func convertMirrorPolicies(ps []*routev3.RouteAction_RequestMirrorPolicy) ([]mirrorPolicy, error) {
-	var out []mirrorPolicy
+func convertMirrorPolicies(ps []*routev3.RouteAction_RequestMirrorPolicy) ([]MirrorPolicy, error) {
+	var out []MirrorPolicy
 	for i, p := range ps {
 		if err := xdsconv.Unsupported(
 			xdsconv.Set("cluster_header", p.GetClusterHeader() != ""),
@@ -32,9 +32,9 @@ func convertMirrorPolicies(ps []*routev3.RouteAction_RequestMirrorPolicy) ([]mir
 		if p.GetCluster() == "" {
 			return nil, fmt.Errorf("request_mirror_policies #%d: cluster is required", i)
 		}
-		m := mirrorPolicy{cluster: p.GetCluster(), keepHost: p.GetDisableShadowHostSuffixAppend()}
+		m := MirrorPolicy{Cluster: p.GetCluster(), KeepHost: p.GetDisableShadowHostSuffixAppend()}
 		if rf := p.GetRuntimeFraction(); rf != nil {
-			m.fraction, m.of = fractionOf(rf.GetDefaultValue())
+			m.Fraction, m.Of = fractionOf(rf.GetDefaultValue())
 		}
 		out = append(out, m)
 	}

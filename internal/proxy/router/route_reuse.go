@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -18,13 +18,13 @@ import (
 const virtualHostsField protowire.Number = 2
 
 // span is a part of an encoding, [start, end).
-type span struct{ start, end int }
+type span struct{ Start, End int }
 
-// splitRouteConfig splits the encoding of a RouteConfiguration into the
+// SplitRouteConfig splits the encoding of a RouteConfiguration into the
 // encodings of its virtual hosts, in order, and the fields of everything else
 // (its shell). ok is false for an encoding that does not parse. n is how
 // many virtual hosts to expect: the spans are allocated once, not regrown.
-func splitRouteConfig(b []byte, n int) (shell []byte, vhosts []span, ok bool) {
+func SplitRouteConfig(b []byte, n int) (shell []byte, vhosts []span, ok bool) {
 	vhosts = make([]span, 0, n)
 	for pos := 0; pos < len(b); {
 		num, typ, n := protowire.ConsumeTag(b[pos:])
@@ -51,64 +51,64 @@ func splitRouteConfig(b []byte, n int) (shell []byte, vhosts []span, ok bool) {
 	return shell, vhosts, true
 }
 
-// reuseRouteConfig converts a, a RouteConfiguration, reusing the virtual
+// ReuseRouteConfig converts a, a RouteConfiguration, reusing the virtual
 // hosts of prev (the version in force) whose encoding is unchanged: only new
 // and changed ones are decoded, validated and converted. ok is false when
 // there is nothing to reuse (no previous version, a field other than
 // virtual_hosts changed) and when anything is wrong with a: the caller then
 // converts it in full, which reports the problem as it always has.
-func reuseRouteConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
-	if prev == nil || prev.shell == "" {
+func ReuseRouteConfig(a *anypb.Any, prev *RouteTable) (*RouteTable, bool) {
+	if prev == nil || prev.Shell == "" {
 		return nil, false
 	}
 	value := a.GetValue()
 	// An edit adds a few virtual hosts at most.
-	shell, spans, ok := splitRouteConfig(value, len(prev.vhosts)+16)
-	if !ok || string(shell) != prev.shell {
+	shell, spans, ok := SplitRouteConfig(value, len(prev.Vhosts)+16)
+	if !ok || string(shell) != prev.Shell {
 		return nil, false
 	}
-	match := newAligner(prev.vhosts, func(vh *virtualHost) string { return vh.raw })
-	entries := make([]tableEntry, len(spans))
+	match := NewAligner(prev.Vhosts, func(vh *VirtualHost) string { return vh.Raw })
+	entries := make([]TableEntry, len(spans))
 	for i, sp := range spans {
-		raw := value[sp.start:sp.end]
+		raw := value[sp.Start:sp.End]
 		if j, ok := findRaw(match, raw); ok {
-			entries[i] = tableEntry{prev: int32(j)}
+			entries[i] = TableEntry{Prev: int32(j)}
 			continue
 		}
 		// A copy: the def outlives the response, of which it would keep all alive.
-		def, err := decodeVirtualHost(string(raw), prev.level)
+		def, err := DecodeVirtualHost(string(raw), prev.Level)
 		if err != nil {
 			return nil, false
 		}
-		entries[i] = tableEntry{prev: -1, def: def}
+		entries[i] = TableEntry{Prev: -1, Def: def}
 	}
-	t, err := nextTable(prev, entries)
+	t, err := NextTable(prev, entries)
 	return t, err == nil
 }
 
-// nextTable returns the next version of prev, whose virtual hosts are
+// NextTable returns the next version of prev, whose virtual hosts are
 // entries: patched from prev when that pays, else built in full.
-func nextTable(prev *routeTable, entries []tableEntry) (*routeTable, error) {
+func NextTable(prev *RouteTable, entries []TableEntry) (*RouteTable, error) {
 	if t, ok, err := patchRouteTable(prev, entries); ok {
 		return t, err
 	}
 	entries = expandRuns(entries)
-	t, err := buildRouteTable(prev.name, prev.level, len(entries), func(i int) (*vhostDef, bool, error) {
-		if e := entries[i]; e.def != nil {
-			return e.def, true, nil
+	t, err := BuildRouteTable(prev.Name, prev.Level, len(entries), func(i int) (*VhostDef, bool, error) {
+		if e := entries[i]; e.Def != nil {
+			return e.Def, true, nil
 		}
-		return prev.vhosts[entries[i].prev].vhostDef, false, nil
+		return prev.Vhosts[entries[i].Prev].VhostDef, false, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.shell, t.vhds, t.inline = prev.shell, prev.vhds, prev.inline
+	t.Shell, t.Vhds, t.Inline = prev.Shell, prev.Vhds, prev.Inline
 	return t, nil
 }
 
-// decodeVirtualHost decodes, validates and converts one virtual host of a
+// DecodeVirtualHost decodes, validates and converts one virtual host of a
 // route configuration converted at level.
-func decodeVirtualHost(raw string, level routeConfigLevel) (*vhostDef, error) {
+func DecodeVirtualHost(raw string, level RouteConfigLevel) (*VhostDef, error) {
 	pvh := &routev3.VirtualHost{}
 	if err := proto.Unmarshal([]byte(raw), pvh); err != nil {
 		return nil, err
@@ -116,25 +116,25 @@ func decodeVirtualHost(raw string, level routeConfigLevel) (*vhostDef, error) {
 	if err := pvh.ValidateAll(); err != nil {
 		return nil, err
 	}
-	def, err := level.convertVirtualHost(pvh)
-	def.raw = raw
+	def, err := level.ConvertVirtualHost(pvh)
+	def.Raw = raw
 	return def, err
 }
 
-// recordEncoding keeps, in t converted in full from a, what the next version
+// RecordEncoding keeps, in t converted in full from a, what the next version
 // needs to reuse t's virtual hosts: the encoding of its shell and of each
 // virtual host.
-func recordEncoding(t *routeTable, a *anypb.Any) {
-	shell, spans, ok := splitRouteConfig(a.GetValue(), len(t.vhosts))
-	if !ok || len(spans) != len(t.vhosts) {
+func RecordEncoding(t *RouteTable, a *anypb.Any) {
+	shell, spans, ok := SplitRouteConfig(a.GetValue(), len(t.Vhosts))
+	if !ok || len(spans) != len(t.Vhosts) {
 		return
 	}
 	// Substrings of one copy: every def of t is converted from it.
 	value := string(a.GetValue())
-	for i, vh := range t.vhosts {
-		vh.raw = value[spans[i].start:spans[i].end]
+	for i, vh := range t.Vhosts {
+		vh.Raw = value[spans[i].Start:spans[i].End]
 	}
-	t.shell = string(shell)
+	t.Shell = string(shell)
 }
 
 // aligner finds, for each key of a new list in turn, the position of an
@@ -150,11 +150,11 @@ type aligner[T any, K comparable] struct {
 	index  map[K]int
 }
 
-func newAligner[T any, K comparable](prev []T, key func(T) K) *aligner[T, K] {
+func NewAligner[T any, K comparable](prev []T, key func(T) K) *aligner[T, K] {
 	return &aligner[T, K]{prev: prev, key: key}
 }
 
-func (a *aligner[T, K]) find(k K) (int, bool) {
+func (a *aligner[T, K]) Find(k K) (int, bool) {
 	return a.findBy(func(item T) bool { return a.key(item) == k },
 		func(index map[K]int) (int, bool) { j, ok := index[k]; return j, ok })
 }
@@ -162,8 +162,8 @@ func (a *aligner[T, K]) find(k K) (int, bool) {
 // findRaw finds the virtual host whose encoding is raw without copying it,
 // as a string key would: neither the comparisons nor the map lookup of
 // string(raw) allocate.
-func findRaw(a *aligner[*virtualHost, string], raw []byte) (int, bool) {
-	return a.findBy(func(vh *virtualHost) bool { return vh.raw == string(raw) },
+func findRaw(a *aligner[*VirtualHost, string], raw []byte) (int, bool) {
+	return a.findBy(func(vh *VirtualHost) bool { return vh.Raw == string(raw) },
 		func(index map[string]int) (int, bool) { j, ok := index[string(raw)]; return j, ok })
 }
 

@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"errors"
@@ -19,12 +19,12 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
-// routeConfigLevel is what the virtual hosts of a RouteConfiguration take
+// RouteConfigLevel is what the virtual hosts of a RouteConfiguration take
 // from it: everything but their own fields that their converted form depends on.
-type routeConfigLevel struct {
+type RouteConfigLevel struct {
 	global           headerLevel
 	mostSpecificWins bool
-	maxBody          uint32
+	MaxBody          uint32
 	// ignorePort (ignore_port_in_host_matching) is the table's own, not its
 	// virtual hosts': a Host's port is left out when choosing the virtual host.
 	// It is here so that every table made from this one (patched, VHDS) keeps it.
@@ -33,29 +33,29 @@ type routeConfigLevel struct {
 	filters *filter.Registry
 }
 
-// convertRouteConfig converts rc; filters parses its per-filter configurations.
-func convertRouteConfig(rc *routev3.RouteConfiguration, filters *filter.Registry) (*routeTable, error) {
+// ConvertRouteConfig converts rc; filters parses its per-filter configurations.
+func ConvertRouteConfig(rc *routev3.RouteConfiguration, filters *filter.Registry) (*RouteTable, error) {
 	level, err := convertRouteConfigLevel(rc, filters)
 	if err != nil {
 		return nil, err
 	}
 	pvhs := rc.GetVirtualHosts()
-	t, err := buildRouteTable(rc.GetName(), level, len(pvhs), func(i int) (*vhostDef, bool, error) {
-		def, err := level.convertVirtualHost(pvhs[i])
+	t, err := BuildRouteTable(rc.GetName(), level, len(pvhs), func(i int) (*VhostDef, bool, error) {
+		def, err := level.ConvertVirtualHost(pvhs[i])
 		return def, true, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.vhds, t.inline = rc.GetVhds() != nil, len(pvhs)
+	t.Vhds, t.Inline = rc.GetVhds() != nil, len(pvhs)
 	return t, nil
 }
 
 // convertRouteConfigLevel converts the fields of rc other than its virtual hosts.
-func convertRouteConfigLevel(rc *routev3.RouteConfiguration, filters *filter.Registry) (routeConfigLevel, error) {
+func convertRouteConfigLevel(rc *routev3.RouteConfiguration, filters *filter.Registry) (RouteConfigLevel, error) {
 	if v := rc.GetVhds(); v != nil && v.GetConfigSource().GetAds() == nil {
 		// The proxy has one stream, the ADS one, to receive virtual hosts on.
-		return routeConfigLevel{}, errors.New("vhds: only an ADS config source is supported")
+		return RouteConfigLevel{}, errors.New("vhds: only an ADS config source is supported")
 	}
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("internal_only_headers", len(rc.GetInternalOnlyHeaders()) > 0),
@@ -65,116 +65,116 @@ func convertRouteConfigLevel(rc *routev3.RouteConfiguration, filters *filter.Reg
 		xdsconv.Set("typed_per_filter_config", len(rc.GetTypedPerFilterConfig()) > 0),
 		xdsconv.Set("route_specifiers", len(rc.GetRouteSpecifiers()) > 0),
 	); err != nil {
-		return routeConfigLevel{}, err
+		return RouteConfigLevel{}, err
 	}
 	global, err := convertHeaderLevel(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(),
 		rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove())
 	if err != nil {
-		return routeConfigLevel{}, err
+		return RouteConfigLevel{}, err
 	}
-	level := routeConfigLevel{global: global, mostSpecificWins: rc.GetMostSpecificHeaderMutationsWins(),
-		maxBody: defaultMaxDirectResponseBody, ignorePort: rc.GetIgnorePortInHostMatching(), filters: filters}
+	level := RouteConfigLevel{global: global, mostSpecificWins: rc.GetMostSpecificHeaderMutationsWins(),
+		MaxBody: DefaultMaxDirectResponseBody, ignorePort: rc.GetIgnorePortInHostMatching(), filters: filters}
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
-		level.maxBody = m.GetValue()
+		level.MaxBody = m.GetValue()
 	}
 	return level, nil
 }
 
-// buildRouteTable files n virtual hosts, given in order by vhost, into a
+// BuildRouteTable files n virtual hosts, given in order by vhost, into a
 // table. vhost reports whether the def is fresh: a def reused from a table
 // converted at the same level has had its routes checked already.
-func buildRouteTable(name string, level routeConfigLevel, n int, vhost func(i int) (def *vhostDef, fresh bool, err error)) (*routeTable, error) {
-	t := &routeTable{name: name, level: level, id: new(tableID), slots: n,
-		domains: domainIndex{exact: layered.New[string, *virtualHost](n)}, vhosts: make([]*virtualHost, 0, n)}
+func BuildRouteTable(name string, level RouteConfigLevel, n int, vhost func(i int) (def *VhostDef, fresh bool, err error)) (*RouteTable, error) {
+	t := &RouteTable{Name: name, Level: level, id: new(tableID), Slots: n,
+		Domains: domainIndex{Exact: layered.New[string, *VirtualHost](n)}, Vhosts: make([]*VirtualHost, 0, n)}
 	wildcards := make(map[string]string) // domain -> virtual host, for exact ones t.domains.exact
 	for i := range n {
 		def, fresh, err := vhost(i)
 		if err != nil {
-			return nil, fmt.Errorf("virtual host %q: %w", def.name, err)
+			return nil, fmt.Errorf("virtual host %q: %w", def.Name, err)
 		}
 		// One allocation each, not one array for all: tables patched from this one
 		// keep some of its virtual hosts, and an array would keep every replaced
 		// def alive with them.
-		vh := &virtualHost{vhostDef: def, slot: i}
-		t.vhosts = append(t.vhosts, vh)
+		vh := &VirtualHost{VhostDef: def, Slot: i}
+		t.Vhosts = append(t.Vhosts, vh)
 		if err := t.fileVirtualHost(vh, fresh, wildcards); err != nil {
 			return nil, err
 		}
 	}
-	sortWildcards(t.domains.suffixes)
-	sortWildcards(t.domains.prefixes)
+	sortWildcards(t.Domains.Suffixes)
+	sortWildcards(t.Domains.Prefixes)
 	return t, nil
 }
 
 // fileVirtualHost adds vh's domains to t's index, refusing those another
 // virtual host has, and checks a fresh def's direct responses against t's
 // level. wildcards is as for domainIndex.add.
-func (t *routeTable) fileVirtualHost(vh *virtualHost, fresh bool, wildcards map[string]string) error {
+func (t *RouteTable) fileVirtualHost(vh *VirtualHost, fresh bool, wildcards map[string]string) error {
 	for _, d := range vh.domains {
-		if err := t.domains.add(d, vh, wildcards); err != nil {
-			return &filingError{def: vh.vhostDef, err: err}
+		if err := t.Domains.add(d, vh, wildcards); err != nil {
+			return &FilingError{Def: vh.VhostDef, err: err}
 		}
 	}
 	if fresh {
-		if err := t.level.checkDirectBodies(vh.vhostDef); err != nil {
-			return &filingError{def: vh.vhostDef, err: fmt.Errorf("virtual host %q: %w", vh.name, err)}
+		if err := t.Level.checkDirectBodies(vh.VhostDef); err != nil {
+			return &FilingError{Def: vh.VhostDef, err: fmt.Errorf("virtual host %q: %w", vh.Name, err)}
 		}
 	}
 	return nil
 }
 
-// filingError is a table's refusal of def (its message is err's): it tells
+// FilingError is a table's refusal of def (its message is err's): it tells
 // a caller that names virtual hosts otherwise (VHDS resources) which one.
-type filingError struct {
-	def *vhostDef
+type FilingError struct {
+	Def *VhostDef
 	err error
 }
 
-func (e *filingError) Error() string { return e.err.Error() }
-func (e *filingError) Unwrap() error { return e.err }
+func (e *FilingError) Error() string { return e.err.Error() }
+func (e *FilingError) Unwrap() error { return e.err }
 
 // add files d, a domain of vh, unless another virtual host has it.
 // wildcards, when not nil, has the wildcard domains filed so far (a
 // full build's duplicate check); when nil the lists are searched, which
 // costs in proportion to them (few, in a table that is patched).
-func (x *domainIndex) add(d string, vh *virtualHost, wildcards map[string]string) error {
+func (x *domainIndex) add(d string, vh *VirtualHost, wildcards map[string]string) error {
 	if !strings.Contains(d, "*") {
 		// Most domains are exact names, which only the exact index can have.
 		if o, dup := x.exactDomain(d); dup {
-			return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, o.name, vh.name)
+			return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, o.Name, vh.Name)
 		}
-		x.exact.Set(d, vh)
+		x.Exact.Set(d, vh)
 		return nil
 	}
 	var other string
 	var dup bool
 	if wildcards != nil {
 		other, dup = wildcards[d]
-		wildcards[d] = vh.name
+		wildcards[d] = vh.Name
 	} else if o := x.wildcard(d); o != nil {
-		other, dup = o.name, true
+		other, dup = o.Name, true
 	}
 	if dup {
-		return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, other, vh.name)
+		return fmt.Errorf("domain %q is in virtual hosts %q and %q", d, other, vh.Name)
 	}
 	if err := x.addWildcard(d, vh); err != nil {
-		return fmt.Errorf("virtual host %q: %w", vh.name, err)
+		return fmt.Errorf("virtual host %q: %w", vh.Name, err)
 	}
 	return nil
 }
 
 // wildcard returns the virtual host filed under the wildcard domain d (nil: none).
-func (x *domainIndex) wildcard(d string) *virtualHost {
+func (x *domainIndex) wildcard(d string) *VirtualHost {
 	list, affix := x.wildcardList(d)
 	if list == nil {
 		if d == "*" {
-			return x.any
+			return x.Any
 		}
 		return nil
 	}
 	for _, w := range *list {
-		if w.affix == affix {
-			return w.vhost
+		if w.Affix == affix {
+			return w.Vhost
 		}
 	}
 	return nil
@@ -182,28 +182,28 @@ func (x *domainIndex) wildcard(d string) *virtualHost {
 
 // wildcardList returns the list a wildcard domain d belongs in and its affix
 // there; nil for "*" and for a domain Envoy does not accept.
-func (x *domainIndex) wildcardList(d string) (*[]wildcardDomain, string) {
+func (x *domainIndex) wildcardList(d string) (*[]WildcardDomain, string) {
 	switch {
 	case d == "*" || strings.Count(d, "*") > 1:
 		return nil, ""
 	case strings.HasPrefix(d, "*"):
-		return &x.suffixes, d[1:]
+		return &x.Suffixes, d[1:]
 	case strings.HasSuffix(d, "*"):
-		return &x.prefixes, d[:len(d)-1]
+		return &x.Prefixes, d[:len(d)-1]
 	}
 	return nil, ""
 }
 
 // addWildcard files a domain with a wildcard the way Envoy accepts them:
 // "*", "*suffix" or "prefix*".
-func (x *domainIndex) addWildcard(d string, vh *virtualHost) error {
+func (x *domainIndex) addWildcard(d string, vh *VirtualHost) error {
 	switch list, affix := x.wildcardList(d); {
 	case d == "*":
-		x.any = vh
+		x.Any = vh
 	case strings.Count(d, "*") > 1:
 		return fmt.Errorf("domain %q: only one wildcard is allowed", d)
 	case list != nil:
-		*list = append(*list, wildcardDomain{affix: affix, vhost: vh})
+		*list = append(*list, WildcardDomain{Affix: affix, Vhost: vh})
 	default:
 		return fmt.Errorf("domain %q: a wildcard must be the first or last character", d)
 	}
@@ -211,41 +211,41 @@ func (x *domainIndex) addWildcard(d string, vh *virtualHost) error {
 }
 
 // checkDirectBodies rejects a direct response longer than the configuration allows.
-func (l routeConfigLevel) checkDirectBodies(def *vhostDef) error {
-	for _, r := range def.routes {
-		if r.direct != nil && len(r.direct.body) > int(l.maxBody) {
+func (l RouteConfigLevel) checkDirectBodies(def *VhostDef) error {
+	for _, r := range def.Routes {
+		if r.Direct != nil && len(r.Direct.Body) > int(l.MaxBody) {
 			// Envoy refuses such a route configuration too.
 			return fmt.Errorf("route #%d %q: direct_response body is %d bytes, more than max_direct_response_body_size_bytes (%d)",
-				r.index, r.name, len(r.direct.body), l.maxBody)
+				r.Index, r.Name, len(r.Direct.Body), l.MaxBody)
 		}
 	}
 	return nil
 }
 
-// convertVirtualHost converts pvh and plans its routes' header mutations
+// ConvertVirtualHost converts pvh and plans its routes' header mutations
 // with the configuration's.
-func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDef, error) {
+func (l RouteConfigLevel) ConvertVirtualHost(pvh *routev3.VirtualHost) (*VhostDef, error) {
 	def, err := convertVirtualHost(pvh, l.filters)
 	if err != nil {
-		return &vhostDef{name: pvh.GetName()}, err
+		return &VhostDef{Name: pvh.GetName()}, err
 	}
-	for _, r := range def.routes {
-		r.plan = planMutations(headerLevel{}, r.headers, def.headers, l.global, l.mostSpecificWins)
-		if r.forward == nil {
+	for _, r := range def.Routes {
+		r.Plan = planMutations(headerLevel{}, r.headers, def.headers, l.global, l.mostSpecificWins)
+		if r.Forward == nil {
 			continue
 		}
-		for i := range r.forward.clusters {
-			c := &r.forward.clusters[i]
+		for i := range r.Forward.Clusters {
+			c := &r.Forward.Clusters[i]
 			if !c.headers.empty() {
-				c.plan = planMutations(c.headers, r.headers, def.headers, l.global, l.mostSpecificWins)
+				c.Plan = planMutations(c.headers, r.headers, def.headers, l.global, l.mostSpecificWins)
 			}
-			if !slices.Contains(def.clusters, c.name) {
-				def.clusters = append(def.clusters, c.name)
+			if !slices.Contains(def.Clusters, c.Name) {
+				def.Clusters = append(def.Clusters, c.Name)
 			}
 		}
-		for _, m := range r.forward.mirrors {
-			if !slices.Contains(def.clusters, m.cluster) {
-				def.clusters = append(def.clusters, m.cluster)
+		for _, m := range r.Forward.Mirrors {
+			if !slices.Contains(def.Clusters, m.Cluster) {
+				def.Clusters = append(def.Clusters, m.Cluster)
 			}
 		}
 	}
@@ -255,7 +255,7 @@ func (l routeConfigLevel) convertVirtualHost(pvh *routev3.VirtualHost) (*vhostDe
 	return def, nil
 }
 
-func convertVirtualHost(pvh *routev3.VirtualHost, filters *filter.Registry) (*vhostDef, error) {
+func convertVirtualHost(pvh *routev3.VirtualHost, filters *filter.Registry) (*VhostDef, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("matcher", pvh.GetMatcher() != nil),
 		xdsconv.Set("require_tls", pvh.GetRequireTls() != routev3.VirtualHost_NONE),
@@ -288,7 +288,7 @@ func convertVirtualHost(pvh *routev3.VirtualHost, filters *filter.Registry) (*vh
 	if err != nil {
 		return nil, err
 	}
-	vh := &vhostDef{name: pvh.GetName(), headers: headers}
+	vh := &VhostDef{Name: pvh.GetName(), headers: headers}
 	places := routePlaces(pvh)
 	for i, pr := range pvh.GetRoutes() {
 		var at filter.Place
@@ -296,15 +296,15 @@ func convertVirtualHost(pvh *routev3.VirtualHost, filters *filter.Registry) (*vh
 			at = places[i]
 		}
 		r, err := convertRoute(pr, at, filters)
-		if err == nil && r.forward != nil {
-			r.rateLimits, err = routeRateLimits(pr.GetRoute().GetRateLimits(), vhLimits)
+		if err == nil && r.Forward != nil {
+			r.RateLimits, err = routeRateLimits(pr.GetRoute().GetRateLimits(), vhLimits)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("route #%d %q: %w", i, pr.GetName(), err)
 		}
-		r.perFilter = filter.Merge(r.perFilter, vhFilters)
-		r.index, r.label, r.pathLabel = i, routeLabel(r.name, i), pathLabel(&r.match)
-		vh.routes = append(vh.routes, r)
+		r.PerFilter = filter.Merge(r.PerFilter, vhFilters)
+		r.Index, r.Label, r.PathLabel = i, routeLabel(r.Name, i), pathLabel(&r.Match)
+		vh.Routes = append(vh.Routes, r)
 	}
 	return vh, nil
 }
@@ -346,7 +346,7 @@ func routePlaces(pvh *routev3.VirtualHost) []filter.Place {
 	return out
 }
 
-func convertRoute(pr *routev3.Route, at filter.Place, filters *filter.Registry) (*route, error) {
+func convertRoute(pr *routev3.Route, at filter.Place, filters *filter.Registry) (*Route, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("route_specifiers", len(pr.GetRouteSpecifiers()) > 0),
 		xdsconv.Set("per_request_buffer_limit_bytes", pr.GetPerRequestBufferLimitBytes() != nil),
@@ -354,12 +354,12 @@ func convertRoute(pr *routev3.Route, at filter.Place, filters *filter.Registry) 
 	); err != nil {
 		return nil, err
 	}
-	m, err := convertRouteMatch(pr.GetMatch())
+	m, err := ConvertRouteMatch(pr.GetMatch())
 	if err != nil {
 		return nil, fmt.Errorf("match: %w", err)
 	}
-	r := &route{name: pr.GetName(), match: m}
-	if r.perFilter, err = filters.ParsePerFilterAt(pr.GetTypedPerFilterConfig(), at); err != nil {
+	r := &Route{Name: pr.GetName(), Match: m}
+	if r.PerFilter, err = filters.ParsePerFilterAt(pr.GetTypedPerFilterConfig(), at); err != nil {
 		return nil, err
 	}
 	r.headers, err = convertHeaderLevel(pr.GetRequestHeadersToAdd(), pr.GetRequestHeadersToRemove(),
@@ -369,11 +369,11 @@ func convertRoute(pr *routev3.Route, at filter.Place, filters *filter.Registry) 
 	}
 	switch a := pr.GetAction().(type) {
 	case *routev3.Route_Route:
-		r.forward, err = convertRouteAction(a.Route, filters)
+		r.Forward, err = ConvertRouteAction(a.Route, filters)
 	case *routev3.Route_Redirect:
-		r.redirect, err = convertRedirect(a.Redirect)
+		r.Redirect, err = convertRedirect(a.Redirect)
 	case *routev3.Route_DirectResponse:
-		r.direct, err = convertDirectResponse(a.DirectResponse)
+		r.Direct, err = convertDirectResponse(a.DirectResponse)
 	default:
 		err = fmt.Errorf("action %T is not supported", pr.GetAction())
 	}
@@ -383,7 +383,7 @@ func convertRoute(pr *routev3.Route, at filter.Place, filters *filter.Registry) 
 	return r, nil
 }
 
-func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
+func ConvertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("cookies", len(pm.GetCookies()) > 0),
 		xdsconv.Set("grpc", pm.GetGrpc() != nil),
@@ -411,7 +411,7 @@ func convertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 		return routeMatch{}, fmt.Errorf("path specifier %T is not supported", pm.GetPathSpecifier())
 	}
 	for _, ph := range pm.GetHeaders() {
-		hm, err := convertHeaderMatcher(ph)
+		hm, err := ConvertHeaderMatcher(ph)
 		if err != nil {
 			return routeMatch{}, fmt.Errorf("header %q: %w", ph.GetName(), err)
 		}
@@ -451,7 +451,7 @@ func convertQueryParameterMatcher(pq *routev3.QueryParameterMatcher) (queryMatch
 	qm := queryMatcher{name: pq.GetName()}
 	switch s := pq.GetQueryParameterMatchSpecifier().(type) {
 	case *routev3.QueryParameterMatcher_StringMatch:
-		sm, err := convertStringMatcher(s.StringMatch)
+		sm, err := ConvertStringMatcher(s.StringMatch)
 		if err != nil {
 			return qm, err
 		}
@@ -465,7 +465,7 @@ func convertQueryParameterMatcher(pq *routev3.QueryParameterMatcher) (queryMatch
 	return qm, nil
 }
 
-func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
+func ConvertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	hm := headerMatcher{
 		name:                strings.ToLower(ph.GetName()),
 		key:                 textproto.CanonicalMIMEHeaderKey(ph.GetName()),
@@ -477,7 +477,7 @@ func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	case *routev3.HeaderMatcher_PresentMatch:
 		hm.isPresentMatch, hm.present = true, s.PresentMatch
 	case *routev3.HeaderMatcher_StringMatch:
-		hm.str, err = convertStringMatcher(s.StringMatch)
+		hm.str, err = ConvertStringMatcher(s.StringMatch)
 	// The deprecated single-purpose fields are cheap to honour.
 	case *routev3.HeaderMatcher_ExactMatch:
 		hm.str = stringMatcher{kind: strExact, value: s.ExactMatch}
@@ -499,7 +499,7 @@ func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	return hm, err
 }
 
-func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
+func ConvertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
 	// ignore_case has no effect on safe_regex, as in Envoy.
 	out := stringMatcher{ignoreCase: sm.GetIgnoreCase()}
 	switch p := sm.GetMatchPattern().(type) {
@@ -523,7 +523,7 @@ func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
 	return out, nil
 }
 
-func convertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*forwardAction, error) {
+func ConvertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*ForwardAction, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("metadata_match", ra.GetMetadataMatch() != nil),
 		xdsconv.Set("path_rewrite_policy", ra.GetPathRewritePolicy() != nil),
@@ -545,71 +545,71 @@ func convertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*for
 	); err != nil {
 		return nil, err
 	}
-	fa := &forwardAction{
-		timeout:          defaultRouteTimeout,
-		prefixRewrite:    ra.GetPrefixRewrite(),
-		hasPrefixRewrite: ra.GetPrefixRewrite() != "",
-		hostRewrite:      ra.GetHostRewriteLiteral(),
-		retry:            noRetries,
+	fa := &ForwardAction{
+		Timeout:          DefaultRouteTimeout,
+		PrefixRewrite:    ra.GetPrefixRewrite(),
+		HasPrefixRewrite: ra.GetPrefixRewrite() != "",
+		HostRewrite:      ra.GetHostRewriteLiteral(),
+		Retry:            noRetries,
 	}
 	if rs := ra.GetRegexRewrite(); rs != nil {
-		if fa.hasPrefixRewrite {
+		if fa.HasPrefixRewrite {
 			// Envoy refuses the route configuration too.
 			return nil, errors.New("prefix_rewrite and regex_rewrite are exclusive")
 		}
-		rw, err := convertPathRewrite(rs)
+		rw, err := ConvertPathRewrite(rs)
 		if err != nil {
 			return nil, fmt.Errorf("regex_rewrite: %w", err)
 		}
-		fa.regexRewrite = rw
+		fa.RegexRewrite = rw
 	}
 	for _, u := range ra.GetUpgradeConfigs() {
 		if u.GetConnectConfig() != nil {
 			return nil, fmt.Errorf("upgrade_configs %q: connect_config is not supported", u.GetUpgradeType())
 		}
 		// Enabled unless enabled is false: it overrides the HCM's setting for this upgrade type.
-		fa.upgrades = append(fa.upgrades, routeUpgrade{
-			upgradeType: strings.ToLower(u.GetUpgradeType()),
-			enabled:     u.GetEnabled() == nil || u.GetEnabled().GetValue(),
+		fa.Upgrades = append(fa.Upgrades, routeUpgrade{
+			UpgradeType: strings.ToLower(u.GetUpgradeType()),
+			Enabled:     u.GetEnabled() == nil || u.GetEnabled().GetValue(),
 		})
 	}
 	if ra.GetTimeout() != nil {
-		fa.timeout = ra.GetTimeout().AsDuration()
+		fa.Timeout = ra.GetTimeout().AsDuration()
 	}
 	if d := ra.GetIdleTimeout(); d != nil {
-		fa.idleTimeout, fa.hasIdleTimeout = d.AsDuration(), true
+		fa.IdleTimeout, fa.HasIdleTimeout = d.AsDuration(), true
 	}
 	if rp := ra.GetRetryPolicy(); rp != nil {
-		p, err := convertRetryPolicy(rp)
+		p, err := ConvertRetryPolicy(rp)
 		if err != nil {
 			return nil, fmt.Errorf("retry_policy: %w", err)
 		}
-		fa.retry = p
+		fa.Retry = p
 	}
 	hps, err := convertHashPolicies(ra.GetHashPolicy())
 	if err != nil {
 		return nil, err
 	}
-	fa.hashPolicies = hps
-	if fa.mirrors, err = convertMirrorPolicies(ra.GetRequestMirrorPolicies()); err != nil {
+	fa.HashPolicies = hps
+	if fa.Mirrors, err = convertMirrorPolicies(ra.GetRequestMirrorPolicies()); err != nil {
 		return nil, err
 	}
-	if fa.internalRedirect, err = convertInternalRedirect(ra.GetInternalRedirectPolicy()); err != nil {
+	if fa.InternalRedirect, err = convertInternalRedirect(ra.GetInternalRedirectPolicy()); err != nil {
 		return nil, fmt.Errorf("internal_redirect_policy: %w", err)
 	}
 	switch ra.GetClusterNotFoundResponseCode() {
 	case routev3.RouteAction_SERVICE_UNAVAILABLE:
-		fa.notFoundStatus = http.StatusServiceUnavailable
+		fa.NotFoundStatus = http.StatusServiceUnavailable
 	case routev3.RouteAction_NOT_FOUND:
-		fa.notFoundStatus = http.StatusNotFound
+		fa.NotFoundStatus = http.StatusNotFound
 	case routev3.RouteAction_INTERNAL_SERVER_ERROR:
-		fa.notFoundStatus = http.StatusInternalServerError
+		fa.NotFoundStatus = http.StatusInternalServerError
 	default:
 		return nil, fmt.Errorf("cluster_not_found_response_code %v is not supported", ra.GetClusterNotFoundResponseCode())
 	}
 	switch cs := ra.GetClusterSpecifier().(type) {
 	case *routev3.RouteAction_Cluster:
-		fa.clusters = []weightedCluster{{name: cs.Cluster, weight: 1}}
+		fa.Clusters = []weightedCluster{{Name: cs.Cluster, weight: 1}}
 		fa.total = 1
 	case *routev3.RouteAction_WeightedClusters:
 		if err := fa.setWeightedClusters(cs.WeightedClusters, filters); err != nil {
@@ -621,7 +621,7 @@ func convertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*for
 	return fa, nil
 }
 
-func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster, filters *filter.Registry) error {
+func (fa *ForwardAction) setWeightedClusters(wc *routev3.WeightedCluster, filters *filter.Registry) error {
 	if wc.GetRandomValueSpecifier() != nil {
 		return errors.New("header_name is not supported")
 	}
@@ -645,8 +645,8 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster, filter
 			return fmt.Errorf("cluster %q: %w", c.GetName(), err)
 		}
 		w := uint64(c.GetWeight().GetValue())
-		fa.clusters = append(fa.clusters, weightedCluster{name: c.GetName(), weight: w, headers: headers,
-			hostRewrite: c.GetHostRewriteLiteral(), perFilter: perFilter})
+		fa.Clusters = append(fa.Clusters, weightedCluster{Name: c.GetName(), weight: w, headers: headers,
+			HostRewrite: c.GetHostRewriteLiteral(), PerFilter: perFilter})
 		fa.total += w
 	}
 	if fa.total == 0 {
@@ -656,41 +656,41 @@ func (fa *forwardAction) setWeightedClusters(wc *routev3.WeightedCluster, filter
 }
 
 func convertRedirect(pr *routev3.RedirectAction) (*redirectAction, error) {
-	ra := &redirectAction{host: pr.GetHostRedirect(), port: pr.GetPortRedirect(), stripQuery: pr.GetStripQuery()}
+	ra := &redirectAction{Host: pr.GetHostRedirect(), Port: pr.GetPortRedirect(), StripQuery: pr.GetStripQuery()}
 	switch s := pr.GetSchemeRewriteSpecifier().(type) {
 	case *routev3.RedirectAction_HttpsRedirect:
 		if s.HttpsRedirect {
-			ra.scheme = "https"
+			ra.Scheme = "https"
 		}
 	case *routev3.RedirectAction_SchemeRedirect:
-		ra.scheme = strings.ToLower(s.SchemeRedirect)
+		ra.Scheme = strings.ToLower(s.SchemeRedirect)
 	}
 	switch s := pr.GetPathRewriteSpecifier().(type) {
 	case *routev3.RedirectAction_PathRedirect:
-		ra.path, ra.hasPath = s.PathRedirect, true
+		ra.Path, ra.HasPath = s.PathRedirect, true
 	case *routev3.RedirectAction_PrefixRewrite:
-		ra.prefixRewrite, ra.hasPrefixRewrite = s.PrefixRewrite, true
+		ra.PrefixRewrite, ra.HasPrefixRewrite = s.PrefixRewrite, true
 	case *routev3.RedirectAction_RegexRewrite:
-		rw, err := convertPathRewrite(s.RegexRewrite)
+		rw, err := ConvertPathRewrite(s.RegexRewrite)
 		if err != nil {
 			return nil, fmt.Errorf("redirect regex_rewrite: %w", err)
 		}
-		ra.regexRewrite = rw
+		ra.RegexRewrite = rw
 	case nil:
 	default:
 		return nil, fmt.Errorf("redirect path rewrite %T is not supported", pr.GetPathRewriteSpecifier())
 	}
 	switch pr.GetResponseCode() {
 	case routev3.RedirectAction_MOVED_PERMANENTLY:
-		ra.status = http.StatusMovedPermanently
+		ra.Status = http.StatusMovedPermanently
 	case routev3.RedirectAction_FOUND:
-		ra.status = http.StatusFound
+		ra.Status = http.StatusFound
 	case routev3.RedirectAction_SEE_OTHER:
-		ra.status = http.StatusSeeOther
+		ra.Status = http.StatusSeeOther
 	case routev3.RedirectAction_TEMPORARY_REDIRECT:
-		ra.status = http.StatusTemporaryRedirect
+		ra.Status = http.StatusTemporaryRedirect
 	case routev3.RedirectAction_PERMANENT_REDIRECT:
-		ra.status = http.StatusPermanentRedirect
+		ra.Status = http.StatusPermanentRedirect
 	default:
 		return nil, fmt.Errorf("redirect response_code %v is not supported", pr.GetResponseCode())
 	}
@@ -701,13 +701,13 @@ func convertDirectResponse(pd *routev3.DirectResponseAction) (*directResponse, e
 	if pd.GetBodyFormat() != nil {
 		return nil, errors.New("direct_response body_format is not supported")
 	}
-	dr := &directResponse{status: int(pd.GetStatus())}
+	dr := &directResponse{Status: int(pd.GetStatus())}
 	if pd.GetBody() != nil {
 		body, err := xdsconv.InlineData(pd.GetBody())
 		if err != nil {
 			return nil, fmt.Errorf("direct_response body: %w", err)
 		}
-		dr.body = body
+		dr.Body = body
 	}
 	return dr, nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"errors"
@@ -13,29 +13,29 @@ import (
 // internalRedirectSpec is a route's internal_redirect_policy: the proxy follows
 // the upstream's redirects itself, and the client gets the answer of their target.
 type internalRedirectSpec struct {
-	max   int   // max_internal_redirects (default 1)
-	codes []int // redirect_response_codes (default 302)
-	cross bool  // allow_cross_scheme_redirect
+	Max   int   // max_internal_redirects (default 1)
+	Codes []int // redirect_response_codes (default 302)
+	Cross bool  // allow_cross_scheme_redirect
 	// safeCrossScheme (predicate safe_cross_scheme): a redirect from HTTP to HTTPS is
 	// not followed; previousRoutes (previous_routes): nor one to a route the request
 	// has already been through.
-	safeCrossScheme, previousRoutes bool
+	SafeCrossScheme, PreviousRoutes bool
 }
 
 func convertInternalRedirect(p *routev3.InternalRedirectPolicy) (*internalRedirectSpec, error) {
 	if p == nil {
 		return nil, nil
 	}
-	spec := &internalRedirectSpec{max: 1, codes: []int{http.StatusFound}, cross: p.GetAllowCrossSchemeRedirect()}
+	spec := &internalRedirectSpec{Max: 1, Codes: []int{http.StatusFound}, Cross: p.GetAllowCrossSchemeRedirect()}
 	if m := p.GetMaxInternalRedirects(); m != nil {
-		spec.max = int(m.GetValue())
+		spec.Max = int(m.GetValue())
 	}
 	if len(p.GetRedirectResponseCodes()) > 0 {
-		spec.codes = spec.codes[:0]
+		spec.Codes = spec.Codes[:0]
 		for _, c := range p.GetRedirectResponseCodes() {
 			switch c {
 			case 301, 302, 303, 307, 308:
-				spec.codes = append(spec.codes, int(c))
+				spec.Codes = append(spec.Codes, int(c))
 			default:
 				return nil, fmt.Errorf("redirect_response_codes: %d is not a redirect Envoy follows (301, 302, 303, 307, 308)", c)
 			}
@@ -45,9 +45,9 @@ func convertInternalRedirect(p *routev3.InternalRedirectPolicy) (*internalRedire
 		tc := pr.GetTypedConfig()
 		switch {
 		case tc.MessageIs(&safecrossschemev3.SafeCrossSchemeConfig{}):
-			spec.safeCrossScheme = true
+			spec.SafeCrossScheme = true
 		case tc.MessageIs(&previousroutesv3.PreviousRoutesConfig{}):
-			spec.previousRoutes = true
+			spec.PreviousRoutes = true
 		default:
 			return nil, fmt.Errorf("predicate %q (%s) is not supported (safe_cross_scheme, previous_routes)", pr.GetName(), tc.GetTypeUrl())
 		}

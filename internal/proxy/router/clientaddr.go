@@ -1,26 +1,26 @@
-package proxy
+package router
 
 import (
 	"net/netip"
 	"strings"
 )
 
-// clientAddressing is how the connection manager decides the client's
+// ClientAddressing is how the connection manager decides the client's
 // address (use_remote_address, xff_num_trusted_hops): the route's source IP
 // hashing and %DOWNSTREAM_REMOTE_ADDRESS% read it as the edge does.
-type clientAddressing struct {
-	useRemoteAddress bool
-	xffTrustedHops   uint32 // xff_num_trusted_hops
+type ClientAddressing struct {
+	UseRemoteAddress bool
+	XffTrustedHops   uint32 // xff_num_trusted_hops
 }
 
-// forwardedClient is the client's address X-Forwarded-For gives, as Envoy reads
+// ForwardedClient is the client's address X-Forwarded-For gives, as Envoy reads
 // it: at the edge (use_remote_address) the xff_num_trusted_hops-th address from
 // the right, none without trusted hops; behind another proxy, the address after
 // the trusted hops from the right. ok is false when the header has too few
 // addresses or that one is not an IP address: the peer is the client then.
-func (c *clientAddressing) forwardedClient(xff []string) (netip.Addr, bool) {
-	skip := int(c.xffTrustedHops)
-	if c.useRemoteAddress {
+func (c *ClientAddressing) ForwardedClient(xff []string) (netip.Addr, bool) {
+	skip := int(c.XffTrustedHops)
+	if c.UseRemoteAddress {
 		if skip == 0 {
 			return netip.Addr{}, false
 		}

@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"fmt"
@@ -90,14 +90,14 @@ func convertHeaderLevel(reqAdd []*corev3.HeaderValueOption, reqRemove []string,
 	respAdd []*corev3.HeaderValueOption, respRemove []string) (headerLevel, error) {
 	var l headerLevel
 	var err error
-	if l.request, err = convertHeaderMutation("request", reqAdd, reqRemove); err != nil {
+	if l.request, err = ConvertHeaderMutation("request", reqAdd, reqRemove); err != nil {
 		return l, err
 	}
-	l.response, err = convertHeaderMutation("response", respAdd, respRemove)
+	l.response, err = ConvertHeaderMutation("response", respAdd, respRemove)
 	return l, err
 }
 
-func convertHeaderMutation(direction string, adds []*corev3.HeaderValueOption, removes []string) (*headerMutation, error) {
+func ConvertHeaderMutation(direction string, adds []*corev3.HeaderValueOption, removes []string) (*headerMutation, error) {
 	if len(adds) == 0 && len(removes) == 0 {
 		return nil, nil
 	}
@@ -159,7 +159,7 @@ func convertHeaderValueOption(o *corev3.HeaderValueOption) (headerAdd, error) {
 			return a, fmt.Errorf("append_action %v is not supported", o.GetAppendAction())
 		}
 	}
-	f, err := parseHeaderFormat(h.GetValue())
+	f, err := ParseHeaderFormat(h.GetValue())
 	if err != nil {
 		return a, err
 	}
@@ -197,12 +197,12 @@ type headerFormat struct {
 // %COMMAND%, %COMMAND(argument)%, with an optional :maximum length.
 var commandRe = regexp.MustCompile(`^%([A-Z0-9_]+)(?:\(([^)]*)\))?(?::([0-9]+))?%`)
 
-// parseHeaderFormat parses a header value as Envoy's header formatter does:
+// ParseHeaderFormat parses a header value as Envoy's header formatter does:
 // "%%" is a literal '%', and every other '%' must start a command operator.
 // The operators the embedded proxy evaluates are REQ, PROTOCOL,
 // DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT and HOSTNAME; any other one is an
 // error rather than text sent as is.
-func parseHeaderFormat(s string) (headerFormat, error) {
+func ParseHeaderFormat(s string) (headerFormat, error) {
 	if !strings.Contains(s, "%") {
 		return headerFormat{literal: s}, nil
 	}
@@ -326,60 +326,60 @@ func truncate(s string, maxLen int) string {
 // ---------------------------------------------------------------------------
 // Applying mutations to a request.
 
-// routeHeaders is one request's header work: the mutations of its route
+// RouteHeaders is one request's header work: the mutations of its route
 // (and picked cluster) and the cookies its hash policies generated. A request
 // whose route has neither carries none.
-type routeHeaders struct {
-	plan    *mutationPlan // nil when only cookies are to be set
-	cookies []string      // Set-Cookie values for the upstream's response
+type RouteHeaders struct {
+	Plan    *mutationPlan // nil when only cookies are to be set
+	Cookies []string      // Set-Cookie values for the upstream's response
 	r       *http.Request
-	ri      *requestInfo
-	client  *clientAddressing
+	ri      *RequestInfo
+	client  *ClientAddressing
 	// request is the request's header map for %REQ()%: the downstream one
 	// until the upstream request has been built, that one afterwards.
 	request http.Header
-	// responded: the upstream response's headers were mutated, so the
+	// Responded: the upstream response's headers were mutated, so the
 	// response head written for it needs nothing more.
-	responded bool
+	Responded bool
 }
 
-func newRouteHeaders(plan *mutationPlan, r *http.Request, ri *requestInfo, client *clientAddressing) *routeHeaders {
-	return &routeHeaders{plan: plan, r: r, ri: ri, client: client, request: r.Header}
+func NewRouteHeaders(plan *mutationPlan, r *http.Request, ri *RequestInfo, client *ClientAddressing) *RouteHeaders {
+	return &RouteHeaders{Plan: plan, r: r, ri: ri, client: client, request: r.Header}
 }
 
-// applyRequest mutates the upstream request's headers, after the edge headers
+// ApplyRequest mutates the upstream request's headers, after the edge headers
 // (X-Forwarded-For, X-Forwarded-Proto, X-Request-Id) were set, as Envoy's
 // router does after its connection manager.
-func (rh *routeHeaders) applyRequest(h http.Header) {
+func (rh *RouteHeaders) ApplyRequest(h http.Header) {
 	rh.request = h
-	if rh.plan == nil {
+	if rh.Plan == nil {
 		return
 	}
-	for _, m := range rh.plan.request {
-		m.apply(h, rh)
+	for _, m := range rh.Plan.request {
+		m.Apply(h, rh)
 	}
 }
 
-// applyResponse mutates a response's headers: an upstream response gets
+// ApplyResponse mutates a response's headers: an upstream response gets
 // the generated cookies first, then every response the route's mutations.
-func (rh *routeHeaders) applyResponse(h http.Header, upstream bool) {
+func (rh *RouteHeaders) ApplyResponse(h http.Header, upstream bool) {
 	if upstream {
-		for _, c := range rh.cookies {
+		for _, c := range rh.Cookies {
 			h.Add("Set-Cookie", c)
 		}
 	}
-	if rh.plan == nil {
+	if rh.Plan == nil {
 		return
 	}
-	for _, m := range rh.plan.response {
-		m.apply(h, rh)
+	for _, m := range rh.Plan.response {
+		m.Apply(h, rh)
 	}
 }
 
-// apply is Envoy's HeaderParser::evaluateHeaders: removals first, then every
+// Apply is Envoy's HeaderParser::evaluateHeaders: removals first, then every
 // value is computed and every condition checked against the headers as they
 // are after the removals, then overwrites are applied, then additions.
-func (m *headerMutation) apply(h http.Header, rh *routeHeaders) {
+func (m *headerMutation) Apply(h http.Header, rh *RouteHeaders) {
 	for _, name := range m.remove {
 		delete(h, name)
 	}
@@ -391,7 +391,7 @@ func (m *headerMutation) apply(h http.Header, rh *routeHeaders) {
 	overwrites, appends := buf[:0:4], buf[4:4]
 	for i := range m.add {
 		a := &m.add[i]
-		v := a.value.eval(rh)
+		v := a.value.Eval(rh)
 		if v == "" && !a.keepEmpty {
 			continue
 		}
@@ -419,7 +419,7 @@ func (m *headerMutation) apply(h http.Header, rh *routeHeaders) {
 	}
 }
 
-func (f *headerFormat) eval(rh *routeHeaders) string {
+func (f *headerFormat) Eval(rh *RouteHeaders) string {
 	if f.parts == nil {
 		return f.literal
 	}
@@ -437,7 +437,7 @@ func (f *headerFormat) eval(rh *routeHeaders) string {
 				v, _ = rh.requestHeader(p.alt)
 			}
 		case partRemoteAddress:
-			v = downstreamRemoteIP(rh.client, rh.r)
+			v = DownstreamRemoteIP(rh.client, rh.r)
 		case partProtocol:
 			v = protocolName(rh.r)
 		}
@@ -450,7 +450,7 @@ func (f *headerFormat) eval(rh *routeHeaders) string {
 // lines joined by "; ", as Envoy's codecs coalesce them), and the
 // pseudo-headers from the request line. Host is no header in Envoy's map:
 // it is :authority.
-func (rh *routeHeaders) requestHeader(key string) (string, bool) {
+func (rh *RouteHeaders) requestHeader(key string) (string, bool) {
 	if key[0] == ':' {
 		if key == ":authority" || key == ":path" || key == ":method" || key == ":scheme" {
 			return rh.ri.headerValue(key)
@@ -467,11 +467,11 @@ func (rh *routeHeaders) requestHeader(key string) (string, bool) {
 	return vs[0], true
 }
 
-// downstreamRemoteIP is Envoy's downstream remote address without its port: the
+// DownstreamRemoteIP is Envoy's downstream remote address without its port: the
 // peer, or the client X-Forwarded-For names when the connection manager trusts it
 // (forwardedClient).
-func downstreamRemoteIP(c *clientAddressing, r *http.Request) string {
-	if a, ok := c.forwardedClient(r.Header.Values("X-Forwarded-For")); ok {
+func DownstreamRemoteIP(c *ClientAddressing, r *http.Request) string {
+	if a, ok := c.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
 		return a.String()
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

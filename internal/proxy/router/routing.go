@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"math/rand/v2"
@@ -14,41 +14,41 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
 )
 
-// defaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is unset.
-const defaultRouteTimeout = 15 * time.Second
+// DefaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is unset.
+const DefaultRouteTimeout = 15 * time.Second
 
-// defaultMaxDirectResponseBody is Envoy's limit on a direct_response body
+// DefaultMaxDirectResponseBody is Envoy's limit on a direct_response body
 // when RouteConfiguration.max_direct_response_body_size_bytes is unset.
-const defaultMaxDirectResponseBody = 4096
+const DefaultMaxDirectResponseBody = 4096
 
-// routeTable is a compiled RouteConfiguration. It is immutable once built and
+// RouteTable is a compiled RouteConfiguration. It is immutable once built and
 // shared by every snapshot that references it; the next version of the
 // configuration may be patched from it (see patchRouteTable), sharing its
 // virtual hosts and the bulk of its domain index.
-type routeTable struct {
-	name    string
-	domains domainIndex
-	vhosts  []*virtualHost // in order
-	// slots is one more than the highest virtualHost.slot; freeSlots are
+type RouteTable struct {
+	Name    string
+	Domains domainIndex
+	Vhosts  []*VirtualHost // in order
+	// Slots is one more than the highest virtualHost.slot; freeSlots are
 	// those below it that no virtual host of the table holds.
-	slots     int
+	Slots     int
 	freeSlots []int
 	// id stands for this table in the patch of the tables patched from it,
 	// which must not keep it alive; patch is how this one was patched from
 	// another (nil: built in full).
 	id    *tableID
-	patch *tablePatch
-	// level is what the virtual hosts' routes inherit from the configuration;
+	Patch *tablePatch
+	// Level is what the virtual hosts' routes inherit from the configuration;
 	// shell is the encoding of every field but virtual_hosts, set for a table
 	// decoded from RDS ("" otherwise; see reuseRouteConfig): the next version
 	// reuses this one's virtual hosts only if its shell is the same.
-	level routeConfigLevel
-	shell string
-	// vhds is set for a configuration that takes virtual hosts from VHDS:
+	Level RouteConfigLevel
+	Shell string
+	// Vhds is set for a configuration that takes virtual hosts from VHDS:
 	// its first inline vhosts are its own, the others are the VirtualHost
 	// resources of its namespace, sorted by name (see vhds.go).
-	vhds   bool
-	inline int
+	Vhds   bool
+	Inline int
 }
 
 // tableID identifies a routeTable; it has a size so that each is distinct.
@@ -59,65 +59,65 @@ type tableID struct{ _ byte }
 // uses) must update to follow it.
 type tablePatch struct {
 	from    *tableID
-	removed []*virtualHost // of the table it was patched from
-	added   []*virtualHost
+	Removed []*VirtualHost // of the table it was patched from
+	Added   []*VirtualHost
 }
 
 // domainIndex finds a request host's virtual host. exact is shared with the
 // tables patched from this one (see layered).
 type domainIndex struct {
-	exact    layered.Map[string, *virtualHost] // lower-cased domain -> vhost
-	suffixes []wildcardDomain                  // "*<suffix>" domains, longest suffix first
-	prefixes []wildcardDomain                  // "<prefix>*" domains, longest prefix first
-	any      *virtualHost                      // the "*" domain
+	Exact    layered.Map[string, *VirtualHost] // lower-cased domain -> vhost
+	Suffixes []WildcardDomain                  // "*<suffix>" domains, longest suffix first
+	Prefixes []WildcardDomain                  // "<prefix>*" domains, longest prefix first
+	Any      *VirtualHost                      // the "*" domain
 }
 
-type wildcardDomain struct {
-	affix string // the domain without its '*'
-	vhost *virtualHost
+type WildcardDomain struct {
+	Affix string // the domain without its '*'
+	Vhost *VirtualHost
 }
 
-// virtualHost is a vhostDef in a slot of a routeTable. Both are kept by the
+// VirtualHost is a vhostDef in a slot of a routeTable. Both are kept by the
 // tables patched from that one while the def is unchanged, so that what is
 // indexed by slot (metrics) stays valid.
-type virtualHost struct {
-	*vhostDef
-	slot int // for per-configuration tables such as metrics
+type VirtualHost struct {
+	*VhostDef
+	Slot int // for per-configuration tables such as metrics
 }
 
-// vhostDef is a converted VirtualHost. It is immutable once its table is
+// VhostDef is a converted VirtualHost. It is immutable once its table is
 // built, so that the next version of the route configuration can reuse it
 // while the table in service still routes requests with it.
-type vhostDef struct {
-	name     string
-	routes   []*route
+type VhostDef struct {
+	Name     string
+	Routes   []*Route
 	headers  headerLevel // its own header mutations (resolved into its routes' plans)
 	domains  []string    // lower-cased
-	clusters []string    // every cluster its routes name, each once
-	// raw is the VirtualHost's encoding, when it was decoded from RDS: an
+	Clusters []string    // every cluster its routes name, each once
+	// Raw is the VirtualHost's encoding, when it was decoded from RDS: an
 	// identical encoding in the next version stands for the same def.
-	raw string
+	Raw string
 }
 
-type route struct {
-	name string
+type Route struct {
+	Name string
 	// label and pathLabel are its route and path labels (routeLabel,
 	// pathLabel): metrics and access log.
-	label, pathLabel string
-	index            int // in virtualHost.routes
-	match            routeMatch
+	Label, PathLabel string
+	Index            int // in virtualHost.routes
+	Match            routeMatch
 	// exactly one of the following is set
-	forward  *forwardAction
-	redirect *redirectAction
-	direct   *directResponse
+	Forward  *ForwardAction
+	Redirect *redirectAction
+	Direct   *directResponse
 	headers  headerLevel   // its own header mutations
-	plan     *mutationPlan // every level's that apply to it, in order; nil: none
-	// perFilter is the HTTP filters' configuration for it: its own
+	Plan     *mutationPlan // every level's that apply to it, in order; nil: none
+	// PerFilter is the HTTP filters' configuration for it: its own
 	// typed_per_filter_config over its virtual host's.
-	perFilter filter.PerFilter
-	// rateLimits are its rate_limits and its virtual host's, for the rate
+	PerFilter filter.PerFilter
+	// RateLimits are its rate_limits and its virtual host's, for the rate
 	// limit filter; nil: none.
-	rateLimits *ratelimit.RouteLimits
+	RateLimits *ratelimit.RouteLimits
 }
 
 type pathMatchKind int
@@ -178,130 +178,130 @@ type queryMatcher struct {
 	absent bool           // present_match: false: the parameter must be absent
 }
 
-// forwardAction is a RouteAction: proxy to one of its clusters.
-type forwardAction struct {
-	clusters []weightedCluster
+// ForwardAction is a RouteAction: proxy to one of its clusters.
+type ForwardAction struct {
+	Clusters []weightedCluster
 	total    uint64
-	// timeout runs from the end of the downstream request (its body) to the
+	// Timeout runs from the end of the downstream request (its body) to the
 	// end of the response, as Envoy's route timeout; 0 means none.
-	timeout          time.Duration
-	prefixRewrite    string
-	hasPrefixRewrite bool
-	regexRewrite     *pathRewrite // nil: none; never with a prefix rewrite
-	// notFoundStatus is returned when the picked cluster is not in the snapshot.
-	notFoundStatus int
-	retry          *retryPolicy // never nil (noRetries)
-	// idleTimeout overrides the HCM's stream_idle_timeout when
+	Timeout          time.Duration
+	PrefixRewrite    string
+	HasPrefixRewrite bool
+	RegexRewrite     *pathRewrite // nil: none; never with a prefix rewrite
+	// NotFoundStatus is returned when the picked cluster is not in the snapshot.
+	NotFoundStatus int
+	Retry          *RetryPolicy // never nil (noRetries)
+	// IdleTimeout overrides the HCM's stream_idle_timeout when
 	// hasIdleTimeout; 0 disables the idle timeout.
-	idleTimeout    time.Duration
-	hasIdleTimeout bool
-	hashPolicies   []hashPolicy // for RING_HASH and MAGLEV clusters
-	hostRewrite    string       // host_rewrite_literal; "" keeps the request's host
-	upgrades       []routeUpgrade
-	mirrors        []mirrorPolicy // request_mirror_policies
-	// internalRedirect, when set, follows upstream redirects in the proxy.
-	internalRedirect *internalRedirectSpec
+	IdleTimeout    time.Duration
+	HasIdleTimeout bool
+	HashPolicies   []HashPolicy // for RING_HASH and MAGLEV clusters
+	HostRewrite    string       // host_rewrite_literal; "" keeps the request's host
+	Upgrades       []routeUpgrade
+	Mirrors        []MirrorPolicy // request_mirror_policies
+	// InternalRedirect, when set, follows upstream redirects in the proxy.
+	InternalRedirect *internalRedirectSpec
 }
 
 // routeUpgrade is a per-route upgrade_configs entry: it allows or refuses an
 // upgrade type whatever the HCM says.
 type routeUpgrade struct {
-	upgradeType string // lower-case
-	enabled     bool
+	UpgradeType string // lower-case
+	Enabled     bool
 }
 
 type weightedCluster struct {
-	name        string
+	Name        string
 	weight      uint64
-	hostRewrite string        // host_rewrite_literal of the ClusterWeight; the route's wins
+	HostRewrite string        // host_rewrite_literal of the ClusterWeight; the route's wins
 	headers     headerLevel   // its own header mutations
-	plan        *mutationPlan // when it has its own: every level's, its own first
-	// perFilter is its typed_per_filter_config, over the route's (encoders).
-	perFilter filter.PerFilter
+	Plan        *mutationPlan // when it has its own: every level's, its own first
+	// PerFilter is its typed_per_filter_config, over the route's (encoders).
+	PerFilter filter.PerFilter
 }
 
 type redirectAction struct {
-	scheme           string // "" keeps the request's scheme
-	host             string // "" keeps the request's host
-	port             uint32 // 0 keeps the request's port
-	path             string
-	hasPath          bool
-	prefixRewrite    string
-	hasPrefixRewrite bool
-	regexRewrite     *pathRewrite
-	stripQuery       bool
-	status           int
+	Scheme           string // "" keeps the request's scheme
+	Host             string // "" keeps the request's host
+	Port             uint32 // 0 keeps the request's port
+	Path             string
+	HasPath          bool
+	PrefixRewrite    string
+	HasPrefixRewrite bool
+	RegexRewrite     *pathRewrite
+	StripQuery       bool
+	Status           int
 }
 
 type directResponse struct {
-	status int
-	body   []byte
+	Status int
+	Body   []byte
 }
 
-// requestInfo is what route matching looks at.
-type requestInfo struct {
-	method    string
-	scheme    string
-	authority string // Host as forwarded (requestHost): not lower-cased
-	path      string // normalized path without the query string
-	rawQuery  string
-	header    http.Header
-	// client decides the client's address (source IP hashing); nil: the peer.
-	client *clientAddressing
+// RequestInfo is what route matching looks at.
+type RequestInfo struct {
+	Method    string
+	Scheme    string
+	Authority string // Host as forwarded (requestHost): not lower-cased
+	Path      string // normalized path without the query string
+	RawQuery  string
+	Header    http.Header
+	// Client decides the client's address (source IP hashing); nil: the peer.
+	Client *ClientAddressing
 }
 
-// selectVirtualHost follows Envoy: exact domain, then the longest "*suffix"
+// SelectVirtualHost follows Envoy: exact domain, then the longest "*suffix"
 // wildcard (which may cover several labels), then the longest "prefix*"
 // wildcard, then "*". Matching is case-insensitive. A port in host is part of
 // what the domains are matched against ("foo.com" does not match
 // "foo.com:8080") unless the configuration ignores it.
-func (t *routeTable) selectVirtualHost(host string) *virtualHost {
-	if t.level.ignorePort {
-		host = stripPort(host)
+func (t *RouteTable) SelectVirtualHost(host string) *VirtualHost {
+	if t.Level.ignorePort {
+		host = StripPort(host)
 	}
-	h, d := strings.ToLower(host), &t.domains
+	h, d := strings.ToLower(host), &t.Domains
 	if vh, ok := d.exactDomain(h); ok {
 		return vh
 	}
-	for _, w := range d.suffixes {
+	for _, w := range d.Suffixes {
 		// The wildcard must stand for at least one character.
-		if len(h) > len(w.affix) && strings.HasSuffix(h, w.affix) {
-			return w.vhost
+		if len(h) > len(w.Affix) && strings.HasSuffix(h, w.Affix) {
+			return w.Vhost
 		}
 	}
-	for _, w := range d.prefixes {
-		if len(h) > len(w.affix) && strings.HasPrefix(h, w.affix) {
-			return w.vhost
+	for _, w := range d.Prefixes {
+		if len(h) > len(w.Affix) && strings.HasPrefix(h, w.Affix) {
+			return w.Vhost
 		}
 	}
-	return d.any
+	return d.Any
 }
 
 // exactDomain returns the virtual host of the exact domain h.
-func (d *domainIndex) exactDomain(h string) (*virtualHost, bool) { return d.exact.Get(h) }
+func (d *domainIndex) exactDomain(h string) (*VirtualHost, bool) { return d.Exact.Get(h) }
 
-// selectRoute returns the first route that matches: the translator orders
+// SelectRoute returns the first route that matches: the translator orders
 // routes, so the proxy never reorders them.
-func (vh *virtualHost) selectRoute(ri *requestInfo) *route {
-	for _, r := range vh.routes {
-		if r.match.matches(ri) {
+func (vh *VirtualHost) SelectRoute(ri *RequestInfo) *Route {
+	for _, r := range vh.Routes {
+		if r.Match.Matches(ri) {
 			return r
 		}
 	}
 	return nil
 }
 
-func (m *routeMatch) matches(ri *requestInfo) bool {
-	if !m.pathMatches(ri.path) {
+func (m *routeMatch) Matches(ri *RequestInfo) bool {
+	if !m.PathMatches(ri.Path) {
 		return false
 	}
 	for i := range m.headers {
-		if !m.headers[i].matches(ri) {
+		if !m.headers[i].Matches(ri) {
 			return false
 		}
 	}
 	for i := range m.queries {
-		if !m.queries[i].matches(ri.rawQuery) {
+		if !m.queries[i].matches(ri.RawQuery) {
 			return false
 		}
 	}
@@ -313,20 +313,20 @@ func (m *routeMatch) matches(ri *requestInfo) bool {
 // a presence match matches any value, and a string match looks at the
 // parameter's first value.
 func (qm *queryMatcher) matches(rawQuery string) bool {
-	v, ok := firstQueryValue(rawQuery, qm.name)
+	v, ok := FirstQueryValue(rawQuery, qm.name)
 	switch {
 	case qm.absent:
 		return !ok
 	case !ok:
 		return false
 	}
-	return qm.str == nil || qm.str.matches(v)
+	return qm.str == nil || qm.str.Matches(v)
 }
 
-// firstQueryValue returns the first value of a parameter in a raw query
+// FirstQueryValue returns the first value of a parameter in a raw query
 // string, parsed as Envoy does: "&"-separated, the name up to the first "=",
 // no percent-decoding; a parameter without "=" has the value "".
-func firstQueryValue(q, name string) (string, bool) {
+func FirstQueryValue(q, name string) (string, bool) {
 	for q != "" {
 		var param string
 		param, q, _ = strings.Cut(q, "&")
@@ -337,7 +337,7 @@ func firstQueryValue(q, name string) (string, bool) {
 	return "", false
 }
 
-func (m *routeMatch) pathMatches(path string) bool {
+func (m *routeMatch) PathMatches(path string) bool {
 	switch m.kind {
 	case pathExact:
 		if m.caseSensitive {
@@ -358,9 +358,9 @@ func (m *routeMatch) pathMatches(path string) bool {
 	return false
 }
 
-// matchedPrefixLen is the length of the path portion that prefix_rewrite
+// MatchedPrefixLen is the length of the path portion that prefix_rewrite
 // replaces: the prefix for prefix matches, the whole path otherwise.
-func (m *routeMatch) matchedPrefixLen(path string) int {
+func (m *routeMatch) MatchedPrefixLen(path string) int {
 	switch m.kind {
 	case pathPrefix, pathSeparatedPrefix:
 		return len(m.value)
@@ -378,9 +378,9 @@ func hasPrefixFold(s, prefix string, fold bool) bool {
 	return s[:len(prefix)] == prefix
 }
 
-// matches implements Envoy's HeaderUtility::matchHeaders semantics, including
+// Matches implements Envoy's HeaderUtility::matchHeaders semantics, including
 // its handling of absent headers with invert_match.
-func (hm *headerMatcher) matches(ri *requestInfo) bool {
+func (hm *headerMatcher) Matches(ri *RequestInfo) bool {
 	value, ok := ri.headerValueKey(hm.name, hm.key)
 	if !ok {
 		if !hm.treatMissingAsEmpty {
@@ -395,14 +395,14 @@ func (hm *headerMatcher) matches(ri *requestInfo) bool {
 	if hm.isPresentMatch {
 		match = hm.present
 	} else {
-		match = hm.str.matches(value)
+		match = hm.str.Matches(value)
 	}
 	return match != hm.invert
 }
 
-// matches compares as Envoy's StringMatcher: ignore_case folds ASCII letters
+// Matches compares as Envoy's StringMatcher: ignore_case folds ASCII letters
 // only, and a regex must match the whole value.
-func (sm *stringMatcher) matches(v string) bool {
+func (sm *stringMatcher) Matches(v string) bool {
 	switch sm.kind {
 	case strRegex:
 		return sm.re.MatchString(v)
@@ -452,26 +452,26 @@ func hasPrefixASCII(s, prefix string, fold bool) bool {
 // headerValue returns a header as Envoy sees it: pseudo-headers map to the
 // request line, and repeated headers are joined with "," (Cookie with "; ",
 // as Envoy's codecs coalesce it).
-func (ri *requestInfo) headerValue(name string) (string, bool) {
+func (ri *RequestInfo) headerValue(name string) (string, bool) {
 	return ri.headerValueKey(name, textproto.CanonicalMIMEHeaderKey(name))
 }
 
 // headerValueKey is headerValue with the canonical key already known.
-func (ri *requestInfo) headerValueKey(name, key string) (string, bool) {
+func (ri *RequestInfo) headerValueKey(name, key string) (string, bool) {
 	switch name {
 	case ":authority", "host":
-		return ri.authority, true
+		return ri.Authority, true
 	case ":path":
-		if ri.rawQuery != "" {
-			return ri.path + "?" + ri.rawQuery, true
+		if ri.RawQuery != "" {
+			return ri.Path + "?" + ri.RawQuery, true
 		}
-		return ri.path, true
+		return ri.Path, true
 	case ":method":
-		return ri.method, true
+		return ri.Method, true
 	case ":scheme":
-		return ri.scheme, true
+		return ri.Scheme, true
 	}
-	switch values := ri.header[key]; {
+	switch values := ri.Header[key]; {
 	case len(values) == 0:
 		return "", false
 	case len(values) == 1:
@@ -491,21 +491,21 @@ func fullMatchRegexp(pattern string) (*regexp.Regexp, error) {
 
 // sortWildcards orders wildcard domains longest first so that the most
 // specific one wins.
-func sortWildcards(ws []wildcardDomain) {
-	sort.SliceStable(ws, func(i, j int) bool { return len(ws[i].affix) > len(ws[j].affix) })
+func sortWildcards(ws []WildcardDomain) {
+	sort.SliceStable(ws, func(i, j int) bool { return len(ws[i].Affix) > len(ws[j].Affix) })
 }
 
-// pickCluster chooses a cluster by weight, per request.
-func (fa *forwardAction) pickCluster() *weightedCluster {
-	if len(fa.clusters) == 1 {
-		return &fa.clusters[0]
+// PickCluster chooses a cluster by weight, per request.
+func (fa *ForwardAction) PickCluster() *weightedCluster {
+	if len(fa.Clusters) == 1 {
+		return &fa.Clusters[0]
 	}
-	n := randUint64N(fa.total)
-	for i := range fa.clusters {
-		if n < fa.clusters[i].weight {
-			return &fa.clusters[i]
+	n := RandUint64N(fa.total)
+	for i := range fa.Clusters {
+		if n < fa.Clusters[i].weight {
+			return &fa.Clusters[i]
 		}
-		n -= fa.clusters[i].weight
+		n -= fa.Clusters[i].weight
 	}
-	return &fa.clusters[len(fa.clusters)-1]
+	return &fa.Clusters[len(fa.Clusters)-1]
 }

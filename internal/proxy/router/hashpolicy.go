@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"errors"
@@ -15,19 +15,19 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
-// hashPolicy is one RouteAction.hash_policy entry: what a request is hashed
+// HashPolicy is one RouteAction.hash_policy entry: what a request is hashed
 // on for RING_HASH and MAGLEV clusters.
-type hashPolicy struct {
-	kind     hashKind
-	sourceIP bool   // connection_properties.source_ip
-	header   string // lower-cased header name
-	terminal bool
+type HashPolicy struct {
+	Kind     hashKind
+	SourceIP bool   // connection_properties.source_ip
+	Header   string // lower-cased header name
+	Terminal bool
 	// query_parameter: the parameter's name; cookie: the cookie's name.
-	name string
+	Name string
 	// cookie: with a ttl, a client without the cookie gets one generated
 	// (and hashed on), set with Max-Age (unless 0) and Path (unless "").
-	hasTTL     bool
-	ttlSeconds int64
+	HasTTL     bool
+	TtlSeconds int64
 	path       string
 	attributes string // "; name=value" for each of the cookie's attributes
 }
@@ -36,12 +36,12 @@ type hashKind uint8
 
 const (
 	hashHeader hashKind = iota // also source IP, see sourceIP
-	hashQueryParameter
-	hashCookie
+	HashQueryParameter
+	HashCookie
 )
 
-func convertHashPolicies(hps []*routev3.RouteAction_HashPolicy) ([]hashPolicy, error) {
-	var out []hashPolicy
+func convertHashPolicies(hps []*routev3.RouteAction_HashPolicy) ([]HashPolicy, error) {
+	var out []HashPolicy
 	for i, hp := range hps {
 		p, err := convertHashPolicy(hp)
 		if err != nil {
@@ -52,21 +52,21 @@ func convertHashPolicies(hps []*routev3.RouteAction_HashPolicy) ([]hashPolicy, e
 	return out, nil
 }
 
-func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) (hashPolicy, error) {
-	p := hashPolicy{terminal: hp.GetTerminal()}
+func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) (HashPolicy, error) {
+	p := HashPolicy{Terminal: hp.GetTerminal()}
 	switch s := hp.GetPolicySpecifier().(type) {
 	case *routev3.RouteAction_HashPolicy_ConnectionProperties_:
 		if !s.ConnectionProperties.GetSourceIp() {
 			return p, errors.New("connection_properties without source_ip is not supported")
 		}
-		p.sourceIP = true
+		p.SourceIP = true
 	case *routev3.RouteAction_HashPolicy_Header_:
 		if s.Header.GetRegexRewrite() != nil {
 			return p, errors.New("header.regex_rewrite is not supported")
 		}
-		p.header = strings.ToLower(s.Header.GetHeaderName())
+		p.Header = strings.ToLower(s.Header.GetHeaderName())
 	case *routev3.RouteAction_HashPolicy_QueryParameter_:
-		p.kind, p.name = hashQueryParameter, s.QueryParameter.GetName()
+		p.Kind, p.Name = HashQueryParameter, s.QueryParameter.GetName()
 	case *routev3.RouteAction_HashPolicy_Cookie_:
 		c := s.Cookie
 		if c.GetTtl() != nil {
@@ -75,9 +75,9 @@ func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) (hashPolicy, error) {
 				return p, fmt.Errorf("cookie %q: negative ttl %v", c.GetName(), d)
 			}
 			// Envoy counts Max-Age in whole seconds, truncating.
-			p.hasTTL, p.ttlSeconds = true, int64(d/time.Second)
+			p.HasTTL, p.TtlSeconds = true, int64(d/time.Second)
 		}
-		p.kind, p.name, p.path = hashCookie, c.GetName(), c.GetPath()
+		p.Kind, p.Name, p.path = HashCookie, c.GetName(), c.GetPath()
 		for _, a := range c.GetAttributes() {
 			p.attributes += "; " + a.GetName()
 			if a.GetValue() != "" {
@@ -90,23 +90,23 @@ func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) (hashPolicy, error) {
 	return p, nil
 }
 
-// requestHash combines the hashes of the policies as Envoy does: each new
+// RequestHash combines the hashes of the policies as Envoy does: each new
 // hash is XORed into the previous one rotated left by one bit, and a
 // terminal policy that produced a hash ends the evaluation. No hash at all
 // (e.g. an absent header) means the load balancer picks at random.
-func requestHash(policies []hashPolicy, r *http.Request, ri *requestInfo) upstream.PickContext {
-	pc, _ := hashRequest(policies, r, ri)
+func RequestHash(policies []HashPolicy, r *http.Request, ri *RequestInfo) upstream.PickContext {
+	pc, _ := HashRequest(policies, r, ri)
 	return pc
 }
 
-// hashRequest is requestHash that also returns the Set-Cookie values of the
+// HashRequest is requestHash that also returns the Set-Cookie values of the
 // cookies that cookie policies generated, for the upstream's response.
-func hashRequest(policies []hashPolicy, r *http.Request, ri *requestInfo) (upstream.PickContext, []string) {
+func HashRequest(policies []HashPolicy, r *http.Request, ri *RequestInfo) (upstream.PickContext, []string) {
 	var pc upstream.PickContext
 	var cookies []string
 	for _, p := range policies {
 		h, ok := p.evaluate(r, ri)
-		if !ok && p.kind == hashCookie && p.hasTTL {
+		if !ok && p.Kind == HashCookie && p.HasTTL {
 			var c string
 			h, c = p.generateCookie(r)
 			ok, cookies = true, append(cookies, c)
@@ -118,33 +118,33 @@ func hashRequest(policies []hashPolicy, r *http.Request, ri *requestInfo) (upstr
 			pc.Hash ^= h
 			pc.HasHash = true
 		}
-		if p.terminal && pc.HasHash {
+		if p.Terminal && pc.HasHash {
 			break
 		}
 	}
 	return pc, cookies
 }
 
-func (p hashPolicy) evaluate(r *http.Request, ri *requestInfo) (uint64, bool) {
-	switch p.kind {
-	case hashQueryParameter:
-		v, ok := firstQueryValue(ri.rawQuery, p.name)
+func (p HashPolicy) evaluate(r *http.Request, ri *RequestInfo) (uint64, bool) {
+	switch p.Kind {
+	case HashQueryParameter:
+		v, ok := FirstQueryValue(ri.RawQuery, p.Name)
 		if !ok {
 			return 0, false
 		}
 		return upstream.XXHash64String(v), true
-	case hashCookie:
+	case HashCookie:
 		// An empty value counts as absent, as in Envoy.
-		if v := cookieValue(ri.header, p.name); v != "" {
+		if v := cookieValue(ri.Header, p.Name); v != "" {
 			return upstream.XXHash64String(v), true
 		}
 		return 0, false
 	}
-	if p.sourceIP {
+	if p.SourceIP {
 		// The client's address as the connection manager decides it: behind
 		// trusted hops, X-Forwarded-For's, as Envoy hashes its remote address.
-		if ri.client != nil {
-			if a, ok := ri.client.forwardedClient(ri.header.Values("X-Forwarded-For")); ok {
+		if ri.Client != nil {
+			if a, ok := ri.Client.ForwardedClient(ri.Header.Values("X-Forwarded-For")); ok {
 				return upstream.XXHash64String(a.String()), true
 			}
 		}
@@ -154,12 +154,12 @@ func (p hashPolicy) evaluate(r *http.Request, ri *requestInfo) (uint64, bool) {
 		}
 		return upstream.XXHash64String(ip), true
 	}
-	return headerHash(p.header, ri)
+	return headerHash(p.Header, ri)
 }
 
 // headerHash hashes a header's values, sorted so that their order does not
 // matter, each value seeding the next one's hash (Envoy's hash of a span).
-func headerHash(name string, ri *requestInfo) (uint64, bool) {
+func headerHash(name string, ri *RequestInfo) (uint64, bool) {
 	var values []string
 	if strings.HasPrefix(name, ":") || name == "host" {
 		v, ok := ri.headerValue(name)
@@ -168,7 +168,7 @@ func headerHash(name string, ri *requestInfo) (uint64, bool) {
 		}
 		values = []string{v}
 	} else {
-		values = slices.Clone(ri.header.Values(name))
+		values = slices.Clone(ri.Header.Values(name))
 	}
 	if len(values) == 0 {
 		return 0, false
@@ -206,15 +206,15 @@ func cookieValue(h http.Header, name string) string {
 // value is the hex xxHash64 of the connection's remote and local addresses
 // (the same for every request of the connection), and the request is hashed
 // on that value, as it will be when the client sends it back.
-func (p hashPolicy) generateCookie(r *http.Request) (uint64, string) {
+func (p HashPolicy) generateCookie(r *http.Request) (uint64, string) {
 	local := ""
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 		local = a.String()
 	}
 	value := fmt.Sprintf("%016x", upstream.XXHash64String(r.RemoteAddr+local))
-	c := p.name + "=\"" + value + "\""
-	if p.ttlSeconds != 0 {
-		c += "; Max-Age=" + strconv.FormatInt(p.ttlSeconds, 10)
+	c := p.Name + "=\"" + value + "\""
+	if p.TtlSeconds != 0 {
+		c += "; Max-Age=" + strconv.FormatInt(p.TtlSeconds, 10)
 	}
 	if p.path != "" {
 		c += "; Path=" + p.path

@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"errors"
@@ -18,11 +18,11 @@ import (
 type retryOn uint16
 
 const (
-	retryOn5xx retryOn = 1 << iota
-	retryOnGatewayError
-	retryOnReset
-	retryOnConnectFailure
-	retryOnRetriableStatusCodes
+	RetryOn5xx retryOn = 1 << iota
+	RetryOnGatewayError
+	RetryOnReset
+	RetryOnConnectFailure
+	RetryOnRetriableStatusCodes
 	retryOnRetriable4xx
 	// retryOnRefusedStream is accepted and never fires: only an HTTP/2
 	// upstream refuses streams, and upstreams are spoken to in HTTP/1.1.
@@ -38,11 +38,11 @@ const (
 )
 
 var retryOnNames = map[string]retryOn{
-	"5xx":                    retryOn5xx,
-	"gateway-error":          retryOnGatewayError,
-	"reset":                  retryOnReset,
-	"connect-failure":        retryOnConnectFailure,
-	"retriable-status-codes": retryOnRetriableStatusCodes,
+	"5xx":                    RetryOn5xx,
+	"gateway-error":          RetryOnGatewayError,
+	"reset":                  RetryOnReset,
+	"connect-failure":        RetryOnConnectFailure,
+	"retriable-status-codes": RetryOnRetriableStatusCodes,
 	"retriable-4xx":          retryOnRetriable4xx,
 	"refused-stream":         retryOnRefusedStream,
 	"cancelled":              retryOnGRPCCancelled,
@@ -70,21 +70,21 @@ const (
 	retryBackOffMaxFactor   = 10
 )
 
-// retryPolicy is a validated RouteAction.retry_policy. A route without one
+// RetryPolicy is a validated RouteAction.retry_policy. A route without one
 // makes a single attempt.
-type retryPolicy struct {
-	on            retryOn
-	statusCodes   []int // retriable_status_codes, for retriable-status-codes
-	numRetries    int
-	perTryTimeout time.Duration // 0: attempts are bounded by the route timeout only
-	backOffBase   time.Duration
-	backOffMax    time.Duration
+type RetryPolicy struct {
+	On            retryOn
+	StatusCodes   []int // retriable_status_codes, for retriable-status-codes
+	NumRetries    int
+	PerTryTimeout time.Duration // 0: attempts are bounded by the route timeout only
+	BackOffBase   time.Duration
+	BackOffMax    time.Duration
 }
 
 // noRetries is the policy of routes without a retry_policy.
-var noRetries = &retryPolicy{}
+var noRetries = &RetryPolicy{}
 
-func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
+func ConvertRetryPolicy(rp *routev3.RetryPolicy) (*RetryPolicy, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("per_try_idle_timeout", rp.GetPerTryIdleTimeout() != nil),
 		xdsconv.Set("retry_priority", rp.GetRetryPriority() != nil),
@@ -98,7 +98,7 @@ func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
 	); err != nil {
 		return nil, err
 	}
-	p := &retryPolicy{numRetries: 1, backOffBase: defaultRetryBackOffBase}
+	p := &RetryPolicy{NumRetries: 1, BackOffBase: defaultRetryBackOffBase}
 	for _, tok := range strings.Split(rp.GetRetryOn(), ",") {
 		tok = strings.TrimSpace(tok)
 		if tok == "" {
@@ -109,16 +109,16 @@ func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
 			return nil, fmt.Errorf("retry_on %q is not supported (5xx, gateway-error, reset, connect-failure, retriable-4xx, "+
 				"refused-stream, retriable-status-codes, cancelled, deadline-exceeded, internal, resource-exhausted, unavailable)", tok)
 		}
-		p.on |= on
+		p.On |= on
 	}
 	for _, c := range rp.GetRetriableStatusCodes() {
-		p.statusCodes = append(p.statusCodes, int(c))
+		p.StatusCodes = append(p.StatusCodes, int(c))
 	}
 	if n := rp.GetNumRetries(); n != nil {
-		p.numRetries = int(n.GetValue())
+		p.NumRetries = int(n.GetValue())
 	}
 	if d := rp.GetPerTryTimeout(); d != nil {
-		p.perTryTimeout = d.AsDuration()
+		p.PerTryTimeout = d.AsDuration()
 	}
 	if err := p.setBackOff(rp.GetRetryBackOff()); err != nil {
 		return nil, fmt.Errorf("retry_back_off: %w", err)
@@ -126,57 +126,57 @@ func convertRetryPolicy(rp *routev3.RetryPolicy) (*retryPolicy, error) {
 	return p, nil
 }
 
-func (p *retryPolicy) setBackOff(bo *routev3.RetryPolicy_RetryBackOff) error {
+func (p *RetryPolicy) setBackOff(bo *routev3.RetryPolicy_RetryBackOff) error {
 	if bo != nil {
 		// Envoy rounds intervals below 1ms up to 1ms.
-		p.backOffBase = max(bo.GetBaseInterval().AsDuration(), time.Millisecond)
+		p.BackOffBase = max(bo.GetBaseInterval().AsDuration(), time.Millisecond)
 	}
-	p.backOffMax = retryBackOffMaxFactor * p.backOffBase
+	p.BackOffMax = retryBackOffMaxFactor * p.BackOffBase
 	if m := bo.GetMaxInterval(); m != nil {
-		p.backOffMax = max(m.AsDuration(), time.Millisecond)
-		if p.backOffMax < p.backOffBase {
+		p.BackOffMax = max(m.AsDuration(), time.Millisecond)
+		if p.BackOffMax < p.BackOffBase {
 			return errors.New("max_interval is below base_interval")
 		}
 	}
 	return nil
 }
 
-// backOff returns the wait before retry number n (1 for the first retry):
+// BackOff returns the wait before retry number n (1 for the first retry):
 // Envoy's fully jittered exponential back-off, uniform in
 // [0, (2^n - 1) * base), where the range stops growing once it exceeds the
 // maximum, and the result is capped at the maximum.
-func (p *retryPolicy) backOff(n int) time.Duration {
-	span := p.backOffBase
-	for k := 1; k < n && span <= p.backOffMax; k++ {
-		span = 2*span + p.backOffBase
+func (p *RetryPolicy) BackOff(n int) time.Duration {
+	span := p.BackOffBase
+	for k := 1; k < n && span <= p.BackOffMax; k++ {
+		span = 2*span + p.BackOffBase
 	}
-	return min(time.Duration(rand.Int64N(int64(span))), p.backOffMax)
+	return min(time.Duration(rand.Int64N(int64(span))), p.BackOffMax)
 }
 
-// retriable reports whether retry_on allows retrying an attempt. Envoy
+// Retriable reports whether retry_on allows retrying an attempt. Envoy
 // treats a per-try timeout like a reset, and 5xx and gateway-error cover
 // resets and connect failures as well as responses.
-func (p *retryPolicy) retriable(o upstream.Outcome, status int) bool {
+func (p *RetryPolicy) Retriable(o upstream.Outcome, status int) bool {
 	switch o {
 	case upstream.OutcomeResponse:
-		return p.on&retryOn5xx != 0 && status >= 500 ||
-			p.on&retryOnGatewayError != 0 && (status == 502 || status == 503 || status == 504) ||
-			p.on&retryOnRetriable4xx != 0 && status == http.StatusConflict ||
-			p.on&retryOnRetriableStatusCodes != 0 && slices.Contains(p.statusCodes, status)
+		return p.On&RetryOn5xx != 0 && status >= 500 ||
+			p.On&RetryOnGatewayError != 0 && (status == 502 || status == 503 || status == 504) ||
+			p.On&retryOnRetriable4xx != 0 && status == http.StatusConflict ||
+			p.On&RetryOnRetriableStatusCodes != 0 && slices.Contains(p.StatusCodes, status)
 	case upstream.OutcomeConnectFailure:
-		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset|retryOnConnectFailure) != 0
+		return p.On&(RetryOn5xx|RetryOnGatewayError|RetryOnReset|RetryOnConnectFailure) != 0
 	case upstream.OutcomeReset, upstream.OutcomePerTryTimeout:
-		return p.on&(retryOn5xx|retryOnGatewayError|retryOnReset) != 0
+		return p.On&(RetryOn5xx|RetryOnGatewayError|RetryOnReset) != 0
 	}
 	return false
 }
 
-// retriableGRPC reports whether retry_on allows retrying a response for the
+// RetriableGRPC reports whether retry_on allows retrying a response for the
 // grpc-status in its headers.
-func (p *retryPolicy) retriableGRPC(res *http.Response) bool {
-	if p.on&retryOnGRPC == 0 || res == nil {
+func (p *RetryPolicy) RetriableGRPC(res *http.Response) bool {
+	if p.On&retryOnGRPC == 0 || res == nil {
 		return false
 	}
 	vs := res.Header["Grpc-Status"]
-	return len(vs) > 0 && p.on&grpcRetryOn[strings.TrimSpace(vs[0])] != 0
+	return len(vs) > 0 && p.On&grpcRetryOn[strings.TrimSpace(vs[0])] != 0
 }

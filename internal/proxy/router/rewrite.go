@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"errors"
@@ -19,11 +19,11 @@ type pathRewrite struct {
 	template string
 }
 
-// convertPathRewrite validates a regex_rewrite as Envoy does: the pattern must compile,
+// ConvertPathRewrite validates a regex_rewrite as Envoy does: the pattern must compile,
 // and the substitution is an RE2 rewrite string, in which "\N" (a digit) is capture
 // group N, which the pattern must have, and "\\" is a backslash; any other backslash is
 // an error.
-func convertPathRewrite(rs *matcherv3.RegexMatchAndSubstitute) (*pathRewrite, error) {
+func ConvertPathRewrite(rs *matcherv3.RegexMatchAndSubstitute) (*pathRewrite, error) {
 	pattern := rs.GetPattern().GetRegex()
 	re, err := regexp.Compile(pattern)
 	if err != nil {
@@ -67,7 +67,7 @@ func expandTemplate(subst string, groups int) (string, error) {
 	return b.String(), nil
 }
 
-// apply rewrites path.
-func (pr *pathRewrite) apply(path string) string {
+// Apply rewrites path.
+func (pr *pathRewrite) Apply(path string) string {
 	return pr.re.ReplaceAllString(path, pr.template)
 }

@@ -1,4 +1,4 @@
-package proxy
+package router
 
 import (
 	"slices"
@@ -12,40 +12,40 @@ import (
 // and records what it added and removed for whatever is indexed by slot (the
 // route stats' slot array is still copied, see patchRouteStats).
 
-// tableEntry is a virtual host of the next version of a table: def when
+// TableEntry is a virtual host of the next version of a table: def when
 // set, converted for this version (fresh, see buildRouteTable), else the one
 // at position prev of the table it is patched from; or, when run is more
 // than 1, the run virtual hosts from prev on, which no other entry names (a
 // change of a few hosts of a sorted table is a few runs, see vhdsEntries).
-type tableEntry struct {
+type TableEntry struct {
 	// int32: the entries of a large table are many, and 16 bytes each.
-	prev, run int32
-	def       *vhostDef
+	Prev, Run int32
+	Def       *VhostDef
 }
 
 // entriesLen is the number of virtual hosts entries stand for.
-func entriesLen(entries []tableEntry) int {
+func entriesLen(entries []TableEntry) int {
 	n := 0
 	for _, e := range entries {
-		n += max(int(e.run), 1)
+		n += max(int(e.Run), 1)
 	}
 	return n
 }
 
 // expandRuns returns entries with each run as entries of one.
-func expandRuns(entries []tableEntry) []tableEntry {
+func expandRuns(entries []TableEntry) []TableEntry {
 	n := entriesLen(entries)
 	if n == len(entries) {
 		return entries
 	}
-	out := make([]tableEntry, 0, n)
+	out := make([]TableEntry, 0, n)
 	for _, e := range entries {
-		if e.run <= 1 {
+		if e.Run <= 1 {
 			out = append(out, e)
 			continue
 		}
-		for j := range e.run {
-			out = append(out, tableEntry{prev: e.prev + j})
+		for j := range e.Run {
+			out = append(out, TableEntry{Prev: e.Prev + j})
 		}
 	}
 	return out
@@ -61,54 +61,54 @@ func maxPatch(n int) int { return n/8 + 16 }
 // it). ok is false when too much changed for a patch to pay; an error is
 // what a full build would refuse (a duplicate domain, a direct response
 // too long), though the full build is left to say it.
-func patchRouteTable(prev *routeTable, entries []tableEntry) (t *routeTable, ok bool, err error) {
+func patchRouteTable(prev *RouteTable, entries []TableEntry) (t *RouteTable, ok bool, err error) {
 	n := entriesLen(entries)
-	t = &routeTable{name: prev.name, level: prev.level, shell: prev.shell, vhds: prev.vhds, inline: prev.inline, id: new(tableID),
-		slots: prev.slots, domains: prev.domains, vhosts: make([]*virtualHost, 0, n)}
-	kept := make([]bool, len(prev.vhosts))
+	t = &RouteTable{Name: prev.Name, Level: prev.Level, Shell: prev.Shell, Vhds: prev.Vhds, Inline: prev.Inline, id: new(tableID),
+		Slots: prev.Slots, Domains: prev.Domains, Vhosts: make([]*VirtualHost, 0, n)}
+	kept := make([]bool, len(prev.Vhosts))
 	patch := &tablePatch{from: prev.id}
 	var fresh []bool
 	for _, e := range entries {
-		if e.run > 1 {
-			t.vhosts = append(t.vhosts, prev.vhosts[e.prev:e.prev+e.run]...)
-			for j := e.prev; j < e.prev+e.run; j++ {
+		if e.Run > 1 {
+			t.Vhosts = append(t.Vhosts, prev.Vhosts[e.Prev:e.Prev+e.Run]...)
+			for j := e.Prev; j < e.Prev+e.Run; j++ {
 				kept[j] = true
 			}
 			continue
 		}
-		if e.def == nil && !kept[e.prev] {
-			kept[e.prev] = true
-			t.vhosts = append(t.vhosts, prev.vhosts[e.prev])
+		if e.Def == nil && !kept[e.Prev] {
+			kept[e.Prev] = true
+			t.Vhosts = append(t.Vhosts, prev.Vhosts[e.Prev])
 			continue
 		}
-		vh := &virtualHost{vhostDef: e.def}
-		if e.def == nil {
-			vh.vhostDef = prev.vhosts[e.prev].vhostDef
+		vh := &VirtualHost{VhostDef: e.Def}
+		if e.Def == nil {
+			vh.VhostDef = prev.Vhosts[e.Prev].VhostDef
 		}
-		t.vhosts = append(t.vhosts, vh)
-		patch.added = append(patch.added, vh)
-		fresh = append(fresh, e.def != nil)
-		if len(patch.added) > maxPatch(n) {
+		t.Vhosts = append(t.Vhosts, vh)
+		patch.Added = append(patch.Added, vh)
+		fresh = append(fresh, e.Def != nil)
+		if len(patch.Added) > maxPatch(n) {
 			return nil, false, nil
 		}
 	}
 	for j, k := range kept {
 		if !k {
-			patch.removed = append(patch.removed, prev.vhosts[j])
+			patch.Removed = append(patch.Removed, prev.Vhosts[j])
 		}
 	}
-	if len(patch.added)+len(patch.removed) > maxPatch(n) {
+	if len(patch.Added)+len(patch.Removed) > maxPatch(n) {
 		return nil, false, nil
 	}
-	t.patch = patch
+	t.Patch = patch
 	t.freeSlots = slices.Clone(prev.freeSlots)
-	ed := t.domains.edit()
-	for _, vh := range patch.removed {
+	ed := t.Domains.edit()
+	for _, vh := range patch.Removed {
 		ed.remove(vh)
-		t.freeSlots = append(t.freeSlots, vh.slot)
+		t.freeSlots = append(t.freeSlots, vh.Slot)
 	}
-	for i, vh := range patch.added {
-		vh.slot = t.takeSlot()
+	for i, vh := range patch.Added {
+		vh.Slot = t.takeSlot()
 		if err := t.fileVirtualHost(vh, fresh[i], nil); err != nil {
 			return nil, true, err
 		}
@@ -118,14 +118,14 @@ func patchRouteTable(prev *routeTable, entries []tableEntry) (t *routeTable, ok 
 }
 
 // takeSlot returns a slot for a virtual host added to t.
-func (t *routeTable) takeSlot() int {
+func (t *RouteTable) takeSlot() int {
 	if n := len(t.freeSlots); n > 0 {
 		s := t.freeSlots[n-1]
 		t.freeSlots = t.freeSlots[:n-1]
 		return s
 	}
-	t.slots++
-	return t.slots - 1
+	t.Slots++
+	return t.Slots - 1
 }
 
 // indexEditor patches a copy of a domain index: the copy gets its own
@@ -136,41 +136,41 @@ type indexEditor struct {
 	ownSuffixes bool
 	ownPrefixes bool
 	// the original's lists, which done must not sort in place
-	suffixes, prefixes []wildcardDomain
+	suffixes, prefixes []WildcardDomain
 }
 
 func (x *domainIndex) edit() *indexEditor {
-	x.exact = x.exact.Patched()
+	x.Exact = x.Exact.Patched()
 	// Adding a wildcard domain appends to a list: a copy with no spare
 	// capacity cannot append into the original's backing array.
-	x.suffixes = slices.Clip(x.suffixes)
-	x.prefixes = slices.Clip(x.prefixes)
-	return &indexEditor{x: x, suffixes: x.suffixes, prefixes: x.prefixes}
+	x.Suffixes = slices.Clip(x.Suffixes)
+	x.Prefixes = slices.Clip(x.Prefixes)
+	return &indexEditor{x: x, suffixes: x.Suffixes, prefixes: x.Prefixes}
 }
 
 // remove takes vh's domains out of the index.
-func (ed *indexEditor) remove(vh *virtualHost) {
+func (ed *indexEditor) remove(vh *VirtualHost) {
 	x := ed.x
 	for _, d := range vh.domains {
 		list, affix := x.wildcardList(d)
 		switch {
 		case d == "*":
-			if x.any == vh {
-				x.any = nil
+			if x.Any == vh {
+				x.Any = nil
 			}
 		case list != nil:
-			*list = slices.DeleteFunc(ed.own(list), func(w wildcardDomain) bool { return w.vhost == vh && w.affix == affix })
+			*list = slices.DeleteFunc(ed.own(list), func(w WildcardDomain) bool { return w.Vhost == vh && w.Affix == affix })
 		default:
-			x.exact.Remove(d)
+			x.Exact.Remove(d)
 		}
 	}
 }
 
 // own returns list (one of the index's wildcard lists) after making it a
 // copy of its own if it is still the original's.
-func (ed *indexEditor) own(list *[]wildcardDomain) []wildcardDomain {
+func (ed *indexEditor) own(list *[]WildcardDomain) []WildcardDomain {
 	owned := &ed.ownSuffixes
-	if list == &ed.x.prefixes {
+	if list == &ed.x.Prefixes {
 		owned = &ed.ownPrefixes
 	}
 	if !*owned {
@@ -182,13 +182,13 @@ func (ed *indexEditor) own(list *[]wildcardDomain) []wildcardDomain {
 // done orders the wildcard lists again and settles the exact domains.
 func (ed *indexEditor) done() {
 	x := ed.x
-	if !sameArray(x.suffixes, ed.suffixes) {
-		sortWildcards(x.suffixes)
+	if !sameArray(x.Suffixes, ed.suffixes) {
+		sortWildcards(x.Suffixes)
 	}
-	if !sameArray(x.prefixes, ed.prefixes) {
-		sortWildcards(x.prefixes)
+	if !sameArray(x.Prefixes, ed.prefixes) {
+		sortWildcards(x.Prefixes)
 	}
-	x.exact.Settle()
+	x.Exact.Settle()
 }
 
 // sameArray reports whether a and b are the same slice of the same array.
@@ -196,36 +196,36 @@ func sameArray[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// patchedFrom reports whether t was patched from prev.
-func (t *routeTable) patchedFrom(prev *routeTable) bool {
-	return t.patch != nil && prev != nil && t.patch.from == prev.id
+// PatchedFrom reports whether t was patched from prev.
+func (t *RouteTable) PatchedFrom(prev *RouteTable) bool {
+	return t.Patch != nil && prev != nil && t.Patch.from == prev.id
 }
 
-// countClusterUses counts in refs the clusters of the virtual hosts the
+// CountClusterUses counts in refs the clusters of the virtual hosts the
 // patch removed as one use fewer and those of the ones it added as one more.
-func (p *tablePatch) countClusterUses(refs map[string]int) {
-	for _, vh := range p.removed {
-		for _, c := range vh.clusters {
+func (p *tablePatch) CountClusterUses(refs map[string]int) {
+	for _, vh := range p.Removed {
+		for _, c := range vh.Clusters {
 			refs[c]--
 		}
 	}
-	for _, vh := range p.added {
-		for _, c := range vh.clusters {
+	for _, vh := range p.Added {
+		for _, c := range vh.Clusters {
 			refs[c]++
 		}
 	}
 }
 
-// clusterUses returns the clusters t's virtual hosts name, in order, each
+// ClusterUses returns the clusters t's virtual hosts name, in order, each
 // once per virtual host that names it.
-func (t *routeTable) clusterUses() []string {
+func (t *RouteTable) ClusterUses() []string {
 	var n int
-	for _, vh := range t.vhosts {
-		n += len(vh.clusters)
+	for _, vh := range t.Vhosts {
+		n += len(vh.Clusters)
 	}
 	names := make([]string, 0, n)
-	for _, vh := range t.vhosts {
-		names = append(names, vh.clusters...)
+	for _, vh := range t.Vhosts {
+		names = append(names, vh.Clusters...)
 	}
 	return names
 }

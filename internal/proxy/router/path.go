@@ -1,15 +1,15 @@
-package proxy
+package router
 
 import (
 	"math/rand/v2"
 	"strings"
 )
 
-// removeDotSegments implements RFC 3986 section 5.2.4 on an escaped absolute
+// RemoveDotSegments implements RFC 3986 section 5.2.4 on an escaped absolute
 // path, keeping a trailing slash ("/a/b/../c/" -> "/a/c/"). Percent-encoded
 // dots ("%2e") count as dots, so that "/public/%2e%2e/admin" cannot slip past
 // a prefix route and be resolved by the upstream instead.
-func removeDotSegments(p string) string {
+func RemoveDotSegments(p string) string {
 	if !strings.HasPrefix(p, "/") || !mayHaveDotSegment(p) {
 		return p
 	}
@@ -55,8 +55,8 @@ func dotSegment(s string) int {
 	return 0
 }
 
-// mergeSlashes collapses runs of '/' (HCM merge_slashes).
-func mergeSlashes(p string) string {
+// MergeSlashes collapses runs of '/' (HCM merge_slashes).
+func MergeSlashes(p string) string {
 	if !strings.Contains(p, "//") {
 		return p
 	}
@@ -74,10 +74,10 @@ func mergeSlashes(p string) string {
 	return b.String()
 }
 
-// randUint64N returns a uniform number in [0, n) for weighted cluster picks.
-func randUint64N(n uint64) uint64 { return rand.Uint64N(n) }
+// RandUint64N returns a uniform number in [0, n) for weighted cluster picks.
+func RandUint64N(n uint64) uint64 { return rand.Uint64N(n) }
 
-func stripPort(host string) string {
+func StripPort(host string) string {
 	if strings.HasPrefix(host, "[") {
 		if i := strings.IndexByte(host, ']'); i >= 0 {
 			return host[:i+1]
