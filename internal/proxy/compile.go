@@ -71,8 +71,10 @@ type listenerConfig struct {
 	tls     bool
 	// chains is keyed by server-name pattern ("a.example.com", "*.example.com");
 	// "" is the default chain, and the only chain of a plaintext listener.
-	chains   map[string]*filterChain
-	clusters layered.Map[string, *upstream.Cluster] // the snapshot's
+	chains map[string]*filterChain
+	// hcmListener is what its chains' connection manager reads: the
+	// snapshot's clusters, the certificates its TLS chains present.
+	hcmListener
 	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
 	// their ClientHello's SNI before anything else (see tlsListener).
 	hasTCP            bool
@@ -83,9 +85,7 @@ type listenerConfig struct {
 // filterChain is an HTTP chain (hcm, routes, stats) or a tcp_proxy one (tcp);
 // tlsConfig terminates TLS, nil for a passthrough or plaintext chain.
 type filterChain struct {
-	hcm       *hcmSpec
-	routes    *router.RouteTable
-	stats     *routeTableStats // indexed like routes
+	httpChain // hcm nil for a tcp_proxy chain
 	tcp       *tcpProxySpec
 	tlsConfig *tls.Config
 }
@@ -360,6 +360,9 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerCo
 
 		filtersTimeout:    spec.filtersTimeout,
 		continueOnTimeout: spec.continueOnTimeout,
+	}
+	if lc.tls {
+		lc.servedCertificate = func(sni string) *tls.Certificate { return servedCertificate(lc, sni) }
 	}
 	for _, cs := range spec.chains {
 		fc, err := p.compileChain(spec.name, cs, snap)

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"github.com/portico-dev/portico/internal/proxy/router"
 )
@@ -52,52 +51,6 @@ type chainSpec struct {
 	hcm         *hcmSpec
 	tcp         *tcpProxySpec
 	tls         *tlsSpec
-}
-
-type serverHeaderMode int
-
-const (
-	serverHeaderOverwrite serverHeaderMode = iota
-	serverHeaderAppendIfAbsent
-	serverHeaderPassThrough
-)
-
-// hcmSpec is a validated HttpConnectionManager.
-type hcmSpec struct {
-	statPrefix        string
-	rdsName           string             // set when routes come from RDS
-	inlineRoutes      *router.RouteTable // set for an inline route_config
-	serverName        string
-	serverHeader      serverHeaderMode
-	skipXFFAppend     bool
-	client            router.ClientAddressing
-	normalizePath     bool
-	mergeSlashes      bool
-	stripTrailingDot  bool
-	stripAnyHostPort  bool // the Host loses its port for routing and upstream (requestHost)
-	accessLog         bool
-	generateRequestID bool
-	preserveRequestID bool
-	// returnRequestID (always_set_request_id_in_response): responses carry the
-	// request's X-Request-Id, written after the route's changes.
-	returnRequestID bool
-	upgrades        []string // lower-cased upgrade types allowed (e.g. "websocket")
-	// streamIdleTimeout bounds how long a stream may see no activity; 0
-	// disables it. A route's idle_timeout overrides it.
-	streamIdleTimeout time.Duration
-	// maxRequestHeaderBytes (max_request_headers_kb) and maxRequestHeaders
-	// (common_http_protocol_options.max_headers_count) bound a request's
-	// headers; beyond either the request gets 431 (see limits.go).
-	maxRequestHeaderBytes int
-	maxRequestHeaders     int
-	// filters are the http_filters before the router; nil: none.
-	filters *filter.Chain
-	// protoMajor, when not 0, is the one HTTP major version its codec speaks
-	// (codec_type HTTP1 or HTTP2).
-	protoMajor int
-	// xfcc says what of the client certificate goes upstream in
-	// x-forwarded-client-cert; nil: nothing (the header is removed).
-	xfcc *xfccDetails
 }
 
 // tlsSpec is a validated DownstreamTlsContext.

@@ -24,10 +24,11 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
-// listenerHandler serves the requests of one listener.
+// listenerHandler is the connection manager of one listener: it serves
+// the requests its listener hands it with the chain they came in on.
 type listenerHandler struct {
-	p  *Proxy
-	ll *liveListener
+	env      *hcmEnv
+	listener string // the listener's name
 }
 
 // exchange collects what the access log and metrics report about a request.
@@ -59,20 +60,10 @@ func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *router.R
 	return ex.headers
 }
 
-func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	// One configuration for the whole request, whatever swaps happen meanwhile.
-	lc := h.ll.cfg.Load()
-	chain := lc.chains[""]
-	if lc.tls {
-		chain = chainForRequest(r.Context(), lc)
-	}
-	if chain == nil {
-		// Unreachable: plaintext listeners always have a chain, and TLS
-		// handshakes fail without one.
-		http.Error(w, "no filter chain", http.StatusMisdirectedRequest)
-		return
-	}
+// serve serves a request that came in at start on a chain of lc, the
+// listener's configuration loaded once for the whole request, whatever swaps
+// happen meanwhile.
+func (h *listenerHandler) serve(w http.ResponseWriter, r *http.Request, start time.Time, lc *hcmListener, chain *httpChain) {
 	hcm := chain.hcm
 	if hcm.protoMajor != 0 && r.ProtoMajor != hcm.protoMajor {
 		// A codec limited to one version cannot read the other: Envoy drops the
@@ -85,7 +76,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.finish(r, ri, rw, ex, start)
 
 	if reason := headerLimitExceeded(hcm, r); reason != "" {
-		h.p.metrics.headersRefusedFor(reason)
+		h.env.metrics.headersRefusedFor(reason)
 		refuseHeaders(rw, r, ex, reason)
 		return
 	}
@@ -96,7 +87,7 @@ func (h *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // dispatch routes a request and serves it: the filters, then the route's
 // action. An internal redirect dispatches the redirected request again
 // (redirects says what it went through; nil for a request as it came).
-func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
+func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *hcmListener, chain *httpChain, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
 	hcm := chain.hcm
 	upgrade := upgradeType(r)
 	if upgrade == "h2c" {
@@ -159,7 +150,7 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 	if c.Idle(perFilter) {
 		return false
 	}
-	s := filter.NewStream(r.Context(), h.p.filterEnv)
+	s := filter.NewStream(r.Context(), h.env.filterEnv)
 	s.Request = filter.Request{
 		Method:    ri.Method,
 		Scheme:    ri.Scheme,
@@ -182,7 +173,7 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 	if lr == nil {
 		return false
 	}
-	h.p.metrics.filterReply(lr.Filter, lr.Status)
+	h.env.metrics.filterReply(lr.Filter, lr.Status)
 	if lr.Bare || (rt != nil && rt.Forward == nil) {
 		rw.headers = nil // Envoy's local replies get only a forwarding route's
 	}
@@ -213,7 +204,7 @@ func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client
 // forward proxies the request to an endpoint of the route's cluster. The
 // cluster is chosen once; attemptTransport makes the attempts (retries pick
 // an endpoint again).
-func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *listenerConfig, chain *filterChain, rt *router.Route, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
+func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *hcmListener, chain *httpChain, rt *router.Route, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
 	fa := rt.Forward
 	wc := fa.PickCluster()
 	ex.cluster = wc.Name
@@ -257,7 +248,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.Authority, wc.HostRewrite, fa.HostRewrite)
 	if d := rw.hcm.xfcc; d != nil && r.TLS != nil {
-		t.xfcc = d.header(r.TLS, servedCertificate(lc, r.TLS.ServerName))
+		t.xfcc = d.header(r.TLS, lc.servedCertificate(r.TLS.ServerName))
 	}
 	if len(fa.Mirrors) > 0 {
 		h.mirror(r, fa, t)
@@ -267,7 +258,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	}
 	if c := rw.hcm.filters; c != nil {
 		if pf := filter.Merge(wc.PerFilter, rt.PerFilter); c.Encoding(pf) {
-			s := filter.NewStream(r.Context(), h.p.filterEnv)
+			s := filter.NewStream(r.Context(), h.env.filterEnv)
 			t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
 		}
 	}
@@ -278,7 +269,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *liste
 	} else {
 		t.done.complete()
 	}
-	h.p.reverseProxy.ServeHTTP(rw, out)
+	h.env.reverseProxy.ServeHTTP(rw, out)
 }
 
 // newTarget describes the upstream side of a forwarded request.
@@ -427,13 +418,13 @@ func (h *listenerHandler) finish(r *http.Request, ri *router.RequestInfo, rw *re
 	if ex.upstream != nil {
 		ex.upstream.Request(status)
 	}
-	if !rw.hcm.accessLog || !h.p.accessLog.Enabled(r.Context()) {
+	if !rw.hcm.accessLog || !h.env.accessLog.Enabled(r.Context()) {
 		return
 	}
 	e := &accesslog.Entry{
 		Ctx:          r.Context(),
 		Time:         start.Add(elapsed),
-		Listener:     h.ll.name,
+		Listener:     h.listener,
 		Method:       r.Method,
 		Authority:    ri.Authority,
 		URL:          r.URL,
@@ -458,7 +449,7 @@ func (h *listenerHandler) finish(r *http.Request, ri *router.RequestInfo, rw *re
 	if ex.upstream != nil {
 		e.Service = ex.upstream.Label
 	}
-	h.p.accessLog.Add(e)
+	h.env.accessLog.Add(e)
 }
 
 func newRequestInfo(hcm *hcmSpec, r *http.Request) *router.RequestInfo {

@@ -70,21 +70,3 @@ func refuseHeaders(rw *responseWriter, r *http.Request, ex *exchange, reason str
 	}
 	localReply(rw, http.StatusRequestHeaderFieldsTooLarge, "")
 }
-
-// headerReadLimit is the http.Server's MaxHeaderBytes for a listener: how
-// much of a request head net/http reads (and then answers 431 itself) before
-// the handler applies the HCM's limits exactly. It is at least Go's default
-// (1 MiB) and twice the largest limit of the listener's chains, so that a
-// request within its HCM's limit always reaches the handler, whatever the
-// per-line overhead of HTTP/1.1 or the per-field overhead of HTTP/2 adds.
-// A listener keeps the value it was opened with: a limit raised later above
-// half of it is enforced at it until the listener is opened again.
-func headerReadLimit(lc *listenerConfig) int {
-	n := http.DefaultMaxHeaderBytes
-	for _, fc := range lc.chains {
-		if fc.hcm != nil { // tcp_proxy chains have none
-			n = max(n, 2*fc.hcm.maxRequestHeaderBytes)
-		}
-	}
-	return n
-}

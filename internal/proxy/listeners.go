@@ -234,7 +234,7 @@ func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liv
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	ll.srv = &http.Server{
-		Handler:           &listenerHandler{p: p, ll: ll},
+		Handler:           &listenerHTTP{hcm: p.hcm.newHandler(ll.name), ll: ll},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    headerReadLimit(lc),
@@ -299,4 +299,46 @@ func (p *Proxy) shutdown() {
 	p.mu.Unlock()
 	p.draining.Wait()
 	p.upstreams.shutdown()
+}
+
+// headerReadLimit is the http.Server's MaxHeaderBytes for a listener: how
+// much of a request head net/http reads (and then answers 431 itself) before
+// the handler applies the HCM's limits exactly. It is at least Go's default
+// (1 MiB) and twice the largest limit of the listener's chains, so that a
+// request within its HCM's limit always reaches the handler, whatever the
+// per-line overhead of HTTP/1.1 or the per-field overhead of HTTP/2 adds.
+// A listener keeps the value it was opened with: a limit raised later above
+// half of it is enforced at it until the listener is opened again.
+func headerReadLimit(lc *listenerConfig) int {
+	n := http.DefaultMaxHeaderBytes
+	for _, fc := range lc.chains {
+		if fc.hcm != nil { // tcp_proxy chains have none
+			n = max(n, 2*fc.hcm.maxRequestHeaderBytes)
+		}
+	}
+	return n
+}
+
+// listenerHTTP hands a listener's HTTP requests to its connection manager,
+// with the chain they came in on in the configuration in force: one
+// configuration for the whole request, whatever swaps happen meanwhile.
+type listenerHTTP struct {
+	hcm *listenerHandler
+	ll  *liveListener
+}
+
+func (h *listenerHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	lc := h.ll.cfg.Load()
+	chain := lc.chains[""]
+	if lc.tls {
+		chain = chainForRequest(r.Context(), lc)
+	}
+	if chain == nil {
+		// Unreachable: plaintext listeners always have a chain, and TLS
+		// handshakes fail without one.
+		http.Error(w, "no filter chain", http.StatusMisdirectedRequest)
+		return
+	}
+	h.hcm.serve(w, r, start, &lc.hcmListener, &chain.httpChain)
 }

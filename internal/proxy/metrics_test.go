@@ -12,7 +12,7 @@ import (
 // compilation resolves them, with their series created by a first request.
 func requestMetrics(t testing.TB) (*routeStats, *upstream.Stats) {
 	m := newMetrics(prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	rs := &routeStats{m: m, key: routeKey{"ingress_http", "shop.example.com", "httpproxy/shop/web", "/cart"}}
+	rs := &routeStats{m: m.http, key: routeKey{"ingress_http", "shop.example.com", "httpproxy/shop/web", "/cart"}}
 	us := upstream.NewSeries(m.upstream).StatsFor(upstream.ClusterStatKey("web", "shop_web_http"))
 	rs.observe(200, 0.001, 512)
 	us.Request(200)

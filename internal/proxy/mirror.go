@@ -44,7 +44,7 @@ func (h *listenerHandler) mirror(r *http.Request, fa *router.ForwardAction, t *u
 		buf, err := io.ReadAll(io.LimitReader(r.Body, maxMirroredBody+1))
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
 		if err != nil || len(buf) > maxMirroredBody {
-			h.p.metrics.mirrored("skipped_body_too_large")
+			h.env.metrics.mirrored("skipped_body_too_large")
 			return
 		}
 		body = buf
@@ -56,11 +56,11 @@ func (h *listenerHandler) mirror(r *http.Request, fa *router.ForwardAction, t *u
 	for _, m := range picked {
 		req, err := h.mirrorRequest(r, t, m, body)
 		if err != nil {
-			h.p.metrics.mirrored("skipped_error")
+			h.env.metrics.mirrored("skipped_error")
 			continue
 		}
-		if !h.p.mirrors.tryAcquire() {
-			h.p.metrics.mirrored("skipped_too_many_in_flight")
+		if !h.env.mirrors.tryAcquire() {
+			h.env.metrics.mirrored("skipped_too_many_in_flight")
 			continue
 		}
 		go h.sendMirror(req, m.Cluster, timeout)
@@ -110,10 +110,10 @@ func (h *listenerHandler) mirrorRequest(r *http.Request, t *upstreamTarget, m *r
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 func (h *listenerHandler) sendMirror(req *http.Request, cluster string, timeout time.Duration) {
-	defer h.p.mirrors.release()
+	defer h.env.mirrors.release()
 	ctx, cancel := context.WithTimeout(req.Context(), timeout)
 	defer cancel()
-	client, err := h.p.upstreams.HTTP(cluster)
+	client, err := h.env.filterEnv.Upstreams.HTTP(cluster)
 	if err == nil {
 		var resp *http.Response
 		if resp, err = client.Do(req.WithContext(ctx)); err == nil {
@@ -123,11 +123,11 @@ func (h *listenerHandler) sendMirror(req *http.Request, cluster string, timeout 
 	}
 	switch {
 	case err == nil:
-		h.p.metrics.mirrored("sent")
+		h.env.metrics.mirrored("sent")
 	case errors.Is(err, context.DeadlineExceeded):
-		h.p.metrics.mirrored("timeout")
+		h.env.metrics.mirrored("timeout")
 	default:
-		h.p.metrics.mirrored("error")
+		h.env.metrics.mirrored("error")
 	}
 }
 

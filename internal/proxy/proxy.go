@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,16 +94,14 @@ type Proxy struct {
 	// accessLog writes the access log lines of every listener off the request path.
 	accessLog *accesslog.Log
 
-	// transport and reverseProxy are shared by every request of every
-	// configuration so that upstream connection pools survive config swaps.
-	transport    *upstream.HTTP1Client
-	reverseProxy *httputil.ReverseProxy
-	// upstreams and filterEnv are what HTTP filters use to reach services
+	// transport is shared by every request of every configuration so that
+	// upstream connection pools survive config swaps.
+	transport *upstream.HTTP1Client
+	// upstreams are what HTTP filters and mirrors use to reach services
 	// (authorization, rate limits, JWKS); they outlive configuration swaps.
 	upstreams *filterUpstreams
-	filterEnv *filter.Env
-	// mirrors bounds the copies of requests sent to mirrors at once.
-	mirrors inFlight
+	// hcm is what the listeners' connection managers share.
+	hcm *hcmEnv
 
 	// store holds the last accepted resources per type. It is owned by the
 	// goroutine running the ADS stream (see reconcile) and needs no lock.
@@ -180,10 +177,9 @@ func New(cfg Config) *Proxy {
 	p.egressStale.Store(true)
 	p.accessLog = accesslog.New(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accesslog.Queue)
 	p.transport = upstream.NewHTTP1Client(upstream.NewTransport())
-	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
-	p.mirrors = make(inFlight, maxMirrorsInFlight)
-	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
+	filterEnv := &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
+	p.hcm = newHCMEnv(log, p.metrics.http, p.accessLog, p.transport, filterEnv)
 	return p
 }
 

@@ -20,8 +20,8 @@ type pendingRedirect struct {
 	h     *listenerHandler
 	rw    *responseWriter
 	r     *http.Request // as it came from the client
-	lc    *listenerConfig
-	chain *filterChain
+	lc    *hcmListener
+	chain *httpChain
 	rt    *router.Route
 	ri    *router.RequestInfo
 	ex    *exchange

@@ -1,0 +1,39 @@
+package proxy
+
+import (
+	"log/slog"
+	"net/http/httputil"
+
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
+)
+
+// hcmEnv is what the connection managers of every listener share; it
+// outlives configuration swaps.
+type hcmEnv struct {
+	log       *slog.Logger
+	metrics   *httpMetrics
+	accessLog *accesslog.Log
+	// transport and reverseProxy are shared by every request of every
+	// configuration so that upstream connection pools survive config swaps.
+	transport    *upstream.HTTP1Client
+	reverseProxy *httputil.ReverseProxy
+	// filterEnv is what HTTP filters use to reach services (authorization,
+	// rate limits, JWKS); mirrors reach their clusters through it too.
+	filterEnv *filter.Env
+	// mirrors bounds the copies of requests sent to mirrors at once.
+	mirrors inFlight
+}
+
+func newHCMEnv(log *slog.Logger, metrics *httpMetrics, accessLog *accesslog.Log, transport *upstream.HTTP1Client, filterEnv *filter.Env) *hcmEnv {
+	e := &hcmEnv{log: log, metrics: metrics, accessLog: accessLog, transport: transport, filterEnv: filterEnv,
+		mirrors: make(inFlight, maxMirrorsInFlight)}
+	e.reverseProxy = withRouteHeaders(e.newReverseProxy())
+	return e
+}
+
+// newHandler returns the connection manager of the listener named listener.
+func (e *hcmEnv) newHandler(listener string) *listenerHandler {
+	return &listenerHandler{env: e, listener: listener}
+}
