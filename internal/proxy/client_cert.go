@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
@@ -186,7 +187,7 @@ func (cv *clientValidation) crlOf(issuer *x509.Certificate) *x509.RevocationList
 	return nil
 }
 
-func convertXFCC(h *hcmv3.HttpConnectionManager) (*xfccDetails, error) {
+func convertXFCC(h *hcmv3.HttpConnectionManager) (*hcm.XfccDetails, error) {
 	switch h.GetForwardClientCertDetails() {
 	case hcmv3.HttpConnectionManager_SANITIZE:
 		if h.GetSetCurrentClientCertDetails() != nil {
@@ -198,12 +199,12 @@ func convertXFCC(h *hcmv3.HttpConnectionManager) (*xfccDetails, error) {
 		return nil, fmt.Errorf("forward_client_cert_details %v is not supported (SANITIZE or SANITIZE_SET)", h.GetForwardClientCertDetails())
 	}
 	d := h.GetSetCurrentClientCertDetails()
-	return &xfccDetails{
-		subject: d.GetSubject().GetValue(),
-		cert:    d.GetCert(),
-		chain:   d.GetChain(),
-		dns:     d.GetDns(),
-		uri:     d.GetUri(),
+	return &hcm.XfccDetails{
+		Subject: d.GetSubject().GetValue(),
+		Cert:    d.GetCert(),
+		Chain:   d.GetChain(),
+		Dns:     d.GetDns(),
+		Uri:     d.GetUri(),
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/proto"
 )
@@ -212,7 +213,7 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 		}
 	}
 	for _, lc := range got.listeners {
-		if !maps.Equal(lc.clusters.Flat(), g.clusters) {
+		if !maps.Equal(lc.Clusters.Flat(), g.clusters) {
 			t.Fatalf("%s: listener %q has other clusters than its snapshot", when, lc.name)
 		}
 	}
@@ -224,20 +225,20 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 // resolved, which are never served, when the snapshot says so).
 func checkRouteStats(t *testing.T, when string, p *Proxy, snap *snapshot) {
 	t.Helper()
-	used := make(map[routeKey]bool)
+	used := make(map[hcm.RouteKey]bool)
 	for _, lc := range snap.listeners {
 		for _, fc := range lc.chains {
-			if fc.stats == nil {
+			if fc.Stats == nil {
 				continue
 			}
-			used[fc.stats.noVhost.key] = true
-			for _, vs := range fc.stats.vhosts {
-				if vs.noRoute == nil {
+			used[fc.Stats.NoVhost.Key] = true
+			for _, vs := range fc.Stats.Vhosts {
+				if vs.NoRoute == nil {
 					continue // a free slot
 				}
-				used[vs.noRoute.key] = true
-				for _, s := range vs.routes {
-					used[s.key] = true
+				used[vs.NoRoute.Key] = true
+				for _, s := range vs.Routes {
+					used[s.Key] = true
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
@@ -74,7 +75,7 @@ type listenerConfig struct {
 	chains map[string]*filterChain
 	// hcmListener is what its chains' connection manager reads: the
 	// snapshot's clusters, the certificates its TLS chains present.
-	hcmListener
+	hcm.Listener
 	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
 	// their ClientHello's SNI before anything else (see tlsListener).
 	hasTCP            bool
@@ -85,7 +86,7 @@ type listenerConfig struct {
 // filterChain is an HTTP chain (hcm, routes, stats) or a tcp_proxy one (tcp);
 // tlsConfig terminates TLS, nil for a passthrough or plaintext chain.
 type filterChain struct {
-	httpChain // hcm nil for a tcp_proxy chain
+	hcm.Chain // hcm nil for a tcp_proxy chain
 	tcp       *tcpProxySpec
 	tlsConfig *tls.Config
 }
@@ -144,7 +145,7 @@ func (p *Proxy) compile() (*snapshot, error) {
 		return nil, err
 	}
 	for _, lc := range snap.listeners {
-		lc.clusters = snap.clusters
+		lc.Clusters = snap.clusters
 	}
 	return snap, nil
 }
@@ -266,8 +267,8 @@ func chainRefChanges(prev, next *snapshot) map[string]int {
 		if old == cc {
 			continue
 		}
-		if ok && cs.tcp == nil && cc.fc.routes.PatchedFrom(old.fc.routes) {
-			cc.fc.routes.Patch.CountClusterUses(refs)
+		if ok && cs.tcp == nil && cc.fc.Routes.PatchedFrom(old.fc.Routes) {
+			cc.fc.Routes.Patch.CountClusterUses(refs)
 			continue
 		}
 		var was []string
@@ -311,8 +312,8 @@ func diffNames(was, now []string, refs map[string]int) {
 // each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
-		names := cc.fc.routes.ClusterUses()
-		if filters := cs.hcm.filters.Clusters(); len(filters) > 0 {
+		names := cc.fc.Routes.ClusterUses()
+		if filters := cs.hcm.Filters.Clusters(); len(filters) > 0 {
 			names = append(slices.Clip(names), filters...)
 		}
 		return names
@@ -335,12 +336,12 @@ func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 		}
 		return nil
 	}
-	for _, name := range cs.hcm.filters.Clusters() {
+	for _, name := range cs.hcm.Filters.Clusters() {
 		if err := p.compileCluster(name, snap); err != nil {
 			return fmt.Errorf("http filters: %w", err)
 		}
 	}
-	routes := snap.chains[cs].fc.routes
+	routes := snap.chains[cs].fc.Routes
 	for _, vh := range routes.Vhosts {
 		for _, name := range vh.Clusters {
 			if err := p.compileCluster(name, snap); err != nil {
@@ -362,7 +363,7 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerCo
 		continueOnTimeout: spec.continueOnTimeout,
 	}
 	if lc.tls {
-		lc.servedCertificate = func(sni string) *tls.Certificate { return servedCertificate(lc, sni) }
+		lc.ServedCertificate = func(sni string) *tls.Certificate { return servedCertificate(lc, sni) }
 	}
 	for _, cs := range spec.chains {
 		fc, err := p.compileChain(spec.name, cs, snap)
@@ -402,15 +403,15 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 // chainInputs looks up the route configuration and secrets cs uses.
 func (p *Proxy) chainInputs(cs *chainSpec) (*compiledChain, error) {
 	cc := &compiledChain{}
-	if cs.tcp == nil && cs.hcm.inlineRoutes == nil {
-		rt, ok := lookup[*router.RouteTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
+	if cs.tcp == nil && cs.hcm.InlineRoutes == nil {
+		rt, ok := lookup[*router.RouteTable](p.store, resourcev3.RouteType, cs.hcm.RdsName)
 		if !ok {
-			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.rdsName)}
+			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.RdsName)}
 		}
 		// Its hosts come in the first VirtualHost response, after it: until then
 		// the table would answer 404 for every host, as Envoy waits for VHDS too.
 		if rt.Vhds && !p.store.received(resourcev3.VirtualHostType) {
-			return nil, &incompleteError{missing: fmt.Sprintf("virtual hosts (VHDS) of route configuration %q", cs.hcm.rdsName)}
+			return nil, &incompleteError{missing: fmt.Sprintf("virtual hosts (VHDS) of route configuration %q", cs.hcm.RdsName)}
 		}
 		cc.routes = rt
 	}
@@ -438,15 +439,15 @@ func (cc *compiledChain) sameInputs(next *compiledChain) bool {
 func (p *Proxy) buildChain(listener string, cs *chainSpec, cc, old *compiledChain, gen uint64) *filterChain {
 	fc := &filterChain{tcp: cs.tcp}
 	if cs.tcp == nil {
-		fc.hcm, fc.routes = cs.hcm, cs.hcm.inlineRoutes
+		fc.Hcm, fc.Routes = cs.hcm, cs.hcm.InlineRoutes
 		if cc.routes != nil {
-			fc.routes = cc.routes
+			fc.Routes = cc.routes
 		}
 		var prev *filterChain
 		if old != nil {
 			prev = old.fc
 		}
-		fc.stats = p.compileRouteStats(listener, fc.routes, gen, prev)
+		fc.Stats = p.compileRouteStats(listener, fc.Routes, gen, prev)
 	}
 	if cs.tls != nil {
 		certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
@@ -474,30 +475,20 @@ func (p *Proxy) markReusedRouteStats(snap *snapshot) {
 	}
 	for cs, cc := range snap.chains {
 		if prev.chains[cs] == cc {
-			markRouteStats(cc.fc.stats, snap.gen)
+			markRouteStats(cc.fc.Stats, snap.gen)
 		}
 	}
 }
 
 // markRouteStats marks the stats of a reused chain as used by the compilation
 // gen, as compileRouteStats does for a new one, so that syncRouteStats keeps them.
-func markRouteStats(ts *routeTableStats, gen uint64) {
+func markRouteStats(ts *hcm.RouteTableStats, gen uint64) {
 	if ts == nil {
 		return
 	}
-	ts.noVhost.gen = gen
-	for i := range ts.vhosts {
-		ts.vhosts[i].mark(gen)
-	}
-}
-
-func (vs *vhostStats) mark(gen uint64) {
-	if vs.noRoute == nil {
-		return // a free slot
-	}
-	vs.noRoute.gen = gen
-	for _, s := range vs.routes {
-		s.gen = gen
+	ts.NoVhost.Gen = gen
+	for i := range ts.Vhosts {
+		ts.Vhosts[i].Mark(gen)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"github.com/portico-dev/portico/internal/proxy/router"
 )
@@ -48,7 +49,7 @@ type chainSpec struct {
 	// serverNames are the lower-cased filter_chain_match.server_names; empty
 	// for the default chain of a TLS listener and for a plaintext chain.
 	serverNames []string
-	hcm         *hcmSpec
+	hcm         *hcm.Spec
 	tcp         *tcpProxySpec
 	tls         *tlsSpec
 }
@@ -249,7 +250,7 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 	return cs, nil
 }
 
-func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
+func convertHCM(h *hcmv3.HttpConnectionManager) (*hcm.Spec, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("codec_type "+h.GetCodecType().String()+" (only AUTO, HTTP1 or HTTP2)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO &&
 			h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP1 && h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP2),
@@ -277,47 +278,47 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	); err != nil {
 		return nil, err
 	}
-	spec := &hcmSpec{
-		protoMajor: codecProtoMajor(h.GetCodecType()),
-		statPrefix: h.GetStatPrefix(),
-		serverName: h.GetServerName(),
-		client: router.ClientAddressing{
+	spec := &hcm.Spec{
+		ProtoMajor: codecProtoMajor(h.GetCodecType()),
+		StatPrefix: h.GetStatPrefix(),
+		ServerName: h.GetServerName(),
+		Client: router.ClientAddressing{
 			UseRemoteAddress: h.GetUseRemoteAddress().GetValue(),
 			XffTrustedHops:   h.GetXffNumTrustedHops(),
 		},
-		skipXFFAppend:         h.GetSkipXffAppend(),
-		normalizePath:         h.GetNormalizePath().GetValue(),
-		mergeSlashes:          h.GetMergeSlashes(),
-		stripTrailingDot:      h.GetStripTrailingHostDot(),
-		stripAnyHostPort:      h.GetStripAnyHostPort(),
-		generateRequestID:     h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
-		preserveRequestID:     h.GetPreserveExternalRequestId(),
-		returnRequestID:       h.GetAlwaysSetRequestIdInResponse(),
-		streamIdleTimeout:     defaultStreamIdleTimeout,
-		maxRequestHeaderBytes: defaultMaxRequestHeadersKB * 1024,
-		maxRequestHeaders:     defaultMaxRequestHeaders,
+		SkipXFFAppend:         h.GetSkipXffAppend(),
+		NormalizePath:         h.GetNormalizePath().GetValue(),
+		MergeSlashes:          h.GetMergeSlashes(),
+		StripTrailingDot:      h.GetStripTrailingHostDot(),
+		StripAnyHostPort:      h.GetStripAnyHostPort(),
+		GenerateRequestID:     h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
+		PreserveRequestID:     h.GetPreserveExternalRequestId(),
+		ReturnRequestID:       h.GetAlwaysSetRequestIdInResponse(),
+		StreamIdleTimeout:     hcm.DefaultStreamIdleTimeout,
+		MaxRequestHeaderBytes: hcm.DefaultMaxRequestHeadersKB * 1024,
+		MaxRequestHeaders:     hcm.DefaultMaxRequestHeaders,
 	}
 	if d := h.GetStreamIdleTimeout(); d != nil {
-		spec.streamIdleTimeout = d.AsDuration()
+		spec.StreamIdleTimeout = d.AsDuration()
 	}
 	if kb := h.GetMaxRequestHeadersKb(); kb != nil {
-		spec.maxRequestHeaderBytes = int(kb.GetValue()) * 1024
+		spec.MaxRequestHeaderBytes = int(kb.GetValue()) * 1024
 	}
 	if o := h.GetCommonHttpProtocolOptions(); o != nil {
 		if err := convertCommonHTTPOptions(o, spec); err != nil {
 			return nil, fmt.Errorf("common_http_protocol_options: %w", err)
 		}
 	}
-	if spec.serverName == "" {
-		spec.serverName = "envoy" // Envoy's default, for configs that do not set it
+	if spec.ServerName == "" {
+		spec.ServerName = "envoy" // Envoy's default, for configs that do not set it
 	}
 	switch h.GetServerHeaderTransformation() {
 	case hcmv3.HttpConnectionManager_OVERWRITE:
-		spec.serverHeader = serverHeaderOverwrite
+		spec.ServerHeader = hcm.ServerHeaderOverwrite
 	case hcmv3.HttpConnectionManager_APPEND_IF_ABSENT:
-		spec.serverHeader = serverHeaderAppendIfAbsent
+		spec.ServerHeader = hcm.ServerHeaderAppendIfAbsent
 	case hcmv3.HttpConnectionManager_PASS_THROUGH:
-		spec.serverHeader = serverHeaderPassThrough
+		spec.ServerHeader = hcm.ServerHeaderPassThrough
 	default:
 		return nil, fmt.Errorf("server_header_transformation %v is not supported", h.GetServerHeaderTransformation())
 	}
@@ -326,13 +327,13 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 		if err := xdsconv.CheckADSConfigSource(rs.Rds.GetConfigSource()); err != nil {
 			return nil, fmt.Errorf("rds.config_source: %w", err)
 		}
-		spec.rdsName = rs.Rds.GetRouteConfigName()
+		spec.RdsName = rs.Rds.GetRouteConfigName()
 	case *hcmv3.HttpConnectionManager_RouteConfig:
 		t, err := router.ConvertRouteConfig(rs.RouteConfig, httpFilters)
 		if err != nil {
 			return nil, fmt.Errorf("route_config: %w", err)
 		}
-		spec.inlineRoutes = t
+		spec.InlineRoutes = t
 	default:
 		return nil, fmt.Errorf("route specifier %T is not supported", h.GetRouteSpecifier())
 	}
@@ -340,22 +341,22 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.filters = chain
-	if spec.xfcc, err = convertXFCC(h); err != nil {
+	spec.Filters = chain
+	if spec.Xfcc, err = convertXFCC(h); err != nil {
 		return nil, err
 	}
 	for _, al := range h.GetAccessLog() {
 		if err := checkAccessLog(al); err != nil {
 			return nil, err
 		}
-		spec.accessLog = true
+		spec.AccessLog = true
 	}
 	for _, u := range h.GetUpgradeConfigs() {
 		if len(u.GetFilters()) > 0 {
 			return nil, fmt.Errorf("upgrade_configs %q: filters are not supported", u.GetUpgradeType())
 		}
 		if u.GetEnabled() == nil || u.GetEnabled().GetValue() {
-			spec.upgrades = append(spec.upgrades, strings.ToLower(u.GetUpgradeType()))
+			spec.Upgrades = append(spec.Upgrades, strings.ToLower(u.GetUpgradeType()))
 		}
 	}
 	return spec, nil
@@ -375,7 +376,7 @@ func codecProtoMajor(c hcmv3.HttpConnectionManager_CodecType) int {
 
 // convertCommonHTTPOptions honours max_headers_count, the only downstream
 // protocol option the translator sets.
-func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcmSpec) error {
+func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcm.Spec) error {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("idle_timeout", o.GetIdleTimeout() != nil),
 		xdsconv.Set("max_connection_duration", o.GetMaxConnectionDuration() != nil),
@@ -389,7 +390,7 @@ func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcmSpec) erro
 		return err
 	}
 	if n := o.GetMaxHeadersCount(); n != nil {
-		spec.maxRequestHeaders = int(n.GetValue())
+		spec.MaxRequestHeaders = int(n.GetValue())
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func TestConvertStreamIdleTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ls.chains[0].hcm.streamIdleTimeout; got != tc.want {
+			if got := ls.chains[0].hcm.StreamIdleTimeout; got != tc.want {
 				t.Errorf("stream idle timeout = %v, want %v", got, tc.want)
 			}
 		})

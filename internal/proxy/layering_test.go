@@ -33,7 +33,9 @@ var layerRules = map[string][]string{
 	"upstream":         {"stats", "internal/xdsconv"},
 	// The router reads the route-level rate_limits of the ratelimit filter
 	// (Envoy's route actions for it), not the filter itself.
-	"router":    {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
+	"router": {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
+	// The HTTP connection manager: the request path, down to the router.
+	"hcm":       {"router", "filter", "upstream", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	"xdsclient": {},
 	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 )
 
 const (
@@ -234,7 +236,7 @@ func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liv
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	ll.srv = &http.Server{
-		Handler:           &listenerHTTP{hcm: p.hcm.newHandler(ll.name), ll: ll},
+		Handler:           &listenerHTTP{hcm: p.hcm.NewHandler(ll.name), ll: ll},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    headerReadLimit(lc),
@@ -312,8 +314,8 @@ func (p *Proxy) shutdown() {
 func headerReadLimit(lc *listenerConfig) int {
 	n := http.DefaultMaxHeaderBytes
 	for _, fc := range lc.chains {
-		if fc.hcm != nil { // tcp_proxy chains have none
-			n = max(n, 2*fc.hcm.maxRequestHeaderBytes)
+		if fc.Hcm != nil { // tcp_proxy chains have none
+			n = max(n, 2*fc.Hcm.MaxRequestHeaderBytes)
 		}
 	}
 	return n
@@ -323,7 +325,7 @@ func headerReadLimit(lc *listenerConfig) int {
 // with the chain they came in on in the configuration in force: one
 // configuration for the whole request, whatever swaps happen meanwhile.
 type listenerHTTP struct {
-	hcm *listenerHandler
+	hcm *hcm.Handler
 	ll  *liveListener
 }
 
@@ -340,5 +342,5 @@ func (h *listenerHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no filter chain", http.StatusMisdirectedRequest)
 		return
 	}
-	h.hcm.serve(w, r, start, &lc.hcmListener, &chain.httpChain)
+	h.hcm.Serve(w, r, start, &lc.Listener, &chain.Chain)
 }

@@ -195,7 +195,7 @@ func TestSelectChain(t *testing.T) {
 	mk := func(keys ...string) *listenerConfig {
 		lc := &listenerConfig{chains: map[string]*filterChain{}}
 		for _, k := range keys {
-			lc.chains[k] = &filterChain{routes: &router.RouteTable{Name: k}}
+			lc.chains[k] = &filterChain{Routes: &router.RouteTable{Name: k}}
 		}
 		return lc
 	}
@@ -217,7 +217,7 @@ func TestSelectChain(t *testing.T) {
 		c, _ := mk(tc.chains...).selectChain(tc.sni)
 		got := "-"
 		if c != nil {
-			got = c.routes.Name
+			got = c.Routes.Name
 		}
 		if got != tc.want {
 			t.Errorf("chains %v SNI %q: got %q, want %q", tc.chains, tc.sni, got, tc.want)

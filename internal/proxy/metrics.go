@@ -3,6 +3,7 @@ package proxy
 import (
 	"log/slog"
 
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/stats"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
@@ -20,7 +21,7 @@ import (
 // configuration in force and the traffic it has seen.
 type metrics struct {
 	// http are the series of the request path (package hcm's).
-	http       *httpMetrics
+	http       *hcm.Metrics
 	xdsUpdates *prometheus.CounterVec
 
 	// upstream are the series of Service ports (package upstream).
@@ -31,7 +32,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	m := &metrics{
-		http:       newHTTPMetrics(reg, log),
+		http:       hcm.NewMetrics(reg, log),
 		xdsUpdates: stats.CounterVec("xds_updates_total", "xDS responses by resource type and outcome (ack or nack).", "type", "result"),
 		accessLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "portico",
@@ -54,13 +55,13 @@ func (m *metrics) xdsUpdate(typeURL, result string) {
 
 // routeStatsFor returns the stats of key, creating them, and marks them as
 // used by the compilation gen. Only the ADS goroutine calls it.
-func (p *Proxy) routeStatsFor(key routeKey, gen uint64) *routeStats {
+func (p *Proxy) routeStatsFor(key hcm.RouteKey, gen uint64) *hcm.RouteStats {
 	s, ok := p.routeStats[key]
 	if !ok {
-		s = &routeStats{m: p.metrics.http, key: key}
+		s = &hcm.RouteStats{M: p.metrics.http, Key: key}
 		p.routeStats[key] = s
 	}
-	s.gen = gen
+	s.Gen = gen
 	return s
 }
 
@@ -68,38 +69,38 @@ func (p *Proxy) routeStatsFor(key routeKey, gen uint64) *routeStats {
 // route of rt served on listener. prev is the chain's applied compilation
 // (nil: none): a virtual host it shares with rt keeps its stats, found
 // without looking up each of its routes.
-func (p *Proxy) compileRouteStats(listener string, rt *router.RouteTable, gen uint64, prev *filterChain) *routeTableStats {
-	ts := &routeTableStats{noVhost: p.routeStatsFor(routeKey{listener, unmatchedLabel, unmatchedLabel, unmatchedLabel}, gen)}
-	if prev == nil || prev.stats == nil {
-		ts.vhosts = make([]vhostStats, rt.Slots)
+func (p *Proxy) compileRouteStats(listener string, rt *router.RouteTable, gen uint64, prev *filterChain) *hcm.RouteTableStats {
+	ts := &hcm.RouteTableStats{NoVhost: p.routeStatsFor(hcm.RouteKey{Listener: listener, Vhost: hcm.UnmatchedLabel, Route: hcm.UnmatchedLabel, Path: hcm.UnmatchedLabel}, gen)}
+	if prev == nil || prev.Stats == nil {
+		ts.Vhosts = make([]hcm.VhostStats, rt.Slots)
 		for _, vh := range rt.Vhosts {
-			ts.vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
+			ts.Vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
 		}
 		return ts
 	}
-	ts.base = prev.stats
-	if rt.PatchedFrom(prev.routes) {
+	ts.Base = prev.Stats
+	if rt.PatchedFrom(prev.Routes) {
 		p.patchRouteStats(ts, listener, rt, gen)
 		return ts
 	}
-	ts.vhosts = make([]vhostStats, rt.Slots)
-	match := router.NewAligner(prev.routes.Vhosts, func(vh *router.VirtualHost) *router.VhostDef { return vh.VhostDef })
-	kept := make([]bool, len(prev.stats.vhosts))
+	ts.Vhosts = make([]hcm.VhostStats, rt.Slots)
+	match := router.NewAligner(prev.Routes.Vhosts, func(vh *router.VirtualHost) *router.VhostDef { return vh.VhostDef })
+	kept := make([]bool, len(prev.Stats.Vhosts))
 	for _, vh := range rt.Vhosts {
-		vs := &ts.vhosts[vh.Slot]
+		vs := &ts.Vhosts[vh.Slot]
 		if j, ok := match.Find(vh.VhostDef); ok {
-			if slot := prev.routes.Vhosts[j].Slot; !kept[slot] {
-				*vs = prev.stats.vhosts[slot]
+			if slot := prev.Routes.Vhosts[j].Slot; !kept[slot] {
+				*vs = prev.Stats.Vhosts[slot]
 				kept[slot] = true
-				vs.mark(gen)
+				vs.Mark(gen)
 				continue
 			}
 		}
 		*vs = p.vhostStatsFor(listener, vh, gen)
 	}
-	for _, vh := range prev.routes.Vhosts {
+	for _, vh := range prev.Routes.Vhosts {
 		if !kept[vh.Slot] {
-			ts.dropped = append(ts.dropped, vh.Slot)
+			ts.Dropped = append(ts.Dropped, vh.Slot)
 		}
 	}
 	return ts
@@ -108,27 +109,27 @@ func (p *Proxy) compileRouteStats(listener string, rt *router.RouteTable, gen ui
 // patchRouteStats gives ts, whose base is the stats of the table rt was
 // patched from, those stats but for the virtual hosts the patch removed
 // and added: the kept ones are in the same slots.
-func (p *Proxy) patchRouteStats(ts *routeTableStats, listener string, rt *router.RouteTable, gen uint64) {
-	ts.vhosts = make([]vhostStats, rt.Slots)
-	copy(ts.vhosts, ts.base.vhosts)
+func (p *Proxy) patchRouteStats(ts *hcm.RouteTableStats, listener string, rt *router.RouteTable, gen uint64) {
+	ts.Vhosts = make([]hcm.VhostStats, rt.Slots)
+	copy(ts.Vhosts, ts.Base.Vhosts)
 	for _, vh := range rt.Patch.Removed {
-		ts.dropped = append(ts.dropped, vh.Slot)
-		ts.vhosts[vh.Slot] = vhostStats{}
+		ts.Dropped = append(ts.Dropped, vh.Slot)
+		ts.Vhosts[vh.Slot] = hcm.VhostStats{}
 	}
-	for i := range ts.vhosts {
-		ts.vhosts[i].mark(gen)
+	for i := range ts.Vhosts {
+		ts.Vhosts[i].Mark(gen)
 	}
 	for _, vh := range rt.Patch.Added {
-		ts.vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
+		ts.Vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
 	}
 }
 
 // vhostStatsFor resolves the stats of vh's routes.
-func (p *Proxy) vhostStatsFor(listener string, vh *router.VirtualHost, gen uint64) vhostStats {
-	vs := vhostStats{noRoute: p.routeStatsFor(routeKey{listener, vh.Name, unmatchedLabel, unmatchedLabel}, gen),
-		routes: make([]*routeStats, len(vh.Routes))}
+func (p *Proxy) vhostStatsFor(listener string, vh *router.VirtualHost, gen uint64) hcm.VhostStats {
+	vs := hcm.VhostStats{NoRoute: p.routeStatsFor(hcm.RouteKey{Listener: listener, Vhost: vh.Name, Route: hcm.UnmatchedLabel, Path: hcm.UnmatchedLabel}, gen),
+		Routes: make([]*hcm.RouteStats, len(vh.Routes))}
 	for j, r := range vh.Routes {
-		vs.routes[j] = p.routeStatsFor(routeKey{listener, vh.Name, r.Label, r.PathLabel}, gen)
+		vs.Routes[j] = p.routeStatsFor(hcm.RouteKey{Listener: listener, Vhost: vh.Name, Route: r.Label, Path: r.PathLabel}, gen)
 	}
 	return vs
 }
@@ -148,13 +149,13 @@ func (p *Proxy) syncRouteStats(snap *snapshot) {
 	case contiguous:
 		for cs, old := range prev.chains {
 			if cc := snap.chains[cs]; cc != old {
-				p.sweepRouteStats(old.fc.stats, cc, snap.gen)
+				p.sweepRouteStats(old.fc.Stats, cc, snap.gen)
 			}
 		}
 	default:
 		for key, s := range p.routeStats {
-			if s.gen != snap.gen {
-				s.remove()
+			if s.Gen != snap.gen {
+				s.Remove()
 				delete(p.routeStats, key)
 			}
 		}
@@ -162,8 +163,8 @@ func (p *Proxy) syncRouteStats(snap *snapshot) {
 	// Swept: the stats each was built from are no longer needed, and would
 	// otherwise keep every earlier version's alive, one through the next.
 	for _, cc := range snap.chains {
-		if cc.fc.stats != nil {
-			cc.fc.stats.base, cc.fc.stats.dropped = nil, nil
+		if cc.fc.Stats != nil {
+			cc.fc.Stats.Base, cc.fc.Stats.Dropped = nil, nil
 		}
 	}
 	snap.routeStatsClean = true
@@ -173,36 +174,36 @@ func (p *Proxy) syncRouteStats(snap *snapshot) {
 // snapshot, that the compilation gen does not use. next is what replaces
 // the chain (nil: none): when it was built from old, only the stats of the
 // virtual hosts it dropped can be unused.
-func (p *Proxy) sweepRouteStats(old *routeTableStats, next *compiledChain, gen uint64) {
+func (p *Proxy) sweepRouteStats(old *hcm.RouteTableStats, next *compiledChain, gen uint64) {
 	if old == nil {
 		return
 	}
-	if next != nil && next.fc.stats != nil && next.fc.stats.base == old {
-		for _, j := range next.fc.stats.dropped {
-			p.sweepVhostStats(&old.vhosts[j], gen)
+	if next != nil && next.fc.Stats != nil && next.fc.Stats.Base == old {
+		for _, j := range next.fc.Stats.Dropped {
+			p.sweepVhostStats(&old.Vhosts[j], gen)
 		}
 		return
 	}
-	p.sweepStats(old.noVhost, gen)
-	for i := range old.vhosts {
-		p.sweepVhostStats(&old.vhosts[i], gen)
+	p.sweepStats(old.NoVhost, gen)
+	for i := range old.Vhosts {
+		p.sweepVhostStats(&old.Vhosts[i], gen)
 	}
 }
 
-func (p *Proxy) sweepVhostStats(vs *vhostStats, gen uint64) {
-	if vs.noRoute == nil {
+func (p *Proxy) sweepVhostStats(vs *hcm.VhostStats, gen uint64) {
+	if vs.NoRoute == nil {
 		return // a free slot
 	}
-	p.sweepStats(vs.noRoute, gen)
-	for _, s := range vs.routes {
+	p.sweepStats(vs.NoRoute, gen)
+	for _, s := range vs.Routes {
 		p.sweepStats(s, gen)
 	}
 }
 
 // sweepStats deletes s unless the compilation gen uses it.
-func (p *Proxy) sweepStats(s *routeStats, gen uint64) {
-	if s.gen != gen && p.routeStats[s.key] == s {
-		s.remove()
-		delete(p.routeStats, s.key)
+func (p *Proxy) sweepStats(s *hcm.RouteStats, gen uint64) {
+	if s.Gen != gen && p.routeStats[s.Key] == s {
+		s.Remove()
+		delete(p.routeStats, s.Key)
 	}
 }

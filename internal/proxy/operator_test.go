@@ -20,6 +20,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -193,7 +194,7 @@ func TestRequestHeaderLimits(t *testing.T) {
 			details := map[any]int{}
 			for _, r := range refused {
 				details[r["response_code_details"]]++
-				if r["upstream_cluster"] != "" || r["route"] != unmatchedLabel {
+				if r["upstream_cluster"] != "" || r["route"] != hcm.UnmatchedLabel {
 					t.Errorf("refused request's access log: cluster %q route %q, want none", r["upstream_cluster"], r["route"])
 				}
 			}

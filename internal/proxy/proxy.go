@@ -17,6 +17,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 )
@@ -101,7 +102,7 @@ type Proxy struct {
 	// (authorization, rate limits, JWKS); they outlive configuration swaps.
 	upstreams *filterUpstreams
 	// hcm is what the listeners' connection managers share.
-	hcm *hcmEnv
+	hcm *hcm.Env
 
 	// store holds the last accepted resources per type. It is owned by the
 	// goroutine running the ADS stream (see reconcile) and needs no lock.
@@ -123,7 +124,7 @@ type Proxy struct {
 	// routeStats are the request metrics per (listener, vhost, route) label
 	// set, kept across swaps like clusterStates; statsGen numbers
 	// compilations, to find those no applied snapshot uses. ADS goroutine only.
-	routeStats map[routeKey]*routeStats
+	routeStats map[hcm.RouteKey]*hcm.RouteStats
 	statsGen   uint64
 	// upstreamSeries are the series per Service port, shared by its
 	// clusters. ADS goroutine only.
@@ -163,7 +164,7 @@ func New(cfg Config) *Proxy {
 		metrics:       newMetrics(cfg.Registerer, log),
 		store:         newResourceStore(),
 		clusterStates: make(map[string]*upstream.ClusterState),
-		routeStats:    make(map[routeKey]*routeStats),
+		routeStats:    make(map[hcm.RouteKey]*hcm.RouteStats),
 		listeners:     make(map[string]*liveListener),
 		unbound:       make(map[string]*unboundListener),
 		rebind:        make(chan struct{}, 1),
@@ -179,7 +180,7 @@ func New(cfg Config) *Proxy {
 	p.transport = upstream.NewHTTP1Client(upstream.NewTransport())
 	p.upstreams = newFilterUpstreams(p)
 	filterEnv := &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
-	p.hcm = newHCMEnv(log, p.metrics.http, p.accessLog, p.transport, filterEnv)
+	p.hcm = hcm.NewEnv(log, p.metrics.http, p.accessLog, p.transport, filterEnv)
 	return p
 }
 

@@ -403,12 +403,12 @@ func TestRouteReuseIsReuse(t *testing.T) {
 		t.Fatalf("applied %q, want v2", after.version)
 	}
 	oldChain, newChain := before.listeners["ingress_http"].chains[""], after.listeners["ingress_http"].chains[""]
-	for i, vh := range newChain.routes.Vhosts {
-		old := oldChain.routes.Vhosts[i]
+	for i, vh := range newChain.Routes.Vhosts {
+		old := oldChain.Routes.Vhosts[i]
 		if reused := vh.VhostDef == old.VhostDef; reused != (i != 7) {
 			t.Errorf("virtual host %d reused: %t", i, reused)
 		}
-		if sameStats := &newChain.stats.vhosts[i].routes[0] == &oldChain.stats.vhosts[i].routes[0]; sameStats != (i != 7) {
+		if sameStats := &newChain.Stats.Vhosts[i].Routes[0] == &oldChain.Stats.Vhosts[i].Routes[0]; sameStats != (i != 7) {
 			t.Errorf("virtual host %d kept its stats table: %t", i, sameStats)
 		}
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// errNoTCPUpstream ends a connection whose cluster has no endpoint to try.
+var errNoTCPUpstream = errors.New("no healthy upstream")
+
 // TCP proxying (envoy.filters.network.tcp_proxy) on the TLS listener: a
 // filter chain chosen by the ClientHello's SNI either passes the TLS bytes
 // through untouched (no transport_socket) or terminates TLS first (a
@@ -160,7 +163,7 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 		down = tc
 	}
 	e.Cluster = spec.pickCluster()
-	cl, _ := lc.clusters.Get(e.Cluster)
+	cl, _ := lc.Clusters.Get(e.Cluster)
 	if cl != nil {
 		e.Service = cl.Stats.Label
 	}
@@ -187,7 +190,7 @@ func connectTermination(cl *upstream.Cluster, err error) string {
 	switch {
 	case cl == nil:
 		return tcpEndNoCluster
-	case errors.Is(err, errNoHealthyUpstream):
+	case errors.Is(err, errNoTCPUpstream):
 		return tcpEndNoHealthy
 	}
 	return tcpEndConnectFailure
@@ -224,7 +227,7 @@ func (p *Proxy) connectTCP(cl *upstream.Cluster, attempts int) (net.Conn, string
 	for n := 0; n < max(attempts, 1); n++ {
 		i, ok := cl.Pick(upstream.PickContext{})
 		if !ok {
-			return nil, "", errNoHealthyUpstream
+			return nil, "", errNoTCPUpstream
 		}
 		cl.State.Served.Store(true)
 		endpoint := cl.Endpoints[i]

@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"crypto/sha256"
@@ -9,18 +9,18 @@ import (
 	"strings"
 )
 
-// xfccDetails are the parts of the client certificate the connection
+// XfccDetails are the parts of the client certificate the connection
 // manager puts in x-forwarded-client-cert (forward_client_cert_details
 // SANITIZE_SET, set_current_client_cert_details); nil: the header is
 // removed (SANITIZE).
-type xfccDetails struct {
-	subject, cert, chain, dns, uri bool
+type XfccDetails struct {
+	Subject, Cert, Chain, Dns, Uri bool
 }
 
 // header is the x-forwarded-client-cert value for a connection, in Envoy's
 // format and order (By, Hash, Cert, Chain, Subject, URI, DNS); "" when the
 // client sent no certificate.
-func (d *xfccDetails) header(cs *tls.ConnectionState, local *tls.Certificate) string {
+func (d *XfccDetails) header(cs *tls.ConnectionState, local *tls.Certificate) string {
 	if cs == nil || len(cs.PeerCertificates) == 0 {
 		return ""
 	}
@@ -33,24 +33,24 @@ func (d *xfccDetails) header(cs *tls.ConnectionState, local *tls.Certificate) st
 	}
 	sum := sha256.Sum256(leaf.Raw)
 	parts = append(parts, "Hash="+hex.EncodeToString(sum[:]))
-	if d.cert {
+	if d.Cert {
 		parts = append(parts, `Cert="`+urlEncodedPEM(leaf)+`"`)
 	}
-	if d.chain {
+	if d.Chain {
 		var b strings.Builder
 		for _, c := range cs.PeerCertificates {
 			b.WriteString(urlEncodedPEM(c))
 		}
 		parts = append(parts, `Chain="`+b.String()+`"`)
 	}
-	if d.subject {
+	if d.Subject {
 		parts = append(parts, `Subject="`+leaf.Subject.String()+`"`)
 	}
-	if d.uri && len(leaf.URIs) > 0 {
+	if d.Uri && len(leaf.URIs) > 0 {
 		// Envoy gives the first URI SAN only.
 		parts = append(parts, "URI="+leaf.URIs[0].String())
 	}
-	if d.dns {
+	if d.Dns {
 		for _, n := range leaf.DNSNames {
 			parts = append(parts, "DNS="+n)
 		}

@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"bufio"
@@ -26,8 +26,8 @@ import (
 
 // listenerHandler is the connection manager of one listener: it serves
 // the requests its listener hands it with the chain they came in on.
-type listenerHandler struct {
-	env      *hcmEnv
+type Handler struct {
+	env      *Env
 	listener string // the listener's name
 }
 
@@ -35,7 +35,7 @@ type listenerHandler struct {
 type exchange struct {
 	vhost        string        // label values: "(none)" until matched
 	route        *router.Route // nil: none matched
-	stats        *routeStats
+	stats        *RouteStats
 	cluster      string
 	upstream     *upstream.Stats      // nil unless the request was forwarded
 	upstreamHost string               // of the last attempt
@@ -53,26 +53,26 @@ type exchange struct {
 // replies.
 func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *router.RequestInfo) *router.RouteHeaders {
 	if ex.headers == nil {
-		ex.routeHeaders = *router.NewRouteHeaders(nil, r, ri, &rw.hcm.client)
+		ex.routeHeaders = *router.NewRouteHeaders(nil, r, ri, &rw.hcm.Client)
 		ex.headers = &ex.routeHeaders
 		rw.headers = ex.headers
 	}
 	return ex.headers
 }
 
-// serve serves a request that came in at start on a chain of lc, the
+// Serve serves a request that came in at start on a chain of lc, the
 // listener's configuration loaded once for the whole request, whatever swaps
 // happen meanwhile.
-func (h *listenerHandler) serve(w http.ResponseWriter, r *http.Request, start time.Time, lc *hcmListener, chain *httpChain) {
-	hcm := chain.hcm
-	if hcm.protoMajor != 0 && r.ProtoMajor != hcm.protoMajor {
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time, lc *Listener, chain *Chain) {
+	hcm := chain.Hcm
+	if hcm.ProtoMajor != 0 && r.ProtoMajor != hcm.ProtoMajor {
 		// A codec limited to one version cannot read the other: Envoy drops the
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
 		panic(http.ErrAbortHandler)
 	}
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
-	ex := &exchange{vhost: unmatchedLabel, stats: chain.stats.noVhost}
-	ri := newRequestInfo(hcm, r)
+	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
+	ri := NewRequestInfo(hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
 
 	if reason := headerLimitExceeded(hcm, r); reason != "" {
@@ -87,8 +87,8 @@ func (h *listenerHandler) serve(w http.ResponseWriter, r *http.Request, start ti
 // dispatch routes a request and serves it: the filters, then the route's
 // action. An internal redirect dispatches the redirected request again
 // (redirects says what it went through; nil for a request as it came).
-func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *hcmListener, chain *httpChain, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
-	hcm := chain.hcm
+func (h *Handler) dispatch(rw *responseWriter, r *http.Request, lc *Listener, chain *Chain, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
+	hcm := chain.Hcm
 	upgrade := upgradeType(r)
 	if upgrade == "h2c" {
 		// Like Envoy, ignore an HTTP/2 upgrade offer and carry on in HTTP/1.1
@@ -96,13 +96,13 @@ func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *hcmL
 		stripUpgrade(r)
 		upgrade = ""
 	}
-	vh := chain.routes.SelectVirtualHost(ri.Authority)
+	vh := chain.Routes.SelectVirtualHost(ri.Authority)
 	var rt *router.Route
 	if vh != nil {
-		vs := &chain.stats.vhosts[vh.Slot]
-		ex.vhost, ex.stats = vh.Name, vs.noRoute
+		vs := &chain.Stats.Vhosts[vh.Slot]
+		ex.vhost, ex.stats = vh.Name, vs.NoRoute
 		if rt = vh.SelectRoute(ri); rt != nil {
-			ex.route, ex.stats = rt, vs.routes[rt.Index]
+			ex.route, ex.stats = rt, vs.Routes[rt.Index]
 			if rt.Plan != nil {
 				// From here on every response carries the route's headers.
 				ex.headersFor(rw, r, ri).Plan = rt.Plan
@@ -118,7 +118,7 @@ func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *hcmL
 		localReply(rw, http.StatusForbidden, "") // Envoy's "upgrade_failed"
 		return
 	}
-	if hcm.filters != nil && h.runFilters(hcm.filters, rw, r, ri, rt, ex) {
+	if hcm.Filters != nil && h.runFilters(hcm.Filters, rw, r, ri, rt, ex) {
 		return
 	}
 	if rt == nil {
@@ -132,7 +132,7 @@ func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *hcmL
 		}
 		localReply(rw, rt.Direct.Status, string(rt.Direct.Body))
 	case rt.Redirect != nil:
-		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.Scheme)))
+		rw.Header().Set("Location", redirectLocation(rt, ri, ForwardedProto(hcm, r, ri.Scheme)))
 		rw.WriteHeader(rt.Redirect.Status)
 	default:
 		h.forward(rw, r, lc, chain, rt, ri, ex, redirects)
@@ -142,7 +142,7 @@ func (h *listenerHandler) dispatch(rw *responseWriter, r *http.Request, lc *hcmL
 // runFilters passes the request through the connection manager's HTTP
 // filters; it reports whether one of them answered it. Without a route the
 // filters run too, as in Envoy, and the router then answers 404.
-func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Request, ri *router.RequestInfo, rt *router.Route, ex *exchange) bool {
+func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Request, ri *router.RequestInfo, rt *router.Route, ex *exchange) bool {
 	var perFilter filter.PerFilter
 	if rt != nil {
 		perFilter = rt.PerFilter
@@ -161,7 +161,7 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 		TLS:       r.TLS,
 		RequestID: rw.requestID,
 	}
-	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
+	s.Request.Peer, s.Request.Client = DownstreamAddrs(rw.hcm, r)
 	if rt != nil {
 		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
 		if rt.RateLimits != nil {
@@ -190,12 +190,12 @@ func (h *listenerHandler) runFilters(c *filter.Chain, rw *responseWriter, r *htt
 	return true
 }
 
-// downstreamAddrs are the connection's peer and the client's address as the
+// DownstreamAddrs are the connection's peer and the client's address as the
 // connection manager decides it (Envoy's direct_remote_ip and remote_ip).
-func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
+func DownstreamAddrs(hcm *Spec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
 	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
 	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
-	if a, ok := hcm.client.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
+	if a, ok := hcm.Client.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
 		return peer, a
 	}
 	return peer, peer.Addr()
@@ -204,7 +204,7 @@ func downstreamAddrs(hcm *hcmSpec, r *http.Request) (peer netip.AddrPort, client
 // forward proxies the request to an endpoint of the route's cluster. The
 // cluster is chosen once; attemptTransport makes the attempts (retries pick
 // an endpoint again).
-func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *hcmListener, chain *httpChain, rt *router.Route, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
+func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, chain *Chain, rt *router.Route, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
 	fa := rt.Forward
 	wc := fa.PickCluster()
 	ex.cluster = wc.Name
@@ -212,7 +212,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *hcmLi
 		// The picked cluster's own mutations, with the route's.
 		ex.headersFor(rw, r, ri).Plan = wc.Plan
 	}
-	cl, _ := lc.clusters.Get(ex.cluster)
+	cl, _ := lc.Clusters.Get(ex.cluster)
 	if cl == nil {
 		body := ""
 		if fa.NotFoundStatus == http.StatusServiceUnavailable {
@@ -247,8 +247,8 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *hcmLi
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.Authority, wc.HostRewrite, fa.HostRewrite)
-	if d := rw.hcm.xfcc; d != nil && r.TLS != nil {
-		t.xfcc = d.header(r.TLS, lc.servedCertificate(r.TLS.ServerName))
+	if d := rw.hcm.Xfcc; d != nil && r.TLS != nil {
+		t.xfcc = d.header(r.TLS, lc.ServedCertificate(r.TLS.ServerName))
 	}
 	if len(fa.Mirrors) > 0 {
 		h.mirror(r, fa, t)
@@ -256,7 +256,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *hcmLi
 	if fa.InternalRedirect != nil && !requestHasBody(r) && r.Header.Get("Upgrade") == "" {
 		t.redirect = &pendingRedirect{h: h, rw: rw, r: r, lc: lc, chain: chain, rt: rt, ri: ri, ex: ex, state: redirects, t: t}
 	}
-	if c := rw.hcm.filters; c != nil {
+	if c := rw.hcm.Filters; c != nil {
 		if pf := filter.Merge(wc.PerFilter, rt.PerFilter); c.Encoding(pf) {
 			s := filter.NewStream(r.Context(), h.env.filterEnv)
 			t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
@@ -273,7 +273,7 @@ func (h *listenerHandler) forward(rw *responseWriter, r *http.Request, lc *hcmLi
 }
 
 // newTarget describes the upstream side of a forwarded request.
-func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *router.Route, ri *router.RequestInfo, ex *exchange,
+func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Route, ri *router.RequestInfo, ex *exchange,
 	cl *upstream.Cluster, endpoint int, pc upstream.PickContext) *upstreamTarget {
 	path := ri.Path
 	switch fa := rt.Forward; {
@@ -289,7 +289,7 @@ func (h *listenerHandler) newTarget(rw *responseWriter, r *http.Request, rt *rou
 		path:        path,
 		host:        ri.Authority,
 		rawQuery:    ri.RawQuery,
-		scheme:      forwardedProto(rw.hcm, r, ri.Scheme),
+		scheme:      ForwardedProto(rw.hcm, r, ri.Scheme),
 		xff:         forwardedFor(rw.hcm, r),
 		requestID:   rw.requestID,
 		retry:       rt.Forward.Retry,
@@ -394,7 +394,7 @@ func upstreamHost(host, clusterRewrite, routeRewrite string) string {
 
 // upgradeAllowed decides an upgrade as Envoy does: the route's
 // upgrade_configs entry for the type, when it has one, else the HCM's.
-func upgradeAllowed(hcm *hcmSpec, rt *router.Route, upgrade string) bool {
+func upgradeAllowed(hcm *Spec, rt *router.Route, upgrade string) bool {
 	if rt != nil && rt.Forward != nil {
 		for _, u := range rt.Forward.Upgrades {
 			if u.UpgradeType == upgrade {
@@ -402,23 +402,23 @@ func upgradeAllowed(hcm *hcmSpec, rt *router.Route, upgrade string) bool {
 			}
 		}
 	}
-	return slices.Contains(hcm.upgrades, upgrade)
+	return slices.Contains(hcm.Upgrades, upgrade)
 }
 
 // finish writes the access log line and records metrics. It runs deferred so
 // that requests aborted by ReverseProxy (panic(http.ErrAbortHandler)) are
 // accounted for too.
-func (h *listenerHandler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWriter, ex *exchange, start time.Time) {
+func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWriter, ex *exchange, start time.Time) {
 	elapsed := time.Since(start)
 	status := rw.status
 	if status == 0 {
 		status = http.StatusOK // net/http writes 200 for handlers that wrote nothing
 	}
-	ex.stats.observe(status, elapsed.Seconds(), rw.bytes)
+	ex.stats.Observe(status, elapsed.Seconds(), rw.bytes)
 	if ex.upstream != nil {
 		ex.upstream.Request(status)
 	}
-	if !rw.hcm.accessLog || !h.env.accessLog.Enabled(r.Context()) {
+	if !rw.hcm.AccessLog || !h.env.AccessLog.Enabled(r.Context()) {
 		return
 	}
 	e := &accesslog.Entry{
@@ -437,8 +437,8 @@ func (h *listenerHandler) finish(r *http.Request, ri *router.RequestInfo, rw *re
 		Attempts:     ex.attempts,
 		RequestID:    rw.requestID,
 		Vhost:        ex.vhost,
-		Route:        unmatchedLabel,
-		RoutePath:    unmatchedLabel,
+		Route:        UnmatchedLabel,
+		RoutePath:    UnmatchedLabel,
 		RemoteAddr:   r.RemoteAddr,
 		UpstreamErr:  rw.upstreamErr,
 		Details:      ex.details,
@@ -449,10 +449,10 @@ func (h *listenerHandler) finish(r *http.Request, ri *router.RequestInfo, rw *re
 	if ex.upstream != nil {
 		e.Service = ex.upstream.Label
 	}
-	h.env.accessLog.Add(e)
+	h.env.AccessLog.Add(e)
 }
 
-func newRequestInfo(hcm *hcmSpec, r *http.Request) *router.RequestInfo {
+func NewRequestInfo(hcm *Spec, r *http.Request) *router.RequestInfo {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -464,7 +464,7 @@ func newRequestInfo(hcm *hcmSpec, r *http.Request) *router.RequestInfo {
 		Path:      routingPath(hcm, r.URL.EscapedPath()),
 		RawQuery:  r.URL.RawQuery,
 		Header:    r.Header,
-		Client:    &hcm.client,
+		Client:    &hcm.Client,
 	}
 }
 
@@ -472,12 +472,12 @@ func newRequestInfo(hcm *hcmSpec, r *http.Request) *router.RequestInfo {
 // upstream: without its port under strip_any_host_port (except a CONNECT's,
 // whose authority must name one), without a trailing dot of its name under
 // strip_trailing_host_dot, and otherwise as the client sent it.
-func requestHost(hcm *hcmSpec, r *http.Request) string {
+func requestHost(hcm *Spec, r *http.Request) string {
 	host := r.Host
-	if hcm.stripTrailingDot {
+	if hcm.StripTrailingDot {
 		host = stripTrailingDot(host)
 	}
-	if hcm.stripAnyHostPort && r.Method != http.MethodConnect {
+	if hcm.StripAnyHostPort && r.Method != http.MethodConnect {
 		host = router.StripPort(host)
 	}
 	return host
@@ -498,14 +498,14 @@ func stripTrailingDot(host string) string {
 
 // routingPath is the path routes are matched against and that is sent
 // upstream: escaped, without the query, normalized as the HCM says.
-func routingPath(hcm *hcmSpec, escaped string) string {
+func routingPath(hcm *Spec, escaped string) string {
 	if escaped == "" {
 		escaped = "/"
 	}
-	if hcm.normalizePath {
+	if hcm.NormalizePath {
 		escaped = router.RemoveDotSegments(escaped)
 	}
-	if hcm.mergeSlashes {
+	if hcm.MergeSlashes {
 		escaped = router.MergeSlashes(escaped)
 	}
 	return escaped
@@ -513,22 +513,22 @@ func routingPath(hcm *hcmSpec, escaped string) string {
 
 // requestID returns the X-Request-Id of a request: a fresh UUIDv4 unless the
 // HCM preserves a client-supplied one or does not generate ids.
-func requestID(hcm *hcmSpec, r *http.Request) string {
+func requestID(hcm *Spec, r *http.Request) string {
 	existing := r.Header.Get("X-Request-Id")
-	if existing != "" && (hcm.preserveRequestID || !hcm.generateRequestID) {
+	if existing != "" && (hcm.PreserveRequestID || !hcm.GenerateRequestID) {
 		return existing
 	}
-	if !hcm.generateRequestID {
+	if !hcm.GenerateRequestID {
 		return ""
 	}
-	return newRequestID()
+	return NewRequestID()
 }
 
-// newRequestID returns a random UUIDv4, as Envoy generates for every request.
+// NewRequestID returns a random UUIDv4, as Envoy generates for every request.
 // The bits come from the runtime's per-thread ChaCha8 generator (as Envoy's
 // come from its own non-blocking generator): unpredictable, without the
 // system call and lock of crypto/rand on every request.
-func newRequestID() string {
+func NewRequestID() string {
 	var id uuid.UUID
 	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
 	binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
@@ -540,9 +540,9 @@ func newRequestID() string {
 // forwardedFor appends the client address to X-Forwarded-For when the proxy
 // is the edge (use_remote_address), as Envoy does; otherwise the header
 // passes through unchanged.
-func forwardedFor(hcm *hcmSpec, r *http.Request) string {
+func forwardedFor(hcm *Spec, r *http.Request) string {
 	prior := strings.Join(r.Header.Values("X-Forwarded-For"), ", ")
-	if !hcm.client.UseRemoteAddress || hcm.skipXFFAppend {
+	if !hcm.Client.UseRemoteAddress || hcm.SkipXFFAppend {
 		return prior
 	}
 	client, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -555,11 +555,11 @@ func forwardedFor(hcm *hcmSpec, r *http.Request) string {
 	return prior + ", " + client
 }
 
-// forwardedProto is the downstream scheme at the edge; behind another proxy,
+// ForwardedProto is the downstream scheme at the edge; behind another proxy,
 // or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
 // X-Forwarded-Proto is kept.
-func forwardedProto(hcm *hcmSpec, r *http.Request, scheme string) string {
-	if !hcm.client.UseRemoteAddress || hcm.client.XffTrustedHops > 0 {
+func ForwardedProto(hcm *Spec, r *http.Request, scheme string) string {
+	if !hcm.Client.UseRemoteAddress || hcm.Client.XffTrustedHops > 0 {
 		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
 			return v
 		}
@@ -685,7 +685,7 @@ func localReply(w http.ResponseWriter, status int, body string) {
 // overwritten as Envoy does).
 type responseWriter struct {
 	http.ResponseWriter
-	hcm         *hcmSpec
+	hcm         *Spec
 	requestID   string
 	status      int
 	bytes       int64
@@ -718,15 +718,15 @@ func (w *responseWriter) decorate() {
 			h.Add(hv.Name, hv.Value)
 		}
 	}
-	switch w.hcm.serverHeader {
-	case serverHeaderOverwrite:
-		h.Set("Server", w.hcm.serverName)
-	case serverHeaderAppendIfAbsent:
+	switch w.hcm.ServerHeader {
+	case ServerHeaderOverwrite:
+		h.Set("Server", w.hcm.ServerName)
+	case ServerHeaderAppendIfAbsent:
 		if h.Get("Server") == "" {
-			h.Set("Server", w.hcm.serverName)
+			h.Set("Server", w.hcm.ServerName)
 		}
 	}
-	if w.requestID != "" && w.hcm.returnRequestID {
+	if w.requestID != "" && w.hcm.ReturnRequestID {
 		h.Set("X-Request-Id", w.requestID)
 	}
 }

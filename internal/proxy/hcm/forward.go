@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func (t *upstreamTarget) UpstreamCluster() *upstream.Cluster { return t.cluster 
 
 // newReverseProxy builds the ReverseProxy shared by all requests; everything
 // request-specific comes from the upstreamTarget in the request context.
-func (p *hcmEnv) newReverseProxy() *httputil.ReverseProxy {
+func (p *Env) newReverseProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Transport: attemptTransport{base: p.transport},
 		Rewrite:   rewriteUpstreamRequest,
@@ -128,7 +128,7 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 // status codes: the route timeout and a last per-try timeout give 504, the
 // stream idle timeout 408, a retry without endpoint 503, anything else
 // (refused, reset, connect timeout, malformed response) 502.
-func (p *hcmEnv) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	var follow *errInternalRedirect
 	if errors.As(err, &follow) {
 		follow.run()

@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"log/slog"
@@ -11,10 +11,10 @@ import (
 
 // hcmEnv is what the connection managers of every listener share; it
 // outlives configuration swaps.
-type hcmEnv struct {
+type Env struct {
 	log       *slog.Logger
-	metrics   *httpMetrics
-	accessLog *accesslog.Log
+	metrics   *Metrics
+	AccessLog *accesslog.Log
 	// transport and reverseProxy are shared by every request of every
 	// configuration so that upstream connection pools survive config swaps.
 	transport    *upstream.HTTP1Client
@@ -26,14 +26,14 @@ type hcmEnv struct {
 	mirrors inFlight
 }
 
-func newHCMEnv(log *slog.Logger, metrics *httpMetrics, accessLog *accesslog.Log, transport *upstream.HTTP1Client, filterEnv *filter.Env) *hcmEnv {
-	e := &hcmEnv{log: log, metrics: metrics, accessLog: accessLog, transport: transport, filterEnv: filterEnv,
+func NewEnv(log *slog.Logger, metrics *Metrics, accessLog *accesslog.Log, transport *upstream.HTTP1Client, filterEnv *filter.Env) *Env {
+	e := &Env{log: log, metrics: metrics, AccessLog: accessLog, transport: transport, filterEnv: filterEnv,
 		mirrors: make(inFlight, maxMirrorsInFlight)}
 	e.reverseProxy = withRouteHeaders(e.newReverseProxy())
 	return e
 }
 
-// newHandler returns the connection manager of the listener named listener.
-func (e *hcmEnv) newHandler(listener string) *listenerHandler {
-	return &listenerHandler{env: e, listener: listener}
+// NewHandler returns the connection manager of the listener named listener.
+func (e *Env) NewHandler(listener string) *Handler {
+	return &Handler{env: e, listener: listener}
 }

@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ type requestBody struct {
 	// trailer is the downstream request's trailer map, which net/http fills in when
 	// the body ends; hcm holds the limits it must keep, as headers do.
 	trailer http.Header
-	hcm     *hcmSpec
+	hcm     *Spec
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {

@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"context"

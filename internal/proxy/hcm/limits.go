@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"net/http"
@@ -6,8 +6,8 @@ import (
 
 // Envoy's defaults for the HCM's request header limits.
 const (
-	defaultMaxRequestHeadersKB = 60  // max_request_headers_kb
-	defaultMaxRequestHeaders   = 100 // common_http_protocol_options.max_headers_count
+	DefaultMaxRequestHeadersKB = 60  // max_request_headers_kb
+	DefaultMaxRequestHeaders   = 100 // common_http_protocol_options.max_headers_count
 )
 
 // Pseudo-header names, counted in a request's header size as Envoy counts
@@ -27,7 +27,7 @@ const (
 // pseudo-headers (HTTP/1.1 or HTTP/2 alike); the count is the number of
 // header fields, the Host (:authority) included, other pseudo-headers not.
 // It allocates nothing.
-func headerLimitExceeded(hcm *hcmSpec, r *http.Request) string {
+func headerLimitExceeded(hcm *Spec, r *http.Request) string {
 	size := len(pseudoAuthority) + len(r.Host) + len(pseudoMethod) + len(r.Method) + len(pseudoPath) + len(r.RequestURI)
 	count := 1 // Host / :authority
 	if len(r.TransferEncoding) > 0 {
@@ -40,7 +40,7 @@ func headerLimitExceeded(hcm *hcmSpec, r *http.Request) string {
 
 // fieldsExceed adds the fields of h to size and count and returns the limit they
 // exceed, or "". Request trailers are held to the same limits, as Envoy's codecs do.
-func fieldsExceed(hcm *hcmSpec, h http.Header, size, count int) string {
+func fieldsExceed(hcm *Spec, h http.Header, size, count int) string {
 	for name, values := range h {
 		count += len(values)
 		for _, v := range values {
@@ -48,9 +48,9 @@ func fieldsExceed(hcm *hcmSpec, h http.Header, size, count int) string {
 		}
 	}
 	switch {
-	case size > hcm.maxRequestHeaderBytes:
+	case size > hcm.MaxRequestHeaderBytes:
 		return headersTooLarge
-	case count > hcm.maxRequestHeaders:
+	case count > hcm.MaxRequestHeaders:
 		return tooManyHeaders
 	}
 	return ""

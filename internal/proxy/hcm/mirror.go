@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ const mirrorTimeout = router.DefaultRouteTimeout
 // sent in the background and its answer dropped. A request body is read
 // first (up to maxMirroredBody, then r.Body reads it again); a larger one
 // is not copied.
-func (h *listenerHandler) mirror(r *http.Request, fa *router.ForwardAction, t *upstreamTarget) {
+func (h *Handler) mirror(r *http.Request, fa *router.ForwardAction, t *upstreamTarget) {
 	var picked []*router.MirrorPolicy
 	for i := range fa.Mirrors {
 		m := &fa.Mirrors[i]
@@ -69,7 +69,7 @@ func (h *listenerHandler) mirror(r *http.Request, fa *router.ForwardAction, t *u
 
 // mirrorRequest is the copy of r for m; its context is the request's without
 // its cancellation: the copy outlives the request it copies.
-func (h *listenerHandler) mirrorRequest(r *http.Request, t *upstreamTarget, m *router.MirrorPolicy, body []byte) (*http.Request, error) {
+func (h *Handler) mirrorRequest(r *http.Request, t *upstreamTarget, m *router.MirrorPolicy, body []byte) (*http.Request, error) {
 	host := t.host
 	if !m.KeepHost {
 		host = router.StripPort(host) + "-shadow"
@@ -109,7 +109,7 @@ func (h *listenerHandler) mirrorRequest(r *http.Request, t *upstreamTarget, m *r
 // hopHeaders are the hop-by-hop headers a copy does not carry (RFC 9110 7.6.1).
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-func (h *listenerHandler) sendMirror(req *http.Request, cluster string, timeout time.Duration) {
+func (h *Handler) sendMirror(req *http.Request, cluster string, timeout time.Duration) {
 	defer h.env.mirrors.release()
 	ctx, cancel := context.WithTimeout(req.Context(), timeout)
 	defer cancel()

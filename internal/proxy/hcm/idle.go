@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
-// defaultStreamIdleTimeout is Envoy's HCM stream_idle_timeout when unset.
-const defaultStreamIdleTimeout = 5 * time.Minute
+// DefaultStreamIdleTimeout is Envoy's HCM stream_idle_timeout when unset.
+const DefaultStreamIdleTimeout = 5 * time.Minute
 
 // errStreamIdleTimeout is the cancellation cause of a request whose stream
 // idle timeout fired: 408 before the response head was sent, a reset after.
@@ -19,11 +19,11 @@ var errStreamIdleTimeout = errors.New("stream idle timeout")
 // idleTimeoutFor returns the idle timeout of a forwarded request: the
 // route's idle_timeout when set (0 disables it), else the HCM's
 // stream_idle_timeout (0 disables it too).
-func idleTimeoutFor(fa *router.ForwardAction, hcm *hcmSpec) time.Duration {
+func idleTimeoutFor(fa *router.ForwardAction, hcm *Spec) time.Duration {
 	if fa.HasIdleTimeout {
 		return fa.IdleTimeout
 	}
-	return hcm.streamIdleTimeout
+	return hcm.StreamIdleTimeout
 }
 
 // idleTimer fires when a stream has seen no activity for its timeout. Activity

@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"log/slog"
@@ -10,10 +10,10 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/stats"
 )
 
-// unmatchedLabel is the vhost, route and path label value of requests that
+// UnmatchedLabel is the vhost, route and path label value of requests that
 // matched no virtual host (or, for route and path, no route of their virtual
 // host), and of requests refused before routing (431).
-const unmatchedLabel = "(none)"
+const UnmatchedLabel = "(none)"
 
 // latencyBuckets extend to 10 minutes: beyond Envoy's default route timeout
 // (15s) and any reasonable configured one, so that slow routes land in a
@@ -40,7 +40,7 @@ var routeLabels = []string{"listener", "vhost", "route", "path"}
 // stats.Group), and deleted when the last route labelled with it leaves the
 // configuration, so that label cardinality follows the configuration in
 // force and the traffic it has seen.
-type httpMetrics struct {
+type Metrics struct {
 	requests       *prometheus.CounterVec   // routeLabels, code_class
 	duration       *prometheus.HistogramVec // routeLabels
 	responseSize   *prometheus.HistogramVec // routeLabels
@@ -52,8 +52,8 @@ type httpMetrics struct {
 	mirrors *prometheus.CounterVec
 }
 
-func newHTTPMetrics(reg prometheus.Registerer, log *slog.Logger) *httpMetrics {
-	m := &httpMetrics{
+func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
+	m := &Metrics{
 		requests: stats.CounterVec("requests_total",
 			"Downstream HTTP requests by listener, virtual host, route (the object that declared it, kind/namespace/name), its path condition and response code class; \"(none)\" when nothing matched.",
 			stats.WithClass(routeLabels)...),
@@ -86,25 +86,25 @@ func newHTTPMetrics(reg prometheus.Registerer, log *slog.Logger) *httpMetrics {
 
 // headersRefusedFor counts a request refused for reason; a reason's series
 // appears with its first refusal.
-func (m *httpMetrics) headersRefusedFor(reason string) {
+func (m *Metrics) headersRefusedFor(reason string) {
 	m.headersRefused.WithLabelValues(reason).Inc()
 }
 
-func (m *httpMetrics) filterReply(filter string, status int) {
+func (m *Metrics) filterReply(filter string, status int) {
 	m.filterReplies.WithLabelValues(filter, strconv.Itoa(status)).Inc()
 }
 
-func (m *httpMetrics) mirrored(result string) { m.mirrors.WithLabelValues(result).Inc() }
+func (m *Metrics) mirrored(result string) { m.mirrors.WithLabelValues(result).Inc() }
 
-// routeKey is the label set of a route's request series: routes that differ
+// RouteKey is the label set of a route's request series: routes that differ
 // only in what the labels do not show (header conditions, policies) share
 // them.
-type routeKey struct {
-	listener, vhost, route, path string
+type RouteKey struct {
+	Listener, Vhost, Route, Path string
 }
 
-func (k routeKey) values(extra ...string) []string {
-	return append([]string{k.listener, k.vhost, k.route, k.path}, extra...)
+func (k RouteKey) values(extra ...string) []string {
+	return append([]string{k.Listener, k.Vhost, k.Route, k.Path}, extra...)
 }
 
 // routeObservers are a route's histograms, created together with its first
@@ -113,21 +113,21 @@ type routeObservers struct {
 	duration, size prometheus.Observer
 }
 
-// routeStats are the request metrics of one routeKey (or of the requests of
+// RouteStats are the request metrics of one routeKey (or of the requests of
 // a listener or virtual host that matched nothing). The proxy keeps one per
 // routeKey across configurations.
-type routeStats struct {
-	m          *httpMetrics
-	key        routeKey
+type RouteStats struct {
+	M          *Metrics
+	Key        RouteKey
 	series     stats.Group
 	requests   [len(stats.CodeClasses)]atomic.Pointer[prometheus.Counter]
 	histograms atomic.Pointer[routeObservers]
-	gen        uint64 // the last compilation that referenced it (ADS goroutine only)
+	Gen        uint64 // the last compilation that referenced it (ADS goroutine only)
 }
 
-// observe records a finished request: its code class's counter and the
+// Observe records a finished request: its code class's counter and the
 // histograms, each created by its first request.
-func (s *routeStats) observe(status int, seconds float64, bytes int64) {
+func (s *RouteStats) Observe(status int, seconds float64, bytes int64) {
 	class := stats.CodeClass(status)
 	var requests prometheus.Counter
 	if c := s.requests[class].Load(); c != nil {
@@ -145,50 +145,60 @@ func (s *routeStats) observe(status int, seconds float64, bytes int64) {
 	obs.size.Observe(float64(bytes))
 }
 
-func (s *routeStats) createRequests(class int) prometheus.Counter {
+func (s *RouteStats) createRequests(class int) prometheus.Counter {
 	return stats.Get(&s.series, &s.requests[class], func() prometheus.Counter {
-		return s.m.requests.WithLabelValues(s.key.values(stats.CodeClasses[class])...)
+		return s.M.requests.WithLabelValues(s.Key.values(stats.CodeClasses[class])...)
 	}, stats.DiscardedCounter)
 }
 
-func (s *routeStats) createObservers() routeObservers {
+func (s *RouteStats) createObservers() routeObservers {
 	return stats.Get(&s.series, &s.histograms, func() routeObservers {
 		return routeObservers{
-			duration: s.m.duration.WithLabelValues(s.key.values()...),
-			size:     s.m.responseSize.WithLabelValues(s.key.values()...),
+			duration: s.M.duration.WithLabelValues(s.Key.values()...),
+			size:     s.M.responseSize.WithLabelValues(s.Key.values()...),
 		}
 	}, routeObservers{duration: stats.DiscardedHistogram, size: stats.DiscardedHistogram})
 }
 
-// remove deletes the route's series.
-func (s *routeStats) remove() {
+// Remove deletes the route's series.
+func (s *RouteStats) Remove() {
 	s.series.Retire(func() {
 		for class := range s.requests {
 			if s.requests[class].Load() != nil {
-				s.m.requests.DeleteLabelValues(s.key.values(stats.CodeClasses[class])...)
+				s.M.requests.DeleteLabelValues(s.Key.values(stats.CodeClasses[class])...)
 			}
 		}
 		if s.histograms.Load() != nil {
-			s.m.duration.DeleteLabelValues(s.key.values()...)
-			s.m.responseSize.DeleteLabelValues(s.key.values()...)
+			s.M.duration.DeleteLabelValues(s.Key.values()...)
+			s.M.responseSize.DeleteLabelValues(s.Key.values()...)
 		}
 	})
 }
 
-// routeTableStats are the request metrics of one filter chain's route
+// RouteTableStats are the request metrics of one filter chain's route
 // table, indexed like it, so that the request path finds them without a
 // lookup.
-type routeTableStats struct {
-	noVhost *routeStats
-	vhosts  []vhostStats // by virtualHost.slot; a free slot's are zero
-	// base is the stats of the chain's applied compilation these were built
+type RouteTableStats struct {
+	NoVhost *RouteStats
+	Vhosts  []VhostStats // by virtualHost.slot; a free slot's are zero
+	// Base is the stats of the chain's applied compilation these were built
 	// from (nil: none); dropped are the slots in base.vhosts of the
 	// virtual hosts they do not keep, whose stats may no longer be used.
-	base    *routeTableStats
-	dropped []int
+	Base    *RouteTableStats
+	Dropped []int
 }
 
-type vhostStats struct {
-	noRoute *routeStats
-	routes  []*routeStats // by route.index
+type VhostStats struct {
+	NoRoute *RouteStats
+	Routes  []*RouteStats // by route.index
+}
+
+func (vs *VhostStats) Mark(gen uint64) {
+	if vs.NoRoute == nil {
+		return // a free slot
+	}
+	vs.NoRoute.Gen = gen
+	for _, s := range vs.Routes {
+		s.Gen = gen
+	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package hcm
 
 import (
 	"net/http"
@@ -17,11 +17,11 @@ type redirectState struct {
 // pendingRedirect is a forwarded request whose upstream redirect may be
 // followed: everything needed to serve the redirected request in its place.
 type pendingRedirect struct {
-	h     *listenerHandler
+	h     *Handler
 	rw    *responseWriter
 	r     *http.Request // as it came from the client
-	lc    *hcmListener
-	chain *httpChain
+	lc    *Listener
+	chain *Chain
 	rt    *router.Route
 	ri    *router.RequestInfo
 	ex    *exchange
@@ -85,7 +85,7 @@ func (p *pendingRedirect) redirected(target *url.URL, status int) (*http.Request
 	r.URL = &url.URL{Path: target.Path, RawPath: target.RawPath, RawQuery: target.RawQuery}
 	r.Host = target.Host
 	r.Body, r.ContentLength = http.NoBody, 0
-	ri := newRequestInfo(p.chain.hcm, r)
+	ri := NewRequestInfo(p.chain.Hcm, r)
 	ri.Scheme = target.Scheme
 	return r, ri
 }
@@ -93,7 +93,7 @@ func (p *pendingRedirect) redirected(target *url.URL, status int) (*http.Request
 // targetRoute is the route the redirect would reach; nil: none.
 func (p *pendingRedirect) targetRoute(target *url.URL) *router.Route {
 	_, ri := p.redirected(target, 0)
-	vh := p.chain.routes.SelectVirtualHost(ri.Authority)
+	vh := p.chain.Routes.SelectVirtualHost(ri.Authority)
 	if vh == nil {
 		return nil
 	}
@@ -117,6 +117,6 @@ func (e *errInternalRedirect) run() {
 	p.t.timer.stop()
 	p.rw.headers, p.rw.filterHeaders, p.rw.upstreamErr = nil, nil, nil
 	ex := p.ex
-	*ex = exchange{vhost: unmatchedLabel, stats: p.chain.stats.noVhost, attempts: ex.attempts}
+	*ex = exchange{vhost: UnmatchedLabel, stats: p.chain.Stats.NoVhost, attempts: ex.attempts}
 	p.h.dispatch(p.rw, r, p.lc, p.chain, ri, ex, state)
 }
