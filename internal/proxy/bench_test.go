@@ -154,9 +154,7 @@ func BenchmarkHandlerDirectResponse(b *testing.B) {
 	})
 	p := startProxy(b, cp)
 	p.waitVersion(b, "v1")
-	p.mu.Lock()
-	h := p.listeners["ingress_http"].srv.Handler
-	p.mu.Unlock()
+	h := p.listeners.httpHandler("ingress_http")
 	req := httptest.NewRequest(http.MethodGet, "http://bench.example.com/bench?q=1", nil)
 	for _, k := range []string{"User-Agent", "Accept", "Accept-Language", "Accept-Encoding", "Cookie", "Referer", "X-Forwarded-For", "Cache-Control"} {
 		req.Header.Set(k, "some value of a typical length")

@@ -105,10 +105,8 @@ func TestBindGraceNegativeRetriesForEver(t *testing.T) {
 			t.Fatalf("Run returned %v while retrying", err)
 		default:
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		u := p.unbound["ingress_http"]
-		return u != nil && u.backoff >= 2*bindRetryMin
+		backoff, ok := p.listeners.retryBackoff("ingress_http")
+		return ok && backoff >= 2*bindRetryMin
 	})
 	blocker.Close()
 	waitFor(t, "ready once the address is free", p.Ready)

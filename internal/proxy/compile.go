@@ -675,7 +675,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	p.syncClusters(snap)
 	p.store.changesApplied(snap.specRevisions)
 	p.syncRouteStats(snap)
-	p.syncListeners(ctx, snap)
+	p.listeners.sync(ctx, snap.listeners)
 	p.refreshEgress(ctx)
 	p.current.Store(snap)
 	prev := p.appliedVersion.Load()
@@ -684,8 +684,8 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 		p.appliedVersion.Store(&v)
 	}
 	switch {
-	case !p.ready.Swap(true):
-		if n := p.unboundCount.Load(); n > 0 {
+	case p.listeners.markReady():
+		if n := p.listeners.unboundN(); n > 0 {
 			p.log.Warn("first complete configuration applied; not ready until every listener is bound", "version", snap.version, "unbound_listeners", n)
 		} else {
 			p.log.Info("first complete configuration applied; ready", "version", snap.version)
@@ -700,9 +700,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	default:
 		p.log.Info("configuration applied", "version", snap.version)
 	}
-	p.mu.Lock()
-	p.noteStarted()
-	p.mu.Unlock()
+	p.listeners.applied()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 )
 
@@ -60,67 +64,163 @@ type unboundListener struct {
 	err      error     // the last attempt's
 }
 
+// listenerSet is the proxy's listeners: those bound, those waiting for their
+// address, and those draining. Its methods are called by the goroutine that
+// applies configurations (sync), the one retrying binds (retryBinds), and
+// any goroutine asking for addresses.
+type listenerSet struct {
+	log       *slog.Logger
+	accessLog *accesslog.Log // tcp_proxy connections' lines
+	hcm       *hcm.Env       // the HTTP chains' connection managers
+	// bindTo is the address a listener binds, given its name and its own
+	// socket address.
+	bindTo func(name, address string) string
+	// grace is how long a listener may stay unbound at start-up; negative
+	// means for ever.
+	grace time.Duration
+	// changed says the addresses the egress guard protects changed;
+	// refresh brings the guard up to date.
+	changed func()
+	refresh func(context.Context)
+
+	// ready is set once a first configuration is applied; started once every
+	// listener of an applied configuration has been bound.
+	ready   atomic.Bool
+	started atomic.Bool
+
+	mu        sync.Mutex // guards listeners and unbound (read by addr from any goroutine)
+	listeners map[string]*liveListener
+	draining  sync.WaitGroup // listeners being shut down after removal from the config
+
+	// unbound holds the listeners of the applied configuration that could not
+	// be bound yet (guarded by mu); retryBinds retries them, woken through
+	// rebind. unboundCount mirrors its size for Ready.
+	unbound      map[string]*unboundListener
+	unboundCount atomic.Int32
+	rebind       chan struct{}
+}
+
+// isReady reports whether a configuration was applied and every one of its
+// listeners is bound.
+func (s *listenerSet) isReady() bool { return s.ready.Load() && s.unboundCount.Load() == 0 }
+
+// markReady records that a configuration was applied; it reports whether it
+// is the first.
+func (s *listenerSet) markReady() bool { return !s.ready.Swap(true) }
+
+// unboundN is the number of listeners waiting for their address.
+func (s *listenerSet) unboundN() int32 { return s.unboundCount.Load() }
+
+// applied notes, after a configuration was applied, whether its listeners
+// are all bound.
+func (s *listenerSet) applied() {
+	s.mu.Lock()
+	s.noteStarted()
+	s.mu.Unlock()
+}
+
+// addr returns the bound address of the named listener, "" if not bound.
+func (s *listenerSet) addr(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ll, ok := s.listeners[name]; ok {
+		return ll.ln.Addr().String()
+	}
+	return ""
+}
+
+// httpHandler is the HTTP handler of the named bound listener, nil if none
+// (benchmarks call it without a connection).
+func (s *listenerSet) httpHandler(name string) http.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ll, ok := s.listeners[name]; ok {
+		return ll.srv.Handler
+	}
+	return nil
+}
+
+// retryBackoff is how long the named unbound listener waits between bind
+// attempts now; false when it is not waiting for its address.
+func (s *listenerSet) retryBackoff(name string) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u, ok := s.unbound[name]; ok {
+		return u.backoff, true
+	}
+	return 0, false
+}
+
+// addrs lists the listeners' addresses: of those bound, as configured and
+// as bound, and of those waiting for theirs.
+func (s *listenerSet) addrs() []string {
+	var addrs []string
+	s.mu.Lock()
+	for _, ll := range s.listeners {
+		addrs = append(addrs, ll.bindAddr, ll.ln.Addr().String())
+	}
+	for _, u := range s.unbound {
+		addrs = append(addrs, u.bindAddr)
+	}
+	s.mu.Unlock()
+	return addrs
+}
+
 // bindAddress is the address a listener binds: the configured override, or
 // the Listener's own socket address (as BindAddress maps it).
-func (p *Proxy) bindAddress(lc *listenerConfig) string {
-	if a, ok := p.cfg.ListenerAddrs[lc.name]; ok {
-		return a
-	}
-	if p.cfg.BindAddress != nil {
-		return p.cfg.BindAddress(lc.name, lc.address)
-	}
-	return lc.address
+func (s *listenerSet) bindAddress(lc *listenerConfig) string {
+	return s.bindTo(lc.name, lc.address)
 }
 
 // syncListeners opens listeners new in snap, closes removed ones, rebinds
 // those whose address or TLS-ness changed, and points the rest at their new
 // configuration. Unchanged listeners keep their sockets and connections.
 // Listeners that cannot be bound are left to retryBinds.
-func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for name, ll := range p.listeners {
-		lc, ok := snap.listeners[name]
-		if ok && ll.bindAddr == p.bindAddress(lc) && ll.tls == lc.tls {
+func (s *listenerSet) sync(serveCtx context.Context, configs map[string]*listenerConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, ll := range s.listeners {
+		lc, ok := configs[name]
+		if ok && ll.bindAddr == s.bindAddress(lc) && ll.tls == lc.tls {
 			continue
 		}
-		delete(p.listeners, name)
-		p.drain(ll)
-		p.egressStale.Store(true)
+		delete(s.listeners, name)
+		s.drain(ll)
+		s.changed()
 	}
-	for name, u := range p.unbound {
-		if lc, ok := snap.listeners[name]; !ok || u.bindAddr != p.bindAddress(lc) {
-			delete(p.unbound, name)
-			p.egressStale.Store(true)
+	for name, u := range s.unbound {
+		if lc, ok := configs[name]; !ok || u.bindAddr != s.bindAddress(lc) {
+			delete(s.unbound, name)
+			s.changed()
 		}
 	}
-	for _, name := range sortedKeys(snap.listeners) {
-		lc := snap.listeners[name]
-		if ll, ok := p.listeners[name]; ok {
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		lc := configs[name]
+		if ll, ok := s.listeners[name]; ok {
 			ll.cfg.Store(lc)
 			continue
 		}
-		if u, ok := p.unbound[name]; ok {
+		if u, ok := s.unbound[name]; ok {
 			// Still waiting for its address: retryBinds keeps its backoff, so
 			// a burst of updates does not become a burst of bind errors.
 			u.cfg = lc
 			continue
 		}
-		ll, err := p.openListener(serveCtx, lc)
-		p.egressStale.Store(true)
+		ll, err := s.openListener(serveCtx, lc)
+		s.changed()
 		if err != nil {
 			now := time.Now()
-			u := &unboundListener{cfg: lc, bindAddr: p.bindAddress(lc), backoff: bindRetryMin, since: now, err: err}
+			u := &unboundListener{cfg: lc, bindAddr: s.bindAddress(lc), backoff: bindRetryMin, since: now, err: err}
 			u.next = now.Add(u.backoff)
-			p.unbound[name] = u
-			p.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
+			s.unbound[name] = u
+			s.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
 			continue
 		}
-		p.listeners[name] = ll
+		s.listeners[name] = ll
 	}
-	p.unboundCount.Store(int32(len(p.unbound)))
+	s.unboundCount.Store(int32(len(s.unbound)))
 	select {
-	case p.rebind <- struct{}{}:
+	case s.rebind <- struct{}{}:
 	default:
 	}
 }
@@ -131,15 +231,15 @@ func (p *Proxy) syncListeners(serveCtx context.Context, snap *snapshot) {
 // returns it, so that a port taken by another process ends the program with a
 // reason instead of leaving it unready for ever. Later failures (a listener moved
 // to a busy address) are retried without end, since traffic is already flowing.
-func (p *Proxy) retryBinds(ctx context.Context) error {
+func (s *listenerSet) retryBinds(ctx context.Context) error {
 	timer := time.NewTimer(bindRetryMax)
 	defer timer.Stop()
 	for {
-		wait, pending, err := p.bindDue(ctx, time.Now())
+		wait, pending, err := s.bindDue(ctx, time.Now())
 		if err != nil {
 			return err
 		}
-		p.refreshEgress(ctx) // a listener bound late, at a port it only now knows
+		s.refresh(ctx) // a listener bound late, at a port it only now knows
 		if pending {
 			timer.Reset(wait)
 		} else {
@@ -148,42 +248,33 @@ func (p *Proxy) retryBinds(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-p.rebind:
+		case <-s.rebind:
 		case <-timer.C:
 		}
 	}
 }
 
-// bindGrace is how long a listener may stay unbound at start-up; negative means
-// for ever.
-func (p *Proxy) bindGrace() time.Duration {
-	if p.cfg.BindGrace == 0 {
-		return DefaultBindGrace
-	}
-	return p.cfg.BindGrace
-}
-
 // bindDue attempts the binds that are due and returns how long until the
 // next one, if any listener remains unbound, or the start-up failure that ends
 // the proxy.
-func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.unbound) == 0 {
-		p.noteStarted()
+func (s *listenerSet) bindDue(ctx context.Context, now time.Time) (time.Duration, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unbound) == 0 {
+		s.noteStarted()
 		return 0, false, nil
 	}
-	grace, starting := p.bindGrace(), !p.started.Load()
+	grace, starting := s.grace, !s.started.Load()
 	var next time.Time
-	for _, name := range sortedKeys(p.unbound) {
-		u := p.unbound[name]
+	for _, name := range slices.Sorted(maps.Keys(s.unbound)) {
+		u := s.unbound[name]
 		deadline := u.since.Add(grace)
 		if !now.Before(u.next) || (starting && grace >= 0 && !now.Before(deadline)) {
-			ll, err := p.openListener(ctx, u.cfg)
+			ll, err := s.openListener(ctx, u.cfg)
 			if err == nil {
-				p.egressStale.Store(true)
-				delete(p.unbound, name)
-				p.listeners[name] = ll
+				s.changed()
+				delete(s.unbound, name)
+				s.listeners[name] = ll
 				continue
 			}
 			u.err = err
@@ -192,7 +283,7 @@ func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool
 			}
 			u.backoff = min(2*u.backoff, bindRetryMax)
 			u.next = now.Add(u.backoff)
-			p.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
+			s.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
 		}
 		due := u.next
 		if starting && grace >= 0 && deadline.Before(due) {
@@ -202,12 +293,12 @@ func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool
 			next = due
 		}
 	}
-	p.unboundCount.Store(int32(len(p.unbound)))
-	if len(p.unbound) == 0 {
-		if p.ready.Load() {
-			p.log.Info("every listener bound; ready")
+	s.unboundCount.Store(int32(len(s.unbound)))
+	if len(s.unbound) == 0 {
+		if s.ready.Load() {
+			s.log.Info("every listener bound; ready")
 		}
-		p.noteStarted()
+		s.noteStarted()
 		return 0, false, nil
 	}
 	return next.Sub(now), true, nil
@@ -215,14 +306,14 @@ func (p *Proxy) bindDue(ctx context.Context, now time.Time) (time.Duration, bool
 
 // noteStarted records that every listener of an applied configuration has been
 // bound once: from then on bind failures are retried without end.
-func (p *Proxy) noteStarted() {
-	if p.ready.Load() && len(p.unbound) == 0 {
-		p.started.Store(true)
+func (s *listenerSet) noteStarted() {
+	if s.ready.Load() && len(s.unbound) == 0 {
+		s.started.Store(true)
 	}
 }
 
-func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liveListener, error) {
-	addr := p.bindAddress(lc)
+func (s *listenerSet) openListener(serveCtx context.Context, lc *listenerConfig) (*liveListener, error) {
+	addr := s.bindAddress(lc)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -236,18 +327,18 @@ func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liv
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	ll.srv = &http.Server{
-		Handler:           &listenerHTTP{hcm: p.hcm.NewHandler(ll.name), ll: ll},
+		Handler:           &listenerHTTP{hcm: s.hcm.NewHandler(ll.name), ll: ll},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    headerReadLimit(lc),
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		Protocols:         protocols,
 	}
 	serveLn := ln
 	if lc.tls {
 		protocols.SetHTTP2(true) // negotiated by ALPN
-		tl := newTLSListener(p, ll, ln)
+		tl := newTLSListener(s, ll, ln)
 		ll.srv.ConnContext = tl.connContext
 		ll.acceptDone = tl.acceptDone
 		serveLn = tl
@@ -258,22 +349,22 @@ func (p *Proxy) openListener(serveCtx context.Context, lc *listenerConfig) (*liv
 		defer close(ll.served)
 		err := ll.srv.Serve(serveLn)
 		if err != nil && !errors.Is(err, http.ErrServerClosed) && !ll.closing.Load() {
-			p.log.Error("listener stopped", "listener", ll.name, "error", err)
+			s.log.Error("listener stopped", "listener", ll.name, "error", err)
 		}
 	}()
-	p.log.Info("listening", "listener", lc.name, "address", ln.Addr().String(), "tls", lc.tls)
+	s.log.Info("listening", "listener", lc.name, "address", ln.Addr().String(), "tls", lc.tls)
 	return ll, nil
 }
 
 // drain stops accepting at once (so the address can be rebound immediately)
 // and lets in-flight requests finish for up to drainTimeout.
-func (p *Proxy) drain(ll *liveListener) {
+func (s *listenerSet) drain(ll *liveListener) {
 	ll.closing.Store(true)
 	_ = ll.ln.Close()
-	p.log.Info("draining listener", "listener", ll.name, "address", ll.bindAddr)
-	p.draining.Add(1)
+	s.log.Info("draining listener", "listener", ll.name, "address", ll.bindAddr)
+	s.draining.Add(1)
 	go func() {
-		defer p.draining.Done()
+		defer s.draining.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 		defer cancel()
 		if err := ll.srv.Shutdown(ctx); err != nil {
@@ -289,18 +380,17 @@ func (p *Proxy) drain(ll *liveListener) {
 
 // shutdown drains every listener and waits for all drains to finish. A proxy
 // shutting down is not ready, so that load balancers stop sending it traffic.
-func (p *Proxy) shutdown() {
-	p.ready.Store(false)
-	p.mu.Lock()
-	for name, ll := range p.listeners {
-		delete(p.listeners, name)
-		p.drain(ll)
+func (s *listenerSet) shutdown() {
+	s.ready.Store(false)
+	s.mu.Lock()
+	for name, ll := range s.listeners {
+		delete(s.listeners, name)
+		s.drain(ll)
 	}
-	clear(p.unbound)
-	p.unboundCount.Store(0)
-	p.mu.Unlock()
-	p.draining.Wait()
-	p.upstreams.shutdown()
+	clear(s.unbound)
+	s.unboundCount.Store(0)
+	s.mu.Unlock()
+	s.draining.Wait()
 }
 
 // headerReadLimit is the http.Server's MaxHeaderBytes for a listener: how

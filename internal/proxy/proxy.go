@@ -131,22 +131,11 @@ type Proxy struct {
 	upstreamSeries *upstream.Series
 
 	current        atomic.Pointer[snapshot]
-	ready          atomic.Bool
 	appliedVersion atomic.Pointer[string]
 	running        atomic.Bool
-	// started is set once every listener of an applied configuration has been bound.
-	started atomic.Bool
 
-	mu        sync.Mutex // guards listeners and unbound (read by ListenerAddr from any goroutine)
-	listeners map[string]*liveListener
-	draining  sync.WaitGroup // listeners being shut down after removal from the config
-
-	// unbound holds the listeners of the applied configuration that could not
-	// be bound yet (guarded by mu); retryBinds retries them, woken through
-	// rebind. unboundCount mirrors its size for Ready.
-	unbound      map[string]*unboundListener
-	unboundCount atomic.Int32
-	rebind       chan struct{}
+	// listeners are the sockets of the applied configuration.
+	listeners *listenerSet
 }
 
 // New returns a Proxy for cfg. It does not connect or listen until Run.
@@ -165,9 +154,6 @@ func New(cfg Config) *Proxy {
 		store:         newResourceStore(),
 		clusterStates: make(map[string]*upstream.ClusterState),
 		routeStats:    make(map[hcm.RouteKey]*hcm.RouteStats),
-		listeners:     make(map[string]*liveListener),
-		unbound:       make(map[string]*unboundListener),
-		rebind:        make(chan struct{}, 1),
 	}
 	p.upstreamSeries = upstream.NewSeries(p.metrics.upstream)
 	accessLogger := log
@@ -181,6 +167,18 @@ func New(cfg Config) *Proxy {
 	p.upstreams = newFilterUpstreams(p)
 	filterEnv := &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
 	p.hcm = hcm.NewEnv(log, p.metrics.http, p.accessLog, p.transport, filterEnv)
+	grace := cfg.BindGrace
+	if grace == 0 {
+		grace = DefaultBindGrace
+	}
+	p.listeners = &listenerSet{
+		log: log, accessLog: p.accessLog, hcm: p.hcm,
+		bindTo: p.bindAddress, grace: grace,
+		changed: func() { p.egressStale.Store(true) }, refresh: p.refreshEgress,
+		listeners: make(map[string]*liveListener),
+		unbound:   make(map[string]*unboundListener),
+		rebind:    make(chan struct{}, 1),
+	}
 	return p
 }
 
@@ -211,7 +209,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	retrying := make(chan struct{})
 	go func() {
 		defer close(retrying)
-		if err := p.retryBinds(ctx); err != nil {
+		if err := p.listeners.retryBinds(ctx); err != nil {
 			cancel(err)
 		}
 	}()
@@ -234,7 +232,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 // every listener of the applied configuration is bound. A listener that cannot
 // be bound (address in use) is retried with backoff; until it is bound the
 // proxy is not ready.
-func (p *Proxy) Ready() bool { return p.ready.Load() && p.unboundCount.Load() == 0 }
+func (p *Proxy) Ready() bool { return p.listeners.isReady() }
 
 // AppliedVersion returns the xDS system_version_info of the newest response
 // whose configuration was applied ("" before the first). With delta xDS an
@@ -251,12 +249,26 @@ func (p *Proxy) AppliedVersion() string {
 // ListenerAddr returns the actual bound address of a listener by name (useful
 // when binding to port 0), or "" if not bound.
 func (p *Proxy) ListenerAddr(name string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if ll, ok := p.listeners[name]; ok {
-		return ll.ln.Addr().String()
+	return p.listeners.addr(name)
+}
+
+// bindAddress is the address a listener binds: the configured override, or
+// the Listener's own socket address (as BindAddress maps it).
+func (p *Proxy) bindAddress(name, address string) string {
+	if a, ok := p.cfg.ListenerAddrs[name]; ok {
+		return a
 	}
-	return ""
+	if p.cfg.BindAddress != nil {
+		return p.cfg.BindAddress(name, address)
+	}
+	return address
+}
+
+// shutdown drains every listener and waits for all drains to finish, then
+// closes the filters' upstream clients.
+func (p *Proxy) shutdown() {
+	p.listeners.shutdown()
+	p.upstreams.shutdown()
 }
 
 // NodeMetadata is what the proxy tells the xDS server about itself.

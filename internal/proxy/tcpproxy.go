@@ -140,12 +140,12 @@ const (
 // terminated TLS connection; sni is the server name the client sent. It
 // returns when both directions are done, counting the connection in its
 // Service port's series and writing its access log line.
-func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni string, conns *connTracker) {
+func (s *listenerSet) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni string, conns *connTracker) {
 	defer down.Close()
 	spec := fc.tcp
 	c := &accesslog.ConnEntry{Start: time.Now(), ServerName: sni, StatPrefix: spec.statPrefix, TLS: "passthrough"}
 	e := &accesslog.Entry{Ctx: context.Background(), Listener: lc.name, RemoteAddr: down.RemoteAddr().String(), Conn: c}
-	defer p.logTCP(spec, e)
+	defer s.logTCP(spec, e)
 	if fc.tlsConfig != nil {
 		c.TLS = "terminated"
 		tc := tls.Server(down, fc.tlsConfig)
@@ -167,7 +167,7 @@ func (p *Proxy) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni
 	if cl != nil {
 		e.Service = cl.Stats.Label
 	}
-	up, endpoint, err := p.connectTCP(cl, spec.maxConnectAttempts)
+	up, endpoint, err := s.connectTCP(cl, spec.maxConnectAttempts)
 	if err != nil {
 		c.Termination, e.UpstreamErr = connectTermination(cl, err), err
 		return
@@ -198,19 +198,19 @@ func connectTermination(cl *upstream.Cluster, err error) string {
 
 // logTCP writes a connection's access log line when its chain asks for
 // one; without, a connection that failed is logged as a plain message.
-func (p *Proxy) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
+func (s *listenerSet) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
 	c := e.Conn
 	e.Time = time.Now()
 	e.Elapsed = e.Time.Sub(c.Start)
-	if spec.accessLog && p.accessLog.Enabled(e.Ctx) {
-		p.accessLog.Add(e)
+	if spec.accessLog && s.accessLog.Enabled(e.Ctx) {
+		s.accessLog.Add(e)
 		return
 	}
 	switch c.Termination {
 	case tcpEndTLSHandshake:
-		p.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.Listener, "remote", e.RemoteAddr, "error", c.DownstreamErr)
+		s.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.Listener, "remote", e.RemoteAddr, "error", c.DownstreamErr)
 	case tcpEndNoCluster, tcpEndNoHealthy, tcpEndConnectFailure:
-		p.log.Info("tcp_proxy: no upstream connection", "listener", e.Listener, "stat_prefix", c.StatPrefix, "cluster", e.Cluster,
+		s.log.Info("tcp_proxy: no upstream connection", "listener", e.Listener, "stat_prefix", c.StatPrefix, "cluster", e.Cluster,
 			"remote", e.RemoteAddr, "error", e.UpstreamErr)
 	}
 }
@@ -219,7 +219,7 @@ func (p *Proxy) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
 // (healthy, not ejected), making up to attempts connection attempts, each to
 // an endpoint picked again (tcp_proxy max_connect_attempts, 1 by default).
 // Connect failures and successes feed outlier detection.
-func (p *Proxy) connectTCP(cl *upstream.Cluster, attempts int) (net.Conn, string, error) {
+func (s *listenerSet) connectTCP(cl *upstream.Cluster, attempts int) (net.Conn, string, error) {
 	if cl == nil {
 		return nil, "", errors.New("unknown cluster")
 	}

@@ -117,7 +117,7 @@ type connChainKey struct{}
 // an HTTP chain gets it with the ClientHello replayed.
 type tlsListener struct {
 	net.Listener
-	p  *Proxy
+	s  *listenerSet
 	ll *liveListener
 	// pending maps a freshly accepted connection to its chain holder until
 	// http.Server.ConnContext (called right after Accept on the same
@@ -135,8 +135,8 @@ type acceptResult struct {
 	err error
 }
 
-func newTLSListener(p *Proxy, ll *liveListener, ln net.Listener) *tlsListener {
-	l := &tlsListener{Listener: ln, p: p, ll: ll, accepted: make(chan acceptResult),
+func newTLSListener(s *listenerSet, ll *liveListener, ln net.Listener) *tlsListener {
+	l := &tlsListener{Listener: ln, s: s, ll: ll, accepted: make(chan acceptResult),
 		done: make(chan struct{}), acceptDone: make(chan struct{})}
 	go l.acceptLoop()
 	return l
@@ -207,7 +207,7 @@ func (l *tlsListener) dispatch(raw net.Conn, lc *listenerConfig) {
 	sni, hello, err := peekClientHello(raw, lc.filtersTimeout)
 	if err != nil {
 		if !errors.Is(err, errHelloTimeout) || !lc.continueOnTimeout {
-			l.p.log.Debug("no TLS ClientHello", "listener", l.ll.name, "remote", raw.RemoteAddr().String(), "error", err)
+			l.s.log.Debug("no TLS ClientHello", "listener", l.ll.name, "remote", raw.RemoteAddr().String(), "error", err)
 			_ = raw.Close()
 			return
 		}
@@ -217,10 +217,10 @@ func (l *tlsListener) dispatch(raw net.Conn, lc *listenerConfig) {
 	chain, _ := lc.selectChain(sni)
 	switch {
 	case chain == nil:
-		l.p.log.Debug("no filter chain for server name", "listener", l.ll.name, "server_name", sni)
+		l.s.log.Debug("no filter chain for server name", "listener", l.ll.name, "server_name", sni)
 		_ = raw.Close()
 	case chain.tcp != nil:
-		l.p.serveTCP(lc, chain, conn, sni, &l.ll.conns)
+		l.s.serveTCP(lc, chain, conn, sni, &l.ll.conns)
 	default:
 		c := l.httpConn(conn)
 		if !l.deliver(acceptResult{c: c}) {
