@@ -154,7 +154,7 @@ func BenchmarkHandlerDirectResponse(b *testing.B) {
 	})
 	p := startProxy(b, cp)
 	p.waitVersion(b, "v1")
-	h := p.listeners.httpHandler("ingress_http")
+	h := p.listeners.HTTPHandler("ingress_http")
 	req := httptest.NewRequest(http.MethodGet, "http://bench.example.com/bench?q=1", nil)
 	for _, k := range []string{"User-Agent", "Accept", "Accept-Language", "Accept-Encoding", "Cookie", "Referer", "X-Forwarded-For", "Cache-Control"} {
 		req.Header.Set(k, "some value of a typical length")

@@ -214,7 +214,7 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 	}
 	for _, lc := range got.listeners {
 		if !maps.Equal(lc.Clusters.Flat(), g.clusters) {
-			t.Fatalf("%s: listener %q has other clusters than its snapshot", when, lc.name)
+			t.Fatalf("%s: listener %q has other clusters than its snapshot", when, lc.Name)
 		}
 	}
 }
@@ -227,7 +227,7 @@ func checkRouteStats(t *testing.T, when string, p *Proxy, snap *snapshot) {
 	t.Helper()
 	used := make(map[hcm.RouteKey]bool)
 	for _, lc := range snap.listeners {
-		for _, fc := range lc.chains {
+		for _, fc := range lc.Chains {
 			if fc.Stats == nil {
 				continue
 			}

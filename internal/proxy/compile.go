@@ -13,6 +13,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
+	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
@@ -21,7 +22,7 @@ import (
 // listener configuration once and use it to the end, so a swap never changes
 // the configuration under an in-flight request.
 type snapshot struct {
-	listeners map[string]*listenerConfig
+	listeners map[string]*listener.Config
 	clusters  layered.Map[string, *upstream.Cluster]
 	version   string // the system version of the newest response it includes
 	gen       uint64 // the compilation that built it (see routeStatsFor)
@@ -62,33 +63,7 @@ type clusterInputs struct {
 type compiledChain struct {
 	routes  *router.RouteTable // from RDS; nil for inline routes and tcp_proxy
 	secrets []*tls.Certificate // from SDS, in the chain's order
-	fc      *filterChain
-}
-
-// listenerConfig is a listener of a snapshot.
-type listenerConfig struct {
-	name    string
-	address string // the Listener's own socket address
-	tls     bool
-	// chains is keyed by server-name pattern ("a.example.com", "*.example.com");
-	// "" is the default chain, and the only chain of a plaintext listener.
-	chains map[string]*filterChain
-	// hcmListener is what its chains' connection manager reads: the
-	// snapshot's clusters, the certificates its TLS chains present.
-	hcm.Listener
-	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
-	// their ClientHello's SNI before anything else (see tlsListener).
-	hasTCP            bool
-	filtersTimeout    time.Duration
-	continueOnTimeout bool
-}
-
-// filterChain is an HTTP chain (hcm, routes, stats) or a tcp_proxy one (tcp);
-// tlsConfig terminates TLS, nil for a passthrough or plaintext chain.
-type filterChain struct {
-	hcm.Chain // hcm nil for a tcp_proxy chain
-	tcp       *tcpProxySpec
-	tlsConfig *tls.Config
+	fc      *listener.FilterChain
 }
 
 // incompleteError says which reference keeps a configuration from being applied.
@@ -124,7 +99,7 @@ func (p *Proxy) compile() (*snapshot, error) {
 	}
 	p.statsGen++
 	snap := &snapshot{
-		listeners:     make(map[string]*listenerConfig),
+		listeners:     make(map[string]*listener.Config),
 		version:       s.version,
 		gen:           p.statsGen,
 		compiledAt:    p.statsGen,
@@ -318,10 +293,10 @@ func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 		}
 		return names
 	}
-	names := make([]string, 0, len(cs.tcp.clusters))
-	for _, c := range cs.tcp.clusters {
-		if !slices.Contains(names, c.name) {
-			names = append(names, c.name)
+	names := make([]string, 0, len(cs.tcp.Clusters))
+	for _, c := range cs.tcp.Clusters {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
 		}
 	}
 	return names
@@ -329,8 +304,8 @@ func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 
 func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 	if cs.tcp != nil {
-		for _, c := range cs.tcp.clusters {
-			if err := p.compileCluster(c.name, snap); err != nil {
+		for _, c := range cs.tcp.Clusters {
+			if err := p.compileCluster(c.Name, snap); err != nil {
 				return fmt.Errorf("tcp_proxy: %w", err)
 			}
 		}
@@ -352,36 +327,36 @@ func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 	return nil
 }
 
-func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerConfig, error) {
-	lc := &listenerConfig{
-		name:    spec.name,
-		address: spec.address,
-		tls:     spec.tls,
-		chains:  make(map[string]*filterChain),
+func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listener.Config, error) {
+	lc := &listener.Config{
+		Name:    spec.name,
+		Address: spec.address,
+		Tls:     spec.tls,
+		Chains:  make(map[string]*listener.FilterChain),
 
-		filtersTimeout:    spec.filtersTimeout,
-		continueOnTimeout: spec.continueOnTimeout,
+		FiltersTimeout:    spec.filtersTimeout,
+		ContinueOnTimeout: spec.continueOnTimeout,
 	}
-	if lc.tls {
-		lc.ServedCertificate = func(sni string) *tls.Certificate { return servedCertificate(lc, sni) }
+	if lc.Tls {
+		lc.ServedCertificate = func(sni string) *tls.Certificate { return listener.ServedCertificate(lc, sni) }
 	}
 	for _, cs := range spec.chains {
 		fc, err := p.compileChain(spec.name, cs, snap)
 		if err != nil {
 			return nil, err
 		}
-		lc.hasTCP = lc.hasTCP || fc.tcp != nil
+		lc.HasTCP = lc.HasTCP || fc.Tcp != nil
 		if len(cs.serverNames) == 0 {
-			lc.chains[""] = fc
+			lc.Chains[""] = fc
 		}
 		for _, n := range cs.serverNames {
-			lc.chains[n] = fc
+			lc.Chains[n] = fc
 		}
 	}
 	return lc, nil
 }
 
-func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*filterChain, error) {
+func (p *Proxy) compileChain(listenerName string, cs *chainSpec, snap *snapshot) (*listener.FilterChain, error) {
 	cc, err := p.chainInputs(cs)
 	if err != nil {
 		return nil, err
@@ -393,7 +368,7 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 	if old.sameInputs(cc) {
 		cc = old // its route stats are marked by markReusedRouteStats
 	} else {
-		cc.fc = p.buildChain(listener, cs, cc, old, snap.gen)
+		cc.fc = p.buildChain(listenerName, cs, cc, old, snap.gen)
 		snap.rebuiltChains++
 	}
 	snap.chains[cs] = cc
@@ -416,7 +391,7 @@ func (p *Proxy) chainInputs(cs *chainSpec) (*compiledChain, error) {
 		cc.routes = rt
 	}
 	if cs.tls != nil {
-		for _, name := range cs.tls.secretNames {
+		for _, name := range cs.tls.SecretNames {
 			cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, name)
 			if !ok {
 				return nil, &incompleteError{missing: fmt.Sprintf("secret %q", name)}
@@ -436,25 +411,25 @@ func (cc *compiledChain) sameInputs(next *compiledChain) bool {
 // buildChain compiles cs from the resources cc names: its routes' stats, and
 // the server TLS configuration of a chain that terminates TLS. old is what
 // the applied snapshot compiled cs from (nil: none).
-func (p *Proxy) buildChain(listener string, cs *chainSpec, cc, old *compiledChain, gen uint64) *filterChain {
-	fc := &filterChain{tcp: cs.tcp}
+func (p *Proxy) buildChain(listenerName string, cs *chainSpec, cc, old *compiledChain, gen uint64) *listener.FilterChain {
+	fc := &listener.FilterChain{Tcp: cs.tcp}
 	if cs.tcp == nil {
 		fc.Hcm, fc.Routes = cs.hcm, cs.hcm.InlineRoutes
 		if cc.routes != nil {
 			fc.Routes = cc.routes
 		}
-		var prev *filterChain
+		var prev *listener.FilterChain
 		if old != nil {
 			prev = old.fc
 		}
-		fc.Stats = p.compileRouteStats(listener, fc.Routes, gen, prev)
+		fc.Stats = p.compileRouteStats(listenerName, fc.Routes, gen, prev)
 	}
 	if cs.tls != nil {
-		certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
+		certs := append([]tls.Certificate(nil), cs.tls.InlineCerts...)
 		for _, c := range cc.secrets {
 			certs = append(certs, *c)
 		}
-		fc.tlsConfig = newServerTLSConfig(cs.tls, certs)
+		fc.TlsConfig = listener.NewServerTLSConfig(cs.tls, certs)
 	}
 	return fc
 }
@@ -675,7 +650,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	p.syncClusters(snap)
 	p.store.changesApplied(snap.specRevisions)
 	p.syncRouteStats(snap)
-	p.listeners.sync(ctx, snap.listeners)
+	p.listeners.Sync(ctx, snap.listeners)
 	p.refreshEgress(ctx)
 	p.current.Store(snap)
 	prev := p.appliedVersion.Load()
@@ -684,8 +659,8 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 		p.appliedVersion.Store(&v)
 	}
 	switch {
-	case p.listeners.markReady():
-		if n := p.listeners.unboundN(); n > 0 {
+	case p.listeners.MarkReady():
+		if n := p.listeners.UnboundN(); n > 0 {
 			p.log.Warn("first complete configuration applied; not ready until every listener is bound", "version", snap.version, "unbound_listeners", n)
 		} else {
 			p.log.Info("first complete configuration applied; ready", "version", snap.version)
@@ -700,7 +675,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	default:
 		p.log.Info("configuration applied", "version", snap.version)
 	}
-	p.listeners.applied()
+	p.listeners.Applied()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -8,10 +8,8 @@ import (
 	"strings"
 	"time"
 
-	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
@@ -50,20 +49,8 @@ type chainSpec struct {
 	// for the default chain of a TLS listener and for a plaintext chain.
 	serverNames []string
 	hcm         *hcm.Spec
-	tcp         *tcpProxySpec
-	tls         *tlsSpec
-}
-
-// tlsSpec is a validated DownstreamTlsContext.
-type tlsSpec struct {
-	secretNames []string          // SDS secrets (served over ADS)
-	inlineCerts []tls.Certificate // tls_certificates
-	alpn        []string
-	minVersion  uint16
-	maxVersion  uint16
-	// clients is how client certificates are asked for and checked; nil:
-	// they are not.
-	clients *clientValidation
+	tcp         *listener.TcpProxySpec
+	tls         *listener.TlsSpec
 }
 
 func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
@@ -214,7 +201,7 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 		if err := tc.UnmarshalTo(&tp); err != nil {
 			return nil, fmt.Errorf("decode TcpProxy: %w", err)
 		}
-		t, err := convertTCPProxy(&tp)
+		t, err := listener.ConvertTCPProxy(&tp)
 		if err != nil {
 			return nil, fmt.Errorf("tcp_proxy: %w", err)
 		}
@@ -346,7 +333,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcm.Spec, error) {
 		return nil, err
 	}
 	for _, al := range h.GetAccessLog() {
-		if err := checkAccessLog(al); err != nil {
+		if err := listener.CheckAccessLog(al); err != nil {
 			return nil, err
 		}
 		spec.AccessLog = true
@@ -395,18 +382,7 @@ func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcm.Spec) err
 	return nil
 }
 
-func checkAccessLog(al *accesslogv3.AccessLog) error {
-	if al.GetFilter() != nil {
-		return fmt.Errorf("access_log %q: filter is not supported", al.GetName())
-	}
-	tc := al.GetTypedConfig()
-	if tc == nil || !(tc.MessageIs(&streamv3.StdoutAccessLog{}) || tc.MessageIs(&streamv3.StderrAccessLog{})) {
-		return fmt.Errorf("access_log %q is not supported (only envoy.access_loggers.stdout / stderr)", al.GetName())
-	}
-	return nil
-}
-
-func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
+func convertDownstreamTLS(ts *corev3.TransportSocket) (*listener.TlsSpec, error) {
 	tc := ts.GetTypedConfig()
 	if tc == nil || !tc.MessageIs(&tlsv3.DownstreamTlsContext{}) {
 		return nil, fmt.Errorf("transport socket %q is not supported (only %s with a DownstreamTlsContext)", ts.GetName(), xdsconv.TLSTransportSocketName)
@@ -432,9 +408,9 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 	); err != nil {
 		return nil, err
 	}
-	spec := &tlsSpec{}
+	spec := &listener.TlsSpec{}
 	var err error
-	if spec.clients, err = convertClientValidation(&dtc); err != nil {
+	if spec.Clients, err = listener.ConvertClientValidation(&dtc); err != nil {
 		return nil, err
 	}
 	for _, alpn := range ctc.GetAlpnProtocols() {
@@ -442,8 +418,8 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 			return nil, fmt.Errorf("ALPN protocol %q is not supported", alpn)
 		}
 	}
-	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
-	if spec.minVersion, spec.maxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
+	spec.Alpn = slices.Clone(ctc.GetAlpnProtocols())
+	if spec.MinVersion, spec.MaxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		return nil, err
 	}
 	for _, sds := range ctc.GetTlsCertificateSdsSecretConfigs() {
@@ -453,17 +429,39 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		if err := xdsconv.CheckADSConfigSource(sds.GetSdsConfig()); err != nil {
 			return nil, fmt.Errorf("secret %q: sds_config: %w", sds.GetName(), err)
 		}
-		spec.secretNames = append(spec.secretNames, sds.GetName())
+		spec.SecretNames = append(spec.SecretNames, sds.GetName())
 	}
 	for i, c := range ctc.GetTlsCertificates() {
-		cert, err := convertTLSCertificate(c)
+		cert, err := listener.ConvertTLSCertificate(c)
 		if err != nil {
 			return nil, fmt.Errorf("tls_certificates #%d: %w", i, err)
 		}
-		spec.inlineCerts = append(spec.inlineCerts, cert)
+		spec.InlineCerts = append(spec.InlineCerts, cert)
 	}
-	if len(spec.secretNames) == 0 && len(spec.inlineCerts) == 0 {
+	if len(spec.SecretNames) == 0 && len(spec.InlineCerts) == 0 {
 		return nil, errors.New("no certificate (tls_certificate_sds_secret_configs or tls_certificates)")
 	}
 	return spec, nil
+}
+
+// convertXFCC converts forward_client_cert_details and set_current_client_cert_details.
+func convertXFCC(h *hcmv3.HttpConnectionManager) (*hcm.XfccDetails, error) {
+	switch h.GetForwardClientCertDetails() {
+	case hcmv3.HttpConnectionManager_SANITIZE:
+		if h.GetSetCurrentClientCertDetails() != nil {
+			return nil, errors.New("set_current_client_cert_details needs forward_client_cert_details SANITIZE_SET")
+		}
+		return nil, nil
+	case hcmv3.HttpConnectionManager_SANITIZE_SET:
+	default:
+		return nil, fmt.Errorf("forward_client_cert_details %v is not supported (SANITIZE or SANITIZE_SET)", h.GetForwardClientCertDetails())
+	}
+	d := h.GetSetCurrentClientCertDetails()
+	return &hcm.XfccDetails{
+		Subject: d.GetSubject().GetValue(),
+		Cert:    d.GetCert(),
+		Chain:   d.GetChain(),
+		Dns:     d.GetDns(),
+		Uri:     d.GetUri(),
+	}, nil
 }

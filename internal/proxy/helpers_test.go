@@ -708,7 +708,7 @@ func startProxyConfig(t testing.TB, cp *controlPlane, addrs map[string]string, s
 	p := New(cfg)
 	p.accessLog = accesslog.New(p.log, batcher, p.metrics.accessLogDropped, queue)
 	p.hcm.AccessLog = p.accessLog
-	p.listeners.accessLog = p.accessLog
+	p.listeners.AccessLog = p.accessLog
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -11,6 +11,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
@@ -192,10 +193,10 @@ func TestPathMatchAndRewrite(t *testing.T) {
 }
 
 func TestSelectChain(t *testing.T) {
-	mk := func(keys ...string) *listenerConfig {
-		lc := &listenerConfig{chains: map[string]*filterChain{}}
+	mk := func(keys ...string) *listener.Config {
+		lc := &listener.Config{Chains: map[string]*listener.FilterChain{}}
 		for _, k := range keys {
-			lc.chains[k] = &filterChain{Routes: &router.RouteTable{Name: k}}
+			lc.Chains[k] = &listener.FilterChain{Routes: &router.RouteTable{Name: k}}
 		}
 		return lc
 	}
@@ -214,7 +215,7 @@ func TestSelectChain(t *testing.T) {
 		{[]string{"a.example.com", ""}, "zzz", ""},
 	}
 	for _, tc := range tests {
-		c, _ := mk(tc.chains...).selectChain(tc.sni)
+		c, _ := mk(tc.chains...).SelectChain(tc.sni)
 		got := "-"
 		if c != nil {
 			got = c.Routes.Name

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
+	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/stats"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
@@ -69,18 +70,18 @@ func (p *Proxy) routeStatsFor(key hcm.RouteKey, gen uint64) *hcm.RouteStats {
 // route of rt served on listener. prev is the chain's applied compilation
 // (nil: none): a virtual host it shares with rt keeps its stats, found
 // without looking up each of its routes.
-func (p *Proxy) compileRouteStats(listener string, rt *router.RouteTable, gen uint64, prev *filterChain) *hcm.RouteTableStats {
-	ts := &hcm.RouteTableStats{NoVhost: p.routeStatsFor(hcm.RouteKey{Listener: listener, Vhost: hcm.UnmatchedLabel, Route: hcm.UnmatchedLabel, Path: hcm.UnmatchedLabel}, gen)}
+func (p *Proxy) compileRouteStats(listenerName string, rt *router.RouteTable, gen uint64, prev *listener.FilterChain) *hcm.RouteTableStats {
+	ts := &hcm.RouteTableStats{NoVhost: p.routeStatsFor(hcm.RouteKey{Listener: listenerName, Vhost: hcm.UnmatchedLabel, Route: hcm.UnmatchedLabel, Path: hcm.UnmatchedLabel}, gen)}
 	if prev == nil || prev.Stats == nil {
 		ts.Vhosts = make([]hcm.VhostStats, rt.Slots)
 		for _, vh := range rt.Vhosts {
-			ts.Vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
+			ts.Vhosts[vh.Slot] = p.vhostStatsFor(listenerName, vh, gen)
 		}
 		return ts
 	}
 	ts.Base = prev.Stats
 	if rt.PatchedFrom(prev.Routes) {
-		p.patchRouteStats(ts, listener, rt, gen)
+		p.patchRouteStats(ts, listenerName, rt, gen)
 		return ts
 	}
 	ts.Vhosts = make([]hcm.VhostStats, rt.Slots)
@@ -96,7 +97,7 @@ func (p *Proxy) compileRouteStats(listener string, rt *router.RouteTable, gen ui
 				continue
 			}
 		}
-		*vs = p.vhostStatsFor(listener, vh, gen)
+		*vs = p.vhostStatsFor(listenerName, vh, gen)
 	}
 	for _, vh := range prev.Routes.Vhosts {
 		if !kept[vh.Slot] {
@@ -109,7 +110,7 @@ func (p *Proxy) compileRouteStats(listener string, rt *router.RouteTable, gen ui
 // patchRouteStats gives ts, whose base is the stats of the table rt was
 // patched from, those stats but for the virtual hosts the patch removed
 // and added: the kept ones are in the same slots.
-func (p *Proxy) patchRouteStats(ts *hcm.RouteTableStats, listener string, rt *router.RouteTable, gen uint64) {
+func (p *Proxy) patchRouteStats(ts *hcm.RouteTableStats, listenerName string, rt *router.RouteTable, gen uint64) {
 	ts.Vhosts = make([]hcm.VhostStats, rt.Slots)
 	copy(ts.Vhosts, ts.Base.Vhosts)
 	for _, vh := range rt.Patch.Removed {
@@ -120,16 +121,16 @@ func (p *Proxy) patchRouteStats(ts *hcm.RouteTableStats, listener string, rt *ro
 		ts.Vhosts[i].Mark(gen)
 	}
 	for _, vh := range rt.Patch.Added {
-		ts.Vhosts[vh.Slot] = p.vhostStatsFor(listener, vh, gen)
+		ts.Vhosts[vh.Slot] = p.vhostStatsFor(listenerName, vh, gen)
 	}
 }
 
 // vhostStatsFor resolves the stats of vh's routes.
-func (p *Proxy) vhostStatsFor(listener string, vh *router.VirtualHost, gen uint64) hcm.VhostStats {
-	vs := hcm.VhostStats{NoRoute: p.routeStatsFor(hcm.RouteKey{Listener: listener, Vhost: vh.Name, Route: hcm.UnmatchedLabel, Path: hcm.UnmatchedLabel}, gen),
+func (p *Proxy) vhostStatsFor(listenerName string, vh *router.VirtualHost, gen uint64) hcm.VhostStats {
+	vs := hcm.VhostStats{NoRoute: p.routeStatsFor(hcm.RouteKey{Listener: listenerName, Vhost: vh.Name, Route: hcm.UnmatchedLabel, Path: hcm.UnmatchedLabel}, gen),
 		Routes: make([]*hcm.RouteStats, len(vh.Routes))}
 	for j, r := range vh.Routes {
-		vs.Routes[j] = p.routeStatsFor(hcm.RouteKey{Listener: listener, Vhost: vh.Name, Route: r.Label, Path: r.PathLabel}, gen)
+		vs.Routes[j] = p.routeStatsFor(hcm.RouteKey{Listener: listenerName, Vhost: vh.Name, Route: r.Label, Path: r.PathLabel}, gen)
 	}
 	return vs
 }

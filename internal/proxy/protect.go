@@ -10,7 +10,7 @@ func (p *Proxy) protectedAddrs() []string {
 	if p.cfg.ProtectedAddrs != nil {
 		addrs = append(addrs, p.cfg.ProtectedAddrs()...)
 	}
-	return append(addrs, p.listeners.addrs()...)
+	return append(addrs, p.listeners.Addrs()...)
 }
 
 // refreshEgress brings the egress guard's protected addresses up to date

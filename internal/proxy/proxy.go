@@ -18,6 +18,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/hcm"
+	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 )
@@ -135,7 +136,7 @@ type Proxy struct {
 	running        atomic.Bool
 
 	// listeners are the sockets of the applied configuration.
-	listeners *listenerSet
+	listeners *listener.Set
 }
 
 // New returns a Proxy for cfg. It does not connect or listen until Run.
@@ -169,16 +170,13 @@ func New(cfg Config) *Proxy {
 	p.hcm = hcm.NewEnv(log, p.metrics.http, p.accessLog, p.transport, filterEnv)
 	grace := cfg.BindGrace
 	if grace == 0 {
-		grace = DefaultBindGrace
+		grace = listener.DefaultBindGrace
 	}
-	p.listeners = &listenerSet{
-		log: log, accessLog: p.accessLog, hcm: p.hcm,
-		bindTo: p.bindAddress, grace: grace,
-		changed: func() { p.egressStale.Store(true) }, refresh: p.refreshEgress,
-		listeners: make(map[string]*liveListener),
-		unbound:   make(map[string]*unboundListener),
-		rebind:    make(chan struct{}, 1),
-	}
+	p.listeners = listener.NewSet(listener.SetConfig{
+		Log: log, AccessLog: p.accessLog, Hcm: p.hcm,
+		BindTo: p.bindAddress, Grace: grace,
+		Changed: func() { p.egressStale.Store(true) }, Refresh: p.refreshEgress,
+	})
 	return p
 }
 
@@ -209,7 +207,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	retrying := make(chan struct{})
 	go func() {
 		defer close(retrying)
-		if err := p.listeners.retryBinds(ctx); err != nil {
+		if err := p.listeners.RetryBinds(ctx); err != nil {
 			cancel(err)
 		}
 	}()
@@ -232,7 +230,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 // every listener of the applied configuration is bound. A listener that cannot
 // be bound (address in use) is retried with backoff; until it is bound the
 // proxy is not ready.
-func (p *Proxy) Ready() bool { return p.listeners.isReady() }
+func (p *Proxy) Ready() bool { return p.listeners.IsReady() }
 
 // AppliedVersion returns the xDS system_version_info of the newest response
 // whose configuration was applied ("" before the first). With delta xDS an
@@ -249,7 +247,7 @@ func (p *Proxy) AppliedVersion() string {
 // ListenerAddr returns the actual bound address of a listener by name (useful
 // when binding to port 0), or "" if not bound.
 func (p *Proxy) ListenerAddr(name string) string {
-	return p.listeners.addr(name)
+	return p.listeners.Addr(name)
 }
 
 // bindAddress is the address a listener binds: the configured override, or
@@ -267,7 +265,7 @@ func (p *Proxy) bindAddress(name, address string) string {
 // shutdown drains every listener and waits for all drains to finish, then
 // closes the filters' upstream clients.
 func (p *Proxy) shutdown() {
-	p.listeners.shutdown()
+	p.listeners.Shutdown()
 	p.upstreams.shutdown()
 }
 

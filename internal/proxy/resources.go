@@ -12,6 +12,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
@@ -287,7 +288,7 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 			}, true
 	case resourcev3.SecretType:
 		return func() validatable { return &tlsv3.Secret{} },
-			func(m validatable) (any, error) { return convertSecret(m.(*tlsv3.Secret)) }, true
+			func(m validatable) (any, error) { return listener.ConvertSecret(m.(*tlsv3.Secret)) }, true
 	case resourcev3.VirtualHostType:
 		return func() validatable { return &routev3.VirtualHost{} },
 			func(m validatable) (any, error) { return newStoredVirtualHost(m.(*routev3.VirtualHost)) }, true

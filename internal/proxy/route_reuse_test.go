@@ -402,7 +402,7 @@ func TestRouteReuseIsReuse(t *testing.T) {
 	if after.version != "v2" {
 		t.Fatalf("applied %q, want v2", after.version)
 	}
-	oldChain, newChain := before.listeners["ingress_http"].chains[""], after.listeners["ingress_http"].chains[""]
+	oldChain, newChain := before.listeners["ingress_http"].Chains[""], after.listeners["ingress_http"].Chains[""]
 	for i, vh := range newChain.Routes.Vhosts {
 		old := oldChain.Routes.Vhosts[i]
 		if reused := vh.VhostDef == old.VhostDef; reused != (i != 7) {

@@ -188,7 +188,7 @@ func (m *vhdsModel) mismatch(p *testProxy) string {
 	if l == nil {
 		return "no ingress_http"
 	}
-	t := l.chains[""].Routes
+	t := l.Chains[""].Routes
 	for _, host := range slices.Sorted(maps.Keys(m.backend)) {
 		vh := t.SelectVirtualHost(host)
 		if vh == nil {

@@ -51,7 +51,7 @@ func routeTo(cluster, name string) *routev3.Route {
 
 // httpTable is the route table of ingress_http in force.
 func httpTable(p *testProxy) *router.RouteTable {
-	return p.current.Load().listeners["ingress_http"].chains[""].Routes
+	return p.current.Load().listeners["ingress_http"].Chains[""].Routes
 }
 
 // defsByName are the converted virtual hosts of t by name.

@@ -1,4 +1,4 @@
-package proxy
+package listener
 
 import (
 	"strings"
@@ -41,13 +41,13 @@ func TestConvertClientValidationRejects(t *testing.T) {
 		"SDS validation":              {&tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{}}}, "only an inline validation_context"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := convertClientValidation(tc.d)
+			_, err := ConvertClientValidation(tc.d)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
 			}
 		})
 	}
-	cv, err := convertClientValidation(ctx(false, &tlsv3.CertificateValidationContext{TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED}))
+	cv, err := ConvertClientValidation(ctx(false, &tlsv3.CertificateValidationContext{TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED}))
 	if err != nil || cv == nil || cv.require || !cv.acceptUntrusted || cv.roots != nil {
 		t.Fatalf("ACCEPT_UNTRUSTED without a CA: %+v, %v", cv, err)
 	}

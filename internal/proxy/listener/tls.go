@@ -1,4 +1,4 @@
-package proxy
+package listener
 
 import (
 	"bytes"
@@ -15,22 +15,22 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
-// convertSecret accepts tls_certificate secrets with inline PEM, and parses the
+// ConvertSecret accepts tls_certificate secrets with inline PEM, and parses the
 // key pair now so that a broken certificate is NACKed rather than failing
 // handshakes later.
-func convertSecret(s *tlsv3.Secret) (*tls.Certificate, error) {
+func ConvertSecret(s *tlsv3.Secret) (*tls.Certificate, error) {
 	tc := s.GetTlsCertificate()
 	if tc == nil {
 		return nil, fmt.Errorf("secret type %T is not supported (only tls_certificate)", s.GetType())
 	}
-	cert, err := convertTLSCertificate(tc)
+	cert, err := ConvertTLSCertificate(tc)
 	if err != nil {
 		return nil, err
 	}
 	return &cert, nil
 }
 
-func convertTLSCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
+func ConvertTLSCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("pkcs12", tc.GetPkcs12() != nil),
 		xdsconv.Set("watched_directory", tc.GetWatchedDirectory() != nil),
@@ -58,32 +58,32 @@ func convertTLSCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 	return cert, nil
 }
 
-// newServerTLSConfig builds the per-chain TLS configuration returned from
+// NewServerTLSConfig builds the per-chain TLS configuration returned from
 // GetConfigForClient once the chain is chosen by SNI.
-func newServerTLSConfig(spec *tlsSpec, certs []tls.Certificate) *tls.Config {
+func NewServerTLSConfig(spec *TlsSpec, certs []tls.Certificate) *tls.Config {
 	cfg := &tls.Config{
 		Certificates: certs,
-		NextProtos:   spec.alpn,
-		MinVersion:   spec.minVersion,
-		MaxVersion:   spec.maxVersion,
+		NextProtos:   spec.Alpn,
+		MinVersion:   spec.MinVersion,
+		MaxVersion:   spec.MaxVersion,
 	}
-	spec.clients.apply(cfg)
+	spec.Clients.apply(cfg)
 	return cfg
 }
 
-// selectChain picks a TLS filter chain by SNI as Envoy does: the exact server
+// SelectChain picks a TLS filter chain by SNI as Envoy does: the exact server
 // name, then the most specific "*.suffix" (a wildcard covers any number of
 // labels at the filter-chain level), then the chain without server_names.
 // The second result is the key the chain was found under.
-func (lc *listenerConfig) selectChain(sni string) (*filterChain, string) {
+func (lc *Config) SelectChain(sni string) (*FilterChain, string) {
 	name := strings.TrimSuffix(strings.ToLower(sni), ".")
 	if name != "" {
-		if c, ok := lc.chains[name]; ok {
+		if c, ok := lc.Chains[name]; ok {
 			return c, name
 		}
 		for i := strings.IndexByte(name, '.'); i >= 0; {
 			key := "*" + name[i:]
-			if c, ok := lc.chains[key]; ok {
+			if c, ok := lc.Chains[key]; ok {
 				return c, key
 			}
 			next := strings.IndexByte(name[i+1:], '.')
@@ -93,7 +93,7 @@ func (lc *listenerConfig) selectChain(sni string) (*filterChain, string) {
 			i += next + 1
 		}
 	}
-	if c, ok := lc.chains[""]; ok {
+	if c, ok := lc.Chains[""]; ok {
 		return c, ""
 	}
 	return nil, ""
@@ -103,7 +103,7 @@ func (lc *listenerConfig) selectChain(sni string) (*filterChain, string) {
 // that all of its requests are routed by that chain's route configuration.
 type connChain struct {
 	key   string
-	chain *filterChain
+	chain *FilterChain
 }
 
 type connChainKey struct{}
@@ -117,7 +117,7 @@ type connChainKey struct{}
 // an HTTP chain gets it with the ClientHello replayed.
 type tlsListener struct {
 	net.Listener
-	s  *listenerSet
+	s  *Set
 	ll *liveListener
 	// pending maps a freshly accepted connection to its chain holder until
 	// http.Server.ConnContext (called right after Accept on the same
@@ -135,7 +135,7 @@ type acceptResult struct {
 	err error
 }
 
-func newTLSListener(s *listenerSet, ll *liveListener, ln net.Listener) *tlsListener {
+func newTLSListener(s *Set, ll *liveListener, ln net.Listener) *tlsListener {
 	l := &tlsListener{Listener: ln, s: s, ll: ll, accepted: make(chan acceptResult),
 		done: make(chan struct{}), acceptDone: make(chan struct{})}
 	go l.acceptLoop()
@@ -184,7 +184,7 @@ func (l *tlsListener) acceptLoop() {
 			continue
 		}
 		lc := l.ll.cfg.Load()
-		if !lc.hasTCP {
+		if !lc.HasTCP {
 			c := l.httpConn(raw)
 			if !l.deliver(acceptResult{c: c}) {
 				l.pending.Delete(c)
@@ -202,24 +202,24 @@ func (l *tlsListener) acceptLoop() {
 
 // dispatch reads a connection's ClientHello and serves the connection by the
 // chain its SNI selects.
-func (l *tlsListener) dispatch(raw net.Conn, lc *listenerConfig) {
+func (l *tlsListener) dispatch(raw net.Conn, lc *Config) {
 	defer l.ll.conns.done(raw)
-	sni, hello, err := peekClientHello(raw, lc.filtersTimeout)
+	sni, hello, err := peekClientHello(raw, lc.FiltersTimeout)
 	if err != nil {
-		if !errors.Is(err, errHelloTimeout) || !lc.continueOnTimeout {
-			l.s.log.Debug("no TLS ClientHello", "listener", l.ll.name, "remote", raw.RemoteAddr().String(), "error", err)
+		if !errors.Is(err, errHelloTimeout) || !lc.ContinueOnTimeout {
+			l.s.Log.Debug("no TLS ClientHello", "listener", l.ll.name, "remote", raw.RemoteAddr().String(), "error", err)
 			_ = raw.Close()
 			return
 		}
 	}
 	lc = l.ll.cfg.Load()
 	conn := &replayConn{Conn: raw, buf: hello}
-	chain, _ := lc.selectChain(sni)
+	chain, _ := lc.SelectChain(sni)
 	switch {
 	case chain == nil:
-		l.s.log.Debug("no filter chain for server name", "listener", l.ll.name, "server_name", sni)
+		l.s.Log.Debug("no filter chain for server name", "listener", l.ll.name, "server_name", sni)
 		_ = raw.Close()
-	case chain.tcp != nil:
+	case chain.Tcp != nil:
 		l.s.serveTCP(lc, chain, conn, sni, &l.ll.conns)
 	default:
 		c := l.httpConn(conn)
@@ -237,12 +237,12 @@ func (l *tlsListener) httpConn(raw net.Conn) *tls.Conn {
 	conn := tls.Server(raw, &tls.Config{
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			lc := l.ll.cfg.Load()
-			chain, key := lc.selectChain(hello.ServerName)
+			chain, key := lc.SelectChain(hello.ServerName)
 			if chain == nil || chain.Hcm == nil {
 				return nil, fmt.Errorf("no HTTP filter chain for server name %q", hello.ServerName)
 			}
 			holder.key, holder.chain = key, chain
-			return chain.tlsConfig, nil
+			return chain.TlsConfig, nil
 		},
 	})
 	l.pending.Store(conn, holder)
@@ -335,12 +335,12 @@ func (l *tlsListener) connContext(ctx context.Context, c net.Conn) context.Conte
 // since been removed, the chain as it was at the handshake (the connection
 // drains with the configuration it started with; so does one whose chain
 // became a tcp_proxy chain).
-func chainForRequest(ctx context.Context, lc *listenerConfig) *filterChain {
+func chainForRequest(ctx context.Context, lc *Config) *FilterChain {
 	holder, ok := ctx.Value(connChainKey{}).(*connChain)
 	if !ok || holder.chain == nil {
 		return nil
 	}
-	if c, ok := lc.chains[holder.key]; ok && c.Hcm != nil {
+	if c, ok := lc.Chains[holder.key]; ok && c.Hcm != nil {
 		return c
 	}
 	return holder.chain

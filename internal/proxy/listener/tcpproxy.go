@@ -1,4 +1,4 @@
-package proxy
+package listener
 
 import (
 	"context"
@@ -31,24 +31,24 @@ var errNoTCPUpstream = errors.New("no healthy upstream")
 // defaultTCPIdleTimeout is Envoy's tcp_proxy idle_timeout default.
 const defaultTCPIdleTimeout = time.Hour
 
-// tcpProxySpec is a validated TcpProxy.
-type tcpProxySpec struct {
+// TcpProxySpec is a validated TcpProxy.
+type TcpProxySpec struct {
 	statPrefix string
 	accessLog  bool         // access_log: a line per connection
-	clusters   []tcpCluster // weighted_clusters, or the one cluster
-	total      uint64       // sum of the weights
-	// idleTimeout closes a connection after that long without a byte in
+	Clusters   []tcpCluster // weighted_clusters, or the one cluster
+	Total      uint64       // sum of the weights
+	// IdleTimeout closes a connection after that long without a byte in
 	// either direction; 0 disables it.
-	idleTimeout        time.Duration
-	maxConnectAttempts int // connection attempts, each to an endpoint picked again
+	IdleTimeout        time.Duration
+	MaxConnectAttempts int // connection attempts, each to an endpoint picked again
 }
 
 type tcpCluster struct {
-	name   string
+	Name   string
 	weight uint64
 }
 
-func convertTCPProxy(tp *tcpproxyv3.TcpProxy) (*tcpProxySpec, error) {
+func ConvertTCPProxy(tp *tcpproxyv3.TcpProxy) (*TcpProxySpec, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("on_demand", tp.GetOnDemand() != nil),
 		xdsconv.Set("metadata_match", tp.GetMetadataMatch() != nil),
@@ -70,54 +70,54 @@ func convertTCPProxy(tp *tcpproxyv3.TcpProxy) (*tcpProxySpec, error) {
 	); err != nil {
 		return nil, err
 	}
-	s := &tcpProxySpec{statPrefix: tp.GetStatPrefix(), idleTimeout: defaultTCPIdleTimeout, maxConnectAttempts: 1}
+	s := &TcpProxySpec{statPrefix: tp.GetStatPrefix(), IdleTimeout: defaultTCPIdleTimeout, MaxConnectAttempts: 1}
 	for _, al := range tp.GetAccessLog() {
-		if err := checkAccessLog(al); err != nil {
+		if err := CheckAccessLog(al); err != nil {
 			return nil, err
 		}
 		s.accessLog = true
 	}
 	switch cs := tp.GetClusterSpecifier().(type) {
 	case *tcpproxyv3.TcpProxy_Cluster:
-		s.clusters = []tcpCluster{{name: cs.Cluster, weight: 1}}
+		s.Clusters = []tcpCluster{{Name: cs.Cluster, weight: 1}}
 	case *tcpproxyv3.TcpProxy_WeightedClusters:
 		for _, c := range cs.WeightedClusters.GetClusters() {
 			if c.GetMetadataMatch() != nil {
 				return nil, fmt.Errorf("weighted_clusters %q: metadata_match is not supported", c.GetName())
 			}
-			s.clusters = append(s.clusters, tcpCluster{name: c.GetName(), weight: uint64(c.GetWeight())})
+			s.Clusters = append(s.Clusters, tcpCluster{Name: c.GetName(), weight: uint64(c.GetWeight())})
 		}
 	default:
 		return nil, fmt.Errorf("cluster specifier %T is not supported", tp.GetClusterSpecifier())
 	}
-	for _, c := range s.clusters {
-		s.total += c.weight
+	for _, c := range s.Clusters {
+		s.Total += c.weight
 	}
-	if s.total == 0 {
+	if s.Total == 0 {
 		return nil, errors.New("the cluster weights sum to 0")
 	}
 	if d := tp.GetIdleTimeout(); d != nil {
-		s.idleTimeout = d.AsDuration()
+		s.IdleTimeout = d.AsDuration()
 	}
 	if n := tp.GetMaxConnectAttempts(); n != nil {
-		s.maxConnectAttempts = int(n.GetValue())
+		s.MaxConnectAttempts = int(n.GetValue())
 	}
 	return s, nil
 }
 
 // pickCluster chooses a cluster by weight, per connection.
-func (s *tcpProxySpec) pickCluster() string {
-	if len(s.clusters) == 1 {
-		return s.clusters[0].name
+func (s *TcpProxySpec) pickCluster() string {
+	if len(s.Clusters) == 1 {
+		return s.Clusters[0].Name
 	}
-	n := router.RandUint64N(s.total)
-	for _, c := range s.clusters {
+	n := router.RandUint64N(s.Total)
+	for _, c := range s.Clusters {
 		if n < c.weight {
-			return c.name
+			return c.Name
 		}
 		n -= c.weight
 	}
-	return s.clusters[len(s.clusters)-1].name
+	return s.Clusters[len(s.Clusters)-1].Name
 }
 
 // How a TCP proxy connection ended (the termination of its access log line):
@@ -140,20 +140,20 @@ const (
 // terminated TLS connection; sni is the server name the client sent. It
 // returns when both directions are done, counting the connection in its
 // Service port's series and writing its access log line.
-func (s *listenerSet) serveTCP(lc *listenerConfig, fc *filterChain, down net.Conn, sni string, conns *connTracker) {
+func (s *Set) serveTCP(lc *Config, fc *FilterChain, down net.Conn, sni string, conns *connTracker) {
 	defer down.Close()
-	spec := fc.tcp
+	spec := fc.Tcp
 	c := &accesslog.ConnEntry{Start: time.Now(), ServerName: sni, StatPrefix: spec.statPrefix, TLS: "passthrough"}
-	e := &accesslog.Entry{Ctx: context.Background(), Listener: lc.name, RemoteAddr: down.RemoteAddr().String(), Conn: c}
+	e := &accesslog.Entry{Ctx: context.Background(), Listener: lc.Name, RemoteAddr: down.RemoteAddr().String(), Conn: c}
 	defer s.logTCP(spec, e)
-	if fc.tlsConfig != nil {
+	if fc.TlsConfig != nil {
 		c.TLS = "terminated"
-		tc := tls.Server(down, fc.tlsConfig)
+		tc := tls.Server(down, fc.TlsConfig)
 		ctx := context.Background()
-		if spec.idleTimeout > 0 {
+		if spec.IdleTimeout > 0 {
 			// A handshake that stalls is idle.
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, spec.idleTimeout)
+			ctx, cancel = context.WithTimeout(ctx, spec.IdleTimeout)
 			defer cancel()
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -167,7 +167,7 @@ func (s *listenerSet) serveTCP(lc *listenerConfig, fc *filterChain, down net.Con
 	if cl != nil {
 		e.Service = cl.Stats.Label
 	}
-	up, endpoint, err := s.connectTCP(cl, spec.maxConnectAttempts)
+	up, endpoint, err := s.connectTCP(cl, spec.MaxConnectAttempts)
 	if err != nil {
 		c.Termination, e.UpstreamErr = connectTermination(cl, err), err
 		return
@@ -179,7 +179,7 @@ func (s *listenerSet) serveTCP(lc *listenerConfig, fc *filterChain, down net.Con
 	ts.Active.Inc()
 	defer ts.Active.Dec()
 	var clean bool
-	c.Received, c.Sent, c.Termination, clean = splice(down, up, spec.idleTimeout, ts)
+	c.Received, c.Sent, c.Termination, clean = splice(down, up, spec.IdleTimeout, ts)
 	if !clean && conns.forced.Load() {
 		c.Termination = tcpEndDrained
 	}
@@ -198,19 +198,19 @@ func connectTermination(cl *upstream.Cluster, err error) string {
 
 // logTCP writes a connection's access log line when its chain asks for
 // one; without, a connection that failed is logged as a plain message.
-func (s *listenerSet) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
+func (s *Set) logTCP(spec *TcpProxySpec, e *accesslog.Entry) {
 	c := e.Conn
 	e.Time = time.Now()
 	e.Elapsed = e.Time.Sub(c.Start)
-	if spec.accessLog && s.accessLog.Enabled(e.Ctx) {
-		s.accessLog.Add(e)
+	if spec.accessLog && s.AccessLog.Enabled(e.Ctx) {
+		s.AccessLog.Add(e)
 		return
 	}
 	switch c.Termination {
 	case tcpEndTLSHandshake:
-		s.log.Debug("tcp_proxy: TLS handshake failed", "listener", e.Listener, "remote", e.RemoteAddr, "error", c.DownstreamErr)
+		s.Log.Debug("tcp_proxy: TLS handshake failed", "listener", e.Listener, "remote", e.RemoteAddr, "error", c.DownstreamErr)
 	case tcpEndNoCluster, tcpEndNoHealthy, tcpEndConnectFailure:
-		s.log.Info("tcp_proxy: no upstream connection", "listener", e.Listener, "stat_prefix", c.StatPrefix, "cluster", e.Cluster,
+		s.Log.Info("tcp_proxy: no upstream connection", "listener", e.Listener, "stat_prefix", c.StatPrefix, "cluster", e.Cluster,
 			"remote", e.RemoteAddr, "error", e.UpstreamErr)
 	}
 }
@@ -219,7 +219,7 @@ func (s *listenerSet) logTCP(spec *tcpProxySpec, e *accesslog.Entry) {
 // (healthy, not ejected), making up to attempts connection attempts, each to
 // an endpoint picked again (tcp_proxy max_connect_attempts, 1 by default).
 // Connect failures and successes feed outlier detection.
-func (s *listenerSet) connectTCP(cl *upstream.Cluster, attempts int) (net.Conn, string, error) {
+func (s *Set) connectTCP(cl *upstream.Cluster, attempts int) (net.Conn, string, error) {
 	if cl == nil {
 		return nil, "", errors.New("unknown cluster")
 	}

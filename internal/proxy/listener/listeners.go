@@ -1,4 +1,4 @@
-package proxy
+package listener
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const (
 
 	// A listener whose address cannot be bound is retried on its own, from
 	// bindRetryMin doubling up to bindRetryMax, with one log line per attempt.
-	bindRetryMin = 200 * time.Millisecond
+	BindRetryMin = 200 * time.Millisecond
 	bindRetryMax = 5 * time.Second
 
 	// DefaultBindGrace is how long a listener of the first configuration may fail to
@@ -43,7 +43,7 @@ type liveListener struct {
 	tls      bool
 	ln       net.Listener
 	srv      *http.Server
-	cfg      atomic.Pointer[listenerConfig]
+	cfg      atomic.Pointer[Config]
 	closing  atomic.Bool
 	served   chan struct{} // closed when Serve returns
 	// conns are the connections a TLS listener serves outside http.Server
@@ -56,7 +56,7 @@ type liveListener struct {
 // unboundListener is a listener of the applied configuration whose socket
 // could not be opened yet. The proxy is not ready while one exists.
 type unboundListener struct {
-	cfg      *listenerConfig // the latest configuration, served once bound
+	cfg      *Config // the latest configuration, served once bound
 	bindAddr string
 	backoff  time.Duration // the wait before the attempt at next
 	next     time.Time
@@ -68,20 +68,8 @@ type unboundListener struct {
 // address, and those draining. Its methods are called by the goroutine that
 // applies configurations (sync), the one retrying binds (retryBinds), and
 // any goroutine asking for addresses.
-type listenerSet struct {
-	log       *slog.Logger
-	accessLog *accesslog.Log // tcp_proxy connections' lines
-	hcm       *hcm.Env       // the HTTP chains' connection managers
-	// bindTo is the address a listener binds, given its name and its own
-	// socket address.
-	bindTo func(name, address string) string
-	// grace is how long a listener may stay unbound at start-up; negative
-	// means for ever.
-	grace time.Duration
-	// changed says the addresses the egress guard protects changed;
-	// refresh brings the guard up to date.
-	changed func()
-	refresh func(context.Context)
+type Set struct {
+	SetConfig
 
 	// ready is set once a first configuration is applied; started once every
 	// listener of an applied configuration has been bound.
@@ -100,27 +88,53 @@ type listenerSet struct {
 	rebind       chan struct{}
 }
 
-// isReady reports whether a configuration was applied and every one of its
+// listenerSetConfig is what a listenerSet is made with.
+type SetConfig struct {
+	Log       *slog.Logger
+	AccessLog *accesslog.Log // tcp_proxy connections' lines
+	Hcm       *hcm.Env       // the HTTP chains' connection managers
+	// BindTo is the address a listener binds, given its name and its own
+	// socket address.
+	BindTo func(name, address string) string
+	// Grace is how long a listener may stay unbound at start-up; negative
+	// means for ever.
+	Grace time.Duration
+	// Changed says the addresses the egress guard protects changed;
+	// refresh brings the guard up to date.
+	Changed func()
+	Refresh func(context.Context)
+}
+
+func NewSet(cfg SetConfig) *Set {
+	return &Set{
+		SetConfig: cfg,
+		listeners: make(map[string]*liveListener),
+		unbound:   make(map[string]*unboundListener),
+		rebind:    make(chan struct{}, 1),
+	}
+}
+
+// IsReady reports whether a configuration was applied and every one of its
 // listeners is bound.
-func (s *listenerSet) isReady() bool { return s.ready.Load() && s.unboundCount.Load() == 0 }
+func (s *Set) IsReady() bool { return s.ready.Load() && s.unboundCount.Load() == 0 }
 
-// markReady records that a configuration was applied; it reports whether it
+// MarkReady records that a configuration was applied; it reports whether it
 // is the first.
-func (s *listenerSet) markReady() bool { return !s.ready.Swap(true) }
+func (s *Set) MarkReady() bool { return !s.ready.Swap(true) }
 
-// unboundN is the number of listeners waiting for their address.
-func (s *listenerSet) unboundN() int32 { return s.unboundCount.Load() }
+// UnboundN is the number of listeners waiting for their address.
+func (s *Set) UnboundN() int32 { return s.unboundCount.Load() }
 
-// applied notes, after a configuration was applied, whether its listeners
+// Applied notes, after a configuration was applied, whether its listeners
 // are all bound.
-func (s *listenerSet) applied() {
+func (s *Set) Applied() {
 	s.mu.Lock()
 	s.noteStarted()
 	s.mu.Unlock()
 }
 
-// addr returns the bound address of the named listener, "" if not bound.
-func (s *listenerSet) addr(name string) string {
+// Addr returns the bound address of the named listener, "" if not bound.
+func (s *Set) Addr(name string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ll, ok := s.listeners[name]; ok {
@@ -131,7 +145,7 @@ func (s *listenerSet) addr(name string) string {
 
 // httpHandler is the HTTP handler of the named bound listener, nil if none
 // (benchmarks call it without a connection).
-func (s *listenerSet) httpHandler(name string) http.Handler {
+func (s *Set) HTTPHandler(name string) http.Handler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ll, ok := s.listeners[name]; ok {
@@ -140,9 +154,9 @@ func (s *listenerSet) httpHandler(name string) http.Handler {
 	return nil
 }
 
-// retryBackoff is how long the named unbound listener waits between bind
+// RetryBackoff is how long the named unbound listener waits between bind
 // attempts now; false when it is not waiting for its address.
-func (s *listenerSet) retryBackoff(name string) (time.Duration, bool) {
+func (s *Set) RetryBackoff(name string) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if u, ok := s.unbound[name]; ok {
@@ -151,9 +165,9 @@ func (s *listenerSet) retryBackoff(name string) (time.Duration, bool) {
 	return 0, false
 }
 
-// addrs lists the listeners' addresses: of those bound, as configured and
+// Addrs lists the listeners' addresses: of those bound, as configured and
 // as bound, and of those waiting for theirs.
-func (s *listenerSet) addrs() []string {
+func (s *Set) Addrs() []string {
 	var addrs []string
 	s.mu.Lock()
 	for _, ll := range s.listeners {
@@ -168,30 +182,30 @@ func (s *listenerSet) addrs() []string {
 
 // bindAddress is the address a listener binds: the configured override, or
 // the Listener's own socket address (as BindAddress maps it).
-func (s *listenerSet) bindAddress(lc *listenerConfig) string {
-	return s.bindTo(lc.name, lc.address)
+func (s *Set) bindAddress(lc *Config) string {
+	return s.BindTo(lc.Name, lc.Address)
 }
 
 // syncListeners opens listeners new in snap, closes removed ones, rebinds
 // those whose address or TLS-ness changed, and points the rest at their new
 // configuration. Unchanged listeners keep their sockets and connections.
 // Listeners that cannot be bound are left to retryBinds.
-func (s *listenerSet) sync(serveCtx context.Context, configs map[string]*listenerConfig) {
+func (s *Set) Sync(serveCtx context.Context, configs map[string]*Config) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, ll := range s.listeners {
 		lc, ok := configs[name]
-		if ok && ll.bindAddr == s.bindAddress(lc) && ll.tls == lc.tls {
+		if ok && ll.bindAddr == s.bindAddress(lc) && ll.tls == lc.Tls {
 			continue
 		}
 		delete(s.listeners, name)
 		s.drain(ll)
-		s.changed()
+		s.Changed()
 	}
 	for name, u := range s.unbound {
 		if lc, ok := configs[name]; !ok || u.bindAddr != s.bindAddress(lc) {
 			delete(s.unbound, name)
-			s.changed()
+			s.Changed()
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(configs)) {
@@ -207,13 +221,13 @@ func (s *listenerSet) sync(serveCtx context.Context, configs map[string]*listene
 			continue
 		}
 		ll, err := s.openListener(serveCtx, lc)
-		s.changed()
+		s.Changed()
 		if err != nil {
 			now := time.Now()
-			u := &unboundListener{cfg: lc, bindAddr: s.bindAddress(lc), backoff: bindRetryMin, since: now, err: err}
+			u := &unboundListener{cfg: lc, bindAddr: s.bindAddress(lc), backoff: BindRetryMin, since: now, err: err}
 			u.next = now.Add(u.backoff)
 			s.unbound[name] = u
-			s.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
+			s.Log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
 			continue
 		}
 		s.listeners[name] = ll
@@ -225,13 +239,13 @@ func (s *listenerSet) sync(serveCtx context.Context, configs map[string]*listene
 	}
 }
 
-// retryBinds retries unbound listeners with backoff until ctx is done,
+// RetryBinds retries unbound listeners with backoff until ctx is done,
 // independently of configuration updates. Until the proxy has been ready once, a
 // listener still unbound after the bind grace is a start-up failure: retryBinds
 // returns it, so that a port taken by another process ends the program with a
 // reason instead of leaving it unready for ever. Later failures (a listener moved
 // to a busy address) are retried without end, since traffic is already flowing.
-func (s *listenerSet) retryBinds(ctx context.Context) error {
+func (s *Set) RetryBinds(ctx context.Context) error {
 	timer := time.NewTimer(bindRetryMax)
 	defer timer.Stop()
 	for {
@@ -239,7 +253,7 @@ func (s *listenerSet) retryBinds(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.refresh(ctx) // a listener bound late, at a port it only now knows
+		s.Refresh(ctx) // a listener bound late, at a port it only now knows
 		if pending {
 			timer.Reset(wait)
 		} else {
@@ -257,14 +271,14 @@ func (s *listenerSet) retryBinds(ctx context.Context) error {
 // bindDue attempts the binds that are due and returns how long until the
 // next one, if any listener remains unbound, or the start-up failure that ends
 // the proxy.
-func (s *listenerSet) bindDue(ctx context.Context, now time.Time) (time.Duration, bool, error) {
+func (s *Set) bindDue(ctx context.Context, now time.Time) (time.Duration, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.unbound) == 0 {
 		s.noteStarted()
 		return 0, false, nil
 	}
-	grace, starting := s.grace, !s.started.Load()
+	grace, starting := s.Grace, !s.started.Load()
 	var next time.Time
 	for _, name := range slices.Sorted(maps.Keys(s.unbound)) {
 		u := s.unbound[name]
@@ -272,7 +286,7 @@ func (s *listenerSet) bindDue(ctx context.Context, now time.Time) (time.Duration
 		if !now.Before(u.next) || (starting && grace >= 0 && !now.Before(deadline)) {
 			ll, err := s.openListener(ctx, u.cfg)
 			if err == nil {
-				s.changed()
+				s.Changed()
 				delete(s.unbound, name)
 				s.listeners[name] = ll
 				continue
@@ -283,7 +297,7 @@ func (s *listenerSet) bindDue(ctx context.Context, now time.Time) (time.Duration
 			}
 			u.backoff = min(2*u.backoff, bindRetryMax)
 			u.next = now.Add(u.backoff)
-			s.log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
+			s.Log.Error("cannot open listener", "listener", name, "address", u.bindAddr, "error", err, "retry_in", u.backoff)
 		}
 		due := u.next
 		if starting && grace >= 0 && deadline.Before(due) {
@@ -296,7 +310,7 @@ func (s *listenerSet) bindDue(ctx context.Context, now time.Time) (time.Duration
 	s.unboundCount.Store(int32(len(s.unbound)))
 	if len(s.unbound) == 0 {
 		if s.ready.Load() {
-			s.log.Info("every listener bound; ready")
+			s.Log.Info("every listener bound; ready")
 		}
 		s.noteStarted()
 		return 0, false, nil
@@ -306,19 +320,19 @@ func (s *listenerSet) bindDue(ctx context.Context, now time.Time) (time.Duration
 
 // noteStarted records that every listener of an applied configuration has been
 // bound once: from then on bind failures are retried without end.
-func (s *listenerSet) noteStarted() {
+func (s *Set) noteStarted() {
 	if s.ready.Load() && len(s.unbound) == 0 {
 		s.started.Store(true)
 	}
 }
 
-func (s *listenerSet) openListener(serveCtx context.Context, lc *listenerConfig) (*liveListener, error) {
+func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener, error) {
 	addr := s.bindAddress(lc)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	ll := &liveListener{name: lc.name, bindAddr: addr, tls: lc.tls, ln: ln, served: make(chan struct{})}
+	ll := &liveListener{name: lc.Name, bindAddr: addr, tls: lc.Tls, ln: ln, served: make(chan struct{})}
 	ll.cfg.Store(lc)
 
 	// Requests must survive the cancellation of the ADS stream or of Run's
@@ -327,16 +341,16 @@ func (s *listenerSet) openListener(serveCtx context.Context, lc *listenerConfig)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	ll.srv = &http.Server{
-		Handler:           &listenerHTTP{hcm: s.hcm.NewHandler(ll.name), ll: ll},
+		Handler:           &listenerHTTP{hcm: s.Hcm.NewHandler(ll.name), ll: ll},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    headerReadLimit(lc),
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		Protocols:         protocols,
 	}
 	serveLn := ln
-	if lc.tls {
+	if lc.Tls {
 		protocols.SetHTTP2(true) // negotiated by ALPN
 		tl := newTLSListener(s, ll, ln)
 		ll.srv.ConnContext = tl.connContext
@@ -349,19 +363,19 @@ func (s *listenerSet) openListener(serveCtx context.Context, lc *listenerConfig)
 		defer close(ll.served)
 		err := ll.srv.Serve(serveLn)
 		if err != nil && !errors.Is(err, http.ErrServerClosed) && !ll.closing.Load() {
-			s.log.Error("listener stopped", "listener", ll.name, "error", err)
+			s.Log.Error("listener stopped", "listener", ll.name, "error", err)
 		}
 	}()
-	s.log.Info("listening", "listener", lc.name, "address", ln.Addr().String(), "tls", lc.tls)
+	s.Log.Info("listening", "listener", lc.Name, "address", ln.Addr().String(), "tls", lc.Tls)
 	return ll, nil
 }
 
 // drain stops accepting at once (so the address can be rebound immediately)
 // and lets in-flight requests finish for up to drainTimeout.
-func (s *listenerSet) drain(ll *liveListener) {
+func (s *Set) drain(ll *liveListener) {
 	ll.closing.Store(true)
 	_ = ll.ln.Close()
-	s.log.Info("draining listener", "listener", ll.name, "address", ll.bindAddr)
+	s.Log.Info("draining listener", "listener", ll.name, "address", ll.bindAddr)
 	s.draining.Add(1)
 	go func() {
 		defer s.draining.Done()
@@ -378,9 +392,9 @@ func (s *listenerSet) drain(ll *liveListener) {
 	}()
 }
 
-// shutdown drains every listener and waits for all drains to finish. A proxy
+// Shutdown drains every listener and waits for all drains to finish. A proxy
 // shutting down is not ready, so that load balancers stop sending it traffic.
-func (s *listenerSet) shutdown() {
+func (s *Set) Shutdown() {
 	s.ready.Store(false)
 	s.mu.Lock()
 	for name, ll := range s.listeners {
@@ -401,9 +415,9 @@ func (s *listenerSet) shutdown() {
 // per-line overhead of HTTP/1.1 or the per-field overhead of HTTP/2 adds.
 // A listener keeps the value it was opened with: a limit raised later above
 // half of it is enforced at it until the listener is opened again.
-func headerReadLimit(lc *listenerConfig) int {
+func headerReadLimit(lc *Config) int {
 	n := http.DefaultMaxHeaderBytes
-	for _, fc := range lc.chains {
+	for _, fc := range lc.Chains {
 		if fc.Hcm != nil { // tcp_proxy chains have none
 			n = max(n, 2*fc.Hcm.MaxRequestHeaderBytes)
 		}
@@ -422,8 +436,8 @@ type listenerHTTP struct {
 func (h *listenerHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	lc := h.ll.cfg.Load()
-	chain := lc.chains[""]
-	if lc.tls {
+	chain := lc.Chains[""]
+	if lc.Tls {
 		chain = chainForRequest(r.Context(), lc)
 	}
 	if chain == nil {

@@ -1,4 +1,4 @@
-package proxy
+package listener
 
 import (
 	"bytes"
@@ -9,9 +9,7 @@ import (
 	"fmt"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
@@ -31,9 +29,9 @@ type clientValidation struct {
 	onlyLeafCRL bool
 }
 
-// convertClientValidation converts the client certificate settings of a
+// ConvertClientValidation converts the client certificate settings of a
 // DownstreamTlsContext; nil when it asks for none.
-func convertClientValidation(dtc *tlsv3.DownstreamTlsContext) (*clientValidation, error) {
+func ConvertClientValidation(dtc *tlsv3.DownstreamTlsContext) (*clientValidation, error) {
 	ctc := dtc.GetCommonTlsContext()
 	vt := ctc.GetValidationContextType()
 	require := dtc.GetRequireClientCertificate().GetValue()
@@ -187,36 +185,15 @@ func (cv *clientValidation) crlOf(issuer *x509.Certificate) *x509.RevocationList
 	return nil
 }
 
-func convertXFCC(h *hcmv3.HttpConnectionManager) (*hcm.XfccDetails, error) {
-	switch h.GetForwardClientCertDetails() {
-	case hcmv3.HttpConnectionManager_SANITIZE:
-		if h.GetSetCurrentClientCertDetails() != nil {
-			return nil, errors.New("set_current_client_cert_details needs forward_client_cert_details SANITIZE_SET")
-		}
-		return nil, nil
-	case hcmv3.HttpConnectionManager_SANITIZE_SET:
-	default:
-		return nil, fmt.Errorf("forward_client_cert_details %v is not supported (SANITIZE or SANITIZE_SET)", h.GetForwardClientCertDetails())
-	}
-	d := h.GetSetCurrentClientCertDetails()
-	return &hcm.XfccDetails{
-		Subject: d.GetSubject().GetValue(),
-		Cert:    d.GetCert(),
-		Chain:   d.GetChain(),
-		Dns:     d.GetDns(),
-		Uri:     d.GetUri(),
-	}, nil
-}
-
-// servedCertificate is the certificate a TLS listener's chain for sni
+// ServedCertificate is the certificate a TLS listener's chain for sni
 // presents, as crypto/tls picks it: the first whose names cover sni, else
 // the first. Its URI SANs are the header's By.
-func servedCertificate(lc *listenerConfig, sni string) *tls.Certificate {
-	chain, _ := lc.selectChain(sni)
-	if chain == nil || chain.tlsConfig == nil || len(chain.tlsConfig.Certificates) == 0 {
+func ServedCertificate(lc *Config, sni string) *tls.Certificate {
+	chain, _ := lc.SelectChain(sni)
+	if chain == nil || chain.TlsConfig == nil || len(chain.TlsConfig.Certificates) == 0 {
 		return nil
 	}
-	certs := chain.tlsConfig.Certificates
+	certs := chain.TlsConfig.Certificates
 	for i := range certs {
 		if l := certs[i].Leaf; l != nil && l.VerifyHostname(sni) == nil {
 			return &certs[i]

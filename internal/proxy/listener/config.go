@@ -1,0 +1,62 @@
+package listener
+
+import (
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+
+	"github.com/portico-dev/portico/internal/proxy/hcm"
+)
+
+// listenerConfig is a listener of a snapshot.
+type Config struct {
+	Name    string
+	Address string // the Listener's own socket address
+	Tls     bool
+	// Chains is keyed by server-name pattern ("a.example.com", "*.example.com");
+	// "" is the default chain, and the only chain of a plaintext listener.
+	Chains map[string]*FilterChain
+	// hcmListener is what its chains' connection manager reads: the
+	// snapshot's clusters, the certificates its TLS chains present.
+	hcm.Listener
+	// HasTCP: some chain is a tcp_proxy, so connections are dispatched on
+	// their ClientHello's SNI before anything else (see tlsListener).
+	HasTCP            bool
+	FiltersTimeout    time.Duration
+	ContinueOnTimeout bool
+}
+
+// FilterChain is an HTTP chain (hcm, routes, stats) or a tcp_proxy one (tcp);
+// tlsConfig terminates TLS, nil for a passthrough or plaintext chain.
+type FilterChain struct {
+	hcm.Chain // hcm nil for a tcp_proxy chain
+	Tcp       *TcpProxySpec
+	TlsConfig *tls.Config
+}
+
+// TlsSpec is a validated DownstreamTlsContext.
+type TlsSpec struct {
+	SecretNames []string          // SDS secrets (served over ADS)
+	InlineCerts []tls.Certificate // tls_certificates
+	Alpn        []string
+	MinVersion  uint16
+	MaxVersion  uint16
+	// Clients is how client certificates are asked for and checked; nil:
+	// they are not.
+	Clients *clientValidation
+}
+
+// CheckAccessLog refuses an access log the proxy cannot write as asked.
+func CheckAccessLog(al *accesslogv3.AccessLog) error {
+	if al.GetFilter() != nil {
+		return fmt.Errorf("access_log %q: filter is not supported", al.GetName())
+	}
+	tc := al.GetTypedConfig()
+	if tc == nil || !(tc.MessageIs(&streamv3.StdoutAccessLog{}) || tc.MessageIs(&streamv3.StderrAccessLog{})) {
+		return fmt.Errorf("access_log %q is not supported (only envoy.access_loggers.stdout / stderr)", al.GetName())
+	}
+	return nil
+}
