@@ -72,7 +72,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 	}
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
 	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
-	ri := NewRequestInfo(hcm, r)
+	ri := newRequestInfo(hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
 
 	if reason := headerLimitExceeded(hcm, r); reason != "" {
@@ -132,7 +132,7 @@ func (h *Handler) dispatch(rw *responseWriter, r *http.Request, lc *Listener, ch
 		}
 		localReply(rw, rt.Direct.Status, string(rt.Direct.Body))
 	case rt.Redirect != nil:
-		rw.Header().Set("Location", redirectLocation(rt, ri, ForwardedProto(hcm, r, ri.Scheme)))
+		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.Scheme)))
 		rw.WriteHeader(rt.Redirect.Status)
 	default:
 		h.forward(rw, r, lc, chain, rt, ri, ex, redirects)
@@ -161,7 +161,7 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 		TLS:       r.TLS,
 		RequestID: rw.requestID,
 	}
-	s.Request.Peer, s.Request.Client = DownstreamAddrs(rw.hcm, r)
+	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
 	if rt != nil {
 		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
 		if rt.RateLimits != nil {
@@ -190,9 +190,9 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	return true
 }
 
-// DownstreamAddrs are the connection's peer and the client's address as the
+// downstreamAddrs are the connection's peer and the client's address as the
 // connection manager decides it (Envoy's direct_remote_ip and remote_ip).
-func DownstreamAddrs(hcm *Spec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
+func downstreamAddrs(hcm *Spec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
 	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
 	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
 	if a, ok := hcm.Client.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
@@ -289,7 +289,7 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 		path:        path,
 		host:        ri.Authority,
 		rawQuery:    ri.RawQuery,
-		scheme:      ForwardedProto(rw.hcm, r, ri.Scheme),
+		scheme:      forwardedProto(rw.hcm, r, ri.Scheme),
 		xff:         forwardedFor(rw.hcm, r),
 		requestID:   rw.requestID,
 		retry:       rt.Forward.Retry,
@@ -452,7 +452,7 @@ func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWr
 	h.env.AccessLog.Add(e)
 }
 
-func NewRequestInfo(hcm *Spec, r *http.Request) *router.RequestInfo {
+func newRequestInfo(hcm *Spec, r *http.Request) *router.RequestInfo {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -555,10 +555,10 @@ func forwardedFor(hcm *Spec, r *http.Request) string {
 	return prior + ", " + client
 }
 
-// ForwardedProto is the downstream scheme at the edge; behind another proxy,
+// forwardedProto is the downstream scheme at the edge; behind another proxy,
 // or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
 // X-Forwarded-Proto is kept.
-func ForwardedProto(hcm *Spec, r *http.Request, scheme string) string {
+func forwardedProto(hcm *Spec, r *http.Request, scheme string) string {
 	if !hcm.Client.UseRemoteAddress || hcm.Client.XffTrustedHops > 0 {
 		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
 			return v

@@ -33,7 +33,7 @@ func TestForwardedClient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hcm := &Spec{Client: router.ClientAddressing{UseRemoteAddress: tc.edge, XffTrustedHops: tc.hops}}
 			r := &http.Request{RemoteAddr: "127.0.0.1:40000", Header: http.Header{"X-Forwarded-For": tc.xff}}
-			_, got := DownstreamAddrs(hcm, r)
+			_, got := downstreamAddrs(hcm, r)
 			want := netip.MustParseAddr("127.0.0.1")
 			if tc.client != "" {
 				want = netip.MustParseAddr(tc.client)
@@ -52,10 +52,10 @@ func TestForwardedClient(t *testing.T) {
 // trusted: then theirs, as Envoy trusts X-Forwarded-Proto with them.
 func TestForwardedProtoWithTrustedHops(t *testing.T) {
 	r := &http.Request{Header: http.Header{"X-Forwarded-Proto": {"https"}}}
-	if got := ForwardedProto(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true}}, r, "http"); got != "http" {
+	if got := forwardedProto(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true}}, r, "http"); got != "http" {
 		t.Errorf("edge without trusted hops: %q, want http", got)
 	}
-	if got := ForwardedProto(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: 1}}, r, "http"); got != "https" {
+	if got := forwardedProto(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: 1}}, r, "http"); got != "https" {
 		t.Errorf("edge with a trusted hop: %q, want https", got)
 	}
 }
@@ -72,7 +72,7 @@ func TestSourceIPHashBehindTrustedHops(t *testing.T) {
 		hops uint32
 		want string
 	}{{0, "10.0.0.9"}, {1, "203.0.113.5"}} {
-		ri := NewRequestInfo(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: tc.hops}}, r)
+		ri := newRequestInfo(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: tc.hops}}, r)
 		if pc := router.RequestHash(ip, r, ri); !pc.HasHash || pc.Hash != upstream.XXHash64String(tc.want) {
 			t.Errorf("%d trusted hops: hash %+v, want %s's", tc.hops, pc, tc.want)
 		}
