@@ -414,7 +414,7 @@ func (cc *compiledChain) sameInputs(next *compiledChain) bool {
 func (p *Proxy) buildChain(listenerName string, cs *chainSpec, cc, old *compiledChain, gen uint64) *listener.FilterChain {
 	fc := &listener.FilterChain{Tcp: cs.tcp}
 	if cs.tcp == nil {
-		fc.Hcm, fc.Routes = cs.hcm, cs.hcm.InlineRoutes
+		fc.Spec, fc.Routes = cs.hcm, cs.hcm.InlineRoutes
 		if cc.routes != nil {
 			fc.Routes = cc.routes
 		}

@@ -271,7 +271,7 @@ func convertHCM(h *hcmv3.HttpConnectionManager) (*hcm.Spec, error) {
 		ServerName: h.GetServerName(),
 		Client: router.ClientAddressing{
 			UseRemoteAddress: h.GetUseRemoteAddress().GetValue(),
-			XffTrustedHops:   h.GetXffNumTrustedHops(),
+			XFFTrustedHops:   h.GetXffNumTrustedHops(),
 		},
 		SkipXFFAppend:         h.GetSkipXffAppend(),
 		NormalizePath:         h.GetNormalizePath().GetValue(),

@@ -173,7 +173,7 @@ func New(cfg Config) *Proxy {
 		grace = listener.DefaultBindGrace
 	}
 	p.listeners = listener.NewSet(listener.SetConfig{
-		Log: log, AccessLog: p.accessLog, Hcm: p.hcm,
+		Log: log, AccessLog: p.accessLog, HCM: p.hcm,
 		BindTo: p.bindAddress, Grace: grace,
 		Changed: func() { p.egressStale.Store(true) }, Refresh: p.refreshEgress,
 	})

@@ -3,8 +3,6 @@ package hcm
 import (
 	"context"
 	"errors"
-	"github.com/portico-dev/portico/internal/proxy/router"
-	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +10,9 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // statusClientClosedRequest is logged (never sent) when the downstream client

@@ -64,7 +64,7 @@ func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *router.R
 // listener's configuration loaded once for the whole request, whatever swaps
 // happen meanwhile.
 func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time, lc *Listener, chain *Chain) {
-	hcm := chain.Hcm
+	hcm := chain.Spec
 	if hcm.ProtoMajor != 0 && r.ProtoMajor != hcm.ProtoMajor {
 		// A codec limited to one version cannot read the other: Envoy drops the
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
@@ -88,7 +88,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 // action. An internal redirect dispatches the redirected request again
 // (redirects says what it went through; nil for a request as it came).
 func (h *Handler) dispatch(rw *responseWriter, r *http.Request, lc *Listener, chain *Chain, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
-	hcm := chain.Hcm
+	hcm := chain.Spec
 	upgrade := upgradeType(r)
 	if upgrade == "h2c" {
 		// Like Envoy, ignore an HTTP/2 upgrade offer and carry on in HTTP/1.1
@@ -559,7 +559,7 @@ func forwardedFor(hcm *Spec, r *http.Request) string {
 // or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
 // X-Forwarded-Proto is kept.
 func forwardedProto(hcm *Spec, r *http.Request, scheme string) string {
-	if !hcm.Client.UseRemoteAddress || hcm.Client.XffTrustedHops > 0 {
+	if !hcm.Client.UseRemoteAddress || hcm.Client.XFFTrustedHops > 0 {
 		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
 			return v
 		}

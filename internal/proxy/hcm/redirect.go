@@ -85,7 +85,7 @@ func (p *pendingRedirect) redirected(target *url.URL, status int) (*http.Request
 	r.URL = &url.URL{Path: target.Path, RawPath: target.RawPath, RawQuery: target.RawQuery}
 	r.Host = target.Host
 	r.Body, r.ContentLength = http.NoBody, 0
-	ri := newRequestInfo(p.chain.Hcm, r)
+	ri := newRequestInfo(p.chain.Spec, r)
 	ri.Scheme = target.Scheme
 	return r, ri
 }

@@ -59,7 +59,7 @@ const (
 // httpChain is what a connection manager serves a filter chain's requests
 // with: its spec, its route table, and the metrics of those routes.
 type Chain struct {
-	Hcm    *Spec
+	Spec   *Spec
 	Routes *router.RouteTable
 	Stats  *RouteTableStats // indexed like routes
 }

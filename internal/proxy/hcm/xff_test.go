@@ -31,7 +31,7 @@ func TestForwardedClient(t *testing.T) {
 		{name: "behind a proxy, one hop: the one before", hops: 1, xff: []string{"198.51.100.1, 2001:db8::1"}, client: "198.51.100.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hcm := &Spec{Client: router.ClientAddressing{UseRemoteAddress: tc.edge, XffTrustedHops: tc.hops}}
+			hcm := &Spec{Client: router.ClientAddressing{UseRemoteAddress: tc.edge, XFFTrustedHops: tc.hops}}
 			r := &http.Request{RemoteAddr: "127.0.0.1:40000", Header: http.Header{"X-Forwarded-For": tc.xff}}
 			_, got := downstreamAddrs(hcm, r)
 			want := netip.MustParseAddr("127.0.0.1")
@@ -55,7 +55,7 @@ func TestForwardedProtoWithTrustedHops(t *testing.T) {
 	if got := forwardedProto(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true}}, r, "http"); got != "http" {
 		t.Errorf("edge without trusted hops: %q, want http", got)
 	}
-	if got := forwardedProto(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: 1}}, r, "http"); got != "https" {
+	if got := forwardedProto(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XFFTrustedHops: 1}}, r, "http"); got != "https" {
 		t.Errorf("edge with a trusted hop: %q, want https", got)
 	}
 }
@@ -72,7 +72,7 @@ func TestSourceIPHashBehindTrustedHops(t *testing.T) {
 		hops uint32
 		want string
 	}{{0, "10.0.0.9"}, {1, "203.0.113.5"}} {
-		ri := newRequestInfo(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XffTrustedHops: tc.hops}}, r)
+		ri := newRequestInfo(&Spec{Client: router.ClientAddressing{UseRemoteAddress: true, XFFTrustedHops: tc.hops}}, r)
 		if pc := router.RequestHash(ip, r, ri); !pc.HasHash || pc.Hash != upstream.XXHash64String(tc.want) {
 			t.Errorf("%d trusted hops: hash %+v, want %s's", tc.hops, pc, tc.want)
 		}

@@ -92,7 +92,7 @@ type Set struct {
 type SetConfig struct {
 	Log       *slog.Logger
 	AccessLog *accesslog.Log // tcp_proxy connections' lines
-	Hcm       *hcm.Env       // the HTTP chains' connection managers
+	HCM       *hcm.Env       // the HTTP chains' connection managers
 	// BindTo is the address a listener binds, given its name and its own
 	// socket address.
 	BindTo func(name, address string) string
@@ -341,7 +341,7 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	ll.srv = &http.Server{
-		Handler:           &listenerHTTP{hcm: s.Hcm.NewHandler(ll.name), ll: ll},
+		Handler:           &listenerHTTP{hcm: s.HCM.NewHandler(ll.name), ll: ll},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    headerReadLimit(lc),
@@ -418,8 +418,8 @@ func (s *Set) Shutdown() {
 func headerReadLimit(lc *Config) int {
 	n := http.DefaultMaxHeaderBytes
 	for _, fc := range lc.Chains {
-		if fc.Hcm != nil { // tcp_proxy chains have none
-			n = max(n, 2*fc.Hcm.MaxRequestHeaderBytes)
+		if fc.Spec != nil { // tcp_proxy chains have none
+			n = max(n, 2*fc.Spec.MaxRequestHeaderBytes)
 		}
 	}
 	return n

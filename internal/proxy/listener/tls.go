@@ -238,7 +238,7 @@ func (l *tlsListener) httpConn(raw net.Conn) *tls.Conn {
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			lc := l.ll.cfg.Load()
 			chain, key := lc.SelectChain(hello.ServerName)
-			if chain == nil || chain.Hcm == nil {
+			if chain == nil || chain.Spec == nil {
 				return nil, fmt.Errorf("no HTTP filter chain for server name %q", hello.ServerName)
 			}
 			holder.key, holder.chain = key, chain
@@ -340,7 +340,7 @@ func chainForRequest(ctx context.Context, lc *Config) *FilterChain {
 	if !ok || holder.chain == nil {
 		return nil
 	}
-	if c, ok := lc.Chains[holder.key]; ok && c.Hcm != nil {
+	if c, ok := lc.Chains[holder.key]; ok && c.Spec != nil {
 		return c
 	}
 	return holder.chain

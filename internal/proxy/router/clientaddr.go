@@ -10,7 +10,7 @@ import (
 // hashing and %DOWNSTREAM_REMOTE_ADDRESS% read it as the edge does.
 type ClientAddressing struct {
 	UseRemoteAddress bool
-	XffTrustedHops   uint32 // xff_num_trusted_hops
+	XFFTrustedHops   uint32 // xff_num_trusted_hops
 }
 
 // ForwardedClient is the client's address X-Forwarded-For gives, as Envoy reads
@@ -19,7 +19,7 @@ type ClientAddressing struct {
 // the trusted hops from the right. ok is false when the header has too few
 // addresses or that one is not an IP address: the peer is the client then.
 func (c *ClientAddressing) ForwardedClient(xff []string) (netip.Addr, bool) {
-	skip := int(c.XffTrustedHops)
+	skip := int(c.XFFTrustedHops)
 	if c.UseRemoteAddress {
 		if skip == 0 {
 			return netip.Addr{}, false
