@@ -29,6 +29,7 @@ var layerRules = map[string][]string{
 	"":                 {"*"},
 	"internal/xdsconv": {},
 	"internal/layered": {},
+	"internal/xdstest": {},
 	"stats":            {},
 	"accesslog":        {},
 	"filter":           {},

@@ -411,7 +411,7 @@ func ConvertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 		return routeMatch{}, fmt.Errorf("path specifier %T is not supported", pm.GetPathSpecifier())
 	}
 	for _, ph := range pm.GetHeaders() {
-		hm, err := ConvertHeaderMatcher(ph)
+		hm, err := convertHeaderMatcher(ph)
 		if err != nil {
 			return routeMatch{}, fmt.Errorf("header %q: %w", ph.GetName(), err)
 		}
@@ -451,7 +451,7 @@ func convertQueryParameterMatcher(pq *routev3.QueryParameterMatcher) (queryMatch
 	qm := queryMatcher{name: pq.GetName()}
 	switch s := pq.GetQueryParameterMatchSpecifier().(type) {
 	case *routev3.QueryParameterMatcher_StringMatch:
-		sm, err := ConvertStringMatcher(s.StringMatch)
+		sm, err := convertStringMatcher(s.StringMatch)
 		if err != nil {
 			return qm, err
 		}
@@ -465,7 +465,7 @@ func convertQueryParameterMatcher(pq *routev3.QueryParameterMatcher) (queryMatch
 	return qm, nil
 }
 
-func ConvertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
+func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	hm := headerMatcher{
 		name:                strings.ToLower(ph.GetName()),
 		key:                 textproto.CanonicalMIMEHeaderKey(ph.GetName()),
@@ -477,7 +477,7 @@ func ConvertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	case *routev3.HeaderMatcher_PresentMatch:
 		hm.isPresentMatch, hm.present = true, s.PresentMatch
 	case *routev3.HeaderMatcher_StringMatch:
-		hm.str, err = ConvertStringMatcher(s.StringMatch)
+		hm.str, err = convertStringMatcher(s.StringMatch)
 	// The deprecated single-purpose fields are cheap to honour.
 	case *routev3.HeaderMatcher_ExactMatch:
 		hm.str = stringMatcher{kind: strExact, value: s.ExactMatch}
@@ -499,7 +499,7 @@ func ConvertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	return hm, err
 }
 
-func ConvertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
+func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
 	// ignore_case has no effect on safe_regex, as in Envoy.
 	out := stringMatcher{ignoreCase: sm.GetIgnoreCase()}
 	switch p := sm.GetMatchPattern().(type) {
@@ -580,7 +580,7 @@ func ConvertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*For
 		fa.IdleTimeout, fa.HasIdleTimeout = d.AsDuration(), true
 	}
 	if rp := ra.GetRetryPolicy(); rp != nil {
-		p, err := ConvertRetryPolicy(rp)
+		p, err := convertRetryPolicy(rp)
 		if err != nil {
 			return nil, fmt.Errorf("retry_policy: %w", err)
 		}

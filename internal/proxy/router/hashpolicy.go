@@ -128,7 +128,7 @@ func HashRequest(policies []HashPolicy, r *http.Request, ri *RequestInfo) (upstr
 func (p HashPolicy) evaluate(r *http.Request, ri *RequestInfo) (uint64, bool) {
 	switch p.Kind {
 	case HashQueryParameter:
-		v, ok := FirstQueryValue(ri.RawQuery, p.Name)
+		v, ok := firstQueryValue(ri.RawQuery, p.Name)
 		if !ok {
 			return 0, false
 		}

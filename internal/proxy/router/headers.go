@@ -90,14 +90,14 @@ func convertHeaderLevel(reqAdd []*corev3.HeaderValueOption, reqRemove []string,
 	respAdd []*corev3.HeaderValueOption, respRemove []string) (headerLevel, error) {
 	var l headerLevel
 	var err error
-	if l.request, err = ConvertHeaderMutation("request", reqAdd, reqRemove); err != nil {
+	if l.request, err = convertHeaderMutation("request", reqAdd, reqRemove); err != nil {
 		return l, err
 	}
-	l.response, err = ConvertHeaderMutation("response", respAdd, respRemove)
+	l.response, err = convertHeaderMutation("response", respAdd, respRemove)
 	return l, err
 }
 
-func ConvertHeaderMutation(direction string, adds []*corev3.HeaderValueOption, removes []string) (*headerMutation, error) {
+func convertHeaderMutation(direction string, adds []*corev3.HeaderValueOption, removes []string) (*headerMutation, error) {
 	if len(adds) == 0 && len(removes) == 0 {
 		return nil, nil
 	}
@@ -159,7 +159,7 @@ func convertHeaderValueOption(o *corev3.HeaderValueOption) (headerAdd, error) {
 			return a, fmt.Errorf("append_action %v is not supported", o.GetAppendAction())
 		}
 	}
-	f, err := ParseHeaderFormat(h.GetValue())
+	f, err := parseHeaderFormat(h.GetValue())
 	if err != nil {
 		return a, err
 	}
@@ -197,12 +197,12 @@ type headerFormat struct {
 // %COMMAND%, %COMMAND(argument)%, with an optional :maximum length.
 var commandRe = regexp.MustCompile(`^%([A-Z0-9_]+)(?:\(([^)]*)\))?(?::([0-9]+))?%`)
 
-// ParseHeaderFormat parses a header value as Envoy's header formatter does:
+// parseHeaderFormat parses a header value as Envoy's header formatter does:
 // "%%" is a literal '%', and every other '%' must start a command operator.
 // The operators the embedded proxy evaluates are REQ, PROTOCOL,
 // DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT and HOSTNAME; any other one is an
 // error rather than text sent as is.
-func ParseHeaderFormat(s string) (headerFormat, error) {
+func parseHeaderFormat(s string) (headerFormat, error) {
 	if !strings.Contains(s, "%") {
 		return headerFormat{literal: s}, nil
 	}
@@ -356,7 +356,7 @@ func (rh *RouteHeaders) ApplyRequest(h http.Header) {
 		return
 	}
 	for _, m := range rh.Plan.request {
-		m.Apply(h, rh)
+		m.apply(h, rh)
 	}
 }
 
@@ -372,14 +372,14 @@ func (rh *RouteHeaders) ApplyResponse(h http.Header, upstream bool) {
 		return
 	}
 	for _, m := range rh.Plan.response {
-		m.Apply(h, rh)
+		m.apply(h, rh)
 	}
 }
 
-// Apply is Envoy's HeaderParser::evaluateHeaders: removals first, then every
+// apply is Envoy's HeaderParser::evaluateHeaders: removals first, then every
 // value is computed and every condition checked against the headers as they
 // are after the removals, then overwrites are applied, then additions.
-func (m *headerMutation) Apply(h http.Header, rh *RouteHeaders) {
+func (m *headerMutation) apply(h http.Header, rh *RouteHeaders) {
 	for _, name := range m.remove {
 		delete(h, name)
 	}
@@ -391,7 +391,7 @@ func (m *headerMutation) Apply(h http.Header, rh *RouteHeaders) {
 	overwrites, appends := buf[:0:4], buf[4:4]
 	for i := range m.add {
 		a := &m.add[i]
-		v := a.value.Eval(rh)
+		v := a.value.eval(rh)
 		if v == "" && !a.keepEmpty {
 			continue
 		}
@@ -419,7 +419,7 @@ func (m *headerMutation) Apply(h http.Header, rh *RouteHeaders) {
 	}
 }
 
-func (f *headerFormat) Eval(rh *RouteHeaders) string {
+func (f *headerFormat) eval(rh *RouteHeaders) string {
 	if f.parts == nil {
 		return f.literal
 	}

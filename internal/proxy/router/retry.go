@@ -84,7 +84,7 @@ type RetryPolicy struct {
 // noRetries is the policy of routes without a retry_policy.
 var noRetries = &RetryPolicy{}
 
-func ConvertRetryPolicy(rp *routev3.RetryPolicy) (*RetryPolicy, error) {
+func convertRetryPolicy(rp *routev3.RetryPolicy) (*RetryPolicy, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("per_try_idle_timeout", rp.GetPerTryIdleTimeout() != nil),
 		xdsconv.Set("retry_priority", rp.GetRetryPriority() != nil),

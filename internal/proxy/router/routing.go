@@ -296,7 +296,7 @@ func (m *routeMatch) Matches(ri *RequestInfo) bool {
 		return false
 	}
 	for i := range m.headers {
-		if !m.headers[i].Matches(ri) {
+		if !m.headers[i].matches(ri) {
 			return false
 		}
 	}
@@ -313,20 +313,20 @@ func (m *routeMatch) Matches(ri *RequestInfo) bool {
 // a presence match matches any value, and a string match looks at the
 // parameter's first value.
 func (qm *queryMatcher) matches(rawQuery string) bool {
-	v, ok := FirstQueryValue(rawQuery, qm.name)
+	v, ok := firstQueryValue(rawQuery, qm.name)
 	switch {
 	case qm.absent:
 		return !ok
 	case !ok:
 		return false
 	}
-	return qm.str == nil || qm.str.Matches(v)
+	return qm.str == nil || qm.str.matches(v)
 }
 
-// FirstQueryValue returns the first value of a parameter in a raw query
+// firstQueryValue returns the first value of a parameter in a raw query
 // string, parsed as Envoy does: "&"-separated, the name up to the first "=",
 // no percent-decoding; a parameter without "=" has the value "".
-func FirstQueryValue(q, name string) (string, bool) {
+func firstQueryValue(q, name string) (string, bool) {
 	for q != "" {
 		var param string
 		param, q, _ = strings.Cut(q, "&")
@@ -378,9 +378,9 @@ func hasPrefixFold(s, prefix string, fold bool) bool {
 	return s[:len(prefix)] == prefix
 }
 
-// Matches implements Envoy's HeaderUtility::matchHeaders semantics, including
+// matches implements Envoy's HeaderUtility::matchHeaders semantics, including
 // its handling of absent headers with invert_match.
-func (hm *headerMatcher) Matches(ri *RequestInfo) bool {
+func (hm *headerMatcher) matches(ri *RequestInfo) bool {
 	value, ok := ri.headerValueKey(hm.name, hm.key)
 	if !ok {
 		if !hm.treatMissingAsEmpty {
@@ -395,14 +395,14 @@ func (hm *headerMatcher) Matches(ri *RequestInfo) bool {
 	if hm.isPresentMatch {
 		match = hm.present
 	} else {
-		match = hm.str.Matches(value)
+		match = hm.str.matches(value)
 	}
 	return match != hm.invert
 }
 
-// Matches compares as Envoy's StringMatcher: ignore_case folds ASCII letters
+// matches compares as Envoy's StringMatcher: ignore_case folds ASCII letters
 // only, and a regex must match the whole value.
-func (sm *stringMatcher) Matches(v string) bool {
+func (sm *stringMatcher) matches(v string) bool {
 	switch sm.kind {
 	case strRegex:
 		return sm.re.MatchString(v)
