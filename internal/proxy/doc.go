@@ -34,10 +34,11 @@
 //   - resources.go: decoding and validation of responses; the accepted store;
 //     the xdsclient.Sink adapter. vhds.go: VirtualHost resources and the
 //     route tables patched with them (router builds the tables).
-//   - convert_listener.go: listeners and their HTTP connection managers to
-//     the proxy's specs (routes: router.ConvertRouteConfig with the filter
-//     registry, filters.go; clusters: upstream.ConvertCluster; tcp_proxy and
-//     TLS: listener's converters); what cannot be honoured is an error.
+//   - convert_listener.go: listeners and their filter chains to the proxy's
+//     specs, each layer converting its part with the filter registry of
+//     filters.go where it needs it (hcm.Convert, router.ConvertRouteConfig,
+//     listener.ConvertTCPProxy; clusters: upstream.ConvertCluster); what
+//     cannot be honoured is an error.
 //   - compile.go: linking specs into an immutable snapshot (warming), applying
 //     it; the clusters' state kept across swaps (upstream.ClusterState).
 //   - metrics.go: the proxy's own metrics, and the route metrics' lifecycle:

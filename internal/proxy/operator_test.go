@@ -211,10 +211,10 @@ func TestCommonHTTPProtocolOptionsBeyondMaxHeadersCountAreRefused(t *testing.T) 
 		{MaxRequestsPerConnection: wrapperspb.UInt32(5)},
 		{HeadersWithUnderscoresAction: corev3.HttpProtocolOptions_REJECT_REQUEST},
 	} {
-		_, err := convertHCM(&hcmv3.HttpConnectionManager{
+		_, err := hcm.Convert(&hcmv3.HttpConnectionManager{
 			CommonHttpProtocolOptions: o,
 			RouteSpecifier:            &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: adsSource(), RouteConfigName: "r"}},
-		})
+		}, httpFilters)
 		if err == nil || !strings.Contains(err.Error(), "common_http_protocol_options") {
 			t.Errorf("%v: error %v, want a NACK naming common_http_protocol_options", o, err)
 		}

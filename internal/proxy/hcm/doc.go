@@ -8,11 +8,14 @@
 //
 // It imports the router, the filter chain contract, upstream and the
 // leaves; never package proxy nor the listeners above it (TestLayering).
-// Package proxy converts the HttpConnectionManager into a Spec, compiles a
-// Chain per filter chain, and its listeners call Handler.Serve.
+// Package proxy converts each HttpConnectionManager with Convert, compiles
+// a Chain per filter chain, and its listeners call Handler.Serve.
 //
 // Files by job:
 //
+//   - convert.go: an HttpConnectionManager to a Spec (Convert; the filter
+//     registry it is given builds the HTTP filter chain); what cannot be
+//     honoured is an error naming the field.
 //   - spec.go: the connection manager's compiled configuration (Spec), a
 //     chain's (Chain) and what it needs of its listener (Listener).
 //   - env.go: what every listener's connection manager shares (Env: access

@@ -474,7 +474,7 @@ func newRequestInfo(hcm *Spec, r *http.Request) *router.RequestInfo {
 // strip_trailing_host_dot, and otherwise as the client sent it.
 func requestHost(hcm *Spec, r *http.Request) string {
 	host := r.Host
-	if hcm.StripTrailingDot {
+	if hcm.stripTrailingDot {
 		host = stripTrailingDot(host)
 	}
 	if hcm.StripAnyHostPort && r.Method != http.MethodConnect {
@@ -505,7 +505,7 @@ func routingPath(hcm *Spec, escaped string) string {
 	if hcm.NormalizePath {
 		escaped = router.RemoveDotSegments(escaped)
 	}
-	if hcm.MergeSlashes {
+	if hcm.mergeSlashes {
 		escaped = router.MergeSlashes(escaped)
 	}
 	return escaped

@@ -9,8 +9,8 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
-// DefaultStreamIdleTimeout is Envoy's HCM stream_idle_timeout when unset.
-const DefaultStreamIdleTimeout = 5 * time.Minute
+// defaultStreamIdleTimeout is Envoy's HCM stream_idle_timeout when unset.
+const defaultStreamIdleTimeout = 5 * time.Minute
 
 // errStreamIdleTimeout is the cancellation cause of a request whose stream
 // idle timeout fired: 408 before the response head was sent, a reset after.

@@ -20,8 +20,8 @@ type Spec struct {
 	SkipXFFAppend     bool
 	Client            router.ClientAddressing
 	NormalizePath     bool
-	MergeSlashes      bool
-	StripTrailingDot  bool
+	mergeSlashes      bool
+	stripTrailingDot  bool
 	StripAnyHostPort  bool // the Host loses its port for routing and upstream (requestHost)
 	AccessLog         bool
 	GenerateRequestID bool
@@ -45,7 +45,7 @@ type Spec struct {
 	ProtoMajor int
 	// Xfcc says what of the client certificate goes upstream in
 	// x-forwarded-client-cert; nil: nothing (the header is removed).
-	Xfcc *XfccDetails
+	Xfcc *xfccDetails
 }
 
 type serverHeaderMode int

@@ -9,18 +9,18 @@ import (
 	"strings"
 )
 
-// XfccDetails are the parts of the client certificate the connection
+// xfccDetails are the parts of the client certificate the connection
 // manager puts in x-forwarded-client-cert (forward_client_cert_details
 // SANITIZE_SET, set_current_client_cert_details); nil: the header is
 // removed (SANITIZE).
-type XfccDetails struct {
+type xfccDetails struct {
 	Subject, Cert, Chain, Dns, Uri bool
 }
 
 // header is the x-forwarded-client-cert value for a connection, in Envoy's
 // format and order (By, Hash, Cert, Chain, Subject, URI, DNS); "" when the
 // client sent no certificate.
-func (d *XfccDetails) header(cs *tls.ConnectionState, local *tls.Certificate) string {
+func (d *xfccDetails) header(cs *tls.ConnectionState, local *tls.Certificate) string {
 	if cs == nil || len(cs.PeerCertificates) == 0 {
 		return ""
 	}

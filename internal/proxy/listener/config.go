@@ -2,11 +2,7 @@ package listener
 
 import (
 	"crypto/tls"
-	"fmt"
 	"time"
-
-	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
-	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 )
@@ -47,16 +43,4 @@ type TlsSpec struct {
 	// Clients is how client certificates are asked for and checked; nil:
 	// they are not.
 	Clients *clientValidation
-}
-
-// CheckAccessLog refuses an access log the proxy cannot write as asked.
-func CheckAccessLog(al *accesslogv3.AccessLog) error {
-	if al.GetFilter() != nil {
-		return fmt.Errorf("access_log %q: filter is not supported", al.GetName())
-	}
-	tc := al.GetTypedConfig()
-	if tc == nil || !(tc.MessageIs(&streamv3.StdoutAccessLog{}) || tc.MessageIs(&streamv3.StderrAccessLog{})) {
-		return fmt.Errorf("access_log %q is not supported (only envoy.access_loggers.stdout / stderr)", al.GetName())
-	}
-	return nil
 }

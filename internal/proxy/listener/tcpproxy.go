@@ -72,7 +72,7 @@ func ConvertTCPProxy(tp *tcpproxyv3.TcpProxy) (*TcpProxySpec, error) {
 	}
 	s := &TcpProxySpec{statPrefix: tp.GetStatPrefix(), IdleTimeout: defaultTCPIdleTimeout, MaxConnectAttempts: 1}
 	for _, al := range tp.GetAccessLog() {
-		if err := CheckAccessLog(al); err != nil {
+		if err := accesslog.Check(al); err != nil {
 			return nil, err
 		}
 		s.accessLog = true
