@@ -9,7 +9,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
-// hcmEnv is what the connection managers of every listener share; it
+// Env is what the connection managers of every listener share; it
 // outlives configuration swaps.
 type Env struct {
 	log       *slog.Logger
@@ -26,6 +26,9 @@ type Env struct {
 	mirrors inFlight
 }
 
+// NewEnv returns the environment of the connection managers: their logger,
+// metrics and access log, the upstream transport their reverse proxy shares,
+// and what their filters (and mirrors) reach services with.
 func NewEnv(log *slog.Logger, metrics *Metrics, accessLog *accesslog.Log, transport *upstream.HTTP1Client, filterEnv *filter.Env) *Env {
 	e := &Env{log: log, metrics: metrics, AccessLog: accessLog, transport: transport, filterEnv: filterEnv,
 		mirrors: make(inFlight, maxMirrorsInFlight)}

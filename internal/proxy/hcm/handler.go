@@ -24,7 +24,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
-// listenerHandler is the connection manager of one listener: it serves
+// Handler is the connection manager of one listener: it serves
 // the requests its listener hands it with the chain they came in on.
 type Handler struct {
 	env      *Env

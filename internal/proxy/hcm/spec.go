@@ -10,7 +10,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
-// hcmSpec is a validated HttpConnectionManager.
+// Spec is a validated HttpConnectionManager.
 type Spec struct {
 	StatPrefix        string
 	RdsName           string             // set when routes come from RDS
@@ -56,7 +56,7 @@ const (
 	ServerHeaderPassThrough
 )
 
-// httpChain is what a connection manager serves a filter chain's requests
+// Chain is what a connection manager serves a filter chain's requests
 // with: its spec, its route table, and the metrics of those routes.
 type Chain struct {
 	Spec   *Spec
@@ -64,7 +64,7 @@ type Chain struct {
 	Stats  *RouteTableStats // indexed like routes
 }
 
-// hcmListener is what a connection manager needs of its listener's
+// Listener is what a connection manager needs of its listener's
 // configuration in force.
 type Listener struct {
 	Clusters layered.Map[string, *upstream.Cluster] // the snapshot's

@@ -32,7 +32,7 @@ const (
 // routeLabels name a route's series.
 var routeLabels = []string{"listener", "vhost", "route", "path"}
 
-// httpMetrics are the request path's Prometheus collectors. They always
+// Metrics are the request path's Prometheus collectors. They always
 // exist (so the hot path needs no nil checks) and are registered only when
 // a Registerer is configured.
 //
@@ -52,6 +52,8 @@ type Metrics struct {
 	mirrors *prometheus.CounterVec
 }
 
+// NewMetrics creates the request path's collectors, registered with reg when
+// it is not nil.
 func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 	m := &Metrics{
 		requests: stats.CounterVec("requests_total",
@@ -188,11 +190,13 @@ type RouteTableStats struct {
 	Dropped []int
 }
 
+// VhostStats are the request metrics of one virtual host's routes.
 type VhostStats struct {
 	NoRoute *RouteStats
 	Routes  []*RouteStats // by route.index
 }
 
+// Mark marks the stats as used by the compilation gen.
 func (vs *VhostStats) Mark(gen uint64) {
 	if vs.NoRoute == nil {
 		return // a free slot

@@ -7,7 +7,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 )
 
-// listenerConfig is a listener of a snapshot.
+// Config is a listener of a compiled configuration (package proxy's snapshot).
 type Config struct {
 	Name    string
 	Address string // the Listener's own socket address

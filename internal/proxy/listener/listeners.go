@@ -64,7 +64,7 @@ type unboundListener struct {
 	err      error     // the last attempt's
 }
 
-// listenerSet is the proxy's listeners: those bound, those waiting for their
+// Set is the proxy's listeners: those bound, those waiting for their
 // address, and those draining. Its methods are called by the goroutine that
 // applies configurations (sync), the one retrying binds (retryBinds), and
 // any goroutine asking for addresses.
@@ -88,7 +88,7 @@ type Set struct {
 	rebind       chan struct{}
 }
 
-// listenerSetConfig is what a listenerSet is made with.
+// SetConfig is what a Set is made with.
 type SetConfig struct {
 	Log       *slog.Logger
 	AccessLog *accesslog.Log // tcp_proxy connections' lines
@@ -105,6 +105,7 @@ type SetConfig struct {
 	Refresh func(context.Context)
 }
 
+// NewSet returns a Set with no listener.
 func NewSet(cfg SetConfig) *Set {
 	return &Set{
 		SetConfig: cfg,
@@ -143,7 +144,7 @@ func (s *Set) Addr(name string) string {
 	return ""
 }
 
-// httpHandler is the HTTP handler of the named bound listener, nil if none
+// HTTPHandler is the HTTP handler of the named bound listener, nil if none
 // (benchmarks call it without a connection).
 func (s *Set) HTTPHandler(name string) http.Handler {
 	s.mu.Lock()
@@ -186,7 +187,7 @@ func (s *Set) bindAddress(lc *Config) string {
 	return s.BindTo(lc.Name, lc.Address)
 }
 
-// syncListeners opens listeners new in snap, closes removed ones, rebinds
+// Sync opens the listeners of configs that are new, closes removed ones, rebinds
 // those whose address or TLS-ness changed, and points the rest at their new
 // configuration. Unchanged listeners keep their sockets and connections.
 // Listeners that cannot be bound are left to retryBinds.

@@ -48,6 +48,7 @@ type tcpCluster struct {
 	weight uint64
 }
 
+// ConvertTCPProxy converts a tcp_proxy network filter.
 func ConvertTCPProxy(tp *tcpproxyv3.TcpProxy) (*TcpProxySpec, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("on_demand", tp.GetOnDemand() != nil),

@@ -30,6 +30,7 @@ func ConvertSecret(s *tlsv3.Secret) (*tls.Certificate, error) {
 	return &cert, nil
 }
 
+// ConvertTLSCertificate converts an inline or SDS tls_certificate.
 func ConvertTLSCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("pkcs12", tc.GetPkcs12() != nil),

@@ -383,6 +383,7 @@ func convertRoute(pr *routev3.Route, at filter.Place, filters *filter.Registry) 
 	return r, nil
 }
 
+// ConvertRouteMatch converts a route's match.
 func ConvertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("cookies", len(pm.GetCookies()) > 0),
@@ -523,6 +524,8 @@ func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
 	return out, nil
 }
 
+// ConvertRouteAction converts a route's route action (forwarding); filters
+// parses the per-filter configurations of its weighted clusters.
 func ConvertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*ForwardAction, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("metadata_match", ra.GetMetadataMatch() != nil),

@@ -343,6 +343,8 @@ type RouteHeaders struct {
 	Responded bool
 }
 
+// NewRouteHeaders returns the header work of a request routed by plan (nil:
+// cookies only); client decides its client address for %DOWNSTREAM_REMOTE_ADDRESS%.
 func NewRouteHeaders(plan *mutationPlan, r *http.Request, ri *RequestInfo, client *ClientAddressing) *RouteHeaders {
 	return &RouteHeaders{Plan: plan, r: r, ri: ri, client: client, request: r.Header}
 }

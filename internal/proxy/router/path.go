@@ -77,6 +77,7 @@ func MergeSlashes(p string) string {
 // RandUint64N returns a uniform number in [0, n) for weighted cluster picks.
 func RandUint64N(n uint64) uint64 { return rand.Uint64N(n) }
 
+// StripPort returns host without its port (an IPv6 literal keeps its brackets).
 func StripPort(host string) string {
 	if strings.HasPrefix(host, "[") {
 		if i := strings.IndexByte(host, ']'); i >= 0 {

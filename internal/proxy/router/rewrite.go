@@ -67,7 +67,7 @@ func expandTemplate(subst string, groups int) (string, error) {
 	return b.String(), nil
 }
 
-// apply rewrites path.
+// Apply rewrites path.
 func (pr *pathRewrite) Apply(path string) string {
 	return pr.re.ReplaceAllString(path, pr.template)
 }

@@ -150,10 +150,13 @@ type aligner[T any, K comparable] struct {
 	index  map[K]int
 }
 
+// NewAligner returns an aligner of a new list with prev, items keyed by key.
 func NewAligner[T any, K comparable](prev []T, key func(T) K) *aligner[T, K] {
 	return &aligner[T, K]{prev: prev, key: key}
 }
 
+// Find returns the position in prev of an item keyed k, the next key of the
+// new list.
 func (a *aligner[T, K]) Find(k K) (int, bool) {
 	return a.findBy(func(item T) bool { return a.key(item) == k },
 		func(index map[K]int) (int, bool) { j, ok := index[k]; return j, ok })

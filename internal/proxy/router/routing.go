@@ -72,6 +72,7 @@ type domainIndex struct {
 	Any      *VirtualHost                      // the "*" domain
 }
 
+// WildcardDomain is a "*suffix" or "prefix*" domain of a virtual host.
 type WildcardDomain struct {
 	Affix string // the domain without its '*'
 	Vhost *VirtualHost
@@ -99,6 +100,8 @@ type VhostDef struct {
 	Raw string
 }
 
+// Route is a compiled route: its match, its action and policies, and the
+// labels of its metrics.
 type Route struct {
 	Name string
 	// label and pathLabel are its route and path labels (routeLabel,
@@ -337,6 +340,7 @@ func firstQueryValue(q, name string) (string, bool) {
 	return "", false
 }
 
+// PathMatches reports whether path matches the route's path condition.
 func (m *routeMatch) PathMatches(path string) bool {
 	switch m.kind {
 	case pathExact:
