@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
+	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
 	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
@@ -106,7 +106,7 @@ func (p *Proxy) compile() (*snapshot, error) {
 		chains:        make(map[*chainSpec]*compiledChain),
 		specRevisions: [2]uint64{s.revisions[resourcev3.ClusterType], s.revisions[resourcev3.EndpointType]},
 	}
-	names := sortedKeys(s.byType[resourcev3.ListenerType])
+	names := sorted.Keys(s.byType[resourcev3.ListenerType])
 	for _, name := range names {
 		spec := s.byType[resourcev3.ListenerType][name].(*listenerSpec)
 		lc, err := p.compileListener(spec, snap)
@@ -338,7 +338,7 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listener.C
 		ContinueOnTimeout: spec.continueOnTimeout,
 	}
 	if lc.Tls {
-		lc.ServedCertificate = func(sni string) *tls.Certificate { return listener.ServedCertificate(lc, sni) }
+		lc.Certificates = lc
 	}
 	for _, cs := range spec.chains {
 		fc, err := p.compileChain(spec.name, cs, snap)
@@ -676,15 +676,6 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 		p.log.Info("configuration applied", "version", snap.version)
 	}
 	p.listeners.Applied()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // addedTimes are when a slow-starting cluster's endpoints joined it; nil

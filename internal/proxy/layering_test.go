@@ -30,6 +30,7 @@ var layerRules = map[string][]string{
 	"internal/xdsconv": {},
 	"internal/layered": {},
 	"internal/xdstest": {},
+	"internal/sorted":  {},
 	"stats":            {},
 	"accesslog":        {},
 	"filter":           {},
@@ -41,7 +42,7 @@ var layerRules = map[string][]string{
 	"hcm": {"router", "filter", "upstream", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:
 	// HTTP chains are handed to their connection manager.
-	"listener":  {"hcm", "router", "upstream", "accesslog", "internal/xdsconv"},
+	"listener":  {"hcm", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted"},
 	"xdsclient": {},
 	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }

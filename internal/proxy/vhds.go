@@ -10,6 +10,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
 	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
@@ -90,7 +91,7 @@ func (s *resourceStore) vhdsTable(inline *router.RouteTable) (*router.RouteTable
 	if len(hosts) == 0 {
 		return inline, nil
 	}
-	names := sortedKeys(hosts) // by host: they share the namespace
+	names := sorted.Keys(hosts) // by host: they share the namespace
 	defs := make([]*router.VhostDef, len(names))
 	for i, name := range names {
 		def, err := router.DecodeVirtualHost(hosts[name].raw, inline.Level)
@@ -155,7 +156,7 @@ func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string
 		}
 		changes[ns][host] = def
 	}
-	for _, name := range sortedKeys(updated) {
+	for _, name := range sorted.Keys(updated) {
 		h := updated[name].(*storedVirtualHost)
 		t := p.store.vhdsTableOf(h.namespace)
 		level := router.RouteConfigLevel{MaxBody: router.DefaultMaxDirectResponseBody}
@@ -196,7 +197,7 @@ func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string
 // search, and the others between them are runs: the entries cost in
 // proportion to the changes.
 func vhdsEntries(t *router.RouteTable, changes map[string]*router.VhostDef) []router.TableEntry {
-	hosts := sortedKeys(changes)
+	hosts := sorted.Keys(changes)
 	entries := make([]router.TableEntry, 0, 2*len(hosts)+2)
 	keep := func(from, to int) {
 		if to > from {

@@ -248,7 +248,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.Authority, wc.HostRewrite, fa.HostRewrite)
 	if d := rw.hcm.Xfcc; d != nil && r.TLS != nil {
-		t.xfcc = d.header(r.TLS, lc.ServedCertificate(r.TLS.ServerName))
+		t.xfcc = d.header(r.TLS, lc.Certificates.ServedCertificate(r.TLS.ServerName))
 	}
 	if len(fa.Mirrors) > 0 {
 		h.mirror(r, fa, t)

@@ -68,8 +68,13 @@ type Chain struct {
 // configuration in force.
 type Listener struct {
 	Clusters layered.Map[string, *upstream.Cluster] // the snapshot's
-	// ServedCertificate is the certificate the listener's TLS chain for an
+	// Certificates gives the certificate the listener's TLS chain for an
 	// SNI presents (the By of x-forwarded-client-cert); nil for plaintext
 	// listeners.
-	ServedCertificate func(sni string) *tls.Certificate
+	Certificates CertificateSource
+}
+
+// CertificateSource is a TLS listener, as the certificates it presents.
+type CertificateSource interface {
+	ServedCertificate(sni string) *tls.Certificate
 }

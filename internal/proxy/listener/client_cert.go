@@ -188,7 +188,7 @@ func (cv *clientValidation) crlOf(issuer *x509.Certificate) *x509.RevocationList
 // ServedCertificate is the certificate a TLS listener's chain for sni
 // presents, as crypto/tls picks it: the first whose names cover sni, else
 // the first. Its URI SANs are the header's By.
-func ServedCertificate(lc *Config, sni string) *tls.Certificate {
+func (lc *Config) ServedCertificate(sni string) *tls.Certificate {
 	chain, _ := lc.SelectChain(sni)
 	if chain == nil || chain.TlsConfig == nil || len(chain.TlsConfig.Certificates) == 0 {
 		return nil

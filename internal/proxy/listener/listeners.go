@@ -5,16 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
-	"slices"
+	//UNUSEDIMPORT
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/hcm"
+	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
 )
 
 const (
@@ -209,7 +209,7 @@ func (s *Set) Sync(serveCtx context.Context, configs map[string]*Config) {
 			s.Changed()
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(configs)) {
+	for _, name := range sorted.Keys(configs) {
 		lc := configs[name]
 		if ll, ok := s.listeners[name]; ok {
 			ll.cfg.Store(lc)
@@ -281,7 +281,7 @@ func (s *Set) bindDue(ctx context.Context, now time.Time) (time.Duration, bool, 
 	}
 	grace, starting := s.Grace, !s.started.Load()
 	var next time.Time
-	for _, name := range slices.Sorted(maps.Keys(s.unbound)) {
+	for _, name := range sorted.Keys(s.unbound) {
 		u := s.unbound[name]
 		deadline := u.since.Add(grace)
 		if !now.Before(u.next) || (starting && grace >= 0 && !now.Before(deadline)) {
