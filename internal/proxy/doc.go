@@ -25,9 +25,10 @@
 //     see package filter only.
 //   - filter: the HTTP filter chain contract.
 //   - upstream: clusters and everything that reaches their endpoints.
-//   - accesslog, stats, internal/xdsconv, internal/layered: leaves (access
-//     log lines, the series lifecycle of the metrics, NACK helpers, the
-//     maps a snapshot shares with the one patched from it).
+//   - accesslog, stats, internal/xdsconv, internal/layered, internal/sorted:
+//     leaves (access log lines, the series lifecycle of the metrics, NACK
+//     helpers, the maps a snapshot shares with the one patched from it,
+//     keys in order); internal/xdstest: xDS values the tests share.
 //
 // Files of this package by job:
 //
