@@ -16,6 +16,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 )
 
 // gatedSink holds access log lines until opened, as a log pipe whose reader
@@ -183,7 +184,7 @@ func TestAccessLogBurstIsBatched(t *testing.T) {
 func TestRequestIDsAreUUIDv4(t *testing.T) {
 	seen := map[string]bool{}
 	for range 10000 {
-		id := newRequestID()
+		id := hcm.NewRequestID()
 		if !uuidV4.MatchString(id) {
 			t.Fatalf("request id %q is not a UUIDv4", id)
 		}

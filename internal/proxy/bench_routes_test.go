@@ -12,6 +12,8 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // benchHosts is the size of the route configuration of the editing benchmarks:
@@ -188,14 +190,14 @@ var benchLookupHosts = []string{"app-04242.example.com", "APP-00007.Example.Com"
 
 // benchLookupTable is a table of benchHosts Ingresses' virtual hosts, a
 // "*.wild.example.com" one and a catch-all, as the RDS resource rc.
-func benchLookupTable(b *testing.B) (*routeTable, *routev3.RouteConfiguration) {
+func benchLookupTable(b *testing.B) (*router.RouteTable, *routev3.RouteConfiguration) {
 	rc := &routev3.RouteConfiguration{Name: "ingress_http"}
 	for i := range benchHosts {
 		rc.VirtualHosts = append(rc.VirtualHosts, ingressVhost(i, "/"))
 	}
 	rc.VirtualHosts = append(rc.VirtualHosts, vhost("*.wild.example.com", toCluster("w", prefixMatch("/"))),
 		vhost("*", toCluster("any", prefixMatch("/"))))
-	t, err := convertRouteConfig(rc)
+	t, err := router.ConvertRouteConfig(rc, httpFilters)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,11 +211,11 @@ func BenchmarkSelectVirtualHost(b *testing.B) {
 	benchLookups(b, t)
 }
 
-func benchLookups(b *testing.B, t *routeTable) {
+func benchLookups(b *testing.B, t *router.RouteTable) {
 	for _, host := range benchLookupHosts {
 		b.Run(host, func(b *testing.B) {
 			for b.Loop() {
-				if t.selectVirtualHost(host) == nil {
+				if t.SelectVirtualHost(host) == nil {
 					b.Fatal("no virtual host")
 				}
 			}
@@ -226,10 +228,10 @@ func benchLookups(b *testing.B, t *routeTable) {
 // found through the overlay of the change.
 func BenchmarkSelectVirtualHostPatched(b *testing.B) {
 	prev, rc := benchLookupTable(b)
-	recordEncoding(prev, mustAny(b, rc))
+	router.RecordEncoding(prev, mustAny(b, rc))
 	rc.VirtualHosts[1] = ingressVhost(1, "/edited")
-	t, ok := reuseRouteConfig(mustAny(b, rc), prev)
-	if !ok || !t.patchedFrom(prev) || t.domains.exact.overlay == nil {
+	t, ok := router.ReuseRouteConfig(mustAny(b, rc), prev)
+	if !ok || !t.PatchedFrom(prev) || !t.Domains.Exact.Overlaid() {
 		b.Fatal("the table was not patched")
 	}
 	benchLookups(b, t)

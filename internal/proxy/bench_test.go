@@ -12,6 +12,8 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/portico-dev/portico/internal/proxy/internal/xdstest"
 )
 
 // BenchmarkProxyRequest measures the whole request path of the embedded
@@ -35,7 +37,7 @@ func BenchmarkProxyRequestServerHeader(b *testing.B) {
 			h.ServerName, h.ServerHeaderTransformation = "", hcmv3.HttpConnectionManager_PASS_THROUGH
 		})
 		benchmarkProxyRequest(b, l, func(rc *routev3.RouteConfiguration) {
-			rc.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("server", "portico")}
+			rc.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("server", "portico")}
 			rc.MostSpecificHeaderMutationsWins = true
 		})
 	})
@@ -154,9 +156,7 @@ func BenchmarkHandlerDirectResponse(b *testing.B) {
 	})
 	p := startProxy(b, cp)
 	p.waitVersion(b, "v1")
-	p.mu.Lock()
-	h := p.listeners["ingress_http"].srv.Handler
-	p.mu.Unlock()
+	h := p.listeners.HTTPHandler("ingress_http")
 	req := httptest.NewRequest(http.MethodGet, "http://bench.example.com/bench?q=1", nil)
 	for _, k := range []string{"User-Agent", "Accept", "Accept-Language", "Accept-Encoding", "Cookie", "Referer", "X-Forwarded-For", "Cache-Control"} {
 		req.Header.Set(k, "some value of a typical length")

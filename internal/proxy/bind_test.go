@@ -10,6 +10,8 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/portico-dev/portico/internal/proxy/listener"
 )
 
 // controlPlaneRoutingToA serves, as version v1, one HTTP listener whose every request
@@ -105,10 +107,8 @@ func TestBindGraceNegativeRetriesForEver(t *testing.T) {
 			t.Fatalf("Run returned %v while retrying", err)
 		default:
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		u := p.unbound["ingress_http"]
-		return u != nil && u.backoff >= 2*bindRetryMin
+		backoff, ok := p.listeners.RetryBackoff("ingress_http")
+		return ok && backoff >= 2*listener.BindRetryMin
 	})
 	blocker.Close()
 	waitFor(t, "ready once the address is free", p.Ready)

@@ -12,6 +12,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/proto"
 )
@@ -169,8 +170,8 @@ func TestClusterPatchCompilesAsFromScratch(t *testing.T) {
 				}
 				checkClusters(t, fmt.Sprintf("step %d (%s)", e.step, what), got, want)
 				checkRouteStats(t, fmt.Sprintf("step %d (%s)", e.step, what), p, got)
-				if states := slices.Sorted(maps.Keys(p.clusterStates)); !slices.Equal(states, slices.Sorted(maps.Keys(got.clusters.flat()))) {
-					t.Fatalf("step %d (%s): cluster states %v for clusters %v", e.step, what, states, slices.Sorted(maps.Keys(got.clusters.flat())))
+				if states := slices.Sorted(maps.Keys(p.clusterStates)); !slices.Equal(states, slices.Sorted(maps.Keys(got.clusters.Flat()))) {
+					t.Fatalf("step %d (%s): cluster states %v for clusters %v", e.step, what, states, slices.Sorted(maps.Keys(got.clusters.Flat())))
 				}
 			}
 			if patched == 0 || clean == 0 {
@@ -187,7 +188,7 @@ type snapshotMaps struct {
 }
 
 func copyMaps(s *snapshot) snapshotMaps {
-	return snapshotMaps{s.clusters.flat(), s.clusterInputs.flat(), s.clusterRefs.flat()}
+	return snapshotMaps{s.clusters.Flat(), s.clusterInputs.Flat(), s.clusterRefs.Flat()}
 }
 
 // checkClusters compares the clusters of a patched snapshot with those of a
@@ -202,8 +203,8 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 	if !maps.Equal(g.refs, w.refs) {
 		t.Fatalf("%s: cluster uses %v, from scratch %v", when, g.refs, w.refs)
 	}
-	if len(g.clusters) != len(w.clusters) || got.clusters.len() != len(g.clusters) {
-		t.Fatalf("%s: %d clusters (len %d), from scratch %d", when, len(g.clusters), got.clusters.len(), len(w.clusters))
+	if len(g.clusters) != len(w.clusters) || got.clusters.Len() != len(g.clusters) {
+		t.Fatalf("%s: %d clusters (len %d), from scratch %d", when, len(g.clusters), got.clusters.Len(), len(w.clusters))
 	}
 	for name, wc := range w.clusters {
 		gc := g.clusters[name]
@@ -212,8 +213,8 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 		}
 	}
 	for _, lc := range got.listeners {
-		if !maps.Equal(lc.clusters.flat(), g.clusters) {
-			t.Fatalf("%s: listener %q has other clusters than its snapshot", when, lc.name)
+		if !maps.Equal(lc.Clusters.Flat(), g.clusters) {
+			t.Fatalf("%s: listener %q has other clusters than its snapshot", when, lc.Name)
 		}
 	}
 }
@@ -224,20 +225,20 @@ func checkClusters(t *testing.T, when string, got, want *snapshot) {
 // resolved, which are never served, when the snapshot says so).
 func checkRouteStats(t *testing.T, when string, p *Proxy, snap *snapshot) {
 	t.Helper()
-	used := make(map[routeKey]bool)
+	used := make(map[hcm.RouteKey]bool)
 	for _, lc := range snap.listeners {
-		for _, fc := range lc.chains {
-			if fc.stats == nil {
+		for _, fc := range lc.Chains {
+			if fc.Stats == nil {
 				continue
 			}
-			used[fc.stats.noVhost.key] = true
-			for _, vs := range fc.stats.vhosts {
-				if vs.noRoute == nil {
+			used[fc.Stats.NoVhost.Key] = true
+			for _, vs := range fc.Stats.Vhosts {
+				if vs.NoRoute == nil {
 					continue // a free slot
 				}
-				used[vs.noRoute.key] = true
-				for _, s := range vs.routes {
-					used[s.key] = true
+				used[vs.NoRoute.Key] = true
+				for _, s := range vs.Routes {
+					used[s.Key] = true
 				}
 			}
 		}

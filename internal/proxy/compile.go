@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
+	"github.com/portico-dev/portico/internal/proxy/hcm"
+	"github.com/portico-dev/portico/internal/proxy/internal/layered"
+	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
+	"github.com/portico-dev/portico/internal/proxy/listener"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
@@ -18,8 +22,8 @@ import (
 // listener configuration once and use it to the end, so a swap never changes
 // the configuration under an in-flight request.
 type snapshot struct {
-	listeners map[string]*listenerConfig
-	clusters  layered[string, *upstream.Cluster]
+	listeners map[string]*listener.Config
+	clusters  layered.Map[string, *upstream.Cluster]
 	version   string // the system version of the newest response it includes
 	gen       uint64 // the compilation that built it (see routeStatsFor)
 
@@ -27,7 +31,7 @@ type snapshot struct {
 	// part whose inputs are the same specs (a delta response replaces only the
 	// specs of the resources it carries), so applying a change recompiles what
 	// it touches and not the whole configuration.
-	clusterInputs layered[string, clusterInputs]
+	clusterInputs layered.Map[string, clusterInputs]
 	chains        map[*chainSpec]*compiledChain
 	// specRevisions are the store's revisions of clusters and endpoints it
 	// was compiled at.
@@ -44,7 +48,7 @@ type snapshot struct {
 	// clusterRefs counts, by cluster, the chains that use it. patched: the
 	// clusters are the previous snapshot's but for touched, the ones added,
 	// removed or relinked (see patchClusters); else any may have changed.
-	clusterRefs layered[string, int]
+	clusterRefs layered.Map[string, int]
 	patched     bool
 	touched     []string
 }
@@ -57,35 +61,9 @@ type clusterInputs struct {
 
 // compiledChain is a filter chain with the resources it was compiled from.
 type compiledChain struct {
-	routes  *routeTable        // from RDS; nil for inline routes and tcp_proxy
+	routes  *router.RouteTable // from RDS; nil for inline routes and tcp_proxy
 	secrets []*tls.Certificate // from SDS, in the chain's order
-	fc      *filterChain
-}
-
-// listenerConfig is a listener of a snapshot.
-type listenerConfig struct {
-	name    string
-	address string // the Listener's own socket address
-	tls     bool
-	// chains is keyed by server-name pattern ("a.example.com", "*.example.com");
-	// "" is the default chain, and the only chain of a plaintext listener.
-	chains   map[string]*filterChain
-	clusters layered[string, *upstream.Cluster] // the snapshot's
-	// hasTCP: some chain is a tcp_proxy, so connections are dispatched on
-	// their ClientHello's SNI before anything else (see tlsListener).
-	hasTCP            bool
-	filtersTimeout    time.Duration
-	continueOnTimeout bool
-}
-
-// filterChain is an HTTP chain (hcm, routes, stats) or a tcp_proxy one (tcp);
-// tlsConfig terminates TLS, nil for a passthrough or plaintext chain.
-type filterChain struct {
-	hcm       *hcmSpec
-	routes    *routeTable
-	stats     *routeTableStats // indexed like routes
-	tcp       *tcpProxySpec
-	tlsConfig *tls.Config
+	fc      *listener.FilterChain
 }
 
 // incompleteError says which reference keeps a configuration from being applied.
@@ -121,14 +99,14 @@ func (p *Proxy) compile() (*snapshot, error) {
 	}
 	p.statsGen++
 	snap := &snapshot{
-		listeners:     make(map[string]*listenerConfig),
+		listeners:     make(map[string]*listener.Config),
 		version:       s.version,
 		gen:           p.statsGen,
 		compiledAt:    p.statsGen,
 		chains:        make(map[*chainSpec]*compiledChain),
 		specRevisions: [2]uint64{s.revisions[resourcev3.ClusterType], s.revisions[resourcev3.EndpointType]},
 	}
-	names := sortedKeys(s.byType[resourcev3.ListenerType])
+	names := sorted.Keys(s.byType[resourcev3.ListenerType])
 	for _, name := range names {
 		spec := s.byType[resourcev3.ListenerType][name].(*listenerSpec)
 		lc, err := p.compileListener(spec, snap)
@@ -142,7 +120,7 @@ func (p *Proxy) compile() (*snapshot, error) {
 		return nil, err
 	}
 	for _, lc := range snap.listeners {
-		lc.clusters = snap.clusters
+		lc.Clusters = snap.clusters
 	}
 	return snap, nil
 }
@@ -157,10 +135,10 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 	}
 	var n int
 	if prev != nil {
-		n = prev.clusters.len()
+		n = prev.clusters.Len()
 	}
-	snap.clusters = newLayered[string, *upstream.Cluster](n)
-	snap.clusterInputs = newLayered[string, clusterInputs](n)
+	snap.clusters = layered.New[string, *upstream.Cluster](n)
+	snap.clusterInputs = layered.New[string, clusterInputs](n)
 	for _, name := range listeners {
 		spec := p.store.byType[resourcev3.ListenerType][name].(*listenerSpec)
 		for _, cs := range spec.chains {
@@ -169,13 +147,13 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 			}
 		}
 	}
-	refs := make(map[string]int, snap.clusters.len())
+	refs := make(map[string]int, snap.clusters.Len())
 	for cs, cc := range snap.chains {
 		for _, name := range chainClusters(cs, cc) {
 			refs[name]++
 		}
 	}
-	snap.clusterRefs = layered[string, int]{base: refs, n: len(refs)}
+	snap.clusterRefs = layered.FromMap(refs)
 	return nil
 }
 
@@ -188,15 +166,15 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 // false when the change is not known or large, and when a cluster is
 // missing, for compileClusters to compile in full (and to report what is missing as it always has).
 func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
-	if prev == nil || prev.clusterRefs.base == nil {
+	if prev == nil || !prev.clusterRefs.Made() {
 		return false
 	}
 	changed, ok := p.store.clusterChanges(prev.specRevisions)
-	if !ok || len(changed) > prev.clusters.len()/4+16 {
+	if !ok || len(changed) > prev.clusters.Len()/4+16 {
 		return false
 	}
 	refs := chainRefChanges(prev, snap)
-	if len(refs) > prev.clusters.len()/4+16 {
+	if len(refs) > prev.clusters.Len()/4+16 {
 		return false
 	}
 	if len(refs) == 0 && !usesAnyOf(&prev.clusterRefs, changed) {
@@ -204,15 +182,15 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 		snap.patched = true // the previous snapshot's maps, as its chains use the same clusters
 		return true
 	}
-	snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters.patched(), prev.clusterInputs.patched(), prev.clusterRefs.patched()
+	snap.clusters, snap.clusterInputs, snap.clusterRefs = prev.clusters.Patched(), prev.clusterInputs.Patched(), prev.clusterRefs.Patched()
 	defer snap.settleClusters()
 	for name, d := range refs {
-		if n, _ := snap.clusterRefs.get(name); n+d > 0 {
-			snap.clusterRefs.set(name, n+d)
+		if n, _ := snap.clusterRefs.Get(name); n+d > 0 {
+			snap.clusterRefs.Set(name, n+d)
 		} else {
-			snap.clusters.remove(name)
-			snap.clusterInputs.remove(name)
-			snap.clusterRefs.remove(name)
+			snap.clusters.Remove(name)
+			snap.clusterInputs.Remove(name)
+			snap.clusterRefs.Remove(name)
 		}
 		snap.touched = append(snap.touched, name)
 	}
@@ -222,8 +200,8 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 		}
 	}
 	for _, name := range snap.touched {
-		_, used := snap.clusterRefs.get(name)
-		_, linked := snap.clusters.get(name)
+		_, used := snap.clusterRefs.Get(name)
+		_, linked := snap.clusters.Get(name)
 		_, dirty := changed[name]
 		if !used || (linked && !dirty) {
 			continue
@@ -239,15 +217,15 @@ func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
 
 // settleClusters ends the patch of snap's cluster maps (see layered.settle).
 func (snap *snapshot) settleClusters() {
-	snap.clusters.settle()
-	snap.clusterInputs.settle()
-	snap.clusterRefs.settle()
+	snap.clusters.Settle()
+	snap.clusterInputs.Settle()
+	snap.clusterRefs.Settle()
 }
 
 // usesAnyOf reports whether a cluster of refs is among names.
-func usesAnyOf(refs *layered[string, int], names map[string]struct{}) bool {
+func usesAnyOf(refs *layered.Map[string, int], names map[string]struct{}) bool {
 	for name := range names {
-		if _, ok := refs.get(name); ok {
+		if _, ok := refs.Get(name); ok {
 			return true
 		}
 	}
@@ -264,8 +242,8 @@ func chainRefChanges(prev, next *snapshot) map[string]int {
 		if old == cc {
 			continue
 		}
-		if ok && cs.tcp == nil && cc.fc.routes.patchedFrom(old.fc.routes) {
-			cc.fc.routes.patch.countClusterUses(refs)
+		if ok && cs.tcp == nil && cc.fc.Routes.PatchedFrom(old.fc.Routes) {
+			cc.fc.Routes.Patch.CountClusterUses(refs)
 			continue
 		}
 		var was []string
@@ -309,16 +287,16 @@ func diffNames(was, now []string, refs map[string]int) {
 // each once, a route table's once per virtual host that names it.
 func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 	if cs.tcp == nil {
-		names := cc.fc.routes.clusterUses()
-		if filters := cs.hcm.filters.Clusters(); len(filters) > 0 {
+		names := cc.fc.Routes.ClusterUses()
+		if filters := cs.hcm.Filters.Clusters(); len(filters) > 0 {
 			names = append(slices.Clip(names), filters...)
 		}
 		return names
 	}
-	names := make([]string, 0, len(cs.tcp.clusters))
-	for _, c := range cs.tcp.clusters {
-		if !slices.Contains(names, c.name) {
-			names = append(names, c.name)
+	names := make([]string, 0, len(cs.tcp.Clusters))
+	for _, c := range cs.tcp.Clusters {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
 		}
 	}
 	return names
@@ -326,56 +304,59 @@ func chainClusters(cs *chainSpec, cc *compiledChain) []string {
 
 func (p *Proxy) compileChainClusters(cs *chainSpec, snap *snapshot) error {
 	if cs.tcp != nil {
-		for _, c := range cs.tcp.clusters {
-			if err := p.compileCluster(c.name, snap); err != nil {
+		for _, c := range cs.tcp.Clusters {
+			if err := p.compileCluster(c.Name, snap); err != nil {
 				return fmt.Errorf("tcp_proxy: %w", err)
 			}
 		}
 		return nil
 	}
-	for _, name := range cs.hcm.filters.Clusters() {
+	for _, name := range cs.hcm.Filters.Clusters() {
 		if err := p.compileCluster(name, snap); err != nil {
 			return fmt.Errorf("http filters: %w", err)
 		}
 	}
-	routes := snap.chains[cs].fc.routes
-	for _, vh := range routes.vhosts {
-		for _, name := range vh.clusters {
+	routes := snap.chains[cs].fc.Routes
+	for _, vh := range routes.Vhosts {
+		for _, name := range vh.Clusters {
 			if err := p.compileCluster(name, snap); err != nil {
-				return fmt.Errorf("route configuration %q: %w", routes.name, err)
+				return fmt.Errorf("route configuration %q: %w", routes.Name, err)
 			}
 		}
 	}
 	return nil
 }
 
-func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listenerConfig, error) {
-	lc := &listenerConfig{
-		name:    spec.name,
-		address: spec.address,
-		tls:     spec.tls,
-		chains:  make(map[string]*filterChain),
+func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listener.Config, error) {
+	lc := &listener.Config{
+		Name:    spec.name,
+		Address: spec.address,
+		Tls:     spec.tls,
+		Chains:  make(map[string]*listener.FilterChain),
 
-		filtersTimeout:    spec.filtersTimeout,
-		continueOnTimeout: spec.continueOnTimeout,
+		FiltersTimeout:    spec.filtersTimeout,
+		ContinueOnTimeout: spec.continueOnTimeout,
+	}
+	if lc.Tls {
+		lc.Certificates = lc
 	}
 	for _, cs := range spec.chains {
 		fc, err := p.compileChain(spec.name, cs, snap)
 		if err != nil {
 			return nil, err
 		}
-		lc.hasTCP = lc.hasTCP || fc.tcp != nil
+		lc.HasTCP = lc.HasTCP || fc.Tcp != nil
 		if len(cs.serverNames) == 0 {
-			lc.chains[""] = fc
+			lc.Chains[""] = fc
 		}
 		for _, n := range cs.serverNames {
-			lc.chains[n] = fc
+			lc.Chains[n] = fc
 		}
 	}
 	return lc, nil
 }
 
-func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*filterChain, error) {
+func (p *Proxy) compileChain(listenerName string, cs *chainSpec, snap *snapshot) (*listener.FilterChain, error) {
 	cc, err := p.chainInputs(cs)
 	if err != nil {
 		return nil, err
@@ -387,7 +368,7 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 	if old.sameInputs(cc) {
 		cc = old // its route stats are marked by markReusedRouteStats
 	} else {
-		cc.fc = p.buildChain(listener, cs, cc, old, snap.gen)
+		cc.fc = p.buildChain(listenerName, cs, cc, old, snap.gen)
 		snap.rebuiltChains++
 	}
 	snap.chains[cs] = cc
@@ -397,20 +378,20 @@ func (p *Proxy) compileChain(listener string, cs *chainSpec, snap *snapshot) (*f
 // chainInputs looks up the route configuration and secrets cs uses.
 func (p *Proxy) chainInputs(cs *chainSpec) (*compiledChain, error) {
 	cc := &compiledChain{}
-	if cs.tcp == nil && cs.hcm.inlineRoutes == nil {
-		rt, ok := lookup[*routeTable](p.store, resourcev3.RouteType, cs.hcm.rdsName)
+	if cs.tcp == nil && cs.hcm.InlineRoutes == nil {
+		rt, ok := lookup[*router.RouteTable](p.store, resourcev3.RouteType, cs.hcm.RdsName)
 		if !ok {
-			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.rdsName)}
+			return nil, &incompleteError{missing: fmt.Sprintf("route configuration %q", cs.hcm.RdsName)}
 		}
 		// Its hosts come in the first VirtualHost response, after it: until then
 		// the table would answer 404 for every host, as Envoy waits for VHDS too.
-		if rt.vhds && !p.store.received(resourcev3.VirtualHostType) {
-			return nil, &incompleteError{missing: fmt.Sprintf("virtual hosts (VHDS) of route configuration %q", cs.hcm.rdsName)}
+		if rt.Vhds && !p.store.received(resourcev3.VirtualHostType) {
+			return nil, &incompleteError{missing: fmt.Sprintf("virtual hosts (VHDS) of route configuration %q", cs.hcm.RdsName)}
 		}
 		cc.routes = rt
 	}
 	if cs.tls != nil {
-		for _, name := range cs.tls.secretNames {
+		for _, name := range cs.tls.SecretNames {
 			cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, name)
 			if !ok {
 				return nil, &incompleteError{missing: fmt.Sprintf("secret %q", name)}
@@ -430,25 +411,25 @@ func (cc *compiledChain) sameInputs(next *compiledChain) bool {
 // buildChain compiles cs from the resources cc names: its routes' stats, and
 // the server TLS configuration of a chain that terminates TLS. old is what
 // the applied snapshot compiled cs from (nil: none).
-func (p *Proxy) buildChain(listener string, cs *chainSpec, cc, old *compiledChain, gen uint64) *filterChain {
-	fc := &filterChain{tcp: cs.tcp}
+func (p *Proxy) buildChain(listenerName string, cs *chainSpec, cc, old *compiledChain, gen uint64) *listener.FilterChain {
+	fc := &listener.FilterChain{Tcp: cs.tcp}
 	if cs.tcp == nil {
-		fc.hcm, fc.routes = cs.hcm, cs.hcm.inlineRoutes
+		fc.Spec, fc.Routes = cs.hcm, cs.hcm.InlineRoutes
 		if cc.routes != nil {
-			fc.routes = cc.routes
+			fc.Routes = cc.routes
 		}
-		var prev *filterChain
+		var prev *listener.FilterChain
 		if old != nil {
 			prev = old.fc
 		}
-		fc.stats = p.compileRouteStats(listener, fc.routes, gen, prev)
+		fc.Stats = p.compileRouteStats(listenerName, fc.Routes, gen, prev)
 	}
 	if cs.tls != nil {
-		certs := append([]tls.Certificate(nil), cs.tls.inlineCerts...)
+		certs := append([]tls.Certificate(nil), cs.tls.InlineCerts...)
 		for _, c := range cc.secrets {
 			certs = append(certs, *c)
 		}
-		fc.tlsConfig = newServerTLSConfig(cs.tls, certs)
+		fc.TlsConfig = listener.NewServerTLSConfig(cs.tls, certs)
 	}
 	return fc
 }
@@ -469,37 +450,27 @@ func (p *Proxy) markReusedRouteStats(snap *snapshot) {
 	}
 	for cs, cc := range snap.chains {
 		if prev.chains[cs] == cc {
-			markRouteStats(cc.fc.stats, snap.gen)
+			markRouteStats(cc.fc.Stats, snap.gen)
 		}
 	}
 }
 
 // markRouteStats marks the stats of a reused chain as used by the compilation
 // gen, as compileRouteStats does for a new one, so that syncRouteStats keeps them.
-func markRouteStats(ts *routeTableStats, gen uint64) {
+func markRouteStats(ts *hcm.RouteTableStats, gen uint64) {
 	if ts == nil {
 		return
 	}
-	ts.noVhost.gen = gen
-	for i := range ts.vhosts {
-		ts.vhosts[i].mark(gen)
-	}
-}
-
-func (vs *vhostStats) mark(gen uint64) {
-	if vs.noRoute == nil {
-		return // a free slot
-	}
-	vs.noRoute.gen = gen
-	for _, s := range vs.routes {
-		s.gen = gen
+	ts.NoVhost.Gen = gen
+	for i := range ts.Vhosts {
+		ts.Vhosts[i].Mark(gen)
 	}
 }
 
 // compileCluster adds the named cluster, with its endpoints, to snap: the
 // applied snapshot's when compiled from the same specs, else a new one.
 func (p *Proxy) compileCluster(name string, snap *snapshot) error {
-	if _, done := snap.clusters.get(name); done {
+	if _, done := snap.clusters.Get(name); done {
 		return nil
 	}
 	return p.linkCluster(name, snap)
@@ -519,15 +490,15 @@ func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 		}
 		in.assignment = cla
 	}
-	snap.clusterInputs.set(name, in)
+	snap.clusterInputs.Set(name, in)
 	if prev := p.current.Load(); prev != nil {
-		if was, _ := prev.clusterInputs.get(name); was == in {
-			uc, _ := prev.clusters.get(name)
-			snap.clusters.set(name, uc)
+		if was, _ := prev.clusterInputs.Get(name); was == in {
+			uc, _ := prev.clusters.Get(name)
+			snap.clusters.Set(name, uc)
 			return nil
 		}
 	}
-	snap.clusters.set(name, p.buildCluster(name, in))
+	snap.clusters.Set(name, p.buildCluster(name, in))
 	return nil
 }
 
@@ -596,7 +567,7 @@ func (p *Proxy) clusterState(cluster string) *upstream.ClusterState {
 // any more. Clusters reused from the applied snapshot need nothing; of a
 // patched snapshot, only the touched clusters can be other ones.
 func (p *Proxy) syncClusters(snap *snapshot) {
-	var applied *layered[string, *upstream.Cluster]
+	var applied *layered.Map[string, *upstream.Cluster]
 	if prev := p.current.Load(); prev != nil {
 		applied = &prev.clusters
 	}
@@ -611,7 +582,7 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 		// Every cluster of snap has a state, so with as many states as
 		// clusters no state is left to drop (as one of a cluster that a
 		// failed compilation built).
-		full = len(p.clusterStates) != snap.clusters.len()
+		full = len(p.clusterStates) != snap.clusters.Len()
 	}
 	if full {
 		for name, cs := range p.clusterStates {
@@ -630,10 +601,10 @@ func (p *Proxy) syncClusters(snap *snapshot) {
 
 // syncCluster brings the state of one cluster in line with snap. The
 // Service port stats it lets go are added to released.
-func (p *Proxy) syncCluster(name string, cs *upstream.ClusterState, snap *snapshot, applied *layered[string, *upstream.Cluster], released *[]*upstream.Stats) {
-	uc, ok := snap.clusters.get(name)
+func (p *Proxy) syncCluster(name string, cs *upstream.ClusterState, snap *snapshot, applied *layered.Map[string, *upstream.Cluster], released *[]*upstream.Stats) {
+	uc, ok := snap.clusters.Get(name)
 	if ok && applied != nil {
-		if was, _ := applied.get(name); was == uc {
+		if was, _ := applied.Get(name); was == uc {
 			return
 		}
 	}
@@ -680,7 +651,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	p.syncClusters(snap)
 	p.store.changesApplied(snap.specRevisions)
 	p.syncRouteStats(snap)
-	p.syncListeners(ctx, snap)
+	p.listeners.Sync(ctx, snap.listeners)
 	p.refreshEgress(ctx)
 	p.current.Store(snap)
 	prev := p.appliedVersion.Load()
@@ -689,8 +660,8 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 		p.appliedVersion.Store(&v)
 	}
 	switch {
-	case !p.ready.Swap(true):
-		if n := p.unboundCount.Load(); n > 0 {
+	case p.listeners.MarkReady():
+		if n := p.listeners.UnboundN(); n > 0 {
 			p.log.Warn("first complete configuration applied; not ready until every listener is bound", "version", snap.version, "unbound_listeners", n)
 		} else {
 			p.log.Info("first complete configuration applied; ready", "version", snap.version)
@@ -705,18 +676,7 @@ func (p *Proxy) apply(ctx context.Context, snap *snapshot) {
 	default:
 		p.log.Info("configuration applied", "version", snap.version)
 	}
-	p.mu.Lock()
-	p.noteStarted()
-	p.mu.Unlock()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	p.listeners.Applied()
 }
 
 // addedTimes are when a slow-starting cluster's endpoints joined it; nil

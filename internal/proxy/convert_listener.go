@@ -8,10 +8,8 @@ import (
 	"strings"
 	"time"
 
-	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -19,8 +17,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
+	"github.com/portico-dev/portico/internal/proxy/listener"
 )
 
 // listenerSpec is a validated Listener.
@@ -48,68 +47,9 @@ type chainSpec struct {
 	// serverNames are the lower-cased filter_chain_match.server_names; empty
 	// for the default chain of a TLS listener and for a plaintext chain.
 	serverNames []string
-	hcm         *hcmSpec
-	tcp         *tcpProxySpec
-	tls         *tlsSpec
-}
-
-type serverHeaderMode int
-
-const (
-	serverHeaderOverwrite serverHeaderMode = iota
-	serverHeaderAppendIfAbsent
-	serverHeaderPassThrough
-)
-
-// hcmSpec is a validated HttpConnectionManager.
-type hcmSpec struct {
-	statPrefix        string
-	rdsName           string      // set when routes come from RDS
-	inlineRoutes      *routeTable // set for an inline route_config
-	serverName        string
-	serverHeader      serverHeaderMode
-	useRemoteAddress  bool
-	skipXFFAppend     bool
-	xffTrustedHops    uint32 // xff_num_trusted_hops
-	normalizePath     bool
-	mergeSlashes      bool
-	stripTrailingDot  bool
-	stripAnyHostPort  bool // the Host loses its port for routing and upstream (requestHost)
-	accessLog         bool
-	generateRequestID bool
-	preserveRequestID bool
-	// returnRequestID (always_set_request_id_in_response): responses carry the
-	// request's X-Request-Id, written after the route's changes.
-	returnRequestID bool
-	upgrades        []string // lower-cased upgrade types allowed (e.g. "websocket")
-	// streamIdleTimeout bounds how long a stream may see no activity; 0
-	// disables it. A route's idle_timeout overrides it.
-	streamIdleTimeout time.Duration
-	// maxRequestHeaderBytes (max_request_headers_kb) and maxRequestHeaders
-	// (common_http_protocol_options.max_headers_count) bound a request's
-	// headers; beyond either the request gets 431 (see limits.go).
-	maxRequestHeaderBytes int
-	maxRequestHeaders     int
-	// filters are the http_filters before the router; nil: none.
-	filters *filter.Chain
-	// protoMajor, when not 0, is the one HTTP major version its codec speaks
-	// (codec_type HTTP1 or HTTP2).
-	protoMajor int
-	// xfcc says what of the client certificate goes upstream in
-	// x-forwarded-client-cert; nil: nothing (the header is removed).
-	xfcc *xfccDetails
-}
-
-// tlsSpec is a validated DownstreamTlsContext.
-type tlsSpec struct {
-	secretNames []string          // SDS secrets (served over ADS)
-	inlineCerts []tls.Certificate // tls_certificates
-	alpn        []string
-	minVersion  uint16
-	maxVersion  uint16
-	// clients is how client certificates are asked for and checked; nil:
-	// they are not.
-	clients *clientValidation
+	hcm         *hcm.Spec
+	tcp         *listener.TcpProxySpec
+	tls         *listener.TlsSpec
 }
 
 func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
@@ -260,7 +200,7 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 		if err := tc.UnmarshalTo(&tp); err != nil {
 			return nil, fmt.Errorf("decode TcpProxy: %w", err)
 		}
-		t, err := convertTCPProxy(&tp)
+		t, err := listener.ConvertTCPProxy(&tp)
 		if err != nil {
 			return nil, fmt.Errorf("tcp_proxy: %w", err)
 		}
@@ -284,11 +224,11 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 	if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
 		return nil, fmt.Errorf("network filter %q is not supported (only envoy.filters.network.http_connection_manager or envoy.filters.network.tcp_proxy with a typed_config)", f.GetName())
 	}
-	var hcm hcmv3.HttpConnectionManager
-	if err := tc.UnmarshalTo(&hcm); err != nil {
+	var m hcmv3.HttpConnectionManager
+	if err := tc.UnmarshalTo(&m); err != nil {
 		return nil, fmt.Errorf("decode HttpConnectionManager: %w", err)
 	}
-	h, err := convertHCM(&hcm)
+	h, err := hcm.Convert(&m, httpFilters)
 	if err != nil {
 		return nil, fmt.Errorf("http_connection_manager: %w", err)
 	}
@@ -296,161 +236,7 @@ func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {
 	return cs, nil
 }
 
-func convertHCM(h *hcmv3.HttpConnectionManager) (*hcmSpec, error) {
-	if err := xdsconv.Unsupported(
-		xdsconv.Set("codec_type "+h.GetCodecType().String()+" (only AUTO, HTTP1 or HTTP2)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO &&
-			h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP1 && h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP2),
-		xdsconv.Set("tracing", h.GetTracing() != nil),
-		xdsconv.Set("http_protocol_options", h.GetHttpProtocolOptions() != nil),
-		xdsconv.Set("http2_protocol_options", h.GetHttp2ProtocolOptions() != nil),
-		xdsconv.Set("http3_protocol_options", h.GetHttp3ProtocolOptions() != nil),
-		xdsconv.Set("scheme_header_transformation", h.GetSchemeHeaderTransformation() != nil),
-		xdsconv.Set("access_log_options", h.GetAccessLogOptions() != nil),
-		xdsconv.Set("original_ip_detection_extensions", len(h.GetOriginalIpDetectionExtensions()) > 0),
-		xdsconv.Set("early_header_mutation_extensions", len(h.GetEarlyHeaderMutationExtensions()) > 0),
-		xdsconv.Set("via", h.GetVia() != ""),
-		xdsconv.Set("path_with_escaped_slashes_action "+h.GetPathWithEscapedSlashesAction().String(),
-			h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT &&
-				h.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_KEEP_UNCHANGED),
-		xdsconv.Set("path_normalization_options", h.GetPathNormalizationOptions() != nil),
-		xdsconv.Set("local_reply_config", h.GetLocalReplyConfig() != nil),
-		xdsconv.Set("typed_header_validation_config", h.GetTypedHeaderValidationConfig() != nil),
-		xdsconv.Set("append_x_forwarded_port", h.GetAppendXForwardedPort()),
-		xdsconv.Set("proxy_status_config", h.GetProxyStatusConfig() != nil),
-		xdsconv.Set("forward_proto_config", h.GetForwardProtoConfig() != nil),
-		// It strips only the listener's own port, which the proxy does not know
-		// when it binds the listener elsewhere (ListenerAddrs).
-		xdsconv.Set("strip_matching_host_port", h.GetStripMatchingHostPort()),
-	); err != nil {
-		return nil, err
-	}
-	spec := &hcmSpec{
-		protoMajor:            codecProtoMajor(h.GetCodecType()),
-		statPrefix:            h.GetStatPrefix(),
-		serverName:            h.GetServerName(),
-		useRemoteAddress:      h.GetUseRemoteAddress().GetValue(),
-		skipXFFAppend:         h.GetSkipXffAppend(),
-		xffTrustedHops:        h.GetXffNumTrustedHops(),
-		normalizePath:         h.GetNormalizePath().GetValue(),
-		mergeSlashes:          h.GetMergeSlashes(),
-		stripTrailingDot:      h.GetStripTrailingHostDot(),
-		stripAnyHostPort:      h.GetStripAnyHostPort(),
-		generateRequestID:     h.GetGenerateRequestId() == nil || h.GetGenerateRequestId().GetValue(),
-		preserveRequestID:     h.GetPreserveExternalRequestId(),
-		returnRequestID:       h.GetAlwaysSetRequestIdInResponse(),
-		streamIdleTimeout:     defaultStreamIdleTimeout,
-		maxRequestHeaderBytes: defaultMaxRequestHeadersKB * 1024,
-		maxRequestHeaders:     defaultMaxRequestHeaders,
-	}
-	if d := h.GetStreamIdleTimeout(); d != nil {
-		spec.streamIdleTimeout = d.AsDuration()
-	}
-	if kb := h.GetMaxRequestHeadersKb(); kb != nil {
-		spec.maxRequestHeaderBytes = int(kb.GetValue()) * 1024
-	}
-	if o := h.GetCommonHttpProtocolOptions(); o != nil {
-		if err := convertCommonHTTPOptions(o, spec); err != nil {
-			return nil, fmt.Errorf("common_http_protocol_options: %w", err)
-		}
-	}
-	if spec.serverName == "" {
-		spec.serverName = "envoy" // Envoy's default, for configs that do not set it
-	}
-	switch h.GetServerHeaderTransformation() {
-	case hcmv3.HttpConnectionManager_OVERWRITE:
-		spec.serverHeader = serverHeaderOverwrite
-	case hcmv3.HttpConnectionManager_APPEND_IF_ABSENT:
-		spec.serverHeader = serverHeaderAppendIfAbsent
-	case hcmv3.HttpConnectionManager_PASS_THROUGH:
-		spec.serverHeader = serverHeaderPassThrough
-	default:
-		return nil, fmt.Errorf("server_header_transformation %v is not supported", h.GetServerHeaderTransformation())
-	}
-	switch rs := h.GetRouteSpecifier().(type) {
-	case *hcmv3.HttpConnectionManager_Rds:
-		if err := xdsconv.CheckADSConfigSource(rs.Rds.GetConfigSource()); err != nil {
-			return nil, fmt.Errorf("rds.config_source: %w", err)
-		}
-		spec.rdsName = rs.Rds.GetRouteConfigName()
-	case *hcmv3.HttpConnectionManager_RouteConfig:
-		t, err := convertRouteConfig(rs.RouteConfig)
-		if err != nil {
-			return nil, fmt.Errorf("route_config: %w", err)
-		}
-		spec.inlineRoutes = t
-	default:
-		return nil, fmt.Errorf("route specifier %T is not supported", h.GetRouteSpecifier())
-	}
-	chain, err := httpFilters.BuildChain(h.GetHttpFilters())
-	if err != nil {
-		return nil, err
-	}
-	spec.filters = chain
-	if spec.xfcc, err = convertXFCC(h); err != nil {
-		return nil, err
-	}
-	for _, al := range h.GetAccessLog() {
-		if err := checkAccessLog(al); err != nil {
-			return nil, err
-		}
-		spec.accessLog = true
-	}
-	for _, u := range h.GetUpgradeConfigs() {
-		if len(u.GetFilters()) > 0 {
-			return nil, fmt.Errorf("upgrade_configs %q: filters are not supported", u.GetUpgradeType())
-		}
-		if u.GetEnabled() == nil || u.GetEnabled().GetValue() {
-			spec.upgrades = append(spec.upgrades, strings.ToLower(u.GetUpgradeType()))
-		}
-	}
-	return spec, nil
-}
-
-// codecProtoMajor is the HTTP major version a codec_type limits a connection
-// manager to; 0 for AUTO.
-func codecProtoMajor(c hcmv3.HttpConnectionManager_CodecType) int {
-	switch c {
-	case hcmv3.HttpConnectionManager_HTTP1:
-		return 1
-	case hcmv3.HttpConnectionManager_HTTP2:
-		return 2
-	}
-	return 0
-}
-
-// convertCommonHTTPOptions honours max_headers_count, the only downstream
-// protocol option the translator sets.
-func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *hcmSpec) error {
-	if err := xdsconv.Unsupported(
-		xdsconv.Set("idle_timeout", o.GetIdleTimeout() != nil),
-		xdsconv.Set("max_connection_duration", o.GetMaxConnectionDuration() != nil),
-		xdsconv.Set("max_connection_duration_jitter", o.GetMaxConnectionDurationJitter() != nil),
-		xdsconv.Set("max_response_headers_kb", o.GetMaxResponseHeadersKb() != nil),
-		xdsconv.Set("max_stream_duration", o.GetMaxStreamDuration() != nil),
-		xdsconv.Set("headers_with_underscores_action "+o.GetHeadersWithUnderscoresAction().String(),
-			o.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW),
-		xdsconv.Set("max_requests_per_connection", o.GetMaxRequestsPerConnection() != nil),
-	); err != nil {
-		return err
-	}
-	if n := o.GetMaxHeadersCount(); n != nil {
-		spec.maxRequestHeaders = int(n.GetValue())
-	}
-	return nil
-}
-
-func checkAccessLog(al *accesslogv3.AccessLog) error {
-	if al.GetFilter() != nil {
-		return fmt.Errorf("access_log %q: filter is not supported", al.GetName())
-	}
-	tc := al.GetTypedConfig()
-	if tc == nil || !(tc.MessageIs(&streamv3.StdoutAccessLog{}) || tc.MessageIs(&streamv3.StderrAccessLog{})) {
-		return fmt.Errorf("access_log %q is not supported (only envoy.access_loggers.stdout / stderr)", al.GetName())
-	}
-	return nil
-}
-
-func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
+func convertDownstreamTLS(ts *corev3.TransportSocket) (*listener.TlsSpec, error) {
 	tc := ts.GetTypedConfig()
 	if tc == nil || !tc.MessageIs(&tlsv3.DownstreamTlsContext{}) {
 		return nil, fmt.Errorf("transport socket %q is not supported (only %s with a DownstreamTlsContext)", ts.GetName(), xdsconv.TLSTransportSocketName)
@@ -476,9 +262,9 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 	); err != nil {
 		return nil, err
 	}
-	spec := &tlsSpec{}
+	spec := &listener.TlsSpec{}
 	var err error
-	if spec.clients, err = convertClientValidation(&dtc); err != nil {
+	if spec.Clients, err = listener.ConvertClientValidation(&dtc); err != nil {
 		return nil, err
 	}
 	for _, alpn := range ctc.GetAlpnProtocols() {
@@ -486,8 +272,8 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 			return nil, fmt.Errorf("ALPN protocol %q is not supported", alpn)
 		}
 	}
-	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
-	if spec.minVersion, spec.maxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
+	spec.Alpn = slices.Clone(ctc.GetAlpnProtocols())
+	if spec.MinVersion, spec.MaxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		return nil, err
 	}
 	for _, sds := range ctc.GetTlsCertificateSdsSecretConfigs() {
@@ -497,16 +283,16 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*tlsSpec, error) {
 		if err := xdsconv.CheckADSConfigSource(sds.GetSdsConfig()); err != nil {
 			return nil, fmt.Errorf("secret %q: sds_config: %w", sds.GetName(), err)
 		}
-		spec.secretNames = append(spec.secretNames, sds.GetName())
+		spec.SecretNames = append(spec.SecretNames, sds.GetName())
 	}
 	for i, c := range ctc.GetTlsCertificates() {
-		cert, err := convertTLSCertificate(c)
+		cert, err := listener.ConvertTLSCertificate(c)
 		if err != nil {
 			return nil, fmt.Errorf("tls_certificates #%d: %w", i, err)
 		}
-		spec.inlineCerts = append(spec.inlineCerts, cert)
+		spec.InlineCerts = append(spec.InlineCerts, cert)
 	}
-	if len(spec.secretNames) == 0 && len(spec.inlineCerts) == 0 {
+	if len(spec.SecretNames) == 0 && len(spec.InlineCerts) == 0 {
 		return nil, errors.New("no certificate (tls_certificate_sds_secret_configs or tls_certificates)")
 	}
 	return spec, nil

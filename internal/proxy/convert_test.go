@@ -27,8 +27,8 @@ func TestConvertContractListeners(t *testing.T) {
 	}
 	h := ls.chains[0].hcm
 	got := map[string]any{
-		"address": ls.address, "tls": ls.tls, "rds": h.rdsName, "server": h.serverName,
-		"xff": h.useRemoteAddress, "normalize": h.normalizePath, "accessLog": h.accessLog, "requestID": h.generateRequestID,
+		"address": ls.address, "tls": ls.tls, "rds": h.RdsName, "server": h.ServerName,
+		"xff": h.Client.UseRemoteAddress, "normalize": h.NormalizePath, "accessLog": h.AccessLog, "requestID": h.GenerateRequestID,
 	}
 	want := map[string]any{
 		"address": "0.0.0.0:8080", "tls": false, "rds": "ingress_http", "server": "portico",
@@ -46,7 +46,7 @@ func TestConvertContractListeners(t *testing.T) {
 		t.Fatalf("HTTPS listener: tls=%v chains=%d", ls.tls, len(ls.chains))
 	}
 	ts := ls.chains[1].tls
-	gotTLS := map[string]any{"names": ls.chains[1].serverNames, "secrets": ts.secretNames, "alpn": ts.alpn, "min": ts.minVersion, "max": ts.maxVersion, "rds": ls.chains[1].hcm.rdsName}
+	gotTLS := map[string]any{"names": ls.chains[1].serverNames, "secrets": ts.SecretNames, "alpn": ts.Alpn, "min": ts.MinVersion, "max": ts.MaxVersion, "rds": ls.chains[1].hcm.RdsName}
 	wantTLS := map[string]any{"names": []string{"*.example.com"}, "secrets": []string{"default/wildcard.example.com"}, "alpn": []string{"h2", "http/1.1"},
 		"min": uint16(tls.VersionTLS12), "max": uint16(tls.VersionTLS13), "rds": "https/*.example.com"}
 	if diff := cmp.Diff(wantTLS, gotTLS); diff != "" {

@@ -53,7 +53,7 @@ func (u *filterUpstreams) dial(ctx context.Context, cluster string, h2 bool) (ne
 	if snap == nil {
 		return nil, fmt.Errorf("cluster %q: no configuration yet", cluster)
 	}
-	cl, ok := snap.clusters.get(cluster)
+	cl, ok := snap.clusters.Get(cluster)
 	if !ok || cl == nil {
 		return nil, fmt.Errorf("cluster %q is not configured", cluster)
 	}

@@ -16,136 +16,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portico-dev/portico/internal/proxy/internal/xdstest"
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
-
-const (
-	appendOrAdd     = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
-	ifAbsent        = corev3.HeaderValueOption_ADD_IF_ABSENT
-	overwriteOrAdd  = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-	overwriteExists = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS
-)
-
-// hvo is a HeaderValueOption.
-func hvo(name, value string, action corev3.HeaderValueOption_HeaderAppendAction) *corev3.HeaderValueOption {
-	return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: name, Value: value}, AppendAction: action}
-}
-
-// set is how the translator emits "set" (OVERWRITE_IF_EXISTS_OR_ADD).
-func set(name, value string) *corev3.HeaderValueOption { return hvo(name, value, overwriteOrAdd) }
-
-func TestParseHeaderFormat(t *testing.T) {
-	host, _ := os.Hostname()
-	r := httptest.NewRequest(http.MethodGet, "http://h.example.com/p?q=1", nil)
-	r.RemoteAddr = "192.0.2.9:4711"
-	r.Header.Set("X-In", "input-value")
-	r.Header.Set("X-Alt", "alternative")
-	r.Header["Cookie"] = []string{"a=1", "b=2"}
-	ri := &requestInfo{method: "GET", scheme: "http", authority: "h.example.com", path: "/p", rawQuery: "q=1", header: r.Header}
-	rh := newRouteHeaders(nil, r, ri, &hcmSpec{useRemoteAddress: true})
-	for in, want := range map[string]string{
-		"plain":                         "plain",
-		"100%%":                         "100%",
-		"%%REQ(x)%%":                    "%REQ(x)%",
-		"<%REQ(x-in)%>":                 "<input-value>",
-		"%REQ(X-IN)%":                   "input-value", // header names are case-insensitive
-		"%REQ(x-in):5%":                 "input",
-		"%REQ(x-none)%":                 "", // an absent header is empty, not "-"
-		"%REQ(x-none?x-alt)%":           "alternative",
-		"%REQ(x-in?x-alt)%":             "input-value",
-		"%REQ(:authority)%%REQ(:path)%": "h.example.com/p?q=1",
-		"%REQ(:method)% %REQ(:scheme)%": "GET http",
-		"%REQ(host)%":                   "", // Host is :authority in Envoy's header map
-		"%REQ(cookie)%":                 "a=1; b=2",
-		"ip=%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%": "ip=192.0.2.9",
-		"%PROTOCOL%":    "HTTP/1.1",
-		"%HOSTNAME%":    host,
-		"%HOSTNAME%-%%": host + "-%",
-	} {
-		f, err := parseHeaderFormat(in)
-		if err != nil {
-			t.Errorf("%q: %v", in, err)
-			continue
-		}
-		if got := f.eval(rh); got != want {
-			t.Errorf("%q = %q, want %q", in, got, want)
-		}
-	}
-	for in, want := range map[string]string{
-		"50%":                         "no valid command operator at position 2",
-		"%foo%":                       "no valid command operator",
-		"%START_TIME%":                "%START_TIME% is not supported",
-		"%RESP(x)%":                   "%RESP% is not supported",
-		"%UPSTREAM_HOST%":             "%UPSTREAM_HOST% is not supported",
-		"%REQ%":                       "needs a header name",
-		"%REQ()%":                     "needs a header name",
-		"%PROTOCOL(x)%":               "takes no argument",
-		"%REQ(a?b?c)%":                "want %REQ(name)%",
-		"%DOWNSTREAM_REMOTE_ADDRESS%": "not supported",
-	} {
-		if _, err := parseHeaderFormat(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: error %v, want one mentioning %q", in, err, want)
-		}
-	}
-	// Over HTTP/2 and without use_remote_address.
-	r.ProtoMajor, r.ProtoMinor = 2, 0
-	r.Header.Set("X-Forwarded-For", "203.0.113.1, 198.51.100.2")
-	rh = newRouteHeaders(nil, r, ri, &hcmSpec{})
-	f, _ := parseHeaderFormat("%PROTOCOL% %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%")
-	if got := f.eval(rh); got != "HTTP/2 198.51.100.2" {
-		t.Errorf("got %q, want the protocol as Envoy writes it and the last X-Forwarded-For address", got)
-	}
-}
-
-// TestHeaderMutationSemantics checks one level's mutations against Envoy's
-// HeaderParser::evaluateHeaders: removals first, conditions checked before any
-// write of the level, overwrites before additions, empty values dropped.
-func TestHeaderMutationSemantics(t *testing.T) {
-	deprecated := func(name, value string, app bool) *corev3.HeaderValueOption {
-		return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: name, Value: value}, Append: wrapperspb.Bool(app)}
-	}
-	keepEmpty := hvo("x-keep", "%REQ(x-none)%", overwriteOrAdd)
-	keepEmpty.KeepEmptyValue = true
-	m, err := convertHeaderMutation("request", []*corev3.HeaderValueOption{
-		hvo("x-append", "two", appendOrAdd),
-		hvo("x-absent-present", "new", ifAbsent),
-		hvo("x-absent-missing", "new", ifAbsent),
-		hvo("x-exists-present", "new", overwriteExists),
-		hvo("x-exists-missing", "new", overwriteExists),
-		set("x-set", "new"),
-		set("x-removed", "added back"), // removal happens first
-		hvo("x-removed-2", "new", ifAbsent),
-		set("x-both", "set"),
-		hvo("x-both", "appended", appendOrAdd), // overwrites first, then additions
-		set("x-empty", "%REQ(x-none)%"),        // dropped: empty
-		keepEmpty,
-		deprecated("x-dep-true", "two", true),
-		deprecated("x-dep-false", "new", false),
-		hvo("x-default", "two", appendOrAdd),
-	}, []string{"x-removed", "X-Removed-2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := http.Header{
-		"X-Append": {"one"}, "X-Absent-Present": {"old"}, "X-Exists-Present": {"old"}, "X-Set": {"old1", "old2"},
-		"X-Removed": {"old"}, "X-Removed-2": {"old"}, "X-Both": {"old"}, "X-Empty": {"old"}, "X-Dep-True": {"one"},
-		"X-Dep-False": {"old"}, "X-Default": {"one"},
-	}
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	m.apply(h, newRouteHeaders(nil, r, &requestInfo{header: r.Header}, &hcmSpec{}))
-	want := http.Header{
-		"X-Append": {"one", "two"}, "X-Absent-Present": {"old"}, "X-Absent-Missing": {"new"}, "X-Exists-Present": {"new"},
-		"X-Set": {"new"}, "X-Removed": {"added back"}, "X-Removed-2": {"new"}, "X-Both": {"set", "appended"},
-		"X-Empty": {"old"}, "X-Keep": {""}, "X-Dep-True": {"one", "two"}, "X-Dep-False": {"new"}, "X-Default": {"one", "two"},
-	}
-	if diff := cmp.Diff(want, h); diff != "" {
-		t.Errorf("headers (-want +got):\n%s", diff)
-	}
-}
 
 // TestConvertHeaderMutationRejects: what Envoy refuses, and operators the
 // proxy does not evaluate, are NACKed with the field named.
 func TestConvertHeaderMutationRejects(t *testing.T) {
-	both := set("x-a", "v")
+	both := xdstest.Set("x-a", "v")
 	both.Append = wrapperspb.Bool(true)
 	raw := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-raw", RawValue: []byte("v")}}
 	tests := []struct {
@@ -154,19 +33,19 @@ func TestConvertHeaderMutationRejects(t *testing.T) {
 		want   string
 	}{
 		{"route sets host", func(rc *routev3.RouteConfiguration) {
-			rc.VirtualHosts[0].Routes[0].RequestHeadersToAdd = []*corev3.HeaderValueOption{set("Host", "x")}
+			rc.VirtualHosts[0].Routes[0].RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("Host", "x")}
 		}, `request_headers_to_add "Host": :-prefixed or host headers may not be modified`},
 		{"virtual host sets :authority", func(rc *routev3.RouteConfiguration) {
-			rc.VirtualHosts[0].RequestHeadersToAdd = []*corev3.HeaderValueOption{set(":authority", "x")}
+			rc.VirtualHosts[0].RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set(":authority", "x")}
 		}, `virtual host "*": request_headers_to_add ":authority": :-prefixed or host headers may not be modified`},
 		{"response removes :status", func(rc *routev3.RouteConfiguration) {
 			rc.ResponseHeadersToRemove = []string{":status"}
 		}, `response_headers_to_remove ":status"`},
 		{"unsupported operator", func(rc *routev3.RouteConfiguration) {
-			rc.VirtualHosts[0].Routes[0].ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-t", "%START_TIME%")}
+			rc.VirtualHosts[0].Routes[0].ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-t", "%START_TIME%")}
 		}, `route #0 "to-c": response_headers_to_add "x-t": value "%START_TIME%": command operator %START_TIME% is not supported`},
 		{"unescaped percent", func(rc *routev3.RouteConfiguration) {
-			rc.RequestHeadersToAdd = []*corev3.HeaderValueOption{set("x-p", "50%")}
+			rc.RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-p", "50%")}
 		}, `request_headers_to_add "x-p": value "50%": no valid command operator`},
 		{"append and append_action", func(rc *routev3.RouteConfiguration) {
 			rc.RequestHeadersToAdd = []*corev3.HeaderValueOption{both}
@@ -176,7 +55,7 @@ func TestConvertHeaderMutationRejects(t *testing.T) {
 		}, `"x-raw": raw_value is not supported`},
 		{"weighted cluster sets host", func(rc *routev3.RouteConfiguration) {
 			rc.VirtualHosts[0].Routes[0] = weighted(prefixMatch("/"), map[string]uint32{"c": 1})
-			rc.VirtualHosts[0].Routes[0].GetRoute().GetWeightedClusters().Clusters[0].RequestHeadersToAdd = []*corev3.HeaderValueOption{set("host", "x")}
+			rc.VirtualHosts[0].Routes[0].GetRoute().GetWeightedClusters().Clusters[0].RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("host", "x")}
 		}, `weighted_clusters: cluster "c": request_headers_to_add "host"`},
 		{"direct response body over the limit", func(rc *routev3.RouteConfiguration) {
 			rc.MaxDirectResponseBodySizeBytes = wrapperspb.UInt32(4)
@@ -198,7 +77,7 @@ func TestConvertHeaderMutationRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := routeConfig("rc", vhost("*", toCluster("c", prefixMatch("/"))))
 			tc.mutate(rc)
-			_, err := convertRouteConfig(rc)
+			_, err := router.ConvertRouteConfig(rc, httpFilters)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}
@@ -235,55 +114,55 @@ func TestHeaderMutations(t *testing.T) {
 		ra.PrefixRewrite = "/rewritten"
 		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: "backend.internal"}
 	})
-	keep := hvo("x-keep-empty", "%REQ(x-missing)%", overwriteOrAdd)
+	keep := xdstest.HVO("x-keep-empty", "%REQ(x-missing)%", xdstest.OverwriteOrAdd)
 	keep.KeepEmptyValue = true
 	mutated.RequestHeadersToAdd = []*corev3.HeaderValueOption{
-		set("x-level", "route"),
-		set("x-client-ip", "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"),
-		set("x-proto", "%PROTOCOL%"),
-		set("x-hostname", "%HOSTNAME%"),
-		set("x-from-req", "in=%REQ(x-in)%"),
-		set("x-from-missing", "%REQ(x-missing)%"),
+		xdstest.Set("x-level", "route"),
+		xdstest.Set("x-client-ip", "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"),
+		xdstest.Set("x-proto", "%PROTOCOL%"),
+		xdstest.Set("x-hostname", "%HOSTNAME%"),
+		xdstest.Set("x-from-req", "in=%REQ(x-in)%"),
+		xdstest.Set("x-from-missing", "%REQ(x-missing)%"),
 		keep,
-		set("x-pct", "100%%"),
-		set("x-original-path", "%REQ(:path)%"),
-		set("x-original-authority", "%REQ(:authority)%"),
-		hvo("x-append", "two", appendOrAdd),
-		hvo("x-if-absent", "new", ifAbsent),
-		hvo("x-if-exists", "new", overwriteExists),
+		xdstest.Set("x-pct", "100%%"),
+		xdstest.Set("x-original-path", "%REQ(:path)%"),
+		xdstest.Set("x-original-authority", "%REQ(:authority)%"),
+		xdstest.HVO("x-append", "two", xdstest.AppendOrAdd),
+		xdstest.HVO("x-if-absent", "new", xdstest.IfAbsent),
+		xdstest.HVO("x-if-exists", "new", xdstest.OverwriteExists),
 		{Header: &corev3.HeaderValue{Key: "x-deprecated-false", Value: "set"}, Append: wrapperspb.Bool(false)},
-		set("x-forwarded-proto", "https"), // after the edge headers, as in Envoy
+		xdstest.Set("x-forwarded-proto", "https"), // after the edge headers, as in Envoy
 	}
 	mutated.RequestHeadersToRemove = []string{"x-forwarded-for", "x-drop"}
 	mutated.ResponseHeadersToAdd = []*corev3.HeaderValueOption{
-		set("x-resp-level", "route"), set("x-resp-route", "mut"), set("x-echo", "%REQ(x-in)%"),
-		set("server", "mine"), // the connection manager's Server header wins, as in Envoy
+		xdstest.Set("x-resp-level", "route"), xdstest.Set("x-resp-route", "mut"), xdstest.Set("x-echo", "%REQ(x-in)%"),
+		xdstest.Set("server", "mine"), // the connection manager's Server header wins, as in Envoy
 	}
 	mutated.ResponseHeadersToRemove = []string{"x-backend-secret"}
 
 	split := weighted(prefixMatch("/split"), map[string]uint32{"A": 1, "B": 1})
 	for _, c := range split.GetRoute().GetWeightedClusters().GetClusters() {
-		c.RequestHeadersToAdd = []*corev3.HeaderValueOption{set("x-cluster", c.Name), set("x-level", "cluster-"+c.Name)}
-		c.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-resp-cluster", c.Name)}
+		c.RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-cluster", c.Name), xdstest.Set("x-level", "cluster-"+c.Name)}
+		c.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-resp-cluster", c.Name)}
 		c.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: strings.ToLower(c.Name) + ".internal"}
 	}
-	split.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-resp-route", "split")}
+	split.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-resp-route", "split")}
 
 	direct := &routev3.Route{Match: prefixMatch("/direct"), Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{
 		Status: 200, Body: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "direct"}}}},
-		ResponseHeadersToAdd: []*corev3.HeaderValueOption{set("x-resp-route", "direct"), set("x-echo", "%REQ(x-in)%")}}
+		ResponseHeadersToAdd: []*corev3.HeaderValueOption{xdstest.Set("x-resp-route", "direct"), xdstest.Set("x-echo", "%REQ(x-in)%")}}
 	redirect := &routev3.Route{Match: prefixMatch("/redirect"), Action: &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{
 		HostRedirect: "elsewhere.example.com"}},
-		ResponseHeadersToAdd: []*corev3.HeaderValueOption{set("x-resp-route", "redirect")}}
+		ResponseHeadersToAdd: []*corev3.HeaderValueOption{xdstest.Set("x-resp-route", "redirect")}}
 	unavailable := toCluster("empty", prefixMatch("/unavailable"))
-	unavailable.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-resp-route", "unavailable")}
+	unavailable.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-resp-route", "unavailable")}
 
 	vh := vhost("hdr.example.com", mutated, split, direct, redirect, unavailable, toCluster("A", prefixMatch("/plain")))
-	vh.RequestHeadersToAdd = []*corev3.HeaderValueOption{set("x-level", "vhost"), hvo("x-vhost", "yes", appendOrAdd)}
-	vh.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-resp-level", "vhost")}
+	vh.RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-level", "vhost"), xdstest.HVO("x-vhost", "yes", xdstest.AppendOrAdd)}
+	vh.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-resp-level", "vhost")}
 	rc := routeConfig("ingress_http", vh, vhost("other.example.com"))
-	rc.RequestHeadersToAdd = []*corev3.HeaderValueOption{set("x-level", "global"), hvo("x-global", "yes", appendOrAdd)}
-	rc.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-resp-level", "global"), set("x-resp-global", "yes")}
+	rc.RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-level", "global"), xdstest.HVO("x-global", "yes", xdstest.AppendOrAdd)}
+	rc.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-resp-level", "global"), xdstest.Set("x-resp-global", "yes")}
 	rc.RequestHeadersToRemove = []string{"x-global-drop"}
 	res.routes = []*routev3.RouteConfiguration{rc}
 	cp.set("v1", res)

@@ -546,3 +546,14 @@ func TestTCPHealthCheck(t *testing.T) {
 		t.Error("no transition logged for b's refused connections")
 	}
 }
+
+// statuses is the upstream.StatusSet of [from, to) ranges given in pairs.
+func statuses(bounds ...int) upstream.StatusSet {
+	var s upstream.StatusSet
+	for i := 0; i < len(bounds); i += 2 {
+		for c := bounds[i]; c < bounds[i+1]; c++ {
+			s.Add(c)
+		}
+	}
+	return s
+}

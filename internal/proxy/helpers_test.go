@@ -45,6 +45,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/portico-dev/portico/internal/logbatch"
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -508,7 +509,7 @@ func withAction(r *routev3.Route, f func(a *routev3.RouteAction)) *routev3.Route
 
 func weighted(m *routev3.RouteMatch, weights map[string]uint32) *routev3.Route {
 	wc := &routev3.WeightedCluster{}
-	for _, name := range sortedKeys(weights) {
+	for _, name := range sorted.Keys(weights) {
 		wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{Name: name, Weight: wrapperspb.UInt32(weights[name])})
 	}
 	return &routev3.Route{Match: m, Action: &routev3.Route_Route{Route: &routev3.RouteAction{
@@ -707,6 +708,8 @@ func startProxyConfig(t testing.TB, cp *controlPlane, addrs map[string]string, s
 	}
 	p := New(cfg)
 	p.accessLog = accesslog.New(p.log, batcher, p.metrics.accessLogDropped, queue)
+	p.hcm.AccessLog = p.accessLog
+	p.listeners.AccessLog = p.accessLog
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

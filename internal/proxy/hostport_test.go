@@ -133,7 +133,7 @@ func TestHostPortIgnoredWithVHDS(t *testing.T) {
 	res.vhosts = vhdsHosts("ingress_http", vhost("a.test", routeTo("A", "to-A")), vhost("b.test", routeTo("C", "to-C")))
 	cp.set("v2", res)
 	p.waitVersion(t, "v2")
-	if httpTable(p).patch == nil {
+	if httpTable(p).Patch == nil {
 		t.Error("the table was built anew, want it patched with the one host")
 	}
 	expectBackends(t, p, map[string]string{"a.test:8080": "A", "b.test:1234": "C"})

@@ -41,7 +41,7 @@ func TestApplyRecompilesOnlyWhatChanged(t *testing.T) {
 	if after.clusterNamed("B") == before.clusterNamed("B") {
 		t.Error("cluster B was not recompiled with its new endpoints")
 	}
-	if after.listeners["ingress_http"].chains[""] != before.listeners["ingress_http"].chains[""] {
+	if after.listeners["ingress_http"].Chains[""] != before.listeners["ingress_http"].Chains[""] {
 		t.Error("the filter chain was recompiled though its routes did not change")
 	}
 	if before.clusterNamed("A") == nil || before.clusterNamed("C") == nil {
@@ -57,7 +57,7 @@ func TestApplyRecompilesOnlyWhatChanged(t *testing.T) {
 	cp.set("v3", rerouted)
 	p.waitVersion(t, "v3")
 	last := p.current.Load()
-	if last.listeners["ingress_http"].chains[""] == after.listeners["ingress_http"].chains[""] {
+	if last.listeners["ingress_http"].Chains[""] == after.listeners["ingress_http"].Chains[""] {
 		t.Error("the filter chain was not recompiled with its new routes")
 	}
 	for _, name := range []string{"A", "B", "C"} {

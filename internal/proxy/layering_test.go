@@ -14,7 +14,9 @@ import (
 
 // The embedded proxy is layered: the leaves import nothing of the proxy,
 // upstream only the leaves, the filters only the chain contract and the
-// leaves, and package proxy alone wires them together. A reader (or the
+// leaves; the router sits on them, the connection manager (hcm) on the
+// router, the listeners on the connection manager, and package proxy alone
+// wires them together. A reader (or the
 // next change) can rely on it: what a package may import is here.
 
 // layerRules says, for each package below internal/proxy (by its path from
@@ -26,12 +28,23 @@ import (
 var layerRules = map[string][]string{
 	"":                 {"*"},
 	"internal/xdsconv": {},
+	"internal/layered": {},
+	"internal/xdstest": {},
+	"internal/sorted":  {},
 	"stats":            {},
 	"accesslog":        {},
 	"filter":           {},
 	"upstream":         {"stats", "internal/xdsconv"},
-	"xdsclient":        {},
-	"filters/*":        {"filter", "stats", "internal/xdsconv", "filters/internal/"},
+	// The router reads the route-level rate_limits of the ratelimit filter
+	// (Envoy's route actions for it), not the filter itself.
+	"router": {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
+	// The HTTP connection manager: the request path, down to the router.
+	"hcm": {"router", "filter", "upstream", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
+	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:
+	// HTTP chains are handed to their connection manager.
+	"listener":  {"hcm", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted"},
+	"xdsclient": {},
+	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }
 
 // proxyImports returns, for each package below dir (by its path from dir),

@@ -10,80 +10,10 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/portico-dev/portico/internal/proxy/listener"
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
-
-func TestHeaderMatcher(t *testing.T) {
-	str := func(sm *matcherv3.StringMatcher) *routev3.HeaderMatcher_StringMatch {
-		return &routev3.HeaderMatcher_StringMatch{StringMatch: sm}
-	}
-	exact := func(v string, ignoreCase bool) *routev3.HeaderMatcher_StringMatch {
-		return str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}, IgnoreCase: ignoreCase})
-	}
-	regex := func(re string) *routev3.HeaderMatcher_StringMatch {
-		return str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: re}}})
-	}
-	ri := &requestInfo{
-		method: "GET", scheme: "https", authority: "a.foo.com", path: "/p", rawQuery: "q=1",
-		header: http.Header{"X-Env": {"Canary"}, "X-Multi": {"a", "b"}},
-	}
-	tests := []struct {
-		name   string
-		hm     *routev3.HeaderMatcher
-		expect bool
-	}{
-		{"exact", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("Canary", false)}, true},
-		{"exact is case-sensitive", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("canary", false)}, false},
-		{"exact ignore_case", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("canary", true)}, true},
-		{"prefix", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "Can"}})}, true},
-		{"suffix", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: "ary"}})}, true},
-		{"contains", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "nar"}})}, true},
-		{"regex full match", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: regex("Can.*")}, true},
-		{"regex partial is no match", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: regex("Can")}, false},
-		{"repeated values joined by comma", &routev3.HeaderMatcher{Name: "x-multi", HeaderMatchSpecifier: exact("a,b", false)}, true},
-		{"present", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}}, true},
-		{"present on absent", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}}, false},
-		{"present_match false on absent", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: false}}, true},
-		{"invert", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("Canary", false), InvertMatch: true}, false},
-		{"invert on absent header matches", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("v", false), InvertMatch: true}, true},
-		{"absent header does not match", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("", false)}, false},
-		{"treat missing as empty", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("", false), TreatMissingHeaderAsEmpty: true}, true},
-		{":authority one label", &routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: regex(`^[^.]+\.foo\.com$`)}, true},
-		{":path has the query", &routev3.HeaderMatcher{Name: ":path", HeaderMatchSpecifier: exact("/p?q=1", false)}, true},
-		{":method", &routev3.HeaderMatcher{Name: ":method", HeaderMatchSpecifier: exact("GET", false)}, true},
-		{":scheme", &routev3.HeaderMatcher{Name: ":scheme", HeaderMatchSpecifier: exact("https", false)}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			hm, err := convertHeaderMatcher(tc.hm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := hm.matches(ri); got != tc.expect {
-				t.Errorf("matches = %v, want %v", got, tc.expect)
-			}
-		})
-	}
-	twoLabels := *ri
-	twoLabels.authority = "a.b.foo.com"
-	hm, _ := convertHeaderMatcher(&routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: regex(`^[^.]+\.foo\.com$`)})
-	if hm.matches(&twoLabels) {
-		t.Error(":authority single-label regex matched two labels")
-	}
-
-	// Inverted and case-insensitive: catches the hosts a "*.foo.com" rule
-	// must not serve.
-	inverted, err := convertHeaderMatcher(&routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: regex(`(?i)^[^.]+\.foo\.com$`), InvertMatch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for host, want := range map[string]bool{"a.b.foo.com": true, "A.B.Foo.Com": true, "x.foo.com": false, "X.FOO.COM": false, "foo.com": true} {
-		h := *ri
-		h.authority = host
-		if got := inverted.matches(&h); got != want {
-			t.Errorf("inverted (?i) :authority regex on %q = %v, want %v", host, got, want)
-		}
-	}
-}
 
 func TestSelectVirtualHost(t *testing.T) {
 	rc := &routev3.RouteConfiguration{Name: "rc", VirtualHosts: []*routev3.VirtualHost{
@@ -93,14 +23,14 @@ func TestSelectVirtualHost(t *testing.T) {
 		{Name: "prefix-wild", Domains: []string{"api.*"}},
 		{Name: "any", Domains: []string{"*"}},
 	}}
-	table, err := convertRouteConfig(rc)
+	table, err := router.ConvertRouteConfig(rc, httpFilters)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
 	for _, host := range []string{"foo.example.com", "FOO.EXAMPLE.COM", "bar.example.com", "a.b.example.com", "example.com", "x.com", "api.internal", "other"} {
-		if vh := table.selectVirtualHost(host); vh != nil {
-			got[host] = vh.name
+		if vh := table.SelectVirtualHost(host); vh != nil {
+			got[host] = vh.Name
 		}
 	}
 	want := map[string]string{
@@ -112,45 +42,11 @@ func TestSelectVirtualHost(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("virtual host selection (-want +got):\n%s", diff)
 	}
-	noCatchAll, _ := convertRouteConfig(&routev3.RouteConfiguration{Name: "x", VirtualHosts: []*routev3.VirtualHost{
+	noCatchAll, _ := router.ConvertRouteConfig(&routev3.RouteConfiguration{Name: "x", VirtualHosts: []*routev3.VirtualHost{
 		{Name: "only", Domains: []string{"only.example.com"}},
-	}})
-	if vh := noCatchAll.selectVirtualHost("else.example.com"); vh != nil {
-		t.Errorf("got %q, want no virtual host", vh.name)
-	}
-}
-
-func TestPathHelpers(t *testing.T) {
-	norm := map[string]string{
-		"/":                    "/",
-		"/a/b":                 "/a/b",
-		"/a/b/../c/":           "/a/c/",
-		"/a/./b/.":             "/a/b/",
-		"/a/..":                "/",
-		"/../../a":             "/a",
-		"/public/%2e%2e/admin": "/admin",
-		"/public/.%2E/admin":   "/admin",
-		"//double//slash":      "//double//slash",
-		"/a/..b/c":             "/a/..b/c",
-		"/file.txt":            "/file.txt",
-	}
-	gotNorm := map[string]string{}
-	for in := range norm {
-		gotNorm[in] = removeDotSegments(in)
-	}
-	if diff := cmp.Diff(norm, gotNorm); diff != "" {
-		t.Errorf("removeDotSegments (-want +got):\n%s", diff)
-	}
-	if got := mergeSlashes("//a///b/"); got != "/a/b/" {
-		t.Errorf("mergeSlashes = %q", got)
-	}
-	hosts := map[string]string{
-		"example.com:8080": "example.com", "example.com": "example.com", "[::1]:443": "[::1]", "[::1]": "[::1]", "": "",
-	}
-	for in, want := range hosts {
-		if got := stripPort(in); got != want {
-			t.Errorf("stripPort(%q) = %q, want %q", in, got, want)
-		}
+	}}, httpFilters)
+	if vh := noCatchAll.SelectVirtualHost("else.example.com"); vh != nil {
+		t.Errorf("got %q, want no virtual host", vh.Name)
 	}
 }
 
@@ -173,15 +69,15 @@ func TestPathMatchAndRewrite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := convertRouteMatch(tc.match)
+			m, err := router.ConvertRouteMatch(tc.match)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := m.pathMatches(tc.path); got != tc.matches {
+			if got := m.PathMatches(tc.path); got != tc.matches {
 				t.Fatalf("pathMatches(%q) = %v, want %v", tc.path, got, tc.matches)
 			}
 			if tc.matches {
-				if got := "/new" + tc.path[m.matchedPrefixLen(tc.path):]; got != tc.rewriteResult {
+				if got := "/new" + tc.path[m.MatchedPrefixLen(tc.path):]; got != tc.rewriteResult {
 					t.Errorf("rewritten = %q, want %q", got, tc.rewriteResult)
 				}
 			}
@@ -190,10 +86,10 @@ func TestPathMatchAndRewrite(t *testing.T) {
 }
 
 func TestSelectChain(t *testing.T) {
-	mk := func(keys ...string) *listenerConfig {
-		lc := &listenerConfig{chains: map[string]*filterChain{}}
+	mk := func(keys ...string) *listener.Config {
+		lc := &listener.Config{Chains: map[string]*listener.FilterChain{}}
 		for _, k := range keys {
-			lc.chains[k] = &filterChain{routes: &routeTable{name: k}}
+			lc.Chains[k] = &listener.FilterChain{Routes: &router.RouteTable{Name: k}}
 		}
 		return lc
 	}
@@ -212,10 +108,10 @@ func TestSelectChain(t *testing.T) {
 		{[]string{"a.example.com", ""}, "zzz", ""},
 	}
 	for _, tc := range tests {
-		c, _ := mk(tc.chains...).selectChain(tc.sni)
+		c, _ := mk(tc.chains...).SelectChain(tc.sni)
 		got := "-"
 		if c != nil {
-			got = c.routes.name
+			got = c.Routes.Name
 		}
 		if got != tc.want {
 			t.Errorf("chains %v SNI %q: got %q, want %q", tc.chains, tc.sni, got, tc.want)
@@ -263,7 +159,7 @@ func TestConvertRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := convertRouteConfig(tc.rc)
+			_, err := router.ConvertRouteConfig(tc.rc, httpFilters)
 			if err == nil {
 				t.Fatal("accepted, want a rejection")
 			}
@@ -277,7 +173,7 @@ func TestConvertRejects(t *testing.T) {
 // A runtime_fraction route matches its share of the requests the rest of its match
 // matches, drawn per request.
 func TestRuntimeFraction(t *testing.T) {
-	ri := &requestInfo{method: "GET", path: "/p", header: http.Header{}}
+	ri := &router.RequestInfo{Method: "GET", Path: "/p", Header: http.Header{}}
 	for _, tc := range []struct {
 		name     string
 		fp       *typev3.FractionalPercent
@@ -288,14 +184,14 @@ func TestRuntimeFraction(t *testing.T) {
 		{"a quarter", &typev3.FractionalPercent{Numerator: 2500, Denominator: typev3.FractionalPercent_TEN_THOUSAND}, 150, 350},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := convertRouteMatch(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+			m, err := router.ConvertRouteMatch(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
 				RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: tc.fp}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			n := 0
 			for range 1000 {
-				if m.matches(ri) {
+				if m.Matches(ri) {
 					n++
 				}
 			}
@@ -310,9 +206,9 @@ func TestRuntimeFraction(t *testing.T) {
 // BenchmarkRouteSelection measures the proxy's route selection on a virtual host of
 // 20 routes with path and header conditions, the request matching the last.
 func BenchmarkRouteSelection(b *testing.B) {
-	vh := virtualHost{vhostDef: &vhostDef{}}
+	vh := router.VirtualHost{VhostDef: &router.VhostDef{}}
 	for i := range 20 {
-		m, err := convertRouteMatch(&routev3.RouteMatch{
+		m, err := router.ConvertRouteMatch(&routev3.RouteMatch{
 			PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/app" + strings.Repeat("x", i)},
 			Headers: []*routev3.HeaderMatcher{{Name: "x-env", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
 				StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "canary"}}}}},
@@ -320,11 +216,11 @@ func BenchmarkRouteSelection(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		vh.routes = append(vh.routes, &route{match: m})
+		vh.Routes = append(vh.Routes, &router.Route{Match: m})
 	}
-	ri := &requestInfo{method: "GET", path: "/app" + strings.Repeat("x", 19) + "/y", header: http.Header{"X-Env": {"canary"}}}
+	ri := &router.RequestInfo{Method: "GET", Path: "/app" + strings.Repeat("x", 19) + "/y", Header: http.Header{"X-Env": {"canary"}}}
 	for b.Loop() {
-		if vh.selectRoute(ri) == nil {
+		if vh.SelectRoute(ri) == nil {
 			b.Fatal("no route")
 		}
 	}

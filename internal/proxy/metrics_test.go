@@ -4,17 +4,18 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // requestMetrics are a route's and a Service port's stats, resolved as
 // compilation resolves them, with their series created by a first request.
-func requestMetrics(t testing.TB) (*routeStats, *upstream.Stats) {
+func requestMetrics(t testing.TB) (*hcm.RouteStats, *upstream.Stats) {
 	m := newMetrics(prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	rs := &routeStats{m: m, key: routeKey{"ingress_http", "shop.example.com", "httpproxy/shop/web", "/cart"}}
+	rs := &hcm.RouteStats{M: m.http, Key: hcm.RouteKey{Listener: "ingress_http", Vhost: "shop.example.com", Route: "httpproxy/shop/web", Path: "/cart"}}
 	us := upstream.NewSeries(m.upstream).StatsFor(upstream.ClusterStatKey("web", "shop_web_http"))
-	rs.observe(200, 0.001, 512)
+	rs.Observe(200, 0.001, 512)
 	us.Request(200)
 	return rs, us
 }
@@ -24,7 +25,7 @@ func requestMetrics(t testing.TB) (*routeStats, *upstream.Stats) {
 func TestRequestMetricsDoNotAllocate(t *testing.T) {
 	rs, us := requestMetrics(t)
 	if n := testing.AllocsPerRun(1000, func() {
-		rs.observe(200, 0.001, 512)
+		rs.Observe(200, 0.001, 512)
 		us.Request(200)
 		us.Retried()
 	}); n != 0 {
@@ -38,7 +39,7 @@ func BenchmarkRequestMetrics(b *testing.B) {
 	rs, us := requestMetrics(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		rs.observe(200, 0.001, 512)
+		rs.Observe(200, 0.001, 512)
 		us.Request(200)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -193,7 +194,7 @@ func TestRequestHeaderLimits(t *testing.T) {
 			details := map[any]int{}
 			for _, r := range refused {
 				details[r["response_code_details"]]++
-				if r["upstream_cluster"] != "" || r["route"] != unmatchedLabel {
+				if r["upstream_cluster"] != "" || r["route"] != hcm.UnmatchedLabel {
 					t.Errorf("refused request's access log: cluster %q route %q, want none", r["upstream_cluster"], r["route"])
 				}
 			}
@@ -210,10 +211,10 @@ func TestCommonHTTPProtocolOptionsBeyondMaxHeadersCountAreRefused(t *testing.T) 
 		{MaxRequestsPerConnection: wrapperspb.UInt32(5)},
 		{HeadersWithUnderscoresAction: corev3.HttpProtocolOptions_REJECT_REQUEST},
 	} {
-		_, err := convertHCM(&hcmv3.HttpConnectionManager{
+		_, err := hcm.Convert(&hcmv3.HttpConnectionManager{
 			CommonHttpProtocolOptions: o,
 			RouteSpecifier:            &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: adsSource(), RouteConfigName: "r"}},
-		})
+		}, httpFilters)
 		if err == nil || !strings.Contains(err.Error(), "common_http_protocol_options") {
 			t.Errorf("%v: error %v, want a NACK naming common_http_protocol_options", o, err)
 		}

@@ -15,7 +15,6 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -386,48 +385,6 @@ func TestOutlierSuccessRate(t *testing.T) {
 		if reason, _ := rec["reason"].(string); !strings.HasPrefix(reason, "success rate 0.0% below") {
 			t.Errorf("ejection reason %q, want the success rate", reason)
 		}
-	}
-}
-
-func TestConvertOutlierDetection(t *testing.T) {
-	spec, err := upstream.ConvertOutlierDetection(&clusterv3.OutlierDetection{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := upstream.OutlierSpec{Consecutive5xx: 5, Enforcing5xx: 100, Interval: 10 * time.Second, BaseEjection: 30 * time.Second,
-		MaxEjection: 300 * time.Second, MaxEjectionPercent: 10, EnforcingSuccessRate: 100, SrMinimumHosts: 5,
-		SrRequestVolume: 100, SrStdevFactor: 1900, UnejectOnHealthCheck: true}
-	if *spec != want {
-		t.Errorf("defaults: %+v, want Envoy's %+v", *spec, want)
-	}
-	spec, err = upstream.ConvertOutlierDetection(&clusterv3.OutlierDetection{BaseEjectionTime: durationpb.New(10 * time.Minute),
-		ConsecutiveGatewayFailure: wrapperspb.UInt32(5), AlwaysEjectOneHost: wrapperspb.Bool(true)})
-	if err != nil || spec.MaxEjection != 10*time.Minute {
-		t.Errorf("base_ejection_time above 300s: max_ejection_time %v (%v), want the base", spec.MaxEjection, err)
-	}
-	rejects := []struct {
-		name string
-		od   *clusterv3.OutlierDetection
-		want string
-	}{
-		{"gateway failures enforced", &clusterv3.OutlierDetection{EnforcingConsecutiveGatewayFailure: wrapperspb.UInt32(100)}, "enforcing_consecutive_gateway_failure"},
-		{"local origin split", &clusterv3.OutlierDetection{SplitExternalLocalOriginErrors: true}, "split_external_local_origin_errors"},
-		{"failure percentage", &clusterv3.OutlierDetection{EnforcingFailurePercentage: wrapperspb.UInt32(100)}, "enforcing_failure_percentage"},
-		{"jitter", &clusterv3.OutlierDetection{MaxEjectionTimeJitter: durationpb.New(time.Second)}, "max_ejection_time_jitter"},
-		{"always_eject_one_host false", &clusterv3.OutlierDetection{AlwaysEjectOneHost: wrapperspb.Bool(false)}, "always_eject_one_host false"},
-		{"degraded hosts", &clusterv3.OutlierDetection{DetectDegradedHosts: wrapperspb.Bool(true)}, "detect_degraded_hosts"},
-		{"max below base", &clusterv3.OutlierDetection{MaxEjectionTime: durationpb.New(time.Second)}, "max_ejection_time cannot be smaller than base_ejection_time"},
-		{"zero interval", &clusterv3.OutlierDetection{Interval: durationpb.New(0)}, "interval and base_ejection_time must be positive"},
-	}
-	for _, tc := range rejects {
-		t.Run(tc.name, func(t *testing.T) {
-			c := edsCluster("c")
-			c.OutlierDetection = tc.od
-			_, err := upstream.ConvertCluster(c)
-			if err == nil || !strings.Contains(err.Error(), "outlier_detection: "+tc.want) {
-				t.Errorf("error %v, want one mentioning %q", err, tc.want)
-			}
-		})
 	}
 }
 

@@ -10,15 +10,7 @@ func (p *Proxy) protectedAddrs() []string {
 	if p.cfg.ProtectedAddrs != nil {
 		addrs = append(addrs, p.cfg.ProtectedAddrs()...)
 	}
-	p.mu.Lock()
-	for _, ll := range p.listeners {
-		addrs = append(addrs, ll.bindAddr, ll.ln.Addr().String())
-	}
-	for _, u := range p.unbound {
-		addrs = append(addrs, u.bindAddr)
-	}
-	p.mu.Unlock()
-	return addrs
+	return append(addrs, p.listeners.Addrs()...)
 }
 
 // refreshEgress brings the egress guard's protected addresses up to date

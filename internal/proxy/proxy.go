@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/hcm"
+	"github.com/portico-dev/portico/internal/proxy/listener"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 )
@@ -95,16 +96,14 @@ type Proxy struct {
 	// accessLog writes the access log lines of every listener off the request path.
 	accessLog *accesslog.Log
 
-	// transport and reverseProxy are shared by every request of every
-	// configuration so that upstream connection pools survive config swaps.
-	transport    *upstream.HTTP1Client
-	reverseProxy *httputil.ReverseProxy
-	// upstreams and filterEnv are what HTTP filters use to reach services
+	// transport is shared by every request of every configuration so that
+	// upstream connection pools survive config swaps.
+	transport *upstream.HTTP1Client
+	// upstreams are what HTTP filters and mirrors use to reach services
 	// (authorization, rate limits, JWKS); they outlive configuration swaps.
 	upstreams *filterUpstreams
-	filterEnv *filter.Env
-	// mirrors bounds the copies of requests sent to mirrors at once.
-	mirrors inFlight
+	// hcm is what the listeners' connection managers share.
+	hcm *hcm.Env
 
 	// store holds the last accepted resources per type. It is owned by the
 	// goroutine running the ADS stream (see reconcile) and needs no lock.
@@ -126,29 +125,18 @@ type Proxy struct {
 	// routeStats are the request metrics per (listener, vhost, route) label
 	// set, kept across swaps like clusterStates; statsGen numbers
 	// compilations, to find those no applied snapshot uses. ADS goroutine only.
-	routeStats map[routeKey]*routeStats
+	routeStats map[hcm.RouteKey]*hcm.RouteStats
 	statsGen   uint64
 	// upstreamSeries are the series per Service port, shared by its
 	// clusters. ADS goroutine only.
 	upstreamSeries *upstream.Series
 
 	current        atomic.Pointer[snapshot]
-	ready          atomic.Bool
 	appliedVersion atomic.Pointer[string]
 	running        atomic.Bool
-	// started is set once every listener of an applied configuration has been bound.
-	started atomic.Bool
 
-	mu        sync.Mutex // guards listeners and unbound (read by ListenerAddr from any goroutine)
-	listeners map[string]*liveListener
-	draining  sync.WaitGroup // listeners being shut down after removal from the config
-
-	// unbound holds the listeners of the applied configuration that could not
-	// be bound yet (guarded by mu); retryBinds retries them, woken through
-	// rebind. unboundCount mirrors its size for Ready.
-	unbound      map[string]*unboundListener
-	unboundCount atomic.Int32
-	rebind       chan struct{}
+	// listeners are the sockets of the applied configuration.
+	listeners *listener.Set
 }
 
 // New returns a Proxy for cfg. It does not connect or listen until Run.
@@ -166,10 +154,7 @@ func New(cfg Config) *Proxy {
 		metrics:       newMetrics(cfg.Registerer, log),
 		store:         newResourceStore(),
 		clusterStates: make(map[string]*upstream.ClusterState),
-		routeStats:    make(map[routeKey]*routeStats),
-		listeners:     make(map[string]*liveListener),
-		unbound:       make(map[string]*unboundListener),
-		rebind:        make(chan struct{}, 1),
+		routeStats:    make(map[hcm.RouteKey]*hcm.RouteStats),
 	}
 	p.upstreamSeries = upstream.NewSeries(p.metrics.upstream)
 	accessLogger := log
@@ -180,10 +165,18 @@ func New(cfg Config) *Proxy {
 	p.egressStale.Store(true)
 	p.accessLog = accesslog.New(accessLogger, cfg.LogBatcher, p.metrics.accessLogDropped, accesslog.Queue)
 	p.transport = upstream.NewHTTP1Client(upstream.NewTransport())
-	p.reverseProxy = withRouteHeaders(p.newReverseProxy())
 	p.upstreams = newFilterUpstreams(p)
-	p.mirrors = make(inFlight, maxMirrorsInFlight)
-	p.filterEnv = &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
+	filterEnv := &filter.Env{Upstreams: p.upstreams, Log: log, Shared: &sync.Map{}}
+	p.hcm = hcm.NewEnv(log, p.metrics.http, p.accessLog, p.transport, filterEnv)
+	grace := cfg.BindGrace
+	if grace == 0 {
+		grace = listener.DefaultBindGrace
+	}
+	p.listeners = listener.NewSet(listener.SetConfig{
+		Log: log, AccessLog: p.accessLog, HCM: p.hcm,
+		BindTo: p.bindAddress, Grace: grace,
+		Changed: func() { p.egressStale.Store(true) }, Refresh: p.refreshEgress,
+	})
 	return p
 }
 
@@ -214,7 +207,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	retrying := make(chan struct{})
 	go func() {
 		defer close(retrying)
-		if err := p.retryBinds(ctx); err != nil {
+		if err := p.listeners.RetryBinds(ctx); err != nil {
 			cancel(err)
 		}
 	}()
@@ -237,7 +230,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 // every listener of the applied configuration is bound. A listener that cannot
 // be bound (address in use) is retried with backoff; until it is bound the
 // proxy is not ready.
-func (p *Proxy) Ready() bool { return p.ready.Load() && p.unboundCount.Load() == 0 }
+func (p *Proxy) Ready() bool { return p.listeners.IsReady() }
 
 // AppliedVersion returns the xDS system_version_info of the newest response
 // whose configuration was applied ("" before the first). With delta xDS an
@@ -254,12 +247,26 @@ func (p *Proxy) AppliedVersion() string {
 // ListenerAddr returns the actual bound address of a listener by name (useful
 // when binding to port 0), or "" if not bound.
 func (p *Proxy) ListenerAddr(name string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if ll, ok := p.listeners[name]; ok {
-		return ll.ln.Addr().String()
+	return p.listeners.Addr(name)
+}
+
+// bindAddress is the address a listener binds: the configured override, or
+// the Listener's own socket address (as BindAddress maps it).
+func (p *Proxy) bindAddress(name, address string) string {
+	if a, ok := p.cfg.ListenerAddrs[name]; ok {
+		return a
 	}
-	return ""
+	if p.cfg.BindAddress != nil {
+		return p.cfg.BindAddress(name, address)
+	}
+	return address
+}
+
+// shutdown drains every listener and waits for all drains to finish, then
+// closes the filters' upstream clients.
+func (p *Proxy) shutdown() {
+	p.listeners.Shutdown()
+	p.upstreams.shutdown()
 }
 
 // NodeMetadata is what the proxy tells the xDS server about itself.

@@ -12,6 +12,8 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/portico-dev/portico/internal/proxy/listener"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"google.golang.org/protobuf/proto"
@@ -206,9 +208,9 @@ func (p *Proxy) decode(typeURL string, resources []*discoveryv3.Resource, remove
 			return nil, fmt.Errorf("%s %q: %w", xdsclient.ShortTypeName(typeURL), name, err)
 		}
 		switch s := spec.(type) {
-		case *routeTable:
-			recordEncoding(s, r.GetResource())
-			if s.vhds {
+		case *router.RouteTable:
+			router.RecordEncoding(s, r.GetResource())
+			if s.Vhds {
 				if spec, err = p.store.vhdsTable(s); err != nil {
 					return nil, fmt.Errorf("%s %q: %w", xdsclient.ShortTypeName(typeURL), name, err)
 				}
@@ -237,15 +239,15 @@ func has(m map[string]any, name string) bool {
 
 // reuseRoutes converts r, if it is a route configuration, reusing what it
 // shares with the version in force (see reuseRouteConfig).
-func (p *Proxy) reuseRoutes(typeURL string, r *discoveryv3.Resource) (*routeTable, bool) {
+func (p *Proxy) reuseRoutes(typeURL string, r *discoveryv3.Resource) (*router.RouteTable, bool) {
 	if typeURL != resourcev3.RouteType || r.GetResource().GetTypeUrl() != typeURL {
 		return nil, false
 	}
-	prev, _ := lookup[*routeTable](p.store, typeURL, r.GetName())
-	if prev != nil && prev.vhds {
+	prev, _ := lookup[*router.RouteTable](p.store, typeURL, r.GetName())
+	if prev != nil && prev.Vhds {
 		return sameVHDSConfig(r.GetResource(), prev)
 	}
-	return reuseRouteConfig(r.GetResource(), prev)
+	return router.ReuseRouteConfig(r.GetResource(), prev)
 }
 
 // accept implements Sink.
@@ -273,7 +275,9 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 			func(m validatable) (any, error) { return convertListener(m.(*listenerv3.Listener)) }, true
 	case resourcev3.RouteType:
 		return func() validatable { return &routev3.RouteConfiguration{} },
-			func(m validatable) (any, error) { return convertRouteConfig(m.(*routev3.RouteConfiguration)) }, true
+			func(m validatable) (any, error) {
+				return router.ConvertRouteConfig(m.(*routev3.RouteConfiguration), httpFilters)
+			}, true
 	case resourcev3.ClusterType:
 		return func() validatable { return &clusterv3.Cluster{} },
 			func(m validatable) (any, error) { return upstream.ConvertCluster(m.(*clusterv3.Cluster)) }, true
@@ -284,7 +288,7 @@ func converterFor(typeURL string) (func() validatable, func(validatable) (any, e
 			}, true
 	case resourcev3.SecretType:
 		return func() validatable { return &tlsv3.Secret{} },
-			func(m validatable) (any, error) { return convertSecret(m.(*tlsv3.Secret)) }, true
+			func(m validatable) (any, error) { return listener.ConvertSecret(m.(*tlsv3.Secret)) }, true
 	case resourcev3.VirtualHostType:
 		return func() validatable { return &routev3.VirtualHost{} },
 			func(m validatable) (any, error) { return newStoredVirtualHost(m.(*routev3.VirtualHost)) }, true

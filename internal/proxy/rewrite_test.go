@@ -10,6 +10,8 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 func regexRewrite(pattern, substitution string) *matcherv3.RegexMatchAndSubstitute {
@@ -28,11 +30,11 @@ func TestRegexRewriteSubstitutions(t *testing.T) {
 		{"^/x", `/a\\b$1`, "/x", `/a\b$1`},
 		{"^/x", `/\0\0`, "/x", "//x/x"},
 	} {
-		rw, err := convertPathRewrite(regexRewrite(tc.pattern, tc.subst))
+		rw, err := router.ConvertPathRewrite(regexRewrite(tc.pattern, tc.subst))
 		if err != nil {
 			t.Fatalf("%q %q: %v", tc.pattern, tc.subst, err)
 		}
-		if got := rw.apply(tc.path); got != tc.want {
+		if got := rw.Apply(tc.path); got != tc.want {
 			t.Errorf("%q -> %q on %s = %q, want %q", tc.pattern, tc.subst, tc.path, got, tc.want)
 		}
 	}
@@ -42,13 +44,13 @@ func TestRegexRewriteSubstitutions(t *testing.T) {
 		{"^/", `\x`, "not a capture group"},
 		{"^/", `a\`, "ends it"},
 	} {
-		_, err := convertPathRewrite(regexRewrite(tc.pattern, tc.subst))
+		_, err := router.ConvertPathRewrite(regexRewrite(tc.pattern, tc.subst))
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%q %q: error %v, want one about %q", tc.pattern, tc.subst, err, tc.wantErr)
 		}
 	}
 	ra := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c"}, PrefixRewrite: "/a", RegexRewrite: regexRewrite("^/", "/")}
-	if _, err := convertRouteAction(ra); err == nil || !strings.Contains(err.Error(), "exclusive") {
+	if _, err := router.ConvertRouteAction(ra, httpFilters); err == nil || !strings.Contains(err.Error(), "exclusive") {
 		t.Errorf("prefix_rewrite with regex_rewrite: error %v, want a refusal", err)
 	}
 }
@@ -99,7 +101,7 @@ func TestRegexRewriteRequests(t *testing.T) {
 // BenchmarkPathRewrite: what a request on a route with a regex_rewrite pays, beside a
 // prefix_rewrite's string concatenation.
 func BenchmarkPathRewrite(b *testing.B) {
-	rw, err := convertPathRewrite(regexRewrite(`^/foo/?`, "/"))
+	rw, err := router.ConvertPathRewrite(regexRewrite(`^/foo/?`, "/"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func BenchmarkPathRewrite(b *testing.B) {
 	var out string
 	b.Run("regex_rewrite", func(b *testing.B) {
 		for b.Loop() {
-			out = rw.apply(path)
+			out = rw.Apply(path)
 		}
 	})
 	b.Run("prefix_rewrite", func(b *testing.B) {

@@ -19,9 +19,10 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portico-dev/portico/internal/proxy/internal/xdstest"
 )
 
 // named is a route that answers with its own name (a direct_response), so
@@ -50,46 +51,6 @@ func queryString(name string, sm *matcherv3.StringMatcher) *routev3.QueryParamet
 
 func queryPresent(name string) *routev3.QueryParameterMatcher {
 	return &routev3.QueryParameterMatcher{Name: name, QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}}
-}
-
-func TestStringMatcherCases(t *testing.T) {
-	tests := []struct {
-		sm    *matcherv3.StringMatcher
-		value string
-		want  bool
-	}{
-		{strExactM("Canary", true), "cANARY", true},
-		{strExactM("Canary", true), "Canary2", false},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "AB"}, IgnoreCase: true}, "abc", true},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".JSON"}, IgnoreCase: true}, "a.json", true},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".JSON"}}, "a.json", false},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "MiD"}, IgnoreCase: true}, "xmidx", true},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "MiD"}}, "xmidx", false},
-		// Envoy folds ASCII only: the Kelvin sign is not a "k".
-		{strExactM("k", true), "\u212a", false},
-		// ignore_case does not apply to regexes, which match the whole value.
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "ab"}}, IgnoreCase: true}, "AB", false},
-		{strRegexM("[0-9]+"), "123", true},
-		{strRegexM("[0-9]+"), "12a", false},
-	}
-	for _, tc := range tests {
-		sm, err := convertStringMatcher(tc.sm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sm.matches(tc.value); got != tc.want {
-			t.Errorf("%v on %q = %v, want %v", tc.sm, tc.value, got, tc.want)
-		}
-	}
-	for q, want := range map[string]string{"v=a&v=b": "a", "x=1&v=": "", "v": "", "w=1": "-", "": "-", "vv=1&v=2": "2", "v=a%20b": "a%20b"} {
-		got, ok := firstQueryValue(q, "v")
-		if !ok {
-			got = "-"
-		}
-		if got != want {
-			t.Errorf("first value of v in %q = %q, want %q", q, got, want)
-		}
-	}
 }
 
 // TestQueryParameterAndHeaderMatching sends real requests through routes
@@ -291,9 +252,9 @@ func TestRouteUpgradeConfigs(t *testing.T) {
 		}
 	}
 	enabled := withAction(toCluster("ws", prefixMatch("/on")), upgrades(nil))
-	enabled.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-route", "on")}
+	enabled.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-route", "on")}
 	disabled := withAction(toCluster("ws", prefixMatch("/off")), upgrades(wrapperspb.Bool(false)))
-	disabled.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-route", "off")}
+	disabled.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-route", "off")}
 	routes := []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*",
 		enabled,
 		withAction(toCluster("ws", prefixMatch("/explicit")), upgrades(wrapperspb.Bool(true))),
@@ -461,26 +422,6 @@ func TestCookieAndQueryHashPolicies(t *testing.T) {
 			t.Errorf("40 values of u all reached %v", seen)
 		}
 	})
-}
-
-func TestHashPolicyCookieAndQueryEvaluation(t *testing.T) {
-	r := httptest.NewRequest(http.MethodGet, "http://x/p?u=alice&u=bob", nil)
-	r.Header["Cookie"] = []string{"a=1", ` route="abc"; b=2`}
-	ri := &requestInfo{rawQuery: r.URL.RawQuery, header: r.Header}
-	pc, cookies := hashRequest([]hashPolicy{{kind: hashQueryParameter, name: "u"}}, r, ri)
-	if !pc.HasHash || pc.Hash != upstream.XXHash64String("alice") || cookies != nil {
-		t.Errorf("query_parameter: %+v %v, want the hash of the first value", pc, cookies)
-	}
-	pc, cookies = hashRequest([]hashPolicy{{kind: hashCookie, name: "route", hasTTL: true, ttlSeconds: 5}}, r, ri)
-	if !pc.HasHash || pc.Hash != upstream.XXHash64String("abc") || cookies != nil {
-		t.Errorf("cookie: %+v %v, want the hash of the unquoted value and no new cookie", pc, cookies)
-	}
-	if pc, _ := hashRequest([]hashPolicy{{kind: hashCookie, name: "none"}}, r, ri); pc.HasHash {
-		t.Errorf("absent cookie without ttl hashed: %+v", pc)
-	}
-	if pc, _ := hashRequest([]hashPolicy{{kind: hashQueryParameter, name: "none"}}, r, ri); pc.HasHash {
-		t.Errorf("absent parameter hashed: %+v", pc)
-	}
 }
 
 // TestRedirectsAndDirectResponses covers the redirect fields and

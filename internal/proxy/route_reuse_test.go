@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // routeEditor makes random edits to a route configuration: virtual hosts
@@ -167,11 +169,11 @@ func rdsResource(t testing.TB, rc *routev3.RouteConfiguration, version string) [
 // but not the encodings kept for reuse nor how it is laid out (slots,
 // overlay, the patch it came from): two tables that route alike have the
 // same dump. (go-cmp compares as much but takes minutes on these tables.)
-func dumpTable(t *routeTable) string {
+func dumpTable(t *router.RouteTable) string {
 	var b strings.Builder
 	dumpValue(&b, reflect.ValueOf(tableView(t)))
-	for _, vh := range t.vhosts {
-		dumpValue(&b, reflect.ValueOf(*vh.vhostDef))
+	for _, vh := range t.Vhosts {
+		dumpValue(&b, reflect.ValueOf(*vh.VhostDef))
 	}
 	return b.String()
 }
@@ -179,7 +181,7 @@ func dumpTable(t *routeTable) string {
 // routingView is a route table's routing, independent of its layout.
 type routingView struct {
 	Name     string
-	Level    routeConfigLevel
+	Level    router.RouteConfigLevel
 	Vhosts   []string
 	Exact    map[string]string // domain -> virtual host
 	Suffixes []string          // "affix -> virtual host", in lookup order but for equal lengths
@@ -187,18 +189,18 @@ type routingView struct {
 	Any      string
 }
 
-func tableView(t *routeTable) routingView {
-	v := routingView{Name: t.name, Level: t.level, Exact: map[string]string{}}
-	for _, vh := range t.vhosts {
-		v.Vhosts = append(v.Vhosts, vh.name)
+func tableView(t *router.RouteTable) routingView {
+	v := routingView{Name: t.Name, Level: t.Level, Exact: map[string]string{}}
+	for _, vh := range t.Vhosts {
+		v.Vhosts = append(v.Vhosts, vh.Name)
 	}
-	for d, vh := range t.domains.exact.flat() {
-		v.Exact[d] = vh.name
+	for d, vh := range t.Domains.Exact.Flat() {
+		v.Exact[d] = vh.Name
 	}
-	wildcards := func(ws []wildcardDomain) []string {
+	wildcards := func(ws []router.WildcardDomain) []string {
 		var out []string
 		for _, w := range ws {
-			out = append(out, w.affix+" -> "+w.vhost.name)
+			out = append(out, w.Affix+" -> "+w.Vhost.Name)
 		}
 		// Of two affixes of one length at most one matches a host: their order is not routing.
 		slices.SortStableFunc(out, func(a, b string) int {
@@ -210,9 +212,9 @@ func tableView(t *routeTable) routingView {
 		})
 		return out
 	}
-	v.Suffixes, v.Prefixes = wildcards(t.domains.suffixes), wildcards(t.domains.prefixes)
-	if t.domains.any != nil {
-		v.Any = t.domains.any.name
+	v.Suffixes, v.Prefixes = wildcards(t.Domains.Suffixes), wildcards(t.Domains.Prefixes)
+	if t.Domains.Any != nil {
+		v.Any = t.Domains.Any.Name
 	}
 	return v
 }
@@ -224,7 +226,7 @@ func dumpValue(b *strings.Builder, v reflect.Value) {
 			b.WriteString("nil")
 			return
 		}
-		if v.Type() == reflect.TypeFor[*virtualHost]() {
+		if v.Type() == reflect.TypeFor[*router.VirtualHost]() {
 			// Written out once, after the table.
 			fmt.Fprintf(b, "vhost(%q)", v.Elem().FieldByName("name").String())
 			return
@@ -237,7 +239,7 @@ func dumpValue(b *strings.Builder, v reflect.Value) {
 	case reflect.Struct:
 		b.WriteString("{")
 		for i := range v.NumField() {
-			if f := v.Type().Field(i).Name; f != "raw" && f != "shell" {
+			if f := v.Type().Field(i).Name; f != "Raw" && f != "Shell" {
 				b.WriteString(f + ":")
 				dumpValue(b, v.Field(i))
 				b.WriteString(" ")
@@ -311,8 +313,8 @@ func TestRouteReuseConvertsAsFromScratch(t *testing.T) {
 				}
 				if inForce != nil {
 					// The table in force is not touched by building the next one.
-					old, _ := lookup[*routeTable](p.store, resourcev3.RouteType, "ingress_http")
-					fresh, _ := convertRouteConfig(inForce)
+					old, _ := lookup[*router.RouteTable](p.store, resourcev3.RouteType, "ingress_http")
+					fresh, _ := router.ConvertRouteConfig(inForce, httpFilters)
 					if diff := cmp.Diff(dumpTable(fresh), dumpTable(old)); diff != "" {
 						t.Fatalf("step %d (%s): the table in force changed (-was +is):\n%s", i, what, diff)
 					}
@@ -321,18 +323,18 @@ func TestRouteReuseConvertsAsFromScratch(t *testing.T) {
 					e.fix()
 					continue
 				}
-				gotTable, wantTable := got["ingress_http"].(*routeTable), want["ingress_http"].(*routeTable)
+				gotTable, wantTable := got["ingress_http"].(*router.RouteTable), want["ingress_http"].(*router.RouteTable)
 				if diff := cmp.Diff(dumpTable(wantTable), dumpTable(gotTable)); diff != "" {
 					t.Fatalf("step %d (%s): reused differs from scratch (-scratch +reused):\n%s", i, what, diff)
 				}
-				if gotTable.patch != nil {
+				if gotTable.Patch != nil {
 					patched++
 				}
-				if gotTable.domains.exact.overlay != nil {
+				if gotTable.Domains.Exact.Overlaid() {
 					overlaid++
 				}
 				for _, host := range requestHosts(e.rng, e.rc) {
-					if g, w := vhostName(gotTable.selectVirtualHost(host)), vhostName(wantTable.selectVirtualHost(host)); g != w {
+					if g, w := vhostName(gotTable.SelectVirtualHost(host)), vhostName(wantTable.SelectVirtualHost(host)); g != w {
 						t.Fatalf("step %d (%s): host %q selects %q, from scratch %q", i, what, host, g, w)
 					}
 				}
@@ -368,11 +370,11 @@ func requestHosts(rng *rand.Rand, rc *routev3.RouteConfiguration) []string {
 	return hosts
 }
 
-func vhostName(vh *virtualHost) string {
+func vhostName(vh *router.VirtualHost) string {
 	if vh == nil {
 		return "<none>"
 	}
-	return vh.name
+	return vh.Name
 }
 
 // TestRouteReuseIsReuse: a one-host edit converts that host only, and the
@@ -400,17 +402,17 @@ func TestRouteReuseIsReuse(t *testing.T) {
 	if after.version != "v2" {
 		t.Fatalf("applied %q, want v2", after.version)
 	}
-	oldChain, newChain := before.listeners["ingress_http"].chains[""], after.listeners["ingress_http"].chains[""]
-	for i, vh := range newChain.routes.vhosts {
-		old := oldChain.routes.vhosts[i]
-		if reused := vh.vhostDef == old.vhostDef; reused != (i != 7) {
+	oldChain, newChain := before.listeners["ingress_http"].Chains[""], after.listeners["ingress_http"].Chains[""]
+	for i, vh := range newChain.Routes.Vhosts {
+		old := oldChain.Routes.Vhosts[i]
+		if reused := vh.VhostDef == old.VhostDef; reused != (i != 7) {
 			t.Errorf("virtual host %d reused: %t", i, reused)
 		}
-		if sameStats := &newChain.stats.vhosts[i].routes[0] == &oldChain.stats.vhosts[i].routes[0]; sameStats != (i != 7) {
+		if sameStats := &newChain.Stats.Vhosts[i].Routes[0] == &oldChain.Stats.Vhosts[i].Routes[0]; sameStats != (i != 7) {
 			t.Errorf("virtual host %d kept its stats table: %t", i, sameStats)
 		}
 	}
-	if !after.clusters.shares(&before.clusters) {
+	if !after.clusters.Shares(&before.clusters) {
 		t.Error("the clusters were compiled again though the routes use the same ones")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/portico-dev/portico/internal/proxy/internal/xdstest"
 )
 
 // The connection manager writes its Server header after the route's changes, as
@@ -24,11 +26,11 @@ func TestServerHeaderTransformations(t *testing.T) {
 	removed := toCluster("A", prefixMatch("/removed"))
 	removed.ResponseHeadersToRemove = []string{"server"}
 	named := toCluster("A", prefixMatch("/named"))
-	named.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("Server", "named")}
+	named.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("Server", "named")}
 	direct := &routev3.Route{Match: prefixMatch("/direct"), Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 200}}}
 	rc := routeConfig("ingress_http", vhost("s.example.com", removed, named, direct, toCluster("A", prefixMatch("/"))))
 	portico := routeConfig(rc.Name, rc.VirtualHosts...)
-	portico.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("server", "portico")}
+	portico.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("server", "portico")}
 	portico.MostSpecificHeaderMutationsWins = true
 
 	const none = "(none)"
@@ -94,7 +96,7 @@ func TestRequestIDInResponses(t *testing.T) {
 	cp := startControlPlane(t)
 	be := startBackend(t, "A")
 	own := toCluster("A", prefixMatch("/own"))
-	own.ResponseHeadersToAdd = []*corev3.HeaderValueOption{set("x-request-id", "the route's")}
+	own.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-request-id", "the route's")}
 	var p *testProxy
 	for _, always := range []bool{false, true} {
 		version := map[bool]string{false: "v1", true: "v2"}[always]

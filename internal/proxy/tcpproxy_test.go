@@ -339,11 +339,11 @@ func TestConvertTCPProxyChains(t *testing.T) {
 		t.Fatalf("listener: %+v", ls)
 	}
 	pass, term := ls.chains[1], ls.chains[2]
-	if pass.tls != nil || pass.hcm != nil || pass.tcp == nil || pass.tcp.clusters[0].name != "pass" ||
-		pass.tcp.idleTimeout != time.Hour || pass.tcp.maxConnectAttempts != 1 {
+	if pass.tls != nil || pass.hcm != nil || pass.tcp == nil || pass.tcp.Clusters[0].Name != "pass" ||
+		pass.tcp.IdleTimeout != time.Hour || pass.tcp.MaxConnectAttempts != 1 {
 		t.Errorf("passthrough chain: %+v %+v", pass, pass.tcp)
 	}
-	if term.tls == nil || term.tcp == nil || term.tcp.total != 4 || term.tcp.idleTimeout != 0 {
+	if term.tls == nil || term.tcp == nil || term.tcp.Total != 4 || term.tcp.IdleTimeout != 0 {
 		t.Errorf("terminating chain: %+v %+v", term, term.tcp)
 	}
 

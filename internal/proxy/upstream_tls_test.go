@@ -14,6 +14,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -50,7 +51,7 @@ func TestUpstreamTLS(t *testing.T) {
 	clusters["with-hc"].HealthChecks = []*corev3.HealthCheck{httpHealthCheck("/healthz", "backend.internal", 50*time.Millisecond, 1, 1)}
 	res := resources{listeners: []*listenerv3.Listener{httpListener(t)}}
 	vh := vhost("*")
-	for _, name := range sortedKeys(clusters) {
+	for _, name := range sorted.Keys(clusters) {
 		res.clusters = append(res.clusters, clusters[name])
 		res.endpoints = append(res.endpoints, assignment(name, be.addr()))
 		vh.Routes = append(vh.Routes, toCluster(name, separatedMatch("/"+name)))

@@ -9,6 +9,9 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // VHDS: a route configuration with vhds set takes, besides its inline
@@ -71,9 +74,9 @@ func (s *resourceStore) indexVirtualHosts(updated map[string]any, removed []stri
 
 // vhdsTableOf returns the table in force of the route configuration
 // namespace, if it takes virtual hosts from VHDS.
-func (s *resourceStore) vhdsTableOf(namespace string) *routeTable {
-	t, _ := lookup[*routeTable](s, resourcev3.RouteType, namespace)
-	if t == nil || !t.vhds {
+func (s *resourceStore) vhdsTableOf(namespace string) *router.RouteTable {
+	t, _ := lookup[*router.RouteTable](s, resourcev3.RouteType, namespace)
+	if t == nil || !t.Vhds {
 		return nil
 	}
 	return t
@@ -83,31 +86,31 @@ func (s *resourceStore) vhdsTableOf(namespace string) *routeTable {
 // table of its inline virtual hosts: those, then the VirtualHosts of its
 // namespace in the store, converted at its level (the level they were
 // converted at, if any, may not be this one).
-func (s *resourceStore) vhdsTable(inline *routeTable) (*routeTable, error) {
-	hosts := s.vhosts[inline.name]
+func (s *resourceStore) vhdsTable(inline *router.RouteTable) (*router.RouteTable, error) {
+	hosts := s.vhosts[inline.Name]
 	if len(hosts) == 0 {
 		return inline, nil
 	}
-	names := sortedKeys(hosts) // by host: they share the namespace
-	defs := make([]*vhostDef, len(names))
+	names := sorted.Keys(hosts) // by host: they share the namespace
+	defs := make([]*router.VhostDef, len(names))
 	for i, name := range names {
-		def, err := decodeVirtualHost(hosts[name].raw, inline.level)
+		def, err := router.DecodeVirtualHost(hosts[name].raw, inline.Level)
 		if err != nil {
 			return nil, fmt.Errorf("VirtualHost %q: %w", name, err)
 		}
-		def.name = hosts[name].host
+		def.Name = hosts[name].host
 		defs[i] = def
 	}
-	t, err := buildRouteTable(inline.name, inline.level, inline.inline+len(defs), func(i int) (*vhostDef, bool, error) {
-		if i < inline.inline {
-			return inline.vhosts[i].vhostDef, false, nil
+	t, err := router.BuildRouteTable(inline.Name, inline.Level, inline.Inline+len(defs), func(i int) (*router.VhostDef, bool, error) {
+		if i < inline.Inline {
+			return inline.Vhosts[i].VhostDef, false, nil
 		}
-		return defs[i-inline.inline], true, nil
+		return defs[i-inline.Inline], true, nil
 	})
 	if err != nil {
-		return nil, vhdsError(inline.name, err)
+		return nil, vhdsError(inline.Name, err)
 	}
-	t.shell, t.vhds, t.inline = inline.shell, true, inline.inline
+	t.Shell, t.Vhds, t.Inline = inline.Shell, true, inline.Inline
 	return t, nil
 }
 
@@ -115,9 +118,9 @@ func (s *resourceStore) vhdsTable(inline *routeTable) (*routeTable, error) {
 // refused. Inline virtual hosts are filed first, and were filed together
 // before: the one refused is a VirtualHost's.
 func vhdsError(namespace string, err error) error {
-	var fe *filingError
+	var fe *router.FilingError
 	if errors.As(err, &fe) {
-		return fmt.Errorf("VirtualHost %q: %w", namespace+"/"+fe.def.name, err)
+		return fmt.Errorf("VirtualHost %q: %w", namespace+"/"+fe.Def.Name, err)
 	}
 	return fmt.Errorf("route configuration %q: %w", namespace, err)
 }
@@ -126,14 +129,14 @@ func vhdsError(namespace string, err error) error {
 // configuration, if a is the configuration it was built from. Any other a
 // is converted in full and its table built anew from the stored
 // VirtualHosts (see vhdsTable): its shell, or its level, changed.
-func sameVHDSConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
+func sameVHDSConfig(a *anypb.Any, prev *router.RouteTable) (*router.RouteTable, bool) {
 	value := a.GetValue()
-	shell, spans, ok := splitRouteConfig(value, prev.inline)
-	if !ok || prev.shell == "" || string(shell) != prev.shell || len(spans) != prev.inline {
+	shell, spans, ok := router.SplitRouteConfig(value, prev.Inline)
+	if !ok || prev.Shell == "" || string(shell) != prev.Shell || len(spans) != prev.Inline {
 		return nil, false
 	}
 	for i, sp := range spans {
-		if string(value[sp.start:sp.end]) != prev.vhosts[i].raw {
+		if string(value[sp.Start:sp.End]) != prev.Vhosts[i].Raw {
 			return nil, false
 		}
 	}
@@ -146,27 +149,27 @@ func sameVHDSConfig(a *anypb.Any, prev *routeTable) (*routeTable, bool) {
 // VirtualHost of a namespace without such a configuration is converted to
 // check it, and kept for when its configuration arrives.
 func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string]any, error) {
-	changes := make(map[string]map[string]*vhostDef) // namespace -> host -> def (nil: removed)
-	change := func(ns, host string, def *vhostDef) {
+	changes := make(map[string]map[string]*router.VhostDef) // namespace -> host -> def (nil: removed)
+	change := func(ns, host string, def *router.VhostDef) {
 		if changes[ns] == nil {
-			changes[ns] = make(map[string]*vhostDef)
+			changes[ns] = make(map[string]*router.VhostDef)
 		}
 		changes[ns][host] = def
 	}
-	for _, name := range sortedKeys(updated) {
+	for _, name := range sorted.Keys(updated) {
 		h := updated[name].(*storedVirtualHost)
 		t := p.store.vhdsTableOf(h.namespace)
-		level := routeConfigLevel{maxBody: defaultMaxDirectResponseBody}
+		level := router.RouteConfigLevel{MaxBody: router.DefaultMaxDirectResponseBody}
 		if t != nil {
-			level = t.level
+			level = t.Level
 		}
-		def, err := level.convertVirtualHost(h.pvh)
+		def, err := level.ConvertVirtualHost(h.pvh)
 		h.pvh = nil
 		if err != nil {
 			return nil, fmt.Errorf("VirtualHost %q: %w", name, err)
 		}
 		if t != nil {
-			def.name = h.host
+			def.Name = h.host
 			change(h.namespace, h.host, def)
 		}
 	}
@@ -179,7 +182,7 @@ func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string
 	tables := make(map[string]any, len(changes))
 	for ns, hosts := range changes {
 		t := p.store.vhdsTableOf(ns)
-		next, err := nextTable(t, vhdsEntries(t, hosts))
+		next, err := router.NextTable(t, vhdsEntries(t, hosts))
 		if err != nil {
 			return nil, vhdsError(ns, err)
 		}
@@ -193,27 +196,27 @@ func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string
 // its VirtualHosts, still sorted. The changed hosts are found by binary
 // search, and the others between them are runs: the entries cost in
 // proportion to the changes.
-func vhdsEntries(t *routeTable, changes map[string]*vhostDef) []tableEntry {
-	hosts := sortedKeys(changes)
-	entries := make([]tableEntry, 0, 2*len(hosts)+2)
+func vhdsEntries(t *router.RouteTable, changes map[string]*router.VhostDef) []router.TableEntry {
+	hosts := sorted.Keys(changes)
+	entries := make([]router.TableEntry, 0, 2*len(hosts)+2)
 	keep := func(from, to int) {
 		if to > from {
-			entries = append(entries, tableEntry{prev: int32(from), run: int32(to - from)})
+			entries = append(entries, router.TableEntry{Prev: int32(from), Run: int32(to - from)})
 		}
 	}
-	keep(0, t.inline)
-	i := t.inline
+	keep(0, t.Inline)
+	i := t.Inline
 	for _, host := range hosts {
-		j := i + sort.Search(len(t.vhosts)-i, func(k int) bool { return t.vhosts[i+k].name >= host })
+		j := i + sort.Search(len(t.Vhosts)-i, func(k int) bool { return t.Vhosts[i+k].Name >= host })
 		keep(i, j)
 		i = j
-		if i < len(t.vhosts) && t.vhosts[i].name == host {
+		if i < len(t.Vhosts) && t.Vhosts[i].Name == host {
 			i++ // replaced or removed
 		}
 		if def := changes[host]; def != nil {
-			entries = append(entries, tableEntry{prev: -1, def: def})
+			entries = append(entries, router.TableEntry{Prev: -1, Def: def})
 		}
 	}
-	keep(i, len(t.vhosts))
+	keep(i, len(t.Vhosts))
 	return entries
 }

@@ -188,9 +188,9 @@ func (m *vhdsModel) mismatch(p *testProxy) string {
 	if l == nil {
 		return "no ingress_http"
 	}
-	t := l.chains[""].routes
+	t := l.Chains[""].Routes
 	for _, host := range slices.Sorted(maps.Keys(m.backend)) {
-		vh := t.selectVirtualHost(host)
+		vh := t.SelectVirtualHost(host)
 		if vh == nil {
 			return fmt.Sprintf("%s: not routed, want %s", host, m.backend[host])
 		}
@@ -198,13 +198,13 @@ func (m *vhdsModel) mismatch(p *testProxy) string {
 		if c, ok := m.own[host]; ok {
 			want = c
 		}
-		if got := vh.routes[0].forward.clusters[0].name; got != want {
+		if got := vh.Routes[0].Forward.Clusters[0].Name; got != want {
 			return fmt.Sprintf("%s: routed to %s, want %s", host, got, want)
 		}
 	}
 	for host := range m.gone {
-		if vh := t.selectVirtualHost(host); vh != nil {
-			return fmt.Sprintf("%s: removed, still routed to %s", host, vh.routes[0].forward.clusters[0].name)
+		if vh := t.SelectVirtualHost(host); vh != nil {
+			return fmt.Sprintf("%s: removed, still routed to %s", host, vh.Routes[0].Forward.Clusters[0].Name)
 		}
 	}
 	return ""
@@ -385,7 +385,7 @@ func (m *vhdsModel) checkAtRest(t *testing.T, p *testProxy) {
 	if got, want := len(p.store.vhosts[translate.RouteHTTP]), len(m.hosts); got != want {
 		t.Errorf("%d VirtualHosts stored, want %d", got, want)
 	}
-	if tb := httpTable(p); len(tb.vhosts) != len(m.hosts) || tb.slots > 20 {
-		t.Errorf("table of %d virtual hosts in %d slots, want %d hosts", len(tb.vhosts), tb.slots, len(m.hosts))
+	if tb := httpTable(p); len(tb.Vhosts) != len(m.hosts) || tb.Slots > 20 {
+		t.Errorf("table of %d virtual hosts in %d slots, want %d hosts", len(tb.Vhosts), tb.Slots, len(m.hosts))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/xdsclient"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -49,15 +50,15 @@ func routeTo(cluster, name string) *routev3.Route {
 }
 
 // httpTable is the route table of ingress_http in force.
-func httpTable(p *testProxy) *routeTable {
-	return p.current.Load().listeners["ingress_http"].chains[""].routes
+func httpTable(p *testProxy) *router.RouteTable {
+	return p.current.Load().listeners["ingress_http"].Chains[""].Routes
 }
 
 // defsByName are the converted virtual hosts of t by name.
-func defsByName(t *routeTable) map[string]*vhostDef {
-	m := make(map[string]*vhostDef, len(t.vhosts))
-	for _, vh := range t.vhosts {
-		m[vh.name] = vh.vhostDef
+func defsByName(t *router.RouteTable) map[string]*router.VhostDef {
+	m := make(map[string]*router.VhostDef, len(t.Vhosts))
+	for _, vh := range t.Vhosts {
+		m[vh.Name] = vh.VhostDef
 	}
 	return m
 }
@@ -213,7 +214,7 @@ func TestVHDSOneHostChangePatchesTheTable(t *testing.T) {
 			t.Errorf("%s: sent %q, want %q", version, got, want)
 		}
 		after := httpTable(p)
-		if !after.patchedFrom(before) {
+		if !after.PatchedFrom(before) {
 			t.Errorf("%s: the table was not patched from the one in force", version)
 		}
 		was, is := defsByName(before), defsByName(after)
@@ -406,11 +407,11 @@ func inlineForm(shell *routev3.RouteConfiguration, hosts map[string]*routev3.Vir
 
 // scratchTable converts rc as a whole, as the proxy does when it is received
 // in one response.
-func scratchTable(rc *routev3.RouteConfiguration) (*routeTable, error) {
+func scratchTable(rc *routev3.RouteConfiguration) (*router.RouteTable, error) {
 	if err := rc.ValidateAll(); err != nil {
 		return nil, err
 	}
-	return convertRouteConfig(rc)
+	return router.ConvertRouteConfig(rc, httpFilters)
 }
 
 // TestVHDSAppliesAsFullConversion: for random sequences of edits sent as
@@ -430,8 +431,8 @@ func TestVHDSAppliesAsFullConversion(t *testing.T) {
 			t.Cleanup(p.shutdown)
 			var shellInForce *routev3.RouteConfiguration
 			hostsInForce := map[string]*routev3.VirtualHost{}
-			inForce := func() *routeTable {
-				tb, _ := lookup[*routeTable](p.store, resourcev3.RouteType, "ingress_http")
+			inForce := func() *router.RouteTable {
+				tb, _ := lookup[*router.RouteTable](p.store, resourcev3.RouteType, "ingress_http")
 				return tb
 			}
 			// check sends one response and compares the outcome with
@@ -459,7 +460,7 @@ func TestVHDSAppliesAsFullConversion(t *testing.T) {
 				if diff := cmp.Diff(dumpTable(want), dumpTable(got)); diff != "" {
 					t.Fatalf("step %d (%s) %s: differs from a full conversion (-full +vhds):\n%s", i, what, xdsclient.ShortTypeName(typeURL), diff)
 				}
-				if got.patch != nil {
+				if got.Patch != nil {
 					patched++
 				}
 				return true
@@ -521,7 +522,7 @@ func TestVHDSLargeChangeBuildsInFull(t *testing.T) {
 	shell, _ := vhdsForm(rc)
 	feed(t, p, resourcev3.RouteType, "v1", shell)
 	feed(t, p, resourcev3.VirtualHostType, "v1", vhdsMessages(rc.GetName(), rc.VirtualHosts...)...)
-	before, _ := lookup[*routeTable](p.store, resourcev3.RouteType, "ingress_http")
+	before, _ := lookup[*router.RouteTable](p.store, resourcev3.RouteType, "ingress_http")
 
 	// The first and last ten change: the twenty between are one run.
 	var changed []proto.Message
@@ -533,8 +534,8 @@ func TestVHDSLargeChangeBuildsInFull(t *testing.T) {
 		changed = append(changed, vhdsMessages(rc.GetName(), rc.VirtualHosts[i])...)
 	}
 	feed(t, p, resourcev3.VirtualHostType, "v2", changed...)
-	got, _ := lookup[*routeTable](p.store, resourcev3.RouteType, "ingress_http")
-	if got.patch != nil {
+	got, _ := lookup[*router.RouteTable](p.store, resourcev3.RouteType, "ingress_http")
+	if got.Patch != nil {
 		t.Fatal("the table was patched, though the change is too large for that to pay")
 	}
 	_, hosts := vhdsForm(rc)
@@ -546,8 +547,8 @@ func TestVHDSLargeChangeBuildsInFull(t *testing.T) {
 		t.Errorf("differs from a full conversion (-full +vhds):\n%s", diff)
 	}
 	for i := 10; i < 30; i++ {
-		if got.vhosts[i].vhostDef != before.vhosts[i].vhostDef {
-			t.Errorf("virtual host %s was converted again, though unchanged", got.vhosts[i].name)
+		if got.Vhosts[i].VhostDef != before.Vhosts[i].VhostDef {
+			t.Errorf("virtual host %s was converted again, though unchanged", got.Vhosts[i].Name)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package accesslog writes the embedded proxy's access log lines (requests
 // and TCP proxy connections) off the request path: a bounded queue, one writer
 // goroutine, lines dropped and counted rather than slowing requests down.
-// It is a leaf: the request path (package proxy) and TCP proxying fill an
-// Entry and hand it to Log.Add.
+// It is a leaf: the request path (package hcm) and TCP proxying (package
+// listener) fill an Entry and hand it to Log.Add; config.go checks an
+// access_log configuration (Check) for both.
 package accesslog
 
 import (

@@ -40,11 +40,11 @@ type ClusterSpec struct {
 	// included, were chosen by whoever wrote an ExternalName Service (see
 	// egress.go).
 	ByName      bool
-	LB          LBSpec
+	LB          lbSpec
 	HealthCheck *HealthCheckSpec // nil without health_checks
 	TLS         *upstreamTLSSpec // nil: clear text
 	Protocol    ProtocolSpec
-	Outlier     *OutlierSpec // nil without outlier_detection
+	Outlier     *outlierSpec // nil without outlier_detection
 	StatKey     upstreamKey  // the labels of its series (clusterStatKey)
 }
 
@@ -66,7 +66,7 @@ type Cluster struct {
 	// Dialer connects to the endpoints (connect_timeout, dns_lookup_family,
 	// the egress rules).
 	Dialer EndpointDialer
-	LB     LBSpec
+	LB     lbSpec
 	// Added are when the endpoints joined the cluster, by index, for slow start;
 	// nil without it.
 	Added       []time.Time
@@ -84,7 +84,7 @@ type Cluster struct {
 	Health *HealthState    // nil: every endpoint is healthy
 	// Outlier is nil without outlier_detection; outlierHosts are by endpoint index.
 	Outlier      *outlierState
-	OutlierSpec  *OutlierSpec
+	OutlierSpec  *outlierSpec
 	OutlierHosts []*outlierHost
 
 	AllHosts *HostSet                // every endpoint (without health checks)
@@ -138,7 +138,7 @@ func ConvertCluster(c *clusterv3.Cluster) (*ClusterSpec, error) {
 	if err := checkProtocolALPN(spec.Protocol.Protocol, spec.TLS); err != nil {
 		return nil, fmt.Errorf("transport_socket: %w", err)
 	}
-	if spec.Outlier, err = ConvertOutlierDetection(c.GetOutlierDetection()); err != nil {
+	if spec.Outlier, err = convertOutlierDetection(c.GetOutlierDetection()); err != nil {
 		return nil, fmt.Errorf("outlier_detection: %w", err)
 	}
 	if c.GetConnectTimeout() != nil {

@@ -39,16 +39,16 @@ type healthCheckKind int
 
 const (
 	hcHTTP         healthCheckKind = iota
-	HealthCheckTCP                 // tcp_health_check without send/receive: connect only
+	healthCheckTCP                 // tcp_health_check without send/receive: connect only
 )
 
 // HealthCheckSpec is a validated HealthCheck with an http_health_check or a
 // connect-only tcp_health_check.
 type HealthCheckSpec struct {
-	Kind               healthCheckKind
+	kind               healthCheckKind
 	Timeout            time.Duration
 	Interval           time.Duration
-	NoTrafficInterval  time.Duration // used until the cluster has had traffic
+	noTrafficInterval  time.Duration // used until the cluster has had traffic
 	UnhealthyThreshold uint32
 	HealthyThreshold   uint32
 	Path               string
@@ -114,15 +114,15 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*HealthCheckSpe
 	spec := &HealthCheckSpec{
 		Timeout:            hc.GetTimeout().AsDuration(),
 		Interval:           hc.GetInterval().AsDuration(),
-		NoTrafficInterval:  defaultNoTrafficInterval,
+		noTrafficInterval:  defaultNoTrafficInterval,
 		UnhealthyThreshold: hc.GetUnhealthyThreshold().GetValue(),
 		HealthyThreshold:   hc.GetHealthyThreshold().GetValue(),
 		ReuseConnection:    hc.GetReuseConnection() == nil || hc.GetReuseConnection().GetValue(),
 	}
 	if d := hc.GetNoTrafficInterval(); d != nil {
-		spec.NoTrafficInterval = d.AsDuration()
+		spec.noTrafficInterval = d.AsDuration()
 	}
-	if spec.Timeout <= 0 || spec.Interval <= 0 || spec.NoTrafficInterval <= 0 {
+	if spec.Timeout <= 0 || spec.Interval <= 0 || spec.noTrafficInterval <= 0 {
 		return nil, errors.New("timeout, interval and no_traffic_interval must be positive")
 	}
 	if spec.UnhealthyThreshold == 0 || spec.HealthyThreshold == 0 {
@@ -142,7 +142,7 @@ func convertHealthCheck(cluster string, hc *corev3.HealthCheck) (*HealthCheckSpe
 		); err != nil {
 			return nil, err
 		}
-		spec.Kind = HealthCheckTCP
+		spec.kind = healthCheckTCP
 	default:
 		return nil, fmt.Errorf("health checker %T is not supported (only http_health_check and a connect-only tcp_health_check)", hc.GetHealthChecker())
 	}
@@ -187,7 +187,7 @@ func (s *HealthCheckSpec) setHTTP(cluster string, h *corev3.HealthCheck_HttpHeal
 // goroutine per endpoint, and the endpoints' health, which survives
 // configuration swaps.
 type HealthState struct {
-	Cluster string
+	cluster string
 	log     *slog.Logger
 	served  *atomic.Bool // the cluster has had traffic: checks leave no_traffic_interval
 	// checkers counts the proxy's running checker goroutines; running is
@@ -204,7 +204,7 @@ type HealthState struct {
 	Outlier atomic.Pointer[outlierState]
 
 	mu        sync.RWMutex
-	Endpoints map[string]*endpointHealth
+	endpoints map[string]*endpointHealth
 	stopped   bool
 	// share is the cluster's part of its Service port's healthy-endpoints
 	// gauge; nil once stopped.
@@ -234,12 +234,12 @@ type checkConfig struct {
 // waited for at shutdown.
 func NewHealthState(cluster string, served *atomic.Bool, log *slog.Logger, checkers *atomic.Int64, running *sync.WaitGroup) *HealthState {
 	return &HealthState{
-		Cluster:   cluster,
+		cluster:   cluster,
 		log:       log,
 		served:    served,
 		checkers:  checkers,
 		running:   running,
-		Endpoints: make(map[string]*endpointHealth),
+		endpoints: make(map[string]*endpointHealth),
 	}
 }
 
@@ -248,7 +248,7 @@ func NewHealthState(cluster string, served *atomic.Bool, log *slog.Logger, check
 func (hs *HealthState) Healthy(endpoint string) bool {
 	hs.mu.RLock()
 	defer hs.mu.RUnlock()
-	eh, ok := hs.Endpoints[endpoint]
+	eh, ok := hs.endpoints[endpoint]
 	return ok && eh.Healthy.Load()
 }
 
@@ -272,20 +272,20 @@ func (hs *HealthState) Configure(uc *Cluster) {
 		hs.share = uc.Stats.healthyShare()
 		changed = true
 	}
-	for ep, eh := range hs.Endpoints {
+	for ep, eh := range hs.endpoints {
 		if addr, ok := want[ep]; !ok || addr != eh.addr {
 			eh.cancel()
-			delete(hs.Endpoints, ep)
+			delete(hs.endpoints, ep)
 			changed = true
 		}
 	}
 	for ep, addr := range want {
-		if _, ok := hs.Endpoints[ep]; ok {
+		if _, ok := hs.endpoints[ep]; ok {
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		eh := &endpointHealth{cancel: cancel, addr: addr}
-		hs.Endpoints[ep] = eh
+		hs.endpoints[ep] = eh
 		hs.running.Add(1)
 		hs.checkers.Add(1)
 		go hs.run(ctx, ep, eh)
@@ -354,9 +354,9 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 func (hs *HealthState) Stop() {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	for ep, eh := range hs.Endpoints {
+	for ep, eh := range hs.endpoints {
 		eh.cancel()
-		delete(hs.Endpoints, ep)
+		delete(hs.endpoints, ep)
 	}
 	hs.stopped = true
 	hs.gen.Add(1)
@@ -385,7 +385,7 @@ func (hs *HealthState) run(ctx context.Context, endpoint string, eh *endpointHea
 		hs.Record(endpoint, eh, &counters, res, &cfg.spec)
 		wait := cfg.spec.Interval
 		if !hs.served.Load() {
-			wait = cfg.spec.NoTrafficInterval
+			wait = cfg.spec.noTrafficInterval
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -411,7 +411,7 @@ type CheckResult struct {
 func (cfg *checkConfig) Check(ctx context.Context, endpoint string) CheckResult {
 	ctx, cancel := context.WithTimeout(ctx, cfg.spec.Timeout)
 	defer cancel()
-	if cfg.spec.Kind == HealthCheckTCP {
+	if cfg.spec.kind == healthCheckTCP {
 		return cfg.checkConnect(ctx, endpoint)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.scheme+"://"+endpoint+cfg.spec.Path, nil)
@@ -503,7 +503,7 @@ func (hs *HealthState) Record(endpoint string, eh *endpointHealth, c *checkCount
 func (hs *HealthState) transition(endpoint string, eh *endpointHealth, healthy bool, reason string) {
 	eh.Healthy.Store(healthy)
 	hs.gen.Add(1)
-	hs.log.Info("health check transition", "cluster", hs.Cluster, "endpoint", endpoint, "healthy", healthy, "reason", reason)
+	hs.log.Info("health check transition", "cluster", hs.cluster, "endpoint", endpoint, "healthy", healthy, "reason", reason)
 	hs.reportHealthy()
 }
 
@@ -516,7 +516,7 @@ func (hs *HealthState) reportHealthy() {
 		return
 	}
 	n := 0
-	for _, eh := range hs.Endpoints {
+	for _, eh := range hs.endpoints {
 		if eh.Healthy.Load() {
 			n++
 		}

@@ -26,10 +26,10 @@ func TestHealthRecord(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			hs := &HealthState{Cluster: "c", log: slog.New(slog.DiscardHandler),
-				Endpoints: map[string]*endpointHealth{}}
+			hs := &HealthState{cluster: "c", log: slog.New(slog.DiscardHandler),
+				endpoints: map[string]*endpointHealth{}}
 			eh := &endpointHealth{}
-			hs.Endpoints["e"] = eh
+			hs.endpoints["e"] = eh
 			counters := checkCounters{fresh: true}
 			for i, r := range tc.results {
 				hs.Record("e", eh, &counters, r, spec)

@@ -21,11 +21,11 @@ import (
 type lbPolicy int
 
 const (
-	LBRoundRobin lbPolicy = iota
-	LBLeastRequest
-	LBRandom
-	LBRingHash
-	LBMaglev
+	lbRoundRobin lbPolicy = iota
+	lbLeastRequest
+	lbRandom
+	lbRingHash
+	lbMaglev
 )
 
 const (
@@ -38,40 +38,40 @@ const (
 )
 
 // lbSpec is a cluster's validated load-balancing configuration.
-type LBSpec struct {
-	Policy      lbPolicy
-	ChoiceCount int    // LEAST_REQUEST: endpoints sampled per pick
-	MinRingSize uint64 // RING_HASH
-	MaglevSize  uint64 // MAGLEV: a prime
-	// PanicThreshold is common_lb_config.healthy_panic_threshold in percent:
+type lbSpec struct {
+	policy      lbPolicy
+	choiceCount int    // LEAST_REQUEST: endpoints sampled per pick
+	minRingSize uint64 // RING_HASH
+	maglevSize  uint64 // MAGLEV: a prime
+	// panicThreshold is common_lb_config.healthy_panic_threshold in percent:
 	// below it every endpoint gets traffic; 0 disables panic mode.
-	PanicThreshold float64
+	panicThreshold float64
 	// SlowStart, when set, ramps up the share of endpoints added to the cluster
 	// (ROUND_ROBIN and LEAST_REQUEST).
 	SlowStart *SlowStartSpec
 }
 
 // UsesHash reports whether picks depend on the request's hash_policy.
-func (s LBSpec) UsesHash() bool { return s.Policy == LBRingHash || s.Policy == LBMaglev }
+func (s lbSpec) UsesHash() bool { return s.policy == lbRingHash || s.policy == lbMaglev }
 
-func convertLB(c *clusterv3.Cluster) (LBSpec, error) {
-	spec := LBSpec{
-		ChoiceCount:    defaultChoiceCount,
-		MinRingSize:    defaultMinRingSize,
-		MaglevSize:     defaultMaglevSize,
-		PanicThreshold: defaultPanicThreshold,
+func convertLB(c *clusterv3.Cluster) (lbSpec, error) {
+	spec := lbSpec{
+		choiceCount:    defaultChoiceCount,
+		minRingSize:    defaultMinRingSize,
+		maglevSize:     defaultMaglevSize,
+		panicThreshold: defaultPanicThreshold,
 	}
 	switch p := c.GetLbPolicy(); p {
 	case clusterv3.Cluster_ROUND_ROBIN:
-		spec.Policy = LBRoundRobin
+		spec.policy = lbRoundRobin
 	case clusterv3.Cluster_LEAST_REQUEST:
-		spec.Policy = LBLeastRequest
+		spec.policy = lbLeastRequest
 	case clusterv3.Cluster_RANDOM:
-		spec.Policy = LBRandom
+		spec.policy = lbRandom
 	case clusterv3.Cluster_RING_HASH:
-		spec.Policy = LBRingHash
+		spec.policy = lbRingHash
 	case clusterv3.Cluster_MAGLEV:
-		spec.Policy = LBMaglev
+		spec.policy = lbMaglev
 	default:
 		return spec, fmt.Errorf("lb_policy %v is not supported (ROUND_ROBIN, LEAST_REQUEST, RANDOM, RING_HASH, MAGLEV)", p)
 	}
@@ -86,13 +86,13 @@ func convertLB(c *clusterv3.Cluster) (LBSpec, error) {
 
 // setPolicyConfig applies the lb_config that goes with the policy; a config
 // for another policy is refused rather than silently ignored.
-func (s *LBSpec) setPolicyConfig(c *clusterv3.Cluster) error {
+func (s *lbSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 	switch cfg := c.GetLbConfig().(type) {
 	case nil:
 		return nil
 	case *clusterv3.Cluster_LeastRequestLbConfig_:
 		lr := cfg.LeastRequestLbConfig
-		if s.Policy != LBLeastRequest {
+		if s.policy != lbLeastRequest {
 			return errors.New("least_request_lb_config needs lb_policy LEAST_REQUEST")
 		}
 		if err := xdsconv.Unsupported(
@@ -105,10 +105,10 @@ func (s *LBSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 			return fmt.Errorf("least_request_lb_config: %w", err)
 		}
 		if cc := lr.GetChoiceCount(); cc != nil {
-			s.ChoiceCount = int(cc.GetValue())
+			s.choiceCount = int(cc.GetValue())
 		}
 	case *clusterv3.Cluster_RoundRobinLbConfig_:
-		if s.Policy != LBRoundRobin {
+		if s.policy != lbRoundRobin {
 			return errors.New("round_robin_lb_config needs lb_policy ROUND_ROBIN")
 		}
 		var err error
@@ -117,7 +117,7 @@ func (s *LBSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 		}
 	case *clusterv3.Cluster_RingHashLbConfig_:
 		rh := cfg.RingHashLbConfig
-		if s.Policy != LBRingHash {
+		if s.policy != lbRingHash {
 			return errors.New("ring_hash_lb_config needs lb_policy RING_HASH")
 		}
 		if err := xdsconv.Unsupported(
@@ -130,17 +130,17 @@ func (s *LBSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 			if m.GetValue() == 0 {
 				return errors.New("ring_hash_lb_config.minimum_ring_size must be positive")
 			}
-			s.MinRingSize = m.GetValue()
+			s.minRingSize = m.GetValue()
 		}
 	case *clusterv3.Cluster_MaglevLbConfig_:
-		if s.Policy != LBMaglev {
+		if s.policy != lbMaglev {
 			return errors.New("maglev_lb_config needs lb_policy MAGLEV")
 		}
 		if ts := cfg.MaglevLbConfig.GetTableSize(); ts != nil {
 			if !isPrime(ts.GetValue()) {
 				return fmt.Errorf("maglev_lb_config.table_size %d is not a prime number", ts.GetValue())
 			}
-			s.MaglevSize = ts.GetValue()
+			s.maglevSize = ts.GetValue()
 		}
 	default:
 		return fmt.Errorf("lb_config %T is not supported", cfg)
@@ -148,7 +148,7 @@ func (s *LBSpec) setPolicyConfig(c *clusterv3.Cluster) error {
 	return nil
 }
 
-func (s *LBSpec) setCommonConfig(cc *clusterv3.Cluster_CommonLbConfig) error {
+func (s *lbSpec) setCommonConfig(cc *clusterv3.Cluster_CommonLbConfig) error {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("locality config (zone_aware_lb_config / locality_weighted_lb_config)", cc.GetLocalityConfigSpecifier() != nil),
 		xdsconv.Set("update_merge_window", cc.GetUpdateMergeWindow() != nil),
@@ -161,7 +161,7 @@ func (s *LBSpec) setCommonConfig(cc *clusterv3.Cluster_CommonLbConfig) error {
 	}
 	if t := cc.GetHealthyPanicThreshold(); t != nil {
 		// Envoy rounds the percentage to an integer.
-		s.PanicThreshold = math.Round(t.GetValue())
+		s.panicThreshold = math.Round(t.GetValue())
 	}
 	return nil
 }
@@ -195,7 +195,7 @@ type ClusterState struct {
 	// Outlier is the outlier detection state; nil without outlier_detection.
 	Outlier *outlierState
 	// Transport is the cluster's own transport; nil when it uses the shared one.
-	Transport *clusterTransport
+	transport *clusterTransport
 
 	hashTable atomic.Pointer[cachedHashTable]
 
@@ -279,12 +279,12 @@ func (c *Cluster) Pick(pc PickContext) (int, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	switch c.LB.Policy {
-	case LBLeastRequest:
+	switch c.LB.policy {
+	case lbLeastRequest:
 		return c.leastRequest(hs.Idx), true
-	case LBRandom:
+	case lbRandom:
 		return hs.Idx[rand.IntN(n)], true
-	case LBRingHash, LBMaglev:
+	case lbRingHash, lbMaglev:
 		h := pc.Hash
 		if !pc.HasHash {
 			h = rand.Uint64()
@@ -335,7 +335,7 @@ func (c *Cluster) selectHosts() []int {
 		}
 	}
 	total := len(c.Endpoints)
-	if total > 0 && c.LB.PanicThreshold > 0 && 100*float64(len(healthy))/float64(total) < c.LB.PanicThreshold {
+	if total > 0 && c.LB.panicThreshold > 0 && 100*float64(len(healthy))/float64(total) < c.LB.panicThreshold {
 		return AllIndexes(total)
 	}
 	return healthy
@@ -357,7 +357,7 @@ func (c *Cluster) leastRequest(idx []int) int {
 	}
 	best := -1
 	var bestActive int64
-	for range c.LB.ChoiceCount {
+	for range c.LB.choiceCount {
 		i := idx[rand.IntN(len(idx))]
 		if a := c.Active[i].Load(); best < 0 || a < bestActive {
 			best, bestActive = i, a
@@ -371,7 +371,7 @@ func (c *Cluster) leastRequest(idx []int) int {
 func (c *Cluster) leastRequestSlowly(idx []int) int {
 	now := time.Now()
 	best, bestLoad := -1, 0.0
-	for range c.LB.ChoiceCount {
+	for range c.LB.choiceCount {
 		i := idx[rand.IntN(len(idx))]
 		load := float64(c.Active[i].Load()+1) / c.LB.SlowStart.factor(c.Added[i], now)
 		if best < 0 || load < bestLoad {
@@ -401,16 +401,16 @@ type cachedHashTable struct {
 
 // hashTableFor builds (or reuses) the table for hosts: configuration swaps
 // that leave a cluster's hosts alone do not pay for a rebuild.
-func (cs *ClusterState) hashTableFor(spec LBSpec, hosts []string) hashTable {
-	key := fmt.Sprintf("%d/%d/%d|%s", spec.Policy, spec.MinRingSize, spec.MaglevSize, strings.Join(hosts, ","))
+func (cs *ClusterState) hashTableFor(spec lbSpec, hosts []string) hashTable {
+	key := fmt.Sprintf("%d/%d/%d|%s", spec.policy, spec.minRingSize, spec.maglevSize, strings.Join(hosts, ","))
 	if cached := cs.hashTable.Load(); cached != nil && cached.key == key {
 		return cached.table
 	}
 	var t hashTable
-	if spec.Policy == LBMaglev {
-		t = newMaglevTable(hosts, spec.MaglevSize)
+	if spec.policy == lbMaglev {
+		t = newMaglevTable(hosts, spec.maglevSize)
 	} else {
-		t = newHashRing(hosts, spec.MinRingSize)
+		t = newHashRing(hosts, spec.minRingSize)
 	}
 	cs.hashTable.Store(&cachedHashTable{key: key, table: t})
 	return t
@@ -425,7 +425,7 @@ func (cs *ClusterState) StopAll() {
 	if cs.Outlier != nil {
 		cs.Outlier.Stop()
 	}
-	if cs.Transport != nil {
-		cs.Transport.rt.CloseIdleConnections()
+	if cs.transport != nil {
+		cs.transport.rt.CloseIdleConnections()
 	}
 }

@@ -118,7 +118,7 @@ func TestMaglevIsConsistent(t *testing.T) {
 	t.Logf("maglev: %.3f%% of the remaining hosts' keys moved", 100*moved)
 }
 
-func unitCluster(lb LBSpec, endpoints []string) *Cluster {
+func unitCluster(lb lbSpec, endpoints []string) *Cluster {
 	cs := NewClusterState()
 	return &Cluster{
 		Name: "unit", Endpoints: endpoints, LB: lb, State: cs,
@@ -127,7 +127,7 @@ func unitCluster(lb LBSpec, endpoints []string) *Cluster {
 }
 
 func TestLeastRequestPick(t *testing.T) {
-	c := unitCluster(LBSpec{Policy: LBLeastRequest, ChoiceCount: 64}, testHosts(3))
+	c := unitCluster(lbSpec{policy: lbLeastRequest, choiceCount: 64}, testHosts(3))
 	c.Active[0].Store(5)
 	c.Active[2].Store(3)
 	// 64 samples all miss endpoint 1 with probability (2/3)^64 ~ 5e-12.
@@ -137,7 +137,7 @@ func TestLeastRequestPick(t *testing.T) {
 		}
 	}
 	// With two choices the idle endpoint wins whenever it is sampled: 5/9.
-	c.LB.ChoiceCount = 2
+	c.LB.choiceCount = 2
 	got := 0
 	for range 9000 {
 		if i, _ := c.Pick(PickContext{}); i == 1 {
@@ -167,13 +167,13 @@ func TestPanicMode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := unitCluster(LBSpec{Policy: LBRoundRobin, PanicThreshold: tc.threshold}, hosts)
-			c.Health = &HealthState{Endpoints: map[string]*endpointHealth{}}
+			c := unitCluster(lbSpec{policy: lbRoundRobin, panicThreshold: tc.threshold}, hosts)
+			c.Health = &HealthState{endpoints: map[string]*endpointHealth{}}
 			for _, h := range hosts {
-				c.Health.Endpoints[h] = &endpointHealth{}
+				c.Health.endpoints[h] = &endpointHealth{}
 			}
 			for _, i := range tc.healthy {
-				c.Health.Endpoints[hosts[i]].Healthy.Store(true)
+				c.Health.endpoints[hosts[i]].Healthy.Store(true)
 			}
 			if got := c.currentHosts().Idx; !slices.Equal(got, tc.want) {
 				t.Errorf("host set %v, want %v", got, tc.want)

@@ -54,22 +54,22 @@ const (
 	defaultSRStdevFactor         = 1900
 )
 
-// OutlierSpec is a validated OutlierDetection; comparable.
-type OutlierSpec struct {
-	Consecutive5xx       uint32 // 0 disables the detector
-	Enforcing5xx         uint32 // percent
-	Interval             time.Duration
-	BaseEjection         time.Duration
-	MaxEjection          time.Duration
-	MaxEjectionPercent   uint32
-	EnforcingSuccessRate uint32 // percent
-	SrMinimumHosts       uint32
-	SrRequestVolume      uint32
-	SrStdevFactor        uint32 // thousandths
-	UnejectOnHealthCheck bool
+// outlierSpec is a validated OutlierDetection; comparable.
+type outlierSpec struct {
+	consecutive5xx       uint32 // 0 disables the detector
+	enforcing5xx         uint32 // percent
+	interval             time.Duration
+	baseEjection         time.Duration
+	maxEjection          time.Duration
+	maxEjectionPercent   uint32
+	enforcingSuccessRate uint32 // percent
+	srMinimumHosts       uint32
+	srRequestVolume      uint32
+	srStdevFactor        uint32 // thousandths
+	unejectOnHealthCheck bool
 }
 
-func ConvertOutlierDetection(od *clusterv3.OutlierDetection) (*OutlierSpec, error) {
+func convertOutlierDetection(od *clusterv3.OutlierDetection) (*outlierSpec, error) {
 	if od == nil {
 		return nil, nil
 	}
@@ -103,31 +103,31 @@ func ConvertOutlierDetection(od *clusterv3.OutlierDetection) (*OutlierSpec, erro
 	); err != nil {
 		return nil, err
 	}
-	s := &OutlierSpec{
-		Consecutive5xx:       u32(od.GetConsecutive_5Xx(), defaultOutlierConsecutive5xx),
-		Enforcing5xx:         min(u32(od.GetEnforcingConsecutive_5Xx(), defaultEnforcing5xx), 100),
-		Interval:             defaultOutlierInterval,
-		BaseEjection:         defaultBaseEjectionTime,
-		MaxEjectionPercent:   min(u32(od.GetMaxEjectionPercent(), defaultMaxEjectionPercent), 100),
-		EnforcingSuccessRate: min(u32(od.GetEnforcingSuccessRate(), defaultEnforcingSuccessRate), 100),
-		SrMinimumHosts:       u32(od.GetSuccessRateMinimumHosts(), defaultSRMinimumHosts),
-		SrRequestVolume:      u32(od.GetSuccessRateRequestVolume(), defaultSRRequestVolume),
-		SrStdevFactor:        u32(od.GetSuccessRateStdevFactor(), defaultSRStdevFactor),
-		UnejectOnHealthCheck: od.GetSuccessfulActiveHealthCheckUnejectHost() == nil || od.GetSuccessfulActiveHealthCheckUnejectHost().GetValue(),
+	s := &outlierSpec{
+		consecutive5xx:       u32(od.GetConsecutive_5Xx(), defaultOutlierConsecutive5xx),
+		enforcing5xx:         min(u32(od.GetEnforcingConsecutive_5Xx(), defaultEnforcing5xx), 100),
+		interval:             defaultOutlierInterval,
+		baseEjection:         defaultBaseEjectionTime,
+		maxEjectionPercent:   min(u32(od.GetMaxEjectionPercent(), defaultMaxEjectionPercent), 100),
+		enforcingSuccessRate: min(u32(od.GetEnforcingSuccessRate(), defaultEnforcingSuccessRate), 100),
+		srMinimumHosts:       u32(od.GetSuccessRateMinimumHosts(), defaultSRMinimumHosts),
+		srRequestVolume:      u32(od.GetSuccessRateRequestVolume(), defaultSRRequestVolume),
+		srStdevFactor:        u32(od.GetSuccessRateStdevFactor(), defaultSRStdevFactor),
+		unejectOnHealthCheck: od.GetSuccessfulActiveHealthCheckUnejectHost() == nil || od.GetSuccessfulActiveHealthCheckUnejectHost().GetValue(),
 	}
 	if d := od.GetInterval(); d != nil {
-		s.Interval = d.AsDuration()
+		s.interval = d.AsDuration()
 	}
 	if d := od.GetBaseEjectionTime(); d != nil {
-		s.BaseEjection = d.AsDuration()
+		s.baseEjection = d.AsDuration()
 	}
-	if s.Interval <= 0 || s.BaseEjection <= 0 {
+	if s.interval <= 0 || s.baseEjection <= 0 {
 		return nil, errors.New("interval and base_ejection_time must be positive")
 	}
-	s.MaxEjection = max(defaultMaxEjectionTime, s.BaseEjection)
+	s.maxEjection = max(defaultMaxEjectionTime, s.baseEjection)
 	if d := od.GetMaxEjectionTime(); d != nil {
-		s.MaxEjection = d.AsDuration()
-		if s.MaxEjection < s.BaseEjection {
+		s.maxEjection = d.AsDuration()
+		if s.maxEjection < s.baseEjection {
 			// As Envoy refuses it.
 			return nil, errors.New("max_ejection_time cannot be smaller than base_ejection_time")
 		}
@@ -156,7 +156,7 @@ type outlierState struct {
 	log     *slog.Logger
 	running *sync.WaitGroup
 
-	spec atomic.Pointer[OutlierSpec]
+	spec atomic.Pointer[outlierSpec]
 	// gen moves with every ejection and its end, so that load balancers
 	// rebuild their host sets.
 	gen atomic.Uint64
@@ -203,7 +203,7 @@ func (o *outlierState) HostsFor(endpoints []string) []*outlierHost {
 // Configure applies the cluster of the snapshot being applied: its spec and
 // endpoints (removed ones forget their state, as in Envoy), and starts the
 // interval timer. Called by the ADS goroutine only.
-func (o *outlierState) Configure(spec *OutlierSpec, endpoints []string, hosts []*outlierHost, stats *Stats) {
+func (o *outlierState) Configure(spec *outlierSpec, endpoints []string, hosts []*outlierHost, stats *Stats) {
 	o.spec.Store(spec)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -265,7 +265,7 @@ func (o *outlierState) Stop() {
 func (o *outlierState) run(ctx context.Context) {
 	defer o.running.Done()
 	for {
-		timer := time.NewTimer(o.spec.Load().Interval)
+		timer := time.NewTimer(o.spec.Load().interval)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -292,7 +292,7 @@ func (o *outlierState) sweep(now time.Time) {
 			}
 			continue
 		}
-		if now.Sub(h.ejectedAt) >= min(spec.BaseEjection*time.Duration(h.multiplier), spec.MaxEjection) {
+		if now.Sub(h.ejectedAt) >= min(spec.baseEjection*time.Duration(h.multiplier), spec.maxEjection) {
 			o.uneject(h, "ejection time elapsed")
 		}
 	}
@@ -301,7 +301,7 @@ func (o *outlierState) sweep(now time.Time) {
 
 // successRate ejects the endpoints whose success rate in the last interval
 // is an outlier (Envoy's success rate detector). Called with mu held.
-func (o *outlierState) successRate(spec *OutlierSpec) {
+func (o *outlierState) successRate(spec *outlierSpec) {
 	type sample struct {
 		h    *outlierHost
 		rate float64
@@ -310,14 +310,14 @@ func (o *outlierState) successRate(spec *OutlierSpec) {
 	sum := 0.0
 	for _, h := range o.members {
 		total, success := h.total.Swap(0), h.success.Swap(0)
-		if h.Ejected.Load() || total == 0 || total < uint64(spec.SrRequestVolume) {
+		if h.Ejected.Load() || total == 0 || total < uint64(spec.srRequestVolume) {
 			continue
 		}
 		rate := 100 * float64(success) / float64(total)
 		valid = append(valid, sample{h, rate})
 		sum += rate
 	}
-	if len(valid) == 0 || len(valid) < int(spec.SrMinimumHosts) {
+	if len(valid) == 0 || len(valid) < int(spec.srMinimumHosts) {
 		return
 	}
 	mean := sum / float64(len(valid))
@@ -326,10 +326,10 @@ func (o *outlierState) successRate(spec *OutlierSpec) {
 		variance += (s.rate - mean) * (s.rate - mean)
 	}
 	stdev := math.Sqrt(variance / float64(len(valid)))
-	threshold := mean - float64(spec.SrStdevFactor)/1000*stdev
+	threshold := mean - float64(spec.srStdevFactor)/1000*stdev
 	for _, s := range valid {
 		if s.rate < threshold {
-			o.eject(s.h, spec, spec.EnforcingSuccessRate, fmt.Sprintf("success rate %.1f%% below %.1f%%", s.rate, threshold))
+			o.eject(s.h, spec, spec.enforcingSuccessRate, fmt.Sprintf("success rate %.1f%% below %.1f%%", s.rate, threshold))
 		}
 	}
 }
@@ -363,10 +363,10 @@ func (o *outlierState) Record(h *outlierHost, failed bool) {
 		return
 	}
 	spec := o.spec.Load()
-	if spec.Consecutive5xx == 0 {
+	if spec.consecutive5xx == 0 {
 		return
 	}
-	if h.consecutive.Add(1) == spec.Consecutive5xx {
+	if h.consecutive.Add(1) == spec.consecutive5xx {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if !h.member || h.Ejected.Load() || o.stopped {
@@ -374,17 +374,17 @@ func (o *outlierState) Record(h *outlierHost, failed bool) {
 		}
 		// The counter restarts whether or not the endpoint is ejected.
 		h.consecutive.Store(0)
-		o.eject(h, spec, spec.Enforcing5xx, fmt.Sprintf("%d consecutive 5xx", spec.Consecutive5xx))
+		o.eject(h, spec, spec.enforcing5xx, fmt.Sprintf("%d consecutive 5xx", spec.consecutive5xx))
 	}
 }
 
 // eject ejects an endpoint unless max_ejection_percent forbids it or the
 // enforcing percentage says no. Called with mu held.
-func (o *outlierState) eject(h *outlierHost, spec *OutlierSpec, enforcing uint32, reason string) {
+func (o *outlierState) eject(h *outlierHost, spec *outlierSpec, enforcing uint32, reason string) {
 	total := len(o.members)
 	// Envoy's rule (with always_eject_one_host): the ejected share after this
 	// ejection stays within max_ejection_percent, or nothing is ejected yet.
-	if o.active > 0 && 100*float64(o.active+1)/float64(total) > float64(spec.MaxEjectionPercent) {
+	if o.active > 0 && 100*float64(o.active+1)/float64(total) > float64(spec.maxEjectionPercent) {
 		o.log.Debug("outlier ejection refused: max_ejection_percent reached", "cluster", o.cluster, "endpoint", h.endpoint, "reason", reason)
 		return
 	}
@@ -394,7 +394,7 @@ func (o *outlierState) eject(h *outlierHost, spec *OutlierSpec, enforcing uint32
 	h.Ejected.Store(true)
 	h.ejectedAt = time.Now()
 	// Envoy stops growing the multiplier once it reaches max_ejection_time.
-	if time.Duration(h.multiplier)*spec.BaseEjection < spec.MaxEjection+spec.BaseEjection {
+	if time.Duration(h.multiplier)*spec.baseEjection < spec.maxEjection+spec.baseEjection {
 		h.multiplier++
 	}
 	o.active++
@@ -404,7 +404,7 @@ func (o *outlierState) eject(h *outlierHost, spec *OutlierSpec, enforcing uint32
 	}
 	o.reportEjected()
 	o.log.Info("outlier ejection", "cluster", o.cluster, "endpoint", h.endpoint, "reason", reason,
-		"duration", min(spec.BaseEjection*time.Duration(h.multiplier), spec.MaxEjection).String())
+		"duration", min(spec.baseEjection*time.Duration(h.multiplier), spec.maxEjection).String())
 }
 
 // uneject returns an ejected endpoint to service. Called with mu held.
@@ -422,7 +422,7 @@ func (o *outlierState) uneject(h *outlierHost, reason string) {
 func (o *outlierState) healthCheckPassed(endpoint string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if h, ok := o.hosts[endpoint]; ok && h.member && h.Ejected.Load() && !o.stopped && o.spec.Load().UnejectOnHealthCheck {
+	if h, ok := o.hosts[endpoint]; ok && h.member && h.Ejected.Load() && !o.stopped && o.spec.Load().unejectOnHealthCheck {
 		o.uneject(h, "active health check passed")
 	}
 }

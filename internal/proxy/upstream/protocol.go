@@ -225,18 +225,18 @@ func newClusterTransport(key transportKey) *clusterTransport {
 // use finish their requests. Called by the ADS goroutine only.
 func (cs *ClusterState) TransportFor(spec *ClusterSpec) *http.Transport {
 	if !spec.needsOwnTransport() {
-		if cs.Transport != nil {
-			cs.Transport.rt.CloseIdleConnections()
-			cs.Transport = nil
+		if cs.transport != nil {
+			cs.transport.rt.CloseIdleConnections()
+			cs.transport = nil
 		}
 		return nil
 	}
 	key := spec.transportKey()
-	if cs.Transport == nil || cs.Transport.key != key {
-		if cs.Transport != nil {
-			cs.Transport.rt.CloseIdleConnections()
+	if cs.transport == nil || cs.transport.key != key {
+		if cs.transport != nil {
+			cs.transport.rt.CloseIdleConnections()
 		}
-		cs.Transport = newClusterTransport(key)
+		cs.transport = newClusterTransport(key)
 	}
-	return cs.Transport.rt
+	return cs.transport.rt
 }

@@ -13,33 +13,33 @@ import (
 // that already had some gets a share of the traffic growing over Window, as Envoy
 // scales its weight: max(MinWeight, (time in the cluster / Window)^(1/Aggression)).
 type SlowStartSpec struct {
-	Window     time.Duration
-	Aggression float64
-	MinWeight  float64 // a fraction, from min_weight_percent (default 10%)
+	window     time.Duration
+	aggression float64
+	minWeight  float64 // a fraction, from min_weight_percent (default 10%)
 }
 
 func convertSlowStart(c *clusterv3.Cluster_SlowStartConfig) (*SlowStartSpec, error) {
 	if c == nil {
 		return nil, nil
 	}
-	s := &SlowStartSpec{Aggression: 1, MinWeight: 0.1}
+	s := &SlowStartSpec{aggression: 1, minWeight: 0.1}
 	if w := c.GetSlowStartWindow(); w != nil {
-		s.Window = w.AsDuration()
+		s.window = w.AsDuration()
 	}
-	if s.Window <= 0 {
+	if s.window <= 0 {
 		return nil, errors.New("slow_start_config.slow_start_window must be positive")
 	}
 	if a := c.GetAggression(); a != nil {
 		if a.GetRuntimeKey() != "" && a.GetDefaultValue() == 0 {
 			return nil, errors.New("slow_start_config.aggression: a runtime key needs a default_value")
 		}
-		s.Aggression = a.GetDefaultValue()
+		s.aggression = a.GetDefaultValue()
 	}
-	if s.Aggression <= 0 || math.IsInf(s.Aggression, 0) || math.IsNaN(s.Aggression) {
+	if s.aggression <= 0 || math.IsInf(s.aggression, 0) || math.IsNaN(s.aggression) {
 		return nil, errors.New("slow_start_config.aggression must be a positive number")
 	}
 	if m := c.GetMinWeightPercent(); m != nil {
-		s.MinWeight = m.GetValue() / 100
+		s.minWeight = m.GetValue() / 100
 	}
 	return s, nil
 }
@@ -51,11 +51,11 @@ func (s *SlowStartSpec) factor(added, now time.Time) float64 {
 		return 1
 	}
 	elapsed := now.Sub(added)
-	if elapsed >= s.Window {
+	if elapsed >= s.window {
 		return 1
 	}
-	f := math.Pow(float64(elapsed)/float64(s.Window), 1/s.Aggression)
-	return max(f, s.MinWeight)
+	f := math.Pow(float64(elapsed)/float64(s.window), 1/s.aggression)
+	return max(f, s.minWeight)
 }
 
 // AddedTimes returns when each endpoint joined the cluster, recording the new

@@ -14,7 +14,7 @@ import (
 
 // Envoy's weight factor: max(min weight, (time in the cluster / window)^(1/aggression)).
 func TestSlowStartFactor(t *testing.T) {
-	s := &SlowStartSpec{Window: 100 * time.Second, Aggression: 2, MinWeight: 0.1}
+	s := &SlowStartSpec{window: 100 * time.Second, aggression: 2, minWeight: 0.1}
 	now := time.Now()
 	for _, tc := range []struct {
 		added time.Time
@@ -36,7 +36,7 @@ func TestSlowStartFactor(t *testing.T) {
 		t.Error("a negative aggression was accepted")
 	}
 	got, err := convertSlowStart(&clusterv3.Cluster_SlowStartConfig{SlowStartWindow: durationpb.New(time.Minute), MinWeightPercent: &typev3.Percent{Value: 25}})
-	if err != nil || got.Window != time.Minute || got.Aggression != 1 || got.MinWeight != 0.25 {
+	if err != nil || got.window != time.Minute || got.aggression != 1 || got.minWeight != 0.25 {
 		t.Errorf("convertSlowStart = %+v, %v", got, err)
 	}
 }
@@ -55,7 +55,7 @@ func TestSlowStartPick(t *testing.T) {
 		t.Fatalf("added = %v", added)
 	}
 	c := &Cluster{Endpoints: []string{"a:1", "b:1"}, State: cs, Added: added,
-		LB:     LBSpec{Policy: LBRoundRobin, SlowStart: &SlowStartSpec{Window: time.Hour, Aggression: 1, MinWeight: 0.1}},
+		LB:     lbSpec{policy: lbRoundRobin, SlowStart: &SlowStartSpec{window: time.Hour, aggression: 1, minWeight: 0.1}},
 		Active: []*atomic.Int64{new(atomic.Int64), new(atomic.Int64)}}
 	c.AllHosts = &HostSet{Idx: []int{0, 1}}
 	picks := [2]int{}

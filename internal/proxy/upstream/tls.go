@@ -246,7 +246,7 @@ func matchSANs(leaf *x509.Certificate, matchers []sanMatcher) bool {
 	urisRead := false
 	for _, m := range matchers {
 		if !m.uri {
-			if slices.ContainsFunc(leaf.DNSNames, func(san string) bool { return DNSNameMatch(m.value, san) }) {
+			if slices.ContainsFunc(leaf.DNSNames, func(san string) bool { return dnsNameMatch(m.value, san) }) {
 				return true
 			}
 			continue
@@ -294,7 +294,7 @@ func uriSANs(cert *x509.Certificate) []string {
 
 // dnsNameMatch is Envoy's DNS SAN comparison for an exact matcher: equal
 // case-insensitively, or a "*.suffix" SAN covering exactly one more label.
-func DNSNameMatch(name, san string) bool {
+func dnsNameMatch(name, san string) bool {
 	name, san = strings.ToLower(name), strings.ToLower(san)
 	if name == san {
 		return true

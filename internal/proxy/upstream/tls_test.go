@@ -16,7 +16,7 @@ func TestDNSNameMatch(t *testing.T) {
 		{"api.example.com", "*.other.com", false},
 		{"api.example.com", "api.example.co", false},
 	} {
-		if got := DNSNameMatch(tc.name, tc.san); got != tc.want {
+		if got := dnsNameMatch(tc.name, tc.san); got != tc.want {
 			t.Errorf("dnsNameMatch(%q, %q) = %v, want %v", tc.name, tc.san, got, tc.want)
 		}
 	}

@@ -1,0 +1,226 @@
+package hcm
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
+)
+
+// statusClientClosedRequest is logged (never sent) when the downstream client
+// disconnects before the upstream answered.
+const statusClientClosedRequest = 499
+
+// upstreamTarget is what the Rewrite and dial functions need to know about the
+// upstream chosen for one request. It travels in the request context (under
+// upstreamTargetKey) because http.Transport keeps context values (not
+// cancellation) when dialing.
+type upstreamTarget struct {
+	cluster  *upstream.Cluster
+	endpoint string
+	path     string // escaped path to send upstream
+	host     string // Host header to send upstream
+	rawQuery string
+	scheme   string // downstream scheme, for X-Forwarded-Proto
+	xff      string // X-Forwarded-For to send; "" leaves it out
+	xfcc     string // X-Forwarded-Client-Cert to send; "" leaves it out
+	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
+	encode func(http.Header)
+	// redirect, when set, may follow the response's redirect itself
+	// (internal_redirect_policy).
+	redirect  *pendingRedirect
+	requestID string
+	timer     *routeTimer // the route timeout; nil when there is none
+
+	endpointIdx int                  // the first attempt's endpoint
+	retry       *router.RetryPolicy  // never nil
+	pick        upstream.PickContext // for the retries' picks
+	idle        *idleTimer           // nil when the idle timeout is disabled
+	done        *completion          // the downstream request is complete
+	ex          *exchange
+	attempts    int
+}
+
+func targetFrom(ctx context.Context) *upstreamTarget {
+	t, _ := ctx.Value(upstream.TargetKey{}).(*upstreamTarget)
+	return t
+}
+
+// UpstreamCluster is the cluster dials connect to (clusterTarget).
+func (t *upstreamTarget) UpstreamCluster() *upstream.Cluster { return t.cluster }
+
+// newReverseProxy builds the ReverseProxy shared by all requests; everything
+// request-specific comes from the upstreamTarget in the request context.
+func (p *Env) newReverseProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Transport: attemptTransport{base: p.transport},
+		Rewrite:   rewriteUpstreamRequest,
+		// Responses of unknown length (chunked, event streams, gRPC) are flushed as
+		// every chunk arrives, as Envoy streams them; a response with a Content-Length
+		// leaves through the connection's buffer, in as few writes as it fits, instead
+		// of one write and a flush goroutine per chunk.
+		FlushInterval: 0,
+		BufferPool:    &copyBuffers{},
+		ErrorHandler:  p.upstreamError,
+		// Body-copy failures after the head was sent; the access log has the outcome.
+		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// copyBufferSize is the size of ReverseProxy's response copy buffers (its
+// own default).
+const copyBufferSize = 32 << 10
+
+// copyBuffers lend ReverseProxy its response copy buffers: without them, every
+// response allocates 32 KiB, which makes most of the garbage of a small request.
+type copyBuffers struct{ pool sync.Pool }
+
+func (b *copyBuffers) Get() []byte {
+	if buf, ok := b.pool.Get().(*[copyBufferSize]byte); ok {
+		return buf[:]
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *copyBuffers) Put(buf []byte) {
+	if len(buf) == copyBufferSize {
+		b.pool.Put((*[copyBufferSize]byte)(buf))
+	}
+}
+
+// rewriteUpstreamRequest points the outgoing request at the chosen endpoint
+// and sets the edge headers. ReverseProxy has already removed hop-by-hop and
+// X-Forwarded-* headers from pr.Out.
+func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
+	t := targetFrom(pr.In.Context())
+	pr.Out.URL.Scheme = t.cluster.Scheme
+	pr.Out.URL.Host = t.endpoint
+	pr.Out.URL.Path, pr.Out.URL.RawPath = unescapedPath(t.path), t.path
+	pr.Out.URL.RawQuery = t.rawQuery
+	pr.Out.Host = t.host
+	// net/http fills the downstream request's trailer values into its own map when the
+	// body ends; ReverseProxy's clone copied that map before, and would send the upstream
+	// the declared names without their values. Share the map instead.
+	pr.Out.Trailer = pr.In.Trailer
+	if t.xff != "" {
+		pr.Out.Header.Set("X-Forwarded-For", t.xff)
+	}
+	pr.Out.Header.Set("X-Forwarded-Proto", t.scheme)
+	if t.requestID != "" {
+		pr.Out.Header.Set("X-Request-Id", t.requestID)
+	}
+	// Envoy never forwards a client certificate header it did not set
+	// (SANITIZE); with SANITIZE_SET it sets its own.
+	pr.Out.Header.Del("X-Forwarded-Client-Cert")
+	if t.xfcc != "" {
+		pr.Out.Header.Set("X-Forwarded-Client-Cert", t.xfcc)
+	}
+}
+
+// upstreamError maps failures before the response head to the contract's
+// status codes: the route timeout and a last per-try timeout give 504, the
+// stream idle timeout 408, a retry without endpoint 503, anything else
+// (refused, reset, connect timeout, malformed response) 502.
+func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	var follow *errInternalRedirect
+	if errors.As(err, &follow) {
+		follow.run()
+		return
+	}
+	rw, _ := w.(*responseWriter)
+	if rw != nil {
+		rw.upstreamErr = err
+	}
+	cause := context.Cause(r.Context())
+	switch {
+	case errors.Is(cause, errRouteTimeout), errors.Is(err, errPerTryTimeout) && r.Context().Err() == nil:
+		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
+	case errors.Is(cause, errStreamIdleTimeout):
+		localReply(w, http.StatusRequestTimeout, "stream timeout")
+	case errors.Is(err, errNoHealthyUpstream):
+		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
+	case errors.Is(err, errRequestTrailersTooLarge):
+		if rw != nil {
+			rw.Header().Set("Connection", "close")
+		}
+		localReply(w, http.StatusRequestHeaderFieldsTooLarge, "")
+	case r.Context().Err() != nil:
+		// The client went away: nobody will read a reply, and counting a
+		// 502 would blame the upstream. Log nginx's 499 instead.
+		if rw != nil {
+			rw.status = statusClientClosedRequest
+		}
+	default:
+		localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+resetReason(err))
+	}
+}
+
+func resetReason(err error) string {
+	var ne net.Error
+	var te *upstream.TLSHandshakeError
+	var re *upstream.DestinationRefusedError
+	switch {
+	case errors.As(err, &re):
+		// The address and the Service are in the proxy's log, not told to clients.
+		return "destination refused (" + re.Reason.Label() + "): the proxy does not connect to it"
+	case errors.As(err, &te):
+		return "connection failure, transport failure reason: " + te.Error()
+	case errors.As(err, &ne) && ne.Timeout():
+		return "connection timeout"
+	case strings.Contains(err.Error(), "connection refused"):
+		return "connection failure"
+	case strings.Contains(err.Error(), "malformed"), strings.Contains(err.Error(), "bad status"):
+		return "protocol error"
+	}
+	return "connection termination"
+}
+
+// unescapedPath returns the decoded form of an escaped path, or the escaped
+// form itself if it does not decode (URL.RawPath then wins anyway).
+func unescapedPath(escaped string) string {
+	if u, err := url.PathUnescape(escaped); err == nil {
+		return u
+	}
+	return escaped
+}
+
+// withRouteHeaders hooks header mutations into the shared ReverseProxy: the
+// request's after its edge headers, the upstream response's (101 included)
+// before ReverseProxy copies them to the client.
+func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
+	rewrite := rp.Rewrite
+	rp.Rewrite = func(pr *httputil.ProxyRequest) {
+		rewrite(pr)
+		if t := targetFrom(pr.In.Context()); t != nil && t.ex.headers != nil {
+			t.ex.headers.ApplyRequest(pr.Out.Header)
+		}
+	}
+	rp.ModifyResponse = func(res *http.Response) error {
+		if res.Request == nil {
+			return nil
+		}
+		t := targetFrom(res.Request.Context())
+		if t != nil && t.redirect != nil {
+			if follow := t.redirect.follows(res); follow != nil {
+				return follow // served again by the ErrorHandler, upstreamError
+			}
+		}
+		if t != nil && t.ex.headers != nil {
+			t.ex.headers.ApplyResponse(res.Header, true)
+			t.ex.headers.Responded = true
+		}
+		if t != nil && t.encode != nil {
+			t.encode(res.Header)
+		}
+		return nil
+	}
+	return rp
+}

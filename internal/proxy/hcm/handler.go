@@ -1,0 +1,799 @@
+package hcm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
+	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/router"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
+)
+
+// Handler is the connection manager of one listener: it serves
+// the requests its listener hands it with the chain they came in on.
+type Handler struct {
+	env      *Env
+	listener string // the listener's name
+}
+
+// exchange collects what the access log and metrics report about a request.
+type exchange struct {
+	vhost        string        // label values: "(none)" until matched
+	route        *router.Route // nil: none matched
+	stats        *RouteStats
+	cluster      string
+	upstream     *upstream.Stats      // nil unless the request was forwarded
+	upstreamHost string               // of the last attempt
+	attempts     int                  // upstream attempts made (0 for local replies)
+	details      string               // why the proxy answered itself, when it says more than the status
+	headers      *router.RouteHeaders // the route's header mutations and cookies; nil: none
+	// routeHeaders is where headers points once set: every route of Portico's
+	// changes headers (its Server header), so it comes with the exchange
+	// instead of in an allocation of its own.
+	routeHeaders router.RouteHeaders
+}
+
+// headersFor returns the request's routeHeaders, set up in the exchange on
+// first use and shared with the response writer, which applies them to local
+// replies.
+func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *router.RequestInfo) *router.RouteHeaders {
+	if ex.headers == nil {
+		ex.routeHeaders = *router.NewRouteHeaders(nil, r, ri, &rw.hcm.Client)
+		ex.headers = &ex.routeHeaders
+		rw.headers = ex.headers
+	}
+	return ex.headers
+}
+
+// Serve serves a request that came in at start on a chain of lc, the
+// listener's configuration loaded once for the whole request, whatever swaps
+// happen meanwhile.
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time, lc *Listener, chain *Chain) {
+	hcm := chain.Spec
+	if hcm.ProtoMajor != 0 && r.ProtoMajor != hcm.ProtoMajor {
+		// A codec limited to one version cannot read the other: Envoy drops the
+		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
+		panic(http.ErrAbortHandler)
+	}
+	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
+	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
+	ri := newRequestInfo(hcm, r)
+	defer h.finish(r, ri, rw, ex, start)
+
+	if reason := headerLimitExceeded(hcm, r); reason != "" {
+		h.env.metrics.headersRefusedFor(reason)
+		refuseHeaders(rw, r, ex, reason)
+		return
+	}
+
+	h.dispatch(rw, r, lc, chain, ri, ex, nil)
+}
+
+// dispatch routes a request and serves it: the filters, then the route's
+// action. An internal redirect dispatches the redirected request again
+// (redirects says what it went through; nil for a request as it came).
+func (h *Handler) dispatch(rw *responseWriter, r *http.Request, lc *Listener, chain *Chain, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
+	hcm := chain.Spec
+	upgrade := upgradeType(r)
+	if upgrade == "h2c" {
+		// Like Envoy, ignore an HTTP/2 upgrade offer and carry on in HTTP/1.1
+		// (h2c is served with prior knowledge only).
+		stripUpgrade(r)
+		upgrade = ""
+	}
+	vh := chain.Routes.SelectVirtualHost(ri.Authority)
+	var rt *router.Route
+	if vh != nil {
+		vs := &chain.Stats.Vhosts[vh.Slot]
+		ex.vhost, ex.stats = vh.Name, vs.NoRoute
+		if rt = vh.SelectRoute(ri); rt != nil {
+			ex.route, ex.stats = rt, vs.Routes[rt.Index]
+			if rt.Plan != nil {
+				// From here on every response carries the route's headers.
+				ex.headersFor(rw, r, ri).Plan = rt.Plan
+			}
+		}
+	}
+	// As in Envoy, the route is known when the upgrade is checked: its
+	// upgrade_configs override the HCM's.
+	if upgrade != "" && !upgradeAllowed(hcm, rt, upgrade) {
+		if rt != nil && rt.Forward == nil {
+			rw.headers = nil // Envoy's connection manager adds only a forwarding route's
+		}
+		localReply(rw, http.StatusForbidden, "") // Envoy's "upgrade_failed"
+		return
+	}
+	if hcm.Filters != nil && h.runFilters(hcm.Filters, rw, r, ri, rt, ex) {
+		return
+	}
+	if rt == nil {
+		localReply(rw, http.StatusNotFound, "")
+		return
+	}
+	switch {
+	case rt.Direct != nil:
+		if loc := directResponseLocation(rt.Direct.Status, ri); loc != "" {
+			rw.Header().Set("Location", loc)
+		}
+		localReply(rw, rt.Direct.Status, string(rt.Direct.Body))
+	case rt.Redirect != nil:
+		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.Scheme)))
+		rw.WriteHeader(rt.Redirect.Status)
+	default:
+		h.forward(rw, r, lc, chain, rt, ri, ex, redirects)
+	}
+}
+
+// runFilters passes the request through the connection manager's HTTP
+// filters; it reports whether one of them answered it. Without a route the
+// filters run too, as in Envoy, and the router then answers 404.
+func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Request, ri *router.RequestInfo, rt *router.Route, ex *exchange) bool {
+	var perFilter filter.PerFilter
+	if rt != nil {
+		perFilter = rt.PerFilter
+	}
+	if c.Idle(perFilter) {
+		return false
+	}
+	s := filter.NewStream(r.Context(), h.env.filterEnv)
+	s.Request = filter.Request{
+		Method:    ri.Method,
+		Scheme:    ri.Scheme,
+		Authority: ri.Authority,
+		Path:      ri.Path,
+		RawQuery:  ri.RawQuery,
+		Headers:   filter.HeaderMap(r.Header), // net/http's map is canonical already
+		TLS:       r.TLS,
+		RequestID: rw.requestID,
+	}
+	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
+	if rt != nil {
+		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
+		if rt.RateLimits != nil {
+			s.Route.RateLimits = rt.RateLimits
+		}
+	}
+	if requestHasBody(r) {
+		fb := &filterBody{src: r.Body, timeout: filterIdleTimeout(rt, rw.hcm), rw: rw}
+		defer fb.stop()
+		s.SetBody(fb, r.ContentLength)
+	}
+	lr := c.Decode(s, perFilter)
+	if buf, ok := s.Buffered(); ok { // what filters read goes upstream first
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+	}
+	rw.filterHeaders = s.ResponseHeaders()
+	if lr == nil {
+		return false
+	}
+	h.env.metrics.filterReply(lr.Filter, lr.Status)
+	if lr.Bare || (rt != nil && rt.Forward == nil) {
+		rw.headers = nil // Envoy's local replies get only a forwarding route's
+	}
+	hdr := rw.Header()
+	for _, hv := range lr.Headers {
+		if hv.Overwrite {
+			hdr.Set(hv.Name, hv.Value)
+		} else {
+			hdr.Add(hv.Name, hv.Value)
+		}
+	}
+	ex.details = lr.Details
+	localReply(rw, lr.Status, lr.Body)
+	return true
+}
+
+// downstreamAddrs are the connection's peer and the client's address as the
+// connection manager decides it (Envoy's direct_remote_ip and remote_ip).
+func downstreamAddrs(hcm *Spec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
+	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
+	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
+	if a, ok := hcm.Client.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
+		return peer, a
+	}
+	return peer, peer.Addr()
+}
+
+// forward proxies the request to an endpoint of the route's cluster. The
+// cluster is chosen once; attemptTransport makes the attempts (retries pick
+// an endpoint again).
+func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, chain *Chain, rt *router.Route, ri *router.RequestInfo, ex *exchange, redirects *redirectState) {
+	fa := rt.Forward
+	wc := fa.PickCluster()
+	ex.cluster = wc.Name
+	if wc.Plan != nil {
+		// The picked cluster's own mutations, with the route's.
+		ex.headersFor(rw, r, ri).Plan = wc.Plan
+	}
+	cl, _ := lc.Clusters.Get(ex.cluster)
+	if cl == nil {
+		body := ""
+		if fa.NotFoundStatus == http.StatusServiceUnavailable {
+			body = "no healthy upstream"
+		}
+		localReply(rw, fa.NotFoundStatus, body)
+		return
+	}
+	var pc upstream.PickContext
+	if cl.LB.UsesHash() {
+		var cookies []string
+		if pc, cookies = router.HashRequest(fa.HashPolicies, r, ri); cookies != nil {
+			ex.headersFor(rw, r, ri).Cookies = cookies
+		}
+	}
+	endpoint, ok := cl.Pick(pc)
+	if !ok {
+		localReply(rw, http.StatusServiceUnavailable, "no healthy upstream")
+		return
+	}
+	ex.upstreamHost = cl.Endpoints[endpoint]
+	ex.upstream = cl.Stats
+
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer func() {
+		// Deferred: ReverseProxy panics (ErrAbortHandler) when the route
+		// timeout cuts a response that had started.
+		if errors.Is(context.Cause(ctx), errRouteTimeout) {
+			cl.Stats.TimedOut()
+		}
+	}()
+	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
+	t.host = upstreamHost(ri.Authority, wc.HostRewrite, fa.HostRewrite)
+	if d := rw.hcm.Xfcc; d != nil && r.TLS != nil {
+		t.xfcc = d.header(r.TLS, lc.Certificates.ServedCertificate(r.TLS.ServerName))
+	}
+	if len(fa.Mirrors) > 0 {
+		h.mirror(r, fa, t)
+	}
+	if fa.InternalRedirect != nil && !requestHasBody(r) && r.Header.Get("Upgrade") == "" {
+		t.redirect = &pendingRedirect{h: h, rw: rw, r: r, lc: lc, chain: chain, rt: rt, ri: ri, ex: ex, state: redirects, t: t}
+	}
+	if c := rw.hcm.Filters; c != nil {
+		if pf := filter.Merge(wc.PerFilter, rt.PerFilter); c.Encoding(pf) {
+			s := filter.NewStream(r.Context(), h.env.filterEnv)
+			t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
+		}
+	}
+	defer t.startTimeouts(rw, fa, cancel)()
+	out := r.WithContext(context.WithValue(ctx, upstream.TargetKey{}, t))
+	if requestHasBody(r) {
+		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
+	} else {
+		t.done.complete()
+	}
+	h.env.reverseProxy.ServeHTTP(rw, out)
+}
+
+// newTarget describes the upstream side of a forwarded request.
+func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Route, ri *router.RequestInfo, ex *exchange,
+	cl *upstream.Cluster, endpoint int, pc upstream.PickContext) *upstreamTarget {
+	path := ri.Path
+	switch fa := rt.Forward; {
+	case fa.HasPrefixRewrite:
+		path = fa.PrefixRewrite + path[rt.Match.MatchedPrefixLen(path):]
+	case fa.RegexRewrite != nil:
+		path = fa.RegexRewrite.Apply(path)
+	}
+	return &upstreamTarget{
+		cluster:     cl,
+		endpointIdx: endpoint,
+		endpoint:    cl.Endpoints[endpoint],
+		path:        path,
+		host:        ri.Authority,
+		rawQuery:    ri.RawQuery,
+		scheme:      forwardedProto(rw.hcm, r, ri.Scheme),
+		xff:         forwardedFor(rw.hcm, r),
+		requestID:   rw.requestID,
+		retry:       rt.Forward.Retry,
+		pick:        pc,
+		done:        &completion{},
+		ex:          ex,
+	}
+}
+
+// startTimeouts starts the stream idle timeout and arms the route timeout
+// for when the request is complete; the returned function stops both.
+func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction, cancel context.CancelCauseFunc) (stop func()) {
+	t.idle = startIdleTimer(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t, cancel) })
+	rw.idle = t.idle
+	if fa.Timeout > 0 {
+		// Envoy's route timeout starts when the downstream request is
+		// complete: a slow upload does not count against it.
+		t.timer = &routeTimer{timeout: fa.Timeout, cancel: cancel, cause: errRouteTimeout}
+		t.done.onComplete(t.timer.arm)
+	}
+	return func() {
+		t.idle.stop()
+		t.timer.stop()
+	}
+}
+
+// onIdleTimeout ends a stream that has been idle too long: the request is
+// cancelled (408 if the response head was not sent yet, a reset otherwise),
+// and reads of a stalled upload or writes to a stalled client are unblocked.
+// It runs on the idle timer's goroutine, which stops before forward returns.
+func onIdleTimeout(rw *responseWriter, t *upstreamTarget, cancel context.CancelCauseFunc) {
+	// Look before cancelling: once cancelled, the handler may write the 408,
+	// which must not be mistaken for a response in progress.
+	uploading, responding := !t.done.isComplete(), rw.headerSent.Load()
+	cancel(errStreamIdleTimeout)
+	rc := http.NewResponseController(rw.ResponseWriter)
+	if uploading {
+		_ = rc.SetReadDeadline(time.Now())
+	}
+	if responding {
+		_ = rc.SetWriteDeadline(time.Now())
+	}
+}
+
+// errRouteTimeout is the cancellation cause of a request whose route timeout
+// expired.
+var errRouteTimeout = errors.New("route timeout")
+
+// routeTimer is a route or per-try timeout, armed once the downstream
+// request is complete. A nil *routeTimer is a disabled timeout.
+type routeTimer struct {
+	timeout time.Duration
+	cancel  context.CancelCauseFunc
+	cause   error
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+// arm starts the timeout; only the first call counts.
+func (rt *routeTimer) arm() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.timer != nil || rt.stopped {
+		return
+	}
+	rt.timer = time.AfterFunc(rt.timeout, func() { rt.cancel(rt.cause) })
+}
+
+// stop disarms the timeout when the exchange is over: the transport may still
+// read (and so arm) the body afterwards.
+func (rt *routeTimer) stop() {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.stopped = true
+	if rt.timer != nil {
+		rt.timer.Stop()
+	}
+}
+
+// requestHasBody reports whether a downstream request carries a body that
+// the upstream request will read.
+func requestHasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// upstreamHost is the Host sent upstream: the request's, or a
+// host_rewrite_literal, the route's winning over the weighted cluster's.
+func upstreamHost(host, clusterRewrite, routeRewrite string) string {
+	switch {
+	case routeRewrite != "":
+		return routeRewrite
+	case clusterRewrite != "":
+		return clusterRewrite
+	}
+	return host
+}
+
+// upgradeAllowed decides an upgrade as Envoy does: the route's
+// upgrade_configs entry for the type, when it has one, else the HCM's.
+func upgradeAllowed(hcm *Spec, rt *router.Route, upgrade string) bool {
+	if rt != nil && rt.Forward != nil {
+		for _, u := range rt.Forward.Upgrades {
+			if u.UpgradeType == upgrade {
+				return u.Enabled
+			}
+		}
+	}
+	return slices.Contains(hcm.Upgrades, upgrade)
+}
+
+// finish writes the access log line and records metrics. It runs deferred so
+// that requests aborted by ReverseProxy (panic(http.ErrAbortHandler)) are
+// accounted for too.
+func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWriter, ex *exchange, start time.Time) {
+	elapsed := time.Since(start)
+	status := rw.status
+	if status == 0 {
+		status = http.StatusOK // net/http writes 200 for handlers that wrote nothing
+	}
+	ex.stats.Observe(status, elapsed.Seconds(), rw.bytes)
+	if ex.upstream != nil {
+		ex.upstream.Request(status)
+	}
+	if !rw.hcm.AccessLog || !h.env.AccessLog.Enabled(r.Context()) {
+		return
+	}
+	e := &accesslog.Entry{
+		Ctx:          r.Context(),
+		Time:         start.Add(elapsed),
+		Listener:     h.listener,
+		Method:       r.Method,
+		Authority:    ri.Authority,
+		URL:          r.URL,
+		Proto:        r.Proto,
+		Status:       status,
+		Elapsed:      elapsed,
+		Bytes:        rw.bytes,
+		Cluster:      ex.cluster,
+		UpstreamHost: ex.upstreamHost,
+		Attempts:     ex.attempts,
+		RequestID:    rw.requestID,
+		Vhost:        ex.vhost,
+		Route:        UnmatchedLabel,
+		RoutePath:    UnmatchedLabel,
+		RemoteAddr:   r.RemoteAddr,
+		UpstreamErr:  rw.upstreamErr,
+		Details:      ex.details,
+	}
+	if rt := ex.route; rt != nil {
+		e.Route, e.RoutePath, e.RouteName = rt.Label, rt.PathLabel, rt.Name
+	}
+	if ex.upstream != nil {
+		e.Service = ex.upstream.Label
+	}
+	h.env.AccessLog.Add(e)
+}
+
+func newRequestInfo(hcm *Spec, r *http.Request) *router.RequestInfo {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return &router.RequestInfo{
+		Method:    r.Method,
+		Scheme:    scheme,
+		Authority: requestHost(hcm, r),
+		Path:      routingPath(hcm, r.URL.EscapedPath()),
+		RawQuery:  r.URL.RawQuery,
+		Header:    r.Header,
+		Client:    &hcm.Client,
+	}
+}
+
+// requestHost is the Host as the connection manager leaves it, for routing and
+// upstream: without its port under strip_any_host_port (except a CONNECT's,
+// whose authority must name one), without a trailing dot of its name under
+// strip_trailing_host_dot, and otherwise as the client sent it.
+func requestHost(hcm *Spec, r *http.Request) string {
+	host := r.Host
+	if hcm.stripTrailingDot {
+		host = stripTrailingDot(host)
+	}
+	if hcm.StripAnyHostPort && r.Method != http.MethodConnect {
+		host = router.StripPort(host)
+	}
+	return host
+}
+
+// stripTrailingDot removes the dot that ends a host's name, before its port if
+// it has one ("foo.com.:8080" is "foo.com:8080"), as Envoy does.
+func stripTrailingDot(host string) string {
+	if h, ok := strings.CutSuffix(host, "."); ok {
+		return h
+	}
+	i := strings.LastIndexByte(host, ':')
+	if i > 0 && host[i-1] == '.' && !strings.Contains(host[i:], ".") {
+		return host[:i-1] + host[i:]
+	}
+	return host
+}
+
+// routingPath is the path routes are matched against and that is sent
+// upstream: escaped, without the query, normalized as the HCM says.
+func routingPath(hcm *Spec, escaped string) string {
+	if escaped == "" {
+		escaped = "/"
+	}
+	if hcm.NormalizePath {
+		escaped = router.RemoveDotSegments(escaped)
+	}
+	if hcm.mergeSlashes {
+		escaped = router.MergeSlashes(escaped)
+	}
+	return escaped
+}
+
+// requestID returns the X-Request-Id of a request: a fresh UUIDv4 unless the
+// HCM preserves a client-supplied one or does not generate ids.
+func requestID(hcm *Spec, r *http.Request) string {
+	existing := r.Header.Get("X-Request-Id")
+	if existing != "" && (hcm.PreserveRequestID || !hcm.GenerateRequestID) {
+		return existing
+	}
+	if !hcm.GenerateRequestID {
+		return ""
+	}
+	return NewRequestID()
+}
+
+// NewRequestID returns a random UUIDv4, as Envoy generates for every request.
+// The bits come from the runtime's per-thread ChaCha8 generator (as Envoy's
+// come from its own non-blocking generator): unpredictable, without the
+// system call and lock of crypto/rand on every request.
+func NewRequestID() string {
+	var id uuid.UUID
+	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
+	id[6] = id[6]&0x0f | 0x40 // version 4
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id.String()
+}
+
+// forwardedFor appends the client address to X-Forwarded-For when the proxy
+// is the edge (use_remote_address), as Envoy does; otherwise the header
+// passes through unchanged.
+func forwardedFor(hcm *Spec, r *http.Request) string {
+	prior := strings.Join(r.Header.Values("X-Forwarded-For"), ", ")
+	if !hcm.Client.UseRemoteAddress || hcm.SkipXFFAppend {
+		return prior
+	}
+	client, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		client = r.RemoteAddr
+	}
+	if prior == "" {
+		return client
+	}
+	return prior + ", " + client
+}
+
+// forwardedProto is the downstream scheme at the edge; behind another proxy,
+// or behind trusted hops (xff_num_trusted_hops, as in Envoy), a client-supplied
+// X-Forwarded-Proto is kept.
+func forwardedProto(hcm *Spec, r *http.Request, scheme string) string {
+	if !hcm.Client.UseRemoteAddress || hcm.Client.XFFTrustedHops > 0 {
+		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+			return v
+		}
+	}
+	return scheme
+}
+
+// upgradeType returns the lower-cased Upgrade protocol of an HTTP/1.1
+// upgrade request, or "".
+func upgradeType(r *http.Request) string {
+	if r.ProtoMajor != 1 || !headerHasToken(r.Header["Connection"], "upgrade") {
+		return ""
+	}
+	return strings.ToLower(r.Header.Get("Upgrade"))
+}
+
+// stripUpgrade removes an upgrade offer so that ReverseProxy forwards a plain
+// request. Connection is hop-by-hop and already parsed by net/http.
+func stripUpgrade(r *http.Request) {
+	r.Header.Del("Upgrade")
+	r.Header.Del("Http2-Settings")
+	r.Header.Del("Connection")
+}
+
+// headerHasToken reports whether a comma-separated header contains token
+// (case-insensitively).
+func headerHasToken(values []string, token string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// redirectLocation builds the Location of a redirect route; proto is the
+// request's X-Forwarded-Proto as the connection manager sets it.
+func redirectLocation(rt *router.Route, ri *router.RequestInfo, proto string) string {
+	ra := rt.Redirect
+	scheme := ri.Scheme
+	if ra.Scheme != "" {
+		scheme = ra.Scheme
+	}
+	host := ra.Host
+	if host == "" {
+		host = redirectRequestHost(ri.Authority, scheme, proto)
+	}
+	if ra.Port != 0 {
+		host = router.StripPort(host) + ":" + strconv.FormatUint(uint64(ra.Port), 10)
+	}
+	path, query := ri.Path, ri.RawQuery
+	stripQuery := ra.StripQuery
+	switch {
+	case ra.HasPath:
+		path = ra.Path
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			// Envoy: a path_redirect's own query replaces the request's and is
+			// kept whatever strip_query says.
+			path, query, stripQuery = path[:i], path[i+1:], false
+		}
+	case ra.HasPrefixRewrite:
+		path = ra.PrefixRewrite + ri.Path[rt.Match.MatchedPrefixLen(ri.Path):]
+	case ra.RegexRewrite != nil:
+		path = ra.RegexRewrite.Apply(ri.Path)
+	}
+	if stripQuery {
+		query = ""
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	loc := scheme + "://" + host + path
+	if query != "" {
+		loc += "?" + query
+	}
+	return loc
+}
+
+// redirectRequestHost is the request's host as a redirect to scheme keeps it:
+// with its port, except the default port of proto, the scheme the request came
+// with, when the redirect changes the scheme ("http://foo.com:80" redirected to
+// https is "https://foo.com"), as Envoy does.
+func redirectRequestHost(host, scheme, proto string) string {
+	if scheme == proto {
+		return host
+	}
+	if (proto == "http" && strings.HasSuffix(host, ":80")) || (proto == "https" && strings.HasSuffix(host, ":443")) {
+		return router.StripPort(host)
+	}
+	return host
+}
+
+// directResponseLocation is the Location Envoy gives a direct_response with
+// status 201 or 3xx: the request's own URL. Other statuses get none.
+func directResponseLocation(status int, ri *router.RequestInfo) string {
+	if status != http.StatusCreated && (status < 300 || status > 399) {
+		return ""
+	}
+	loc := ri.Scheme + "://" + ri.Authority + ri.Path
+	if ri.RawQuery != "" {
+		loc += "?" + ri.RawQuery
+	}
+	return loc
+}
+
+// localReply sends a response generated by the proxy itself. A Content-Type
+// already set (a filter's reply, such as an authorization server's denial) is
+// kept, as Envoy applies a filter's headers over its local reply's.
+func localReply(w http.ResponseWriter, status int, body string) {
+	if body != "" {
+		if w.Header().Get("Content-Type") == "" {
+			w.Header().Set("Content-Type", "text/plain")
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(status)
+	if body != "" {
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+// responseWriter records the status and size for the access log and sets the
+// Server and X-Request-Id response headers just before the head is written,
+// after ReverseProxy has copied the upstream's headers (so Server is
+// overwritten as Envoy does).
+type responseWriter struct {
+	http.ResponseWriter
+	hcm         *Spec
+	requestID   string
+	status      int
+	bytes       int64
+	upstreamErr error
+	// headerSent mirrors status != 0 for the idle timer's goroutine.
+	headerSent atomic.Bool
+	idle       *idleTimer // bytes sent are stream activity; nil for local replies
+	// headers, once a route is chosen: its response mutations, which every
+	// response gets (ReverseProxy's ModifyResponse applies them to the
+	// upstream's, see withRouteHeaders, before they get here).
+	headers *router.RouteHeaders
+	// filterHeaders are the response headers the HTTP filters asked for.
+	filterHeaders []filter.HeaderValue
+}
+
+// decorate sets the headers of the response head: the route's mutations
+// (on local replies), then Server and X-Request-Id (when the connection
+// manager returns it), which the connection manager sets after the router in
+// Envoy.
+func (w *responseWriter) decorate() {
+	h := w.Header()
+	if w.headers != nil && !w.headers.Responded {
+		w.headers.ApplyResponse(h, false)
+	}
+	// Filters' encoders run after the router's changes in Envoy.
+	for _, hv := range w.filterHeaders {
+		if hv.Overwrite {
+			h.Set(hv.Name, hv.Value)
+		} else {
+			h.Add(hv.Name, hv.Value)
+		}
+	}
+	switch w.hcm.ServerHeader {
+	case ServerHeaderOverwrite:
+		h.Set("Server", w.hcm.ServerName)
+	case ServerHeaderAppendIfAbsent:
+		if h.Get("Server") == "" {
+			h.Set("Server", w.hcm.ServerName)
+		}
+	}
+	if w.requestID != "" && w.hcm.ReturnRequestID {
+		h.Set("X-Request-Id", w.requestID)
+	}
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	// Informational responses (other than 101) precede the real one.
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.status = code
+	w.headerSent.Store(true)
+	w.decorate()
+	// A response without a Content-Type leaves without one, as from Envoy: net/http
+	// would otherwise guess one from the first bytes written.
+	if h := w.Header(); h["Content-Type"] == nil {
+		h["Content-Type"] = nil
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	if n > 0 {
+		w.idle.touch()
+	}
+	return n, err
+}
+
+func (w *responseWriter) Flush() {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack serves protocol upgrades: ReverseProxy writes the 101 response
+// itself on the hijacked connection, from the headers set here.
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+		w.headerSent.Store(true)
+		w.decorate()
+	}
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

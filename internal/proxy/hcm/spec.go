@@ -1,0 +1,80 @@
+package hcm
+
+import (
+	"crypto/tls"
+	"time"
+
+	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/internal/layered"
+	"github.com/portico-dev/portico/internal/proxy/router"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
+)
+
+// Spec is a validated HttpConnectionManager.
+type Spec struct {
+	StatPrefix        string
+	RdsName           string             // set when routes come from RDS
+	InlineRoutes      *router.RouteTable // set for an inline route_config
+	ServerName        string
+	ServerHeader      serverHeaderMode
+	SkipXFFAppend     bool
+	Client            router.ClientAddressing
+	NormalizePath     bool
+	mergeSlashes      bool
+	stripTrailingDot  bool
+	StripAnyHostPort  bool // the Host loses its port for routing and upstream (requestHost)
+	AccessLog         bool
+	GenerateRequestID bool
+	PreserveRequestID bool
+	// ReturnRequestID (always_set_request_id_in_response): responses carry the
+	// request's X-Request-Id, written after the route's changes.
+	ReturnRequestID bool
+	Upgrades        []string // lower-cased upgrade types allowed (e.g. "websocket")
+	// StreamIdleTimeout bounds how long a stream may see no activity; 0
+	// disables it. A route's idle_timeout overrides it.
+	StreamIdleTimeout time.Duration
+	// MaxRequestHeaderBytes (max_request_headers_kb) and maxRequestHeaders
+	// (common_http_protocol_options.max_headers_count) bound a request's
+	// headers; beyond either the request gets 431 (see limits.go).
+	MaxRequestHeaderBytes int
+	MaxRequestHeaders     int
+	// Filters are the http_filters before the router; nil: none.
+	Filters *filter.Chain
+	// ProtoMajor, when not 0, is the one HTTP major version its codec speaks
+	// (codec_type HTTP1 or HTTP2).
+	ProtoMajor int
+	// Xfcc says what of the client certificate goes upstream in
+	// x-forwarded-client-cert; nil: nothing (the header is removed).
+	Xfcc *xfccDetails
+}
+
+type serverHeaderMode int
+
+const (
+	ServerHeaderOverwrite serverHeaderMode = iota
+	ServerHeaderAppendIfAbsent
+	ServerHeaderPassThrough
+)
+
+// Chain is what a connection manager serves a filter chain's requests
+// with: its spec, its route table, and the metrics of those routes.
+type Chain struct {
+	Spec   *Spec
+	Routes *router.RouteTable
+	Stats  *RouteTableStats // indexed like routes
+}
+
+// Listener is what a connection manager needs of its listener's
+// configuration in force.
+type Listener struct {
+	Clusters layered.Map[string, *upstream.Cluster] // the snapshot's
+	// Certificates gives the certificate the listener's TLS chain for an
+	// SNI presents (the By of x-forwarded-client-cert); nil for plaintext
+	// listeners.
+	Certificates CertificateSource
+}
+
+// CertificateSource is a TLS listener, as the certificates it presents.
+type CertificateSource interface {
+	ServedCertificate(sni string) *tls.Certificate
+}
