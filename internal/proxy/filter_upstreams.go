@@ -137,7 +137,7 @@ func (u *filterUpstreams) speaksHTTP2(cluster string) bool {
 	if snap == nil {
 		return false
 	}
-	cl, ok := snap.clusters.get(cluster)
+	cl, ok := snap.clusters.Get(cluster)
 	return ok && cl != nil && cl.HTTP2
 }
 

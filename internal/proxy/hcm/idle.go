@@ -30,11 +30,11 @@ func idleTimeoutFor(fa *router.ForwardAction, hcm *Spec) time.Duration {
 
 // filterIdleTimeout is the stream idle timeout while filters run: the
 // route's when it forwards, else the HCM's.
-func filterIdleTimeout(rt *route, hcm *hcmSpec) time.Duration {
-	if rt != nil && rt.forward != nil {
-		return idleTimeoutFor(rt.forward, hcm)
+func filterIdleTimeout(rt *router.Route, hcm *Spec) time.Duration {
+	if rt != nil && rt.Forward != nil {
+		return idleTimeoutFor(rt.Forward, hcm)
 	}
-	return hcm.streamIdleTimeout
+	return hcm.StreamIdleTimeout
 }
 
 // filterBody is the request body as filters read it. A filter reading it
