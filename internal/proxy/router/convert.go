@@ -403,7 +403,7 @@ func ConvertRouteMatch(pm *routev3.RouteMatch) (routeMatch, error) {
 	case *routev3.RouteMatch_PathSeparatedPrefix:
 		m.kind, m.value = pathSeparatedPrefix, ps.PathSeparatedPrefix
 	case *routev3.RouteMatch_SafeRegex:
-		re, err := fullMatchRegexp(ps.SafeRegex.GetRegex())
+		re, err := xdsconv.FullMatchRegexp(ps.SafeRegex.GetRegex())
 		if err != nil {
 			return routeMatch{}, fmt.Errorf("safe_regex %q: %w", ps.SafeRegex.GetRegex(), err)
 		}
@@ -452,7 +452,7 @@ func convertQueryParameterMatcher(pq *routev3.QueryParameterMatcher) (queryMatch
 	qm := queryMatcher{name: pq.GetName()}
 	switch s := pq.GetQueryParameterMatchSpecifier().(type) {
 	case *routev3.QueryParameterMatcher_StringMatch:
-		sm, err := convertStringMatcher(s.StringMatch)
+		sm, err := xdsconv.NewStringMatcher(s.StringMatch)
 		if err != nil {
 			return qm, err
 		}
@@ -478,19 +478,18 @@ func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 	case *routev3.HeaderMatcher_PresentMatch:
 		hm.isPresentMatch, hm.present = true, s.PresentMatch
 	case *routev3.HeaderMatcher_StringMatch:
-		hm.str, err = convertStringMatcher(s.StringMatch)
+		hm.str, err = xdsconv.NewStringMatcher(s.StringMatch)
 	// The deprecated single-purpose fields are cheap to honour.
 	case *routev3.HeaderMatcher_ExactMatch:
-		hm.str = stringMatcher{kind: strExact, value: s.ExactMatch}
+		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s.ExactMatch}})
 	case *routev3.HeaderMatcher_PrefixMatch:
-		hm.str = stringMatcher{kind: strPrefix, value: s.PrefixMatch}
+		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: s.PrefixMatch}})
 	case *routev3.HeaderMatcher_SuffixMatch:
-		hm.str = stringMatcher{kind: strSuffix, value: s.SuffixMatch}
+		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: s.SuffixMatch}})
 	case *routev3.HeaderMatcher_ContainsMatch:
-		hm.str = stringMatcher{kind: strContains, value: s.ContainsMatch}
+		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: s.ContainsMatch}})
 	case *routev3.HeaderMatcher_SafeRegexMatch:
-		hm.str.kind = strRegex
-		hm.str.re, err = fullMatchRegexp(s.SafeRegexMatch.GetRegex())
+		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: s.SafeRegexMatch}})
 	case nil:
 		// Envoy treats a matcher without a specifier as "present".
 		hm.isPresentMatch, hm.present = true, true
@@ -498,30 +497,6 @@ func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 		err = fmt.Errorf("match %T is not supported", ph.GetHeaderMatchSpecifier())
 	}
 	return hm, err
-}
-
-func convertStringMatcher(sm *matcherv3.StringMatcher) (stringMatcher, error) {
-	// ignore_case has no effect on safe_regex, as in Envoy.
-	out := stringMatcher{ignoreCase: sm.GetIgnoreCase()}
-	switch p := sm.GetMatchPattern().(type) {
-	case *matcherv3.StringMatcher_Exact:
-		out.kind, out.value = strExact, p.Exact
-	case *matcherv3.StringMatcher_Prefix:
-		out.kind, out.value = strPrefix, p.Prefix
-	case *matcherv3.StringMatcher_Suffix:
-		out.kind, out.value = strSuffix, p.Suffix
-	case *matcherv3.StringMatcher_Contains:
-		out.kind, out.value = strContains, p.Contains
-	case *matcherv3.StringMatcher_SafeRegex:
-		re, err := fullMatchRegexp(p.SafeRegex.GetRegex())
-		if err != nil {
-			return out, fmt.Errorf("safe_regex %q: %w", p.SafeRegex.GetRegex(), err)
-		}
-		out.kind, out.re = strRegex, re
-	default:
-		return out, fmt.Errorf("string match %T is not supported", sm.GetMatchPattern())
-	}
-	return out, nil
 }
 
 // ConvertRouteAction converts a route's route action (forwarding); filters

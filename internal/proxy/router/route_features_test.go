@@ -5,39 +5,12 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
-func TestStringMatcherCases(t *testing.T) {
-	tests := []struct {
-		sm    *matcherv3.StringMatcher
-		value string
-		want  bool
-	}{
-		{strExactM("Canary", true), "cANARY", true},
-		{strExactM("Canary", true), "Canary2", false},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "AB"}, IgnoreCase: true}, "abc", true},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".JSON"}, IgnoreCase: true}, "a.json", true},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".JSON"}}, "a.json", false},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "MiD"}, IgnoreCase: true}, "xmidx", true},
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "MiD"}}, "xmidx", false},
-		// Envoy folds ASCII only: the Kelvin sign is not a "k".
-		{strExactM("k", true), "\u212a", false},
-		// ignore_case does not apply to regexes, which match the whole value.
-		{&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "ab"}}, IgnoreCase: true}, "AB", false},
-		{strRegexM("[0-9]+"), "123", true},
-		{strRegexM("[0-9]+"), "12a", false},
-	}
-	for _, tc := range tests {
-		sm, err := convertStringMatcher(tc.sm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sm.matches(tc.value); got != tc.want {
-			t.Errorf("%v on %q = %v, want %v", tc.sm, tc.value, got, tc.want)
-		}
-	}
+// firstQueryValue reads the raw first value of a parameter, as Envoy's
+// query parameter matcher does.
+func TestFirstQueryValue(t *testing.T) {
 	for q, want := range map[string]string{"v=a&v=b": "a", "x=1&v=": "", "v": "", "w=1": "-", "": "-", "vv=1&v=2": "2", "v=a%20b": "a%20b"} {
 		got, ok := firstQueryValue(q, "v")
 		if !ok {
@@ -67,12 +40,4 @@ func TestHashPolicyCookieAndQueryEvaluation(t *testing.T) {
 	if pc, _ := HashRequest([]HashPolicy{{Kind: HashQueryParameter, Name: "none"}}, r, ri); pc.HasHash {
 		t.Errorf("absent parameter hashed: %+v", pc)
 	}
-}
-
-func strExactM(v string, ignoreCase bool) *matcherv3.StringMatcher {
-	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}, IgnoreCase: ignoreCase}
-}
-
-func strRegexM(re string) *matcherv3.StringMatcher {
-	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: re}}}
 }

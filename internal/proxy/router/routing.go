@@ -12,6 +12,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // DefaultRouteTimeout is Envoy's route timeout when RouteAction.timeout is unset.
@@ -151,34 +152,17 @@ type headerMatcher struct {
 	key                 string // canonical http.Header key
 	present             bool   // for present_match
 	isPresentMatch      bool
-	str                 stringMatcher
+	str                 xdsconv.StringMatcher
 	invert              bool
 	treatMissingAsEmpty bool
-}
-
-type stringMatchKind int
-
-const (
-	strExact stringMatchKind = iota
-	strPrefix
-	strSuffix
-	strContains
-	strRegex
-)
-
-type stringMatcher struct {
-	kind       stringMatchKind
-	value      string
-	re         *regexp.Regexp
-	ignoreCase bool // ASCII case folding, as Envoy's; not for regexes
 }
 
 // queryMatcher is an Envoy QueryParameterMatcher: the first value of the
 // parameter in the raw (not percent-decoded) query string is matched.
 type queryMatcher struct {
 	name   string
-	str    *stringMatcher // nil: a presence match
-	absent bool           // present_match: false: the parameter must be absent
+	str    *xdsconv.StringMatcher // nil: a presence match
+	absent bool                   // present_match: false: the parameter must be absent
 }
 
 // ForwardAction is a RouteAction: proxy to one of its clusters.
@@ -323,7 +307,7 @@ func (qm *queryMatcher) matches(rawQuery string) bool {
 	case !ok:
 		return false
 	}
-	return qm.str == nil || qm.str.matches(v)
+	return qm.str == nil || qm.str.Match(v)
 }
 
 // firstQueryValue returns the first value of a parameter in a raw query
@@ -399,58 +383,9 @@ func (hm *headerMatcher) matches(ri *RequestInfo) bool {
 	if hm.isPresentMatch {
 		match = hm.present
 	} else {
-		match = hm.str.matches(value)
+		match = hm.str.Match(value)
 	}
 	return match != hm.invert
-}
-
-// matches compares as Envoy's StringMatcher: ignore_case folds ASCII letters
-// only, and a regex must match the whole value.
-func (sm *stringMatcher) matches(v string) bool {
-	switch sm.kind {
-	case strRegex:
-		return sm.re.MatchString(v)
-	case strExact:
-		return len(v) == len(sm.value) && hasPrefixASCII(v, sm.value, sm.ignoreCase)
-	case strPrefix:
-		return hasPrefixASCII(v, sm.value, sm.ignoreCase)
-	case strSuffix:
-		return len(v) >= len(sm.value) && hasPrefixASCII(v[len(v)-len(sm.value):], sm.value, sm.ignoreCase)
-	case strContains:
-		if !sm.ignoreCase {
-			return strings.Contains(v, sm.value)
-		}
-		for i := 0; i+len(sm.value) <= len(v); i++ {
-			if hasPrefixASCII(v[i:], sm.value, true) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// hasPrefixASCII reports whether s starts with prefix, folding ASCII letters
-// when fold is set.
-func hasPrefixASCII(s, prefix string, fold bool) bool {
-	if len(s) < len(prefix) {
-		return false
-	}
-	if !fold {
-		return s[:len(prefix)] == prefix
-	}
-	for i := 0; i < len(prefix); i++ {
-		a, b := s[i], prefix[i]
-		if 'A' <= a && a <= 'Z' {
-			a += 'a' - 'A'
-		}
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if a != b {
-			return false
-		}
-	}
-	return true
 }
 
 // headerValue returns a header as Envoy sees it: pseudo-headers map to the
@@ -485,12 +420,6 @@ func (ri *RequestInfo) headerValueKey(name, key string) (string, bool) {
 	default:
 		return strings.Join(values, ","), true
 	}
-}
-
-// fullMatchRegexp compiles an RE2 pattern anchored at both ends, since Envoy's
-// safe_regex matchers require a full match.
-func fullMatchRegexp(pattern string) (*regexp.Regexp, error) {
-	return regexp.Compile(`^(?:` + pattern + `)$`)
 }
 
 // sortWildcards orders wildcard domains longest first so that the most

@@ -25,6 +25,7 @@ func TestStringMatcherAsEnvoy(t *testing.T) {
 		{"exact is case-sensitive", exact("https://a.example", false), "https://A.example", false},
 		{"exact folds ASCII", exact("https://a.example", true), "HTTPS://A.EXAMPLE", true},
 		{"folding is ASCII only", exact("é", true), "É", false},
+		{"the Kelvin sign is not a k", exact("k", true), "\u212a", false},
 		{"exact is whole", exact("abc", true), "abcd", false},
 		{"prefix", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x-auth-"}, IgnoreCase: true}, "X-Auth-User", true},
 		{"suffix", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".example"}}, "a.example", true},
