@@ -7,11 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/portico-dev/portico/internal/authz/authztest"
 	"github.com/portico-dev/portico/internal/contourclient"
@@ -32,31 +34,8 @@ func TestServeExtAuthz(t *testing.T) {
 	cc := kubetest.ContourClient(t, cfg)
 	ctx := context.Background()
 	pn := kubetest.NewPodNetwork(t, 4)
-	backend(t, pn, "web", 9301)
-	authzAddr := net.JoinHostPort(pn.PodIP, "9302")
-	htpasswd := authztest.HTPasswd(t, map[string]string{"alice": "wonderland"})
-	pn.Start(t, testutil.PorticoBinary(t), "authz", "--listen", authzAddr, "--htpasswd", htpasswd, "--realm", "kube", "--log-level", "warn")
-	eventually(t, 10*time.Second, "portico authz to listen", func() bool {
-		conn, err := net.DialTimeout("tcp", authzAddr, time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err == nil
-	})
-
 	const ns = "xa-app"
-	createNamespace(t, c, ns)
-	createService(t, c, ns, "web", pn.PodIP, 9301)
-	createService(t, c, ns, "authz", pn.PodIP, 9302)
-	cert := testutil.SelfSigned("auth.xa.test")
-	if _, err := c.CoreV1().Secrets(ns).Create(ctx, testutil.TLSSecret(ns, "cert", cert), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	es := `{"apiVersion": "projectcontour.io/v1alpha1", "kind": "ExtensionService", "metadata": {"name": "auth"},
-		"spec": {"protocol": "h2c", "services": [{"name": "authz", "port": 80}], "timeoutPolicy": {"response": "30s"}}}`
-	if err := cc.ExtensionREST().Post().Namespace(ns).Resource(contourclient.ResourceExtensionServices).Body([]byte(es)).Do(ctx).Error(); err != nil {
-		t.Fatalf("creating the ExtensionService: %v", err)
-	}
+	startAuthzApp(t, c, cc, pn, authzApp{ns: ns, host: "auth.xa.test", webPort: 9301, authzPort: 9302, protocol: "h2c"})
 	if err := createHTTPProxyJSON(ctx, cc, ns, "app", `{"virtualhost": {"fqdn": "auth.xa.test", "tls": {"secretName": "cert"},
 		"authorization": {"extensionRef": {"name": "auth"}, "authPolicy": {"context": {"team": "xa"}}}},
 		"routes": [{"services": [{"name": "web", "port": 80}]},
@@ -66,29 +45,7 @@ func TestServeExtAuthz(t *testing.T) {
 	ctl := startController(t, cfg, "xa", []string{ns})
 
 	get := func(path, user string) (int, http.Header, string) {
-		addr := ctl.srv.Proxy().ListenerAddr(translate.ListenerHTTPS)
-		if addr == "" {
-			return 0, nil, ""
-		}
-		tr := &http.Transport{
-			DisableKeepAlives: true,
-			TLSClientConfig:   &tls.Config{ServerName: "auth.xa.test", InsecureSkipVerify: true}, // self-signed test certificate
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			},
-		}
-		defer tr.CloseIdleConnections()
-		req, _ := http.NewRequest(http.MethodGet, "https://auth.xa.test"+path, nil)
-		if user != "" {
-			req.SetBasicAuth(user, "wonderland")
-		}
-		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
-		if err != nil {
-			return 0, nil, ""
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(body)
+		return httpsRequest(ctl, "auth.xa.test", http.MethodGet, path, "", user)
 	}
 	eventually(t, 30*time.Second, "the authorized host to answer 200 with the server's user header", func() bool {
 		code, _, body := get("/", "alice")
@@ -145,32 +102,8 @@ func TestServeExtAuthzHTTP(t *testing.T) {
 	cc := kubetest.ContourClient(t, cfg)
 	ctx := context.Background()
 	pn := kubetest.NewPodNetwork(t, 4)
-	backend(t, pn, "web", 9311)
-	authzAddr := net.JoinHostPort(pn.PodIP, "9313")
-	htpasswd := authztest.HTPasswd(t, map[string]string{"alice": "wonderland"})
-	pn.Start(t, testutil.PorticoBinary(t), "authz", "--listen", net.JoinHostPort(pn.PodIP, "9312"), "--http-listen", authzAddr,
-		"--htpasswd", htpasswd, "--realm", "kube", "--log-level", "warn")
-	eventually(t, 10*time.Second, "portico authz to listen for HTTP", func() bool {
-		conn, err := net.DialTimeout("tcp", authzAddr, time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err == nil
-	})
-
 	const ns = "xah-app"
-	createNamespace(t, c, ns)
-	createService(t, c, ns, "web", pn.PodIP, 9311)
-	createService(t, c, ns, "authz", pn.PodIP, 9313)
-	cert := testutil.SelfSigned("auth.xah.test")
-	if _, err := c.CoreV1().Secrets(ns).Create(ctx, testutil.TLSSecret(ns, "cert", cert), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	es := `{"apiVersion": "projectcontour.io/v1alpha1", "kind": "ExtensionService", "metadata": {"name": "auth"},
-		"spec": {"protocol": "http/1.1", "services": [{"name": "authz", "port": 80}], "timeoutPolicy": {"response": "30s"}}}`
-	if err := cc.ExtensionREST().Post().Namespace(ns).Resource(contourclient.ResourceExtensionServices).Body([]byte(es)).Do(ctx).Error(); err != nil {
-		t.Fatalf("creating the ExtensionService: %v", err)
-	}
+	startAuthzApp(t, c, cc, pn, authzApp{ns: ns, host: "auth.xah.test", webPort: 9311, authzPort: 9313, protocol: "http/1.1"})
 	if err := createHTTPProxyJSON(ctx, cc, ns, "app", `{"virtualhost": {"fqdn": "auth.xah.test", "tls": {"secretName": "cert"},
 		"authorization": {"extensionRef": {"name": "auth"}, "serviceType": "http", "withRequestBody": {"maxRequestBytes": 8},
 			"httpSettings": {"pathPrefix": "/verify", "allowedUpstreamHeaders": [{"prefix": "auth-"}]}}},
@@ -180,29 +113,7 @@ func TestServeExtAuthzHTTP(t *testing.T) {
 	ctl := startController(t, cfg, "xah", []string{ns})
 
 	do := func(method, body, user string) (int, http.Header, string) {
-		addr := ctl.srv.Proxy().ListenerAddr(translate.ListenerHTTPS)
-		if addr == "" {
-			return 0, nil, ""
-		}
-		tr := &http.Transport{
-			DisableKeepAlives: true,
-			TLSClientConfig:   &tls.Config{ServerName: "auth.xah.test", InsecureSkipVerify: true}, // self-signed test certificate
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			},
-		}
-		defer tr.CloseIdleConnections()
-		req, _ := http.NewRequest(method, "https://auth.xah.test/orders", strings.NewReader(body))
-		if user != "" {
-			req.SetBasicAuth(user, "wonderland")
-		}
-		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
-		if err != nil {
-			return 0, nil, ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(b)
+		return httpsRequest(ctl, "auth.xah.test", method, "/orders", body, user)
 	}
 	eventually(t, 30*time.Second, "the authorized host to answer 200 with the server's headers", func() bool {
 		code, _, body := do(http.MethodGet, "", "alice")
@@ -217,4 +128,76 @@ func TestServeExtAuthzHTTP(t *testing.T) {
 	if code, _, _ := do(http.MethodPost, "123456789", "alice"); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("a 9-byte body over maxRequestBytes 8: %d, want 413", code)
 	}
+}
+
+// authzApp is a namespace with a backend and a `portico authz` process (gRPC on
+// authzPort, or HTTP there when protocol is http/1.1) behind an ExtensionService "auth",
+// and a TLS certificate "cert" for host.
+type authzApp struct {
+	ns, host           string
+	webPort, authzPort int32
+	protocol           string
+}
+
+// startAuthzApp starts the backend and the authorization server on the pod network and
+// creates the namespace, their Services, the certificate and the ExtensionService.
+func startAuthzApp(t *testing.T, c kubernetes.Interface, cc *contourclient.Client, pn *kubetest.PodNetwork, a authzApp) {
+	t.Helper()
+	ctx := context.Background()
+	backend(t, pn, "web", int(a.webPort))
+	authzAddr := net.JoinHostPort(pn.PodIP, strconv.Itoa(int(a.authzPort)))
+	htpasswd := authztest.HTPasswd(t, map[string]string{"alice": "wonderland"})
+	args := []string{"authz", "--listen", authzAddr, "--htpasswd", htpasswd, "--realm", "kube", "--log-level", "warn"}
+	if a.protocol == "http/1.1" {
+		args[2] = net.JoinHostPort(pn.PodIP, strconv.Itoa(int(a.authzPort)+1000)) // gRPC out of the way
+		args = append(args, "--http-listen", authzAddr)
+	}
+	pn.Start(t, testutil.PorticoBinary(t), args...)
+	eventually(t, 10*time.Second, "portico authz to listen on "+authzAddr, func() bool {
+		conn, err := net.DialTimeout("tcp", authzAddr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	createNamespace(t, c, a.ns)
+	createService(t, c, a.ns, "web", pn.PodIP, a.webPort)
+	createService(t, c, a.ns, "authz", pn.PodIP, a.authzPort)
+	cert := testutil.SelfSigned(a.host)
+	if _, err := c.CoreV1().Secrets(a.ns).Create(ctx, testutil.TLSSecret(a.ns, "cert", cert), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	es := fmt.Sprintf(`{"apiVersion": "projectcontour.io/v1alpha1", "kind": "ExtensionService", "metadata": {"name": "auth"},
+		"spec": {"protocol": %q, "services": [{"name": "authz", "port": 80}], "timeoutPolicy": {"response": "30s"}}}`, a.protocol)
+	if err := cc.ExtensionREST().Post().Namespace(a.ns).Resource(contourclient.ResourceExtensionServices).Body([]byte(es)).Do(ctx).Error(); err != nil {
+		t.Fatalf("creating the ExtensionService: %v", err)
+	}
+}
+
+// httpsRequest sends one request for host through the controller's HTTPS listener, with
+// alice's basic credentials when user is set; a failed exchange is status 0.
+func httpsRequest(ctl *controller, host, method, path, body, user string) (int, http.Header, string) {
+	addr := ctl.srv.Proxy().ListenerAddr(translate.ListenerHTTPS)
+	if addr == "" {
+		return 0, nil, ""
+	}
+	tr := &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{ServerName: host, InsecureSkipVerify: true}, // self-signed test certificate
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(method, "https://"+host+path, strings.NewReader(body))
+	if user != "" {
+		req.SetBasicAuth(user, "wonderland")
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return 0, nil, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
 }
