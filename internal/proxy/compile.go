@@ -504,8 +504,9 @@ func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 
 func (p *Proxy) buildCluster(name string, in clusterInputs) *upstream.Cluster {
 	spec, endpoints, healthAddrs := in.spec, in.spec.Endpoints, in.spec.HealthAddrs
+	var held []string
 	if in.assignment != nil {
-		endpoints, healthAddrs = in.assignment.Endpoints, in.assignment.HealthAddrs
+		endpoints, healthAddrs, held = in.assignment.Endpoints, in.assignment.HealthAddrs, in.assignment.Held
 	}
 	cs := p.clusterState(name)
 	uc := &upstream.Cluster{
@@ -523,6 +524,7 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstream.Cluster {
 		State:       cs,
 		Active:      cs.ActiveCounters(endpoints),
 		Added:       addedTimes(spec.LB.SlowStart, cs, endpoints),
+		Held:        held,
 		AllHosts:    &upstream.HostSet{Idx: upstream.AllIndexes(len(endpoints))},
 	}
 	if spec.TLS != nil {
@@ -615,7 +617,7 @@ func (p *Proxy) syncCluster(name string, cs *upstream.ClusterState, snap *snapsh
 		return
 	}
 	cs.HoldStats(uc.Stats, released)
-	cs.PruneActive(uc.Endpoints)
+	cs.PruneActive(uc.Endpoints, uc.Held)
 	switch {
 	case uc.Outlier != nil:
 		uc.Outlier.Configure(uc.OutlierSpec, uc.Endpoints, uc.OutlierHosts, uc.Stats)

@@ -42,15 +42,10 @@ func startHealthEndpoint(t *testing.T, ip, name string) *healthEndpoint {
 	return ep
 }
 
-// TestHTTPProxyHealthPort: with healthPort, the active health checks of a service go to
-// that port of each endpoint, not to the serving port (whose echo server would answer
-// 200 to the check): the health servers decide which endpoint gets the traffic.
-func TestHTTPProxyHealthPort(t *testing.T) {
-	t.Parallel()
-	a, b := startHealthEndpoint(t, "127.0.0.1", "a"), startHealthEndpoint(t, "127.0.0.2", "b")
-	a.healthy.Store(true)
-	e := start(t, map[string]string{
-		"backends.yaml": fmt.Sprintf(`apiVersion: v1
+// healthBackends declares the Service hp/app whose endpoints are a and b, each
+// serving on port "http" (80) and checked on port "health" (8081).
+func healthBackends(a, b *healthEndpoint) string {
+	return fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: app, namespace: hp}
 spec:
@@ -64,7 +59,18 @@ subsets:
   ports: [{name: http, port: %s}, {name: health, port: %s}]
 - addresses: [{ip: %s}]
   ports: [{name: http, port: %s}, {name: health, port: %s}]
-`, a.ip, a.servingPort, a.healthPort, b.ip, b.servingPort, b.healthPort),
+`, a.ip, a.servingPort, a.healthPort, b.ip, b.servingPort, b.healthPort)
+}
+
+// TestHTTPProxyHealthPort: with healthPort, the active health checks of a service go to
+// that port of each endpoint, not to the serving port (whose echo server would answer
+// 200 to the check): the health servers decide which endpoint gets the traffic.
+func TestHTTPProxyHealthPort(t *testing.T) {
+	t.Parallel()
+	a, b := startHealthEndpoint(t, "127.0.0.1", "a"), startHealthEndpoint(t, "127.0.0.2", "b")
+	a.healthy.Store(true)
+	e := start(t, map[string]string{
+		"backends.yaml": healthBackends(a, b),
 		"proxy.yaml": `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy

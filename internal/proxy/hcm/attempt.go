@@ -48,11 +48,11 @@ func (at attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // the request; every retry picks an endpoint again, after its back-off.
 func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*http.Response, error) {
 	rp := t.retry
-	var replay *replayBuffer
-	if rp.NumRetries > 0 && rp.On != 0 && req.Body != nil && req.Body != http.NoBody {
+	replay := t.replay
+	if replay == nil && rp.NumRetries > 0 && rp.On != 0 && req.Body != nil && req.Body != http.NoBody {
 		replay = newReplayBuffer(req.Body)
 	}
-	endpoint := t.endpointIdx
+	endpoint := int(t.endpointIdx)
 	// n counts the attempts; attempt n > 1 is retry n-1.
 	for n := 1; ; n++ {
 		a, out := t.newAttempt(req, endpoint, replay)
@@ -137,7 +137,7 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 		out.Body = replay.reader(a.bodyDone)
 	}
 	t.attempts++
-	t.ex.attempts = t.attempts
+	t.ex.attempts = int(t.attempts)
 	t.ex.upstreamHost = u.Host
 	t.cluster.Active[endpoint].Add(1)
 	t.cluster.State.Served.Store(true)

@@ -140,6 +140,45 @@ func (b *replayBuffer) replayable() bool {
 	return !b.overflow
 }
 
+// whole reads what is left of the body into the buffer, stopping one byte
+// past maxReplayBytes, and reports whether the buffer holds the whole body:
+// an internal redirect's target is sent it only then. Reading the rest does
+// not wait long in practice: a body this small has arrived with the request.
+func (b *replayBuffer) whole() bool {
+	b.srcMu.Lock()
+	defer b.srcMu.Unlock()
+	var chunk []byte
+	for {
+		b.mu.Lock()
+		room := maxReplayBytes + 1 - len(b.buf)
+		done := b.overflow || b.lost || b.srcErr != nil || room <= 0
+		b.mu.Unlock()
+		if done {
+			break
+		}
+		if chunk == nil {
+			chunk = make([]byte, 32<<10)
+		}
+		n, err := b.src.Read(chunk[:min(room, len(chunk))])
+		b.mu.Lock()
+		b.buf = append(b.buf, chunk[:n]...)
+		if err != nil {
+			b.srcErr = err
+		}
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.overflow && !b.lost && b.srcErr == io.EOF && len(b.buf) <= maxReplayBytes
+}
+
+// size is the length of the body kept.
+func (b *replayBuffer) size() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(len(b.buf))
+}
+
 // reader returns the body of a new attempt, superseding the previous one.
 func (b *replayBuffer) reader(onClose func()) *replayReader {
 	b.mu.Lock()

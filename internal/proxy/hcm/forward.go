@@ -36,17 +36,21 @@ type upstreamTarget struct {
 	encode func(http.Header)
 	// redirect, when set, may follow the response's redirect itself
 	// (internal_redirect_policy).
-	redirect  *pendingRedirect
+	redirect *pendingRedirect
+	// replay, when set before the round trip, is the request body kept for
+	// an internal redirect (and then for retries too); nil: none kept yet.
+	replay    *replayBuffer
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
 
-	endpointIdx int                  // the first attempt's endpoint
-	retry       *router.RetryPolicy  // never nil
-	pick        upstream.PickContext // for the retries' picks
-	idle        *idleTimer           // nil when the idle timeout is disabled
-	done        *completion          // the downstream request is complete
-	ex          *exchange
-	attempts    int
+	retry *router.RetryPolicy  // never nil
+	pick  upstream.PickContext // for the retries' picks
+	idle  *idleTimer           // nil when the idle timeout is disabled
+	done  *completion          // the downstream request is complete
+	ex    *exchange
+	// Two int32s share a word: the struct stays in its allocation size class.
+	endpointIdx int32 // the first attempt's endpoint
+	attempts    int32
 }
 
 func targetFrom(ctx context.Context) *upstreamTarget {

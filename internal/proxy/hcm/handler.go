@@ -263,7 +263,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	if len(fa.Mirrors) > 0 {
 		h.mirror(r, fa, t)
 	}
-	if fa.InternalRedirect != nil && !requestHasBody(r) && r.Header.Get("Upgrade") == "" {
+	if fa.InternalRedirect != nil && r.Header.Get("Upgrade") == "" {
 		t.redirect = &pendingRedirect{h: h, rw: rw, r: r, lc: lc, chain: chain, rt: rt, ri: ri, ex: ex, state: redirects, t: t}
 	}
 	if c := rw.hcm.Filters; c != nil {
@@ -274,10 +274,21 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	}
 	defer t.startTimeouts(rw, fa, cancel)()
 	out := r.WithContext(context.WithValue(ctx, upstream.TargetKey{}, t))
-	if requestHasBody(r) {
-		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
-	} else {
+	switch {
+	case redirects != nil && redirects.body != nil:
+		// A redirect's target: the body, received whole, is sent from the buffer.
+		t.replay = redirects.body
 		t.done.complete()
+	case requestHasBody(r):
+		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
+		if t.redirect != nil {
+			t.replay = newReplayBuffer(out.Body)
+		}
+	default:
+		t.done.complete()
+	}
+	if t.redirect != nil {
+		t.redirect.body = t.replay
 	}
 	h.env.reverseProxy.ServeHTTP(rw, out)
 }
@@ -294,7 +305,7 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 	}
 	return &upstreamTarget{
 		cluster:     cl,
-		endpointIdx: endpoint,
+		endpointIdx: int32(endpoint),
 		endpoint:    cl.Endpoints[endpoint],
 		path:        path,
 		host:        ri.Authority,

@@ -12,6 +12,8 @@ import (
 type redirectState struct {
 	count   int
 	visited []*router.Route
+	// body is the request body, kept whole, that the target is sent; nil: none.
+	body *replayBuffer
 }
 
 // pendingRedirect is a forwarded request whose upstream redirect may be
@@ -27,6 +29,9 @@ type pendingRedirect struct {
 	ex    *exchange
 	state *redirectState
 	t     *upstreamTarget // the redirected attempt's, whose timers stop
+	// body keeps the request body (the attempts read it through) so that the
+	// target can be sent it too; nil for a request without one.
+	body *replayBuffer
 }
 
 // errInternalRedirect, returned by ModifyResponse, has ReverseProxy drop the
@@ -43,7 +48,8 @@ func (e *errInternalRedirect) Error() string { return "internal redirect to " + 
 // follows decides, as Envoy does, whether the upstream's response is a
 // redirect the proxy follows: a listed status, a Location that is an absolute
 // http(s) URL, a scheme change only where allowed, fewer redirects than the
-// maximum, and (previous_routes) a target route not already gone through.
+// maximum, (previous_routes) a target route not already gone through, and a
+// request body, if any, received whole within the buffer limit (1 MiB).
 func (p *pendingRedirect) follows(res *http.Response) *errInternalRedirect {
 	spec := p.rt.Forward.InternalRedirect
 	count := 0
@@ -67,11 +73,15 @@ func (p *pendingRedirect) follows(res *http.Response) *errInternalRedirect {
 			return nil
 		}
 	}
+	if p.body != nil && !p.body.whole() {
+		return nil // as in Envoy: a body past the buffer limit is not sent twice
+	}
 	return &errInternalRedirect{p: p, target: target, status: res.StatusCode}
 }
 
 // redirected is the client's request as it goes to target: its URL and Host
-// replaced, x-envoy-original-url saying where it was going, and (303) a GET.
+// replaced, x-envoy-original-url saying where it was going, and (303) a GET;
+// without its body, which run gives it back from the buffer.
 func (p *pendingRedirect) redirected(target *url.URL, status int) (*http.Request, *router.RequestInfo) {
 	r := p.r.Clone(p.r.Context())
 	original := p.ri.Scheme + "://" + p.ri.Authority + p.ri.Path
@@ -112,6 +122,11 @@ func (e *errInternalRedirect) run() {
 		state.visited = slices.Clone(p.state.visited)
 	}
 	state.visited = append(state.visited, p.rt)
+	if p.body != nil && r.Method == p.r.Method {
+		// The body goes along, unless a 303 made the request a GET.
+		state.body = p.body
+		r.Body, r.ContentLength = p.body.reader(nil), p.body.size()
+	}
 	// The redirect's own timeouts end with it: the target's request has its own.
 	p.t.idle.stop()
 	p.t.timer.stop()

@@ -54,6 +54,9 @@ type AssignmentSpec struct {
 	// HealthAddrs are where the endpoints that are health checked elsewhere
 	// (health_check_config.port_value) are checked, by endpoint; nil: none.
 	HealthAddrs map[string]string
+	// Held are the endpoints listed with an unhealthy, draining or timed out
+	// health_status: no traffic, but slow start remembers when they joined.
+	Held []string
 }
 
 // Cluster is a cluster of a snapshot.
@@ -69,7 +72,9 @@ type Cluster struct {
 	LB     lbSpec
 	// Added are when the endpoints joined the cluster, by index, for slow start;
 	// nil without it.
-	Added       []time.Time
+	Added []time.Time
+	// Held are the endpoints EDS lists but marks unhealthy (AssignmentSpec.Held).
+	Held        []string
 	HealthCheck *HealthCheckSpec
 	TLS         *upstreamTLSSpec // nil: clear text
 	Scheme      string           // of upstream URLs: "https" with TLS
@@ -228,6 +233,7 @@ func convertAssignment(cla *endpointv3.ClusterLoadAssignment, requireIP bool) (*
 				return nil, fmt.Errorf("endpoint %q: an IP address is required", addr)
 			}
 			if !servesTraffic(lbe.GetHealthStatus()) {
+				a.Held = append(a.Held, addr)
 				continue
 			}
 			a.Endpoints = append(a.Endpoints, addr)

@@ -213,8 +213,13 @@ type HealthState struct {
 
 type endpointHealth struct {
 	Healthy atomic.Bool
-	cancel  context.CancelFunc
-	addr    string // where it is checked: the endpoint, or its health_check_config port
+	// passed is when (unix nanoseconds) a check last made the endpoint
+	// healthy (its first pass, or passing again after failing): slow start
+	// (re)starts its window there, as at Envoy's last health check pass time.
+	// Zero until then.
+	passed atomic.Int64
+	cancel context.CancelFunc
+	addr   string // where it is checked: the endpoint, or its health_check_config port
 }
 
 // checkConfig is what a check needs; replaced as a whole when the cluster's
@@ -250,6 +255,21 @@ func (hs *HealthState) Healthy(endpoint string) bool {
 	defer hs.mu.RUnlock()
 	eh, ok := hs.endpoints[endpoint]
 	return ok && eh.Healthy.Load()
+}
+
+// passedAt is when a check last made an endpoint healthy (see
+// endpointHealth.passed); the zero time when none has or it is unknown.
+func (hs *HealthState) passedAt(endpoint string) time.Time {
+	hs.mu.RLock()
+	defer hs.mu.RUnlock()
+	eh, ok := hs.endpoints[endpoint]
+	if !ok {
+		return time.Time{}
+	}
+	if ns := eh.passed.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // Configure applies a cluster of the snapshot being applied: new endpoints
@@ -485,6 +505,7 @@ func (hs *HealthState) Record(endpoint string, eh *endpointHealth, c *checkCount
 		c.successes++
 		if first || c.successes >= spec.HealthyThreshold {
 			c.successes = 0
+			eh.passed.Store(time.Now().UnixNano())
 			hs.transition(endpoint, eh, true, res.Reason)
 		}
 		return

@@ -227,8 +227,9 @@ func (cs *ClusterState) ActiveCounters(endpoints []string) []*atomic.Int64 {
 }
 
 // PruneActive drops the counters of endpoints no longer in the cluster; old
-// snapshots still hold theirs until their requests finish.
-func (cs *ClusterState) PruneActive(endpoints []string) {
+// snapshots still hold theirs until their requests finish. held are those EDS
+// still lists as unhealthy (see pruneAdded).
+func (cs *ClusterState) PruneActive(endpoints, held []string) {
 	keep := make(map[string]bool, len(endpoints))
 	for _, ep := range endpoints {
 		keep[ep] = true
@@ -238,7 +239,7 @@ func (cs *ClusterState) PruneActive(endpoints []string) {
 			delete(cs.active, ep)
 		}
 	}
-	cs.pruneAdded(keep)
+	cs.pruneAdded(keep, held)
 }
 
 // maxRetriesInFlight is Envoy's default circuit breaker max_retries: at most
@@ -265,8 +266,11 @@ type PickContext struct {
 // HostSet is the set of endpoints picks choose from at one health
 // generation, as indexes into Cluster.Endpoints.
 type HostSet struct {
-	gen   uint64
-	Idx   []int
+	gen uint64
+	Idx []int
+	// since is when each endpoint's slow start window began, by index into
+	// Cluster.Endpoints; nil without slow start (then Cluster.Added is used).
+	since []time.Time
 	once  sync.Once
 	table hashTable // RING_HASH / MAGLEV, built on first use
 }
@@ -281,6 +285,9 @@ func (c *Cluster) Pick(pc PickContext) (int, bool) {
 	}
 	switch c.LB.policy {
 	case lbLeastRequest:
+		if c.LB.SlowStart != nil && c.Added != nil {
+			return c.leastRequestSlowly(hs), true
+		}
 		return c.leastRequest(hs.Idx), true
 	case lbRandom:
 		return hs.Idx[rand.IntN(n)], true
@@ -292,7 +299,7 @@ func (c *Cluster) Pick(pc PickContext) (int, bool) {
 		return hs.Idx[c.hashTableOf(hs).lookup(h)], true
 	}
 	if c.LB.SlowStart != nil && c.Added != nil {
-		return c.pickSlowly(hs.Idx), true
+		return c.pickSlowly(hs), true
 	}
 	i := c.State.rr.Add(1) - 1
 	return hs.Idx[i%uint64(n)], true
@@ -318,7 +325,7 @@ func (c *Cluster) currentHosts() *HostSet {
 		return hs
 	}
 	// Concurrent rebuilds compute the same set; the last store wins.
-	hs := &HostSet{gen: gen, Idx: c.selectHosts()}
+	hs := &HostSet{gen: gen, Idx: c.selectHosts(), since: c.slowStartSince()}
 	c.hosts.Store(hs)
 	return hs
 }
@@ -352,9 +359,6 @@ func AllIndexes(n int) []int {
 // leastRequest is Envoy's power of choices: sample choiceCount endpoints
 // (with replacement) and take the one with the fewest active requests.
 func (c *Cluster) leastRequest(idx []int) int {
-	if c.LB.SlowStart != nil && c.Added != nil {
-		return c.leastRequestSlowly(idx)
-	}
 	best := -1
 	var bestActive int64
 	for range c.LB.choiceCount {
@@ -368,12 +372,12 @@ func (c *Cluster) leastRequest(idx []int) int {
 
 // leastRequestSlowly is leastRequest with the endpoints' slow start weights:
 // the load compared is active requests (plus one) over the weight factor.
-func (c *Cluster) leastRequestSlowly(idx []int) int {
-	now := time.Now()
+func (c *Cluster) leastRequestSlowly(hs *HostSet) int {
+	now, since := time.Now(), hs.sinceOr(c.Added)
 	best, bestLoad := -1, 0.0
 	for range c.LB.choiceCount {
-		i := idx[rand.IntN(len(idx))]
-		load := float64(c.Active[i].Load()+1) / c.LB.SlowStart.factor(c.Added[i], now)
+		i := hs.Idx[rand.IntN(len(hs.Idx))]
+		load := float64(c.Active[i].Load()+1) / c.LB.SlowStart.factor(since[i], now)
 		if best < 0 || load < bestLoad {
 			best, bestLoad = i, load
 		}

@@ -4,14 +4,16 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 )
 
 // SlowStartSpec is a cluster's slow_start_config: an endpoint added to a cluster
-// that already had some gets a share of the traffic growing over Window, as Envoy
-// scales its weight: max(MinWeight, (time in the cluster / Window)^(1/Aggression)).
+// that already had some, or one passing its active health check again after
+// failing it, gets a share of the traffic growing over Window, as Envoy scales
+// its weight: max(MinWeight, (time since then / Window)^(1/Aggression)).
 type SlowStartSpec struct {
 	window     time.Duration
 	aggression float64
@@ -59,15 +61,13 @@ func (s *SlowStartSpec) factor(added, now time.Time) float64 {
 }
 
 // AddedTimes returns when each endpoint joined the cluster, recording the new
-// ones: endpoints of the cluster's first configuration are not in slow start
-// (zero time), as in Envoy, where slow start is for hosts added afterwards.
-// ADS goroutine only, like ActiveCounters.
+// ones. As in Envoy, which starts an endpoint's window when its load balancer
+// first sees it healthy, the endpoints of the cluster's first configuration
+// ramp up too (together, so their shares stay even). ADS goroutine only, like
+// ActiveCounters.
 func (cs *ClusterState) AddedTimes(endpoints []string, now time.Time) []time.Time {
 	if cs.added == nil {
 		cs.added = make(map[string]time.Time, len(endpoints))
-		for _, ep := range endpoints {
-			cs.added[ep] = time.Time{}
-		}
 	}
 	out := make([]time.Time, len(endpoints))
 	for i, ep := range endpoints {
@@ -82,10 +82,12 @@ func (cs *ClusterState) AddedTimes(endpoints []string, now time.Time) []time.Tim
 }
 
 // pruneAdded forgets the endpoints no longer in the cluster: one that comes back
-// starts slowly again.
-func (cs *ClusterState) pruneAdded(keep map[string]bool) {
+// starts slowly again. Those still listed but marked unhealthy by EDS (held)
+// keep their time: Envoy keeps such a host, so turning healthy again does not
+// restart its window.
+func (cs *ClusterState) pruneAdded(keep map[string]bool, held []string) {
 	for ep := range cs.added {
-		if !keep[ep] {
+		if !keep[ep] && !slices.Contains(held, ep) {
 			delete(cs.added, ep)
 		}
 	}
@@ -93,14 +95,42 @@ func (cs *ClusterState) pruneAdded(keep map[string]bool) {
 
 // pickSlowly is round robin where an endpoint in slow start takes its turn with
 // the probability of its weight factor, so its share grows with time.
-func (c *Cluster) pickSlowly(idx []int) int {
-	now := time.Now()
+func (c *Cluster) pickSlowly(hs *HostSet) int {
+	now, since := time.Now(), hs.sinceOr(c.Added)
+	idx := hs.Idx
 	n := uint64(len(idx))
 	for range idx {
 		i := idx[(c.State.rr.Add(1)-1)%n]
-		if f := c.LB.SlowStart.factor(c.Added[i], now); f >= 1 || rand.Float64() < f {
+		if f := c.LB.SlowStart.factor(since[i], now); f >= 1 || rand.Float64() < f {
 			return i
 		}
 	}
 	return idx[(c.State.rr.Add(1)-1)%n] // every endpoint declined: take the next anyway
+}
+
+// slowStartSince returns when each endpoint's slow start window began, for a
+// host set being built: when it joined the cluster, or when its active health
+// check last made it healthy (its first pass, or passing again after failing),
+// whichever is later: Envoy's last health check pass time. Nil without slow
+// start or health checks: Added is all there is.
+func (c *Cluster) slowStartSince() []time.Time {
+	if c.LB.SlowStart == nil || c.Added == nil || c.Health == nil {
+		return nil
+	}
+	since := make([]time.Time, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		since[i] = c.Added[i]
+		if p := c.Health.passedAt(ep); p.After(since[i]) {
+			since[i] = p
+		}
+	}
+	return since
+}
+
+// sinceOr is the host set's slow start times, or added when it has none.
+func (hs *HostSet) sinceOr(added []time.Time) []time.Time {
+	if hs.since != nil {
+		return hs.since
+	}
+	return added
 }
