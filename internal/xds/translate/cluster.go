@@ -35,6 +35,7 @@ func cluster(c *dag.Cluster, g Global) *clusterv3.Cluster {
 	out.LbPolicy = lbPolicy(c.LoadBalancer)
 	slowStart(out, c.SlowStart)
 	out.HealthChecks = healthChecks(c.HealthCheck)
+	out.CommonLbConfig = commonLbConfig(c.HealthCheck)
 	if po := httpProtocolOptions(c); po != nil {
 		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{HTTPProtocolOptionsName: mustAny(po)}
 	}
@@ -233,6 +234,19 @@ func healthChecks(hc *dag.HealthCheck) []*corev3.HealthCheck {
 	}
 	out.HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: check}
 	return []*corev3.HealthCheck{out}
+}
+
+// commonLbConfig turns panic mode off (healthy_panic_threshold 0) on a cluster with an
+// active health check, as Contour does: when every endpoint fails its check the client
+// gets a 503 "no healthy upstream" instead of reaching an endpoint known to be failing
+// (Envoy's default sends traffic to every endpoint once fewer than half are healthy).
+// Other clusters keep Envoy's default: only outlier detection can take their endpoints
+// out, and a Service whose endpoints are all ejected still gets its traffic.
+func commonLbConfig(hc *dag.HealthCheck) *clusterv3.Cluster_CommonLbConfig {
+	if hc == nil {
+		return nil
+	}
+	return &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{Value: 0}}
 }
 
 // countedFailures are the check answers that count towards unhealthy_threshold: every
