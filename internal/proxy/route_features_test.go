@@ -134,7 +134,7 @@ func TestQueryParameterAndHeaderMatching(t *testing.T) {
 		{"/h/suffix", map[string]string{"X-File": "A.Jsonx"}, "none"},
 		{"/h/invert", map[string]string{"X-Env": "dev"}, "not-prod"},
 		{"/h/invert", map[string]string{"X-Env": "prod"}, "none"},
-		{"/h/invert", nil, "not-prod"}, // an absent header matches an inverted string match
+		{"/h/invert", nil, "none"}, // an absent header fails a string match, inverted or not (Envoy)
 		{"/h/absent", nil, "no-deny"},
 		{"/h/absent", map[string]string{"X-Deny": "1"}, "none"},
 		{"/h/empty", nil, "opt-empty"},

@@ -371,7 +371,9 @@ spec:
 
 // TestHTTPProxyHeaderConditions: header conditions present, notpresent, exact, notexact,
 // contains, notcontains, regex (the whole value), ignoreCase and treatMissingAsEmpty,
-// each on its own path with a route without conditions beside it.
+// each on its own path with a route without conditions beside it. On an absent header
+// only notpresent holds, and notexact/notcontains hold with treatMissingAsEmpty, as
+// Envoy answers Contour's translation.
 func TestHTTPProxyHeaderConditions(t *testing.T) {
 	t.Parallel()
 	routes := []struct{ path, cond string }{
@@ -387,6 +389,8 @@ func TestHTTPProxyHeaderConditions(t *testing.T) {
 		{"/nocase-contains", "{name: x-a, contains: abc, ignoreCase: true}"},
 		{"/nocase-regex", `{name: x-a, regex: "v[0-9]+", ignoreCase: true}`},
 		{"/missing-empty", `{name: x-a, regex: "(|none)", treatMissingAsEmpty: true}`},
+		{"/notexact-missing", "{name: x-a, notexact: bad, treatMissingAsEmpty: true}"},
+		{"/notcontains-missing", "{name: x-a, notcontains: bad, treatMissingAsEmpty: true}"},
 	}
 	proxy := "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: headers, namespace: h}\nspec:\n  virtualhost: {fqdn: h.example.com}\n  routes:\n"
 	for _, r := range routes {
@@ -413,7 +417,7 @@ func TestHTTPProxyHeaderConditions(t *testing.T) {
 		miss("/exact"),
 
 		hit("/notexact", "x-a", "good"),
-		hit("/notexact"), // an absent header is not "bad"
+		miss("/notexact"), // an absent header fails an inverted match, as in Envoy and Contour
 		miss("/notexact", "x-a", "bad"),
 		hit("/notexact", "x-a", "Bad"),
 
@@ -422,7 +426,8 @@ func TestHTTPProxyHeaderConditions(t *testing.T) {
 		miss("/contains"),
 
 		hit("/notcontains", "x-a", "good"),
-		hit("/notcontains"),
+		hit("/notcontains", "x-a", ""),
+		miss("/notcontains"),
 		miss("/notcontains", "x-a", "very bad"),
 
 		hit("/regex", "x-a", "v12"),
@@ -445,6 +450,13 @@ func TestHTTPProxyHeaderConditions(t *testing.T) {
 		hit("/missing-empty"),
 		hit("/missing-empty", "x-a", "none"),
 		miss("/missing-empty", "x-a", "some"),
+
+		// treatMissingAsEmpty: an absent header is "", which is not "bad".
+		hit("/notexact-missing"),
+		hit("/notexact-missing", "x-a", "good"),
+		miss("/notexact-missing", "x-a", "bad"),
+		hit("/notcontains-missing"),
+		miss("/notcontains-missing", "x-a", "very bad"),
 	})
 }
 

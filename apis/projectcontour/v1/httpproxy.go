@@ -165,8 +165,8 @@ type HeaderMatchCondition struct {
 	// +optional
 	Regex string `json:"regex,omitempty"`
 	// TreatMissingAsEmpty compares an absent header as the empty value, so that a
-	// Regex matching "" holds for it. Without it, Exact, Contains and Regex never hold
-	// for an absent header, and NotExact and NotContains always do. Not with Present
+	// Regex matching "", NotExact and NotContains hold for it. Without it, no condition
+	// but NotPresent holds for an absent header, as in Envoy. Not with Present
 	// or NotPresent.
 	// +optional
 	TreatMissingAsEmpty bool `json:"treatMissingAsEmpty,omitempty"`

@@ -481,7 +481,12 @@ func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
 		hm.str, err = xdsconv.NewStringMatcher(s.StringMatch)
 	// The deprecated single-purpose fields are cheap to honour.
 	case *routev3.HeaderMatcher_ExactMatch:
-		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s.ExactMatch}})
+		// Envoy's deprecated exact_match "" accepts any value (an empty prefix does).
+		sm := &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s.ExactMatch}}
+		if s.ExactMatch == "" {
+			sm.MatchPattern = &matcherv3.StringMatcher_Prefix{}
+		}
+		hm.str, err = xdsconv.NewStringMatcher(sm)
 	case *routev3.HeaderMatcher_PrefixMatch:
 		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: s.PrefixMatch}})
 	case *routev3.HeaderMatcher_SuffixMatch:

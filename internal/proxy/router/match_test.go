@@ -41,7 +41,7 @@ func TestHeaderMatcher(t *testing.T) {
 		{"present on absent", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}}, false},
 		{"present_match false on absent", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: false}}, true},
 		{"invert", &routev3.HeaderMatcher{Name: "x-env", HeaderMatchSpecifier: exact("Canary", false), InvertMatch: true}, false},
-		{"invert on absent header matches", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("v", false), InvertMatch: true}, true},
+		{"invert on absent header does not match, as in Envoy", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("v", false), InvertMatch: true}, false},
 		{"absent header does not match", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("", false)}, false},
 		{"treat missing as empty", &routev3.HeaderMatcher{Name: "x-none", HeaderMatchSpecifier: exact("", false), TreatMissingHeaderAsEmpty: true}, true},
 		{":authority one label", &routev3.HeaderMatcher{Name: ":authority", HeaderMatchSpecifier: regex(`^[^.]+\.foo\.com$`)}, true},

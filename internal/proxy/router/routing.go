@@ -366,16 +366,15 @@ func hasPrefixFold(s, prefix string, fold bool) bool {
 	return s[:len(prefix)] == prefix
 }
 
-// matches implements Envoy's HeaderUtility::matchHeaders semantics, including
-// its handling of absent headers with invert_match.
+// matches follows Envoy's HeaderUtility::matchHeaders. An absent header (without
+// treat_missing_header_as_empty) fails every string match, inverted or not: only a
+// presence check can hold, present_match: false as written, present_match: true
+// when inverted. With treat_missing_header_as_empty it is the value "".
 func (hm *headerMatcher) matches(ri *RequestInfo) bool {
 	value, ok := ri.headerValueKey(hm.name, hm.key)
 	if !ok {
 		if !hm.treatMissingAsEmpty {
-			if hm.invert {
-				return !hm.isPresentMatch
-			}
-			return hm.isPresentMatch && !hm.present
+			return hm.isPresentMatch && hm.present == hm.invert
 		}
 		value = ""
 	}
