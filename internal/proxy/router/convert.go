@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
@@ -467,41 +466,12 @@ func convertQueryParameterMatcher(pq *routev3.QueryParameterMatcher) (queryMatch
 }
 
 func convertHeaderMatcher(ph *routev3.HeaderMatcher) (headerMatcher, error) {
-	hm := headerMatcher{
-		name:                strings.ToLower(ph.GetName()),
-		key:                 textproto.CanonicalMIMEHeaderKey(ph.GetName()),
-		invert:              ph.GetInvertMatch(),
-		treatMissingAsEmpty: ph.GetTreatMissingHeaderAsEmpty(),
-	}
-	var err error
-	switch s := ph.GetHeaderMatchSpecifier().(type) {
-	case *routev3.HeaderMatcher_PresentMatch:
-		hm.isPresentMatch, hm.present = true, s.PresentMatch
-	case *routev3.HeaderMatcher_StringMatch:
-		hm.str, err = xdsconv.NewStringMatcher(s.StringMatch)
-	// The deprecated single-purpose fields are cheap to honour.
-	case *routev3.HeaderMatcher_ExactMatch:
-		// Envoy's deprecated exact_match "" accepts any value (an empty prefix does).
-		sm := &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s.ExactMatch}}
-		if s.ExactMatch == "" {
-			sm.MatchPattern = &matcherv3.StringMatcher_Prefix{}
-		}
-		hm.str, err = xdsconv.NewStringMatcher(sm)
-	case *routev3.HeaderMatcher_PrefixMatch:
-		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: s.PrefixMatch}})
-	case *routev3.HeaderMatcher_SuffixMatch:
-		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: s.SuffixMatch}})
-	case *routev3.HeaderMatcher_ContainsMatch:
-		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: s.ContainsMatch}})
-	case *routev3.HeaderMatcher_SafeRegexMatch:
-		hm.str, err = xdsconv.NewStringMatcher(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: s.SafeRegexMatch}})
-	case nil:
-		// Envoy treats a matcher without a specifier as "present".
-		hm.isPresentMatch, hm.present = true, true
-	default:
-		err = fmt.Errorf("match %T is not supported", ph.GetHeaderMatchSpecifier())
-	}
-	return hm, err
+	m, err := xdsconv.NewHeaderMatcher(ph)
+	return headerMatcher{
+		name:  strings.ToLower(ph.GetName()),
+		key:   textproto.CanonicalMIMEHeaderKey(ph.GetName()),
+		match: m,
+	}, err
 }
 
 // ConvertRouteAction converts a route's route action (forwarding); filters

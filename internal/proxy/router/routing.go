@@ -148,13 +148,9 @@ type routeMatch struct {
 
 // headerMatcher is an Envoy HeaderMatcher restricted to string and present matches.
 type headerMatcher struct {
-	name                string // lower-case
-	key                 string // canonical http.Header key
-	present             bool   // for present_match
-	isPresentMatch      bool
-	str                 xdsconv.StringMatcher
-	invert              bool
-	treatMissingAsEmpty bool
+	name  string // lower-case
+	key   string // canonical http.Header key
+	match xdsconv.HeaderMatcher
 }
 
 // queryMatcher is an Envoy QueryParameterMatcher: the first value of the
@@ -372,19 +368,7 @@ func hasPrefixFold(s, prefix string, fold bool) bool {
 // when inverted. With treat_missing_header_as_empty it is the value "".
 func (hm *headerMatcher) matches(ri *RequestInfo) bool {
 	value, ok := ri.headerValueKey(hm.name, hm.key)
-	if !ok {
-		if !hm.treatMissingAsEmpty {
-			return hm.isPresentMatch && hm.present == hm.invert
-		}
-		value = ""
-	}
-	var match bool
-	if hm.isPresentMatch {
-		match = hm.present
-	} else {
-		match = hm.str.Match(value)
-	}
-	return match != hm.invert
+	return hm.match.Match(value, ok)
 }
 
 // headerValue returns a header as Envoy sees it: pseudo-headers map to the

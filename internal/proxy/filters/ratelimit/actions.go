@@ -3,13 +3,13 @@ package ratelimit
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
 // RouteLimits are a route's rate_limits and its virtual host's, converted
@@ -119,85 +119,31 @@ func headerValueMatch(m *routev3.RateLimit_Action_HeaderValueMatch) (action, err
 	e := &commonv3.RateLimitDescriptor_Entry{Key: key, Value: m.GetDescriptorValue()}
 	return func(s *filter.Stream) (*commonv3.RateLimitDescriptor_Entry, bool) {
 		all := true
-		for _, hm := range matchers {
-			all = all && hm.matches(s.Request.Headers)
+		for i := range matchers {
+			all = all && matchers[i].matches(s.Request.Headers)
 		}
 		return e, all == expect
 	}, nil
 }
 
-// headerMatcher is a route HeaderMatcher of the kinds HTTPProxy's header
-// conditions make: present, or a string match; repeated headers are matched
-// as one value joined by ",", as Envoy does.
+// headerMatcher is a route HeaderMatcher on a request header: repeated
+// headers are matched as one value joined by ",", as Envoy does.
 type headerMatcher struct {
-	name          string
-	present       bool // a present_match: only presence counts
-	match         func(string) bool
-	invert        bool
-	missingAsNull bool // treat_missing_header_as_empty
+	name  string
+	match xdsconv.HeaderMatcher
 }
 
 func parseHeaderMatcher(h *routev3.HeaderMatcher) (headerMatcher, error) {
-	hm := headerMatcher{name: h.GetName(), invert: h.GetInvertMatch(), missingAsNull: h.GetTreatMissingHeaderAsEmpty()}
-	if strings.HasPrefix(hm.name, ":") {
-		return hm, fmt.Errorf("pseudo-header %q is not supported", hm.name)
+	if strings.HasPrefix(h.GetName(), ":") {
+		return headerMatcher{}, fmt.Errorf("pseudo-header %q is not supported", h.GetName())
 	}
-	switch x := h.GetHeaderMatchSpecifier().(type) {
-	case *routev3.HeaderMatcher_PresentMatch:
-		hm.present = true
-		if !x.PresentMatch {
-			hm.invert = !hm.invert
-		}
-	case *routev3.HeaderMatcher_ExactMatch:
-		v := x.ExactMatch
-		hm.match = func(s string) bool { return s == v }
-	case *routev3.HeaderMatcher_StringMatch:
-		sm := x.StringMatch
-		fold := sm.GetIgnoreCase()
-		norm := func(s string) string {
-			if fold {
-				return strings.ToLower(s)
-			}
-			return s
-		}
-		switch {
-		case sm.GetExact() != "" || sm.GetMatchPattern() == nil:
-			v := norm(sm.GetExact())
-			hm.match = func(s string) bool { return norm(s) == v }
-		case sm.GetPrefix() != "":
-			v := norm(sm.GetPrefix())
-			hm.match = func(s string) bool { return strings.HasPrefix(norm(s), v) }
-		case sm.GetSuffix() != "":
-			v := norm(sm.GetSuffix())
-			hm.match = func(s string) bool { return strings.HasSuffix(norm(s), v) }
-		case sm.GetContains() != "":
-			v := norm(sm.GetContains())
-			hm.match = func(s string) bool { return strings.Contains(norm(s), v) }
-		case sm.GetSafeRegex() != nil:
-			re, err := regexp.Compile("^(?:" + sm.GetSafeRegex().GetRegex() + ")$")
-			if err != nil {
-				return hm, fmt.Errorf("safe_regex: %w", err)
-			}
-			hm.match = re.MatchString
-		default:
-			return hm, fmt.Errorf("string_match %T is not supported", sm.GetMatchPattern())
-		}
-	default:
-		return hm, fmt.Errorf("%T is not supported", h.GetHeaderMatchSpecifier())
-	}
-	return hm, nil
+	m, err := xdsconv.NewHeaderMatcher(h)
+	return headerMatcher{name: h.GetName(), match: m}, err
 }
 
-func (hm headerMatcher) matches(h filter.Headers) bool {
+func (hm *headerMatcher) matches(h filter.Headers) bool {
 	vs := h.Values(hm.name)
-	if hm.present {
-		return (len(vs) > 0) != hm.invert
-	}
-	if len(vs) == 0 && !hm.missingAsNull {
-		// A missing header fails the match, inverted or not, as in Envoy.
-		return false
-	}
-	return hm.match(strings.Join(vs, ",")) != hm.invert
+	return hm.match.Match(strings.Join(vs, ","), len(vs) > 0)
 }
 
 // descriptors are the request's descriptors from limits.
