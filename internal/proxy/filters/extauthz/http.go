@@ -36,11 +36,11 @@ type httpService struct {
 	host       string
 	pathPrefix string
 	// allowed are the client's headers sent besides the default ones.
-	allowed []xdsconv.StringMatcher
+	allowed xdsconv.StringMatchers
 	// toUpstream (set) and toUpstreamAppend (added) are the headers of an OK
 	// answer the upstream request gets; onSuccess, those the client's response
 	// gets; toClient, those a denial sends (nil: all but Host).
-	toUpstream, toUpstreamAppend, onSuccess, toClient []xdsconv.StringMatcher
+	toUpstream, toUpstreamAppend, onSuccess, toClient xdsconv.StringMatchers
 }
 
 // newHTTPService converts an http_service; allowed is ExtAuthz.allowed_headers,
@@ -78,7 +78,7 @@ func newHTTPService(hs *extauthzv3.HttpService, allowed *matcherv3.ListStringMat
 		allowed = req.GetAllowedHeaders()
 	}
 	for _, l := range []struct {
-		to    *[]xdsconv.StringMatcher
+		to    *xdsconv.StringMatchers
 		list  *matcherv3.ListStringMatcher
 		field string
 	}{
@@ -88,8 +88,8 @@ func newHTTPService(hs *extauthzv3.HttpService, allowed *matcherv3.ListStringMat
 		{&s.onSuccess, resp.GetAllowedClientHeadersOnSuccess(), field + ".authorization_response.allowed_client_headers_on_success"},
 		{&s.toClient, resp.GetAllowedClientHeaders(), field + ".authorization_response.allowed_client_headers"},
 	} {
-		if *l.to, err = nameMatchers(l.list, l.field); err != nil {
-			return nil, err
+		if *l.to, err = xdsconv.NewStringMatchers(l.list.GetPatterns()); err != nil {
+			return nil, fmt.Errorf("%s.%w", l.field, err)
 		}
 	}
 	return s, nil
@@ -154,7 +154,7 @@ func (h *httpService) request(ctx context.Context, r *filter.Request, b checkBod
 		if !settable(lower) || lower == PartialBodyHeader {
 			return true // the check's own Host, framing and partial-body mark; hop-by-hop ones are the client's connection's
 		}
-		if lower == "authorization" || anyMatches(h.allowed, lower) {
+		if lower == "authorization" || h.allowed.Match(lower) {
 			if prev := req.Header.Get(name); prev != "" {
 				req.Header.Set(name, prev+","+value)
 			} else {
@@ -184,13 +184,13 @@ func (h *httpService) allow(s *filter.Stream, answer http.Header) {
 			continue
 		}
 		for _, v := range values {
-			if anyMatches(h.toUpstream, lower) {
+			if h.toUpstream.Match(lower) {
 				rh.Set(name, v) // each value replaces the last, as Envoy's setCopy does
 			}
-			if anyMatches(h.toUpstreamAppend, lower) {
+			if h.toUpstreamAppend.Match(lower) {
 				rh.Add(name, v)
 			}
-			if anyMatches(h.onSuccess, lower) {
+			if h.onSuccess.Match(lower) {
 				s.AddResponseHeader(name, v)
 			}
 		}
@@ -223,8 +223,8 @@ func (h *httpService) deny(resp *http.Response, body []byte) *filter.LocalReply 
 }
 
 func (h *httpService) sentToClient(lower string) bool {
-	if h.toClient == nil {
+	if len(h.toClient) == 0 {
 		return lower != "host"
 	}
-	return lower == "www-authenticate" || lower == "location" || anyMatches(h.toClient, lower)
+	return lower == "www-authenticate" || lower == "location" || h.toClient.Match(lower)
 }
