@@ -595,7 +595,7 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			continue // a copy of the requests only (proxyMirrors)
 		}
 		at := lazyField{field, ".services", i}
-		cluster := b.proxyServiceCluster(n, s, at, pol, c)
+		cluster := b.proxyServiceCluster(n, s, at, pol, http, c)
 		if cluster == nil {
 			continue
 		}
@@ -622,8 +622,9 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 }
 
 // proxyServiceCluster is the cluster of one service, or nil when the service is
-// invalid (its problem recorded).
-func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, c *proxyCheck) *Cluster {
+// invalid (its problem recorded). http says that it receives HTTP requests, whose
+// protocol upstream the service or its Service's annotation may choose.
+func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, http bool, c *proxyCheck) *Cluster {
 	if s.Name == "" {
 		c.fail(problemService, "NameMissing", "%s.name is required", at)
 		return nil
@@ -639,6 +640,8 @@ func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at laz
 	p := pol
 	if s.Protocol != nil || s.UpstreamValidation != nil {
 		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
+	} else if http {
+		p.protocol, _ = b.annotatedProtocol(n.p.Namespace, s.Name, s.Port)
 	}
 	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)
 	p.slowStart = proxySlowStart(s.SlowStartPolicy, pol.lb, at, c)
@@ -672,11 +675,15 @@ func (b *builder) proxyHealthPort(n *proxyNode, s *contourv1.Service, at lazyFie
 	return int32(s.HealthPort)
 }
 
-// proxyUpstreamTLS checks a service's protocol and certificate validation.
+// proxyUpstreamTLS checks a service's protocol and certificate validation. The
+// protocol is the service's own, else the one its Service's Contour annotation gives
+// the port (annotatedProtocol).
 func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field string, c *proxyCheck) (string, *UpstreamValidation) {
-	protocol := ""
+	protocol, known := "", true
 	if s.Protocol != nil {
 		protocol = *s.Protocol
+	} else {
+		protocol, known = b.annotatedProtocol(n.p.Namespace, s.Name, s.Port)
 	}
 	if protocol != "" && !validProxyProtocol(protocol) {
 		c.fail(problemService, "ProtocolInvalid", "%s.protocol %q must be one of %s (or unset for HTTP/1.1)", field, protocol, strings.Join(proxyProtocols, ", "))
@@ -686,8 +693,9 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 	if uv == nil {
 		return protocol, nil
 	}
-	if protocol != "tls" && protocol != "h2" {
-		c.fail(problemService, "ValidationInvalid", "%s.validation needs protocol tls or h2: only a TLS connection has a certificate to verify", field)
+	overTLS := protocol == "tls" || protocol == "h2"
+	if !overTLS && known {
+		c.fail(problemService, "ValidationInvalid", "%s.validation needs protocol tls or h2: only a TLS connection has a certificate to verify; set %s.protocol, or annotate the Service %s%s: \"%d\"", field, field, upstreamProtocolAnnotation, "tls", s.Port)
 		return protocol, nil
 	}
 	names := slices.Clone(uv.SubjectNames)
@@ -718,6 +726,11 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 	ca, msg := b.caSecret(key)
 	if msg != "" {
 		c.fail(problemService, "CASecretInvalid", "%s.validation.caSecret: %s", field, msg)
+		return protocol, nil
+	}
+	if !overTLS {
+		// The Service is not known yet (the admission webhook, or a Service created
+		// later): its annotation will tell, and the route answers 503 until then.
 		return protocol, nil
 	}
 	return protocol, &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: names}

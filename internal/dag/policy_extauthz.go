@@ -263,11 +263,14 @@ func validateExtensionService(spec *contourv1alpha1.ExtensionServiceSpec, c *pro
 // validateProxyAuthorization checks a root's virtualhost.authorization on its own:
 // what it needs (TLS, an ExtensionService reference) and what Portico does not do yet.
 func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
-	a := vh.Authorization
+	const field = "spec.virtualhost.authorization"
+	a := hostAuthorization(vh)
 	if a == nil {
+		if vh.Authorization != nil {
+			c.warn(problemAuth, "GlobalAuthorizationNotSupported", "%s names no extensionRef and only disables authorization: a host opts out of Contour's global external authorization so, which Portico does not have; the host's requests are not authorized, as written", field)
+		}
 		return
 	}
-	const field = "spec.virtualhost.authorization"
 	if vh.TLS == nil || vh.TLS.Passthrough {
 		c.fail(problemAuth, "AuthNotPermitted", "%s needs spec.virtualhost.tls with a secretName: requests are authorized on the HTTPS connections Portico terminates (their credentials must not cross the network in clear text); add tls, or remove authorization", field)
 	}
@@ -287,6 +290,18 @@ func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
 		}
 	}
 	validateAuthorizationHTTP(a, field, c)
+}
+
+// hostAuthorization is the authorization a root's host asks for, or nil. An
+// authorization without an extensionRef whose authPolicy is disabled asks for none: in
+// Contour it takes the host out of the global external authorization (Contour's
+// guide shows it), which Portico does not have, so there is nothing to opt out of.
+func hostAuthorization(vh *contourv1.VirtualHost) *contourv1.AuthorizationServer {
+	a := vh.Authorization
+	if a != nil && a.ExtensionServiceRef.Name == "" && a.AuthPolicy != nil && a.AuthPolicy.Disabled {
+		return nil
+	}
+	return a
 }
 
 // validateAuthorizationHTTP checks serviceType, httpSettings and what an HTTP server
@@ -394,7 +409,7 @@ func authTimeout(v string) (time.Duration, bool) {
 // cannot be served (its ExtensionService is missing or unusable: the host must not be
 // served without the authorization it asks for).
 func (b *builder) proxyAuthorization(root *proxyNode) (*Authorization, bool) {
-	a := root.p.Spec.VirtualHost.Authorization
+	a := hostAuthorization(root.p.Spec.VirtualHost)
 	if a == nil {
 		return nil, true
 	}
@@ -444,7 +459,7 @@ func protocolMismatch(serviceType contourv1.AuthorizationServiceType, protocol s
 // asks for no authorization. The route's policy, when it has one, decides whether it
 // is disabled, and its context entries override the host's.
 func routeAuthorization(root *contourv1.HTTPProxy, policy *contourv1.AuthorizationPolicy) *RouteAuthorization {
-	a := root.Spec.VirtualHost.Authorization
+	a := hostAuthorization(root.Spec.VirtualHost)
 	if a == nil {
 		return nil
 	}
