@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	"github.com/portico-dev/portico/internal/contourdiff"
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/store"
 	"github.com/portico-dev/portico/internal/xds/translate"
@@ -209,4 +211,34 @@ func statusOf(g *dag.Graph, p *contourv1.HTTPProxy) *dag.Status {
 		}
 	}
 	return &dag.Status{Status: "(none)"}
+}
+
+// portico check --contour on Contour's corpus: every finding is a difference the list
+// holds as one, and the count of each is the corpus's figure (the test log shows it).
+func TestContourCorpusDifferences(t *testing.T) {
+	units, err := corpus(contourDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string][]runtime.Object{}
+	for _, u := range units {
+		groups[u.group] = append(groups[u.group], u.objs...)
+	}
+	byID := map[string]int{}
+	for _, u := range units {
+		for _, f := range contourdiff.Find(u.name, u.objs, contourdiff.NewObjects(groups[u.group])) {
+			if f.Status != contourdiff.Deliberate || f.Field == "" {
+				t.Errorf("%v: not a difference the check may report", f)
+			}
+			byID[f.ID]++
+		}
+	}
+	// The documentation's teams include one another and route on prefixes without a
+	// final "/": both must be found.
+	for _, id := range []string{"include-seals", "segment-prefix"} {
+		if byID[id] == 0 {
+			t.Errorf("no %s found in Contour's corpus", id)
+		}
+	}
+	t.Logf("differences found in Contour's corpus, by kind: %v", byID)
 }
