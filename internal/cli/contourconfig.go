@@ -62,7 +62,7 @@ var contourKeys = map[string]rule{
 	"disableAllowChunkedLength": refuse("not supported yet: requests with both Content-Length and Transfer-Encoding: chunked are handled as Envoy's and Go's defaults do"),
 	"disableMergeSlashes":       asFlag("disable-merge-slashes", boolean),
 	"compression": section{
-		"algorithm": only([]string{"disabled"}, "response compression (gzip, brotli, zstd) is not supported yet: Portico sends responses as the backend wrote them, which is what \"disabled\" means"),
+		"algorithm": asFlag("compression", compressionAlgorithm),
 	},
 	"serverHeaderTransformation": asFlag("server-header-transformation", serverHeader),
 	"enableExternalNameService":  asFlag("enable-external-name-services", boolean),
@@ -334,15 +334,28 @@ func dnsFamily(v *yaml.Node) (string, error) {
 	return s, nil
 }
 
-func serverHeader(v *yaml.Node) (string, error) {
-	s, err := scalar(v)
-	if err != nil {
-		return "", err
+// serverHeader is Contour's serverHeaderTransformation, checked as the flag is.
+var serverHeader = globalSetting(func(g *translate.Global, s string) { g.ServerHeader = translate.ServerHeaderTransformation(s) })
+
+// compressionAlgorithm is Contour's compression.algorithm: gzip, brotli, zstd or
+// disabled.
+var compressionAlgorithm = globalSetting(func(g *translate.Global, s string) { g.Compression = translate.Compression(s) })
+
+// globalSetting converts a scalar that set puts in a translate.Global, which
+// checks it as the flag's value is checked.
+func globalSetting(set func(g *translate.Global, s string)) func(v *yaml.Node) (string, error) {
+	return func(v *yaml.Node) (string, error) {
+		s, err := scalar(v)
+		if err != nil {
+			return "", err
+		}
+		var g translate.Global
+		set(&g, s)
+		if err := translate.CheckGlobal(g); err != nil {
+			return "", err
+		}
+		return s, nil
 	}
-	if err := translate.CheckGlobal(translate.Global{ServerHeader: translate.ServerHeaderTransformation(s)}); err != nil {
-		return "", err
-	}
-	return s, nil
 }
 
 // namespacedName is Contour's {namespace, name} of a Secret, as NAMESPACE/NAME.

@@ -44,6 +44,8 @@ func typeURL(m proto.Message) string {
 // A nil *Chain has no filters.
 type Chain struct {
 	entries []entry
+	// bodyEncoders: some filter is a BodyEncoder.
+	bodyEncoders bool
 }
 
 type entry struct {
@@ -114,6 +116,9 @@ func (r *Registry) BuildChain(filters []*hcmv3.HttpFilter) (*Chain, error) {
 			return nil, fmt.Errorf("http filter %q: %w", hf.GetName(), err)
 		}
 		rs, _ := flt.(RouteScoped)
+		if _, ok := flt.(BodyEncoder); ok {
+			c.bodyEncoders = true
+		}
 		c.entries = append(c.entries, entry{name: hf.GetName(), filter: flt, disabled: hf.GetDisabled(), routeScoped: rs != nil && rs.RouteScoped()})
 	}
 	if len(c.entries) == 0 {

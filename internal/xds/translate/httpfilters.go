@@ -35,9 +35,13 @@ type httpFilter struct {
 // CORS first, since a preflight carries no credentials to check; then the
 // checks that refuse a request from who sends it (IP rules, JWT, external
 // authorization), then the rate limits, which so count only requests that
-// would be served. Lua (cookie rewrites) works on responses only; it is first so that
-// its changes come last, as encoders run in reverse.
+// would be served. The compressor is first, where Contour puts it: the last
+// encoder, it compresses what every other filter left of a response, local
+// replies included. Lua (cookie rewrites) works on responses only; it comes
+// next so that its changes come after the other filters', as encoders run in
+// reverse.
 var httpFilters = []httpFilter{
+	compressorFilter,
 	luaFilter,
 	corsFilter,
 	rbacFilter,
