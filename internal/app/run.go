@@ -84,6 +84,9 @@ type RunOptions struct {
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
 	// hosts without one (dag.Options).
 	DefaultGlobalRateLimit *dag.GlobalRateLimit
+	// GlobalAuthorization, when set, authorizes the requests of every HTTPProxy host
+	// without an authorization of its own, and of the plain HTTP listener (dag.Options).
+	GlobalAuthorization *dag.GlobalAuthorization
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -152,6 +155,8 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
+			GlobalAuthorization:    opts.GlobalAuthorization,
+			RateLimitExtension:     opts.RateLimit.Extension(),
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit, Global: opts.Global},

@@ -75,6 +75,9 @@ type ServeOptions struct {
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
 	// hosts without one (dag.Options).
 	DefaultGlobalRateLimit *dag.GlobalRateLimit
+	// GlobalAuthorization, when set, authorizes the requests of every HTTPProxy host
+	// without an authorization of its own, and of the plain HTTP listener (dag.Options).
+	GlobalAuthorization *dag.GlobalAuthorization
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -272,6 +275,8 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
+			GlobalAuthorization:    opts.GlobalAuthorization,
+			RateLimitExtension:     opts.RateLimit.Extension(),
 		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit, Global: opts.Global},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),

@@ -26,6 +26,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	noInsecure := fs.Bool("disable-permit-insecure", false, "ignore HTTPProxy routes' permitInsecure, as the controller does with this flag")
 	rateLimitService := fs.String("rate-limit-service", "", "`host:port` of the rate limit service the controller runs with; without it, global rate limit policies get a warning that they are not enforced")
 	contour := fs.Bool("contour", false, "also list every field of DIR's manifests that behaves differently in Portico than in Contour (file, object, field, what each does, what to do), after the statuses (on stderr with -o json); the list does not change the exit code")
+	globalAuth := globalAuthFlag(fs)
 	allowOrphaned := fs.Bool("allow-orphaned", false, "exit 0 even if objects are orphaned (blue-green setups whose standby is orphaned by design); invalid objects still fail")
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
@@ -49,8 +50,12 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}
+	auth, err := globalAuth()
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
 	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress, DisablePermitInsecure: *noInsecure,
-		FallbackCertificate: fallbackKey, RateLimitService: *rateLimitService != ""})
+		FallbackCertificate: fallbackKey, RateLimitService: *rateLimitService != "", GlobalAuthorization: auth})
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}

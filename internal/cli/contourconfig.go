@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -101,7 +102,7 @@ var contourKeys = map[string]rule{
 	},
 	"listener":                 refuse("listener tuning (connection-balancer, max-requests-per-connection, per-connection-buffer-limit-bytes, socket-options, max-requests-per-io-cycle, http2-max-concurrent-streams, max-connections-per-listener) is not supported yet: Envoy's defaults apply"),
 	"rateLimitService":         rateLimitSection(),
-	"globalExtAuth":            refuse("global external authorization is not supported yet: set authorization on each root HTTPProxy (spec.virtualhost.authorization)"),
+	"globalExtAuth":            ruleFunc(globalExtAuthFile),
 	"metrics":                  refuse("Portico serves its metrics at /metrics on --admin-addr: set admin-addr instead; Envoy's metrics are on its admin interface (portico bootstrap)"),
 	"tracing":                  refuse("tracing is not supported yet"),
 	"featureFlags":             emptyList("Contour's feature flags have no counterpart: Portico reads EndpointSlices always"),
@@ -118,7 +119,7 @@ var applyToIngress = asFlag("headers-policy-ingress", boolean)
 
 func rateLimitSection() section {
 	return section{
-		"extensionService":             refuse("Portico reaches the rate limit service by address, not through an ExtensionService: set rate-limit-service: HOST:PORT (such as ratelimit.NAMESPACE.svc.cluster.local:8081) next to rateLimitService"),
+		"extensionService":             asFlag("rate-limit-extension-service", slashName),
 		"domain":                       asFlag("rate-limit-domain", str),
 		"failOpen":                     asFlag("rate-limit-fail-open", boolean),
 		"enableXRateLimitHeaders":      asFlag("rate-limit-x-headers", boolean),
@@ -423,4 +424,74 @@ func asJSON(v *yaml.Node) (string, error) {
 		return "", fmt.Errorf("a mapping is expected, got a %s", kindName(v.Kind))
 	}
 	return flagValue(v)
+}
+
+// slashName is Contour's NAMESPACE/NAME of an object.
+func slashName(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || validation.IsDNS1123Label(ns) != nil || validation.IsDNS1123Subdomain(name) != nil {
+		return "", fmt.Errorf("%q is not NAMESPACE/NAME", s)
+	}
+	return s, nil
+}
+
+// globalExtAuthFile is the rule of the file's globalExtAuth, whose extensionService
+// (NAMESPACE/NAME) is the extensionRef of --global-ext-auth's form.
+func globalExtAuthFile(path string, k, v *yaml.Node, out *[]setting) error {
+	m, err := decodeMapping(path, v)
+	if err != nil {
+		return err
+	}
+	for key := range m {
+		switch key {
+		case "extensionService", "authPolicy", "responseTimeout", "failOpen", "withRequestBody":
+		default:
+			return fmt.Errorf("line %d: unknown setting %s.%s (the keys of %s are authPolicy, extensionService, failOpen, responseTimeout, withRequestBody)", v.Line, path, key, path)
+		}
+	}
+	if es, ok := m["extensionService"].(string); ok {
+		ns, name, _ := strings.Cut(es, "/")
+		m["extensionRef"] = map[string]string{"namespace": ns, "name": name}
+		delete(m, "extensionService")
+	}
+	return globalExtAuthValue(path, k, v, m, out)
+}
+
+// globalExtAuthSpec is the rule of a ContourConfiguration's spec.globalExtAuth, which
+// has --global-ext-auth's form.
+func globalExtAuthSpec(path string, k, v *yaml.Node, out *[]setting) error {
+	m, err := decodeMapping(path, v)
+	if err != nil {
+		return err
+	}
+	return globalExtAuthValue(path, k, v, m, out)
+}
+
+// decodeMapping is the mapping v, the value of the key at path.
+func decodeMapping(path string, v *yaml.Node) (map[string]any, error) {
+	if v.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: %s: a mapping is expected, got a %s", v.Line, path, kindName(v.Kind))
+	}
+	var m map[string]any
+	if err := v.Decode(&m); err != nil {
+		return nil, fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+	}
+	return m, nil
+}
+
+// globalExtAuthValue sets --global-ext-auth to m, checked.
+func globalExtAuthValue(path string, k, v *yaml.Node, m map[string]any, out *[]setting) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+	}
+	if _, err := parseGlobalAuth(string(b)); err != nil {
+		return fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+	}
+	*out = append(*out, setting{flag: "global-ext-auth", value: string(b), key: path, line: k.Line})
+	return nil
 }

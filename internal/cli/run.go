@@ -41,6 +41,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
+	globalAuth := globalAuthFlag(fs)
 	global := globalFlags(fs)
 	headers := headersPolicyFlags(fs)
 	newLogger := logFlags(fs)
@@ -67,6 +68,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "run: %v", err)
 	}
 	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
+	if o.GlobalAuthorization, err = globalAuth(); err != nil {
+		return fail(stderr, "run: %v", err)
+	}
 	dir, err := manifestDir(o.ManifestDir, positional)
 	if err != nil {
 		return fail(stderr, "run: %v", err)

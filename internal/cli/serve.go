@@ -58,6 +58,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
+	globalAuth := globalAuthFlag(fs)
 	global := globalFlags(fs)
 	headers := headersPolicyFlags(fs)
 	dataPlane := gatewayDataPlaneFlags(fs, &o.GatewayDataPlanes)
@@ -91,6 +92,9 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "serve: %v", err)
 	}
 	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
+	if o.GlobalAuthorization, err = globalAuth(); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
 	if err := o.XDSTLS.Validate(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}

@@ -51,6 +51,12 @@ type Options struct {
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
 	// roots whose virtual host has none (ParseDefaultGlobalRateLimit).
 	DefaultGlobalRateLimit *GlobalRateLimit
+	// GlobalAuthorization, when set, checks the requests of every HTTPProxy host
+	// without an authorization server of its own (ParseGlobalAuthorization).
+	GlobalAuthorization *GlobalAuthorization
+	// RateLimitExtension, when set, is the ExtensionService of the rate limit
+	// service (Graph.Extensions).
+	RateLimitExtension *types.NamespacedName
 	// Processors build the APIs kept in packages of their own (Gateway API); each
 	// adds its data planes and statuses after the APIs above.
 	Processors []Processor
@@ -94,7 +100,11 @@ func Build(s *store.Store, opts Options) *Graph {
 	b.checkRootHosts(roots, holders)
 	b.processIngressRoutes(irs, irRoots)
 	b.processHTTPProxies(proxies, proxyRoots)
-	return withProcessed(b.graph(), runProcessors(s, opts, builtinProcessors(s, opts)...))
+	g := withProcessed(b.graph(), runProcessors(s, opts, builtinProcessors(s, opts)...))
+	if opts.coreOnly {
+		return g
+	}
+	return withExtensions(g, s, opts, nil)
 }
 
 // newBuilder returns the builder of one build, sized for objects routing objects.
@@ -124,6 +134,10 @@ type builder struct {
 	alsoChanged bool
 	// extensions are the ExtensionServices resolved so far (policy_extauthz.go).
 	extensions map[types.NamespacedName]*extension
+	// globalAuth is Options.GlobalAuthorization resolved, and why it is not usable
+	// (policy_globalauth.go).
+	globalAuth        *Authorization
+	globalAuthProblem string
 }
 
 func (b *builder) vhost(name string) *VirtualHost {

@@ -24,6 +24,9 @@ type Graph struct {
 	// A status is never modified once in a graph: graphs built incrementally share the
 	// unchanged ones.
 	Statuses []*Status
+	// Extensions are the installation's own ExtensionServices (global authorization,
+	// the rate limit service), nil without any.
+	Extensions *Extensions
 }
 
 // Clusters returns every cluster referenced by the graph's routes, once each, in order of
@@ -73,6 +76,9 @@ func (g *Graph) Clusters() []*Cluster {
 		}
 	}
 	visitAll(g.HTTP, g.HTTPS)
+	for _, c := range g.Extensions.Clusters() {
+		add(c)
+	}
 	for _, gw := range g.Gateways {
 		for _, p := range gw.Ports {
 			visitAll(p.HTTP, p.HTTPS)

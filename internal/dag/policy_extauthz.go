@@ -263,15 +263,12 @@ func validateExtensionService(spec *contourv1alpha1.ExtensionServiceSpec, c *pro
 // validateProxyAuthorization checks a root's virtualhost.authorization on its own:
 // what it needs (TLS, an ExtensionService reference) and what Portico does not do yet.
 func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
-	const field = "spec.virtualhost.authorization"
-	a := hostAuthorization(vh)
+	a := vh.Authorization
 	if a == nil {
-		if vh.Authorization != nil {
-			c.warn(problemAuth, "GlobalAuthorizationNotSupported", "%s names no extensionRef and only disables authorization: a host opts out of Contour's global external authorization so, which Portico does not have; the host's requests are not authorized, as written", field)
-		}
 		return
 	}
-	if vh.TLS == nil || vh.TLS.Passthrough {
+	const field = "spec.virtualhost.authorization"
+	if (vh.TLS == nil || vh.TLS.Passthrough) && a.ExtensionServiceRef.Name != "" {
 		c.fail(problemAuth, "AuthNotPermitted", "%s needs spec.virtualhost.tls with a secretName: requests are authorized on the HTTPS connections Portico terminates (their credentials must not cross the network in clear text); add tls, or remove authorization", field)
 	}
 	if vh.TLS != nil && vh.TLS.EnableFallbackCertificate {
@@ -280,7 +277,9 @@ func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
 	ref := a.ExtensionServiceRef
 	switch {
 	case ref.Name == "":
-		c.fail(problemAuth, "ExtensionServiceRefMissing", "%s.extensionRef.name is required: the ExtensionService of the authorization server", field)
+		// The host's policy over the installation's server (globalExtAuth): the
+		// build checks that there is one.
+		return
 	case ref.APIVersion != "" && ref.APIVersion != extensionAPIVersion:
 		c.fail(problemAuth, "AuthBadResourceVersion", "%s.extensionRef.apiVersion %q is not supported: use %s (or leave it out)", field, ref.APIVersion, extensionAPIVersion)
 	}
@@ -290,18 +289,6 @@ func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
 		}
 	}
 	validateAuthorizationHTTP(a, field, c)
-}
-
-// hostAuthorization is the authorization a root's host asks for, or nil. An
-// authorization without an extensionRef whose authPolicy is disabled asks for none: in
-// Contour it takes the host out of the global external authorization (Contour's
-// guide shows it), which Portico does not have, so there is nothing to opt out of.
-func hostAuthorization(vh *contourv1.VirtualHost) *contourv1.AuthorizationServer {
-	a := vh.Authorization
-	if a != nil && a.ExtensionServiceRef.Name == "" && a.AuthPolicy != nil && a.AuthPolicy.Disabled {
-		return nil
-	}
-	return a
 }
 
 // validateAuthorizationHTTP checks serviceType, httpSettings and what an HTTP server
@@ -409,9 +396,9 @@ func authTimeout(v string) (time.Duration, bool) {
 // cannot be served (its ExtensionService is missing or unusable: the host must not be
 // served without the authorization it asks for).
 func (b *builder) proxyAuthorization(root *proxyNode) (*Authorization, bool) {
-	a := hostAuthorization(root.p.Spec.VirtualHost)
-	if a == nil {
-		return nil, true
+	a := root.p.Spec.VirtualHost.Authorization
+	if a == nil || a.ExtensionServiceRef.Name == "" {
+		return b.proxyGlobalAuthorization(root)
 	}
 	key := types.NamespacedName{Namespace: defaultString(a.ExtensionServiceRef.Namespace, root.p.Namespace), Name: a.ExtensionServiceRef.Name}
 	es := b.store.ExtensionServices[key]
@@ -430,12 +417,7 @@ func (b *builder) proxyAuthorization(root *proxyNode) (*Authorization, bool) {
 	}
 	out := &Authorization{Cluster: ext.cluster, Timeout: ext.timeout, FailOpen: a.FailOpen, Body: authorizationBody(a.WithRequestBody)}
 	if a.ServiceType == contourv1.AuthorizationHTTPService {
-		out.HTTP = &HTTPAuthorization{}
-		if hs := a.HTTPServerSettings; hs != nil {
-			out.HTTP.PathPrefix = hs.PathPrefix
-			out.HTTP.AllowedAuthorizationHeaders = headerNameMatches(hs.AllowedAuthorizationHeaders)
-			out.HTTP.AllowedUpstreamHeaders = headerNameMatches(hs.AllowedUpstreamHeaders)
-		}
+		out.HTTP = httpAuthorization(a.HTTPServerSettings)
 	}
 	if a.ResponseTimeout != "" {
 		d, _ := authTimeout(a.ResponseTimeout) // validateProxyAuthorization checked it
@@ -455,19 +437,54 @@ func protocolMismatch(serviceType contourv1.AuthorizationServiceType, protocol s
 	return ""
 }
 
-// routeAuthorization is how a route of root's host is authorized: nil when the host
-// asks for no authorization. The route's policy, when it has one, decides whether it
-// is disabled, and its context entries override the host's.
-func routeAuthorization(root *contourv1.HTTPProxy, policy *contourv1.AuthorizationPolicy) *RouteAuthorization {
-	a := hostAuthorization(root.Spec.VirtualHost)
-	if a == nil {
-		return nil
+// proxyGlobalAuthorization is the installation's authorization of a root without a
+// server of its own (nil without one); ok is false when the root cannot be served: it
+// relies on the installation's server, which is not usable, or it names none and the
+// installation has none either.
+func (b *builder) proxyGlobalAuthorization(root *proxyNode) (*Authorization, bool) {
+	a := root.p.Spec.VirtualHost.Authorization
+	g := b.opts.GlobalAuthorization
+	hostDisabled := a != nil && a.AuthPolicy != nil && a.AuthPolicy.Disabled
+	if g == nil {
+		if a != nil && !hostDisabled {
+			root.check.fail(problemAuth, "ExtensionServiceRefMissing", "spec.virtualhost.authorization names no extensionRef, and this installation has no global external authorization (globalExtAuth, --global-ext-auth) to use instead: name the ExtensionService of the authorization server, or remove authorization")
+			return nil, false
+		}
+		if hostDisabled {
+			root.check.warn(problemAuth, "GlobalAuthorizationNotConfigured", "spec.virtualhost.authorization only disables authorization, and this installation has no global external authorization (globalExtAuth, --global-ext-auth) to disable: the host's requests are not authorized, as written")
+		}
+		return nil, true
 	}
+	auth, problem := b.globalAuthorization(nil)
+	if problem != "" && !hostDisabled {
+		root.check.fail(problemAuth, "GlobalExtAuthInvalid", "the installation's global external authorization cannot be used: %s; the host is not served without it (set spec.virtualhost.authorization.authPolicy.disabled: true to serve it unchecked)", problem)
+		return nil, false
+	}
+	if auth.HTTP != nil && a != nil && a.AuthPolicy != nil && len(a.AuthPolicy.Context) > 0 {
+		root.check.warn(problemAuth, "AuthContextIgnored", "spec.virtualhost.authorization.authPolicy.context is ignored: the installation's authorization server speaks HTTP, which gets no context; remove it")
+	}
+	return auth, true
+}
+
+// routeAuthorization is how a route of root's host is authorized: nil when neither the
+// host nor the installation (global) asks for authorization. The route's policy, when
+// it has one, decides whether it is disabled, and its context entries override the
+// host's; a host's policy (its authorization, even without a server of its own)
+// replaces the installation's, as in Contour.
+func routeAuthorization(global *GlobalAuthorization, root *contourv1.HTTPProxy, policy *contourv1.AuthorizationPolicy) *RouteAuthorization {
+	a := root.Spec.VirtualHost.Authorization
 	out := &RouteAuthorization{}
 	var hostContext map[string]string
-	if a.AuthPolicy != nil {
-		out.Disabled = a.AuthPolicy.Disabled
-		hostContext = a.AuthPolicy.Context
+	switch {
+	case a != nil:
+		if a.AuthPolicy != nil {
+			out.Disabled = a.AuthPolicy.Disabled
+			hostContext = a.AuthPolicy.Context
+		}
+	case global != nil:
+		out.Disabled, hostContext = global.Disabled, global.Context
+	default:
+		return nil
 	}
 	if policy == nil {
 		if !out.Disabled {

@@ -27,7 +27,10 @@ type httpFilter struct {
 	vhost func(vh *dag.VirtualHost, opts Options) *anypb.Any
 	route func(r *dag.Route, vh *dag.VirtualHost, opts Options) *anypb.Any
 	// disabled filters run only on the routes whose configuration enables them
-	// (HttpFilter.disabled, enabled by a FilterConfig).
+	// (HttpFilter.disabled, enabled by a FilterConfig), in the connection managers
+	// of HTTPS server names. The plain listener's has such a filter only for the
+	// whole installation (the global authorization): it runs for every request there,
+	// but on the routes that disable it.
 	disabled bool
 }
 
@@ -60,7 +63,7 @@ func httpFilterChain(svh *dag.SecureVirtualHost, opts Options) []*hcmv3.HttpFilt
 			continue
 		}
 		if cfg := f.listener(svh, opts); cfg != nil {
-			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}, Disabled: f.disabled})
+			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}, Disabled: f.disabled && svh != nil})
 		}
 	}
 	return append(out, &hcmv3.HttpFilter{
