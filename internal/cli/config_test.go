@@ -451,7 +451,7 @@ func TestHeadersPolicyFlags(t *testing.T) {
 		{"{set: {X-Env: prod, A-First: '%CONTOUR_NAMESPACE%'}, remove: [X-Debug]}", "{set: {X-Served-By: portico}}", ""},
 		{"{set: {X-Env: prod}, add: {X: y}}", "", `--request-headers-policy: error unmarshaling JSON: while decoding JSON: json: unknown field "add"`},
 		{"{set: {Content-Length: '1'}}", "", `request headers: set "Content-Length": Content-Length is written by the data plane`},
-		{"{set: {Host: '%REQ(X-Host)%'}}", "", `request headers: set Host "%REQ(X-Host)%": must be a host name`},
+		{"{set: {Host: '%REQ(X-Host)%'}}", "", `request headers: set Host "%REQ(X-Host)%": the Host of every service's requests cannot come from a request header`},
 		{"{set: {X-A: \"a\\nb\"}}", "", `request headers: set "X-A": the value may not contain CR, LF or NUL`},
 		{"", "{set: {Server: x}}", "response headers: set Server: the Server header is --server-header-transformation's"},
 		{"", "{remove: [Host]}", `response headers: remove "Host": Host is a request header`},

@@ -230,6 +230,9 @@ type Route struct {
 	ResponseHeaders *HeadersPolicy
 	// HostRewrite, when set, is the Host the upstream sees.
 	HostRewrite string
+	// HostRewriteHeader, when set, names the request header whose value (when present
+	// and not empty) becomes the Host the upstream sees.
+	HostRewriteHeader string
 	// Websocket lets requests upgrade to WebSocket on this route.
 	Websocket bool
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and
