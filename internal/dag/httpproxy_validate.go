@@ -272,7 +272,7 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 		c.fail(problemTCPProxy, "IncludeDuplicated", "%s: include and includes are the same field (includes is its old name); keep include", field)
 	}
 	for i := range tp.Services {
-		if tp.Services[i].Protocol != nil && *tp.Services[i].Protocol != "" {
+		if tp.Services[i].Protocol != nil {
 			c.fail(problemTCPProxy, "ProtocolInvalid", "%s.services[%d].protocol: a TCP proxy forwards bytes, it has no HTTP protocol; remove it", field, i)
 		}
 	}
@@ -286,6 +286,8 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
 	validateCookieRewrites(r.CookieRewritePolicies, field, c)
 	validateInternalRedirect(r.InternalRedirectPolicy, field, c)
+	validateHeaderValuesSet(r.RequestHeadersPolicy, field, "requestHeadersPolicy", c)
+	validateHeaderValuesSet(r.ResponseHeadersPolicy, field, "responseHeadersPolicy", c)
 	validateServicesUnsupported(r.Services, field, false, c)
 }
 
@@ -299,7 +301,10 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 		mirror := tcp && s.Mirror
 		cookies := tcp && len(s.CookieRewritePolicies) > 0
 		if !tcp {
-			validateCookieRewrites(s.CookieRewritePolicies, indexedField(field+".services", i), c)
+			at := indexedField(field+".services", i)
+			validateCookieRewrites(s.CookieRewritePolicies, at, c)
+			validateHeaderValuesSet(s.RequestHeadersPolicy, at, "requestHeadersPolicy", c)
+			validateHeaderValuesSet(s.ResponseHeadersPolicy, at, "responseHeadersPolicy", c)
 		}
 		if !mirror && !cookies && !headers {
 			continue
