@@ -66,6 +66,18 @@ func TestContourSchemaLimits(t *testing.T) {
 			problemService, "ValidationInvalid", "validation.caSecret is 318 characters long, over the limit of 317"},
 		{"JWKS subjectNames[0] is not subjectName", jwks(`{caSecret: ca, subjectName: a.example.com, subjectNames: [b.example.com]}`),
 			problemJWT, "RemoteJWKSUpstreamValidationInvalid", `remoteJWKS.validation.subjectNames[0] "b.example.com" must equal subjectName "a.example.com"`},
+		{"two exact matches of a header", route(`{conditions: [{header: {name: x-a, exact: a}}, {header: {name: X-A, exact: b}}], services: [{name: s, port: 80}]}`),
+			problemRoute, "HeaderMatchConditionsNotValid", `spec.routes[0].conditions[0] and [1]: header "X-A" has two exact conditions`},
+		{"present and notpresent", route(`{conditions: [{prefix: /a}, {header: {name: x-a, present: true}}, {header: {name: x-a, notpresent: true}}], services: [{name: s, port: 80}]}`),
+			problemRoute, "HeaderMatchConditionsNotValid", `conditions[1] and [2]: present and notpresent on header "x-a" contradict each other`},
+		{"exact and notexact of one value", route(`{conditions: [{header: {name: x-a, notexact: a}}, {header: {name: x-a, exact: a}}], services: [{name: s, port: 80}]}`),
+			problemRoute, "HeaderMatchConditionsNotValid", `exact and notexact of the same value on header "x-a"`},
+		{"contains and notcontains of one value", route(`{conditions: [{header: {name: x-a, contains: a}}, {header: {name: x-a, notcontains: a}}], services: [{name: s, port: 80}]}`),
+			problemRoute, "HeaderMatchConditionsNotValid", `contains and notcontains of the same value on header "x-a"`},
+		{"two exact matches of a query parameter", route(`{conditions: [{queryParameter: {name: q, exact: a}}, {queryParameter: {name: q, exact: b}}], services: [{name: s, port: 80}]}`),
+			problemRoute, "QueryParameterMatchConditionsNotValid", `spec.routes[0].conditions[0] and [1]: query parameter "q" has two exact conditions`},
+		{"an include's contradictory headers", `{metadata: {name: root, namespace: team}, spec: {virtualhost: {fqdn: p.example.com}, includes: [{name: child, conditions: [{prefix: /a}, {header: {name: x-a, present: true}}, {header: {name: x-a, notpresent: true}}]}]}}`,
+			problemInclude, "HeaderMatchConditionsNotValid", `spec.includes[0].conditions[1] and [2]: present and notpresent`},
 		{"JWKS subjectNames without subjectName", jwks(`{caSecret: ca, subjectNames: [b.example.com]}`),
 			problemJWT, "RemoteJWKSUpstreamValidationInvalid", "remoteJWKS.validation.subjectName is required"},
 	} {
@@ -109,5 +121,25 @@ func TestExtensionServiceSchemaLimits(t *testing.T) {
 				t.Error("build: no status for the ExtensionService")
 			}
 		})
+	}
+}
+
+// TestConditionsThatDoNotConflict: what Contour lets stand together stands: different
+// headers, different values, and a contradiction softened by ignoreCase or
+// treatMissingAsEmpty.
+func TestConditionsThatDoNotConflict(t *testing.T) {
+	for _, conds := range []string{
+		`{header: {name: x-a, exact: a}}, {header: {name: x-b, exact: a}}`,
+		`{header: {name: x-a, exact: a}}, {header: {name: x-a, notexact: b}}`,
+		`{header: {name: x-a, exact: a}}, {header: {name: x-a, notexact: a, ignoreCase: true}}`,
+		`{header: {name: x-a, contains: a}}, {header: {name: x-a, notcontains: a, treatMissingAsEmpty: true}}`,
+		`{header: {name: x-a, present: true}}, {header: {name: x-a, exact: a}}`,
+		`{queryParameter: {name: q, exact: a}}, {queryParameter: {name: r, exact: a}}`,
+		`{queryParameter: {name: q, exact: a}}, {queryParameter: {name: q, prefix: a}}`,
+	} {
+		p := proxy(t, `{metadata: {name: root, namespace: team}, spec: {virtualhost: {fqdn: p.example.com}, routes: [{conditions: [`+conds+`], services: [{name: s, port: 80}]}]}}`)
+		if v := ValidateObject(p, nil, Options{}); len(v.Problems) > 0 {
+			t.Errorf("%s: %q, want none", conds, v.Problems)
+		}
 	}
 }

@@ -76,6 +76,9 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 		conds, errs := parseConditions(indexedField("spec.includes", i, ".conditions"), inc.Conditions, true)
 		includes[i] = conds
 		c.failAll(problemInclude, "InvalidCondition", errs)
+		if reason, msg := conditionConflicts(indexedField("spec.includes", i, ".conditions"), inc.Conditions); msg != "" {
+			c.fail(problemInclude, reason, "%s", msg)
+		}
 		if seenIncludes == nil {
 			continue
 		}
@@ -97,6 +100,9 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 		conds, errs := parseConditions(indexedField("spec.routes", i, ".conditions"), r.Conditions, false)
 		routes[i] = conds
 		c.failAll(problemRoute, "InvalidCondition", errs)
+		if reason, msg := conditionConflicts(indexedField("spec.routes", i, ".conditions"), r.Conditions); msg != "" {
+			c.fail(problemRoute, reason, "%s", msg)
+		}
 		if len(errs) == 0 && seenRoutes != nil {
 			k := conds.key()
 			if j, dup := seenRoutes[k]; dup {
