@@ -35,12 +35,12 @@ const manifestDebounce = 10 * time.Millisecond
 
 // RunOptions configure `portico run`.
 type RunOptions struct {
-	ManifestDir      string
-	HTTPAddr         string // default 127.0.0.1:8080
-	HTTPSAddr        string // default 127.0.0.1:8443
-	AdminAddr        string // default 127.0.0.1:8090; "" after defaulting never happens
-	XDSAddr          string // where the in-process xDS server listens; default an ephemeral loopback port
-	IngressClassName string
+	ManifestDir       string
+	HTTPAddr          string // default 127.0.0.1:8080
+	HTTPSAddr         string // default 127.0.0.1:8443
+	AdminAddr         string // default 127.0.0.1:8090; "" after defaulting never happens
+	XDSAddr           string // where the in-process xDS server listens; default an ephemeral loopback port
+	IngressClassNames []string
 	// AllowExternalName lets routes use ExternalName Services (see dag.Options).
 	AllowExternalName bool
 	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
@@ -146,7 +146,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:       opts.IngressClassName,
+			IngressClassNames:      opts.IngressClassNames,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisablePermitInsecure:  opts.DisablePermitInsecure,

@@ -44,11 +44,11 @@ import (
 
 // ServeOptions configure `portico serve`.
 type ServeOptions struct {
-	Config           *rest.Config
-	XDSAddr          string // default 0.0.0.0:8001
-	AdminAddr        string // default 0.0.0.0:8000
-	IngressClassName string
-	WatchNamespaces  []string
+	Config            *rest.Config
+	XDSAddr           string // default 0.0.0.0:8001
+	AdminAddr         string // default 0.0.0.0:8000
+	IngressClassNames []string
+	WatchNamespaces   []string
 	// IngressStatusAddresses, when set, are written to Ingress status; otherwise the
 	// load-balancer status of EnvoyService is copied.
 	IngressStatusAddresses []string
@@ -266,7 +266,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Gateway: gateway, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:       opts.IngressClassName,
+			IngressClassNames:      opts.IngressClassNames,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisablePermitInsecure:  opts.DisablePermitInsecure,

@@ -18,7 +18,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", stderr)
 	withUsage(fs, "check DIR [-o json] [flags]\n\nPrints the status every Ingress, IngressRoute, HTTPProxy and Gateway API object in DIR would get (Gateway API objects with their conditions after the table); exit code 1 if any is invalid or orphaned, or a file cannot be used.")
 	output := fs.String("o", "table", "output format: table or json")
-	className := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
+	classes := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress classes Portico serves, comma-separated (as Contour's: contour,team1)")
 	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as portico run does")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
@@ -54,7 +54,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}
-	res, err := app.Check(dir, dag.Options{IngressClassName: *className, AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress, DisablePermitInsecure: *noInsecure,
+	res, err := app.Check(dir, dag.Options{IngressClassNames: splitList(*classes), AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress, DisablePermitInsecure: *noInsecure,
 		FallbackCertificate: fallbackKey, RateLimitService: *rateLimitService != "", GlobalAuthorization: auth})
 	if err != nil {
 		return fail(stderr, "check: %v", err)

@@ -204,7 +204,7 @@ var contourCases = []struct {
 	{"featureFlags", "featureFlags: [useEndpointSlices]", nil, "Contour's feature flags have no counterpart"},
 	{"omEnforcedHealthListener", "omEnforcedHealthListener: {address: 0.0.0.0, port: 8003}", nil, "not supported yet"},
 	{"ingress.classNames", "ingress: {classNames: [contour]}", map[string]string{"ingress-class-name": "contour"}, ""},
-	{"ingress.classNames", "ingress: {classNames: [contour, team1]}", nil, "2 class names: serving several ingress classes is not supported yet"},
+	{"ingress.classNames", "ingress: {classNames: [contour, team1]}", map[string]string{"ingress-class-name": "contour,team1"}, ""},
 	{"ingress.classNames", "ingress: {classNames: [Team_1]}", nil, `"Team_1": a lowercase RFC 1123 subdomain`},
 	{"ingress.statusAddress", "ingress: {statusAddress: 203.0.113.7}", map[string]string{"ingress-status-address": "203.0.113.7"}, ""},
 }

@@ -109,7 +109,7 @@ var contourKeys = map[string]rule{
 	"omEnforcedHealthListener": refuse("not supported yet: the overload manager is not configured"),
 	// ContourConfiguration's spelling (spec.ingress) of the ingress flags.
 	"ingress": section{
-		"classNames":    asFlag("ingress-class-name", oneClassName),
+		"classNames":    asFlag("ingress-class-name", classNames),
 		"statusAddress": asFlag("ingress-status-address", str),
 	},
 }
@@ -401,22 +401,24 @@ func dnsLabel(v *yaml.Node) (string, error) {
 	return s, nil
 }
 
-// oneClassName is a list of one ingress class name: Portico serves one class.
-func oneClassName(v *yaml.Node) (string, error) {
+// classNames is a list of ingress class names, every one served, as
+// --ingress-class-name's comma-separated value.
+func classNames(v *yaml.Node) (string, error) {
 	if v.Kind != yaml.SequenceNode {
 		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
 	}
-	if len(v.Content) != 1 {
-		return "", fmt.Errorf("%d class names: serving several ingress classes is not supported yet; give one name (--ingress-class-name)", len(v.Content))
+	names := make([]string, 0, len(v.Content))
+	for _, n := range v.Content {
+		name, err := scalar(n)
+		if err != nil {
+			return "", err
+		}
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return "", fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
+		}
+		names = append(names, name)
 	}
-	name, err := scalar(v.Content[0])
-	if err != nil {
-		return "", err
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
-	}
-	return name, nil
+	return strings.Join(names, ","), nil
 }
 
 func asJSON(v *yaml.Node) (string, error) {

@@ -24,8 +24,9 @@ const (
 
 // Options configure a build.
 type Options struct {
-	// IngressClassName is the class Portico serves (default "portico").
-	IngressClassName string
+	// IngressClassNames are the classes Portico serves (default "portico" alone), as
+	// Contour's comma-separated --ingress-class-name.
+	IngressClassNames []string
 	// DisableIngress turns Ingress processing off.
 	DisableIngress bool
 	// DefaultHeaders are the installation's headers policies of HTTPProxy services.
@@ -66,8 +67,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.IngressClassName == "" {
-		o.IngressClassName = DefaultIngressClassName
+	if len(o.IngressClassNames) == 0 {
+		o.IngressClassNames = []string{DefaultIngressClassName}
 	}
 	return o
 }

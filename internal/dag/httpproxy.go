@@ -107,7 +107,7 @@ func (b *builder) proxyGraph() *proxyGraph {
 		g.nodes[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = n
 		g.order = append(g.order, n)
 		if class, other := b.proxyClass(p); other {
-			n.ignored = fmt.Sprintf("ingress class %q is not %q", class, b.opts.IngressClassName)
+			n.ignored = fmt.Sprintf("ingress class %q is not %s", class, b.opts.classesText())
 			continue
 		}
 		if reason := p.Annotations[contourv1.DecodeErrorAnnotation]; reason != "" {
@@ -134,11 +134,11 @@ func (b *builder) proxyGraph() *proxyGraph {
 // annotation), and whether it is another controller's. Without one it is Portico's.
 func (b *builder) proxyClass(p *contourv1.HTTPProxy) (string, bool) {
 	if c := p.Spec.IngressClassName; c != "" {
-		return c, c != b.opts.IngressClassName
+		return c, !b.opts.servesClass(c)
 	}
 	for _, a := range ingressRouteClassAnnotations {
 		if v, ok := p.Annotations[a]; ok {
-			return v, v != b.opts.IngressClassName
+			return v, !b.opts.servesClass(v)
 		}
 	}
 	return "", false

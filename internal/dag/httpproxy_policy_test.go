@@ -771,8 +771,8 @@ func TestHTTPProxyUpstreamProtocols(t *testing.T) {
 		{"missing CA secret", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: b}}`, "CASecretInvalid", "validation.caSecret: Secret team/ca not found", nil},
 		{"CA secret without ca.crt", `{name: web, port: 80, protocol: tls, validation: {caSecret: cert, subjectName: b}}`, "CASecretInvalid", `Secret team/cert has no "ca.crt"`, []runtime.Object{tlsSecret("team", "cert", ca.CertPEM, ca.KeyPEM)}},
 		{"CA not delegated", `{name: web, port: 80, protocol: tls, validation: {caSecret: certs/ca, subjectName: b}}`, "CASecretNotDelegated", "namespace certs does not delegate Secret ca to namespace team", []runtime.Object{caSecret("certs", "ca")}},
-		{"no subject name", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca}}`, "ValidationInvalid", "validation needs subjectName", []runtime.Object{caSecret("team", "ca")}},
-		{"subjectNames not starting with subjectName", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: a, subjectNames: [b, a]}}`, "ValidationInvalid", `subjectNames must start with subjectName "a"`, []runtime.Object{caSecret("team", "ca")}},
+		{"no subject name", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca}}`, "ValidationInvalid", "validation.subjectName is required", []runtime.Object{caSecret("team", "ca")}},
+		{"subjectNames not starting with subjectName", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: a, subjectNames: [b, a]}}`, "ValidationInvalid", `validation.subjectNames[0] "b" must equal subjectName "a"`, []runtime.Object{caSecret("team", "ca")}},
 		{"no CA secret", `{name: web, port: 80, protocol: tls, validation: {subjectName: b}}`, "ValidationInvalid", "validation.caSecret is required", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -185,8 +185,12 @@ func proxyRetry(r *contourv1.Route, timeouts *TimeoutPolicy, field string, c *pr
 	switch {
 	case r.RetryPolicy != nil:
 		rp := r.RetryPolicy
-		if rp.NumRetries < 0 {
-			return nil // -1 turns retries off
+		if rp.NumRetries < -1 {
+			c.fail(problemRoute, "RetryPolicyInvalid", "%s.retryPolicy.count %d must be -1 (no retries) or more", field, rp.NumRetries)
+			return nil
+		}
+		if rp.NumRetries == -1 {
+			return nil // turns retries off
 		}
 		n := uint32(rp.NumRetries)
 		if n == 0 {
@@ -592,6 +596,9 @@ func redirectHostname(h string) string {
 	if errs := isDNS1123Subdomain(strings.ToLower(h)); len(errs) > 0 {
 		return "is not a host name: " + strings.Join(errs, "; ")
 	}
+	if !lowerDNSName(h) {
+		return "must be written in lower case"
+	}
 	return ""
 }
 
@@ -737,7 +744,7 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 	} else {
 		protocol, known = b.annotatedProtocol(n.p.Namespace, s.Name, s.Port)
 	}
-	if protocol != "" && !validProxyProtocol(protocol) {
+	if s.Protocol != nil && !validProxyProtocol(protocol) {
 		c.fail(problemService, "ProtocolInvalid", "%s.protocol %q must be one of %s (or unset for HTTP/1.1)", field, protocol, strings.Join(proxyProtocols, ", "))
 		return "", nil
 	}
@@ -750,23 +757,13 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 		c.fail(problemService, "ValidationInvalid", "%s.validation needs protocol tls or h2: only a TLS connection has a certificate to verify; set %s.protocol, or annotate the Service %s%s: \"%d\"", field, field, upstreamProtocolAnnotation, "tls", s.Port)
 		return protocol, nil
 	}
-	names := slices.Clone(uv.SubjectNames)
-	if uv.SubjectName != "" {
-		if len(names) > 0 && names[0] != uv.SubjectName {
-			c.fail(problemService, "ValidationInvalid", "%s.validation: subjectNames must start with subjectName %q when both are set", field, uv.SubjectName)
+	if problems := upstreamValidationProblems(uv); len(problems) > 0 {
+		for _, msg := range problems {
+			c.fail(problemService, "ValidationInvalid", "%s.validation.%s", field, msg)
 		}
-		if !slices.Contains(names, uv.SubjectName) {
-			names = append([]string{uv.SubjectName}, names...)
-		}
-	}
-	if len(names) == 0 {
-		c.fail(problemService, "ValidationInvalid", "%s.validation needs subjectName: the name the backend's certificate must carry", field)
 		return protocol, nil
 	}
-	if uv.CACertificate == "" {
-		c.fail(problemService, "ValidationInvalid", "%s.validation.caSecret is required", field)
-		return protocol, nil
-	}
+	names := slices.Clone(subjectNames(uv))
 	key := types.NamespacedName{Namespace: n.p.Namespace, Name: uv.CACertificate}
 	if ns, name, ok := strings.Cut(uv.CACertificate, "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: name}

@@ -178,7 +178,7 @@ func (b *builder) extensionEndpoints(key types.NamespacedName, port int) ([]Endp
 
 // extensionValidation resolves the CA of an ExtensionService's certificate validation.
 func (b *builder) extensionValidation(namespace string, v *contourv1.UpstreamValidation, c *proxyCheck) *UpstreamValidation {
-	if v.CACertificate == "" || (v.SubjectName == "" && len(v.SubjectNames) == 0) {
+	if len(upstreamValidationProblems(v)) > 0 {
 		return nil // validateExtensionService said so
 	}
 	key := types.NamespacedName{Namespace: namespace, Name: v.CACertificate}
@@ -194,11 +194,7 @@ func (b *builder) extensionValidation(namespace string, v *contourv1.UpstreamVal
 		c.fail(problemTLS, "CASecretInvalid", "spec.validation.caSecret: %s", msg)
 		return nil
 	}
-	names := slices.Clone(v.SubjectNames)
-	if v.SubjectName != "" && !slices.Contains(names, v.SubjectName) {
-		names = append([]string{v.SubjectName}, names...)
-	}
-	return &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: names}
+	return &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: slices.Clone(subjectNames(v))}
 }
 
 // validateExtensionService finds what makes an ExtensionService unusable on its own,
@@ -231,15 +227,11 @@ func validateExtensionService(spec *contourv1alpha1.ExtensionServiceSpec, c *pro
 		c.fail(problemSpec, "ProtocolVersionInvalid", "spec.protocolVersion %q: only v3 is served; remove the field or set v3", v)
 	}
 	if v := spec.UpstreamValidation; v != nil {
-		switch {
-		case protocol != "h2":
+		if protocol != "h2" {
 			c.fail(problemSpec, "InconsistentProtocol", "spec.validation needs protocol h2: only a TLS connection has a certificate to verify")
-		case v.CACertificate == "":
-			c.fail(problemTLS, "ValidationInvalid", "spec.validation.caSecret is required: the Secret whose ca.crt the extension's certificate must chain to")
-		case v.SubjectName == "" && len(v.SubjectNames) == 0:
-			c.fail(problemTLS, "ValidationInvalid", "spec.validation.subjectName is required: the name the extension's certificate must carry")
-		case v.SubjectName != "" && len(v.SubjectNames) > 0 && v.SubjectNames[0] != v.SubjectName:
-			c.fail(problemTLS, "ValidationInvalid", "spec.validation: subjectNames must start with subjectName %q when both are set", v.SubjectName)
+		}
+		for _, msg := range upstreamValidationProblems(v) {
+			c.fail(problemTLS, "ValidationInvalid", "spec.validation.%s", msg)
 		}
 	}
 	if lb := spec.LoadBalancerPolicy; lb != nil {

@@ -51,7 +51,7 @@ var fallbackSecret = types.NamespacedName{Namespace: "projectcontour", Name: "fa
 // cluster-wide services the documentation configures (a rate limit service, the
 // fallback certificate of tls-termination.md).
 func options() dag.Options {
-	return dag.Options{IngressClassName: "contour", AllowExternalName: true, RateLimitService: true, FallbackCertificate: &fallbackSecret}
+	return dag.Options{IngressClassNames: []string{"contour"}, AllowExternalName: true, RateLimitService: true, FallbackCertificate: &fallbackSecret}
 }
 
 // documented are the HTTPProxies Contour's documentation shows failing on purpose, or
