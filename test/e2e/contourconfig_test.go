@@ -265,11 +265,11 @@ func startTLS12Backend(t *testing.T, cert testutil.Cert) string {
 func TestRunContourConfigRefused(t *testing.T) {
 	t.Parallel()
 	dir, conf := t.TempDir(), filepath.Join(t.TempDir(), "contour.yaml")
-	if err := os.WriteFile(conf, []byte("network:\n  num-trusted-hops: 1\nglobalExtAuth:\n  extensionService: auth/authz\n"), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte("network:\n  num-trusted-hops: 1\ntracing:\n  extensionService: tracing/otel\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, stderr, code := runBinary(t, portico(t), "run", dir, "--config", conf)
-	if code != 1 || !strings.Contains(stderr, "contour.yaml: line 3: globalExtAuth: global external authorization is not supported yet") {
+	if code != 1 || !strings.Contains(stderr, "contour.yaml: line 3: tracing: tracing is not supported yet") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 	if err := os.WriteFile(conf, []byte("timeouts:\n  stream-idle-timeout: 5 minutes\n"), 0o644); err != nil {
