@@ -6,6 +6,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/cors"
 	"github.com/portico-dev/portico/internal/proxy/filters/extauthz"
+	"github.com/portico-dev/portico/internal/proxy/filters/grpcweb"
 	"github.com/portico-dev/portico/internal/proxy/filters/jwtauthn"
 	"github.com/portico-dev/portico/internal/proxy/filters/localratelimit"
 	"github.com/portico-dev/portico/internal/proxy/filters/lua"
@@ -24,4 +25,5 @@ var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	cors.Factory{},
 	rbac.Factory{},
 	jwtauthn.Factory{},
+	grpcweb.Factory{},
 )

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
@@ -143,6 +144,7 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if rw != nil {
 		rw.upstreamErr = err
 	}
+	var refused *filter.ReplyError
 	cause := context.Cause(r.Context())
 	switch {
 	case errors.Is(cause, errRouteTimeout), errors.Is(err, errPerTryTimeout) && r.Context().Err() == nil:
@@ -151,6 +153,8 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 		localReply(w, http.StatusRequestTimeout, "stream timeout")
 	case errors.Is(err, errNoHealthyUpstream):
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
+	case errors.As(err, &refused):
+		filterBodyReply(w, r, &refused.Reply)
 	case errors.Is(err, errRequestTrailersTooLarge):
 		if rw != nil {
 			rw.Header().Set("Connection", "close")
@@ -165,6 +169,16 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+resetReason(err))
 	}
+}
+
+// filterBodyReply answers a request whose body a filter's replacement refused
+// while the router sent it (filter.ReplyError).
+func filterBodyReply(w http.ResponseWriter, r *http.Request, lr *filter.LocalReply) {
+	if t := targetFrom(r.Context()); t != nil {
+		t.ex.details = lr.Details
+	}
+	setHeaders(w.Header(), lr.Headers)
+	localReply(w, lr.Status, lr.Body)
 }
 
 func resetReason(err error) string {

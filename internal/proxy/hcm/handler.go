@@ -2,11 +2,9 @@ package hcm
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -149,7 +147,7 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	if rt != nil {
 		perFilter = rt.PerFilter
 	}
-	if c.Idle(perFilter) {
+	if c.IdleFor(perFilter, filter.HeaderMap(r.Header)) {
 		return false
 	}
 	s := filter.NewStream(r.Context(), h.env.filterEnv)
@@ -176,8 +174,9 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 		s.SetBody(fb, r.ContentLength)
 	}
 	lr := c.Decode(s, perFilter)
-	if buf, ok := s.Buffered(); ok { // what filters read goes upstream first
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+	if body, length, changed := s.ForwardBody(r.Body); changed { // what filters read or replaced goes upstream
+		r.Body = readCloser{body, r.Body}
+		r.ContentLength = length
 	}
 	rw.filterHeaders = s.ResponseHeaders()
 	if lr == nil {
@@ -187,17 +186,21 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	if lr.Bare || (rt != nil && rt.Forward == nil) {
 		rw.headers = nil // Envoy's local replies get only a forwarding route's
 	}
-	hdr := rw.Header()
-	for _, hv := range lr.Headers {
-		if hv.Overwrite {
-			hdr.Set(hv.Name, hv.Value)
-		} else {
-			hdr.Add(hv.Name, hv.Value)
-		}
-	}
+	setHeaders(rw.Header(), lr.Headers)
 	ex.details = lr.Details
 	localReply(rw, lr.Status, lr.Body)
 	return true
+}
+
+// setHeaders sets or adds the headers filters asked for.
+func setHeaders(h http.Header, hs []filter.HeaderValue) {
+	for _, hv := range hs {
+		if hv.Overwrite {
+			h.Set(hv.Name, hv.Value)
+		} else {
+			h.Add(hv.Name, hv.Value)
+		}
+	}
 }
 
 // downstreamAddrs are the connection's peer and the client's address as the
@@ -736,13 +739,7 @@ func (w *responseWriter) decorate() {
 		w.headers.ApplyResponse(h, false)
 	}
 	// Filters' encoders run after the router's changes in Envoy.
-	for _, hv := range w.filterHeaders {
-		if hv.Overwrite {
-			h.Set(hv.Name, hv.Value)
-		} else {
-			h.Add(hv.Name, hv.Value)
-		}
-	}
+	setHeaders(h, w.filterHeaders)
 	switch w.hcm.ServerHeader {
 	case ServerHeaderOverwrite:
 		h.Set("Server", w.hcm.ServerName)
