@@ -44,6 +44,8 @@ func typeURL(m proto.Message) string {
 // A nil *Chain has no filters.
 type Chain struct {
 	entries []entry
+	// bodyEncoders: some filter is a BodyEncoder.
+	bodyEncoders bool
 }
 
 type entry struct {
@@ -117,6 +119,9 @@ func (r *Registry) BuildChain(filters []*hcmv3.HttpFilter) (*Chain, error) {
 		}
 		rs, _ := flt.(RouteScoped)
 		sel, _ := flt.(Selective)
+		if _, ok := flt.(BodyEncoder); ok {
+			c.bodyEncoders = true
+		}
 		c.entries = append(c.entries, entry{name: hf.GetName(), filter: flt, disabled: hf.GetDisabled(), routeScoped: rs != nil && rs.RouteScoped(), selective: sel})
 	}
 	if len(c.entries) == 0 {

@@ -96,6 +96,11 @@ type Stream struct {
 	respHeaders []HeaderValue
 	body        Body       // Request.Body's, kept here so that a body costs no allocation
 	client      switchable // the client's body, which Request.Body reads
+	// state is what filters keep with the request (SetState), in stateBuf
+	// while it fits.
+	state    []stateEntry
+	stateBuf [2]stateEntry
+	slotBuf  [maxSlots]bodySlot // EncodeResponse's slots, while they fit
 }
 
 // NewStream starts a request's passage through a chain.

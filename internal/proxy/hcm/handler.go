@@ -82,6 +82,9 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 	}
 
 	h.dispatch(rw, r, lc, chain, ri, ex, nil)
+	if rw.body != nil {
+		rw.closeBody()
+	}
 }
 
 // dispatch routes a request and serves it: the filters, then the route's
@@ -133,6 +136,7 @@ func (h *Handler) dispatch(rw *responseWriter, r *http.Request, lc *Listener, ch
 		localReply(rw, rt.Direct.Status, string(rt.Direct.Body))
 	case rt.Redirect != nil:
 		rw.Header().Set("Location", redirectLocation(rt, ri, forwardedProto(hcm, r, ri.Scheme)))
+		rw.local = true
 		rw.WriteHeader(rt.Redirect.Status)
 	default:
 		h.forward(rw, r, lc, chain, rt, ri, ex, redirects)
@@ -147,26 +151,17 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	if rt != nil {
 		perFilter = rt.PerFilter
 	}
-	if c.IdleFor(perFilter, filter.HeaderMap(r.Header)) {
+	hdr := filter.HeaderMap(r.Header)
+	idle, encodes := c.IdleFor(perFilter, hdr), c.BodyEncodingFor(perFilter, hdr)
+	if idle && !encodes {
 		return false
 	}
-	s := filter.NewStream(r.Context(), h.env.filterEnv)
-	s.Request = filter.Request{
-		Method:    ri.Method,
-		Scheme:    ri.Scheme,
-		Authority: ri.Authority,
-		Path:      ri.Path,
-		RawQuery:  ri.RawQuery,
-		Headers:   filter.HeaderMap(r.Header), // net/http's map is canonical already
-		TLS:       r.TLS,
-		RequestID: rw.requestID,
+	s := h.newStream(rw, r, ri, rt, ex)
+	if encodes {
+		rw.enc, rw.perFilter = s, perFilter
 	}
-	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
-	if rt != nil {
-		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
-		if rt.RateLimits != nil {
-			s.Route.RateLimits = rt.RateLimits
-		}
+	if idle {
+		return false
 	}
 	if requestHasBody(r) {
 		fb := &filterBody{src: r.Body, timeout: filterIdleTimeout(rt, rw.hcm), rw: rw}
@@ -188,6 +183,7 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	}
 	setHeaders(rw.Header(), lr.Headers)
 	ex.details = lr.Details
+	rw.replyFilter = lr.Filter
 	localReply(rw, lr.Status, lr.Body)
 	return true
 }
@@ -201,6 +197,30 @@ func setHeaders(h http.Header, hs []filter.HeaderValue) {
 			h.Add(hv.Name, hv.Value)
 		}
 	}
+}
+
+// newStream is the request's passage through the HTTP filters: the
+// decoders' and the encoders'.
+func (h *Handler) newStream(rw *responseWriter, r *http.Request, ri *router.RequestInfo, rt *router.Route, ex *exchange) *filter.Stream {
+	s := filter.NewStream(r.Context(), h.env.filterEnv)
+	s.Request = filter.Request{
+		Method:    ri.Method,
+		Scheme:    ri.Scheme,
+		Authority: ri.Authority,
+		Path:      ri.Path,
+		RawQuery:  ri.RawQuery,
+		Headers:   filter.HeaderMap(r.Header), // net/http's map is canonical already
+		TLS:       r.TLS,
+		RequestID: rw.requestID,
+	}
+	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
+	if rt != nil {
+		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
+		if rt.RateLimits != nil {
+			s.Route.RateLimits = rt.RateLimits
+		}
+	}
+	return s
 }
 
 // downstreamAddrs are the connection's peer and the client's address as the
@@ -270,9 +290,26 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 		t.redirect = &pendingRedirect{h: h, rw: rw, r: r, lc: lc, chain: chain, rt: rt, ri: ri, ex: ex, state: redirects, t: t}
 	}
 	if c := rw.hcm.Filters; c != nil {
-		if pf := filter.Merge(wc.PerFilter, rt.PerFilter); c.Encoding(pf) {
-			s := filter.NewStream(r.Context(), h.env.filterEnv)
-			t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
+		pf := filter.Merge(wc.PerFilter, rt.PerFilter)
+		// A selective body encoder (gRPC-Web) runs when it picked the request
+		// as it was decoded: then the request has its stream, rw.enc.
+		var picked filter.Headers = filter.HeaderMap(nil) // no request: no pick
+		if rw.enc != nil {
+			picked = nil
+		}
+		bodyEncodes := c.BodyEncodingFor(pf, picked)
+		if c.Encoding(pf) || bodyEncodes {
+			s := rw.enc
+			if s == nil {
+				s = h.newStream(rw, r, ri, rt, ex)
+			}
+			if c.Encoding(pf) {
+				t.encode = func(h http.Header) { c.Encode(s, pf, filter.HeaderMap(h)) }
+			}
+			rw.enc, rw.perFilter = s, pf
+		}
+		if !bodyEncodes {
+			rw.enc = nil // the picked cluster's configuration turned them off
 		}
 	}
 	defer t.startTimeouts(rw, fa, cancel)()
@@ -695,6 +732,9 @@ func directResponseLocation(status int, ri *router.RequestInfo) string {
 // already set (a filter's reply, such as an authorization server's denial) is
 // kept, as Envoy applies a filter's headers over its local reply's.
 func localReply(w http.ResponseWriter, status int, body string) {
+	if rw, ok := w.(*responseWriter); ok {
+		rw.local = true
+	}
 	if body != "" {
 		if w.Header().Get("Content-Type") == "" {
 			w.Header().Set("Content-Type", "text/plain")
@@ -727,6 +767,15 @@ type responseWriter struct {
 	headers *router.RouteHeaders
 	// filterHeaders are the response headers the HTTP filters asked for.
 	filterHeaders []filter.HeaderValue
+	// enc is the request's filter stream when body encoders run on its route
+	// (configured by perFilter); nil: none does. body is set once one of them
+	// wraps the response's body.
+	enc       *filter.Stream
+	perFilter filter.PerFilter
+	body      *encodedBody
+	// local: the proxy answers itself (replyFilter: for that filter).
+	local       bool
+	replyFilter string
 }
 
 // decorate sets the headers of the response head: the route's mutations
@@ -765,6 +814,9 @@ func (w *responseWriter) WriteHeader(code int) {
 	w.status = code
 	w.headerSent.Store(true)
 	w.decorate()
+	if w.enc != nil {
+		w.encodeBody(code)
+	}
 	// A response without a Content-Type leaves without one, as from Envoy: net/http
 	// would otherwise guess one from the first bytes written.
 	if h := w.Header(); h["Content-Type"] == nil {
@@ -777,6 +829,14 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
+	if w.body != nil {
+		return w.body.w.Write(b)
+	}
+	return w.send(b)
+}
+
+// send writes body bytes to the client, after the encoders.
+func (w *responseWriter) send(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	if n > 0 {
@@ -788,6 +848,10 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 func (w *responseWriter) Flush() {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
+	}
+	if w.body != nil {
+		_ = w.body.w.Flush()
+		return
 	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
