@@ -10,6 +10,13 @@
 // application/grpc with "te: trailers" and, unless the client sent one,
 // "grpc-accept-encoding: identity,deflate,gzip"; a text request's body is
 // base64, decoded as it streams (a malformed one is refused with 400).
+//
+// The response (response.go) is gRPC-Web's: application/grpc-web+proto, or
+// application/grpc-web-text+proto when the client's Accept asks for text, in
+// which case every frame is base64 on its own; the trailers become the body's
+// last frame; a trailers-only response keeps its status in the headers; and a
+// response that is not gRPC (an error page, the proxy's own 503) gets the
+// grpc-status of its HTTP status.
 package grpcweb
 
 import (
@@ -88,6 +95,11 @@ func (Filter) DecodeHeaders(s *filter.Stream, _ any) *filter.LocalReply {
 	if len(h.Values("Grpc-Accept-Encoding")) == 0 {
 		h.Set("Grpc-Accept-Encoding", defaultGRPCAcceptEncoding)
 	}
+	mode := binaryResponse
+	if accept := h.Get("Accept"); accept == contentTypeGRPCWebText || accept == contentTypeGRPCWebTextProto {
+		mode = textResponse // the client asks for base64, whatever it sent
+	}
+	s.SetState(stateKey{}, mode)
 	if text && s.Request.Body != nil {
 		s.Request.Body.Replace(func(r io.Reader) io.Reader { return newBase64Decoder(r) })
 	}
