@@ -35,12 +35,12 @@ const manifestDebounce = 10 * time.Millisecond
 
 // RunOptions configure `portico run`.
 type RunOptions struct {
-	ManifestDir      string
-	HTTPAddr         string // default 127.0.0.1:8080
-	HTTPSAddr        string // default 127.0.0.1:8443
-	AdminAddr        string // default 127.0.0.1:8090; "" after defaulting never happens
-	XDSAddr          string // where the in-process xDS server listens; default an ephemeral loopback port
-	IngressClassName string
+	ManifestDir       string
+	HTTPAddr          string // default 127.0.0.1:8080
+	HTTPSAddr         string // default 127.0.0.1:8443
+	AdminAddr         string // default 127.0.0.1:8090; "" after defaulting never happens
+	XDSAddr           string // where the in-process xDS server listens; default an ephemeral loopback port
+	IngressClassNames []string
 	// AllowExternalName lets routes use ExternalName Services (see dag.Options).
 	AllowExternalName bool
 	// RootNamespaces, DisableIngress and DisablePermitInsecure: see dag.Options.
@@ -84,6 +84,9 @@ type RunOptions struct {
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
 	// hosts without one (dag.Options).
 	DefaultGlobalRateLimit *dag.GlobalRateLimit
+	// GlobalAuthorization, when set, authorizes the requests of every HTTPProxy host
+	// without an authorization of its own, and of the plain HTTP listener (dag.Options).
+	GlobalAuthorization *dag.GlobalAuthorization
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -143,7 +146,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 	r := &Runner{opts: opts, xdsLis: xdsLis, profiles: profiles}
 	r.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:       opts.IngressClassName,
+			IngressClassNames:      opts.IngressClassNames,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisablePermitInsecure:  opts.DisablePermitInsecure,
@@ -152,6 +155,8 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
+			GlobalAuthorization:    opts.GlobalAuthorization,
+			RateLimitExtension:     opts.RateLimit.Extension(),
 		}, localAddress(opts.GatewayHost)),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, HTTPSRedirectPort: redirectPort(opts.HTTPSAddr),
 			MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit, Global: opts.Global},

@@ -44,11 +44,11 @@ import (
 
 // ServeOptions configure `portico serve`.
 type ServeOptions struct {
-	Config           *rest.Config
-	XDSAddr          string // default 0.0.0.0:8001
-	AdminAddr        string // default 0.0.0.0:8000
-	IngressClassName string
-	WatchNamespaces  []string
+	Config            *rest.Config
+	XDSAddr           string // default 0.0.0.0:8001
+	AdminAddr         string // default 0.0.0.0:8000
+	IngressClassNames []string
+	WatchNamespaces   []string
 	// IngressStatusAddresses, when set, are written to Ingress status; otherwise the
 	// load-balancer status of EnvoyService is copied.
 	IngressStatusAddresses []string
@@ -75,6 +75,9 @@ type ServeOptions struct {
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
 	// hosts without one (dag.Options).
 	DefaultGlobalRateLimit *dag.GlobalRateLimit
+	// GlobalAuthorization, when set, authorizes the requests of every HTTPProxy host
+	// without an authorization of its own, and of the plain HTTP listener (dag.Options).
+	GlobalAuthorization *dag.GlobalAuthorization
 	// EmbeddedProxy runs the embedded proxy in-process on HTTPAddr/HTTPSAddr.
 	EmbeddedProxy     bool
 	HTTPAddr          string
@@ -263,7 +266,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 	s.source = kube.New(kube.Config{Client: client, Contour: contour, Gateway: gateway, Namespaces: opts.WatchNamespaces, Logger: opts.Logger.With("component", "kube")})
 	s.pipeline = &Pipeline{
 		DAG: withGatewayAPI(dag.Options{
-			IngressClassName:       opts.IngressClassName,
+			IngressClassNames:      opts.IngressClassNames,
 			AllowExternalName:      opts.AllowExternalName,
 			RootNamespaces:         opts.RootNamespaces,
 			DisablePermitInsecure:  opts.DisablePermitInsecure,
@@ -272,6 +275,8 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			FallbackCertificate:    opts.FallbackCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
+			GlobalAuthorization:    opts.GlobalAuthorization,
+			RateLimitExtension:     opts.RateLimit.Extension(),
 		}, gatewayAddresses(opts)...),
 		Translate: translate.Options{HTTPAddress: opts.HTTPAddr, HTTPSAddress: opts.HTTPSAddr, MaxRequestHeadersKB: opts.MaxRequestHeadersKB, MaxRequestHeaders: opts.MaxRequestHeaders, NumTrustedHops: opts.NumTrustedHops, RateLimit: opts.RateLimit, Global: opts.Global},
 		Server:    server.New(opts.Logger.With("component", "xds"), server.MetricsCallbacks(metrics.NewXDS(reg))),

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -62,7 +63,7 @@ var contourKeys = map[string]rule{
 	"disableAllowChunkedLength": refuse("not supported yet: requests with both Content-Length and Transfer-Encoding: chunked are handled as Envoy's and Go's defaults do"),
 	"disableMergeSlashes":       asFlag("disable-merge-slashes", boolean),
 	"compression": section{
-		"algorithm": only([]string{"disabled"}, "response compression (gzip, brotli, zstd) is not supported yet: Portico sends responses as the backend wrote them, which is what \"disabled\" means"),
+		"algorithm": asFlag("compression", compressionAlgorithm),
 	},
 	"serverHeaderTransformation": asFlag("server-header-transformation", serverHeader),
 	"enableExternalNameService":  asFlag("enable-external-name-services", boolean),
@@ -101,14 +102,14 @@ var contourKeys = map[string]rule{
 	},
 	"listener":                 refuse("listener tuning (connection-balancer, max-requests-per-connection, per-connection-buffer-limit-bytes, socket-options, max-requests-per-io-cycle, http2-max-concurrent-streams, max-connections-per-listener) is not supported yet: Envoy's defaults apply"),
 	"rateLimitService":         rateLimitSection(),
-	"globalExtAuth":            refuse("global external authorization is not supported yet: set authorization on each root HTTPProxy (spec.virtualhost.authorization)"),
+	"globalExtAuth":            ruleFunc(globalExtAuthFile),
 	"metrics":                  refuse("Portico serves its metrics at /metrics on --admin-addr: set admin-addr instead; Envoy's metrics are on its admin interface (portico bootstrap)"),
 	"tracing":                  refuse("tracing is not supported yet"),
 	"featureFlags":             emptyList("Contour's feature flags have no counterpart: Portico reads EndpointSlices always"),
 	"omEnforcedHealthListener": refuse("not supported yet: the overload manager is not configured"),
 	// ContourConfiguration's spelling (spec.ingress) of the ingress flags.
 	"ingress": section{
-		"classNames":    asFlag("ingress-class-name", oneClassName),
+		"classNames":    asFlag("ingress-class-name", classNames),
 		"statusAddress": asFlag("ingress-status-address", str),
 	},
 }
@@ -118,7 +119,7 @@ var applyToIngress = asFlag("headers-policy-ingress", boolean)
 
 func rateLimitSection() section {
 	return section{
-		"extensionService":             refuse("Portico reaches the rate limit service by address, not through an ExtensionService: set rate-limit-service: HOST:PORT (such as ratelimit.NAMESPACE.svc.cluster.local:8081) next to rateLimitService"),
+		"extensionService":             asFlag("rate-limit-extension-service", slashName),
 		"domain":                       asFlag("rate-limit-domain", str),
 		"failOpen":                     asFlag("rate-limit-fail-open", boolean),
 		"enableXRateLimitHeaders":      asFlag("rate-limit-x-headers", boolean),
@@ -334,15 +335,28 @@ func dnsFamily(v *yaml.Node) (string, error) {
 	return s, nil
 }
 
-func serverHeader(v *yaml.Node) (string, error) {
-	s, err := scalar(v)
-	if err != nil {
-		return "", err
+// serverHeader is Contour's serverHeaderTransformation, checked as the flag is.
+var serverHeader = globalSetting(func(g *translate.Global, s string) { g.ServerHeader = translate.ServerHeaderTransformation(s) })
+
+// compressionAlgorithm is Contour's compression.algorithm: gzip, brotli, zstd or
+// disabled.
+var compressionAlgorithm = globalSetting(func(g *translate.Global, s string) { g.Compression = translate.Compression(s) })
+
+// globalSetting converts a scalar that set puts in a translate.Global, which
+// checks it as the flag's value is checked.
+func globalSetting(set func(g *translate.Global, s string)) func(v *yaml.Node) (string, error) {
+	return func(v *yaml.Node) (string, error) {
+		s, err := scalar(v)
+		if err != nil {
+			return "", err
+		}
+		var g translate.Global
+		set(&g, s)
+		if err := translate.CheckGlobal(g); err != nil {
+			return "", err
+		}
+		return s, nil
 	}
-	if err := translate.CheckGlobal(translate.Global{ServerHeader: translate.ServerHeaderTransformation(s)}); err != nil {
-		return "", err
-	}
-	return s, nil
 }
 
 // namespacedName is Contour's {namespace, name} of a Secret, as NAMESPACE/NAME.
@@ -387,22 +401,24 @@ func dnsLabel(v *yaml.Node) (string, error) {
 	return s, nil
 }
 
-// oneClassName is a list of one ingress class name: Portico serves one class.
-func oneClassName(v *yaml.Node) (string, error) {
+// classNames is a list of ingress class names, every one served, as
+// --ingress-class-name's comma-separated value.
+func classNames(v *yaml.Node) (string, error) {
 	if v.Kind != yaml.SequenceNode {
 		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
 	}
-	if len(v.Content) != 1 {
-		return "", fmt.Errorf("%d class names: serving several ingress classes is not supported yet; give one name (--ingress-class-name)", len(v.Content))
+	names := make([]string, 0, len(v.Content))
+	for _, n := range v.Content {
+		name, err := scalar(n)
+		if err != nil {
+			return "", err
+		}
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return "", fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
+		}
+		names = append(names, name)
 	}
-	name, err := scalar(v.Content[0])
-	if err != nil {
-		return "", err
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
-	}
-	return name, nil
+	return strings.Join(names, ","), nil
 }
 
 func asJSON(v *yaml.Node) (string, error) {
@@ -410,4 +426,74 @@ func asJSON(v *yaml.Node) (string, error) {
 		return "", fmt.Errorf("a mapping is expected, got a %s", kindName(v.Kind))
 	}
 	return flagValue(v)
+}
+
+// slashName is Contour's NAMESPACE/NAME of an object.
+func slashName(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || validation.IsDNS1123Label(ns) != nil || validation.IsDNS1123Subdomain(name) != nil {
+		return "", fmt.Errorf("%q is not NAMESPACE/NAME", s)
+	}
+	return s, nil
+}
+
+// globalExtAuthFile is the rule of the file's globalExtAuth, whose extensionService
+// (NAMESPACE/NAME) is the extensionRef of --global-ext-auth's form.
+func globalExtAuthFile(path string, k, v *yaml.Node, out *[]setting) error {
+	m, err := decodeMapping(path, v)
+	if err != nil {
+		return err
+	}
+	for key := range m {
+		switch key {
+		case "extensionService", "authPolicy", "responseTimeout", "failOpen", "withRequestBody":
+		default:
+			return fmt.Errorf("line %d: unknown setting %s.%s (the keys of %s are authPolicy, extensionService, failOpen, responseTimeout, withRequestBody)", v.Line, path, key, path)
+		}
+	}
+	if es, ok := m["extensionService"].(string); ok {
+		ns, name, _ := strings.Cut(es, "/")
+		m["extensionRef"] = map[string]string{"namespace": ns, "name": name}
+		delete(m, "extensionService")
+	}
+	return globalExtAuthValue(path, k, v, m, out)
+}
+
+// globalExtAuthSpec is the rule of a ContourConfiguration's spec.globalExtAuth, which
+// has --global-ext-auth's form.
+func globalExtAuthSpec(path string, k, v *yaml.Node, out *[]setting) error {
+	m, err := decodeMapping(path, v)
+	if err != nil {
+		return err
+	}
+	return globalExtAuthValue(path, k, v, m, out)
+}
+
+// decodeMapping is the mapping v, the value of the key at path.
+func decodeMapping(path string, v *yaml.Node) (map[string]any, error) {
+	if v.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: %s: a mapping is expected, got a %s", v.Line, path, kindName(v.Kind))
+	}
+	var m map[string]any
+	if err := v.Decode(&m); err != nil {
+		return nil, fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+	}
+	return m, nil
+}
+
+// globalExtAuthValue sets --global-ext-auth to m, checked.
+func globalExtAuthValue(path string, k, v *yaml.Node, m map[string]any, out *[]setting) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+	}
+	if _, err := parseGlobalAuth(string(b)); err != nil {
+		return fmt.Errorf("line %d: %s: %w", v.Line, path, err)
+	}
+	*out = append(*out, setting{flag: "global-ext-auth", value: string(b), key: path, line: k.Line})
+	return nil
 }

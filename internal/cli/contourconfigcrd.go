@@ -119,9 +119,9 @@ var contourConfigurationSpec = section{
 		"fallbackCertificate":   contourKeys["tls"].(section)["fallback-certificate"],
 	},
 	"enableExternalNameService": contourKeys["enableExternalNameService"],
-	"globalExtAuth":             contourKeys["globalExtAuth"],
+	"globalExtAuth":             ruleFunc(globalExtAuthSpec),
 	"rateLimitService": section{
-		"extensionService":             contourKeys["rateLimitService"].(section)["extensionService"],
+		"extensionService":             asFlag("rate-limit-extension-service", namespacedName),
 		"domain":                       contourKeys["rateLimitService"].(section)["domain"],
 		"failOpen":                     contourKeys["rateLimitService"].(section)["failOpen"],
 		"enableXRateLimitHeaders":      contourKeys["rateLimitService"].(section)["enableXRateLimitHeaders"],

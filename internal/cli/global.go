@@ -31,10 +31,12 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	fs.StringVar(&g.UpstreamMinTLSVersion, "upstream-tls-minimum-protocol-version", "", "lowest TLS version of connections to backends (1.2 or 1.3; default 1.2)")
 	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
 	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")
+	compression := fs.String("compression", string(translate.CompressionGzip), "how responses are compressed for clients that accept it, as Contour's compression.algorithm: gzip, brotli, zstd or disabled")
 	versions := fs.String("default-http-versions", "", "comma-separated HTTP versions clients may speak to every listener, HTTP/1.1 and HTTP/2 (default both); an HTTPProxy's spec.httpVersions replaces them for its host")
 	return func() (translate.Global, error) {
 		g.ServerHeader = translate.ServerHeaderTransformation(*server)
 		g.StreamIdleTimeout = idle.value()
+		g.Compression = translate.Compression(*compression)
 		var err error
 		if g.DefaultHTTPVersions, err = parseHTTPVersions(*versions); err != nil {
 			return g, fmt.Errorf("--default-http-versions: %w", err)

@@ -3,7 +3,9 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
@@ -26,6 +28,7 @@ func rateLimitFlags(fs *flag.FlagSet) func() (rateLimitConfig, error) {
 	fs.BoolVar(&s.FailOpen, "rate-limit-fail-open", false, "let requests through when the rate limit service does not answer (default: answer them 500)")
 	fs.DurationVar(&s.Timeout, "rate-limit-timeout", translate.DefaultRateLimitTimeout, "how long a request waits for the rate limit service")
 	fs.BoolVar(&s.XRateLimitHeaders, "rate-limit-x-headers", false, "add X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset to responses of globally limited routes")
+	ext := fs.String("rate-limit-extension-service", "", "`NAMESPACE/NAME` of the ExtensionService of the global rate limit service, instead of --rate-limit-service (as Contour's rateLimitService.extensionService): its protocol (h2c or h2 with its TLS validation), load balancing and timeoutPolicy.response, which replaces --rate-limit-timeout")
 	def := fs.String("rate-limit-default-global-policy", "", "global rate limit policy (`YAML or JSON`, as an HTTPProxy's rateLimitPolicy.global) of every HTTPProxy virtual host without one, such as '{descriptors: [{entries: [{remoteAddress: {}}]}]}'")
 	return func() (rateLimitConfig, error) {
 		var out rateLimitConfig
@@ -40,9 +43,16 @@ func rateLimitFlags(fs *flag.FlagSet) func() (rateLimitConfig, error) {
 			}
 			out.defaultPolicy = g
 		}
-		if s.Address == "" {
+		if *ext != "" {
+			ns, name, ok := strings.Cut(*ext, "/")
+			if !ok || ns == "" || name == "" {
+				return out, fmt.Errorf("--rate-limit-extension-service %q: give NAMESPACE/NAME", *ext)
+			}
+			s.ExtensionService = &types.NamespacedName{Namespace: ns, Name: name}
+		}
+		if s.Address == "" && s.ExtensionService == nil {
 			if out.defaultPolicy != nil {
-				return out, fmt.Errorf("--rate-limit-default-global-policy needs --rate-limit-service: without a service no global policy is enforced")
+				return out, fmt.Errorf("--rate-limit-default-global-policy needs --rate-limit-service or --rate-limit-extension-service: without a service no global policy is enforced")
 			}
 			return out, nil
 		}

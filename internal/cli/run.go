@@ -31,7 +31,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&o.AdminAddr, "admin-addr", "127.0.0.1:8090", "address of the admin endpoint (/healthz, /readyz, /metrics, /statuses)")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback address, such as 127.0.0.1:6060 (default: off)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "127.0.0.1:0", "address of the in-process xDS server (port 0: any free port)")
-	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
+	classes := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress classes Portico serves, comma-separated (as Contour's: contour,team1)")
 	fs.BoolVar(&o.AllowExternalName, "enable-external-name-services", true, "route to Services of type ExternalName (never to loopback or other namespaces)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
@@ -41,6 +41,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
+	globalAuth := globalAuthFlag(fs)
 	global := globalFlags(fs)
 	headers := headersPolicyFlags(fs)
 	newLogger := logFlags(fs)
@@ -67,6 +68,9 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "run: %v", err)
 	}
 	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
+	if o.GlobalAuthorization, err = globalAuth(); err != nil {
+		return fail(stderr, "run: %v", err)
+	}
 	dir, err := manifestDir(o.ManifestDir, positional)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
@@ -83,6 +87,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	o.Logger, o.AccessLogger, o.LogBatcher = logger, accessLogger, sink
 	o.RootNamespaces = splitList(*roots)
+	o.IngressClassNames = splitList(*classes)
 	if o.FallbackCertificate, err = fallbackCertificate(*fallback); err != nil {
 		return fail(stderr, "run: %v", err)
 	}

@@ -24,7 +24,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&o.XDSAddr, "xds-addr", "0.0.0.0:8001", "address of the xDS (ADS) gRPC server")
 	fs.StringVar(&o.AdminAddr, "admin-addr", "0.0.0.0:8000", "address of the admin endpoint (/healthz, /readyz, /metrics, /statuses; no profiles: see --pprof-addr)")
-	fs.StringVar(&o.IngressClassName, "ingress-class-name", dag.DefaultIngressClassName, "the ingress class Portico serves")
+	classes := fs.String("ingress-class-name", dag.DefaultIngressClassName, "the ingress classes Portico serves, comma-separated (as Contour's: contour,team1)")
 	watch := fs.String("watch-namespaces", "", "comma-separated namespaces to watch (default: all)")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies (those with a virtualhost) may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
@@ -58,6 +58,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	headerLimitFlags(fs, &o.MaxRequestHeadersKB, &o.MaxRequestHeaders)
 	trustedHopsFlag(fs, &o.NumTrustedHops)
 	rateLimit := rateLimitFlags(fs)
+	globalAuth := globalAuthFlag(fs)
 	global := globalFlags(fs)
 	headers := headersPolicyFlags(fs)
 	dataPlane := gatewayDataPlaneFlags(fs, &o.GatewayDataPlanes)
@@ -91,12 +92,16 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return fail(stderr, "serve: %v", err)
 	}
 	o.RateLimit, o.DefaultGlobalRateLimit = rl.service, rl.defaultPolicy
+	if o.GlobalAuthorization, err = globalAuth(); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
 	if err := o.XDSTLS.Validate(); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
 	o.XDSServerNames, o.WebhookServerNames = splitList(*xdsNames), splitList(*hookNames)
 	o.WatchNamespaces = splitList(*watch)
 	o.RootNamespaces = splitList(*roots)
+	o.IngressClassNames = splitList(*classes)
 	if o.FallbackCertificate, err = fallbackCertificate(*fallback); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
@@ -119,7 +124,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if *configFile != "" {
 		go watchConfigFile(ctx, fs, *configFile, fileSettings, configPollInterval, logger)
 	}
-	logger.Info("portico serve", "xds", s.XDSAddr(), "admin", o.AdminAddr, "class", o.IngressClassName, "embedded_proxy", o.EmbeddedProxy)
+	logger.Info("portico serve", "xds", s.XDSAddr(), "admin", o.AdminAddr, "classes", o.IngressClassNames, "embedded_proxy", o.EmbeddedProxy)
 	if err := s.Run(ctx); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}

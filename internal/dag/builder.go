@@ -24,8 +24,9 @@ const (
 
 // Options configure a build.
 type Options struct {
-	// IngressClassName is the class Portico serves (default "portico").
-	IngressClassName string
+	// IngressClassNames are the classes Portico serves (default "portico" alone), as
+	// Contour's comma-separated --ingress-class-name.
+	IngressClassNames []string
 	// DisableIngress turns Ingress processing off.
 	DisableIngress bool
 	// DefaultHeaders are the installation's headers policies of HTTPProxy services.
@@ -51,6 +52,12 @@ type Options struct {
 	// DefaultGlobalRateLimit, when set, is the global rate limit policy of HTTPProxy
 	// roots whose virtual host has none (ParseDefaultGlobalRateLimit).
 	DefaultGlobalRateLimit *GlobalRateLimit
+	// GlobalAuthorization, when set, checks the requests of every HTTPProxy host
+	// without an authorization server of its own (ParseGlobalAuthorization).
+	GlobalAuthorization *GlobalAuthorization
+	// RateLimitExtension, when set, is the ExtensionService of the rate limit
+	// service (Graph.Extensions).
+	RateLimitExtension *types.NamespacedName
 	// Processors build the APIs kept in packages of their own (Gateway API); each
 	// adds its data planes and statuses after the APIs above.
 	Processors []Processor
@@ -60,8 +67,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.IngressClassName == "" {
-		o.IngressClassName = DefaultIngressClassName
+	if len(o.IngressClassNames) == 0 {
+		o.IngressClassNames = []string{DefaultIngressClassName}
 	}
 	return o
 }
@@ -94,7 +101,11 @@ func Build(s *store.Store, opts Options) *Graph {
 	b.checkRootHosts(roots, holders)
 	b.processIngressRoutes(irs, irRoots)
 	b.processHTTPProxies(proxies, proxyRoots)
-	return withProcessed(b.graph(), runProcessors(s, opts, builtinProcessors(s, opts)...))
+	g := withProcessed(b.graph(), runProcessors(s, opts, builtinProcessors(s, opts)...))
+	if opts.coreOnly {
+		return g
+	}
+	return withExtensions(g, s, opts, nil)
 }
 
 // newBuilder returns the builder of one build, sized for objects routing objects.
@@ -124,6 +135,10 @@ type builder struct {
 	alsoChanged bool
 	// extensions are the ExtensionServices resolved so far (policy_extauthz.go).
 	extensions map[types.NamespacedName]*extension
+	// globalAuth is Options.GlobalAuthorization resolved, and why it is not usable
+	// (policy_globalauth.go).
+	globalAuth        *Authorization
+	globalAuthProblem string
 }
 
 func (b *builder) vhost(name string) *VirtualHost {

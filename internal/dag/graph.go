@@ -24,6 +24,9 @@ type Graph struct {
 	// A status is never modified once in a graph: graphs built incrementally share the
 	// unchanged ones.
 	Statuses []*Status
+	// Extensions are the installation's own ExtensionServices (global authorization,
+	// the rate limit service), nil without any.
+	Extensions *Extensions
 }
 
 // Clusters returns every cluster referenced by the graph's routes, once each, in order of
@@ -73,6 +76,9 @@ func (g *Graph) Clusters() []*Cluster {
 		}
 	}
 	visitAll(g.HTTP, g.HTTPS)
+	for _, c := range g.Extensions.Clusters() {
+		add(c)
+	}
 	for _, gw := range g.Gateways {
 		for _, p := range gw.Ports {
 			visitAll(p.HTTP, p.HTTPS)
@@ -224,6 +230,9 @@ type Route struct {
 	ResponseHeaders *HeadersPolicy
 	// HostRewrite, when set, is the Host the upstream sees.
 	HostRewrite string
+	// HostRewriteHeader, when set, names the request header whose value (when present
+	// and not empty) becomes the Host the upstream sees.
+	HostRewriteHeader string
 	// Websocket lets requests upgrade to WebSocket on this route.
 	Websocket bool
 	// HashPolicies say what a request is hashed on for consistent-hashing clusters (and

@@ -107,7 +107,7 @@ func (b *builder) proxyGraph() *proxyGraph {
 		g.nodes[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = n
 		g.order = append(g.order, n)
 		if class, other := b.proxyClass(p); other {
-			n.ignored = fmt.Sprintf("ingress class %q is not %q", class, b.opts.IngressClassName)
+			n.ignored = fmt.Sprintf("ingress class %q is not %s", class, b.opts.classesText())
 			continue
 		}
 		if reason := p.Annotations[contourv1.DecodeErrorAnnotation]; reason != "" {
@@ -134,11 +134,11 @@ func (b *builder) proxyGraph() *proxyGraph {
 // annotation), and whether it is another controller's. Without one it is Portico's.
 func (b *builder) proxyClass(p *contourv1.HTTPProxy) (string, bool) {
 	if c := p.Spec.IngressClassName; c != "" {
-		return c, c != b.opts.IngressClassName
+		return c, !b.opts.servesClass(c)
 	}
 	for _, a := range ingressRouteClassAnnotations {
 		if v, ok := p.Annotations[a]; ok {
-			return v, v != b.opts.IngressClassName
+			return v, !b.opts.servesClass(v)
 		}
 	}
 	return "", false
@@ -243,7 +243,7 @@ func (b *builder) processHTTPProxies(g *proxyGraph, roots []*proxyNode) {
 		if !ok {
 			continue
 		}
-		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback, auth: auth, jwtProviders: providers,
+		w := &proxyWalk{g: g, root: root, host: root.hostNames()[0], claims: map[string]*proxyClaim{}, clients: clients, fallback: fallback, auth: auth, global: b.opts.GlobalAuthorization, jwtProviders: providers,
 			noInsecure: b.opts.DisablePermitInsecure}
 		tcp := b.proxyRootTCP(w)
 		if root.p.Spec.TCPProxy != nil && tcp == nil {
@@ -308,6 +308,8 @@ type proxyWalk struct {
 	visits int
 	// auth is the root's authorization, nil without one.
 	auth *Authorization
+	// global is the installation's authorization, nil without one.
+	global *GlobalAuthorization
 	// clients is how the root's TLS host checks client certificates; nil: it does not.
 	clients *ClientValidation
 	// fallback is the fallback certificate when the root enables it; nil: it does not.
@@ -383,10 +385,15 @@ func (w *proxyWalk) visit(n *proxyNode, conds conditions, condsKey string, depth
 				permit = false
 			}
 		}
-		if w.auth != nil {
-			route.Authorization = routeAuthorization(w.root.p, n.p.Spec.Routes[i].AuthPolicy)
+		if route.Authorization = routeAuthorization(w.global, w.root.p, n.p.Spec.Routes[i].AuthPolicy); route.Authorization != nil {
+			if w.auth == nil && !route.Authorization.Disabled {
+				// Its host's check is disabled, and the server it would enable is not
+				// usable (see the root's status): never served unchecked.
+				n.check.warn(problemAuth, "AuthServerUnusable", "spec.routes[%d] answers 503 on %s: its authPolicy enables the installation's external authorization, which cannot be used (see the root's status)", i, w.host)
+				route = &Route{Path: merged.path, Headers: merged.headers, Query: merged.query, Source: n.ref, DirectStatus: 503, Authorization: &RouteAuthorization{Disabled: true}}
+			}
 			httpRouteContext(w.auth, route.Authorization, n.p.Spec.Routes[i].AuthPolicy, i, &n.check)
-			if permit && !route.Authorization.Disabled {
+			if permit && !route.Authorization.Disabled && w.global == nil {
 				n.check.warn(problemAuth, "PlainHTTPNotAuthorized", "spec.routes[%d] is served over plain HTTP too (permitInsecure), where its requests are not authorized: only HTTPS requests of %s are checked; remove permitInsecure to redirect them to HTTPS", i, w.host)
 			}
 		}
@@ -489,7 +496,13 @@ func (b *builder) serveProxyRoot(w *proxyWalk, secret *Secret, tcp *TCPProxy) {
 		if open {
 			plain = append(plain, route)
 		} else {
-			plain = append(plain, &Route{Path: route.Path, Headers: route.Headers, Query: route.Query, Source: route.Source, HTTPSRedirect: true})
+			redirect := &Route{Path: route.Path, Headers: route.Headers, Query: route.Query, Source: route.Source, HTTPSRedirect: true}
+			if w.global != nil {
+				// The installation's authorization checks the plain listener's
+				// requests, redirects too, as the route's are checked (as in Contour).
+				redirect.Authorization = route.Authorization
+			}
+			plain = append(plain, redirect)
 		}
 		if c.twin != nil {
 			if _, taken := w.claims[conditions{path: c.twin.Path, headers: c.conds.headers, query: c.conds.query}.key()]; !taken {

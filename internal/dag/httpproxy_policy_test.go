@@ -470,17 +470,81 @@ func TestHTTPProxyHeadersPolicies(t *testing.T) {
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-a, value: a}, {name: X-A, value: b}]}}`, `set[1]: header "X-A" is set twice`},
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [host]}}`, "spec.routes[0].requestHeadersPolicy.remove[0]: Host cannot be removed: every request has one; set it to rewrite it"},
 		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {remove: [":path"]}}`, `spec.routes[0].requestHeadersPolicy.remove[0]: ":path" is a pseudo-header, which no headers policy can change; rewrite the path with pathRewritePolicy, and the authority by setting Host in requestHeadersPolicy`},
-		// The proxy rewrites Host with a literal only.
-		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Host, value: "%REQ(X-Host)%"}]}}`, `spec.routes[0].requestHeadersPolicy.set[0]: Host "%REQ(X-Host)%" must be a host name; %...% operators cannot set it`},
-		{`{services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: host, value: "%CONTOUR_NAMESPACE%.internal"}]}}]}`, `spec.routes[0].services[0].requestHeadersPolicy.set[0]: Host "%CONTOUR_NAMESPACE%.internal" must be a host name`},
-		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Host, value: "50%"}]}}`, `Host "50%" must be a host name`},
-		// A route's policy applies to all its services: no one service to name.
-		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-svc, value: "%CONTOUR_SERVICE_NAME%"}]}}`, "spec.routes[0].requestHeadersPolicy.set[0]: %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% name a service: use them in a service's headers policy, not the route's"},
-		{`{services: [{name: web, port: 80}], responseHeadersPolicy: {set: [{name: x-port, value: "port %CONTOUR_SERVICE_PORT%"}]}}`, "spec.routes[0].responseHeadersPolicy.set[0]: %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% name a service"},
 	} {
 		t.Run(tc.route, func(t *testing.T) {
 			invalidRoute(t, problemRoute, "HeaderPolicyInvalid", []string{tc.part}, policyRoot(t, tc.route))
 		})
+	}
+}
+
+// Dynamic header values as Contour reads them: its Envoy operators are passed through,
+// every other "%" is escaped, the service variables are filled in a service's policy and
+// sent as written (with a warning) in a route's; a Host of %REQ(name)% on a route takes
+// the Host from that header, and any other Host is a literal, as in Contour.
+func TestHTTPProxyDynamicHeaderValues(t *testing.T) {
+	all := "%DOWNSTREAM_REMOTE_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT% %DOWNSTREAM_LOCAL_ADDRESS% " +
+		"%DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT% %DOWNSTREAM_LOCAL_PORT% %DOWNSTREAM_LOCAL_URI_SAN% %DOWNSTREAM_PEER_URI_SAN% " +
+		"%DOWNSTREAM_LOCAL_SUBJECT% %DOWNSTREAM_PEER_SUBJECT% %DOWNSTREAM_PEER_ISSUER% %DOWNSTREAM_TLS_SESSION_ID% " +
+		"%DOWNSTREAM_TLS_CIPHER% %DOWNSTREAM_TLS_VERSION% %DOWNSTREAM_PEER_FINGERPRINT_256% %DOWNSTREAM_PEER_FINGERPRINT_1% " +
+		"%DOWNSTREAM_PEER_SERIAL% %DOWNSTREAM_PEER_CERT% %DOWNSTREAM_PEER_CERT_V_START% %DOWNSTREAM_PEER_CERT_V_END% " +
+		"%HOSTNAME% %PROTOCOL% %UPSTREAM_REMOTE_ADDRESS% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% " +
+		"%REQ(Host)% %REQ(:authority)% %REQ(x-a?x-b)% %REQ(x-a):10% %REQ(:path?x_b):3%"
+	r, st := onlyRoute(t, policyRoot(t, fmt.Sprintf(`
+{services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: x-all, value: %q}, {name: Host, value: "%%CONTOUR_NAMESPACE%%.internal"}]}}],
+ requestHeadersPolicy: {set: [{name: Host, value: "%%REQ(x-rewrite)%%"}, {name: x-all, value: %q}, {name: x-escaped, value: "%%START_TIME%% %%REQ(a b)%% %%REQ(x):y%% 5%%"},
+   {name: x-svc, value: "%%CONTOUR_SERVICE_NAME%%:%%CONTOUR_SERVICE_PORT%%@%%CONTOUR_NAMESPACE%%"}]},
+ responseHeadersPolicy: {set: [{name: x-all, value: %q}]}}`, all, all, all)))
+	if r.HostRewrite != "" || r.HostRewriteHeader != "X-Rewrite" {
+		t.Errorf("host rewrite %q, from header %q; want from X-Rewrite", r.HostRewrite, r.HostRewriteHeader)
+	}
+	wantReq := &HeadersPolicy{Set: []HeaderValue{
+		{Name: "X-All", Value: all},
+		{Name: "X-Escaped", Value: "%%START_TIME%% %%REQ(a b)%% %%REQ(x):y%% 5%%"},
+		{Name: "X-Svc", Value: "%%CONTOUR_SERVICE_NAME%%:%%CONTOUR_SERVICE_PORT%%@team"},
+	}}
+	if diff := cmp.Diff(wantReq, r.RequestHeaders); diff != "" {
+		t.Errorf("route request headers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&HeadersPolicy{Set: []HeaderValue{{Name: "X-All", Value: all}}}, r.ResponseHeaders); diff != "" {
+		t.Errorf("route response headers (-want +got):\n%s", diff)
+	}
+	wantSvc := &HeadersPolicy{Set: []HeaderValue{{Name: "X-All", Value: all}, {Name: "Host", Value: "%CONTOUR_NAMESPACE%.internal"}}}
+	if diff := cmp.Diff(wantSvc, r.Clusters[0].RequestHeaders); diff != "" {
+		t.Errorf("service request headers (-want +got):\n%s", diff)
+	}
+	var reasons []string
+	for _, w := range st.Warnings {
+		reasons = append(reasons, w.Reason+": "+w.Message)
+	}
+	if diff := cmp.Diff([]string{"HeaderPolicyLiteral: spec.routes[0].requestHeadersPolicy.set[3]: %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% name a service, so a route's headers policy sends them as they are written; use them in a service's headers policy to get its name and port"}, reasons); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+
+	for _, tc := range []struct {
+		route           string
+		literal, header string
+		warning         string
+	}{
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: Host, value: "50%"}]}}`, "50%", "", ""},
+		{`{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: host, value: "%REQ(x-a)%.example.com"}]}}`, "", "X-A",
+			`HostRewriteHeaderOnly: spec.routes[0].requestHeadersPolicy.set[0]: Host "%REQ(x-a)%.example.com" takes the Host from header x-a alone and ignores the rest of the value; write "%REQ(x-a)%"`},
+		{`{services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: Host, value: "%REQ(x-a)%"}]}}]}`, "", "",
+			`HostRewriteIgnored: spec.routes[0].services[0].requestHeadersPolicy.set[0]: Host "%REQ(x-a)%" takes the Host from a request header, which only a route's requestHeadersPolicy can do: this service's requests keep their Host; move it to the route's requestHeadersPolicy`},
+	} {
+		r, st := onlyRoute(t, policyRoot(t, tc.route))
+		if r.HostRewrite != tc.literal || r.HostRewriteHeader != tc.header {
+			t.Errorf("%s: host rewrite %q, from header %q; want %q, %q", tc.route, r.HostRewrite, r.HostRewriteHeader, tc.literal, tc.header)
+		}
+		if r.Clusters[0].RequestHeaders != nil {
+			t.Errorf("%s: service request headers %+v, want none", tc.route, r.Clusters[0].RequestHeaders)
+		}
+		var warning string
+		for _, w := range st.Warnings {
+			warning = w.Reason + ": " + w.Message
+		}
+		if warning != tc.warning {
+			t.Errorf("%s: warning %q, want %q", tc.route, warning, tc.warning)
+		}
 	}
 }
 
@@ -707,8 +771,8 @@ func TestHTTPProxyUpstreamProtocols(t *testing.T) {
 		{"missing CA secret", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: b}}`, "CASecretInvalid", "validation.caSecret: Secret team/ca not found", nil},
 		{"CA secret without ca.crt", `{name: web, port: 80, protocol: tls, validation: {caSecret: cert, subjectName: b}}`, "CASecretInvalid", `Secret team/cert has no "ca.crt"`, []runtime.Object{tlsSecret("team", "cert", ca.CertPEM, ca.KeyPEM)}},
 		{"CA not delegated", `{name: web, port: 80, protocol: tls, validation: {caSecret: certs/ca, subjectName: b}}`, "CASecretNotDelegated", "namespace certs does not delegate Secret ca to namespace team", []runtime.Object{caSecret("certs", "ca")}},
-		{"no subject name", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca}}`, "ValidationInvalid", "validation needs subjectName", []runtime.Object{caSecret("team", "ca")}},
-		{"subjectNames not starting with subjectName", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: a, subjectNames: [b, a]}}`, "ValidationInvalid", `subjectNames must start with subjectName "a"`, []runtime.Object{caSecret("team", "ca")}},
+		{"no subject name", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca}}`, "ValidationInvalid", "validation.subjectName is required", []runtime.Object{caSecret("team", "ca")}},
+		{"subjectNames not starting with subjectName", `{name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: a, subjectNames: [b, a]}}`, "ValidationInvalid", `validation.subjectNames[0] "b" must equal subjectName "a"`, []runtime.Object{caSecret("team", "ca")}},
 		{"no CA secret", `{name: web, port: 80, protocol: tls, validation: {subjectName: b}}`, "ValidationInvalid", "validation.caSecret is required", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

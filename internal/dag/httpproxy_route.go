@@ -94,7 +94,9 @@ func (b *builder) proxyRoute(n *proxyNode, r *contourv1.Route, field string, con
 	out.Retry = proxyRetry(r, out.Timeouts, field, c)
 	out.RateLimit = proxyRateLimit(r.RateLimitPolicy, field+".rateLimitPolicy", c)
 	if r.RequestHeadersPolicy != nil {
-		out.RequestHeaders, out.HostRewrite = proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n.p.Namespace, "", 0, true, c)
+		var host hostRewrite
+		out.RequestHeaders, host = proxyHeadersPolicy(r.RequestHeadersPolicy, field+".requestHeadersPolicy", true, n.p.Namespace, "", 0, true, c)
+		out.HostRewrite, out.HostRewriteHeader = host.literal, host.header
 	}
 	if r.ResponseHeadersPolicy != nil {
 		out.ResponseHeaders, _ = proxyHeadersPolicy(r.ResponseHeadersPolicy, field+".responseHeadersPolicy", false, n.p.Namespace, "", 0, true, c)
@@ -183,8 +185,12 @@ func proxyRetry(r *contourv1.Route, timeouts *TimeoutPolicy, field string, c *pr
 	switch {
 	case r.RetryPolicy != nil:
 		rp := r.RetryPolicy
-		if rp.NumRetries < 0 {
-			return nil // -1 turns retries off
+		if rp.NumRetries < -1 {
+			c.fail(problemRoute, "RetryPolicyInvalid", "%s.retryPolicy.count %d must be -1 (no retries) or more", field, rp.NumRetries)
+			return nil
+		}
+		if rp.NumRetries == -1 {
+			return nil // turns retries off
 		}
 		n := uint32(rp.NumRetries)
 		if n == 0 {
@@ -399,26 +405,57 @@ func proxyTCPHealthCheck(hp *contourv1.TCPHealthCheckPolicy, field string, c *pr
 	return hc
 }
 
-// headerOperators are the Envoy header value operators an HTTPProxy may use; any other
-// "%" is sent literally.
-var headerOperator = regexp.MustCompile(`%(REQ\([A-Za-z0-9_:-]+\)|DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT|PROTOCOL|HOSTNAME|CONTOUR_NAMESPACE|CONTOUR_SERVICE_NAME|CONTOUR_SERVICE_PORT)%`)
+// envoyHeaderOperators are the Envoy header value operators Contour passes through to
+// Envoy in a headers policy (its "dynamic header values"); %REQ(name)% is headerOperator's
+// own. Every other "%" is sent literally.
+var envoyHeaderOperators = []string{
+	"DOWNSTREAM_REMOTE_ADDRESS", "DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT",
+	"DOWNSTREAM_LOCAL_ADDRESS", "DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT", "DOWNSTREAM_LOCAL_PORT",
+	"DOWNSTREAM_LOCAL_URI_SAN", "DOWNSTREAM_PEER_URI_SAN", "DOWNSTREAM_LOCAL_SUBJECT",
+	"DOWNSTREAM_PEER_SUBJECT", "DOWNSTREAM_PEER_ISSUER", "DOWNSTREAM_TLS_SESSION_ID",
+	"DOWNSTREAM_TLS_CIPHER", "DOWNSTREAM_TLS_VERSION", "DOWNSTREAM_PEER_FINGERPRINT_256",
+	"DOWNSTREAM_PEER_FINGERPRINT_1", "DOWNSTREAM_PEER_SERIAL", "DOWNSTREAM_PEER_CERT",
+	"DOWNSTREAM_PEER_CERT_V_START", "DOWNSTREAM_PEER_CERT_V_END",
+	"HOSTNAME", "PROTOCOL", "UPSTREAM_REMOTE_ADDRESS", "RESPONSE_FLAGS", "RESPONSE_CODE_DETAILS",
+}
+
+// headerOperator finds the operators of a header value: Envoy's (%REQ(name)%, with an
+// alternative header and a maximum length as %REQ(name?other):N%, and the others by
+// name) and Portico's own %CONTOUR_...% variables.
+var headerOperator = regexp.MustCompile(`%(REQ\(:?[\w-]+(\?:?[\w-]+)?\)(:\d+)?|` +
+	strings.Join(envoyHeaderOperators, "|") + `|CONTOUR_NAMESPACE|CONTOUR_SERVICE_NAME|CONTOUR_SERVICE_PORT)%`)
+
+// hostFromHeader finds the header a Host value takes the Host from: Contour's
+// %REQ(name)%, wherever it is in the value.
+var hostFromHeader = regexp.MustCompile(`%REQ\(([A-Za-z0-9-]+)\)%`)
+
+// headerVars are the %CONTOUR_...% variables a headers policy fills in, by name; a
+// variable not among them (a service's, on a route's policy) is sent literally.
+type headerVars map[string]string
+
+// serviceVars are the variables of a service's headers policy (svc empty: a route's).
+func serviceVars(ns, svc string, port int) headerVars {
+	vars := headerVars{"%CONTOUR_NAMESPACE%": ns}
+	if svc != "" {
+		vars["%CONTOUR_SERVICE_NAME%"], vars["%CONTOUR_SERVICE_PORT%"] = svc, strconv.Itoa(port)
+	}
+	return vars
+}
 
 // headerValue escapes every "%" of v that does not start a supported operator, so that
-// what the user wrote is what the client or backend sees, and fills in the values that
-// Portico knows (the object's namespace ns, the service).
-func headerValue(v string, ns, svc string, port int) string {
+// what the user wrote is what the client or backend sees, and fills in the variables
+// Portico knows.
+func headerValue(v string, vars headerVars) string {
 	var b strings.Builder
 	last := 0
 	for _, m := range headerOperator.FindAllStringIndex(v, -1) {
 		b.WriteString(strings.ReplaceAll(v[last:m[0]], "%", "%%"))
 		op := v[m[0]:m[1]]
-		switch op {
-		case "%CONTOUR_NAMESPACE%":
-			op = ns
-		case "%CONTOUR_SERVICE_NAME%":
-			op = svc
-		case "%CONTOUR_SERVICE_PORT%":
-			op = strconv.Itoa(port)
+		switch val, known := vars[op]; {
+		case known:
+			op = val
+		case strings.HasPrefix(op, "%CONTOUR_"):
+			op = "%" + op + "%"
 		}
 		b.WriteString(op)
 		last = m[1]
@@ -427,16 +464,25 @@ func headerValue(v string, ns, svc string, port int) string {
 	return b.String()
 }
 
+// hostRewrite is how a route rewrites the Host of the requests it forwards: to
+// literal, or to the value of the request header header (a Host of %REQ(name)%).
+// Empty: the Host is kept.
+type hostRewrite struct {
+	literal, header string
+}
+
 // proxyHeadersPolicy checks and converts a headers policy. Setting Host on a route's
-// requests is a host rewrite, returned apart; on a service's requests it is a header like
-// the others (it reaches only that service); responses have no Host to set.
-func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool, ns, svc string, port int, routeLevel bool, c *proxyCheck) (*HeadersPolicy, string) {
+// requests is a host rewrite, returned apart; on a service's requests it stays among the
+// headers set (the translator makes it the service's own host rewrite, which the route's
+// overrides); responses have no Host to set.
+func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool, ns, svc string, port int, routeLevel bool, c *proxyCheck) (*HeadersPolicy, hostRewrite) {
+	var host hostRewrite
 	if hp == nil {
-		return nil, ""
+		return nil, host
 	}
 	out := &HeadersPolicy{}
-	host := ""
 	seen := map[string]bool{}
+	vars := serviceVars(ns, svc, port)
 	for i, h := range hp.Set {
 		at := fmt.Sprintf("%s.set[%d]", field, i)
 		name := http.CanonicalHeaderKey(h.Name)
@@ -454,23 +500,16 @@ func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool,
 		}
 		seen[name] = true
 		if name == "Host" {
-			switch {
-			case strings.Contains(h.Value, "%"):
-				// The proxy rewrites Host only with a literal value.
-				c.fail(problemRoute, "HeaderPolicyInvalid", "%s: Host %q must be a host name; %%...%% operators cannot set it", at, h.Value)
-				continue
-			case routeLevel:
-				host = h.Value
-				continue
+			host = proxyHostRewrite(h.Value, at, routeLevel, c)
+			if !routeLevel && host.literal != "" {
+				out.Set = append(out.Set, HeaderValue{Name: name, Value: host.literal})
 			}
-			out.Set = append(out.Set, HeaderValue{Name: name, Value: h.Value})
 			continue
 		}
 		if routeLevel && (strings.Contains(h.Value, "%CONTOUR_SERVICE_NAME%") || strings.Contains(h.Value, "%CONTOUR_SERVICE_PORT%")) {
-			c.fail(problemRoute, "HeaderPolicyInvalid", "%s: %%CONTOUR_SERVICE_NAME%% and %%CONTOUR_SERVICE_PORT%% name a service: use them in a service's headers policy, not the route's", at)
-			continue
+			c.warn(problemRoute, "HeaderPolicyLiteral", "%s: %%CONTOUR_SERVICE_NAME%% and %%CONTOUR_SERVICE_PORT%% name a service, so a route's headers policy sends them as they are written; use them in a service's headers policy to get its name and port", at)
 		}
-		out.Set = append(out.Set, HeaderValue{Name: name, Value: headerValue(h.Value, ns, svc, port)})
+		out.Set = append(out.Set, HeaderValue{Name: name, Value: headerValue(h.Value, vars)})
 	}
 	for i, name := range hp.Remove {
 		if msg := headerNameProblem(name, request, false); msg != "" {
@@ -483,6 +522,23 @@ func proxyHeadersPolicy(hp *contourv1.HeadersPolicy, field string, request bool,
 		return nil, host
 	}
 	return out, host
+}
+
+// proxyHostRewrite is what a Host value v of a headers policy rewrites the Host to, as
+// Contour reads it: a value with %REQ(name)% takes the Host from that request header (a
+// route's only: Envoy's weighted clusters cannot), anything else is the Host as written.
+func proxyHostRewrite(v, at string, routeLevel bool, c *proxyCheck) hostRewrite {
+	m := hostFromHeader.FindStringSubmatchIndex(v)
+	switch {
+	case m == nil:
+		return hostRewrite{literal: v}
+	case !routeLevel:
+		c.warn(problemService, "HostRewriteIgnored", "%s: Host %q takes the Host from a request header, which only a route's requestHeadersPolicy can do: this service's requests keep their Host; move it to the route's requestHeadersPolicy", at, v)
+		return hostRewrite{}
+	case m[0] != 0 || m[1] != len(v):
+		c.warn(problemRoute, "HostRewriteHeaderOnly", "%s: Host %q takes the Host from header %s alone and ignores the rest of the value; write %q", at, v, v[m[2]:m[3]], v[m[0]:m[1]])
+	}
+	return hostRewrite{header: http.CanonicalHeaderKey(v[m[2]:m[3]])}
 }
 
 func proxyRedirect(rp *contourv1.HTTPRequestRedirectPolicy, field string, c *proxyCheck) *Redirect {
@@ -540,6 +596,9 @@ func redirectHostname(h string) string {
 	if errs := isDNS1123Subdomain(strings.ToLower(h)); len(errs) > 0 {
 		return "is not a host name: " + strings.Join(errs, "; ")
 	}
+	if !lowerDNSName(h) {
+		return "must be written in lower case"
+	}
 	return ""
 }
 
@@ -595,7 +654,7 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			continue // a copy of the requests only (proxyMirrors)
 		}
 		at := lazyField{field, ".services", i}
-		cluster := b.proxyServiceCluster(n, s, at, pol, c)
+		cluster := b.proxyServiceCluster(n, s, at, pol, http, c)
 		if cluster == nil {
 			continue
 		}
@@ -622,8 +681,9 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 }
 
 // proxyServiceCluster is the cluster of one service, or nil when the service is
-// invalid (its problem recorded).
-func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, c *proxyCheck) *Cluster {
+// invalid (its problem recorded). http says that it receives HTTP requests, whose
+// protocol upstream the service or its Service's annotation may choose.
+func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, http bool, c *proxyCheck) *Cluster {
 	if s.Name == "" {
 		c.fail(problemService, "NameMissing", "%s.name is required", at)
 		return nil
@@ -639,6 +699,8 @@ func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at laz
 	p := pol
 	if s.Protocol != nil || s.UpstreamValidation != nil {
 		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
+	} else if http {
+		p.protocol, _ = b.annotatedProtocol(n.p.Namespace, s.Name, s.Port)
 	}
 	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)
 	p.slowStart = proxySlowStart(s.SlowStartPolicy, pol.lb, at, c)
@@ -672,13 +734,17 @@ func (b *builder) proxyHealthPort(n *proxyNode, s *contourv1.Service, at lazyFie
 	return int32(s.HealthPort)
 }
 
-// proxyUpstreamTLS checks a service's protocol and certificate validation.
+// proxyUpstreamTLS checks a service's protocol and certificate validation. The
+// protocol is the service's own, else the one its Service's Contour annotation gives
+// the port (annotatedProtocol).
 func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field string, c *proxyCheck) (string, *UpstreamValidation) {
-	protocol := ""
+	protocol, known := "", true
 	if s.Protocol != nil {
 		protocol = *s.Protocol
+	} else {
+		protocol, known = b.annotatedProtocol(n.p.Namespace, s.Name, s.Port)
 	}
-	if protocol != "" && !validProxyProtocol(protocol) {
+	if s.Protocol != nil && !validProxyProtocol(protocol) {
 		c.fail(problemService, "ProtocolInvalid", "%s.protocol %q must be one of %s (or unset for HTTP/1.1)", field, protocol, strings.Join(proxyProtocols, ", "))
 		return "", nil
 	}
@@ -686,27 +752,18 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 	if uv == nil {
 		return protocol, nil
 	}
-	if protocol != "tls" && protocol != "h2" {
-		c.fail(problemService, "ValidationInvalid", "%s.validation needs protocol tls or h2: only a TLS connection has a certificate to verify", field)
+	overTLS := protocol == "tls" || protocol == "h2"
+	if !overTLS && known {
+		c.fail(problemService, "ValidationInvalid", "%s.validation needs protocol tls or h2: only a TLS connection has a certificate to verify; set %s.protocol, or annotate the Service %s%s: \"%d\"", field, field, upstreamProtocolAnnotation, "tls", s.Port)
 		return protocol, nil
 	}
-	names := slices.Clone(uv.SubjectNames)
-	if uv.SubjectName != "" {
-		if len(names) > 0 && names[0] != uv.SubjectName {
-			c.fail(problemService, "ValidationInvalid", "%s.validation: subjectNames must start with subjectName %q when both are set", field, uv.SubjectName)
+	if problems := upstreamValidationProblems(uv); len(problems) > 0 {
+		for _, msg := range problems {
+			c.fail(problemService, "ValidationInvalid", "%s.validation.%s", field, msg)
 		}
-		if !slices.Contains(names, uv.SubjectName) {
-			names = append([]string{uv.SubjectName}, names...)
-		}
-	}
-	if len(names) == 0 {
-		c.fail(problemService, "ValidationInvalid", "%s.validation needs subjectName: the name the backend's certificate must carry", field)
 		return protocol, nil
 	}
-	if uv.CACertificate == "" {
-		c.fail(problemService, "ValidationInvalid", "%s.validation.caSecret is required", field)
-		return protocol, nil
-	}
+	names := slices.Clone(subjectNames(uv))
 	key := types.NamespacedName{Namespace: n.p.Namespace, Name: uv.CACertificate}
 	if ns, name, ok := strings.Cut(uv.CACertificate, "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: name}
@@ -718,6 +775,11 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 	ca, msg := b.caSecret(key)
 	if msg != "" {
 		c.fail(problemService, "CASecretInvalid", "%s.validation.caSecret: %s", field, msg)
+		return protocol, nil
+	}
+	if !overTLS {
+		// The Service is not known yet (the admission webhook, or a Service created
+		// later): its annotation will tell, and the route answers 503 until then.
 		return protocol, nil
 	}
 	return protocol, &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: names}

@@ -76,6 +76,9 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 		conds, errs := parseConditions(indexedField("spec.includes", i, ".conditions"), inc.Conditions, true)
 		includes[i] = conds
 		c.failAll(problemInclude, "InvalidCondition", errs)
+		if reason, msg := conditionConflicts(indexedField("spec.includes", i, ".conditions"), inc.Conditions); msg != "" {
+			c.fail(problemInclude, reason, "%s", msg)
+		}
 		if seenIncludes == nil {
 			continue
 		}
@@ -97,6 +100,9 @@ func validateHTTPProxy(p *contourv1.HTTPProxy, c *proxyCheck) (routes, includes 
 		conds, errs := parseConditions(indexedField("spec.routes", i, ".conditions"), r.Conditions, false)
 		routes[i] = conds
 		c.failAll(problemRoute, "InvalidCondition", errs)
+		if reason, msg := conditionConflicts(indexedField("spec.routes", i, ".conditions"), r.Conditions); msg != "" {
+			c.fail(problemRoute, reason, "%s", msg)
+		}
 		if len(errs) == 0 && seenRoutes != nil {
 			k := conds.key()
 			if j, dup := seenRoutes[k]; dup {
@@ -272,7 +278,7 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 		c.fail(problemTCPProxy, "IncludeDuplicated", "%s: include and includes are the same field (includes is its old name); keep include", field)
 	}
 	for i := range tp.Services {
-		if tp.Services[i].Protocol != nil && *tp.Services[i].Protocol != "" {
+		if tp.Services[i].Protocol != nil {
 			c.fail(problemTCPProxy, "ProtocolInvalid", "%s.services[%d].protocol: a TCP proxy forwards bytes, it has no HTTP protocol; remove it", field, i)
 		}
 	}
@@ -286,6 +292,8 @@ func validateTCPProxy(tp *contourv1.TCPProxy, field string, c *proxyCheck) {
 func validateRouteUnsupported(r *contourv1.Route, field string, c *proxyCheck) {
 	validateCookieRewrites(r.CookieRewritePolicies, field, c)
 	validateInternalRedirect(r.InternalRedirectPolicy, field, c)
+	validateHeaderValuesSet(r.RequestHeadersPolicy, field, "requestHeadersPolicy", c)
+	validateHeaderValuesSet(r.ResponseHeadersPolicy, field, "responseHeadersPolicy", c)
 	validateServicesUnsupported(r.Services, field, false, c)
 }
 
@@ -299,7 +307,10 @@ func validateServicesUnsupported(services []contourv1.Service, field string, tcp
 		mirror := tcp && s.Mirror
 		cookies := tcp && len(s.CookieRewritePolicies) > 0
 		if !tcp {
-			validateCookieRewrites(s.CookieRewritePolicies, indexedField(field+".services", i), c)
+			at := indexedField(field+".services", i)
+			validateCookieRewrites(s.CookieRewritePolicies, at, c)
+			validateHeaderValuesSet(s.RequestHeadersPolicy, at, "requestHeadersPolicy", c)
+			validateHeaderValuesSet(s.ResponseHeadersPolicy, at, "responseHeadersPolicy", c)
 		}
 		if !mirror && !cookies && !headers {
 			continue

@@ -66,6 +66,8 @@ type Incremental struct {
 	processed processed
 	out       *Graph
 	outCore   *Graph
+	// last is the graph last returned, with the installation's extensions.
+	last *Graph
 
 	// Stats of the last call, for tests, metrics and benchmarks.
 	LastStats IncrementalStats
@@ -134,6 +136,17 @@ func (inc *Incremental) reset() {
 
 // Build returns the graph of s, as Build(s, opts) would.
 func (inc *Incremental) Build(s *store.Store) *Graph {
+	g := inc.build0(s)
+	var prev *Extensions
+	if inc.last != nil {
+		prev = inc.last.Extensions
+	}
+	inc.last = withExtensions(g, s, inc.opts, prev)
+	return inc.last
+}
+
+// build0 is Build without the installation's extensions.
+func (inc *Incremental) build0(s *store.Store) *Graph {
 	ch := inc.seen.diff(s)
 	switch {
 	case !inc.trusted:
@@ -255,7 +268,7 @@ func currentKeys(s *store.Store, ref ObjectRef, opts Options) (objectKeys, bool)
 		}
 	case KindHTTPProxy:
 		if o := s.HTTPProxies[key]; o != nil {
-			return httpProxyKeys(o, s, opts.FallbackCertificate), true
+			return httpProxyKeys(o, s, opts), true
 		}
 	}
 	return objectKeys{}, false

@@ -140,7 +140,8 @@ func ingressRouteKeys(ir *ingressroutev1.IngressRoute) objectKeys {
 	return kb.k
 }
 
-func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store, fallback *types.NamespacedName) objectKeys {
+func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store, opts Options) objectKeys {
+	fallback := opts.FallbackCertificate
 	var kb keyBuilder
 	kb.obj(KindHTTPProxy, p.Namespace, p.Name)
 	services := func(ss []contourv1.Service) {
@@ -168,8 +169,10 @@ func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store, fallback *types.Names
 				}
 			}
 		}
-		if a := vh.Authorization; a != nil {
+		if a := vh.Authorization; a != nil && a.ExtensionServiceRef.Name != "" {
 			kb.extension(s, defaultString(a.ExtensionServiceRef.Namespace, p.Namespace), a.ExtensionServiceRef.Name)
+		} else if g := opts.GlobalAuthorization; g != nil {
+			kb.extension(s, g.ExtensionService.Namespace, g.ExtensionService.Name)
 		}
 		for i := range vh.JWTProviders {
 			if v := vh.JWTProviders[i].RemoteJWKS.UpstreamValidation; v != nil {

@@ -2,7 +2,9 @@ package dag
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -12,6 +14,9 @@ const (
 	// AnnotationIngressClass is the deprecated class annotation; it wins over
 	// spec.ingressClassName when both are set (seed 000, "Interoperability").
 	AnnotationIngressClass = "kubernetes.io/ingress.class"
+	// AnnotationContourIngressClass is Contour's class annotation; on an Ingress it wins
+	// over AnnotationIngressClass, as in Contour.
+	AnnotationContourIngressClass = "projectcontour.io/ingress.class"
 	// AnnotationDefaultClass marks the IngressClass that Ingresses without a class get.
 	AnnotationDefaultClass = "ingressclass.kubernetes.io/is-default-class"
 )
@@ -22,35 +27,65 @@ type classDecision struct {
 	reason string
 }
 
+// servesClass reports whether name is one of the configured classes (a handful: a
+// scan is cheaper than a map).
+func (o *Options) servesClass(name string) bool {
+	return slices.Contains(o.IngressClassNames, name)
+}
+
+// classesText names the configured classes for a status: "portico", or "one of" them.
+func (o *Options) classesText() string {
+	if len(o.IngressClassNames) == 1 {
+		return strconv.Quote(o.IngressClassNames[0])
+	}
+	quoted := make([]string, len(o.IngressClassNames))
+	for i, n := range o.IngressClassNames {
+		quoted[i] = strconv.Quote(n)
+	}
+	return "one of " + strings.Join(quoted, ", ")
+}
+
+// ingressClassAnnotation returns the class an Ingress's annotations name, Contour's
+// first, and whether one does.
+func ingressClassAnnotation(ing *networkingv1.Ingress) (name, annotation string, ok bool) {
+	for _, a := range []string{AnnotationContourIngressClass, AnnotationIngressClass} {
+		if v, ok := ing.Annotations[a]; ok {
+			return v, a, true
+		}
+	}
+	return "", "", false
+}
+
 // ingressClass decides whether ing belongs to Portico:
-//   - the annotation, when present, is compared with the configured class name;
-//   - otherwise spec.ingressClassName must name the configured class, or an IngressClass
-//     whose spec.controller is Portico's;
+//   - a class annotation (projectcontour.io/ingress.class, else
+//     kubernetes.io/ingress.class), when present, must be one of the configured classes;
+//   - otherwise spec.ingressClassName must name one of the configured classes, or an
+//     IngressClass whose spec.controller is Portico's;
 //   - an Ingress with neither is Portico's unless an IngressClass marked default belongs to
 //     another controller (with no default class at all, Portico adopts class-less Ingresses).
 //
 // defaults are b.defaultClasses(), found once for all the Ingresses of a build.
 func (b *builder) ingressClass(ing *networkingv1.Ingress, defaults []*networkingv1.IngressClass) classDecision {
-	if ann, ok := ing.Annotations[AnnotationIngressClass]; ok {
-		if ann == b.opts.IngressClassName {
+	if class, annotation, ok := ingressClassAnnotation(ing); ok {
+		if b.opts.servesClass(class) {
 			return classDecision{ours: true}
 		}
-		return classDecision{reason: fmt.Sprintf("annotation %s=%q names another class (Portico serves %q)", AnnotationIngressClass, ann, b.opts.IngressClassName)}
+		return classDecision{reason: fmt.Sprintf("annotation %s=%q names another class (Portico serves %s)", annotation, class, b.opts.classesText())}
 	}
 	if name := ing.Spec.IngressClassName; name != nil {
-		if *name == b.opts.IngressClassName {
+		if b.opts.servesClass(*name) {
 			return classDecision{ours: true}
 		}
 		if ic, ok := b.store.IngressClasses[*name]; ok && ic.Spec.Controller == ControllerName {
 			return classDecision{ours: true}
 		}
-		return classDecision{reason: fmt.Sprintf("spec.ingressClassName %q is not handled by Portico (Portico serves class %q and IngressClasses with controller %q)", *name, b.opts.IngressClassName, ControllerName)}
+		return classDecision{reason: fmt.Sprintf("spec.ingressClassName %q is not handled by Portico (Portico serves class %s and IngressClasses with controller %q)", *name, b.opts.classesText(), ControllerName)}
 	}
 	if len(defaults) == 0 {
 		return classDecision{ours: true}
 	}
 	for _, ic := range defaults {
-		if ic.Spec.Controller == ControllerName || ic.Name == b.opts.IngressClassName {
+		if ic.Spec.Controller == ControllerName || b.opts.servesClass(ic.Name) {
 			return classDecision{ours: true}
 		}
 	}

@@ -177,7 +177,7 @@ func (b *builder) ingressRouteGraph() *irGraph {
 			hosts: map[string]bool{},
 		}
 		if class, other := b.ingressRouteClass(ir); other {
-			n.ignored = fmt.Sprintf("ingress class %q is not %q", class, b.opts.IngressClassName)
+			n.ignored = fmt.Sprintf("ingress class %q is not %s", class, b.opts.classesText())
 		} else {
 			n.invalid = ingressRouteProblems(ir)
 		}
@@ -254,7 +254,7 @@ func newerObject(a ObjectRef, at *metav1.Time, b ObjectRef, bt *metav1.Time) boo
 func (b *builder) ingressRouteClass(ir *ingressroutev1.IngressRoute) (string, bool) {
 	for _, a := range ingressRouteClassAnnotations {
 		if v, ok := ir.Annotations[a]; ok {
-			return v, v != b.opts.IngressClassName
+			return v, !b.opts.servesClass(v)
 		}
 	}
 	return "", false

@@ -14,6 +14,10 @@ type CookieRewrite struct {
 	SameSite           string
 }
 
+// maxCookieField is the longest cookie name or attribute value the HTTPProxy CRD's
+// schema accepts.
+const maxCookieField = 4096
+
 // validateCookieRewrites checks a cookieRewritePolicies list (a route's or a
 // service's): the data planes write these values into Set-Cookie headers.
 func validateCookieRewrites(ps []contourv1.CookieRewritePolicy, field string, c *proxyCheck) {
@@ -22,6 +26,8 @@ func validateCookieRewrites(ps []contourv1.CookieRewritePolicy, field string, c 
 		p := &ps[i]
 		at := indexedField(field+".cookieRewritePolicies", i)
 		switch {
+		case len(p.Name) > maxCookieField:
+			c.fail(problemRoute, "CookieRewriteInvalid", "%s.name is %d characters long, over the limit of %d", at, len(p.Name), maxCookieField)
 		case p.Name == "" || strings.ContainsFunc(p.Name, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`()<>@,;:\"/[]?={}`, r) }):
 			c.fail(problemRoute, "CookieRewriteInvalid", "%s.name %q must be a cookie name (a token: no spaces, separators or control characters)", at, p.Name)
 		case seen[p.Name]:
@@ -32,9 +38,16 @@ func validateCookieRewrites(ps []contourv1.CookieRewritePolicy, field string, c 
 			name  string
 			value *string
 		}{{"pathRewrite.value", cookieValue(p.PathRewrite)}, {"domainRewrite.value", domainValue(p.DomainRewrite)}} {
-			if v.value != nil && (*v.value == "" || strings.ContainsFunc(*v.value, func(r rune) bool { return r == ';' || r < ' ' || r == 0x7f })) {
+			switch {
+			case v.value == nil:
+			case len(*v.value) > maxCookieField:
+				c.fail(problemRoute, "CookieRewriteInvalid", "%s.%s is %d characters long, over the limit of %d", at, v.name, len(*v.value), maxCookieField)
+			case *v.value == "" || strings.ContainsFunc(*v.value, func(r rune) bool { return r == ';' || r < ' ' || r == 0x7f }):
 				c.fail(problemRoute, "CookieRewriteInvalid", "%s.%s %q must be non-empty, without ';' or control characters", at, v.name, *v.value)
 			}
+		}
+		if d := p.DomainRewrite; d != nil && d.Value != "" && len(d.Value) <= maxCookieField && !lowerDNSName(d.Value) {
+			c.fail(problemRoute, "CookieRewriteInvalid", "%s.domainRewrite.value %q must be a domain name in lower case (letters, digits, '-' and '.', such as example.com)", at, d.Value)
 		}
 		if s := p.SameSite; s != nil && *s != "Strict" && *s != "Lax" && *s != "None" {
 			c.fail(problemRoute, "CookieRewriteInvalid", "%s.sameSite %q must be Strict, Lax or None", at, *s)

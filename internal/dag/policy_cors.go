@@ -136,6 +136,10 @@ func proxyCORS(p *contourv1.CORSPolicy, c *proxyCheck) *CORSPolicy {
 		name   string
 		values []contourv1.CORSHeaderValue
 	}{{"allowMethods", p.AllowMethods}, {"allowHeaders", p.AllowHeaders}, {"exposeHeaders", p.ExposeHeaders}} {
+		if list.values != nil && len(list.values) == 0 && list.name != "allowMethods" {
+			ok = false
+			c.fail(problemCORS, "HeaderValueInvalid", "%s.%s is empty: list at least one name, or leave it out", field, list.name)
+		}
 		for i, v := range list.values {
 			if !validHeaderName(string(v)) { // an HTTP token, as methods are too
 				ok = false

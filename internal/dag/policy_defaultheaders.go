@@ -42,8 +42,8 @@ func CheckDefaultHeaders(d DefaultHeaders) error {
 				errs = append(errs, fmt.Errorf("%s: set %q: %s", p.what, h.Name, msg))
 			case strings.ContainsAny(h.Value, "\r\n\x00"):
 				errs = append(errs, fmt.Errorf("%s: set %q: the value may not contain CR, LF or NUL", p.what, h.Name))
-			case name == "Host" && strings.Contains(h.Value, "%"):
-				errs = append(errs, fmt.Errorf("%s: set Host %q: must be a host name; %%...%% operators cannot set it", p.what, h.Value))
+			case name == "Host" && hostFromHeader.MatchString(h.Value):
+				errs = append(errs, fmt.Errorf("%s: set Host %q: the Host of every service's requests cannot come from a request header (only an HTTPProxy route's requestHeadersPolicy can do that); set a host name", p.what, h.Value))
 			case name == "Server":
 				errs = append(errs, fmt.Errorf("%s: set Server: the Server header is --server-header-transformation's (serverHeaderTransformation)", p.what))
 			}

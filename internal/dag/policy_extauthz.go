@@ -178,7 +178,7 @@ func (b *builder) extensionEndpoints(key types.NamespacedName, port int) ([]Endp
 
 // extensionValidation resolves the CA of an ExtensionService's certificate validation.
 func (b *builder) extensionValidation(namespace string, v *contourv1.UpstreamValidation, c *proxyCheck) *UpstreamValidation {
-	if v.CACertificate == "" || (v.SubjectName == "" && len(v.SubjectNames) == 0) {
+	if len(upstreamValidationProblems(v)) > 0 {
 		return nil // validateExtensionService said so
 	}
 	key := types.NamespacedName{Namespace: namespace, Name: v.CACertificate}
@@ -194,11 +194,7 @@ func (b *builder) extensionValidation(namespace string, v *contourv1.UpstreamVal
 		c.fail(problemTLS, "CASecretInvalid", "spec.validation.caSecret: %s", msg)
 		return nil
 	}
-	names := slices.Clone(v.SubjectNames)
-	if v.SubjectName != "" && !slices.Contains(names, v.SubjectName) {
-		names = append([]string{v.SubjectName}, names...)
-	}
-	return &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: names}
+	return &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: slices.Clone(subjectNames(v))}
 }
 
 // validateExtensionService finds what makes an ExtensionService unusable on its own,
@@ -231,15 +227,11 @@ func validateExtensionService(spec *contourv1alpha1.ExtensionServiceSpec, c *pro
 		c.fail(problemSpec, "ProtocolVersionInvalid", "spec.protocolVersion %q: only v3 is served; remove the field or set v3", v)
 	}
 	if v := spec.UpstreamValidation; v != nil {
-		switch {
-		case protocol != "h2":
+		if protocol != "h2" {
 			c.fail(problemSpec, "InconsistentProtocol", "spec.validation needs protocol h2: only a TLS connection has a certificate to verify")
-		case v.CACertificate == "":
-			c.fail(problemTLS, "ValidationInvalid", "spec.validation.caSecret is required: the Secret whose ca.crt the extension's certificate must chain to")
-		case v.SubjectName == "" && len(v.SubjectNames) == 0:
-			c.fail(problemTLS, "ValidationInvalid", "spec.validation.subjectName is required: the name the extension's certificate must carry")
-		case v.SubjectName != "" && len(v.SubjectNames) > 0 && v.SubjectNames[0] != v.SubjectName:
-			c.fail(problemTLS, "ValidationInvalid", "spec.validation: subjectNames must start with subjectName %q when both are set", v.SubjectName)
+		}
+		for _, msg := range upstreamValidationProblems(v) {
+			c.fail(problemTLS, "ValidationInvalid", "spec.validation.%s", msg)
 		}
 	}
 	if lb := spec.LoadBalancerPolicy; lb != nil {
@@ -268,7 +260,7 @@ func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
 		return
 	}
 	const field = "spec.virtualhost.authorization"
-	if vh.TLS == nil || vh.TLS.Passthrough {
+	if (vh.TLS == nil || vh.TLS.Passthrough) && a.ExtensionServiceRef.Name != "" {
 		c.fail(problemAuth, "AuthNotPermitted", "%s needs spec.virtualhost.tls with a secretName: requests are authorized on the HTTPS connections Portico terminates (their credentials must not cross the network in clear text); add tls, or remove authorization", field)
 	}
 	if vh.TLS != nil && vh.TLS.EnableFallbackCertificate {
@@ -277,7 +269,9 @@ func validateProxyAuthorization(vh *contourv1.VirtualHost, c *proxyCheck) {
 	ref := a.ExtensionServiceRef
 	switch {
 	case ref.Name == "":
-		c.fail(problemAuth, "ExtensionServiceRefMissing", "%s.extensionRef.name is required: the ExtensionService of the authorization server", field)
+		// The host's policy over the installation's server (globalExtAuth): the
+		// build checks that there is one.
+		return
 	case ref.APIVersion != "" && ref.APIVersion != extensionAPIVersion:
 		c.fail(problemAuth, "AuthBadResourceVersion", "%s.extensionRef.apiVersion %q is not supported: use %s (or leave it out)", field, ref.APIVersion, extensionAPIVersion)
 	}
@@ -395,8 +389,8 @@ func authTimeout(v string) (time.Duration, bool) {
 // served without the authorization it asks for).
 func (b *builder) proxyAuthorization(root *proxyNode) (*Authorization, bool) {
 	a := root.p.Spec.VirtualHost.Authorization
-	if a == nil {
-		return nil, true
+	if a == nil || a.ExtensionServiceRef.Name == "" {
+		return b.proxyGlobalAuthorization(root)
 	}
 	key := types.NamespacedName{Namespace: defaultString(a.ExtensionServiceRef.Namespace, root.p.Namespace), Name: a.ExtensionServiceRef.Name}
 	es := b.store.ExtensionServices[key]
@@ -415,12 +409,7 @@ func (b *builder) proxyAuthorization(root *proxyNode) (*Authorization, bool) {
 	}
 	out := &Authorization{Cluster: ext.cluster, Timeout: ext.timeout, FailOpen: a.FailOpen, Body: authorizationBody(a.WithRequestBody)}
 	if a.ServiceType == contourv1.AuthorizationHTTPService {
-		out.HTTP = &HTTPAuthorization{}
-		if hs := a.HTTPServerSettings; hs != nil {
-			out.HTTP.PathPrefix = hs.PathPrefix
-			out.HTTP.AllowedAuthorizationHeaders = headerNameMatches(hs.AllowedAuthorizationHeaders)
-			out.HTTP.AllowedUpstreamHeaders = headerNameMatches(hs.AllowedUpstreamHeaders)
-		}
+		out.HTTP = httpAuthorization(a.HTTPServerSettings)
 	}
 	if a.ResponseTimeout != "" {
 		d, _ := authTimeout(a.ResponseTimeout) // validateProxyAuthorization checked it
@@ -440,19 +429,54 @@ func protocolMismatch(serviceType contourv1.AuthorizationServiceType, protocol s
 	return ""
 }
 
-// routeAuthorization is how a route of root's host is authorized: nil when the host
-// asks for no authorization. The route's policy, when it has one, decides whether it
-// is disabled, and its context entries override the host's.
-func routeAuthorization(root *contourv1.HTTPProxy, policy *contourv1.AuthorizationPolicy) *RouteAuthorization {
-	a := root.Spec.VirtualHost.Authorization
-	if a == nil {
-		return nil
+// proxyGlobalAuthorization is the installation's authorization of a root without a
+// server of its own (nil without one); ok is false when the root cannot be served: it
+// relies on the installation's server, which is not usable, or it names none and the
+// installation has none either.
+func (b *builder) proxyGlobalAuthorization(root *proxyNode) (*Authorization, bool) {
+	a := root.p.Spec.VirtualHost.Authorization
+	g := b.opts.GlobalAuthorization
+	hostDisabled := a != nil && a.AuthPolicy != nil && a.AuthPolicy.Disabled
+	if g == nil {
+		if a != nil && !hostDisabled {
+			root.check.fail(problemAuth, "ExtensionServiceRefMissing", "spec.virtualhost.authorization names no extensionRef, and this installation has no global external authorization (globalExtAuth, --global-ext-auth) to use instead: name the ExtensionService of the authorization server, or remove authorization")
+			return nil, false
+		}
+		if hostDisabled {
+			root.check.warn(problemAuth, "GlobalAuthorizationNotConfigured", "spec.virtualhost.authorization only disables authorization, and this installation has no global external authorization (globalExtAuth, --global-ext-auth) to disable: the host's requests are not authorized, as written")
+		}
+		return nil, true
 	}
+	auth, problem := b.globalAuthorization(nil)
+	if problem != "" && !hostDisabled {
+		root.check.fail(problemAuth, "GlobalExtAuthInvalid", "the installation's global external authorization cannot be used: %s; the host is not served without it (set spec.virtualhost.authorization.authPolicy.disabled: true to serve it unchecked)", problem)
+		return nil, false
+	}
+	if auth.HTTP != nil && a != nil && a.AuthPolicy != nil && len(a.AuthPolicy.Context) > 0 {
+		root.check.warn(problemAuth, "AuthContextIgnored", "spec.virtualhost.authorization.authPolicy.context is ignored: the installation's authorization server speaks HTTP, which gets no context; remove it")
+	}
+	return auth, true
+}
+
+// routeAuthorization is how a route of root's host is authorized: nil when neither the
+// host nor the installation (global) asks for authorization. The route's policy, when
+// it has one, decides whether it is disabled, and its context entries override the
+// host's; a host's policy (its authorization, even without a server of its own)
+// replaces the installation's, as in Contour.
+func routeAuthorization(global *GlobalAuthorization, root *contourv1.HTTPProxy, policy *contourv1.AuthorizationPolicy) *RouteAuthorization {
+	a := root.Spec.VirtualHost.Authorization
 	out := &RouteAuthorization{}
 	var hostContext map[string]string
-	if a.AuthPolicy != nil {
-		out.Disabled = a.AuthPolicy.Disabled
-		hostContext = a.AuthPolicy.Context
+	switch {
+	case a != nil:
+		if a.AuthPolicy != nil {
+			out.Disabled = a.AuthPolicy.Disabled
+			hostContext = a.AuthPolicy.Context
+		}
+	case global != nil:
+		out.Disabled, hostContext = global.Disabled, global.Context
+	default:
+		return nil
 	}
 	if policy == nil {
 		if !out.Disabled {

@@ -346,3 +346,29 @@ func TestHTTPProxyAuthorizationHTTPProtocols(t *testing.T) {
 		}
 	}
 }
+
+// A root's authorization without extensionRef that only disables authorization is
+// how a Contour host opts out of the global external authorization (Contour's guide
+// shows it): with no global authorization, the host is served unauthorized, with a
+// warning, not refused.
+func TestHTTPProxyAuthorizationOptOut(t *testing.T) {
+	cert := testutil.SelfSigned("a.example.com")
+	root := proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: cert}, authorization: {authPolicy: {disabled: true}}}, routes: [{services: [{name: web, port: 80}]}]}}`)
+	g := build(root, tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM), svc("default", "web", ":80"))
+	st := wantProxy(t, g, "default", "root", StatusValid)
+	wantProblem(t, "warnings", st.Warnings, problemAuth, "GlobalAuthorizationNotConfigured", "no global external authorization")
+	for _, svh := range g.HTTPS {
+		if svh.Authorization != nil {
+			t.Errorf("%s is authorized: %+v", svh.Name, svh.Authorization)
+		}
+	}
+	if v := ValidateObject(root, nil, Options{}); len(v.Problems) > 0 {
+		t.Errorf("ValidateObject: %v", v.Problems)
+	}
+	// An authorization naming no server that does not disable it is refused where the
+	// installation has no global authorization to use instead.
+	enabled := proxy(t, `{metadata: {name: root}, spec: {virtualhost: {fqdn: a.example.com, tls: {secretName: cert}, authorization: {authPolicy: {context: {a: b}}}}, routes: [{services: [{name: web, port: 80}]}]}}`)
+	g = build(enabled, tlsSecret("default", "cert", cert.CertPEM, cert.KeyPEM), svc("default", "web", ":80"))
+	st = wantProxy(t, g, "default", "root", StatusInvalid)
+	wantProblem(t, "errors", st.Errors, problemAuth, "ExtensionServiceRefMissing", "no extensionRef")
+}

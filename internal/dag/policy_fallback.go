@@ -33,6 +33,11 @@ func (b *builder) addToFallback(svh *SecureVirtualHost, secret *Secret) {
 		fb = &SecureVirtualHost{VirtualHost: VirtualHost{Name: fallbackHostName}, Secret: secret, MinTLSVersion: DefaultProxyMinTLSVersion}
 		b.svhosts[fallbackHostName] = fb
 	}
+	// A host under the fallback certificate has no server of its own (they are
+	// refused together): only the installation's, the same for every host.
+	if svh.Authorization != nil {
+		fb.Authorization = svh.Authorization
+	}
 	fb.Also = append(fb.Also, &svh.VirtualHost)
 	b.alsoChanged = true
 }

@@ -143,13 +143,12 @@ func validateRemoteJWKS(r *contourv1.RemoteJWKS, field string, c *proxyCheck) {
 		c.fail(problemJWT, "RemoteJWKSUpstreamValidationInvalid", "%s.validation needs an https uri: a plain HTTP server has no certificate to verify", field)
 	}
 	if v := r.UpstreamValidation; v != nil {
-		if v.CACertificate == "" {
-			c.fail(problemJWT, "RemoteJWKSUpstreamValidationInvalid", "%s.validation.caSecret is required", field)
-		} else if msg := validateSecretRef(v.CACertificate); msg != "" {
-			c.fail(problemJWT, "RemoteJWKSUpstreamValidationInvalid", "%s.validation.caSecret: %s", field, msg)
+		problems := upstreamValidationProblems(v)
+		for _, msg := range problems {
+			c.fail(problemJWT, "RemoteJWKSUpstreamValidationInvalid", "%s.validation.%s", field, msg)
 		}
-		if v.SubjectName == "" && len(v.SubjectNames) == 0 {
-			c.fail(problemJWT, "RemoteJWKSUpstreamValidationInvalid", "%s.validation.subjectName is required: the name the key set server's certificate must carry", field)
+		if msg := validateSecretRef(v.CACertificate); len(problems) == 0 && msg != "" {
+			c.fail(problemJWT, "RemoteJWKSUpstreamValidationInvalid", "%s.validation.caSecret: %s", field, msg)
 		}
 	}
 	for _, d := range []struct{ name, value string }{{"timeout", r.Timeout}, {"cacheDuration", r.CacheDuration}} {
@@ -327,10 +326,7 @@ func (b *builder) jwksValidation(root *proxyNode, v *contourv1.UpstreamValidatio
 		root.check.fail(problemJWT, "RemoteJWKSUpstreamValidationInvalid", "%s.caSecret: %s", field, msg)
 		return nil, false
 	}
-	names := slices.Clone(v.SubjectNames)
-	if v.SubjectName != "" && !slices.Contains(names, v.SubjectName) {
-		names = append([]string{v.SubjectName}, names...)
-	}
+	names := slices.Clone(subjectNames(v))
 	return &UpstreamValidation{CAName: key.String(), CACert: ca, SubjectNames: names, ServerName: names[0]}, true
 }
 

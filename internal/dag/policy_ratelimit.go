@@ -234,8 +234,8 @@ func rateLimitHeaders(in []contourv1.HeaderValue, field string, c *proxyCheck) [
 			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s[%d].name: %s", field, i, msg)
 			continue
 		}
-		if strings.ContainsAny(h.Value, "\r\n\x00") {
-			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s[%d].value may not contain CR, LF or NUL", field, i)
+		if h.Value == "" || strings.ContainsAny(h.Value, "\r\n\x00") {
+			c.fail(problemSpec, "RateLimitPolicyInvalid", "%s[%d].value must be non-empty, without CR, LF or NUL", field, i)
 			continue
 		}
 		out = append(out, HeaderValue{Name: http.CanonicalHeaderKey(h.Name), Value: strings.ReplaceAll(h.Value, "%", "%%")})

@@ -71,7 +71,7 @@ func TestHTTPProxyLocalRateLimitInvalid(t *testing.T) {
 		{"status Envoy cannot send", `{local: {requests: 1, unit: second, responseStatusCode: 418}}`, []string{".local.responseStatusCode 418"}},
 		{"header name", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: "x y", value: v}]}}`, []string{`.local.responseHeadersToAdd[0].name: "x y" is not a valid header name`}},
 		{"hop-by-hop header", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: connection, value: close}]}}`, []string{".local.responseHeadersToAdd[0].name: Connection is a hop-by-hop header"}},
-		{"header value", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: x, value: "a\nb"}]}}`, []string{".local.responseHeadersToAdd[0].value may not contain CR, LF or NUL"}},
+		{"header value", `{local: {requests: 1, unit: second, responseHeadersToAdd: [{name: x, value: "a\nb"}]}}`, []string{".local.responseHeadersToAdd[0].value must be non-empty, without CR, LF or NUL"}},
 		{"overflow", `{local: {requests: 4294967295, unit: second, burst: 1}}`, []string{"requests plus burst is 4294967296"}},
 		{"empty", `{}`, []string{"needs local or global"}},
 		{"global without descriptors", `{global: {}}`, []string{".global needs descriptors (or disabled: true)"}},

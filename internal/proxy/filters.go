@@ -4,6 +4,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
+	"github.com/portico-dev/portico/internal/proxy/filters/compressor"
 	"github.com/portico-dev/portico/internal/proxy/filters/cors"
 	"github.com/portico-dev/portico/internal/proxy/filters/extauthz"
 	"github.com/portico-dev/portico/internal/proxy/filters/grpcweb"
@@ -26,4 +27,5 @@ var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	rbac.Factory{},
 	jwtauthn.Factory{},
 	grpcweb.Factory{},
+	compressor.Factory{},
 )

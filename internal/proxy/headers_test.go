@@ -62,9 +62,9 @@ func TestConvertHeaderMutationRejects(t *testing.T) {
 			rc.VirtualHosts[0].Routes[0] = &routev3.Route{Match: prefixMatch("/"), Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{
 				Status: 200, Body: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "hello"}}}}}
 		}, "direct_response body is 5 bytes, more than max_direct_response_body_size_bytes (4)"},
-		{"host rewrite from a header", func(rc *routev3.RouteConfiguration) {
-			rc.VirtualHosts[0].Routes[0].GetRoute().HostRewriteSpecifier = &routev3.RouteAction_HostRewriteHeader{HostRewriteHeader: "x-host"}
-		}, "host_rewrite_header is not supported"},
+		{"host rewrite from no header name", func(rc *routev3.RouteConfiguration) {
+			rc.VirtualHosts[0].Routes[0].GetRoute().HostRewriteSpecifier = &routev3.RouteAction_HostRewriteHeader{HostRewriteHeader: "x host"}
+		}, `host_rewrite_header "x host" is not a header name`},
 		{"auto host rewrite", func(rc *routev3.RouteConfiguration) {
 			rc.VirtualHosts[0].Routes[0].GetRoute().HostRewriteSpecifier = &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)}
 		}, "auto_host_rewrite is not supported"},
@@ -297,4 +297,92 @@ func TestHeaderMutations(t *testing.T) {
 			t.Errorf("got secret %q host %q x-level %q", r.Header.Get("X-Backend-Secret"), r.Echo.Host, r.Echo.Header.Get("X-Level"))
 		}
 	})
+}
+
+// TestHostRewriteHeader: host_rewrite_header takes the Host from a request
+// header as it is after the header mutations, over a weighted cluster's
+// literal; an absent or empty header leaves the Host as it was.
+func TestHostRewriteHeader(t *testing.T) {
+	cp := startControlPlane(t)
+	a := headerBackend(t, "A")
+	res := resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		clusters:  []*clusterv3.Cluster{edsCluster("A")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("A", a.addr())},
+	}
+	fromHeader := func(ra *routev3.RouteAction) {
+		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteHeader{HostRewriteHeader: "x-rewrite"}
+	}
+	direct := withAction(toCluster("A", prefixMatch("/direct")), fromHeader)
+	mutated := withAction(toCluster("A", prefixMatch("/mutated")), fromHeader)
+	mutated.RequestHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-rewrite", "%REQ(x-other)%")}
+	split := withAction(weighted(prefixMatch("/split"), map[string]uint32{"A": 1}), fromHeader)
+	split.GetRoute().GetWeightedClusters().Clusters[0].HostRewriteSpecifier =
+		&routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: "cluster.internal"}
+	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("hdr.example.com", direct, mutated, split))}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := noRedirectClient()
+	for _, tc := range []struct {
+		path    string
+		headers map[string]string
+		want    string
+	}{
+		{"/direct", map[string]string{"X-Rewrite": "to.example.com"}, "to.example.com"},
+		{"/direct", nil, "hdr.example.com"},
+		{"/direct", map[string]string{"X-Rewrite": ""}, "hdr.example.com"},
+		{"/mutated", map[string]string{"X-Rewrite": "ignored", "X-Other": "other.example.com"}, "other.example.com"},
+		{"/split", map[string]string{"X-Rewrite": "to.example.com"}, "to.example.com"},
+		{"/split", nil, "cluster.internal"},
+	} {
+		r := get(t, c, p.httpURL(t, tc.path), "hdr.example.com", tc.headers)
+		if r.Status != http.StatusOK || r.Echo.Host != tc.want {
+			t.Errorf("%s with %v: status %d, Host %q; want 200 and %q", tc.path, tc.headers, r.Status, r.Echo.Host, tc.want)
+		}
+	}
+}
+
+// TestExchangeOperators: response headers name the endpoint that answered,
+// and Envoy's response flags and details of the upstream's response and of
+// the proxy's own; request headers name the Host.
+func TestExchangeOperators(t *testing.T) {
+	cp := startControlPlane(t)
+	a := headerBackend(t, "A")
+	res := resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		clusters:  []*clusterv3.Cluster{edsCluster("A"), edsCluster("empty")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("A", a.addr()), assignment("empty")},
+	}
+	exchange := []*corev3.HeaderValueOption{xdstest.Set("x-exchange", "%UPSTREAM_REMOTE_ADDRESS%|%RESPONSE_FLAGS%|%RESPONSE_CODE_DETAILS%")}
+	up, down := toCluster("A", prefixMatch("/up")), toCluster("empty", prefixMatch("/down"))
+	up.ResponseHeadersToAdd, down.ResponseHeadersToAdd = exchange, exchange
+	up.RequestHeadersToAdd = []*corev3.HeaderValueOption{
+		xdstest.Set("x-host", "%REQ(Host)%"),
+		xdstest.Set("x-upstream", "%UPSTREAM_REMOTE_ADDRESS%"),
+		xdstest.Set("x-local", "%DOWNSTREAM_LOCAL_ADDRESS%"),
+		xdstest.Set("x-tls", "%DOWNSTREAM_TLS_VERSION%"),
+	}
+	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("hdr.example.com", up, down))}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := noRedirectClient()
+
+	r := get(t, c, p.httpURL(t, "/up"), "hdr.example.com", nil)
+	if got, want := r.Header.Get("X-Exchange"), a.addr()+"|-|via_upstream"; got != want {
+		t.Errorf("upstream response: x-exchange %q, want %q", got, want)
+	}
+	got := map[string][]string{"X-Host": r.Echo.Header["X-Host"], "X-Upstream": r.Echo.Header["X-Upstream"],
+		"X-Local": r.Echo.Header["X-Local"], "X-Tls": r.Echo.Header["X-Tls"]}
+	// Empty values (plaintext, no upstream picked yet) drop the header.
+	want := map[string][]string{"X-Host": {"hdr.example.com"}, "X-Local": {strings.TrimPrefix(p.httpURL(t, ""), "http://")},
+		"X-Upstream": nil, "X-Tls": nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("upstream request (-want +got):\n%s", diff)
+	}
+	r = get(t, c, p.httpURL(t, "/down"), "hdr.example.com", nil)
+	if got, want := r.Header.Get("X-Exchange"), "|UH|no_healthy_upstream"; r.Status != http.StatusServiceUnavailable || got != want {
+		t.Errorf("no endpoint: status %d, x-exchange %q; want 503 and %q", r.Status, got, want)
+	}
 }

@@ -211,6 +211,26 @@ spec:
 				"the services of spec.routes[0] change the Server response header differently (services[0] removes it, services[1] leaves it): Portico decides Server per route: change it in spec.routes[0].responseHeadersPolicy, or alike in every service of the route",
 		},
 		{
+			// Values the HTTPProxy CRD's schema refuses are refused here too, for a
+			// cluster whose CRDs are older than the controller, and for `portico run`.
+			name: "HTTPProxy with values Contour's schema refuses",
+			req: func(t *testing.T) *admissionv1.AdmissionRequest {
+				return request(admissionv1.Create, manifest(t, `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: schema, namespace: apps}
+spec:
+  virtualhost: {fqdn: schema.example}
+  routes:
+    - services:
+        - {name: web, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: web.example, subjectNames: [other.example]}}
+      cookieRewritePolicies: [{name: session, domainRewrite: {value: Schema.Example}}]
+`), nil)
+			},
+			message: `not served: spec.routes[0].cookieRewritePolicies[0].domainRewrite.value "Schema.Example" must be a domain name in lower case (letters, digits, '-' and '.', such as example.com); ` +
+				`spec.routes[0].services[0].validation.subjectNames[0] "other.example" must equal subjectName "web.example": list subjectName first`,
+		},
+		{
 			name: "HTTPProxy with a bad IP block and an invalid CORS origin",
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				return request(admissionv1.Create, manifest(t, `

@@ -40,16 +40,7 @@ spec:
 // authProxy is a root HTTPProxy on host, TLS with the Secret cert, authorized as auth
 // says, whose routes are given.
 func authProxy(name, host, auth, routes string) string {
-	return fmt.Sprintf(`apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {name: %s}
-spec:
-  virtualhost:
-    fqdn: %s
-    tls: {secretName: cert}
-    authorization: %s
-  routes:
-%s`, name, host, auth, routes)
+	return tlsProxy(name, host, "    authorization: "+auth+"\n", routes)
 }
 
 const webRoute = "  - services: [{name: web, port: 80}]\n"
@@ -63,6 +54,19 @@ func (e *env) getAuth(host, path, user, password string) result {
 		auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 	}
 	return e.getTLSWith(host, path, "Authorization", auth)
+}
+
+// wantAllowed wants r answered by the web backend, which got the headers want.
+func wantAllowed(t *testing.T, r result, want map[string]string) {
+	t.Helper()
+	if r.status != http.StatusOK || r.service() != "web" {
+		t.Fatalf("status %d from %q, want the backend's answer", r.status, r.service())
+	}
+	for name, v := range want {
+		if got := upstreamHeader(r, name); got != v {
+			t.Errorf("upstream %s = %q, want %q", name, got, v)
+		}
+	}
 }
 
 func upstreamHeader(r result, name string) string {
@@ -126,15 +130,7 @@ func TestExtAuthz(t *testing.T) {
 		}
 	})
 	t.Run("allowed with the server's headers and the host's context", func(t *testing.T) {
-		r := e.getAuth("a.example.com", "/", "alice", "wonderland")
-		if r.status != http.StatusOK || r.service() != "web" {
-			t.Fatalf("status %d from %q", r.status, r.service())
-		}
-		for name, want := range map[string]string{"Auth-Username": "alice", "Auth-Context-Site": "a", "Auth-Context-Tier": "web"} {
-			if got := upstreamHeader(r, name); got != want {
-				t.Errorf("upstream %s = %q, want %q", name, got, want)
-			}
-		}
+		wantAllowed(t, e.getAuth("a.example.com", "/", "alice", "wonderland"), map[string]string{"Auth-Username": "alice", "Auth-Context-Site": "a", "Auth-Context-Tier": "web"})
 	})
 	t.Run("route context over the host's", func(t *testing.T) {
 		r := e.getAuth("a.example.com", "/admin", "alice", "wonderland")

@@ -237,9 +237,10 @@ type Route struct {
 	// +optional
 	PathRewritePolicy *PathRewritePolicy `json:"pathRewritePolicy,omitempty"`
 	// RequestHeadersPolicy edits the request headers sent upstream. Setting Host
-	// rewrites the request's host; its value must be a literal host name. The
-	// %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% variables are refused here:
-	// only a service's policy has a service to name.
+	// rewrites the request's host: to the value as written, or, for a value with
+	// %REQ(Header-Name)%, to that request header's value (the Host is kept when the
+	// request lacks it). %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% are sent
+	// as written here: only a service's policy has a service to name.
 	// +optional
 	RequestHeadersPolicy *HeadersPolicy `json:"requestHeadersPolicy,omitempty"`
 	// ResponseHeadersPolicy edits the response headers; Host cannot be set. Server

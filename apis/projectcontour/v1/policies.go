@@ -243,10 +243,12 @@ type HeaderValue struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
-	// Value of the header: text, with Envoy's %REQ(Header-Name)%,
-	// %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%, %PROTOCOL% and %HOSTNAME%, and
-	// %CONTOUR_NAMESPACE%, %CONTOUR_SERVICE_NAME% and %CONTOUR_SERVICE_PORT% (these
-	// two in a service's policy only); any other "%" is sent as it is.
+	// Value of the header: text, with the dynamic values Contour documents (Envoy's
+	// %REQ(Header-Name)%, %DOWNSTREAM_REMOTE_ADDRESS%, %DOWNSTREAM_PEER_SUBJECT%,
+	// %PROTOCOL%, %HOSTNAME%, %RESPONSE_FLAGS% and the others the HTTPProxy guide
+	// lists), and %CONTOUR_NAMESPACE%, %CONTOUR_SERVICE_NAME% and
+	// %CONTOUR_SERVICE_PORT% (these two in a service's policy only); any other "%" is
+	// sent as it is.
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	Value string `json:"value"`

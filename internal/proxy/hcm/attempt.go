@@ -138,7 +138,7 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 	}
 	t.attempts++
 	t.ex.attempts = int(t.attempts)
-	t.ex.upstreamHost = u.Host
+	t.ex.info.UpstreamHost = u.Host
 	t.cluster.Active[endpoint].Add(1)
 	t.cluster.State.Served.Store(true)
 	return a, out

@@ -29,10 +29,13 @@ type upstreamTarget struct {
 	endpoint string
 	path     string // escaped path to send upstream
 	host     string // Host header to send upstream
-	rawQuery string
-	scheme   string // downstream scheme, for X-Forwarded-Proto
-	xff      string // X-Forwarded-For to send; "" leaves it out
-	xfcc     string // X-Forwarded-Client-Cert to send; "" leaves it out
+	// hostHeader (host_rewrite_header): the request header whose value, after
+	// the header mutations, replaces host when present and not empty.
+	hostHeader string
+	rawQuery   string
+	scheme     string // downstream scheme, for X-Forwarded-Proto
+	xff        string // X-Forwarded-For to send; "" leaves it out
+	xfcc       string // X-Forwarded-Client-Cert to send; "" leaves it out
 	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
 	encode func(http.Header)
 	// redirect, when set, may follow the response's redirect itself
@@ -147,11 +150,17 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	var refused *filter.ReplyError
 	cause := context.Cause(r.Context())
 	switch {
-	case errors.Is(cause, errRouteTimeout), errors.Is(err, errPerTryTimeout) && r.Context().Err() == nil:
+	case errors.Is(cause, errRouteTimeout):
+		outcome(r, "UT", "response_timeout")
+		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
+	case errors.Is(err, errPerTryTimeout) && r.Context().Err() == nil:
+		outcome(r, "UT", "upstream_per_try_timeout")
 		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
 	case errors.Is(cause, errStreamIdleTimeout):
+		outcome(r, "SI", "stream_idle_timeout")
 		localReply(w, http.StatusRequestTimeout, "stream timeout")
 	case errors.Is(err, errNoHealthyUpstream):
+		outcome(r, "UH", "no_healthy_upstream")
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
 	case errors.As(err, &refused):
 		filterBodyReply(w, r, &refused.Reply)
@@ -167,7 +176,9 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 			rw.status = statusClientClosedRequest
 		}
 	default:
-		localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+resetReason(err))
+		reason := resetReason(err)
+		outcome(r, resetFlag(reason), "upstream_reset_before_response_started{"+strings.ReplaceAll(reason, " ", "_")+"}")
+		localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+reason)
 	}
 }
 
@@ -175,10 +186,31 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 // while the router sent it (filter.ReplyError).
 func filterBodyReply(w http.ResponseWriter, r *http.Request, lr *filter.LocalReply) {
 	if t := targetFrom(r.Context()); t != nil {
-		t.ex.details = lr.Details
+		t.ex.info.Details = lr.Details
 	}
 	setHeaders(w.Header(), lr.Headers)
 	localReply(w, lr.Status, lr.Body)
+}
+
+// outcome records Envoy's response flags and details of a reply the proxy
+// makes instead of the upstream's, for the access log and header values.
+func outcome(r *http.Request, flags, details string) {
+	if t := targetFrom(r.Context()); t != nil {
+		t.ex.info.ResponseFlags, t.ex.info.Details = flags, details
+	}
+}
+
+// resetFlag is Envoy's response flag of an upstream failure before the
+// response: a connection that could not be made (UF), a protocol error
+// (UPE), or a connection that ended (UC).
+func resetFlag(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, "connection failure"), reason == "connection timeout", strings.HasPrefix(reason, "destination refused"):
+		return "UF"
+	case reason == "protocol error":
+		return "UPE"
+	}
+	return "UC"
 }
 
 func resetReason(err error) string {
@@ -217,8 +249,18 @@ func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
 	rewrite := rp.Rewrite
 	rp.Rewrite = func(pr *httputil.ProxyRequest) {
 		rewrite(pr)
-		if t := targetFrom(pr.In.Context()); t != nil && t.ex.headers != nil {
+		t := targetFrom(pr.In.Context())
+		if t == nil {
+			return
+		}
+		if t.ex.headers != nil {
 			t.ex.headers.ApplyRequest(pr.Out.Header)
+		}
+		// As Envoy's route entry: the header is read once the mutations are done.
+		if t.hostHeader != "" {
+			if v := pr.Out.Header[t.hostHeader]; len(v) > 0 && v[0] != "" {
+				pr.Out.Host = v[0]
+			}
 		}
 	}
 	rp.ModifyResponse = func(res *http.Response) error {

@@ -33,15 +33,17 @@ type Handler struct {
 
 // exchange collects what the access log and metrics report about a request.
 type exchange struct {
-	vhost        string        // label values: "(none)" until matched
-	route        *router.Route // nil: none matched
-	stats        *RouteStats
-	cluster      string
-	upstream     *upstream.Stats      // nil unless the request was forwarded
-	upstreamHost string               // of the last attempt
-	attempts     int                  // upstream attempts made (0 for local replies)
-	details      string               // why the proxy answered itself, when it says more than the status
-	headers      *router.RouteHeaders // the route's header mutations and cookies; nil: none
+	vhost    string        // label values: "(none)" until matched
+	route    *router.Route // nil: none matched
+	stats    *RouteStats
+	cluster  string
+	upstream *upstream.Stats // nil unless the request was forwarded
+	attempts int             // upstream attempts made (0 for local replies)
+	// info: the upstream host of the last attempt, why the proxy answered
+	// itself (when it says more than the status), and what header values
+	// read of the exchange.
+	info    router.StreamInfo
+	headers *router.RouteHeaders // the route's header mutations and cookies; nil: none
 	// routeHeaders is where headers points once set: every route of Portico's
 	// changes headers (its Server header), so it comes with the exchange
 	// instead of in an allocation of its own.
@@ -54,6 +56,7 @@ type exchange struct {
 func (ex *exchange) headersFor(rw *responseWriter, r *http.Request, ri *router.RequestInfo) *router.RouteHeaders {
 	if ex.headers == nil {
 		ex.routeHeaders = *router.NewRouteHeaders(nil, r, ri, &rw.hcm.Client)
+		ex.routeHeaders.Stream = &ex.info
 		ex.headers = &ex.routeHeaders
 		rw.headers = ex.headers
 	}
@@ -72,6 +75,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 	}
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
 	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
+	ex.info.Certificates = lc.Certificates
 	ri := newRequestInfo(hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
 
@@ -182,7 +186,7 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 		rw.headers = nil // Envoy's local replies get only a forwarding route's
 	}
 	setHeaders(rw.Header(), lr.Headers)
-	ex.details = lr.Details
+	ex.info.Details = lr.Details
 	rw.replyFilter = lr.Filter
 	localReply(rw, lr.Status, lr.Body)
 	return true
@@ -251,6 +255,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 		if fa.NotFoundStatus == http.StatusServiceUnavailable {
 			body = "no healthy upstream"
 		}
+		ex.info.ResponseFlags, ex.info.Details = "NC", "cluster_not_found"
 		localReply(rw, fa.NotFoundStatus, body)
 		return
 	}
@@ -263,10 +268,11 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	}
 	endpoint, ok := cl.Pick(pc)
 	if !ok {
+		ex.info.ResponseFlags, ex.info.Details = "UH", "no_healthy_upstream"
 		localReply(rw, http.StatusServiceUnavailable, "no healthy upstream")
 		return
 	}
-	ex.upstreamHost = cl.Endpoints[endpoint]
+	ex.info.UpstreamHost = cl.Endpoints[endpoint]
 	ex.upstream = cl.Stats
 
 	ctx, cancel := context.WithCancelCause(r.Context())
@@ -280,6 +286,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	}()
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.Authority, wc.HostRewrite, fa.HostRewrite)
+	t.hostHeader = fa.HostRewriteHeader
 	if d := rw.hcm.Xfcc; d != nil && r.TLS != nil {
 		t.xfcc = d.header(r.TLS, lc.Certificates.ServedCertificate(r.TLS.ServerName))
 	}
@@ -494,7 +501,7 @@ func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWr
 		Elapsed:      elapsed,
 		Bytes:        rw.bytes,
 		Cluster:      ex.cluster,
-		UpstreamHost: ex.upstreamHost,
+		UpstreamHost: ex.info.UpstreamHost,
 		Attempts:     ex.attempts,
 		RequestID:    rw.requestID,
 		Vhost:        ex.vhost,
@@ -502,7 +509,7 @@ func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWr
 		RoutePath:    UnmatchedLabel,
 		RemoteAddr:   r.RemoteAddr,
 		UpstreamErr:  rw.upstreamErr,
-		Details:      ex.details,
+		Details:      ex.info.Details,
 	}
 	if rt := ex.route; rt != nil {
 		e.Route, e.RoutePath, e.RouteName = rt.Label, rt.PathLabel, rt.Name

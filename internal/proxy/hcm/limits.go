@@ -61,9 +61,9 @@ func fieldsExceed(hcm *Spec, h http.Header, size, count int) string {
 // as Envoy closes it after such a codec error.
 func refuseHeaders(rw *responseWriter, r *http.Request, ex *exchange, reason string) {
 	if reason == headersTooLarge {
-		ex.details = "request_headers_too_large"
+		ex.info.Details = "request_headers_too_large"
 	} else {
-		ex.details = "too_many_request_headers"
+		ex.info.Details = "too_many_request_headers"
 	}
 	if r.ProtoMajor == 1 {
 		rw.Header().Set("Connection", "close")

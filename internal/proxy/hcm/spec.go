@@ -1,7 +1,6 @@
 package hcm
 
 import (
-	"crypto/tls"
 	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
@@ -75,6 +74,4 @@ type Listener struct {
 }
 
 // CertificateSource is a TLS listener, as the certificates it presents.
-type CertificateSource interface {
-	ServedCertificate(sni string) *tls.Certificate
-}
+type CertificateSource = router.ServedCertificates

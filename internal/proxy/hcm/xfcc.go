@@ -3,10 +3,10 @@ package hcm
 import (
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"strings"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
 )
 
 // xfccDetails are the parts of the client certificate the connection
@@ -34,12 +34,12 @@ func (d *xfccDetails) header(cs *tls.ConnectionState, local *tls.Certificate) st
 	sum := sha256.Sum256(leaf.Raw)
 	parts = append(parts, "Hash="+hex.EncodeToString(sum[:]))
 	if d.Cert {
-		parts = append(parts, `Cert="`+urlEncodedPEM(leaf)+`"`)
+		parts = append(parts, `Cert="`+router.URLEncodedPEM(leaf)+`"`)
 	}
 	if d.Chain {
 		var b strings.Builder
 		for _, c := range cs.PeerCertificates {
-			b.WriteString(urlEncodedPEM(c))
+			b.WriteString(router.URLEncodedPEM(c))
 		}
 		parts = append(parts, `Chain="`+b.String()+`"`)
 	}
@@ -56,11 +56,4 @@ func (d *xfccDetails) header(cs *tls.ConnectionState, local *tls.Certificate) st
 		}
 	}
 	return strings.Join(parts, ";")
-}
-
-// pemEscaper is Envoy's URL encoding of a PEM certificate in the header.
-var pemEscaper = strings.NewReplacer("\n", "%0A", " ", "%20", "+", "%2B", "/", "%2F", "=", "%3D")
-
-func urlEncodedPEM(c *x509.Certificate) string {
-	return pemEscaper.Replace(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})))
 }

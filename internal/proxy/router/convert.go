@@ -11,6 +11,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
@@ -482,7 +483,6 @@ func ConvertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*For
 		xdsconv.Set("path_rewrite_policy", ra.GetPathRewritePolicy() != nil),
 		xdsconv.Set("path_rewrite", ra.GetPathRewrite() != ""),
 		xdsconv.Set("auto_host_rewrite", ra.GetAutoHostRewrite() != nil),
-		xdsconv.Set("host_rewrite_header", ra.GetHostRewriteHeader() != ""),
 		xdsconv.Set("host_rewrite_path_regex", ra.GetHostRewritePathRegex() != nil),
 		xdsconv.Set("host_rewrite", ra.GetHostRewrite() != ""),
 		xdsconv.Set("append_x_forwarded_host", ra.GetAppendXForwardedHost()),
@@ -504,6 +504,12 @@ func ConvertRouteAction(ra *routev3.RouteAction, filters *filter.Registry) (*For
 		HasPrefixRewrite: ra.GetPrefixRewrite() != "",
 		HostRewrite:      ra.GetHostRewriteLiteral(),
 		Retry:            noRetries,
+	}
+	if name := ra.GetHostRewriteHeader(); name != "" {
+		if !httpguts.ValidHeaderFieldName(name) {
+			return nil, fmt.Errorf("host_rewrite_header %q is not a header name", name)
+		}
+		fa.HostRewriteHeader = textproto.CanonicalMIMEHeaderKey(name)
 	}
 	if rs := ra.GetRegexRewrite(); rs != nil {
 		if fa.HasPrefixRewrite {

@@ -175,16 +175,16 @@ type formatPartKind uint8
 const (
 	partLiteral       formatPartKind = iota
 	partRequestHeader                // %REQ(name?alternative):N%
-	partRemoteAddress                // %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%
-	partProtocol                     // %PROTOCOL%
+	partOperator                     // an operator without argument: value
 )
 
 type formatPart struct {
 	kind   formatPartKind
-	text   string // partLiteral
-	header string // partRequestHeader: canonical key, or a lower-case pseudo-header
-	alt    string // partRequestHeader: used when header is absent; "" for none
-	maxLen int    // the value is cut to maxLen bytes; -1: no limit
+	text   string                     // partLiteral
+	value  func(*RouteHeaders) string // partOperator
+	header string                     // partRequestHeader: canonical key, or a lower-case pseudo-header
+	alt    string                     // partRequestHeader: used when header is absent; "" for none
+	maxLen int                        // partRequestHeader: the value is cut to maxLen bytes; -1: no limit
 }
 
 // headerFormat is a parsed header value: literal when parts is nil.
@@ -199,9 +199,9 @@ var commandRe = regexp.MustCompile(`^%([A-Z0-9_]+)(?:\(([^)]*)\))?(?::([0-9]+))?
 
 // parseHeaderFormat parses a header value as Envoy's header formatter does:
 // "%%" is a literal '%', and every other '%' must start a command operator.
-// The operators the embedded proxy evaluates are REQ, PROTOCOL,
-// DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT and HOSTNAME; any other one is an
-// error rather than text sent as is.
+// The operators the embedded proxy evaluates are REQ, HOSTNAME and those of
+// operators (the dynamic header values HTTPProxy users have); any other one
+// is an error rather than text sent as is.
 func parseHeaderFormat(s string) (headerFormat, error) {
 	if !strings.Contains(s, "%") {
 		return headerFormat{literal: s}, nil
@@ -229,50 +229,49 @@ func parseHeaderFormat(s string) (headerFormat, error) {
 		if m == nil {
 			return headerFormat{}, fmt.Errorf("value %q: no valid command operator at position %d (a literal %% is written %%%%)", s, i)
 		}
-		cmd := s[i+m[2] : i+m[3]]
-		hasArg := m[4] >= 0
-		arg := ""
-		if hasArg {
-			arg = s[i+m[4] : i+m[5]]
-		}
-		maxLen := -1
-		if m[6] >= 0 {
-			n, err := strconv.Atoi(s[i+m[6] : i+m[7]])
-			if err != nil {
-				return headerFormat{}, fmt.Errorf("value %q: length of %%%s%%: %w", s, cmd, err)
+		group := func(n int) (string, bool) {
+			if m[2*n] < 0 {
+				return "", false
 			}
-			maxLen = n
+			return s[i+m[2*n] : i+m[2*n+1]], true
 		}
+		cmd, _ := group(1)
+		arg, hasArg := group(2)
+		length, hasLen := group(3)
 		i += m[1]
-		switch cmd {
-		case "REQ":
-		case "DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT", "PROTOCOL", "HOSTNAME":
-			if hasArg {
-				return headerFormat{}, fmt.Errorf("value %q: %%%s%% takes no argument", s, cmd)
-			}
-		default:
-			return headerFormat{}, fmt.Errorf("value %q: command operator %%%s%% is not supported "+
-				"(only %%REQ(...)%%, %%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%%, %%PROTOCOL%% and %%HOSTNAME%%)", s, cmd)
-		}
-		switch cmd {
-		case "REQ":
+		if cmd == "REQ" {
 			p, err := requestHeaderPart(arg, hasArg)
 			if err != nil {
 				return headerFormat{}, fmt.Errorf("value %q: %w", s, err)
 			}
-			p.maxLen = maxLen
+			if hasLen {
+				n, err := strconv.Atoi(length)
+				if err != nil {
+					return headerFormat{}, fmt.Errorf("value %q: length of %%%s%%: %w", s, cmd, err)
+				}
+				p.maxLen = n
+			}
 			flush()
 			parts = append(parts, p)
-		case "DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT":
-			flush()
-			parts = append(parts, formatPart{kind: partRemoteAddress, maxLen: maxLen})
-		case "PROTOCOL":
-			flush()
-			parts = append(parts, formatPart{kind: partProtocol, maxLen: maxLen})
-		case "HOSTNAME":
-			// Known for the life of the process: resolved here, like Envoy does once.
-			lit.WriteString(truncate(hostname(), maxLen))
+			continue
 		}
+		value, known := operators[cmd]
+		if !known && cmd != "HOSTNAME" {
+			return headerFormat{}, fmt.Errorf("value %q: command operator %%%s%% is not supported "+
+				"(only %%REQ(...)%%, %%HOSTNAME%% and %%%s%%)", s, cmd, strings.Join(operatorNames(), "%%, %%"))
+		}
+		if hasArg || hasLen {
+			// Envoy's syntax check refuses both on these operators.
+			return headerFormat{}, fmt.Errorf("value %q: %%%s%% takes no argument nor length", s, cmd)
+		}
+		if !known {
+			// HOSTNAME is known for the life of the process: resolved here, as
+			// Envoy does once.
+			lit.WriteString(hostname())
+			continue
+		}
+		flush()
+		parts = append(parts, formatPart{kind: partOperator, value: value})
 	}
 	if len(parts) == 0 {
 		return headerFormat{literal: lit.String()}, nil
@@ -290,7 +289,7 @@ func requestHeaderPart(arg string, hasArg bool) (formatPart, error) {
 	if main == "" || strings.Contains(alt, "?") {
 		return formatPart{}, fmt.Errorf("%%REQ(%s)%%: want %%REQ(name)%% or %%REQ(name?alternative)%%", arg)
 	}
-	p := formatPart{kind: partRequestHeader, header: requestHeaderKey(main)}
+	p := formatPart{kind: partRequestHeader, header: requestHeaderKey(main), maxLen: -1}
 	if alt != "" {
 		p.alt = requestHeaderKey(alt)
 	}
@@ -298,9 +297,14 @@ func requestHeaderPart(arg string, hasArg bool) (formatPart, error) {
 }
 
 // requestHeaderKey is the lookup key of a request header name: a
-// lower-cased pseudo-header, or a canonical http.Header key.
+// lower-cased pseudo-header, or a canonical http.Header key. Host is
+// :authority: Envoy's header map keeps the Host of HTTP/1 requests there and
+// finds it under "host" too.
 func requestHeaderKey(name string) string {
-	if strings.HasPrefix(name, ":") {
+	switch {
+	case strings.EqualFold(name, "host"):
+		return ":authority"
+	case strings.HasPrefix(name, ":"):
 		return strings.ToLower(name)
 	}
 	return textproto.CanonicalMIMEHeaderKey(name)
@@ -338,6 +342,15 @@ type RouteHeaders struct {
 	// request is the request's header map for %REQ()%: the downstream one
 	// until the upstream request has been built, that one afterwards.
 	request http.Header
+	// Stream is what the connection manager knows of the exchange (the
+	// upstream, the response's flags and details, the listener's
+	// certificate); nil: nothing.
+	Stream *StreamInfo
+	// responding: response headers are being evaluated (the upstream and the
+	// response are known then, not for request headers).
+	responding bool
+	// fromUpstream: the response being evaluated is the upstream's.
+	fromUpstream bool
 	// Responded: the upstream response's headers were mutated, so the
 	// response head written for it needs nothing more.
 	Responded bool
@@ -353,7 +366,7 @@ func NewRouteHeaders(plan *mutationPlan, r *http.Request, ri *RequestInfo, clien
 // (X-Forwarded-For, X-Forwarded-Proto, X-Request-Id) were set, as Envoy's
 // router does after its connection manager.
 func (rh *RouteHeaders) ApplyRequest(h http.Header) {
-	rh.request = h
+	rh.request, rh.responding = h, false
 	if rh.Plan == nil {
 		return
 	}
@@ -373,6 +386,7 @@ func (rh *RouteHeaders) ApplyResponse(h http.Header, upstream bool) {
 	if rh.Plan == nil {
 		return
 	}
+	rh.responding, rh.fromUpstream = true, upstream
 	for _, m := range rh.Plan.response {
 		m.apply(h, rh)
 	}
@@ -427,23 +441,18 @@ func (f *headerFormat) eval(rh *RouteHeaders) string {
 	}
 	var b strings.Builder
 	for i := range f.parts {
-		p := &f.parts[i]
-		var v string
-		switch p.kind {
+		switch p := &f.parts[i]; p.kind {
 		case partLiteral:
 			b.WriteString(p.text)
-			continue
+		case partOperator:
+			b.WriteString(p.value(rh))
 		case partRequestHeader:
-			var ok bool
-			if v, ok = rh.requestHeader(p.header); !ok && p.alt != "" {
+			v, ok := rh.requestHeader(p.header)
+			if !ok && p.alt != "" {
 				v, _ = rh.requestHeader(p.alt)
 			}
-		case partRemoteAddress:
-			v = DownstreamRemoteIP(rh.client, rh.r)
-		case partProtocol:
-			v = protocolName(rh.r)
+			b.WriteString(truncate(v, p.maxLen))
 		}
-		b.WriteString(truncate(v, p.maxLen))
 	}
 	return b.String()
 }
@@ -476,22 +485,11 @@ func DownstreamRemoteIP(c *ClientAddressing, r *http.Request) string {
 	if a, ok := c.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
 		return a.String()
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+	if a, ok := addrPort(r.RemoteAddr); ok {
+		return a.Addr().String()
 	}
-	return host
-}
-
-// protocolName is %PROTOCOL%: Envoy writes "HTTP/2", not "HTTP/2.0".
-func protocolName(r *http.Request) string {
-	switch {
-	case r.ProtoMajor == 2:
-		return "HTTP/2"
-	case r.ProtoMajor == 3:
-		return "HTTP/3"
-	case r.ProtoMajor == 1 && r.ProtoMinor == 0:
-		return "HTTP/1.0"
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
 	}
-	return "HTTP/1.1"
+	return r.RemoteAddr
 }

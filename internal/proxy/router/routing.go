@@ -180,8 +180,12 @@ type ForwardAction struct {
 	HasIdleTimeout bool
 	HashPolicies   []HashPolicy // for RING_HASH and MAGLEV clusters
 	HostRewrite    string       // host_rewrite_literal; "" keeps the request's host
-	Upgrades       []routeUpgrade
-	Mirrors        []MirrorPolicy // request_mirror_policies
+	// HostRewriteHeader (host_rewrite_header, canonical): the first value of this
+	// request header, after the header mutations, becomes the Host; absent or
+	// empty, the Host stays. "" for none.
+	HostRewriteHeader string
+	Upgrades          []routeUpgrade
+	Mirrors           []MirrorPolicy // request_mirror_policies
 	// InternalRedirect, when set, follows upstream redirects in the proxy.
 	InternalRedirect *internalRedirectSpec
 }

@@ -28,14 +28,23 @@ var extAuthzFilter = httpFilter{
 	disabled: true,
 }
 
-// extAuthzListener asks the ExtensionService's cluster over gRPC v3, or with plain
-// HTTP requests (serviceType http); a failure to get an answer is a 403, or lets the
-// request through with failOpen (Envoy's status_on_error and failure_mode_allow).
-func extAuthzListener(svh *dag.SecureVirtualHost, _ Options) *anypb.Any {
-	if svh == nil || svh.Authorization == nil {
+// extAuthzListener is the filter of an authorized HTTPS server name, or of the plain
+// listener when the installation has a global authorization (svh nil).
+func extAuthzListener(svh *dag.SecureVirtualHost, opts Options) *anypb.Any {
+	a := opts.globalAuthorization()
+	if svh != nil {
+		a = svh.Authorization
+	}
+	if a == nil {
 		return nil
 	}
-	a := svh.Authorization
+	return extAuthzConfig(a)
+}
+
+// extAuthzConfig asks the ExtensionService's cluster over gRPC v3, or with plain
+// HTTP requests (serviceType http); a failure to get an answer is a 403, or lets the
+// request through with failOpen (Envoy's status_on_error and failure_mode_allow).
+func extAuthzConfig(a *dag.Authorization) *anypb.Any {
 	out := &extauthzv3.ExtAuthz{
 		TransportApiVersion: corev3.ApiVersion_V3,
 		FailureModeAllow:    a.FailOpen,
@@ -122,4 +131,12 @@ func extAuthzRoute(r *dag.Route, _ *dag.VirtualHost, _ Options) *anypb.Any {
 		CheckSettings: &extauthzv3.CheckSettings{ContextExtensions: a.Context},
 	}}
 	return mustAny(&routev3.FilterConfig{Config: mustAny(per)})
+}
+
+// globalAuthorization is the installation's authorization server, nil without one.
+func (o Options) globalAuthorization() *dag.Authorization {
+	if o.extensions == nil {
+		return nil
+	}
+	return o.extensions.Authorization
 }

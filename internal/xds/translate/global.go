@@ -45,7 +45,21 @@ type Global struct {
 	// DNSLookupFamily is the address family ExternalName Services resolve to: "auto"
 	// (the default, ""), "v4", "v6" or "all".
 	DNSLookupFamily string
+	// Compression is the encoding responses are compressed with when clients
+	// accept it (Contour's compression.algorithm): "gzip" (the default, ""),
+	// "brotli", "zstd", or "disabled".
+	Compression Compression
 }
+
+// Compression is Contour's compression algorithm.
+type Compression string
+
+const (
+	CompressionGzip     Compression = "gzip"
+	CompressionBrotli   Compression = "brotli"
+	CompressionZstd     Compression = "zstd"
+	CompressionDisabled Compression = "disabled"
+)
 
 // ServerHeaderTransformation is Contour's serverHeaderTransformation: what Portico does
 // with the Server header of responses.
@@ -80,6 +94,11 @@ func CheckGlobal(g Global) error {
 	case "", "auto", "v4", "v6", "all":
 	default:
 		return fmt.Errorf("DNS lookup family %q: use auto, v4, v6 or all", g.DNSLookupFamily)
+	}
+	switch g.Compression {
+	case "", CompressionGzip, CompressionBrotli, CompressionZstd, CompressionDisabled:
+	default:
+		return fmt.Errorf("compression %q: use gzip, brotli, zstd or disabled", g.Compression)
 	}
 	if g.StreamIdleTimeout != nil && *g.StreamIdleTimeout < 0 {
 		return fmt.Errorf("stream idle timeout %v is negative (0 disables it)", *g.StreamIdleTimeout)

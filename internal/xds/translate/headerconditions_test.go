@@ -69,3 +69,21 @@ func TestHTTPProxyHeaderOperators(t *testing.T) {
 		})
 	}
 }
+
+// TestHostRewriteFromHeader: a route whose Host comes from a request header (an
+// HTTPProxy route's Host: %REQ(name)%) gets Envoy's host_rewrite_header, which Contour
+// emits for it; a literal Host wins. Translate validates every resource (ValidateAll).
+func TestHostRewriteFromHeader(t *testing.T) {
+	r := route(dag.PathPrefix, "/", testCluster("team", "web", 80))
+	r.HostRewriteHeader = "X-Rewrite"
+	r.RequestHeaders = &dag.HeadersPolicy{Set: []dag.HeaderValue{{Name: "X-Client", Value: "%DOWNSTREAM_PEER_SUBJECT% %REQ(Host)%"}}}
+	got := translateHost(t, Options{}, r)[0].GetRoute()
+	if diff := cmp.Diff(&routev3.RouteAction_HostRewriteHeader{HostRewriteHeader: "X-Rewrite"}, got.GetHostRewriteSpecifier(), protocmp.Transform()); diff != "" {
+		t.Errorf("host rewrite (-want +got):\n%s", diff)
+	}
+	r.HostRewrite = "literal.example.com"
+	got = translateHost(t, Options{}, r)[0].GetRoute()
+	if diff := cmp.Diff(&routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: "literal.example.com"}, got.GetHostRewriteSpecifier(), protocmp.Transform()); diff != "" {
+		t.Errorf("host rewrite (-want +got):\n%s", diff)
+	}
+}

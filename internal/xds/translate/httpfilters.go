@@ -27,7 +27,10 @@ type httpFilter struct {
 	vhost func(vh *dag.VirtualHost, opts Options) *anypb.Any
 	route func(r *dag.Route, vh *dag.VirtualHost, opts Options) *anypb.Any
 	// disabled filters run only on the routes whose configuration enables them
-	// (HttpFilter.disabled, enabled by a FilterConfig).
+	// (HttpFilter.disabled, enabled by a FilterConfig), in the connection managers
+	// of HTTPS server names. The plain listener's has such a filter only for the
+	// whole installation (the global authorization): it runs for every request there,
+	// but on the routes that disable it.
 	disabled bool
 }
 
@@ -37,9 +40,13 @@ type httpFilter struct {
 // checks, since a preflight carries no credentials to check; then the
 // checks that refuse a request from who sends it (IP rules, JWT, external
 // authorization), then the rate limits, which so count only requests that
-// would be served. Lua (cookie rewrites) works on responses only; it is first so that
-// its changes come last, as encoders run in reverse.
+// would be served. The compressor is first, where Contour puts it: the last
+// encoder, it compresses what every other filter left of a response, local
+// replies included. Lua (cookie rewrites) works on responses only; it comes
+// next so that its changes come after the other filters', as encoders run in
+// reverse.
 var httpFilters = []httpFilter{
+	compressorFilter,
 	luaFilter,
 	grpcWebFilter,
 	corsFilter,
@@ -59,7 +66,7 @@ func httpFilterChain(svh *dag.SecureVirtualHost, opts Options) []*hcmv3.HttpFilt
 			continue
 		}
 		if cfg := f.listener(svh, opts); cfg != nil {
-			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}, Disabled: f.disabled})
+			out = append(out, &hcmv3.HttpFilter{Name: f.name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: cfg}, Disabled: f.disabled && svh != nil})
 		}
 	}
 	return append(out, &hcmv3.HttpFilter{

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
 	"github.com/portico-dev/portico/internal/dag"
 	"github.com/portico-dev/portico/internal/parallel"
 )
@@ -73,6 +75,10 @@ type Incremental struct {
 	// after forget.
 	listenerClusters []*dag.Cluster
 	listenerUses     []*clusterUse
+	// httpAddr is the plain listener's address; extensionUses are the use of the
+	// clusters of opts.extensions (the graph's), nil after forget.
+	httpAddr      hostPort
+	extensionUses []*clusterUse
 
 	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
 	// by the last call (not reused), for tests and benchmarks.
@@ -131,7 +137,7 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	if err != nil {
 		return nil, fmt.Errorf("https address: %w", err)
 	}
-	t := &Incremental{opts: opts}
+	t := &Incremental{opts: opts, httpAddr: httpAddr}
 	if c := rateLimitCluster(opts.RateLimit); c != nil {
 		t.listenerClusters = []*dag.Cluster{c}
 	}
@@ -147,6 +153,33 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	return t, nil
 }
 
+// setExtensions makes ext the installation's extensions. When the connection
+// managers' filters change with them (a timeout of the ExtensionService, one created),
+// everything is translated again: every connection manager has those filters. Changes
+// rare enough (an operator's edit) not to deserve finer work.
+func (t *Incremental) setExtensions(ext *dag.Extensions) error {
+	next := t.opts
+	next.extensions = ext
+	if !sameFilters(httpFilterChain(nil, t.opts), httpFilterChain(nil, next)) {
+		l := httpListener(t.httpAddr, next)
+		if err := validateAll(l); err != nil {
+			return err
+		}
+		t.forget()
+		t.httpListener = l
+	} else if t.extensionUses != nil {
+		t.release(t.extensionUses)
+		t.extensionUses = nil
+	}
+	t.opts = next
+	return nil
+}
+
+// sameFilters reports whether two connection managers' filters are the same.
+func sameFilters(a, b []*hcmv3.HttpFilter) bool {
+	return slices.EqualFunc(a, b, func(x, y *hcmv3.HttpFilter) bool { return proto.Equal(x, y) })
+}
+
 // forget drops every translation, so that the next call translates everything.
 func (t *Incremental) forget() {
 	t.http, t.secure, t.order = nil, nil, nil
@@ -156,6 +189,7 @@ func (t *Incremental) forget() {
 	t.httpRoutes, t.httpsListener = nil, nil
 	t.gateways = nil
 	t.listenerUses = nil
+	t.extensionUses = nil
 }
 
 // Translate converts g, as Translate(g, opts) does.
@@ -163,12 +197,20 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 	t.Retranslated = 0
 	defer func() { t.pre = nil }()
 	err = recoverInvalid(func() error {
+		if g.Extensions != t.opts.extensions {
+			if err := t.setExtensions(g.Extensions); err != nil {
+				return err
+			}
+		}
 		var err error
 		if t.pre, err = t.pretranslate(g); err != nil {
 			return err
 		}
 		if t.listenerUses == nil && len(t.listenerClusters) > 0 {
 			t.listenerUses = t.use(t.listenerClusters)
+		}
+		if t.extensionUses == nil {
+			t.extensionUses = t.use(g.Extensions.Clusters())
 		}
 		res = &Resources{Listeners: []types.Resource{t.httpListener}}
 		routes, err := t.httpRouteConfig(g.HTTP)

@@ -14,16 +14,31 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
 
+// rateLimitExtension is the rate limit service's ExtensionService resolved, nil
+// without one.
+func (o Options) rateLimitExtension() *dag.RateLimitExtension {
+	if o.extensions == nil {
+		return nil
+	}
+	return o.extensions.RateLimit
+}
+
 // RateLimitService is the global rate limit service (Options.RateLimit): Envoy's rate
-// limit protocol (envoy.service.ratelimit.v3) over gRPC in clear text.
+// limit protocol (envoy.service.ratelimit.v3) over gRPC, at an address in clear text,
+// or through an ExtensionService (which says the protocol, TLS and load balancing).
 type RateLimitService struct {
 	// Address is host:port: an IP address, or a DNS name (a Service's, in a cluster),
 	// which the data plane resolves and which must not be a loopback address then.
 	Address string
+	// ExtensionService, set instead of Address, names the ExtensionService of the
+	// service (dag.Options.RateLimitExtension): its cluster is the graph's
+	// (dag.Graph.Extensions), and its timeoutPolicy.response replaces Timeout.
+	ExtensionService *types.NamespacedName
 	// Domain is sent with every request; the service's configuration is per domain.
 	Domain string
 	// FailOpen lets requests through when the service cannot answer; otherwise they get
@@ -50,6 +65,15 @@ func CheckRateLimitService(s *RateLimitService) error {
 	if s == nil {
 		return nil
 	}
+	if s.ExtensionService != nil {
+		if s.Address != "" {
+			return fmt.Errorf("the rate limit service is given twice, by address (%s) and by ExtensionService (%s): keep one", s.Address, s.ExtensionService)
+		}
+		if s.ExtensionService.Namespace == "" || s.ExtensionService.Name == "" {
+			return fmt.Errorf("the rate limit service's ExtensionService %q needs a namespace and a name (NAMESPACE/NAME)", s.ExtensionService)
+		}
+		return checkRateLimitSettings(s)
+	}
 	host, port, err := net.SplitHostPort(s.Address)
 	if err != nil {
 		return fmt.Errorf("rate limit service address %q: %w", s.Address, err)
@@ -60,6 +84,11 @@ func CheckRateLimitService(s *RateLimitService) error {
 	if host == "" {
 		return fmt.Errorf("rate limit service address %q needs a host", s.Address)
 	}
+	return checkRateLimitSettings(s)
+}
+
+// checkRateLimitSettings says what is wrong with s but its address.
+func checkRateLimitSettings(s *RateLimitService) error {
 	if s.Domain == "" {
 		return fmt.Errorf("the rate limit service needs a domain")
 	}
@@ -73,7 +102,7 @@ func CheckRateLimitService(s *RateLimitService) error {
 // a load assignment of its own, or a DNS name the data plane resolves (as an
 // ExternalName Service's). nil without a service.
 func rateLimitCluster(s *RateLimitService) *dag.Cluster {
-	if s == nil {
+	if s == nil || s.ExtensionService != nil {
 		return nil
 	}
 	host, port, _ := net.SplitHostPort(s.Address)
@@ -98,7 +127,13 @@ var rateLimitFilter = httpFilter{
 		if s == nil {
 			return nil
 		}
-		timeout := s.Timeout
+		cluster, timeout := RateLimitClusterName, s.Timeout
+		if es := s.ExtensionService; es != nil {
+			cluster = dag.ExtensionClusterName(es.Namespace, es.Name)
+			if rl := opts.rateLimitExtension(); rl != nil && rl.Timeout != nil {
+				timeout = *rl.Timeout
+			}
+		}
 		if timeout == 0 {
 			timeout = DefaultRateLimitTimeout
 		}
@@ -108,7 +143,7 @@ var rateLimitFilter = httpFilter{
 			FailureModeDeny: !s.FailOpen,
 			RateLimitService: &ratelimitconfv3.RateLimitServiceConfig{
 				GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
-					EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: RateLimitClusterName},
+					EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: cluster},
 				}},
 				TransportApiVersion: corev3.ApiVersion_V3,
 			},
@@ -161,4 +196,13 @@ func rateLimitAction(e dag.RateLimitEntry) *routev3.RateLimit_Action {
 		return &routev3.RateLimit_Action{ActionSpecifier: &routev3.RateLimit_Action_HeaderValueMatch_{HeaderValueMatch: m}}
 	}
 	return &routev3.RateLimit_Action{ActionSpecifier: &routev3.RateLimit_Action_RemoteAddress_{RemoteAddress: &routev3.RateLimit_Action_RemoteAddress{}}}
+}
+
+// Extension is the ExtensionService of the service, nil when it is reached by address
+// (or s is nil).
+func (s *RateLimitService) Extension() *types.NamespacedName {
+	if s == nil {
+		return nil
+	}
+	return s.ExtensionService
 }

@@ -785,8 +785,11 @@ func (p *routeParts) routeAction(r *dag.Route) *routev3.RouteAction {
 	if host == "" {
 		_, _, host = headersPolicy(r.RequestHeaders, true)
 	}
-	if host != "" {
+	switch {
+	case host != "":
 		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: host}
+	case r.HostRewriteHeader != "":
+		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteHeader{HostRewriteHeader: r.HostRewriteHeader}
 	}
 	if t := r.Timeouts; t != nil {
 		if t.Request != nil {

@@ -54,6 +54,10 @@ type Options struct {
 	// rate limit policies are sent to.
 	RateLimit *RateLimitService
 
+	// extensions are the graph's (dag.Graph.Extensions): the installation's
+	// ExtensionServices, which the connection managers' filters use.
+	extensions *dag.Extensions
+
 	// keepHostPort is set for the listeners of Gateways (translateGateways): the Host
 	// keeps its port, which virtual host matching ignores, and goes upstream as the
 	// client sent it (Gateway API). The shared listeners strip it, as Contour does.
@@ -133,6 +137,7 @@ func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 }
 
 func translate(g *dag.Graph, opts Options) (*Resources, error) {
+	opts.extensions = g.Extensions
 	httpAddr, err := socketAddress(opts.HTTPAddress)
 	if err != nil {
 		return nil, fmt.Errorf("http address: %w", err)
