@@ -7,6 +7,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/filters/compressor"
 	"github.com/portico-dev/portico/internal/proxy/filters/cors"
 	"github.com/portico-dev/portico/internal/proxy/filters/extauthz"
+	"github.com/portico-dev/portico/internal/proxy/filters/grpcweb"
 	"github.com/portico-dev/portico/internal/proxy/filters/jwtauthn"
 	"github.com/portico-dev/portico/internal/proxy/filters/localratelimit"
 	"github.com/portico-dev/portico/internal/proxy/filters/lua"
@@ -25,5 +26,6 @@ var httpFilters = filter.NewRegistry(&routerv3.Router{},
 	cors.Factory{},
 	rbac.Factory{},
 	jwtauthn.Factory{},
+	grpcweb.Factory{},
 	compressor.Factory{},
 )

@@ -10,6 +10,7 @@ import (
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -20,9 +21,9 @@ import (
 
 // BenchmarkProxyRequestIPAndCORS is BenchmarkProxyRequest (a request with an
 // Origin header) through the connection managers Portico's translator emits
-// (the CORS and RBAC filters before the router) against the same route
-// without them: "none" has only the router; "idle" has the filters but no
-// policy on the route, which the chain skips; "rbac" allows the client's
+// (the gRPC-Web, CORS and RBAC filters before the router) against the same
+// route without them: "none" has only the router; "idle" has the filters but
+// no policy on the route, and the request is not gRPC-Web: the chain skips it; "rbac" allows the client's
 // block, "cors" allows its origin, "rbac+cors" both.
 func BenchmarkProxyRequestIPAndCORS(b *testing.B) {
 	rbacPolicy := func(b *testing.B) *anypb.Any {
@@ -65,6 +66,7 @@ func BenchmarkProxyRequestIPAndCORS(b *testing.B) {
 			if tc.filters {
 				l = modifyHCM(b, func(h *hcmv3.HttpConnectionManager) {
 					h.HttpFilters = []*hcmv3.HttpFilter{
+						{Name: "envoy.filters.http.grpc_web", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(b, &grpcwebv3.GrpcWeb{})}},
 						{Name: "envoy.filters.http.cors", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(b, &corsv3.Cors{})}},
 						{Name: "envoy.filters.http.rbac", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(b, &rbacv3.RBAC{})}},
 						{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(b, &routerv3.Router{})}},

@@ -56,6 +56,8 @@ type entry struct {
 	disabled bool
 	// routeScoped filters run only on routes with per-route configuration.
 	routeScoped bool
+	// selective, when set, picks the requests the filter runs on.
+	selective Selective
 }
 
 // Clusters are the clusters the chain's filters reach (ClusterUser), each
@@ -116,10 +118,11 @@ func (r *Registry) BuildChain(filters []*hcmv3.HttpFilter) (*Chain, error) {
 			return nil, fmt.Errorf("http filter %q: %w", hf.GetName(), err)
 		}
 		rs, _ := flt.(RouteScoped)
+		sel, _ := flt.(Selective)
 		if _, ok := flt.(BodyEncoder); ok {
 			c.bodyEncoders = true
 		}
-		c.entries = append(c.entries, entry{name: hf.GetName(), filter: flt, disabled: hf.GetDisabled(), routeScoped: rs != nil && rs.RouteScoped()})
+		c.entries = append(c.entries, entry{name: hf.GetName(), filter: flt, disabled: hf.GetDisabled(), routeScoped: rs != nil && rs.RouteScoped(), selective: sel})
 	}
 	if len(c.entries) == 0 {
 		return nil, nil
@@ -238,20 +241,28 @@ func Merge(route, vhost PerFilter) PerFilter {
 	return out
 }
 
-// skips reports whether e does not run for a route configured by perFilter.
-func (e *entry) skips(perFilter PerFilter) (PerRoute, bool) {
+// skips reports whether e does not run for a request with headers h (nil:
+// whatever its headers) on a route configured by perFilter.
+func (e *entry) skips(perFilter PerFilter, h Headers) (PerRoute, bool) {
 	pr, ok := perFilter[e.name]
-	return pr, pr.Disabled || ((e.disabled || e.routeScoped) && !ok) || (e.disabled && !pr.Enabled)
+	return pr, pr.Disabled || ((e.disabled || e.routeScoped) && !ok) || (e.disabled && !pr.Enabled) ||
+		(e.selective != nil && h != nil && !e.selective.Selects(h))
 }
 
 // Idle reports whether no filter of the chain runs on a route configured by
-// perFilter: the request can skip the chain.
+// perFilter, whatever the request: its requests can skip the chain.
 func (c *Chain) Idle(perFilter PerFilter) bool {
+	return c.IdleFor(perFilter, nil)
+}
+
+// IdleFor reports whether no filter of the chain runs for a request with
+// headers h on a route configured by perFilter: the request can skip the chain.
+func (c *Chain) IdleFor(perFilter PerFilter, h Headers) bool {
 	if c == nil {
 		return true
 	}
 	for i := range c.entries {
-		if _, skip := c.entries[i].skips(perFilter); !skip {
+		if _, skip := c.entries[i].skips(perFilter, h); !skip {
 			return false
 		}
 	}
@@ -269,7 +280,7 @@ func (c *Chain) Encoding(perFilter PerFilter) bool {
 		if _, ok := e.filter.(Encoder); !ok {
 			continue
 		}
-		if _, skip := e.skips(perFilter); !skip {
+		if _, skip := e.skips(perFilter, nil); !skip {
 			return true
 		}
 	}
@@ -287,7 +298,7 @@ func (c *Chain) Encode(s *Stream, perFilter PerFilter, h Headers) {
 		if !ok {
 			continue
 		}
-		if pr, skip := e.skips(perFilter); !skip {
+		if pr, skip := e.skips(perFilter, nil); !skip {
 			enc.EncodeHeaders(s, pr.Config, h)
 		}
 	}
@@ -301,7 +312,7 @@ func (c *Chain) Decode(s *Stream, perFilter PerFilter) *LocalReply {
 	}
 	for i := range c.entries {
 		e := &c.entries[i]
-		pr, skip := e.skips(perFilter)
+		pr, skip := e.skips(perFilter, s.Request.Headers)
 		if skip {
 			continue
 		}

@@ -202,3 +202,35 @@ func TestRouteScopedFiltersRunOnlyWhereConfigured(t *testing.T) {
 		t.Fatalf("reply = %+v, want 403", lr)
 	}
 }
+
+// selectX runs only on requests with an X-Select header.
+type selectX struct{ denyFilter }
+
+func (selectX) Selects(h Headers) bool { return h.Get("X-Select") != "" }
+
+type selectFactory struct{ denyHeader }
+
+func (selectFactory) Name() string { return "test.select" }
+func (selectFactory) New(a *anypb.Any) (Filter, error) {
+	f, err := denyHeader{}.New(a)
+	return selectX{f.(denyFilter)}, err
+}
+
+// A selective filter makes the chain idle for the requests it does not select, and
+// runs for those it does.
+func TestSelectiveFilter(t *testing.T) {
+	r := NewRegistry(&routerv3.Router{}, selectFactory{})
+	c, err := r.BuildChain([]*hcmv3.HttpFilter{deny(t, "sel", "x-deny", false), router(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Idle(nil) {
+		t.Error("Idle whatever the request, with a selective filter")
+	}
+	if !c.IdleFor(nil, stream("x-deny").Request.Headers) || c.Decode(stream("x-deny"), nil) != nil {
+		t.Error("the filter ran on a request it does not select")
+	}
+	if c.IdleFor(nil, stream("x-select").Request.Headers) || c.Decode(stream("x-select", "x-deny"), nil) == nil {
+		t.Error("the filter did not run on a request it selects")
+	}
+}

@@ -59,13 +59,20 @@ type BodyEncoder interface {
 }
 
 // BodyEncoding reports whether some filter of the chain sees response
-// bodies on a route configured by perFilter.
+// bodies on a route configured by perFilter, whatever the request.
 func (c *Chain) BodyEncoding(perFilter PerFilter) bool {
+	return c.BodyEncodingFor(perFilter, nil)
+}
+
+// BodyEncodingFor reports whether some filter of the chain sees the response
+// bodies of a request with headers h (nil: whatever they are; see Selective)
+// on a route configured by perFilter.
+func (c *Chain) BodyEncodingFor(perFilter PerFilter, h Headers) bool {
 	if c == nil || !c.bodyEncoders {
 		return false
 	}
 	for i := range c.entries {
-		if c.encodes(i, perFilter) {
+		if c.encodes(i, perFilter, h) {
 			return true
 		}
 	}
@@ -82,7 +89,7 @@ func (c *Chain) EncodeResponse(s *Stream, perFilter PerFilter, head *ResponseHea
 	var actBuf [maxSlots + 1]int
 	act := actBuf[:0] // the encoders that run, in the chain's order
 	for i := range c.entries {
-		if c.encodes(i, perFilter) {
+		if c.encodes(i, perFilter, nil) {
 			act = append(act, i)
 		}
 	}
@@ -103,7 +110,7 @@ func (c *Chain) EncodeResponse(s *Stream, perFilter PerFilter, head *ResponseHea
 	}
 	for j := len(act) - 1; j >= 0; j-- {
 		e := &c.entries[act[j]]
-		pr, _ := e.skips(perFilter)
+		pr, _ := e.skips(perFilter, nil)
 		next := out
 		if j > 0 {
 			next = &slots[j-1]
@@ -129,14 +136,14 @@ func (c *Chain) EncodeResponse(s *Stream, perFilter PerFilter, head *ResponseHea
 	return cur
 }
 
-// encodes reports whether entry i is a body encoder that runs on a route
-// configured by perFilter.
-func (c *Chain) encodes(i int, perFilter PerFilter) bool {
+// encodes reports whether entry i is a body encoder that runs for a request
+// with headers h (nil: any) on a route configured by perFilter.
+func (c *Chain) encodes(i int, perFilter PerFilter, h Headers) bool {
 	e := &c.entries[i]
 	if _, ok := e.filter.(BodyEncoder); !ok {
 		return false
 	}
-	_, skip := e.skips(perFilter)
+	_, skip := e.skips(perFilter, h)
 	return !skip
 }
 

@@ -94,7 +94,8 @@ type Stream struct {
 
 	ctx         context.Context
 	respHeaders []HeaderValue
-	body        Body // Request.Body's, kept here so that a body costs no allocation
+	body        Body       // Request.Body's, kept here so that a body costs no allocation
+	client      switchable // the client's body, which Request.Body reads
 	// state is what filters keep with the request (SetState), in stateBuf
 	// while it fits.
 	state    []stateEntry
@@ -177,6 +178,15 @@ type Encoder interface {
 // route configures no filter does not pay for the chain at all.
 type RouteScoped interface {
 	RouteScoped() bool
+}
+
+// Selective is implemented by filters that act on a request only when its
+// headers single it out (gRPC-Web's content types): the chain runs them for
+// those requests alone, and a request that no filter selects skips the chain
+// as one whose route configures no filter does. Selects must be cheap: it
+// runs for every request.
+type Selective interface {
+	Selects(h Headers) bool
 }
 
 // ClusterUser is implemented by filters that reach clusters through

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
@@ -146,6 +147,7 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if rw != nil {
 		rw.upstreamErr = err
 	}
+	var refused *filter.ReplyError
 	cause := context.Cause(r.Context())
 	switch {
 	case errors.Is(cause, errRouteTimeout):
@@ -160,6 +162,8 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, errNoHealthyUpstream):
 		outcome(r, "UH", "no_healthy_upstream")
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
+	case errors.As(err, &refused):
+		filterBodyReply(w, r, &refused.Reply)
 	case errors.Is(err, errRequestTrailersTooLarge):
 		if rw != nil {
 			rw.Header().Set("Connection", "close")
@@ -176,6 +180,16 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 		outcome(r, resetFlag(reason), "upstream_reset_before_response_started{"+strings.ReplaceAll(reason, " ", "_")+"}")
 		localReply(w, http.StatusBadGateway, "upstream connect error or disconnect/reset before headers. reset reason: "+reason)
 	}
+}
+
+// filterBodyReply answers a request whose body a filter's replacement refused
+// while the router sent it (filter.ReplyError).
+func filterBodyReply(w http.ResponseWriter, r *http.Request, lr *filter.LocalReply) {
+	if t := targetFrom(r.Context()); t != nil {
+		t.ex.info.Details = lr.Details
+	}
+	setHeaders(w.Header(), lr.Headers)
+	localReply(w, lr.Status, lr.Body)
 }
 
 // outcome records Envoy's response flags and details of a reply the proxy

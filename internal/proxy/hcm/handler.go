@@ -2,11 +2,9 @@ package hcm
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -157,7 +155,8 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	if rt != nil {
 		perFilter = rt.PerFilter
 	}
-	idle, encodes := c.Idle(perFilter), c.BodyEncoding(perFilter)
+	hdr := filter.HeaderMap(r.Header)
+	idle, encodes := c.IdleFor(perFilter, hdr), c.BodyEncodingFor(perFilter, hdr)
 	if idle && !encodes {
 		return false
 	}
@@ -174,8 +173,9 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 		s.SetBody(fb, r.ContentLength)
 	}
 	lr := c.Decode(s, perFilter)
-	if buf, ok := s.Buffered(); ok { // what filters read goes upstream first
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+	if body, length, changed := s.ForwardBody(r.Body); changed { // what filters read or replaced goes upstream
+		r.Body = readCloser{body, r.Body}
+		r.ContentLength = length
 	}
 	rw.filterHeaders = s.ResponseHeaders()
 	if lr == nil {
@@ -185,18 +185,22 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	if lr.Bare || (rt != nil && rt.Forward == nil) {
 		rw.headers = nil // Envoy's local replies get only a forwarding route's
 	}
-	hdr := rw.Header()
-	for _, hv := range lr.Headers {
-		if hv.Overwrite {
-			hdr.Set(hv.Name, hv.Value)
-		} else {
-			hdr.Add(hv.Name, hv.Value)
-		}
-	}
+	setHeaders(rw.Header(), lr.Headers)
 	ex.info.Details = lr.Details
 	rw.replyFilter = lr.Filter
 	localReply(rw, lr.Status, lr.Body)
 	return true
+}
+
+// setHeaders sets or adds the headers filters asked for.
+func setHeaders(h http.Header, hs []filter.HeaderValue) {
+	for _, hv := range hs {
+		if hv.Overwrite {
+			h.Set(hv.Name, hv.Value)
+		} else {
+			h.Add(hv.Name, hv.Value)
+		}
+	}
 }
 
 // newStream is the request's passage through the HTTP filters: the
@@ -294,7 +298,14 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	}
 	if c := rw.hcm.Filters; c != nil {
 		pf := filter.Merge(wc.PerFilter, rt.PerFilter)
-		if c.Encoding(pf) || c.BodyEncoding(pf) {
+		// A selective body encoder (gRPC-Web) runs when it picked the request
+		// as it was decoded: then the request has its stream, rw.enc.
+		var picked filter.Headers = filter.HeaderMap(nil) // no request: no pick
+		if rw.enc != nil {
+			picked = nil
+		}
+		bodyEncodes := c.BodyEncodingFor(pf, picked)
+		if c.Encoding(pf) || bodyEncodes {
 			s := rw.enc
 			if s == nil {
 				s = h.newStream(rw, r, ri, rt, ex)
@@ -304,7 +315,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 			}
 			rw.enc, rw.perFilter = s, pf
 		}
-		if !c.BodyEncoding(pf) {
+		if !bodyEncodes {
 			rw.enc = nil // the picked cluster's configuration turned them off
 		}
 	}
@@ -784,13 +795,7 @@ func (w *responseWriter) decorate() {
 		w.headers.ApplyResponse(h, false)
 	}
 	// Filters' encoders run after the router's changes in Envoy.
-	for _, hv := range w.filterHeaders {
-		if hv.Overwrite {
-			h.Set(hv.Name, hv.Value)
-		} else {
-			h.Add(hv.Name, hv.Value)
-		}
-	}
+	setHeaders(h, w.filterHeaders)
 	switch w.hcm.ServerHeader {
 	case ServerHeaderOverwrite:
 		h.Set("Server", w.hcm.ServerName)

@@ -35,7 +35,9 @@ type httpFilter struct {
 }
 
 // httpFilters is the order requests meet the filters in, the router last:
-// CORS first, since a preflight carries no credentials to check; then the
+// gRPC-Web before CORS, as in Contour (a preflight is not gRPC-Web, so CORS
+// answers it; the bridged responses get CORS's headers); CORS before the
+// checks, since a preflight carries no credentials to check; then the
 // checks that refuse a request from who sends it (IP rules, JWT, external
 // authorization), then the rate limits, which so count only requests that
 // would be served. The compressor is first, where Contour puts it: the last
@@ -46,6 +48,7 @@ type httpFilter struct {
 var httpFilters = []httpFilter{
 	compressorFilter,
 	luaFilter,
+	grpcWebFilter,
 	corsFilter,
 	rbacFilter,
 	jwtAuthnFilter,

@@ -1,0 +1,187 @@
+package grpcweb
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/portico-dev/portico/internal/proxy/filter"
+)
+
+// responseMode is what a gRPC-Web request's response becomes, kept with the
+// request (filter.Stream.SetState) from its decoding to its response.
+type responseMode uint8
+
+const (
+	binaryResponse responseMode = iota + 1
+	textResponse
+)
+
+// stateKey is the key of the request's responseMode.
+type stateKey struct{}
+
+func (m responseMode) contentType() string {
+	if m == textResponse {
+		return contentTypeGRPCWebTextProto
+	}
+	return contentTypeGRPCWebProto
+}
+
+// trailerFlag marks a gRPC-Web frame that holds the trailers.
+const trailerFlag = 0x80
+
+// EncodeResponse turns the upstream's gRPC response to a gRPC-Web request into a
+// gRPC-Web response, as Envoy does: the content type is gRPC-Web's (+proto, in
+// the mode the client's Accept asked for), the length goes, the trailers
+// become the body's last frame, and in text mode every frame is base64 on its
+// own. A response that is not gRPC (an error page, the proxy's own 503) gets
+// a grpc-status for its HTTP status, and its body is dropped.
+func (Filter) EncodeResponse(s *filter.Stream, _ any, head *filter.ResponseHead, next filter.BodyWriter) filter.BodyWriter {
+	mode, ok := s.State(stateKey{}).(responseMode)
+	if !ok {
+		return nil
+	}
+	h := head.Headers
+	bridged := isGRPCResponse(head) || isGRPCWebResponse(head)
+	h.Del("Content-Length")
+	h.Del("Trailer") // sent in the body instead
+	h.Set("Content-Type", mode.contentType())
+	if head.EndStream {
+		return nil
+	}
+	if !bridged {
+		h.Set("Grpc-Status", strconv.Itoa(grpcStatusOf(head.Status)))
+		return discard{next}
+	}
+	if mode == textResponse {
+		return &textWriter{next: next}
+	}
+	return binaryWriter{next}
+}
+
+// isGRPCResponse is Envoy's test of a gRPC response: a trailers-only one
+// (no body) with a grpc-status, or a 200 whose content type is gRPC's.
+func isGRPCResponse(head *filter.ResponseHead) bool {
+	if head.EndStream {
+		return head.Headers.Get("Grpc-Status") != ""
+	}
+	ct := head.Headers.Get("Content-Type")
+	rest, ok := strings.CutPrefix(ct, contentTypeGRPC)
+	return head.Status == http.StatusOK && ok && (rest == "" || rest[0] == '+')
+}
+
+// isGRPCWebResponse reports an upstream that answers gRPC-Web itself: a 200
+// application/grpc-web or application/grpc-web+proto, parameters aside.
+func isGRPCWebResponse(head *filter.ResponseHead) bool {
+	ct, _, _ := strings.Cut(head.Headers.Get("Content-Type"), ";")
+	ct = strings.TrimRight(ct, " \t")
+	return head.Status == http.StatusOK &&
+		(strings.EqualFold(ct, contentTypeGRPCWebProto) || strings.EqualFold(ct, contentTypeGRPCWeb))
+}
+
+// grpcStatusOf is the gRPC status of an HTTP status, as gRPC's HTTP mapping (and Envoy) say.
+func grpcStatusOf(status int) int {
+	switch status {
+	case http.StatusBadRequest:
+		return 13 // INTERNAL
+	case http.StatusUnauthorized:
+		return 16 // UNAUTHENTICATED
+	case http.StatusForbidden:
+		return 7 // PERMISSION_DENIED
+	case http.StatusNotFound:
+		return 12 // UNIMPLEMENTED
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return 14 // UNAVAILABLE
+	}
+	return 2 // UNKNOWN
+}
+
+// trailersFrame is the gRPC-Web frame of the trailers: lower-case
+// "name:value\r\n" lines (in name order), after the flag and length.
+func trailersFrame(trailers filter.Headers) []byte {
+	var lines []string
+	trailers.Range(func(name, value string) bool {
+		lines = append(lines, strings.ToLower(name)+":"+value+"\r\n")
+		return true
+	})
+	slices.Sort(lines)
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	out := make([]byte, 5, 5+n)
+	out[0] = trailerFlag
+	binary.BigEndian.PutUint32(out[1:], uint32(n))
+	for _, l := range lines {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// binaryWriter passes the messages on and writes the trailers as the last frame.
+type binaryWriter struct{ next filter.BodyWriter }
+
+func (w binaryWriter) Write(p []byte) (int, error) { return w.next.Write(p) }
+func (w binaryWriter) Flush() error                { return w.next.Flush() }
+
+func (w binaryWriter) Close(trailers filter.Headers) error {
+	if trailers != nil {
+		if _, err := w.next.Write(trailersFrame(trailers)); err != nil {
+			return err
+		}
+	}
+	return w.next.Close(nil)
+}
+
+// textWriter base64-encodes every whole gRPC frame on its own, as Envoy does,
+// holding a frame back until it is whole: a client decodes frame by frame.
+type textWriter struct {
+	next    filter.BodyWriter
+	pending []byte // the start of a frame not whole yet
+	out     []byte
+}
+
+func (w *textWriter) Write(p []byte) (int, error) {
+	w.pending = append(w.pending, p...)
+	w.out = w.out[:0]
+	frames := 0
+	for len(w.pending)-frames >= 5 {
+		n := 5 + int(binary.BigEndian.Uint32(w.pending[frames+1:]))
+		if len(w.pending)-frames < n {
+			break
+		}
+		w.out = base64.StdEncoding.AppendEncode(w.out, w.pending[frames:frames+n])
+		frames += n
+	}
+	w.pending = w.pending[:copy(w.pending, w.pending[frames:])]
+	if len(w.out) > 0 {
+		if _, err := w.next.Write(w.out); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (w *textWriter) Flush() error { return w.next.Flush() }
+
+// Close writes the trailers frame; an unfinished frame is dropped, as Envoy's
+// frame decoder drops it.
+func (w *textWriter) Close(trailers filter.Headers) error {
+	if trailers != nil {
+		if _, err := w.next.Write(base64.StdEncoding.AppendEncode(nil, trailersFrame(trailers))); err != nil {
+			return err
+		}
+	}
+	return w.next.Close(nil)
+}
+
+// discard drops the body of a response that is not gRPC: its status is in
+// the headers.
+type discard struct{ next filter.BodyWriter }
+
+func (d discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d discard) Flush() error                { return d.next.Flush() }
+func (d discard) Close(filter.Headers) error  { return d.next.Close(nil) }
