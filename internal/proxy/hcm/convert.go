@@ -3,9 +3,7 @@ package hcm
 import (
 	"errors"
 	"fmt"
-	//UNUSEDIMPORT
 	"strings"
-	//UNUSEDIMPORT
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -23,7 +21,6 @@ func Convert(h *hcmv3.HttpConnectionManager, filters *filter.Registry) (*Spec, e
 		xdsconv.Set("codec_type "+h.GetCodecType().String()+" (only AUTO, HTTP1 or HTTP2)", h.GetCodecType() != hcmv3.HttpConnectionManager_AUTO &&
 			h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP1 && h.GetCodecType() != hcmv3.HttpConnectionManager_HTTP2),
 		xdsconv.Set("tracing", h.GetTracing() != nil),
-		xdsconv.Set("http_protocol_options", h.GetHttpProtocolOptions() != nil),
 		xdsconv.Set("http2_protocol_options", h.GetHttp2ProtocolOptions() != nil),
 		xdsconv.Set("http3_protocol_options", h.GetHttp3ProtocolOptions() != nil),
 		xdsconv.Set("scheme_header_transformation", h.GetSchemeHeaderTransformation() != nil),
@@ -65,6 +62,13 @@ func Convert(h *hcmv3.HttpConnectionManager, filters *filter.Registry) (*Spec, e
 		StreamIdleTimeout:     defaultStreamIdleTimeout,
 		MaxRequestHeaderBytes: DefaultMaxRequestHeadersKB * 1024,
 		MaxRequestHeaders:     DefaultMaxRequestHeaders,
+	}
+	if o := h.GetHttpProtocolOptions(); o != nil {
+		h1, err := convertHTTP1Options(o)
+		if err != nil {
+			return nil, fmt.Errorf("http_protocol_options: %w", err)
+		}
+		spec.http1 = h1
 	}
 	if d := h.GetStreamIdleTimeout(); d != nil {
 		spec.StreamIdleTimeout = d.AsDuration()

@@ -76,9 +76,13 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
 	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
 	ex.info.Certificates = lc.Certificates
+	http10Host(hcm.http1, r)
 	ri := newRequestInfo(hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
 
+	if refuseHTTP10(hcm.http1, rw, r, ex) {
+		return
+	}
 	if reason := headerLimitExceeded(hcm, r); reason != "" {
 		h.env.metrics.headersRefusedFor(reason)
 		refuseHeaders(rw, r, ex, reason)

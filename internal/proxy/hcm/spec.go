@@ -37,6 +37,8 @@ type Spec struct {
 	// headers; beyond either the request gets 431 (see limits.go).
 	MaxRequestHeaderBytes int
 	MaxRequestHeaders     int
+	// http1 is what http_protocol_options say of HTTP/1.0 requests.
+	http1 http1Options
 	// Filters are the http_filters before the router; nil: none.
 	Filters *filter.Chain
 	// ProtoMajor, when not 0, is the one HTTP major version its codec speaks

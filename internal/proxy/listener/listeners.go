@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	//UNUSEDIMPORT
 	"sync"
 	"sync/atomic"
 	"time"

@@ -282,7 +282,12 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{
 			MaxHeadersCount: wrapperspb.UInt32(opts.MaxRequestHeaders),
 		},
-		AccessLog: stdoutAccessLog(),
+		// As Contour's: HTTP/1.0 clients that send a Host are served (Envoy answers
+		// them 426 by default), and a chunked request's Content-Length is dropped
+		// rather than the request refused, which is also what Go's parser under the
+		// embedded proxy does.
+		HttpProtocolOptions: &corev3.Http1ProtocolOptions{AcceptHttp_10: true, AllowChunkedLength: true},
+		AccessLog:           stdoutAccessLog(),
 	}
 	if svh != nil {
 		forwardClientCert(hcm, svh.ClientValidation)
