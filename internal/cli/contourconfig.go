@@ -123,7 +123,7 @@ func rateLimitSection() section {
 		"domain":                       asFlag("rate-limit-domain", str),
 		"failOpen":                     asFlag("rate-limit-fail-open", boolean),
 		"enableXRateLimitHeaders":      asFlag("rate-limit-x-headers", boolean),
-		"enableResourceExhaustedCode":  refuse("not supported yet: gRPC requests over the limit get UNAVAILABLE, as Envoy's default"),
+		"enableResourceExhaustedCode":  asFlag("rate-limit-resource-exhausted", boolean),
 		"defaultGlobalRateLimitPolicy": asFlag("rate-limit-default-global-policy", asJSON),
 	}
 }

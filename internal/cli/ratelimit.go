@@ -28,6 +28,7 @@ func rateLimitFlags(fs *flag.FlagSet) func() (rateLimitConfig, error) {
 	fs.BoolVar(&s.FailOpen, "rate-limit-fail-open", false, "let requests through when the rate limit service does not answer (default: answer them 500)")
 	fs.DurationVar(&s.Timeout, "rate-limit-timeout", translate.DefaultRateLimitTimeout, "how long a request waits for the rate limit service")
 	fs.BoolVar(&s.XRateLimitHeaders, "rate-limit-x-headers", false, "add X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset to responses of globally limited routes")
+	fs.BoolVar(&s.ResourceExhausted, "rate-limit-resource-exhausted", false, "answer gRPC requests over a global limit with grpc-status RESOURCE_EXHAUSTED (8) instead of UNAVAILABLE (14), the status of a 429 (Contour's enableResourceExhaustedCode)")
 	ext := fs.String("rate-limit-extension-service", "", "`NAMESPACE/NAME` of the ExtensionService of the global rate limit service, instead of --rate-limit-service (as Contour's rateLimitService.extensionService): its protocol (h2c or h2 with its TLS validation), load balancing and timeoutPolicy.response, which replaces --rate-limit-timeout")
 	def := fs.String("rate-limit-default-global-policy", "", "global rate limit policy (`YAML or JSON`, as an HTTPProxy's rateLimitPolicy.global) of every HTTPProxy virtual host without one, such as '{descriptors: [{entries: [{remoteAddress: {}}]}]}'")
 	return func() (rateLimitConfig, error) {

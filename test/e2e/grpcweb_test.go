@@ -312,20 +312,21 @@ func TestGRPCWeb(t *testing.T) {
 
 	t.Run("answers that are not gRPC", func(t *testing.T) {
 		for _, c := range []struct {
-			path, why  string
-			status     int
-			grpcStatus string
+			path, why               string
+			status                  int
+			grpcStatus, grpcMessage string
 		}{
-			{"/nowhere/x", "a Service without endpoints: the proxy's 503", 503, "14"},
-			{"/echo/x", "an HTTP/1.1 backend's JSON 200", 200, "2"},
+			// The proxy's own answer: its text becomes grpc-message, as from Envoy.
+			{"/nowhere/x", "a Service without endpoints: the proxy's 503", 503, "14", "no healthy upstream"},
+			{"/echo/x", "an HTTP/1.1 backend's JSON 200", 200, "2", ""},
 			// Bodiless: as from Envoy, no grpc-status (the client maps the HTTP status).
-			{"/missing/x", "no route: the proxy's 404", 404, ""},
+			{"/missing/x", "no route: the proxy's 404", 404, "", ""},
 		} {
 			r := e.grpcWebCall(host, c.path, false, "x")
-			if r.status != c.status || r.header.Get("Grpc-Status") != c.grpcStatus || len(r.raw) != 0 ||
-				r.header.Get("Content-Type") != "application/grpc-web+proto" {
-				t.Errorf("%s: %d %q, grpc-status %q, body %q; want %d application/grpc-web+proto, grpc-status %s, no body",
-					c.why, r.status, r.header.Get("Content-Type"), r.header.Get("Grpc-Status"), r.raw, c.status, c.grpcStatus)
+			if r.status != c.status || r.header.Get("Grpc-Status") != c.grpcStatus || r.header.Get("Grpc-Message") != c.grpcMessage ||
+				len(r.raw) != 0 || r.header.Get("Content-Type") != "application/grpc-web+proto" {
+				t.Errorf("%s: %d %q, grpc-status %q, grpc-message %q, body %q; want %d application/grpc-web+proto, grpc-status %s, grpc-message %q, no body",
+					c.why, r.status, r.header.Get("Content-Type"), r.header.Get("Grpc-Status"), r.header.Get("Grpc-Message"), r.raw, c.status, c.grpcStatus, c.grpcMessage)
 			}
 		}
 		// A grpc-web-text body that is not base64: Envoy's 400, as gRPC's INTERNAL.

@@ -19,6 +19,10 @@ type ResponseHead struct {
 	// healthy upstream, direct_response, redirect, upstream failures).
 	Local  bool
 	Filter string
+	// LocalBody is a local reply's whole body, which the proxy knows before
+	// it sends the head (Envoy's encoders can buffer a body whole; the hook
+	// sends the head first, so this is what they could have read).
+	LocalBody string
 }
 
 // BodyWriter takes a response's body toward the client. The proxy's writer

@@ -143,6 +143,10 @@ type LocalReply struct {
 	// Details is Envoy's response code details for it (the access log's
 	// %RESPONSE_CODE_DETAILS%), such as "rbac_access_denied_matched_policy[none]".
 	Details string
+	// GRPCStatus is the grpc-status the reply carries when the request is
+	// gRPC's (the proxy answers gRPC requests in gRPC's form, as Envoy); 0:
+	// the one of Status (GRPCStatusOf).
+	GRPCStatus int
 	// Filter is the name of the filter that answered; the chain sets it.
 	Filter string
 	// Bare leaves the route's response header changes out of the reply, as

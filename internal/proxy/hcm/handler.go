@@ -73,7 +73,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
 		panic(http.ErrAbortHandler)
 	}
-	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r)}
+	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r), grpc: isGRPCRequest(r)}
 	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
 	ex.info.Certificates = lc.Certificates
 	http10Host(hcm.http1, r)
@@ -192,6 +192,7 @@ func (h *Handler) runFilters(c *filter.Chain, rw *responseWriter, r *http.Reques
 	setHeaders(rw.Header(), lr.Headers)
 	ex.info.Details = lr.Details
 	rw.replyFilter = lr.Filter
+	rw.grpcStatus = lr.GRPCStatus
 	localReply(rw, lr.Status, lr.Body)
 	return true
 }
@@ -745,6 +746,11 @@ func directResponseLocation(status int, ri *router.RequestInfo) string {
 func localReply(w http.ResponseWriter, status int, body string) {
 	if rw, ok := w.(*responseWriter); ok {
 		rw.local = true
+		if rw.grpc {
+			rw.grpcLocalReply(status, body)
+			return
+		}
+		rw.localBody = body
 	}
 	if body != "" {
 		if w.Header().Get("Content-Type") == "" {
@@ -787,6 +793,12 @@ type responseWriter struct {
 	// local: the proxy answers itself (replyFilter: for that filter).
 	local       bool
 	replyFilter string
+	// grpc: the request is gRPC's, and so are the proxy's own answers to it
+	// (isGRPCRequest); grpcStatus, when not 0, is the gRPC status a filter's
+	// reply asks for.
+	grpc       bool
+	grpcStatus int
+	localBody  string // a local reply's body, for the body encoders
 }
 
 // decorate sets the headers of the response head: the route's mutations

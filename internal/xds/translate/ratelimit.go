@@ -49,6 +49,9 @@ type RateLimitService struct {
 	// XRateLimitHeaders adds the draft RFC's X-RateLimit-Limit, -Remaining and -Reset
 	// headers to responses.
 	XRateLimitHeaders bool
+	// ResourceExhausted answers limited gRPC requests RESOURCE_EXHAUSTED instead of
+	// the UNAVAILABLE of a 429 (Contour's enableResourceExhaustedCode).
+	ResourceExhausted bool
 }
 
 // DefaultRateLimitTimeout bounds a call to the rate limit service when
@@ -148,6 +151,7 @@ var rateLimitFilter = httpFilter{
 				TransportApiVersion: corev3.ApiVersion_V3,
 			},
 		}
+		cfg.RateLimitedAsResourceExhausted = s.ResourceExhausted
 		if s.XRateLimitHeaders {
 			cfg.EnableXRatelimitHeaders = ratelimitv3.RateLimit_DRAFT_VERSION_03
 		}

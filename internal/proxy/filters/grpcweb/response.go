@@ -53,7 +53,10 @@ func (Filter) EncodeResponse(s *filter.Stream, _ any, head *filter.ResponseHead,
 		return nil
 	}
 	if !bridged {
-		h.Set("Grpc-Status", strconv.Itoa(grpcStatusOf(head.Status)))
+		h.Set("Grpc-Status", strconv.Itoa(filter.GRPCStatusOf(head.Status)))
+		if head.Local && head.LocalBody != "" {
+			h.Set("Grpc-Message", filter.GRPCMessage(head.LocalBody[:min(len(head.LocalBody), maxGRPCMessage)]))
+		}
 		return discard{next}
 	}
 	if mode == textResponse {
@@ -62,15 +65,16 @@ func (Filter) EncodeResponse(s *filter.Stream, _ any, head *filter.ResponseHead,
 	return binaryWriter{next}
 }
 
+// maxGRPCMessage bounds the body Envoy moves into grpc-message.
+const maxGRPCMessage = 16 << 10
+
 // isGRPCResponse is Envoy's test of a gRPC response: a trailers-only one
 // (no body) with a grpc-status, or a 200 whose content type is gRPC's.
 func isGRPCResponse(head *filter.ResponseHead) bool {
 	if head.EndStream {
 		return head.Headers.Get("Grpc-Status") != ""
 	}
-	ct := head.Headers.Get("Content-Type")
-	rest, ok := strings.CutPrefix(ct, contentTypeGRPC)
-	return head.Status == http.StatusOK && ok && (rest == "" || rest[0] == '+')
+	return head.Status == http.StatusOK && filter.IsGRPCContentType(head.Headers.Get("Content-Type"))
 }
 
 // isGRPCWebResponse reports an upstream that answers gRPC-Web itself: a 200
@@ -80,23 +84,6 @@ func isGRPCWebResponse(head *filter.ResponseHead) bool {
 	ct = strings.TrimRight(ct, " \t")
 	return head.Status == http.StatusOK &&
 		(strings.EqualFold(ct, contentTypeGRPCWebProto) || strings.EqualFold(ct, contentTypeGRPCWeb))
-}
-
-// grpcStatusOf is the gRPC status of an HTTP status, as gRPC's HTTP mapping (and Envoy) say.
-func grpcStatusOf(status int) int {
-	switch status {
-	case http.StatusBadRequest:
-		return 13 // INTERNAL
-	case http.StatusUnauthorized:
-		return 16 // UNAUTHENTICATED
-	case http.StatusForbidden:
-		return 7 // PERMISSION_DENIED
-	case http.StatusNotFound:
-		return 12 // UNIMPLEMENTED
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return 14 // UNAVAILABLE
-	}
-	return 2 // UNKNOWN
 }
 
 // trailersFrame is the gRPC-Web frame of the trailers: lower-case

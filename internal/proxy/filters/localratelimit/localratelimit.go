@@ -88,13 +88,14 @@ func (f *Filter) DecodeHeaders(s *filter.Stream, perRoute any) *filter.LocalRepl
 	if c.bucketFor(s.Env).take(time.Now()) || !c.enforced.sample() {
 		return nil
 	}
-	return &filter.LocalReply{Status: c.status, Body: "local_rate_limited", Headers: c.headers, Details: "local_rate_limited"}
+	return &filter.LocalReply{Status: c.status, GRPCStatus: c.grpcStatus, Body: "local_rate_limited", Headers: c.headers, Details: "local_rate_limited"}
 }
 
 // config is one LocalRateLimit, converted.
 type config struct {
 	bucket            *bucketSpec // nil: none
 	status            int
+	grpcStatus        int // of a limited gRPC request; 0: status's
 	headers           []filter.HeaderValue
 	enabled, enforced fraction
 
@@ -162,7 +163,6 @@ func parse(a *anypb.Any) (*config, error) {
 		filter.Field{Name: "local_cluster_rate_limit", Set: m.GetLocalClusterRateLimit() != nil},
 		filter.Field{Name: "enable_x_ratelimit_headers", Set: m.GetEnableXRatelimitHeaders() != 0},
 		filter.Field{Name: "request_headers_to_add_when_not_enforced", Set: len(m.GetRequestHeadersToAddWhenNotEnforced()) > 0},
-		filter.Field{Name: "rate_limited_as_resource_exhausted", Set: m.GetRateLimitedAsResourceExhausted()},
 		filter.Field{Name: "enable_retry_after_header", Set: m.GetEnableRetryAfterHeader()},
 	); err != nil {
 		return nil, err
@@ -179,6 +179,9 @@ func parse(a *anypb.Any) (*config, error) {
 	}
 	if st := m.GetStatus(); st != nil {
 		c.status = int(st.GetCode())
+	}
+	if m.GetRateLimitedAsResourceExhausted() {
+		c.grpcStatus = 8 // RESOURCE_EXHAUSTED, instead of the UNAVAILABLE of a 429
 	}
 	var err error
 	if c.headers, err = responseHeaders(m.GetResponseHeadersToAdd()); err != nil {

@@ -49,6 +49,7 @@ type Filter struct {
 	failClosed     bool
 	errorStatus    int
 	limitedStatus  int
+	limitedGRPC    int // grpc-status of a limited gRPC request; 0: limitedStatus's
 	xEnvoyHeader   bool
 	xRateLimit     bool
 	limitedHeaders []filter.HeaderValue
@@ -63,7 +64,6 @@ func (Factory) New(a *anypb.Any) (filter.Filter, error) {
 	if err := filter.Unsupported(
 		filter.Field{Name: "stage", Set: m.GetStage() != 0},
 		filter.Field{Name: "request_type other than both", Set: m.GetRequestType() != "" && m.GetRequestType() != "both"},
-		filter.Field{Name: "rate_limited_as_resource_exhausted", Set: m.GetRateLimitedAsResourceExhausted()},
 		filter.Field{Name: "filter_enabled", Set: m.GetFilterEnabled() != nil},
 		filter.Field{Name: "filter_enforced", Set: m.GetFilterEnforced() != nil},
 		filter.Field{Name: "failure_mode_deny_percent", Set: m.GetFailureModeDenyPercent() != nil},
@@ -96,6 +96,9 @@ func (Factory) New(a *anypb.Any) (filter.Filter, error) {
 	if s := m.GetRateLimitedStatus(); s != nil {
 		f.limitedStatus = int(s.GetCode())
 	}
+	if m.GetRateLimitedAsResourceExhausted() {
+		f.limitedGRPC = grpcResourceExhausted
+	}
 	if s := m.GetStatusOnError(); s != nil {
 		f.errorStatus = int(s.GetCode())
 	}
@@ -108,6 +111,11 @@ func (Factory) New(a *anypb.Any) (filter.Filter, error) {
 	}
 	return f, nil
 }
+
+// grpcResourceExhausted is gRPC's RESOURCE_EXHAUSTED, which
+// rate_limited_as_resource_exhausted gives limited gRPC requests instead of
+// the UNAVAILABLE of a 429.
+const grpcResourceExhausted = 8
 
 // Clusters is the rate limit service's cluster, which the proxy keeps with
 // the connection manager.
@@ -177,7 +185,7 @@ func (f *Filter) DecodeHeaders(s *filter.Stream, cfg any) *filter.LocalReply {
 		}
 		return nil
 	}
-	lr := &filter.LocalReply{Status: f.limitedStatus, Details: "request_rate_limited", Body: string(resp.GetRawBody())}
+	lr := &filter.LocalReply{Status: f.limitedStatus, GRPCStatus: f.limitedGRPC, Details: "request_rate_limited", Body: string(resp.GetRawBody())}
 	for _, h := range resp.GetResponseHeadersToAdd() {
 		lr.Headers = append(lr.Headers, filter.HeaderValue{Name: h.GetKey(), Value: h.GetValue()})
 	}
