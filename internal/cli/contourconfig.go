@@ -88,7 +88,13 @@ var contourKeys = map[string]rule{
 		"dns-lookup-family":                 asFlag("dns-lookup-family", dnsFamily),
 		"max-requests-per-connection":       refuse("not supported yet: connections to backends are reused without a request limit"),
 		"per-connection-buffer-limit-bytes": refuse("not supported yet: Envoy's default buffer limit (1 MiB) applies"),
-		"circuit-breakers":                  refuse("installation-wide circuit breaker defaults are not supported yet"),
+		"circuit-breakers": section{
+			"max-connections":          asFlag("default-max-connections", wholeNumber),
+			"max-pending-requests":     asFlag("default-max-pending-requests", wholeNumber),
+			"max-requests":             asFlag("default-max-requests", wholeNumber),
+			"max-retries":              asFlag("default-max-retries", wholeNumber),
+			"per-host-max-connections": asFlag("default-per-host-max-connections", wholeNumber),
+		},
 		"upstream-tls": section{
 			"minimum-protocol-version": asFlag("upstream-tls-minimum-protocol-version", tlsVersion),
 			"maximum-protocol-version": asFlag("upstream-tls-maximum-protocol-version", tlsVersion),

@@ -98,7 +98,13 @@ var contourConfigurationSpec = section{
 			"dnsLookupFamily":                   contourKeys["cluster"].(section)["dns-lookup-family"],
 			"maxRequestsPerConnection":          contourKeys["cluster"].(section)["max-requests-per-connection"],
 			"per-connection-buffer-limit-bytes": contourKeys["cluster"].(section)["per-connection-buffer-limit-bytes"],
-			"circuitBreakers":                   contourKeys["cluster"].(section)["circuit-breakers"],
+			"circuitBreakers": section{
+				"maxConnections":        asFlag("default-max-connections", wholeNumber),
+				"maxPendingRequests":    asFlag("default-max-pending-requests", wholeNumber),
+				"maxRequests":           asFlag("default-max-requests", wholeNumber),
+				"maxRetries":            asFlag("default-max-retries", wholeNumber),
+				"perHostMaxConnections": asFlag("default-per-host-max-connections", wholeNumber),
+			},
 			"upstreamTLS": section{
 				"minimumProtocolVersion": asFlag("upstream-tls-minimum-protocol-version", tlsVersion),
 				"maximumProtocolVersion": asFlag("upstream-tls-maximum-protocol-version", tlsVersion),

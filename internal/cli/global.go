@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
 	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")
 	compression := fs.String("compression", string(translate.CompressionGzip), "how responses are compressed for clients that accept it, as Contour's compression.algorithm: gzip, brotli, zstd or disabled")
+	breakerFlags(fs, &g.CircuitBreakers)
 	versions := fs.String("default-http-versions", "", "comma-separated HTTP versions clients may speak to every listener, HTTP/1.1 and HTTP/2 (default both); an HTTPProxy's spec.httpVersions replaces them for its host")
 	return func() (translate.Global, error) {
 		g.ServerHeader = translate.ServerHeaderTransformation(*server)
@@ -45,6 +47,30 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 			return g, err
 		}
 		return g, nil
+	}
+}
+
+// breakerFlags adds the flags of the circuit breakers of Services whose annotations set
+// none (Contour's cluster.circuit-breakers).
+func breakerFlags(fs *flag.FlagSet, cb *dag.CircuitBreakers) {
+	for _, f := range []struct {
+		name, what string
+		limit      *uint32
+	}{
+		{"max-connections", "connections to a Service port's endpoints (over it, requests wait as pending)", &cb.MaxConnections},
+		{"max-pending-requests", "requests waiting for a connection to a Service port (over it: 503)", &cb.MaxPendingRequests},
+		{"max-requests", "requests in flight to a Service port (over it: 503)", &cb.MaxRequests},
+		{"max-retries", "retries in flight to a Service port", &cb.MaxRetries},
+		{"per-host-max-connections", "connections to each endpoint of a Service port", &cb.PerHostMaxConnections},
+	} {
+		fs.Func("default-"+f.name, "circuit breaker: most "+f.what+" where the Service's projectcontour.io/"+f.name+" annotation sets none (`N`; default 0: Envoy's default)", func(s string) error {
+			n, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return fmt.Errorf("%q is not a whole number from 0 to 4294967295", s)
+			}
+			*f.limit = uint32(n)
+			return nil
+		})
 	}
 }
 

@@ -135,16 +135,12 @@ var Differences = []Difference{
 			}
 			return nil
 		}},
-	{ID: "circuit-breakers", Field: "Service metadata.annotations[projectcontour.io/max-*]", Status: Deliberate,
+	{ID: "circuit-breakers", Field: "Service metadata.annotations[projectcontour.io/max-*]", Status: Same,
 		Contour: "projectcontour.io/max-connections, max-pending-requests, max-requests, max-retries and per-host-max-connections set the Service's circuit breakers",
-		Portico: "they are not read: Envoy's default circuit breakers apply",
-		Do:      "remove them, or keep them for Contour only",
-		service: func(s *corev1.Service) []string { return annotationFields(s, circuitBreakerAnnotations) }},
-	{ID: "upstream-protocol-ingress", Field: "Service metadata.annotations[projectcontour.io/upstream-protocol.*]", Status: Deliberate,
+		Portico: "the same, in both data planes: over max-requests or max-pending-requests a request gets 503 with x-envoy-overloaded: true"},
+	{ID: "upstream-protocol-ingress", Field: "Service metadata.annotations[projectcontour.io/upstream-protocol.*]", Status: Same,
 		Contour: "every route to the Service port speaks that protocol: HTTPProxy routes and tcpproxy, Ingress backends",
-		Portico: "HTTPProxy routes follow it (a service's protocol field wins); Ingress backends and tcpproxy services do not",
-		Do:      "route to such ports with an HTTPProxy",
-		service: func(s *corev1.Service) []string { return annotationFields(s, upstreamProtocolAnnotations) }},
+		Portico: "the same (an HTTPProxy service's protocol field wins)"},
 	{ID: "missing-service", Status: Deliberate,
 		Contour: "a route to a Service that does not exist makes the HTTPProxy invalid; its other routes are still served and that route answers 503",
 		Portico: "the same routing, but the HTTPProxy stays valid with a warning (ServiceUnresolved)",
@@ -184,11 +180,6 @@ var Differences = []Difference{
 }
 
 var classAnnotations = []string{"kubernetes.io/ingress.class", "projectcontour.io/ingress.class", "contour.heptio.com/ingress.class"}
-
-var circuitBreakerAnnotations = []string{"projectcontour.io/max-connections", "projectcontour.io/max-pending-requests",
-	"projectcontour.io/max-requests", "projectcontour.io/max-retries", "projectcontour.io/per-host-max-connections"}
-
-var upstreamProtocolAnnotations = []string{"projectcontour.io/upstream-protocol.h2", "projectcontour.io/upstream-protocol.h2c", "projectcontour.io/upstream-protocol.tls"}
 
 // Objects are the objects checked together: a field's behaviour may depend on another
 // object (a Service's annotation).
@@ -265,16 +256,6 @@ func serviceFields(p *contourv1.HTTPProxy, name string, match func(contourv1.Ser
 			if match(s) {
 				out = append(out, fmt.Sprintf("spec.routes[%d].services[%d].%s", i, j, name))
 			}
-		}
-	}
-	return out
-}
-
-func annotationFields(s *corev1.Service, names []string) []string {
-	var out []string
-	for _, a := range names {
-		if _, ok := s.Annotations[a]; ok {
-			out = append(out, "metadata.annotations["+a+"]")
 		}
 	}
 	return out

@@ -437,6 +437,8 @@ type Cluster struct {
 	IdleConnectionTimeout *time.Duration
 	// SlowStart, when set, ramps up the share of endpoints that join the cluster.
 	SlowStart *SlowStart
+	// CircuitBreakers are what the Service's annotations set (service_breakers.go).
+	CircuitBreakers CircuitBreakers
 }
 
 // UpstreamValidation is how an upstream certificate is verified.

@@ -654,7 +654,7 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 			continue // a copy of the requests only (proxyMirrors)
 		}
 		at := lazyField{field, ".services", i}
-		cluster := b.proxyServiceCluster(n, s, at, pol, http, c)
+		cluster := b.proxyServiceCluster(n, s, at, pol, c)
 		if cluster == nil {
 			continue
 		}
@@ -681,9 +681,9 @@ func (b *builder) proxyServices(n *proxyNode, services []contourv1.Service, fiel
 }
 
 // proxyServiceCluster is the cluster of one service, or nil when the service is
-// invalid (its problem recorded). http says that it receives HTTP requests, whose
-// protocol upstream the service or its Service's annotation may choose.
-func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, http bool, c *proxyCheck) *Cluster {
+// invalid (its problem recorded). Its protocol upstream is the service's own, else the
+// one its Service's annotation gives the port.
+func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at lazyField, pol clusterPolicy, c *proxyCheck) *Cluster {
 	if s.Name == "" {
 		c.fail(problemService, "NameMissing", "%s.name is required", at)
 		return nil
@@ -699,7 +699,9 @@ func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at laz
 	p := pol
 	if s.Protocol != nil || s.UpstreamValidation != nil {
 		p.protocol, p.validation = b.proxyUpstreamTLS(n, s, at.String(), c)
-	} else if http {
+	} else {
+		// Contour's annotation holds for tcpproxy services too: it speaks TLS to a
+		// port annotated tls or h2.
 		p.protocol, _ = b.annotatedProtocol(n.p.Namespace, s.Name, s.Port)
 	}
 	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)

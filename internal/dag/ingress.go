@@ -309,7 +309,10 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 		kind = PathExact
 	}
 	// Default claims carry the path "/", so they become the prefix "/".
-	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend, clusterPolicy{})
+	var pol clusterPolicy
+	// As in Contour, the Service's annotation chooses the protocol of its port.
+	pol.protocol, _ = b.annotatedProtocolOf(plan.ref.Namespace, r.backend.Name, r.backend.Port)
+	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend, pol)
 	if warn != "" {
 		plan.warnings = append(plan.warnings, warn)
 	}

@@ -29,7 +29,7 @@ func (b *builder) proxyMirrors(n *proxyNode, services []contourv1.Service, field
 			c.fail(problemService, "OnlyOneMirror", "%s.mirror: a route has at most one mirror service; keep mirror: true on one of them", at)
 			continue
 		}
-		if cluster := b.proxyServiceCluster(n, s, at, pol, true, c); cluster != nil {
+		if cluster := b.proxyServiceCluster(n, s, at, pol, c); cluster != nil {
 			out = append(out, &Mirror{Cluster: cluster})
 		}
 	}

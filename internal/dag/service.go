@@ -39,10 +39,18 @@ func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServi
 		}
 	}
 	c := b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp, pol)
+	warning := breakerAnnotationsWarning(svc)
 	if c.SkippedEndpoints > 0 {
-		return c, fmt.Sprintf("Service %s: %d endpoint addresses ignored (not IP addresses, or ports outside 1-65535)", key, c.SkippedEndpoints)
+		warning = joinWarnings(fmt.Sprintf("Service %s: %d endpoint addresses ignored (not IP addresses, or ports outside 1-65535)", key, c.SkippedEndpoints), warning)
 	}
-	return c, ""
+	return c, warning
+}
+
+func joinWarnings(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // externalNameRefused says why an ExternalName Service may not be used, or "". Such a
@@ -161,6 +169,7 @@ func (b *builder) cluster(svc types.NamespacedName, port string, s *corev1.Servi
 		if len(isDNS1123Label(sp.Name)) == 0 {
 			c.PortName = sp.Name
 		}
+		c.CircuitBreakers = serviceCircuitBreakers(s)
 		if s.Spec.Type == corev1.ServiceTypeExternalName {
 			c.ExternalName = s.Spec.ExternalName
 		} else {

@@ -521,6 +521,7 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstream.Cluster {
 		TLS:         spec.TLS,
 		Scheme:      "http",
 		HTTP2:       spec.Protocol.Protocol == upstream.ProtoHTTP2,
+		Breakers:    spec.Breakers,
 		State:       cs,
 		Active:      cs.ActiveCounters(endpoints),
 		Added:       addedTimes(spec.LB.SlowStart, cs, endpoints),

@@ -55,10 +55,16 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 	endpoint := int(t.endpointIdx)
 	// n counts the attempts; attempt n > 1 is retry n-1.
 	for n := 1; ; n++ {
+		if err := t.cluster.Admit(req.Context(), endpoint); err != nil {
+			if n > 1 {
+				t.cluster.ReleaseRetry()
+			}
+			return nil, err // an overflow is not retried, as in Envoy
+		}
 		a, out := t.newAttempt(req, endpoint, replay)
 		res, err := base.RoundTrip(out)
 		if n > 1 {
-			t.cluster.State.ReleaseRetry() // the retry has its outcome
+			t.cluster.ReleaseRetry() // the retry has its outcome
 		}
 		o := a.outcome(req.Context(), err)
 		switch o {
@@ -78,18 +84,18 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 			od.Observe(t.cluster.OutlierHosts[endpoint], o, status, routeTimedOut)
 		}
 		if n > rp.NumRetries || !rp.Retriable(o, status) && !rp.RetriableGRPC(res) ||
-			(replay != nil && !replay.replayable()) || !t.cluster.State.AcquireRetry() {
+			(replay != nil && !replay.replayable()) || !t.cluster.AcquireRetry() {
 			return a.deliver(res, err, o)
 		}
 		a.discard(res)
 		t.cluster.Stats.Retried()
 		if !sleepCtx(req.Context(), rp.BackOff(n)) {
-			t.cluster.State.ReleaseRetry()
+			t.cluster.ReleaseRetry()
 			return nil, context.Cause(req.Context())
 		}
 		next, ok := t.cluster.Pick(t.pick)
 		if !ok {
-			t.cluster.State.ReleaseRetry()
+			t.cluster.ReleaseRetry()
 			return nil, errNoHealthyUpstream
 		}
 		endpoint = next
@@ -230,10 +236,11 @@ func (a *attempt) discard(res *http.Response) {
 }
 
 // end releases what the attempt holds: its place among the endpoint's
-// active requests, its per-try timer and its context.
+// active requests and the circuit breakers', its per-try timer and its context.
 func (a *attempt) end() {
 	a.endOnce.Do(func() {
 		a.t.cluster.Active[a.endpoint].Add(-1)
+		a.t.cluster.Leave()
 		a.perTry.stop()
 		a.cancel(nil)
 	})

@@ -45,6 +45,7 @@ type ClusterSpec struct {
 	TLS         *upstreamTLSSpec // nil: clear text
 	Protocol    ProtocolSpec
 	Outlier     *outlierSpec // nil without outlier_detection
+	Breakers    BreakerSpec  // Envoy's defaults without circuit_breakers
 	StatKey     upstreamKey  // the labels of its series (clusterStatKey)
 }
 
@@ -79,6 +80,7 @@ type Cluster struct {
 	TLS         *upstreamTLSSpec // nil: clear text
 	Scheme      string           // of upstream URLs: "https" with TLS
 	HTTP2       bool             // the cluster speaks HTTP/2 (h2 with TLS, else h2c)
+	Breakers    BreakerSpec
 	// Transport is the cluster's own transport (TLS, HTTP/2, idle_timeout);
 	// nil: the shared HTTP/1.1 one.
 	Transport http.RoundTripper
@@ -100,7 +102,6 @@ func ConvertCluster(c *clusterv3.Cluster) (*ClusterSpec, error) {
 	if err := xdsconv.Unsupported(
 		xdsconv.Set("transport_socket_matches", len(c.GetTransportSocketMatches()) > 0),
 		xdsconv.Set("transport_socket_matcher", c.GetTransportSocketMatcher() != nil),
-		xdsconv.Set("circuit_breakers", c.GetCircuitBreakers() != nil),
 		xdsconv.Set("max_requests_per_connection", c.GetMaxRequestsPerConnection() != nil),
 		xdsconv.Set("upstream_http_protocol_options", c.GetUpstreamHttpProtocolOptions() != nil),
 		xdsconv.Set("common_http_protocol_options", c.GetCommonHttpProtocolOptions() != nil),
@@ -142,6 +143,9 @@ func ConvertCluster(c *clusterv3.Cluster) (*ClusterSpec, error) {
 	}
 	if err := checkProtocolALPN(spec.Protocol.Protocol, spec.TLS); err != nil {
 		return nil, fmt.Errorf("transport_socket: %w", err)
+	}
+	if spec.Breakers, err = convertCircuitBreakers(c.GetCircuitBreakers()); err != nil {
+		return nil, fmt.Errorf("circuit_breakers: %w", err)
 	}
 	if spec.Outlier, err = convertOutlierDetection(c.GetOutlierDetection()); err != nil {
 		return nil, fmt.Errorf("outlier_detection: %w", err)

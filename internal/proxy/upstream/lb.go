@@ -182,9 +182,10 @@ func isPrime(n uint64) bool {
 // frequent updates neither reset round robin to the first endpoint, nor
 // forget in-flight requests, health or hash tables.
 type ClusterState struct {
-	rr      atomic.Uint64
-	Served  atomic.Bool  // the cluster has received traffic (health checks leave no_traffic_interval)
-	retries atomic.Int64 // retries in flight, for the max_retries circuit breaker
+	rr     atomic.Uint64
+	Served atomic.Bool // the cluster has received traffic (health checks leave no_traffic_interval)
+	// breakers count what the circuit breakers limit.
+	breakers breakerState
 
 	// active counts in-flight requests per endpoint (LEAST_REQUEST). Only
 	// the ADS goroutine touches the map; snapshots hold the counters.
@@ -241,21 +242,6 @@ func (cs *ClusterState) PruneActive(endpoints, held []string) {
 	}
 	cs.pruneAdded(keep, held)
 }
-
-// maxRetriesInFlight is Envoy's default circuit breaker max_retries: at most
-// this many retries of a cluster may be outstanding at once.
-const maxRetriesInFlight = 3
-
-// AcquireRetry reserves a retry; false means the circuit breaker is open.
-func (cs *ClusterState) AcquireRetry() bool {
-	if cs.retries.Add(1) > maxRetriesInFlight {
-		cs.retries.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (cs *ClusterState) ReleaseRetry() { cs.retries.Add(-1) }
 
 // PickContext is what a pick knows about the request.
 type PickContext struct {

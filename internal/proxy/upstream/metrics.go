@@ -23,6 +23,7 @@ type Metrics struct {
 	perTryTimeouts   *prometheus.CounterVec // upstreamLabels
 	timeouts         *prometheus.CounterVec // upstreamLabels
 	connectFailures  *prometheus.CounterVec // upstreamLabels
+	overflows        *prometheus.CounterVec // upstreamLabels, breaker
 	// DestinationsRefused counts connections the egress guard refused.
 	DestinationsRefused *prometheus.CounterVec // reason
 	// healthyEndpoints exists for Service ports with a health-checked cluster.
@@ -51,6 +52,9 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 			"Requests that exceeded the route timeout while forwarded to a Service port.", upstreamLabels...),
 		connectFailures: stats.CounterVec("upstream_connect_failures_total",
 			"Upstream attempts and TCP proxy connections that could not connect (refused, connect_timeout, a destination the proxy refuses), by Service port.", upstreamLabels...),
+		overflows: stats.CounterVec("upstream_overflows_total",
+			"Times a circuit breaker of a Service port's cluster was reached, by breaker: max_connections (a request waited for a connection), max_pending_requests and max_requests (a request answered 503 with x-envoy-overloaded), max_retries (a retry not made).",
+			append(upstreamLabels[:len(upstreamLabels):len(upstreamLabels)], "breaker")...),
 		DestinationsRefused: stats.CounterVec("upstream_destinations_refused_total",
 			"Upstream connections the proxy would not make, by reason: a name resolving to a loopback (loopback), link-local (link_local) or unspecified (unspecified) address, or any endpoint at an address Portico listens on (own_address).",
 			"reason"),
@@ -75,6 +79,7 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 		m.perTryTimeouts = stats.Register(reg, m.perTryTimeouts, log)
 		m.timeouts = stats.Register(reg, m.timeouts, log)
 		m.connectFailures = stats.Register(reg, m.connectFailures, log)
+		m.overflows = stats.Register(reg, m.overflows, log)
 		m.DestinationsRefused = stats.Register(reg, m.DestinationsRefused, log)
 		m.healthyEndpoints = stats.Register(reg, m.healthyEndpoints, log)
 		m.outlierEjections = stats.Register(reg, m.outlierEjections, log)
@@ -151,6 +156,7 @@ type Stats struct {
 	perTryTimeouts  atomic.Pointer[prometheus.Counter]
 	timeouts        atomic.Pointer[prometheus.Counter]
 	connectFailures atomic.Pointer[prometheus.Counter]
+	overflows       [len(breakerNames)]atomic.Pointer[prometheus.Counter]
 	ejections       atomic.Pointer[prometheus.Counter]
 	tcp             atomic.Pointer[TCPSeries]
 	// healthy and ejected are sums of what the port's clusters report
@@ -248,6 +254,11 @@ func (s *Stats) TimedOut() { s.counter(&s.timeouts, s.m.timeouts).Inc() }
 
 func (s *Stats) ConnectFailed() { s.counter(&s.connectFailures, s.m.connectFailures).Inc() }
 
+// overflowed counts a circuit breaker reached.
+func (s *Stats) overflowed(b breaker) {
+	s.counter(&s.overflows[b], s.m.overflows, breakerNames[b]).Inc()
+}
+
 func (s *Stats) ejection() { s.counter(&s.ejections, s.m.outlierEjections).Inc() }
 
 // tcpSeries returns the TCP proxy series, creating them.
@@ -274,6 +285,11 @@ func (s *Stats) remove() {
 		for class := range s.requests {
 			if s.requests[class].Load() != nil {
 				s.m.upstreamRequests.DeleteLabelValues(s.key.values(stats.CodeClasses[class])...)
+			}
+		}
+		for b := range s.overflows {
+			if s.overflows[b].Load() != nil {
+				s.m.overflows.DeleteLabelValues(s.key.values(breakerNames[b])...)
 			}
 		}
 		for _, c := range []struct {

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -36,6 +37,7 @@ func cluster(c *dag.Cluster, g Global) *clusterv3.Cluster {
 	slowStart(out, c.SlowStart)
 	out.HealthChecks = healthChecks(c.HealthCheck)
 	out.CommonLbConfig = commonLbConfig(c.HealthCheck)
+	out.CircuitBreakers = circuitBreakers(c.CircuitBreakers, g.CircuitBreakers)
 	if po := httpProtocolOptions(c); po != nil {
 		out.TypedExtensionProtocolOptions = map[string]*anypb.Any{HTTPProtocolOptionsName: mustAny(po)}
 	}
@@ -110,6 +112,42 @@ func httpProtocolOptions(c *dag.Cluster) *httpv3.HttpProtocolOptions {
 		out.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(*d)}
 	}
 	return out
+}
+
+// circuitBreakers are the cluster's thresholds at DEFAULT priority, Contour's: each
+// limit the Service's annotations set, else the installation's default, else none
+// (Envoy's default); per-host, max_connections only. Nil when nothing is set.
+func circuitBreakers(service, defaults dag.CircuitBreakers) *clusterv3.CircuitBreakers {
+	cb := dag.CircuitBreakers{
+		MaxConnections:        cmp.Or(service.MaxConnections, defaults.MaxConnections),
+		MaxPendingRequests:    cmp.Or(service.MaxPendingRequests, defaults.MaxPendingRequests),
+		MaxRequests:           cmp.Or(service.MaxRequests, defaults.MaxRequests),
+		MaxRetries:            cmp.Or(service.MaxRetries, defaults.MaxRetries),
+		PerHostMaxConnections: cmp.Or(service.PerHostMaxConnections, defaults.PerHostMaxConnections),
+	}
+	if cb.IsZero() {
+		return nil
+	}
+	out := &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
+		MaxConnections:     limit(cb.MaxConnections),
+		MaxPendingRequests: limit(cb.MaxPendingRequests),
+		MaxRequests:        limit(cb.MaxRequests),
+		MaxRetries:         limit(cb.MaxRetries),
+		// Envoy's remaining_* gauges, as Contour asks for them.
+		TrackRemaining: true,
+	}}}
+	if cb.PerHostMaxConnections > 0 {
+		out.PerHostThresholds = []*clusterv3.CircuitBreakers_Thresholds{{MaxConnections: limit(cb.PerHostMaxConnections), TrackRemaining: true}}
+	}
+	return out
+}
+
+// limit is a threshold: nil (Envoy's default) for 0.
+func limit(n uint32) *wrapperspb.UInt32Value {
+	if n == 0 {
+		return nil
+	}
+	return wrapperspb.UInt32(n)
 }
 
 // upstreamTLS encrypts the connections to the endpoints of "h2" and "tls" clusters,

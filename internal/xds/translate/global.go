@@ -49,6 +49,9 @@ type Global struct {
 	// accept it (Contour's compression.algorithm): "gzip" (the default, ""),
 	// "brotli", "zstd", or "disabled".
 	Compression Compression
+	// CircuitBreakers are the limits of every Service's clusters where its annotations
+	// set none (Contour's cluster.circuit-breakers); 0 keeps Envoy's default.
+	CircuitBreakers dag.CircuitBreakers
 }
 
 // Compression is Contour's compression algorithm.
