@@ -33,7 +33,7 @@ func TestCheckDirFindsEveryDifference(t *testing.T) {
 		got = append(got, row{filepath.Base(f.File), f.Object, f.Field, f.ID})
 	}
 	want := []row{
-		{"services.yaml", "HTTPProxy platform/optout", "spec.virtualhost.authorization", "global-authorization"},
+		{"services.yaml", "HTTPProxy platform/globalauth", "spec.virtualhost.authorization", "global-authorization"},
 		{"teams.yaml", "HTTPProxy platform/root", "spec.includes[0]", "include-seals"},
 		{"teams.yaml", "HTTPProxy platform/root", "spec.includes[0].conditions[0].prefix", "segment-prefix"},
 		{"teams.yaml", "HTTPProxy platform/root", "spec.virtualhost.authorization", "authorization-route-cache"},
@@ -64,7 +64,7 @@ func TestCheckDirFindsEveryDifference(t *testing.T) {
 func TestFindingString(t *testing.T) {
 	findings, _, _ := CheckDir("testdata/manifests")
 	line := findings[0].String()
-	for _, part := range []string{"testdata/manifests/services.yaml: HTTPProxy platform/optout: spec.virtualhost.authorization: Contour: without extensionRef", "; Portico: ", "; do: give every root"} {
+	for _, part := range []string{"testdata/manifests/services.yaml: HTTPProxy platform/globalauth: spec.virtualhost.authorization: Contour: an authorization without extensionRef", "; Portico: it uses the global server", "; do: configure globalExtAuth"} {
 		if !strings.Contains(line, part) {
 			t.Errorf("%q does not contain %q", line, part)
 		}

@@ -92,15 +92,19 @@ var Differences = []Difference{
 			}
 			return nil
 		}},
-	{ID: "global-authorization", Field: "spec.virtualhost.authorization.authPolicy.disabled", Status: Deliberate,
-		Contour: "without extensionRef, it takes the host out of the global external authorization (globalExtAuth)",
-		Portico: "there is no global external authorization (globalExtAuth is refused in --config): the host is served without authorization, with a warning",
-		Do:      "give every root that needs authorization its own spec.virtualhost.authorization.extensionRef",
+	{ID: "global-authorization", Field: "spec.virtualhost.authorization", Status: Deliberate,
+		Contour: "an authorization without extensionRef that does not disable checking uses the global server (globalExtAuth); without one, the host is served unchecked",
+		Portico: "it uses the global server (--global-ext-auth, globalExtAuth in --config); without one the HTTPProxy is invalid (ExtensionServiceRefMissing) rather than served unchecked",
+		Do:      "configure globalExtAuth, or name the host's own extensionRef",
 		proxy: func(p *contourv1.HTTPProxy, _ *Objects) []string {
-			if vh := p.Spec.VirtualHost; vh != nil && vh.Authorization != nil && vh.Authorization.ExtensionServiceRef.Name == "" {
-				return []string{"spec.virtualhost.authorization"}
+			vh := p.Spec.VirtualHost
+			if vh == nil || vh.Authorization == nil || vh.Authorization.ExtensionServiceRef.Name != "" {
+				return nil
 			}
-			return nil
+			if ap := vh.Authorization.AuthPolicy; ap != nil && ap.Disabled {
+				return nil
+			}
+			return []string{"spec.virtualhost.authorization"}
 		}},
 	{ID: "validation-clear-text", Field: "spec.routes[].services[].validation", Status: Deliberate,
 		Contour: "on a Service port that is not TLS (no protocol, no projectcontour.io/upstream-protocol.tls annotation), validation is ignored and the backend is reached in clear text",
@@ -151,8 +155,7 @@ var Differences = []Difference{
 		Do:      "--server-header-transformation pass_through or append_if_absent, or a route's responseHeadersPolicy"},
 	{ID: "compression", Status: Same,
 		Contour: "responses are compressed with gzip by default (compression.algorithm: brotli, zstd or disabled)",
-		Portico: "gzip by default, as Contour (LEAD: CHECK the defaults helper's result; before issue 21, not compressed)",
-		Do:      "compression.algorithm in --config (contour-config.md)"},
+		Portico: "the same, in both data planes: gzip by default; --compression or compression.algorithm in --config picks brotli, zstd or disabled (before issue 21, nothing was compressed)"},
 	{ID: "header-absent", Status: Same,
 		Contour: "notexact and notcontains do not hold on a request without the header (Envoy's invert_match)",
 		Portico: "the same, in both data planes; treatMissingAsEmpty: true makes them hold"},
@@ -161,19 +164,35 @@ var Differences = []Difference{
 		Portico: "the same (panic mode off on health-checked clusters); without a health check, Envoy's 50% panic threshold"},
 	{ID: "dynamic-headers", Status: Same,
 		Contour: "header values and Host rewrites may use %REQ(X-Header)%, %CONTOUR_NAMESPACE%, %CONTOUR_SERVICE_NAME%, %CONTOUR_SERVICE_PORT%",
-		Portico: "the same, Host rewrites included (LEAD: CHECK the dynamic headers helper's result)"},
+		Portico: "the same, with every Envoy variable Contour documents, in both data planes; Host: %REQ(x-header)% on a route rewrites the Host from that header (the embedded proxy gives an empty %DOWNSTREAM_TLS_SESSION_ID%)"},
 	{ID: "grpc-web", Status: Same,
 		Contour: "a gRPC-Web request to a gRPC backend works (the grpc_web filter)",
-		Portico: "the same, in both data planes (LEAD: CHECK the defaults helper's result)"},
+		Portico: "the same, in both data planes (the embedded proxy does not turn a backend's non-gRPC page into grpc-message; Envoy does)"},
 	{ID: "merge-slashes", Status: Same,
 		Contour: "//a//b is routed and forwarded as /a/b unless disableMergeSlashes",
 		Portico: "the same; --disable-merge-slashes keeps them"},
 	{ID: "ingress-class-list", Status: Same,
 		Contour: "--ingress-class-name takes a comma-separated list (contour,team1)",
-		Portico: "the same (LEAD: CHECK the defaults helper's result)"},
+		Portico: "the same, in run, serve and check, and ingress.classNames in --config"},
 	{ID: "strict-validation", Status: Same,
 		Contour: "bad cookieRewritePolicies, internalRedirectPolicy enums, subjectNames[0] not equal to subjectName make the object invalid",
-		Portico: "the same, in the status and in the admission webhook (LEAD: CHECK the validation helper's result)"},
+		Portico: "the same, in the status, the admission webhook and the CRD schema; so are Contour's conflicting conditions (exact twice on one header, present with notpresent)"},
+	{ID: "global-ext-auth", Status: Same,
+		Contour: "globalExtAuth authorizes every host without a server of its own, over HTTP and HTTPS; authPolicy.disabled takes a host or a route out",
+		Portico: "the same, in both data planes (--global-ext-auth, or globalExtAuth in --config)"},
+	{ID: "http10", Status: Same,
+		Contour: "HTTP/1.0 requests with a Host are served",
+		Portico: "the same, in both data planes (before issue 21 Envoy answered them 426)"},
+	{ID: "grpc-local-replies", Status: Same,
+		Contour: "a gRPC client gets the proxy's own answers (no route, no healthy upstream, a rate limit) as grpc-status and grpc-message; enableResourceExhaustedCode makes a limit RESOURCE_EXHAUSTED",
+		Portico: "the same, in both data planes (--rate-limit-resource-exhausted)"},
+	{ID: "connection-timeouts", Status: Same,
+		Contour: "idle client connections close after 60s; timeouts.* set the connection idle, maximum duration, drain, delayed close and request timeouts",
+		Portico: "the same, in both data planes (--connection-idle-timeout and its neighbours)"},
+	{ID: "request-id", Status: Deliberate,
+		Contour: "a client's X-Request-Id is kept and sent to the backend",
+		Portico: "every request gets a new X-Request-Id at the edge, so a client cannot choose the id your logs correlate on",
+		Do:      "send a correlation id of your own in another header"},
 	{ID: "upstream-protocol-annotation", Status: Same,
 		Contour: "an HTTPProxy service without protocol speaks what the Service's projectcontour.io/upstream-protocol.h2, h2c or tls annotation gives its port",
 		Portico: "the same for HTTPProxy routes (see the Service annotation row for the rest)"},

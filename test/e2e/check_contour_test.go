@@ -12,7 +12,7 @@ func TestCheckContour(t *testing.T) {
 	bin := portico(t)
 	dir := "../../internal/contourdiff/testdata/manifests"
 	out, errOut, code := runBinary(t, bin, "check", dir, "--contour", "--ingress-class-name", "contour")
-	if code != 1 { // platform/optout names a TLS Secret that is not there
+	if code != 1 { // platform/optout and globalauth name a TLS Secret that is not there
 		t.Errorf("exit %d, want 1 (an invalid object)\n%s", code, errOut)
 	}
 	statuses, diffs, ok := strings.Cut(out, "Differences from Contour (11; docs/contour.md explains each):\n")
@@ -22,7 +22,7 @@ func TestCheckContour(t *testing.T) {
 	for _, want := range []string{
 		"teams.yaml: HTTPProxy platform/root: spec.includes[0]: Contour: a request that matches an include's conditions",
 		"teams.yaml: HTTPProxy blog/blog: spec.routes[0].services[1].validation: Contour: ",
-		"services.yaml: HTTPProxy platform/optout: spec.virtualhost.authorization: Contour: ",
+		"services.yaml: HTTPProxy platform/globalauth: spec.virtualhost.authorization: Contour: ",
 	} {
 		if !strings.Contains(diffs, want) {
 			t.Errorf("differences lack %q:\n%s", want, diffs)
