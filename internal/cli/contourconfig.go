@@ -67,12 +67,12 @@ var contourKeys = map[string]rule{
 	"serverHeaderTransformation": asFlag("server-header-transformation", serverHeader),
 	"enableExternalNameService":  asFlag("enable-external-name-services", boolean),
 	"timeouts": section{
-		"request-timeout":                  refuse("a whole-request timeout for every route is not supported yet: set timeoutPolicy.response on the HTTPProxy routes that need one"),
-		"connection-idle-timeout":          refuse("the connection idle timeout is not supported yet (the embedded proxy does not take it): Envoy's default (1h) applies; remove it"),
-		"stream-idle-timeout":              asFlag("stream-idle-timeout", timeout),
-		"max-connection-duration":          refuse("a maximum connection duration is not supported yet (the embedded proxy does not take it); remove it"),
-		"delayed-close-timeout":            refuse("the delayed close timeout is not supported yet: Envoy's default (1s) applies; remove it"),
-		"connection-shutdown-grace-period": refuse("the HTTP/2 drain grace period is not supported yet: Envoy's default (5s) applies; remove it"),
+		"request-timeout":                  asFlag("request-timeout", contourTimeout),
+		"connection-idle-timeout":          asFlag("connection-idle-timeout", contourTimeout),
+		"stream-idle-timeout":              asFlag("stream-idle-timeout", contourTimeout),
+		"max-connection-duration":          asFlag("max-connection-duration", contourTimeout),
+		"delayed-close-timeout":            asFlag("delayed-close-timeout", contourTimeout),
+		"connection-shutdown-grace-period": asFlag("connection-shutdown-grace-period", contourTimeout),
 		"connect-timeout":                  asFlag("connect-timeout", duration),
 	},
 	"policy": section{
@@ -285,6 +285,19 @@ func timeout(v *yaml.Node) (string, error) {
 		return "", err
 	}
 	return d.String(), nil
+}
+
+// contourTimeout is a timeout as Contour reads it: infinity (or infinite) disables it
+// (0), and a zero duration, like the key left out, keeps the default (no setting).
+func contourTimeout(v *yaml.Node) (string, error) {
+	s, err := timeout(v)
+	if err != nil || s != "0s" {
+		return s, err
+	}
+	if v.Value == "infinity" || v.Value == "infinite" {
+		return s, nil
+	}
+	return "", nil
 }
 
 // duration is a duration that must be finite and above 0.

@@ -131,7 +131,7 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 
 // upstreamError maps failures before the response head to the contract's
 // status codes: the route timeout and a last per-try timeout give 504, the
-// stream idle timeout 408, a retry without endpoint 503, anything else
+// stream idle and request timeouts 408, a retry without endpoint 503, anything else
 // (refused, reset, connect timeout, malformed response) 502.
 func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	var follow *errInternalRedirect
@@ -149,6 +149,8 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 		localReply(w, http.StatusGatewayTimeout, "upstream request timeout")
 	case errors.Is(cause, errStreamIdleTimeout):
 		localReply(w, http.StatusRequestTimeout, "stream timeout")
+	case errors.Is(cause, errRequestTimeout):
+		localReply(w, http.StatusRequestTimeout, "request timeout")
 	case errors.Is(err, errNoHealthyUpstream):
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
 	case errors.Is(err, errRequestTrailersTooLarge):

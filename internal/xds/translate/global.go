@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -20,6 +21,9 @@ type Global struct {
 	// disables it; nil keeps Envoy's default, 5 minutes. A route's timeoutPolicy.idle
 	// overrides it.
 	StreamIdleTimeout *time.Duration
+	// Connection holds the connection managers' connection timeouts (Contour's
+	// timeouts section); each nil keeps Envoy's default.
+	Connection ConnectionTimeouts
 	// ServerHeader says what happens to the upstream's Server response header.
 	ServerHeader ServerHeaderTransformation
 	// DisableMergeSlashes keeps repeated slashes in request paths ("//a///b"), which
@@ -45,6 +49,63 @@ type Global struct {
 	// DNSLookupFamily is the address family ExternalName Services resolve to: "auto"
 	// (the default, ""), "v4", "v6" or "all".
 	DNSLookupFamily string
+}
+
+// ConnectionTimeouts are the timeouts of client connections and requests that every
+// connection manager gets. A nil field keeps Envoy's default; zero disables the timeout
+// (MaxDuration: zero is no limit, Envoy's default).
+type ConnectionTimeouts struct {
+	// Idle (common_http_protocol_options.idle_timeout): a connection without a request
+	// in progress for this long is closed. Envoy's default is 1h.
+	Idle *time.Duration
+	// MaxDuration (common_http_protocol_options.max_connection_duration): a connection
+	// this old is closed when idle, drained (HTTP/1.1: "Connection: close" on the next
+	// response; HTTP/2: GOAWAY after Drain) when not. Envoy's default: no limit.
+	MaxDuration *time.Duration
+	// Drain (drain_timeout): how long an HTTP/2 connection being drained still takes
+	// new streams before its final GOAWAY. Envoy's default is 5s.
+	Drain *time.Duration
+	// DelayedClose (delayed_close_timeout): how long a connection the proxy closes
+	// waits for the client to close its side first. Envoy's default is 1s.
+	DelayedClose *time.Duration
+	// Request (request_timeout): how long a whole request, headers and body, may take
+	// to arrive; 408 after it. Envoy's default: none.
+	Request *time.Duration
+}
+
+// check says which timeout is negative.
+func (c ConnectionTimeouts) check() error {
+	for _, t := range []struct {
+		name string
+		d    *time.Duration
+	}{{"connection idle timeout", c.Idle}, {"max connection duration", c.MaxDuration},
+		{"connection shutdown grace period", c.Drain}, {"delayed close timeout", c.DelayedClose},
+		{"request timeout", c.Request}} {
+		if t.d != nil && *t.d < 0 {
+			return fmt.Errorf("%s %v is negative", t.name, *t.d)
+		}
+	}
+	return nil
+}
+
+// apply sets the connection manager's fields of c.
+func (c ConnectionTimeouts) apply(h *hcmv3.HttpConnectionManager) {
+	h.CommonHttpProtocolOptions.IdleTimeout = optionalDuration(c.Idle)
+	if c.MaxDuration != nil && *c.MaxDuration > 0 {
+		// Envoy's "no limit" is the field left out: zero would not disable it.
+		h.CommonHttpProtocolOptions.MaxConnectionDuration = durationpb.New(*c.MaxDuration)
+	}
+	h.DrainTimeout = optionalDuration(c.Drain)
+	h.DelayedCloseTimeout = optionalDuration(c.DelayedClose)
+	h.RequestTimeout = optionalDuration(c.Request)
+}
+
+// optionalDuration is d as a protobuf duration, nil when d is.
+func optionalDuration(d *time.Duration) *durationpb.Duration {
+	if d == nil {
+		return nil
+	}
+	return durationpb.New(*d)
 }
 
 // ServerHeaderTransformation is Contour's serverHeaderTransformation: what Portico does
@@ -83,6 +144,9 @@ func CheckGlobal(g Global) error {
 	}
 	if g.StreamIdleTimeout != nil && *g.StreamIdleTimeout < 0 {
 		return fmt.Errorf("stream idle timeout %v is negative (0 disables it)", *g.StreamIdleTimeout)
+	}
+	if err := g.Connection.check(); err != nil {
+		return err
 	}
 	if g.ConnectTimeout < 0 {
 		return fmt.Errorf("connect timeout %v is negative", g.ConnectTimeout)
@@ -169,10 +233,7 @@ func (g Global) httpVersions(svh *dag.SecureVirtualHost) []dag.HTTPVersion {
 
 // streamIdleTimeout is the connection manager's stream_idle_timeout, nil for Envoy's.
 func (g Global) streamIdleTimeout() *durationpb.Duration {
-	if g.StreamIdleTimeout == nil {
-		return nil
-	}
-	return durationpb.New(*g.StreamIdleTimeout)
+	return optionalDuration(g.StreamIdleTimeout)
 }
 
 // serverHeader sets Portico's Server response header as g says (see serverHeader).

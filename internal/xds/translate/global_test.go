@@ -15,6 +15,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -72,13 +73,7 @@ func TestCheckGlobal(t *testing.T) {
 // The global settings reach every connection manager, TLS context and route
 // configuration, and what comes out validates.
 func TestGlobalSettingsTranslate(t *testing.T) {
-	web := testCluster("default", "web", 80)
-	secret := &dag.Secret{Name: "default/cert", Cert: []byte("cert"), Key: []byte("key")}
-	vh := dag.VirtualHost{Name: "secure.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
-	g := &dag.Graph{
-		HTTP:  []*dag.VirtualHost{&vh},
-		HTTPS: []*dag.SecureVirtualHost{{VirtualHost: vh, Secret: secret}},
-	}
+	g := plainAndSecureHost()
 	idle := 90 * time.Second
 	for _, c := range []struct {
 		name   string
@@ -140,6 +135,18 @@ func TestGlobalSettingsTranslate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plainAndSecureHost is a graph of one host served over HTTP and HTTPS.
+func plainAndSecureHost() *dag.Graph {
+	web := testCluster("default", "web", 80)
+	secret := &dag.Secret{Name: "default/cert", Cert: []byte("cert"), Key: []byte("key")}
+	vh := dag.VirtualHost{Name: "secure.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
+	g := &dag.Graph{
+		HTTP:  []*dag.VirtualHost{&vh},
+		HTTPS: []*dag.SecureVirtualHost{{VirtualHost: vh, Secret: secret}},
+	}
+	return g
 }
 
 func errString(err error) string {
@@ -241,5 +248,69 @@ func TestGlobalDefaultHTTPVersions(t *testing.T) {
 				t.Errorf("chain %q: codec %v, ALPN %v; want %v, %v", fc.Name, hcm.CodecType, alpn, w.codec, w.alpn)
 			}
 		}
+	}
+}
+
+// The connection timeouts reach every connection manager (plain and HTTPS), in
+// Envoy's fields; unset ones stay out (Envoy's defaults), zero is written as zero
+// (disabled) except max_connection_duration, which Envoy only leaves unlimited when
+// absent; what comes out validates.
+func TestGlobalConnectionTimeouts(t *testing.T) {
+	g := plainAndSecureHost()
+	d := func(s string) *time.Duration {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	str := func(p *durationpb.Duration) string {
+		if p == nil {
+			return "unset"
+		}
+		return p.AsDuration().String()
+	}
+	for _, c := range []struct {
+		name string
+		in   ConnectionTimeouts
+		want [5]string // idle, max duration, drain, delayed close, request
+	}{
+		{"defaults", ConnectionTimeouts{}, [5]string{"unset", "unset", "unset", "unset", "unset"}},
+		{"set", ConnectionTimeouts{Idle: d("60s"), MaxDuration: d("1h"), Drain: d("10s"), DelayedClose: d("2s"), Request: d("30s")},
+			[5]string{"1m0s", "1h0m0s", "10s", "2s", "30s"}},
+		{"disabled", ConnectionTimeouts{Idle: d("0s"), MaxDuration: d("0s"), Drain: d("0s"), DelayedClose: d("0s"), Request: d("0s")},
+			[5]string{"0s", "unset", "0s", "0s", "0s"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Translate(g, Options{Global: Global{Connection: c.in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, l := range res.Listeners {
+				for _, fc := range l.(*listenerv3.Listener).FilterChains {
+					var hcm hcmv3.HttpConnectionManager
+					if err := fc.Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+						t.Fatal(err)
+					}
+					if err := hcm.ValidateAll(); err != nil {
+						t.Fatal(err)
+					}
+					n++
+					o := hcm.CommonHttpProtocolOptions
+					got := [5]string{str(o.IdleTimeout), str(o.MaxConnectionDuration), str(hcm.DrainTimeout), str(hcm.DelayedCloseTimeout), str(hcm.RequestTimeout)}
+					if got != c.want {
+						t.Errorf("%s/%s: idle, max duration, drain, delayed close, request = %v, want %v", l.(*listenerv3.Listener).Name, fc.Name, got, c.want)
+					}
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d connection managers, want 2 (HTTP and HTTPS)", n)
+			}
+		})
+	}
+	neg := -time.Second
+	if err := CheckGlobal(Global{Connection: ConnectionTimeouts{Drain: &neg}}); err == nil || !contains(err.Error(), "connection shutdown grace period -1s is negative") {
+		t.Errorf("a negative grace period: %v", err)
 	}
 }

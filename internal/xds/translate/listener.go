@@ -284,6 +284,7 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 		},
 		AccessLog: stdoutAccessLog(),
 	}
+	opts.Connection.apply(hcm)
 	if svh != nil {
 		forwardClientCert(hcm, svh.ClientValidation)
 	}
