@@ -54,7 +54,7 @@ var contourKeys = map[string]rule{
 	"tls": section{
 		"minimum-protocol-version": asFlag("tls-minimum-protocol-version", tlsVersion),
 		"maximum-protocol-version": asFlag("tls-maximum-protocol-version", tlsVersion),
-		"cipher-suites":            refuse("choosing TLS 1.2 cipher suites is not supported yet (the embedded proxy does not take them): the defaults of Envoy and of Go's crypto/tls apply, and TLS 1.3 ignores the setting anyway; remove it, or set minimum-protocol-version: \"1.3\""),
+		"cipher-suites":            asFlag("tls-cipher-suites", cipherSuites),
 		"fallback-certificate":     asFlag("fallback-certificate", namespacedName),
 		"envoy-client-certificate": refuse("a client certificate for backend TLS is not supported yet: Portico's upstream TLS verifies the backend (HTTPProxy upstreamValidation) without presenting a certificate"),
 	},
@@ -91,7 +91,7 @@ var contourKeys = map[string]rule{
 		"upstream-tls": section{
 			"minimum-protocol-version": asFlag("upstream-tls-minimum-protocol-version", tlsVersion),
 			"maximum-protocol-version": asFlag("upstream-tls-maximum-protocol-version", tlsVersion),
-			"cipher-suites":            refuse("choosing the TLS 1.2 cipher suites of backend connections is not supported yet (the embedded proxy does not take them); remove it, or set minimum-protocol-version: \"1.3\""),
+			"cipher-suites":            asFlag("upstream-tls-cipher-suites", cipherSuites),
 		},
 	},
 	"network": section{
@@ -324,16 +324,30 @@ func tlsVersion(v *yaml.Node) (string, error) {
 	return s, nil
 }
 
-func httpVersions(v *yaml.Node) (string, error) {
-	if v.Kind != yaml.SequenceNode {
-		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
+// cipherSuites is a list of Contour's TLS 1.2 cipher suite names (or [A|B] groups).
+func cipherSuites(v *yaml.Node) (string, error) {
+	s, err := list(v)
+	if err != nil {
+		return "", err
 	}
-	s, err := flagValue(v)
+	return s, translate.CheckCipherSuites(splitList(s))
+}
+
+func httpVersions(v *yaml.Node) (string, error) {
+	s, err := list(v)
 	if err != nil {
 		return "", err
 	}
 	_, err = parseHTTPVersions(s)
 	return s, err
+}
+
+// list is a YAML list of plain values, as a flag's comma-separated value.
+func list(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
+	}
+	return flagValue(v)
 }
 
 func dnsFamily(v *yaml.Node) (string, error) {

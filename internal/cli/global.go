@@ -28,15 +28,18 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	fs.BoolVar(&g.StripTrailingHostDot, "strip-trailing-host-dot", false, "route a Host with a trailing dot (\"example.com.\") as the name without it")
 	fs.StringVar(&g.MinTLSVersion, "tls-minimum-protocol-version", "", "lowest TLS version of every HTTPS host (1.2 or 1.3; default 1.2); an HTTPProxy's tls.minimumProtocolVersion can raise it, not lower it")
 	fs.StringVar(&g.MaxTLSVersion, "tls-maximum-protocol-version", "", "highest TLS version of every HTTPS host (1.2 or 1.3; default 1.3)")
+	ciphers := fs.String("tls-cipher-suites", "", "comma-separated TLS 1.2 cipher suites clients may use on every HTTPS host, OpenSSL names as Contour's tls.cipher-suites (such as ECDHE-RSA-AES256-GCM-SHA384, or a group [A|B]); default Envoy's own (Go's on the embedded proxy); Contour's default is "+strings.Join(translate.DefaultCipherSuites, ","))
 	fs.DurationVar(&g.ConnectTimeout, "connect-timeout", 2*time.Second, "how long a connection to a backend may take to open")
 	fs.StringVar(&g.UpstreamMinTLSVersion, "upstream-tls-minimum-protocol-version", "", "lowest TLS version of connections to backends (1.2 or 1.3; default 1.2)")
 	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
+	upstreamCiphers := fs.String("upstream-tls-cipher-suites", "", "comma-separated TLS 1.2 cipher suites offered to backends, as --tls-cipher-suites (default Envoy's own, Go's on the embedded proxy)")
 	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")
 	versions := fs.String("default-http-versions", "", "comma-separated HTTP versions clients may speak to every listener, HTTP/1.1 and HTTP/2 (default both); an HTTPProxy's spec.httpVersions replaces them for its host")
 	return func() (translate.Global, error) {
 		g.ServerHeader = translate.ServerHeaderTransformation(*server)
 		g.StreamIdleTimeout = idle.value()
 		g.Connection = conn()
+		g.CipherSuites, g.UpstreamCipherSuites = uniqueList(*ciphers), uniqueList(*upstreamCiphers)
 		var err error
 		if g.DefaultHTTPVersions, err = parseHTTPVersions(*versions); err != nil {
 			return g, fmt.Errorf("--default-http-versions: %w", err)
@@ -46,6 +49,17 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 		}
 		return g, nil
 	}
+}
+
+// uniqueList is the comma-separated list s without repeats, in order.
+func uniqueList(s string) []string {
+	var out []string
+	for _, v := range splitList(s) {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // connectionTimeoutFlags adds the flags of client connections' timeouts (Contour's

@@ -67,6 +67,7 @@ func NewServerTLSConfig(spec *TlsSpec, certs []tls.Certificate) *tls.Config {
 		NextProtos:   spec.Alpn,
 		MinVersion:   spec.MinVersion,
 		MaxVersion:   spec.MaxVersion,
+		CipherSuites: spec.CipherSuites,
 	}
 	spec.Clients.apply(cfg)
 	return cfg

@@ -91,10 +91,11 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		}
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
-	var err error
-	if spec.MinVersion, spec.MaxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
+	params, err := xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12)
+	if err != nil {
 		return nil, err
 	}
+	spec.MinVersion, spec.MaxVersion = params.MinVersion, params.MaxVersion
 	var caPEM []byte
 	if vc := ctc.GetValidationContext(); vc != nil {
 		if caPEM, err = spec.setValidation(vc); err != nil {
@@ -110,6 +111,8 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		NextProtos: spec.alpn,
 		MinVersion: spec.MinVersion,
 		MaxVersion: spec.MaxVersion,
+		// Go ignores the order: the list says which suites are allowed.
+		CipherSuites: params.CipherSuites,
 		// Verification is Envoy's, not Go's (which would also check the server
 		// name): see verify.
 		InsecureSkipVerify: true,
@@ -119,8 +122,8 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		spec.config.ClientSessionCache = tls.NewLRUClientSessionCache(sessionKeys)
 	}
 	sum := sha256.Sum256(caPEM)
-	spec.key = fmt.Sprintf("sni=%q alpn=%q ca=%s sans=%q v=%d-%d keys=%d",
-		spec.SNI, spec.alpn, hex.EncodeToString(sum[:]), spec.SANs, spec.MinVersion, spec.MaxVersion, sessionKeys)
+	spec.key = fmt.Sprintf("sni=%q alpn=%q ca=%s sans=%q v=%d-%d ciphers=%x keys=%d",
+		spec.SNI, spec.alpn, hex.EncodeToString(sum[:]), spec.SANs, spec.MinVersion, spec.MaxVersion, params.CipherSuites, sessionKeys)
 	return spec, nil
 }
 

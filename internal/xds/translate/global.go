@@ -36,11 +36,18 @@ type Global struct {
 	// versions of every HTTPS host: a host's own minimumProtocolVersion can raise the
 	// floor, never lower it, as in Contour.
 	MinTLSVersion, MaxTLSVersion string
+	// CipherSuites are the TLS 1.2 cipher suites clients may use on every HTTPS host
+	// (tls_params.cipher_suites: names, or "[A|B]" groups of equal preference);
+	// empty: Envoy's defaults (Go's on the embedded proxy).
+	CipherSuites []string
 	// ConnectTimeout is how long a connection to an upstream may take (default 2s).
 	ConnectTimeout time.Duration
 	// UpstreamMinTLSVersion and UpstreamMaxTLSVersion ("1.2" or "1.3"; "" for Envoy's
 	// client default, 1.2) bound the TLS versions of connections to backends.
 	UpstreamMinTLSVersion, UpstreamMaxTLSVersion string
+	// UpstreamCipherSuites are the TLS 1.2 cipher suites offered to backends, as
+	// CipherSuites; empty: Envoy's client defaults (Go's on the embedded proxy).
+	UpstreamCipherSuites []string
 	// DefaultHTTPVersions are the HTTP versions clients may speak to every listener
 	// (empty: both), as Contour's default-http-versions: the connection managers'
 	// codec, and what HTTPS hosts offer by ALPN. A host's own (HTTPProxy
@@ -137,6 +144,12 @@ func CheckGlobal(g Global) error {
 	if err := checkTLSRange("backend", g.UpstreamMinTLSVersion, g.UpstreamMaxTLSVersion); err != nil {
 		return err
 	}
+	if err := CheckCipherSuites(g.CipherSuites); err != nil {
+		return err
+	}
+	if err := CheckCipherSuites(g.UpstreamCipherSuites); err != nil {
+		return fmt.Errorf("backend %w", err)
+	}
 	switch g.DNSLookupFamily {
 	case "", "auto", "v4", "v6", "all":
 	default:
@@ -173,12 +186,17 @@ func checkTLSRange(what, lo, hi string) error {
 	return nil
 }
 
-// upstreamTLSParams are the TLS versions of connections to backends: nil (Envoy's
-// client defaults, TLS 1.2 only) unless g gives one. Given a minimum of 1.3 alone, the
-// maximum follows it, as Envoy refuses a maximum below the minimum.
+// upstreamTLSParams are the TLS versions and cipher suites of connections to
+// backends: nil (Envoy's client defaults: TLS 1.2 only, its own suites) unless g gives
+// them. Given a minimum of 1.3 alone, the maximum follows it, as Envoy refuses a
+// maximum below the minimum.
 func (g Global) upstreamTLSParams() *tlsv3.TlsParameters {
+	out := &tlsv3.TlsParameters{CipherSuites: g.UpstreamCipherSuites}
 	if g.UpstreamMinTLSVersion == "" && g.UpstreamMaxTLSVersion == "" {
-		return nil
+		if len(out.CipherSuites) == 0 {
+			return nil
+		}
+		return out
 	}
 	lo, _ := ParseTLSVersion(g.UpstreamMinTLSVersion)
 	hi, _ := ParseTLSVersion(g.UpstreamMaxTLSVersion)
@@ -188,7 +206,8 @@ func (g Global) upstreamTLSParams() *tlsv3.TlsParameters {
 	if hi == tlsv3.TlsParameters_TLS_AUTO || hi < lo {
 		hi = max(lo, tlsv3.TlsParameters_TLSv1_2)
 	}
-	return &tlsv3.TlsParameters{TlsMinimumProtocolVersion: lo, TlsMaximumProtocolVersion: hi}
+	out.TlsMinimumProtocolVersion, out.TlsMaximumProtocolVersion = lo, hi
+	return out
 }
 
 // ParseTLSVersion parses a TLS version of the global settings: "1.2", "1.3", or "" (none

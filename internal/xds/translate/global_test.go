@@ -62,6 +62,10 @@ func TestCheckGlobal(t *testing.T) {
 		{Global{MinTLSVersion: "1.3", MaxTLSVersion: "1.2"}, "the minimum TLS version 1.3 is above the maximum 1.2"},
 		{Global{StreamIdleTimeout: &neg}, "stream idle timeout -1s is negative"},
 		{Global{ConnectTimeout: -1}, "connect timeout -1ns is negative"},
+		{Global{CipherSuites: DefaultCipherSuites, UpstreamCipherSuites: CipherSuiteNames}, ""},
+		{Global{CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256", "DES-CBC3-SHA"}}, `unknown cipher suite "DES-CBC3-SHA"`},
+		{Global{CipherSuites: []string{"[AES128-SHA|TLS_AES_128_GCM_SHA256]"}}, `unknown cipher suite "TLS_AES_128_GCM_SHA256"`},
+		{Global{UpstreamCipherSuites: []string{"[AES128-SHA|AES256-SHA"}}, `backend cipher suite group "[AES128-SHA|AES256-SHA" has no closing ]`},
 	} {
 		err := CheckGlobal(c.g)
 		if got := errString(err); (c.want == "") != (got == "") || (c.want != "" && !contains(got, c.want)) {
@@ -82,7 +86,7 @@ func TestGlobalSettingsTranslate(t *testing.T) {
 	}{
 		{"defaults", Global{}, serverHeader()},
 		{"contour file", Global{StreamIdleTimeout: &idle, ServerHeader: ServerHeaderAppendIfAbsent, DisableMergeSlashes: true,
-			StripTrailingHostDot: true, MinTLSVersion: "1.3", ConnectTimeout: 5 * time.Second},
+			StripTrailingHostDot: true, MinTLSVersion: "1.3", ConnectTimeout: 5 * time.Second, CipherSuites: []string{"[AES128-SHA|AES256-SHA]", "ECDHE-RSA-AES128-GCM-SHA256"}},
 			[]*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "server", Value: ServerName}, AppendAction: corev3.HeaderValueOption_ADD_IF_ABSENT}}},
 		{"pass through", Global{ServerHeader: ServerHeaderPassThrough}, nil},
 	} {
@@ -116,6 +120,10 @@ func TestGlobalSettingsTranslate(t *testing.T) {
 					}
 					if got := ctx.CommonTlsContext.TlsParams.TlsMinimumProtocolVersion; got != want {
 						t.Errorf("%s: minimum TLS %v, want %v", fc.Name, got, want)
+					}
+					wantCiphers := c.global.CipherSuites
+					if got := ctx.CommonTlsContext.TlsParams.CipherSuites; !slices.Equal(got, wantCiphers) {
+						t.Errorf("%s: cipher suites %q, want %q", fc.Name, got, wantCiphers)
 					}
 				}
 			}
@@ -173,6 +181,7 @@ func TestGlobalClusterSettings(t *testing.T) {
 	for _, c := range []struct {
 		g          Global
 		lo, hi     tlsv3.TlsParameters_TlsProtocol
+		ciphers    []string
 		noParams   bool
 		extFamily  clusterv3.Cluster_DnsLookupFamily
 		jwksFamily clusterv3.Cluster_DnsLookupFamily
@@ -180,6 +189,8 @@ func TestGlobalClusterSettings(t *testing.T) {
 		{g: Global{}, noParams: true, extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
 		{g: Global{UpstreamMinTLSVersion: "1.3", DNSLookupFamily: "v4"}, lo: tlsv3.TlsParameters_TLSv1_3, hi: tlsv3.TlsParameters_TLSv1_3,
 			extFamily: clusterv3.Cluster_V4_ONLY, jwksFamily: clusterv3.Cluster_V6_ONLY},
+		{g: Global{UpstreamCipherSuites: []string{"AES128-SHA", "[ECDHE-RSA-AES128-SHA|ECDHE-RSA-AES256-SHA]"}}, ciphers: []string{"AES128-SHA", "[ECDHE-RSA-AES128-SHA|ECDHE-RSA-AES256-SHA]"},
+			extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
 		{g: Global{UpstreamMaxTLSVersion: "1.3", DNSLookupFamily: "all"}, lo: tlsv3.TlsParameters_TLSv1_2, hi: tlsv3.TlsParameters_TLSv1_3,
 			extFamily: clusterv3.Cluster_ALL, jwksFamily: clusterv3.Cluster_V6_ONLY},
 	} {
@@ -194,8 +205,8 @@ func TestGlobalClusterSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := ctx.CommonTlsContext.TlsParams
-		if c.noParams != (p == nil) || (p != nil && (p.TlsMinimumProtocolVersion != c.lo || p.TlsMaximumProtocolVersion != c.hi)) {
-			t.Errorf("%+v: tls_params %v, want %v-%v", c.g, p, c.lo, c.hi)
+		if c.noParams != (p == nil) || p.GetTlsMinimumProtocolVersion() != c.lo || p.GetTlsMaximumProtocolVersion() != c.hi || !slices.Equal(p.GetCipherSuites(), c.ciphers) {
+			t.Errorf("%+v: tls_params %v, want %v-%v %q", c.g, p, c.lo, c.hi, c.ciphers)
 		}
 		if got := cluster(ext, g).DnsLookupFamily; got != c.extFamily {
 			t.Errorf("%+v: ExternalName dns_lookup_family %v, want %v", c.g, got, c.extFamily)
