@@ -56,7 +56,7 @@ var contourKeys = map[string]rule{
 		"maximum-protocol-version": asFlag("tls-maximum-protocol-version", tlsVersion),
 		"cipher-suites":            asFlag("tls-cipher-suites", cipherSuites),
 		"fallback-certificate":     asFlag("fallback-certificate", namespacedName),
-		"envoy-client-certificate": refuse("a client certificate for backend TLS is not supported yet: Portico's upstream TLS verifies the backend (HTTPProxy upstreamValidation) without presenting a certificate"),
+		"envoy-client-certificate": asFlag("envoy-client-certificate", namespacedName),
 	},
 	"disablePermitInsecure":     asFlag("disable-permit-insecure", boolean),
 	"disableAllowChunkedLength": refuse("not supported yet: requests with both Content-Length and Transfer-Encoding: chunked are handled as Envoy's and Go's defaults do"),

@@ -32,6 +32,7 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	fs.DurationVar(&g.ConnectTimeout, "connect-timeout", 2*time.Second, "how long a connection to a backend may take to open")
 	fs.StringVar(&g.UpstreamMinTLSVersion, "upstream-tls-minimum-protocol-version", "", "lowest TLS version of connections to backends (1.2 or 1.3; default 1.2)")
 	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
+	clientCert := fs.String("envoy-client-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret whose certificate is presented to backends over TLS (tls and h2 services), as Contour's tls.envoy-client-certificate (default: none)")
 	upstreamCiphers := fs.String("upstream-tls-cipher-suites", "", "comma-separated TLS 1.2 cipher suites offered to backends, as --tls-cipher-suites (default Envoy's own, Go's on the embedded proxy)")
 	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")
 	versions := fs.String("default-http-versions", "", "comma-separated HTTP versions clients may speak to every listener, HTTP/1.1 and HTTP/2 (default both); an HTTPProxy's spec.httpVersions replaces them for its host")
@@ -41,6 +42,9 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 		g.Connection = conn()
 		g.CipherSuites, g.UpstreamCipherSuites = uniqueList(*ciphers), uniqueList(*upstreamCiphers)
 		var err error
+		if g.UpstreamClientCertificate, err = secretRef("--envoy-client-certificate", *clientCert); err != nil {
+			return g, err
+		}
 		if g.DefaultHTTPVersions, err = parseHTTPVersions(*versions); err != nil {
 			return g, fmt.Errorf("--default-http-versions: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -45,6 +46,11 @@ type Global struct {
 	// UpstreamMinTLSVersion and UpstreamMaxTLSVersion ("1.2" or "1.3"; "" for Envoy's
 	// client default, 1.2) bound the TLS versions of connections to backends.
 	UpstreamMinTLSVersion, UpstreamMaxTLSVersion string
+	// UpstreamClientCertificate, when set, names the kubernetes.io/tls Secret whose
+	// certificate is presented to backends over TLS (Contour's
+	// tls.envoy-client-certificate). The pipeline resolves it into the graph
+	// (dag.Graph.UpstreamClientCertificate), which is what the translation follows.
+	UpstreamClientCertificate *k8stypes.NamespacedName
 	// UpstreamCipherSuites are the TLS 1.2 cipher suites offered to backends, as
 	// CipherSuites; empty: Envoy's client defaults (Go's on the embedded proxy).
 	UpstreamCipherSuites []string
@@ -56,6 +62,10 @@ type Global struct {
 	// DNSLookupFamily is the address family ExternalName Services resolve to: "auto"
 	// (the default, ""), "v4", "v6" or "all".
 	DNSLookupFamily string
+
+	// clientSecret is the SDS secret of the certificate presented to backends over
+	// TLS, "" for none: the graph's (clientSecretName), set per translation.
+	clientSecret string
 }
 
 // ConnectionTimeouts are the timeouts of client connections and requests that every

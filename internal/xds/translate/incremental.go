@@ -74,6 +74,11 @@ type Incremental struct {
 	listenerClusters []*dag.Cluster
 	listenerUses     []*clusterUse
 
+	// clientSource is the graph's client certificate that clientSecret translates
+	// (clientcert_upstream.go): kept while the graph's is the same.
+	clientSource *dag.Secret
+	clientSecret *tlsv3.Secret
+
 	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
 	// by the last call (not reused), for tests and benchmarks.
 	Retranslated int
@@ -162,6 +167,11 @@ func (t *Incremental) forget() {
 func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 	t.Retranslated = 0
 	defer func() { t.pre = nil }()
+	if name := clientSecretName(g); name != t.opts.clientSecret {
+		// Every cluster with upstream TLS starts or stops naming it.
+		t.forget()
+		t.opts.clientSecret = name
+	}
 	err = recoverInvalid(func() error {
 		var err error
 		if t.pre, err = t.pretranslate(g); err != nil {
@@ -183,6 +193,11 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 			return err
 		}
 		t.clusterResources(res)
+		m, err := t.clientCertificate(g.UpstreamClientCertificate)
+		if err != nil {
+			return err
+		}
+		addClientSecret(res, m)
 		return nil
 	})
 	if err != nil {
