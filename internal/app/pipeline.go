@@ -36,6 +36,8 @@ type Pipeline struct {
 	translator *translate.Incremental
 	// latest is the latest build, whose statuses the admin endpoint's /statuses serves.
 	latest atomic.Pointer[dag.Graph]
+	// clientCert is the installation's client certificate for backends, checked.
+	clientCert clientCertificate
 }
 
 // Statuses returns every object's status in the latest build, or false before the
@@ -61,6 +63,9 @@ func (p *Pipeline) Rebuild(ctx context.Context, s *store.Store) (*dag.Graph, err
 		g = p.LastValid.Build(s, rec)
 	} else {
 		g = rec.Build(s)
+	}
+	if key := p.Translate.UpstreamClientCertificate; key != nil {
+		g = dag.WithClientCertificate(g, p.clientCert.resolve(ctx, s, *key, p.Logger))
 	}
 	if rec.all {
 		p.Status.Observe(g.Statuses)

@@ -55,9 +55,9 @@ var contourKeys = map[string]rule{
 	"tls": section{
 		"minimum-protocol-version": asFlag("tls-minimum-protocol-version", tlsVersion),
 		"maximum-protocol-version": asFlag("tls-maximum-protocol-version", tlsVersion),
-		"cipher-suites":            refuse("choosing TLS 1.2 cipher suites is not supported yet (the embedded proxy does not take them): the defaults of Envoy and of Go's crypto/tls apply, and TLS 1.3 ignores the setting anyway; remove it, or set minimum-protocol-version: \"1.3\""),
+		"cipher-suites":            asFlag("tls-cipher-suites", cipherSuites),
 		"fallback-certificate":     asFlag("fallback-certificate", namespacedName),
-		"envoy-client-certificate": refuse("a client certificate for backend TLS is not supported yet: Portico's upstream TLS verifies the backend (HTTPProxy upstreamValidation) without presenting a certificate"),
+		"envoy-client-certificate": asFlag("envoy-client-certificate", namespacedName),
 	},
 	"disablePermitInsecure":     asFlag("disable-permit-insecure", boolean),
 	"disableAllowChunkedLength": refuse("not supported yet: requests with both Content-Length and Transfer-Encoding: chunked are handled as Envoy's and Go's defaults do"),
@@ -68,12 +68,12 @@ var contourKeys = map[string]rule{
 	"serverHeaderTransformation": asFlag("server-header-transformation", serverHeader),
 	"enableExternalNameService":  asFlag("enable-external-name-services", boolean),
 	"timeouts": section{
-		"request-timeout":                  refuse("a whole-request timeout for every route is not supported yet: set timeoutPolicy.response on the HTTPProxy routes that need one"),
-		"connection-idle-timeout":          refuse("the connection idle timeout is not supported yet (the embedded proxy does not take it): Envoy's default (1h) applies; remove it"),
-		"stream-idle-timeout":              asFlag("stream-idle-timeout", timeout),
-		"max-connection-duration":          refuse("a maximum connection duration is not supported yet (the embedded proxy does not take it); remove it"),
-		"delayed-close-timeout":            refuse("the delayed close timeout is not supported yet: Envoy's default (1s) applies; remove it"),
-		"connection-shutdown-grace-period": refuse("the HTTP/2 drain grace period is not supported yet: Envoy's default (5s) applies; remove it"),
+		"request-timeout":                  asFlag("request-timeout", contourTimeout),
+		"connection-idle-timeout":          asFlag("connection-idle-timeout", contourTimeout),
+		"stream-idle-timeout":              asFlag("stream-idle-timeout", contourTimeout),
+		"max-connection-duration":          asFlag("max-connection-duration", contourTimeout),
+		"delayed-close-timeout":            asFlag("delayed-close-timeout", contourTimeout),
+		"connection-shutdown-grace-period": asFlag("connection-shutdown-grace-period", contourTimeout),
 		"connect-timeout":                  asFlag("connect-timeout", duration),
 	},
 	"policy": section{
@@ -98,7 +98,7 @@ var contourKeys = map[string]rule{
 		"upstream-tls": section{
 			"minimum-protocol-version": asFlag("upstream-tls-minimum-protocol-version", tlsVersion),
 			"maximum-protocol-version": asFlag("upstream-tls-maximum-protocol-version", tlsVersion),
-			"cipher-suites":            refuse("choosing the TLS 1.2 cipher suites of backend connections is not supported yet (the embedded proxy does not take them); remove it, or set minimum-protocol-version: \"1.3\""),
+			"cipher-suites":            asFlag("upstream-tls-cipher-suites", cipherSuites),
 		},
 	},
 	"network": section{
@@ -294,6 +294,19 @@ func timeout(v *yaml.Node) (string, error) {
 	return d.String(), nil
 }
 
+// contourTimeout is a timeout as Contour reads it: infinity (or infinite) disables it
+// (0), and a zero duration, like the key left out, keeps the default (no setting).
+func contourTimeout(v *yaml.Node) (string, error) {
+	s, err := timeout(v)
+	if err != nil || s != "0s" {
+		return s, err
+	}
+	if v.Value == "infinity" || v.Value == "infinite" {
+		return s, nil
+	}
+	return "", nil
+}
+
 // duration is a duration that must be finite and above 0.
 func duration(v *yaml.Node) (string, error) {
 	s, err := scalar(v)
@@ -318,16 +331,30 @@ func tlsVersion(v *yaml.Node) (string, error) {
 	return s, nil
 }
 
-func httpVersions(v *yaml.Node) (string, error) {
-	if v.Kind != yaml.SequenceNode {
-		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
+// cipherSuites is a list of Contour's TLS 1.2 cipher suite names (or [A|B] groups).
+func cipherSuites(v *yaml.Node) (string, error) {
+	s, err := list(v)
+	if err != nil {
+		return "", err
 	}
-	s, err := flagValue(v)
+	return s, translate.CheckCipherSuites(splitList(s))
+}
+
+func httpVersions(v *yaml.Node) (string, error) {
+	s, err := list(v)
 	if err != nil {
 		return "", err
 	}
 	_, err = parseHTTPVersions(s)
 	return s, err
+}
+
+// list is a YAML list of plain values, as a flag's comma-separated value.
+func list(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return "", fmt.Errorf("a list is expected, got a %s", kindName(v.Kind))
+	}
+	return flagValue(v)
 }
 
 func dnsFamily(v *yaml.Node) (string, error) {

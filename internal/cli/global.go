@@ -23,14 +23,18 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	var g translate.Global
 	idle := &optionalDuration{}
 	fs.Var(idle, "stream-idle-timeout", "how long a request may see no activity (no bytes either way) before it is answered 408 or reset (`DURATION`; 0 or infinity: never; default Envoy's 5m); a route's timeoutPolicy.idle overrides it")
+	conn := connectionTimeoutFlags(fs)
 	server := fs.String("server-header-transformation", string(translate.ServerHeaderOverwrite), "the Server header of responses: overwrite (always \"portico\"), append_if_absent (the upstream's, else \"portico\") or pass_through (the upstream's, or none)")
 	fs.BoolVar(&g.DisableMergeSlashes, "disable-merge-slashes", false, "keep repeated slashes in request paths (by default \"//a//b\" is routed and forwarded as \"/a/b\", as Contour does)")
 	fs.BoolVar(&g.StripTrailingHostDot, "strip-trailing-host-dot", false, "route a Host with a trailing dot (\"example.com.\") as the name without it")
 	fs.StringVar(&g.MinTLSVersion, "tls-minimum-protocol-version", "", "lowest TLS version of every HTTPS host (1.2 or 1.3; default 1.2); an HTTPProxy's tls.minimumProtocolVersion can raise it, not lower it")
 	fs.StringVar(&g.MaxTLSVersion, "tls-maximum-protocol-version", "", "highest TLS version of every HTTPS host (1.2 or 1.3; default 1.3)")
+	ciphers := fs.String("tls-cipher-suites", "", "comma-separated TLS 1.2 cipher suites clients may use on every HTTPS host, OpenSSL names as Contour's tls.cipher-suites (such as ECDHE-RSA-AES256-GCM-SHA384, or a group [A|B]); default Envoy's own (Go's on the embedded proxy); Contour's default is "+strings.Join(translate.DefaultCipherSuites, ","))
 	fs.DurationVar(&g.ConnectTimeout, "connect-timeout", 2*time.Second, "how long a connection to a backend may take to open")
 	fs.StringVar(&g.UpstreamMinTLSVersion, "upstream-tls-minimum-protocol-version", "", "lowest TLS version of connections to backends (1.2 or 1.3; default 1.2)")
 	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
+	clientCert := fs.String("envoy-client-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret whose certificate is presented to backends over TLS (tls and h2 services), as Contour's tls.envoy-client-certificate (default: none)")
+	upstreamCiphers := fs.String("upstream-tls-cipher-suites", "", "comma-separated TLS 1.2 cipher suites offered to backends, as --tls-cipher-suites (default Envoy's own, Go's on the embedded proxy)")
 	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")
 	compression := fs.String("compression", string(translate.CompressionGzip), "how responses are compressed for clients that accept it, as Contour's compression.algorithm: gzip, brotli, zstd or disabled")
 	breakerFlags(fs, &g.CircuitBreakers)
@@ -39,7 +43,12 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 		g.ServerHeader = translate.ServerHeaderTransformation(*server)
 		g.StreamIdleTimeout = idle.value()
 		g.Compression = translate.Compression(*compression)
+		g.Connection = conn()
+		g.CipherSuites, g.UpstreamCipherSuites = uniqueList(*ciphers), uniqueList(*upstreamCiphers)
 		var err error
+		if g.UpstreamClientCertificate, err = secretRef("--envoy-client-certificate", *clientCert); err != nil {
+			return g, err
+		}
 		if g.DefaultHTTPVersions, err = parseHTTPVersions(*versions); err != nil {
 			return g, fmt.Errorf("--default-http-versions: %w", err)
 		}
@@ -73,6 +82,35 @@ func breakerFlags(fs *flag.FlagSet, cb *dag.CircuitBreakers) {
 		})
 	}
 }
+
+// uniqueList is the comma-separated list s without repeats, in order.
+func uniqueList(s string) []string {
+	var out []string
+	for _, v := range splitList(s) {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// connectionTimeoutFlags adds the flags of client connections' timeouts (Contour's
+// timeouts section); the function it returns is what they configure.
+func connectionTimeoutFlags(fs *flag.FlagSet) func() translate.ConnectionTimeouts {
+	idle := &optionalDuration{d: defaultConnectionIdleTimeout, set: true}
+	maxAge, drain, delayed, request := &optionalDuration{}, &optionalDuration{}, &optionalDuration{}, &optionalDuration{}
+	fs.Var(idle, "connection-idle-timeout", "how long a client connection may stay open without a request in progress before it is closed (`DURATION`; 0 or infinity: never); Contour's default, 60s, where Envoy's own is 1h")
+	fs.Var(maxAge, "max-connection-duration", "how long a client connection may live: once this old it is closed when idle, and drained when not (HTTP/1.1: \"Connection: close\" on its next response; HTTP/2: GOAWAY after --connection-shutdown-grace-period) (`DURATION`; 0 or infinity: no limit, the default)")
+	fs.Var(drain, "connection-shutdown-grace-period", "how long an HTTP/2 connection being drained still takes new requests before it refuses them (`DURATION`; default Envoy's 5s)")
+	fs.Var(delayed, "delayed-close-timeout", "how long a connection Portico closes waits for the client to close its side first, so that the client reads the whole last response (`DURATION`; 0 or infinity: close at once; default Envoy's 1s)")
+	fs.Var(request, "request-timeout", "how long a whole request (headers and body) may take to arrive before it is answered 408 (`DURATION`; 0 or infinity: no limit, the default); not the time to the response: that is a route's timeoutPolicy.response")
+	return func() translate.ConnectionTimeouts {
+		return translate.ConnectionTimeouts{Idle: idle.value(), MaxDuration: maxAge.value(), Drain: drain.value(), DelayedClose: delayed.value(), Request: request.value()}
+	}
+}
+
+// defaultConnectionIdleTimeout is Contour's connection-idle-timeout default.
+const defaultConnectionIdleTimeout = 60 * time.Second
 
 // parseHTTPVersions parses a comma-separated list of HTTP/1.1 and HTTP/2 (any case,
 // Contour's spelling); "" is none (both).

@@ -169,12 +169,17 @@ func splitList(s string) []string {
 
 // fallbackCertificate parses --fallback-certificate: "" is none.
 func fallbackCertificate(v string) (*types.NamespacedName, error) {
+	return secretRef("--fallback-certificate", v)
+}
+
+// secretRef parses the NAMESPACE/NAME of a Secret given to flag: "" is none.
+func secretRef(flag, v string) (*types.NamespacedName, error) {
 	if v == "" {
 		return nil, nil
 	}
 	ns, name, ok := strings.Cut(v, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("--fallback-certificate %q: use NAMESPACE/NAME of a kubernetes.io/tls Secret", v)
+		return nil, fmt.Errorf("%s %q: use NAMESPACE/NAME of a kubernetes.io/tls Secret", flag, v)
 	}
 	return &types.NamespacedName{Namespace: ns, Name: name}, nil
 }

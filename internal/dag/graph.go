@@ -20,6 +20,9 @@ type Graph struct {
 	// Gateways are the Gateway API Gateways served, each with a data plane of its own,
 	// ordered by namespace/name.
 	Gateways []*Gateway
+	// UpstreamClientCertificate, when set, is the certificate presented to backends
+	// over TLS (Contour's tls.envoy-client-certificate; see WithClientCertificate).
+	UpstreamClientCertificate *Secret
 	// Statuses holds one entry per routing object (Ingress, ...), ordered by kind, namespace, name.
 	// A status is never modified once in a graph: graphs built incrementally share the
 	// unchanged ones.

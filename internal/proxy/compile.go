@@ -34,8 +34,9 @@ type snapshot struct {
 	clusterInputs layered.Map[string, clusterInputs]
 	chains        map[*chainSpec]*compiledChain
 	// specRevisions are the store's revisions of clusters and endpoints it
-	// was compiled at.
-	specRevisions [2]uint64
+	// was compiled at; secretRevision, of secrets.
+	specRevisions  [2]uint64
+	secretRevision uint64
 	// rebuiltChains counts the chains compiled anew rather than reused;
 	// sameRouteStats: none was, and the chains are the previous snapshot's.
 	rebuiltChains  int
@@ -57,6 +58,7 @@ type snapshot struct {
 type clusterInputs struct {
 	spec       *upstream.ClusterSpec
 	assignment *upstream.AssignmentSpec // nil for a cluster with inline endpoints
+	clientCert *tls.Certificate         // from SDS, presented to upstreams; nil: none
 }
 
 // compiledChain is a filter chain with the resources it was compiled from.
@@ -105,6 +107,9 @@ func (p *Proxy) compile() (*snapshot, error) {
 		compiledAt:    p.statsGen,
 		chains:        make(map[*chainSpec]*compiledChain),
 		specRevisions: [2]uint64{s.revisions[resourcev3.ClusterType], s.revisions[resourcev3.EndpointType]},
+		// A changed secret may be a cluster's client certificate: the clusters
+		// are linked in full then (see patchClusters).
+		secretRevision: s.revisions[resourcev3.SecretType],
 	}
 	names := sorted.Keys(s.byType[resourcev3.ListenerType])
 	for _, name := range names {
@@ -166,7 +171,7 @@ func (p *Proxy) compileClusters(listeners []string, snap *snapshot) error {
 // false when the change is not known or large, and when a cluster is
 // missing, for compileClusters to compile in full (and to report what is missing as it always has).
 func (p *Proxy) patchClusters(prev, snap *snapshot) bool {
-	if prev == nil || !prev.clusterRefs.Made() {
+	if prev == nil || !prev.clusterRefs.Made() || prev.secretRevision != snap.secretRevision {
 		return false
 	}
 	changed, ok := p.store.clusterChanges(prev.specRevisions)
@@ -490,6 +495,13 @@ func (p *Proxy) linkCluster(name string, snap *snapshot) error {
 		}
 		in.assignment = cla
 	}
+	if spec.TLS != nil && spec.TLS.ClientSecret != "" {
+		cert, ok := lookup[*tls.Certificate](p.store, resourcev3.SecretType, spec.TLS.ClientSecret)
+		if !ok {
+			return &incompleteError{missing: fmt.Sprintf("secret %q of cluster %q", spec.TLS.ClientSecret, name)}
+		}
+		in.clientCert = cert
+	}
 	snap.clusterInputs.Set(name, in)
 	if prev := p.current.Load(); prev != nil {
 		if was, _ := prev.clusterInputs.Get(name); was == in {
@@ -530,6 +542,9 @@ func (p *Proxy) buildCluster(name string, in clusterInputs) *upstream.Cluster {
 	}
 	if spec.TLS != nil {
 		uc.Scheme = "https"
+	}
+	if in.clientCert != nil {
+		uc.TLS = spec.TLS.WithClientCertificate(in.clientCert)
 	}
 	if tr := cs.TransportFor(spec); tr != nil {
 		uc.Transport = tr

@@ -273,9 +273,11 @@ func convertDownstreamTLS(ts *corev3.TransportSocket) (*listener.TlsSpec, error)
 		}
 	}
 	spec.Alpn = slices.Clone(ctc.GetAlpnProtocols())
-	if spec.MinVersion, spec.MaxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
+	params, err := xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS13)
+	if err != nil {
 		return nil, err
 	}
+	spec.MinVersion, spec.MaxVersion, spec.CipherSuites = params.MinVersion, params.MaxVersion, params.CipherSuites
 	for _, sds := range ctc.GetTlsCertificateSdsSecretConfigs() {
 		if sds.GetSdsConfig() == nil {
 			return nil, fmt.Errorf("secret %q: static secrets are not supported (sds_config must be ads)", sds.GetName())

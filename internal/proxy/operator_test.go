@@ -207,7 +207,7 @@ func TestRequestHeaderLimits(t *testing.T) {
 
 func TestCommonHTTPProtocolOptionsBeyondMaxHeadersCountAreRefused(t *testing.T) {
 	for _, o := range []*corev3.HttpProtocolOptions{
-		{IdleTimeout: durationpb.New(time.Minute)},
+		{MaxStreamDuration: durationpb.New(time.Minute)},
 		{MaxRequestsPerConnection: wrapperspb.UInt32(5)},
 		{HeadersWithUnderscoresAction: corev3.HttpProtocolOptions_REJECT_REQUEST},
 	} {

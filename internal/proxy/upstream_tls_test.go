@@ -342,9 +342,15 @@ func TestConvertClusterUpstream(t *testing.T) {
 			utc.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{
 				ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: "ca", SdsConfig: adsSource()}}
 		}), "validation_context_sds_secret_config is not supported"},
-		{"client certificate", tlsWith(func(utc *tlsv3.UpstreamTlsContext) {
-			utc.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: "c", SdsConfig: adsSource()}}
-		}), "tls_certificate_sds_secret_configs (client certificates) is not supported"},
+		{"two client certificates", tlsWith(func(utc *tlsv3.UpstreamTlsContext) {
+			utc.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: "c", SdsConfig: adsSource()}, {Name: "d", SdsConfig: adsSource()}}
+		}), "2 client certificates, an upstream context takes one"},
+		{"static client certificate secret", tlsWith(func(utc *tlsv3.UpstreamTlsContext) {
+			utc.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: "c"}}
+		}), `secret "c": static secrets are not supported`},
+		{"inline client certificate", tlsWith(func(utc *tlsv3.UpstreamTlsContext) {
+			utc.CommonTlsContext.TlsCertificates = []*tlsv3.TlsCertificate{{}}
+		}), "tls_certificates (inline client certificates; use tls_certificate_sds_secret_configs) is not supported"},
 		{"auto_host_sni", tlsWith(func(utc *tlsv3.UpstreamTlsContext) { utc.AutoHostSni = true }), "auto_host_sni"},
 		{"ALPN h3", tlsWith(func(utc *tlsv3.UpstreamTlsContext) { utc.CommonTlsContext.AlpnProtocols = []string{"h3"} }), `ALPN protocol "h3"`},
 		{"SAN without CA", vcWith(func(vc *tlsv3.CertificateValidationContext) { vc.TrustedCa = nil }), "match_typed_subject_alt_names needs trusted_ca"},

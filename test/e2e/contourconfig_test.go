@@ -18,9 +18,9 @@ import (
 
 // ranBinary is a `portico run` process of a test, started by runWithConfig.
 type ranBinary struct {
-	t                   *testing.T
-	http, https, config string
-	logs                *syncBuffer
+	t                        *testing.T
+	http, https, config, dir string
+	logs                     *syncBuffer
 }
 
 // runWithConfig starts the portico binary on the manifests in files with --config
@@ -33,7 +33,7 @@ func runWithConfig(t *testing.T, files map[string]string, config string) *ranBin
 			t.Fatal(err)
 		}
 	}
-	r := &ranBinary{t: t, http: testutil.FreeAddr(t), https: testutil.FreeAddr(t), config: filepath.Join(confDir, "contour.yaml"), logs: &syncBuffer{}}
+	r := &ranBinary{t: t, http: testutil.FreeAddr(t), https: testutil.FreeAddr(t), config: filepath.Join(confDir, "contour.yaml"), dir: dir, logs: &syncBuffer{}}
 	if err := os.WriteFile(r.config, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
@@ -70,6 +72,12 @@ func Convert(h *hcmv3.HttpConnectionManager, filters *filter.Registry) (*Spec, e
 		}
 		spec.http1 = h1
 	}
+	spec.Conn = ConnLimits{
+		Idle:         defaultConnIdleTimeout,
+		Drain:        durationOr(h.GetDrainTimeout(), defaultDrainTimeout),
+		DelayedClose: durationOr(h.GetDelayedCloseTimeout(), defaultDelayedCloseTimeout),
+	}
+	spec.RequestTimeout = h.GetRequestTimeout().AsDuration()
 	if d := h.GetStreamIdleTimeout(); d != nil {
 		spec.StreamIdleTimeout = d.AsDuration()
 	}
@@ -146,12 +154,18 @@ func codecProtoMajor(c hcmv3.HttpConnectionManager_CodecType) int {
 	return 0
 }
 
-// convertCommonHTTPOptions honours max_headers_count, the only downstream
-// protocol option the translator sets.
+// durationOr is d, or def when d is not set.
+func durationOr(d *durationpb.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.AsDuration()
+}
+
+// convertCommonHTTPOptions honours the downstream protocol options the
+// translator sets: max_headers_count, idle_timeout and max_connection_duration.
 func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *Spec) error {
 	if err := xdsconv.Unsupported(
-		xdsconv.Set("idle_timeout", o.GetIdleTimeout() != nil),
-		xdsconv.Set("max_connection_duration", o.GetMaxConnectionDuration() != nil),
 		xdsconv.Set("max_connection_duration_jitter", o.GetMaxConnectionDurationJitter() != nil),
 		xdsconv.Set("max_response_headers_kb", o.GetMaxResponseHeadersKb() != nil),
 		xdsconv.Set("max_stream_duration", o.GetMaxStreamDuration() != nil),
@@ -164,6 +178,8 @@ func convertCommonHTTPOptions(o *corev3.HttpProtocolOptions, spec *Spec) error {
 	if n := o.GetMaxHeadersCount(); n != nil {
 		spec.MaxRequestHeaders = int(n.GetValue())
 	}
+	spec.Conn.Idle = durationOr(o.GetIdleTimeout(), defaultConnIdleTimeout)
+	spec.Conn.MaxDuration = o.GetMaxConnectionDuration().AsDuration()
 	return nil
 }
 

@@ -135,8 +135,8 @@ func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
 
 // upstreamError maps failures before the response head to the contract's
 // status codes: the route timeout and a last per-try timeout give 504, the
-// stream idle timeout 408, a retry without endpoint or a circuit breaker's
-// overflow 503, anything else
+// stream idle and request timeouts 408, a retry without endpoint or a circuit
+// breaker's overflow 503, anything else
 // (refused, reset, connect timeout, malformed response) 502.
 func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	var follow *errInternalRedirect
@@ -165,6 +165,8 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("X-Envoy-Overloaded", "true")
 		outcome(r, "UO", "upstream_reset_before_response_started{overflow}")
 		localReply(w, http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers. reset reason: overflow")
+	case errors.Is(cause, errRequestTimeout):
+		localReply(w, http.StatusRequestTimeout, "request timeout")
 	case errors.Is(err, errNoHealthyUpstream):
 		outcome(r, "UH", "no_healthy_upstream")
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")

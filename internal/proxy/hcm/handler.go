@@ -333,6 +333,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 		t.done.complete()
 	case requestHasBody(r):
 		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
+		defer t.startRequestTimeout(rw, cancel)()
 		if t.redirect != nil {
 			t.replay = newReplayBuffer(out.Body)
 		}

@@ -32,6 +32,12 @@ type Spec struct {
 	// StreamIdleTimeout bounds how long a stream may see no activity; 0
 	// disables it. A route's idle_timeout overrides it.
 	StreamIdleTimeout time.Duration
+	// Conn are the limits of the connections the manager serves (the listener
+	// enforces them, see ConnLimits).
+	Conn ConnLimits
+	// RequestTimeout (request_timeout) bounds how long the whole request may take
+	// to arrive (408 after it); 0: no limit.
+	RequestTimeout time.Duration
 	// MaxRequestHeaderBytes (max_request_headers_kb) and maxRequestHeaders
 	// (common_http_protocol_options.max_headers_count) bound a request's
 	// headers; beyond either the request gets 431 (see limits.go).
@@ -77,3 +83,26 @@ type Listener struct {
 
 // CertificateSource is a TLS listener, as the certificates it presents.
 type CertificateSource = router.ServedCertificates
+// ConnLimits are a connection manager's connection timeouts, which its
+// listener enforces on each connection.
+type ConnLimits struct {
+	// Idle (common_http_protocol_options.idle_timeout): a connection without
+	// a request in progress this long is closed; 0: never.
+	Idle time.Duration
+	// MaxDuration (max_connection_duration): a connection this old is closed
+	// when idle and drained when not; 0: no limit.
+	MaxDuration time.Duration
+	// Drain (drain_timeout): how long a draining HTTP/2 connection still takes
+	// new streams before its GOAWAY.
+	Drain time.Duration
+	// DelayedClose (delayed_close_timeout): how long a connection the proxy
+	// closes waits for the peer to close first; 0: close at once.
+	DelayedClose time.Duration
+}
+
+// Envoy's defaults of the connection limits.
+const (
+	defaultConnIdleTimeout     = time.Hour
+	defaultDrainTimeout        = 5 * time.Second
+	defaultDelayedCloseTimeout = time.Second
+)

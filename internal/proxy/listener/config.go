@@ -40,6 +40,9 @@ type TlsSpec struct {
 	Alpn        []string
 	MinVersion  uint16
 	MaxVersion  uint16
+	// CipherSuites are the TLS 1.2 suites clients may use (tls_params.cipher_suites);
+	// nil: Go's defaults.
+	CipherSuites []uint16
 	// Clients is how client certificates are asked for and checked; nil:
 	// they are not.
 	Clients *clientValidation

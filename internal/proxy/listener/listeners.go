@@ -22,7 +22,6 @@ const (
 	drainTimeout = 5 * time.Second
 
 	readHeaderTimeout = 30 * time.Second
-	idleTimeout       = 5 * time.Minute
 
 	// A listener whose address cannot be bound is retried on its own, from
 	// bindRetryMin doubling up to bindRetryMax, with one log line per attempt.
@@ -50,6 +49,8 @@ type liveListener struct {
 	// when its accept loop has ended (nil for plaintext listeners).
 	conns      connTracker
 	acceptDone chan struct{}
+	// lives are its HTTP connections' limits (connlife.go).
+	lives connLives
 }
 
 // unboundListener is a listener of the applied configuration whose socket
@@ -343,13 +344,14 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 	ll.srv = &http.Server{
 		Handler:           &listenerHTTP{hcm: s.HCM.NewHandler(ll.name), ll: ll},
 		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    headerReadLimit(lc),
-		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		Protocols:         protocols,
+		// No IdleTimeout: each connection's chain's idle timeout applies (connLife).
+		ConnState:      ll.lives.connState,
+		MaxHeaderBytes: headerReadLimit(lc),
+		ErrorLog:       slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug),
+		BaseContext:    func(net.Listener) context.Context { return baseCtx },
+		Protocols:      protocols,
 	}
-	serveLn := ln
+	var serveLn net.Listener
 	if lc.Tls {
 		protocols.SetHTTP2(true) // negotiated by ALPN
 		tl := newTLSListener(s, ll, ln)
@@ -358,6 +360,10 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		serveLn = tl
 	} else {
 		protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+		ll.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return ll.lives.start(ctx, ll, c, nil)
+		}
+		serveLn = lifeListener{ln}
 	}
 	go func() {
 		defer close(ll.served)
@@ -445,6 +451,9 @@ func (h *listenerHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// handshakes fail without one.
 		http.Error(w, "no filter chain", http.StatusMisdirectedRequest)
 		return
+	}
+	if cl := lifeOf(r.Context()); cl != nil && cl.draining(r.ProtoMajor) {
+		w.Header().Set("Connection", "close") // net/http closes after it; HTTP/2: GOAWAY
 	}
 	h.hcm.Serve(w, r, start, &lc.Listener, &chain.Chain)
 }

@@ -67,6 +67,7 @@ func NewServerTLSConfig(spec *TlsSpec, certs []tls.Certificate) *tls.Config {
 		NextProtos:   spec.Alpn,
 		MinVersion:   spec.MinVersion,
 		MaxVersion:   spec.MaxVersion,
+		CipherSuites: spec.CipherSuites,
 	}
 	spec.Clients.apply(cfg)
 	return cfg
@@ -235,7 +236,7 @@ func (l *tlsListener) dispatch(raw net.Conn, lc *Config) {
 // the handshake (in the server's connection goroutine) selects the chain.
 func (l *tlsListener) httpConn(raw net.Conn) *tls.Conn {
 	holder := &connChain{}
-	conn := tls.Server(raw, &tls.Config{
+	conn := tls.Server(&serverConn{Conn: raw}, &tls.Config{
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			lc := l.ll.cfg.Load()
 			chain, key := lc.SelectChain(hello.ServerName)
@@ -325,10 +326,13 @@ func (c *replayConn) CloseWrite() error {
 
 // connContext is the http.Server.ConnContext of TLS listeners.
 func (l *tlsListener) connContext(ctx context.Context, c net.Conn) context.Context {
-	if holder, ok := l.pending.LoadAndDelete(c); ok {
-		return context.WithValue(ctx, connChainKey{}, holder.(*connChain))
+	v, ok := l.pending.LoadAndDelete(c)
+	if !ok {
+		return ctx
 	}
-	return ctx
+	holder := v.(*connChain)
+	ctx = context.WithValue(ctx, connChainKey{}, holder)
+	return l.ll.lives.start(ctx, l.ll, c, holder)
 }
 
 // chainForRequest returns the chain a TLS request is served by: the current
@@ -338,7 +342,16 @@ func (l *tlsListener) connContext(ctx context.Context, c net.Conn) context.Conte
 // became a tcp_proxy chain).
 func chainForRequest(ctx context.Context, lc *Config) *FilterChain {
 	holder, ok := ctx.Value(connChainKey{}).(*connChain)
-	if !ok || holder.chain == nil {
+	if !ok {
+		return nil
+	}
+	return holderChain(holder, lc)
+}
+
+// holderChain is the chain of a TLS connection in lc (see chainForRequest); nil
+// before its handshake chose one.
+func holderChain(holder *connChain, lc *Config) *FilterChain {
+	if holder.chain == nil {
 		return nil
 	}
 	if c, ok := lc.Chains[holder.key]; ok && c.Spec != nil {

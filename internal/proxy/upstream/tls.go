@@ -42,6 +42,11 @@ type upstreamTLSSpec struct {
 	SANs       []sanMatcher
 	MinVersion uint16
 	MaxVersion uint16
+	// ClientSecret names the SDS secret of the client certificate presented to the
+	// upstream; "": none. The proxy links it (WithClientCertificate).
+	ClientSecret string
+	// sessionKeys is max_session_keys: the size of the session cache.
+	sessionKeys int
 	// config is the client configuration of every connection (ServerName, ALPN,
 	// verification, session cache), built once.
 	config *tls.Config
@@ -69,8 +74,7 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 	}
 	ctc := utc.GetCommonTlsContext()
 	if err := xdsconv.Unsupported(
-		xdsconv.Set("tls_certificates (client certificates)", len(ctc.GetTlsCertificates()) > 0),
-		xdsconv.Set("tls_certificate_sds_secret_configs (client certificates)", len(ctc.GetTlsCertificateSdsSecretConfigs()) > 0),
+		xdsconv.Set("tls_certificates (inline client certificates; use tls_certificate_sds_secret_configs)", len(ctc.GetTlsCertificates()) > 0),
 		xdsconv.Set("tls_certificate_provider_instance", ctc.GetTlsCertificateProviderInstance() != nil),
 		xdsconv.Set("custom_tls_certificate_selector", ctc.GetCustomTlsCertificateSelector() != nil),
 		xdsconv.Set("tls_certificate_certificate_provider", ctc.GetTlsCertificateCertificateProvider() != nil),
@@ -85,16 +89,20 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		return nil, err
 	}
 	spec := &upstreamTLSSpec{SNI: utc.GetSni()}
+	if err := spec.setClientSecret(ctc.GetTlsCertificateSdsSecretConfigs()); err != nil {
+		return nil, err
+	}
 	for _, p := range ctc.GetAlpnProtocols() {
 		if p != "h2" && p != "http/1.1" {
 			return nil, fmt.Errorf("ALPN protocol %q is not supported", p)
 		}
 	}
 	spec.alpn = slices.Clone(ctc.GetAlpnProtocols())
-	var err error
-	if spec.MinVersion, spec.MaxVersion, err = xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
+	params, err := xdsconv.TLSParams(ctc.GetTlsParams(), tls.VersionTLS12)
+	if err != nil {
 		return nil, err
 	}
+	spec.MinVersion, spec.MaxVersion = params.MinVersion, params.MaxVersion
 	var caPEM []byte
 	if vc := ctc.GetValidationContext(); vc != nil {
 		if caPEM, err = spec.setValidation(vc); err != nil {
@@ -110,18 +118,54 @@ func convertUpstreamTLS(ts *corev3.TransportSocket) (*upstreamTLSSpec, error) {
 		NextProtos: spec.alpn,
 		MinVersion: spec.MinVersion,
 		MaxVersion: spec.MaxVersion,
+		// Go ignores the order: the list says which suites are allowed.
+		CipherSuites: params.CipherSuites,
 		// Verification is Envoy's, not Go's (which would also check the server
 		// name): see verify.
 		InsecureSkipVerify: true,
 		VerifyConnection:   spec.verify,
 	}
+	spec.sessionKeys = sessionKeys
 	if sessionKeys > 0 {
 		spec.config.ClientSessionCache = tls.NewLRUClientSessionCache(sessionKeys)
 	}
 	sum := sha256.Sum256(caPEM)
-	spec.key = fmt.Sprintf("sni=%q alpn=%q ca=%s sans=%q v=%d-%d keys=%d",
-		spec.SNI, spec.alpn, hex.EncodeToString(sum[:]), spec.SANs, spec.MinVersion, spec.MaxVersion, sessionKeys)
+	spec.key = fmt.Sprintf("sni=%q alpn=%q ca=%s sans=%q v=%d-%d ciphers=%x keys=%d client=%q",
+		spec.SNI, spec.alpn, hex.EncodeToString(sum[:]), spec.SANs, spec.MinVersion, spec.MaxVersion, params.CipherSuites, sessionKeys, spec.ClientSecret)
 	return spec, nil
+}
+
+// setClientSecret takes the SDS secret of the client certificate presented to the
+// upstream: one at most, as Envoy's client contexts take one.
+func (s *upstreamTLSSpec) setClientSecret(sds []*tlsv3.SdsSecretConfig) error {
+	if len(sds) > 1 {
+		return fmt.Errorf("tls_certificate_sds_secret_configs: %d client certificates, an upstream context takes one", len(sds))
+	}
+	for _, c := range sds {
+		if c.GetSdsConfig() == nil {
+			return fmt.Errorf("secret %q: static secrets are not supported (sds_config must be ads)", c.GetName())
+		}
+		if err := xdsconv.CheckADSConfigSource(c.GetSdsConfig()); err != nil {
+			return fmt.Errorf("secret %q: sds_config: %w", c.GetName(), err)
+		}
+		s.ClientSecret = c.GetName()
+	}
+	return nil
+}
+
+// WithClientCertificate is s presenting cert to upstreams that ask for a client
+// certificate (the SDS secret ClientSecret names): a copy, s is shared.
+func (s *upstreamTLSSpec) WithClientCertificate(cert *tls.Certificate) *upstreamTLSSpec {
+	c := *s
+	c.config = s.config.Clone()
+	c.config.Certificates = []tls.Certificate{*cert}
+	if s.sessionKeys > 0 {
+		// Sessions of another certificate are not resumed: a resumed session skips
+		// the certificate, so a renewed (or revoked) one would never be presented.
+		// Envoy likewise starts a new TLS context, and session cache, per secret.
+		c.config.ClientSessionCache = tls.NewLRUClientSessionCache(s.sessionKeys)
+	}
+	return &c
 }
 
 // setValidation honours trusted_ca and match_typed_subject_alt_names (DNS or

@@ -156,7 +156,8 @@ func limit(n uint32) *wrapperspb.UInt32Value {
 // URIs (ServerName, else the first name, is sent as SNI); without it the connection is
 // encrypted but not verified and no SNI is sent. Other protocols are clear text:
 // UpstreamValidation is ignored then. The TLS versions are Envoy's client defaults
-// (1.2 only) unless the installation's settings (g) give them.
+// (1.2 only) unless the installation's settings (g) give them; the installation's client
+// certificate, when it has one, is presented.
 func upstreamTLS(c *dag.Cluster, g Global) *corev3.TransportSocket {
 	var alpn string
 	switch c.Protocol {
@@ -168,6 +169,9 @@ func upstreamTLS(c *dag.Cluster, g Global) *corev3.TransportSocket {
 		return nil
 	}
 	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{AlpnProtocols: []string{alpn}, TlsParams: g.upstreamTLSParams()}}
+	if g.clientSecret != "" {
+		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: g.clientSecret, SdsConfig: adsSource()}}
+	}
 	if v := c.UpstreamValidation; v != nil {
 		if len(v.SubjectNames) > 0 {
 			ctx.Sni = v.SubjectNames[0]

@@ -5,8 +5,10 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -20,6 +22,9 @@ type Global struct {
 	// disables it; nil keeps Envoy's default, 5 minutes. A route's timeoutPolicy.idle
 	// overrides it.
 	StreamIdleTimeout *time.Duration
+	// Connection holds the connection managers' connection timeouts (Contour's
+	// timeouts section); each nil keeps Envoy's default.
+	Connection ConnectionTimeouts
 	// ServerHeader says what happens to the upstream's Server response header.
 	ServerHeader ServerHeaderTransformation
 	// DisableMergeSlashes keeps repeated slashes in request paths ("//a///b"), which
@@ -32,11 +37,23 @@ type Global struct {
 	// versions of every HTTPS host: a host's own minimumProtocolVersion can raise the
 	// floor, never lower it, as in Contour.
 	MinTLSVersion, MaxTLSVersion string
+	// CipherSuites are the TLS 1.2 cipher suites clients may use on every HTTPS host
+	// (tls_params.cipher_suites: names, or "[A|B]" groups of equal preference);
+	// empty: Envoy's defaults (Go's on the embedded proxy).
+	CipherSuites []string
 	// ConnectTimeout is how long a connection to an upstream may take (default 2s).
 	ConnectTimeout time.Duration
 	// UpstreamMinTLSVersion and UpstreamMaxTLSVersion ("1.2" or "1.3"; "" for Envoy's
 	// client default, 1.2) bound the TLS versions of connections to backends.
 	UpstreamMinTLSVersion, UpstreamMaxTLSVersion string
+	// UpstreamClientCertificate, when set, names the kubernetes.io/tls Secret whose
+	// certificate is presented to backends over TLS (Contour's
+	// tls.envoy-client-certificate). The pipeline resolves it into the graph
+	// (dag.Graph.UpstreamClientCertificate), which is what the translation follows.
+	UpstreamClientCertificate *k8stypes.NamespacedName
+	// UpstreamCipherSuites are the TLS 1.2 cipher suites offered to backends, as
+	// CipherSuites; empty: Envoy's client defaults (Go's on the embedded proxy).
+	UpstreamCipherSuites []string
 	// DefaultHTTPVersions are the HTTP versions clients may speak to every listener
 	// (empty: both), as Contour's default-http-versions: the connection managers'
 	// codec, and what HTTPS hosts offer by ALPN. A host's own (HTTPProxy
@@ -52,6 +69,67 @@ type Global struct {
 	// CircuitBreakers are the limits of every Service's clusters where its annotations
 	// set none (Contour's cluster.circuit-breakers); 0 keeps Envoy's default.
 	CircuitBreakers dag.CircuitBreakers
+
+	// clientSecret is the SDS secret of the certificate presented to backends over
+	// TLS, "" for none: the graph's (clientSecretName), set per translation.
+	clientSecret string
+}
+
+// ConnectionTimeouts are the timeouts of client connections and requests that every
+// connection manager gets. A nil field keeps Envoy's default; zero disables the timeout
+// (MaxDuration: zero is no limit, Envoy's default).
+type ConnectionTimeouts struct {
+	// Idle (common_http_protocol_options.idle_timeout): a connection without a request
+	// in progress for this long is closed. Envoy's default is 1h.
+	Idle *time.Duration
+	// MaxDuration (common_http_protocol_options.max_connection_duration): a connection
+	// this old is closed when idle, drained (HTTP/1.1: "Connection: close" on the next
+	// response; HTTP/2: GOAWAY after Drain) when not. Envoy's default: no limit.
+	MaxDuration *time.Duration
+	// Drain (drain_timeout): how long an HTTP/2 connection being drained still takes
+	// new streams before its final GOAWAY. Envoy's default is 5s.
+	Drain *time.Duration
+	// DelayedClose (delayed_close_timeout): how long a connection the proxy closes
+	// waits for the client to close its side first. Envoy's default is 1s.
+	DelayedClose *time.Duration
+	// Request (request_timeout): how long a whole request, headers and body, may take
+	// to arrive; 408 after it. Envoy's default: none.
+	Request *time.Duration
+}
+
+// check says which timeout is negative.
+func (c ConnectionTimeouts) check() error {
+	for _, t := range []struct {
+		name string
+		d    *time.Duration
+	}{{"connection idle timeout", c.Idle}, {"max connection duration", c.MaxDuration},
+		{"connection shutdown grace period", c.Drain}, {"delayed close timeout", c.DelayedClose},
+		{"request timeout", c.Request}} {
+		if t.d != nil && *t.d < 0 {
+			return fmt.Errorf("%s %v is negative", t.name, *t.d)
+		}
+	}
+	return nil
+}
+
+// apply sets the connection manager's fields of c.
+func (c ConnectionTimeouts) apply(h *hcmv3.HttpConnectionManager) {
+	h.CommonHttpProtocolOptions.IdleTimeout = optionalDuration(c.Idle)
+	if c.MaxDuration != nil && *c.MaxDuration > 0 {
+		// Envoy's "no limit" is the field left out: zero would not disable it.
+		h.CommonHttpProtocolOptions.MaxConnectionDuration = durationpb.New(*c.MaxDuration)
+	}
+	h.DrainTimeout = optionalDuration(c.Drain)
+	h.DelayedCloseTimeout = optionalDuration(c.DelayedClose)
+	h.RequestTimeout = optionalDuration(c.Request)
+}
+
+// optionalDuration is d as a protobuf duration, nil when d is.
+func optionalDuration(d *time.Duration) *durationpb.Duration {
+	if d == nil {
+		return nil
+	}
+	return durationpb.New(*d)
 }
 
 // Compression is Contour's compression algorithm.
@@ -93,6 +171,12 @@ func CheckGlobal(g Global) error {
 	if err := checkTLSRange("backend", g.UpstreamMinTLSVersion, g.UpstreamMaxTLSVersion); err != nil {
 		return err
 	}
+	if err := CheckCipherSuites(g.CipherSuites); err != nil {
+		return err
+	}
+	if err := CheckCipherSuites(g.UpstreamCipherSuites); err != nil {
+		return fmt.Errorf("backend %w", err)
+	}
 	switch g.DNSLookupFamily {
 	case "", "auto", "v4", "v6", "all":
 	default:
@@ -105,6 +189,9 @@ func CheckGlobal(g Global) error {
 	}
 	if g.StreamIdleTimeout != nil && *g.StreamIdleTimeout < 0 {
 		return fmt.Errorf("stream idle timeout %v is negative (0 disables it)", *g.StreamIdleTimeout)
+	}
+	if err := g.Connection.check(); err != nil {
+		return err
 	}
 	if g.ConnectTimeout < 0 {
 		return fmt.Errorf("connect timeout %v is negative", g.ConnectTimeout)
@@ -131,12 +218,17 @@ func checkTLSRange(what, lo, hi string) error {
 	return nil
 }
 
-// upstreamTLSParams are the TLS versions of connections to backends: nil (Envoy's
-// client defaults, TLS 1.2 only) unless g gives one. Given a minimum of 1.3 alone, the
-// maximum follows it, as Envoy refuses a maximum below the minimum.
+// upstreamTLSParams are the TLS versions and cipher suites of connections to
+// backends: nil (Envoy's client defaults: TLS 1.2 only, its own suites) unless g gives
+// them. Given a minimum of 1.3 alone, the maximum follows it, as Envoy refuses a
+// maximum below the minimum.
 func (g Global) upstreamTLSParams() *tlsv3.TlsParameters {
+	out := &tlsv3.TlsParameters{CipherSuites: g.UpstreamCipherSuites}
 	if g.UpstreamMinTLSVersion == "" && g.UpstreamMaxTLSVersion == "" {
-		return nil
+		if len(out.CipherSuites) == 0 {
+			return nil
+		}
+		return out
 	}
 	lo, _ := ParseTLSVersion(g.UpstreamMinTLSVersion)
 	hi, _ := ParseTLSVersion(g.UpstreamMaxTLSVersion)
@@ -146,7 +238,8 @@ func (g Global) upstreamTLSParams() *tlsv3.TlsParameters {
 	if hi == tlsv3.TlsParameters_TLS_AUTO || hi < lo {
 		hi = max(lo, tlsv3.TlsParameters_TLSv1_2)
 	}
-	return &tlsv3.TlsParameters{TlsMinimumProtocolVersion: lo, TlsMaximumProtocolVersion: hi}
+	out.TlsMinimumProtocolVersion, out.TlsMaximumProtocolVersion = lo, hi
+	return out
 }
 
 // ParseTLSVersion parses a TLS version of the global settings: "1.2", "1.3", or "" (none
@@ -191,10 +284,7 @@ func (g Global) httpVersions(svh *dag.SecureVirtualHost) []dag.HTTPVersion {
 
 // streamIdleTimeout is the connection manager's stream_idle_timeout, nil for Envoy's.
 func (g Global) streamIdleTimeout() *durationpb.Duration {
-	if g.StreamIdleTimeout == nil {
-		return nil
-	}
-	return durationpb.New(*g.StreamIdleTimeout)
+	return optionalDuration(g.StreamIdleTimeout)
 }
 
 // serverHeader sets Portico's Server response header as g says (see serverHeader).

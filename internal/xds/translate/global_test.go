@@ -15,6 +15,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/portico-dev/portico/internal/dag"
 )
@@ -61,6 +62,10 @@ func TestCheckGlobal(t *testing.T) {
 		{Global{MinTLSVersion: "1.3", MaxTLSVersion: "1.2"}, "the minimum TLS version 1.3 is above the maximum 1.2"},
 		{Global{StreamIdleTimeout: &neg}, "stream idle timeout -1s is negative"},
 		{Global{ConnectTimeout: -1}, "connect timeout -1ns is negative"},
+		{Global{CipherSuites: DefaultCipherSuites, UpstreamCipherSuites: CipherSuiteNames}, ""},
+		{Global{CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256", "DES-CBC3-SHA"}}, `unknown cipher suite "DES-CBC3-SHA"`},
+		{Global{CipherSuites: []string{"[AES128-SHA|TLS_AES_128_GCM_SHA256]"}}, `unknown cipher suite "TLS_AES_128_GCM_SHA256"`},
+		{Global{UpstreamCipherSuites: []string{"[AES128-SHA|AES256-SHA"}}, `backend cipher suite group "[AES128-SHA|AES256-SHA" has no closing ]`},
 	} {
 		err := CheckGlobal(c.g)
 		if got := errString(err); (c.want == "") != (got == "") || (c.want != "" && !contains(got, c.want)) {
@@ -72,13 +77,7 @@ func TestCheckGlobal(t *testing.T) {
 // The global settings reach every connection manager, TLS context and route
 // configuration, and what comes out validates.
 func TestGlobalSettingsTranslate(t *testing.T) {
-	web := testCluster("default", "web", 80)
-	secret := &dag.Secret{Name: "default/cert", Cert: []byte("cert"), Key: []byte("key")}
-	vh := dag.VirtualHost{Name: "secure.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
-	g := &dag.Graph{
-		HTTP:  []*dag.VirtualHost{&vh},
-		HTTPS: []*dag.SecureVirtualHost{{VirtualHost: vh, Secret: secret}},
-	}
+	g := plainAndSecureHost()
 	idle := 90 * time.Second
 	for _, c := range []struct {
 		name   string
@@ -87,7 +86,7 @@ func TestGlobalSettingsTranslate(t *testing.T) {
 	}{
 		{"defaults", Global{}, serverHeader()},
 		{"contour file", Global{StreamIdleTimeout: &idle, ServerHeader: ServerHeaderAppendIfAbsent, DisableMergeSlashes: true,
-			StripTrailingHostDot: true, MinTLSVersion: "1.3", ConnectTimeout: 5 * time.Second},
+			StripTrailingHostDot: true, MinTLSVersion: "1.3", ConnectTimeout: 5 * time.Second, CipherSuites: []string{"[AES128-SHA|AES256-SHA]", "ECDHE-RSA-AES128-GCM-SHA256"}},
 			[]*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "server", Value: ServerName}, AppendAction: corev3.HeaderValueOption_ADD_IF_ABSENT}}},
 		{"pass through", Global{ServerHeader: ServerHeaderPassThrough}, nil},
 	} {
@@ -122,6 +121,10 @@ func TestGlobalSettingsTranslate(t *testing.T) {
 					if got := ctx.CommonTlsContext.TlsParams.TlsMinimumProtocolVersion; got != want {
 						t.Errorf("%s: minimum TLS %v, want %v", fc.Name, got, want)
 					}
+					wantCiphers := c.global.CipherSuites
+					if got := ctx.CommonTlsContext.TlsParams.CipherSuites; !slices.Equal(got, wantCiphers) {
+						t.Errorf("%s: cipher suites %q, want %q", fc.Name, got, wantCiphers)
+					}
 				}
 			}
 			for _, r := range res.Routes {
@@ -140,6 +143,18 @@ func TestGlobalSettingsTranslate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plainAndSecureHost is a graph of one host served over HTTP and HTTPS.
+func plainAndSecureHost() *dag.Graph {
+	web := testCluster("default", "web", 80)
+	secret := &dag.Secret{Name: "default/cert", Cert: []byte("cert"), Key: []byte("key")}
+	vh := dag.VirtualHost{Name: "secure.com", Routes: []*dag.Route{route(dag.PathPrefix, "/", web)}}
+	g := &dag.Graph{
+		HTTP:  []*dag.VirtualHost{&vh},
+		HTTPS: []*dag.SecureVirtualHost{{VirtualHost: vh, Secret: secret}},
+	}
+	return g
 }
 
 func errString(err error) string {
@@ -166,6 +181,7 @@ func TestGlobalClusterSettings(t *testing.T) {
 	for _, c := range []struct {
 		g          Global
 		lo, hi     tlsv3.TlsParameters_TlsProtocol
+		ciphers    []string
 		noParams   bool
 		extFamily  clusterv3.Cluster_DnsLookupFamily
 		jwksFamily clusterv3.Cluster_DnsLookupFamily
@@ -173,6 +189,8 @@ func TestGlobalClusterSettings(t *testing.T) {
 		{g: Global{}, noParams: true, extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
 		{g: Global{UpstreamMinTLSVersion: "1.3", DNSLookupFamily: "v4"}, lo: tlsv3.TlsParameters_TLSv1_3, hi: tlsv3.TlsParameters_TLSv1_3,
 			extFamily: clusterv3.Cluster_V4_ONLY, jwksFamily: clusterv3.Cluster_V6_ONLY},
+		{g: Global{UpstreamCipherSuites: []string{"AES128-SHA", "[ECDHE-RSA-AES128-SHA|ECDHE-RSA-AES256-SHA]"}}, ciphers: []string{"AES128-SHA", "[ECDHE-RSA-AES128-SHA|ECDHE-RSA-AES256-SHA]"},
+			extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
 		{g: Global{UpstreamMaxTLSVersion: "1.3", DNSLookupFamily: "all"}, lo: tlsv3.TlsParameters_TLSv1_2, hi: tlsv3.TlsParameters_TLSv1_3,
 			extFamily: clusterv3.Cluster_ALL, jwksFamily: clusterv3.Cluster_V6_ONLY},
 	} {
@@ -187,8 +205,8 @@ func TestGlobalClusterSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := ctx.CommonTlsContext.TlsParams
-		if c.noParams != (p == nil) || (p != nil && (p.TlsMinimumProtocolVersion != c.lo || p.TlsMaximumProtocolVersion != c.hi)) {
-			t.Errorf("%+v: tls_params %v, want %v-%v", c.g, p, c.lo, c.hi)
+		if c.noParams != (p == nil) || p.GetTlsMinimumProtocolVersion() != c.lo || p.GetTlsMaximumProtocolVersion() != c.hi || !slices.Equal(p.GetCipherSuites(), c.ciphers) {
+			t.Errorf("%+v: tls_params %v, want %v-%v %q", c.g, p, c.lo, c.hi, c.ciphers)
 		}
 		if got := cluster(ext, g).DnsLookupFamily; got != c.extFamily {
 			t.Errorf("%+v: ExternalName dns_lookup_family %v, want %v", c.g, got, c.extFamily)
@@ -241,5 +259,69 @@ func TestGlobalDefaultHTTPVersions(t *testing.T) {
 				t.Errorf("chain %q: codec %v, ALPN %v; want %v, %v", fc.Name, hcm.CodecType, alpn, w.codec, w.alpn)
 			}
 		}
+	}
+}
+
+// The connection timeouts reach every connection manager (plain and HTTPS), in
+// Envoy's fields; unset ones stay out (Envoy's defaults), zero is written as zero
+// (disabled) except max_connection_duration, which Envoy only leaves unlimited when
+// absent; what comes out validates.
+func TestGlobalConnectionTimeouts(t *testing.T) {
+	g := plainAndSecureHost()
+	d := func(s string) *time.Duration {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	str := func(p *durationpb.Duration) string {
+		if p == nil {
+			return "unset"
+		}
+		return p.AsDuration().String()
+	}
+	for _, c := range []struct {
+		name string
+		in   ConnectionTimeouts
+		want [5]string // idle, max duration, drain, delayed close, request
+	}{
+		{"defaults", ConnectionTimeouts{}, [5]string{"unset", "unset", "unset", "unset", "unset"}},
+		{"set", ConnectionTimeouts{Idle: d("60s"), MaxDuration: d("1h"), Drain: d("10s"), DelayedClose: d("2s"), Request: d("30s")},
+			[5]string{"1m0s", "1h0m0s", "10s", "2s", "30s"}},
+		{"disabled", ConnectionTimeouts{Idle: d("0s"), MaxDuration: d("0s"), Drain: d("0s"), DelayedClose: d("0s"), Request: d("0s")},
+			[5]string{"0s", "unset", "0s", "0s", "0s"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Translate(g, Options{Global: Global{Connection: c.in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, l := range res.Listeners {
+				for _, fc := range l.(*listenerv3.Listener).FilterChains {
+					var hcm hcmv3.HttpConnectionManager
+					if err := fc.Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+						t.Fatal(err)
+					}
+					if err := hcm.ValidateAll(); err != nil {
+						t.Fatal(err)
+					}
+					n++
+					o := hcm.CommonHttpProtocolOptions
+					got := [5]string{str(o.IdleTimeout), str(o.MaxConnectionDuration), str(hcm.DrainTimeout), str(hcm.DelayedCloseTimeout), str(hcm.RequestTimeout)}
+					if got != c.want {
+						t.Errorf("%s/%s: idle, max duration, drain, delayed close, request = %v, want %v", l.(*listenerv3.Listener).Name, fc.Name, got, c.want)
+					}
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d connection managers, want 2 (HTTP and HTTPS)", n)
+			}
+		})
+	}
+	neg := -time.Second
+	if err := CheckGlobal(Global{Connection: ConnectionTimeouts{Drain: &neg}}); err == nil || !contains(err.Error(), "connection shutdown grace period -1s is negative") {
+		t.Errorf("a negative grace period: %v", err)
 	}
 }

@@ -80,6 +80,11 @@ type Incremental struct {
 	httpAddr      hostPort
 	extensionUses []*clusterUse
 
+	// clientSource is the graph's client certificate that clientSecret translates
+	// (clientcert_upstream.go): kept while the graph's is the same.
+	clientSource *dag.Secret
+	clientSecret *tlsv3.Secret
+
 	// Retranslated counts the virtual hosts, secure virtual hosts and clusters translated
 	// by the last call (not reused), for tests and benchmarks.
 	Retranslated int
@@ -196,6 +201,11 @@ func (t *Incremental) forget() {
 func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 	t.Retranslated = 0
 	defer func() { t.pre = nil }()
+	if name := clientSecretName(g); name != t.opts.clientSecret {
+		// Every cluster with upstream TLS starts or stops naming it.
+		t.forget()
+		t.opts.clientSecret = name
+	}
 	err = recoverInvalid(func() error {
 		if g.Extensions != t.opts.extensions {
 			if err := t.setExtensions(g.Extensions); err != nil {
@@ -225,6 +235,11 @@ func (t *Incremental) Translate(g *dag.Graph) (res *Resources, err error) {
 			return err
 		}
 		t.clusterResources(res)
+		m, err := t.clientCertificate(g.UpstreamClientCertificate)
+		if err != nil {
+			return err
+		}
+		addClientSecret(res, m)
 		return nil
 	})
 	if err != nil {

@@ -204,7 +204,8 @@ func tcpStatPrefix(name string) string {
 // downstreamTLS terminates TLS with the host's certificate (the one of its certificates
 // whose names match the SNI, when it has more), offering alpn (none for a TCP
 // stream: the client must not believe it speaks HTTP to the proxy), with the TLS
-// versions of the host within those of the installation (g).
+// versions of the host within those of the installation (g) and the installation's
+// cipher suites.
 func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string, g Global) *corev3.TransportSocket {
 	sds := []*tlsv3.SdsSecretConfig{{Name: svh.Secret.Name, SdsConfig: adsSource()}}
 	for _, s := range svh.MoreSecrets {
@@ -216,6 +217,7 @@ func downstreamTLS(svh *dag.SecureVirtualHost, alpn []string, g Global) *corev3.
 			TlsParams: &tlsv3.TlsParameters{
 				TlsMinimumProtocolVersion: lo,
 				TlsMaximumProtocolVersion: hi,
+				CipherSuites:              g.CipherSuites,
 			},
 			TlsCertificateSdsSecretConfigs: sds,
 			AlpnProtocols:                  alpn,
@@ -289,6 +291,7 @@ func httpConnectionManager(statPrefix, routeName string, svh *dag.SecureVirtualH
 		HttpProtocolOptions: &corev3.Http1ProtocolOptions{AcceptHttp_10: true, AllowChunkedLength: true},
 		AccessLog:           stdoutAccessLog(),
 	}
+	opts.Connection.apply(hcm)
 	if svh != nil {
 		forwardClientCert(hcm, svh.ClientValidation)
 	}

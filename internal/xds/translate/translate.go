@@ -138,6 +138,7 @@ func Translate(g *dag.Graph, opts Options) (res *Resources, err error) {
 
 func translate(g *dag.Graph, opts Options) (*Resources, error) {
 	opts.extensions = g.Extensions
+	opts.clientSecret = clientSecretName(g)
 	httpAddr, err := socketAddress(opts.HTTPAddress)
 	if err != nil {
 		return nil, fmt.Errorf("http address: %w", err)
@@ -170,6 +171,13 @@ func translate(g *dag.Graph, opts Options) (*Resources, error) {
 	}
 	if err := translateClusters(clusters, opts, res); err != nil {
 		return nil, err
+	}
+	if c := g.UpstreamClientCertificate; c != nil {
+		m := secret(c)
+		if err := validateAll(m); err != nil {
+			return nil, err
+		}
+		addClientSecret(res, m)
 	}
 	return res, nil
 }

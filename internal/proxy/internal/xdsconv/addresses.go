@@ -45,31 +45,42 @@ func CheckADSConfigSource(cs *corev3.ConfigSource) error {
 	return nil
 }
 
+// TLSParameters are tls_params as crypto/tls takes them.
+type TLSParameters struct {
+	MinVersion, MaxVersion uint16
+	// CipherSuites are the TLS 1.2 suites allowed (cipher_suites); nil: Go's
+	// defaults. TLS 1.3 suites are not configurable.
+	CipherSuites []uint16
+}
+
 // TLSParams applies tls_params; the default maximum differs between
 // servers (TLS 1.3) and clients (TLS 1.2) in Envoy, the minimum is TLS 1.2.
-func TLSParams(p *tlsv3.TlsParameters, defaultMax uint16) (minV, maxV uint16, err error) {
+func TLSParams(p *tlsv3.TlsParameters, defaultMax uint16) (TLSParameters, error) {
 	if err := Unsupported(
-		Set("tls_params.cipher_suites", len(p.GetCipherSuites()) > 0),
 		Set("tls_params.ecdh_curves", len(p.GetEcdhCurves()) > 0),
 		Set("tls_params.signature_algorithms", len(p.GetSignatureAlgorithms()) > 0),
 		Set("tls_params.compliance_policies", len(p.GetCompliancePolicies()) > 0),
 	); err != nil {
-		return 0, 0, err
+		return TLSParameters{}, err
 	}
-	minV, maxV = tls.VersionTLS12, defaultMax
+	out := TLSParameters{MinVersion: tls.VersionTLS12, MaxVersion: defaultMax}
 	if v := p.GetTlsMinimumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
-		minV = tlsVersion(v)
+		out.MinVersion = tlsVersion(v)
 	}
 	if v := p.GetTlsMaximumProtocolVersion(); v != tlsv3.TlsParameters_TLS_AUTO {
-		maxV = tlsVersion(v)
+		out.MaxVersion = tlsVersion(v)
 	}
-	if minV == 0 || maxV == 0 {
-		return 0, 0, fmt.Errorf("unknown TLS protocol version in tls_params")
+	if out.MinVersion == 0 || out.MaxVersion == 0 {
+		return TLSParameters{}, fmt.Errorf("unknown TLS protocol version in tls_params")
 	}
-	if minV > maxV {
-		return 0, 0, errors.New("tls_params: minimum protocol version is above the maximum")
+	if out.MinVersion > out.MaxVersion {
+		return TLSParameters{}, errors.New("tls_params: minimum protocol version is above the maximum")
 	}
-	return minV, maxV, nil
+	var err error
+	if out.CipherSuites, err = CipherSuites(p.GetCipherSuites()); err != nil {
+		return TLSParameters{}, fmt.Errorf("tls_params.cipher_suites: %w", err)
+	}
+	return out, nil
 }
 
 func tlsVersion(v tlsv3.TlsParameters_TlsProtocol) uint16 {

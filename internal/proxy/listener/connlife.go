@@ -1,0 +1,218 @@
+package listener
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/portico-dev/portico/internal/proxy/hcm"
+)
+
+// An HTTP connection's life follows its connection manager's limits
+// (hcm.ConnLimits), as Envoy's does: closed once it has had no request in
+// progress for the idle timeout, or once older than the maximum duration while
+// idle; drained ("Connection: close" on its responses, which Go's HTTP/2 server
+// turns into a GOAWAY) once older than the maximum duration while busy; and, when
+// the proxy closes it, kept open for the delayed close timeout until the peer
+// closes its side, so that the peer reads what was sent last. The limits are read
+// from the connection's chain in the configuration in force at each event.
+
+// connLife is one HTTP connection's limits in force, driven by http.Server's
+// ConnState events.
+type connLife struct {
+	ll     *liveListener
+	conn   net.Conn   // as http.Server has it (a *tls.Conn on TLS listeners)
+	holder *connChain // the TLS chain chosen at the handshake; nil for plaintext
+	start  time.Time
+
+	mu        sync.Mutex
+	active    bool
+	idleSince time.Time
+	timer     *time.Timer
+	due       time.Time // when timer fires; zero when it is not armed
+	ended     bool
+}
+
+type connLifeKey struct{}
+
+// limits are the connection's chain's, in the listener's configuration in force;
+// none for a TLS connection before its handshake chose a chain.
+func (cl *connLife) limits() hcm.ConnLimits {
+	lc := cl.ll.cfg.Load()
+	var fc *FilterChain
+	if cl.holder != nil {
+		fc = holderChain(cl.holder, lc)
+	} else {
+		fc = lc.Chains[""]
+	}
+	if fc == nil || fc.Spec == nil {
+		return hcm.ConnLimits{}
+	}
+	return fc.Spec.Conn
+}
+
+// draining reports whether a response on the connection must close it: it is
+// older than the maximum duration (an HTTP/2 one by the drain time more, during
+// which Envoy still takes new streams).
+func (cl *connLife) draining(protoMajor int) bool {
+	l := cl.limits()
+	if l.MaxDuration <= 0 {
+		return false
+	}
+	age := time.Since(cl.start)
+	if protoMajor == 2 {
+		return age >= l.MaxDuration+l.Drain
+	}
+	return age >= l.MaxDuration
+}
+
+// setState follows http.Server's view of the connection.
+func (cl *connLife) setState(state http.ConnState) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	switch state {
+	case http.StateActive:
+		cl.active = true
+	case http.StateNew, http.StateIdle:
+		cl.active = false
+		cl.idleSince = time.Now()
+		cl.schedule(cl.idleSince, cl.limits())
+	case http.StateClosed, http.StateHijacked:
+		cl.ended = true
+		if cl.timer != nil {
+			cl.timer.Stop()
+		}
+	}
+}
+
+// schedule arms the timer for when an idle connection may reach a limit; a timer
+// already due earlier stays, and check schedules again when it fires. Called
+// with mu held, while idle.
+func (cl *connLife) schedule(now time.Time, l hcm.ConnLimits) {
+	var next time.Time
+	if l.Idle > 0 {
+		next = cl.idleSince.Add(l.Idle)
+	}
+	if end := cl.start.Add(l.MaxDuration); l.MaxDuration > 0 && (next.IsZero() || end.Before(next)) {
+		next = end
+	}
+	if next.IsZero() || (!cl.due.IsZero() && !cl.due.After(next)) {
+		return
+	}
+	cl.due = next
+	if cl.timer == nil {
+		cl.timer = time.AfterFunc(next.Sub(now), cl.check)
+		return
+	}
+	cl.timer.Reset(next.Sub(now))
+}
+
+// check closes the connection if it is idle and past a limit, else schedules
+// the next look.
+func (cl *connLife) check() {
+	cl.mu.Lock()
+	cl.due = time.Time{}
+	if cl.ended || cl.active {
+		cl.mu.Unlock()
+		return
+	}
+	now, l := time.Now(), cl.limits()
+	expired := (l.Idle > 0 && now.Sub(cl.idleSince) >= l.Idle) || (l.MaxDuration > 0 && now.Sub(cl.start) >= l.MaxDuration)
+	if !expired {
+		cl.schedule(now, l)
+		cl.mu.Unlock()
+		return
+	}
+	cl.ended = true
+	cl.mu.Unlock()
+	_ = cl.conn.Close()
+}
+
+// connLives tracks the HTTP connections of a listener by the net.Conn
+// http.Server reports their states with.
+type connLives struct{ m sync.Map } // net.Conn -> *connLife
+
+// connContext is http.Server.ConnContext: it starts the connection's life and
+// gives it to the requests' context. chain is the TLS chain holder, nil for a
+// plaintext connection.
+func (ls *connLives) start(ctx context.Context, ll *liveListener, c net.Conn, chain *connChain) context.Context {
+	cl := &connLife{ll: ll, conn: c, holder: chain, start: time.Now()}
+	raw := c
+	if tc, ok := c.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	if sc, ok := raw.(*serverConn); ok {
+		sc.life = cl
+	}
+	ls.m.Store(c, cl)
+	return context.WithValue(ctx, connLifeKey{}, cl)
+}
+
+// connState is http.Server.ConnState.
+func (ls *connLives) connState(c net.Conn, state http.ConnState) {
+	v, ok := ls.m.Load(c)
+	if !ok {
+		return
+	}
+	if state == http.StateClosed || state == http.StateHijacked {
+		ls.m.Delete(c)
+	}
+	v.(*connLife).setState(state)
+}
+
+// lifeOf is the life of the connection a request came on, nil if none.
+func lifeOf(ctx context.Context) *connLife {
+	cl, _ := ctx.Value(connLifeKey{}).(*connLife)
+	return cl
+}
+
+// serverConn is an accepted HTTP connection whose close waits for the peer's
+// (delayed_close_timeout): it sends its FIN at once, then reads and discards
+// until the peer closes or the delay ends, and only then closes the socket, so
+// that data still arriving does not make the kernel reset the connection
+// before the peer has read the last response.
+type serverConn struct {
+	net.Conn
+	life      *connLife // set by connContext
+	closeOnce sync.Once
+}
+
+func (c *serverConn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		var delay time.Duration
+		if c.life != nil {
+			delay = c.life.limits().DelayedClose
+		}
+		if delay <= 0 {
+			err = c.Conn.Close()
+			return
+		}
+		_ = closeWrite(c.Conn)
+		_ = c.Conn.SetReadDeadline(time.Now().Add(delay))
+		go func() {
+			_, _ = io.Copy(io.Discard, c.Conn)
+			_ = c.Conn.Close()
+		}()
+	})
+	return err
+}
+
+// CloseWrite half-closes the connection (net/http's lingering close).
+func (c *serverConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+// lifeListener hands a plaintext listener's connections to http.Server as
+// serverConns.
+type lifeListener struct{ net.Listener }
+
+func (l lifeListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &serverConn{Conn: c}, nil
+}
