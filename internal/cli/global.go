@@ -32,7 +32,7 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	ciphers := fs.String("tls-cipher-suites", "", "comma-separated TLS 1.2 cipher suites clients may use on every HTTPS host, OpenSSL names as Contour's tls.cipher-suites (such as ECDHE-RSA-AES256-GCM-SHA384, or a group [A|B]); default Envoy's own (Go's on the embedded proxy); Contour's default is "+strings.Join(translate.DefaultCipherSuites, ","))
 	fs.DurationVar(&g.ConnectTimeout, "connect-timeout", 2*time.Second, "how long a connection to a backend may take to open")
 	fs.StringVar(&g.UpstreamMinTLSVersion, "upstream-tls-minimum-protocol-version", "", "lowest TLS version of connections to backends (1.2 or 1.3; default 1.2)")
-	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.2, Envoy's client default, or the minimum when that is higher)")
+	fs.StringVar(&g.UpstreamMaxTLSVersion, "upstream-tls-maximum-protocol-version", "", "highest TLS version of connections to backends (1.2 or 1.3; default 1.3, as Contour's)")
 	clientCert := fs.String("envoy-client-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret whose certificate is presented to backends over TLS (tls and h2 services), as Contour's tls.envoy-client-certificate (default: none)")
 	upstreamCiphers := fs.String("upstream-tls-cipher-suites", "", "comma-separated TLS 1.2 cipher suites offered to backends, as --tls-cipher-suites (default Envoy's own, Go's on the embedded proxy)")
 	fs.StringVar(&g.DNSLookupFamily, "dns-lookup-family", "auto", "address family of ExternalName Services' DNS answers: auto, v4, v6 or all")

@@ -38,7 +38,6 @@ func TestCheckDirFindsEveryDifference(t *testing.T) {
 		{"teams.yaml", "HTTPProxy platform/root", "spec.includes[0].conditions[0].prefix", "segment-prefix"},
 		{"teams.yaml", "HTTPProxy platform/root", "spec.virtualhost.authorization", "authorization-route-cache"},
 		{"teams.yaml", "HTTPProxy platform/root", "spec.virtualhost.authorization.failOpen", "authorization-fail-open"},
-		{"teams.yaml", "HTTPProxy platform/root", "spec.routes[1].services[0].protocol", "upstream-tls-maximum"},
 		{"teams.yaml", "HTTPProxy platform/root", "spec.ingressClassName", "ingress-class"},
 		{"teams.yaml", "HTTPProxy blog/blog", "spec.routes[0].conditions[0].prefix", "segment-prefix"},
 		{"teams.yaml", "HTTPProxy blog/blog", "spec.routes[0].permitInsecure", "included-permit-insecure"},

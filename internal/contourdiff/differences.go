@@ -115,15 +115,6 @@ var Differences = []Difference{
 				return s.UpstreamValidation != nil && s.Protocol == nil && !in.tlsPort(p.Namespace, s.Name, s.Port)
 			})
 		}},
-	{ID: "upstream-tls-maximum", Field: "spec.routes[].services[].protocol", Status: Deliberate,
-		Contour: "TLS to backends (protocol tls or h2) goes up to TLS 1.3",
-		Portico: "up to TLS 1.2 unless --upstream-tls-maximum-protocol-version (cluster.upstream-tls.maximum-protocol-version in --config) says 1.3",
-		Do:      "run Portico with --upstream-tls-maximum-protocol-version 1.3",
-		proxy: func(p *contourv1.HTTPProxy, _ *Objects) []string {
-			return serviceFields(p, "protocol", func(s contourv1.Service) bool {
-				return s.Protocol != nil && (*s.Protocol == "tls" || *s.Protocol == "h2")
-			})
-		}},
 	{ID: "ingress-class", Field: "spec.ingressClassName", Status: Deliberate,
 		Contour: "Contour's default class is contour",
 		Portico: "Portico's default class is portico: an object naming another class is ignored (status ignored); an object naming none is served by both",
@@ -180,6 +171,9 @@ var Differences = []Difference{
 	{ID: "global-ext-auth", Status: Same,
 		Contour: "globalExtAuth authorizes every host without a server of its own, over HTTP and HTTPS; authPolicy.disabled takes a host or a route out",
 		Portico: "the same, in both data planes (--global-ext-auth, or globalExtAuth in --config)"},
+	{ID: "upstream-tls-maximum", Status: Same,
+		Contour: "TLS to backends (protocol tls or h2) goes up to TLS 1.3",
+		Portico: "the same, in both data planes (before issue 21, up to TLS 1.2: Envoy's client default)"},
 	{ID: "http10", Status: Same,
 		Contour: "HTTP/1.0 requests with a Host are served",
 		Portico: "the same, in both data planes (before issue 21 Envoy answered them 426)"},

@@ -219,27 +219,19 @@ func checkTLSRange(what, lo, hi string) error {
 }
 
 // upstreamTLSParams are the TLS versions and cipher suites of connections to
-// backends: nil (Envoy's client defaults: TLS 1.2 only, its own suites) unless g gives
-// them. Given a minimum of 1.3 alone, the maximum follows it, as Envoy refuses a
-// maximum below the minimum.
+// backends: TLS 1.2 to 1.3 unless g says otherwise, as Contour's defaults (Envoy's
+// client default maximum is 1.2, so it is always written out); the suites are
+// Envoy's own unless g lists them.
 func (g Global) upstreamTLSParams() *tlsv3.TlsParameters {
-	out := &tlsv3.TlsParameters{CipherSuites: g.UpstreamCipherSuites}
-	if g.UpstreamMinTLSVersion == "" && g.UpstreamMaxTLSVersion == "" {
-		if len(out.CipherSuites) == 0 {
-			return nil
-		}
-		return out
-	}
 	lo, _ := ParseTLSVersion(g.UpstreamMinTLSVersion)
 	hi, _ := ParseTLSVersion(g.UpstreamMaxTLSVersion)
 	if lo == tlsv3.TlsParameters_TLS_AUTO {
 		lo = tlsv3.TlsParameters_TLSv1_2
 	}
-	if hi == tlsv3.TlsParameters_TLS_AUTO || hi < lo {
-		hi = max(lo, tlsv3.TlsParameters_TLSv1_2)
+	if hi == tlsv3.TlsParameters_TLS_AUTO {
+		hi = tlsv3.TlsParameters_TLSv1_3
 	}
-	out.TlsMinimumProtocolVersion, out.TlsMaximumProtocolVersion = lo, hi
-	return out
+	return &tlsv3.TlsParameters{TlsMinimumProtocolVersion: lo, TlsMaximumProtocolVersion: hi, CipherSuites: g.UpstreamCipherSuites}
 }
 
 // ParseTLSVersion parses a TLS version of the global settings: "1.2", "1.3", or "" (none

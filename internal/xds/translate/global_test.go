@@ -182,15 +182,15 @@ func TestGlobalClusterSettings(t *testing.T) {
 		g          Global
 		lo, hi     tlsv3.TlsParameters_TlsProtocol
 		ciphers    []string
-		noParams   bool
 		extFamily  clusterv3.Cluster_DnsLookupFamily
 		jwksFamily clusterv3.Cluster_DnsLookupFamily
 	}{
-		{g: Global{}, noParams: true, extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
+		// Contour's default range, written out: Envoy's client default stops at 1.2.
+		{g: Global{}, lo: tlsv3.TlsParameters_TLSv1_2, hi: tlsv3.TlsParameters_TLSv1_3, extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
 		{g: Global{UpstreamMinTLSVersion: "1.3", DNSLookupFamily: "v4"}, lo: tlsv3.TlsParameters_TLSv1_3, hi: tlsv3.TlsParameters_TLSv1_3,
 			extFamily: clusterv3.Cluster_V4_ONLY, jwksFamily: clusterv3.Cluster_V6_ONLY},
 		{g: Global{UpstreamCipherSuites: []string{"AES128-SHA", "[ECDHE-RSA-AES128-SHA|ECDHE-RSA-AES256-SHA]"}}, ciphers: []string{"AES128-SHA", "[ECDHE-RSA-AES128-SHA|ECDHE-RSA-AES256-SHA]"},
-			extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
+			lo: tlsv3.TlsParameters_TLSv1_2, hi: tlsv3.TlsParameters_TLSv1_3, extFamily: clusterv3.Cluster_AUTO, jwksFamily: clusterv3.Cluster_V6_ONLY},
 		{g: Global{UpstreamMaxTLSVersion: "1.3", DNSLookupFamily: "all"}, lo: tlsv3.TlsParameters_TLSv1_2, hi: tlsv3.TlsParameters_TLSv1_3,
 			extFamily: clusterv3.Cluster_ALL, jwksFamily: clusterv3.Cluster_V6_ONLY},
 	} {
@@ -205,7 +205,7 @@ func TestGlobalClusterSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := ctx.CommonTlsContext.TlsParams
-		if c.noParams != (p == nil) || p.GetTlsMinimumProtocolVersion() != c.lo || p.GetTlsMaximumProtocolVersion() != c.hi || !slices.Equal(p.GetCipherSuites(), c.ciphers) {
+		if p.GetTlsMinimumProtocolVersion() != c.lo || p.GetTlsMaximumProtocolVersion() != c.hi || !slices.Equal(p.GetCipherSuites(), c.ciphers) {
 			t.Errorf("%+v: tls_params %v, want %v-%v %q", c.g, p, c.lo, c.hi, c.ciphers)
 		}
 		if got := cluster(ext, g).DnsLookupFamily; got != c.extFamily {

@@ -523,7 +523,9 @@ func TestClusterProtocols(t *testing.T) {
 	options := func(p *httpv3.HttpProtocolOptions) map[string]*anypb.Any {
 		return map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": packed(t, p)}
 	}
+	// Every upstream TLS context carries Contour's default versions, TLS 1.2 to 1.3.
 	tlsSocket := func(ctx *tlsv3.UpstreamTlsContext) *corev3.TransportSocket {
+		ctx.CommonTlsContext.TlsParams = &tlsv3.TlsParameters{TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2, TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3}
 		return &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: packed(t, ctx)}}
 	}
 	validation := &dag.UpstreamValidation{CAName: "team/ca", CACert: []byte("-----BEGIN CERTIFICATE-----"), SubjectNames: []string{"web.team.svc", "web.example.com"}}
