@@ -83,6 +83,7 @@ type Listener struct {
 
 // CertificateSource is a TLS listener, as the certificates it presents.
 type CertificateSource = router.ServedCertificates
+
 // ConnLimits are a connection manager's connection timeouts, which its
 // listener enforces on each connection.
 type ConnLimits struct {
