@@ -73,7 +73,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
 		panic(http.ErrAbortHandler)
 	}
-	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r), grpc: isGRPCRequest(r)}
+	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r), grpc: isGRPCRequest(r), start: start}
 	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
 	ex.info.Certificates = lc.Certificates
 	http10Host(hcm.http1, r)
@@ -799,7 +799,8 @@ type responseWriter struct {
 	// reply asks for.
 	grpc       bool
 	grpcStatus int
-	localBody  string // a local reply's body, for the body encoders
+	localBody  string    // a local reply's body, for the body encoders
+	start      time.Time // when the request arrived
 }
 
 // decorate sets the headers of the response head: the route's mutations

@@ -12,7 +12,8 @@ import (
 var errRequestTimeout = errors.New("request timeout")
 
 // startRequestTimeout bounds how long the request's body may take to arrive
-// (HCM request_timeout, Envoy's whole-request timer): once it expires before the
+// (HCM request_timeout, Envoy's whole-request timer, which runs from the
+// request's arrival, filters included): once it expires before the
 // body is complete and before the response began, the request is cancelled
 // (408) and the read of the stalled upload is unblocked. The returned function
 // disarms it. Only a request with a body arms it: one without is complete when
@@ -22,7 +23,7 @@ func (t *upstreamTarget) startRequestTimeout(rw *responseWriter, cancel context.
 	if d <= 0 {
 		return func() {}
 	}
-	timer := time.AfterFunc(d, func() {
+	timer := time.AfterFunc(d-time.Since(rw.start), func() {
 		if t.done.isComplete() || rw.headerSent.Load() {
 			return
 		}
