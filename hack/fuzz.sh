@@ -31,4 +31,9 @@ fuzz() { # PACKAGE TARGET
 fuzz ./internal/source/manifest/ FuzzDecode
 fuzz ./internal/xds/translate/ FuzzBuildAndTranslate
 fuzz ./internal/dag/ FuzzHTTPProxyConditions
+fuzz ./internal/proxy/filters/compressor/ FuzzChoose
+fuzz ./internal/proxy/filters/grpcweb/ FuzzBase64Decoder
+fuzz ./internal/proxy/filters/grpcweb/ FuzzTextResponse
+fuzz ./internal/proxy/router/ FuzzParseHeaderFormat
+fuzz ./internal/dag/ FuzzServiceAnnotations
 exit "$status"

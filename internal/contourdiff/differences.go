@@ -7,14 +7,14 @@ package contourdiff
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	contourv1 "github.com/portico-dev/portico/apis/projectcontour/v1"
+	"github.com/portico-dev/portico/internal/dag"
 )
 
 // Status says whether a difference remains.
@@ -212,26 +212,15 @@ func NewObjects(objs []runtime.Object) *Objects {
 }
 
 // tlsPort says whether Service namespace/name is among the objects with port annotated
-// for TLS (projectcontour.io/upstream-protocol.tls or .h2), by number or name.
+// for TLS (projectcontour.io/upstream-protocol.tls or .h2), as the dag reads the
+// annotations.
 func (in *Objects) tlsPort(namespace, name string, port int) bool {
 	s := in.services[[2]string{namespace, name}]
 	if s == nil {
 		return false
 	}
-	names := []string{strconv.Itoa(port)}
-	for _, sp := range s.Spec.Ports {
-		if int(sp.Port) == port && sp.Name != "" {
-			names = append(names, sp.Name)
-		}
-	}
-	for _, a := range []string{"projectcontour.io/upstream-protocol.tls", "projectcontour.io/upstream-protocol.h2"} {
-		for v := range strings.SplitSeq(s.Annotations[a], ",") {
-			if slices.Contains(names, strings.TrimSpace(v)) {
-				return true
-			}
-		}
-	}
-	return false
+	p := dag.AnnotatedProtocol(s, networkingv1.ServiceBackendPort{Number: int32(port)})
+	return p == "tls" || p == "h2"
 }
 
 func indexed(field string, n int) []string {

@@ -421,8 +421,10 @@ var envoyHeaderOperators = []string{
 
 // headerOperator finds the operators of a header value: Envoy's (%REQ(name)%, with an
 // alternative header and a maximum length as %REQ(name?other):N%, and the others by
-// name) and Portico's own %CONTOUR_...% variables.
-var headerOperator = regexp.MustCompile(`%(REQ\(:?[\w-]+(\?:?[\w-]+)?\)(:\d+)?|` +
+// name) and Portico's own %CONTOUR_...% variables. A length has at most 19 digits:
+// Envoy reads it as a 64-bit size and refuses the whole route configuration over one
+// that does not fit; a longer one is text, as any other "%".
+var headerOperator = regexp.MustCompile(`%(REQ\(:?[\w-]+(\?:?[\w-]+)?\)(:\d{1,19})?|` +
 	strings.Join(envoyHeaderOperators, "|") + `|CONTOUR_NAMESPACE|CONTOUR_SERVICE_NAME|CONTOUR_SERVICE_PORT)%`)
 
 // hostFromHeader finds the header a Host value takes the Host from: Contour's

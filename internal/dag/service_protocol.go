@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -28,23 +29,44 @@ func (b *builder) annotatedProtocolOf(namespace, name string, port networkingv1.
 	if svc == nil {
 		return "", false
 	}
+	return AnnotatedProtocol(svc, port), true
+}
+
+// AnnotatedProtocol is the protocol Contour's upstream protocol annotations on svc give
+// its port, by number or by name: "h2", "h2c", "tls", or "" for HTTP/1.1.
+func AnnotatedProtocol(svc *corev1.Service, port networkingv1.ServiceBackendPort) string {
 	if len(svc.Annotations) == 0 {
-		return "", true
+		return ""
 	}
 	sp, ok := servicePort(svc, port)
 	if !ok && port.Number == 0 {
-		return "", true // a port name the Service does not have
+		return "" // a port name the Service does not have
 	}
 	number := strconv.Itoa(int(sp.Port))
 	if !ok {
 		number = strconv.Itoa(int(port.Number))
 	}
+	// As Contour reads them: the port's name first, then its number; a port listed
+	// under several protocols has the last of h2, h2c, tls.
+	if p := listedProtocol(svc.Annotations, sp.Name); p != "" {
+		return p
+	}
+	return listedProtocol(svc.Annotations, number)
+}
+
+// listedProtocol is the last protocol whose annotation lists port (a name or a
+// number), or "".
+func listedProtocol(annotations map[string]string, port string) string {
+	if port == "" {
+		return ""
+	}
+	found := ""
 	for _, protocol := range proxyProtocols {
-		for p := range strings.SplitSeq(svc.Annotations[upstreamProtocolAnnotation+protocol], ",") {
-			if p = strings.TrimSpace(p); p != "" && (p == number || p == sp.Name) {
-				return protocol, true
+		for p := range strings.SplitSeq(annotations[upstreamProtocolAnnotation+protocol], ",") {
+			if strings.TrimSpace(p) == port {
+				found = protocol
 			}
 		}
 	}
-	return "", true
+	return found
 }

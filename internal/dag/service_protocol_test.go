@@ -32,6 +32,11 @@ func TestHTTPProxyUpstreamProtocolAnnotation(t *testing.T) {
 		{"another port", `{name: backend, port: 8080}`, map[string]string{"projectcontour.io/upstream-protocol.tls": "443,http"}, ""},
 		{"the service's protocol wins", `{name: backend, port: 443, protocol: h2c}`, map[string]string{"projectcontour.io/upstream-protocol.tls": "443"}, "h2c"},
 		{"no annotation", `{name: backend, port: 443}`, nil, ""},
+		// Contour's precedence: the name before the number, the last protocol listing it.
+		{"listed twice: tls last", `{name: backend, port: 443}`, map[string]string{
+			"projectcontour.io/upstream-protocol.h2": "443", "projectcontour.io/upstream-protocol.tls": "443"}, "tls"},
+		{"name before number", `{name: backend, port: 443}`, map[string]string{
+			"projectcontour.io/upstream-protocol.h2": "443", "projectcontour.io/upstream-protocol.tls": "https"}, "tls"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := build(annotated(tc.annotations), policyRoot(t, `{services: [`+tc.service+`]}`))

@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -245,7 +246,7 @@ func parseHeaderFormat(s string) (headerFormat, error) {
 				return headerFormat{}, fmt.Errorf("value %q: %w", s, err)
 			}
 			if hasLen {
-				n, err := strconv.Atoi(length)
+				n, err := maxLength(length)
 				if err != nil {
 					return headerFormat{}, fmt.Errorf("value %q: length of %%%s%%: %w", s, cmd, err)
 				}
@@ -319,6 +320,17 @@ var hostnameOnce = sync.OnceValue(func() string {
 })
 
 func hostname() string { return hostnameOnce() }
+
+// maxLength reads an operator's maximum length as Envoy does, into a size_t: any
+// length up to 2^64-1 is accepted, and one beyond what a value can be cut to is no
+// limit at all.
+func maxLength(digits string) (int, error) {
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return int(min(n, math.MaxInt)), nil
+}
 
 func truncate(s string, maxLen int) string {
 	if maxLen >= 0 && len(s) > maxLen {

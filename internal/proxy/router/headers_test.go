@@ -38,21 +38,23 @@ func TestParseHeaderFormat(t *testing.T) {
 	ri := &RequestInfo{Method: "GET", Scheme: "http", Authority: "h.example.com", Path: "/p", RawQuery: "q=1", Header: r.Header}
 	rh := NewRouteHeaders(nil, r, ri, &ClientAddressing{UseRemoteAddress: true})
 	for in, want := range map[string]string{
-		"plain":                         "plain",
-		"100%%":                         "100%",
-		"%%REQ(x)%%":                    "%REQ(x)%",
-		"<%REQ(x-in)%>":                 "<input-value>",
-		"%REQ(X-IN)%":                   "input-value", // header names are case-insensitive
-		"%REQ(x-in):5%":                 "input",
-		"%REQ(x-none)%":                 "", // an absent header is empty, not "-"
-		"%REQ(x-none?x-alt)%":           "alternative",
-		"%REQ(x-in?x-alt)%":             "input-value",
-		"%REQ(:authority)%%REQ(:path)%": "h.example.com/p?q=1",
-		"%REQ(:method)% %REQ(:scheme)%": "GET http",
-		"%REQ(host)%":                   "h.example.com", // Envoy's header map finds :authority under "host"
-		"%REQ(Host):3%":                 "h.e",
-		"%REQ(x-none?Host)%":            "h.example.com",
-		"%REQ(cookie)%":                 "a=1; b=2",
+		"plain":                            "plain",
+		"100%%":                            "100%",
+		"%%REQ(x)%%":                       "%REQ(x)%",
+		"<%REQ(x-in)%>":                    "<input-value>",
+		"%REQ(X-IN)%":                      "input-value", // header names are case-insensitive
+		"%REQ(x-in):5%":                    "input",
+		"%REQ(x-none)%":                    "", // an absent header is empty, not "-"
+		"%REQ(x-none?x-alt)%":              "alternative",
+		"%REQ(x-in?x-alt)%":                "input-value",
+		"%REQ(:authority)%%REQ(:path)%":    "h.example.com/p?q=1",
+		"%REQ(:method)% %REQ(:scheme)%":    "GET http",
+		"%REQ(host)%":                      "h.example.com", // Envoy's header map finds :authority under "host"
+		"%REQ(Host):3%":                    "h.e",
+		"%REQ(x-in):18446744073709551615%": "input-value", // Envoy reads lengths as a size_t
+		"%REQ(x-in):9223372036854775808%":  "input-value",
+		"%REQ(x-none?Host)%":               "h.example.com",
+		"%REQ(cookie)%":                    "a=1; b=2",
 		"ip=%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%": "ip=192.0.2.9",
 		"%DOWNSTREAM_REMOTE_ADDRESS%":                 "192.0.2.9:4711",
 		"%PROTOCOL%":                                  "HTTP/1.1",
@@ -80,6 +82,7 @@ func TestParseHeaderFormat(t *testing.T) {
 		"%REQ(a?b?c)%":                       "want %REQ(name)%",
 		"%DOWNSTREAM_PEER_CERT_V_START(%Y)%": "takes no argument nor length",
 		"%PROTOCOL:3%":                       "takes no argument nor length",
+		"%REQ(x-in):18446744073709551616%":   "length of %REQ%", // beyond a size_t, as Envoy
 	} {
 		if _, err := parseHeaderFormat(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one mentioning %q", in, err, want)

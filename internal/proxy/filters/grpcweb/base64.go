@@ -68,6 +68,9 @@ func (d *base64Decoder) fill() {
 // decodeQuanta appends to dst the decoding of src, whole quanta that may each
 // end in padding.
 func decodeQuanta(dst, src []byte) ([]byte, error) {
+	if bytes.ContainsAny(src, "\r\n") {
+		return dst, errBase64 // Go's decoder would skip them; Envoy's refuses them
+	}
 	for len(src) > 0 {
 		end := len(src)
 		if i := bytes.IndexByte(src, '='); i >= 0 {

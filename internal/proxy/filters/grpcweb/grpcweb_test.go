@@ -61,6 +61,10 @@ func TestBase64Decoder(t *testing.T) {
 		{"not base64", strings.NewReader("QUJD*EVG"), "", "grpc_base_64_decode_failed"},
 		{"padding only", strings.NewReader("===="), "", "grpc_base_64_decode_failed"},
 		{"data after padding", strings.NewReader("QQ=A"), "", "grpc_base_64_decode_failed"},
+		// Go's base64 skips line breaks; Envoy's decoder refuses them, as any other byte
+		// outside the alphabet.
+		{"line breaks", strings.NewReader("QUJD\r\n\r\nRA=="), "", "grpc_base_64_decode_failed"},
+		{"line break in a quantum", strings.NewReader("QU\nJ"), "", "grpc_base_64_decode_failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := io.ReadAll(newBase64Decoder(c.src))
