@@ -60,7 +60,7 @@ func (Filter) EncodeResponse(s *filter.Stream, _ any, head *filter.ResponseHead,
 		return discard{next}
 	}
 	if mode == textResponse {
-		return &textWriter{next: next}
+		return newTextWriter(next)
 	}
 	return binaryWriter{next}
 }
@@ -126,24 +126,52 @@ func (w binaryWriter) Close(trailers filter.Headers) error {
 // textWriter base64-encodes every whole gRPC frame on its own, as Envoy does,
 // holding a frame back until it is whole: a client decodes frame by frame.
 type textWriter struct {
-	next    filter.BodyWriter
-	pending []byte // the start of a frame not whole yet
+	next filter.BodyWriter
+	// pending are the bytes of the current frame not encoded yet; need is how
+	// many bytes of that frame, counted from pending's start, are still to be
+	// encoded (-1: pending starts a frame whose header is not whole yet).
+	pending []byte
+	need    int
 	out     []byte
+}
+
+// maxHeldFrame bounds what a text response holds of a frame not whole yet: a
+// larger one is sent as it arrives, in groups of three bytes (base64 without
+// padding), so an upstream announcing a huge frame cannot make the proxy
+// buffer it.
+const maxHeldFrame = 1 << 20
+
+func newTextWriter(next filter.BodyWriter) *textWriter {
+	return &textWriter{next: next, need: -1}
 }
 
 func (w *textWriter) Write(p []byte) (int, error) {
 	w.pending = append(w.pending, p...)
 	w.out = w.out[:0]
-	frames := 0
-	for len(w.pending)-frames >= 5 {
-		n := 5 + int(binary.BigEndian.Uint32(w.pending[frames+1:]))
-		if len(w.pending)-frames < n {
-			break
+	at := 0
+	for {
+		rest := w.pending[at:]
+		if w.need < 0 {
+			if len(rest) < 5 {
+				break
+			}
+			w.need = 5 + int(binary.BigEndian.Uint32(rest[1:]))
 		}
-		w.out = base64.StdEncoding.AppendEncode(w.out, w.pending[frames:frames+n])
-		frames += n
+		if len(rest) >= w.need {
+			w.out = base64.StdEncoding.AppendEncode(w.out, rest[:w.need])
+			at += w.need
+			w.need = -1
+			continue
+		}
+		if len(rest) >= maxHeldFrame {
+			k := len(rest) / 3 * 3
+			w.out = base64.StdEncoding.AppendEncode(w.out, rest[:k])
+			at += k
+			w.need -= k
+		}
+		break
 	}
-	w.pending = w.pending[:copy(w.pending, w.pending[frames:])]
+	w.pending = w.pending[:copy(w.pending, w.pending[at:])]
 	if len(w.out) > 0 {
 		if _, err := w.next.Write(w.out); err != nil {
 			return 0, err

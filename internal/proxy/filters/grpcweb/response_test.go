@@ -89,6 +89,54 @@ func TestTextResponse(t *testing.T) {
 	}
 }
 
+// A text response holds at most maxHeldFrame bytes of a frame that is not whole:
+// a larger frame goes out as it arrives, in groups of three bytes, and the whole
+// still decodes to the upstream's bytes.
+func TestTextResponseHugeFrame(t *testing.T) {
+	out := &sink{}
+	w := Filter{}.EncodeResponse(grpcWebStream(textResponse), nil, &filter.ResponseHead{Status: 200, Headers: filter.HeaderMap{"Content-Type": {"application/grpc"}}}, out)
+	huge := frame(0, strings.Repeat("0123456789", 300_001)) // 3,000,010 bytes of data
+	in := huge + frame(0, "after")
+	const chunk = 64 << 10
+	for at := 0; at < len(in); at += chunk {
+		_, _ = w.Write([]byte(in[at:min(at+chunk, len(in))]))
+		if held := len(w.(*textWriter).pending); held > maxHeldFrame+chunk {
+			t.Fatalf("after %d bytes the writer holds %d", at+chunk, held)
+		}
+		if at+chunk == 2*maxHeldFrame && out.body.Len() == 0 {
+			t.Fatal("2 MiB of a frame in, nothing sent")
+		}
+	}
+	_ = w.Close(nil)
+	got, err := decodeConcatenated(out.body.String())
+	if err != nil || got != in {
+		t.Errorf("decoded %d bytes (err %v), want the %d the upstream sent", len(got), err, len(in))
+	}
+}
+
+// decodeConcatenated decodes base64 written in pieces, each padded at its end
+// (as a grpc-web-text client reads a response).
+func decodeConcatenated(s string) (string, error) {
+	var b strings.Builder
+	for len(s) > 0 {
+		n := strings.IndexByte(s, '=')
+		if n < 0 {
+			n = len(s)
+		} else {
+			for n < len(s) && s[n] == '=' {
+				n++
+			}
+		}
+		d, err := base64.StdEncoding.DecodeString(s[:n])
+		if err != nil {
+			return b.String(), err
+		}
+		b.Write(d)
+		s = s[n:]
+	}
+	return b.String(), nil
+}
+
 // Responses that are not gRPC get their HTTP status's gRPC status and lose the body;
 // a bodiless one keeps no status, as in Envoy; a request that was not gRPC-Web is left
 // alone; an upstream that answers gRPC-Web itself or trailers-only is bridged.
