@@ -101,3 +101,4 @@ step "fuzz (${FUZZ_DECODE_EXECS:=20000} and ${FUZZ_BUILD_EXECS:=1500} executions
 go test -run='^$' -fuzz='^FuzzDecode$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/source/manifest/
 go test -run='^$' -fuzz='^FuzzBuildAndTranslate$' -fuzztime="${FUZZ_BUILD_EXECS}x" ./internal/xds/translate/
 go test -run='^$' -fuzz='^FuzzHTTPProxyConditions$' -fuzztime="${FUZZ_BUILD_EXECS}x" ./internal/dag/
+go test -run='^$' -fuzz='^FuzzParseProxyHeader$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/listener/
