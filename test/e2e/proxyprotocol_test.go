@@ -38,6 +38,16 @@ spec:
     permitInsecure: true
     ipDenyPolicy: [{source: Peer, cidr: 203.0.113.7/32}]
     services: [{name: web, port: 80}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: pass, namespace: default}
+spec:
+  virtualhost:
+    fqdn: pass.example.com
+    tls: {passthrough: true}
+  tcpproxy:
+    services: [{name: secure-app, port: 80}]
 `
 
 // proxyV1 is a version 1 header from src to the proxy's port 80.
@@ -75,9 +85,9 @@ func headerDialer(addr string, header []byte) func(context.Context, string, stri
 }
 
 func TestRunUseProxyProtocol(t *testing.T) {
-	cert := testutil.SelfSigned("pp.example.com")
+	cert, backendCert := testutil.SelfSigned("pp.example.com"), testutil.SelfSigned("pass.example.com")
 	e := startWith(t, map[string]string{
-		"web.yaml":    backends(t, "web"),
+		"web.yaml":    backends(t, "web") + "---\n" + serviceManifest("default", "secure-app", startTLSEcho(t, "default", "secure-app", backendCert)),
 		"secret.yaml": tlsSecretManifest("pp", cert),
 		"pp.yaml":     proxyProtocolProxy,
 	}, app.RunOptions{Global: translate.Global{UseProxyProtocol: true}})
@@ -138,6 +148,8 @@ func TestRunUseProxyProtocol(t *testing.T) {
 		}
 	})
 
+	// The HTTPS listener has a TCP proxy chain (TLS passthrough): every connection's
+	// ClientHello is read after its header, before any chain takes it.
 	t.Run("HTTPS with SNI after the header", func(t *testing.T) {
 		for _, h2 := range []bool{false, true} {
 			tr := &http.Transport{
@@ -156,7 +168,18 @@ func TestRunUseProxyProtocol(t *testing.T) {
 				t.Errorf("h2=%v: %d from %q, certificate %q, X-Forwarded-For %q", h2, r.status, r.service(), r.tlsCert, got)
 			}
 		}
-		req, _ := http.NewRequest(http.MethodGet, "https://pp.example.com/", nil)
+		pass := &http.Transport{
+			DisableKeepAlives: true,
+			TLSClientConfig:   &tls.Config{ServerName: "pass.example.com", RootCAs: pool(t, backendCert)},
+			DialContext:       headerDialer(e.httpsAddr(), proxyV1(client)),
+		}
+		req, _ := http.NewRequest(http.MethodGet, "https://pass.example.com/", nil)
+		r, err := fetch(req, &http.Client{Transport: pass, Timeout: 10 * time.Second})
+		pass.CloseIdleConnections()
+		if err != nil || r.service() != "secure-app" || r.tlsCert != "pass.example.com" {
+			t.Errorf("TLS passthrough after a v1 header: %d from %q, certificate %q (%v); want the backend's", r.status, r.service(), r.tlsCert, err)
+		}
+		req, _ = http.NewRequest(http.MethodGet, "https://pp.example.com/", nil)
 		tr := &http.Transport{TLSClientConfig: &tls.Config{ServerName: "pp.example.com", InsecureSkipVerify: true},
 			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 				return (&net.Dialer{}).DialContext(ctx, network, e.httpsAddr())
