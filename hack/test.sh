@@ -101,10 +101,11 @@ step "fuzz (${FUZZ_DECODE_EXECS:=20000} and ${FUZZ_BUILD_EXECS:=1500} executions
 go test -run='^$' -fuzz='^FuzzDecode$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/source/manifest/
 go test -run='^$' -fuzz='^FuzzBuildAndTranslate$' -fuzztime="${FUZZ_BUILD_EXECS}x" ./internal/xds/translate/
 go test -run='^$' -fuzz='^FuzzHTTPProxyConditions$' -fuzztime="${FUZZ_BUILD_EXECS}x" ./internal/dag/
-# The parsers of what clients and Services send: Accept-Encoding, gRPC-Web bodies (base64
+# The parsers of what clients and Services send: PROXY protocol headers, Accept-Encoding, gRPC-Web bodies (base64
 # and frames), header value operators, circuit breaker and protocol annotations.
 go test -run='^$' -fuzz='^FuzzChoose$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/filters/compressor/
 go test -run='^$' -fuzz='^FuzzBase64Decoder$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/filters/grpcweb/
 go test -run='^$' -fuzz='^FuzzTextResponse$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/filters/grpcweb/
 go test -run='^$' -fuzz='^FuzzParseHeaderFormat$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/router/
 go test -run='^$' -fuzz='^FuzzServiceAnnotations$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/dag/
+go test -run='^$' -fuzz='^FuzzParseProxyHeader$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/listener/

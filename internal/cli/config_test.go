@@ -367,7 +367,7 @@ var crdCases = []struct {
 	{"spec.debug.address", "{debug: {address: 127.0.0.1}}", map[string]string{"pprof-addr": "127.0.0.1:6060"}, ""},
 	{"spec.debug.port", "{debug: {port: 6061}}", map[string]string{"pprof-addr": "127.0.0.1:6061"}, ""},
 	{"spec.health", "{health: {port: 8000}}", nil, "spec.health: Portico serves /healthz and /readyz on --admin-addr"},
-	{"spec.envoy.listener.useProxyProtocol", "{envoy: {listener: {useProxyProtocol: true}}}", nil, "the PROXY protocol is not supported yet"},
+	{"spec.envoy.listener.useProxyProtocol", "{envoy: {listener: {useProxyProtocol: true}}}", map[string]string{"use-proxy-protocol": "true"}, ""},
 	{"spec.envoy.listener.disableAllowChunkedLength", "{envoy: {listener: {disableAllowChunkedLength: true}}}", nil, "not supported yet"},
 	{"spec.envoy.listener.disableMergeSlashes", "{envoy: {listener: {disableMergeSlashes: true}}}", map[string]string{"disable-merge-slashes": "true"}, ""},
 	{"spec.envoy.listener.serverHeaderTransformation", "{envoy: {listener: {serverHeaderTransformation: append_if_absent}}}", map[string]string{"server-header-transformation": "append_if_absent"}, ""},

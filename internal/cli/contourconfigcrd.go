@@ -51,7 +51,7 @@ var contourConfigurationSpec = section{
 	"health": refuse("Portico serves /healthz and /readyz on --admin-addr: set admin-addr instead"),
 	"envoy": section{
 		"listener": section{
-			"useProxyProtocol":                  refuse("the PROXY protocol is not supported yet"),
+			"useProxyProtocol":                  asFlag("use-proxy-protocol", boolean),
 			"disableAllowChunkedLength":         contourKeys["disableAllowChunkedLength"],
 			"disableMergeSlashes":               contourKeys["disableMergeSlashes"],
 			"serverHeaderTransformation":        contourKeys["serverHeaderTransformation"],

@@ -26,6 +26,7 @@ func globalFlags(fs *flag.FlagSet) func() (translate.Global, error) {
 	conn := connectionTimeoutFlags(fs)
 	server := fs.String("server-header-transformation", string(translate.ServerHeaderOverwrite), "the Server header of responses: overwrite (always \"portico\"), append_if_absent (the upstream's, else \"portico\") or pass_through (the upstream's, or none)")
 	fs.BoolVar(&g.DisableMergeSlashes, "disable-merge-slashes", false, "keep repeated slashes in request paths (by default \"//a//b\" is routed and forwarded as \"/a/b\", as Contour does)")
+	fs.BoolVar(&g.UseProxyProtocol, "use-proxy-protocol", false, "expect the PROXY protocol header (version 1 or 2) that a TCP load balancer such as AWS's NLB or HAProxy sends first on every connection, on every listener, and take the client's address from it (X-Forwarded-For, IP filters, the access log); a connection without one is closed, as Contour's --use-proxy-protocol does")
 	fs.BoolVar(&g.StripTrailingHostDot, "strip-trailing-host-dot", false, "route a Host with a trailing dot (\"example.com.\") as the name without it")
 	fs.StringVar(&g.MinTLSVersion, "tls-minimum-protocol-version", "", "lowest TLS version of every HTTPS host (1.2 or 1.3; default 1.2); an HTTPProxy's tls.minimumProtocolVersion can raise it, not lower it")
 	fs.StringVar(&g.MaxTLSVersion, "tls-maximum-protocol-version", "", "highest TLS version of every HTTPS host (1.2 or 1.3; default 1.3)")

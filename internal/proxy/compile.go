@@ -341,6 +341,7 @@ func (p *Proxy) compileListener(spec *listenerSpec, snap *snapshot) (*listener.C
 
 		FiltersTimeout:    spec.filtersTimeout,
 		ContinueOnTimeout: spec.continueOnTimeout,
+		ProxyProtocol:     spec.proxyProtocol,
 	}
 	if lc.Tls {
 		lc.Certificates = lc

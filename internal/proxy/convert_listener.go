@@ -10,10 +10,12 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -30,6 +32,9 @@ type listenerSpec struct {
 	// otherwise the listener has one plaintext HTTP chain.
 	tls          bool
 	tlsInspector bool // the envoy.filters.listener.tls_inspector listener filter
+	// proxyProtocol: the envoy.filters.listener.proxy_protocol listener filter;
+	// nil without it.
+	proxyProtocol *listener.ProxyProtocolSpec
 	// filtersTimeout bounds the wait for the ClientHello (listener_filters_timeout,
 	// default 15s, 0 = none); on expiry the connection is closed, or handed to the
 	// default chain with continueOnTimeout.
@@ -78,10 +83,9 @@ func convertListener(l *listenerv3.Listener) (*listenerSpec, error) {
 	ls := &listenerSpec{name: l.GetName(), address: addr, filtersTimeout: defaultListenerFiltersTimeout,
 		continueOnTimeout: l.GetContinueOnListenerFiltersTimeout()}
 	for _, lf := range l.GetListenerFilters() {
-		if err := checkListenerFilter(lf); err != nil {
+		if err := ls.addListenerFilter(lf); err != nil {
 			return nil, err
 		}
-		ls.tlsInspector = true
 	}
 	if d := l.GetListenerFiltersTimeout(); d != nil {
 		ls.filtersTimeout = d.AsDuration()
@@ -138,19 +142,65 @@ func (ls *listenerSpec) checkChains() error {
 	return nil
 }
 
-func checkListenerFilter(lf *listenerv3.ListenerFilter) error {
-	// tls_inspector only extracts SNI and ALPN, which Go's TLS stack does anyway.
-	if tc := lf.GetTypedConfig(); tc != nil {
-		if !tc.MessageIs(&tlsinspectorv3.TlsInspector{}) {
-			return fmt.Errorf("listener filter %q (%s) is not supported", lf.GetName(), tc.GetTypeUrl())
-		}
-	} else if lf.GetName() != "envoy.filters.listener.tls_inspector" {
-		return fmt.Errorf("listener filter %q is not supported", lf.GetName())
-	}
+// addListenerFilter adds one of the listener filters the proxy knows, in
+// Envoy's order: the PROXY protocol header comes before the ClientHello.
+func (ls *listenerSpec) addListenerFilter(lf *listenerv3.ListenerFilter) error {
 	if lf.GetFilterDisabled() != nil {
 		return fmt.Errorf("listener filter %q: filter_disabled is not supported", lf.GetName())
 	}
+	tc := lf.GetTypedConfig()
+	switch {
+	case tc == nil && lf.GetName() == wellknown.TlsInspector, tc != nil && tc.MessageIs(&tlsinspectorv3.TlsInspector{}):
+		// tls_inspector only extracts SNI and ALPN, which Go's TLS stack does anyway.
+		ls.tlsInspector = true
+	case tc == nil && lf.GetName() == wellknown.ProxyProtocol, tc != nil && tc.MessageIs(&proxyprotocolv3.ProxyProtocol{}):
+		if ls.tlsInspector {
+			return fmt.Errorf("listener filter %q must come before the TLS inspector: the PROXY protocol header precedes the ClientHello", lf.GetName())
+		}
+		if ls.proxyProtocol != nil {
+			return fmt.Errorf("listener filter %q appears twice", lf.GetName())
+		}
+		var pp proxyprotocolv3.ProxyProtocol
+		if tc != nil {
+			if err := tc.UnmarshalTo(&pp); err != nil {
+				return fmt.Errorf("decode ProxyProtocol: %w", err)
+			}
+		}
+		spec, err := convertProxyProtocol(&pp)
+		if err != nil {
+			return fmt.Errorf("listener filter %q: %w", lf.GetName(), err)
+		}
+		ls.proxyProtocol = spec
+	case tc != nil:
+		return fmt.Errorf("listener filter %q (%s) is not supported", lf.GetName(), tc.GetTypeUrl())
+	default:
+		return fmt.Errorf("listener filter %q is not supported", lf.GetName())
+	}
 	return nil
+}
+
+// convertProxyProtocol accepts the PROXY protocol filter's settings that
+// change which connections are served. TLVs are checked and skipped: nothing
+// in the proxy reads dynamic metadata or filter state, so rules and
+// pass_through_tlvs would be promises it cannot keep.
+func convertProxyProtocol(pp *proxyprotocolv3.ProxyProtocol) (*listener.ProxyProtocolSpec, error) {
+	if err := xdsconv.Unsupported(
+		xdsconv.Set("rules", len(pp.GetRules()) > 0),
+		xdsconv.Set("pass_through_tlvs", pp.GetPassThroughTlvs() != nil),
+		xdsconv.Set("tlv_location "+pp.GetTlvLocation().String(), pp.GetTlvLocation() != 0),
+	); err != nil {
+		return nil, err
+	}
+	spec := &listener.ProxyProtocolSpec{AllowWithout: pp.GetAllowRequestsWithoutProxyProtocol()}
+	for _, v := range pp.GetDisallowedVersions() {
+		switch v {
+		case corev3.ProxyProtocolConfig_V1:
+			spec.DisallowV1 = true
+		case corev3.ProxyProtocolConfig_V2:
+			spec.DisallowV2 = true
+		}
+	}
+	return spec, nil
 }
 
 func convertFilterChain(fc *listenerv3.FilterChain) (*chainSpec, error) {

@@ -10,6 +10,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -98,9 +99,26 @@ func TestConvertListenerRejects(t *testing.T) {
 		}, "exactly one network filter"},
 		{"unknown listener filter", func(t *testing.T) *listenerv3.Listener {
 			l := httpListener(t)
-			l.ListenerFilters = []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.proxy_protocol"}}
+			l.ListenerFilters = []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.original_dst"}}
 			return l
 		}, "listener filter"},
+		{"PROXY protocol after the TLS inspector", func(t *testing.T) *listenerv3.Listener {
+			l := httpsListener(t, "a.example.com")
+			l.ListenerFilters = append(l.ListenerFilters, &listenerv3.ListenerFilter{Name: "envoy.filters.listener.proxy_protocol"})
+			return l
+		}, "must come before the TLS inspector"},
+		{"PROXY protocol TLV rules", func(t *testing.T) *listenerv3.Listener {
+			l := httpListener(t)
+			pp := &proxyprotocolv3.ProxyProtocol{Rules: []*proxyprotocolv3.ProxyProtocol_Rule{{TlvType: 0x04}}}
+			l.ListenerFilters = []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.proxy_protocol",
+				ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(t, pp)}}}
+			return l
+		}, "rules"},
+		{"PROXY protocol twice", func(t *testing.T) *listenerv3.Listener {
+			l := httpListener(t)
+			l.ListenerFilters = []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.proxy_protocol"}, {Name: "envoy.filters.listener.proxy_protocol"}}
+			return l
+		}, "twice"},
 		{"two plaintext chains", func(t *testing.T) *listenerv3.Listener {
 			l := httpListener(t)
 			l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{

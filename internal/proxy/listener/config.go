@@ -23,6 +23,9 @@ type Config struct {
 	HasTCP            bool
 	FiltersTimeout    time.Duration
 	ContinueOnTimeout bool
+	// ProxyProtocol: every connection starts with a PROXY protocol header
+	// (envoy.filters.listener.proxy_protocol); nil: none is read.
+	ProxyProtocol *ProxyProtocolSpec
 }
 
 // FilterChain is an HTTP chain (hcm, routes, stats) or a tcp_proxy one (tcp);

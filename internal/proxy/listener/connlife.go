@@ -206,13 +206,16 @@ func (c *serverConn) Close() error {
 func (c *serverConn) CloseWrite() error { return closeWrite(c.Conn) }
 
 // lifeListener hands a plaintext listener's connections to http.Server as
-// serverConns.
-type lifeListener struct{ net.Listener }
+// serverConns (reading their PROXY protocol header first when configured).
+type lifeListener struct {
+	net.Listener
+	ll *liveListener
+}
 
 func (l lifeListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &serverConn{Conn: c}, nil
+	return &serverConn{Conn: withProxyProtocol(c, l.ll.cfg.Load())}, nil
 }

@@ -20,6 +20,9 @@
 //     configuration of a chain, SNI chain selection, the TLS accept loop.
 //   - client_cert.go: require_client_certificate, trusted CA, CRLs, and the
 //     certificate a chain serves (x-forwarded-client-cert's By).
+//   - proxyproto.go: the PROXY protocol header (envoy.filters.listener.proxy_protocol):
+//     its parser, and proxyConn, through which the header's addresses become the
+//     connection's.
 //   - tcpproxy.go: tcp_proxy chains: upstream connection attempts, copying
 //     both ways with half-closes, the idle timeout, draining, a
 //     connection's access log line and series.

@@ -363,7 +363,7 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		ll.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			return ll.lives.start(ctx, ll, c, nil)
 		}
-		serveLn = lifeListener{ln}
+		serveLn = lifeListener{Listener: ln, ll: ll}
 	}
 	go func() {
 		defer close(ll.served)

@@ -186,6 +186,7 @@ func (l *tlsListener) acceptLoop() {
 			continue
 		}
 		lc := l.ll.cfg.Load()
+		raw = withProxyProtocol(raw, lc)
 		if !lc.HasTCP {
 			c := l.httpConn(raw)
 			if !l.deliver(acceptResult{c: c}) {
@@ -206,6 +207,13 @@ func (l *tlsListener) acceptLoop() {
 // chain its SNI selects.
 func (l *tlsListener) dispatch(raw net.Conn, lc *Config) {
 	defer l.ll.conns.done(raw)
+	if pc, ok := raw.(*proxyConn); ok {
+		// The header first: the ClientHello follows it.
+		if pc.readHeader(); pc.err != nil {
+			l.s.Log.Debug("no PROXY protocol header", "listener", l.ll.name, "remote", raw.RemoteAddr().String(), "error", pc.err)
+			return
+		}
+	}
 	sni, hello, err := peekClientHello(raw, lc.FiltersTimeout)
 	if err != nil {
 		if !errors.Is(err, errHelloTimeout) || !lc.ContinueOnTimeout {

@@ -127,7 +127,7 @@ func nameDefaultPort(rd *routev3.RedirectAction) {
 // gatewaySecurePort adds the TLS listener of a Gateway's HTTPS port, when any of its
 // server names has something to serve; vhost makes its virtual hosts.
 func gatewaySecurePort(name string, addr hostPort, hosts []*dag.SecureVirtualHost, vhost vhostFunc, opts Options, res *Resources, secrets map[string]bool) error {
-	l := tlsListener(name, addr)
+	l := tlsListener(name, addr, opts.Global)
 	for _, svh := range hosts {
 		h, err := translateSecureHostAs(svh, name, name+"/"+svh.Name, vhost, opts)
 		if err != nil {

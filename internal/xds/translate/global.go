@@ -66,6 +66,11 @@ type Global struct {
 	// accept it (Contour's compression.algorithm): "gzip" (the default, ""),
 	// "brotli", "zstd", or "disabled".
 	Compression Compression
+	// UseProxyProtocol: every listener expects the PROXY protocol header (versions 1
+	// and 2) a TCP load balancer in front sends before the connection's own bytes,
+	// and takes the client's address from it (Contour's --use-proxy-protocol); a
+	// connection without one is closed.
+	UseProxyProtocol bool
 	// CircuitBreakers are the limits of every Service's clusters where its annotations
 	// set none (Contour's cluster.circuit-breakers); 0 keeps Envoy's default.
 	CircuitBreakers dag.CircuitBreakers

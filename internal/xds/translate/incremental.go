@@ -149,7 +149,7 @@ func NewIncremental(opts Options) (*Incremental, error) {
 	t.forget()
 	err = recoverInvalid(func() error {
 		t.httpListener = httpListener(httpAddr, opts)
-		t.httpsShell = httpsListener(httpsAddr)
+		t.httpsShell = httpsListener(httpsAddr, opts.Global)
 		return validateAll(t.httpListener, t.httpsShell, routeConfiguration(RouteHTTP, nil, opts.Global))
 	})
 	if err != nil {

@@ -138,7 +138,7 @@ func (t *Incremental) gatewayPort(p *dag.GatewayPort, pe *gatewayPortEntry) erro
 		return err
 	}
 	pe.secure, pe.secureSpare = nextSecure, recycle(pe.secure)
-	if err := pe.tlsListener(); err != nil {
+	if err := pe.tlsListener(t.opts.Global); err != nil {
 		return err
 	}
 	pe.src = p
@@ -189,7 +189,7 @@ func (t *Incremental) gatewaySecureEntry(name string, port uint32, svh *dag.Secu
 // tlsListener makes the port's TLS listener again when its filter chains changed: nil
 // when it has none (Envoy refuses a listener without filter chains). Each chain was
 // validated when made, the listener without them once.
-func (pe *gatewayPortEntry) tlsListener() error {
+func (pe *gatewayPortEntry) tlsListener(g Global) error {
 	chains := make([]*listenerv3.FilterChain, 0, len(pe.secure))
 	for _, h := range pe.secure {
 		if h.entry.chain != nil {
@@ -201,7 +201,7 @@ func (pe *gatewayPortEntry) tlsListener() error {
 		return nil
 	}
 	if pe.tlsShell == nil {
-		shell := tlsListener(pe.name, pe.addr)
+		shell := tlsListener(pe.name, pe.addr, g)
 		if err := validateAll(shell); err != nil {
 			return err
 		}

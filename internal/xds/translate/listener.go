@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -90,8 +91,9 @@ func httpListener(addr hostPort, opts Options) *listenerv3.Listener {
 // routeName.
 func plainListener(name, routeName string, addr hostPort, opts Options) *listenerv3.Listener {
 	return &listenerv3.Listener{
-		Name:    name,
-		Address: address(addr),
+		Name:            name,
+		Address:         address(addr),
+		ListenerFilters: proxyProtocol(opts.Global),
 		FilterChains: []*listenerv3.FilterChain{{
 			Filters: []*listenerv3.Filter{httpConnectionManager(name, routeName, nil, opts)},
 		}},
@@ -101,18 +103,34 @@ func plainListener(name, routeName string, addr hostPort, opts Options) *listene
 // httpsListener is the HTTPS listener without its filter chains, which the caller adds:
 // one per server name, so that the certificate, the TLS settings and the routes all
 // follow the SNI the client sent (see secureFilterChain).
-func httpsListener(addr hostPort) *listenerv3.Listener { return tlsListener(ListenerHTTPS, addr) }
+func httpsListener(addr hostPort, g Global) *listenerv3.Listener {
+	return tlsListener(ListenerHTTPS, addr, g)
+}
 
 // tlsListener is a listener named name that dispatches on SNI, without its filter chains.
-func tlsListener(name string, addr hostPort) *listenerv3.Listener {
+func tlsListener(name string, addr hostPort, g Global) *listenerv3.Listener {
 	return &listenerv3.Listener{
 		Name:    name,
 		Address: address(addr),
-		ListenerFilters: []*listenerv3.ListenerFilter{{
+		ListenerFilters: append(proxyProtocol(g), &listenerv3.ListenerFilter{
 			Name:       wellknown.TlsInspector,
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
-		}},
+		}),
 	}
+}
+
+// proxyProtocol is the listener filters that read the PROXY protocol header a load
+// balancer in front sends first, when the installation expects one: Envoy's filter
+// with its defaults, as Contour emits it (a connection without a header is closed).
+// It comes first, before the TLS inspector: the header precedes the ClientHello.
+func proxyProtocol(g Global) []*listenerv3.ListenerFilter {
+	if !g.UseProxyProtocol {
+		return nil
+	}
+	return []*listenerv3.ListenerFilter{{
+		Name:       wellknown.ProxyProtocol,
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&proxyprotocolv3.ProxyProtocol{})},
+	}}
 }
 
 // secureFilterChain is the filter chain of one server name, or nil when the host has

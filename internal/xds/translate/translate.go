@@ -193,7 +193,7 @@ func translateSecureHosts(addr hostPort, hosts []*dag.SecureVirtualHost, opts Op
 	if err != nil {
 		return err
 	}
-	l := httpsListener(addr)
+	l := httpsListener(addr, opts.Global)
 	if err := validateAll(l); err != nil {
 		return err
 	}
