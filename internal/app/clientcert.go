@@ -21,7 +21,8 @@ type clientCertificate struct {
 }
 
 // resolve returns the certificate of the Secret key in s, nil when it is missing or
-// invalid: backends then get no certificate, and the reason is logged once per change.
+// invalid: the graph has made the objects that need it invalid (dag.Options'
+// ClientCertificate), and the reason is logged once per change.
 func (c *clientCertificate) resolve(ctx context.Context, s *store.Store, key types.NamespacedName, log *slog.Logger) *dag.Secret {
 	obj := s.Secrets[key]
 	if c.seen && obj == c.from {
@@ -30,7 +31,7 @@ func (c *clientCertificate) resolve(ctx context.Context, s *store.Store, key typ
 	c.from, c.seen = obj, true
 	secret, err := dag.UpstreamClientCertificate(s, key)
 	if err != nil {
-		log.ErrorContext(ctx, "the client certificate for backends cannot be used: backends that require one refuse Portico's connections",
+		log.ErrorContext(ctx, "the client certificate for backends cannot be used: HTTPProxies with services over TLS are invalid until it is fixed",
 			"flag", "--envoy-client-certificate", "secret", key.String(), "error", err.Error())
 		c.secret = nil
 		return nil

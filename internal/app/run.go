@@ -153,6 +153,7 @@ func NewRunner(opts RunOptions) (*Runner, error) {
 			DefaultHeaders:         opts.DefaultHeaders,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
+			ClientCertificate:      opts.Global.UpstreamClientCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
 			GlobalAuthorization:    opts.GlobalAuthorization,

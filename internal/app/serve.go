@@ -273,6 +273,7 @@ func NewServer(opts ServeOptions) (*Server, error) {
 			DefaultHeaders:         opts.DefaultHeaders,
 			DisableIngress:         opts.DisableIngress,
 			FallbackCertificate:    opts.FallbackCertificate,
+			ClientCertificate:      opts.Global.UpstreamClientCertificate,
 			DefaultGlobalRateLimit: opts.DefaultGlobalRateLimit,
 			RateLimitService:       opts.RateLimit != nil,
 			GlobalAuthorization:    opts.GlobalAuthorization,

@@ -22,6 +22,7 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	externalName := fs.Bool("enable-external-name-services", true, "route to Services of type ExternalName, as portico run does")
 	roots := fs.String("root-namespaces", "", "comma-separated namespaces where root IngressRoutes and HTTPProxies may live (default: any)")
 	fallback := fs.String("fallback-certificate", "", "NAMESPACE/NAME of a kubernetes.io/tls Secret presented to HTTPS clients that send no server name (or an unknown one), for the HTTPProxies with tls.enableFallbackCertificate")
+	clientCert := fs.String("envoy-client-certificate", "", "NAMESPACE/NAME of the kubernetes.io/tls Secret presented to backends over TLS, as run and serve take it: HTTPProxies with tls or h2 services are invalid when it cannot be used")
 	disableIngress := fs.Bool("disable-ingress", false, "ignore Ingress objects")
 	noInsecure := fs.Bool("disable-permit-insecure", false, "ignore HTTPProxy routes' permitInsecure, as the controller does with this flag")
 	rateLimitService := fs.String("rate-limit-service", "", "`host:port` of the rate limit service the controller runs with; without it, global rate limit policies get a warning that they are not enforced")
@@ -50,12 +51,16 @@ func checkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}
+	clientCertKey, err := secretRef("--envoy-client-certificate", *clientCert)
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
 	auth, err := globalAuth()
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}
 	res, err := app.Check(dir, dag.Options{IngressClassNames: splitList(*classes), AllowExternalName: *externalName, RootNamespaces: splitList(*roots), DisableIngress: *disableIngress, DisablePermitInsecure: *noInsecure,
-		FallbackCertificate: fallbackKey, RateLimitService: *rateLimitService != "", GlobalAuthorization: auth})
+		FallbackCertificate: fallbackKey, ClientCertificate: clientCertKey, RateLimitService: *rateLimitService != "", GlobalAuthorization: auth})
 	if err != nil {
 		return fail(stderr, "check: %v", err)
 	}

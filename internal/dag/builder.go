@@ -45,6 +45,11 @@ type Options struct {
 	// clients that send no server name (or an unknown one), for the HTTPProxy roots
 	// that enable it (tls.enableFallbackCertificate).
 	FallbackCertificate *types.NamespacedName
+	// ClientCertificate, when set, is the kubernetes.io/tls Secret presented to backends
+	// over TLS (--envoy-client-certificate). When it cannot be used, the HTTPProxies
+	// with services that speak TLS to their backends are invalid, as in Contour, and the
+	// Ingresses with such backends get a warning.
+	ClientCertificate *types.NamespacedName
 	// RateLimitService says that a global rate limit service is configured; without
 	// one, HTTPProxies' global rate limit policies get a warning that they are not
 	// enforced.

@@ -1,6 +1,8 @@
 package dag
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portico-dev/portico/internal/store"
@@ -22,3 +24,22 @@ func WithClientCertificate(g *Graph, c *Secret) *Graph {
 	out.UpstreamClientCertificate = c
 	return &out
 }
+
+// clientCertificateProblem says why the installation's client certificate for backends
+// (Options.ClientCertificate) cannot be presented to a backend over TLS, or "" when it
+// can or none is configured. The Secret is checked once per build (the secret cache),
+// however many services speak TLS.
+func (b *builder) clientCertificateProblem() string {
+	key := b.opts.ClientCertificate
+	if key == nil {
+		return ""
+	}
+	if _, err := b.tlsSecret(*key); err != nil {
+		return fmt.Sprintf("the client certificate presented to backends over TLS (--envoy-client-certificate %s) cannot be used: %v; give that Secret a valid tls.crt and tls.key (kubernetes.io/tls), or start Portico with another Secret", key, err)
+	}
+	return ""
+}
+
+// overTLS says that a service's protocol connects to its backend over TLS, where the
+// client certificate for backends is presented.
+func overTLS(protocol string) bool { return protocol == "tls" || protocol == "h2" }

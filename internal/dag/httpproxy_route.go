@@ -706,6 +706,12 @@ func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at laz
 		// port annotated tls or h2.
 		p.protocol, _ = b.annotatedProtocol(n.p.Namespace, s.Name, s.Port)
 	}
+	if overTLS(p.protocol) {
+		if msg := b.clientCertificateProblem(); msg != "" {
+			c.fail(problemTLS, "SecretNotValid", "%s speaks %s to its backend: %s", at, p.protocol, msg)
+			return nil
+		}
+	}
 	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)
 	p.slowStart = proxySlowStart(s.SlowStartPolicy, pol.lb, at, c)
 	be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
@@ -756,8 +762,8 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 	if uv == nil {
 		return protocol, nil
 	}
-	overTLS := protocol == "tls" || protocol == "h2"
-	if !overTLS && known {
+	tlsUp := overTLS(protocol)
+	if !tlsUp && known {
 		c.fail(problemService, "ValidationInvalid", "%s.validation needs protocol tls or h2: only a TLS connection has a certificate to verify; set %s.protocol, or annotate the Service %s%s: \"%d\"", field, field, upstreamProtocolAnnotation, "tls", s.Port)
 		return protocol, nil
 	}
@@ -781,7 +787,7 @@ func (b *builder) proxyUpstreamTLS(n *proxyNode, s *contourv1.Service, field str
 		c.fail(problemService, "CASecretInvalid", "%s.validation.caSecret: %s", field, msg)
 		return protocol, nil
 	}
-	if !overTLS {
+	if !tlsUp {
 		// The Service is not known yet (the admission webhook, or a Service created
 		// later): its annotation will tell, and the route answers 503 until then.
 		return protocol, nil

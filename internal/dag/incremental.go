@@ -260,7 +260,7 @@ func currentKeys(s *store.Store, ref ObjectRef, opts Options) (objectKeys, bool)
 	switch ref.Kind {
 	case KindIngress:
 		if o := s.Ingresses[key]; o != nil {
-			return ingressKeys(o), true
+			return ingressKeys(o, opts), true
 		}
 	case KindIngressRoute:
 		if o := s.IngressRoutes[key]; o != nil {

@@ -86,9 +86,19 @@ func (kb *keyBuilder) extension(s *store.Store, ns, name string) {
 	}
 }
 
-func ingressKeys(ing *networkingv1.Ingress) objectKeys {
+// clientCertificate adds the installation's client certificate for backends as a
+// dependency: whether it can be used decides the status of objects with backends over
+// TLS (any backend may be annotated so: keys may say more than is used).
+func (kb *keyBuilder) clientCertificate(opts Options) {
+	if c := opts.ClientCertificate; c != nil {
+		kb.secret(c.Namespace, c.Name)
+	}
+}
+
+func ingressKeys(ing *networkingv1.Ingress, opts Options) objectKeys {
 	var kb keyBuilder
 	kb.obj(KindIngress, ing.Namespace, ing.Name)
+	kb.clientCertificate(opts)
 	backend := func(be *networkingv1.IngressServiceBackend) {
 		if be != nil {
 			kb.service(ing.Namespace, be.Name)
@@ -144,6 +154,7 @@ func httpProxyKeys(p *contourv1.HTTPProxy, s *store.Store, opts Options) objectK
 	fallback := opts.FallbackCertificate
 	var kb keyBuilder
 	kb.obj(KindHTTPProxy, p.Namespace, p.Name)
+	kb.clientCertificate(opts)
 	services := func(ss []contourv1.Service) {
 		for _, s := range ss {
 			kb.service(p.Namespace, s.Name)

@@ -33,6 +33,10 @@ func TestIncrementalEqualsFullBuild(t *testing.T) {
 		if seed%5 == 0 {
 			opts.AllowExternalName = true
 		}
+		if seed%3 == 0 {
+			// One of the Secrets the changes make, valid and invalid in turn.
+			opts.ClientCertificate = &types.NamespacedName{Namespace: "default", Name: "cert"}
+		}
 		inc = NewIncremental(opts)
 		if seed%2 == 1 {
 			inc.maxFraction = 1 // never fall back to a full build for size

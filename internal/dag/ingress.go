@@ -312,6 +312,13 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 	var pol clusterPolicy
 	// As in Contour, the Service's annotation chooses the protocol of its port.
 	pol.protocol, _ = b.annotatedProtocolOf(plan.ref.Namespace, r.backend.Name, r.backend.Port)
+	if overTLS(pol.protocol) {
+		// Contour drops such an Ingress's rules with only a log line; its backend is
+		// kept here, reached without a certificate, and the status says why.
+		if msg := b.clientCertificateProblem(); msg != "" {
+			plan.warnings = append(plan.warnings, fmt.Sprintf("Service %s/%s port %s speaks %s to its backend: %s", plan.ref.Namespace, r.backend.Name, portLabel(r.backend.Port), pol.protocol, msg))
+		}
+	}
 	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend, pol)
 	if warn != "" {
 		plan.warnings = append(plan.warnings, warn)

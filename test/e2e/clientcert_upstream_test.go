@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/portico-dev/portico/internal/testutil"
@@ -40,6 +41,35 @@ spec:
 		t.Fatal(err)
 	}
 	r.eventually("the changed Secret, a certificate the backend refuses, to be presented", func() bool { return r.get("mtls.cc.test", "/").status >= 500 })
+
+	// A Secret that cannot be used shows on the HTTPProxies that speak TLS to their
+	// backends, as in Contour: they are invalid and not served until it is fixed.
+	secretFile := filepath.Join(r.dir, "secret.yaml")
+	if err := os.Remove(secretFile); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("mtls's status to name the missing Secret", func() bool {
+		st, desc := r.objectStatus("HTTPProxy", "cc", "mtls")
+		return st == "invalid" && strings.Contains(desc, "--envoy-client-certificate infra/envoy-client") && strings.Contains(desc, "Secret infra/envoy-client not found")
+	})
+	if res := r.get("mtls.cc.test", "/"); res.status != http.StatusNotFound {
+		t.Errorf("with the Secret missing: %d, want 404 (the HTTPProxy is not served)", res.status)
+	}
+	broken := strings.Replace(tlsSecretManifestIn("infra", "envoy-client", client), "tls.key:", "tls.key: bm90IGEga2V5 #", 1)
+	if err := os.WriteFile(secretFile, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("mtls's status to say the Secret is invalid", func() bool {
+		st, desc := r.objectStatus("HTTPProxy", "cc", "mtls")
+		return st == "invalid" && strings.Contains(desc, "Secret infra/envoy-client: invalid certificate or key")
+	})
+	if err := os.WriteFile(secretFile, []byte(tlsSecretManifestIn("infra", "envoy-client", client)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("mtls to be valid and served again", func() bool {
+		st, _ := r.objectStatus("HTTPProxy", "cc", "mtls")
+		return st == "valid" && r.get("mtls.cc.test", "/").status == http.StatusOK
+	})
 
 	without := runWithConfig(t, manifests, "log-level: info\n")
 	without.eventually("mtls.cc.test to be served", func() bool { return without.get("mtls.cc.test", "/").status != http.StatusNotFound })

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,7 @@ import (
 type ranBinary struct {
 	t                        *testing.T
 	http, https, config, dir string
+	admin                    string
 	logs                     *syncBuffer
 }
 
@@ -37,7 +39,8 @@ func runWithConfig(t *testing.T, files map[string]string, config string) *ranBin
 	if err := os.WriteFile(r.config, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	admin := testutil.FreeAddr(t)
+	r.admin = testutil.FreeAddr(t)
+	admin := r.admin
 	cmd := exec.Command(portico(t), "run", dir, "--config", r.config, "--http-addr", r.http, "--https-addr", r.https, "--admin-addr", admin, "--state-file", "none")
 	cmd.Stdout, cmd.Stderr = r.logs, r.logs
 	if err := cmd.Start(); err != nil {
@@ -75,6 +78,26 @@ func (r *ranBinary) eventually(what string, cond func() bool) {
 			r.t.Fatalf("timed out waiting for %s", what)
 		}
 	}
+}
+
+// objectStatus returns the status ("valid", "invalid", ...) and description of an
+// object in the latest build (the admin endpoint's /statuses), "" when it has none yet.
+func (r *ranBinary) objectStatus(kind, namespace, name string) (string, string) {
+	resp, err := http.Get("http://" + r.admin + "/statuses")
+	if err != nil {
+		return "", ""
+	}
+	defer resp.Body.Close()
+	var rows []struct{ Kind, Namespace, Name, Status, Description string }
+	if json.NewDecoder(resp.Body).Decode(&rows) != nil {
+		return "", ""
+	}
+	for _, row := range rows {
+		if row.Kind == kind && row.Namespace == namespace && row.Name == name {
+			return row.Status, row.Description
+		}
+	}
+	return "", ""
 }
 
 // get sends GET path with Host host to the HTTP listener, with the header pairs given.
