@@ -106,6 +106,12 @@ spec:
 	s.Delete(good)
 	check("deleted", inc.Build(s), false)
 
+	// The admission webhook admits them: the Secret is the installation's problem, and
+	// the status says so.
+	if v := ValidateObject(s.HTTPProxies[nsn("default", "tls-route")], s, opts); len(v.Problems) > 0 {
+		t.Errorf("ValidateObject refuses an HTTPProxy for the client certificate: %v", v.Problems)
+	}
+
 	// Without the setting, a missing Secret of that name matters to nobody.
 	wantClean(t, Build(s, Options{}), "default", "tls-route")
 }

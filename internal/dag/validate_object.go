@@ -57,6 +57,9 @@ func ValidateObject(obj runtime.Object, s *store.Store, opts Options) Verdict {
 	if s == nil {
 		s = &store.Store{}
 	}
+	// The client certificate for backends is the installation's, not the object's:
+	// while it is unusable, objects are admitted and their status says so.
+	opts.ClientCertificate = nil
 	b := &builder{store: s, opts: opts.withDefaults()}
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
