@@ -715,9 +715,12 @@ func (b *builder) proxyServiceCluster(n *proxyNode, s *contourv1.Service, at laz
 	p.healthPort = b.proxyHealthPort(n, s, at, pol, c)
 	p.slowStart = proxySlowStart(s.SlowStartPolicy, pol.lb, at, c)
 	be := networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: int32(s.Port)}}
-	cluster, warning := b.serviceCluster(n.p.Namespace, &be, p)
+	cluster, warning, annotations := b.serviceCluster(n.p.Namespace, &be, p)
 	if warning != "" {
 		c.warn(problemService, "ServiceUnresolved", "%s: %s", at, warning)
+	}
+	if annotations != "" {
+		c.warn(problemService, "AnnotationInvalid", "%s: %s", at, annotations)
 	}
 	return cluster
 }

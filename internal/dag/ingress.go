@@ -319,9 +319,11 @@ func (b *builder) ingressRoute(plan *ingressPlan, r plannedRoute) *Route {
 			plan.warnings = append(plan.warnings, fmt.Sprintf("Service %s/%s port %s speaks %s to its backend: %s", plan.ref.Namespace, r.backend.Name, portLabel(r.backend.Port), pol.protocol, msg))
 		}
 	}
-	cluster, warn := b.serviceCluster(plan.ref.Namespace, r.backend, pol)
-	if warn != "" {
-		plan.warnings = append(plan.warnings, warn)
+	cluster, warn, annotations := b.serviceCluster(plan.ref.Namespace, r.backend, pol)
+	for _, w := range []string{warn, annotations} {
+		if w != "" {
+			plan.warnings = append(plan.warnings, w)
+		}
 	}
 	// The route, its one destination and the list of it are allocated together: one
 	// allocation instead of three, for each of the tens of thousands of routes.

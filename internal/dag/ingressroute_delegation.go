@@ -575,9 +575,11 @@ func (b *builder) routeClusters(n *irNode, r *ingressroutev1.Route, field string
 			pol.hc = healthCheck(n.ir.Spec.HealthCheck)
 		}
 		be := &networkingv1.IngressServiceBackend{Name: s.Name, Port: networkingv1.ServiceBackendPort{Number: s.Port}}
-		cluster, warn := b.serviceCluster(n.ir.Namespace, be, pol)
-		if warn != "" {
-			n.note("%s%s", field, warn)
+		cluster, warn, annotations := b.serviceCluster(n.ir.Namespace, be, pol)
+		for _, w := range []string{warn, annotations} {
+			if w != "" {
+				n.note("%s%s", field, w)
+			}
 		}
 		if wc, dup := byName[cluster.Name]; dup {
 			wc.Weight += weight

@@ -18,16 +18,17 @@ import (
 // serviceCluster resolves a Service backend (in the referring object's namespace) to the
 // cluster of one Service port with its ready endpoints. A Service or port that does not
 // exist still yields a cluster, with no endpoints, so the route answers 503 until it
-// appears; the returned warning says so.
-func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServiceBackend, pol clusterPolicy) (*Cluster, string) {
+// appears; the returned warning says so. annotations says which of the Service's
+// annotations are ignored (breakerAnnotationsWarning), a problem of another kind.
+func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServiceBackend, pol clusterPolicy) (c *Cluster, warning, annotations string) {
 	key := types.NamespacedName{Namespace: namespace, Name: be.Name}
 	svc := b.store.Services[key]
 	if svc == nil {
-		return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s not found: its routes answer 503 until it exists", key)
+		return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s not found: its routes answer 503 until it exists", key), ""
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		if reason := b.externalNameRefused(svc); reason != "" {
-			return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s: %s: its routes answer 503", key, reason)
+			return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s: %s: its routes answer 503", key, reason), ""
 		}
 	}
 	sp, ok := servicePort(svc, be.Port)
@@ -35,22 +36,14 @@ func (b *builder) serviceCluster(namespace string, be *networkingv1.IngressServi
 		if svc.Spec.Type == corev1.ServiceTypeExternalName && be.Port.Number != 0 {
 			sp = corev1.ServicePort{Port: be.Port.Number}
 		} else {
-			return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s has no port %s: its routes answer 503; name one of the Service's ports", key, portLabel(be.Port))
+			return b.cluster(key, portLabel(be.Port), nil, nil, pol), fmt.Sprintf("Service %s has no port %s: its routes answer 503; name one of the Service's ports", key, portLabel(be.Port)), ""
 		}
 	}
-	c := b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp, pol)
-	warning := breakerAnnotationsWarning(svc)
+	c = b.cluster(key, strconv.Itoa(int(sp.Port)), svc, &sp, pol)
 	if c.SkippedEndpoints > 0 {
-		warning = joinWarnings(fmt.Sprintf("Service %s: %d endpoint addresses ignored (not IP addresses, or ports outside 1-65535)", key, c.SkippedEndpoints), warning)
+		warning = fmt.Sprintf("Service %s: %d endpoint addresses ignored (not IP addresses, or ports outside 1-65535)", key, c.SkippedEndpoints)
 	}
-	return c, warning
-}
-
-func joinWarnings(a, b string) string {
-	if a == "" || b == "" {
-		return a + b
-	}
-	return a + "; " + b
+	return c, warning, breakerAnnotationsWarning(svc)
 }
 
 // externalNameRefused says why an ExternalName Service may not be used, or "". Such a

@@ -33,7 +33,12 @@ spec:
 
 	g = build(annotated(map[string]string{"projectcontour.io/max-requests": "many", "projectcontour.io/max-retries": "-1", "projectcontour.io/max-connections": "7"}),
 		policyRoot(t, `{services: [{name: backend, port: 80}]}`))
-	wantWarning(t, g, "team", "root", problemService, "ServiceUnresolved", `projectcontour.io/max-requests "many"`, `projectcontour.io/max-retries "-1"`, "ignored")
+	st := wantWarning(t, g, "team", "root", problemService, "AnnotationInvalid", `projectcontour.io/max-requests "many"`, `projectcontour.io/max-retries "-1"`, "ignored")
+	for _, w := range st.Warnings {
+		if w.Reason == "ServiceUnresolved" {
+			t.Errorf("a resolved Service with a bad annotation is reported as unresolved: %+v", w)
+		}
+	}
 	if got := routesOfHost(t, g, "p.example.com")[0].Clusters[0].Cluster.CircuitBreakers; got != (CircuitBreakers{MaxConnections: 7}) {
 		t.Errorf("circuit breakers %+v, want only max-connections 7", got)
 	}

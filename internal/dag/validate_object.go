@@ -110,10 +110,11 @@ func (b *builder) validateHTTPProxyObject(p *contourv1.HTTPProxy) Verdict {
 }
 
 // withoutLookups drops the problems that depend on other objects (a CA Secret that is
-// missing or not delegated): the webhook must admit an object created before its Secret.
+// missing or not delegated, a Service missing or with bad annotations): the webhook
+// must admit an object created before its Secret or Service.
 func withoutLookups(ps []Problem) []Problem {
 	return slices.DeleteFunc(ps, func(p Problem) bool {
-		return p.Reason == "CASecretInvalid" || p.Reason == "CASecretNotDelegated" || p.Reason == "ServiceUnresolved"
+		return p.Reason == "CASecretInvalid" || p.Reason == "CASecretNotDelegated" || p.Reason == "ServiceUnresolved" || p.Reason == "AnnotationInvalid"
 	})
 }
 
