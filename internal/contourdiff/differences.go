@@ -76,36 +76,23 @@ var Differences = []Difference{
 		Contour: "headers the authorization server adds can select another route (Envoy's clear_route_cache)",
 		Portico: "the route is chosen before the check and kept: route conditions see the client's headers as they arrived",
 		Do:      "do not route on headers the authorization server sets (Auth-Username, ...); route on the client's own",
-		proxy: func(p *contourv1.HTTPProxy, _ *Objects) []string {
-			if vh := p.Spec.VirtualHost; vh != nil && vh.Authorization != nil && vh.Authorization.ExtensionServiceRef.Name != "" {
-				return []string{"spec.virtualhost.authorization"}
-			}
-			return nil
-		}},
+		proxy: hostAuthorization("spec.virtualhost.authorization", func(a *contourv1.AuthorizationServer) bool {
+			return a.ExtensionServiceRef.Name != ""
+		})},
 	{ID: "authorization-fail-open", Field: "spec.virtualhost.authorization.failOpen", Status: Deliberate,
 		Contour: "a request let through because the server failed reaches the backend as any other",
 		Portico: "it carries x-envoy-auth-failure-mode-allowed: true to the backend",
 		Do:      "nothing, or have the backend treat that header as unauthenticated",
-		proxy: func(p *contourv1.HTTPProxy, _ *Objects) []string {
-			if vh := p.Spec.VirtualHost; vh != nil && vh.Authorization != nil && vh.Authorization.FailOpen {
-				return []string{"spec.virtualhost.authorization.failOpen"}
-			}
-			return nil
-		}},
+		proxy: hostAuthorization("spec.virtualhost.authorization.failOpen", func(a *contourv1.AuthorizationServer) bool {
+			return a.FailOpen
+		})},
 	{ID: "global-authorization", Field: "spec.virtualhost.authorization", Status: Deliberate,
 		Contour: "an authorization without extensionRef that does not disable checking uses the global server (globalExtAuth); without one, the host is served unchecked",
 		Portico: "it uses the global server (--global-ext-auth, globalExtAuth in --config); without one the HTTPProxy is invalid (ExtensionServiceRefMissing) rather than served unchecked",
 		Do:      "configure globalExtAuth, or name the host's own extensionRef",
-		proxy: func(p *contourv1.HTTPProxy, _ *Objects) []string {
-			vh := p.Spec.VirtualHost
-			if vh == nil || vh.Authorization == nil || vh.Authorization.ExtensionServiceRef.Name != "" {
-				return nil
-			}
-			if ap := vh.Authorization.AuthPolicy; ap != nil && ap.Disabled {
-				return nil
-			}
-			return []string{"spec.virtualhost.authorization"}
-		}},
+		proxy: hostAuthorization("spec.virtualhost.authorization", func(a *contourv1.AuthorizationServer) bool {
+			return a.ExtensionServiceRef.Name == "" && (a.AuthPolicy == nil || !a.AuthPolicy.Disabled)
+		})},
 	{ID: "validation-clear-text", Field: "spec.routes[].services[].validation", Status: Deliberate,
 		Contour: "on a Service port that is not TLS (no protocol, no projectcontour.io/upstream-protocol.tls annotation), validation is ignored and the backend is reached in clear text",
 		Portico: "the HTTPProxy is invalid (ValidationInvalid): what you asked to verify is never sent in clear",
@@ -224,6 +211,17 @@ func (in *Objects) tlsPort(namespace, name string, port int) bool {
 	}
 	p := dag.AnnotatedProtocol(s, networkingv1.ServiceBackendPort{Number: int32(port)})
 	return p == "tls" || p == "h2"
+}
+
+// hostAuthorization finds field in a root whose spec.virtualhost.authorization asks
+// for the behaviour (holds).
+func hostAuthorization(field string, holds func(*contourv1.AuthorizationServer) bool) func(*contourv1.HTTPProxy, *Objects) []string {
+	return func(p *contourv1.HTTPProxy, _ *Objects) []string {
+		if vh := p.Spec.VirtualHost; vh != nil && vh.Authorization != nil && holds(vh.Authorization) {
+			return []string{field}
+		}
+		return nil
+	}
 }
 
 func indexed(field string, n int) []string {
