@@ -26,15 +26,16 @@ import (
 // contract and the leaves, and the engines filters share
 // (filters/internal/...), never the proxy, upstream or another filter.
 var layerRules = map[string][]string{
-	"":                 {"*"},
-	"internal/xdsconv": {},
-	"internal/layered": {},
-	"internal/xdstest": {},
-	"internal/sorted":  {},
-	"stats":            {},
-	"accesslog":        {},
-	"filter":           {},
-	"upstream":         {"stats", "internal/xdsconv"},
+	"":                  {"*"},
+	"internal/xdsconv":  {},
+	"internal/layered":  {},
+	"internal/xdstest":  {},
+	"internal/h1corpus": {},
+	"internal/sorted":   {},
+	"stats":             {},
+	"accesslog":         {},
+	"filter":            {},
+	"upstream":          {"stats", "internal/xdsconv"},
 	// The router reads the route-level rate_limits of the ratelimit filter
 	// (Envoy's route actions for it), not the filter itself.
 	"router": {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
