@@ -47,7 +47,11 @@ var fastHopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te"
 
 func (p *fastProxy) serve(ctx *fasthttp.RequestCtx) {
 	req := &ctx.Request
-	// Deleting Connection also clears fasthttp's close flag: keep the client's wish.
+	// Deleting Connection also clears the request's close flag; the server remembers
+	// the client's wish before the handler runs, and this says it again. Either way the
+	// Response then carries Connection: close, which the HostClient reads as its own
+	// upstream connection's end when the streamed body is released (client.go,
+	// releaseConn): one Response for both hops. See docs/dev/http1-codec.md.
 	closeAfter := req.Header.ConnectionClose()
 	for _, h := range fastHopByHop {
 		req.Header.Del(h)
