@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -107,8 +108,8 @@ func (b *bench) runScenario(ctx context.Context, sc scenario, sides []*side) (sc
 	for r := 0; r < rounds; r++ {
 		for _, s := range sides {
 			profile := ""
-			if r == 0 && s.pprof != "" {
-				profile = b.profile
+			if r == 0 && s.pprof != "" && b.profile != "" {
+				profile = sideProfile(b.profile, s.name)
 			}
 			smp, err := b.measure(ctx, sc, s, b.duration, profile)
 			if err != nil {
@@ -206,6 +207,16 @@ func (b *bench) load(ctx context.Context, sc scenario, target string, d time.Dur
 		return "", fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// sideProfile is where side's profile goes: path itself for Portico, the side's
+// name before the extension for the others.
+func sideProfile(path, side string) string {
+	if side == "portico" {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "." + side + ext
 }
 
 func fetchProfile(ctx context.Context, admin string, d time.Duration, path string) error {

@@ -32,7 +32,9 @@ func main() {
 	only := flag.String("scenarios", "", "comma-separated scenario names to run (default: all)")
 	proxyCore := flag.String("proxy-core", "0", "CPU the proxy under test is pinned to")
 	loadCore := flag.String("load-core", "1", "CPU the load generator and the backend are pinned to")
-	profile := flag.String("cpuprofile", "", "with -scenarios naming one scenario: write a CPU profile of Portico's first round there (served on --pprof-addr)")
+	profile := flag.String("cpuprofile", "", "with -scenarios naming one scenario: write a CPU profile of Portico's first round there (served on --pprof-addr), and of each -bare side's next to it (c32.pprof: c32.bare-raw.pprof)")
+	bare := flag.String("bare", "", "a build of bench/proxy/bare, measured as further sides in the same rounds, one per -bare-sides entry")
+	bareSides := flag.String("bare-sides", "nethttp", "with -bare: comma-separated --bare selections of it (nethttp, direct, fasthttp, raw)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -46,6 +48,9 @@ func main() {
 		loadCore:  *loadCore,
 		profile:   *profile,
 		nice:      *niceness,
+	}
+	if *bare != "" {
+		b.bare, b.bareSides = *bare, strings.Split(*bareSides, ",")
 	}
 	if err := b.run(ctx, *work, *only); err != nil {
 		log.Fatal(err)
@@ -61,6 +66,8 @@ type bench struct {
 	loadCore  string
 	profile   string
 	nice      int
+	bare      string
+	bareSides []string
 
 	dir   string
 	ports ports
@@ -146,6 +153,9 @@ func (b *bench) startSides(ctx context.Context) ([]*side, error) {
 			return b.startPortico(ctx, "baseline", b.baseline, b.ports.BaselineHTTP, b.ports.BaselineHTTPS, b.ports.BaselineAdmin)
 		})
 	}
+	for _, mode := range b.bareSides {
+		starts = append(starts, func(ctx context.Context) (*side, error) { return b.startBare(ctx, mode) })
+	}
 	var sides []*side
 	for _, start := range starts {
 		s, err := start(ctx)
@@ -177,6 +187,29 @@ func (b *bench) startPortico(ctx context.Context, name, bin string, httpPort, ht
 	if name == "portico" {
 		s.pprof = addr(b.ports.PorticoPprof)
 	}
+	return s, waitReady(ctx, s, logFile)
+}
+
+// startBare starts one selection of bench/proxy/bare as the side "bare-MODE", on
+// ports of its own.
+func (b *bench) startBare(ctx context.Context, mode string) (*side, error) {
+	var p [3]int
+	for i := range p {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p[i] = port
+	}
+	name := "bare-" + mode
+	logFile := filepath.Join(b.dir, name+".log")
+	proc, err := b.start(ctx, b.proxyCore, logFile, b.bare, "run",
+		"--manifests", filepath.Join(b.dir, "manifests"),
+		"--http-addr", addr(p[0]), "--https-addr", addr(p[1]), "--pprof-addr", addr(p[2]), "--bare", mode)
+	if err != nil {
+		return nil, err
+	}
+	s := &side{name: name, proc: proc, http: url("http", p[0]), https: url("https", p[1]), pprof: addr(p[2])}
 	return s, waitReady(ctx, s, logFile)
 }
 

@@ -58,6 +58,16 @@ func freePorts() (ports, error) {
 		BaselineHTTP: ps[6], BaselineHTTPS: ps[7], BaselineAdmin: ps[8], PorticoPprof: ps[9]}, nil
 }
 
+// freePort is one more free loopback port (for the -bare sides).
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // url is a base URL on localhost: the name the certificate and the Ingress

@@ -15,6 +15,9 @@ func printTable(w io.Writer, results []scenarioResult, sides []*side) {
 		return
 	}
 	if len(sides) > 2 {
+		defer printAgainst(w, results, sides, sides[1].name)
+	}
+	if len(sides) > 2 && sides[2].name == "baseline" {
 		defer printBaseline(w, results, sides[0].name, sides[2].name)
 	}
 	a, b := sides[0].name, sides[1].name
@@ -47,6 +50,26 @@ func printBaseline(w io.Writer, results []scenarioResult, a, base string) {
 		cpuA, cpuB := median(values(sa, sample.cpuPer100k)), median(values(sb, sample.cpuPer100k))
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.sc.title, num(rpsA, 0), num(rpsB, 0), ratio(rpsA, rpsB),
 			num(cpuA, 2), num(cpuB, 2), ratio(cpuA, cpuB))
+	}
+}
+
+// printAgainst compares every side with ref (nginx), scenario by scenario: the table
+// of the HTTP/1.1 codec evaluation (docs/dev/http1-codec.md).
+func printAgainst(w io.Writer, results []scenarioResult, sides []*side, ref string) {
+	fmt.Fprintf(w, "\nEvery side against %s, measured in the same rounds (ratios = side / %s).\n\n", ref, ref)
+	fmt.Fprintln(w, "| scenario | side | req/s | ratio | p99 ms | CPU s/100k req | ratio | user/kernel µs/req | RSS MB |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		rpsRef := median(values(r.samples[ref], func(s sample) float64 { return s.rps }))
+		cpuRef := median(values(r.samples[ref], sample.cpuPer100k))
+		for _, s := range sides {
+			ss := r.samples[s.name]
+			rps := median(values(ss, func(s sample) float64 { return s.rps }))
+			cpu := median(values(ss, sample.cpuPer100k))
+			fmt.Fprintf(w, "| %s | %s%s | %s | %s | %s | %s | %s | %s | %.0f |\n", r.sc.name, s.name, failedMark(ss),
+				num(rps, 0), ratio(rps, rpsRef), num(median(values(ss, func(s sample) float64 { return s.p99ms })), 2),
+				num(cpu, 2), ratio(cpu, cpuRef), userKernel(ss), slices.Max(values(ss, func(s sample) float64 { return s.rssMB })))
+		}
 	}
 }
 

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 )
 
 // direct forwards each request over a pooled upstream connection from the handler's
@@ -20,15 +18,7 @@ import (
 type direct struct {
 	addr string
 	bufs *buffers
-
-	mu   sync.Mutex
-	idle []*upstreamConn
-}
-
-type upstreamConn struct {
-	conn net.Conn
-	r    *bufio.Reader
-	w    *bufio.Writer
+	pool idlePool
 }
 
 // hopByHop are the headers a proxy does not forward (RFC 9110 section 7.6.1).
@@ -113,27 +103,10 @@ func (d *direct) exchange(uc *upstreamConn, r *http.Request) (*http.Response, er
 }
 
 func (d *direct) get() (*upstreamConn, error) {
-	d.mu.Lock()
-	if n := len(d.idle); n > 0 {
-		uc := d.idle[n-1]
-		d.idle = d.idle[:n-1]
-		d.mu.Unlock()
+	if uc := d.pool.take(); uc != nil {
 		return uc, nil
 	}
-	d.mu.Unlock()
-	c, err := net.Dial("tcp", d.addr)
-	if err != nil {
-		return nil, err
-	}
-	return &upstreamConn{conn: c, r: bufio.NewReaderSize(c, 4096), w: bufio.NewWriterSize(c, 4096)}, nil
+	return dialUpstream(d.addr)
 }
 
-func (d *direct) put(uc *upstreamConn) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.idle) >= maxIdlePerHost {
-		uc.conn.Close()
-		return
-	}
-	d.idle = append(d.idle, uc)
-}
+func (d *direct) put(uc *upstreamConn) { d.pool.put(uc) }

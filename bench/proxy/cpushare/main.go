@@ -40,14 +40,21 @@ func rule(name, stack, leaf string) category {
 	return c
 }
 
+// The bare sides' writes (bench/proxy/bare: fasthttp, raw), told apart by the
+// function that flushes: the server loop for the client, the exchange for the upstream.
+const (
+	bareClientWrite   = `Flush\n(main\.\(\*rawProxy\)\.serveConn|github\.com/valyala/fasthttp\.\(\*Server\)\.serveConn)`
+	bareUpstreamWrite = `Flush\n(main\.\(\*rawConn\)\.writeRequest|github\.com/valyala/fasthttp\.\(\*transport\)\.RoundTrip)`
+)
+
 const syscallFrames = `linux\.Syscall6|syscall\.Syscall|futex|usleep|osyield|EpollWait`
 
 // categories are tried in order: the kernel's share first (by what called
 // into it), then the runtime's, then the request path's layers from the
 // codec up.
 var categories = []category{
-	rule("kernel: write to the client", `finishRequest|chunkWriter|checkConnErrorWriter|http2.*writeFrame`, syscallFrames),
-	rule("kernel: write to the upstream", `http1Conn\)\.exchange|Request\)\.write|persistConn\)\.writeLoop`, syscallFrames),
+	rule("kernel: write to the client", `finishRequest|chunkWriter|checkConnErrorWriter|http2.*writeFrame|`+bareClientWrite, syscallFrames),
+	rule("kernel: write to the upstream", `http1Conn\)\.exchange|Request\)\.write|persistConn\)\.writeLoop|`+bareUpstreamWrite, syscallFrames),
 	rule("kernel: reads (both sides)", `syscall\.read|netFD\)\.Read`, syscallFrames),
 	rule("kernel: access log write", `accesslog`, syscallFrames),
 	rule("kernel: other (poller, futex, sleep)", ``, syscallFrames),
@@ -56,6 +63,9 @@ var categories = []category{
 	rule("scheduler (park, schedule, netpoll)", `runtime\.mcall|runtime\.schedule|findRunnable|netpoll|park_m|goready`, ""),
 	rule("TLS (crypto, records)", `crypto/`, ""),
 	rule("access log (format, queue)", `accesslog|log/slog`, ""),
+	rule("fasthttp: HostClient (write request, read response)", `valyala/fasthttp\.\(\*(HostClient|transport)\)`, ""),
+	rule("fasthttp: server (parse request, write response)", `valyala/fasthttp\.`, ""),
+	rule("raw codec (parse, copy, write)", `main\.\(\*(rawProxy|rawConn|head)\)`, ""),
 	rule("net/http: read and parse the request", `\(\*conn\)\.readRequest|readRequestLimit`, ""),
 	rule("net/http: response headers and flush", `finishRequest|chunkWriter|\(\*response\)\.`, ""),
 	rule("net/http: background read, conn state", `backgroundRead|connReader|setState`, ""),
