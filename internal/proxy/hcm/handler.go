@@ -799,8 +799,9 @@ type responseWriter struct {
 	// reply asks for.
 	grpc       bool
 	grpcStatus int
-	localBody  string    // a local reply's body, for the body encoders
-	start      time.Time // when the request arrived
+	localBody  string              // a local reply's body, for the body encoders
+	head       filter.ResponseHead // what the body encoders see of the response
+	start      time.Time           // when the request arrived
 }
 
 // decorate sets the headers of the response head: the route's mutations
