@@ -23,7 +23,7 @@ type encodedBody struct {
 func (w *responseWriter) encodeBody(status int) {
 	h := w.Header()
 	announced := h.Values("Trailer") // before an encoder changes them
-	head := &w.head // kept in the writer: no allocation per response
+	head := &w.head                  // kept in the writer: no allocation per response
 	*head = filter.ResponseHead{Status: status, Headers: filter.HeaderMap(h), Local: w.local, Filter: w.replyFilter, LocalBody: w.localBody}
 	head.EndStream = noBody(w.enc.Request.Method, status) || h.Get("Content-Length") == "0" ||
 		(w.local && h.Get("Content-Length") == "") // localReply declares the length of every body it sends
