@@ -35,7 +35,10 @@ var layerRules = map[string][]string{
 	"stats":             {},
 	"accesslog":         {},
 	"filter":            {},
-	"upstream":          {"stats", "internal/xdsconv"},
+	// The HTTP/1.1 codec: a leaf, so that both the listeners (server side)
+	// and upstream (client side) use it.
+	"http1":    {},
+	"upstream": {"stats", "http1", "internal/xdsconv"},
 	// The router reads the route-level rate_limits of the ratelimit filter
 	// (Envoy's route actions for it), not the filter itself.
 	"router": {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
@@ -43,7 +46,7 @@ var layerRules = map[string][]string{
 	"hcm": {"router", "filter", "upstream", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:
 	// HTTP chains are handed to their connection manager.
-	"listener":  {"hcm", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted"},
+	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted"},
 	"xdsclient": {},
 	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }

@@ -1,0 +1,187 @@
+package http1
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+)
+
+// chunkSize parses a chunk-size line (RFC 9112 section 7.1): 1 to 15 hex
+// digits, then nothing, or optional whitespace and a ';' that starts
+// extensions, which are dropped but checked for control bytes.
+func chunkSize(line []byte) (int64, error) {
+	var n int64
+	i := 0
+	for ; i < len(line) && i < 16; i++ {
+		d, ok := hexDigit(line[i])
+		if !ok {
+			break
+		}
+		n = n<<4 | int64(d)
+	}
+	if i == 0 || i > 15 {
+		return 0, errChunk
+	}
+	rest := line[i:]
+	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && rest[0] != ';' {
+		return 0, errChunk
+	}
+	for _, c := range rest {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return 0, errChunk
+		}
+	}
+	return n, nil
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// BodyReader reads a message body as its head frames it: Content-Length
+// bytes, or chunks (their framing checked, extensions dropped), ending in the
+// trailer fields. A framing error is an *Error (the message is refused); a
+// body cut short is io.ErrUnexpectedEOF. It is reused from message to message.
+type BodyReader struct {
+	br        *bufio.Reader
+	remaining int64 // of the body (Content-Length) or of the current chunk
+	chunked   bool
+	inChunk   bool // chunked: remaining counts the current chunk's data
+	done      bool
+	err       error
+	// Trailer is the chunked body's trailer section once Read returned EOF.
+	Trailer Head
+	line    Head // chunk-size lines
+	limits  Limits
+}
+
+// Reset points the reader at the body head announces, read from br.
+func (b *BodyReader) Reset(br *bufio.Reader, head *Head) {
+	b.br, b.chunked, b.inChunk, b.err = br, head.Chunked, false, nil
+	b.limits = head.limits
+	b.Trailer.reset(head.limits)
+	b.remaining = max(head.ContentLength, 0)
+	b.done = !b.chunked && b.remaining == 0
+}
+
+// Done reports whether the whole body (and its trailer) has been read.
+func (b *BodyReader) Done() bool { return b.done }
+
+// Err is the error that ended the body early, nil if none.
+func (b *BodyReader) Err() error { return b.err }
+
+func (b *BodyReader) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.done {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.chunked && !b.inChunk {
+		if err := b.nextChunk(); err != nil {
+			b.err = err
+			return 0, err
+		}
+		if b.done {
+			return 0, io.EOF
+		}
+	}
+	n, err := b.br.Read(p[:min(int64(len(p)), b.remaining)])
+	b.remaining -= int64(n)
+	if b.remaining == 0 {
+		if !b.chunked {
+			b.done = true
+		} else if err = b.endChunk(); err != nil {
+			b.err = err
+			return n, err
+		}
+	} else if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil && err != io.EOF {
+		b.err = err
+		return n, err
+	}
+	if b.done && n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// nextChunk reads a chunk-size line; after the last chunk, the trailer.
+func (b *BodyReader) nextChunk() error {
+	b.line.reset(b.limits)
+	line, err := b.line.readLine(b.br)
+	if err != nil {
+		return noEOF(err)
+	}
+	size, err := chunkSize(b.line.bytes(line))
+	if err != nil {
+		return err
+	}
+	if size > 0 {
+		b.remaining, b.inChunk = size, true
+		return nil
+	}
+	if err := b.Trailer.ReadTrailer(b.br, b.limits); err != nil {
+		return noEOF(err)
+	}
+	b.done = true
+	return nil
+}
+
+// endChunk checks the CRLF after a chunk's data.
+func (b *BodyReader) endChunk() error {
+	b.inChunk = false
+	crlf, err := b.br.Peek(2)
+	if err != nil {
+		return noEOF(err)
+	}
+	if crlf[0] != '\r' || crlf[1] != '\n' {
+		return errChunk
+	}
+	_, _ = b.br.Discard(2)
+	return nil
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// ChunkedWriter frames what is written to it as chunks on w; Close writes the
+// last chunk and the trailer fields.
+type ChunkedWriter struct {
+	W *bufio.Writer
+}
+
+func (c ChunkedWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w := c.W
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(len(p)), 16))
+	_, _ = w.WriteString("\r\n")
+	n, err := w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	_, err = w.WriteString("\r\n")
+	return n, err
+}
