@@ -43,7 +43,7 @@ var layerRules = map[string][]string{
 	// (Envoy's route actions for it), not the filter itself.
 	"router": {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
 	// The HTTP connection manager: the request path, down to the router.
-	"hcm": {"router", "filter", "upstream", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
+	"hcm": {"router", "filter", "upstream", "http1", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:
 	// HTTP chains are handed to their connection manager.
 	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted"},

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
 // maxReplayBytes is how much of a request body is kept for retries: Envoy's
@@ -57,6 +59,15 @@ func (c *completion) isComplete() bool {
 // requestBody wraps the downstream request body: reads count as stream
 // activity, and the end of the body (EOF, its declared length, or the body
 // being closed: the upload is over either way) completes the request.
+// downstreamBodyError is a request body the client framed wrongly (the
+// HTTP/1.1 codec refused its chunking): the client gets the codec's status
+// (400) and the connection closes, as Envoy answers a codec error, rather than
+// a 502 that would blame the upstream.
+type downstreamBodyError struct{ codec *http1.Error }
+
+func (e *downstreamBodyError) Error() string { return e.codec.Error() }
+func (e *downstreamBodyError) Unwrap() error { return e.codec }
+
 type requestBody struct {
 	io.ReadCloser
 	remaining int64 // bytes left of a declared Content-Length; -1 if unknown
@@ -78,6 +89,10 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		if b.remaining <= 0 {
 			b.done.complete()
 		}
+	}
+	var malformed *http1.Error
+	if err != nil && errors.As(err, &malformed) {
+		return n, &downstreamBodyError{malformed}
 	}
 	if err != nil && err != io.EOF && strings.Contains(err.Error(), "suspiciously long trailer") {
 		// net/http's own cap on HTTP/1.1 trailers (about 4 KiB; its error is not

@@ -3,6 +3,7 @@ package hcm
 import (
 	"log/slog"
 	"net/http/httputil"
+	"strconv"
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
@@ -39,4 +40,11 @@ func NewEnv(log *slog.Logger, metrics *Metrics, accessLog *accesslog.Log, transp
 // NewHandler returns the connection manager of the listener named listener.
 func (e *Env) NewHandler(listener string) *Handler {
 	return &Handler{env: e, listener: listener}
+}
+
+// CodecRefused counts a request the HTTP/1.1 codec could not read and
+// answered itself with status.
+func (e *Env) CodecRefused(status int, reason string) {
+	e.metrics.malformed.WithLabelValues(strconv.Itoa(status)).Inc()
+	e.log.Debug("malformed HTTP/1.1 request", "status", status, "reason", reason)
 }

@@ -149,6 +149,7 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 		rw.upstreamErr = err
 	}
 	var refused *filter.ReplyError
+	var malformed *downstreamBodyError
 	cause := context.Cause(r.Context())
 	switch {
 	case errors.Is(cause, errRouteTimeout):
@@ -172,6 +173,12 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
 	case errors.As(err, &refused):
 		filterBodyReply(w, r, &refused.Reply)
+	case errors.As(err, &malformed):
+		if rw != nil {
+			rw.Header().Set("Connection", "close")
+		}
+		outcome(r, "DPE", "http1.codec_error")
+		localReply(w, malformed.codec.Status, "")
 	case errors.Is(err, errRequestTrailersTooLarge):
 		if rw != nil {
 			rw.Header().Set("Connection", "close")

@@ -50,6 +50,9 @@ type Metrics struct {
 	filterReplies *prometheus.CounterVec
 	// mirrors counts the copies of requests for mirrors, by result.
 	mirrors *prometheus.CounterVec
+	// malformed counts the requests the HTTP/1.1 codec answered itself, by
+	// status code.
+	malformed *prometheus.CounterVec
 }
 
 // NewMetrics creates the request path's collectors, registered with reg when
@@ -74,6 +77,9 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 		mirrors: stats.CounterVec("mirror_requests_total",
 			"Copies of requests for a route's mirrors (request_mirror_policies), by result: sent (an answer came back, dropped), timeout, error, skipped_body_too_large (bodies over 1 MiB are not copied), skipped_too_many_in_flight (512 copies at once at most), skipped_error.",
 			"result"),
+		malformed: stats.CounterVec("downstream_requests_malformed_total",
+			"HTTP/1.1 requests the proxy could not read and answered itself before routing (400 malformed, 431 head over the read limit, 501 unsupported Transfer-Encoding, 505 version), by status code; the connection is closed after the answer.",
+			"code"),
 	}
 	if reg != nil {
 		m.requests = stats.Register(reg, m.requests, log)
@@ -82,6 +88,7 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 		m.headersRefused = stats.Register(reg, m.headersRefused, log)
 		m.filterReplies = stats.Register(reg, m.filterReplies, log)
 		m.mirrors = stats.Register(reg, m.mirrors, log)
+		m.malformed = stats.Register(reg, m.malformed, log)
 	}
 	return m
 }

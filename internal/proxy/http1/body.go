@@ -26,15 +26,74 @@ func chunkSize(line []byte) (int64, error) {
 	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
 		rest = rest[1:]
 	}
-	if len(rest) > 0 && rest[0] != ';' {
+	if !validChunkExt(rest) {
 		return 0, errChunk
 	}
-	for _, c := range rest {
-		if (c < ' ' && c != '\t') || c == 0x7f {
-			return 0, errChunk
+	return n, nil
+}
+
+// validChunkExt checks chunk extensions against RFC 9112 section 7.1.1:
+// *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] ).
+func validChunkExt(b []byte) bool {
+	i := 0
+	ws := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+			i++
 		}
 	}
-	return n, nil
+	token := func() bool {
+		start := i
+		for i < len(b) && tchar[b[i]] {
+			i++
+		}
+		return i > start
+	}
+	for {
+		ws()
+		if i == len(b) {
+			return true
+		}
+		if b[i] != ';' {
+			return false
+		}
+		i++
+		ws()
+		if !token() {
+			return false
+		}
+		ws()
+		if i == len(b) || b[i] != '=' {
+			continue
+		}
+		i++
+		ws()
+		if i < len(b) && b[i] == '"' {
+			if !quotedString(b, &i) {
+				return false
+			}
+		} else if !token() {
+			return false
+		}
+	}
+}
+
+// quotedString advances *i past a quoted-string starting at b[*i].
+func quotedString(b []byte, i *int) bool {
+	for j := *i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			*i = j + 1
+			return true
+		case c == '\\':
+			j++
+			if j == len(b) || (b[j] < ' ' && b[j] != '\t') || b[j] == 0x7f {
+				return false
+			}
+		case (c < ' ' && c != '\t') || c == 0x7f:
+			return false
+		}
+	}
+	return false
 }
 
 func hexDigit(c byte) (byte, bool) {
@@ -48,6 +107,12 @@ func hexDigit(c byte) (byte, bool) {
 	}
 	return 0, false
 }
+
+// maxChunkLine bounds a chunk-size line, extensions included (RFC 9112
+// section 7.1.1 asks a server to limit them; net/http's bound is the same).
+const maxChunkLine = 4 << 10
+
+var errChunkLine = badMessage("chunk extensions too long")
 
 // BodyReader reads a message body as its head frames it: Content-Length
 // bytes, or chunks (their framing checked, extensions dropped), ending in the
@@ -124,8 +189,11 @@ func (b *BodyReader) Read(p []byte) (int, error) {
 
 // nextChunk reads a chunk-size line; after the last chunk, the trailer.
 func (b *BodyReader) nextChunk() error {
-	b.line.reset(b.limits)
+	b.line.reset(Limits{MaxHeadBytes: maxChunkLine})
 	line, err := b.line.readLine(b.br)
+	if err == errHeadTooLarge {
+		return errChunkLine
+	}
 	if err != nil {
 		return noEOF(err)
 	}

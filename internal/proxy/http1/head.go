@@ -33,6 +33,8 @@ var (
 	errContentLength = badMessage("invalid or conflicting Content-Length")
 	errTEAndCL       = badMessage("Transfer-Encoding together with Content-Length")
 	errTE            = &Error{501, "unsupported Transfer-Encoding"}
+	errTE10          = badMessage("Transfer-Encoding in an HTTP/1.0 request")
+	errTEEmpty       = badMessage("empty Transfer-Encoding")
 	errHost          = badMessage("missing or duplicate Host header")
 	errRequestLine   = badMessage("malformed request line")
 	errVersion       = &Error{505, "HTTP version not supported"}
@@ -182,10 +184,19 @@ func (h *Head) parseRequestLine(line []byte, off int32) error {
 	if sp2 <= 0 {
 		return errRequestLine
 	}
-	for _, c := range rest[:sp2] {
-		if c <= ' ' || c >= 0x7f {
+	target := rest[:sp2]
+	for _, c := range target {
+		// No fragment either: it is never sent (RFC 9112 section 3.2.1).
+		if c <= ' ' || c >= 0x7f || c == '#' {
 			return errRequestLine
 		}
+	}
+	// The asterisk-form is OPTIONS's only (section 3.2.4), CONNECT takes
+	// the authority-form only (section 3.2.3).
+	method := line[:sp1]
+	if string(target) == "*" && string(method) != "OPTIONS" ||
+		string(method) == "CONNECT" && target[0] == '/' {
+		return errRequestLine
 	}
 	minor, err := parseVersion(rest[sp2+1:])
 	if err != nil {
@@ -204,10 +215,12 @@ func parseVersion(v []byte) (int, error) {
 	if len(v) != 8 || string(v[:5]) != "HTTP/" || v[6] != '.' || !isDigit(v[5]) || !isDigit(v[7]) {
 		return 0, errRequestLine
 	}
-	if v[5] != '1' || v[7] > '1' {
+	if v[5] != '1' {
 		return 0, errVersion
 	}
-	return int(v[7] - '0'), nil
+	// A higher minor version is served as the highest this codec speaks
+	// (RFC 9110 section 6.2).
+	return min(int(v[7]-'0'), 1), nil
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -373,7 +386,20 @@ func (h *Head) interpret(f field) error {
 			// proxy that cannot decode the others cannot frame the message.
 			// Anything but one "chunked" is refused, and so is chunked in
 			// HTTP/1.0, which a 1.0 recipient would not read.
-			if h.Chunked || !equalFold(value, "chunked") || h.Minor == 0 {
+			if h.Minor == 0 {
+				return errTE10
+			}
+			codings := 0
+			forEachToken(value, func(tok []byte) {
+				codings++
+				if !equalFold(tok, "chunked") {
+					codings += 2 // not one we can decode
+				}
+			})
+			switch {
+			case codings == 0:
+				return errTEEmpty
+			case codings > 1 || h.Chunked:
 				return errTE
 			}
 			h.Chunked = true

@@ -2,7 +2,6 @@ package listener
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -142,8 +141,8 @@ type connLives struct{ m sync.Map } // net.Conn -> *connLife
 func (ls *connLives) start(ctx context.Context, ll *liveListener, c net.Conn, chain *connChain) context.Context {
 	cl := &connLife{ll: ll, conn: c, holder: chain, start: time.Now()}
 	raw := c
-	if tc, ok := c.(*tls.Conn); ok {
-		raw = tc.NetConn()
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		raw = w.NetConn() // under TLS, or a connection the codec sniffed for h2c
 	}
 	if sc, ok := raw.(*serverConn); ok {
 		sc.life = cl

@@ -13,6 +13,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/hcm"
+	"github.com/portico-dev/portico/internal/proxy/http1"
 	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
 )
 
@@ -40,7 +41,8 @@ type liveListener struct {
 	bindAddr string
 	tls      bool
 	ln       net.Listener
-	srv      *http.Server
+	srv      *http.Server  // HTTP/2
+	h1       *http1.Server // HTTP/1.1
 	cfg      atomic.Pointer[Config]
 	closing  atomic.Bool
 	served   chan struct{} // closed when Serve returns
@@ -339,10 +341,10 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 	// Requests must survive the cancellation of the ADS stream or of Run's
 	// context: they are drained explicitly instead.
 	baseCtx := context.WithoutCancel(serveCtx)
+	handler := &listenerHTTP{hcm: s.HCM.NewHandler(ll.name), ll: ll}
 	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
 	ll.srv = &http.Server{
-		Handler:           &listenerHTTP{hcm: s.HCM.NewHandler(ll.name), ll: ll},
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		// No IdleTimeout: each connection's chain's idle timeout applies (connLife).
 		ConnState:      ll.lives.connState,
@@ -351,20 +353,42 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		BaseContext:    func(net.Listener) context.Context { return baseCtx },
 		Protocols:      protocols,
 	}
-	var serveLn net.Listener
+	ll.h1 = &http1.Server{
+		Handler: handler,
+		// ServerContextKey makes ReverseProxy abort (not end cleanly) a
+		// response whose upstream body failed, as under http.Server.
+		BaseContext:       context.WithValue(baseCtx, http.ServerContextKey, ll.srv),
+		ConnState:         ll.lives.connState,
+		ReadHeaderTimeout: readHeaderTimeout,
+		Limits:            http1.Limits{MaxHeadBytes: headerReadLimit(lc)},
+		Log:               s.Log,
+		Refused:           s.HCM.CodecRefused,
+	}
+	var inner net.Listener
+	var failed func(net.Conn)
 	if lc.Tls {
-		protocols.SetHTTP2(true) // negotiated by ALPN
+		// HTTP/1.1 is served by ll.h1, so http.Server only sees connections
+		// that negotiated h2; it keeps HTTP1 on to accept TLS connections.
+		protocols.SetHTTP1(true)
+		protocols.SetHTTP2(true)
 		tl := newTLSListener(s, ll, ln)
 		ll.srv.ConnContext = tl.connContext
+		ll.h1.ConnContext = tl.connContext
 		ll.acceptDone = tl.acceptDone
-		serveLn = tl
+		inner, failed = tl, func(c net.Conn) { tl.pending.Delete(c) }
 	} else {
-		protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
-		ll.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		// Only h2c with prior knowledge reaches http.Server.
+		protocols.SetUnencryptedHTTP2(true)
+		start := func(ctx context.Context, c net.Conn) context.Context {
 			return ll.lives.start(ctx, ll, c, nil)
 		}
-		serveLn = lifeListener{Listener: ln, ll: ll}
+		ll.srv.ConnContext = start
+		ll.h1.ConnContext = start
+		inner = lifeListener{Listener: ln, ll: ll}
 	}
+	serveLn := newCodecListener(inner, ll.h1, failed, func(msg string, args ...any) {
+		s.Log.Debug(msg, append([]any{"listener", ll.name}, args...)...)
+	})
 	go func() {
 		defer close(ll.served)
 		err := ll.srv.Serve(serveLn)
@@ -387,9 +411,16 @@ func (s *Set) drain(ll *liveListener) {
 		defer s.draining.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 		defer cancel()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := ll.h1.Shutdown(ctx); err != nil {
+				ll.h1.Close()
+			}
+		})
 		if err := ll.srv.Shutdown(ctx); err != nil {
 			_ = ll.srv.Close()
 		}
+		wg.Wait()
 		ll.conns.drain(ctx) // TCP-proxied connections get the rest of the drain time
 		<-ll.served
 		if ll.acceptDone != nil {

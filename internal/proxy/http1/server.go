@@ -1,0 +1,641 @@
+package http1
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Server serves HTTP/1.1 connections, handing each request to Handler as
+// net/http's server would (the same *http.Request fields, an
+// http.ResponseWriter that http.ResponseController can flush, hijack and set
+// deadlines on), with one goroutine per connection and none per request.
+//
+// Differences from net/http's server a handler can see: the request's context
+// is the connection's (it is not cancelled when the client goes away: a write
+// fails instead, as in fasthttp); the body of a response is never sniffed for
+// a Content-Type (Envoy does not either); a request body can be read after the
+// response has started (full duplex, as in Envoy).
+type Server struct {
+	Handler http.Handler
+	// BaseContext is the root of every connection's context.
+	BaseContext context.Context
+	// ConnContext, if set, derives a connection's context, as
+	// http.Server.ConnContext does.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// ConnState, if set, is told of a connection's states as
+	// http.Server.ConnState is (New, Active, Idle, Hijacked, Closed).
+	ConnState func(net.Conn, http.ConnState)
+	// ReadHeaderTimeout bounds the reading of a request head once its first
+	// byte has arrived; 0: no bound.
+	ReadHeaderTimeout time.Duration
+	Limits            Limits
+	Log               *slog.Logger
+	// H2C, if set, takes the connections that open with the HTTP/2
+	// connection preface (h2c with prior knowledge): the server looks for it
+	// before the first request and hands such a connection over, its bytes
+	// read so far replayed, after telling ConnState it was hijacked.
+	H2C func(net.Conn)
+	// Refused, if set, is told of each request the codec answers itself
+	// because it cannot be read (status 400, 431, 501 or 505).
+	Refused func(status int, reason string)
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	shutdown atomic.Bool
+	date     dateCache
+}
+
+// maxPostHandlerRead is how much of a request body the handler left unread is
+// read and dropped to keep the connection; a larger rest closes it (as
+// net/http does, with the same bound).
+const maxPostHandlerRead = 256 << 10
+
+// bufferSize is a connection's read and write buffer size.
+const bufferSize = 4 << 10
+
+// connection states, for Shutdown.
+const (
+	stateActive int32 = iota
+	stateIdle
+)
+
+// conn is one client connection.
+type conn struct {
+	srv *Server
+	rwc net.Conn
+	br  *bufio.Reader
+	bw  *bufio.Writer
+	// template is the fields every request of the connection shares, its
+	// context included.
+	template   *http.Request
+	remoteAddr string
+	state      atomic.Int32
+	hijacked   bool
+
+	// cancel ends the connection's context, which its requests share: one
+	// request is served at a time, and a client gone ends the connection.
+	cancel  context.CancelCauseFunc
+	watch   watcher
+	reqBody *requestBody // the current request's body; nil without one
+
+	head Head
+	body BodyReader
+	rw   response
+	// names holds canonicalised header names that the head did not spell
+	// canonically, reused from request to request.
+	names []byte
+}
+
+// ServeConn serves c until it closes. br, if not nil, holds bytes already read
+// from c (a protocol sniff) and is read from instead of c.
+func (s *Server) ServeConn(c net.Conn, br *bufio.Reader) {
+	if br == nil {
+		br = bufio.NewReaderSize(c, bufferSize)
+	}
+	cn := &conn{srv: s, rwc: c, br: br, bw: bufio.NewWriterSize(c, bufferSize), remoteAddr: c.RemoteAddr().String()}
+	cn.rw.c = cn
+	ctx := s.BaseContext
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.LocalAddr())
+	if s.ConnContext != nil {
+		ctx = s.ConnContext(ctx, c)
+	}
+	ctx, cn.cancel = context.WithCancelCause(ctx)
+	defer cn.cancel(nil)
+	cn.watch.c = cn
+	cn.template = (&http.Request{Proto: "HTTP/1.1", ProtoMajor: 1, RemoteAddr: cn.remoteAddr}).WithContext(ctx)
+	if !s.track(cn, true) {
+		_ = c.Close()
+		return
+	}
+	s.setState(cn, http.StateNew)
+	cn.serve()
+}
+
+func (s *Server) track(c *conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.shutdown.Load() {
+			return false
+		}
+		if s.conns == nil {
+			s.conns = make(map[*conn]struct{})
+		}
+		s.conns[c] = struct{}{}
+		return true
+	}
+	delete(s.conns, c)
+	return true
+}
+
+func (s *Server) setState(c *conn, st http.ConnState) {
+	switch st {
+	case http.StateNew, http.StateIdle:
+		c.state.Store(stateIdle)
+	default:
+		c.state.Store(stateActive)
+	}
+	if s.ConnState != nil {
+		s.ConnState(c.rwc, st)
+	}
+}
+
+// Shutdown stops taking requests: idle connections close at once, busy ones
+// after the response in progress. It returns when every connection has
+// closed or ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdown.Store(true)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.closeIdle() == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Close closes every connection at once.
+func (s *Server) Close() {
+	s.shutdown.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.rwc.Close()
+	}
+}
+
+// closeIdle closes the idle connections and returns how many are left.
+func (s *Server) closeIdle() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.Load() == stateIdle {
+			_ = c.rwc.Close()
+		}
+	}
+	return len(s.conns)
+}
+
+func (c *conn) serve() {
+	defer func() {
+		c.srv.track(c, false)
+		if c.hijacked {
+			return
+		}
+		_ = c.rwc.Close()
+		c.srv.setState(c, http.StateClosed)
+	}()
+	if tc, ok := c.rwc.(*tls.Conn); ok {
+		cs := tc.ConnectionState()
+		c.template.TLS = &cs
+	}
+	if c.srv.H2C != nil {
+		h2, err := hasH2Preface(c.br)
+		if err != nil {
+			return
+		}
+		if h2 {
+			c.hijacked = true
+			c.srv.setState(c, http.StateHijacked)
+			c.srv.H2C(&replayedConn{Conn: c.rwc, br: c.br})
+			return
+		}
+	}
+	for {
+		if _, err := c.br.Peek(1); err != nil {
+			return
+		}
+		if c.srv.shutdown.Load() {
+			return
+		}
+		c.srv.setState(c, http.StateActive)
+		if err := c.readHead(); err != nil {
+			c.refuse(err)
+			return
+		}
+		keep := c.serveRequest()
+		if c.hijacked || !keep {
+			_ = c.bw.Flush()
+			return
+		}
+		// Pipelined requests already read are answered before the writes go
+		// out, in one system call.
+		if c.br.Buffered() == 0 {
+			if c.bw.Flush() != nil {
+				return
+			}
+		}
+		c.srv.setState(c, http.StateIdle)
+	}
+}
+
+// readHead reads a request head, under the header-read timeout when the head
+// is not already in the buffer (a deadline costs a timer; most heads arrive
+// whole in one read).
+func (c *conn) readHead() error {
+	if t := c.srv.ReadHeaderTimeout; t > 0 && !headBuffered(c.br) {
+		_ = c.rwc.SetReadDeadline(time.Now().Add(t))
+		defer c.rwc.SetReadDeadline(time.Time{})
+	}
+	return c.head.ReadRequest(c.br, c.srv.Limits)
+}
+
+// headBuffered reports whether br holds a whole head (an empty line).
+func headBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	for i := 3; i < len(b); i++ {
+		if b[i] == '\n' && b[i-1] == '\r' && b[i-2] == '\n' && b[i-3] == '\r' {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse answers a request the codec cannot read, then the connection
+// closes. A read error (the client went away, a timeout) gets no answer, as
+// in net/http.
+func (c *conn) refuse(err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return
+	}
+	if c.srv.Refused != nil {
+		c.srv.Refused(e.Status, e.Reason)
+	}
+	w := c.bw
+	_, _ = w.WriteString("HTTP/1.1 ")
+	writeStatusCode(w, e.Status)
+	_, _ = w.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: ")
+	body := http.StatusText(e.Status) + ": " + e.Reason
+	_, _ = w.Write(appendInt(w.AvailableBuffer(), int64(len(body))))
+	_, _ = w.WriteString("\r\n\r\n")
+	_, _ = w.WriteString(body)
+	_ = w.Flush()
+}
+
+// serveRequest builds the request from the head read, serves it and
+// finishes its response; keep says whether the connection carries another.
+func (c *conn) serveRequest() (keep bool) {
+	req, err := c.newRequest()
+	if err != nil {
+		c.refuse(err)
+		return false
+	}
+	w := &c.rw
+	w.reset(req, &c.head)
+	if c.head.ExpectOther {
+		w.closeAfter = true
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusExpectationFailed)
+		w.finish()
+		return false
+	}
+	c.watch.arm(c.reqBody, c.head.Upgrade)
+	ok := c.callHandler(w, req)
+	c.watch.disarm()
+	if !ok || c.template.Context().Err() != nil || c.hijacked {
+		return false
+	}
+	// The body the handler left is dealt with before the head is written, so
+	// that the head can say whether the connection stays.
+	if !c.endBody(req) {
+		w.closeAfter = true
+	}
+	w.finish()
+	return !w.closeAfter
+}
+
+// callHandler runs the handler; false if it aborted the request (a panic:
+// http.ErrAbortHandler, or a bug, logged), which closes the connection.
+func (c *conn) callHandler(w *response, req *http.Request) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			ok = false
+			if p != http.ErrAbortHandler && c.srv.Log != nil {
+				buf := make([]byte, 16<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.Log.Error("panic serving request", "remote", c.remoteAddr, "panic", p, "stack", string(buf))
+			}
+			if b, _ := req.Body.(*requestBody); b != nil {
+				b.close()
+			}
+		}
+	}()
+	c.srv.Handler.ServeHTTP(w, req)
+	return true
+}
+
+// endBody closes the request body after the handler: what it left unread is
+// read and dropped, up to maxPostHandlerRead, to keep the connection.
+func (c *conn) endBody(req *http.Request) bool {
+	b, _ := req.Body.(*requestBody)
+	if b == nil {
+		return true
+	}
+	b.close()
+	if c.body.Done() {
+		return true
+	}
+	if c.body.Err() != nil || (c.head.Expect100 && !c.rw.continued) {
+		// A client waiting for 100 Continue has not sent the body.
+		return false
+	}
+	n, err := io.CopyN(io.Discard, &c.body, maxPostHandlerRead)
+	return err == io.EOF || (err == nil && n < maxPostHandlerRead && c.body.Done())
+}
+
+// newRequest builds the *http.Request net/http would from c.head. The head's
+// names, values, method and target become substrings of one string: one
+// allocation for all of them.
+func (c *conn) newRequest() (*http.Request, error) {
+	h := &c.head
+	all := string(h.buf)
+	sub := func(s span) string { return all[s.start:s.end] }
+	// A copy of the connection's template carries its context: WithContext
+	// would allocate a second request.
+	req := new(http.Request)
+	*req = *c.template
+	req.Method, req.RequestURI = method(h.Method(), sub(h.method)), sub(h.target)
+	req.ProtoMinor, req.Close = h.Minor, h.Close
+	if h.Minor == 0 {
+		req.Proto = "HTTP/1.0"
+	}
+	var err error
+	if req.URL, err = parseTarget(req.Method, req.RequestURI); err != nil {
+		return nil, badMessage("malformed request target")
+	}
+	req.Header = c.header(h, all)
+	req.Host = req.URL.Host
+	if hosts := req.Header["Host"]; len(hosts) > 0 {
+		if req.Host == "" {
+			req.Host = hosts[0]
+		}
+		delete(req.Header, "Host")
+	}
+	if !httpguts.ValidHostHeader(req.Host) {
+		return nil, badMessage("malformed Host header")
+	}
+	c.setBody(req)
+	return req, nil
+}
+
+// parseTarget reads a request target as net/http does: a CONNECT's
+// authority-form is a host only.
+func parseTarget(method, target string) (*url.URL, error) {
+	if method == http.MethodConnect && len(target) > 0 && target[0] != '/' {
+		if _, err := url.ParseRequestURI("http://" + target); err != nil {
+			return nil, err
+		}
+		return &url.URL{Host: target}, nil
+	}
+	return url.ParseRequestURI(target)
+}
+
+// header builds the request's header map, names canonicalised as net/http
+// does, values substrings of all.
+func (c *conn) header(h *Head, all string) http.Header {
+	n := h.NumFields()
+	hdr := make(http.Header, n)
+	values := make([]string, n)
+	for i, f := range h.fields {
+		name := c.canonicalName(h, f.name, all)
+		v := all[f.value.start:f.value.end]
+		if vs, ok := hdr[name]; ok {
+			hdr[name] = append(vs, v)
+			continue
+		}
+		values[i] = v
+		hdr[name] = values[i : i+1 : i+1]
+	}
+	return hdr
+}
+
+// canonicalName is textproto.CanonicalMIMEHeaderKey of a field name,
+// without an allocation when the name is spelt canonically or is common.
+func (c *conn) canonicalName(h *Head, s span, all string) string {
+	name := h.bytes(s)
+	upper := true
+	canonical := true
+	for _, ch := range name {
+		if upper && 'a' <= ch && ch <= 'z' || !upper && 'A' <= ch && ch <= 'Z' {
+			canonical = false
+			break
+		}
+		upper = ch == '-'
+	}
+	if canonical {
+		return all[s.start:s.end]
+	}
+	c.names = append(c.names[:0], name...)
+	upper = true
+	for i, ch := range c.names {
+		if upper {
+			c.names[i] = upperByte(ch)
+		} else {
+			c.names[i] = lower(ch)
+		}
+		upper = ch == '-'
+	}
+	if v, ok := commonNames[string(c.names)]; ok {
+		return v
+	}
+	return textproto.CanonicalMIMEHeaderKey(string(c.names))
+}
+
+func upperByte(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
+
+// commonNames interns the header names most requests carry.
+var commonNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
+		"Connection", "Content-Length", "Content-Type", "Cookie", "Expect", "Host", "If-Modified-Since",
+		"If-None-Match", "Keep-Alive", "Origin", "Pragma", "Referer", "Te", "Trailer", "Transfer-Encoding",
+		"Upgrade", "User-Agent", "X-Forwarded-For", "X-Forwarded-Proto", "X-Request-Id", "Grpc-Timeout",
+		"Content-Encoding", "Range", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Protocol",
+		"Sec-Websocket-Extensions", "Traceparent", "Tracestate"} {
+		m[n] = n
+	}
+	return m
+}()
+
+// method interns the common methods.
+func method(b []byte, s string) string {
+	switch string(b) {
+	case "GET":
+		return http.MethodGet
+	case "POST":
+		return http.MethodPost
+	case "HEAD":
+		return http.MethodHead
+	case "PUT":
+		return http.MethodPut
+	case "DELETE":
+		return http.MethodDelete
+	case "OPTIONS":
+		return http.MethodOptions
+	case "PATCH":
+		return http.MethodPatch
+	}
+	return s
+}
+
+// setBody gives req its body as the head frames it.
+func (c *conn) setBody(req *http.Request) {
+	h := &c.head
+	c.reqBody = nil
+	switch {
+	case h.Chunked:
+		req.ContentLength = -1
+		req.TransferEncoding = []string{"chunked"}
+		delete(req.Header, "Transfer-Encoding") // as net/http: the framing is the codec's
+		req.Trailer = http.Header{}
+	case h.ContentLength > 0:
+		req.ContentLength = h.ContentLength
+	default:
+		req.Body = http.NoBody
+		return
+	}
+	c.body.Reset(c.br, h)
+	c.reqBody = &requestBody{c: c, req: req, expect: h.Expect100 && h.Minor == 1}
+	req.Body = c.reqBody
+}
+
+// requestBody is a request's body as the handler reads it. It is read
+// through the connection's BodyReader until the handler returns; after that
+// reads fail, so that nothing (an upstream write still in progress) reads
+// the next request.
+type requestBody struct {
+	c      *conn
+	req    *http.Request
+	mu     sync.Mutex
+	closed bool
+	expect bool // 100 Continue is owed before the first read
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.expect {
+		b.expect = false
+		if !b.c.rw.committed {
+			if err := b.c.writeContinue(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	n, err := b.c.body.Read(p)
+	if err == io.EOF && b.req.Trailer != nil {
+		b.c.trailer(b.req.Trailer)
+	}
+	return n, err
+}
+
+// done reports whether the body has been read to its end.
+func (b *requestBody) done() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.c.body.Done()
+}
+
+func (b *requestBody) Close() error {
+	b.close()
+	return nil
+}
+
+func (b *requestBody) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+}
+
+func (c *conn) writeContinue() error {
+	c.rw.mu.Lock()
+	defer c.rw.mu.Unlock()
+	if c.rw.continued {
+		return nil
+	}
+	c.rw.continued = true
+	if _, err := c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+		return err
+	}
+	return c.bw.Flush()
+}
+
+// trailer copies the chunked body's trailer fields into t, framing fields
+// left out.
+func (c *conn) trailer(t http.Header) {
+	tr := &c.body.Trailer
+	for i := range tr.NumFields() {
+		name, value := tr.Field(i)
+		key := textproto.CanonicalMIMEHeaderKey(string(name))
+		switch key {
+		case "Content-Length", "Transfer-Encoding", "Trailer", "Host":
+			continue
+		}
+		t[key] = append(t[key], string(value))
+	}
+}
+
+// h2Preface opens every HTTP/2 connection (RFC 9113 section 3.4).
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// hasH2Preface reads until the connection's first bytes either are the
+// HTTP/2 preface or differ from it. It waits only while they could still be
+// it: a short HTTP/1 request is not held waiting for 24 bytes.
+func hasH2Preface(br *bufio.Reader) (bool, error) {
+	for n := 1; ; n = br.Buffered() + 1 {
+		b, err := br.Peek(min(n, len(h2Preface)))
+		if len(b) > 0 && !strings.HasPrefix(h2Preface, string(b)) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(b) == len(h2Preface) {
+			return true, nil
+		}
+	}
+}
+
+// replayedConn reads what a bufio.Reader holds of a connection before the
+// connection itself.
+type replayedConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func (c *replayedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
+
+// NetConn is the connection underneath.
+func (c *replayedConn) NetConn() net.Conn { return c.Conn }

@@ -1,0 +1,295 @@
+package http1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// serve runs a Server with h on a loopback listener and returns its address.
+func serve(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close()
+		s.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { s.ServeConn(c, nil) })
+		}
+	})
+	return ln.Addr().String()
+}
+
+func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
+func readResponse(t *testing.T, br *bufio.Reader, method string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the body: %v", err)
+	}
+	return resp, string(body)
+}
+
+// Pipelined requests are answered in order on one connection; a small
+// response gets a Content-Length, a larger one is chunked with its trailers.
+func TestServeFramesResponses(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/small":
+			fmt.Fprintf(w, "%s %s", r.Method, body)
+		case "/large":
+			w.Header().Set("Trailer", "X-Sum")
+			_, _ = w.Write(bytes.Repeat([]byte("x"), 5000))
+			w.Header().Set("X-Sum", "5000")
+			w.Header().Set(http.TrailerPrefix+"X-Late", "yes")
+		}
+	})})
+	c, br := dial(t, addr)
+	_, _ = io.WriteString(c, "POST /small HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi"+
+		"GET /large HTTP/1.1\r\nHost: a\r\n\r\n"+
+		"POST /small HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+	resp, body := readResponse(t, br, "POST")
+	if body != "POST hi" || resp.ContentLength != 7 {
+		t.Errorf("first: %q, Content-Length %d", body, resp.ContentLength)
+	}
+	resp, body = readResponse(t, br, "GET")
+	if len(body) != 5000 || resp.ContentLength != -1 || resp.Trailer.Get("X-Sum") != "5000" || resp.Trailer.Get("X-Late") != "yes" {
+		t.Errorf("second: %d bytes, Content-Length %d, trailers %v", len(body), resp.ContentLength, resp.Trailer)
+	}
+	if _, body = readResponse(t, br, "POST"); body != "POST abc" {
+		t.Errorf("third: %q", body)
+	}
+}
+
+// A HEAD response has the headers of the GET and no body; 204 and 304 have
+// none either, and the connection goes on.
+func TestServeBodilessResponses(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/204":
+			w.WriteHeader(http.StatusNoContent)
+		case "/304":
+			w.WriteHeader(http.StatusNotModified)
+		}
+		_, _ = io.WriteString(w, "hello")
+	})})
+	c, br := dial(t, addr)
+	_, _ = io.WriteString(c, "HEAD / HTTP/1.1\r\nHost: a\r\n\r\nGET /204 HTTP/1.1\r\nHost: a\r\n\r\nGET /304 HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if resp, body := readResponse(t, br, "HEAD"); body != "" || resp.ContentLength != 5 {
+		t.Errorf("HEAD: %q, Content-Length %d", body, resp.ContentLength)
+	}
+	for _, want := range []int{204, 304} {
+		if resp, body := readResponse(t, br, "GET"); resp.StatusCode != want || body != "" {
+			t.Errorf("got %d %q, want %d without a body", resp.StatusCode, body, want)
+		}
+	}
+	if _, body := readResponse(t, br, "GET"); body != "hello" {
+		t.Errorf("after them: %q", body)
+	}
+}
+
+// 100 Continue is sent when the handler first reads the body, once; a
+// request answered without reading its body closes the connection.
+func TestServeExpectContinue(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/refuse" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusContinue) // as a proxy passing the upstream's on
+		body, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(body)
+	})})
+	c, br := dial(t, addr)
+	_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	if resp, _ := readResponse(t, br, "POST"); resp.StatusCode != http.StatusContinue {
+		t.Fatalf("got %d before the body, want 100", resp.StatusCode)
+	}
+	_, _ = io.WriteString(c, "hello")
+	if resp, body := readResponse(t, br, "POST"); resp.StatusCode != 200 || body != "hello" {
+		t.Errorf("got %d %q, want the body echoed after one 100", resp.StatusCode, body)
+	}
+	_, _ = io.WriteString(c, "POST /refuse HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	if resp, _ := readResponse(t, br, "POST"); resp.StatusCode != http.StatusForbidden || !resp.Close {
+		t.Errorf("refused: %d, close %v; want 403 closing the connection", resp.StatusCode, resp.Close)
+	}
+}
+
+// A hijacked connection is the handler's, with the bytes read after the head.
+func TestServeHijack(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		_ = brw.Flush()
+		line, _ := brw.ReadString('\n')
+		_, _ = conn.Write([]byte("echo: " + line))
+	})})
+	c, br := dial(t, addr)
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nfirst line\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	if line, _ := br.ReadString('\n'); line != "echo: first line\n" {
+		t.Errorf("after the upgrade: %q", line)
+	}
+}
+
+// A connection opening with the HTTP/2 preface goes to H2C with the preface
+// replayed; a short HTTP/1.0 request is not held waiting for 24 bytes.
+func TestServeH2CPreface(t *testing.T) {
+	got := make(chan string, 1)
+	addr := serve(t, &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "h1") }),
+		H2C: func(c net.Conn) {
+			defer c.Close()
+			b := make([]byte, len(h2Preface)+4)
+			_, _ = io.ReadFull(c, b)
+			got <- string(b)
+		},
+	})
+	c, _ := dial(t, addr)
+	_, _ = io.WriteString(c, h2Preface+"more")
+	if b := <-got; b != h2Preface+"more" {
+		t.Errorf("H2C read %q", b)
+	}
+	c, br := dial(t, addr)
+	_, _ = io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+	if _, body := readResponse(t, br, "GET"); body != "h1" {
+		t.Errorf("HTTP/1.0: %q", body)
+	}
+}
+
+// A client that goes away while its request is served cancels the
+// request's context.
+func TestServeClientGoneCancels(t *testing.T) {
+	cause := make(chan error, 1)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		cause <- context.Cause(r.Context())
+	})})
+	c, _ := dial(t, addr)
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	time.Sleep(2 * watchAfter) // not needed for the outcome: the watch starts either way
+	_ = c.Close()
+	if err := <-cause; !errors.Is(err, ErrClientGone) {
+		t.Errorf("cause %v, want ErrClientGone", err)
+	}
+}
+
+// Shutdown closes idle connections at once and busy ones after their
+// response, which says so.
+func TestServeShutdown(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			started <- struct{}{}
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	})}
+	addr := serve(t, s)
+	idle, idleBR := dial(t, addr)
+	_, _ = io.WriteString(idle, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	readResponse(t, idleBR, "GET")
+	busy, busyBR := dial(t, addr)
+	_, _ = io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-started
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	if _, err := idleBR.ReadByte(); err == nil {
+		t.Error("the idle connection is still open")
+	}
+	close(release)
+	if resp, body := readResponse(t, busyBR, "GET"); body != "ok" || !resp.Close {
+		t.Errorf("busy: %q, close %v; want its response, closing", body, resp.Close)
+	}
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
+
+// The request a handler gets is the one net/http's server would give it.
+func TestServeRequestAsNetHTTP(t *testing.T) {
+	requests := []string{
+		"GET /a?b=c HTTP/1.1\r\nHost: example.com\r\nX-Many: 1\r\nx-many: 2\r\nuser-agent: t\r\naccept-ENCODING: gzip\r\n\r\n",
+		"GET http://other.example/p HTTP/1.1\r\nHost: ignored\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+		"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+		"POST /x HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc",
+		"PUT /y HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\nz\r\n0\r\nX-T: v\r\n\r\n",
+		"FROB /%7e HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+	}
+	type view struct {
+		Method, RequestURI, Proto, Host, Body string
+		URL                                   string
+		ProtoMinor                            int
+		Header, Trailer                       http.Header
+		ContentLength                         int64
+		TransferEncoding                      []string
+		Close                                 bool
+	}
+	see := func(r *http.Request) view {
+		body, _ := io.ReadAll(r.Body)
+		return view{r.Method, r.RequestURI, r.Proto, r.Host, string(body), r.URL.String(), r.ProtoMinor,
+			r.Header, r.Trailer, r.ContentLength, r.TransferEncoding, r.Close}
+	}
+	got := make(chan view, 1)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- see(r) })})
+	for _, raw := range requests {
+		want, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		if err != nil {
+			t.Fatalf("net/http refuses %q: %v", raw, err)
+		}
+		wantView := see(want)
+		c, br := dial(t, addr)
+		_, _ = io.WriteString(c, raw)
+		readResponse(t, br, want.Method)
+		if diff := cmp.Diff(wantView, <-got); diff != "" {
+			t.Errorf("%q: (-net/http +codec)\n%s", raw, diff)
+		}
+	}
+}
