@@ -2,7 +2,9 @@
 // same backend, the proxy under test pinned to core 0, the load generator and
 // the backend on core 1, rounds alternating between the two proxies. Run it
 // through bench/proxy/run.sh, which installs nginx, wrk and h2load and builds
-// portico.
+// portico. Each run's samples are saved in its work directory (results.json);
+// -results prints a saved run's tables again, and -targets checks it against
+// issue 22's targets (targets.go).
 package main
 
 import (
@@ -35,7 +37,16 @@ func main() {
 	profile := flag.String("cpuprofile", "", "with -scenarios naming one scenario: write a CPU profile of Portico's first round there (served on --pprof-addr), and of each -bare side's next to it (c32.pprof: c32.bare-raw.pprof)")
 	bare := flag.String("bare", "", "a build of bench/proxy/bare, measured as further sides in the same rounds, one per -bare-sides entry")
 	bareSides := flag.String("bare-sides", "nethttp", "with -bare: comma-separated --bare selections of it (nethttp, direct, fasthttp, raw)")
+	targets := flag.Bool("targets", false, "after the tables, say which of issue 22's targets (Portico against nginx) this run meets; a report, the exit status does not depend on it")
+	saved := flag.String("results", "", "measure nothing: print the tables (and with -targets the check) of a run saved earlier (the results.json in its work directory)")
 	flag.Parse()
+
+	if *saved != "" {
+		if err := reprint(*saved, *targets); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -48,6 +59,7 @@ func main() {
 		loadCore:  *loadCore,
 		profile:   *profile,
 		nice:      *niceness,
+		targets:   *targets,
 	}
 	if *bare != "" {
 		b.bare, b.bareSides = *bare, strings.Split(*bareSides, ",")
@@ -68,9 +80,12 @@ type bench struct {
 	nice      int
 	bare      string
 	bareSides []string
+	targets   bool
 
 	dir   string
 	ports ports
+	// vhosts is how many virtual hosts the sides have next to localhost.
+	vhosts int
 }
 
 func (b *bench) run(ctx context.Context, work, only string) error {
@@ -109,13 +124,47 @@ func (b *bench) run(ctx context.Context, work, only string) error {
 		b.dir, b.proxyCore, b.loadCore, b.rounds, b.duration)
 	results := make([]scenarioResult, 0, len(scenarios))
 	for _, sc := range scenarios {
+		if sc.vhosts > 0 && sc.vhosts != b.vhosts {
+			if err := b.applyVhosts(ctx, sc.vhosts, sides); err != nil {
+				return fmt.Errorf("%s: %w", sc.name, err)
+			}
+			b.vhosts = sc.vhosts
+		}
 		r, err := b.runScenario(ctx, sc, sides)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 		results = append(results, r)
 	}
-	printTable(os.Stdout, results, sides)
+	names := make([]string, len(sides))
+	for i, s := range sides {
+		names[i] = s.name
+	}
+	saved := filepath.Join(b.dir, "results.json")
+	if err := saveResults(saved, names, results); err != nil {
+		return err
+	}
+	report(os.Stdout, results, names, b.targets)
+	fmt.Printf("\nSamples saved in %s; go run ./bench/proxy -results %s -targets prints them again.\n", saved, saved)
+	return nil
+}
+
+// report prints the tables of a run and, with targets, the check against issue 22's.
+func report(w io.Writer, results []scenarioResult, sides []string, targets bool) {
+	printTable(w, results, sides)
+	printVhosts(w, results, sides)
+	if targets {
+		printTargets(w, results)
+	}
+}
+
+// reprint reports a run saved by saveResults.
+func reprint(path string, targets bool) error {
+	sides, results, err := loadResults(path)
+	if err != nil {
+		return err
+	}
+	report(os.Stdout, results, sides, targets)
 	return nil
 }
 
@@ -134,17 +183,36 @@ func workDir(dir string) (string, error) {
 // side is one proxy under test, started once and measured in every round.
 type side struct {
 	name  string
+	kind  sideKind
 	proc  *process
 	http  string // base URLs
 	https string
 	// pprof is the address serving /debug/pprof for this side ("": none).
 	pprof string
+	// noH2: the side offers no HTTP/2 (bare raw and fasthttp); h2load would
+	// fall back to pipelined HTTP/1.1, so the HTTP/2 scenario skips it.
+	noH2 bool
 }
+
+// sideKind tells how a side takes its configuration.
+type sideKind int
+
+const (
+	kindPortico sideKind = iota // portico run on the manifests directory
+	kindNginx                   // the nginx under test, reloaded on SIGHUP
+	kindBare                    // bench/proxy/bare: forwards everything to the backend
+)
+
+// The names of the two sides every run has; ratios are the first's to the second's.
+const (
+	porticoSide = "portico"
+	nginxSide   = "nginx"
+)
 
 func (b *bench) startSides(ctx context.Context) ([]*side, error) {
 	starts := []func(context.Context) (*side, error){
 		func(ctx context.Context) (*side, error) {
-			return b.startPortico(ctx, "portico", b.portico, b.ports.PorticoHTTP, b.ports.PorticoHTTPS, b.ports.PorticoAdmin)
+			return b.startPortico(ctx, porticoSide, b.portico, b.ports.PorticoHTTP, b.ports.PorticoHTTPS, b.ports.PorticoAdmin)
 		},
 		b.startNginxProxy,
 	}
@@ -176,15 +244,15 @@ func (b *bench) startPortico(ctx context.Context, name, bin string, httpPort, ht
 		"--http-addr", addr(httpPort),
 		"--https-addr", addr(httpsPort),
 		"--admin-addr", addr(adminPort)}
-	if name == "portico" {
+	if name == porticoSide {
 		args = append(args, "--pprof-addr", addr(b.ports.PorticoPprof))
 	}
 	proc, err := b.start(ctx, b.proxyCore, logFile, bin, args...)
 	if err != nil {
 		return nil, err
 	}
-	s := &side{name: name, proc: proc, http: url("http", httpPort), https: url("https", httpsPort)}
-	if name == "portico" {
+	s := &side{name: name, kind: kindPortico, proc: proc, http: url("http", httpPort), https: url("https", httpsPort)}
+	if name == porticoSide {
 		s.pprof = addr(b.ports.PorticoPprof)
 	}
 	return s, waitReady(ctx, s, logFile)
@@ -209,7 +277,8 @@ func (b *bench) startBare(ctx context.Context, mode string) (*side, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &side{name: name, proc: proc, http: url("http", p[0]), https: url("https", p[1]), pprof: addr(p[2])}
+	s := &side{name: name, kind: kindBare, proc: proc, http: url("http", p[0]), https: url("https", p[1]), pprof: addr(p[2]),
+		noH2: mode == "raw" || mode == "fasthttp"}
 	return s, waitReady(ctx, s, logFile)
 }
 
@@ -219,7 +288,7 @@ func (b *bench) startNginxProxy(ctx context.Context) (*side, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &side{name: "nginx", proc: proc, http: url("http", b.ports.NginxHTTP), https: url("https", b.ports.NginxHTTPS)}
+	s := &side{name: nginxSide, kind: kindNginx, proc: proc, http: url("http", b.ports.NginxHTTP), https: url("https", b.ports.NginxHTTPS)}
 	return s, waitReady(ctx, s, logFile)
 }
 
@@ -229,7 +298,7 @@ func (b *bench) startBackend(ctx context.Context) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return proc, waitURL(ctx, url("http", b.ports.Backend)+"/", logFile)
+	return proc, waitURL(ctx, url("http", b.ports.Backend)+"/", "", logFile)
 }
 
 // process is a started server; pid is the one /proc accounting starts from

@@ -4,11 +4,14 @@
 # pinned to core 0, the load generator (wrk, h2load) and the backend (nginx) to core 1.
 # Prints a Markdown table of medians and Portico/nginx ratios. See docs/performance.md.
 #
-#   bench/proxy/run.sh                 # 3 rounds of 4 s per side and scenario (~4 minutes)
-#   QUICK=1 bench/proxy/run.sh         # 1 round of 2 s (~1 minute)
+#   bench/proxy/run.sh                 # 3 rounds of 4 s per side and scenario (~5 minutes)
+#   QUICK=1 bench/proxy/run.sh         # 1 round of 2 s (~1.5 minutes)
 #   PORTICO=/path/to/portico bench/proxy/run.sh   # measure another build
 #   bench/proxy/run.sh -scenarios c32,tls -rounds 5   # flags go to the driver
 #   bench/proxy/run.sh -baseline /tmp/old/portico     # also measure an older build, same rounds
+#   bench/proxy/run.sh -targets        # then say which of issue 22's targets the run meets
+#   bench/proxy/run.sh -scenarios c32,vhosts10k       # 10,000 virtual hosts against one
+#   go run ./bench/proxy -results /tmp/portico-proxybench-*/results.json -targets   # reprint a run
 #
 # Needs root for apt-get when nginx, wrk or h2load are missing.
 set -euo pipefail

@@ -83,7 +83,7 @@ func (b *bench) writeFiles() error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"manifests", "www", "tmp"} {
+	for _, d := range []string{"manifests", "www", "tmp", "nginx-vhosts"} {
 		if err := os.MkdirAll(filepath.Join(b.dir, d), 0o755); err != nil {
 			return err
 		}
@@ -108,11 +108,11 @@ func (b *bench) writeFiles() error {
 		"manifests/backend.yaml":   porticoManifests,
 		"manifests/bench-tls.yaml": porticoSecret,
 	} {
-		var buf bytes.Buffer
-		if err := template.Must(template.New(name).Parse(tmpl)).Execute(&buf, data); err != nil {
+		content, err := render(name, tmpl, data)
+		if err != nil {
 			return err
 		}
-		files[name] = buf.Bytes()
+		files[name] = content
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(b.dir, name), content, 0o644); err != nil {
@@ -120,6 +120,18 @@ func (b *bench) writeFiles() error {
 		}
 	}
 	return nil
+}
+
+// render executes tmpl, which may use the templates "location" (nginx) and
+// "rule" (an Ingress's), on data.
+func render(name, tmpl string, data any) ([]byte, error) {
+	t := template.Must(template.New(name).Parse(nginxLocation + ingressRule))
+	template.Must(t.Parse(tmpl))
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // selfSignedCert returns a P-256 certificate for localhost and 127.0.0.1,
@@ -207,7 +219,16 @@ http {
     server_name localhost;
     ssl_certificate {{.Dir}}/tls.crt;
     ssl_certificate_key {{.Dir}}/tls.key;
-    location / {
+    {{template "location"}}
+  }
+  # The vhosts10k scenario's server blocks (vhosts.go), written before it runs.
+  include {{.Dir}}/nginx-vhosts/*.conf;
+}
+`
+
+// nginxLocation is what the nginx under test does with a request, in the
+// localhost server and in each of the vhosts10k scenario's.
+const nginxLocation = `{{define "location"}}location / {
       proxy_pass http://backend;
       proxy_max_temp_file_size 0;
       proxy_http_version 1.1;
@@ -216,10 +237,7 @@ http {
       proxy_set_header X-Forwarded-Proto $scheme;
       proxy_set_header X-Request-Id $request_id;
       add_header X-Request-Id $request_id;
-    }
-  }
-}
-`
+    }{{end}}`
 
 // Portico's side: an Ingress for localhost (plain and TLS) routing to a Service
 // whose Endpoints are the backend.
@@ -242,14 +260,18 @@ metadata: {name: bench, namespace: default}
 spec:
   tls: [{hosts: [localhost], secretName: bench-tls}]
   rules:
-  - host: localhost
+{{template "rule" "localhost"}}`
+
+// ingressRule is the rule of Portico's Ingresses, for the host it is given:
+// everything to the backend's Service.
+const ingressRule = `{{define "rule"}}  - host: {{.}}
     http:
       paths:
       - path: /
         pathType: Prefix
         backend:
           service: {name: backend, port: {name: http}}
-`
+{{end}}`
 
 const porticoSecret = `apiVersion: v1
 kind: Secret
@@ -263,21 +285,34 @@ data:
 // waitReady waits until both of a side's URLs answer 200 through the proxy.
 func waitReady(ctx context.Context, s *side, logFile string) error {
 	for _, u := range []string{s.http + "/", s.https + "/"} {
-		if err := waitURL(ctx, u, logFile); err != nil {
+		if err := waitURL(ctx, u, "", logFile); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
 	return nil
 }
 
-func waitURL(ctx context.Context, u, logFile string) error {
+// waitURL waits until u answers 200, asked for host when it is not "" (a proxy
+// that has just been given 10,000 hosts may take a while).
+func waitURL(ctx context.Context, u, host, logFile string) error {
 	client := &http.Client{
 		Timeout:   2 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // our own self-signed certificate
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	what := u
+	if host != "" {
+		what += " for " + host
+	}
+	deadline := time.Now().Add(120 * time.Second)
 	for {
-		resp, err := client.Get(u)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -286,7 +321,7 @@ func waitURL(ctx context.Context, u, logFile string) error {
 			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %w (%v); log:\n%s", u, errNotReady, err, tail(logFile))
+			return fmt.Errorf("%s: %w (%v); log:\n%s", what, errNotReady, err, tail(logFile))
 		}
 		select {
 		case <-ctx.Done():

@@ -6,36 +6,37 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // printTable prints the medians per side and the ratios of the first side
 // (Portico) to the second (nginx), as a Markdown table.
-func printTable(w io.Writer, results []scenarioResult, sides []*side) {
+func printTable(w io.Writer, results []scenarioResult, sides []string) {
 	if len(sides) < 2 {
 		return
 	}
 	if len(sides) > 2 {
-		defer printAgainst(w, results, sides, sides[1].name)
+		defer printAgainst(w, results, sides, sides[1])
 	}
-	if len(sides) > 2 && sides[2].name == "baseline" {
-		defer printBaseline(w, results, sides[0].name, sides[2].name)
+	if len(sides) > 2 && sides[2] == "baseline" {
+		defer printBaseline(w, results, sides[0], sides[2])
 	}
-	a, b := sides[0].name, sides[1].name
-	fmt.Fprintf(w, "\nMedians of each side's rounds; ratio = %s / %s.\n\n", a, b)
-	fmt.Fprintf(w, "| scenario | %s req/s | %s req/s | ratio | %s p99 ms | %s p99 ms | ratio | %s CPU s/100k req | %s CPU s/100k req | ratio | %s user/kernel µs/req | %s user/kernel µs/req | %s RSS MB | %s RSS MB |\n", a, b, a, b, a, b, a, b, a, b)
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	a, b := sides[0], sides[1]
+	fmt.Fprintf(w, "\nMedians of each side's rounds (RSS: the largest at the end of a round); ratio = %s / %s.\n\n", a, b)
+	fmt.Fprintf(w, "| scenario | %s req/s | %s req/s | ratio | %s p99 ms | %s p99 ms | ratio | %s CPU s/100k req | %s CPU s/100k req | ratio | %s user/kernel µs/req | %s user/kernel µs/req | %s RSS MB | %s RSS MB | ratio |\n", a, b, a, b, a, b, a, b, a, b)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		sa, sb := r.samples[a], r.samples[b]
-		rpsA, rpsB := median(values(sa, func(s sample) float64 { return s.rps })), median(values(sb, func(s sample) float64 { return s.rps }))
-		p99A, p99B := median(values(sa, func(s sample) float64 { return s.p99ms })), median(values(sb, func(s sample) float64 { return s.p99ms }))
-		cpuA, cpuB := median(values(sa, sample.cpuPer100k)), median(values(sb, sample.cpuPer100k))
-		rssA, rssB := slices.Max(values(sa, func(s sample) float64 { return s.rssMB })), slices.Max(values(sb, func(s sample) float64 { return s.rssMB }))
-		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", r.sc.title, failedMark(sa, sb),
+		rpsA, rpsB := medianOf(sa, rpsOf), medianOf(sb, rpsOf)
+		p99A, p99B := medianOf(sa, p99Of), medianOf(sb, p99Of)
+		cpuA, cpuB := medianOf(sa, sample.cpuPer100k), medianOf(sb, sample.cpuPer100k)
+		rssA, rssB := maxRSS(sa), maxRSS(sb)
+		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.sc.title, failedMark(sa, sb),
 			num(rpsA, 0), num(rpsB, 0), ratio(rpsA, rpsB),
 			num(p99A, 2), num(p99B, 2), ratio(p99A, p99B),
 			num(cpuA, 2), num(cpuB, 2), ratio(cpuA, cpuB),
 			userKernel(sa), userKernel(sb),
-			rssA, rssB)
+			num(rssA, 0), num(rssB, 0), ratio(rssA, rssB))
 	}
 }
 
@@ -46,8 +47,8 @@ func printBaseline(w io.Writer, results []scenarioResult, a, base string) {
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		sa, sb := r.samples[a], r.samples[base]
-		rpsA, rpsB := median(values(sa, func(s sample) float64 { return s.rps })), median(values(sb, func(s sample) float64 { return s.rps }))
-		cpuA, cpuB := median(values(sa, sample.cpuPer100k)), median(values(sb, sample.cpuPer100k))
+		rpsA, rpsB := medianOf(sa, rpsOf), medianOf(sb, rpsOf)
+		cpuA, cpuB := medianOf(sa, sample.cpuPer100k), medianOf(sb, sample.cpuPer100k)
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.sc.title, num(rpsA, 0), num(rpsB, 0), ratio(rpsA, rpsB),
 			num(cpuA, 2), num(cpuB, 2), ratio(cpuA, cpuB))
 	}
@@ -55,22 +56,92 @@ func printBaseline(w io.Writer, results []scenarioResult, a, base string) {
 
 // printAgainst compares every side with ref (nginx), scenario by scenario: the table
 // of the HTTP/1.1 codec evaluation (docs/dev/http1-codec.md).
-func printAgainst(w io.Writer, results []scenarioResult, sides []*side, ref string) {
+func printAgainst(w io.Writer, results []scenarioResult, sides []string, ref string) {
 	fmt.Fprintf(w, "\nEvery side against %s, measured in the same rounds (ratios = side / %s).\n\n", ref, ref)
-	fmt.Fprintln(w, "| scenario | side | req/s | ratio | p99 ms | CPU s/100k req | ratio | user/kernel µs/req | RSS MB |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| scenario | side | req/s | ratio | p99 ms | ratio | CPU s/100k req | ratio | user/kernel µs/req | RSS MB | ratio |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		rpsRef := median(values(r.samples[ref], func(s sample) float64 { return s.rps }))
-		cpuRef := median(values(r.samples[ref], sample.cpuPer100k))
-		for _, s := range sides {
-			ss := r.samples[s.name]
-			rps := median(values(ss, func(s sample) float64 { return s.rps }))
-			cpu := median(values(ss, sample.cpuPer100k))
-			fmt.Fprintf(w, "| %s | %s%s | %s | %s | %s | %s | %s | %s | %.0f |\n", r.sc.name, s.name, failedMark(ss),
-				num(rps, 0), ratio(rps, rpsRef), num(median(values(ss, func(s sample) float64 { return s.p99ms })), 2),
-				num(cpu, 2), ratio(cpu, cpuRef), userKernel(ss), slices.Max(values(ss, func(s sample) float64 { return s.rssMB })))
+		sr := r.samples[ref]
+		rpsRef, p99Ref, cpuRef, rssRef := medianOf(sr, rpsOf), medianOf(sr, p99Of), medianOf(sr, sample.cpuPer100k), maxRSS(sr)
+		for _, name := range sides {
+			ss := r.samples[name]
+			if len(ss) == 0 {
+				continue // a side the scenario skipped
+			}
+			rps, p99, cpu, rss := medianOf(ss, rpsOf), medianOf(ss, p99Of), medianOf(ss, sample.cpuPer100k), maxRSS(ss)
+			fmt.Fprintf(w, "| %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.sc.name, name, failedMark(ss),
+				num(rps, 0), ratio(rps, rpsRef), num(p99, 2), ratio(p99, p99Ref),
+				num(cpu, 2), ratio(cpu, cpuRef), userKernel(ss), num(rss, 0), ratio(rss, rssRef))
 		}
 	}
+}
+
+// oneHost is the scenario a virtual-host scenario is compared with: the same
+// connections, one host configured.
+const oneHost = "c32"
+
+// printVhosts compares each side's figures with many virtual hosts configured
+// to its figures with one, when the run has both scenarios.
+func printVhosts(w io.Writer, results []scenarioResult, sides []string) {
+	one, ok := resultNamed(results, oneHost)
+	if !ok {
+		return
+	}
+	for _, many := range results {
+		if many.sc.vhosts == 0 {
+			continue
+		}
+		n := fmt.Sprintf("%dk", many.sc.vhosts/1000)
+		fmt.Fprintf(w, "\n%s: the %s scenario with %d more virtual hosts configured and each request for one of them, against %s (one host); ratio = %s hosts / 1 host.\n\n",
+			many.sc.name, oneHost, many.sc.vhosts, oneHost, n)
+		fmt.Fprintf(w, "| side | 1 host req/s | %[1]s hosts req/s | ratio | 1 host CPU s/100k req | %[1]s hosts CPU s/100k req | ratio | 1 host p99 ms | %[1]s hosts p99 ms | 1 host RSS MB | %[1]s hosts RSS MB |\n", n)
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, name := range sides {
+			s1, sn := one.samples[name], many.samples[name]
+			rps1, rpsN := medianOf(s1, rpsOf), medianOf(sn, rpsOf)
+			cpu1, cpuN := medianOf(s1, sample.cpuPer100k), medianOf(sn, sample.cpuPer100k)
+			fmt.Fprintf(w, "| %s%s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, routesNote(name), failedMark(s1, sn),
+				num(rps1, 0), num(rpsN, 0), ratio(rpsN, rps1),
+				num(cpu1, 2), num(cpuN, 2), ratio(cpuN, cpu1),
+				num(medianOf(s1, p99Of), 2), num(medianOf(sn, p99Of), 2),
+				num(maxRSS(s1), 0), num(maxRSS(sn), 0))
+		}
+		fmt.Fprintln(w)
+		for _, name := range sides {
+			s1, sn := one.samples[name], many.samples[name]
+			fmt.Fprintf(w, "%s hosts vs 1 host, %s%s: req/s %s, CPU per request %s\n", n, name, routesNote(name),
+				ratio(medianOf(sn, rpsOf), medianOf(s1, rpsOf)), ratio(medianOf(sn, sample.cpuPer100k), medianOf(s1, sample.cpuPer100k)))
+		}
+	}
+}
+
+// routesNote marks the bare sides, which forward every host alike.
+func routesNote(side string) string {
+	if strings.HasPrefix(side, "bare-") {
+		return " (no routing)"
+	}
+	return ""
+}
+
+func resultNamed(results []scenarioResult, name string) (scenarioResult, bool) {
+	i := slices.IndexFunc(results, func(r scenarioResult) bool { return r.sc.name == name })
+	if i < 0 {
+		return scenarioResult{}, false
+	}
+	return results[i], true
+}
+
+func rpsOf(s sample) float64 { return s.rps }
+func p99Of(s sample) float64 { return s.p99ms }
+
+func medianOf(ss []sample, f func(sample) float64) float64 { return median(values(ss, f)) }
+
+// maxRSS is the largest RSS at the end of a round (NaN without rounds).
+func maxRSS(ss []sample) float64 {
+	if len(ss) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(values(ss, func(s sample) float64 { return s.rssMB }))
 }
 
 // userKernel is a side's median CPU per request in user space and in the
