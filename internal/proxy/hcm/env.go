@@ -2,7 +2,6 @@ package hcm
 
 import (
 	"log/slog"
-	"net/http/httputil"
 	"strconv"
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
@@ -16,10 +15,10 @@ type Env struct {
 	log       *slog.Logger
 	metrics   *Metrics
 	AccessLog *accesslog.Log
-	// transport and reverseProxy are shared by every request of every
-	// configuration so that upstream connection pools survive config swaps.
-	transport    *upstream.HTTP1Client
-	reverseProxy *httputil.ReverseProxy
+	// transport is shared by every request of every configuration so that
+	// upstream connection pools survive config swaps.
+	transport   *upstream.HTTP1Client
+	copyBuffers copyBuffers
 	// filterEnv is what HTTP filters use to reach services (authorization,
 	// rate limits, JWKS); mirrors reach their clusters through it too.
 	filterEnv *filter.Env
@@ -33,7 +32,6 @@ type Env struct {
 func NewEnv(log *slog.Logger, metrics *Metrics, accessLog *accesslog.Log, transport *upstream.HTTP1Client, filterEnv *filter.Env) *Env {
 	e := &Env{log: log, metrics: metrics, AccessLog: accessLog, transport: transport, filterEnv: filterEnv,
 		mirrors: make(inFlight, maxMirrorsInFlight)}
-	e.reverseProxy = withRouteHeaders(e.newReverseProxy())
 	return e
 }
 

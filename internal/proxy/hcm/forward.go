@@ -3,10 +3,9 @@ package hcm
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -38,6 +37,8 @@ type upstreamTarget struct {
 	xfcc       string // X-Forwarded-Client-Cert to send; "" leaves it out
 	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
 	encode func(http.Header)
+	// trace passes the upstream's interim (1xx) responses on.
+	trace httptrace.ClientTrace
 	// redirect, when set, may follow the response's redirect itself
 	// (internal_redirect_policy).
 	redirect *pendingRedirect
@@ -65,29 +66,10 @@ func targetFrom(ctx context.Context) *upstreamTarget {
 // UpstreamCluster is the cluster dials connect to (clusterTarget).
 func (t *upstreamTarget) UpstreamCluster() *upstream.Cluster { return t.cluster }
 
-// newReverseProxy builds the ReverseProxy shared by all requests; everything
-// request-specific comes from the upstreamTarget in the request context.
-func (p *Env) newReverseProxy() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Transport: attemptTransport{base: p.transport},
-		Rewrite:   rewriteUpstreamRequest,
-		// Responses of unknown length (chunked, event streams, gRPC) are flushed as
-		// every chunk arrives, as Envoy streams them; a response with a Content-Length
-		// leaves through the connection's buffer, in as few writes as it fits, instead
-		// of one write and a flush goroutine per chunk.
-		FlushInterval: 0,
-		BufferPool:    &copyBuffers{},
-		ErrorHandler:  p.upstreamError,
-		// Body-copy failures after the head was sent; the access log has the outcome.
-		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-	}
-}
-
-// copyBufferSize is the size of ReverseProxy's response copy buffers (its
-// own default).
+// copyBufferSize is the size of the response copy buffers.
 const copyBufferSize = 32 << 10
 
-// copyBuffers lend ReverseProxy its response copy buffers: without them, every
+// copyBuffers lend the response copies their buffers: without them, every
 // response allocates 32 KiB, which makes most of the garbage of a small request.
 type copyBuffers struct{ pool sync.Pool }
 
@@ -104,32 +86,41 @@ func (b *copyBuffers) Put(buf []byte) {
 	}
 }
 
-// rewriteUpstreamRequest points the outgoing request at the chosen endpoint
-// and sets the edge headers. ReverseProxy has already removed hop-by-hop and
-// X-Forwarded-* headers from pr.Out.
-func rewriteUpstreamRequest(pr *httputil.ProxyRequest) {
-	t := targetFrom(pr.In.Context())
-	pr.Out.URL.Scheme = t.cluster.Scheme
-	pr.Out.URL.Host = t.endpoint
-	pr.Out.URL.Path, pr.Out.URL.RawPath = unescapedPath(t.path), t.path
-	pr.Out.URL.RawQuery = t.rawQuery
-	pr.Out.Host = t.host
+// rewriteUpstreamRequest points the outgoing request at the chosen endpoint,
+// sets the edge headers and applies the route's request headers. Hop-by-hop
+// and X-Forwarded-* headers are already gone from out.
+func rewriteUpstreamRequest(in, out *http.Request) {
+	t := targetFrom(in.Context())
+	out.URL.Scheme = t.cluster.Scheme
+	out.URL.Host = t.endpoint
+	out.URL.Path, out.URL.RawPath = unescapedPath(t.path), t.path
+	out.URL.RawQuery = t.rawQuery
+	out.Host = t.host
 	// net/http fills the downstream request's trailer values into its own map when the
 	// body ends; ReverseProxy's clone copied that map before, and would send the upstream
 	// the declared names without their values. Share the map instead.
-	pr.Out.Trailer = pr.In.Trailer
+	out.Trailer = in.Trailer
 	if t.xff != "" {
-		pr.Out.Header.Set("X-Forwarded-For", t.xff)
+		out.Header.Set("X-Forwarded-For", t.xff)
 	}
-	pr.Out.Header.Set("X-Forwarded-Proto", t.scheme)
+	out.Header.Set("X-Forwarded-Proto", t.scheme)
 	if t.requestID != "" {
-		pr.Out.Header.Set("X-Request-Id", t.requestID)
+		out.Header.Set("X-Request-Id", t.requestID)
 	}
 	// Envoy never forwards a client certificate header it did not set
 	// (SANITIZE); with SANITIZE_SET it sets its own.
-	pr.Out.Header.Del("X-Forwarded-Client-Cert")
+	out.Header.Del("X-Forwarded-Client-Cert")
 	if t.xfcc != "" {
-		pr.Out.Header.Set("X-Forwarded-Client-Cert", t.xfcc)
+		out.Header.Set("X-Forwarded-Client-Cert", t.xfcc)
+	}
+	if t.ex.headers != nil {
+		t.ex.headers.ApplyRequest(out.Header)
+	}
+	// As Envoy's route entry: the header is read once the mutations are done.
+	if t.hostHeader != "" {
+		if v := out.Header[t.hostHeader]; len(v) > 0 && v[0] != "" {
+			out.Host = v[0]
+		}
 	}
 }
 
@@ -255,47 +246,4 @@ func unescapedPath(escaped string) string {
 		return u
 	}
 	return escaped
-}
-
-// withRouteHeaders hooks header mutations into the shared ReverseProxy: the
-// request's after its edge headers, the upstream response's (101 included)
-// before ReverseProxy copies them to the client.
-func withRouteHeaders(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
-	rewrite := rp.Rewrite
-	rp.Rewrite = func(pr *httputil.ProxyRequest) {
-		rewrite(pr)
-		t := targetFrom(pr.In.Context())
-		if t == nil {
-			return
-		}
-		if t.ex.headers != nil {
-			t.ex.headers.ApplyRequest(pr.Out.Header)
-		}
-		// As Envoy's route entry: the header is read once the mutations are done.
-		if t.hostHeader != "" {
-			if v := pr.Out.Header[t.hostHeader]; len(v) > 0 && v[0] != "" {
-				pr.Out.Host = v[0]
-			}
-		}
-	}
-	rp.ModifyResponse = func(res *http.Response) error {
-		if res.Request == nil {
-			return nil
-		}
-		t := targetFrom(res.Request.Context())
-		if t != nil && t.redirect != nil {
-			if follow := t.redirect.follows(res); follow != nil {
-				return follow // served again by the ErrorHandler, upstreamError
-			}
-		}
-		if t != nil && t.ex.headers != nil {
-			t.ex.headers.ApplyResponse(res.Header, true)
-			t.ex.headers.Responded = true
-		}
-		if t != nil && t.encode != nil {
-			t.encode(res.Header)
-		}
-		return nil
-	}
-	return rp
 }

@@ -343,7 +343,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	if t.redirect != nil {
 		t.redirect.body = t.replay
 	}
-	h.env.reverseProxy.ServeHTTP(rw, out)
+	h.env.proxy(rw, out)
 }
 
 // newTarget describes the upstream side of a forwarded request.

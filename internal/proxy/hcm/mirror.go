@@ -106,9 +106,6 @@ func (h *Handler) mirrorRequest(r *http.Request, t *upstreamTarget, m *router.Mi
 	return req, nil
 }
 
-// hopHeaders are the hop-by-hop headers a copy does not carry (RFC 9110 7.6.1).
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
 func (h *Handler) sendMirror(req *http.Request, cluster string, timeout time.Duration) {
 	defer h.env.mirrors.release()
 	ctx, cancel := context.WithTimeout(req.Context(), timeout)

@@ -27,7 +27,8 @@ type response struct {
 	header http.Header
 
 	// mu orders writes to the connection between the handler and a 100
-	// Continue sent from a body read on another goroutine.
+	// Continue sent from a body read on another goroutine. It is taken
+	// before the request body's lock, never after.
 	mu sync.Mutex
 
 	status      int
@@ -159,7 +160,7 @@ func (w *response) commit(final bool) {
 	w.committed = true
 	bw := w.c.bw
 	h := w.header
-	if hasToken(h["Connection"], "close") || w.c.srv.shutdown.Load() {
+	if hasToken(h["Connection"], "close") || w.c.srv.shutdown.Load() || w.c.bodyLeftLarge() {
 		w.closeAfter = true
 	}
 	delete(h, "Connection")

@@ -348,6 +348,24 @@ func (c *conn) callHandler(w *response, req *http.Request) (ok bool) {
 	return true
 }
 
+// bodyLeftLarge reports, as the response head is written, whether the
+// request body has more left to read than would be dropped to keep the
+// connection (or an unknown amount, chunked): the head then says the
+// connection closes, as net/http's does, since the client could not otherwise
+// tell that its next request would find the connection gone.
+func (c *conn) bodyLeftLarge() bool {
+	b := c.reqBody
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.body.Done() {
+		return false
+	}
+	return c.body.chunked || c.body.remaining > maxPostHandlerRead || c.head.Expect100 && !c.rw.continued
+}
+
 // endBody closes the request body after the handler: what it left unread is
 // read and dropped, up to maxPostHandlerRead, to keep the connection.
 func (c *conn) endBody(req *http.Request) bool {
@@ -541,18 +559,21 @@ type requestBody struct {
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
+	// 100 Continue is written without holding mu: the response head, written
+	// under the response's lock, looks at the body under mu.
+	b.mu.Lock()
+	expect := b.expect
+	b.expect = false
+	b.mu.Unlock()
+	if expect {
+		if err := b.c.writeContinue(); err != nil {
+			return 0, err
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
-	}
-	if b.expect {
-		b.expect = false
-		if !b.c.rw.committed {
-			if err := b.c.writeContinue(); err != nil {
-				return 0, err
-			}
-		}
 	}
 	n, err := b.c.body.Read(p)
 	if err == io.EOF && b.req.Trailer != nil {
@@ -582,8 +603,8 @@ func (b *requestBody) close() {
 func (c *conn) writeContinue() error {
 	c.rw.mu.Lock()
 	defer c.rw.mu.Unlock()
-	if c.rw.continued {
-		return nil
+	if c.rw.continued || c.rw.committed {
+		return nil // sent already, or the final response went first
 	}
 	c.rw.continued = true
 	if _, err := c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n"); err != nil {

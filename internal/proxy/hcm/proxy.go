@@ -1,0 +1,311 @@
+package hcm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"strings"
+	"sync"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// The connection manager's own reverse proxy: it sends the upstream request
+// through the attempts (attemptTransport) and copies the response to the
+// client, as httputil.ReverseProxy did for it before, with one copy of the
+// request instead of three, and no work for what the connection manager does
+// itself (edge headers, client addresses). What it keeps of ReverseProxy's
+// behaviour: hop-by-hop headers removed both ways (RFC 9110 section 7.6.1),
+// upgrades spliced, 1xx responses passed on, unknown-length and event-stream
+// responses flushed as they arrive, trailers, and an upstream body that fails
+// aborting the response (never ending it as if it were whole).
+
+// hopHeaders are never forwarded, in either direction (nor by a mirror's
+// copy), besides those a Connection field names.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func removeHopByHop(h http.Header) {
+	for _, f := range h["Connection"] {
+		for sf := range strings.SplitSeq(f, ",") {
+			if sf = textproto.TrimString(sf); sf != "" {
+				h.Del(sf)
+			}
+		}
+	}
+	for _, f := range hopHeaders {
+		delete(h, f)
+	}
+}
+
+// proxy forwards in, whose context carries its upstreamTarget, and copies the
+// response to rw.
+func (e *Env) proxy(rw http.ResponseWriter, in *http.Request) {
+	out, err := upstreamRequest(in)
+	if err != nil {
+		e.upstreamError(rw, in, err)
+		return
+	}
+	t := targetFrom(in.Context())
+	res, err := e.roundTrip(rw, out, t)
+	if err != nil {
+		e.upstreamError(rw, out, err)
+		return
+	}
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		if e.modifyResponse(rw, res, out, t) {
+			e.splice(rw, out, res)
+		}
+		return
+	}
+	removeHopByHop(res.Header)
+	if !e.modifyResponse(rw, res, out, t) {
+		return
+	}
+	h := rw.Header()
+	for k, vv := range res.Header {
+		h[k] = append(h[k], vv...)
+	}
+	announced := len(res.Trailer)
+	if announced > 0 {
+		keys := make([]string, 0, announced)
+		for k := range res.Trailer {
+			keys = append(keys, k)
+		}
+		h.Add("Trailer", strings.Join(keys, ", "))
+	}
+	rw.WriteHeader(res.StatusCode)
+	if err := e.copyBody(rw, res); err != nil {
+		_ = res.Body.Close()
+		e.log.Debug("upstream response body failed", "error", err)
+		// Abort: the client must see a cut response, not a whole one.
+		panic(http.ErrAbortHandler)
+	}
+	_ = res.Body.Close() // now, so that res.Trailer is filled
+	if len(res.Trailer) == 0 {
+		return
+	}
+	_ = http.NewResponseController(rw).Flush() // trailers need chunking
+	for k, vv := range res.Trailer {
+		if len(res.Trailer) != announced {
+			k = http.TrailerPrefix + k
+		}
+		h[k] = append(h[k], vv...)
+	}
+}
+
+// upstreamRequest is the request sent upstream: in with its own header (hop
+// by hop fields removed, an upgrade's kept, the forwarding fields Portico sets
+// itself dropped) and URL, pointed at the endpoint.
+func upstreamRequest(in *http.Request) (*http.Request, error) {
+	out := new(http.Request)
+	*out = *in // the context too: the target travels in it
+	out.Header = in.Header.Clone()
+	if out.Header == nil {
+		out.Header = make(http.Header)
+	}
+	u := *in.URL
+	out.URL = &u
+	if in.ContentLength == 0 {
+		out.Body = nil // a request without a body can be retried on a new connection
+	}
+	out.Close = false
+	upgrade := upgradeOf(out.Header)
+	if upgrade != "" && !isPrint(upgrade) {
+		return nil, fmt.Errorf("client tried to switch to invalid protocol %q", upgrade)
+	}
+	removeHopByHop(out.Header)
+	if httpguts.HeaderValuesContainsToken(in.Header["Te"], "trailers") {
+		out.Header.Set("Te", "trailers")
+	}
+	if upgrade != "" {
+		out.Header.Set("Connection", "Upgrade")
+		out.Header.Set("Upgrade", upgrade)
+	}
+	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		delete(out.Header, k)
+	}
+	rewriteUpstreamRequest(in, out)
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // no Go default User-Agent
+	}
+	return out, nil
+}
+
+// errConnect: CONNECT is not tunnelled.
+var errConnect = errors.New("client sent unsupported CONNECT request")
+
+// roundTrip makes the attempts; interim (1xx) responses go to the client as
+// they arrive, until the final one does.
+func (e *Env) roundTrip(rw http.ResponseWriter, out *http.Request, t *upstreamTarget) (*http.Response, error) {
+	if out.Method == http.MethodConnect {
+		return nil, errConnect
+	}
+	i := &interims{rw: rw}
+	t.trace.Got1xxResponse = i.got
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &t.trace))
+	res, err := attemptTransport{base: e.transport}.RoundTrip(out)
+	i.mu.Lock()
+	i.done = true
+	i.mu.Unlock()
+	return res, err
+}
+
+// interims passes 1xx responses on until the final response has come.
+type interims struct {
+	rw   http.ResponseWriter
+	mu   sync.Mutex
+	done bool
+}
+
+func (i *interims) got(code int, header textproto.MIMEHeader) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.done {
+		return nil
+	}
+	h := i.rw.Header()
+	for k, vv := range header {
+		h[k] = append(h[k], vv...)
+	}
+	i.rw.WriteHeader(code)
+	clear(h) // a 1xx's fields are its own
+	return nil
+}
+
+// modifyResponse applies the route's response headers and the filters'
+// encoders, or follows an internal redirect; false when the response was
+// answered otherwise (through upstreamError).
+func (e *Env) modifyResponse(rw http.ResponseWriter, res *http.Response, out *http.Request, t *upstreamTarget) bool {
+	if t.redirect != nil {
+		if follow := t.redirect.follows(res); follow != nil {
+			_ = res.Body.Close()
+			e.upstreamError(rw, out, follow)
+			return false
+		}
+	}
+	if t.ex.headers != nil {
+		t.ex.headers.ApplyResponse(res.Header, true)
+		t.ex.headers.Responded = true
+	}
+	if t.encode != nil {
+		t.encode(res.Header)
+	}
+	return true
+}
+
+// copyBody copies the response body to rw, flushing after every write when
+// the response has no length or is an event stream (Envoy streams them); a
+// response with a length leaves through the connection's buffer.
+func (e *Env) copyBody(rw http.ResponseWriter, res *http.Response) error {
+	flush := res.ContentLength == -1
+	if !flush {
+		if ct := res.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+			base, _, _ := mime.ParseMediaType(ct)
+			flush = base == "text/event-stream"
+		}
+	}
+	rc := http.NewResponseController(rw)
+	buf := e.copyBuffers.Get()
+	defer e.copyBuffers.Put(buf)
+	for {
+		n, rerr := res.Body.Read(buf)
+		if n > 0 {
+			if _, werr := rw.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if flush {
+				if err := rc.Flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// splice serves an upgraded (101) exchange: the 101 goes to the client on its
+// hijacked connection, then bytes are copied both ways until either side ends.
+func (e *Env) splice(rw http.ResponseWriter, out *http.Request, res *http.Response) {
+	asked, got := upgradeOf(out.Header), upgradeOf(res.Header)
+	if !isPrint(got) || !strings.EqualFold(asked, got) {
+		_ = res.Body.Close()
+		e.upstreamError(rw, out, fmt.Errorf("backend tried to switch protocol %q when %q was requested", got, asked))
+		return
+	}
+	backend, ok := res.Body.(io.ReadWriteCloser)
+	if !ok {
+		_ = res.Body.Close()
+		e.upstreamError(rw, out, errors.New("internal error: 101 switching protocols response with non-writable body"))
+		return
+	}
+	conn, brw, err := http.NewResponseController(rw).Hijack()
+	if err != nil {
+		_ = backend.Close()
+		e.upstreamError(rw, out, fmt.Errorf("hijack failed on protocol switch: %w", err))
+		return
+	}
+	defer conn.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-out.Context().Done():
+		case <-stop:
+		}
+		_ = backend.Close()
+	}()
+	h := rw.Header()
+	for k, vv := range res.Header {
+		h[k] = append(h[k], vv...)
+	}
+	res.Header, res.Body = h, nil // res.Write writes the head only
+	if err := res.Write(brw); err != nil {
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	errc := make(chan error, 2)
+	go func() { // from the client: what brw holds of it first
+		_, err := io.Copy(backend, brw)
+		errc <- err
+	}()
+	go func() {
+		_, err := io.Copy(conn, backend)
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok && err == nil {
+			err = cw.CloseWrite()
+		}
+		errc <- err
+	}()
+	if err := <-errc; err == nil {
+		<-errc
+	}
+}
+
+// upgradeOf is the protocol a message's Upgrade field names when its
+// Connection field says upgrade.
+func upgradeOf(h http.Header) string {
+	if !httpguts.HeaderValuesContainsToken(h["Connection"], "Upgrade") {
+		return ""
+	}
+	return h.Get("Upgrade")
+}
+
+func isPrint(s string) bool {
+	for i := range len(s) {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
