@@ -37,8 +37,10 @@ type upstreamTarget struct {
 	xfcc       string // X-Forwarded-Client-Cert to send; "" leaves it out
 	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
 	encode func(http.Header)
-	// trace passes the upstream's interim (1xx) responses on.
-	trace httptrace.ClientTrace
+	// trace passes the upstream's interim (1xx) responses on, through
+	// interims, until the final response has come.
+	trace    httptrace.ClientTrace
+	interims interims
 	// redirect, when set, may follow the response's redirect itself
 	// (internal_redirect_policy).
 	redirect *pendingRedirect
@@ -89,17 +91,13 @@ func (b *copyBuffers) Put(buf []byte) {
 // rewriteUpstreamRequest points the outgoing request at the chosen endpoint,
 // sets the edge headers and applies the route's request headers. Hop-by-hop
 // and X-Forwarded-* headers are already gone from out.
-func rewriteUpstreamRequest(in, out *http.Request) {
-	t := targetFrom(in.Context())
+func rewriteUpstreamRequest(out *http.Request) {
+	t := targetFrom(out.Context())
 	out.URL.Scheme = t.cluster.Scheme
 	out.URL.Host = t.endpoint
 	out.URL.Path, out.URL.RawPath = unescapedPath(t.path), t.path
 	out.URL.RawQuery = t.rawQuery
 	out.Host = t.host
-	// net/http fills the downstream request's trailer values into its own map when the
-	// body ends; ReverseProxy's clone copied that map before, and would send the upstream
-	// the declared names without their values. Share the map instead.
-	out.Trailer = in.Trailer
 	if t.xff != "" {
 		out.Header.Set("X-Forwarded-For", t.xff)
 	}

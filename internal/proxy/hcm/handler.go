@@ -325,7 +325,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 		}
 	}
 	defer t.startTimeouts(rw, fa, cancel)()
-	out := r.WithContext(context.WithValue(ctx, upstream.TargetKey{}, t))
+	out := r.WithContext(context.WithValue(t.traceInterims(ctx, rw), upstream.TargetKey{}, t))
 	switch {
 	case redirects != nil && redirects.body != nil:
 		// A redirect's target: the body, received whole, is sent from the buffer.

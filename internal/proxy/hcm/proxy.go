@@ -1,6 +1,7 @@
 package hcm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,16 +43,15 @@ func removeHopByHop(h http.Header) {
 	}
 }
 
-// proxy forwards in, whose context carries its upstreamTarget, and copies the
-// response to rw.
-func (e *Env) proxy(rw http.ResponseWriter, in *http.Request) {
-	out, err := upstreamRequest(in)
-	if err != nil {
-		e.upstreamError(rw, in, err)
+// proxy forwards out, the request's own copy for its upstream (its context
+// carries its upstreamTarget), and copies the response to rw.
+func (e *Env) proxy(rw http.ResponseWriter, out *http.Request) {
+	if err := prepareUpstream(out); err != nil {
+		e.upstreamError(rw, out, err)
 		return
 	}
-	t := targetFrom(in.Context())
-	res, err := e.roundTrip(rw, out, t)
+	t := targetFrom(out.Context())
+	res, err := e.roundTrip(out, t)
 	if err != nil {
 		e.upstreamError(rw, out, err)
 		return
@@ -98,28 +98,28 @@ func (e *Env) proxy(rw http.ResponseWriter, in *http.Request) {
 	}
 }
 
-// upstreamRequest is the request sent upstream: in with its own header (hop
-// by hop fields removed, an upgrade's kept, the forwarding fields Portico sets
-// itself dropped) and URL, pointed at the endpoint.
-func upstreamRequest(in *http.Request) (*http.Request, error) {
-	out := new(http.Request)
-	*out = *in // the context too: the target travels in it
-	out.Header = in.Header.Clone()
+// prepareUpstream makes out (a shallow copy of the downstream request) the
+// request sent upstream: its own header (hop-by-hop fields removed, an
+// upgrade's kept, the forwarding fields Portico sets itself dropped) and URL,
+// pointed at the endpoint.
+func prepareUpstream(out *http.Request) error {
+	te := httpguts.HeaderValuesContainsToken(out.Header["Te"], "trailers")
+	out.Header = out.Header.Clone()
 	if out.Header == nil {
 		out.Header = make(http.Header)
 	}
-	u := *in.URL
+	u := *out.URL
 	out.URL = &u
-	if in.ContentLength == 0 {
+	if out.ContentLength == 0 {
 		out.Body = nil // a request without a body can be retried on a new connection
 	}
 	out.Close = false
 	upgrade := upgradeOf(out.Header)
 	if upgrade != "" && !isPrint(upgrade) {
-		return nil, fmt.Errorf("client tried to switch to invalid protocol %q", upgrade)
+		return fmt.Errorf("client tried to switch to invalid protocol %q", upgrade)
 	}
 	removeHopByHop(out.Header)
-	if httpguts.HeaderValuesContainsToken(in.Header["Te"], "trailers") {
+	if te {
 		out.Header.Set("Te", "trailers")
 	}
 	if upgrade != "" {
@@ -129,11 +129,11 @@ func upstreamRequest(in *http.Request) (*http.Request, error) {
 	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 		delete(out.Header, k)
 	}
-	rewriteUpstreamRequest(in, out)
+	rewriteUpstreamRequest(out)
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // no Go default User-Agent
 	}
-	return out, nil
+	return nil
 }
 
 // errConnect: CONNECT is not tunnelled.
@@ -141,18 +141,21 @@ var errConnect = errors.New("client sent unsupported CONNECT request")
 
 // roundTrip makes the attempts; interim (1xx) responses go to the client as
 // they arrive, until the final one does.
-func (e *Env) roundTrip(rw http.ResponseWriter, out *http.Request, t *upstreamTarget) (*http.Response, error) {
+func (e *Env) roundTrip(out *http.Request, t *upstreamTarget) (*http.Response, error) {
 	if out.Method == http.MethodConnect {
 		return nil, errConnect
 	}
-	i := &interims{rw: rw}
-	t.trace.Got1xxResponse = i.got
-	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &t.trace))
 	res, err := attemptTransport{base: e.transport}.RoundTrip(out)
-	i.mu.Lock()
-	i.done = true
-	i.mu.Unlock()
+	t.interims.finish()
 	return res, err
+}
+
+// traceInterims passes the upstream's interim responses of the request whose
+// context ctx becomes on to rw.
+func (t *upstreamTarget) traceInterims(ctx context.Context, rw http.ResponseWriter) context.Context {
+	t.interims.rw = rw
+	t.trace.Got1xxResponse = t.interims.got
+	return httptrace.WithClientTrace(ctx, &t.trace)
 }
 
 // interims passes 1xx responses on until the final response has come.
@@ -160,6 +163,12 @@ type interims struct {
 	rw   http.ResponseWriter
 	mu   sync.Mutex
 	done bool
+}
+
+func (i *interims) finish() {
+	i.mu.Lock()
+	i.done = true
+	i.mu.Unlock()
 }
 
 func (i *interims) got(code int, header textproto.MIMEHeader) error {
