@@ -33,7 +33,10 @@ var (
 	errContentLength = badMessage("invalid or conflicting Content-Length")
 	errTEAndCL       = badMessage("Transfer-Encoding together with Content-Length")
 	errTE            = &Error{501, "unsupported Transfer-Encoding"}
+	errTEList        = badMessage("malformed Transfer-Encoding")
+	errTE10          = badMessage("Transfer-Encoding in an HTTP/1.0 message")
 	errHost          = badMessage("missing or duplicate Host header")
+	errHostValue     = badMessage("invalid Host header")
 	errRequestLine   = badMessage("malformed request line")
 	errVersion       = &Error{505, "HTTP version not supported"}
 	errStatusLine    = &Error{502, "malformed status line"}
@@ -182,14 +185,12 @@ func (h *Head) parseRequestLine(line []byte, off int32) error {
 	if sp2 <= 0 {
 		return errRequestLine
 	}
-	for _, c := range rest[:sp2] {
-		if c <= ' ' || c >= 0x7f {
-			return errRequestLine
-		}
-	}
 	minor, err := parseVersion(rest[sp2+1:])
 	if err != nil {
 		return err
+	}
+	if !validTarget(line[:sp1], rest[:sp2]) {
+		return errRequestLine
 	}
 	h.Minor = minor
 	h.Close = minor == 0
@@ -198,16 +199,87 @@ func (h *Head) parseRequestLine(line []byte, off int32) error {
 	return nil
 }
 
-// parseVersion reads "HTTP/1.0" or "HTTP/1.1"; another well-formed version is
-// a 505, anything else a malformed line.
+// validTarget checks a request target's bytes and form (RFC 9112 section
+// 3.2): visible ASCII without "#" (a fragment is not part of any form, and
+// two recipients could disagree on where the target ends), the asterisk-form
+// only for OPTIONS, the authority-form for CONNECT and only for it, otherwise
+// the origin-form ("/...") or the absolute-form ("scheme:...").
+func validTarget(method, target []byte) bool {
+	for _, c := range target {
+		if c <= ' ' || c >= 0x7f || c == '#' {
+			return false
+		}
+	}
+	switch {
+	case string(method) == "CONNECT":
+		return validAuthority(target)
+	case target[0] == '/':
+		return true
+	case len(target) == 1 && target[0] == '*':
+		return string(method) == "OPTIONS"
+	}
+	return hasScheme(target)
+}
+
+// hasScheme reports whether target starts with a URI scheme and its colon
+// (RFC 3986 section 3.1: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).
+func hasScheme(target []byte) bool {
+	for i, c := range target {
+		switch {
+		case 'a' <= lower(c) && lower(c) <= 'z':
+		case i > 0 && (isDigit(c) || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// validAuthority checks CONNECT's authority-form: uri-host ":" port.
+func validAuthority(target []byte) bool {
+	colon := bytes.LastIndexByte(target, ':')
+	if colon <= 0 || !validHost(target[:colon]) {
+		return false
+	}
+	for _, c := range target[colon+1:] {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost checks that a Host value (or CONNECT's authority) holds only
+// bytes a uri-host and port can hold (RFC 3986 section 3.2.2: unreserved,
+// pct-encoded, sub-delims, IP literals in brackets, ":" before the port); no
+// "/", "@", "?", whitespace or control bytes. As lenient as net/http's
+// server, whose check it replaces.
+func validHost(v []byte) bool {
+	for _, c := range v {
+		if !hostByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var hostByte = alnumAnd("-._~!$&'()*+,;=%:[]")
+
+// parseVersion reads "HTTP/1.x" and returns its minor version; another
+// well-formed version is a 505, anything else a malformed line. A minor
+// version above 1 is read as 1: RFC 9110 section 6.2 has a recipient process
+// a higher minor version of a major version it implements as the highest one
+// it conforms to (net/http does too).
 func parseVersion(v []byte) (int, error) {
 	if len(v) != 8 || string(v[:5]) != "HTTP/" || v[6] != '.' || !isDigit(v[5]) || !isDigit(v[7]) {
 		return 0, errRequestLine
 	}
-	if v[5] != '1' || v[7] > '1' {
+	if v[5] != '1' {
 		return 0, errVersion
 	}
-	return int(v[7] - '0'), nil
+	return min(int(v[7]-'0'), 1), nil
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -333,12 +405,17 @@ func (h *Head) interpret(f field) error {
 	switch len(name) {
 	case 4:
 		if equalFold(name, "Host") {
+			if !validHost(value) {
+				return errHostValue
+			}
 			h.hosts++
 		}
 	case 6:
 		if equalFold(name, "Expect") {
 			if equalFold(value, "100-continue") {
-				h.Expect100 = true
+				// RFC 9110 section 10.1.1: a server MUST ignore 100-continue
+				// in an HTTP/1.0 request (a 1.0 client would not expect a 100).
+				h.Expect100 = h.Minor == 1
 			} else {
 				h.ExpectOther = true
 			}
@@ -371,9 +448,17 @@ func (h *Head) interpret(f field) error {
 		if equalFold(name, "Transfer-Encoding") {
 			// RFC 9112 section 6.1: chunked must be the last coding, and a
 			// proxy that cannot decode the others cannot frame the message.
-			// Anything but one "chunked" is refused, and so is chunked in
-			// HTTP/1.0, which a 1.0 recipient would not read.
-			if h.Chunked || !equalFold(value, "chunked") || h.Minor == 0 {
+			// Anything but one "chunked" is refused: a list with an empty
+			// element (", chunked") or no element as malformed (400), other
+			// codings as not implemented (501). In HTTP/1.0, which has no
+			// Transfer-Encoding, the framing is faulty (400).
+			switch {
+			case h.Minor == 0:
+				return errTE10
+			case h.Chunked || !equalFold(value, "chunked"):
+				if malformedList(value) {
+					return errTEList
+				}
 				return errTE
 			}
 			h.Chunked = true
@@ -411,6 +496,21 @@ func parseLength(v []byte) (int64, bool) {
 	return n, true
 }
 
+// malformedList reports whether a field value is not a list of elements
+// separated by commas: empty, or with an empty element.
+func malformedList(v []byte) bool {
+	for {
+		elem, rest, more := bytes.Cut(v, []byte(","))
+		if len(bytes.Trim(elem, " \t")) == 0 {
+			return true
+		}
+		if !more {
+			return false
+		}
+		v = rest
+	}
+}
+
 func forEachToken(list []byte, fn func([]byte)) {
 	for len(list) > 0 {
 		var tok []byte
@@ -442,18 +542,21 @@ func lower(c byte) byte {
 }
 
 // tchar per RFC 9110 section 5.6.2.
-var tchar = func() (t [256]bool) {
+var tchar = alnumAnd("!#$%&'*+-.^_`|~")
+
+// alnumAnd is the set of ASCII letters, digits and the bytes of extra.
+func alnumAnd(extra string) (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
 	}
 	for c := 'a'; c <= 'z'; c++ {
 		t[c], t[c-'a'+'A'] = true, true
 	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
+	for _, c := range extra {
 		t[c] = true
 	}
 	return t
-}()
+}
 
 func isToken(b []byte) bool {
 	if len(b) == 0 {
