@@ -7,8 +7,9 @@ import (
 )
 
 // chunkSize parses a chunk-size line (RFC 9112 section 7.1): 1 to 15 hex
-// digits, then nothing, or optional whitespace and a ';' that starts
-// extensions, which are dropped but checked for control bytes.
+// digits, then optional whitespace and extensions, which are dropped but
+// must be well-formed (an unterminated quoted-string could be read by the
+// next recipient as swallowing the line end).
 func chunkSize(line []byte) (int64, error) {
 	var n int64
 	i := 0
@@ -22,20 +23,82 @@ func chunkSize(line []byte) (int64, error) {
 	if i == 0 || i > 15 {
 		return 0, errChunk
 	}
-	rest := line[i:]
-	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
-		rest = rest[1:]
-	}
-	if len(rest) > 0 && rest[0] != ';' {
+	if !validChunkExt(line[i:]) {
 		return 0, errChunk
-	}
-	for _, c := range rest {
-		if (c < ' ' && c != '\t') || c == 0x7f {
-			return 0, errChunk
-		}
 	}
 	return n, nil
 }
+
+// validChunkExt checks what follows a chunk size (RFC 9112 section 7.1.1):
+// *( BWS ";" BWS name [ BWS "=" BWS value ] ), the name a token, the value a
+// token or a quoted-string. Whitespace at the end is let through, as after a
+// size without extensions.
+func validChunkExt(ext []byte) bool {
+	for {
+		if ext = skipOWS(ext); len(ext) == 0 {
+			return true
+		}
+		if ext[0] != ';' {
+			return false
+		}
+		ext = skipOWS(ext[1:])
+		n := tokenLen(ext)
+		if n == 0 {
+			return false
+		}
+		ext = skipOWS(ext[n:])
+		if len(ext) == 0 || ext[0] != '=' {
+			continue
+		}
+		ext = skipOWS(ext[1:])
+		if n = tokenLen(ext); n == 0 {
+			n = quotedLen(ext)
+		}
+		if n == 0 {
+			return false
+		}
+		ext = ext[n:]
+	}
+}
+
+func skipOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}
+
+func tokenLen(b []byte) int {
+	n := 0
+	for n < len(b) && tchar[b[n]] {
+		n++
+	}
+	return n
+}
+
+// quotedLen is the length of the quoted-string b starts with (RFC 9110
+// section 5.6.4), 0 if it does not start with a complete one.
+func quotedLen(b []byte) int {
+	if len(b) == 0 || b[0] != '"' {
+		return 0
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			if i++; i == len(b) || !quotable(b[i]) {
+				return 0
+			}
+		case !quotable(c):
+			return 0
+		}
+	}
+	return 0
+}
+
+// quotable: HTAB, SP, visible ASCII and obs-text.
+func quotable(c byte) bool { return c == '\t' || (c >= ' ' && c != 0x7f) }
 
 func hexDigit(c byte) (byte, bool) {
 	switch {

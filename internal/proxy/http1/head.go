@@ -41,6 +41,9 @@ var (
 	errVersion       = &Error{505, "HTTP version not supported"}
 	errStatusLine    = &Error{502, "malformed status line"}
 	errChunk         = badMessage("malformed chunked encoding")
+	// RFC 9110 section 6.5.1: framing fields in a trailer could be merged
+	// into the header section by the next recipient.
+	errTrailerFraming = badMessage("Content-Length or Transfer-Encoding in a trailer")
 )
 
 // Limits bound what the codec reads of a message head.
@@ -340,6 +343,9 @@ func (h *Head) ReadTrailer(br *bufio.Reader, l Limits) error {
 		f, err := h.parseField(line)
 		if err != nil {
 			return err
+		}
+		if name := h.bytes(f.name); equalFold(name, "Content-Length") || equalFold(name, "Transfer-Encoding") {
+			return errTrailerFraming
 		}
 		h.fields = append(h.fields, f)
 	}
