@@ -91,6 +91,7 @@ type Head struct {
 	// has an Expect other than 100-continue (answered 417).
 	Expect100, ExpectOther bool
 	hosts                  int
+	closeListed            bool   // Connection lists close
 	connection             []span // the Connection values, for the fields they name
 	limits                 Limits
 }
@@ -101,7 +102,7 @@ func (h *Head) reset(l Limits) {
 	h.connection = h.connection[:0]
 	h.Minor, h.Status, h.hosts = 1, 0, 0
 	h.ContentLength, h.Chunked, h.Close, h.Upgrade = -1, false, false, false
-	h.Expect100, h.ExpectOther = false, false
+	h.Expect100, h.ExpectOther, h.closeListed = false, false, false
 	h.limits = l
 }
 
@@ -433,11 +434,12 @@ func (h *Head) interpret(f field) error {
 	case 10:
 		if equalFold(name, "Connection") {
 			h.connection = append(h.connection, f.value)
+			// close wins over keep-alive, in whichever order they come.
 			forEachToken(value, func(tok []byte) {
 				switch {
 				case equalFold(tok, "close"):
-					h.Close = true
-				case equalFold(tok, "keep-alive") && h.Minor == 0:
+					h.Close, h.closeListed = true, true
+				case equalFold(tok, "keep-alive") && h.Minor == 0 && !h.closeListed:
 					h.Close = false
 				}
 			})
