@@ -121,6 +121,7 @@ type BodyReader struct {
 	remaining int64 // of the body (Content-Length) or of the current chunk
 	chunked   bool
 	inChunk   bool // chunked: remaining counts the current chunk's data
+	untilEOF  bool // a response without framing: the body ends with the connection
 	done      bool
 	err       error
 	// Trailer is the chunked body's trailer section once Read returned EOF.
@@ -131,12 +132,30 @@ type BodyReader struct {
 
 // Reset points the reader at the body head announces, read from br.
 func (b *BodyReader) Reset(br *bufio.Reader, head *Head) {
-	b.br, b.chunked, b.inChunk, b.err = br, head.Chunked, false, nil
+	b.br, b.chunked, b.inChunk, b.untilEOF, b.err = br, head.Chunked, false, false, nil
 	b.limits = head.limits
 	b.Trailer.reset(head.limits)
 	b.remaining = max(head.ContentLength, 0)
 	b.done = !b.chunked && b.remaining == 0
 }
+
+// ResetResponse points the reader at the body of a response (RFC 9112
+// section 6.3): none after a HEAD request and for 1xx, 204 and 304, whatever
+// the head says; otherwise as the head frames it, and without framing, all
+// bytes up to the end of the connection.
+func (b *BodyReader) ResetResponse(br *bufio.Reader, head *Head, headRequest bool) {
+	b.Reset(br, head)
+	switch {
+	case headRequest || head.Status < 200 || head.Status == 204 || head.Status == 304:
+		b.chunked, b.done = false, true
+	case !head.Chunked && head.ContentLength < 0:
+		b.untilEOF, b.done = true, false
+	}
+}
+
+// UntilEOF reports whether the body ends with the connection (a response
+// without framing): the connection cannot carry another message.
+func (b *BodyReader) UntilEOF() bool { return b.untilEOF }
 
 // Done reports whether the whole body (and its trailer) has been read.
 func (b *BodyReader) Done() bool { return b.done }
@@ -153,6 +172,15 @@ func (b *BodyReader) Read(p []byte) (int, error) {
 	}
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if b.untilEOF {
+		n, err := b.br.Read(p)
+		if err == io.EOF {
+			b.done = true
+		} else if err != nil {
+			b.err = err
+		}
+		return n, err
 	}
 	if b.chunked && !b.inChunk {
 		if err := b.nextChunk(); err != nil {

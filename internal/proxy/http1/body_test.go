@@ -232,3 +232,51 @@ func TestChunkedWriter(t *testing.T) {
 		t.Errorf("read back %d bytes, %v", len(got), err)
 	}
 }
+
+// TestBodyResponse: a response's body as RFC 9112 section 6.3 frames it,
+// the request's method and the status deciding first.
+func TestBodyResponse(t *testing.T) {
+	for _, c := range []struct {
+		name, in    string
+		headRequest bool
+		body, rest  string
+		untilEOF    bool
+	}{
+		{name: "length", in: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP", body: "hello", rest: "HTTP"},
+		{name: "chunked", in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP", body: "hello", rest: "HTTP"},
+		{name: "no framing: until the end", in: "HTTP/1.1 200 OK\r\n\r\nhello\r\n0\r\n\r\nHTTP", body: "hello\r\n0\r\n\r\nHTTP", untilEOF: true},
+		{name: "HTTP/1.0 no framing", in: "HTTP/1.0 200 OK\r\n\r\nhello", body: "hello", untilEOF: true},
+		{name: "HEAD with a length", in: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHTTP", headRequest: true, rest: "HTTP"},
+		{name: "HEAD chunked", in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nHTTP", headRequest: true, rest: "HTTP"},
+		{name: "HEAD no framing", in: "HTTP/1.1 200 OK\r\n\r\nHTTP", headRequest: true, rest: "HTTP"},
+		{name: "204 with a length", in: "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello", rest: "hello"},
+		{name: "304 chunked", in: "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", rest: "0\r\n\r\n"},
+		{name: "100", in: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", rest: "HTTP/1.1 200 OK\r\n"},
+		{name: "1xx with a length", in: "HTTP/1.1 103 Early Hints\r\nContent-Length: 5\r\n\r\nhello", rest: "hello"},
+		{name: "101", in: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nframes", rest: "frames"},
+		{name: "205 with a length", in: "HTTP/1.1 205 Reset Content\r\nContent-Length: 2\r\n\r\nokHTTP", body: "ok", rest: "HTTP"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(strings.NewReader(c.in), 16)
+			var h Head
+			if err := h.ReadResponse(br, Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			var b BodyReader
+			b.ResetResponse(br, &h, c.headRequest)
+			if b.UntilEOF() != c.untilEOF {
+				t.Errorf("UntilEOF %v, want %v", b.UntilEOF(), c.untilEOF)
+			}
+			body, err := io.ReadAll(&b)
+			if err != nil || string(body) != c.body {
+				t.Fatalf("body %q, %v; want %q", body, err, c.body)
+			}
+			if !b.Done() {
+				t.Errorf("not Done at EOF")
+			}
+			if rest, _ := io.ReadAll(br); string(rest) != c.rest {
+				t.Errorf("left %q, want %q", rest, c.rest)
+			}
+		})
+	}
+}
