@@ -113,3 +113,5 @@ go test -run='^$' -fuzz='^FuzzParseProxyHeader$' -fuzztime="${FUZZ_DECODE_EXECS}
 # (docs/dev/http1-corpus.md, "Differential fuzzing against net/http").
 go test -run='^$' -fuzz='^FuzzRequestDifferential$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
 go test -run='^$' -fuzz='^FuzzResponseDifferential$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
+# The upstream client's *http.Response against http.ReadResponse's, for responses both accept.
+go test -run='^$' -fuzz='^FuzzNewResponseLikeNetHTTP$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/upstream/
