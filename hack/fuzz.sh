@@ -36,4 +36,7 @@ fuzz ./internal/proxy/filters/grpcweb/ FuzzBase64Decoder
 fuzz ./internal/proxy/filters/grpcweb/ FuzzTextResponse
 fuzz ./internal/proxy/router/ FuzzParseHeaderFormat
 fuzz ./internal/dag/ FuzzServiceAnnotations
+fuzz ./internal/proxy/http1/ FuzzRequestDifferential
+fuzz ./internal/proxy/http1/ FuzzResponseDifferential
+fuzz ./internal/proxy/upstream/ FuzzNewResponseLikeNetHTTP
 exit "$status"

@@ -109,3 +109,9 @@ go test -run='^$' -fuzz='^FuzzTextResponse$' -fuzztime="${FUZZ_DECODE_EXECS}x" .
 go test -run='^$' -fuzz='^FuzzParseHeaderFormat$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/router/
 go test -run='^$' -fuzz='^FuzzServiceAnnotations$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/dag/
 go test -run='^$' -fuzz='^FuzzParseProxyHeader$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/listener/
+# The HTTP/1.1 codec's parser against net/http's, on requests and on upstream responses
+# (docs/dev/http1-corpus.md, "Differential fuzzing against net/http").
+go test -run='^$' -fuzz='^FuzzRequestDifferential$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
+go test -run='^$' -fuzz='^FuzzResponseDifferential$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
+# The upstream client's *http.Response against http.ReadResponse's, for responses both accept.
+go test -run='^$' -fuzz='^FuzzNewResponseLikeNetHTTP$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/upstream/

@@ -162,6 +162,11 @@ func (p *Env) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 		localReply(w, http.StatusServiceUnavailable, "no healthy upstream")
 	case errors.As(err, &refused):
 		filterBodyReply(w, r, &refused.Reply)
+	case errors.Is(err, errConnect):
+		// Envoy's routes match CONNECT only with a connect_matcher, which
+		// Portico's never have: no route.
+		outcome(r, "NR", "route_not_found")
+		localReply(w, http.StatusNotFound, "")
 	case errors.As(err, &malformed):
 		if rw != nil {
 			rw.Header().Set("Connection", "close")

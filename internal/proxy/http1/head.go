@@ -33,13 +33,17 @@ var (
 	errContentLength = badMessage("invalid or conflicting Content-Length")
 	errTEAndCL       = badMessage("Transfer-Encoding together with Content-Length")
 	errTE            = &Error{501, "unsupported Transfer-Encoding"}
-	errTE10          = badMessage("Transfer-Encoding in an HTTP/1.0 request")
-	errTEEmpty       = badMessage("empty Transfer-Encoding")
+	errTEList        = badMessage("malformed Transfer-Encoding")
+	errTE10          = badMessage("Transfer-Encoding in an HTTP/1.0 message")
 	errHost          = badMessage("missing or duplicate Host header")
+	errHostValue     = badMessage("invalid Host header")
 	errRequestLine   = badMessage("malformed request line")
 	errVersion       = &Error{505, "HTTP version not supported"}
 	errStatusLine    = &Error{502, "malformed status line"}
 	errChunk         = badMessage("malformed chunked encoding")
+	// RFC 9110 section 6.5.1: framing fields in a trailer could be merged
+	// into the header section by the next recipient.
+	errTrailerFraming = badMessage("Content-Length or Transfer-Encoding in a trailer")
 )
 
 // Limits bound what the codec reads of a message head.
@@ -87,6 +91,7 @@ type Head struct {
 	// has an Expect other than 100-continue (answered 417).
 	Expect100, ExpectOther bool
 	hosts                  int
+	closeListed            bool   // Connection lists close
 	connection             []span // the Connection values, for the fields they name
 	limits                 Limits
 }
@@ -97,7 +102,7 @@ func (h *Head) reset(l Limits) {
 	h.connection = h.connection[:0]
 	h.Minor, h.Status, h.hosts = 1, 0, 0
 	h.ContentLength, h.Chunked, h.Close, h.Upgrade = -1, false, false, false
-	h.Expect100, h.ExpectOther = false, false
+	h.Expect100, h.ExpectOther, h.closeListed = false, false, false
 	h.limits = l
 }
 
@@ -184,23 +189,12 @@ func (h *Head) parseRequestLine(line []byte, off int32) error {
 	if sp2 <= 0 {
 		return errRequestLine
 	}
-	target := rest[:sp2]
-	for _, c := range target {
-		// No fragment either: it is never sent (RFC 9112 section 3.2.1).
-		if c <= ' ' || c >= 0x7f || c == '#' {
-			return errRequestLine
-		}
-	}
-	// The asterisk-form is OPTIONS's only (section 3.2.4), CONNECT takes
-	// the authority-form only (section 3.2.3).
-	method := line[:sp1]
-	if string(target) == "*" && string(method) != "OPTIONS" ||
-		string(method) == "CONNECT" && target[0] == '/' {
-		return errRequestLine
-	}
 	minor, err := parseVersion(rest[sp2+1:])
 	if err != nil {
 		return err
+	}
+	if !validTarget(line[:sp1], rest[:sp2]) {
+		return errRequestLine
 	}
 	h.Minor = minor
 	h.Close = minor == 0
@@ -209,8 +203,79 @@ func (h *Head) parseRequestLine(line []byte, off int32) error {
 	return nil
 }
 
-// parseVersion reads "HTTP/1.0" or "HTTP/1.1"; another well-formed version is
-// a 505, anything else a malformed line.
+// validTarget checks a request target's bytes and form (RFC 9112 section
+// 3.2): visible ASCII without "#" (a fragment is not part of any form, and
+// two recipients could disagree on where the target ends), the asterisk-form
+// only for OPTIONS, the authority-form for CONNECT and only for it, otherwise
+// the origin-form ("/...") or the absolute-form ("scheme:...").
+func validTarget(method, target []byte) bool {
+	for _, c := range target {
+		if c <= ' ' || c >= 0x7f || c == '#' {
+			return false
+		}
+	}
+	switch {
+	case string(method) == "CONNECT":
+		return validAuthority(target)
+	case target[0] == '/':
+		return true
+	case len(target) == 1 && target[0] == '*':
+		return string(method) == "OPTIONS"
+	}
+	return hasScheme(target)
+}
+
+// hasScheme reports whether target starts with a URI scheme and its colon
+// (RFC 3986 section 3.1: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).
+func hasScheme(target []byte) bool {
+	for i, c := range target {
+		switch {
+		case 'a' <= lower(c) && lower(c) <= 'z':
+		case i > 0 && (isDigit(c) || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// validAuthority checks CONNECT's authority-form: uri-host ":" port.
+func validAuthority(target []byte) bool {
+	colon := bytes.LastIndexByte(target, ':')
+	if colon <= 0 || !validHost(target[:colon]) {
+		return false
+	}
+	for _, c := range target[colon+1:] {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost checks that a Host value (or CONNECT's authority) holds only
+// bytes a uri-host and port can hold (RFC 3986 section 3.2.2: unreserved,
+// pct-encoded, sub-delims, IP literals in brackets, ":" before the port); no
+// "/", "@", "?", whitespace or control bytes. As lenient as net/http's
+// server, whose check it replaces.
+func validHost(v []byte) bool {
+	for _, c := range v {
+		if !hostByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var hostByte = alnumAnd("-._~!$&'()*+,;=%:[]")
+
+// parseVersion reads "HTTP/1.x" and returns its minor version; another
+// well-formed version is a 505, anything else a malformed line. A minor
+// version above 1 is read as 1: RFC 9110 section 6.2 has a recipient process
+// a higher minor version of a major version it implements as the highest one
+// it conforms to (net/http does too).
 func parseVersion(v []byte) (int, error) {
 	if len(v) != 8 || string(v[:5]) != "HTTP/" || v[6] != '.' || !isDigit(v[5]) || !isDigit(v[7]) {
 		return 0, errRequestLine
@@ -218,8 +283,6 @@ func parseVersion(v []byte) (int, error) {
 	if v[5] != '1' {
 		return 0, errVersion
 	}
-	// A higher minor version is served as the highest this codec speaks
-	// (RFC 9110 section 6.2).
 	return min(int(v[7]-'0'), 1), nil
 }
 
@@ -281,6 +344,9 @@ func (h *Head) ReadTrailer(br *bufio.Reader, l Limits) error {
 		f, err := h.parseField(line)
 		if err != nil {
 			return err
+		}
+		if name := h.bytes(f.name); equalFold(name, "Content-Length") || equalFold(name, "Transfer-Encoding") {
+			return errTrailerFraming
 		}
 		h.fields = append(h.fields, f)
 	}
@@ -346,12 +412,17 @@ func (h *Head) interpret(f field) error {
 	switch len(name) {
 	case 4:
 		if equalFold(name, "Host") {
+			if !validHost(value) {
+				return errHostValue
+			}
 			h.hosts++
 		}
 	case 6:
 		if equalFold(name, "Expect") {
 			if equalFold(value, "100-continue") {
-				h.Expect100 = true
+				// RFC 9110 section 10.1.1: a server MUST ignore 100-continue
+				// in an HTTP/1.0 request (a 1.0 client would not expect a 100).
+				h.Expect100 = h.Minor == 1
 			} else {
 				h.ExpectOther = true
 			}
@@ -363,11 +434,12 @@ func (h *Head) interpret(f field) error {
 	case 10:
 		if equalFold(name, "Connection") {
 			h.connection = append(h.connection, f.value)
+			// close wins over keep-alive, in whichever order they come.
 			forEachToken(value, func(tok []byte) {
 				switch {
 				case equalFold(tok, "close"):
-					h.Close = true
-				case equalFold(tok, "keep-alive") && h.Minor == 0:
+					h.Close, h.closeListed = true, true
+				case equalFold(tok, "keep-alive") && h.Minor == 0 && !h.closeListed:
 					h.Close = false
 				}
 			})
@@ -384,22 +456,17 @@ func (h *Head) interpret(f field) error {
 		if equalFold(name, "Transfer-Encoding") {
 			// RFC 9112 section 6.1: chunked must be the last coding, and a
 			// proxy that cannot decode the others cannot frame the message.
-			// Anything but one "chunked" is refused, and so is chunked in
-			// HTTP/1.0, which a 1.0 recipient would not read.
-			if h.Minor == 0 {
-				return errTE10
-			}
-			codings := 0
-			forEachToken(value, func(tok []byte) {
-				codings++
-				if !equalFold(tok, "chunked") {
-					codings += 2 // not one we can decode
-				}
-			})
+			// Anything but one "chunked" is refused: a list with an empty
+			// element (", chunked") or no element as malformed (400), other
+			// codings as not implemented (501). In HTTP/1.0, which has no
+			// Transfer-Encoding, the framing is faulty (400).
 			switch {
-			case codings == 0:
-				return errTEEmpty
-			case codings > 1 || h.Chunked:
+			case h.Minor == 0:
+				return errTE10
+			case h.Chunked || !equalFold(value, "chunked"):
+				if malformedList(value) {
+					return errTEList
+				}
 				return errTE
 			}
 			h.Chunked = true
@@ -437,6 +504,21 @@ func parseLength(v []byte) (int64, bool) {
 	return n, true
 }
 
+// malformedList reports whether a field value is not a list of elements
+// separated by commas: empty, or with an empty element.
+func malformedList(v []byte) bool {
+	for {
+		elem, rest, more := bytes.Cut(v, []byte(","))
+		if len(bytes.Trim(elem, " \t")) == 0 {
+			return true
+		}
+		if !more {
+			return false
+		}
+		v = rest
+	}
+}
+
 func forEachToken(list []byte, fn func([]byte)) {
 	for len(list) > 0 {
 		var tok []byte
@@ -468,18 +550,21 @@ func lower(c byte) byte {
 }
 
 // tchar per RFC 9110 section 5.6.2.
-var tchar = func() (t [256]bool) {
+var tchar = alnumAnd("!#$%&'*+-.^_`|~")
+
+// alnumAnd is the set of ASCII letters, digits and the bytes of extra.
+func alnumAnd(extra string) (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
 	}
 	for c := 'a'; c <= 'z'; c++ {
 		t[c], t[c-'a'+'A'] = true, true
 	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
+	for _, c := range extra {
 		t[c] = true
 	}
 	return t
-}()
+}
 
 func isToken(b []byte) bool {
 	if len(b) == 0 {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
 // HTTP1Client is the shared clear-text HTTP/1.1 upstream client. It makes the
@@ -279,6 +281,10 @@ type http1Conn struct {
 	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
 	bw     *bufio.Writer
 	peek   *peeker
+	// The response being read, reused from exchange to exchange: parsing a
+	// head allocates nothing once the connection is warm.
+	head http1.Head
+	body http1.BodyReader
 
 	// readLimit is what may still be read of the response head.
 	readLimit int64
@@ -360,10 +366,19 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 		return res, nil
 	}
 	if req.Method == http.MethodHead || res.ContentLength == 0 {
+		res.Body = http.NoBody
 		pc.release(keep, stop)
 		return res, nil
 	}
-	res.Body = &http1Body{body: res.Body, pc: pc, ctx: ctx, keep: keep, stop: stop}
+	pc.body.ResetResponse(pc.br, &pc.head, false)
+	if err := pc.body.CheckBuffered(); err != nil {
+		// Framing already known to be broken: a 502 now, rather than a head
+		// sent to the client and a cut.
+		stop()
+		pc.close()
+		return nil, &malformedResponseError{err}
+	}
+	res.Body = &http1Body{body: &pc.body, res: res, pc: pc, ctx: ctx, keep: keep, stop: stop}
 	return res, nil
 }
 
@@ -391,7 +406,7 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		trace.GotFirstResponseByte()
 	}
 	for first := true; ; first = false {
-		res, err := http.ReadResponse(pc.br, req)
+		res, err := pc.readResponse(req)
 		if err != nil {
 			if first {
 				// Bytes a server sent on the connection while it was idle (a body after a
@@ -405,6 +420,12 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 			pc.readLimit = math.MaxInt64
 			return res, nil
 		}
+		if res.Header["Content-Length"] != nil || res.Header["Transfer-Encoding"] != nil {
+			// A 1xx has no content (RFC 9110 sections 8.6 and 15.2): one that
+			// announces some makes what follows unreadable; nothing of it is
+			// passed on.
+			return nil, &malformedResponseError{errInterimFraming}
+		}
 		if trace != nil && trace.Got1xxResponse != nil {
 			if err := trace.Got1xxResponse(res.StatusCode, textproto.MIMEHeader(res.Header)); err != nil {
 				return nil, err
@@ -413,6 +434,20 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		// The 1xx heads count against the final head's limit, as in http.Transport:
 		// an upstream sending them without end exhausts it.
 	}
+}
+
+// readResponse reads a response head with the HTTP/1.1 codec and builds the
+// *http.Response that http.ReadResponse would (newResponse); its body is
+// set by roundTrip. A response the codec refuses is a malformedResponseError.
+func (pc *http1Conn) readResponse(req *http.Request) (*http.Response, error) {
+	if err := pc.head.ReadResponse(pc.br, responseLimits); err != nil {
+		var refused *http1.Error
+		if errors.As(err, &refused) {
+			return nil, &malformedResponseError{refused}
+		}
+		return nil, err
+	}
+	return newResponse(&pc.head, req), nil
 }
 
 // release ends an exchange: the connection is pooled again if both sides let
@@ -430,11 +465,15 @@ func (pc *http1Conn) release(keep bool, stop func() bool) {
 // (trailers included) it returns the connection to the pool, and closed before,
 // or failing, it closes it.
 type http1Body struct {
-	body   io.ReadCloser
-	pc     *http1Conn
-	ctx    context.Context
-	keep   bool
-	stop   func() bool
+	body io.Reader // the connection's BodyReader, or NoBody
+	res  *http.Response
+	pc   *http1Conn
+	ctx  context.Context
+	keep bool
+	stop func() bool
+	// eof: the body was read to its end, and its connection may serve
+	// another exchange: nothing is read from it any more.
+	eof    bool
 	once   sync.Once
 	closed atomic.Bool
 }
@@ -443,9 +482,19 @@ func (b *http1Body) Read(p []byte) (int, error) {
 	if b.closed.Load() {
 		return 0, http.ErrBodyReadAfterClose
 	}
+	if b.eof {
+		return 0, io.EOF
+	}
 	n, err := b.body.Read(p)
+	if err == nil && b.body == &b.pc.body && b.pc.body.Done() {
+		err = io.EOF // the last bytes: release the connection now, as net/http does
+	}
 	switch {
 	case err == io.EOF:
+		b.eof = true
+		if b.res != nil {
+			setTrailer(b.res, &b.pc.body.Trailer)
+		}
 		b.end(b.keep)
 	case err != nil:
 		b.end(false)

@@ -1,0 +1,181 @@
+package upstream
+
+import (
+	"maps"
+	"net/http"
+	"net/textproto"
+	"strings"
+
+	"github.com/portico-dev/portico/internal/proxy/http1"
+)
+
+// responseLimits bound what the client reads of a response head, of a chunk
+// line and of a trailer section: the codec's default (64 KiB), which is also
+// what a pooled connection's reused head keeps at most. A response over it
+// is the proxy's 502. The connection's readLimit bounds a head and the 1xx
+// heads before it together.
+var responseLimits = http1.Limits{}
+
+// malformedResponseError is a response the codec refused. Its text says
+// "malformed", which the connection manager reports as a protocol error
+// (502, UPE), as it did for net/http's parser's errors.
+type malformedResponseError struct{ err *http1.Error }
+
+// errInterimFraming: a 1xx response with Content-Length or Transfer-Encoding.
+var errInterimFraming = &http1.Error{Status: http.StatusBadGateway, Reason: "interim response with framing fields"}
+
+func (e *malformedResponseError) Error() string {
+	if e.err.Status == http.StatusRequestHeaderFieldsTooLarge {
+		return "malformed HTTP response from the upstream: its head, a chunk line or its trailer is over 64 KiB"
+	}
+	return "malformed HTTP response from the upstream: " + e.err.Reason
+}
+
+func (e *malformedResponseError) Unwrap() error { return e.err }
+
+// newResponse builds the *http.Response that http.ReadResponse returns for
+// the head h (read after a request req), without its body. For a message
+// both parsers accept, every field is the same (FuzzResponseDifferential in
+// package http1 and TestNewResponseLikeNetHTTP hold them to it): names
+// canonicalised, Transfer-Encoding moved to TransferEncoding, a chunked
+// response's Trailer field to the Trailer map's keys, repeated equal
+// Content-Length fields made one, Cache-Control: no-cache added after
+// Pragma: no-cache, an HTTP/1.1 Connection: close removed, ContentLength as
+// net/http sets it (none after HEAD but the field's, 0 for 1xx, 204 and 304,
+// -1 for chunked and close-delimited bodies), Close when the connection ends
+// after the response.
+func newResponse(h *http1.Head, req *http.Request) *http.Response {
+	res := &http.Response{
+		StatusCode: h.Status,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: h.Minor,
+		Request:    req,
+		Close:      h.Close,
+	}
+	if h.Minor == 0 {
+		res.Proto = "HTTP/1.0"
+	}
+	res.Status, res.Header = statusAndHeader(h)
+	header := res.Header
+	if h.Chunked {
+		delete(header, "Transfer-Encoding")
+		res.TransferEncoding = []string{"chunked"}
+		res.Trailer = announcedTrailer(header)
+	}
+	if cl := header["Content-Length"]; len(cl) > 1 {
+		header["Content-Length"] = cl[:1] // equal, or the codec refuses them
+	}
+	if p := header["Pragma"]; len(p) > 0 && p[0] == "no-cache" && header["Cache-Control"] == nil {
+		header["Cache-Control"] = []string{"no-cache"}
+	}
+	if h.Minor == 1 && h.Close {
+		delete(header, "Connection")
+	}
+	noBody := h.Status < 200 || h.Status == http.StatusNoContent || h.Status == http.StatusNotModified
+	switch {
+	case req.Method == http.MethodHead:
+		res.ContentLength = h.ContentLength
+	case noBody:
+		res.ContentLength = 0
+	case h.Chunked:
+		res.ContentLength = -1
+	default:
+		res.ContentLength = h.ContentLength
+		// Without framing, the body ends with the connection.
+		res.Close = res.Close || h.ContentLength < 0
+	}
+	return res
+}
+
+// statusAndHeader copies the status and the fields of h out of its buffer,
+// which the next response reuses, into one string, and indexes it as
+// net/http would: canonical names, values in order.
+func statusAndHeader(h *http1.Head) (string, http.Header) {
+	n := h.NumFields()
+	reason := h.Reason()
+	size := 4 + len(reason)
+	for i := range n {
+		name, value := h.Field(i)
+		size += len(name) + len(value)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteByte(byte('0' + h.Status/100))
+	b.WriteByte(byte('0' + h.Status/10%10))
+	b.WriteByte(byte('0' + h.Status%10))
+	if len(reason) > 0 {
+		b.WriteByte(' ')
+		b.Write(reason)
+	}
+	statusEnd := b.Len()
+	for i := range n {
+		name, value := h.Field(i)
+		b.Write(name)
+		b.Write(value)
+	}
+	text := b.String()
+	header := make(http.Header, n)
+	values := make([]string, n) // one array for the usual one value per name
+	off := statusEnd
+	for i := range n {
+		name, value := h.Field(i)
+		key := textproto.CanonicalMIMEHeaderKey(text[off : off+len(name)])
+		off += len(name)
+		v := text[off : off+len(value)]
+		off += len(value)
+		if vv := header[key]; vv != nil {
+			header[key] = append(vv, v)
+			continue
+		}
+		values[0] = v
+		header[key], values = values[:1:1], values[1:]
+	}
+	return text[:statusEnd], header
+}
+
+// announcedTrailer takes a chunked response's Trailer field out of its header
+// into the names of a Trailer map, as net/http does (ReverseProxy announces
+// them to the client before the body). The framing fields a trailer cannot
+// carry are left out: net/http refuses such a response, and the codec
+// refuses them in the trailer itself.
+func announcedTrailer(header http.Header) http.Header {
+	vv := header["Trailer"]
+	if vv == nil {
+		return nil
+	}
+	delete(header, "Trailer")
+	trailer := http.Header{}
+	for _, v := range vv {
+		for name := range strings.SplitSeq(v, ",") {
+			switch key := textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)); key {
+			case "", "Content-Length", "Transfer-Encoding", "Trailer":
+			default:
+				trailer[key] = nil
+			}
+		}
+	}
+	if len(trailer) == 0 {
+		return nil
+	}
+	return trailer
+}
+
+// setTrailer merges the trailer fields the body ended with into res.Trailer,
+// as net/http does once the body is read.
+func setTrailer(res *http.Response, t *http1.Head) {
+	n := t.NumFields()
+	if n == 0 {
+		return
+	}
+	received := make(http.Header, n)
+	for i := range n {
+		name, value := t.Field(i)
+		received.Add(string(name), string(value))
+	}
+	if res.Trailer == nil {
+		res.Trailer = received
+		return
+	}
+	maps.Copy(res.Trailer, received)
+}

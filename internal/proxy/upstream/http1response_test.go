@@ -1,0 +1,160 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"reflect"
+	"testing"
+
+	"github.com/portico-dev/portico/internal/proxy/http1"
+	"github.com/portico-dev/portico/internal/proxy/internal/h1corpus"
+)
+
+// FuzzNewResponseLikeNetHTTP holds newResponse and setTrailer to what
+// http.ReadResponse builds, for every response both it and the codec accept
+// (where they differ is FuzzResponseDifferential's, in package http1): the
+// *http.Response the connection manager and ReverseProxy read is the same.
+// Its seeds (the response corpus and the cases below) run with go test.
+func FuzzNewResponseLikeNetHTTP(f *testing.F) {
+	cases, err := h1corpus.Load("../internal/h1corpus/testdata/responses.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range cases {
+		f.Add(c.Reply, bytes.HasPrefix(c.Send, []byte("HEAD ")))
+	}
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\ncontent-length: 5\r\nX-A: 1\r\nx-a: 2\r\nSet-Cookie: a=1\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T, x-u\r\nTrailer: X-V\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nx-u: 2\r\nx-u: 3\r\nX-W: 4\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTrailer: X-T\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n",
+		"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\nETag: \"x\"\r\n\r\n",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\nContent-Length: 3\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\n\r\nuntil the end",
+		"HTTP/1.0 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.0 200 OK\r\n\r\nuntil the end",
+		"HTTP/1.1 404 Not Found\r\nPragma: no-cache\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nPragma: no-cache\r\nCache-Control: max-age=5\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 999 Whatever  it is \r\nX-Empty:\r\nX-Tab: a\tb\r\nX-Obs: caf\xe9\r\n\r\n",
+		"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, headRequest bool) {
+		req := &http.Request{Method: http.MethodGet}
+		if headRequest {
+			req.Method = http.MethodHead
+		}
+		want, wantBody, err := readWithNetHTTP(in, req)
+		if err != nil {
+			return
+		}
+		br := bufio.NewReader(bytes.NewReader(in))
+		var h http1.Head
+		if err := h.ReadResponse(br, responseLimits); err != nil {
+			return
+		}
+		got := newResponse(&h, req)
+		var b http1.BodyReader
+		b.ResetResponse(br, &h, headRequest)
+		announced := got.Trailer.Clone()
+		gotBody, err := io.ReadAll(&b)
+		if err != nil {
+			return
+		}
+		setTrailer(got, &b.Trailer)
+		if want.ProtoMinor > 1 {
+			return // read as HTTP/1.1 by the codec (RFC 9110 §6.2)
+		}
+		// The one difference left: net/http keeps the space after a status
+		// without reason ("200 "); the codec's head has no reason either way.
+		if len(want.Status) == len("200 ") {
+			want.Status = want.Status[:3]
+		}
+		for _, d := range []struct {
+			what      string
+			got, want any
+		}{
+			{"Status", got.Status, want.Status},
+			{"StatusCode", got.StatusCode, want.StatusCode},
+			{"Proto", got.Proto, want.Proto},
+			{"ProtoMinor", got.ProtoMinor, want.ProtoMinor},
+			{"Header", got.Header, want.Header},
+			{"ContentLength", got.ContentLength, want.ContentLength},
+			{"TransferEncoding", got.TransferEncoding, want.TransferEncoding},
+			{"Close", got.Close, want.Close},
+			{"announced Trailer", announced, want.announced},
+			{"Trailer", got.Trailer, want.Trailer},
+			{"body", string(gotBody), string(wantBody)},
+		} {
+			if !reflect.DeepEqual(d.got, d.want) {
+				t.Errorf("%s of %q: %#v, net/http: %#v", d.what, in, d.got, d.want)
+			}
+		}
+	})
+}
+
+type netHTTPResponse struct {
+	*http.Response
+	announced http.Header // Trailer before the body was read
+}
+
+func readWithNetHTTP(in []byte, req *http.Request) (*netHTTPResponse, []byte, error) {
+	res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(in)), req)
+	if err != nil {
+		return nil, nil, err
+	}
+	announced := res.Trailer.Clone()
+	body, err := io.ReadAll(res.Body)
+	return &netHTTPResponse{res, announced}, body, err
+}
+
+// BenchmarkReadResponse compares reading a typical response (head and a
+// small body) into an *http.Response with net/http's parser and with the
+// codec, as the client does, the codec's head and body reader reused as on a
+// pooled connection.
+func BenchmarkReadResponse(b *testing.B) {
+	msg := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nDate: Sat, 28 Nov 2026 06:00:00 GMT\r\nContent-Length: 12\r\n\r\nhello, world")
+	req := &http.Request{Method: http.MethodGet}
+	r := bytes.NewReader(msg)
+	br := bufio.NewReader(r)
+	b.Run("net/http", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Reset(msg)
+			br.Reset(r)
+			res, err := http.ReadResponse(br, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, res.Body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("codec", func(b *testing.B) {
+		b.ReportAllocs()
+		var h http1.Head
+		var body http1.BodyReader
+		for b.Loop() {
+			r.Reset(msg)
+			br.Reset(r)
+			if err := h.ReadResponse(br, responseLimits); err != nil {
+				b.Fatal(err)
+			}
+			res := newResponse(&h, req)
+			body.ResetResponse(br, &h, false)
+			if _, err := io.Copy(io.Discard, &body); err != nil {
+				b.Fatal(err)
+			}
+			setTrailer(res, &body.Trailer)
+		}
+	})
+}
