@@ -285,6 +285,7 @@ type http1Conn struct {
 	// head allocates nothing once the connection is warm.
 	head http1.Head
 	body http1.BodyReader
+	keys []string // header names of the request being written, in order
 
 	// readLimit is what may still be read of the response head.
 	readLimit int64
@@ -385,7 +386,8 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 // exchange writes the request in one flush and reads the response head,
 // skipping 1xx heads (given to the trace) other than 101.
 func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
-	if err := req.Write(pc.bw); err != nil {
+	var err error
+	if pc.keys, err = writeRequestHead(pc.bw, req, pc.keys); err != nil {
 		return nil, fmt.Errorf("writing the request upstream: %w", err)
 	}
 	pending := pc.bw.Buffered()
