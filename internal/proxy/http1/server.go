@@ -231,11 +231,14 @@ func (c *conn) serve() {
 		if c.srv.shutdown.Load() {
 			return
 		}
-		c.srv.setState(c, http.StateActive)
 		if err := c.readHead(); err != nil {
 			c.refuse(err)
 			return
 		}
+		// Active once the head is read, as with net/http's server: until then
+		// the connection's idle timeout cuts a client that stops midway or
+		// sends its head a byte at a time.
+		c.srv.setState(c, http.StateActive)
 		keep := c.serveRequest()
 		if c.hijacked || !keep {
 			_ = c.bw.Flush()
