@@ -54,6 +54,12 @@ type Server struct {
 	// because it cannot be read (status 400, 431, 501 or 505).
 	Refused func(status int, reason string)
 
+	// readers and writers are the connections' buffers, reused from closed
+	// connections to new ones (a connection per request makes them most of
+	// what a connection allocates).
+	readers readerPool
+	writers writerPool
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	shutdown atomic.Bool
@@ -104,10 +110,20 @@ type conn struct {
 // ServeConn serves c until it closes. br, if not nil, holds bytes already read
 // from c (a protocol sniff) and is read from instead of c.
 func (s *Server) ServeConn(c net.Conn, br *bufio.Reader) {
-	if br == nil {
-		br = bufio.NewReaderSize(c, bufferSize)
+	pooled := br == nil
+	if pooled {
+		br = s.readers.get(c)
 	}
-	cn := &conn{srv: s, rwc: c, br: br, bw: bufio.NewWriterSize(c, bufferSize), remoteAddr: c.RemoteAddr().String()}
+	cn := &conn{srv: s, rwc: c, br: br, bw: s.writers.get(c), remoteAddr: c.RemoteAddr().String()}
+	defer func() {
+		if cn.hijacked {
+			return // the buffers went with the connection
+		}
+		if pooled {
+			s.readers.put(br)
+		}
+		s.writers.put(cn.bw)
+	}()
 	cn.rw.c = cn
 	ctx := s.BaseContext
 	if ctx == nil {
@@ -663,3 +679,33 @@ func (c *replayedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
 
 // NetConn is the connection underneath.
 func (c *replayedConn) NetConn() net.Conn { return c.Conn }
+
+type readerPool struct{ p sync.Pool }
+
+func (rp *readerPool) get(c net.Conn) *bufio.Reader {
+	if br, ok := rp.p.Get().(*bufio.Reader); ok {
+		br.Reset(c)
+		return br
+	}
+	return bufio.NewReaderSize(c, bufferSize)
+}
+
+func (rp *readerPool) put(br *bufio.Reader) {
+	br.Reset(nil)
+	rp.p.Put(br)
+}
+
+type writerPool struct{ p sync.Pool }
+
+func (wp *writerPool) get(c net.Conn) *bufio.Writer {
+	if bw, ok := wp.p.Get().(*bufio.Writer); ok {
+		bw.Reset(c)
+		return bw
+	}
+	return bufio.NewWriterSize(c, bufferSize)
+}
+
+func (wp *writerPool) put(bw *bufio.Writer) {
+	bw.Reset(nil)
+	wp.p.Put(bw)
+}
