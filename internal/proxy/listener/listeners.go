@@ -352,6 +352,9 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		ErrorLog:       slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug),
 		BaseContext:    func(net.Listener) context.Context { return baseCtx },
 		Protocols:      protocols,
+		// OPTIONS * goes to the connection manager, which answers it as Envoy
+		// does (no route: 404), not Go's server.
+		DisableGeneralOptionsHandler: true,
 	}
 	ll.h1 = &http1.Server{
 		Handler: handler,
