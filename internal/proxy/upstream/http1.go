@@ -97,18 +97,19 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		// nothing was sent or the request is idempotent. One retry, on a new connection:
 		// the other pooled ones may be as stale.
 		var se *staleConnError
-		if !pc.reused || !errors.As(err, &se) || !(se.nothingWritten || isReplayable(req)) || ctx.Err() != nil {
+		if !pc.reused || !errors.As(err, &se) || !(se.nothingWritten || isReplayable(req) && !hasBody(req)) || ctx.Err() != nil {
 			return nil, err
 		}
 		fresh = true
 	}
 }
 
-// inCallerGoroutine reports whether a request can be exchanged in the caller's
-// goroutine: no body to stream alongside the response, nothing that turns the
-// connection into something else, headers Transport would send as they are.
+// inCallerGoroutine reports whether a request can be exchanged by this client:
+// nothing that turns the connection into something else or waits for a 100
+// Continue, headers Transport would send as they are. A body is written by a
+// goroutine of its own while the caller reads the response (hasBody).
 func inCallerGoroutine(req *http.Request) bool {
-	if req.Body != nil && req.Body != http.NoBody || req.URL.Scheme != "http" || req.URL.Host == "" ||
+	if req.URL.Scheme != "http" || req.URL.Host == "" ||
 		req.Method == http.MethodConnect || req.Header["Upgrade"] != nil || req.Header["Expect"] != nil {
 		return false
 	}
@@ -286,6 +287,11 @@ type http1Conn struct {
 	head http1.Head
 	body http1.BodyReader
 	keys []string // header names of the request being written, in order
+	// bodySent receives the result of writing the request body (nil: the
+	// request has none, or its result was taken).
+	bodySent chan error
+	// bodyFailed is the request body's read failure that cut the exchange.
+	bodyFailed atomic.Pointer[bodyReadError]
 
 	// readLimit is what may still be read of the response head.
 	readLimit int64
@@ -397,11 +403,21 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		}
 		return nil, fmt.Errorf("writing the request upstream: %w", err)
 	}
-	if trace != nil && trace.WroteRequest != nil {
+	pc.bodySent = nil
+	if hasBody(req) {
+		pc.bodySent = make(chan error, 1)
+		go pc.writeBody(req, trace, pc.bodySent)
+	} else if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
 	pc.readLimit = maxResponseHeaderBytes
 	if _, err := pc.br.Peek(1); err != nil {
+		if werr := pc.bodyError(); werr != nil {
+			return nil, werr // the body failed first, and cut the exchange
+		}
+		if pc.bodySent != nil {
+			return nil, err // the body was (being) sent: not a stale connection
+		}
 		return nil, &staleConnError{err: err}
 	}
 	if trace != nil && trace.GotFirstResponseByte != nil {
@@ -455,6 +471,17 @@ func (pc *http1Conn) readResponse(req *http.Request) (*http.Response, error) {
 // release ends an exchange: the connection is pooled again if both sides let
 // it live and the cancellation hook never ran, closed otherwise.
 func (pc *http1Conn) release(keep bool, stop func() bool) {
+	if pc.bodySent != nil {
+		// The response ended while the request body was still being written
+		// (the upstream answered early): the connection cannot be reused.
+		select {
+		case err := <-pc.bodySent:
+			keep = keep && err == nil
+		default:
+			keep = false
+		}
+		pc.bodySent = nil
+	}
 	if stop() && keep && !pc.sawEOF {
 		pc.reused = false
 		pc.client.put(pc)

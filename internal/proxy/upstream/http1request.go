@@ -3,20 +3,26 @@ package upstream
 import (
 	"bufio"
 	"errors"
+	"io"
+	"net/http/httptrace"
+	"sync"
+
+	"github.com/portico-dev/portico/internal/proxy/http1"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
 )
 
-// writeRequestHead writes a request without a body (the requests the client
-// exchanges in the caller's goroutine: see inCallerGoroutine) as
-// http.Request.Write would, without its allocations: the request line, Host,
-// User-Agent (none when the header is there but empty, as ReverseProxy asks
-// for), Content-Length: 0 for POST, PUT and PATCH, the other
-// fields in name order, line breaks in values made spaces. keys is scratch
-// space, returned for reuse.
+// writeRequestHead writes a request's head as http.Request.Write would,
+// without its allocations: the request line, Host, User-Agent (none when the
+// header is there but empty, as ReverseProxy asks for), the framing (a known
+// length as Content-Length, else chunked with the trailer names declared;
+// Content-Length: 0 for POST, PUT and PATCH without a body), the other fields
+// in name order, line breaks in values made spaces. keys is scratch space,
+// returned for reuse. The body is writeBody's.
 func writeRequestHead(w *bufio.Writer, req *http.Request, keys []string) ([]string, error) {
 	host := req.Host
 	if host == "" {
@@ -59,8 +65,22 @@ func writeRequestHead(w *bufio.Writer, req *http.Request, keys []string) ([]stri
 	if ua != "" {
 		writeField(w, "User-Agent", ua)
 	}
-	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	switch {
+	case chunked(req):
+		_, _ = w.WriteString("Transfer-Encoding: chunked\r\n")
+		if len(req.Trailer) > 0 {
+			names := make([]string, 0, len(req.Trailer))
+			for k := range req.Trailer {
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			writeField(w, "Trailer", strings.Join(names, ","))
+		}
+	case hasBody(req):
+		_, _ = w.WriteString("Content-Length: ")
+		_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), req.ContentLength, 10))
+		_, _ = w.WriteString("\r\n")
+	case method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch:
 		_, _ = w.WriteString("Content-Length: 0\r\n") // many servers expect it
 	}
 	keys = keys[:0]
@@ -130,4 +150,101 @@ func validMethod(m string) bool {
 
 func hasCloseToken(values []string) bool {
 	return httpguts.HeaderValuesContainsToken(values, "close")
+}
+
+// hasBody reports whether req has a body to send.
+func hasBody(req *http.Request) bool {
+	return req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0
+}
+
+// chunked reports whether req's body is sent chunked: its length is unknown,
+// or it has trailers.
+func chunked(req *http.Request) bool {
+	return hasBody(req) && (req.ContentLength < 0 || len(req.Trailer) > 0)
+}
+
+// bodyReadError is a failure to read the request body (the client's, not the
+// upstream's): RoundTrip returns it as it is, so that the connection manager
+// answers as the client's fault.
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "reading the request body: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
+
+// errBodyLength: a body longer or shorter than its Content-Length.
+var errBodyLength = errors.New("http: request body length differs from its Content-Length")
+
+// writeBody writes req's body after its head, flushing what each read
+// returns (bodies stream), then reports on pc.bodySent. A failure to read the
+// body cuts the exchange (the connection closes, so that the response read
+// ends too); the connection is never reused after any failure.
+func (pc *http1Conn) writeBody(req *http.Request, trace *httptrace.ClientTrace, sent chan<- error) {
+	err := pc.copyBody(req)
+	if err != nil {
+		var re *bodyReadError
+		if errors.As(err, &re) {
+			pc.bodyFailed.Store(re) // before the close the caller will see
+		}
+		_ = pc.conn.Close()
+	}
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{Err: err})
+	}
+	sent <- err
+}
+
+func (pc *http1Conn) copyBody(req *http.Request) error {
+	buf := bodyBuffers.Get().(*[32 << 10]byte)
+	defer bodyBuffers.Put(buf)
+	w := pc.bw
+	isChunked := chunked(req)
+	remaining := req.ContentLength
+	for {
+		n, rerr := req.Body.Read(buf[:])
+		if n > 0 {
+			if !isChunked {
+				if int64(n) > remaining {
+					return &bodyReadError{errBodyLength}
+				}
+				remaining -= int64(n)
+				_, _ = w.Write(buf[:n])
+			} else {
+				_, _ = http1.ChunkedWriter{W: w}.Write(buf[:n])
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return &bodyReadError{rerr}
+		}
+	}
+	if !isChunked {
+		if remaining != 0 {
+			return &bodyReadError{errBodyLength}
+		}
+		return nil
+	}
+	_, _ = w.WriteString("0\r\n")
+	for k, vs := range req.Trailer {
+		for _, v := range vs {
+			writeField(w, k, v)
+		}
+	}
+	_, _ = w.WriteString("\r\n")
+	return w.Flush()
+}
+
+var bodyBuffers = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// bodyError is the body's read failure if it cut the exchange (the writer
+// closed the connection, which is what the caller saw); it never waits.
+func (pc *http1Conn) bodyError() error {
+	if re := pc.bodyFailed.Load(); re != nil {
+		return re
+	}
+	return nil
 }
