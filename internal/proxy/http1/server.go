@@ -244,9 +244,12 @@ func (c *conn) serve() {
 			_ = c.bw.Flush()
 			return
 		}
-		// Pipelined requests already read are answered before the writes go
-		// out, in one system call.
-		if c.br.Buffered() == 0 {
+		// Pipelined requests whose heads are already here are answered
+		// before the writes go out, in one system call. Anything less (no
+		// bytes, or part of a head: a CRLF some clients send after a body)
+		// and the answers leave now: the next read may wait on a client
+		// that waits for them.
+		if !headBuffered(c.br) {
 			if c.bw.Flush() != nil {
 				return
 			}
