@@ -364,7 +364,12 @@ func (c *conn) bodyLeftLarge() bool {
 	if b == nil {
 		return false
 	}
-	b.mu.Lock()
+	if !b.mu.TryLock() {
+		// A read on another goroutine (the upstream request's) holds the
+		// body, perhaps waiting for the client, which may be waiting for
+		// this head: its end is unknown, as a chunked body's.
+		return !b.finished.Load()
+	}
 	defer b.mu.Unlock()
 	if c.body.Done() {
 		return false
@@ -562,6 +567,9 @@ type requestBody struct {
 	mu     sync.Mutex
 	closed bool
 	expect bool // 100 Continue is owed before the first read
+	// finished says the body has been read to its end, for those who must
+	// not wait for mu: a read waiting for the client holds it.
+	finished atomic.Bool
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
@@ -582,6 +590,9 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	n, err := b.c.body.Read(p)
+	if b.c.body.Done() {
+		b.finished.Store(true)
+	}
 	if err == io.EOF && b.req.Trailer != nil {
 		b.c.trailer(b.req.Trailer)
 	}
@@ -589,19 +600,25 @@ func (b *requestBody) Read(p []byte) (int, error) {
 }
 
 // done reports whether the body has been read to its end.
-func (b *requestBody) done() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.c.body.Done()
-}
+func (b *requestBody) done() bool { return b.finished.Load() }
 
 func (b *requestBody) Close() error {
 	b.close()
 	return nil
 }
 
+// close ends the body's reads. A read in progress on another goroutine (the
+// upstream request's) that may be waiting for the client is cut short rather
+// than waited for: the client may be waiting for the response. The body is
+// then left in error, and the connection closes after the response.
 func (b *requestBody) close() {
-	b.mu.Lock()
+	if !b.mu.TryLock() {
+		if !b.finished.Load() {
+			_ = b.c.rwc.SetReadDeadline(aLongTimeAgo)
+			defer b.c.rwc.SetReadDeadline(time.Time{})
+		}
+		b.mu.Lock()
+	}
 	b.closed = true
 	b.mu.Unlock()
 }

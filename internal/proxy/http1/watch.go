@@ -2,6 +2,7 @@ package http1
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"time"
 )
@@ -86,7 +87,10 @@ func (w *watcher) watch() {
 	_, err := w.c.br.Peek(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil && w.armed {
+	// A deadline (a handler's, or requestBody.close cutting a read short)
+	// is not the client going away.
+	var ne net.Error
+	if err != nil && w.armed && !(errors.As(err, &ne) && ne.Timeout()) {
 		w.c.cancel(ErrClientGone)
 	}
 	w.watching = false
