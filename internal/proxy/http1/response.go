@@ -224,6 +224,7 @@ func (w *response) writeFields(bw *bufio.Writer) {
 			writeField(bw, k, v)
 		}
 	}
+	clear(keys) // the names may hold a large header's text
 	w.keys = keys[:0]
 }
 

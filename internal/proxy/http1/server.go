@@ -254,6 +254,7 @@ func (c *conn) serve() {
 				return
 			}
 		}
+		c.forget()
 		c.srv.setState(c, http.StateIdle)
 	}
 }
@@ -278,6 +279,24 @@ func headBuffered(br *bufio.Reader) bool {
 		}
 	}
 	return false
+}
+
+// maxRetained bounds the buffers a connection keeps from one request to the
+// next: one that once carried a large head does not hold its memory while
+// idle (nginx frees its large header buffers likewise).
+const maxRetained = 8 << 10
+
+// forget drops what the connection holds of the request it served: the
+// request and its body, the response's fields, and the buffers a large head
+// grew.
+func (c *conn) forget() {
+	c.reqBody, c.rw.req = nil, nil
+	clear(c.rw.header)
+	c.head.shrink(maxRetained)
+	c.body.Trailer.shrink(maxRetained)
+	if cap(c.names) > maxRetained {
+		c.names = nil
+	}
 }
 
 // refuse answers a request the codec cannot read, then the connection

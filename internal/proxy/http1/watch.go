@@ -57,7 +57,7 @@ func (w *watcher) disarm() {
 	}
 	w.timer.Stop()
 	w.mu.Lock()
-	w.armed = false
+	w.armed, w.body = false, nil
 	watching, done := w.watching, w.done
 	w.mu.Unlock()
 	if !watching {
