@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A response is sent even when part of the next request is already there:
@@ -98,5 +99,38 @@ func TestServeIdleConnectionsKeepNoLargeHead(t *testing.T) {
 	large := perConn(strings.Repeat("a", 50<<10))
 	if large-small > 16<<10 {
 		t.Errorf("an idle connection holds %d bytes after a 50 KiB head, %d after a small one", large, small)
+	}
+}
+
+// The answers to pipelined requests leave together only while the requests
+// are quick: one that waits (on a slow upstream) does not hold back the
+// answers already written. The slow handler here waits until the client has
+// its first answer.
+func TestServePipelinedAnswerNotHeldBySlowRequest(t *testing.T) {
+	firstRead := make(chan struct{})
+	waited := make(chan bool, 1)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-firstRead:
+				waited <- true
+			case <-time.After(time.Minute): // a hang, not a speed limit
+				waited <- false
+			}
+		}
+		_, _ = io.WriteString(w, "ok "+r.URL.Path)
+	})})
+	c, br := dial(t, addr)
+	_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
+	_, _ = io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: a\r\n\r\nGET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, body := readResponse(t, br, "GET"); body != "ok /fast" {
+		t.Fatalf("first: %q", body)
+	}
+	close(firstRead)
+	if _, body := readResponse(t, br, "GET"); body != "ok /slow" {
+		t.Fatalf("second: %q", body)
+	}
+	if !<-waited {
+		t.Error("the first answer was held until the second request was served")
 	}
 }

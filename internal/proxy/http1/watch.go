@@ -15,7 +15,8 @@ import (
 // timer reset and stop, not a goroutine and a system call.
 
 // watchAfter is how long a request is served before its connection is
-// watched for the client's going away.
+// watched for the client's going away, and before the answers to the
+// pipelined requests ahead of it, held to leave with its own, are sent.
 const watchAfter = 100 * time.Millisecond
 
 // ErrClientGone is the cause of a request context cancelled because its
@@ -72,6 +73,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 func (w *watcher) fire() {
 	w.mu.Lock()
+	if w.armed {
+		w.c.flushPending()
+	}
 	if !w.armed || w.watching || (w.body != nil && !w.body.done()) {
 		w.mu.Unlock()
 		return
