@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 var (
@@ -104,6 +105,19 @@ func (h *Head) reset(l Limits) {
 	h.ContentLength, h.Chunked, h.Close, h.Upgrade = -1, false, false, false
 	h.Expect100, h.ExpectOther, h.closeListed = false, false, false
 	h.limits = l
+}
+
+// shrink lets go of buffers grown beyond max bytes by a large head.
+func (h *Head) shrink(max int) {
+	if cap(h.buf) > max {
+		h.buf = nil
+	}
+	if cap(h.fields)*int(unsafe.Sizeof(field{})) > max {
+		h.fields = nil
+	}
+	if cap(h.connection)*int(unsafe.Sizeof(span{})) > max {
+		h.connection = nil
+	}
 }
 
 func (h *Head) bytes(s span) []byte { return h.buf[s.start:s.end] }

@@ -224,6 +224,7 @@ func (w *response) writeFields(bw *bufio.Writer) {
 			writeField(bw, k, v)
 		}
 	}
+	clear(keys) // the names may hold a large header's text
 	w.keys = keys[:0]
 }
 
@@ -307,6 +308,17 @@ func (w *response) writeTrailers() {
 	_, _ = bw.WriteString("\r\n")
 }
 
+// flushPending sends what the write buffer holds of the answers to earlier
+// pipelined requests, from the watch's timer while the handler runs: until
+// the head is committed, the handler writes to the buffer only under mu.
+func (c *conn) flushPending() {
+	c.rw.mu.Lock()
+	defer c.rw.mu.Unlock()
+	if !c.rw.committed && c.bw.Buffered() > 0 {
+		_ = c.bw.Flush()
+	}
+}
+
 // Flush sends the head and what is buffered of the body.
 func (w *response) Flush() { _ = w.FlushError() }
 
@@ -324,7 +336,11 @@ func (w *response) FlushError() error {
 // keeps the bytes that arrived after the request head.
 func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c := w.c
-	if w.committed {
+	w.mu.Lock()
+	committed := w.committed
+	w.committed = true // the writer is the handler's now: flushPending and 100 Continue keep off it
+	w.mu.Unlock()
+	if committed {
 		return nil, nil, http.ErrHijacked
 	}
 	c.hijacked = true

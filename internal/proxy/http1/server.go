@@ -260,13 +260,17 @@ func (c *conn) serve() {
 			_ = c.bw.Flush()
 			return
 		}
-		// Pipelined requests already read are answered before the writes go
-		// out, in one system call.
-		if c.br.Buffered() == 0 {
+		// Pipelined requests whose heads are already here are answered
+		// before the writes go out, in one system call. Anything less (no
+		// bytes, or part of a head: a CRLF some clients send after a body)
+		// and the answers leave now: the next read may wait on a client
+		// that waits for them.
+		if !headBuffered(c.br) {
 			if c.bw.Flush() != nil {
 				return
 			}
 		}
+		c.forget()
 		c.srv.setState(c, http.StateIdle)
 	}
 }
@@ -291,6 +295,24 @@ func headBuffered(br *bufio.Reader) bool {
 		}
 	}
 	return false
+}
+
+// maxRetained bounds the buffers a connection keeps from one request to the
+// next: one that once carried a large head does not hold its memory while
+// idle (nginx frees its large header buffers likewise).
+const maxRetained = 8 << 10
+
+// forget drops what the connection holds of the request it served: the
+// request and its body, the response's fields, and the buffers a large head
+// grew.
+func (c *conn) forget() {
+	c.reqBody, c.rw.req = nil, nil
+	clear(c.rw.header)
+	c.head.shrink(maxRetained)
+	c.body.Trailer.shrink(maxRetained)
+	if cap(c.names) > maxRetained {
+		c.names = nil
+	}
 }
 
 // refuse answers a request the codec cannot read, then the connection
@@ -377,7 +399,12 @@ func (c *conn) bodyLeftLarge() bool {
 	if b == nil {
 		return false
 	}
-	b.mu.Lock()
+	if !b.mu.TryLock() {
+		// A read on another goroutine (the upstream request's) holds the
+		// body, perhaps waiting for the client, which may be waiting for
+		// this head: its end is unknown, as a chunked body's.
+		return !b.finished.Load()
+	}
 	defer b.mu.Unlock()
 	if c.body.Done() {
 		return false
@@ -575,6 +602,9 @@ type requestBody struct {
 	mu     sync.Mutex
 	closed bool
 	expect bool // 100 Continue is owed before the first read
+	// finished says the body has been read to its end, for those who must
+	// not wait for mu: a read waiting for the client holds it.
+	finished atomic.Bool
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
@@ -595,6 +625,9 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	n, err := b.c.body.Read(p)
+	if b.c.body.Done() {
+		b.finished.Store(true)
+	}
 	if err == io.EOF && b.req.Trailer != nil {
 		b.c.trailer(b.req.Trailer)
 	}
@@ -602,19 +635,25 @@ func (b *requestBody) Read(p []byte) (int, error) {
 }
 
 // done reports whether the body has been read to its end.
-func (b *requestBody) done() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.c.body.Done()
-}
+func (b *requestBody) done() bool { return b.finished.Load() }
 
 func (b *requestBody) Close() error {
 	b.close()
 	return nil
 }
 
+// close ends the body's reads. A read in progress on another goroutine (the
+// upstream request's) that may be waiting for the client is cut short rather
+// than waited for: the client may be waiting for the response. The body is
+// then left in error, and the connection closes after the response.
 func (b *requestBody) close() {
-	b.mu.Lock()
+	if !b.mu.TryLock() {
+		if !b.finished.Load() {
+			_ = b.c.rwc.SetReadDeadline(aLongTimeAgo)
+			defer b.c.rwc.SetReadDeadline(time.Time{})
+		}
+		b.mu.Lock()
+	}
 	b.closed = true
 	b.mu.Unlock()
 }

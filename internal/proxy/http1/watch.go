@@ -2,6 +2,7 @@ package http1
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"time"
 )
@@ -14,7 +15,8 @@ import (
 // timer reset and stop, not a goroutine and a system call.
 
 // watchAfter is how long a request is served before its connection is
-// watched for the client's going away.
+// watched for the client's going away, and before the answers to the
+// pipelined requests ahead of it, held to leave with its own, are sent.
 const watchAfter = 100 * time.Millisecond
 
 // ErrClientGone is the cause of a request context cancelled because its
@@ -56,7 +58,7 @@ func (w *watcher) disarm() {
 	}
 	w.timer.Stop()
 	w.mu.Lock()
-	w.armed = false
+	w.armed, w.body = false, nil
 	watching, done := w.watching, w.done
 	w.mu.Unlock()
 	if !watching {
@@ -71,6 +73,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 func (w *watcher) fire() {
 	w.mu.Lock()
+	if w.armed {
+		w.c.flushPending()
+	}
 	if !w.armed || w.watching || (w.body != nil && !w.body.done()) {
 		w.mu.Unlock()
 		return
@@ -86,7 +91,10 @@ func (w *watcher) watch() {
 	_, err := w.c.br.Peek(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil && w.armed {
+	// A deadline (a handler's, or requestBody.close cutting a read short)
+	// is not the client going away.
+	var ne net.Error
+	if err != nil && w.armed && !(errors.As(err, &ne) && ne.Timeout()) {
 		w.c.cancel(ErrClientGone)
 	}
 	w.watching = false
