@@ -57,8 +57,8 @@ type Server struct {
 	// readers and writers are the connections' buffers, reused from closed
 	// connections to new ones (a connection per request makes them most of
 	// what a connection allocates).
-	readers readerPool
-	writers writerPool
+	readers bufPool[*bufio.Reader]
+	writers bufPool[*bufio.Writer]
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -719,32 +719,35 @@ func (c *replayedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
 // NetConn is the connection underneath.
 func (c *replayedConn) NetConn() net.Conn { return c.Conn }
 
-type readerPool struct{ p sync.Pool }
+// bufPool lends connections their read or write buffers; its zero value is
+// ready.
+type bufPool[B interface{ *bufio.Reader | *bufio.Writer }] struct{ p sync.Pool }
 
-func (rp *readerPool) get(c net.Conn) *bufio.Reader {
-	if br, ok := rp.p.Get().(*bufio.Reader); ok {
-		br.Reset(c)
-		return br
+func (bp *bufPool[B]) get(c net.Conn) B {
+	if b, ok := bp.p.Get().(B); ok {
+		resetBuf(b, c)
+		return b
 	}
-	return bufio.NewReaderSize(c, bufferSize)
-}
-
-func (rp *readerPool) put(br *bufio.Reader) {
-	br.Reset(nil)
-	rp.p.Put(br)
-}
-
-type writerPool struct{ p sync.Pool }
-
-func (wp *writerPool) get(c net.Conn) *bufio.Writer {
-	if bw, ok := wp.p.Get().(*bufio.Writer); ok {
-		bw.Reset(c)
-		return bw
+	var b any
+	switch any(B(nil)).(type) {
+	case *bufio.Reader:
+		b = bufio.NewReaderSize(c, bufferSize)
+	case *bufio.Writer:
+		b = bufio.NewWriterSize(c, bufferSize)
 	}
-	return bufio.NewWriterSize(c, bufferSize)
+	return b.(B)
 }
 
-func (wp *writerPool) put(bw *bufio.Writer) {
-	bw.Reset(nil)
-	wp.p.Put(bw)
+func (bp *bufPool[B]) put(b B) {
+	resetBuf(b, nil) // no reference to the closed connection
+	bp.p.Put(b)
+}
+
+func resetBuf(b any, c net.Conn) {
+	switch b := b.(type) {
+	case *bufio.Reader:
+		b.Reset(c)
+	case *bufio.Writer:
+		b.Reset(c)
+	}
 }
