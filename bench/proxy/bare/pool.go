@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"net"
 	"sync"
+
+	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
 // upstreamConn is a connection to the backend with its buffers, kept between
@@ -12,7 +14,8 @@ type upstreamConn struct {
 	conn net.Conn
 	r    *bufio.Reader
 	w    *bufio.Writer
-	resp head // the raw side's parsed response, reused
+	resp http1.Head       // the raw side's parsed response, reused
+	body http1.BodyReader // and its body
 }
 
 func dialUpstream(addr string) (*upstreamConn, error) {

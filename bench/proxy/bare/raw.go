@@ -2,19 +2,23 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
 	"strconv"
+
+	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
-// rawProxy is the prototype of a codec of our own: HTTP/1.1 on raw connections, one
-// goroutine per client connection and none per request, a buffered reader and writer
-// per connection, the strict head parser of rawhead.go into a head reused from request
-// to request, Content-Length and chunked bodies copied through as they arrive, one
-// pooled upstream connection per exchange. It measures what such a codec costs and
-// what it takes to get framing right; it has no timeouts, upgrades, trailers beyond
-// passing them on, or 100-continue handling: not a proxy to ship.
+// rawProxy is the codec floor: HTTP/1.1 on raw connections, one goroutine per client
+// connection and none per request, a buffered reader and writer per connection, the
+// strict parser Portico's proxy uses (internal/proxy/http1) into a head reused from
+// request to request, Content-Length and chunked bodies copied through as they arrive,
+// one pooled upstream connection per exchange. It started as the prototype that decided
+// for a codec of our own (docs/dev/http1-codec.md); it measures what such a codec costs,
+// with no timeouts, upgrades, trailers beyond passing them on, or 100-continue handling:
+// not a proxy to ship.
 type rawProxy struct {
 	backend string
 	bufs    buffers // for bodies larger than a connection's buffers
@@ -28,11 +32,13 @@ type rawConn struct {
 	conn net.Conn
 	r    *bufio.Reader
 	w    *bufio.Writer
-	req  head
+	req  http1.Head
+	body http1.BodyReader
 	xff  []byte
-	// chunk holds chunk-size lines and trailer fields, reused like req.
-	chunk head
 }
+
+// requestLimits are Portico's documented request head limits.
+var requestLimits = http1.Limits{MaxHeadBytes: 60 << 10, MaxFields: 100}
 
 func (p *rawProxy) serve(ln net.Listener) error {
 	for {
@@ -51,7 +57,7 @@ func (p *rawProxy) serveConn(c net.Conn) {
 		rc.xff = []byte(a.IP.String())
 	}
 	for {
-		if err := rc.req.readRequest(rc.r); err != nil {
+		if err := rc.req.ReadRequest(rc.r, requestLimits); err != nil {
 			rc.refuse(err)
 			return
 		}
@@ -77,10 +83,10 @@ func (p *rawProxy) serveConn(c net.Conn) {
 // After a read error (the client went away) there is no one to answer.
 func (rc *rawConn) refuse(err error) {
 	status, reason := 502, "upstream failed"
-	var ce *codecError
+	var ce *http1.Error
 	switch {
 	case errors.As(err, &ce):
-		status, reason = ce.status, ce.reason
+		status, reason = ce.Status, ce.Reason
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		return
 	}
@@ -96,14 +102,14 @@ func (rc *rawConn) refuse(err error) {
 }
 
 var (
-	errUpgrade     = &codecError{501, "the raw prototype does not forward upgrades"}
-	errBadUpstream = &codecError{502, "the upstream's response could not be read"}
+	errUpgrade     = &http1.Error{Status: 501, Reason: "the raw side does not forward upgrades"}
+	errBadUpstream = &http1.Error{Status: 502, Reason: "the upstream's response could not be read"}
 )
 
 // forward sends the request in rc.req upstream and its response back. keep says
 // whether the client connection can carry another request.
 func (p *rawProxy) forward(rc *rawConn) (keep bool, err error) {
-	if rc.req.upgrade {
+	if rc.req.Upgrade {
 		return false, errUpgrade
 	}
 	up, err := p.exchange(rc)
@@ -113,8 +119,8 @@ func (p *rawProxy) forward(rc *rawConn) (keep bool, err error) {
 	respClose, err := rc.copyResponse(up)
 	if err != nil {
 		up.conn.Close()
-		var ce *codecError
-		if errors.As(err, &ce) && ce.status != 502 {
+		var ce *http1.Error
+		if errors.As(err, &ce) && ce.Status != 502 {
 			err = errBadUpstream // the upstream's message, not the client's
 		}
 		return false, err
@@ -124,7 +130,7 @@ func (p *rawProxy) forward(rc *rawConn) (keep bool, err error) {
 	} else {
 		p.put(up)
 	}
-	return !rc.req.close, nil
+	return !rc.req.Close, nil
 }
 
 // exchange writes the request to an upstream connection and waits for the first
@@ -144,7 +150,7 @@ func (p *rawProxy) exchange(rc *rawConn) (*upstreamConn, error) {
 			return up, nil
 		}
 		up.conn.Close()
-		bodyless := !rc.req.chunked && rc.req.contentLength <= 0
+		bodyless := !rc.req.Chunked && rc.req.ContentLength <= 0
 		if !reused || !bodyless || attempt > 0 {
 			return nil, err
 		}
@@ -153,9 +159,9 @@ func (p *rawProxy) exchange(rc *rawConn) (*upstreamConn, error) {
 
 func (rc *rawConn) writeRequest(up *upstreamConn) error {
 	h, w := &rc.req, up.w
-	w.Write(h.bytes(h.method))
+	w.Write(h.Method())
 	w.WriteByte(' ')
-	w.Write(h.bytes(h.target))
+	w.Write(h.Target())
 	w.WriteString(" HTTP/1.1\r\n")
 	writeFields(w, h)
 	if rc.xff != nil {
@@ -163,7 +169,8 @@ func (rc *rawConn) writeRequest(up *upstreamConn) error {
 		w.Write(rc.xff)
 		w.WriteString("\r\n")
 	}
-	if err := rc.copyBody(w, rc.r, h); err != nil {
+	rc.body.Reset(rc.r, h)
+	if err := rc.copyBody(w, &rc.body, h); err != nil {
 		return err
 	}
 	return w.Flush()
@@ -174,10 +181,10 @@ func (rc *rawConn) writeRequest(up *upstreamConn) error {
 func (rc *rawConn) copyResponse(up *upstreamConn) (respClose bool, err error) {
 	h := &up.resp
 	for {
-		if err := h.readResponse(up.r); err != nil {
+		if err := h.ReadResponse(up.r, http1.Limits{}); err != nil {
 			return true, err
 		}
-		if h.status >= 200 || h.status == 101 {
+		if h.Status >= 200 || h.Status == 101 {
 			break
 		}
 		// An interim response goes to the client as it came; the final one follows.
@@ -188,46 +195,59 @@ func (rc *rawConn) copyResponse(up *upstreamConn) (respClose bool, err error) {
 	w := rc.w
 	writeStatus(w, h)
 	writeFields(w, h)
-	if rc.req.close {
+	if rc.req.Close {
 		w.WriteString("Connection: close\r\n")
 	}
-	noBody := string(rc.req.bytes(rc.req.method)) == "HEAD" || h.status == 204 || h.status == 304
+	up.body.ResetResponse(up.r, h, string(rc.req.Method()) == "HEAD")
 	switch {
-	case noBody:
-		if h.contentLength >= 0 {
-			writeLength(w, h.contentLength)
+	case up.body.Done(): // HEAD, 204, 304: the length is the GET's, no body follows
+		if h.ContentLength >= 0 {
+			writeLength(w, h.ContentLength)
 		}
 		w.WriteString("\r\n")
-		return h.close, nil
-	case !h.chunked && h.contentLength < 0:
+		return h.Close, nil
+	case up.body.UntilEOF():
 		// Delimited by the upstream closing: so too to the client.
 		w.WriteString("Connection: close\r\n\r\n")
 		_, err := w.ReadFrom(up.r)
-		rc.req.close = true
+		rc.req.Close = true
 		return true, err
 	}
-	return h.close, rc.copyBody(w, up.r, h)
+	return h.Close, rc.copyBody(w, &up.body, h)
 }
 
-func writeStatus(w *bufio.Writer, h *head) {
+func writeStatus(w *bufio.Writer, h *http1.Head) {
 	w.WriteString("HTTP/1.1 ")
-	w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(h.status), 10))
+	w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(h.Status), 10))
 	w.WriteByte(' ')
-	w.Write(h.bytes(h.target))
+	w.Write(h.Reason())
 	w.WriteString("\r\n")
 }
 
 // writeFields writes the fields of h that go to the next hop.
-func writeFields(w *bufio.Writer, h *head) {
-	for _, f := range h.fields {
-		if !h.forwarded(f) {
+func writeFields(w *bufio.Writer, h *http1.Head) {
+	for i := range h.NumFields() {
+		name, value := h.Field(i)
+		if !forwarded(h, name) {
 			continue
 		}
-		w.Write(h.bytes(f.name))
+		w.Write(name)
 		w.WriteString(": ")
-		w.Write(h.bytes(f.value))
+		w.Write(value)
 		w.WriteString("\r\n")
 	}
+}
+
+// forwarded reports whether a field goes to the next hop: not hop-by-hop (direct.go's
+// list, RFC 9110 section 7.6.1), not named by a Connection field, and not
+// Content-Length, which the proxy writes for itself.
+func forwarded(h *http1.Head, name []byte) bool {
+	for hop := range hopByHop {
+		if bytes.EqualFold(name, []byte(hop)) {
+			return false
+		}
+	}
+	return !bytes.EqualFold(name, []byte("Content-Length")) && !h.ConnectionNames(name)
 }
 
 func writeLength(w *bufio.Writer, n int64) {
@@ -236,139 +256,50 @@ func writeLength(w *bufio.Writer, n int64) {
 	w.WriteString("\r\n")
 }
 
-// copyBody ends the head in w with its framing header and copies the body that h
-// announces from r: Content-Length bytes, or chunks re-framed one by one.
-func (rc *rawConn) copyBody(w *bufio.Writer, r *bufio.Reader, h *head) error {
+// copyBody ends the head in w with its framing field and copies the body that h
+// announces from body: Content-Length bytes, or chunks re-framed as they are read,
+// extensions dropped, the trailer passed on.
+func (rc *rawConn) copyBody(w *bufio.Writer, body *http1.BodyReader, h *http1.Head) error {
 	switch {
-	case h.chunked:
+	case h.Chunked:
 		w.WriteString("Transfer-Encoding: chunked\r\n\r\n")
-		return rc.copyChunked(w, r)
-	case h.contentLength > 0:
-		writeLength(w, h.contentLength)
-		w.WriteString("\r\n")
-		return rc.copyN(w, r, h.contentLength)
-	case h.contentLength == 0:
-		writeLength(w, 0)
-	}
-	w.WriteString("\r\n")
-	return nil
-}
-
-// copyN copies n bytes from r to w: what r holds already from its buffer, the rest
-// through a pooled 32 KiB buffer, which bufio reads into and writes from directly
-// (one system call per 32 KiB rather than per 4 KiB on large bodies).
-func (rc *rawConn) copyN(w *bufio.Writer, r *bufio.Reader, n int64) error {
-	if k := int(min(n, int64(r.Buffered()))); k > 0 {
-		b, _ := r.Peek(k)
-		if _, err := w.Write(b); err != nil {
+		if err := rc.copyData(http1.ChunkedWriter{W: w}, body); err != nil {
 			return err
 		}
-		r.Discard(k)
-		n -= int64(k)
+		w.WriteString("0\r\n")
+		writeFields(w, &body.Trailer)
+		_, err := w.WriteString("\r\n")
+		return err
+	case h.ContentLength >= 0:
+		writeLength(w, h.ContentLength)
 	}
-	if n == 0 {
+	w.WriteString("\r\n")
+	return rc.copyData(w, body)
+}
+
+// copyData copies a body through a pooled 32 KiB buffer, which bufio reads into and
+// writes from directly (one system call per 32 KiB rather than per 4 KiB on large
+// bodies).
+func (rc *rawConn) copyData(w io.Writer, body *http1.BodyReader) error {
+	if body.Done() {
 		return nil
 	}
 	buf := rc.bufs.Get()
 	defer rc.bufs.Put(buf)
-	for n > 0 {
-		k, err := r.Read(buf[:min(n, int64(len(buf)))])
-		if _, werr := w.Write(buf[:k]); werr != nil {
-			return werr
-		}
-		n -= int64(k)
-		if err != nil && n > 0 {
-			return noEOF(err)
-		}
-	}
-	return nil
-}
-
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// copyChunked copies a chunked body (RFC 9112 section 7.1): sizes are hex digits only,
-// extensions are dropped, every chunk must end in CRLF, trailer fields are passed on.
-func (rc *rawConn) copyChunked(w *bufio.Writer, r *bufio.Reader) error {
-	trailer := &rc.chunk
 	for {
-		trailer.reset()
-		line, err := trailer.readLine(r)
-		if err != nil {
-			return noEOF(err)
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
 		}
-		size, err := chunkSize(trailer.bytes(line))
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		w.Write(strconv.AppendInt(w.AvailableBuffer(), size, 16))
-		w.WriteString("\r\n")
-		if size == 0 {
-			break
-		}
-		if err := rc.copyN(w, r, size); err != nil {
-			return err
-		}
-		crlf, err := r.Peek(2)
-		if err != nil {
-			return noEOF(err)
-		}
-		if crlf[0] != '\r' || crlf[1] != '\n' {
-			return errChunk
-		}
-		r.Discard(2)
-		w.WriteString("\r\n")
 	}
-	trailer.reset()
-	if err := trailer.readFields(r); err != nil {
-		return err
-	}
-	writeFields(w, trailer)
-	_, err := w.WriteString("\r\n")
-	return err
-}
-
-// chunkSize parses a chunk-size line: 1 to 15 hex digits, then nothing or
-// optional whitespace and a ';' that starts extensions (checked for control bytes).
-func chunkSize(line []byte) (int64, error) {
-	var n int64
-	i := 0
-	for ; i < len(line) && i < 16; i++ {
-		c := line[i]
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			goto ext
-		}
-		n = n<<4 | int64(d)
-	}
-ext:
-	if i == 0 || i > 15 {
-		return 0, errChunk
-	}
-	rest := line[i:]
-	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
-		rest = rest[1:]
-	}
-	if len(rest) > 0 && rest[0] != ';' {
-		return 0, errChunk
-	}
-	for _, c := range rest {
-		if (c < ' ' && c != '\t') || c == 0x7f {
-			return 0, errChunk
-		}
-	}
-	return n, nil
 }
 
 func (p *rawProxy) get() (up *upstreamConn, reused bool, err error) {
