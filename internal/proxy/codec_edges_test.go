@@ -40,3 +40,35 @@ func TestCodecEarlyResponseDuringUpload(t *testing.T) {
 		})
 	}
 }
+
+// A request answered without its body, when that body will not be read to
+// keep the connection (over 256 KiB of it left, or the client said
+// Connection: close), is answered at once, closing the connection, as
+// net/http's server did: the codec read up to 256 KiB of it first, so that a
+// client that waited for the answer got none.
+func TestCodecUnreadBodyNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	be := startScripted(t, func(_ int64, w http.ResponseWriter, r *http.Request) {})
+	p := startCodecProxy(t, map[string]string{"be": be.addr()}, nil, codecRoutes())
+	for _, rp := range p.rawPaths() {
+		for name, head := range map[string]string{
+			"over 256 KiB left": "Content-Length: 10000000\r\n",
+			"Connection: close": "Content-Length: 100000\r\nConnection: close\r\n",
+		} {
+			t.Run(rp.name+"/"+name, func(t *testing.T) {
+				conn, br := rp.dial(t)
+				_ = conn.SetDeadline(time.Now().Add(time.Minute)) // a hang, not a speed limit
+				if _, err := io.WriteString(conn, "POST /nowhere HTTP/1.1\r\nHost: x\r\n"+head+"\r\nfirst part"); err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodPost})
+				if err != nil {
+					t.Fatalf("%q: no response while the upload waits: %v", head, err)
+				}
+				if resp.StatusCode != http.StatusNotFound || !resp.Close {
+					t.Errorf("%q: got %d, close %v; want 404 closing the connection", head, resp.StatusCode, resp.Close)
+				}
+			})
+		}
+	}
+}

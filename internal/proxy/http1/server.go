@@ -362,7 +362,7 @@ func (c *conn) serveRequest() (keep bool) {
 	}
 	// The body the handler left is dealt with before the head is written, so
 	// that the head can say whether the connection stays.
-	if !c.endBody(req) {
+	if !c.endBody(req, w.closeAfter) {
 		w.closeAfter = true
 	}
 	w.finish()
@@ -413,8 +413,10 @@ func (c *conn) bodyLeftLarge() bool {
 }
 
 // endBody closes the request body after the handler: what it left unread is
-// read and dropped, up to maxPostHandlerRead, to keep the connection.
-func (c *conn) endBody(req *http.Request) bool {
+// read and dropped, up to maxPostHandlerRead, to keep the connection, unless
+// it is closing anyway or more is known to be left (as net/http's server:
+// the client may be waiting for the answer rather than sending).
+func (c *conn) endBody(req *http.Request, closing bool) bool {
 	b, _ := req.Body.(*requestBody)
 	if b == nil {
 		return true
@@ -423,8 +425,9 @@ func (c *conn) endBody(req *http.Request) bool {
 	if c.body.Done() {
 		return true
 	}
-	if c.body.Err() != nil || (c.head.Expect100 && !c.rw.continued) {
-		// A client waiting for 100 Continue has not sent the body.
+	if closing || c.body.Err() != nil || (c.head.Expect100 && !c.rw.continued) ||
+		!c.body.chunked && c.body.remaining > maxPostHandlerRead {
+		// Closing anyway, broken, never sent (no 100 Continue), or too long.
 		return false
 	}
 	n, err := io.CopyN(io.Discard, &c.body, maxPostHandlerRead)
