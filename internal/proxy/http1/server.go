@@ -412,6 +412,14 @@ func (c *conn) bodyLeftLarge() bool {
 	return c.body.chunked || c.body.remaining > maxPostHandlerRead || c.head.Expect100 && !c.rw.continued
 }
 
+// continued reports whether a 100 Continue was sent, under the response's
+// lock, which the body's reader takes to send it.
+func (c *conn) continued() bool {
+	c.rw.mu.Lock()
+	defer c.rw.mu.Unlock()
+	return c.rw.continued
+}
+
 // endBody closes the request body after the handler: what it left unread is
 // read and dropped, up to maxPostHandlerRead, to keep the connection, unless
 // it is closing anyway or more is known to be left (as net/http's server:
@@ -425,7 +433,7 @@ func (c *conn) endBody(req *http.Request, closing bool) bool {
 	if c.body.Done() {
 		return true
 	}
-	if closing || c.body.Err() != nil || (c.head.Expect100 && !c.rw.continued) ||
+	if closing || c.body.Err() != nil || (c.head.Expect100 && !c.continued()) ||
 		!c.body.chunked && c.body.remaining > maxPostHandlerRead {
 		// Closing anyway, broken, never sent (no 100 Continue), or too long.
 		return false
@@ -614,6 +622,10 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	// 100 Continue is written without holding mu: the response head, written
 	// under the response's lock, looks at the body under mu.
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return 0, http.ErrBodyReadAfterClose // and no 100 Continue into the next exchange
+	}
 	expect := b.expect
 	b.expect = false
 	b.mu.Unlock()
