@@ -66,11 +66,6 @@ type Server struct {
 	date     dateCache
 }
 
-// maxPostHandlerRead is how much of a request body the handler left unread is
-// read and dropped to keep the connection; a larger rest closes it (as
-// net/http does, with the same bound).
-const maxPostHandlerRead = 256 << 10
-
 // bufferSize is a connection's read and write buffer size.
 const bufferSize = 4 << 10
 
@@ -409,7 +404,7 @@ func (c *conn) bodyLeftLarge() bool {
 	if c.body.Done() {
 		return false
 	}
-	return c.body.chunked || c.body.remaining > maxPostHandlerRead || c.head.Expect100 && !c.rw.continued
+	return !c.bodyArrived() || c.head.Expect100 && !c.rw.continued
 }
 
 // continued reports whether a 100 Continue was sent, under the response's
@@ -421,9 +416,8 @@ func (c *conn) continued() bool {
 }
 
 // endBody closes the request body after the handler: what it left unread is
-// read and dropped, up to maxPostHandlerRead, to keep the connection, unless
-// it is closing anyway or more is known to be left (as net/http's server:
-// the client may be waiting for the answer rather than sending).
+// dropped to keep the connection when all of it has arrived already; else the
+// connection closes after the answer (bodyArrived).
 func (c *conn) endBody(req *http.Request, closing bool) bool {
 	b, _ := req.Body.(*requestBody)
 	if b == nil {
@@ -433,13 +427,21 @@ func (c *conn) endBody(req *http.Request, closing bool) bool {
 	if c.body.Done() {
 		return true
 	}
-	if closing || c.body.Err() != nil || (c.head.Expect100 && !c.continued()) ||
-		!c.body.chunked && c.body.remaining > maxPostHandlerRead {
-		// Closing anyway, broken, never sent (no 100 Continue), or too long.
+	if closing || c.body.Err() != nil || (c.head.Expect100 && !c.continued()) || !c.bodyArrived() {
+		// Closing anyway, broken, never sent (no 100 Continue), or not all
+		// here: the rest is never waited for, as the client may be waiting
+		// for the answer rather than sending (Envoy closes too).
 		return false
 	}
-	n, err := io.CopyN(io.Discard, &c.body, maxPostHandlerRead)
-	return err == io.EOF || (err == nil && n < maxPostHandlerRead && c.body.Done())
+	_, _ = c.br.Discard(int(c.body.remaining))
+	return true
+}
+
+// bodyArrived reports whether the rest of a Content-Length body the handler
+// left unread is already in the connection's buffer (dropping it keeps the
+// connection without a wait); a chunked body's end is not looked for.
+func (c *conn) bodyArrived() bool {
+	return !c.body.chunked && !c.body.inChunk && c.body.remaining <= int64(c.br.Buffered())
 }
 
 // newRequest builds the *http.Request net/http would from c.head. The head's

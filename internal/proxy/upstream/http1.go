@@ -290,8 +290,10 @@ type http1Conn struct {
 	// bodySent receives the result of writing the request body (nil: the
 	// request has none, or its result was taken).
 	bodySent chan error
-	// bodyFailed is the request body's read failure that cut the exchange.
+	// bodyFailed is the request body's read failure that cut the exchange;
+	// bodyEOF says the writer has read the whole request body.
 	bodyFailed atomic.Pointer[bodyReadError]
+	bodyEOF    atomic.Bool
 
 	// readLimit is what may still be read of the response head.
 	readLimit int64
@@ -404,6 +406,7 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		return nil, fmt.Errorf("writing the request upstream: %w", err)
 	}
 	pc.bodySent = nil
+	pc.bodyEOF.Store(false)
 	if hasBody(req) {
 		pc.bodySent = make(chan error, 1)
 		go pc.writeBody(req, trace, pc.bodySent)
@@ -472,13 +475,21 @@ func (pc *http1Conn) readResponse(req *http.Request) (*http.Response, error) {
 // it live and the cancellation hook never ran, closed otherwise.
 func (pc *http1Conn) release(keep bool, stop func() bool) {
 	if pc.bodySent != nil {
-		// The response ended while the request body was still being written
-		// (the upstream answered early): the connection cannot be reused.
-		select {
-		case err := <-pc.bodySent:
-			keep = keep && err == nil
+		switch {
+		case keep && pc.bodyEOF.Load():
+			// The whole body was read: its writer has at most its last
+			// flush to make, which the upstream, having answered, takes.
+			keep = <-pc.bodySent == nil
 		default:
-			keep = false
+			// The response ended while the request body was still being
+			// read (the upstream answered early): the connection cannot be
+			// reused, and the writer is not waited for.
+			select {
+			case err := <-pc.bodySent:
+				keep = keep && err == nil
+			default:
+				keep = false
+			}
 		}
 		pc.bodySent = nil
 	}

@@ -216,6 +216,7 @@ func (pc *http1Conn) copyBody(req *http.Request) error {
 			}
 		}
 		if rerr == io.EOF {
+			pc.bodyEOF.Store(true)
 			break
 		}
 		if rerr != nil {
