@@ -375,7 +375,7 @@ func (c *conn) callHandler(w *response, req *http.Request) (ok bool) {
 				buf = buf[:runtime.Stack(buf, false)]
 				c.srv.Log.Error("panic serving request", "remote", c.remoteAddr, "panic", p, "stack", string(buf))
 			}
-			if b, _ := req.Body.(*requestBody); b != nil {
+			if b := c.reqBody; b != nil {
 				b.close()
 			}
 		}
@@ -419,7 +419,9 @@ func (c *conn) continued() bool {
 // dropped to keep the connection when all of it has arrived already; else the
 // connection closes after the answer (bodyArrived).
 func (c *conn) endBody(req *http.Request, closing bool) bool {
-	b, _ := req.Body.(*requestBody)
+	// The conn's own record: a handler may have replaced req.Body (the
+	// connection manager wraps it for filters).
+	b := c.reqBody
 	if b == nil {
 		return true
 	}
