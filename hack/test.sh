@@ -115,3 +115,5 @@ go test -run='^$' -fuzz='^FuzzRequestDifferential$' -fuzztime="${FUZZ_DECODE_EXE
 go test -run='^$' -fuzz='^FuzzResponseDifferential$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
 # The upstream client's *http.Response against http.ReadResponse's, for responses both accept.
 go test -run='^$' -fuzz='^FuzzNewResponseLikeNetHTTP$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/upstream/
+# The access log's own lines against slog's handlers' (internal/proxy/accesslog/direct.go).
+go test -run='^$' -fuzz='^FuzzDirectLineLikeSlog$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/accesslog/

@@ -18,7 +18,7 @@ func authzCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.DurationVar(&c.Delay, "delay", 0, "wait this long before answering each check, as a slow server would")
 	fs.StringVar(&c.TLSCertFile, "tls-cert", "", "PEM certificate (chain) `FILE`: serve gRPC (and --http-listen) over TLS instead of clear text (needs --tls-key)")
 	fs.StringVar(&c.TLSKeyFile, "tls-key", "", "PEM private key `FILE` of --tls-cert")
-	newLogger := logFlags(fs)
+	logs := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -31,7 +31,7 @@ func authzCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if c.Delay < 0 {
 		return fail(stderr, "authz: --delay must not be negative")
 	}
-	logger, err := newLogger(stderr)
+	logger, err := logs.logger(stderr)
 	if err != nil {
 		return fail(stderr, "authz: %v", err)
 	}

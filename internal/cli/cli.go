@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/portico-dev/portico/internal/logbatch"
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 )
 
 type command struct {
@@ -129,36 +130,57 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 }
 
-// logFlags adds --log-level and --log-format to fs and returns a constructor for the logger.
-func logFlags(fs *flag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	format := fs.String("log-format", "text", "text or json")
-	return func(w io.Writer) (*slog.Logger, error) {
-		var lv slog.Level
-		if err := lv.UnmarshalText([]byte(*level)); err != nil {
-			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", *level)
-		}
-		opts := &slog.HandlerOptions{Level: lv}
-		switch strings.ToLower(*format) {
-		case "text":
-			return slog.New(slog.NewTextHandler(w, opts)), nil
-		case "json":
-			return slog.New(slog.NewJSONHandler(w, opts)), nil
-		}
-		return nil, fmt.Errorf("--log-format %q: use text or json", *format)
+// logFlags adds --log-level and --log-format to fs and returns what makes the command's loggers.
+func logFlags(fs *flag.FlagSet) *logSettings {
+	return &logSettings{
+		level:  fs.String("log-level", "info", "debug, info, warn or error"),
+		format: fs.String("log-format", "text", "text or json"),
 	}
+}
+
+// logSettings are the flags' values, read once the flags are parsed.
+type logSettings struct {
+	level, format *string
+}
+
+// parse checks the flags: the level, and whether the format is JSON.
+func (s *logSettings) parse() (lv slog.Level, json bool, err error) {
+	if err := lv.UnmarshalText([]byte(*s.level)); err != nil {
+		return 0, false, fmt.Errorf("--log-level %q: use debug, info, warn or error", *s.level)
+	}
+	switch strings.ToLower(*s.format) {
+	case "text":
+		return lv, false, nil
+	case "json":
+		return lv, true, nil
+	}
+	return 0, false, fmt.Errorf("--log-format %q: use text or json", *s.format)
+}
+
+// logger returns the command's logger, writing to w.
+func (s *logSettings) logger(w io.Writer) (*slog.Logger, error) {
+	lv, json, err := s.parse()
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if json {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
 // newLoggers returns the loggers of a command that runs the embedded proxy, both
 // writing to stderr: the process's, whose lines go out at once, and the access
-// log's, whose lines the proxy writes in batches through sink.
-func newLoggers(newLogger func(io.Writer) (*slog.Logger, error), stderr io.Writer) (logger, accessLogger *slog.Logger, sink *logbatch.Writer, err error) {
+// log's, whose lines the proxy writes in batches through sink, formatting its
+// request lines itself (accesslog.NewLogger) in the same format.
+func newLoggers(s *logSettings, stderr io.Writer) (logger, accessLogger *slog.Logger, sink *logbatch.Writer, err error) {
 	sink = logbatch.New(stderr)
-	if logger, err = newLogger(sink.Immediate()); err != nil {
+	if logger, err = s.logger(sink.Immediate()); err != nil {
 		return nil, nil, nil, err
 	}
-	accessLogger, err = newLogger(sink)
-	return logger, accessLogger, sink, err
+	lv, json, _ := s.parse()
+	return logger, accesslog.NewLogger(sink, json, lv), sink, nil
 }
 
 func fail(stderr io.Writer, format string, args ...any) int {

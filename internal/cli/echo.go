@@ -16,7 +16,7 @@ func echoCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&c.Namespace, "namespace", "default", "namespace reported in responses")
 	fs.StringVar(&c.TLSCertFile, "tls-cert", "", "PEM certificate (chain) `FILE`: serve HTTPS with h2 and HTTP/1.1 by ALPN instead of HTTP/1.1 and h2c (needs --tls-key)")
 	fs.StringVar(&c.TLSKeyFile, "tls-key", "", "PEM private key `FILE` of --tls-cert")
-	newLogger := logFlags(fs)
+	logs := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -26,7 +26,7 @@ func echoCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return fail(stderr, "echo: --tls-cert and --tls-key go together")
 	}
-	logger, err := newLogger(stderr)
+	logger, err := logs.logger(stderr)
 	if err != nil {
 		return fail(stderr, "echo: %v", err)
 	}

@@ -22,14 +22,14 @@ func proxyCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs.StringVar(&tlsFiles.KeyFile, "xds-tls-key-file", "", "private key of --xds-tls-cert-file")
 	fs.StringVar(&tlsFiles.CAFile, "xds-tls-ca-file", "", "CA bundle that verifies the xDS server's certificate")
 	serverName := fs.String("xds-tls-server-name", "", "name the xDS server's certificate must carry (default: the host of --xds-server)")
-	newLogger := logFlags(fs)
+	logs := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if *xdsServer == "" {
 		return fail(stderr, "proxy: --xds-server ADDR is required")
 	}
-	logger, accessLogger, sink, err := newLoggers(newLogger, stderr)
+	logger, accessLogger, sink, err := newLoggers(logs, stderr)
 	if err != nil {
 		return fail(stderr, "proxy: %v", err)
 	}

@@ -44,7 +44,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	globalAuth := globalAuthFlag(fs)
 	global := globalFlags(fs)
 	headers := headersPolicyFlags(fs)
-	newLogger := logFlags(fs)
+	logs := logFlags(fs)
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
@@ -81,7 +81,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	} else if !st.IsDir() {
 		return fail(stderr, "run: manifests directory %q is a file; give the directory that holds it", o.ManifestDir)
 	}
-	logger, accessLogger, sink, err := newLoggers(newLogger, stderr)
+	logger, accessLogger, sink, err := newLoggers(logs, stderr)
 	if err != nil {
 		return fail(stderr, "run: %v", err)
 	}

@@ -62,7 +62,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	global := globalFlags(fs)
 	headers := headersPolicyFlags(fs)
 	dataPlane := gatewayDataPlaneFlags(fs, &o.GatewayDataPlanes)
-	newLogger := logFlags(fs)
+	logs := logFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -73,7 +73,7 @@ func serveCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 			return fail(stderr, "serve: --config: %v", err)
 		}
 	}
-	logger, err := newLogger(stderr)
+	logger, err := logs.logger(stderr)
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
 	}

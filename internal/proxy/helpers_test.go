@@ -699,7 +699,7 @@ func startProxyConfig(t testing.TB, cp *controlPlane, addrs map[string]string, s
 		XDSAddress:    cp.addr,
 		NodeID:        testNode,
 		ListenerAddrs: addrs,
-		Logger:        slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:        accesslog.NewLogger(w, true, slog.LevelDebug), // request lines written by the access log itself, as portico run does
 		Registerer:    reg,
 		LogBatcher:    batcher,
 	}

@@ -77,7 +77,9 @@ type ConnEntry struct {
 // portico_proxy_access_log_dropped_total rather than slowing requests down.
 type Log struct {
 	log     *slog.Logger
-	batcher Batcher // nil: a write per line
+	direct  *directHandler // log's handler when the access log writes its lines itself (NewLogger); else nil
+	line    lineWriter     // the writer goroutine's buffer for direct lines
+	batcher Batcher        // nil: a write per line
 	dropped prometheus.Counter
 	queue   chan Entry
 	done    chan struct{} // closed when the writer has drained the queue
@@ -88,7 +90,12 @@ type Log struct {
 }
 
 func New(log *slog.Logger, batcher Batcher, dropped prometheus.Counter, capacity int) *Log {
-	return &Log{log: log, batcher: batcher, dropped: dropped, queue: make(chan Entry, capacity), done: make(chan struct{})}
+	a := &Log{log: log, batcher: batcher, dropped: dropped, queue: make(chan Entry, capacity), done: make(chan struct{})}
+	if d, ok := log.Handler().(*directHandler); ok {
+		a.direct = d
+		a.line.json, a.line.invalidUTF8 = d.json, d.invalidUTF8
+	}
+	return a
 }
 
 // Enabled reports whether access log lines would be written at all.
@@ -111,11 +118,11 @@ func (a *Log) run() {
 	defer close(a.done)
 	for e := range a.queue {
 		if a.batcher == nil {
-			a.write(&e)
+			a.write(&e, &a.line)
 			continue
 		}
 		a.batcher.Hold()
-		a.write(&e)
+		a.write(&e, &a.line)
 		a.writeQueued()
 		a.batcher.Release()
 	}
@@ -130,7 +137,7 @@ func (a *Log) writeQueued() {
 			if !ok {
 				return
 			}
-			a.write(&e)
+			a.write(&e, &a.line)
 		default:
 			return
 		}
@@ -143,7 +150,7 @@ func (a *Log) Add(e *Entry) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.stopped {
-		a.write(e)
+		a.write(e, &lineWriter{json: a.line.json, invalidUTF8: a.line.invalidUTF8})
 		return
 	}
 	select {
@@ -175,10 +182,16 @@ func (a *Log) Stop() {
 	}
 }
 
-// write formats and writes one line.
-func (a *Log) write(e *Entry) {
+// write formats and writes one line, in l's buffer when the access log
+// writes request lines itself.
+func (a *Log) write(e *Entry, l *lineWriter) {
 	if e.Conn != nil {
 		a.writeConn(e)
+		return
+	}
+	if a.direct != nil {
+		l.requestLine(e)
+		_, _ = a.direct.w.Write(l.buf)
 		return
 	}
 	r := slog.NewRecord(e.Time, slog.LevelInfo, "access", 0)
@@ -189,7 +202,7 @@ func (a *Log) write(e *Entry) {
 		slog.String("path", e.URL.RequestURI()),
 		slog.String("proto", e.Proto),
 		slog.Int("status", e.Status),
-		slog.Float64("duration_ms", float64(e.Elapsed.Microseconds())/1000),
+		slog.Float64("duration_ms", durationMillis(e.Elapsed)),
 		slog.Int64("bytes", e.Bytes),
 		slog.String("upstream_cluster", e.Cluster),
 		slog.String("upstream_service", e.Service),

@@ -1,0 +1,176 @@
+package accesslog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// writeLine writes e's line through an access log on log.
+func writeLine(log *slog.Logger, e *Entry) {
+	a := New(log, nil, prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"}), 1)
+	a.write(e, &a.line)
+}
+
+// bothLines returns e's line as the access log writes it itself (NewLogger)
+// and as slog's handler of the same format writes it.
+func bothLines(t testing.TB, json bool, e *Entry) (direct, viaSlog string) {
+	t.Helper()
+	var d, s bytes.Buffer
+	writeLine(NewLogger(&d, json, slog.LevelInfo), e)
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var h slog.Handler = slog.NewTextHandler(&s, opts)
+	if json {
+		h = slog.NewJSONHandler(&s, opts)
+	}
+	writeLine(slog.New(h), e)
+	return d.String(), s.String()
+}
+
+func sampleEntry() *Entry {
+	return &Entry{
+		Ctx:          context.Background(),
+		Time:         time.Date(2026, 11, 28, 9, 30, 1, 120_450_000, time.UTC),
+		Listener:     "ingress_http",
+		Method:       "GET",
+		Authority:    "app.example.com",
+		URL:          &url.URL{Path: "/a b", RawQuery: "q=1"},
+		Proto:        "HTTP/1.1",
+		Status:       200,
+		Elapsed:      1234567 * time.Nanosecond,
+		Bytes:        42,
+		Cluster:      "default/app/80",
+		Service:      "default/app:80",
+		UpstreamHost: "10.0.0.1:8080",
+		Attempts:     1,
+		RequestID:    "4b1c0f3e-8d0a-4d5e-9d1e-6f1e2a3b4c5d",
+		Vhost:        "app.example.com",
+		Route:        "/",
+		RoutePath:    "/",
+		RouteName:    "",
+		RemoteAddr:   "127.0.0.1:5000",
+	}
+}
+
+// TestDirectLinesLikeSlog: the lines the access log writes itself are those
+// slog's handlers write, in both formats, for values that need quoting or
+// escaping and for the optional attributes.
+func TestDirectLinesLikeSlog(t *testing.T) {
+	edits := map[string]func(*Entry){
+		"plain":         func(*Entry) {},
+		"quoted values": func(e *Entry) { e.Authority, e.RouteName = `a"b=c d\e`, "x\ty\n\x00\x7f" },
+		"unicode":       func(e *Entry) { e.Vhost, e.Route = "café.example", "\u2028\u2029\u00a0\ufeff" },
+		"invalid utf-8": func(e *Entry) { e.Method, e.Listener = "G\xffT", "\xc3" },
+		"html":          func(e *Entry) { e.URL = &url.URL{Path: "/<script>&amp;"} },
+		"optional fields": func(e *Entry) {
+			e.UpstreamErr, e.Details = errors.New("dial tcp: refused"), "upstream_reset_before_response_started{remote_reset}"
+		},
+		"zero time":     func(e *Entry) { e.Time = time.Time{} },
+		"zone":          func(e *Entry) { e.Time = e.Time.In(time.FixedZone("x", -(3*3600 + 1800))) },
+		"round millis":  func(e *Entry) { e.Time = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
+		"zero duration": func(e *Entry) { e.Elapsed = 0 },
+		"long duration": func(e *Entry) { e.Elapsed = 3 * time.Hour },
+		"huge duration": func(e *Entry) { e.Elapsed = 1<<63 - 1 },
+		"negative":      func(e *Entry) { e.Elapsed, e.Bytes, e.Status = -5*time.Microsecond, -1, -3 },
+	}
+	for name, edit := range edits {
+		for _, json := range []bool{false, true} {
+			e := sampleEntry()
+			edit(e)
+			d, s := bothLines(t, json, e)
+			if d != s {
+				t.Errorf("%s (json %v):\naccess log: %s\nslog:       %s", name, json, d, s)
+			}
+			if !strings.Contains(d, "msg") {
+				t.Errorf("%s (json %v): no line written: %q", name, json, d)
+			}
+		}
+	}
+}
+
+// FuzzDirectLineLikeSlog compares the access log's own lines with slog's for
+// arbitrary values.
+func FuzzDirectLineLikeSlog(f *testing.F) {
+	f.Add("GET", "app.example.com", "/a b", "q=1", "x\"y", int64(1234567), int64(42), int64(1_700_000_000_123_456_789), "")
+	f.Add("\xff", "", "/\u2028", "", "\t", int64(0), int64(-1), int64(0), "boom")
+	f.Fuzz(func(t *testing.T, method, authority, path, query, other string, elapsed, bytes, unixNano int64, upstreamErr string) {
+		e := sampleEntry()
+		e.Method, e.Authority, e.Vhost, e.RouteName, e.Details = method, authority, other, other+authority, other
+		e.URL = &url.URL{Path: path, RawQuery: query}
+		e.Elapsed, e.Bytes = time.Duration(elapsed), bytes
+		e.Time = time.Unix(0, unixNano).UTC()
+		if y := e.Time.Year(); y < 0 || y > 9999 {
+			return // slog's JSON handler refuses such times
+		}
+		if upstreamErr != "" {
+			e.UpstreamErr = errors.New(upstreamErr)
+		}
+		for _, json := range []bool{false, true} {
+			if d, s := bothLines(t, json, e); d != s {
+				t.Fatalf("json %v:\naccess log: %s\nslog:       %s", json, d, s)
+			}
+		}
+	})
+}
+
+// TestDerivedLoggerKeepsItsAttributes: a logger derived from NewLogger's with
+// With is written through slog, so its attributes are on every line.
+func TestDerivedLoggerKeepsItsAttributes(t *testing.T) {
+	var buf bytes.Buffer
+	writeLine(NewLogger(&buf, false, slog.LevelInfo).With("pod", "portico-0"), sampleEntry())
+	if !strings.Contains(buf.String(), "pod=portico-0") || !strings.Contains(buf.String(), "listener=ingress_http") {
+		t.Fatalf("line %q lacks the logger's attribute or the entry's", buf.String())
+	}
+}
+
+// TestNewLoggerLevel: the logger keeps its level for the access log's
+// Enabled and for its other records.
+func TestNewLoggerLevel(t *testing.T) {
+	var buf bytes.Buffer
+	log := NewLogger(&buf, true, slog.LevelWarn)
+	a := New(log, nil, prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"}), 1)
+	if a.Enabled(context.Background()) {
+		t.Fatal("access log enabled on a warn-level logger")
+	}
+	log.Info("hidden")
+	log.Warn("shown", "k", "v")
+	if got := buf.String(); strings.Contains(got, "hidden") || !strings.Contains(got, `"msg":"shown","k":"v"`) {
+		t.Fatalf("logger wrote %q", got)
+	}
+}
+
+// BenchmarkWriteLine compares the two ways a request line gets written.
+func BenchmarkWriteLine(b *testing.B) {
+	for _, json := range []bool{false, true} {
+		name := "text"
+		if json {
+			name = "json"
+		}
+		opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+		var h slog.Handler = slog.NewTextHandler(discard{}, opts)
+		if json {
+			h = slog.NewJSONHandler(discard{}, opts)
+		}
+		for side, log := range map[string]*slog.Logger{"slog": slog.New(h), "direct": NewLogger(discard{}, json, slog.LevelInfo)} {
+			b.Run(name+"/"+side, func(b *testing.B) {
+				a := New(log, nil, prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"}), 1)
+				e := sampleEntry()
+				b.ReportAllocs()
+				for b.Loop() {
+					a.write(e, &a.line)
+				}
+			})
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
