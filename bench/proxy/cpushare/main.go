@@ -27,6 +27,7 @@ import (
 type category struct {
 	name        string
 	stack, leaf *regexp.Regexp
+	unless      *regexp.Regexp // a stack that also matches this is not the category's
 }
 
 // leafDepth is how many innermost frames a leaf rule looks at.
@@ -40,11 +41,24 @@ func rule(name, stack, leaf string) category {
 	return c
 }
 
+// ruleUnless is rule for stacks that do not match unless.
+func ruleUnless(name, stack, unless string) category {
+	c := rule(name, stack, "")
+	c.unless = regexp.MustCompile(unless)
+	return c
+}
+
 // The bare sides' writes (bench/proxy/bare: fasthttp, raw), told apart by the
 // function that flushes: the server loop for the client, the exchange for the upstream.
 const (
 	bareClientWrite   = `Flush\n(main\.\(\*rawProxy\)\.serveConn|github\.com/valyala/fasthttp\.\(\*Server\)\.serveConn)`
 	bareUpstreamWrite = `Flush\n(main\.\(\*rawConn\)\.writeRequest|github\.com/valyala/fasthttp\.\(\*transport\)\.RoundTrip)`
+	// Portico's codec flushes its answers from the connection's loop or a
+	// handler's Flush.
+	codecClientWrite = `Flush\n[^\n]*portico/internal/proxy/http1\.`
+	// The codec's own work: what its connection loop does outside the handler.
+	codecServer  = `portico/internal/proxy/http1\.`
+	codecHandler = `listener\.\(\*listenerHTTP\)\.ServeHTTP`
 )
 
 const syscallFrames = `linux\.Syscall6|syscall\.Syscall|futex|usleep|osyield|EpollWait`
@@ -53,7 +67,7 @@ const syscallFrames = `linux\.Syscall6|syscall\.Syscall|futex|usleep|osyield|Epo
 // into it), then the runtime's, then the request path's layers from the
 // codec up.
 var categories = []category{
-	rule("kernel: write to the client", `finishRequest|chunkWriter|checkConnErrorWriter|http2.*writeFrame|`+bareClientWrite, syscallFrames),
+	rule("kernel: write to the client", `finishRequest|chunkWriter|checkConnErrorWriter|http2.*writeFrame|`+bareClientWrite+`|`+codecClientWrite, syscallFrames),
 	rule("kernel: write to the upstream", `http1Conn\)\.exchange|Request\)\.write|persistConn\)\.writeLoop|`+bareUpstreamWrite, syscallFrames),
 	rule("kernel: reads (both sides)", `syscall\.read|netFD\)\.Read`, syscallFrames),
 	rule("kernel: access log write", `accesslog`, syscallFrames),
@@ -66,6 +80,8 @@ var categories = []category{
 	rule("fasthttp: HostClient (write request, read response)", `valyala/fasthttp\.\(\*(HostClient|transport)\)`, ""),
 	rule("fasthttp: server (parse request, write response)", `valyala/fasthttp\.`, ""),
 	rule("raw codec (parse, copy, write)", `main\.\(\*(rawProxy|rawConn|head)\)`, ""),
+	ruleUnless("codec: read, parse, answer (outside the handler)", codecServer, codecHandler),
+	rule("codec: response head and body (handler's writes)", `portico/internal/proxy/http1\.\(\*response\)`, ""),
 	rule("net/http: read and parse the request", `\(\*conn\)\.readRequest|readRequestLimit`, ""),
 	rule("net/http: response headers and flush", `finishRequest|chunkWriter|\(\*response\)\.`, ""),
 	rule("net/http: background read, conn state", `backgroundRead|connReader|setState`, ""),
@@ -124,7 +140,7 @@ func divide(p *profile.Profile) (map[string]time.Duration, time.Duration) {
 			if c.leaf != nil && !c.leaf.MatchString(leaf) {
 				continue
 			}
-			if c.stack.MatchString(whole) {
+			if c.stack.MatchString(whole) && (c.unless == nil || !c.unless.MatchString(whole)) {
 				shares[c.name] += d
 				break
 			}
