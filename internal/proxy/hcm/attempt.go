@@ -106,9 +106,9 @@ func (t *upstreamTarget) roundTrip(base http.RoundTripper, req *http.Request) (*
 type attempt struct {
 	t        *upstreamTarget
 	endpoint int
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	perTry   *routeTimer // nil without per_try_timeout
+	ctx      context.Context         // the request's, or the attempt's own (per-try timeout)
+	cancel   context.CancelCauseFunc // nil: the attempt runs in the request's context
+	perTry   *routeTimer             // nil without per_try_timeout
 	endOnce  sync.Once
 
 	// final and bodyClosed decide when a replayed body counts as sent (see bodyDone).
@@ -116,11 +116,17 @@ type attempt struct {
 	bodyClosed atomic.Bool
 }
 
-// newAttempt prepares the outgoing request of an attempt at endpoint.
+// newAttempt prepares the outgoing request of an attempt at endpoint. Only an
+// attempt with a per-try timeout has a context of its own, for the timeout to
+// cancel; others run in the request's, which already ends with the request,
+// and the first of them sends the request itself rather than a copy of it.
 func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *replayBuffer) (*attempt, *http.Request) {
-	ctx, cancel := context.WithCancelCause(req.Context())
-	a := &attempt{t: t, endpoint: endpoint, ctx: ctx, cancel: cancel}
+	a := &attempt{t: t, endpoint: endpoint, ctx: req.Context()}
+	host := t.cluster.Endpoints[endpoint]
+	out := req
 	if d := t.retry.PerTryTimeout; d > 0 {
+		ctx, cancel := context.WithCancelCause(req.Context())
+		a.ctx, a.cancel = ctx, cancel
 		// As in Envoy, it starts once the downstream request is complete AND the
 		// attempt has its connection: connecting is bounded by connect_timeout, and a
 		// connection that cannot be made is a connect failure, not a per-try timeout.
@@ -134,17 +140,23 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 		}
 		t.done.onComplete(armWhenBoth)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { armWhenBoth() }})
+		out = req.WithContext(ctx)
 	}
-	out := req.WithContext(ctx)
-	u := *req.URL
-	u.Host = t.cluster.Endpoints[endpoint]
-	out.URL = &u
-	if replay != nil {
-		out.Body = replay.reader(a.bodyDone)
+	if out == req && (replay != nil || req.URL.Host != host) {
+		out = new(http.Request)
+		*out = *req
+	}
+	if out != req {
+		u := *req.URL
+		u.Host = host
+		out.URL = &u
+		if replay != nil {
+			out.Body = replay.reader(a.bodyDone)
+		}
 	}
 	t.attempts++
 	t.ex.attempts = int(t.attempts)
-	t.ex.info.UpstreamHost = u.Host
+	t.ex.info.UpstreamHost = host
 	t.cluster.Active[endpoint].Add(1)
 	t.cluster.State.Served.Store(true)
 	return a, out
@@ -242,7 +254,9 @@ func (a *attempt) end() {
 		a.t.cluster.Active[a.endpoint].Add(-1)
 		a.t.cluster.Leave()
 		a.perTry.stop()
-		a.cancel(nil)
+		if a.cancel != nil {
+			a.cancel(nil)
+		}
 	})
 }
 

@@ -20,6 +20,7 @@ type completion struct {
 	mu      sync.Mutex
 	done    bool
 	waiters []func()
+	inline  [2]func() // waiters' first array: a request has one or two
 }
 
 // complete marks the request complete and runs the waiters, once.
@@ -42,6 +43,9 @@ func (c *completion) complete() {
 func (c *completion) onComplete(f func()) {
 	c.mu.Lock()
 	if !c.done {
+		if c.waiters == nil {
+			c.waiters = c.inline[:0]
+		}
 		c.waiters = append(c.waiters, f)
 		c.mu.Unlock()
 		return

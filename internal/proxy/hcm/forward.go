@@ -49,12 +49,20 @@ type upstreamTarget struct {
 	replay    *replayBuffer
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
+	// edgeValues is the spare room cloneHeader left in the upstream request's
+	// header for the fields the connection manager sets.
+	edgeValues []string
 
 	retry *router.RetryPolicy  // never nil
 	pick  upstream.PickContext // for the retries' picks
 	idle  *idleTimer           // nil when the idle timeout is disabled
 	done  *completion          // the downstream request is complete
 	ex    *exchange
+	// Where done, idle and timer point when set: they come with the target
+	// rather than in allocations of their own.
+	doneState  completion
+	idleState  idleTimer
+	routeState routeTimer
 	// Two int32s share a word: the struct stays in its allocation size class.
 	endpointIdx int32 // the first attempt's endpoint
 	attempts    int32
@@ -91,25 +99,24 @@ func (b *copyBuffers) Put(buf []byte) {
 // rewriteUpstreamRequest points the outgoing request at the chosen endpoint,
 // sets the edge headers and applies the route's request headers. Hop-by-hop
 // and X-Forwarded-* headers are already gone from out.
-func rewriteUpstreamRequest(out *http.Request) {
-	t := targetFrom(out.Context())
+func rewriteUpstreamRequest(out *http.Request, t *upstreamTarget) {
 	out.URL.Scheme = t.cluster.Scheme
 	out.URL.Host = t.endpoint
 	out.URL.Path, out.URL.RawPath = unescapedPath(t.path), t.path
 	out.URL.RawQuery = t.rawQuery
 	out.Host = t.host
 	if t.xff != "" {
-		out.Header.Set("X-Forwarded-For", t.xff)
+		setEdgeHeader(out.Header, &t.edgeValues, "X-Forwarded-For", t.xff)
 	}
-	out.Header.Set("X-Forwarded-Proto", t.scheme)
+	setEdgeHeader(out.Header, &t.edgeValues, "X-Forwarded-Proto", t.scheme)
 	if t.requestID != "" {
-		out.Header.Set("X-Request-Id", t.requestID)
+		setEdgeHeader(out.Header, &t.edgeValues, "X-Request-Id", t.requestID)
 	}
 	// Envoy never forwards a client certificate header it did not set
 	// (SANITIZE); with SANITIZE_SET it sets its own.
-	out.Header.Del("X-Forwarded-Client-Cert")
+	delete(out.Header, "X-Forwarded-Client-Cert")
 	if t.xfcc != "" {
-		out.Header.Set("X-Forwarded-Client-Cert", t.xfcc)
+		setEdgeHeader(out.Header, &t.edgeValues, "X-Forwarded-Client-Cert", t.xfcc)
 	}
 	if t.ex.headers != nil {
 		t.ex.headers.ApplyRequest(out.Header)

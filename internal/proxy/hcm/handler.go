@@ -48,6 +48,8 @@ type exchange struct {
 	// changes headers (its Server header), so it comes with the exchange
 	// instead of in an allocation of its own.
 	routeHeaders router.RouteHeaders
+	rw           responseWriter     // the request's (Serve)
+	ri           router.RequestInfo // the request as routing sees it (Serve)
 }
 
 // headersFor returns the request's routeHeaders, set up in the exchange on
@@ -73,11 +75,15 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
 		panic(http.ErrAbortHandler)
 	}
-	rw := &responseWriter{ResponseWriter: w, hcm: hcm, requestID: requestID(hcm, r), grpc: isGRPCRequest(r), start: start}
+	// The request's writer and routing view come with its exchange: one
+	// allocation for the three.
 	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
+	rw := &ex.rw
+	rw.ResponseWriter, rw.hcm, rw.requestID, rw.grpc, rw.start = w, hcm, requestID(hcm, r), isGRPCRequest(r), start
 	ex.info.Certificates = lc.Certificates
 	http10Host(hcm.http1, r)
-	ri := newRequestInfo(hcm, r)
+	ri := &ex.ri
+	setRequestInfo(ri, hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
 
 	if refuseHTTP10(hcm.http1, rw, r, ex) {
@@ -324,7 +330,8 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 			rw.enc = nil // the picked cluster's configuration turned them off
 		}
 	}
-	defer t.startTimeouts(rw, fa, cancel)()
+	t.startTimeouts(rw, fa, cancel)
+	defer t.stopTimeouts()
 	out := r.WithContext(context.WithValue(t.traceInterims(ctx, rw), upstream.TargetKey{}, t))
 	switch {
 	case redirects != nil && redirects.body != nil:
@@ -356,7 +363,7 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 	case fa.RegexRewrite != nil:
 		path = fa.RegexRewrite.Apply(path)
 	}
-	return &upstreamTarget{
+	t := &upstreamTarget{
 		cluster:     cl,
 		endpointIdx: int32(endpoint),
 		endpoint:    cl.Endpoints[endpoint],
@@ -368,26 +375,29 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 		requestID:   rw.requestID,
 		retry:       rt.Forward.Retry,
 		pick:        pc,
-		done:        &completion{},
 		ex:          ex,
 	}
+	t.done = &t.doneState
+	return t
 }
 
 // startTimeouts starts the stream idle timeout and arms the route timeout
-// for when the request is complete; the returned function stops both.
-func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction, cancel context.CancelCauseFunc) (stop func()) {
-	t.idle = startIdleTimer(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t, cancel) })
+// for when the request is complete; stopTimeouts stops both.
+func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction, cancel context.CancelCauseFunc) {
+	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t, cancel) })
 	rw.idle = t.idle
 	if fa.Timeout > 0 {
 		// Envoy's route timeout starts when the downstream request is
 		// complete: a slow upload does not count against it.
-		t.timer = &routeTimer{timeout: fa.Timeout, cancel: cancel, cause: errRouteTimeout}
+		t.timer = &t.routeState
+		t.timer.timeout, t.timer.cancel, t.timer.cause = fa.Timeout, cancel, errRouteTimeout
 		t.done.onComplete(t.timer.arm)
 	}
-	return func() {
-		t.idle.stop()
-		t.timer.stop()
-	}
+}
+
+func (t *upstreamTarget) stopTimeouts() {
+	t.idle.stop()
+	t.timer.stop()
 }
 
 // onIdleTimeout ends a stream that has been idle too long: the request is
@@ -527,11 +537,18 @@ func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWr
 }
 
 func newRequestInfo(hcm *Spec, r *http.Request) *router.RequestInfo {
+	ri := new(router.RequestInfo)
+	setRequestInfo(ri, hcm, r)
+	return ri
+}
+
+// setRequestInfo fills ri, the request r as routing sees it.
+func setRequestInfo(ri *router.RequestInfo, hcm *Spec, r *http.Request) {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return &router.RequestInfo{
+	*ri = router.RequestInfo{
 		Method:    r.Method,
 		Scheme:    scheme,
 		Authority: requestHost(hcm, r),

@@ -84,7 +84,17 @@ func startIdleTimer(timeout time.Duration, fire func()) *idleTimer {
 	if timeout <= 0 {
 		return nil
 	}
-	it := &idleTimer{timeout: timeout, fire: fire, start: time.Now()}
+	return new(idleTimer).run(timeout, fire)
+}
+
+// run starts it, an idle timer never started before, and returns it, or nil
+// when the timeout is disabled (startIdleTimer for a timer of its own
+// allocation).
+func (it *idleTimer) run(timeout time.Duration, fire func()) *idleTimer {
+	if timeout <= 0 {
+		return nil
+	}
+	it.timeout, it.fire, it.start = timeout, fire, time.Now()
 	it.mu.Lock()
 	it.timer = time.AfterFunc(timeout, it.check)
 	it.mu.Unlock()

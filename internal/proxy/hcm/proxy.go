@@ -68,6 +68,10 @@ func (e *Env) proxy(rw http.ResponseWriter, out *http.Request) {
 	}
 	h := rw.Header()
 	for k, vv := range res.Header {
+		if len(h[k]) == 0 {
+			h[k] = vv // res.Header is not used again: its values need no copy
+			continue
+		}
 		h[k] = append(h[k], vv...)
 	}
 	announced := len(res.Trailer)
@@ -104,10 +108,8 @@ func (e *Env) proxy(rw http.ResponseWriter, out *http.Request) {
 // pointed at the endpoint.
 func prepareUpstream(out *http.Request) error {
 	te := httpguts.HeaderValuesContainsToken(out.Header["Te"], "trailers")
-	out.Header = out.Header.Clone()
-	if out.Header == nil {
-		out.Header = make(http.Header)
-	}
+	t := targetFrom(out.Context())
+	out.Header, t.edgeValues = cloneHeader(out.Header, edgeHeaders)
 	u := *out.URL
 	out.URL = &u
 	if out.ContentLength == 0 {
@@ -129,11 +131,49 @@ func prepareUpstream(out *http.Request) error {
 	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 		delete(out.Header, k)
 	}
-	rewriteUpstreamRequest(out)
+	rewriteUpstreamRequest(out, t)
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // no Go default User-Agent
 	}
 	return nil
+}
+
+// edgeHeaders is how many header values the connection manager sets on every
+// upstream request at most (X-Forwarded-For, X-Forwarded-Proto, X-Request-Id,
+// X-Forwarded-Client-Cert).
+const edgeHeaders = 4
+
+// cloneHeader copies h, with room for spare more single-value fields: their
+// values' array comes with the copy's (see setEdgeHeader), rather than in an
+// allocation each as Header.Set makes.
+func cloneHeader(h http.Header, spare int) (http.Header, []string) {
+	n := spare
+	for _, vv := range h {
+		n += len(vv)
+	}
+	values := make([]string, n)
+	out := make(http.Header, len(h)+spare)
+	for k, vv := range h {
+		if vv == nil {
+			out[k] = nil // kept, as Header.Clone keeps it
+			continue
+		}
+		m := copy(values, vv)
+		out[k], values = values[:m:m], values[m:]
+	}
+	return out, values[:0:spare]
+}
+
+// setEdgeHeader sets the field k (canonical) to v, its value in the spare
+// array cloneHeader left.
+func setEdgeHeader(h http.Header, spare *[]string, k, v string) {
+	if len(*spare) == cap(*spare) {
+		h[k] = []string{v}
+		return
+	}
+	*spare = append(*spare, v)
+	n := len(*spare)
+	h[k] = (*spare)[n-1 : n : n]
 }
 
 // errConnect: CONNECT is not tunnelled.
@@ -275,6 +315,10 @@ func (e *Env) splice(rw http.ResponseWriter, out *http.Request, res *http.Respon
 	}()
 	h := rw.Header()
 	for k, vv := range res.Header {
+		if len(h[k]) == 0 {
+			h[k] = vv // res.Header is not used again: its values need no copy
+			continue
+		}
 		h[k] = append(h[k], vv...)
 	}
 	res.Header, res.Body = h, nil // res.Write writes the head only
