@@ -48,8 +48,15 @@ type exchange struct {
 	// changes headers (its Server header), so it comes with the exchange
 	// instead of in an allocation of its own.
 	routeHeaders router.RouteHeaders
-	rw           responseWriter     // the request's (Serve)
-	ri           router.RequestInfo // the request as routing sees it (Serve)
+}
+
+// stream is what Serve keeps of a request, in one allocation: its exchange,
+// response writer and routing view. An internal redirect starts a new
+// exchange in the same place and keeps the others.
+type stream struct {
+	ex exchange
+	rw responseWriter
+	ri router.RequestInfo
 }
 
 // headersFor returns the request's routeHeaders, set up in the exchange on
@@ -75,14 +82,12 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
 		panic(http.ErrAbortHandler)
 	}
-	// The request's writer and routing view come with its exchange: one
-	// allocation for the three.
-	ex := &exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
-	rw := &ex.rw
+	s := new(stream)
+	ex, rw, ri := &s.ex, &s.rw, &s.ri
+	*ex = exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
 	rw.ResponseWriter, rw.hcm, rw.requestID, rw.grpc, rw.start = w, hcm, requestID(hcm, r), isGRPCRequest(r), start
 	ex.info.Certificates = lc.Certificates
 	http10Host(hcm.http1, r)
-	ri := &ex.ri
 	setRequestInfo(ri, hcm, r)
 	defer h.finish(r, ri, rw, ex, start)
 
