@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,14 @@ import (
 // before further lines are dropped (and counted): about a second of traffic
 // at a few thousand requests per second, and a few MB at most.
 const Queue = 8192
+
+// FlushDelay is how long the first line of a batch may wait for more
+// before the batch is written (as nginx's access_log flush= and Envoy's file
+// flush interval, which default to a second): under load a write carries many
+// lines instead of the few queued while the writer was last scheduled, and
+// the writer's goroutine wakes once per batch, not per line. A queue half
+// full is written at once.
+const FlushDelay = 100 * time.Millisecond
 
 // accessLogFlushTimeout bounds how long shutdown waits for the queued lines
 // to be written; a sink that is stuck for longer loses them.
@@ -83,6 +92,11 @@ type Log struct {
 	dropped prometheus.Counter
 	queue   chan Entry
 	done    chan struct{} // closed when the writer has drained the queue
+	// wake tells the writer a batch has begun (the first line queued since
+	// its last write: waiting is set) or that the queue is half full.
+	wake    chan struct{}
+	waiting atomic.Bool
+	delay   time.Duration // FlushDelay; 0 (a sink that cannot batch): none
 
 	mu      sync.RWMutex // write-held only to stop
 	started bool
@@ -90,7 +104,11 @@ type Log struct {
 }
 
 func New(log *slog.Logger, batcher Batcher, dropped prometheus.Counter, capacity int) *Log {
-	a := &Log{log: log, batcher: batcher, dropped: dropped, queue: make(chan Entry, capacity), done: make(chan struct{})}
+	a := &Log{log: log, batcher: batcher, dropped: dropped, queue: make(chan Entry, capacity), done: make(chan struct{}),
+		wake: make(chan struct{}, 1)}
+	if batcher != nil {
+		a.delay = FlushDelay
+	}
 	if d, ok := log.Handler().(*directHandler); ok {
 		a.direct = d
 		a.line.json, a.line.invalidUTF8 = d.json, d.invalidUTF8
@@ -116,21 +134,35 @@ func (a *Log) Start() {
 
 func (a *Log) run() {
 	defer close(a.done)
-	for e := range a.queue {
-		if a.batcher == nil {
-			a.write(&e, &a.line)
-			continue
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for open := true; open; {
+		if _, open = <-a.wake; !open {
+			break // stopped: what is queued is written below
 		}
-		a.batcher.Hold()
-		a.write(&e, &a.line)
+		if a.delay > 0 && len(a.queue) < cap(a.queue)/2 {
+			timer.Reset(a.delay)
+			select {
+			case _, open = <-a.wake: // half full, or stopped
+				timer.Stop()
+			case <-timer.C:
+			}
+		}
+		// From here a line queued starts a new batch: it wakes the writer
+		// again, and at worst finds its line already written.
+		a.waiting.Store(false)
 		a.writeQueued()
-		a.batcher.Release()
 	}
+	a.writeQueued()
 }
 
-// writeQueued writes the lines queued now, returning when the queue is
-// empty: the batch they make is written without waiting for more traffic.
+// writeQueued writes the lines queued now, in one batch when the sink can
+// batch, returning when the queue is empty.
 func (a *Log) writeQueued() {
+	if a.batcher != nil {
+		a.batcher.Hold()
+		defer a.batcher.Release()
+	}
 	for {
 		select {
 		case e, ok := <-a.queue:
@@ -155,6 +187,12 @@ func (a *Log) Add(e *Entry) {
 	}
 	select {
 	case a.queue <- *e:
+		if !a.waiting.Load() && !a.waiting.Swap(true) || len(a.queue) >= cap(a.queue)/2 {
+			select {
+			case a.wake <- struct{}{}:
+			default: // the writer is woken already
+			}
+		}
 	default:
 		a.dropped.Inc()
 	}
@@ -170,6 +208,7 @@ func (a *Log) Stop() {
 	}
 	a.stopped = true
 	close(a.queue)
+	close(a.wake)
 	started := a.started
 	a.mu.Unlock()
 	if !started {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,3 +175,75 @@ func BenchmarkWriteLine(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// countingSink is a batching sink that counts its writes and lines.
+type countingSink struct {
+	mu            sync.Mutex
+	held          bool
+	writes, lines int
+	pending       int
+}
+
+func (c *countingSink) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := bytes.Count(p, []byte("\n"))
+	if c.held {
+		c.pending += n
+		return len(p), nil
+	}
+	c.writes++
+	c.lines += n
+	return len(p), nil
+}
+
+func (c *countingSink) Hold() { c.mu.Lock(); c.held = true; c.mu.Unlock() }
+
+func (c *countingSink) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	if c.pending > 0 {
+		c.writes++
+		c.lines += c.pending
+		c.pending = 0
+	}
+}
+
+func (c *countingSink) counts() (writes, lines int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes, c.lines
+}
+
+// TestBatchWaitsUntilHalfFull: with a batching sink, queued lines wait for
+// the flush delay (here an hour) unless the queue is half full, when they
+// are written at once, in one write; Stop writes what is left.
+func TestBatchWaitsUntilHalfFull(t *testing.T) {
+	sink := &countingSink{}
+	a := New(NewLogger(sink, false, slog.LevelInfo), sink, prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"}), 8)
+	a.delay = time.Hour
+	a.Start()
+	for range 3 {
+		a.Add(sampleEntry())
+	}
+	a.Add(sampleEntry()) // the fourth: half of 8
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, lines := sink.counts(); lines == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a half-full queue was not written")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if writes, _ := sink.counts(); writes != 1 {
+		t.Errorf("4 lines took %d writes, want 1", writes)
+	}
+	a.Add(sampleEntry())
+	a.Stop()
+	if writes, lines := sink.counts(); lines != 5 || writes != 2 {
+		t.Errorf("after Stop: %d lines in %d writes, want 5 in 2", lines, writes)
+	}
+}
