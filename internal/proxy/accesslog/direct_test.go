@@ -217,8 +217,9 @@ func (c *countingSink) counts() (writes, lines int) {
 }
 
 // TestBatchWaitsUntilHalfFull: with a batching sink, queued lines wait for
-// the flush delay (here an hour) unless the queue is half full, when they
-// are written at once, in one write; Stop writes what is left.
+// the flush delay (here an hour) unless a batch is ready (BatchLines, or half
+// the queue when that is less), when they are written at once, in one write;
+// Stop writes what is left.
 func TestBatchWaitsUntilHalfFull(t *testing.T) {
 	sink := &countingSink{}
 	a := New(NewLogger(sink, false, slog.LevelInfo), sink, prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"}), 8)
@@ -234,7 +235,7 @@ func TestBatchWaitsUntilHalfFull(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("a half-full queue was not written")
+			t.Fatal("a ready batch was not written")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
