@@ -118,7 +118,7 @@ func New(log *slog.Logger, batcher Batcher, dropped prometheus.Counter, capacity
 	}
 	if d, ok := log.Handler().(*directHandler); ok {
 		a.direct = d
-		a.line.json, a.line.invalidUTF8 = d.json, d.invalidUTF8
+		a.line.json, a.line.attrs, a.line.invalidUTF8 = d.json, d.attrs, d.invalidUTF8
 	}
 	return a
 }
@@ -207,7 +207,7 @@ func (a *Log) Add(e *Entry) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.stopped {
-		a.write(e, &lineWriter{json: a.line.json, invalidUTF8: a.line.invalidUTF8})
+		a.write(e, &lineWriter{json: a.line.json, attrs: a.line.attrs, invalidUTF8: a.line.invalidUTF8})
 		return
 	}
 	select {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode"
@@ -47,17 +49,49 @@ func (lw *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // directHandler is the handler of NewLogger's loggers: slog's, plus what the
-// access log needs to write the same lines itself. Its WithAttrs and
-// WithGroup return slog's handlers, so a derived logger is never mistaken for
-// one the access log may write to directly.
+// access log needs to write the same lines itself. Attributes added with
+// WithAttrs are kept as slog formats them (the CLI's access logger has
+// component=proxy); WithGroup returns slog's handler, so a logger with a group
+// is never mistaken for one the access log may write to directly.
 type directHandler struct {
 	slog.Handler
 	w    *lockedWriter
 	json bool
+	// withAttrs are the attributes added with WithAttrs, and attrs what slog
+	// writes of them, after the message.
+	withAttrs []slog.Attr
+	attrs     string
 	// invalidUTF8 is what slog's JSON handler writes for a byte that is not
 	// UTF-8: the escape \ufffd, or U+FFFD itself where Go's encoding/json v2
 	// is built in (GOEXPERIMENT=jsonv2, on in this project's Go).
 	invalidUTF8 string
+}
+
+// WithAttrs returns slog's handler with attrs, as a directHandler that
+// writes them as slog does.
+func (d *directHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return d
+	}
+	all := append(slices.Clip(d.withAttrs), attrs...)
+	return &directHandler{Handler: d.Handler.WithAttrs(attrs), w: d.w, json: d.json,
+		withAttrs: all, attrs: renderedAttrs(all, d.json), invalidUTF8: d.invalidUTF8}
+}
+
+// renderedAttrs is what slog's handler of the format writes of attributes
+// added with WithAttrs: those of a record with nothing but a message, less
+// the level and message.
+func renderedAttrs(attrs []slog.Attr, json bool) string {
+	var b bytes.Buffer
+	var h slog.Handler = slog.NewTextHandler(&b, nil)
+	prefix, suffix := "level=INFO msg=m", "\n"
+	if json {
+		h = slog.NewJSONHandler(&b, nil)
+		prefix, suffix = `{"level":"INFO","msg":"m"`, "}\n"
+	}
+	_ = h.WithAttrs(attrs).Handle(context.Background(), slog.NewRecord(time.Time{}, slog.LevelInfo, "m", 0))
+	out := b.String()
+	return strings.TrimSuffix(strings.TrimPrefix(out, prefix), suffix)
 }
 
 // jsonInvalidUTF8 asks slog's JSON handler how it writes invalid UTF-8: the
@@ -75,6 +109,7 @@ func jsonInvalidUTF8() string {
 type lineWriter struct {
 	buf         []byte
 	json        bool
+	attrs       string // directHandler.attrs
 	invalidUTF8 string // directHandler.invalidUTF8
 }
 
@@ -91,6 +126,7 @@ func (l *lineWriter) start(t time.Time, msg string) {
 		}
 		l.buf = append(l.buf, `"level":"INFO","msg":`...)
 		l.quoteJSON(msg)
+		l.buf = append(l.buf, l.attrs...)
 		return
 	}
 	if !t.IsZero() {
@@ -100,6 +136,7 @@ func (l *lineWriter) start(t time.Time, msg string) {
 	}
 	l.buf = append(l.buf, "level=INFO msg="...)
 	l.text(msg)
+	l.buf = append(l.buf, l.attrs...)
 }
 
 // key starts an attribute whose key needs no quoting or escaping (the access

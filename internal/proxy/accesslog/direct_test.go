@@ -121,13 +121,37 @@ func FuzzDirectLineLikeSlog(f *testing.F) {
 	})
 }
 
-// TestDerivedLoggerKeepsItsAttributes: a logger derived from NewLogger's with
-// With is written through slog, so its attributes are on every line.
-func TestDerivedLoggerKeepsItsAttributes(t *testing.T) {
-	var buf bytes.Buffer
-	writeLine(NewLogger(&buf, false, slog.LevelInfo).With("pod", "portico-0"), sampleEntry())
-	if !strings.Contains(buf.String(), "pod=portico-0") || !strings.Contains(buf.String(), "listener=ingress_http") {
-		t.Fatalf("line %q lacks the logger's attribute or the entry's", buf.String())
+// TestDerivedLoggerLikeSlog: a logger derived from NewLogger's with With
+// (portico run's has component=proxy) still writes its request lines itself,
+// its attributes where and as slog writes them; one with a group goes through
+// slog.
+func TestDerivedLoggerLikeSlog(t *testing.T) {
+	derive := map[string]func(*slog.Logger) *slog.Logger{
+		"component": func(l *slog.Logger) *slog.Logger { return l.With("component", "proxy") },
+		"twice":     func(l *slog.Logger) *slog.Logger { return l.With("a", 1).With("b", "x y", "c", 2.5) },
+		"quoted":    func(l *slog.Logger) *slog.Logger { return l.With("k=", "\"v\"\n", "t", time.Unix(5, 0).UTC()) },
+		"group":     func(l *slog.Logger) *slog.Logger { return l.WithGroup("g").With("k", "v") },
+	}
+	for name, d := range derive {
+		for _, json := range []bool{false, true} {
+			var direct, viaSlog bytes.Buffer
+			dl := d(NewLogger(&direct, json, slog.LevelInfo))
+			opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+			var h slog.Handler = slog.NewTextHandler(&viaSlog, opts)
+			if json {
+				h = slog.NewJSONHandler(&viaSlog, opts)
+			}
+			sl := d(slog.New(h))
+			writeLine(dl, sampleEntry())
+			writeLine(sl, sampleEntry())
+			if direct.String() != viaSlog.String() {
+				t.Errorf("%s (json %v):\naccess log: %s\nslog:       %s", name, json, direct.String(), viaSlog.String())
+			}
+			_, isDirect := dl.Handler().(*directHandler)
+			if isDirect == (name == "group") {
+				t.Errorf("%s (json %v): written directly %v", name, json, isDirect)
+			}
+		}
 	}
 }
 
