@@ -1236,7 +1236,9 @@ func TestCodecRequestTargets(t *testing.T) {
 
 // hopBackend answers every request on a kept-alive connection with a chunked
 // "hello" and hop-by-hop headers: Connection naming X-Resp-Hop, Keep-Alive,
-// Proxy-Connection and Upgrade, besides the end-to-end X-Resp-E2E.
+// Proxy-Connection and Upgrade, besides the end-to-end X-Resp-E2E. A request
+// for a path with ?close is answered with Connection: close naming X-Resp-Hop
+// too, and the connection closed after it. A 100 Continue answers an Expect.
 func hopBackend(t *testing.T) string {
 	addr, _ := rawHTTPBackend(t, func(_ int64, conn *net.TCPConn, br *bufio.Reader) {
 		for {
@@ -1244,10 +1246,19 @@ func hopBackend(t *testing.T) string {
 			if err != nil {
 				return
 			}
+			if req.Header.Get("Expect") == "100-continue" {
+				if _, err := io.WriteString(conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+					return
+				}
+			}
 			_, _ = io.Copy(io.Discard, req.Body)
-			if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: X-Resp-Hop, keep-alive\r\nX-Resp-Hop: 1\r\n"+
+			connection := "X-Resp-Hop, keep-alive"
+			if req.URL.Query().Has("close") {
+				connection = "close, X-Resp-Hop"
+			}
+			if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: "+connection+"\r\nX-Resp-Hop: 1\r\n"+
 				"Keep-Alive: timeout=9\r\nProxy-Connection: keep-alive\r\nUpgrade: foo\r\nX-Resp-E2E: kept\r\n"+
-				"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"); err != nil {
+				"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"); err != nil || req.URL.Query().Has("close") {
 				return
 			}
 		}
@@ -1297,23 +1308,59 @@ func TestCodecHopByHopHeaders(t *testing.T) {
 			}
 		})
 	}
-	for _, cp := range p.paths(t) {
-		t.Run(cp.name+"/response", func(t *testing.T) {
-			for i := range 2 { // the second on a reused connection, both sides
-				resp, body := cp.do(t, cp.request(t, http.MethodGet, "/hop", nil))
-				if resp.StatusCode != 200 || body != "hello" || resp.Header.Get("X-Resp-E2E") != "kept" {
-					t.Fatalf("response %d: got %d %q with X-Resp-E2E %q", i, resp.StatusCode, body, resp.Header.Get("X-Resp-E2E"))
-				}
-				for _, h := range []string{"X-Resp-Hop", "Keep-Alive", "Proxy-Connection", "Upgrade"} {
-					if v, ok := resp.Header[h]; ok {
-						t.Errorf("response %d: the client received %s: %q", i, h, v)
-					}
-				}
-				if c := strings.ToLower(resp.Header.Get("Connection")); strings.Contains(c, "hop") {
-					t.Errorf("response %d: the client received Connection %q", i, c)
+	for _, rp := range p.rawPaths() {
+		// An h2c upgrade offer is ignored, but what its Connection names is not forwarded.
+		t.Run(rp.name+"/request_with_an_h2c_offer", func(t *testing.T) {
+			conn, br := rp.dial(t)
+			resp, body := rawRequest(t, conn, br, "GET /echo HTTP/1.1\r\nHost: x\r\n"+
+				"Connection: Upgrade, HTTP2-Settings, X-Hop-C\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n"+
+				"X-Hop-C: 3\r\nX-E2E: kept\r\n\r\n")
+			var e echo
+			if err := json.Unmarshal([]byte(body), &e); resp.StatusCode != 200 || err != nil {
+				t.Fatalf("got %d %q", resp.StatusCode, body)
+			}
+			for _, h := range []string{"X-Hop-C", "Connection", "Upgrade", "Http2-Settings"} {
+				if v, ok := e.Header[h]; ok {
+					t.Errorf("the backend received %s: %q", h, v)
 				}
 			}
+			if e.Header.Get("X-E2E") != "kept" {
+				t.Errorf("the end-to-end X-E2E did not reach the backend: %v", e.Header)
+			}
 		})
+	}
+	// Each response twice, the second on a reused connection both sides (closed
+	// and opened again upstream after a close); with Expect, the proxy's
+	// upstream request goes through its other HTTP/1.1 client (http.Transport).
+	responses := []struct{ name, query, expect string }{
+		{"response", "", ""},
+		{"response_with_close", "?close", ""},
+		{"response_to_expect", "", "100-continue"},
+	}
+	for _, cp := range p.paths(t) {
+		for _, r := range responses {
+			t.Run(cp.name+"/"+r.name, func(t *testing.T) {
+				for i := range 2 {
+					req := cp.request(t, http.MethodGet, "/hop"+r.query, nil)
+					if r.expect != "" {
+						req = cp.request(t, http.MethodPost, "/hop"+r.query, strings.NewReader("body"))
+						req.Header.Set("Expect", r.expect)
+					}
+					resp, body := cp.do(t, req)
+					if resp.StatusCode != 200 || body != "hello" || resp.Header.Get("X-Resp-E2E") != "kept" {
+						t.Fatalf("response %d: got %d %q with X-Resp-E2E %q", i, resp.StatusCode, body, resp.Header.Get("X-Resp-E2E"))
+					}
+					for _, h := range []string{"X-Resp-Hop", "Keep-Alive", "Proxy-Connection", "Upgrade"} {
+						if v, ok := resp.Header[h]; ok {
+							t.Errorf("response %d: the client received %s: %q", i, h, v)
+						}
+					}
+					if c := strings.ToLower(resp.Header.Get("Connection")); strings.Contains(c, "hop") {
+						t.Errorf("response %d: the client received Connection %q", i, c)
+					}
+				}
+			})
+		}
 	}
 }
 
