@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -1161,6 +1162,58 @@ func TestCodecSlowClientsAreCut(t *testing.T) {
 		t.Errorf("the backend got %d requests from clients that never finished their heads", n)
 	}
 	// The timeouts cut the slow, not the rest.
+	for _, cp := range p.paths(t) {
+		t.Run(cp.name+"/a prompt request is served", func(t *testing.T) {
+			if resp, body := cp.do(t, cp.request(t, http.MethodGet, "/codec/echo?prompt", nil)); resp.StatusCode != 200 || body != "GET /codec/echo?prompt " {
+				t.Errorf("got %d %q", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// request_headers_timeout bounds an HTTP/1.1 head from its first byte to its last,
+// per connection manager: a head that stops midway is cut well before the 30 s the
+// proxy otherwise allows, and nothing reaches the backend; a connection that sends
+// nothing for longer than the timeout, then a whole head, is served (the timer starts
+// at the head's first byte, as in Envoy; the idle timeout covers the wait).
+func TestCodecRequestHeadersTimeout(t *testing.T) {
+	t.Parallel()
+	be := codecBackend(t)
+	p := startCodecProxy(t, map[string]string{"be": be.addr()}, func(h *hcmv3.HttpConnectionManager) {
+		h.RequestHeadersTimeout = durationpb.New(time.Second)
+	}, codecRoutes())
+	// Far under the proxy's default of 30 s, and far over the second configured.
+	const deadline = 20 * time.Second
+	hits := be.hits.Load()
+	t.Run("clients", func(t *testing.T) { // both paths at once, and done before what follows
+		for _, rp := range p.rawPaths() {
+			t.Run(rp.name+"/head stops midway", func(t *testing.T) {
+				t.Parallel()
+				conn, br := rp.dial(t)
+				if _, err := io.WriteString(conn, "GET /codec/echo HTTP/1.1\r\nHost: x\r\nX-Half: "); err != nil {
+					t.Fatal(err)
+				}
+				_ = conn.SetReadDeadline(time.Now().Add(deadline))
+				switch _, err := br.ReadByte(); {
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					t.Fatalf("the connection is still open after %v", deadline)
+				case err == nil:
+					t.Fatal("the proxy answered a head that never ended")
+				}
+			})
+			t.Run(rp.name+"/quiet before the head", func(t *testing.T) {
+				t.Parallel()
+				conn, br := rp.dial(t)
+				time.Sleep(2500 * time.Millisecond) // longer than the timeout, before any byte
+				if resp, body := rawRequest(t, conn, br, "GET /codec/echo?quiet HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 || body != "GET /codec/echo?quiet " {
+					t.Errorf("got %d %q", resp.StatusCode, body)
+				}
+			})
+		}
+	})
+	if n := be.hits.Load() - hits; n != int64(len(p.rawPaths())) {
+		t.Errorf("the backend got %d requests, want only the %d whole heads", n, len(p.rawPaths()))
+	}
 	for _, cp := range p.paths(t) {
 		t.Run(cp.name+"/a prompt request is served", func(t *testing.T) {
 			if resp, body := cp.do(t, cp.request(t, http.MethodGet, "/codec/echo?prompt", nil)); resp.StatusCode != 200 || body != "GET /codec/echo?prompt " {
