@@ -25,7 +25,9 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
@@ -1309,30 +1311,91 @@ func TestCodecRequestTargets(t *testing.T) {
 // for a path with ?close is answered with Connection: close naming X-Resp-Hop
 // too, and the connection closed after it. A 100 Continue answers an Expect.
 func hopBackend(t *testing.T) string {
-	addr, _ := rawHTTPBackend(t, func(_ int64, conn *net.TCPConn, br *bufio.Reader) {
+	addr, _ := rawHTTPBackend(t, func(_ int64, conn *net.TCPConn, br *bufio.Reader) { serveHop(conn, br) })
+	return addr
+}
+
+// hopBackendTLS is hopBackend over TLS, with a certificate for
+// backend.internal from ca.
+func hopBackendTLS(t *testing.T, ca *testCA) string {
+	cert := ca.keyPair(t, "backend.internal")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
 		for {
-			req, err := http.ReadRequest(br)
+			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			if req.Header.Get("Expect") == "100-continue" {
-				if _, err := io.WriteString(conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-					return
-				}
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
-			connection := "X-Resp-Hop, keep-alive"
-			if req.URL.Query().Has("close") {
-				connection = "close, X-Resp-Hop"
-			}
-			if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: "+connection+"\r\nX-Resp-Hop: 1\r\n"+
-				"Keep-Alive: timeout=9\r\nProxy-Connection: keep-alive\r\nUpgrade: foo\r\nX-Resp-E2E: kept\r\n"+
-				"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"); err != nil || req.URL.Query().Has("close") {
+			go func() {
+				defer conn.Close()
+				serveHop(conn, bufio.NewReader(conn))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func serveHop(conn io.Writer, br *bufio.Reader) {
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		if req.Header.Get("Expect") == "100-continue" {
+			if _, err := io.WriteString(conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 				return
 			}
 		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		connection := "X-Resp-Hop, keep-alive"
+		if req.URL.Query().Has("close") {
+			connection = "close, X-Resp-Hop"
+		}
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: "+connection+"\r\nX-Resp-Hop: 1\r\n"+
+			"Keep-Alive: timeout=9\r\nProxy-Connection: keep-alive\r\nUpgrade: foo\r\nX-Resp-E2E: kept\r\n"+
+			"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"); err != nil || req.URL.Query().Has("close") {
+			return
+		}
+	}
+}
+
+// The headers a backend's Connection field names stop at the proxy also on the
+// clusters with an HTTP/1.1 transport of their own (http.Transport): over TLS,
+// and in clear text with an idle_timeout; with Connection: close too.
+func TestHopByHopHeadersFromOwnTransports(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	tlsCluster, idleCluster := edsCluster("hop-tls"), edsCluster("hop-idle")
+	tlsCluster.TransportSocket = upstreamTLSSocket(t, "backend.internal", nil, validation(ca.pem(), "backend.internal"))
+	protocolOptions(t, idleCluster, false, durationpb.New(time.Minute))
+	cp := startControlPlane(t)
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		clusters:  []*clusterv3.Cluster{tlsCluster, idleCluster},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("hop-tls", hopBackendTLS(t, ca)), assignment("hop-idle", hopBackend(t))},
+		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*",
+			toCluster("hop-tls", prefixMatch("/tls")), toCluster("hop-idle", prefixMatch("/idle"))))},
 	})
-	return addr
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := noRedirectClient()
+	for _, path := range []string{"/tls", "/tls?close", "/idle", "/idle?close"} {
+		for i := range 2 { // the second on a reused or a new upstream connection
+			r := get(t, c, p.httpURL(t, path), "x", nil)
+			if r.Status != 200 || r.Body != "hello" || r.Header.Get("X-Resp-E2E") != "kept" {
+				t.Fatalf("%s, response %d: %d %q with X-Resp-E2E %q", path, i, r.Status, r.Body, r.Header.Get("X-Resp-E2E"))
+			}
+			for _, h := range []string{"X-Resp-Hop", "Keep-Alive", "Proxy-Connection", "Upgrade"} {
+				if v, ok := r.Header[h]; ok {
+					t.Errorf("%s, response %d: the client received %s: %q", path, i, h, v)
+				}
+			}
+		}
+	}
 }
 
 // Hop-by-hop headers (RFC 9110 section 7.6.1) stop at the proxy both ways: Connection
@@ -1405,6 +1468,7 @@ func TestCodecHopByHopHeaders(t *testing.T) {
 		{"response", "", ""},
 		{"response_with_close", "?close", ""},
 		{"response_to_expect", "", "100-continue"},
+		{"response_with_close_to_expect", "?close", "100-continue"},
 	}
 	for _, cp := range p.paths(t) {
 		for _, r := range responses {
