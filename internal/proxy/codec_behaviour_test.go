@@ -1363,6 +1363,39 @@ func serveHop(conn io.Writer, br *bufio.Reader) {
 	}
 }
 
+// A mirrored request's copy loses the headers the request's Connection field names,
+// as the request itself does.
+func TestMirrorDropsHopByHopHeaders(t *testing.T) {
+	t.Parallel()
+	shadowed := make(chan http.Header, 1)
+	shadow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case shadowed <- r.Header.Clone():
+		default:
+		}
+	}))
+	t.Cleanup(shadow.Close)
+	primary := startBackend(t, "main")
+	p := startCodecProxy(t, map[string]string{"main": primary.addr(), "shadow": shadow.Listener.Addr().String()}, nil, vhost("*",
+		withAction(toCluster("main", prefixMatch("/")), func(a *routev3.RouteAction) {
+			a.RequestMirrorPolicies = []*routev3.RouteAction_RequestMirrorPolicy{{Cluster: "shadow"}}
+		})))
+	conn, br := dialProxy(t, p.testProxy)
+	resp, body := rawRequest(t, conn, br, "GET /m HTTP/1.1\r\nHost: x\r\nConnection: X-Hop-M\r\nX-Hop-M: 1\r\nX-E2E: kept\r\n\r\n")
+	var e echo
+	if err := json.Unmarshal([]byte(body), &e); resp.StatusCode != 200 || err != nil || e.Header.Get("X-Hop-M") != "" {
+		t.Fatalf("the request: %d %q", resp.StatusCode, body)
+	}
+	select {
+	case h := <-shadowed:
+		if _, ok := h["X-Hop-M"]; ok || h.Get("X-E2E") != "kept" {
+			t.Errorf("the mirror's copy carried %v, want X-E2E and not X-Hop-M", h)
+		}
+	case <-time.After(time.Minute): // a hang, not a speed limit
+		t.Fatal("no mirrored request")
+	}
+}
+
 // The headers a backend's Connection field names stop at the proxy also on the
 // clusters with an HTTP/1.1 transport of their own (http.Transport): over TLS,
 // and in clear text with an idle_timeout; with Connection: close too.
