@@ -1445,33 +1445,48 @@ func TestCodecHopByHopHeaders(t *testing.T) {
 		toCluster("echo", prefixMatch("/echo")),
 		toCluster("hop", prefixMatch("/hop")),
 	))
+	// With Expect, the proxy's upstream request goes through its other HTTP/1.1
+	// client (http.Transport).
 	for _, rp := range p.rawPaths() {
-		t.Run(rp.name+"/request", func(t *testing.T) {
-			conn, br := rp.dial(t)
-			resp, body := rawRequest(t, conn, br, "POST /echo HTTP/1.1\r\nHost: x\r\n"+
-				"Connection: keep-alive, X-Hop-A, x-hop-b\r\nX-Hop-A: 1\r\nX-Hop-B: 2\r\n"+
-				"Keep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nTE: gzip, trailers\r\n"+
-				"Upgrade: foo\r\nX-E2E: kept\r\nTransfer-Encoding: chunked\r\n\r\n"+
-				"5\r\nhello\r\n0\r\n\r\n")
-			var e echo
-			if err := json.Unmarshal([]byte(body), &e); resp.StatusCode != 200 || err != nil {
-				t.Fatalf("got %d %q", resp.StatusCode, body)
+		for _, expect := range []string{"", "Expect: 100-continue\r\n"} {
+			name := "/request"
+			if expect != "" {
+				name = "/request_with_expect"
 			}
-			for _, h := range []string{"X-Hop-A", "X-Hop-B", "Keep-Alive", "Proxy-Connection", "Upgrade", "Transfer-Encoding"} {
-				if v, ok := e.Header[h]; ok {
-					t.Errorf("the backend received %s: %q", h, v)
+			t.Run(rp.name+name, func(t *testing.T) {
+				conn, br := rp.dial(t)
+				if _, err := io.WriteString(conn, "POST /echo HTTP/1.1\r\nHost: x\r\n"+expect+
+					"Connection: keep-alive, X-Hop-A, x-hop-b\r\nX-Hop-A: 1\r\nX-Hop-B: 2\r\n"+
+					"Keep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nTE: gzip, trailers\r\n"+
+					"Upgrade: foo\r\nX-E2E: kept\r\nTransfer-Encoding: chunked\r\n\r\n"+
+					"5\r\nhello\r\n0\r\n\r\n"); err != nil {
+					t.Fatal(err)
 				}
-			}
-			if c := strings.ToLower(strings.Join(e.Header["Connection"], ",")); strings.Contains(c, "hop") {
-				t.Errorf("the backend received Connection %q", c)
-			}
-			if te := e.Header.Values("Te"); len(te) > 1 || (len(te) == 1 && !strings.EqualFold(te[0], "trailers")) {
-				t.Errorf("the backend received TE %q, want none or trailers", te)
-			}
-			if e.Header.Get("X-E2E") != "kept" {
-				t.Errorf("the end-to-end X-E2E did not reach the backend: %v", e.Header)
-			}
-		})
+				resp := readFinal(t, br, nil)
+				body := readBody(t, resp)
+				var e echo
+				if err := json.Unmarshal([]byte(body), &e); resp.StatusCode != 200 || err != nil {
+					t.Fatalf("got %d %q", resp.StatusCode, body)
+				}
+				for _, h := range []string{"X-Hop-A", "X-Hop-B", "Keep-Alive", "Proxy-Connection", "Upgrade", "Transfer-Encoding"} {
+					if v, ok := e.Header[h]; ok {
+						t.Errorf("the backend received %s: %q", h, v)
+					}
+				}
+				if c := strings.ToLower(strings.Join(e.Header["Connection"], ",")); strings.Contains(c, "hop") {
+					t.Errorf("the backend received Connection %q", c)
+				}
+				if te := e.Header.Values("Te"); len(te) > 1 || (len(te) == 1 && !strings.EqualFold(te[0], "trailers")) {
+					t.Errorf("the backend received TE %q, want none or trailers", te)
+				}
+				if e.Header.Get("X-E2E") != "kept" {
+					t.Errorf("the end-to-end X-E2E did not reach the backend: %v", e.Header)
+				}
+				if expect != "" && e.Header.Get("Expect") != "100-continue" {
+					t.Errorf("the backend received no Expect (so not through http.Transport): %v", e.Header)
+				}
+			})
+		}
 	}
 	for _, rp := range p.rawPaths() {
 		// An h2c upgrade offer is ignored, but what its Connection names is not forwarded.
