@@ -1351,6 +1351,11 @@ func serveHop(conn io.Writer, br *bufio.Reader) {
 			}
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
+		if req.URL.Query().Has("hints") {
+			if _, err := io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nConnection: X-Hint-Hop\r\nX-Hint-Hop: 1\r\nLink: </a.css>; rel=preload\r\n\r\n"); err != nil {
+				return
+			}
+		}
 		connection := "X-Resp-Hop, keep-alive"
 		if req.URL.Query().Has("close") {
 			connection = "close, X-Resp-Hop"
@@ -1393,6 +1398,43 @@ func TestMirrorDropsHopByHopHeaders(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // a hang, not a speed limit
 		t.Fatal("no mirrored request")
+	}
+}
+
+// An interim (1xx) response's hop-by-hop headers stop at the proxy as a final
+// one's do: a 103's Link reaches the client, what its Connection names does not.
+func TestCodecHopByHopHeadersOfInterimResponses(t *testing.T) {
+	t.Parallel()
+	p := startCodecProxy(t, map[string]string{"hop": hopBackend(t)}, nil, vhost("*", toCluster("hop", prefixMatch("/hop"))))
+	for _, cp := range p.paths(t) {
+		t.Run(cp.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var hints []textproto.MIMEHeader
+			req := cp.request(t, http.MethodGet, "/hop?hints", nil)
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if code == http.StatusEarlyHints {
+						hints = append(hints, h)
+					}
+					return nil
+				},
+			}))
+			if resp, body := cp.do(t, req); resp.StatusCode != 200 || body != "hello" {
+				t.Fatalf("got %d %q", resp.StatusCode, body)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(hints) != 1 || hints[0].Get("Link") == "" {
+				t.Fatalf("103s received: %v, want one with its Link", hints)
+			}
+			for _, h := range []string{"X-Hint-Hop", "Connection"} {
+				if v, ok := hints[0][h]; ok {
+					t.Errorf("the 103 carried %s: %q", h, v)
+				}
+			}
+		})
 	}
 }
 
