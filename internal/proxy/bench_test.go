@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -12,6 +13,8 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/portico-dev/portico/internal/proxy/internal/xdstest"
 )
@@ -60,6 +63,23 @@ func BenchmarkProxyRequestHostPort(b *testing.B) {
 // configuration changed by rc (when not nil).
 func benchmarkProxyRequest(b *testing.B, l *listenerv3.Listener, rc func(*routev3.RouteConfiguration)) {
 	benchmarkProxyRequestHost(b, l, rc, "bench.example.com")
+}
+
+// BenchmarkProxyRequestOwnTransport is BenchmarkProxyRequest to a cluster with
+// an HTTP/1.1 transport of its own (an idle_timeout), which http.Transport
+// serves rather than the codec's client.
+func BenchmarkProxyRequestOwnTransport(b *testing.B) {
+	cp := startControlPlane(b)
+	be := startBackend(b, "bench")
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(b)},
+		routes:    []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*", toCluster("bench", prefixMatch("/"))))},
+		clusters:  []*clusterv3.Cluster{protocolOptions(b, edsCluster("bench"), false, durationpb.New(time.Minute))},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("bench", be.addr())},
+	})
+	req := benchRequest(b, cp)
+	req.Header.Set("User-Agent", "bench")
+	loopRequests(b, req)
 }
 
 // benchmarkProxyRequestHost is benchmarkProxyRequest with the Host host.

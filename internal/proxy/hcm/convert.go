@@ -76,6 +76,7 @@ func Convert(h *hcmv3.HttpConnectionManager, filters *filter.Registry) (*Spec, e
 		Idle:         defaultConnIdleTimeout,
 		Drain:        durationOr(h.GetDrainTimeout(), defaultDrainTimeout),
 		DelayedClose: durationOr(h.GetDelayedCloseTimeout(), defaultDelayedCloseTimeout),
+		Headers:      h.GetRequestHeadersTimeout().AsDuration(),
 	}
 	spec.RequestTimeout = h.GetRequestTimeout().AsDuration()
 	if d := h.GetStreamIdleTimeout(); d != nil {

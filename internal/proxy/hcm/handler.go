@@ -672,12 +672,12 @@ func upgradeType(r *http.Request) string {
 	return strings.ToLower(r.Header.Get("Upgrade"))
 }
 
-// stripUpgrade removes an upgrade offer so that ReverseProxy forwards a plain
-// request. Connection is hop-by-hop and already parsed by net/http.
+// stripUpgrade removes an upgrade offer so that the request is forwarded as a
+// plain one. Connection stays until prepareUpstream removes it with the
+// fields it names (an upgrade needs Upgrade too).
 func stripUpgrade(r *http.Request) {
 	r.Header.Del("Upgrade")
 	r.Header.Del("Http2-Settings")
-	r.Header.Del("Connection")
 }
 
 // headerHasToken reports whether a comma-separated header contains token

@@ -87,9 +87,7 @@ func (h *Handler) mirrorRequest(r *http.Request, t *upstreamTarget, m *router.Mi
 	}
 	req.Host = host
 	req.Header = r.Header.Clone()
-	for _, hop := range hopHeaders {
-		req.Header.Del(hop)
-	}
+	removeHopByHop(req.Header)
 	req.Header.Del("X-Forwarded-Client-Cert")
 	if t.xff != "" {
 		req.Header.Set("X-Forwarded-For", t.xff)

@@ -221,6 +221,7 @@ func (i *interims) got(code int, header textproto.MIMEHeader) error {
 	for k, vv := range header {
 		h[k] = append(h[k], vv...)
 	}
+	removeHopByHop(h) // as from a final response
 	i.rw.WriteHeader(code)
 	clear(h) // a 1xx's fields are its own
 	return nil

@@ -99,6 +99,10 @@ type ConnLimits struct {
 	// DelayedClose (delayed_close_timeout): how long a connection the proxy
 	// closes waits for the peer to close first; 0: close at once.
 	DelayedClose time.Duration
+	// Headers (request_headers_timeout): how long an HTTP/1.1 request's head
+	// may take from its first byte to its last; 0 (unset): the listener's
+	// default, never unbounded.
+	Headers time.Duration
 }
 
 // Envoy's defaults of the connection limits.

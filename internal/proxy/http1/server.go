@@ -53,6 +53,10 @@ type Server struct {
 	// Refused, if set, is told of each request the codec answers itself
 	// because it cannot be read (status 400, 431, 501 or 505).
 	Refused func(status int, reason string)
+	// HeadTimeout, if set, is ReadHeaderTimeout's bound for the connection
+	// whose context is ctx, in its place (a listener's chains each have
+	// their own).
+	HeadTimeout func(ctx context.Context) time.Duration
 
 	// readers and writers are the connections' buffers, reused from closed
 	// connections to new ones (a connection per request makes them most of
@@ -274,11 +278,20 @@ func (c *conn) serve() {
 // is not already in the buffer (a deadline costs a timer; most heads arrive
 // whole in one read).
 func (c *conn) readHead() error {
-	if t := c.srv.ReadHeaderTimeout; t > 0 && !headBuffered(c.br) {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(t))
-		defer c.rwc.SetReadDeadline(time.Time{})
+	if !headBuffered(c.br) {
+		if t := c.headTimeout(); t > 0 {
+			_ = c.rwc.SetReadDeadline(time.Now().Add(t))
+			defer c.rwc.SetReadDeadline(time.Time{})
+		}
 	}
 	return c.head.ReadRequest(c.br, c.srv.Limits)
+}
+
+func (c *conn) headTimeout() time.Duration {
+	if f := c.srv.HeadTimeout; f != nil {
+		return f(c.template.Context())
+	}
+	return c.srv.ReadHeaderTimeout
 }
 
 // headBuffered reports whether br holds a whole head (an empty line).

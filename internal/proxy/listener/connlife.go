@@ -163,6 +163,18 @@ func (ls *connLives) connState(c net.Conn, state http.ConnState) {
 	v.(*connLife).setState(state)
 }
 
+// headTimeout bounds the read of a request head on the connection whose
+// context is ctx: its chain's request_headers_timeout, in the configuration in
+// force, or readHeaderTimeout.
+func headTimeout(ctx context.Context) time.Duration {
+	if cl := lifeOf(ctx); cl != nil {
+		if t := cl.limits().Headers; t > 0 {
+			return t
+		}
+	}
+	return readHeaderTimeout
+}
+
 // lifeOf is the life of the connection a request came on, nil if none.
 func lifeOf(ctx context.Context) *connLife {
 	cl, _ := ctx.Value(connLifeKey{}).(*connLife)

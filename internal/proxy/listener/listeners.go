@@ -22,6 +22,10 @@ const (
 	// listener is removed or the proxy stops.
 	drainTimeout = 5 * time.Second
 
+	// readHeaderTimeout bounds a TLS handshake, and the read of an HTTP/1.1
+	// request head (from its first byte) whose chain does not set
+	// request_headers_timeout: where Envoy leaves it unbounded, a slow client
+	// (slowloris) is cut.
 	readHeaderTimeout = 30 * time.Second
 
 	// A listener whose address cannot be bound is retried on its own, from
@@ -363,6 +367,7 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		BaseContext:       context.WithValue(baseCtx, http.ServerContextKey, ll.srv),
 		ConnState:         ll.lives.connState,
 		ReadHeaderTimeout: readHeaderTimeout,
+		HeadTimeout:       headTimeout, // the chain's request_headers_timeout
 		Limits:            http1.Limits{MaxHeadBytes: headerReadLimit(lc)},
 		Log:               s.Log,
 		Refused:           s.HCM.CodecRefused,

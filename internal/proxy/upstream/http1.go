@@ -41,8 +41,10 @@ type HTTP1Client struct {
 }
 
 func NewHTTP1Client(fallback *http.Transport) *HTTP1Client {
+	noting := fallback.Clone()
+	noting.DialContext = noteNames(fallback.DialContext)
 	return &HTTP1Client{
-		fallback:           fallback,
+		fallback:           noting,
 		dial:               fallback.DialContext,
 		idleTimeout:        fallback.IdleConnTimeout,
 		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
@@ -75,7 +77,7 @@ func longAgo() time.Time { return time.Unix(1, 0) }
 
 func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !inCallerGoroutine(req) {
-		return c.fallback.RoundTrip(req)
+		return namesRoundTrip(c.fallback, req)
 	}
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)

@@ -35,12 +35,14 @@ func (e *malformedResponseError) Unwrap() error { return e.err }
 
 // newResponse builds the *http.Response that http.ReadResponse returns for
 // the head h (read after a request req), without its body. For a message
-// both parsers accept, every field is the same (FuzzResponseDifferential in
+// both parsers accept, every field is the same but for the fields a
+// Connection: close names (FuzzResponseDifferential in
 // package http1 and TestNewResponseLikeNetHTTP hold them to it): names
 // canonicalised, Transfer-Encoding moved to TransferEncoding, a chunked
 // response's Trailer field to the Trailer map's keys, repeated equal
 // Content-Length fields made one, Cache-Control: no-cache added after
-// Pragma: no-cache, an HTTP/1.1 Connection: close removed, ContentLength as
+// Pragma: no-cache, an HTTP/1.1 Connection: close removed (with the fields it
+// names, which net/http keeps: see dropConnection), ContentLength as
 // net/http sets it (none after HEAD but the field's, 0 for 1xx, 204 and 304,
 // -1 for chunked and close-delimited bodies), Close when the connection ends
 // after the response.
@@ -70,7 +72,7 @@ func newResponse(h *http1.Head, req *http.Request) *http.Response {
 		header["Cache-Control"] = []string{"no-cache"}
 	}
 	if h.Minor == 1 && h.Close {
-		delete(header, "Connection")
+		dropConnection(header)
 	}
 	noBody := h.Status < 200 || h.Status == http.StatusNoContent || h.Status == http.StatusNotModified
 	switch {
@@ -86,6 +88,23 @@ func newResponse(h *http1.Head, req *http.Request) *http.Response {
 		res.Close = res.Close || h.ContentLength < 0
 	}
 	return res
+}
+
+// dropConnection removes a Connection field that says close, as net/http
+// does, and with it the fields it names: they are hop-by-hop (RFC 9110
+// section 7.6.1), and the connection manager, which removes them from every
+// other response, cannot tell which they were once the field is gone. The
+// response's Close keeps the close. (net/http keeps them: the one place where
+// newResponse's header is not net/http's.)
+func dropConnection(header http.Header) {
+	for _, v := range header["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				delete(header, textproto.CanonicalMIMEHeaderKey(name))
+			}
+		}
+	}
+	delete(header, "Connection")
 }
 
 // statusAndHeader copies the status and the fields of h out of its buffer,

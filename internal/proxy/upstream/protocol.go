@@ -180,6 +180,7 @@ func (s *ClusterSpec) transportKey() transportKey {
 type clusterTransport struct {
 	key transportKey
 	rt  *http.Transport
+	rtt http.RoundTripper // rt, which namesTransport wraps for HTTP/1.1
 }
 
 // newClusterTransport builds the transport of a cluster with upstream TLS, HTTP/2
@@ -216,14 +217,21 @@ func newClusterTransport(key transportKey) *clusterTransport {
 			return DialTLS(ctx, c.Dialer, addr, c.TLS, requireH2)
 		}
 	}
-	return &clusterTransport{key: key, rt: tr}
+	if key.protocol != protoHTTP1 {
+		return &clusterTransport{key: key, rt: tr, rtt: tr}
+	}
+	tr.DialContext = noteNames(tr.DialContext)
+	if tr.DialTLSContext != nil {
+		tr.DialTLSContext = noteNames(tr.DialTLSContext)
+	}
+	return &clusterTransport{key: key, rt: tr, rtt: namesTransport{tr}}
 }
 
 // TransportFor returns the cluster's transport for spec, reusing the current
 // one while its settings are unchanged; nil when the shared transport serves
 // the cluster. A replaced transport's idle connections are closed; those in
 // use finish their requests. Called by the ADS goroutine only.
-func (cs *ClusterState) TransportFor(spec *ClusterSpec) *http.Transport {
+func (cs *ClusterState) TransportFor(spec *ClusterSpec) http.RoundTripper {
 	if !spec.needsOwnTransport() {
 		if cs.transport != nil {
 			cs.transport.rt.CloseIdleConnections()
@@ -238,5 +246,5 @@ func (cs *ClusterState) TransportFor(spec *ClusterSpec) *http.Transport {
 		}
 		cs.transport = newClusterTransport(key)
 	}
-	return cs.transport.rt
+	return cs.transport.rtt
 }
