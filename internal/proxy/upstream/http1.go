@@ -20,21 +20,26 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
-// HTTP1Client is the shared clear-text HTTP/1.1 upstream client. It makes the
-// common exchange (a request without a body) in the caller's goroutine: the
-// request is written with one flush and the response read on the same
-// goroutine, over a pooled connection. http.Transport runs a read and a write
-// goroutine per connection and hands every request and response between them
-// and the caller over channels, which costs CPU on every request
-// (docs/performance.md has the figures). Every other request
-// (a body, an upgrade, an Expect header, anything Transport would refuse) goes
-// to fallback, unchanged.
+// HTTP1Client is the shared clear-text HTTP/1.1 upstream client. It makes
+// the exchange in the caller's goroutine: the request head is written with
+// one flush and the response read on the same goroutine, over a pooled
+// connection; a request body is written by a goroutine of its own (after the
+// upstream's 100 Continue when the request expects one). http.Transport runs
+// a read and a write goroutine per connection and hands every request and
+// response between them and the caller over channels, which costs CPU on
+// every request (docs/performance.md has the figures). What this client does
+// not exchange (CONNECT, anything Transport would refuse) goes to fallback,
+// unchanged.
 type HTTP1Client struct {
 	fallback *http.Transport
 	// dial is the fallback's DialContext: both paths connect alike.
 	dial               func(ctx context.Context, network, addr string) (net.Conn, error)
 	idleTimeout        time.Duration
 	maxIdlePerEndpoint int
+	// expectContinueTimeout is how long a request that expects 100 Continue
+	// waits for it (or for the final response) before its body is sent
+	// anyway: the fallback's ExpectContinueTimeout; 0 sends it at once.
+	expectContinueTimeout time.Duration
 
 	Mu   sync.Mutex
 	Idle map[string][]*http1Conn // by endpoint address; the most recently used last
@@ -47,6 +52,8 @@ func NewHTTP1Client(fallback *http.Transport) *HTTP1Client {
 		idleTimeout:        fallback.IdleConnTimeout,
 		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
 		Idle:               make(map[string][]*http1Conn),
+
+		expectContinueTimeout: fallback.ExpectContinueTimeout,
 	}
 }
 
@@ -105,12 +112,12 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // inCallerGoroutine reports whether a request can be exchanged by this client:
-// nothing that turns the connection into something else or waits for a 100
-// Continue, headers Transport would send as they are. A body is written by a
-// goroutine of its own while the caller reads the response (hasBody).
+// nothing that turns the connection into something else, headers Transport
+// would send as they are. A body is written by a goroutine of its own while
+// the caller reads the response (hasBody).
 func inCallerGoroutine(req *http.Request) bool {
 	if req.URL.Scheme != "http" || req.URL.Host == "" ||
-		req.Method == http.MethodConnect || req.Header["Upgrade"] != nil || req.Header["Expect"] != nil {
+		req.Method == http.MethodConnect || req.Header["Upgrade"] != nil {
 		return false
 	}
 	for k, vs := range req.Header {
@@ -290,6 +297,11 @@ type http1Conn struct {
 	// bodySent receives the result of writing the request body (nil: the
 	// request has none, or its result was taken).
 	bodySent chan error
+	// sendBody tells the body writer of a request that expects 100 Continue
+	// whether to send the body (true: the 100 came) or not (a final response
+	// came first, or the exchange failed); nil once told, or when the request
+	// expects nothing.
+	sendBody chan bool
 	// bodyFailed is the request body's read failure that cut the exchange;
 	// bodyEOF says the writer has read the whole request body.
 	bodyFailed atomic.Pointer[bodyReadError]
@@ -361,6 +373,7 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(longAgo()) })
 	res, err := pc.exchange(req, trace)
 	if err != nil {
+		pc.tellBodyWriter(false)
 		stop()
 		pc.close()
 		if ctx.Err() != nil {
@@ -409,7 +422,10 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 	pc.bodyEOF.Store(false)
 	if hasBody(req) {
 		pc.bodySent = make(chan error, 1)
-		go pc.writeBody(req, trace, pc.bodySent)
+		if expectsContinue(req) && pc.client.expectContinueTimeout > 0 {
+			pc.sendBody = make(chan bool, 1)
+		}
+		go pc.writeBody(req, trace, pc.bodySent, pc.sendBody)
 	} else if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
@@ -439,6 +455,9 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		}
 		if res.StatusCode >= 200 || res.StatusCode == http.StatusSwitchingProtocols {
 			pc.readLimit = math.MaxInt64
+			// A final response before the 100: the body is not sent (the
+			// connection then closes after the response, release sees to it).
+			pc.tellBodyWriter(false)
 			return res, nil
 		}
 		if res.Header["Content-Length"] != nil || res.Header["Transfer-Encoding"] != nil {
@@ -452,9 +471,32 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 				return nil, err
 			}
 		}
+		if res.StatusCode == http.StatusContinue && pc.sendBody != nil {
+			// After the 100 went on to the client (Got1xxResponse): reading the
+			// body before would have the client's server side send one of its own.
+			if trace != nil && trace.Got100Continue != nil {
+				trace.Got100Continue()
+			}
+			pc.tellBodyWriter(true)
+		}
 		// The 1xx heads count against the final head's limit, as in http.Transport:
 		// an upstream sending them without end exhausts it.
 	}
+}
+
+// tellBodyWriter tells the body writer waiting for a 100 Continue whether to
+// send the body; it does nothing when none waits (or it was told already).
+func (pc *http1Conn) tellBodyWriter(send bool) {
+	if pc.sendBody != nil {
+		pc.sendBody <- send // buffered, and sent once
+		pc.sendBody = nil
+	}
+}
+
+// expectsContinue reports whether req asks the upstream for a 100 Continue
+// before its body, as http.Request reads Expect.
+func expectsContinue(req *http.Request) bool {
+	return httpguts.HeaderValuesContainsToken(req.Header["Expect"], "100-continue")
 }
 
 // readResponse reads a response head with the HTTP/1.1 codec and builds the
