@@ -112,12 +112,11 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // inCallerGoroutine reports whether a request can be exchanged by this client:
-// nothing that turns the connection into something else, headers Transport
-// would send as they are. A body is written by a goroutine of its own while
+// not CONNECT, headers Transport would send as they are. An upgrade's 101
+// hands the connection over (handOver). A body is written by a goroutine of its own while
 // the caller reads the response (hasBody).
 func inCallerGoroutine(req *http.Request) bool {
-	if req.URL.Scheme != "http" || req.URL.Host == "" ||
-		req.Method == http.MethodConnect || req.Header["Upgrade"] != nil {
+	if req.URL.Scheme != "http" || req.URL.Host == "" || req.Method == http.MethodConnect {
 		return false
 	}
 	for k, vs := range req.Header {
@@ -383,9 +382,13 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	}
 	keep := !res.Close && !req.Close && res.StatusCode >= 200
 	if res.StatusCode == http.StatusSwitchingProtocols {
-		// Never asked for (upgrades take the fallback): the attempt refuses it.
-		res.Body = &http1Body{body: http.NoBody, pc: pc, ctx: ctx, stop: stop}
-		return res, nil
+		if !isProtocolSwitch(res) {
+			// A 101 that names no protocol: the attempt refuses it, and
+			// closing its body closes the connection.
+			res.Body = &http1Body{body: http.NoBody, pc: pc, ctx: ctx, stop: stop}
+			return res, nil
+		}
+		return pc.handOver(ctx, res, stop)
 	}
 	if req.Method == http.MethodHead || res.ContentLength == 0 {
 		res.Body = http.NoBody
@@ -402,6 +405,79 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	}
 	res.Body = &http1Body{body: &pc.body, res: res, pc: pc, ctx: ctx, keep: keep, stop: stop}
 	return res, nil
+}
+
+// isProtocolSwitch reports whether a 101 response switches to a protocol
+// (Upgrade names one, Connection lists upgrade), as net/http reads it.
+func isProtocolSwitch(res *http.Response) bool {
+	return res.Header.Get("Upgrade") != "" && httpguts.HeaderValuesContainsToken(res.Header["Connection"], "Upgrade")
+}
+
+// errUpgradeBeforeBody: the upstream switched protocols while the request
+// body was still being written, which would mix its bytes with the new
+// protocol's.
+var errUpgradeBeforeBody = errors.New("the upstream switched protocols before the request body was sent")
+
+// handOver gives an upgraded connection to the caller as res.Body, an
+// io.ReadWriteCloser, as http.Transport does: it never returns to the pool,
+// and from now on only its caller closes it (the request's context no longer
+// does, which the connection manager's splice sees to).
+func (pc *http1Conn) handOver(ctx context.Context, res *http.Response, stop func() bool) (*http.Response, error) {
+	if pc.bodySent != nil {
+		var err error
+		select {
+		case err = <-pc.bodySent:
+		default:
+			err = errUpgradeBeforeBody
+		}
+		pc.bodySent = nil
+		if err != nil {
+			pc.close()
+			return nil, err
+		}
+	}
+	if !stop() {
+		pc.close() // the context ended: its deadline has already cut the connection
+		return nil, context.Cause(ctx)
+	}
+	if pc.idleTimer != nil {
+		pc.idleTimer.Stop()
+	}
+	res.Body = &upgradedConn{br: pc.br, conn: pc.conn}
+	return res, nil
+}
+
+// upgradedConn is the connection of a 101 response: what the reader holds
+// of it first (the new protocol's first bytes may have come with the 101),
+// then the connection itself.
+type upgradedConn struct {
+	br   *bufio.Reader // nil once drained
+	conn net.Conn
+}
+
+func (u *upgradedConn) Read(p []byte) (int, error) {
+	if u.br != nil {
+		if n := u.br.Buffered(); n > 0 {
+			if len(p) > n {
+				p = p[:n]
+			}
+			return u.br.Read(p)
+		}
+		u.br = nil
+	}
+	return u.conn.Read(p)
+}
+
+func (u *upgradedConn) Write(p []byte) (int, error) { return u.conn.Write(p) }
+
+func (u *upgradedConn) Close() error { return u.conn.Close() }
+
+// CloseWrite half-closes the connection, when it can be.
+func (u *upgradedConn) CloseWrite() error {
+	if cw, ok := u.conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("CloseWrite: not supported by the upstream connection")
 }
 
 // exchange writes the request in one flush and reads the response head,

@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -206,3 +208,102 @@ func TestHTTP1ClientExpectContinue(t *testing.T) {
 	})
 }
 
+// upgrading is a GET to addr that asks to switch to protocol.
+func upgrading(t *testing.T, ctx context.Context, addr, protocol string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/socket", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", protocol)
+	return req
+}
+
+// An upgrade is the codec client's: its 101 hands the connection over as
+// the response body, an io.ReadWriteCloser (what the connection manager
+// splices), with the new protocol's bytes that came with the 101; the
+// request's context no longer governs it, and it is never pooled. A 101
+// that names no protocol closes its connection; an upgrade the upstream
+// declines leaves the connection to the pool.
+func TestHTTP1ClientUpgrade(t *testing.T) {
+	t.Run("101: the connection handed over", func(t *testing.T) {
+		ended := make(chan error, 1)
+		addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+			req, err := http.ReadRequest(br)
+			if err != nil || req.Header.Get("Upgrade") != "echo" {
+				ended <- fmt.Errorf("request %v, %v; want an upgrade to echo", req, err)
+				return
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nhello ")
+			_, err = io.Copy(conn, br) // echoes until the client closes
+			ended <- err
+		})
+		c := testClient(t, time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		res, err := c.RoundTrip(upgrading(t, ctx, addr, "echo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("status %d, want 101", res.StatusCode)
+		}
+		rwc, ok := res.Body.(io.ReadWriteCloser)
+		if !ok {
+			t.Fatalf("the 101's body is a %T, want an io.ReadWriteCloser", res.Body)
+		}
+		cancel() // the exchange is over: the connection is the caller's
+		if _, err := io.WriteString(rwc, "world"); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len("hello world"))
+		if _, err := io.ReadFull(rwc, got); err != nil || string(got) != "hello world" {
+			t.Errorf("read %q, %v; want \"hello world\" (the bytes after the 101, then the echo)", got, err)
+		}
+		if n := c.idleCount(addr); n != 0 {
+			t.Errorf("%d pooled connections, want none", n)
+		}
+		_ = rwc.Close()
+		if err := <-ended; err != nil {
+			t.Errorf("the upstream's side: %v", err)
+		}
+	})
+	t.Run("101 without a protocol: refused, not reused", func(t *testing.T) {
+		addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+			if _, err := http.ReadRequest(br); err == nil {
+				_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+				_, _ = io.Copy(io.Discard, br)
+			}
+		})
+		c := testClient(t, time.Second)
+		res, err := c.RoundTrip(upgrading(t, context.Background(), addr, "echo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := res.Body.(io.Writer); ok || res.StatusCode != http.StatusSwitchingProtocols {
+			t.Errorf("status %d, body %T; want 101 with a body that cannot be written", res.StatusCode, res.Body)
+		}
+		_ = res.Body.Close()
+		if n := c.idleCount(addr); n != 0 {
+			t.Errorf("%d pooled connections, want none", n)
+		}
+	})
+	t.Run("declined: the connection pooled", func(t *testing.T) {
+		addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+			for {
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno")
+			}
+		})
+		c := testClient(t, time.Second)
+		res, got := exchange(t, c, upgrading(t, context.Background(), addr, "echo"))
+		if res.StatusCode != 200 || got != "no" {
+			t.Errorf("got %d %q, want 200 \"no\"", res.StatusCode, got)
+		}
+		if n := c.idleCount(addr); n != 1 {
+			t.Errorf("%d pooled connections, want 1", n)
+		}
+	})
+}
