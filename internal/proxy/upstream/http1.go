@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,8 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
-// HTTP1Client is the shared clear-text HTTP/1.1 upstream client. It makes
+// HTTP1Client is an HTTP/1.1 upstream client: the shared clear-text one, or
+// a cluster's own (over TLS, or with its idle_timeout). It makes
 // the exchange in the caller's goroutine: the request head is written with
 // one flush and the response read on the same goroutine, over a pooled
 // connection; a request body is written by a goroutine of its own (after the
@@ -32,7 +34,11 @@ import (
 // unchanged.
 type HTTP1Client struct {
 	fallback *http.Transport
-	// dial is the fallback's DialContext: both paths connect alike.
+	// scheme is that of the requests the client exchanges: "http", or
+	// "https" for a cluster's client over TLS (newClusterTransport).
+	scheme string
+	// dial is the fallback's DialContext (DialTLSContext over TLS): both
+	// paths connect alike.
 	dial               func(ctx context.Context, network, addr string) (net.Conn, error)
 	idleTimeout        time.Duration
 	maxIdlePerEndpoint int
@@ -45,10 +51,17 @@ type HTTP1Client struct {
 	Idle map[string][]*http1Conn // by endpoint address; the most recently used last
 }
 
+// NewHTTP1Client is the clear-text client in front of fallback.
 func NewHTTP1Client(fallback *http.Transport) *HTTP1Client {
+	return newHTTP1Client(fallback, "http", fallback.DialContext)
+}
+
+// newHTTP1Client is a client of scheme's requests, connecting with dial.
+func newHTTP1Client(fallback *http.Transport, scheme string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *HTTP1Client {
 	return &HTTP1Client{
 		fallback:           fallback,
-		dial:               fallback.DialContext,
+		scheme:             scheme,
+		dial:               dial,
 		idleTimeout:        fallback.IdleConnTimeout,
 		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
 		Idle:               make(map[string][]*http1Conn),
@@ -81,7 +94,7 @@ const checkIdleAfter = 100 * time.Millisecond
 func longAgo() time.Time { return time.Unix(1, 0) }
 
 func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !inCallerGoroutine(req) {
+	if req.URL.Scheme != c.scheme || !inCallerGoroutine(req) {
 		return c.fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
@@ -116,7 +129,7 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 // hands the connection over (handOver). A body is written by a goroutine of its own while
 // the caller reads the response (hasBody).
 func inCallerGoroutine(req *http.Request) bool {
-	if req.URL.Scheme != "http" || req.URL.Host == "" || req.Method == http.MethodConnect {
+	if req.URL.Host == "" || req.Method == http.MethodConnect {
 		return false
 	}
 	for k, vs := range req.Header {
@@ -219,9 +232,12 @@ func (c *HTTP1Client) put(pc *http1Conn) {
 	c.Idle[pc.addr] = append(conns, pc)
 	pc.idle = true
 	pc.idleSince = time.Now()
-	if pc.idleTimer == nil {
+	switch {
+	case c.idleTimeout <= 0:
+		// idle_timeout 0s: kept until the server closes it, as in Envoy.
+	case pc.idleTimer == nil:
 		pc.idleTimer = time.AfterFunc(c.idleTimeout, pc.closeIfIdle)
-	} else {
+	default:
 		pc.idleTimer.Reset(c.idleTimeout)
 	}
 	c.Mu.Unlock()
@@ -310,6 +326,9 @@ type http1Conn struct {
 	readLimit int64
 	sawEOF    bool
 	reused    bool
+	// tlsState is the connection's TLS state, given to its responses as
+	// http.Transport does; nil in clear text.
+	tlsState *tls.ConnectionState
 
 	// Guarded by client.mu while the connection is in the pool; the goroutine
 	// that took it from the pool owns them until it puts it back.
@@ -322,6 +341,13 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 	pc := &http1Conn{client: c, addr: addr, conn: conn, readLimit: math.MaxInt64}
 	pc.br = bufio.NewReaderSize(pc, http1BufferSize)
 	pc.bw = bufio.NewWriterSize(conn, http1BufferSize)
+	if tc, ok := conn.(*tls.Conn); ok {
+		state := tc.ConnectionState()
+		pc.tlsState = &state
+		// An idle TLS connection carries nothing unasked either: what its
+		// socket becomes readable with is a close (or a close_notify).
+		conn = tc.NetConn()
+	}
 	pc.peek = newPeeker(conn)
 	return pc
 }
@@ -586,7 +612,9 @@ func (pc *http1Conn) readResponse(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	return newResponse(&pc.head, req), nil
+	res := newResponse(&pc.head, req)
+	res.TLS = pc.tlsState
+	return res, nil
 }
 
 // release ends an exchange: the connection is pooled again if both sides let

@@ -307,3 +307,46 @@ func TestHTTP1ClientUpgrade(t *testing.T) {
 		}
 	})
 }
+
+// A cluster's idle_timeout of 0s keeps idle connections until the upstream
+// closes them (Envoy's meaning, and http.Transport's for IdleConnTimeout 0):
+// the next request reuses the connection.
+func TestHTTP1ClientNoIdleTimeout(t *testing.T) {
+	var accepted atomic.Int64
+	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		accepted.Add(1)
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	c := testClient(t, time.Second)
+	c.idleTimeout = 0
+	for range 2 {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, got := exchange(t, c, req); res.StatusCode != 200 || got != "ok" {
+			t.Fatalf("got %d %q, want 200 \"ok\"", res.StatusCode, got)
+		}
+		waitPooled(t, c, addr)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("%d connections for 2 requests, want 1", n)
+	}
+}
+
+// waitPooled waits until c holds a connection to addr in its pool.
+func waitPooled(t *testing.T, c *HTTP1Client, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // a hang, not a speed limit
+	for c.idleCount(addr) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection never returned to the pool")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -176,10 +176,29 @@ func (s *ClusterSpec) transportKey() transportKey {
 	return k
 }
 
-// clusterTransport is a cluster's own transport, kept in its ClusterState.
+// clusterTransport is a cluster's own transport, kept in its ClusterState:
+// an HTTP/1.1 cluster's is the codec's client (client) in front of an
+// http.Transport (rt) for what it does not exchange itself; an HTTP/2
+// cluster's is Go's HTTP/2 transport (rt).
 type clusterTransport struct {
-	key transportKey
-	rt  *http.Transport
+	key    transportKey
+	rt     *http.Transport
+	client *HTTP1Client // nil for HTTP/2
+}
+
+func (t *clusterTransport) roundTripper() http.RoundTripper {
+	if t.client != nil {
+		return t.client
+	}
+	return t.rt
+}
+
+func (t *clusterTransport) closeIdleConnections() {
+	if t.client != nil {
+		t.client.CloseIdleConnections() // the fallback's too
+		return
+	}
+	t.rt.CloseIdleConnections()
 }
 
 // newClusterTransport builds the transport of a cluster with upstream TLS, HTTP/2
@@ -216,17 +235,28 @@ func newClusterTransport(key transportKey) *clusterTransport {
 			return DialTLS(ctx, c.Dialer, addr, c.TLS, requireH2)
 		}
 	}
-	return &clusterTransport{key: key, rt: tr}
+	ct := &clusterTransport{key: key, rt: tr}
+	switch {
+	case key.protocol != protoHTTP1:
+	case key.tls != "":
+		// The pool is the cluster's, whose TLS settings are the key's: a
+		// connection is never reused under other settings (a new key makes a
+		// new transport).
+		ct.client = newHTTP1Client(tr, "https", tr.DialTLSContext)
+	default:
+		ct.client = NewHTTP1Client(tr)
+	}
+	return ct
 }
 
 // TransportFor returns the cluster's transport for spec, reusing the current
 // one while its settings are unchanged; nil when the shared transport serves
 // the cluster. A replaced transport's idle connections are closed; those in
 // use finish their requests. Called by the ADS goroutine only.
-func (cs *ClusterState) TransportFor(spec *ClusterSpec) *http.Transport {
+func (cs *ClusterState) TransportFor(spec *ClusterSpec) http.RoundTripper {
 	if !spec.needsOwnTransport() {
 		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
+			cs.transport.closeIdleConnections()
 			cs.transport = nil
 		}
 		return nil
@@ -234,9 +264,9 @@ func (cs *ClusterState) TransportFor(spec *ClusterSpec) *http.Transport {
 	key := spec.transportKey()
 	if cs.transport == nil || cs.transport.key != key {
 		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
+			cs.transport.closeIdleConnections()
 		}
 		cs.transport = newClusterTransport(key)
 	}
-	return cs.transport.rt
+	return cs.transport.roundTripper()
 }
