@@ -191,11 +191,3 @@ func namesRoundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, er
 	}
 	return res, err
 }
-
-// namesTransport is an HTTP/1.1 cluster transport whose responses lose the
-// fields their Connection fields name (see namesRoundTrip).
-type namesTransport struct{ *http.Transport }
-
-func (t namesTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return namesRoundTrip(t.Transport, req)
-}

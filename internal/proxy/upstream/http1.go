@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,35 +21,59 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
-// HTTP1Client is the shared clear-text HTTP/1.1 upstream client. It makes the
-// common exchange (a request without a body) in the caller's goroutine: the
-// request is written with one flush and the response read on the same
-// goroutine, over a pooled connection. http.Transport runs a read and a write
-// goroutine per connection and hands every request and response between them
-// and the caller over channels, which costs CPU on every request
-// (docs/performance.md has the figures). Every other request
-// (a body, an upgrade, an Expect header, anything Transport would refuse) goes
-// to fallback, unchanged.
+// HTTP1Client is an HTTP/1.1 upstream client: the shared clear-text one, or
+// a cluster's own (over TLS, or with its idle_timeout). It makes
+// the exchange in the caller's goroutine: the request head is written with
+// one flush and the response read on the same goroutine, over a pooled
+// connection; a request body is written by a goroutine of its own (after the
+// upstream's 100 Continue when the request expects one). http.Transport runs
+// a read and a write goroutine per connection and hands every request and
+// response between them and the caller over channels, which costs CPU on
+// every request (docs/performance.md has the figures). What this client does
+// not exchange (CONNECT, anything Transport would refuse) goes to fallback,
+// unchanged.
 type HTTP1Client struct {
 	fallback *http.Transport
-	// dial is the fallback's DialContext: both paths connect alike.
+	// scheme is that of the requests the client exchanges: "http", or
+	// "https" for a cluster's client over TLS (newClusterTransport).
+	scheme string
+	// dial is the fallback's DialContext (DialTLSContext over TLS): both
+	// paths connect alike.
 	dial               func(ctx context.Context, network, addr string) (net.Conn, error)
 	idleTimeout        time.Duration
 	maxIdlePerEndpoint int
+	// expectContinueTimeout is how long a request that expects 100 Continue
+	// waits for it (or for the final response) before its body is sent
+	// anyway: the fallback's ExpectContinueTimeout; 0 sends it at once.
+	expectContinueTimeout time.Duration
 
 	Mu   sync.Mutex
 	Idle map[string][]*http1Conn // by endpoint address; the most recently used last
 }
 
+// NewHTTP1Client is the clear-text client in front of fallback.
 func NewHTTP1Client(fallback *http.Transport) *HTTP1Client {
+	return newHTTP1Client(fallback, "http", fallback.DialContext)
+}
+
+// newHTTP1Client is a client of scheme's requests, connecting with dial. Its
+// fallback is a clone of fallback whose connections note the fields a
+// response's Connection names (connnames.go), which net/http forgets.
+func newHTTP1Client(fallback *http.Transport, scheme string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *HTTP1Client {
 	noting := fallback.Clone()
 	noting.DialContext = noteNames(fallback.DialContext)
+	if fallback.DialTLSContext != nil {
+		noting.DialTLSContext = noteNames(fallback.DialTLSContext)
+	}
 	return &HTTP1Client{
 		fallback:           noting,
-		dial:               fallback.DialContext,
+		scheme:             scheme,
+		dial:               dial,
 		idleTimeout:        fallback.IdleConnTimeout,
 		maxIdlePerEndpoint: fallback.MaxIdleConnsPerHost,
 		Idle:               make(map[string][]*http1Conn),
+
+		expectContinueTimeout: fallback.ExpectContinueTimeout,
 	}
 }
 
@@ -76,7 +101,7 @@ const checkIdleAfter = 100 * time.Millisecond
 func longAgo() time.Time { return time.Unix(1, 0) }
 
 func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !inCallerGoroutine(req) {
+	if req.URL.Scheme != c.scheme || !inCallerGoroutine(req) {
 		return namesRoundTrip(c.fallback, req)
 	}
 	ctx := req.Context()
@@ -107,12 +132,11 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // inCallerGoroutine reports whether a request can be exchanged by this client:
-// nothing that turns the connection into something else or waits for a 100
-// Continue, headers Transport would send as they are. A body is written by a
-// goroutine of its own while the caller reads the response (hasBody).
+// not CONNECT, headers Transport would send as they are. An upgrade's 101
+// hands the connection over (handOver). A body is written by a goroutine of its own while
+// the caller reads the response (hasBody).
 func inCallerGoroutine(req *http.Request) bool {
-	if req.URL.Scheme != "http" || req.URL.Host == "" ||
-		req.Method == http.MethodConnect || req.Header["Upgrade"] != nil || req.Header["Expect"] != nil {
+	if req.URL.Host == "" || req.Method == http.MethodConnect {
 		return false
 	}
 	for k, vs := range req.Header {
@@ -215,9 +239,12 @@ func (c *HTTP1Client) put(pc *http1Conn) {
 	c.Idle[pc.addr] = append(conns, pc)
 	pc.idle = true
 	pc.idleSince = time.Now()
-	if pc.idleTimer == nil {
+	switch {
+	case c.idleTimeout <= 0:
+		// idle_timeout 0s: kept until the server closes it, as in Envoy.
+	case pc.idleTimer == nil:
 		pc.idleTimer = time.AfterFunc(c.idleTimeout, pc.closeIfIdle)
-	} else {
+	default:
 		pc.idleTimer.Reset(c.idleTimeout)
 	}
 	c.Mu.Unlock()
@@ -292,6 +319,11 @@ type http1Conn struct {
 	// bodySent receives the result of writing the request body (nil: the
 	// request has none, or its result was taken).
 	bodySent chan error
+	// sendBody tells the body writer of a request that expects 100 Continue
+	// whether to send the body (true: the 100 came) or not (a final response
+	// came first, or the exchange failed); nil once told, or when the request
+	// expects nothing.
+	sendBody chan bool
 	// bodyFailed is the request body's read failure that cut the exchange;
 	// bodyEOF says the writer has read the whole request body.
 	bodyFailed atomic.Pointer[bodyReadError]
@@ -301,6 +333,9 @@ type http1Conn struct {
 	readLimit int64
 	sawEOF    bool
 	reused    bool
+	// tlsState is the connection's TLS state, given to its responses as
+	// http.Transport does; nil in clear text.
+	tlsState *tls.ConnectionState
 
 	// Guarded by client.mu while the connection is in the pool; the goroutine
 	// that took it from the pool owns them until it puts it back.
@@ -313,6 +348,13 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 	pc := &http1Conn{client: c, addr: addr, conn: conn, readLimit: math.MaxInt64}
 	pc.br = bufio.NewReaderSize(pc, http1BufferSize)
 	pc.bw = bufio.NewWriterSize(conn, http1BufferSize)
+	if tc, ok := conn.(*tls.Conn); ok {
+		state := tc.ConnectionState()
+		pc.tlsState = &state
+		// An idle TLS connection carries nothing unasked either: what its
+		// socket becomes readable with is a close (or a close_notify).
+		conn = tc.NetConn()
+	}
 	pc.peek = newPeeker(conn)
 	return pc
 }
@@ -363,6 +405,7 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(longAgo()) })
 	res, err := pc.exchange(req, trace)
 	if err != nil {
+		pc.tellBodyWriter(false)
 		stop()
 		pc.close()
 		if ctx.Err() != nil {
@@ -372,9 +415,13 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	}
 	keep := !res.Close && !req.Close && res.StatusCode >= 200
 	if res.StatusCode == http.StatusSwitchingProtocols {
-		// Never asked for (upgrades take the fallback): the attempt refuses it.
-		res.Body = &http1Body{body: http.NoBody, pc: pc, ctx: ctx, stop: stop}
-		return res, nil
+		if !isProtocolSwitch(res) {
+			// A 101 that names no protocol: the attempt refuses it, and
+			// closing its body closes the connection.
+			res.Body = &http1Body{body: http.NoBody, pc: pc, ctx: ctx, stop: stop}
+			return res, nil
+		}
+		return pc.handOver(ctx, res, stop)
 	}
 	if req.Method == http.MethodHead || res.ContentLength == 0 {
 		res.Body = http.NoBody
@@ -391,6 +438,79 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	}
 	res.Body = &http1Body{body: &pc.body, res: res, pc: pc, ctx: ctx, keep: keep, stop: stop}
 	return res, nil
+}
+
+// isProtocolSwitch reports whether a 101 response switches to a protocol
+// (Upgrade names one, Connection lists upgrade), as net/http reads it.
+func isProtocolSwitch(res *http.Response) bool {
+	return res.Header.Get("Upgrade") != "" && httpguts.HeaderValuesContainsToken(res.Header["Connection"], "Upgrade")
+}
+
+// errUpgradeBeforeBody: the upstream switched protocols while the request
+// body was still being written, which would mix its bytes with the new
+// protocol's.
+var errUpgradeBeforeBody = errors.New("the upstream switched protocols before the request body was sent")
+
+// handOver gives an upgraded connection to the caller as res.Body, an
+// io.ReadWriteCloser, as http.Transport does: it never returns to the pool,
+// and from now on only its caller closes it (the request's context no longer
+// does, which the connection manager's splice sees to).
+func (pc *http1Conn) handOver(ctx context.Context, res *http.Response, stop func() bool) (*http.Response, error) {
+	if pc.bodySent != nil {
+		var err error
+		select {
+		case err = <-pc.bodySent:
+		default:
+			err = errUpgradeBeforeBody
+		}
+		pc.bodySent = nil
+		if err != nil {
+			pc.close()
+			return nil, err
+		}
+	}
+	if !stop() {
+		pc.close() // the context ended: its deadline has already cut the connection
+		return nil, context.Cause(ctx)
+	}
+	if pc.idleTimer != nil {
+		pc.idleTimer.Stop()
+	}
+	res.Body = &upgradedConn{br: pc.br, conn: pc.conn}
+	return res, nil
+}
+
+// upgradedConn is the connection of a 101 response: what the reader holds
+// of it first (the new protocol's first bytes may have come with the 101),
+// then the connection itself.
+type upgradedConn struct {
+	br   *bufio.Reader // nil once drained
+	conn net.Conn
+}
+
+func (u *upgradedConn) Read(p []byte) (int, error) {
+	if u.br != nil {
+		if n := u.br.Buffered(); n > 0 {
+			if len(p) > n {
+				p = p[:n]
+			}
+			return u.br.Read(p)
+		}
+		u.br = nil
+	}
+	return u.conn.Read(p)
+}
+
+func (u *upgradedConn) Write(p []byte) (int, error) { return u.conn.Write(p) }
+
+func (u *upgradedConn) Close() error { return u.conn.Close() }
+
+// CloseWrite half-closes the connection, when it can be.
+func (u *upgradedConn) CloseWrite() error {
+	if cw, ok := u.conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("CloseWrite: not supported by the upstream connection")
 }
 
 // exchange writes the request in one flush and reads the response head,
@@ -411,7 +531,10 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 	pc.bodyEOF.Store(false)
 	if hasBody(req) {
 		pc.bodySent = make(chan error, 1)
-		go pc.writeBody(req, trace, pc.bodySent)
+		if expectsContinue(req) && pc.client.expectContinueTimeout > 0 {
+			pc.sendBody = make(chan bool, 1)
+		}
+		go pc.writeBody(req, trace, pc.bodySent, pc.sendBody)
 	} else if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
@@ -441,6 +564,9 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		}
 		if res.StatusCode >= 200 || res.StatusCode == http.StatusSwitchingProtocols {
 			pc.readLimit = math.MaxInt64
+			// A final response before the 100: the body is not sent (the
+			// connection then closes after the response, release sees to it).
+			pc.tellBodyWriter(false)
 			return res, nil
 		}
 		if res.Header["Content-Length"] != nil || res.Header["Transfer-Encoding"] != nil {
@@ -454,9 +580,32 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 				return nil, err
 			}
 		}
+		if res.StatusCode == http.StatusContinue && pc.sendBody != nil {
+			// After the 100 went on to the client (Got1xxResponse): reading the
+			// body before would have the client's server side send one of its own.
+			if trace != nil && trace.Got100Continue != nil {
+				trace.Got100Continue()
+			}
+			pc.tellBodyWriter(true)
+		}
 		// The 1xx heads count against the final head's limit, as in http.Transport:
 		// an upstream sending them without end exhausts it.
 	}
+}
+
+// tellBodyWriter tells the body writer waiting for a 100 Continue whether to
+// send the body; it does nothing when none waits (or it was told already).
+func (pc *http1Conn) tellBodyWriter(send bool) {
+	if pc.sendBody != nil {
+		pc.sendBody <- send // buffered, and sent once
+		pc.sendBody = nil
+	}
+}
+
+// expectsContinue reports whether req asks the upstream for a 100 Continue
+// before its body, as http.Request reads Expect.
+func expectsContinue(req *http.Request) bool {
+	return httpguts.HeaderValuesContainsToken(req.Header["Expect"], "100-continue")
 }
 
 // readResponse reads a response head with the HTTP/1.1 codec and builds the
@@ -470,7 +619,9 @@ func (pc *http1Conn) readResponse(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	return newResponse(&pc.head, req), nil
+	res := newResponse(&pc.head, req)
+	res.TLS = pc.tlsState
+	return res, nil
 }
 
 // release ends an exchange: the connection is pooled again if both sides let

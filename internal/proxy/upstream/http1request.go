@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptrace"
 	"sync"
+	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/http1"
 	"net/http"
@@ -174,11 +175,26 @@ func (e *bodyReadError) Unwrap() error { return e.err }
 // errBodyLength: a body longer or shorter than its Content-Length.
 var errBodyLength = errors.New("http: request body length differs from its Content-Length")
 
+// errBodyNotSent: the upstream gave its final response before the 100
+// Continue the request waited for, and its body was never sent; the
+// connection, whose request is unfinished, is not reused.
+var errBodyNotSent = errors.New("the upstream answered before its 100 Continue: the request body was not sent")
+
 // writeBody writes req's body after its head, flushing what each read
-// returns (bodies stream), then reports on pc.bodySent. A failure to read the
-// body cuts the exchange (the connection closes, so that the response read
-// ends too); the connection is never reused after any failure.
-func (pc *http1Conn) writeBody(req *http.Request, trace *httptrace.ClientTrace, sent chan<- error) {
+// returns (bodies stream), then reports on pc.bodySent. With sendBody, the
+// body waits for the word to send it (the upstream's 100 Continue) or for
+// the client's expectContinueTimeout, whichever comes first. A failure to
+// read the body cuts the exchange (the connection closes, so that the
+// response read ends too); the connection is never reused after any failure.
+func (pc *http1Conn) writeBody(req *http.Request, trace *httptrace.ClientTrace, sent chan<- error, sendBody <-chan bool) {
+	if sendBody != nil && !waitForContinue(sendBody, pc.client.expectContinueTimeout) {
+		// Never a byte of the body: the caller reads the response, and closes.
+		if trace != nil && trace.WroteRequest != nil {
+			trace.WroteRequest(httptrace.WroteRequestInfo{Err: errBodyNotSent})
+		}
+		sent <- errBodyNotSent
+		return
+	}
 	err := pc.copyBody(req)
 	if err != nil {
 		var re *bodyReadError
@@ -193,6 +209,20 @@ func (pc *http1Conn) writeBody(req *http.Request, trace *httptrace.ClientTrace, 
 	sent <- err
 }
 
+// waitForContinue waits for the word on sendBody, or for timeout (the
+// upstream may not know 100 Continue: the body is then sent anyway, as
+// RFC 9110 section 10.1.1 lets a client do).
+func waitForContinue(sendBody <-chan bool, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case send := <-sendBody:
+		return send
+	case <-timer.C:
+		return true
+	}
+}
+
 func (pc *http1Conn) copyBody(req *http.Request) error {
 	buf := bodyBuffers.Get().(*[32 << 10]byte)
 	defer bodyBuffers.Put(buf)
@@ -201,6 +231,12 @@ func (pc *http1Conn) copyBody(req *http.Request) error {
 	remaining := req.ContentLength
 	for {
 		n, rerr := req.Body.Read(buf[:])
+		if rerr == io.EOF {
+			// Before the last flush, which the upstream may answer at once:
+			// release then waits for that flush rather than give up the
+			// connection.
+			pc.bodyEOF.Store(true)
+		}
 		if n > 0 {
 			if !isChunked {
 				if int64(n) > remaining {
@@ -216,7 +252,6 @@ func (pc *http1Conn) copyBody(req *http.Request) error {
 			}
 		}
 		if rerr == io.EOF {
-			pc.bodyEOF.Store(true)
 			break
 		}
 		if rerr != nil {

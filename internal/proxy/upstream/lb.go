@@ -416,6 +416,6 @@ func (cs *ClusterState) StopAll() {
 		cs.Outlier.Stop()
 	}
 	if cs.transport != nil {
-		cs.transport.rt.CloseIdleConnections()
+		cs.transport.closeIdleConnections()
 	}
 }

@@ -176,11 +176,29 @@ func (s *ClusterSpec) transportKey() transportKey {
 	return k
 }
 
-// clusterTransport is a cluster's own transport, kept in its ClusterState.
+// clusterTransport is a cluster's own transport, kept in its ClusterState:
+// an HTTP/1.1 cluster's is the codec's client (client) in front of an
+// http.Transport (rt) for what it does not exchange itself; an HTTP/2
+// cluster's is Go's HTTP/2 transport (rt).
 type clusterTransport struct {
-	key transportKey
-	rt  *http.Transport
-	rtt http.RoundTripper // rt, which namesTransport wraps for HTTP/1.1
+	key    transportKey
+	rt     *http.Transport
+	client *HTTP1Client // nil for HTTP/2
+}
+
+func (t *clusterTransport) roundTripper() http.RoundTripper {
+	if t.client != nil {
+		return t.client
+	}
+	return t.rt
+}
+
+func (t *clusterTransport) closeIdleConnections() {
+	if t.client != nil {
+		t.client.CloseIdleConnections() // the fallback's too
+		return
+	}
+	t.rt.CloseIdleConnections()
 }
 
 // newClusterTransport builds the transport of a cluster with upstream TLS, HTTP/2
@@ -217,14 +235,18 @@ func newClusterTransport(key transportKey) *clusterTransport {
 			return DialTLS(ctx, c.Dialer, addr, c.TLS, requireH2)
 		}
 	}
-	if key.protocol != protoHTTP1 {
-		return &clusterTransport{key: key, rt: tr, rtt: tr}
+	ct := &clusterTransport{key: key, rt: tr}
+	switch {
+	case key.protocol != protoHTTP1:
+	case key.tls != "":
+		// The pool is the cluster's, whose TLS settings are the key's: a
+		// connection is never reused under other settings (a new key makes a
+		// new transport).
+		ct.client = newHTTP1Client(tr, "https", tr.DialTLSContext)
+	default:
+		ct.client = NewHTTP1Client(tr)
 	}
-	tr.DialContext = noteNames(tr.DialContext)
-	if tr.DialTLSContext != nil {
-		tr.DialTLSContext = noteNames(tr.DialTLSContext)
-	}
-	return &clusterTransport{key: key, rt: tr, rtt: namesTransport{tr}}
+	return ct
 }
 
 // TransportFor returns the cluster's transport for spec, reusing the current
@@ -234,7 +256,7 @@ func newClusterTransport(key transportKey) *clusterTransport {
 func (cs *ClusterState) TransportFor(spec *ClusterSpec) http.RoundTripper {
 	if !spec.needsOwnTransport() {
 		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
+			cs.transport.closeIdleConnections()
 			cs.transport = nil
 		}
 		return nil
@@ -242,9 +264,9 @@ func (cs *ClusterState) TransportFor(spec *ClusterSpec) http.RoundTripper {
 	key := spec.transportKey()
 	if cs.transport == nil || cs.transport.key != key {
 		if cs.transport != nil {
-			cs.transport.rt.CloseIdleConnections()
+			cs.transport.closeIdleConnections()
 		}
 		cs.transport = newClusterTransport(key)
 	}
-	return cs.transport.rtt
+	return cs.transport.roundTripper()
 }
