@@ -400,7 +400,8 @@ func cpuTicks(pid int) (ticks, error) {
 // configuration among them; adding up the two RSS counts those twice (with
 // 10,000 server blocks, some 250 MB twice). Without smaps_rollup (kernels
 // before 4.14), the RSS are added up. anon is the anonymous part (heap and
-// stacks, never shared here), added up over the processes.
+// stacks) added up over the processes: for nginx an upper bound, as a worker
+// shares with its master the anonymous pages neither has written since the fork.
 func rssMB(pid int) (rss, anon float64, err error) {
 	pids, err := processTree(pid)
 	if err != nil {
