@@ -80,6 +80,9 @@ type sample struct {
 	cpuSec   float64 // proxy CPU (user+system) during the round
 	sysSec   float64 // of which in the kernel (system time)
 	rssMB    float64 // proxy RSS at the end of the round
+	// anonMB is the part of rssMB in anonymous pages (heap, stacks); the rest
+	// is file pages, mostly the binary's own code and read-only data.
+	anonMB float64
 }
 
 // cpuPer100k is the proxy's CPU seconds per 100,000 requests.
@@ -136,8 +139,8 @@ func (b *bench) runScenario(ctx context.Context, sc scenario, all []*side) (scen
 				return res, err
 			}
 			res.samples[s.name] = append(res.samples[s.name], smp)
-			fmt.Printf("%-6s round %d %-8s %9.0f req/s  p99 %7s  CPU %6.2f s/100k (user %4.1f, kernel %4.1f µs/req)  RSS %5.1f MB%s\n",
-				sc.name, r+1, s.name, smp.rps, formatMS(smp.p99ms), smp.cpuPer100k(), smp.userPerRequest(), smp.sysPerRequest(), smp.rssMB, failedNote(smp))
+			fmt.Printf("%-6s round %d %-8s %9.0f req/s  p99 %7s  CPU %6.2f s/100k (user %4.1f, kernel %4.1f µs/req)  RSS %5.1f MB (anon %5.1f)%s\n",
+				sc.name, r+1, s.name, smp.rps, formatMS(smp.p99ms), smp.cpuPer100k(), smp.userPerRequest(), smp.sysPerRequest(), smp.rssMB, smp.anonMB, failedNote(smp))
 		}
 		if r == rounds-1 && rounds < b.rounds+maxExtraRounds && res.disturbed() {
 			fmt.Printf("%-6s rounds disagree by more than %.0f%%: one more round each\n", sc.name, disturbedSpread*100)
@@ -221,7 +224,7 @@ func (b *bench) measure(ctx context.Context, sc scenario, s *side, d time.Durati
 	}
 	smp.cpuSec = float64(after.total()-before.total()) / clockTicks
 	smp.sysSec = float64(after.sys-before.sys) / clockTicks
-	smp.rssMB, err = rssMB(s.proc.pid())
+	smp.rssMB, smp.anonMB, err = rssMB(s.proc.pid())
 	return smp, err
 }
 
@@ -396,13 +399,15 @@ func cpuTicks(pid int) (ticks, error) {
 // worker is forked from its master and shares the master's pages, the parsed
 // configuration among them; adding up the two RSS counts those twice (with
 // 10,000 server blocks, some 250 MB twice). Without smaps_rollup (kernels
-// before 4.14), the RSS are added up.
-func rssMB(pid int) (float64, error) {
+// before 4.14), the RSS are added up. anon is the anonymous part (heap and
+// stacks) added up over the processes: for nginx an upper bound, as a worker
+// shares with its master the anonymous pages neither has written since the fork.
+func rssMB(pid int) (rss, anon float64, err error) {
 	pids, err := processTree(pid)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var private, sharedMax, summed int64
+	var private, sharedMax, summed, anonKB int64
 	rollups := true
 	for _, p := range pids {
 		m, err := memory(p)
@@ -411,31 +416,33 @@ func rssMB(pid int) (float64, error) {
 		}
 		rollups = rollups && m.rollup
 		summed += m.rss
+		anonKB += m.anon
 		private += m.private
 		sharedMax = max(sharedMax, m.rss-m.private)
 	}
 	if !rollups {
-		return float64(summed) / 1024, nil
+		return float64(summed) / 1024, float64(anonKB) / 1024, nil
 	}
-	return float64(private+sharedMax) / 1024, nil
+	return float64(private+sharedMax) / 1024, float64(anonKB) / 1024, nil
 }
 
 // mem is a process's resident memory in kB.
 type mem struct {
-	rss, private int64
-	rollup       bool // private is known (from smaps_rollup)
+	rss, private, anon int64
+	rollup             bool // private is known (from smaps_rollup)
 }
 
 func memory(pid int) (mem, error) {
 	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err == nil {
 		f := kBFields(string(data))
-		return mem{rss: f["Rss"], private: f["Private_Clean"] + f["Private_Dirty"], rollup: true}, nil
+		return mem{rss: f["Rss"], private: f["Private_Clean"] + f["Private_Dirty"], anon: f["Anonymous"], rollup: true}, nil
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return mem{}, err
 	}
-	return mem{rss: kBFields(string(data))["VmRSS"]}, nil
+	f := kBFields(string(data))
+	return mem{rss: f["VmRSS"], anon: f["RssAnon"]}, nil
 }
 
 // kBFields reads the "Name:   123 kB" lines of a /proc file.

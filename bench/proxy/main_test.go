@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
+	"golang.org/x/sys/unix"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/portico-dev/portico/internal/source/manifest"
@@ -123,12 +125,15 @@ func TestRSSCountsSharedPagesOnce(t *testing.T) {
 		sum += float64(m.rss) / 1024
 		largest = max(largest, float64(m.rss)/1024)
 	}
-	got, err := rssMB(backend.pid())
+	got, anon, err := rssMB(backend.pid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got <= largest || got >= sum {
 		t.Errorf("nginx's memory: %.1f MB, want more than its largest process's RSS (%.1f MB) and less than their sum (%.1f MB)", got, largest, sum)
+	}
+	if anon <= 0 || anon >= got {
+		t.Errorf("nginx's anonymous memory: %.1f MB, want some, and less than all its resident memory (%.1f MB)", anon, got)
 	}
 }
 
@@ -271,4 +276,57 @@ status codes: 52000 2xx, 0 3xx, 0 4xx, 0 5xx
 	if err != nil || s.rps != 52000 || s.requests != 52000 || s.failed != 0 {
 		t.Errorf("an HTTP/2 run: %+v, %v", s, err)
 	}
+}
+
+// TestUncacheDropsTheBinary writes an executable, as the linker does, and checks that
+// starting a side drops it from the page cache: every side's binary is then paged in
+// from disk, whatever built or copied it last.
+func TestUncacheDropsTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC {
+		t.Skip("the temporary directory is on tmpfs, whose pages are the files themselves")
+	}
+	path := filepath.Join(dir, "side")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{0x90}, 1<<20), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if n := residentPages(t, path); n == 0 {
+		t.Fatalf("a file just written has no page in the page cache: this check cannot tell")
+	}
+	uncache(path)
+	if n := residentPages(t, path); n != 0 {
+		t.Errorf("after uncache, %d pages of the binary are still in the page cache, want none", n)
+	}
+}
+
+// residentPages is how many pages of the file at path are in the page cache.
+func residentPages(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(data)
+	vec := make([]byte, (len(data)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }

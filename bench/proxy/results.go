@@ -30,6 +30,7 @@ type savedSample struct {
 	CPUSec   float64  `json:"cpu_s"`
 	SysSec   float64  `json:"sys_s"`
 	RSSMB    float64  `json:"rss_mb"`
+	AnonMB   float64  `json:"anon_mb,omitempty"`
 }
 
 func saveResults(path string, sides []string, results []scenarioResult) error {
@@ -51,7 +52,7 @@ func saveResults(path string, sides []string, results []scenarioResult) error {
 }
 
 func saveSample(s sample) savedSample {
-	out := savedSample{RPS: s.rps, Requests: s.requests, Failed: s.failed, CPUSec: s.cpuSec, SysSec: s.sysSec, RSSMB: s.rssMB}
+	out := savedSample{RPS: s.rps, Requests: s.requests, Failed: s.failed, CPUSec: s.cpuSec, SysSec: s.sysSec, RSSMB: s.rssMB, AnonMB: s.anonMB}
 	if !math.IsNaN(s.p99ms) {
 		p99 := s.p99ms
 		out.P99ms = &p99
@@ -86,7 +87,7 @@ func loadResults(path string) ([]string, []scenarioResult, error) {
 }
 
 func loadSample(s savedSample) sample {
-	out := sample{rps: s.RPS, p99ms: math.NaN(), requests: s.Requests, failed: s.Failed, cpuSec: s.CPUSec, sysSec: s.SysSec, rssMB: s.RSSMB}
+	out := sample{rps: s.RPS, p99ms: math.NaN(), requests: s.Requests, failed: s.Failed, cpuSec: s.CPUSec, sysSec: s.SysSec, rssMB: s.RSSMB, anonMB: s.AnonMB}
 	if s.P99ms != nil {
 		out.p99ms = *s.P99ms
 	}

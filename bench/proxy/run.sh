@@ -36,7 +36,8 @@ fi
 out=$(mktemp -d /tmp/portico-proxybench-bin.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 if [[ -z ${PORTICO:-} ]]; then
-	go build -o "$out/portico" ./cmd/portico
+	# As the Dockerfile builds the release image: a static binary, no libc mapped.
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$out/portico" ./cmd/portico
 	PORTICO=$out/portico
 fi
 go build -o "$out/proxybench" ./bench/proxy
