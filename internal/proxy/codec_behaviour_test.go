@@ -1439,8 +1439,9 @@ func TestCodecHopByHopHeadersOfInterimResponses(t *testing.T) {
 }
 
 // The headers a backend's Connection field names stop at the proxy also on the
-// clusters with an HTTP/1.1 transport of their own (http.Transport): over TLS,
-// and in clear text with an idle_timeout; with Connection: close too.
+// clusters with an HTTP/1.1 transport of their own (a codec client of their
+// own): over TLS, and in clear text with an idle_timeout; with Connection:
+// close too.
 func TestHopByHopHeadersFromOwnTransports(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
@@ -1487,8 +1488,8 @@ func TestCodecHopByHopHeaders(t *testing.T) {
 		toCluster("echo", prefixMatch("/echo")),
 		toCluster("hop", prefixMatch("/hop")),
 	))
-	// With Expect, the proxy's upstream request goes through its other HTTP/1.1
-	// client (http.Transport).
+	// With Expect too: the codec's client sends the head first and the body
+	// after the backend's 100.
 	for _, rp := range p.rawPaths() {
 		for _, expect := range []string{"", "Expect: 100-continue\r\n"} {
 			name := "/request"
@@ -1525,7 +1526,7 @@ func TestCodecHopByHopHeaders(t *testing.T) {
 					t.Errorf("the end-to-end X-E2E did not reach the backend: %v", e.Header)
 				}
 				if expect != "" && e.Header.Get("Expect") != "100-continue" {
-					t.Errorf("the backend received no Expect (so not through http.Transport): %v", e.Header)
+					t.Errorf("the backend received no Expect: %v", e.Header)
 				}
 			})
 		}
@@ -1552,8 +1553,7 @@ func TestCodecHopByHopHeaders(t *testing.T) {
 		})
 	}
 	// Each response twice, the second on a reused connection both sides (closed
-	// and opened again upstream after a close); with Expect, the proxy's
-	// upstream request goes through its other HTTP/1.1 client (http.Transport).
+	// and opened again upstream after a close); with Expect too.
 	responses := []struct{ name, query, expect string }{
 		{"response", "", ""},
 		{"response_with_close", "?close", ""},

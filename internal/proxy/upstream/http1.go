@@ -56,17 +56,10 @@ func NewHTTP1Client(fallback *http.Transport) *HTTP1Client {
 	return newHTTP1Client(fallback, "http", fallback.DialContext)
 }
 
-// newHTTP1Client is a client of scheme's requests, connecting with dial. Its
-// fallback is a clone of fallback whose connections note the fields a
-// response's Connection names (connnames.go), which net/http forgets.
+// newHTTP1Client is a client of scheme's requests, connecting with dial.
 func newHTTP1Client(fallback *http.Transport, scheme string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *HTTP1Client {
-	noting := fallback.Clone()
-	noting.DialContext = noteNames(fallback.DialContext)
-	if fallback.DialTLSContext != nil {
-		noting.DialTLSContext = noteNames(fallback.DialTLSContext)
-	}
 	return &HTTP1Client{
-		fallback:           noting,
+		fallback:           fallback,
 		scheme:             scheme,
 		dial:               dial,
 		idleTimeout:        fallback.IdleConnTimeout,
@@ -102,7 +95,7 @@ func longAgo() time.Time { return time.Unix(1, 0) }
 
 func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != c.scheme || !inCallerGoroutine(req) {
-		return namesRoundTrip(c.fallback, req)
+		return c.fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
