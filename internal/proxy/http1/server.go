@@ -77,7 +77,15 @@ const bufferSize = 4 << 10
 const (
 	stateActive int32 = iota
 	stateIdle
+	stateNew // no request yet
 )
+
+// newConnGrace is how long Shutdown leaves a connection that has not sent its
+// first request yet, as net/http's server does: a client that has just
+// connected is about to send one, and closing the connection under it would
+// lose that request (a reset the client may not retry). Its request is
+// served, and the connection closed after the response.
+const newConnGrace = 5 * time.Second
 
 // conn is one client connection.
 type conn struct {
@@ -90,6 +98,7 @@ type conn struct {
 	template   *http.Request
 	remoteAddr string
 	state      atomic.Int32
+	accepted   time.Time // when ServeConn got the connection, for newConnGrace
 	hijacked   bool
 
 	// cancel ends the connection's context, which its requests share: one
@@ -140,6 +149,7 @@ func (s *Server) ServeConn(c net.Conn, br *bufio.Reader) {
 		_ = c.Close()
 		return
 	}
+	cn.accepted = time.Now()
 	s.setState(cn, http.StateNew)
 	cn.serve()
 }
@@ -163,7 +173,9 @@ func (s *Server) track(c *conn, add bool) bool {
 
 func (s *Server) setState(c *conn, st http.ConnState) {
 	switch st {
-	case http.StateNew, http.StateIdle:
+	case http.StateNew:
+		c.state.Store(stateNew)
+	case http.StateIdle:
 		c.state.Store(stateIdle)
 	default:
 		c.state.Store(stateActive)
@@ -207,8 +219,13 @@ func (s *Server) closeIdle() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.state.Load() == stateIdle {
+		switch c.state.Load() {
+		case stateIdle:
 			_ = c.rwc.Close()
+		case stateNew:
+			if time.Since(c.accepted) >= newConnGrace {
+				_ = c.rwc.Close()
+			}
 		}
 	}
 	return len(s.conns)
@@ -243,8 +260,8 @@ func (c *conn) serve() {
 		if _, err := c.br.Peek(1); err != nil {
 			return
 		}
-		if c.srv.shutdown.Load() {
-			return
+		if c.srv.shutdown.Load() && c.state.Load() != stateNew {
+			return // a new connection's first request is served (newConnGrace)
 		}
 		if err := c.readHead(); err != nil {
 			c.refuse(err)

@@ -252,6 +252,52 @@ func TestServeShutdown(t *testing.T) {
 	}
 }
 
+// A connection that has not sent its first request when Shutdown starts gets
+// it served (then closed), as with net/http's server: closing it at once
+// would lose a request its client was about to send.
+func TestServeShutdownServesANewConnectionsFirstRequest(t *testing.T) {
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})}
+	addr := serve(t, s)
+	fresh, freshBR := dial(t, addr)
+	// The connection is served (tracked) once a request on another one is.
+	other, otherBR := dial(t, addr)
+	_, _ = io.WriteString(other, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	readResponse(t, otherBR, "GET")
+	waitConns(t, s, 2)
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	if _, err := otherBR.ReadByte(); err == nil {
+		t.Error("the idle connection is still open")
+	}
+	_, _ = io.WriteString(fresh, "GET /late HTTP/1.1\r\nHost: a\r\n\r\n")
+	if resp, body := readResponse(t, freshBR, "GET"); body != "ok" || !resp.Close {
+		t.Errorf("new connection: %q, close %v; want its response, closing", body, resp.Close)
+	}
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
+
+// waitConns waits until s serves n connections.
+func waitConns(t *testing.T, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.mu.Lock()
+		got := len(s.conns)
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections served, want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // The request a handler gets is the one net/http's server would give it.
 func TestServeRequestAsNetHTTP(t *testing.T) {
 	requests := []string{
