@@ -109,6 +109,7 @@ func (b *bench) run(ctx context.Context, work, only string) error {
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
 		}
+		trimLogs(b.dir)
 	}()
 	backend, err := b.startBackend(ctx)
 	if err != nil {
@@ -394,16 +395,40 @@ func (b *bench) pinned(core string, command []string) []string {
 
 // tail returns the end of a log file, for error messages.
 func tail(path string) string {
+	return strings.TrimSpace(string(lastBytes(path, 2000)))
+}
+
+// lastBytes returns up to n bytes from the end of the file at path, without reading
+// the rest: the proxies' access logs reach gigabytes in a full run.
+func lastBytes(path string, n int64) []byte {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
-	data, _ := io.ReadAll(f)
-	if len(data) > 2000 {
-		data = data[len(data)-2000:]
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		if _, err := f.Seek(-n, io.SeekEnd); err != nil {
+			return nil
+		}
 	}
-	return strings.TrimSpace(string(data))
+	data, _ := io.ReadAll(f)
+	return data
+}
+
+// trimLogs cuts every log in dir longer than keepLog to its last keepLog bytes once
+// the sides are stopped. A full run logs every request of every side (Portico's
+// defaults include the access log), gigabytes a run would otherwise leave in /tmp.
+func trimLogs(dir string) {
+	const keepLog = 1 << 20
+	for _, pattern := range []string{"*.log", "*.stderr"} {
+		paths, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, p := range paths {
+			if fi, err := os.Stat(p); err != nil || fi.Size() <= keepLog {
+				continue
+			}
+			_ = os.WriteFile(p, lastBytes(p, keepLog), 0o644)
+		}
+	}
 }
 
 var errNotReady = errors.New("not ready")

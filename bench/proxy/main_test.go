@@ -330,3 +330,24 @@ func residentPages(t *testing.T, path string) int {
 	}
 	return n
 }
+
+func TestTrimLogsKeepsTheEndOfLongLogs(t *testing.T) {
+	dir := t.TempDir()
+	long := bytes.Repeat([]byte("request line\n"), 300_000) // 3.9 MB
+	long = append(long, "last line\n"...)
+	short := []byte("started\n")
+	if err := os.WriteFile(filepath.Join(dir, "portico.log"), long, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nginx-proxy.stderr"), short, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trimLogs(dir)
+	got, _ := os.ReadFile(filepath.Join(dir, "portico.log"))
+	if len(got) != 1<<20 || !bytes.HasSuffix(got, []byte("last line\n")) {
+		t.Errorf("long log after trim: %d bytes, ends %q; want its last 1 MiB", len(got), got[max(0, len(got)-20):])
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "nginx-proxy.stderr")); !bytes.Equal(got, short) {
+		t.Errorf("short log after trim: %q, want it unchanged", got)
+	}
+}

@@ -58,6 +58,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/portico-dev/portico/internal/contourclient"
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
 const (
@@ -105,6 +106,7 @@ type Env struct {
 // -short it starts nothing, leaves *env nil and runs the tests (see Env.Require).
 func Main(m *testing.M, env **Env) int {
 	flag.Parse()
+	defer testutil.RemovePorticoBinary()
 	if testing.Short() {
 		return m.Run()
 	}

@@ -42,3 +42,11 @@ func PorticoBinary(t testing.TB) string {
 	}
 	return portico.path
 }
+
+// RemovePorticoBinary deletes the build PorticoBinary made, if any. A TestMain calls it
+// after m.Run: each build is over 100 MB, and CI runs several test processes per clone.
+func RemovePorticoBinary() {
+	if portico.path != "" {
+		_ = os.RemoveAll(filepath.Dir(portico.path))
+	}
+}

@@ -26,6 +26,13 @@ import (
 	"github.com/portico-dev/portico/internal/xds/translate"
 )
 
+// TestMain removes the portico binary the CLI tests build once the tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.RemovePorticoBinary()
+	os.Exit(code)
+}
+
 // env is one running `portico run` with its manifest directory.
 type env struct {
 	t      *testing.T
