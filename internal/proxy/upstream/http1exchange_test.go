@@ -350,3 +350,53 @@ func waitPooled(t *testing.T, c *HTTP1Client, addr string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// lateEOFBody returns its bytes with a nil error, and io.EOF only on a later
+// read, after a pause: as a reader that knows no length does.
+type lateEOFBody struct {
+	r     *strings.Reader
+	pause time.Duration
+}
+
+func (b *lateEOFBody) Read(p []byte) (int, error) {
+	if b.r.Len() == 0 {
+		time.Sleep(b.pause)
+		return 0, io.EOF
+	}
+	return b.r.Read(p)
+}
+
+// A body with a Content-Length is complete once that many bytes are written:
+// an upstream that answers before the writer's read of io.EOF leaves the
+// connection reusable. The writer's pause makes that order certain; without
+// the rule, the response's end found the writer unfinished and closed the
+// connection (TestHTTP1ClientReusesConnections failed so under load).
+func TestHTTP1ClientReusesConnectionAfterFullBody(t *testing.T) {
+	var accepted atomic.Int64
+	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		accepted.Add(1)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			got, _ := io.ReadAll(req.Body)
+			_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(got), got)
+		}
+	})
+	c := testClient(t, time.Second)
+	for range 2 {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/", &lateEOFBody{r: strings.NewReader("a body"), pause: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = 6
+		if res, got := exchange(t, c, req); res.StatusCode != 200 || got != "a body" {
+			t.Fatalf("got %d %q, want 200 \"a body\"", res.StatusCode, got)
+		}
+		waitPooled(t, c, addr)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("%d connections for 2 requests with bodies, want 1", n)
+	}
+}

@@ -244,6 +244,14 @@ func (pc *http1Conn) copyBody(req *http.Request) error {
 				}
 				remaining -= int64(n)
 				_, _ = w.Write(buf[:n])
+				if remaining == 0 {
+					// The whole body, before its flush: the upstream may
+					// answer before the read that returns io.EOF, and release
+					// must then wait for this writer, not give up the
+					// connection. The read still follows, to refuse a body
+					// longer than it said.
+					pc.bodyEOF.Store(true)
+				}
 			} else {
 				_, _ = http1.ChunkedWriter{W: w}.Write(buf[:n])
 			}
