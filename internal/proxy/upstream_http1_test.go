@@ -304,29 +304,51 @@ func TestHTTP1ClientResponseBodies(t *testing.T) {
 	})
 }
 
-// Informational responses reach the client before the final one, as
-// ReverseProxy forwards them through the client trace.
+// Informational responses reach the client before the final one, from every
+// kind of upstream client: the codec's (shared, and a cluster's own) hands
+// them to the request's target, Go's HTTP/2 transport through a client trace.
 func TestHTTP1ClientForwards1xx(t *testing.T) {
 	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", "</style.css>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
-		_, _ = io.WriteString(w, "final")
+		_, _ = io.WriteString(w, "final "+r.Proto)
 	})
-	p := proxyToOneBackend(t, "a", be.addr())
-	var got []int
-	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
-		got = append(got, code)
-		return nil
-	}}
-	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, p.httpURL(t, "/"), nil)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
+	be.srv.Config.Protocols = new(http.Protocols)
+	be.srv.Config.Protocols.SetHTTP1(true)
+	be.srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	clusters := []*clusterv3.Cluster{
+		edsCluster("shared"),
+		protocolOptions(t, edsCluster("own"), false, durationpb.New(time.Minute)),
+		protocolOptions(t, edsCluster("h2c"), true, nil),
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || string(b) != "final" || len(got) != 1 || got[0] != http.StatusEarlyHints {
-		t.Errorf("%d %q, 1xx %v; want 200 \"final\" after a 103", resp.StatusCode, b, got)
+	res := resources{listeners: []*listenerv3.Listener{httpListener(t)}, clusters: clusters}
+	vh := vhost("*")
+	for _, c := range clusters {
+		res.endpoints = append(res.endpoints, assignment(c.Name, be.addr()))
+		vh.Routes = append(vh.Routes, toCluster(c.Name, separatedMatch("/"+c.Name)))
+	}
+	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vh)}
+	cp := startControlPlane(t)
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	for _, tc := range []struct{ cluster, proto string }{{"shared", "HTTP/1.1"}, {"own", "HTTP/1.1"}, {"h2c", "HTTP/2.0"}} {
+		var got []int
+		var link string
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			got, link = append(got, code), h.Get("Link")
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, p.httpURL(t, "/"+tc.cluster), nil)
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.cluster, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := "final " + tc.proto; resp.StatusCode != 200 || string(b) != want || len(got) != 1 || got[0] != http.StatusEarlyHints || link != "</style.css>; rel=preload" {
+			t.Errorf("%s: %d %q, 1xx %v (Link %q); want 200 %q after a 103 with its Link", tc.cluster, resp.StatusCode, b, got, link, want)
+		}
 	}
 }
 

@@ -114,6 +114,8 @@ type attempt struct {
 	// final and bodyClosed decide when a replayed body counts as sent (see bodyDone).
 	final      atomic.Bool
 	bodyClosed atomic.Bool
+	// body is the delivered response's body, in the attempt's allocation.
+	body attemptBody
 }
 
 // newAttempt prepares the outgoing request of an attempt at endpoint. Only an
@@ -121,7 +123,11 @@ type attempt struct {
 // cancel; others run in the request's, which already ends with the request,
 // and the first of them sends the request itself rather than a copy of it.
 func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *replayBuffer) (*attempt, *http.Request) {
-	a := &attempt{t: t, endpoint: endpoint, ctx: req.Context()}
+	a := &t.first
+	if t.attempts > 0 {
+		a = new(attempt)
+	}
+	a.t, a.endpoint, a.ctx = t, endpoint, req.Context()
 	host := t.cluster.Endpoints[endpoint]
 	out := req
 	if d := t.retry.PerTryTimeout; d > 0 {
@@ -138,7 +144,7 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 				a.perTry.arm()
 			}
 		}
-		t.done.onComplete(armWhenBoth)
+		t.done.onComplete(waiterFunc(armWhenBoth))
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { armWhenBoth() }})
 		out = req.WithContext(ctx)
 	}
@@ -224,7 +230,8 @@ func (a *attempt) deliver(res *http.Response, err error, o upstream.Outcome) (*h
 		res.Body = &upgradedBody{attemptBody{ReadCloser: rwc, a: a}, rwc}
 		return res, nil
 	}
-	res.Body = &attemptBody{ReadCloser: res.Body, a: a}
+	a.body = attemptBody{ReadCloser: res.Body, a: a}
+	res.Body = &a.body
 	return res, nil
 }
 

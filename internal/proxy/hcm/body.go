@@ -19,9 +19,18 @@ const maxReplayBytes = 1 << 20
 type completion struct {
 	mu      sync.Mutex
 	done    bool
-	waiters []func()
-	inline  [2]func() // waiters' first array: a request has one or two
+	waiters []waiter
+	inline  [2]waiter // waiters' first array: a request has one or two
 }
+
+// waiter is what runs when a request is complete: an interface rather than a
+// func, so that a timer waits without a closure of its own.
+type waiter interface{ completed() }
+
+// waiterFunc is a func that waits.
+type waiterFunc func()
+
+func (f waiterFunc) completed() { f() }
 
 // complete marks the request complete and runs the waiters, once.
 func (c *completion) complete() {
@@ -34,13 +43,13 @@ func (c *completion) complete() {
 	waiters := c.waiters
 	c.waiters = nil
 	c.mu.Unlock()
-	for _, f := range waiters {
-		f()
+	for _, w := range waiters {
+		w.completed()
 	}
 }
 
 // onComplete runs f when the request is complete, at once if it already is.
-func (c *completion) onComplete(f func()) {
+func (c *completion) onComplete(f waiter) {
 	c.mu.Lock()
 	if !c.done {
 		if c.waiters == nil {
@@ -51,7 +60,7 @@ func (c *completion) onComplete(f func()) {
 		return
 	}
 	c.mu.Unlock()
-	f()
+	f.completed()
 }
 
 func (c *completion) isComplete() bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -37,9 +36,8 @@ type upstreamTarget struct {
 	xfcc       string // X-Forwarded-Client-Cert to send; "" leaves it out
 	// encode runs the HTTP filters' encoders on the response's headers; nil: none.
 	encode func(http.Header)
-	// trace passes the upstream's interim (1xx) responses on, through
-	// interims, until the final response has come.
-	trace    httptrace.ClientTrace
+	// interims passes the upstream's interim (1xx) responses on until the
+	// final response has come (GotInterim).
 	interims interims
 	// redirect, when set, may follow the response's redirect itself
 	// (internal_redirect_policy).
@@ -58,11 +56,12 @@ type upstreamTarget struct {
 	idle  *idleTimer           // nil when the idle timeout is disabled
 	done  *completion          // the downstream request is complete
 	ex    *exchange
-	// Where done, idle and timer point when set: they come with the target
-	// rather than in allocations of their own.
+	// Where done, idle and timer point when set, and the first attempt: they
+	// come with the target rather than in allocations of their own.
 	doneState  completion
 	idleState  idleTimer
 	routeState routeTimer
+	first      attempt
 	// Two int32s share a word: the struct stays in its allocation size class.
 	endpointIdx int32 // the first attempt's endpoint
 	attempts    int32

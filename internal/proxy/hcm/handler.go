@@ -337,7 +337,8 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	}
 	t.startTimeouts(rw, fa, cancel)
 	defer t.stopTimeouts()
-	out := r.WithContext(context.WithValue(t.traceInterims(ctx, rw), upstream.TargetKey{}, t))
+	t.interims.rw = rw
+	out := r.WithContext(context.WithValue(ctx, upstream.TargetKey{}, t))
 	switch {
 	case redirects != nil && redirects.body != nil:
 		// A redirect's target: the body, received whole, is sent from the buffer.
@@ -396,7 +397,7 @@ func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAct
 		// complete: a slow upload does not count against it.
 		t.timer = &t.routeState
 		t.timer.timeout, t.timer.cancel, t.timer.cause = fa.Timeout, cancel, errRouteTimeout
-		t.done.onComplete(t.timer.arm)
+		t.done.onComplete(t.timer)
 	}
 }
 
@@ -435,7 +436,7 @@ type routeTimer struct {
 	cause   error
 
 	mu      sync.Mutex
-	timer   *time.Timer
+	timer   *pooledTimer
 	stopped bool
 }
 
@@ -446,8 +447,13 @@ func (rt *routeTimer) arm() {
 	if rt.timer != nil || rt.stopped {
 		return
 	}
-	rt.timer = time.AfterFunc(rt.timeout, func() { rt.cancel(rt.cause) })
+	rt.timer = startTimer(rt.timeout, rt)
 }
+
+// completed arms the timeout once the downstream request is complete.
+func (rt *routeTimer) completed() { rt.arm() }
+
+func (rt *routeTimer) expire() { rt.cancel(rt.cause) }
 
 // stop disarms the timeout when the exchange is over: the transport may still
 // read (and so arm) the body afterwards.
@@ -459,7 +465,7 @@ func (rt *routeTimer) stop() {
 	defer rt.mu.Unlock()
 	rt.stopped = true
 	if rt.timer != nil {
-		rt.timer.Stop()
+		rt.timer.release()
 	}
 }
 
@@ -824,6 +830,8 @@ type responseWriter struct {
 	localBody  string              // a local reply's body, for the body encoders
 	head       filter.ResponseHead // what the body encoders see of the response
 	start      time.Time           // when the request arrived
+	// edge holds the values of Server and X-Request-Id (decorate).
+	edge [2]string
 }
 
 // decorate sets the headers of the response head: the route's mutations
@@ -839,15 +847,22 @@ func (w *responseWriter) decorate() {
 	setHeaders(h, w.filterHeaders)
 	switch w.hcm.ServerHeader {
 	case ServerHeaderOverwrite:
-		h.Set("Server", w.hcm.ServerName)
+		w.setEdge(h, 0, "Server", w.hcm.ServerName)
 	case ServerHeaderAppendIfAbsent:
 		if h.Get("Server") == "" {
-			h.Set("Server", w.hcm.ServerName)
+			w.setEdge(h, 0, "Server", w.hcm.ServerName)
 		}
 	}
 	if w.requestID != "" && w.hcm.ReturnRequestID {
-		h.Set("X-Request-Id", w.requestID)
+		w.setEdge(h, 1, "X-Request-Id", w.requestID)
 	}
+}
+
+// setEdge sets a field of the response head to v, its value in the writer's
+// slot i (h.Set would allocate it): key is canonical.
+func (w *responseWriter) setEdge(h http.Header, i int, key, v string) {
+	w.edge[i] = v
+	h[key] = w.edge[i : i+1 : i+1]
 }
 
 func (w *responseWriter) WriteHeader(code int) {

@@ -74,7 +74,7 @@ type idleTimer struct {
 	last    atomic.Int64 // time.Since(start) of the last activity, in ns
 
 	mu      sync.Mutex
-	timer   *time.Timer
+	timer   *pooledTimer
 	stopped bool
 }
 
@@ -96,7 +96,7 @@ func (it *idleTimer) run(timeout time.Duration, fire func()) *idleTimer {
 	}
 	it.timeout, it.fire, it.start = timeout, fire, time.Now()
 	it.mu.Lock()
-	it.timer = time.AfterFunc(timeout, it.check)
+	it.timer = startTimer(timeout, it)
 	it.mu.Unlock()
 	return it
 }
@@ -108,6 +108,8 @@ func (it *idleTimer) touch() {
 	}
 }
 
+func (it *idleTimer) expire() { it.check() }
+
 func (it *idleTimer) check() {
 	it.mu.Lock()
 	defer it.mu.Unlock()
@@ -116,7 +118,7 @@ func (it *idleTimer) check() {
 	}
 	idle := time.Since(it.start) - time.Duration(it.last.Load())
 	if idle < it.timeout {
-		it.timer.Reset(it.timeout - idle)
+		it.timer.reset(it.timeout - idle)
 		return
 	}
 	it.stopped = true
@@ -131,5 +133,5 @@ func (it *idleTimer) stop() {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	it.stopped = true
-	it.timer.Stop()
+	it.timer.release()
 }

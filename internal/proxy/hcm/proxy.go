@@ -1,13 +1,11 @@
 package hcm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptrace"
 	"net/textproto"
 	"strings"
 	"sync"
@@ -190,12 +188,10 @@ func (e *Env) roundTrip(out *http.Request, t *upstreamTarget) (*http.Response, e
 	return res, err
 }
 
-// traceInterims passes the upstream's interim responses of the request whose
-// context ctx becomes on to rw.
-func (t *upstreamTarget) traceInterims(ctx context.Context, rw http.ResponseWriter) context.Context {
-	t.interims.rw = rw
-	t.trace.Got1xxResponse = t.interims.got
-	return httptrace.WithClientTrace(ctx, &t.trace)
+// GotInterim passes an interim response of the upstream on to the client,
+// until the final response has come (upstream.InterimReceiver).
+func (t *upstreamTarget) GotInterim(code int, header textproto.MIMEHeader) error {
+	return t.interims.got(code, header)
 }
 
 // interims passes 1xx responses on until the final response has come.

@@ -31,6 +31,6 @@ func (t *upstreamTarget) startRequestTimeout(rw *responseWriter, cancel context.
 		_ = http.NewResponseController(rw.ResponseWriter).SetReadDeadline(time.Now())
 	})
 	stop = func() { timer.Stop() }
-	t.done.onComplete(stop)
+	t.done.onComplete(waiterFunc(stop))
 	return stop
 }

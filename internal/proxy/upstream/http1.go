@@ -95,7 +95,7 @@ func longAgo() time.Time { return time.Unix(1, 0) }
 
 func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != c.scheme || !inCallerGoroutine(req) {
-		return c.fallback.RoundTrip(req)
+		return c.fallback.RoundTrip(withInterimTrace(req))
 	}
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
@@ -108,6 +108,7 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		pc.interims = interimReceiverFrom(ctx)
 		res, err := pc.roundTrip(ctx, req, trace)
 		if err == nil {
 			return res, nil
@@ -309,6 +310,12 @@ type http1Conn struct {
 	head http1.Head
 	body http1.BodyReader
 	keys []string // header names of the request being written, in order
+	// unblock ends the connection's reads and writes at once, for a cancelled
+	// exchange: made once, not per exchange.
+	unblock func()
+	// interims takes the interim responses of the exchange under way (nil:
+	// nobody does but the trace, if any).
+	interims InterimReceiver
 	// bodySent receives the result of writing the request body (nil: the
 	// request has none, or its result was taken).
 	bodySent chan error
@@ -339,6 +346,7 @@ type http1Conn struct {
 
 func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 	pc := &http1Conn{client: c, addr: addr, conn: conn, readLimit: math.MaxInt64}
+	pc.unblock = func() { _ = pc.conn.SetDeadline(longAgo()) }
 	pc.br = bufio.NewReaderSize(pc, http1BufferSize)
 	pc.bw = bufio.NewWriterSize(conn, http1BufferSize)
 	if tc, ok := conn.(*tls.Conn); ok {
@@ -395,7 +403,7 @@ func (e *staleConnError) Unwrap() error { return e.err }
 // response body keeps the connection until it is read to the end (the
 // connection is pooled again) or closed early (it is closed).
 func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
-	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(longAgo()) })
+	stop := context.AfterFunc(ctx, pc.unblock)
 	res, err := pc.exchange(req, trace)
 	if err != nil {
 		pc.tellBodyWriter(false)
@@ -568,10 +576,8 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 			// passed on.
 			return nil, &malformedResponseError{errInterimFraming}
 		}
-		if trace != nil && trace.Got1xxResponse != nil {
-			if err := trace.Got1xxResponse(res.StatusCode, textproto.MIMEHeader(res.Header)); err != nil {
-				return nil, err
-			}
+		if err := pc.gotInterim(res, trace); err != nil {
+			return nil, err
 		}
 		if res.StatusCode == http.StatusContinue && pc.sendBody != nil {
 			// After the 100 went on to the client (Got1xxResponse): reading the
@@ -584,6 +590,19 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		// The 1xx heads count against the final head's limit, as in http.Transport:
 		// an upstream sending them without end exhausts it.
 	}
+}
+
+// gotInterim hands an interim response to the request's target and trace.
+func (pc *http1Conn) gotInterim(res *http.Response, trace *httptrace.ClientTrace) error {
+	if trace != nil && trace.Got1xxResponse != nil {
+		if err := trace.Got1xxResponse(res.StatusCode, textproto.MIMEHeader(res.Header)); err != nil {
+			return err
+		}
+	}
+	if pc.interims != nil {
+		return pc.interims.GotInterim(res.StatusCode, textproto.MIMEHeader(res.Header))
+	}
+	return nil
 }
 
 // tellBodyWriter tells the body writer waiting for a 100 Continue whether to

@@ -190,7 +190,7 @@ func (t *clusterTransport) roundTripper() http.RoundTripper {
 	if t.client != nil {
 		return t.client
 	}
-	return t.rt
+	return interimTracing{t.rt}
 }
 
 func (t *clusterTransport) closeIdleConnections() {

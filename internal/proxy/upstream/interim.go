@@ -1,0 +1,43 @@
+package upstream
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+)
+
+// InterimReceiver is a request's target (under TargetKey) that takes the
+// upstream's interim (1xx) responses other than 101. The codec's client hands
+// them over directly, so that a forwarded request needs no httptrace in its
+// context (two allocations a request); Go's transports, which know only
+// httptrace, get a hook made for them (withInterimTrace).
+type InterimReceiver interface {
+	GotInterim(code int, header textproto.MIMEHeader) error
+}
+
+// interimReceiverFrom returns the target of the request whose context is ctx
+// when it takes interim responses; nil otherwise.
+func interimReceiverFrom(ctx context.Context) InterimReceiver {
+	r, _ := ctx.Value(TargetKey{}).(InterimReceiver)
+	return r
+}
+
+// withInterimTrace returns req for one of Go's transports: with a trace that
+// gives its target the interim responses, when it takes them.
+func withInterimTrace(req *http.Request) *http.Request {
+	ctx := req.Context()
+	r := interimReceiverFrom(ctx)
+	if r == nil {
+		return req
+	}
+	return req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: r.GotInterim}))
+}
+
+// interimTracing is one of Go's transports (an HTTP/2 cluster's) in front of
+// which requests get their interim trace.
+type interimTracing struct{ rt http.RoundTripper }
+
+func (t interimTracing) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.rt.RoundTrip(withInterimTrace(req))
+}
