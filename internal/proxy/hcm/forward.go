@@ -47,7 +47,7 @@ type upstreamTarget struct {
 	replay    *replayBuffer
 	requestID string
 	timer     *routeTimer // the route timeout; nil when there is none
-	// edgeValues is the spare room cloneHeader left in the upstream request's
+	// edgeValues is the spare room upstreamHeader left in the upstream request's
 	// header for the fields the connection manager sets.
 	edgeValues []string
 

@@ -23,21 +23,50 @@ import (
 // responses flushed as they arrive, trailers, and an upstream body that fails
 // aborting the response (never ending it as if it were whole).
 
-// hopHeaders are never forwarded, in either direction (nor by a mirror's
-// copy), besides those a Connection field names.
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// isHopByHop reports whether a field (its canonical name) is never forwarded,
+// in either direction (nor by a mirror's copy), besides those a Connection
+// field names.
+func isHopByHop(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
 
-func removeHopByHop(h http.Header) {
-	for _, f := range h["Connection"] {
+// isForwardingField reports whether a field is one the connection manager
+// sets itself on the upstream request, dropping what the client sent.
+func isForwardingField(k string) bool {
+	switch k {
+	case "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
+		return true
+	}
+	return false
+}
+
+// namedByConnection reports whether the Connection field's values conn list
+// the field k, in any case.
+func namedByConnection(conn []string, k string) bool {
+	for _, f := range conn {
 		for sf := range strings.SplitSeq(f, ",") {
-			if sf = textproto.TrimString(sf); sf != "" {
-				h.Del(sf)
+			if strings.EqualFold(textproto.TrimString(sf), k) {
+				return true
 			}
 		}
 	}
-	for _, f := range hopHeaders {
-		delete(h, f)
+	return false
+}
+
+// removeHopByHop drops the hop-by-hop fields of h (RFC 9110 section 7.6.1):
+// one pass over its fields, rather than a lookup per name that could be there
+// (and a canonical copy of each name Connection lists).
+func removeHopByHop(h http.Header) {
+	conn := h["Connection"]
+	for k := range h {
+		if isHopByHop(k) || conn != nil && namedByConnection(conn, k) {
+			delete(h, k)
+		}
 	}
 }
 
@@ -106,28 +135,24 @@ func (e *Env) proxy(rw http.ResponseWriter, out *http.Request) {
 // pointed at the endpoint.
 func prepareUpstream(out *http.Request) error {
 	te := httpguts.HeaderValuesContainsToken(out.Header["Te"], "trailers")
+	upgrade := upgradeOf(out.Header)
 	t := targetFrom(out.Context())
-	out.Header, t.edgeValues = cloneHeader(out.Header, edgeHeaders)
+	out.Header, t.edgeValues = upstreamHeader(out.Header, edgeHeaders)
 	u := *out.URL
 	out.URL = &u
 	if out.ContentLength == 0 {
 		out.Body = nil // a request without a body can be retried on a new connection
 	}
 	out.Close = false
-	upgrade := upgradeOf(out.Header)
 	if upgrade != "" && !isPrint(upgrade) {
 		return fmt.Errorf("client tried to switch to invalid protocol %q", upgrade)
 	}
-	removeHopByHop(out.Header)
 	if te {
 		out.Header.Set("Te", "trailers")
 	}
 	if upgrade != "" {
 		out.Header.Set("Connection", "Upgrade")
 		out.Header.Set("Upgrade", upgrade)
-	}
-	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
-		delete(out.Header, k)
 	}
 	rewriteUpstreamRequest(out, t)
 	if _, ok := out.Header["User-Agent"]; !ok {
@@ -141,17 +166,22 @@ func prepareUpstream(out *http.Request) error {
 // X-Forwarded-Client-Cert).
 const edgeHeaders = 4
 
-// cloneHeader copies h, with room for spare more single-value fields: their
-// values' array comes with the copy's (see setEdgeHeader), rather than in an
-// allocation each as Header.Set makes.
-func cloneHeader(h http.Header, spare int) (http.Header, []string) {
+// upstreamHeader copies h without its hop-by-hop and forwarding fields, with
+// room for spare more single-value fields: their values' array comes with the
+// copy's (see setEdgeHeader), rather than in an allocation each as Header.Set
+// makes.
+func upstreamHeader(h http.Header, spare int) (http.Header, []string) {
 	n := spare
 	for _, vv := range h {
 		n += len(vv)
 	}
 	values := make([]string, n)
 	out := make(http.Header, len(h)+spare)
+	conn := h["Connection"]
 	for k, vv := range h {
+		if isHopByHop(k) || isForwardingField(k) || conn != nil && namedByConnection(conn, k) {
+			continue
+		}
 		if vv == nil {
 			out[k] = nil // kept, as Header.Clone keeps it
 			continue
@@ -163,7 +193,7 @@ func cloneHeader(h http.Header, spare int) (http.Header, []string) {
 }
 
 // setEdgeHeader sets the field k (canonical) to v, its value in the spare
-// array cloneHeader left.
+// array upstreamHeader left.
 func setEdgeHeader(h http.Header, spare *[]string, k, v string) {
 	if len(*spare) == cap(*spare) {
 		h[k] = []string{v}
