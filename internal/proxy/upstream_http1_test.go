@@ -308,14 +308,16 @@ func TestHTTP1ClientResponseBodies(t *testing.T) {
 // kind of upstream client: the codec's (shared, and a cluster's own) hands
 // them to the request's target, Go's HTTP/2 transport through a client trace.
 func TestHTTP1ClientForwards1xx(t *testing.T) {
-	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+	be := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", "</style.css>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
 		_, _ = io.WriteString(w, "final "+r.Proto)
-	})
-	be.srv.Config.Protocols = new(http.Protocols)
-	be.srv.Config.Protocols.SetHTTP1(true)
-	be.srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	}))
+	be.Config.Protocols = new(http.Protocols)
+	be.Config.Protocols.SetHTTP1(true)
+	be.Config.Protocols.SetUnencryptedHTTP2(true)
+	be.Start()
+	t.Cleanup(be.Close)
 	clusters := []*clusterv3.Cluster{
 		edsCluster("shared"),
 		protocolOptions(t, edsCluster("own"), false, durationpb.New(time.Minute)),
@@ -324,7 +326,7 @@ func TestHTTP1ClientForwards1xx(t *testing.T) {
 	res := resources{listeners: []*listenerv3.Listener{httpListener(t)}, clusters: clusters}
 	vh := vhost("*")
 	for _, c := range clusters {
-		res.endpoints = append(res.endpoints, assignment(c.Name, be.addr()))
+		res.endpoints = append(res.endpoints, assignment(c.Name, be.Listener.Addr().String()))
 		vh.Routes = append(vh.Routes, toCluster(c.Name, separatedMatch("/"+c.Name)))
 	}
 	res.routes = []*routev3.RouteConfiguration{routeConfig("ingress_http", vh)}
@@ -333,9 +335,12 @@ func TestHTTP1ClientForwards1xx(t *testing.T) {
 	p := startProxy(t, cp)
 	p.waitVersion(t, "v1")
 	for _, tc := range []struct{ cluster, proto string }{{"shared", "HTTP/1.1"}, {"own", "HTTP/1.1"}, {"h2c", "HTTP/2.0"}} {
+		var mu sync.Mutex // the trace runs on the client's connection goroutine
 		var got []int
 		var link string
 		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			mu.Lock()
+			defer mu.Unlock()
 			got, link = append(got, code), h.Get("Link")
 			return nil
 		}}
@@ -346,6 +351,8 @@ func TestHTTP1ClientForwards1xx(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		mu.Lock()
+		defer mu.Unlock()
 		if want := "final " + tc.proto; resp.StatusCode != 200 || string(b) != want || len(got) != 1 || got[0] != http.StatusEarlyHints || link != "</style.css>; rel=preload" {
 			t.Errorf("%s: %d %q, 1xx %v (Link %q); want 200 %q after a 103 with its Link", tc.cluster, resp.StatusCode, b, got, link, want)
 		}
