@@ -392,6 +392,9 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction, cancel context.CancelCauseFunc) {
 	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t, cancel) })
 	rw.idle = t.idle
+	if fa.HasIdleTimeout {
+		setWriteIdleTimeout(rw.ResponseWriter, fa.IdleTimeout)
+	}
 	if fa.Timeout > 0 {
 		// Envoy's route timeout starts when the downstream request is
 		// complete: a slow upload does not count against it.

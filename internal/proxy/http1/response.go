@@ -344,12 +344,23 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, http.ErrHijacked
 	}
 	c.hijacked = true
+	c.out.release()
 	c.srv.setState(c, http.StateHijacked)
 	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the connection's write deadline, which then holds
+// until the next request instead of the stream idle timeout's.
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.out.setByHandler(t) }
+
+// SetWriteIdleTimeout sets the response's stream idle timeout (a route's
+// idle_timeout, which overrides the connection manager's): a write to the
+// client that makes no progress for d fails and the connection closes,
+// until the response has been flushed after the handler returned; 0: writes
+// are not bounded.
+func (w *response) SetWriteIdleTimeout(d time.Duration) { w.c.out.timeout.Store(int64(d)) }
 
 // EnableFullDuplex is a no-op: a request body can always be read while the
 // response is written.

@@ -57,6 +57,13 @@ type Server struct {
 	// whose context is ctx, in its place (a listener's chains each have
 	// their own).
 	HeadTimeout func(ctx context.Context) time.Duration
+	// StreamIdleTimeout, if set, is the stream idle timeout of the
+	// connection whose context is ctx, read when it opens: a write to the
+	// client that makes no progress for that long fails and the connection
+	// closes, whether the handler writes or the codec flushes after it
+	// returned (deadline.go). A handler changes it for its response with
+	// the response's SetWriteIdleTimeout. Unset or 0: writes are not bounded.
+	StreamIdleTimeout func(ctx context.Context) time.Duration
 
 	// readers and writers are the connections' buffers, reused from closed
 	// connections to new ones (a connection per request makes them most of
@@ -92,7 +99,11 @@ type conn struct {
 	srv *Server
 	rwc net.Conn
 	br  *bufio.Reader
-	bw  *bufio.Writer
+	bw  *bufio.Writer // writes to out
+	out connWriter
+	// streamIdle is the connection's stream idle timeout, each request's
+	// until its handler sets another.
+	streamIdle time.Duration
 	// template is the fields every request of the connection shares, its
 	// context included.
 	template   *http.Request
@@ -122,7 +133,9 @@ func (s *Server) ServeConn(c net.Conn, br *bufio.Reader) {
 	if pooled {
 		br = s.readers.get(c)
 	}
-	cn := &conn{srv: s, rwc: c, br: br, bw: s.writers.get(c), remoteAddr: c.RemoteAddr().String()}
+	cn := &conn{srv: s, rwc: c, br: br, remoteAddr: c.RemoteAddr().String()}
+	cn.out.conn = c
+	cn.bw = s.writers.get(&cn.out)
 	defer func() {
 		if cn.hijacked {
 			return // the buffers went with the connection
@@ -145,6 +158,10 @@ func (s *Server) ServeConn(c net.Conn, br *bufio.Reader) {
 	defer cn.cancel(nil)
 	cn.watch.c = cn
 	cn.template = (&http.Request{Proto: "HTTP/1.1", ProtoMajor: 1, RemoteAddr: cn.remoteAddr}).WithContext(ctx)
+	if s.StreamIdleTimeout != nil {
+		cn.streamIdle = s.StreamIdleTimeout(ctx)
+		cn.out.reset(cn.streamIdle) // bounds the answer to a request refused before it is served
+	}
 	if !s.track(cn, true) {
 		_ = c.Close()
 		return
@@ -372,6 +389,7 @@ func (c *conn) serveRequest() (keep bool) {
 	}
 	w := &c.rw
 	w.reset(req, &c.head)
+	c.out.reset(c.streamIdle)
 	if c.head.ExpectOther {
 		w.closeAfter = true
 		w.Header().Set("Connection", "close")
@@ -772,17 +790,19 @@ func (c *replayedConn) NetConn() net.Conn { return c.Conn }
 // ready.
 type bufPool[B interface{ *bufio.Reader | *bufio.Writer }] struct{ p sync.Pool }
 
-func (bp *bufPool[B]) get(c net.Conn) B {
+// get returns a buffer on rw: a connection (a reader's) or its connWriter
+// (a writer's).
+func (bp *bufPool[B]) get(rw any) B {
 	if b, ok := bp.p.Get().(B); ok {
-		resetBuf(b, c)
+		resetBuf(b, rw)
 		return b
 	}
 	var b any
 	switch any(B(nil)).(type) {
 	case *bufio.Reader:
-		b = bufio.NewReaderSize(c, bufferSize)
+		b = bufio.NewReaderSize(rw.(io.Reader), bufferSize)
 	case *bufio.Writer:
-		b = bufio.NewWriterSize(c, bufferSize)
+		b = bufio.NewWriterSize(rw.(io.Writer), bufferSize)
 	}
 	return b.(B)
 }
@@ -792,11 +812,14 @@ func (bp *bufPool[B]) put(b B) {
 	bp.p.Put(b)
 }
 
-func resetBuf(b any, c net.Conn) {
+// resetBuf points b at rw; nil drops its reference to what it served.
+func resetBuf(b any, rw any) {
 	switch b := b.(type) {
 	case *bufio.Reader:
-		b.Reset(c)
+		r, _ := rw.(io.Reader)
+		b.Reset(r)
 	case *bufio.Writer:
-		b.Reset(c)
+		w, _ := rw.(io.Writer)
+		b.Reset(w)
 	}
 }

@@ -41,6 +41,16 @@ type connLifeKey struct{}
 // limits are the connection's chain's, in the listener's configuration in force;
 // none for a TLS connection before its handshake chose a chain.
 func (cl *connLife) limits() hcm.ConnLimits {
+	if spec := cl.spec(); spec != nil {
+		return spec.Conn
+	}
+	return hcm.ConnLimits{}
+}
+
+// spec is the connection manager of the connection's chain, in the listener's
+// configuration in force; nil for a TLS connection before its handshake chose
+// a chain.
+func (cl *connLife) spec() *hcm.Spec {
 	lc := cl.ll.cfg.Load()
 	var fc *FilterChain
 	if cl.holder != nil {
@@ -48,10 +58,10 @@ func (cl *connLife) limits() hcm.ConnLimits {
 	} else {
 		fc = lc.Chains[""]
 	}
-	if fc == nil || fc.Spec == nil {
-		return hcm.ConnLimits{}
+	if fc == nil {
+		return nil
 	}
-	return fc.Spec.Conn
+	return fc.Spec
 }
 
 // draining reports whether a response on the connection must close it: it is
@@ -173,6 +183,18 @@ func headTimeout(ctx context.Context) time.Duration {
 		}
 	}
 	return readHeaderTimeout
+}
+
+// streamIdleTimeout is the stream idle timeout of the connection whose
+// context is ctx: its chain's stream_idle_timeout, which bounds the codec's
+// writes to a client that stops reading.
+func streamIdleTimeout(ctx context.Context) time.Duration {
+	if cl := lifeOf(ctx); cl != nil {
+		if spec := cl.spec(); spec != nil {
+			return spec.StreamIdleTimeout
+		}
+	}
+	return 0
 }
 
 // lifeOf is the life of the connection a request came on, nil if none.

@@ -367,7 +367,8 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		BaseContext:       context.WithValue(baseCtx, http.ServerContextKey, ll.srv),
 		ConnState:         ll.lives.connState,
 		ReadHeaderTimeout: readHeaderTimeout,
-		HeadTimeout:       headTimeout, // the chain's request_headers_timeout
+		HeadTimeout:       headTimeout,       // the chain's request_headers_timeout
+		StreamIdleTimeout: streamIdleTimeout, // the chain's stream_idle_timeout
 		Limits:            http1.Limits{MaxHeadBytes: headerReadLimit(lc)},
 		Log:               s.Log,
 		Refused:           s.HCM.CodecRefused,

@@ -78,17 +78,6 @@ const maxResponseHeaderBytes = 10 << 20
 // (http.Transport's default).
 const http1BufferSize = 4 << 10
 
-// checkIdleAfter is how long a connection must have been idle for its reuse
-// by a request that can be retried (see isReplayable) to cost a system call
-// that checks it is still open. Such a request meeting a closed connection is
-// retried on a new one anyway; the check spares that after long idle periods,
-// when servers' keep-alive timeouts close connections, and would cost one
-// system call more per request if it ran on every reuse: a pooled
-// connection's idle time under load is the clients' round trip, milliseconds. Other requests are never retried: their
-// connection is always checked, which makes them fail on connections the
-// server closed less often than with http.Transport.
-const checkIdleAfter = 100 * time.Millisecond
-
 // longAgo is a deadline in the past: setting it unblocks a connection's reads
 // and writes at once.
 func longAgo() time.Time { return time.Unix(1, 0) }
@@ -166,11 +155,7 @@ func (c *HTTP1Client) conn(ctx context.Context, req *http.Request, fresh bool, t
 	}
 	var pc *http1Conn
 	if !fresh {
-		checkAfter := checkIdleAfter
-		if !isReplayable(req) {
-			checkAfter = 0
-		}
-		pc = c.takeIdle(addr, checkAfter)
+		pc = c.takeIdle(addr)
 	}
 	if pc == nil {
 		conn, err := c.dial(ctx, "tcp", addr)
@@ -190,8 +175,21 @@ func (c *HTTP1Client) conn(ctx context.Context, req *http.Request, fresh bool, t
 }
 
 // takeIdle pops the most recently used idle connection to addr that is still
-// open, as far as a system call tells for those idle for checkAfter or more.
-func (c *HTTP1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn {
+// open and has received nothing since its last response, as far as a system
+// call tells.
+//
+// The call is made on every reuse, however short the connection's idle time:
+// bytes a server sent after its response (a body it should not have sent, a
+// response of its own) may arrive just after the response was read, and a
+// request sent on that connection would take them for its response (a whole
+// response in them would be passed on as the answer to a request it is not
+// the answer to). http.Transport sees them at once, from the read its
+// connection keeps outstanding, and closes the connection ("Unsolicited
+// response received on idle HTTP channel"); here no read is outstanding, so
+// the socket is looked at before the connection carries a request. Bytes
+// arriving after that look, once the request is on its way, cannot be told
+// from its response by any client, Transport included.
+func (c *HTTP1Client) takeIdle(addr string) *http1Conn {
 	for {
 		c.Mu.Lock()
 		conns := c.Idle[addr]
@@ -212,7 +210,7 @@ func (c *HTTP1Client) takeIdle(addr string, checkAfter time.Duration) *http1Conn
 		// Without a read goroutine watching idle connections, one the server
 		// closed (or wrote to unasked) is only found out here, or by the request
 		// failing on it.
-		if pc.br.Buffered() == 0 && (time.Since(pc.idleSince) < checkAfter || !pc.peek.peerClosed()) {
+		if pc.br.Buffered() == 0 && !pc.peek.peerClosed() {
 			pc.reused = true
 			return pc
 		}

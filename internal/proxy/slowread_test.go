@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// A client that sends requests over TCP and never reads the answers holds
+// neither the proxy's goroutine nor its connection beyond the stream idle
+// timeout (stream_idle_timeout 1s here): the codec's write to it fails once it
+// has made no progress for that long, and the connection closes. That holds
+// for a response being forwarded from the upstream (which the connection
+// manager's idle timer cut before the codec bounded its writes) and for the
+// proxy's own answers (direct responses, pipelined here: there the idle timer
+// does not run, and the connection used to be held for ever).
+//
+// Not parallel: the proxy's goroutines blocked writing to a client are counted
+// in the whole process.
+func TestCodecClientThatStopsReadingIsCut(t *testing.T) {
+	be := codecBackend(t)
+	const direct = 64 << 10
+	body := strings.Repeat("d", direct)
+	cp := startControlPlane(t)
+	var res resources
+	res.clusters = append(res.clusters, edsCluster("be"))
+	res.endpoints = append(res.endpoints, assignment("be", be.addr()))
+	res.listeners = []*listenerv3.Listener{modifyHCM(t, func(h *hcmv3.HttpConnectionManager) {
+		h.StreamIdleTimeout = durationpb.New(time.Second)
+	})}
+	rc := routeConfig("ingress_http", vhost("*",
+		toCluster("be", prefixMatch("/codec/")),
+		&routev3.Route{Match: exactMatch("/direct"), Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{
+			Status: 200, Body: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: body}}}}},
+	))
+	rc.MaxDirectResponseBodySizeBytes = wrapperspb.UInt32(direct)
+	res.routes = []*routev3.RouteConfiguration{rc}
+	cp.set("v1", res)
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+
+	const whole = 16 << 20 // bytes asked for: more than the sockets' buffers hold
+	for _, tc := range []struct{ name, requests string }{
+		{"a large response from the upstream", "GET /codec/download?n=16777216 HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"pipelined direct responses", strings.Repeat("GET /direct HTTP/1.1\r\nHost: x\r\n\r\n", whole/direct)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := stuckWriters()
+			conn, _ := dialProxy(t, p)
+			go func() { _, _ = io.WriteString(conn, tc.requests) }()
+			waitLong(t, "the proxy to block writing to the client", func() bool { return stuckWriters() > before })
+			waitLong(t, "the proxy to give up on the client", func() bool { return stuckWriters() <= before })
+			// The connection is closed: what the sockets held, then the end.
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			n, err := io.Copy(io.Discard, conn)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the connection is still open after the proxy's goroutine gave up (%d bytes read)", n)
+			}
+			if n >= whole {
+				t.Errorf("read %d bytes, the whole answer: want it cut", n)
+			}
+		})
+	}
+}
+
+// stuckWriters counts the goroutines of the HTTP/1.1 codec blocked in a write
+// to a client.
+func stuckWriters() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	stuck := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "http1.(*conn).serve") && strings.Contains(g, "waitWrite") {
+			stuck++
+		}
+	}
+	return stuck
+}
+
+// waitLong waits a minute for cond: far beyond the timeouts the test
+// configures, so that only a proxy that never acts fails it.
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
