@@ -136,7 +136,7 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 		// As in Envoy, it starts once the downstream request is complete AND the
 		// attempt has its connection: connecting is bounded by connect_timeout, and a
 		// connection that cannot be made is a connect failure, not a per-try timeout.
-		a.perTry = &routeTimer{timeout: d, cancel: cancel, cause: errPerTryTimeout}
+		a.perTry = &routeTimer{timeout: d, cancel: a, cause: errPerTryTimeout}
 		var pending atomic.Int32
 		pending.Store(2)
 		armWhenBoth := func() {
@@ -167,6 +167,9 @@ func (t *upstreamTarget) newAttempt(req *http.Request, endpoint int, replay *rep
 	t.cluster.State.Served.Store(true)
 	return a, out
 }
+
+// cancelWith ends the attempt's own context (its per-try timeout).
+func (a *attempt) cancelWith(cause error) { a.cancel(cause) }
 
 // bodyDone is called when the attempt's transport closes its (replayed)
 // request body. For the delivered attempt that ends the upload, which

@@ -39,6 +39,14 @@ type upstreamTarget struct {
 	// interims passes the upstream's interim (1xx) responses on until the
 	// final response has come (GotInterim).
 	interims interims
+	// ctx is the context of the upstream request (the request's, with the
+	// target); cancel ends it, through cancelWith; aborts stops the upstream
+	// exchange with it, when watching (abort.go).
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	aborts   abortWatch
+	notifier clientGoneNotifier // the codec telling of the client gone; nil: none
+	watching bool
 	// redirect, when set, may follow the response's redirect itself
 	// (internal_redirect_policy).
 	redirect *pendingRedirect

@@ -292,7 +292,9 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	ex.upstream = cl.Stats
 
 	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
+	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
+	t.cancel = cancel
+	defer t.cancelWith(nil)
 	defer func() {
 		// Deferred: ReverseProxy panics (ErrAbortHandler) when the route
 		// timeout cuts a response that had started.
@@ -300,7 +302,6 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 			cl.Stats.TimedOut()
 		}
 	}()
-	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.host = upstreamHost(ri.Authority, wc.HostRewrite, fa.HostRewrite)
 	t.hostHeader = fa.HostRewriteHeader
 	if d := rw.hcm.Xfcc; d != nil && r.TLS != nil {
@@ -335,10 +336,13 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 			rw.enc = nil // the picked cluster's configuration turned them off
 		}
 	}
-	t.startTimeouts(rw, fa, cancel)
+	t.startTimeouts(rw, fa)
 	defer t.stopTimeouts()
 	t.interims.rw = rw
-	out := r.WithContext(context.WithValue(ctx, upstream.TargetKey{}, t))
+	t.ctx = context.WithValue(ctx, upstream.TargetKey{}, t)
+	t.watchClientGone(rw)
+	defer t.unwatchClientGone()
+	out := r.WithContext(t.ctx)
 	switch {
 	case redirects != nil && redirects.body != nil:
 		// A redirect's target: the body, received whole, is sent from the buffer.
@@ -346,7 +350,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 		t.done.complete()
 	case requestHasBody(r):
 		out.Body = &requestBody{ReadCloser: r.Body, remaining: r.ContentLength, idle: t.idle, done: t.done, trailer: r.Trailer, hcm: rw.hcm}
-		defer t.startRequestTimeout(rw, cancel)()
+		defer t.startRequestTimeout(rw)()
 		if t.redirect != nil {
 			t.replay = newReplayBuffer(out.Body)
 		}
@@ -389,8 +393,8 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 
 // startTimeouts starts the stream idle timeout and arms the route timeout
 // for when the request is complete; stopTimeouts stops both.
-func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction, cancel context.CancelCauseFunc) {
-	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t, cancel) })
+func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction) {
+	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t) })
 	rw.idle = t.idle
 	if fa.HasIdleTimeout {
 		setWriteIdleTimeout(rw.ResponseWriter, fa.IdleTimeout)
@@ -399,7 +403,7 @@ func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAct
 		// Envoy's route timeout starts when the downstream request is
 		// complete: a slow upload does not count against it.
 		t.timer = &t.routeState
-		t.timer.timeout, t.timer.cancel, t.timer.cause = fa.Timeout, cancel, errRouteTimeout
+		t.timer.timeout, t.timer.cancel, t.timer.cause = fa.Timeout, t, errRouteTimeout
 		t.done.onComplete(t.timer)
 	}
 }
@@ -413,11 +417,11 @@ func (t *upstreamTarget) stopTimeouts() {
 // cancelled (408 if the response head was not sent yet, a reset otherwise),
 // and reads of a stalled upload or writes to a stalled client are unblocked.
 // It runs on the idle timer's goroutine, which stops before forward returns.
-func onIdleTimeout(rw *responseWriter, t *upstreamTarget, cancel context.CancelCauseFunc) {
+func onIdleTimeout(rw *responseWriter, t *upstreamTarget) {
 	// Look before cancelling: once cancelled, the handler may write the 408,
 	// which must not be mistaken for a response in progress.
 	uploading, responding := !t.done.isComplete(), rw.headerSent.Load()
-	cancel(errStreamIdleTimeout)
+	t.cancelWith(errStreamIdleTimeout)
 	rc := http.NewResponseController(rw.ResponseWriter)
 	if uploading {
 		_ = rc.SetReadDeadline(time.Now())
@@ -435,7 +439,7 @@ var errRouteTimeout = errors.New("route timeout")
 // request is complete. A nil *routeTimer is a disabled timeout.
 type routeTimer struct {
 	timeout time.Duration
-	cancel  context.CancelCauseFunc
+	cancel  canceller
 	cause   error
 
 	mu      sync.Mutex
@@ -456,7 +460,7 @@ func (rt *routeTimer) arm() {
 // completed arms the timeout once the downstream request is complete.
 func (rt *routeTimer) completed() { rt.arm() }
 
-func (rt *routeTimer) expire() { rt.cancel(rt.cause) }
+func (rt *routeTimer) expire() { rt.cancel.cancelWith(rt.cause) }
 
 // stop disarms the timeout when the exchange is over: the transport may still
 // read (and so arm) the body afterwards.

@@ -1,7 +1,6 @@
 package hcm
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -18,7 +17,7 @@ var errRequestTimeout = errors.New("request timeout")
 // (408) and the read of the stalled upload is unblocked. The returned function
 // disarms it. Only a request with a body arms it: one without is complete when
 // it is forwarded.
-func (t *upstreamTarget) startRequestTimeout(rw *responseWriter, cancel context.CancelCauseFunc) (stop func()) {
+func (t *upstreamTarget) startRequestTimeout(rw *responseWriter) (stop func()) {
 	d := rw.hcm.RequestTimeout
 	if d <= 0 {
 		return func() {}
@@ -27,7 +26,7 @@ func (t *upstreamTarget) startRequestTimeout(rw *responseWriter, cancel context.
 		if t.done.isComplete() || rw.headerSent.Load() {
 			return
 		}
-		cancel(errRequestTimeout)
+		t.cancelWith(errRequestTimeout)
 		_ = http.NewResponseController(rw.ResponseWriter).SetReadDeadline(time.Now())
 	})
 	stop = func() { timer.Stop() }

@@ -366,6 +366,12 @@ func (w *response) SetWriteIdleTimeout(d time.Duration) { w.c.out.timeout.Store(
 // response is written.
 func (w *response) EnableFullDuplex() error { return nil }
 
+// NotifyClientGone has l told when the connection's watch finds the client
+// gone while the request is served, right after the request's context is
+// cancelled: a handler that stops its own work then needs no
+// context.AfterFunc. nil stops it; it ends with the request.
+func (w *response) NotifyClientGone(l interface{ ClientGone() }) { w.c.watch.notify(l) }
+
 // dateCache formats the Date header once a second.
 type dateCache struct {
 	mu   sync.Mutex

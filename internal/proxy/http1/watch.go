@@ -33,6 +33,16 @@ type watcher struct {
 	body     *requestBody // the request's body, nil without one
 	watching bool         // a read is in progress on the connection
 	done     chan struct{}
+	// gone is told when the client goes away, after the request's context
+	// is cancelled (Response.NotifyClientGone); nil: nobody.
+	gone interface{ ClientGone() }
+}
+
+// notify sets who is told that the client went away; nil: nobody.
+func (w *watcher) notify(l interface{ ClientGone() }) {
+	w.mu.Lock()
+	w.gone = l
+	w.mu.Unlock()
 }
 
 // arm starts the delay for the request being handed to the handler. A
@@ -58,7 +68,7 @@ func (w *watcher) disarm() {
 	}
 	w.timer.Stop()
 	w.mu.Lock()
-	w.armed, w.body = false, nil
+	w.armed, w.body, w.gone = false, nil, nil
 	watching, done := w.watching, w.done
 	w.mu.Unlock()
 	if !watching {
@@ -96,6 +106,9 @@ func (w *watcher) watch() {
 	var ne net.Error
 	if err != nil && w.armed && !(errors.As(err, &ne) && ne.Timeout()) {
 		w.c.cancel(ErrClientGone)
+		if w.gone != nil {
+			w.gone.ClientGone()
+		}
 	}
 	w.watching = false
 	close(w.done)

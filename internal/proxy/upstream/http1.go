@@ -97,7 +97,9 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		pc.interims = interimReceiverFrom(ctx)
+		target := ctx.Value(TargetKey{})
+		pc.interims, _ = target.(InterimReceiver)
+		pc.aborts, _ = target.(AbortWatcher)
 		res, err := pc.roundTrip(ctx, req, trace)
 		if err == nil {
 			return res, nil
@@ -311,6 +313,12 @@ type http1Conn struct {
 	// unblock ends the connection's reads and writes at once, for a cancelled
 	// exchange: made once, not per exchange.
 	unblock func()
+	// aborts, when it watches the exchange under way, runs unblock when the
+	// request is abandoned; afterStop, set otherwise, is the stop of a
+	// context.AfterFunc that does (watchAbort).
+	aborts    AbortWatcher
+	afterStop func() bool
+	stopFn    func() bool // stopWatch, bound once
 	// interims takes the interim responses of the exchange under way (nil:
 	// nobody does but the trace, if any).
 	interims InterimReceiver
@@ -345,6 +353,7 @@ type http1Conn struct {
 func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 	pc := &http1Conn{client: c, addr: addr, conn: conn, readLimit: math.MaxInt64}
 	pc.unblock = func() { _ = pc.conn.SetDeadline(longAgo()) }
+	pc.stopFn = pc.stopWatch
 	pc.br = bufio.NewReaderSize(pc, http1BufferSize)
 	pc.bw = bufio.NewWriterSize(conn, http1BufferSize)
 	if tc, ok := conn.(*tls.Conn); ok {
@@ -401,7 +410,7 @@ func (e *staleConnError) Unwrap() error { return e.err }
 // response body keeps the connection until it is read to the end (the
 // connection is pooled again) or closed early (it is closed).
 func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
-	stop := context.AfterFunc(ctx, pc.unblock)
+	stop := pc.watchAbort(ctx)
 	res, err := pc.exchange(req, trace)
 	if err != nil {
 		pc.tellBodyWriter(false)
@@ -437,6 +446,32 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 	}
 	res.Body = &http1Body{body: &pc.body, res: res, pc: pc, ctx: ctx, keep: keep, stop: stop}
 	return res, nil
+}
+
+// watchAbort has the connection unblocked when ctx is cancelled (route or
+// per-try timeout, client gone), by the request's target when it can watch
+// ctx, else by context.AfterFunc; the returned stop ends the watch and reports
+// whether the unblock had not run.
+func (pc *http1Conn) watchAbort(ctx context.Context) (stop func() bool) {
+	if pc.aborts != nil && pc.aborts.WatchAbort(ctx, pc.unblock) {
+		return pc.stopFn
+	}
+	pc.aborts = nil
+	pc.afterStop = context.AfterFunc(ctx, pc.unblock)
+	return pc.stopFn
+}
+
+// stopWatch ends the watch watchAbort started; a second call reports false.
+func (pc *http1Conn) stopWatch() bool {
+	if w := pc.aborts; w != nil {
+		pc.aborts = nil
+		return w.UnwatchAbort()
+	}
+	if stop := pc.afterStop; stop != nil {
+		pc.afterStop = nil
+		return stop()
+	}
+	return false
 }
 
 // isProtocolSwitch reports whether a 101 response switches to a protocol

@@ -23,6 +23,17 @@ func interimReceiverFrom(ctx context.Context) InterimReceiver {
 	return r
 }
 
+// AbortWatcher is a request's target (under TargetKey) that tells the codec's
+// client when an exchange must stop, as context.AfterFunc on the request's
+// context would, without its four allocations an exchange. WatchAbort has f
+// run once when ctx is cancelled, or reports false when it cannot watch ctx
+// (the client then uses context.AfterFunc); UnwatchAbort withdraws f and
+// reports whether it had not run, as AfterFunc's stop does.
+type AbortWatcher interface {
+	WatchAbort(ctx context.Context, f func()) bool
+	UnwatchAbort() bool
+}
+
 // withInterimTrace returns req for one of Go's transports: with a trace that
 // gives its target the interim responses, when it takes them.
 func withInterimTrace(req *http.Request) *http.Request {
