@@ -463,7 +463,10 @@ func (rt *routeTimer) completed() { rt.arm() }
 func (rt *routeTimer) expire() { rt.cancel.cancelWith(rt.cause) }
 
 // stop disarms the timeout when the exchange is over: the transport may still
-// read (and so arm) the body afterwards.
+// read (and so arm) the body afterwards. It may be called more than once (a
+// per-try timeout's delivery and end, an internal redirect's run and forward):
+// the pooled timer is released by the first call only, since by the second it
+// may be another request's.
 func (rt *routeTimer) stop() {
 	if rt == nil {
 		return
@@ -473,6 +476,7 @@ func (rt *routeTimer) stop() {
 	rt.stopped = true
 	if rt.timer != nil {
 		rt.timer.release()
+		rt.timer = nil
 	}
 }
 

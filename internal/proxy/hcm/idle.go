@@ -126,6 +126,9 @@ func (it *idleTimer) check() {
 }
 
 // stop disarms the timer; once it returns, fire is not running and will not run.
+// Only the first call releases the pooled timer (an internal redirect stops
+// the timer in run and again in forward): by a second, the pool may have
+// handed it to another request.
 func (it *idleTimer) stop() {
 	if it == nil {
 		return
@@ -133,5 +136,8 @@ func (it *idleTimer) stop() {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	it.stopped = true
-	it.timer.release()
+	if it.timer != nil {
+		it.timer.release()
+		it.timer = nil
+	}
 }

@@ -52,3 +52,52 @@ func TestPooledTimerNeverCallsTheNextOwner(t *testing.T) {
 		t.Error("a timer released before it fired called its owner")
 	}
 }
+
+type countingCanceller struct{ n atomic.Int64 }
+
+func (c *countingCanceller) cancelWith(error) { c.n.Add(1) }
+
+// waitCancelled waits until c was cancelled.
+func waitCancelled(t *testing.T, c *countingCanceller, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // a hang, not a speed limit
+	for c.n.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never fired: a stop of another request's timer released it", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A timeout stopped twice (a per-try timeout: when its attempt's response is
+// delivered, then when the attempt ends; an internal redirect's route and idle
+// timeouts: in run, then in forward's stopTimeouts) releases its pooled timer
+// once: the second stop must not reach the next request's timer, which the
+// pool may have handed it meanwhile, and stop that request's timeout.
+func TestTimeoutStoppedTwiceLeavesTheNextRequestsTimer(t *testing.T) {
+	for i := 0; i < 20; i++ { // the race detector's pool drops some timers
+		for timers.Get() != nil {
+		}
+		var first, next countingCanceller
+		a := &routeTimer{timeout: time.Hour, cancel: &first, cause: errRouteTimeout}
+		a.arm()
+		a.stop() // the timer goes back to the pool
+		b := &routeTimer{timeout: time.Millisecond, cancel: &next, cause: errRouteTimeout}
+		b.arm()  // as often as not, a's timer again
+		a.stop() // must leave it alone
+		waitCancelled(t, &next, "the next request's route timeout")
+		b.stop()
+
+		var idleFired countingCanceller
+		it := new(idleTimer).run(time.Hour, func() {})
+		it.stop()
+		b = &routeTimer{timeout: time.Millisecond, cancel: &idleFired, cause: errRouteTimeout}
+		b.arm()
+		it.stop()
+		waitCancelled(t, &idleFired, "the route timeout after a stream idle timer stopped twice")
+		b.stop()
+		if first.n.Load() != 0 {
+			t.Fatal("a timeout stopped before it fired cancelled its request")
+		}
+	}
+}
