@@ -351,15 +351,38 @@ func waitPooled(t *testing.T, c *HTTP1Client, addr string) {
 	}
 }
 
+// bodyEchoUpstream answers each request with its body, counting the
+// connections it accepts in accepted.
+func bodyEchoUpstream(t *testing.T, accepted *atomic.Int64) string {
+	return rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+		accepted.Add(1)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			got, _ := io.ReadAll(req.Body)
+			_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(got), got)
+		}
+	})
+}
+
 // lateEOFBody returns its bytes with a nil error, and io.EOF only on a later
-// read, after a pause: as a reader that knows no length does.
+// read, after a pause, as a reader that knows no length does; or, with
+// release set, once release is closed: as an HTTP/2 client's stream that
+// carried its whole Content-Length in DATA frames but sends END_STREAM only
+// once it has the response.
 type lateEOFBody struct {
-	r     *strings.Reader
-	pause time.Duration
+	r       *strings.Reader
+	pause   time.Duration
+	release chan struct{}
 }
 
 func (b *lateEOFBody) Read(p []byte) (int, error) {
 	if b.r.Len() == 0 {
+		if b.release != nil {
+			<-b.release
+		}
 		time.Sleep(b.pause)
 		return 0, io.EOF
 	}
@@ -373,17 +396,7 @@ func (b *lateEOFBody) Read(p []byte) (int, error) {
 // connection (TestHTTP1ClientReusesConnections failed so under load).
 func TestHTTP1ClientReusesConnectionAfterFullBody(t *testing.T) {
 	var accepted atomic.Int64
-	addr := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
-		accepted.Add(1)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			got, _ := io.ReadAll(req.Body)
-			_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(got), got)
-		}
-	})
+	addr := bodyEchoUpstream(t, &accepted)
 	c := testClient(t, time.Second)
 	for range 2 {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/", &lateEOFBody{r: strings.NewReader("a body"), pause: 200 * time.Millisecond})
@@ -394,6 +407,53 @@ func TestHTTP1ClientReusesConnectionAfterFullBody(t *testing.T) {
 		if res, got := exchange(t, c, req); res.StatusCode != 200 || got != "a body" {
 			t.Fatalf("got %d %q, want 200 \"a body\"", res.StatusCode, got)
 		}
+		waitPooled(t, c, addr)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("%d connections for 2 requests with bodies, want 1", n)
+	}
+}
+
+// Once a body with a Content-Length is written whole, the response is not
+// held for the body's io.EOF: a client whose stream ends only after the
+// response (an HTTP/2 client that sends END_STREAM late) gets all of it, and
+// the connection is still reused.
+func TestHTTP1ClientResponseNotHeldForTheBodysEOF(t *testing.T) {
+	var accepted atomic.Int64
+	addr := bodyEchoUpstream(t, &accepted)
+	c := testClient(t, time.Second)
+	for range 2 {
+		body := &lateEOFBody{r: strings.NewReader("a body"), release: make(chan struct{})}
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = 6
+		type result struct {
+			res *http.Response
+			got string
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := c.RoundTrip(req)
+			if err != nil {
+				done <- result{}
+				return
+			}
+			got, _ := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			done <- result{res, string(got)}
+		}()
+		select {
+		case r := <-done:
+			if r.res == nil || r.res.StatusCode != 200 || r.got != "a body" {
+				t.Fatalf("got %v %q, want 200 \"a body\"", r.res, r.got)
+			}
+		case <-time.After(30 * time.Second): // a hang, not a speed limit
+			close(body.release)
+			t.Fatal("the response's end waited for the request body's io.EOF")
+		}
+		close(body.release)
 		waitPooled(t, c, addr)
 	}
 	if n := accepted.Load(); n != 1 {

@@ -246,11 +246,15 @@ func (pc *http1Conn) copyBody(req *http.Request) error {
 				_, _ = w.Write(buf[:n])
 				if remaining == 0 {
 					// The whole body, before its flush: the upstream may
-					// answer before the read that returns io.EOF, and release
-					// must then wait for this writer, not give up the
-					// connection. The read still follows, to refuse a body
-					// longer than it said.
+					// answer at once, and release must then wait for this
+					// writer, not give up the connection. The writer ends
+					// with the flush, without a read for io.EOF: that read
+					// can wait on the client for as long as it likes (an
+					// HTTP/2 stream that ends only after its response), and
+					// release would hold the response's end for it. Nothing
+					// past the length is ever written.
 					pc.bodyEOF.Store(true)
+					return w.Flush()
 				}
 			} else {
 				_, _ = http1.ChunkedWriter{W: w}.Write(buf[:n])
