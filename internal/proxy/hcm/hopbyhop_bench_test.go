@@ -1,7 +1,9 @@
 package hcm
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +24,41 @@ func BenchmarkRemoveHopByHop(b *testing.B) {
 	}
 	if _, ok := h["Connection"]; ok || len(h) != len(src)-1 {
 		b.Fatalf("left %v", h)
+	}
+}
+
+// longConnectionHeader is a head whose Connection field lists 7,000 names
+// (about 60 KiB) among 104 fields, two of which it names.
+func longConnectionHeader() http.Header {
+	h := http.Header{"X-Keep": {"1"}, "X-Named": {"2"}, "Keep-Alive": {"timeout=5"}, "Close": {"3"}}
+	for i := range 100 {
+		h[fmt.Sprintf("X-Field-%d", i)] = []string{"v"}
+	}
+	h["Connection"] = []string{strings.Repeat("x-other,", 7000) + "X-NAMED, keep-alive, close"}
+	return h
+}
+
+// The names a Connection field lists go, in any case (close too: a field of
+// that name is a connection option's), whatever the list's length; the other
+// fields stay.
+func TestRemoveHopByHopLongConnectionList(t *testing.T) {
+	h := longConnectionHeader()
+	removeHopByHop(h)
+	for _, k := range []string{"X-Named", "Close", "Keep-Alive", "Connection"} {
+		if _, ok := h[k]; ok {
+			t.Errorf("%s was kept", k)
+		}
+	}
+	if h.Get("X-Keep") != "1" || h.Get("X-Field-99") != "v" || len(h) != 101 {
+		t.Errorf("left %d fields, want the 101 not named", len(h))
+	}
+}
+
+// BenchmarkRemoveHopByHopLongConnection: the work grows with the names listed,
+// not with the names times the fields (a 60 KiB list over 100 fields).
+func BenchmarkRemoveHopByHopLongConnection(b *testing.B) {
+	src := longConnectionHeader()
+	for b.Loop() {
+		removeHopByHop(src.Clone())
 	}
 }

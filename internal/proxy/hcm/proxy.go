@@ -45,29 +45,59 @@ func isForwardingField(k string) bool {
 	return false
 }
 
-// namedByConnection reports whether the Connection field's values conn list
-// the field k, in any case.
-func namedByConnection(conn []string, k string) bool {
+// removeNamedByConnection drops the fields the Connection field's values conn
+// name. A name that is hop-by-hop anyway (the usual keep-alive) costs no lookup
+// and no canonical copy; the work grows with the names listed, never with the
+// names times the fields.
+func removeNamedByConnection(h http.Header, conn []string) {
 	for _, f := range conn {
 		for sf := range strings.SplitSeq(f, ",") {
-			if strings.EqualFold(textproto.TrimString(sf), k) {
-				return true
+			if sf = textproto.TrimString(sf); sf != "" && !isHopByHopFold(sf) {
+				h.Del(sf)
 			}
+		}
+	}
+}
+
+// isHopByHopFold reports whether name, in any case, is a field that
+// isHopByHop drops.
+func isHopByHopFold(name string) bool {
+	var candidates []string
+	switch len(name) {
+	case 2:
+		candidates = []string{"Te"}
+	case 7:
+		candidates = []string{"Trailer", "Upgrade"}
+	case 10:
+		candidates = []string{"Connection", "Keep-Alive"}
+	case 16:
+		candidates = []string{"Proxy-Connection"}
+	case 17:
+		candidates = []string{"Transfer-Encoding"}
+	case 18:
+		candidates = []string{"Proxy-Authenticate"}
+	case 19:
+		candidates = []string{"Proxy-Authorization"}
+	}
+	for _, c := range candidates {
+		if strings.EqualFold(name, c) {
+			return true
 		}
 	}
 	return false
 }
 
 // removeHopByHop drops the hop-by-hop fields of h (RFC 9110 section 7.6.1):
-// one pass over its fields, rather than a lookup per name that could be there
-// (and a canonical copy of each name Connection lists).
+// one pass over its fields rather than a lookup per name that could be there,
+// then the names Connection lists.
 func removeHopByHop(h http.Header) {
 	conn := h["Connection"]
 	for k := range h {
-		if isHopByHop(k) || conn != nil && namedByConnection(conn, k) {
+		if isHopByHop(k) {
 			delete(h, k)
 		}
 	}
+	removeNamedByConnection(h, conn)
 }
 
 // proxy forwards out, the request's own copy for its upstream (its context
@@ -177,9 +207,8 @@ func upstreamHeader(h http.Header, spare int) (http.Header, []string) {
 	}
 	values := make([]string, n)
 	out := make(http.Header, len(h)+spare)
-	conn := h["Connection"]
 	for k, vv := range h {
-		if isHopByHop(k) || isForwardingField(k) || conn != nil && namedByConnection(conn, k) {
+		if isHopByHop(k) || isForwardingField(k) {
 			continue
 		}
 		if vv == nil {
@@ -189,6 +218,7 @@ func upstreamHeader(h http.Header, spare int) (http.Header, []string) {
 		m := copy(values, vv)
 		out[k], values = values[:m:m], values[m:]
 	}
+	removeNamedByConnection(out, h["Connection"])
 	return out, values[:0:spare]
 }
 
