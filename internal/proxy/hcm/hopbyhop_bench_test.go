@@ -62,3 +62,18 @@ func BenchmarkRemoveHopByHopLongConnection(b *testing.B) {
 		removeHopByHop(src.Clone())
 	}
 }
+
+// isHopByHop's switch names every field of the hopByHopFields table that
+// isHopByHopFold reads, and isHopByHopFold finds them in any case.
+func TestHopByHopNamesAgree(t *testing.T) {
+	for _, f := range hopByHopFields {
+		if !isHopByHop(f) || !isHopByHopFold(strings.ToLower(f)) {
+			t.Errorf("%s: isHopByHop %v, isHopByHopFold(lower case) %v", f, isHopByHop(f), isHopByHopFold(strings.ToLower(f)))
+		}
+	}
+	for _, k := range []string{"X-Other", "Tee", "Keep-Alives"} {
+		if isHopByHop(k) || isHopByHopFold(k) {
+			t.Errorf("%s taken for hop-by-hop", k)
+		}
+	}
+}
