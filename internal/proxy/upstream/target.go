@@ -1,5 +1,8 @@
 package upstream
 
+// What the codec's client asks of a request's target (under TargetKey) besides
+// its cluster: to take interim responses, and to tell when an exchange must stop.
+
 import (
 	"context"
 	"net/http"
