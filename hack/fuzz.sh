@@ -38,5 +38,6 @@ fuzz ./internal/proxy/router/ FuzzParseHeaderFormat
 fuzz ./internal/dag/ FuzzServiceAnnotations
 fuzz ./internal/proxy/http1/ FuzzRequestDifferential
 fuzz ./internal/proxy/http1/ FuzzResponseDifferential
+fuzz ./internal/proxy/http1/ FuzzTargetLikeNetURL
 fuzz ./internal/proxy/upstream/ FuzzNewResponseLikeNetHTTP
 exit "$status"

@@ -113,6 +113,8 @@ go test -run='^$' -fuzz='^FuzzParseProxyHeader$' -fuzztime="${FUZZ_DECODE_EXECS}
 # (docs/dev/http1-corpus.md, "Differential fuzzing against net/http").
 go test -run='^$' -fuzz='^FuzzRequestDifferential$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
 go test -run='^$' -fuzz='^FuzzResponseDifferential$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
+# The codec's reading of a request target (its allocation-free path) against url.ParseRequestURI's.
+go test -run='^$' -fuzz='^FuzzTargetLikeNetURL$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/http1/
 # The upstream client's *http.Response against http.ReadResponse's, for responses both accept.
 go test -run='^$' -fuzz='^FuzzNewResponseLikeNetHTTP$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/upstream/
 # The access log's own lines against slog's handlers' (internal/proxy/accesslog/direct.go).

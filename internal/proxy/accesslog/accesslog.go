@@ -49,7 +49,7 @@ type Entry struct {
 	Listener     string
 	Method       string
 	Authority    string
-	URL          *url.URL // the downstream request's, never modified after the request
+	URL          url.URL // the downstream request's, copied: a codec reuses its own
 	Proto        string
 	Status       int
 	Elapsed      time.Duration

@@ -42,7 +42,7 @@ func sampleEntry() *Entry {
 		Listener:     "ingress_http",
 		Method:       "GET",
 		Authority:    "app.example.com",
-		URL:          &url.URL{Path: "/a b", RawQuery: "q=1"},
+		URL:          url.URL{Path: "/a b", RawQuery: "q=1"},
 		Proto:        "HTTP/1.1",
 		Status:       200,
 		Elapsed:      1234567 * time.Nanosecond,
@@ -69,7 +69,7 @@ func TestDirectLinesLikeSlog(t *testing.T) {
 		"quoted values": func(e *Entry) { e.Authority, e.RouteName = `a"b=c d\e`, "x\ty\n\x00\x7f" },
 		"unicode":       func(e *Entry) { e.Vhost, e.Route = "café.example", "\u2028\u2029\u00a0\ufeff" },
 		"invalid utf-8": func(e *Entry) { e.Method, e.Listener = "G\xffT", "\xc3" },
-		"html":          func(e *Entry) { e.URL = &url.URL{Path: "/<script>&amp;"} },
+		"html":          func(e *Entry) { e.URL = url.URL{Path: "/<script>&amp;"} },
 		"optional fields": func(e *Entry) {
 			e.UpstreamErr, e.Details = errors.New("dial tcp: refused"), "upstream_reset_before_response_started{remote_reset}"
 		},
@@ -104,7 +104,7 @@ func FuzzDirectLineLikeSlog(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method, authority, path, query, other string, elapsed, bytes, unixNano int64, upstreamErr string) {
 		e := sampleEntry()
 		e.Method, e.Authority, e.Vhost, e.RouteName, e.Details = method, authority, other, other+authority, other
-		e.URL = &url.URL{Path: path, RawQuery: query}
+		e.URL = url.URL{Path: path, RawQuery: query}
 		e.Elapsed, e.Bytes = time.Duration(elapsed), bytes
 		e.Time = time.Unix(0, unixNano).UTC()
 		if y := e.Time.Year(); y < 0 || y > 9999 {

@@ -58,12 +58,16 @@ type upstreamTarget struct {
 	// edgeValues is the spare room upstreamHeader left in the upstream request's
 	// header for the fields the connection manager sets.
 	edgeValues []string
+	// url is the upstream request's URL, which comes with the target rather
+	// than in an allocation of its own.
+	url url.URL
 
 	retry *router.RetryPolicy  // never nil
 	pick  upstream.PickContext // for the retries' picks
 	idle  *idleTimer           // nil when the idle timeout is disabled
 	done  *completion          // the downstream request is complete
 	ex    *exchange
+	rw    *responseWriter // for the idle timeout's answer (idleExpired)
 	// Where done, idle and timer point when set, and the first attempt: they
 	// come with the target rather than in allocations of their own.
 	doneState  completion

@@ -394,7 +394,8 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 // startTimeouts starts the stream idle timeout and arms the route timeout
 // for when the request is complete; stopTimeouts stops both.
 func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction) {
-	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), func() { onIdleTimeout(rw, t) })
+	t.rw = rw
+	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), t)
 	rw.idle = t.idle
 	if fa.HasIdleTimeout {
 		setWriteIdleTimeout(rw.ResponseWriter, fa.IdleTimeout)
@@ -413,11 +414,12 @@ func (t *upstreamTarget) stopTimeouts() {
 	t.timer.stop()
 }
 
-// onIdleTimeout ends a stream that has been idle too long: the request is
+// idleExpired ends a stream that has been idle too long: the request is
 // cancelled (408 if the response head was not sent yet, a reset otherwise),
 // and reads of a stalled upload or writes to a stalled client are unblocked.
 // It runs on the idle timer's goroutine, which stops before forward returns.
-func onIdleTimeout(rw *responseWriter, t *upstreamTarget) {
+func (t *upstreamTarget) idleExpired() {
+	rw := t.rw
 	// Look before cancelling: once cancelled, the handler may write the 408,
 	// which must not be mistaken for a response in progress.
 	uploading, responding := !t.done.isComplete(), rw.headerSent.Load()
@@ -533,7 +535,7 @@ func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWr
 		Listener:     h.listener,
 		Method:       r.Method,
 		Authority:    ri.Authority,
-		URL:          r.URL,
+		URL:          *r.URL,
 		Proto:        r.Proto,
 		Status:       status,
 		Elapsed:      elapsed,

@@ -52,7 +52,7 @@ type filterBody struct {
 func (b *filterBody) Read(p []byte) (int, error) {
 	if !b.started {
 		b.started = true
-		b.idle = startIdleTimer(b.timeout, func() { _ = http.NewResponseController(b.rw.ResponseWriter).SetReadDeadline(time.Now()) })
+		b.idle = startIdleTimer(b.timeout, b)
 	}
 	n, err := b.src.Read(p)
 	if n > 0 {
@@ -64,12 +64,22 @@ func (b *filterBody) Read(p []byte) (int, error) {
 // stop disarms the timer once the filters are done with the body.
 func (b *filterBody) stop() { b.idle.stop() }
 
+// idleExpired unblocks a filter's read that waits on a stalled client.
+func (b *filterBody) idleExpired() {
+	_ = http.NewResponseController(b.rw.ResponseWriter).SetReadDeadline(time.Now())
+}
+
+// idleExpirer is told that its stream has been idle for its timeout. An
+// interface rather than a func: what is told is the stream's own struct, and
+// a closure over it would cost an allocation per request.
+type idleExpirer interface{ idleExpired() }
+
 // idleTimer fires when a stream has seen no activity for its timeout. Activity
 // is recorded with touch, which only stores a timestamp: the timer re-arms
 // itself lazily for the remaining time instead of being reset per read.
 type idleTimer struct {
 	timeout time.Duration
-	fire    func()
+	fire    idleExpirer
 	start   time.Time
 	last    atomic.Int64 // time.Since(start) of the last activity, in ns
 
@@ -80,7 +90,7 @@ type idleTimer struct {
 
 // startIdleTimer returns a running idle timer, or nil (a valid no-op timer)
 // when the timeout is disabled.
-func startIdleTimer(timeout time.Duration, fire func()) *idleTimer {
+func startIdleTimer(timeout time.Duration, fire idleExpirer) *idleTimer {
 	if timeout <= 0 {
 		return nil
 	}
@@ -90,7 +100,7 @@ func startIdleTimer(timeout time.Duration, fire func()) *idleTimer {
 // run starts it, an idle timer never started before, and returns it, or nil
 // when the timeout is disabled (startIdleTimer for a timer of its own
 // allocation).
-func (it *idleTimer) run(timeout time.Duration, fire func()) *idleTimer {
+func (it *idleTimer) run(timeout time.Duration, fire idleExpirer) *idleTimer {
 	if timeout <= 0 {
 		return nil
 	}
@@ -122,7 +132,7 @@ func (it *idleTimer) check() {
 		return
 	}
 	it.stopped = true
-	it.fire()
+	it.fire.idleExpired()
 }
 
 // stop disarms the timer; once it returns, fire is not running and will not run.

@@ -155,8 +155,8 @@ func prepareUpstream(out *http.Request) error {
 	upgrade := upgradeOf(out.Header)
 	t := targetFrom(out.Context())
 	out.Header, t.edgeValues = upstreamHeader(out.Header, edgeHeaders)
-	u := *out.URL
-	out.URL = &u
+	t.url = *out.URL
+	out.URL = &t.url
 	if out.ContentLength == 0 {
 		out.Body = nil // a request without a body can be retried on a new connection
 	}
@@ -173,15 +173,15 @@ func prepareUpstream(out *http.Request) error {
 	}
 	rewriteUpstreamRequest(out, t)
 	if _, ok := out.Header["User-Agent"]; !ok {
-		out.Header["User-Agent"] = []string{""} // no Go default User-Agent
+		setEdgeHeader(out.Header, &t.edgeValues, "User-Agent", "") // no Go default User-Agent
 	}
 	return nil
 }
 
 // edgeHeaders is how many header values the connection manager sets on every
 // upstream request at most (X-Forwarded-For, X-Forwarded-Proto, X-Request-Id,
-// X-Forwarded-Client-Cert).
-const edgeHeaders = 4
+// X-Forwarded-Client-Cert, and an empty User-Agent when the client sent none).
+const edgeHeaders = 5
 
 // upstreamHeader copies h without its hop-by-hop and forwarding fields, with
 // room for spare more single-value fields: their values' array comes with the

@@ -89,7 +89,7 @@ func TestTimeoutStoppedTwiceLeavesTheNextRequestsTimer(t *testing.T) {
 		b.stop()
 
 		var idleFired countingCanceller
-		it := new(idleTimer).run(time.Hour, func() {})
+		it := new(idleTimer).run(time.Hour, idleFunc(func() {}))
 		it.stop()
 		b = &routeTimer{timeout: time.Millisecond, cancel: &idleFired, cause: errRouteTimeout}
 		b.arm()
@@ -101,3 +101,8 @@ func TestTimeoutStoppedTwiceLeavesTheNextRequestsTimer(t *testing.T) {
 		}
 	}
 }
+
+// idleFunc is a func told of an idle timeout.
+type idleFunc func()
+
+func (f idleFunc) idleExpired() { f() }

@@ -29,7 +29,9 @@ import (
 // is the connection's (it is not cancelled when the client goes away: a write
 // fails instead, as in fasthttp); the body of a response is never sniffed for
 // a Content-Type (Envoy does not either); a request body can be read after the
-// response has started (full duplex, as in Envoy).
+// response has started (full duplex, as in Envoy); the *http.Request, its URL
+// and its Header are the connection's, reused for its next request, so a
+// handler keeps none of them once it has returned (as fasthttp's RequestCtx).
 type Server struct {
 	Handler http.Handler
 	// BaseContext is the root of every connection's context.
@@ -124,6 +126,14 @@ type conn struct {
 	// names holds canonicalised header names that the head did not spell
 	// canonically, reused from request to request.
 	names []byte
+	// req, url, header and values are the current request's, reused from
+	// request to request: nothing keeps a request once its handler has
+	// returned and its body is closed (the connection manager forwards a
+	// copy; the access log copies the URL).
+	req    http.Request
+	url    url.URL
+	header http.Header
+	values []string
 }
 
 // ServeConn serves c until it closes. br, if not nil, holds bytes already read
@@ -344,12 +354,22 @@ func headBuffered(br *bufio.Reader) bool {
 // idle (nginx frees its large header buffers likewise).
 const maxRetained = 8 << 10
 
+// maxRetainedFields bounds the header fields whose room a connection keeps
+// from one request to the next (its header map and values).
+const maxRetainedFields = 32
+
 // forget drops what the connection holds of the request it served: the
 // request and its body, the response's fields, and the buffers a large head
 // grew.
 func (c *conn) forget() {
 	c.reqBody, c.rw.req = nil, nil
+	c.req, c.url = http.Request{}, url.URL{}
 	clear(c.rw.header)
+	clear(c.header)
+	clear(c.values)
+	if len(c.values) > maxRetainedFields {
+		c.header, c.values = nil, nil
+	}
 	c.head.shrink(maxRetained)
 	c.body.Trailer.shrink(maxRetained)
 	if cap(c.names) > maxRetained {
@@ -503,18 +523,18 @@ func (c *conn) newRequest() (*http.Request, error) {
 	sub := func(s span) string { return all[s.start:s.end] }
 	// A copy of the connection's template carries its context: WithContext
 	// would allocate a second request.
-	req := new(http.Request)
+	req := &c.req
 	*req = *c.template
 	req.Method, req.RequestURI = method(h.Method(), sub(h.method)), sub(h.target)
 	req.ProtoMinor, req.Close = h.Minor, h.Close
 	if h.Minor == 0 {
 		req.Proto = "HTTP/1.0"
 	}
-	var err error
-	if req.URL, err = parseTarget(req.Method, req.RequestURI); err != nil {
+	if err := readTarget(&c.url, req.Method, req.RequestURI); err != nil {
 		return nil, badMessage("malformed request target")
 	}
-	req.Header = c.header(h, all)
+	req.URL = &c.url
+	req.Header = c.readHeader(h, all)
 	req.Host = req.URL.Host
 	if hosts := req.Header["Host"]; len(hosts) > 0 {
 		if req.Host == "" {
@@ -529,6 +549,57 @@ func (c *conn) newRequest() (*http.Request, error) {
 	return req, nil
 }
 
+// readTarget reads a request target into u as net/http does
+// (parseTarget), without an allocation for the usual target: a path that
+// url.URL keeps verbatim, then perhaps a query.
+func readTarget(u *url.URL, method, target string) error {
+	if path, query, ok := verbatimTarget(target); ok {
+		*u = url.URL{Path: path, RawQuery: query}
+		return nil
+	}
+	parsed, err := parseTarget(method, target)
+	if err != nil {
+		return err
+	}
+	*u = *parsed
+	return nil
+}
+
+// verbatimTarget splits an origin-form target whose path url.ParseRequestURI
+// takes as it is (no escapes: its Path is the bytes, its RawPath empty) and
+// whose query holds no control byte; ok is false for every other target.
+func verbatimTarget(target string) (path, query string, ok bool) {
+	if target == "" || target[0] != '/' {
+		return "", "", false
+	}
+	path, query, hasQuery := strings.Cut(target, "?")
+	if hasQuery && query == "" {
+		return "", "", false // a lone trailing '?' is url.URL's ForceQuery
+	}
+	for i := 0; i < len(path); i++ {
+		if !pathVerbatim[path[i]] {
+			return "", "", false
+		}
+	}
+	for i := 0; i < len(query); i++ {
+		if c := query[i]; c < ' ' || c == 0x7f {
+			return "", "", false
+		}
+	}
+	return path, query, true
+}
+
+// pathVerbatim holds the bytes url.URL writes in a path as they are, as
+// net/url itself says: the rest it escapes, so that a path holding them gets
+// a RawPath, or it refuses them.
+var pathVerbatim = func() (t [256]bool) {
+	for c := range 0x80 {
+		s := "/" + string(rune(c)) // a path of "*" alone is a special case
+		t[c] = (&url.URL{Path: s}).EscapedPath() == s && c != '%' && c >= ' ' && c != 0x7f
+	}
+	return t
+}()
+
 // parseTarget reads a request target as net/http does: a CONNECT's
 // authority-form is a host only.
 func parseTarget(method, target string) (*url.URL, error) {
@@ -541,12 +612,19 @@ func parseTarget(method, target string) (*url.URL, error) {
 	return url.ParseRequestURI(target)
 }
 
-// header builds the request's header map, names canonicalised as net/http
-// does, values substrings of all.
-func (c *conn) header(h *Head, all string) http.Header {
+// readHeader builds the request's header map, names canonicalised as
+// net/http does, values substrings of all. The map and the values' backing
+// array are the connection's; each name's slice is capped, so that a value
+// appended to one goes elsewhere.
+func (c *conn) readHeader(h *Head, all string) http.Header {
 	n := h.NumFields()
-	hdr := make(http.Header, n)
-	values := make([]string, n)
+	if c.header == nil {
+		c.header = make(http.Header, n)
+	}
+	if cap(c.values) < n {
+		c.values = make([]string, n)
+	}
+	hdr, values := c.header, c.values[:n]
 	for i, f := range h.fields {
 		name := c.canonicalName(h, f.name, all)
 		v := all[f.value.start:f.value.end]

@@ -321,7 +321,7 @@ func TestServeRequestAsNetHTTP(t *testing.T) {
 	see := func(r *http.Request) view {
 		body, _ := io.ReadAll(r.Body)
 		return view{r.Method, r.RequestURI, r.Proto, r.Host, string(body), r.URL.String(), r.ProtoMinor,
-			r.Header, r.Trailer, r.ContentLength, r.TransferEncoding, r.Close}
+			r.Header.Clone(), r.Trailer, r.ContentLength, r.TransferEncoding, r.Close} // the header is the connection's
 	}
 	got := make(chan view, 1)
 	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- see(r) })})
@@ -336,6 +336,46 @@ func TestServeRequestAsNetHTTP(t *testing.T) {
 		readResponse(t, br, want.Method)
 		if diff := cmp.Diff(wantView, <-got); diff != "" {
 			t.Errorf("%q: (-net/http +codec)\n%s", raw, diff)
+		}
+	}
+}
+
+// The request a connection reuses for its next request carries nothing of the
+// one before: not its fields, its query or its body, pipelined or not.
+func TestServeNextRequestSeesNothingOfThePrevious(t *testing.T) {
+	type view struct {
+		URL    string
+		Header http.Header
+		Body   string
+		Length int64
+	}
+	got := make(chan view, 4)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- view{r.URL.String(), r.Header.Clone(), string(body), r.ContentLength}
+	})})
+	first := "POST /first?secret=1 HTTP/1.1\r\nHost: a\r\nX-Only-First: yes\r\nCookie: c=1\r\nContent-Length: 3\r\n\r\nabc"
+	second := "GET /second HTTP/1.1\r\nHost: a\r\nX-Second: 2\r\n\r\n"
+	want := []view{
+		{"/first?secret=1", http.Header{"X-Only-First": {"yes"}, "Cookie": {"c=1"}, "Content-Length": {"3"}}, "abc", 3},
+		{"/second", http.Header{"X-Second": {"2"}}, "", 0},
+	}
+	for _, pipelined := range []bool{false, true} {
+		c, br := dial(t, addr)
+		if pipelined {
+			_, _ = io.WriteString(c, first+second)
+			readResponse(t, br, http.MethodPost)
+			readResponse(t, br, http.MethodGet)
+		} else {
+			_, _ = io.WriteString(c, first)
+			readResponse(t, br, http.MethodPost)
+			_, _ = io.WriteString(c, second)
+			readResponse(t, br, http.MethodGet)
+		}
+		for i, w := range want {
+			if diff := cmp.Diff(w, <-got); diff != "" {
+				t.Errorf("pipelined %v, request %d: (-want +got)\n%s", pipelined, i+1, diff)
+			}
 		}
 	}
 }
