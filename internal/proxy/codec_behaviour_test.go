@@ -995,6 +995,26 @@ func h2Conn(t *testing.T, addr string) (net.Conn, *http2.Framer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h2Start(t, conn)
+}
+
+// h2TLSConn is h2Conn over TLS (ALPN h2) to the codec proxy's TLS listener.
+func h2TLSConn(t *testing.T, p *codecProxy) (net.Conn, *http2.Framer) {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", p.ListenerAddr("ingress_https"),
+		&tls.Config{ServerName: codecHost, RootCAs: p.ca.pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := conn.ConnectionState().NegotiatedProtocol; got != "h2" {
+		t.Fatalf("ALPN chose %q, want h2", got)
+	}
+	return h2Start(t, conn)
+}
+
+// h2Start sends the preface and SETTINGS on conn and acknowledges the proxy's.
+func h2Start(t *testing.T, conn net.Conn) (net.Conn, *http2.Framer) {
+	t.Helper()
 	t.Cleanup(func() { conn.Close() })
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	fr := http2.NewFramer(conn, conn)

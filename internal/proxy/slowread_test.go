@@ -13,6 +13,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"golang.org/x/net/http2"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -75,20 +76,83 @@ func TestCodecClientThatStopsReadingIsCut(t *testing.T) {
 	}
 }
 
-// stuckWriters counts the goroutines of the HTTP/1.1 codec blocked in a write
-// to a client.
-func stuckWriters() int {
+// The same over HTTP/2 (Go's server), h2c with prior knowledge and TLS with
+// ALPN h2: a client that grants every window and then stops reading at the
+// TCP level holds the connection no longer than the stream idle timeout. The
+// connection manager's idle timer ends the stream, but the frames Go's server
+// queued for it stay blocked in a write to the socket; without the bound, for
+// ever.
+func TestH2ClientThatStopsReadingIsCut(t *testing.T) {
+	be := codecBackend(t)
+	p := startCodecProxy(t, map[string]string{"be": be.addr()}, func(h *hcmv3.HttpConnectionManager) {
+		h.StreamIdleTimeout = durationpb.New(time.Second)
+	}, vhost("*", toCluster("be", prefixMatch("/codec/"))))
+	const whole = 16 << 20 // more than the sockets' buffers hold
+	for _, tc := range []struct {
+		name string
+		dial func() (net.Conn, *http2.Framer)
+	}{
+		{"h2c", func() (net.Conn, *http2.Framer) { return h2Conn(t, p.ListenerAddr("ingress_http")) }},
+		{"TLS", func() (net.Conn, *http2.Framer) { return h2TLSConn(t, p) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := stuckH2Writers()
+			conn, fr := tc.dial()
+			const maxWindow = 1<<31 - 1
+			if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow}); err != nil {
+				t.Fatal(err)
+			}
+			if err := fr.WriteWindowUpdate(0, maxWindow-65535); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Write(h2Headers(t, "GET", "/codec/download?n=16777216", 0, true)); err != nil {
+				t.Fatal(err)
+			}
+			waitLong(t, "the proxy to block writing to the client", func() bool { return stuckH2Writers() > before })
+			waitLong(t, "the proxy to give up on the client", func() bool { return stuckH2Writers() <= before })
+			// The connection is closed: what the sockets held, then the end.
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			n, err := io.Copy(io.Discard, conn)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the connection is still open after the proxy's write gave up (%d bytes read)", n)
+			}
+			if n >= whole {
+				t.Errorf("read %d bytes, the whole answer: want it cut", n)
+			}
+		})
+	}
+}
+
+// stuckH2Writers counts the goroutines of Go's HTTP/2 server blocked in a
+// write to a client.
+func stuckH2Writers() int {
+	stuck := 0
+	for g := range strings.SplitSeq(allStacks(), "\n\n") {
+		if strings.Contains(g, "http2") && strings.Contains(g, "waitWrite") && !strings.Contains(g, "http1.(*conn)") {
+			stuck++
+		}
+	}
+	return stuck
+}
+
+// allStacks is every goroutine's stack.
+func allStacks() string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			buf = buf[:n]
-			break
+			return string(buf[:n])
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// stuckWriters counts the goroutines of the HTTP/1.1 codec blocked in a write
+// to a client.
+func stuckWriters() int {
 	stuck := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for g := range strings.SplitSeq(allStacks(), "\n\n") {
 		if strings.Contains(g, "http1.(*conn).serve") && strings.Contains(g, "waitWrite") {
 			stuck++
 		}

@@ -10,7 +10,7 @@ import (
 // A client that stops reading must not hold its connection, its goroutine
 // and its buffers (and, while the handler runs, an upstream connection) for
 // as long as it likes. Every write to the client, the handler's and the
-// flush after it returned alike, goes through a connWriter that bounds it by
+// flush after it returned alike, goes through a ConnWriter that bounds it by
 // the stream idle timeout, as Envoy's stream_idle_timeout covers the
 // downstream side: a write that makes no progress for that long fails, and
 // the connection closes.
@@ -27,8 +27,10 @@ import (
 // refreshes the deadline as its pieces go out: progress is a piece sent.
 const maxWriteAtOnce = 64 << 10
 
-// connWriter is what a connection's buffered writer writes to.
-type connWriter struct {
+// ConnWriter is what a connection's buffered writer writes to. Outside the
+// codec it bounds the writes of connections Go's HTTP/2 server serves
+// (NewConnWriter), which has no such bound once a handler returns.
+type ConnWriter struct {
 	conn net.Conn
 	// timeout is the current stream's idle timeout, in nanoseconds; 0: writes
 	// are not bounded. Stored by the handler, read by whoever writes (a
@@ -48,7 +50,14 @@ type connWriter struct {
 	armedFor time.Duration
 }
 
-func (w *connWriter) Write(p []byte) (int, error) {
+// NewConnWriter bounds the writes to conn, by a timeout SetTimeout sets.
+func NewConnWriter(conn net.Conn) *ConnWriter { return &ConnWriter{conn: conn} }
+
+// SetTimeout sets how long a write may make no progress before it fails; 0:
+// for ever.
+func (w *ConnWriter) SetTimeout(d time.Duration) { w.timeout.Store(int64(d)) }
+
+func (w *ConnWriter) Write(p []byte) (int, error) {
 	n := 0
 	for {
 		piece := p[n:]
@@ -67,7 +76,7 @@ func (w *connWriter) Write(p []byte) (int, error) {
 // refresh sets the write deadline for the next write when it is not set
 // for the current timeout or was set an eighth of it ago; it clears it when
 // writes are not bounded.
-func (w *connWriter) refresh() {
+func (w *ConnWriter) refresh() {
 	if w.handlerDeadline.Load() {
 		return
 	}
@@ -89,7 +98,7 @@ func (w *connWriter) refresh() {
 }
 
 // clear removes the deadline the writer set, if any.
-func (w *connWriter) clear() {
+func (w *ConnWriter) clear() {
 	if !w.armed {
 		return
 	}
@@ -103,7 +112,7 @@ func (w *connWriter) clear() {
 
 // setByHandler sets the write deadline a handler asks for, which holds until
 // the next request.
-func (w *connWriter) setByHandler(t time.Time) error {
+func (w *ConnWriter) setByHandler(t time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.handlerDeadline.Store(true)
@@ -113,7 +122,7 @@ func (w *connWriter) setByHandler(t time.Time) error {
 // reset starts a request: its stream idle timeout is the connection's until
 // the handler says otherwise, and a deadline a handler set is replaced at the
 // next write.
-func (w *connWriter) reset(timeout time.Duration) {
+func (w *ConnWriter) reset(timeout time.Duration) {
 	w.timeout.Store(int64(timeout))
 	if w.handlerDeadline.Load() {
 		w.mu.Lock()
@@ -125,7 +134,7 @@ func (w *connWriter) reset(timeout time.Duration) {
 
 // release stops bounding writes, for a hijacked connection: its new owner
 // sets its own deadlines.
-func (w *connWriter) release() {
+func (w *ConnWriter) release() {
 	w.timeout.Store(0)
 	w.clear()
 	w.handlerDeadline.Store(true)

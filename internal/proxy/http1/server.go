@@ -102,7 +102,7 @@ type conn struct {
 	rwc net.Conn
 	br  *bufio.Reader
 	bw  *bufio.Writer // writes to out
-	out connWriter
+	out ConnWriter
 	// streamIdle is the connection's stream idle timeout, each request's
 	// until its handler sets another.
 	streamIdle time.Duration
@@ -868,7 +868,7 @@ func (c *replayedConn) NetConn() net.Conn { return c.Conn }
 // ready.
 type bufPool[B interface{ *bufio.Reader | *bufio.Writer }] struct{ p sync.Pool }
 
-// get returns a buffer on rw: a connection (a reader's) or its connWriter
+// get returns a buffer on rw: a connection (a reader's) or its ConnWriter
 // (a writer's).
 func (bp *bufPool[B]) get(rw any) B {
 	if b, ok := bp.p.Get().(B); ok {

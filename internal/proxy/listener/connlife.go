@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
+	"github.com/portico-dev/portico/internal/proxy/http1"
 )
 
 // An HTTP connection's life follows its connection manager's limits
@@ -212,6 +213,43 @@ type serverConn struct {
 	net.Conn
 	life      *connLife // set by connContext
 	closeOnce sync.Once
+	// writes, when set (boundWrites), bounds every write by the chain's
+	// stream idle timeout.
+	writes *http1.ConnWriter
+}
+
+// Write is the socket's, bounded once boundWrites has been called.
+func (c *serverConn) Write(p []byte) (int, error) {
+	if c.writes == nil {
+		return c.Conn.Write(p)
+	}
+	var timeout time.Duration
+	if spec := c.life.spec(); spec != nil {
+		timeout = spec.StreamIdleTimeout // in the configuration in force
+	}
+	c.writes.SetTimeout(timeout)
+	return c.writes.Write(p)
+}
+
+// boundH2Writes bounds the writes of a connection Go's HTTP/2 server serves
+// by its chain's stream idle timeout, as the HTTP/1.1 codec bounds its own: a
+// write that makes no progress for that long fails, and the server closes the
+// connection. Go's server bounds a stream's writes while its handler runs
+// (the connection manager's idle timer sets the stream's write deadline) but
+// not the frames it still has to send after: a client that stops reading
+// would hold the connection for ever. (Its own HTTP2Config.WriteByteTimeout
+// is one value for the whole server, whose chains each have their own
+// timeout.) It is http.Server's ConnContext after start, so it runs before
+// the server writes anything.
+func boundH2Writes(ctx context.Context, c net.Conn) context.Context {
+	raw := c
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		raw = w.NetConn()
+	}
+	if sc, ok := raw.(*serverConn); ok && sc.life != nil {
+		sc.writes = http1.NewConnWriter(sc.Conn)
+	}
+	return ctx
 }
 
 func (c *serverConn) Close() error {

@@ -381,7 +381,9 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		protocols.SetHTTP1(true)
 		protocols.SetHTTP2(true)
 		tl := newTLSListener(s, ll, ln)
-		ll.srv.ConnContext = tl.connContext
+		ll.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return boundH2Writes(tl.connContext(ctx, c), c)
+		}
 		ll.h1.ConnContext = tl.connContext
 		ll.acceptDone = tl.acceptDone
 		inner, failed = tl, func(c net.Conn) { tl.pending.Delete(c) }
@@ -391,7 +393,9 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 		start := func(ctx context.Context, c net.Conn) context.Context {
 			return ll.lives.start(ctx, ll, c, nil)
 		}
-		ll.srv.ConnContext = start
+		ll.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return boundH2Writes(start(ctx, c), c)
+		}
 		ll.h1.ConnContext = start
 		inner = lifeListener{Listener: ln, ll: ll}
 	}
