@@ -6,7 +6,23 @@ import "net/textproto"
 // do not come from a codec (tests, subrequests).
 type HeaderMap map[string][]string
 
-func key(name string) string { return textproto.CanonicalMIMEHeaderKey(name) }
+// key is name in canonical form, as textproto.CanonicalMIMEHeaderKey gives
+// it. Filters ask for names spelt canonically already (Content-Type,
+// Accept-Encoding), for which a look at the letters' case is enough: that
+// function also checks every byte's validity first, which costs as much
+// again and changes nothing for such a name (it returns an invalid one as
+// it is too).
+func key(name string) string {
+	upper := true
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			return textproto.CanonicalMIMEHeaderKey(name)
+		}
+		upper = c == '-'
+	}
+	return name
+}
 
 func (h HeaderMap) Get(name string) string {
 	if v := h[key(name)]; len(v) > 0 {

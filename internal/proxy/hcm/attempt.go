@@ -243,8 +243,8 @@ func upgradeAsked(res *http.Response) bool {
 	if res.Request == nil {
 		return false
 	}
-	asked := res.Request.Header.Get("Upgrade")
-	return asked != "" && strings.EqualFold(asked, res.Header.Get("Upgrade"))
+	asked := headerValue(res.Request.Header, "Upgrade")
+	return asked != "" && strings.EqualFold(asked, headerValue(res.Header, "Upgrade"))
 }
 
 // discard drops the response of an attempt that is retried.

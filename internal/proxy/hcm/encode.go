@@ -25,8 +25,8 @@ func (w *responseWriter) encodeBody(status int) {
 	announced := h.Values("Trailer") // before an encoder changes them
 	head := &w.head                  // kept in the writer: no allocation per response
 	*head = filter.ResponseHead{Status: status, Headers: filter.HeaderMap(h), Local: w.local, Filter: w.replyFilter, LocalBody: w.localBody}
-	head.EndStream = noBody(w.enc.Request.Method, status) || h.Get("Content-Length") == "0" ||
-		(w.local && h.Get("Content-Length") == "") // localReply declares the length of every body it sends
+	head.EndStream = noBody(w.enc.Request.Method, status) || headerValue(h, "Content-Length") == "0" ||
+		(w.local && headerValue(h, "Content-Length") == "") // localReply declares the length of every body it sends
 	sink := (*bodySink)(w)
 	if out := w.hcm.Filters.EncodeResponse(w.enc, w.perFilter, head, sink); out != sink {
 		w.body = &encodedBody{w: out, announced: announced}

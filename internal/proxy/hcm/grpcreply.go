@@ -27,7 +27,7 @@ func (w *responseWriter) grpcLocalReply(status int, body string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/grpc")
 	h.Del("Content-Length")
-	if h.Get("Grpc-Status") == "" {
+	if headerValue(h, "Grpc-Status") == "" {
 		code := w.grpcStatus
 		if code == 0 {
 			code = filter.GRPCStatusOf(status)

@@ -310,7 +310,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	if len(fa.Mirrors) > 0 {
 		h.mirror(r, fa, t)
 	}
-	if fa.InternalRedirect != nil && r.Header.Get("Upgrade") == "" {
+	if fa.InternalRedirect != nil && headerValue(r.Header, "Upgrade") == "" {
 		t.redirect = &pendingRedirect{h: h, rw: rw, r: r, lc: lc, chain: chain, rt: rt, ri: ri, ex: ex, state: redirects, t: t}
 	}
 	if c := rw.hcm.Filters; c != nil {
@@ -629,7 +629,7 @@ func routingPath(hcm *Spec, escaped string) string {
 // requestID returns the X-Request-Id of a request: a fresh UUIDv4 unless the
 // HCM preserves a client-supplied one or does not generate ids.
 func requestID(hcm *Spec, r *http.Request) string {
-	existing := r.Header.Get("X-Request-Id")
+	existing := headerValue(r.Header, "X-Request-Id")
 	if existing != "" && (hcm.PreserveRequestID || !hcm.GenerateRequestID) {
 		return existing
 	}
@@ -675,7 +675,7 @@ func forwardedFor(hcm *Spec, r *http.Request) string {
 // X-Forwarded-Proto is kept.
 func forwardedProto(hcm *Spec, r *http.Request, scheme string) string {
 	if !hcm.Client.UseRemoteAddress || hcm.Client.XFFTrustedHops > 0 {
-		if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+		if v := headerValue(r.Header, "X-Forwarded-Proto"); v != "" {
 			return v
 		}
 	}
@@ -688,7 +688,7 @@ func upgradeType(r *http.Request) string {
 	if r.ProtoMajor != 1 || !headerHasToken(r.Header["Connection"], "upgrade") {
 		return ""
 	}
-	return strings.ToLower(r.Header.Get("Upgrade"))
+	return strings.ToLower(headerValue(r.Header, "Upgrade"))
 }
 
 // stripUpgrade removes an upgrade offer so that the request is forwarded as a
@@ -795,7 +795,7 @@ func localReply(w http.ResponseWriter, status int, body string) {
 		rw.localBody = body
 	}
 	if body != "" {
-		if w.Header().Get("Content-Type") == "" {
+		if headerValue(w.Header(), "Content-Type") == "" {
 			w.Header().Set("Content-Type", "text/plain")
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -862,7 +862,7 @@ func (w *responseWriter) decorate() {
 	case ServerHeaderOverwrite:
 		w.setEdge(h, 0, "Server", w.hcm.ServerName)
 	case ServerHeaderAppendIfAbsent:
-		if h.Get("Server") == "" {
+		if headerValue(h, "Server") == "" {
 			w.setEdge(h, 0, "Server", w.hcm.ServerName)
 		}
 	}

@@ -297,7 +297,7 @@ func (e *Env) modifyResponse(rw http.ResponseWriter, res *http.Response, out *ht
 func (e *Env) copyBody(rw http.ResponseWriter, res *http.Response) error {
 	flush := res.ContentLength == -1
 	if !flush {
-		if ct := res.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+		if ct := headerValue(res.Header, "Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
 			base, _, _ := mime.ParseMediaType(ct)
 			flush = base == "text/event-stream"
 		}
@@ -395,7 +395,7 @@ func upgradeOf(h http.Header) string {
 	if !httpguts.HeaderValuesContainsToken(h["Connection"], "Upgrade") {
 		return ""
 	}
-	return h.Get("Upgrade")
+	return headerValue(h, "Upgrade")
 }
 
 func isPrint(s string) bool {
@@ -405,4 +405,14 @@ func isPrint(s string) bool {
 		}
 	}
 	return true
+}
+
+// headerValue is h.Get(name) for a name spelt canonically, without Get's
+// canonicalisation of the name, whose check of every byte costs as much as
+// the lookup.
+func headerValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

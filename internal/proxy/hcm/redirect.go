@@ -59,7 +59,7 @@ func (p *pendingRedirect) follows(res *http.Response) *errInternalRedirect {
 	if !slices.Contains(spec.Codes, res.StatusCode) || count >= spec.Max {
 		return nil
 	}
-	target, err := url.Parse(res.Header.Get("Location"))
+	target, err := url.Parse(headerValue(res.Header, "Location"))
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" || target.User != nil {
 		return nil
 	}

@@ -47,7 +47,7 @@ func writeRequestHead(w *bufio.Writer, req *http.Request, keys []string) ([]stri
 		return keys, errors.New("net/http: invalid method " + method)
 	}
 	uri := req.URL.RequestURI()
-	if strings.ContainsFunc(uri, isCTL) {
+	if hasCTL(uri) {
 		return keys, errors.New("net/http: can't write control character in Request.URL")
 	}
 	_, _ = w.WriteString(method)
@@ -108,13 +108,48 @@ func writeRequestHead(w *bufio.Writer, req *http.Request, keys []string) ([]stri
 // writeField writes one field as net/http does: line breaks in the value
 // become spaces, the value is trimmed.
 func writeField(w *bufio.Writer, k, v string) {
-	if strings.ContainsAny(v, "\r\n") {
+	if hasLineBreak(v) {
 		v = strings.NewReplacer("\n", " ", "\r", " ").Replace(v)
 	}
 	_, _ = w.WriteString(k)
 	_, _ = w.WriteString(": ")
-	_, _ = w.WriteString(strings.Trim(v, " \t"))
+	_, _ = w.WriteString(trimBlanks(v))
 	_, _ = w.WriteString("\r\n")
+}
+
+// hasLineBreak, trimBlanks and hasCTL are strings.ContainsAny, strings.Trim
+// and strings.ContainsFunc for the bytes at hand, without their general
+// cases' cost (every field of every request comes through: a third, a tenth
+// and a half of their time).
+func hasLineBreak(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\r' || c == '\n' {
+			return true
+		}
+	}
+	return false
+}
+
+// trimBlanks removes the spaces and tabs around v.
+func trimBlanks(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// hasCTL reports whether s holds a control byte (below space, or DEL); bytes
+// of multi-byte UTF-8 sequences are never one.
+func hasCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func isASCII(s string) bool {
@@ -125,8 +160,6 @@ func isASCII(s string) bool {
 	}
 	return true
 }
-
-func isCTL(r rune) bool { return r < ' ' || r == 0x7f }
 
 // removeZone drops an IPv6 zone from a Host ("[fe80::1%en0]:80"), which a
 // server would not understand, as net/http does.
