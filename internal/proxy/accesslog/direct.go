@@ -229,7 +229,7 @@ func textNeedsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b != '\\' && (b == ' ' || b == '=' || !jsonSafe(b)) {
+			if quotedASCII[b] {
 				return true
 			}
 			i++
@@ -243,6 +243,15 @@ func textNeedsQuoting(s string) bool {
 	}
 	return false
 }
+
+// quotedASCII holds the ASCII bytes that make textNeedsQuoting quote a value
+// (a table: every byte of every line's values is looked up).
+var quotedASCII = func() (t [utf8.RuneSelf]bool) {
+	for b := range byte(utf8.RuneSelf) {
+		t[b] = b != '\\' && (b == ' ' || b == '=' || !jsonSafe(b))
+	}
+	return t
+}()
 
 // jsonSafe reports whether an ASCII byte stands for itself in a JSON string.
 func jsonSafe(b byte) bool { return b >= 0x20 && b != '"' && b != '\\' }

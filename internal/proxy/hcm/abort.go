@@ -39,7 +39,7 @@ func (t *upstreamTarget) abortExchange() {
 // per-try timeout has one of its own), and only when every way it ends comes
 // through cancelWith or clientGone (watching).
 func (t *upstreamTarget) WatchAbort(ctx context.Context, f func()) bool {
-	if ctx != t.ctx || !t.watching {
+	if ctx != context.Context(t) || !t.watching {
 		return false
 	}
 	t.aborts.mu.Lock()

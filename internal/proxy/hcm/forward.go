@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/router"
@@ -39,10 +40,10 @@ type upstreamTarget struct {
 	// interims passes the upstream's interim (1xx) responses on until the
 	// final response has come (GotInterim).
 	interims interims
-	// ctx is the context of the upstream request (the request's, with the
-	// target); cancel ends it, through cancelWith; aborts stops the upstream
-	// exchange with it, when watching (abort.go).
-	ctx      context.Context
+	// inner is the cancellable part of the upstream request's context, which
+	// is the target itself (Value); cancel ends it, through cancelWith; aborts
+	// stops the upstream exchange with it, when watching (abort.go).
+	inner    context.Context
 	cancel   context.CancelCauseFunc
 	aborts   abortWatch
 	notifier clientGoneNotifier // the codec telling of the client gone; nil: none
@@ -77,6 +78,24 @@ type upstreamTarget struct {
 	// Two int32s share a word: the struct stays in its allocation size class.
 	endpointIdx int32 // the first attempt's endpoint
 	attempts    int32
+}
+
+// The target is also the forwarded request's context (ctx): its own
+// cancellable context, inner, answering with itself for upstream.TargetKey,
+// in the target's allocation rather than a context.WithValue of its own.
+// Everything else is inner's, its cancelCtx included, so that context.Cause,
+// context.AfterFunc and the contexts derived from it see inner's
+// cancellation directly.
+
+func (t *upstreamTarget) Deadline() (time.Time, bool) { return t.inner.Deadline() }
+func (t *upstreamTarget) Done() <-chan struct{}       { return t.inner.Done() }
+func (t *upstreamTarget) Err() error                  { return t.inner.Err() }
+
+func (t *upstreamTarget) Value(key any) any {
+	if _, ok := key.(upstream.TargetKey); ok {
+		return t
+	}
+	return t.inner.Value(key)
 }
 
 func targetFrom(ctx context.Context) *upstreamTarget {

@@ -233,7 +233,7 @@ func (h *Handler) newStream(rw *responseWriter, r *http.Request, ri *router.Requ
 		TLS:       r.TLS,
 		RequestID: rw.requestID,
 	}
-	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, r)
+	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, rw.ResponseWriter, r)
 	if rt != nil {
 		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
 		if rt.RateLimits != nil {
@@ -245,8 +245,12 @@ func (h *Handler) newStream(rw *responseWriter, r *http.Request, ri *router.Requ
 
 // downstreamAddrs are the connection's peer and the client's address as the
 // connection manager decides it (Envoy's direct_remote_ip and remote_ip).
-func downstreamAddrs(hcm *Spec, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
-	peer, _ = netip.ParseAddrPort(r.RemoteAddr)
+func downstreamAddrs(hcm *Spec, w http.ResponseWriter, r *http.Request) (peer netip.AddrPort, client netip.Addr) {
+	if p, ok := w.(interface{ RemoteAddrPort() netip.AddrPort }); ok {
+		peer = p.RemoteAddrPort() // parsed once for the connection's requests
+	} else {
+		peer, _ = netip.ParseAddrPort(r.RemoteAddr)
+	}
 	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
 	if a, ok := hcm.Client.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
 		return peer, a
@@ -293,7 +297,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
-	t.cancel = cancel
+	t.inner, t.cancel = ctx, cancel
 	defer t.cancelWith(nil)
 	defer func() {
 		// Deferred: ReverseProxy panics (ErrAbortHandler) when the route
@@ -339,10 +343,9 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	t.startTimeouts(rw, fa)
 	defer t.stopTimeouts()
 	t.interims.rw = rw
-	t.ctx = context.WithValue(ctx, upstream.TargetKey{}, t)
 	t.watchClientGone(rw)
 	defer t.unwatchClientGone()
-	out := r.WithContext(t.ctx)
+	out := r.WithContext(t)
 	switch {
 	case redirects != nil && redirects.body != nil:
 		// A redirect's target: the body, received whole, is sent from the buffer.

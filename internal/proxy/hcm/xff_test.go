@@ -33,7 +33,7 @@ func TestForwardedClient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hcm := &Spec{Client: router.ClientAddressing{UseRemoteAddress: tc.edge, XFFTrustedHops: tc.hops}}
 			r := &http.Request{RemoteAddr: "127.0.0.1:40000", Header: http.Header{"X-Forwarded-For": tc.xff}}
-			_, got := downstreamAddrs(hcm, r)
+			_, got := downstreamAddrs(hcm, nil, r)
 			want := netip.MustParseAddr("127.0.0.1")
 			if tc.client != "" {
 				want = netip.MustParseAddr(tc.client)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -382,6 +383,10 @@ func (w *response) EnableFullDuplex() error { return nil }
 // gone while the request is served, right after the request's context is
 // cancelled: a handler that stops its own work then needs no
 // context.AfterFunc. nil stops it; it ends with the request.
+// RemoteAddrPort is the client's address, as netip.ParseAddrPort reads the
+// request's RemoteAddr, parsed once for the connection's requests.
+func (w *response) RemoteAddrPort() netip.AddrPort { return w.c.remote }
+
 func (w *response) NotifyClientGone(l interface{ ClientGone() }) { w.c.watch.notify(l) }
 
 // dateCache formats the Date header once a second.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"runtime"
@@ -110,6 +111,7 @@ type conn struct {
 	// context included.
 	template   *http.Request
 	remoteAddr string
+	remote     netip.AddrPort // remoteAddr parsed
 	state      atomic.Int32
 	accepted   time.Time // when ServeConn got the connection, for newConnGrace
 	hijacked   bool
@@ -144,6 +146,7 @@ func (s *Server) ServeConn(c net.Conn, br *bufio.Reader) {
 		br = s.readers.get(c)
 	}
 	cn := &conn{srv: s, rwc: c, br: br, remoteAddr: c.RemoteAddr().String()}
+	cn.remote, _ = netip.ParseAddrPort(cn.remoteAddr)
 	cn.out.conn = c
 	cn.bw = s.writers.get(&cn.out)
 	defer func() {
