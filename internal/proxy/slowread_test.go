@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -119,6 +121,76 @@ func TestH2ClientThatStopsReadingIsCut(t *testing.T) {
 			}
 			if n >= whole {
 				t.Errorf("read %d bytes, the whole answer: want it cut", n)
+			}
+		})
+	}
+}
+
+// A route whose idle_timeout is longer than the connection manager's
+// stream_idle_timeout lets a client pause reading that long, on HTTP/1.1 (the
+// codec takes the route's timeout) and on HTTP/2, whose streams share the
+// socket: there the route's timeout loosens the connection's bound, rather
+// than the whole connection being cut after the connection manager's.
+func TestRouteIdleTimeoutLetsAClientPauseReading(t *testing.T) {
+	be := codecBackend(t)
+	p := startCodecProxy(t, map[string]string{"be": be.addr()}, func(h *hcmv3.HttpConnectionManager) {
+		h.StreamIdleTimeout = durationpb.New(time.Second)
+	}, vhost("*", withAction(toCluster("be", prefixMatch("/codec/")), func(a *routev3.RouteAction) {
+		a.IdleTimeout = durationpb.New(time.Hour)
+	})))
+	const whole = 16 << 20 // more than the sockets' buffers hold
+	const pause = 4 * time.Second
+	t.Run("HTTP/1.1", func(t *testing.T) {
+		conn, br := dialProxy(t, p.testProxy)
+		fmt.Fprintf(conn, "GET /codec/download?n=%d HTTP/1.1\r\nHost: %s\r\n\r\n", whole, codecHost)
+		time.Sleep(pause)
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := io.Copy(io.Discard, res.Body); n != whole {
+			t.Errorf("read %d of %d bytes (%v)", n, whole, err)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		dial func() (net.Conn, *http2.Framer)
+	}{
+		{"h2c", func() (net.Conn, *http2.Framer) { return h2Conn(t, p.ListenerAddr("ingress_http")) }},
+		{"TLS h2", func() (net.Conn, *http2.Framer) { return h2TLSConn(t, p) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, fr := tc.dial()
+			const maxWindow = 1<<31 - 1
+			if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow}); err != nil {
+				t.Fatal(err)
+			}
+			if err := fr.WriteWindowUpdate(0, maxWindow-65535); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Write(h2Headers(t, "GET", fmt.Sprintf("/codec/download?n=%d", whole), 0, true)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(pause)
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for n := 0; ; {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					t.Fatalf("connection cut after %d of %d bytes: %v", n, whole, err)
+				}
+				switch f := f.(type) {
+				case *http2.DataFrame:
+					n += len(f.Data())
+					if f.StreamEnded() {
+						if n != whole {
+							t.Errorf("read %d of %d bytes", n, whole)
+						}
+						return
+					}
+				case *http2.RSTStreamFrame:
+					t.Fatalf("stream reset after %d bytes: %v", n, f.ErrCode)
+				}
 			}
 		})
 	}

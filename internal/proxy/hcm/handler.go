@@ -401,7 +401,7 @@ func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAct
 	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), t)
 	rw.idle = t.idle
 	if fa.HasIdleTimeout {
-		setWriteIdleTimeout(rw.ResponseWriter, fa.IdleTimeout)
+		setWriteIdleTimeout(t.inner, rw.ResponseWriter, fa.IdleTimeout)
 	}
 	if fa.Timeout > 0 {
 		// Envoy's route timeout starts when the downstream request is

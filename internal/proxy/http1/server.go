@@ -368,10 +368,13 @@ func (c *conn) forget() {
 	c.reqBody, c.rw.req = nil, nil
 	c.req, c.url = http.Request{}, url.URL{}
 	clear(c.rw.header)
-	clear(c.header)
-	clear(c.values)
-	if len(c.values) > maxRetainedFields {
+	if len(c.header) > maxRetainedFields || len(c.values) > maxRetainedFields {
+		// A map grown large (by the head, or by fields a handler added)
+		// would cost its size to clear at every request.
 		c.header, c.values = nil, nil
+	} else {
+		clear(c.header)
+		clear(c.values)
 	}
 	c.head.shrink(maxRetained)
 	c.body.Trailer.shrink(maxRetained)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
@@ -213,22 +214,45 @@ type serverConn struct {
 	net.Conn
 	life      *connLife // set by connContext
 	closeOnce sync.Once
-	// writes, when set (boundWrites), bounds every write by the chain's
-	// stream idle timeout.
-	writes *http1.ConnWriter
+	// writes, when set (boundH2Writes), bounds every write by the chain's
+	// stream idle timeout, or by the longest a stream's route allowed
+	// (allowed, in nanoseconds; unbounded once a route disabled it).
+	writes    *http1.ConnWriter
+	allowed   atomic.Int64
+	unbounded atomic.Bool
 }
 
-// Write is the socket's, bounded once boundWrites has been called.
+// Write is the socket's, bounded once boundH2Writes has been called.
 func (c *serverConn) Write(p []byte) (int, error) {
 	if c.writes == nil {
 		return c.Conn.Write(p)
 	}
 	var timeout time.Duration
-	if spec := c.life.spec(); spec != nil {
+	if spec := c.life.spec(); spec != nil && !c.unbounded.Load() {
 		timeout = spec.StreamIdleTimeout // in the configuration in force
+		if allowed := time.Duration(c.allowed.Load()); timeout > 0 && allowed > timeout {
+			timeout = allowed
+		}
 	}
 	c.writes.SetTimeout(timeout)
 	return c.writes.Write(p)
+}
+
+// AllowIdle is hcm.ConnWriteBound: a stream's route lets its writes make no
+// progress for d (its idle_timeout; 0: for ever), which the connection's
+// bound then allows for as long as it lives, since the frames of all its
+// streams share the socket.
+func (c *serverConn) AllowIdle(d time.Duration) {
+	if d <= 0 {
+		c.unbounded.Store(true)
+		return
+	}
+	for {
+		cur := c.allowed.Load()
+		if int64(d) <= cur || c.allowed.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
 }
 
 // boundH2Writes bounds the writes of a connection Go's HTTP/2 server serves
@@ -239,7 +263,9 @@ func (c *serverConn) Write(p []byte) (int, error) {
 // not the frames it still has to send after: a client that stops reading
 // would hold the connection for ever. (Its own HTTP2Config.WriteByteTimeout
 // is one value for the whole server, whose chains each have their own
-// timeout.) It is http.Server's ConnContext after start, so it runs before
+// timeout.) A route's idle_timeout longer than the chain's, or disabled,
+// loosens the bound for the connection (AllowIdle, through the requests'
+// context). It is http.Server's ConnContext after start, so it runs before
 // the server writes anything.
 func boundH2Writes(ctx context.Context, c net.Conn) context.Context {
 	raw := c
@@ -248,6 +274,7 @@ func boundH2Writes(ctx context.Context, c net.Conn) context.Context {
 	}
 	if sc, ok := raw.(*serverConn); ok && sc.life != nil {
 		sc.writes = http1.NewConnWriter(sc.Conn)
+		return context.WithValue(ctx, hcm.ConnWriteBoundKey{}, hcm.ConnWriteBound(sc))
 	}
 	return ctx
 }
