@@ -62,18 +62,7 @@ func TestCodecClientThatStopsReadingIsCut(t *testing.T) {
 			before := stuckWriters()
 			conn, _ := dialProxy(t, p)
 			go func() { _, _ = io.WriteString(conn, tc.requests) }()
-			waitLong(t, "the proxy to block writing to the client", func() bool { return stuckWriters() > before })
-			waitLong(t, "the proxy to give up on the client", func() bool { return stuckWriters() <= before })
-			// The connection is closed: what the sockets held, then the end.
-			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-			n, err := io.Copy(io.Discard, conn)
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				t.Fatalf("the connection is still open after the proxy's goroutine gave up (%d bytes read)", n)
-			}
-			if n >= whole {
-				t.Errorf("read %d bytes, the whole answer: want it cut", n)
-			}
+			expectCut(t, conn, whole, stuckWriters, before)
 		})
 	}
 }
@@ -90,40 +79,12 @@ func TestH2ClientThatStopsReadingIsCut(t *testing.T) {
 		h.StreamIdleTimeout = durationpb.New(time.Second)
 	}, vhost("*", toCluster("be", prefixMatch("/codec/"))))
 	const whole = 16 << 20 // more than the sockets' buffers hold
-	for _, tc := range []struct {
-		name string
-		dial func() (net.Conn, *http2.Framer)
-	}{
-		{"h2c", func() (net.Conn, *http2.Framer) { return h2Conn(t, p.ListenerAddr("ingress_http")) }},
-		{"TLS", func() (net.Conn, *http2.Framer) { return h2TLSConn(t, p) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := stuckH2Writers()
-			conn, fr := tc.dial()
-			const maxWindow = 1<<31 - 1
-			if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow}); err != nil {
-				t.Fatal(err)
-			}
-			if err := fr.WriteWindowUpdate(0, maxWindow-65535); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := conn.Write(h2Headers(t, "GET", "/codec/download?n=16777216", 0, true)); err != nil {
-				t.Fatal(err)
-			}
-			waitLong(t, "the proxy to block writing to the client", func() bool { return stuckH2Writers() > before })
-			waitLong(t, "the proxy to give up on the client", func() bool { return stuckH2Writers() <= before })
-			// The connection is closed: what the sockets held, then the end.
-			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-			n, err := io.Copy(io.Discard, conn)
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				t.Fatalf("the connection is still open after the proxy's write gave up (%d bytes read)", n)
-			}
-			if n >= whole {
-				t.Errorf("read %d bytes, the whole answer: want it cut", n)
-			}
-		})
-	}
+	onH2(t, p, func(t *testing.T, dial func() (net.Conn, *http2.Framer)) {
+		before := stuckH2Writers()
+		conn, fr := dial()
+		h2Download(t, conn, fr, whole)
+		expectCut(t, conn, whole, stuckH2Writers, before)
+	})
 }
 
 // A route whose idle_timeout is longer than the connection manager's
@@ -153,46 +114,76 @@ func TestRouteIdleTimeoutLetsAClientPauseReading(t *testing.T) {
 			t.Errorf("read %d of %d bytes (%v)", n, whole, err)
 		}
 	})
-	for _, tc := range []struct {
-		name string
-		dial func() (net.Conn, *http2.Framer)
-	}{
-		{"h2c", func() (net.Conn, *http2.Framer) { return h2Conn(t, p.ListenerAddr("ingress_http")) }},
-		{"TLS h2", func() (net.Conn, *http2.Framer) { return h2TLSConn(t, p) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			conn, fr := tc.dial()
-			const maxWindow = 1<<31 - 1
-			if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow}); err != nil {
-				t.Fatal(err)
+	onH2(t, p, func(t *testing.T, dial func() (net.Conn, *http2.Framer)) {
+		conn, fr := dial()
+		h2Download(t, conn, fr, whole)
+		time.Sleep(pause)
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for n := 0; ; {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("connection cut after %d of %d bytes: %v", n, whole, err)
 			}
-			if err := fr.WriteWindowUpdate(0, maxWindow-65535); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := conn.Write(h2Headers(t, "GET", fmt.Sprintf("/codec/download?n=%d", whole), 0, true)); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(pause)
-			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-			for n := 0; ; {
-				f, err := fr.ReadFrame()
-				if err != nil {
-					t.Fatalf("connection cut after %d of %d bytes: %v", n, whole, err)
-				}
-				switch f := f.(type) {
-				case *http2.DataFrame:
-					n += len(f.Data())
-					if f.StreamEnded() {
-						if n != whole {
-							t.Errorf("read %d of %d bytes", n, whole)
-						}
-						return
+			switch f := f.(type) {
+			case *http2.DataFrame:
+				n += len(f.Data())
+				if f.StreamEnded() {
+					if n != whole {
+						t.Errorf("read %d of %d bytes", n, whole)
 					}
-				case *http2.RSTStreamFrame:
-					t.Fatalf("stream reset after %d bytes: %v", n, f.ErrCode)
+					return
 				}
+			case *http2.RSTStreamFrame:
+				t.Fatalf("stream reset after %d bytes: %v", n, f.ErrCode)
 			}
-		})
+		}
+	})
+}
+
+// onH2 runs check as subtests on the codec proxy's two HTTP/2 paths, h2c with
+// prior knowledge and TLS with ALPN h2; dial opens a connection for the subtest.
+func onH2(t *testing.T, p *codecProxy, check func(t *testing.T, dial func() (net.Conn, *http2.Framer))) {
+	t.Run("h2c", func(t *testing.T) {
+		check(t, func() (net.Conn, *http2.Framer) { return h2Conn(t, p.ListenerAddr("ingress_http")) })
+	})
+	t.Run("TLS h2", func(t *testing.T) {
+		check(t, func() (net.Conn, *http2.Framer) { return h2TLSConn(t, p) })
+	})
+}
+
+// h2Download grants the proxy every flow-control window on conn, then asks
+// for n bytes from the codec backend on stream 1.
+func h2Download(t *testing.T, conn net.Conn, fr *http2.Framer, n int) {
+	t.Helper()
+	const maxWindow = 1<<31 - 1
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteWindowUpdate(0, maxWindow-65535); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(h2Headers(t, "GET", fmt.Sprintf("/codec/download?n=%d", n), 0, true)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectCut waits for the proxy to block writing to conn's client (stuck
+// counts the blocked writers, before of them other tests'), then to give up,
+// and checks that conn is then closed before the whole answer of whole bytes
+// arrived.
+func expectCut(t *testing.T, conn net.Conn, whole int64, stuck func() int, before int) {
+	t.Helper()
+	waitLong(t, "the proxy to block writing to the client", func() bool { return stuck() > before })
+	waitLong(t, "the proxy to give up on the client", func() bool { return stuck() <= before })
+	// The connection is closed: what the sockets held, then the end.
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection is still open after the proxy's write gave up (%d bytes read)", n)
+	}
+	if n >= whole {
+		t.Errorf("read %d bytes, the whole answer: want it cut", n)
 	}
 }
 
