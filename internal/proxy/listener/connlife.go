@@ -220,11 +220,16 @@ type serverConn struct {
 	writes    *http1.ConnWriter
 	allowed   atomic.Int64
 	unbounded atomic.Bool
+	// failed: a bounded write failed, and the connection is ending. Its last
+	// writes (TLS's close_notify, under the 5 s deadline tls.Conn.Close
+	// sets) then go out under their own deadlines: the bound would push
+	// theirs back by a whole timeout.
+	failed atomic.Bool
 }
 
 // Write is the socket's, bounded once boundH2Writes has been called.
 func (c *serverConn) Write(p []byte) (int, error) {
-	if c.writes == nil {
+	if c.writes == nil || c.failed.Load() {
 		return c.Conn.Write(p)
 	}
 	var timeout time.Duration
@@ -235,7 +240,11 @@ func (c *serverConn) Write(p []byte) (int, error) {
 		}
 	}
 	c.writes.SetTimeout(timeout)
-	return c.writes.Write(p)
+	n, err := c.writes.Write(p)
+	if err != nil {
+		c.failed.Store(true)
+	}
+	return n, err
 }
 
 // AllowIdle is hcm.ConnWriteBound: a stream's route lets its writes make no
