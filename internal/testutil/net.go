@@ -3,21 +3,47 @@ package testutil
 import (
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 )
 
 // FreeAddr returns a loopback address with a port that was free a moment ago, for
-// processes that must be told their address on the command line.
+// processes that must be told their address on the command line. It never returns a
+// port it returned before in this process: the kernel may give a port just released
+// to the next bind, and a test that asked for an HTTP and an admin address once got
+// the same port for both (a CI failure: the second listener could never bind).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var held []net.Listener // ports handed out before, kept bound until a new one comes
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		handedOut.Lock()
+		seen := handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if !seen {
+			l.Close()
+			return l.Addr().String()
+		}
+		held = append(held, l)
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
+
+// handedOut is the ports FreeAddr returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // RefusedAddr is a loopback address whose connections are refused until the test
 // ends. Its port stays bound without listening: a port merely released again can be

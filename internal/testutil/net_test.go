@@ -19,3 +19,15 @@ func TestRefusedAddrRefusesAndKeepsItsPort(t *testing.T) {
 		t.Fatalf("a listener took %s while it was held", addr)
 	}
 }
+
+// FreeAddr never hands out one port twice, however often the kernel offers it.
+func TestFreeAddrNeverRepeatsAPort(t *testing.T) {
+	seen := map[string]bool{}
+	for range 2000 {
+		a := FreeAddr(t)
+		if seen[a] {
+			t.Fatalf("%s handed out twice", a)
+		}
+		seen[a] = true
+	}
+}
