@@ -68,7 +68,7 @@ type upstreamTarget struct {
 	idle  *idleTimer           // nil when the idle timeout is disabled
 	done  *completion          // the downstream request is complete
 	ex    *exchange
-	rw    *responseWriter // for the idle timeout's answer (idleExpired)
+	rw    *responseWriter // the client's: 1xx responses, the idle timeout's answer
 	// Where done, idle and timer point when set, and the first attempt: they
 	// come with the target rather than in allocations of their own.
 	doneState  completion

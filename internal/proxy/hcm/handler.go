@@ -342,7 +342,6 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	}
 	t.startTimeouts(rw, fa)
 	defer t.stopTimeouts()
-	t.interims.rw = rw
 	t.watchClientGone(rw)
 	defer t.unwatchClientGone()
 	out := r.WithContext(t)
@@ -389,6 +388,7 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 		retry:       rt.Forward.Retry,
 		pick:        pc,
 		ex:          ex,
+		rw:          rw,
 	}
 	t.done = &t.doneState
 	return t
@@ -397,7 +397,6 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 // startTimeouts starts the stream idle timeout and arms the route timeout
 // for when the request is complete; stopTimeouts stops both.
 func (t *upstreamTarget) startTimeouts(rw *responseWriter, fa *router.ForwardAction) {
-	t.rw = rw
 	t.idle = t.idleState.run(idleTimeoutFor(fa, rw.hcm), t)
 	rw.idle = t.idle
 	if fa.HasIdleTimeout {

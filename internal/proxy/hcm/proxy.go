@@ -238,12 +238,11 @@ func (e *Env) roundTrip(out *http.Request, t *upstreamTarget) (*http.Response, e
 // GotInterim passes an interim response of the upstream on to the client,
 // until the final response has come (upstream.InterimReceiver).
 func (t *upstreamTarget) GotInterim(code int, header textproto.MIMEHeader) error {
-	return t.interims.got(code, header)
+	return t.interims.got(t.rw, code, header)
 }
 
 // interims passes 1xx responses on until the final response has come.
 type interims struct {
-	rw   http.ResponseWriter
 	mu   sync.Mutex
 	done bool
 }
@@ -254,18 +253,18 @@ func (i *interims) finish() {
 	i.mu.Unlock()
 }
 
-func (i *interims) got(code int, header textproto.MIMEHeader) error {
+func (i *interims) got(rw http.ResponseWriter, code int, header textproto.MIMEHeader) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.done {
 		return nil
 	}
-	h := i.rw.Header()
+	h := rw.Header()
 	for k, vv := range header {
 		h[k] = append(h[k], vv...)
 	}
 	removeHopByHop(h) // as from a final response
-	i.rw.WriteHeader(code)
+	rw.WriteHeader(code)
 	clear(h) // a 1xx's fields are its own
 	return nil
 }

@@ -123,7 +123,7 @@ func (w *ConnWriter) setByHandler(t time.Time) error {
 // the handler says otherwise, and a deadline a handler set is replaced at the
 // next write.
 func (w *ConnWriter) reset(timeout time.Duration) {
-	w.timeout.Store(int64(timeout))
+	w.SetTimeout(timeout)
 	if w.handlerDeadline.Load() {
 		w.mu.Lock()
 		w.handlerDeadline.Store(false)

@@ -373,7 +373,7 @@ func (w *response) SetWriteDeadline(t time.Time) error { return w.c.out.setByHan
 // client that makes no progress for d fails and the connection closes,
 // until the response has been flushed after the handler returned; 0: writes
 // are not bounded.
-func (w *response) SetWriteIdleTimeout(d time.Duration) { w.c.out.timeout.Store(int64(d)) }
+func (w *response) SetWriteIdleTimeout(d time.Duration) { w.c.out.SetTimeout(d) }
 
 // EnableFullDuplex is a no-op: a request body can always be read while the
 // response is written.
