@@ -26,18 +26,19 @@ import (
 // contract and the leaves, and the engines filters share
 // (filters/internal/...), never the proxy, upstream or another filter.
 var layerRules = map[string][]string{
-	"":                  {"*"},
-	"internal/xdsconv":  {},
-	"internal/layered":  {},
-	"internal/xdstest":  {},
-	"internal/h1corpus": {},
-	"internal/sorted":   {},
-	"stats":             {},
-	"accesslog":         {},
-	"filter":            {},
+	"":                   {"*"},
+	"internal/xdsconv":   {},
+	"internal/layered":   {},
+	"internal/xdstest":   {},
+	"internal/h1corpus":  {},
+	"internal/sorted":    {},
+	"internal/stackgrow": {},
+	"stats":              {},
+	"accesslog":          {},
+	"filter":             {},
 	// The HTTP/1.1 codec: a leaf, so that both the listeners (server side)
 	// and upstream (client side) use it.
-	"http1":    {},
+	"http1":    {"internal/stackgrow"},
 	"upstream": {"stats", "http1", "internal/xdsconv"},
 	// The router reads the route-level rate_limits of the ratelimit filter
 	// (Envoy's route actions for it), not the filter itself.
@@ -46,7 +47,7 @@ var layerRules = map[string][]string{
 	"hcm": {"router", "filter", "upstream", "http1", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:
 	// HTTP chains are handed to their connection manager.
-	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted"},
+	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted", "internal/stackgrow"},
 	"xdsclient": {},
 	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }

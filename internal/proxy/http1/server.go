@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/portico-dev/portico/internal/proxy/internal/stackgrow"
 )
 
 // Server serves HTTP/1.1 connections, handing each request to Handler as
@@ -141,6 +143,7 @@ type conn struct {
 // ServeConn serves c until it closes. br, if not nil, holds bytes already read
 // from c (a protocol sniff) and is read from instead of c.
 func (s *Server) ServeConn(c net.Conn, br *bufio.Reader) {
+	stackgrow.Reserve() // this goroutine serves the connection's requests
 	pooled := br == nil
 	if pooled {
 		br = s.readers.get(c)

@@ -15,6 +15,7 @@ import (
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/http1"
 	"github.com/portico-dev/portico/internal/proxy/internal/sorted"
+	"github.com/portico-dev/portico/internal/proxy/internal/stackgrow"
 )
 
 const (
@@ -484,6 +485,11 @@ type listenerHTTP struct {
 }
 
 func (h *listenerHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 2 {
+		// Go's HTTP/2 server runs each stream on a goroutine of its own; an
+		// HTTP/1.1 connection's goroutine has grown its stack already (ServeConn).
+		stackgrow.Reserve()
+	}
 	start := time.Now()
 	lc := h.ll.cfg.Load()
 	chain := lc.Chains[""]
