@@ -179,3 +179,103 @@ func TestRequestTimeout(t *testing.T) {
 		}
 	})
 }
+
+// startDelayedCloseProxy serves /codec/ from a backend answering "ok", with a
+// delayed close longer than any test: a connection still in it reads and drops
+// what its client sends instead of answering it with a reset.
+func startDelayedCloseProxy(t *testing.T) *codecProxy {
+	t.Helper()
+	be := startScripted(t, func(_ int64, w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})
+	return startCodecProxy(t, map[string]string{"be": be.addr()}, func(h *hcmv3.HttpConnectionManager) {
+		h.DelayedCloseTimeout = durationpb.New(time.Hour)
+	}, codecRoutes())
+}
+
+// readToClose reads a response of status want that closes the connection,
+// then the proxy's end of the connection.
+func readToClose(t *testing.T, br *bufio.Reader, want int) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = readBody(t, resp)
+	if resp.StatusCode != want || !resp.Close {
+		t.Fatalf("got %d (close %v), want %d closing the connection", resp.StatusCode, resp.Close, want)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after the response: %v, want the proxy's end of the connection", err)
+	}
+}
+
+// resetWithin writes to conn, whose peer has ended its side, until a write
+// fails (the peer's socket is closed and answered with a reset) or n writes
+// went through (the peer still reads: a delayed close).
+func resetWithin(conn net.Conn, n int) bool {
+	for range n {
+		if _, err := io.WriteString(conn, "more"); err != nil {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// A client that asks for the connection to close with its request is to send
+// nothing after it (RFC 9112, section 9.6): its connection is closed at once
+// after the response, without the delayed close's half-close and the reading
+// that waits for the client to close first, which cost a new connection per
+// request a system call, a read and a goroutine. Bytes it sends anyway are
+// answered with a reset, where a delayed close would read them.
+func TestClientAskedCloseIsClosedAtOnce(t *testing.T) {
+	t.Parallel()
+	p := startDelayedCloseProxy(t)
+	conn, br := dialProxy(t, p.testProxy)
+	_ = conn.SetDeadline(time.Now().Add(time.Minute)) // a hang, not a speed limit
+	if _, err := io.WriteString(conn, "GET /codec/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	readToClose(t, br, http.StatusOK)
+	if !resetWithin(conn, 500) {
+		t.Fatal("the connection still read the client's bytes after the response: it was in the delayed close")
+	}
+}
+
+// A connection the proxy closes without its client asking, or whose client
+// sent more after asking, or over TLS, keeps the delayed close: what the
+// client sends meanwhile is read and dropped, so that it reads the last
+// response whole instead of losing it to a reset.
+func TestDelayedCloseReadsWhatTheClientStillSends(t *testing.T) {
+	t.Parallel()
+	p := startDelayedCloseProxy(t)
+	for _, tc := range []struct {
+		name, requests string
+		status         int
+		dial           func(*testing.T) (net.Conn, *bufio.Reader)
+	}{
+		{"closed by the proxy", "GET /codec/a HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n",
+			http.StatusExpectationFailed, nil},
+		{"asked, then sent more", "GET /codec/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" +
+			"GET /codec/b HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusOK, nil},
+		{"asked, over TLS", "GET /codec/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+			http.StatusOK, p.dialTLS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dial := tc.dial
+			if dial == nil {
+				dial = func(t *testing.T) (net.Conn, *bufio.Reader) { return dialProxy(t, p.testProxy) }
+			}
+			conn, br := dial(t)
+			_ = conn.SetDeadline(time.Now().Add(time.Minute)) // a hang, not a speed limit
+			if _, err := io.WriteString(conn, tc.requests); err != nil {
+				t.Fatal(err)
+			}
+			readToClose(t, br, tc.status)
+			if resetWithin(conn, 20) {
+				t.Fatal("the client's bytes after the response were answered with a reset: no delayed close")
+			}
+		})
+	}
+}

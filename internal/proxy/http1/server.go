@@ -35,6 +35,10 @@ import (
 // response has started (full duplex, as in Envoy); the *http.Request, its URL
 // and its Header are the connection's, reused for its next request, so a
 // handler keeps none of them once it has returned (as fasthttp's RequestCtx).
+//
+// A connection whose client asked for it to close after the request just
+// answered, and sent nothing after that request, is closed with its
+// CloseAsked method when it has one (AskedCloser), instead of Close.
 type Server struct {
 	Handler http.Handler
 	// BaseContext is the root of every connection's context.
@@ -117,6 +121,9 @@ type conn struct {
 	state      atomic.Int32
 	accepted   time.Time // when ServeConn got the connection, for newConnGrace
 	hijacked   bool
+	// closeAsked says the last request asked for the connection to close
+	// and was read whole: the client sends nothing more (AskedCloser).
+	closeAsked bool
 
 	// cancel ends the connection's context, which its requests share: one
 	// request is served at a time, and a client gone ends the connection.
@@ -270,7 +277,7 @@ func (c *conn) serve() {
 		if c.hijacked {
 			return
 		}
-		_ = c.rwc.Close()
+		c.close()
 		c.srv.setState(c, http.StateClosed)
 	}()
 	if tc, ok := c.rwc.(*tls.Conn); ok {
@@ -322,6 +329,26 @@ func (c *conn) serve() {
 		c.forget()
 		c.srv.setState(c, http.StateIdle)
 	}
+}
+
+// AskedCloser is a connection that can close without waiting for its client
+// to close first. The server calls CloseAsked instead of Close when the client
+// asked for the close with the request just answered, and the request was read
+// whole with nothing after it: a client that still sends (a request it
+// pipelined, say) would lose the last response to the reset its bytes
+// arriving at a closed socket cause, which a delayed close is there to spare
+// it, but this client is not to send anything more (RFC 9112, section 9.6).
+type AskedCloser interface {
+	CloseAsked() error
+}
+
+// close closes the connection, at once when its client asked for it.
+func (c *conn) close() {
+	if ac, ok := c.rwc.(AskedCloser); ok && c.closeAsked && c.br.Buffered() == 0 {
+		_ = ac.CloseAsked()
+		return
+	}
+	_ = c.rwc.Close()
 }
 
 // readHead reads a request head, under the header-read timeout when the head
@@ -434,10 +461,12 @@ func (c *conn) serveRequest() (keep bool) {
 	}
 	// The body the handler left is dealt with before the head is written, so
 	// that the head can say whether the connection stays.
-	if !c.endBody(req, w.closeAfter) {
+	whole := c.endBody(req, w.closeAfter)
+	if !whole {
 		w.closeAfter = true
 	}
 	w.finish()
+	c.closeAsked = whole && c.head.Close
 	return !w.closeAfter
 }
 

@@ -309,6 +309,19 @@ func (c *serverConn) Close() error {
 	return err
 }
 
+// CloseAsked is http1.AskedCloser: the client asked for the close and is to
+// send nothing more, so the connection closes at once, without the delayed
+// close's half-close, read and goroutine, unless bytes the client sent all the
+// same wait unread in the socket (closing would answer them with a reset).
+func (c *serverConn) CloseAsked() error {
+	if unreadInput(c.Conn) {
+		return c.Close()
+	}
+	var err error
+	c.closeOnce.Do(func() { err = c.Conn.Close() })
+	return err
+}
+
 // CloseWrite half-closes the connection (net/http's lingering close).
 func (c *serverConn) CloseWrite() error { return closeWrite(c.Conn) }
 
