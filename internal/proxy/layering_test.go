@@ -33,13 +33,14 @@ var layerRules = map[string][]string{
 	"internal/h1corpus":  {},
 	"internal/sorted":    {},
 	"internal/stackgrow": {},
+	"internal/sockpeek":  {},
 	"stats":              {},
 	"accesslog":          {},
 	"filter":             {},
 	// The HTTP/1.1 codec: a leaf, so that both the listeners (server side)
 	// and upstream (client side) use it.
 	"http1":    {"internal/stackgrow"},
-	"upstream": {"stats", "http1", "internal/xdsconv"},
+	"upstream": {"stats", "http1", "internal/xdsconv", "internal/sockpeek"},
 	// The router reads the route-level rate_limits of the ratelimit filter
 	// (Envoy's route actions for it), not the filter itself.
 	"router": {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
@@ -47,7 +48,7 @@ var layerRules = map[string][]string{
 	"hcm": {"router", "filter", "upstream", "http1", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:
 	// HTTP chains are handed to their connection manager.
-	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted", "internal/stackgrow"},
+	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted", "internal/stackgrow", "internal/sockpeek"},
 	"xdsclient": {},
 	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }

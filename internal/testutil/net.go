@@ -118,3 +118,25 @@ func ListenPair(t testing.TB, firstIP, secondIP string) (first, second net.Liste
 	t.Fatalf("no port free on both %s and %s: %v", firstIP, secondIP, lastErr)
 	return nil, nil
 }
+
+// TCPPair is the two ends of a loopback TCP connection, the client's and the
+// one a listener accepted, closed when the test ends.
+func TCPPair(t testing.TB) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/http1"
+	"github.com/portico-dev/portico/internal/proxy/internal/sockpeek"
 )
 
 // An HTTP connection's life follows its connection manager's limits
@@ -320,6 +321,17 @@ func (c *serverConn) CloseAsked() error {
 	var err error
 	c.closeOnce.Do(func() { err = c.Conn.Close() })
 	return err
+}
+
+// unreadInput reports whether bytes the client sent wait unread in c's
+// socket, which closing it would answer with a reset; true when it cannot
+// tell.
+func unreadInput(c net.Conn) bool {
+	if pc, ok := c.(*proxyConn); ok {
+		c = pc.Conn // bytes the PROXY protocol reader holds cause no reset
+	}
+	p := sockpeek.New(c)
+	return p == nil || p.Look() == sockpeek.Data
 }
 
 // CloseWrite half-closes the connection (net/http's lingering close).

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
 // v2 builds a version 2 header: verCmd, family, then the block.
@@ -175,21 +177,7 @@ func FuzzParseProxyHeader(f *testing.F) {
 // read through withProxyProtocol, and the client's end.
 func proxyConnPair(t *testing.T, lc *Config) (net.Conn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
+	client, server := testutil.TCPPair(t)
 	return client, withProxyProtocol(server, lc)
 }
 

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/portico-dev/portico/internal/proxy/http1"
+	"github.com/portico-dev/portico/internal/proxy/internal/sockpeek"
 )
 
 // HTTP1Client is an HTTP/1.1 upstream client: the shared clear-text one, or
@@ -190,7 +191,9 @@ func (c *HTTP1Client) conn(ctx context.Context, req *http.Request, fresh bool, t
 // response received on idle HTTP channel"); here no read is outstanding, so
 // the socket is looked at before the connection carries a request. Bytes
 // arriving after that look, once the request is on its way, cannot be told
-// from its response by any client, Transport included.
+// from its response by any client, Transport included. Where the socket
+// cannot be looked at (elsewhere than on Linux), a stale connection is only
+// found out by the request failing on it, and retried on a new connection.
 func (c *HTTP1Client) takeIdle(addr string) *http1Conn {
 	for {
 		c.Mu.Lock()
@@ -212,7 +215,7 @@ func (c *HTTP1Client) takeIdle(addr string) *http1Conn {
 		// Without a read goroutine watching idle connections, one the server
 		// closed (or wrote to unasked) is only found out here, or by the request
 		// failing on it.
-		if pc.br.Buffered() == 0 && !pc.peek.peerClosed() {
+		if pc.br.Buffered() == 0 && (pc.peek == nil || pc.peek.Look() == sockpeek.Empty) {
 			pc.reused = true
 			return pc
 		}
@@ -304,7 +307,7 @@ type http1Conn struct {
 	conn   net.Conn
 	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
 	bw     *bufio.Writer
-	peek   *peeker
+	peek   *sockpeek.Peeker // nil where the socket cannot be looked at
 	// The response being read, reused from exchange to exchange: parsing a
 	// head allocates nothing once the connection is warm.
 	head http1.Head
@@ -363,7 +366,7 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 		// socket becomes readable with is a close (or a close_notify).
 		conn = tc.NetConn()
 	}
-	pc.peek = newPeeker(conn)
+	pc.peek = sockpeek.New(conn)
 	return pc
 }
 
