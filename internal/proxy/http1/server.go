@@ -36,9 +36,10 @@ import (
 // and its Header are the connection's, reused for its next request, so a
 // handler keeps none of them once it has returned (as fasthttp's RequestCtx).
 //
-// A connection whose client asked for it to close after the request just
-// answered, and sent nothing after that request, is closed with its
-// CloseAsked method when it has one (AskedCloser), instead of Close.
+// A connection whose client asked for it to close with the request just
+// answered, read whole with nothing after it in the server's buffer, is closed
+// with its CloseAsked method when it has one (AskedCloser), instead of Close:
+// the connection looks at its socket for the rest.
 type Server struct {
 	Handler http.Handler
 	// BaseContext is the root of every connection's context.
