@@ -379,14 +379,14 @@ func (w *response) SetWriteIdleTimeout(d time.Duration) { w.c.out.SetTimeout(d) 
 // response is written.
 func (w *response) EnableFullDuplex() error { return nil }
 
-// NotifyClientGone has l told when the connection's watch finds the client
-// gone while the request is served, right after the request's context is
-// cancelled: a handler that stops its own work then needs no
-// context.AfterFunc. nil stops it; it ends with the request.
 // RemoteAddrPort is the client's address, as netip.ParseAddrPort reads the
 // request's RemoteAddr, parsed once for the connection's requests.
 func (w *response) RemoteAddrPort() netip.AddrPort { return w.c.remote }
 
+// NotifyClientGone has l told when the connection's watch finds the client
+// gone while the request is served, right after the request's context is
+// cancelled: a handler that stops its own work then needs no
+// context.AfterFunc. nil stops it; it ends with the request.
 func (w *response) NotifyClientGone(l interface{ ClientGone() }) { w.c.watch.notify(l) }
 
 // dateCache formats the Date header once a second.
