@@ -991,17 +991,23 @@ func TestCodecKeepAlive(t *testing.T) {
 // sent and the proxy's SETTINGS acknowledged.
 func h2Conn(t *testing.T, addr string) (net.Conn, *http2.Framer) {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	return h2Dial(t, &net.Dialer{Timeout: 10 * time.Second}, addr)
+}
+
+// h2Dial is h2Conn through the dialer d.
+func h2Dial(t *testing.T, d *net.Dialer, addr string) (net.Conn, *http2.Framer) {
+	t.Helper()
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h2Start(t, conn)
 }
 
-// h2TLSConn is h2Conn over TLS (ALPN h2) to the codec proxy's TLS listener.
-func h2TLSConn(t *testing.T, p *codecProxy) (net.Conn, *http2.Framer) {
+// h2TLSConn is h2Dial over TLS (ALPN h2) to the codec proxy's TLS listener.
+func h2TLSConn(t *testing.T, d *net.Dialer, p *codecProxy) (net.Conn, *http2.Framer) {
 	t.Helper()
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", p.ListenerAddr("ingress_https"),
+	conn, err := tls.DialWithDialer(d, "tcp", p.ListenerAddr("ingress_https"),
 		&tls.Config{ServerName: codecHost, RootCAs: p.ca.pool, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +61,11 @@ func TestCodecClientThatStopsReadingIsCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := stuckWriters()
-			conn, _ := dialProxy(t, p)
+			conn, err := slowReaderDialer().Dial("tcp", p.ListenerAddr("ingress_http"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
 			go func() { _, _ = io.WriteString(conn, tc.requests) }()
 			expectCut(t, conn, whole, stuckWriters, before)
 		})
@@ -143,12 +148,28 @@ func TestRouteIdleTimeoutLetsAClientPauseReading(t *testing.T) {
 // onH2 runs check as subtests on the codec proxy's two HTTP/2 paths, h2c with
 // prior knowledge and TLS with ALPN h2; dial opens a connection for the subtest.
 func onH2(t *testing.T, p *codecProxy, check func(t *testing.T, dial func() (net.Conn, *http2.Framer))) {
+	d := slowReaderDialer()
 	t.Run("h2c", func(t *testing.T) {
-		check(t, func() (net.Conn, *http2.Framer) { return h2Conn(t, p.ListenerAddr("ingress_http")) })
+		check(t, func() (net.Conn, *http2.Framer) { return h2Dial(t, d, p.ListenerAddr("ingress_http")) })
 	})
 	t.Run("TLS h2", func(t *testing.T) {
-		check(t, func() (net.Conn, *http2.Framer) { return h2TLSConn(t, p) })
+		check(t, func() (net.Conn, *http2.Framer) { return h2TLSConn(t, d, p) })
 	})
+}
+
+// slowReaderDialer dials with the receive buffer fixed at 64 KiB, which also
+// turns off the kernel's growing of it: a client that stops reading then
+// blocks the proxy's writes after a few MB whatever the machine's tcp_rmem
+// allows (32 MB on the CI machine, where a whole 16 MB answer once fitted in
+// the sockets and nothing was left to cut).
+func slowReaderDialer() *net.Dialer {
+	return &net.Dialer{Timeout: 10 * time.Second, Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
+		})
+		return errors.Join(err, serr)
+	}}
 }
 
 // h2Download grants the proxy every flow-control window on conn, then asks
