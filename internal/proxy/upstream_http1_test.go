@@ -413,6 +413,61 @@ func TestHTTP1ClientFailuresBeforeTheHead(t *testing.T) {
 	waitFor(t, "the upstream request of the client gone to be cancelled", func() bool { return cancelled.Load() == 4 })
 }
 
+// A response awaited on a pooled connection (the client writes the request
+// and waits for the socket to have something to read, with no read first) is
+// given up as one read for: the route timeout and the client going away
+// each cut it, and the upstream sees its connection closed.
+func TestHTTP1ClientCutsAnAwaitedResponse(t *testing.T) {
+	var cancelled atomic.Int64
+	be := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+				cancelled.Add(1)
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	cp := startControlPlane(t)
+	cp.set("v1", resources{
+		listeners: []*listenerv3.Listener{httpListener(t)},
+		routes: []*routev3.RouteConfiguration{routeConfig("ingress_http", vhost("*",
+			withAction(toCluster("be", prefixMatch("/timed")), func(a *routev3.RouteAction) {
+				a.Timeout = durationpb.New(100 * time.Millisecond)
+			}),
+			toCluster("be", prefixMatch("/"))))},
+		clusters:  []*clusterv3.Cluster{edsCluster("be")},
+		endpoints: []*endpointv3.ClusterLoadAssignment{assignment("be", be.addr())},
+	})
+	p := startProxy(t, cp)
+	p.waitVersion(t, "v1")
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+
+	getOK(t, c, p.httpURL(t, "/timed/fast"), "ok") // the connection is pooled
+	if resp, _, _ := fetch(t, c, http.MethodGet, p.httpURL(t, "/timed/slow"), nil); resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("route timeout on a pooled connection: %d, want 504", resp.StatusCode)
+	}
+	waitFor(t, "the timed-out upstream request to be cancelled", func() bool { return cancelled.Load() == 1 })
+	if n := be.conns.Load(); n != 1 {
+		t.Fatalf("the upstream took %d connections, want 1: the timed-out request was not on the pooled one", n)
+	}
+
+	getOK(t, c, p.httpURL(t, "/fast"), "ok") // a new connection, pooled
+	impatient := &http.Client{Timeout: 100 * time.Millisecond}
+	if _, err := impatient.Get(p.httpURL(t, "/slow")); err == nil {
+		t.Fatal("the impatient client got a response")
+	}
+	impatient.CloseIdleConnections()
+	waitFor(t, "the upstream request of the client gone to be cancelled", func() bool { return cancelled.Load() == 2 })
+	if n := be.conns.Load(); n != 2 {
+		t.Fatalf("the upstream took %d connections, want 2: the abandoned request was not on a pooled one", n)
+	}
+	getOK(t, c, p.httpURL(t, "/fast"), "ok") // and the proxy serves on
+}
+
 // The pool keeps at most its bound of idle connections per endpoint, and
 // closes those idle for the idle timeout.
 func TestHTTP1ClientIdlePool(t *testing.T) {

@@ -308,6 +308,12 @@ type http1Conn struct {
 	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
 	bw     *bufio.Writer
 	peek   *sockpeek.Peeker // nil where the socket cannot be looked at
+	// await is peek in clear text, where the request's bytes are the
+	// socket's: a request without a body is written by it and its response
+	// waited for without a read that would find nothing, a system call per
+	// exchange (awaitResponse: set for the flush of such a request's head).
+	await         *sockpeek.Peeker
+	awaitResponse bool
 	// The response being read, reused from exchange to exchange: parsing a
 	// head allocates nothing once the connection is warm.
 	head http1.Head
@@ -358,8 +364,9 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 	pc.unblock = func() { _ = pc.conn.SetDeadline(longAgo()) }
 	pc.stopFn = pc.stopWatch
 	pc.br = bufio.NewReaderSize(pc, http1BufferSize)
-	pc.bw = bufio.NewWriterSize(conn, http1BufferSize)
-	if tc, ok := conn.(*tls.Conn); ok {
+	pc.bw = bufio.NewWriterSize(pc, http1BufferSize)
+	tc, isTLS := conn.(*tls.Conn)
+	if isTLS {
 		state := tc.ConnectionState()
 		pc.tlsState = &state
 		// An idle TLS connection carries nothing unasked either: what its
@@ -367,7 +374,26 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 		conn = tc.NetConn()
 	}
 	pc.peek = sockpeek.New(conn)
+	if !isTLS {
+		pc.await = pc.peek
+	}
 	return pc
+}
+
+// Write is the buffered writer's destination. The flush of a request with
+// nothing to send after its head (awaitResponse) returns once the response
+// can be read.
+func (pc *http1Conn) Write(p []byte) (int, error) {
+	if !pc.awaitResponse {
+		return pc.conn.Write(p)
+	}
+	pc.awaitResponse = false
+	n := pc.await.WriteAwait(p)
+	if n == len(p) {
+		return n, nil
+	}
+	m, err := pc.conn.Write(p[n:])
+	return n + m, err
 }
 
 // Read is the buffered reader's source: it stops a response head that
@@ -558,7 +584,15 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		return nil, fmt.Errorf("writing the request upstream: %w", err)
 	}
 	pending := pc.bw.Buffered()
-	if err := pc.bw.Flush(); err != nil {
+	// Only on a pooled connection, whose socket takeIdle found empty: on a
+	// new one, bytes a server sends unasked (a greeting, on a port that is
+	// not HTTP) could be there already, and would not end the wait. A trace
+	// told of the request written is told when it was, not once the
+	// response came.
+	pc.awaitResponse = pc.reused && pc.await != nil && !hasBody(req) && (trace == nil || trace.WroteRequest == nil)
+	err = pc.bw.Flush()
+	pc.awaitResponse = false
+	if err != nil {
 		if pc.bw.Buffered() == pending {
 			return nil, &staleConnError{err: err, nothingWritten: true}
 		}

@@ -3,6 +3,7 @@
 package sockpeek
 
 import (
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -58,5 +59,102 @@ func TestNewRefusesWhatIsNotASocket(t *testing.T) {
 	defer b.Close()
 	if p := New(a); p != nil {
 		t.Fatal("a Peeker for net.Pipe, which has no socket")
+	}
+}
+
+// startWriteAwait writes b on c with WriteAwait from a goroutine of its own,
+// which sends what WriteAwait returned.
+func startWriteAwait(t *testing.T, c net.Conn, b []byte) <-chan int {
+	t.Helper()
+	p := New(c)
+	if p == nil {
+		t.Fatal("no Peeker for a TCP connection")
+	}
+	done := make(chan int, 1)
+	go func() { done <- p.WriteAwait(b) }()
+	return done
+}
+
+// within fails the test when ch has nothing in 10 s: a hang, not a slow run.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: nothing after 10 s", what)
+		panic("unreachable")
+	}
+}
+
+// readPing reads the 4 bytes startWriteAwait's callers write.
+func readPing(t *testing.T, c net.Conn) {
+	t.Helper()
+	var b [4]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil || string(b[:]) != "ping" {
+		t.Fatalf("the peer read %q, %v; want ping", b[:], err)
+	}
+}
+
+// TestWriteAwaitReturnsOnceAnswered: the bytes reach the peer, and
+// WriteAwait returns only once the peer's answer is there to read, which it
+// leaves unread.
+func TestWriteAwaitReturnsOnceAnswered(t *testing.T) {
+	client, server := testutil.TCPPair(t)
+	done := startWriteAwait(t, client, []byte("ping"))
+	readPing(t, server)
+	select {
+	case n := <-done:
+		t.Fatalf("WriteAwait returned (%d written) before the peer answered", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := server.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if n := within(t, done, "WriteAwait after the answer"); n != 4 {
+		t.Fatalf("WriteAwait wrote %d bytes, want 4", n)
+	}
+	var b [4]byte
+	if _, err := io.ReadFull(client, b[:]); err != nil || string(b[:]) != "pong" {
+		t.Fatalf("read after WriteAwait: %q, %v; want the answer, left unread", b[:], err)
+	}
+}
+
+// TestWriteAwaitEndsWithTheConnection: a peer that closes, a deadline that
+// passes (how the upstream client cancels an exchange), and the connection
+// closed by another goroutine each end the wait.
+func TestWriteAwaitEndsWithTheConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(client, server net.Conn)
+	}{
+		{"peer closes", func(_, server net.Conn) { _ = server.Close() }},
+		{"deadline passes", func(client, _ net.Conn) { _ = client.SetReadDeadline(time.Unix(1, 0)) }},
+		{"closed here", func(client, _ net.Conn) { _ = client.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := testutil.TCPPair(t)
+			done := startWriteAwait(t, client, []byte("ping"))
+			readPing(t, server)
+			tc.end(client, server)
+			if n := within(t, done, "WriteAwait after the end"); n != 4 {
+				t.Fatalf("WriteAwait wrote %d bytes, want 4", n)
+			}
+		})
+	}
+}
+
+// TestWriteAwaitHandsBackWhatTheSocketCannotTake: a write larger than the
+// socket takes at once returns at once, nothing waited for, with the count
+// of what went, for the caller to write the rest.
+func TestWriteAwaitHandsBackWhatTheSocketCannotTake(t *testing.T) {
+	client, _ := testutil.TCPPair(t)
+	if err := client.(*net.TCPConn).SetWriteBuffer(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 64<<20) // more than any socket buffer takes, the peer reading nothing
+	n := within(t, startWriteAwait(t, client, big), "WriteAwait of more than the socket takes")
+	if n <= 0 || n >= len(big) {
+		t.Fatalf("WriteAwait wrote %d of %d bytes, want some but not all", n, len(big))
 	}
 }
