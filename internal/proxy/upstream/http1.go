@@ -89,21 +89,29 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
+	// The trace is told of the first connection taken only: one on another,
+	// after the first was found stale, serves the same attempt (the
+	// connection manager arms a per-try timeout at GotConn).
+	connTrace := trace
 	fresh := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		pc, err := c.conn(ctx, req, fresh, trace)
+		pc, err := c.conn(ctx, req, fresh, connTrace)
 		if err != nil {
 			return nil, err
 		}
+		connTrace = nil
 		target := ctx.Value(TargetKey{})
 		pc.interims, _ = target.(InterimReceiver)
 		pc.aborts, _ = target.(AbortWatcher)
 		res, err := pc.roundTrip(ctx, req, trace)
 		if err == nil {
 			return res, nil
+		}
+		if errors.Is(err, errLookedStale) && ctx.Err() == nil {
+			continue // as takeIdle does elsewhere: the next pooled connection, or a new one
 		}
 		// A pooled connection the server closed while it was idle fails before any
 		// response byte: Transport retries such a request on another connection, when
@@ -189,7 +197,10 @@ func (c *HTTP1Client) conn(ctx context.Context, req *http.Request, fresh bool, t
 // the answer to). http.Transport sees them at once, from the read its
 // connection keeps outstanding, and closes the connection ("Unsolicited
 // response received on idle HTTP channel"); here no read is outstanding, so
-// the socket is looked at before the connection carries a request. Bytes
+// the socket is looked at before the connection carries a request: here over
+// TLS, and in clear text by the request's first write (http1Conn.Write), in
+// the same wait as the response's, a stale connection then failing with
+// errLookedStale and RoundTrip taking the next. Bytes
 // arriving after that look, once the request is on its way, cannot be told
 // from its response by any client, Transport included. Where the socket
 // cannot be looked at (elsewhere than on Linux), a stale connection is only
@@ -214,9 +225,11 @@ func (c *HTTP1Client) takeIdle(addr string) *http1Conn {
 		c.Mu.Unlock()
 		// Without a read goroutine watching idle connections, one the server
 		// closed (or wrote to unasked) is only found out here, or by the request
-		// failing on it.
-		if pc.br.Buffered() == 0 && (pc.peek == nil || pc.peek.Look() == sockpeek.Empty) {
+		// failing on it. In clear text the look is the exchange's first write's
+		// (lookPending), made in the same wait as the response's.
+		if pc.br.Buffered() == 0 && (pc.await != nil || pc.peek == nil || pc.peek.Look() == sockpeek.Empty) {
 			pc.reused = true
+			pc.lookPending = pc.await != nil
 			return pc
 		}
 		pc.close()
@@ -308,11 +321,14 @@ type http1Conn struct {
 	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
 	bw     *bufio.Writer
 	peek   *sockpeek.Peeker // nil where the socket cannot be looked at
-	// await is peek in clear text, where the request's bytes are the
-	// socket's: a request without a body is written by it and its response
-	// waited for without a read that would find nothing, a system call per
-	// exchange (awaitResponse: set for the flush of such a request's head).
+	// await is peek on a bare TCP connection, where the request's bytes are
+	// the socket's. A pooled one is looked at by the exchange's first write
+	// (lookPending) rather than by takeIdle; when that write is the whole
+	// head of a request without a body (awaitResponse), it is made by await,
+	// the look and the write then in one wait for the response, which no read
+	// that would find nothing precedes: a system call saved per exchange.
 	await         *sockpeek.Peeker
+	lookPending   bool
 	awaitResponse bool
 	// The response being read, reused from exchange to exchange: parsing a
 	// head allocates nothing once the connection is warm.
@@ -374,27 +390,44 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 		conn = tc.NetConn()
 	}
 	pc.peek = sockpeek.New(conn)
-	if !isTLS {
+	if _, bare := conn.(*net.TCPConn); bare && !isTLS {
 		pc.await = pc.peek
 	}
 	return pc
 }
 
-// Write is the buffered writer's destination. The flush of a request with
-// nothing to send after its head (awaitResponse) returns once the response
-// can be read.
+// Write is the buffered writer's destination. The first write on a pooled
+// connection looks at it first (lookPending): one that received anything
+// while idle fails with errLookedStale, nothing written. The flush of a
+// request with nothing to send after its head (awaitResponse) returns once
+// the response can be read.
 func (pc *http1Conn) Write(p []byte) (int, error) {
+	if !pc.lookPending {
+		return pc.conn.Write(p)
+	}
+	pc.lookPending = false
 	if !pc.awaitResponse {
+		if pc.await.Look() != sockpeek.Empty {
+			return 0, errLookedStale
+		}
 		return pc.conn.Write(p)
 	}
 	pc.awaitResponse = false
-	n := pc.await.WriteAwait(p)
+	state, n := pc.await.LookWriteAwait(p)
+	if state != sockpeek.Empty {
+		return 0, errLookedStale
+	}
 	if n == len(p) {
 		return n, nil
 	}
 	m, err := pc.conn.Write(p[n:])
 	return n + m, err
 }
+
+// errLookedStale: a pooled connection received something while idle (its
+// close, or bytes it was not asked for), found by the look before the
+// request was written on it.
+var errLookedStale = errors.New("pooled connection closed or written to while idle")
 
 // Read is the buffered reader's source: it stops a response head that
 // exceeds its limit.
@@ -584,12 +617,14 @@ func (pc *http1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace) (
 		return nil, fmt.Errorf("writing the request upstream: %w", err)
 	}
 	pending := pc.bw.Buffered()
-	// Only on a pooled connection, whose socket takeIdle found empty: on a
-	// new one, bytes a server sends unasked (a greeting, on a port that is
-	// not HTTP) could be there already, and would not end the wait. A trace
-	// told of the request written is told when it was, not once the
-	// response came.
-	pc.awaitResponse = pc.reused && pc.await != nil && !hasBody(req) && (trace == nil || trace.WroteRequest == nil)
+	// Only when the head's first write is this flush (lookPending still set:
+	// a head larger than the buffer went out in pieces, an answer to which
+	// could be there already and would not end the wait), on a pooled
+	// connection, which the look covers (on a new one, bytes a server sends
+	// unasked, a greeting on a port that is not HTTP, would not end it
+	// either). A trace told of the request written is told when it was, not
+	// once the response came.
+	pc.awaitResponse = pc.lookPending && !hasBody(req) && (trace == nil || trace.WroteRequest == nil)
 	err = pc.bw.Flush()
 	pc.awaitResponse = false
 	if err != nil {

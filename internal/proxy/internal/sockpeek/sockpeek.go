@@ -2,8 +2,8 @@
 // without blocking and without consuming it: the upstream client asks whether
 // a pooled connection received anything while idle, the listener whether a
 // client sent bytes that closing its connection would answer with a reset.
-// It also waits for an answer without reading (WriteAwait): the upstream
-// client waits so for a response.
+// It also writes a request and waits for its answer without reading
+// (LookWriteAwait): the upstream client's exchanges on pooled connections.
 package sockpeek
 
 // State is what a look found.

@@ -48,6 +48,9 @@ func New(c net.Conn) *Peeker {
 		if p.sent {
 			return true // woken: something arrived, or the socket ended
 		}
+		if p.look(fd); p.state != Empty {
+			return true // nothing written: the socket is not the caller's to write on
+		}
 		for len(p.out) > 0 {
 			n, err := syscall.Write(int(fd), p.out)
 			if err == syscall.EINTR {
@@ -73,26 +76,30 @@ func (p *Peeker) Look() State {
 	return p.state
 }
 
-// WriteAwait writes b on the socket, as much as it takes at once, and when
-// it took the whole returns only once something arrives, or the socket ends,
-// or a deadline passes, without reading. A read made then finds what
-// arrived, where a read made at once would find nothing, fail, and wait: a
-// system call saved per exchange.
+// LookWriteAwait looks at the socket as Look does and, when nothing waits
+// there, writes b, as much as the socket takes at once; when it took the
+// whole, it returns only once something arrives, or the socket ends, or a
+// deadline passes, without reading. A read made then finds what arrived,
+// where a read made at once would find nothing, fail, and wait: a system
+// call saved per exchange.
 //
-// Only for an answer to b: bytes already in the socket when WriteAwait
-// starts do not end the wait. The poller's readiness is reset before the
-// write, so that an answer arriving at once wakes it, which forgets any
-// arrival before; a server reading a client's next request could wait for
-// ever on one already there (pipelined).
+// The look is made inside the wait, after the poller's readiness for the
+// socket was reset: the wait then ends with anything that arrives after the
+// look, and what arrived before it (which the reset forgets) is what the
+// look reports, with nothing written. Made apart, a peer's close arriving
+// between the look and the wait would be seen by neither.
 //
-// It reports how much of b was written; less than all (the socket's buffer
-// full, or the write failing) means nothing was waited for, and the caller
-// writes the rest with the connection's own Write, which blocks and reports
-// errors as usual. A failed wait is not reported either: the read that
-// follows meets its cause.
-func (p *Peeker) WriteAwait(b []byte) int {
+// It returns what the look found and how much of b was written: less than
+// all when the look found something, or the socket's buffer was full, or
+// the write failed. Then nothing was waited for, and the caller writes the
+// rest (if the socket is still its to write on) with the connection's own
+// Write, which blocks and reports errors as usual. A failed wait is not
+// reported either: the read that follows meets its cause.
+func (p *Peeker) LookWriteAwait(b []byte) (State, int) {
 	p.out, p.wrote, p.sent = b, 0, false
-	_ = p.raw.Read(p.writeAwait)
+	if err := p.raw.Read(p.writeAwait); err != nil && !p.sent {
+		p.state = Closed // a deadline passed, or the connection was closed, before the look
+	}
 	p.out = nil
-	return p.wrote
+	return p.state, p.wrote
 }

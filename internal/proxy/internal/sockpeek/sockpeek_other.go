@@ -14,5 +14,6 @@ func New(net.Conn) *Peeker { return nil }
 // Look is never called on a nil Peeker by the callers; it says Closed.
 func (*Peeker) Look() State { return Closed }
 
-// WriteAwait writes nothing here: callers write b themselves.
-func (*Peeker) WriteAwait([]byte) int { return 0 }
+// LookWriteAwait is never called on a nil Peeker by the callers; it says
+// Closed and writes nothing.
+func (*Peeker) LookWriteAwait([]byte) (State, int) { return Closed, 0 }

@@ -62,16 +62,25 @@ func TestNewRefusesWhatIsNotASocket(t *testing.T) {
 	}
 }
 
-// startWriteAwait writes b on c with WriteAwait from a goroutine of its own,
-// which sends what WriteAwait returned.
-func startWriteAwait(t *testing.T, c net.Conn, b []byte) <-chan int {
+// awaited is what a LookWriteAwait returned.
+type awaited struct {
+	state State
+	wrote int
+}
+
+// startWriteAwait writes b on c with LookWriteAwait from a goroutine of its
+// own, which sends what it returned.
+func startWriteAwait(t *testing.T, c net.Conn, b []byte) <-chan awaited {
 	t.Helper()
 	p := New(c)
 	if p == nil {
 		t.Fatal("no Peeker for a TCP connection")
 	}
-	done := make(chan int, 1)
-	go func() { done <- p.WriteAwait(b) }()
+	done := make(chan awaited, 1)
+	go func() {
+		state, n := p.LookWriteAwait(b)
+		done <- awaited{state, n}
+	}()
 	return done
 }
 
@@ -87,6 +96,16 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// stillWaiting fails the test when done has a result already.
+func stillWaiting(t *testing.T, done <-chan awaited, before string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("LookWriteAwait returned %+v before %s", r, before)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
 // readPing reads the 4 bytes startWriteAwait's callers write.
 func readPing(t *testing.T, c net.Conn) {
 	t.Helper()
@@ -96,39 +115,36 @@ func readPing(t *testing.T, c net.Conn) {
 	}
 }
 
-// TestWriteAwaitReturnsOnceAnswered: the bytes reach the peer, and
-// WriteAwait returns only once the peer's answer is there to read, which it
-// leaves unread.
-func TestWriteAwaitReturnsOnceAnswered(t *testing.T) {
+// TestLookWriteAwaitReturnsOnceAnswered: the bytes reach the peer, and
+// LookWriteAwait returns only once the peer's answer is there to read, which
+// it leaves unread.
+func TestLookWriteAwaitReturnsOnceAnswered(t *testing.T) {
 	client, server := testutil.TCPPair(t)
 	done := startWriteAwait(t, client, []byte("ping"))
 	readPing(t, server)
-	select {
-	case n := <-done:
-		t.Fatalf("WriteAwait returned (%d written) before the peer answered", n)
-	case <-time.After(50 * time.Millisecond):
-	}
+	stillWaiting(t, done, "the peer answered")
 	if _, err := server.Write([]byte("pong")); err != nil {
 		t.Fatal(err)
 	}
-	if n := within(t, done, "WriteAwait after the answer"); n != 4 {
-		t.Fatalf("WriteAwait wrote %d bytes, want 4", n)
+	if r := within(t, done, "LookWriteAwait after the answer"); r != (awaited{Empty, 4}) {
+		t.Fatalf("LookWriteAwait: %+v, want the socket empty and 4 bytes written", r)
 	}
 	var b [4]byte
 	if _, err := io.ReadFull(client, b[:]); err != nil || string(b[:]) != "pong" {
-		t.Fatalf("read after WriteAwait: %q, %v; want the answer, left unread", b[:], err)
+		t.Fatalf("read after LookWriteAwait: %q, %v; want the answer, left unread", b[:], err)
 	}
 }
 
-// TestWriteAwaitEndsWithTheConnection: a peer that closes, a deadline that
-// passes (how the upstream client cancels an exchange), and the connection
-// closed by another goroutine each end the wait.
-func TestWriteAwaitEndsWithTheConnection(t *testing.T) {
+// TestLookWriteAwaitEndsWithTheConnection: a peer that closes, a deadline
+// that passes (how the upstream client cancels an exchange), and the
+// connection closed by another goroutine each end the wait.
+func TestLookWriteAwaitEndsWithTheConnection(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		end  func(client, server net.Conn)
 	}{
 		{"peer closes", func(_, server net.Conn) { _ = server.Close() }},
+		{"peer half-closes", func(_, server net.Conn) { _ = server.(*net.TCPConn).CloseWrite() }},
 		{"deadline passes", func(client, _ net.Conn) { _ = client.SetReadDeadline(time.Unix(1, 0)) }},
 		{"closed here", func(client, _ net.Conn) { _ = client.Close() }},
 	} {
@@ -136,25 +152,55 @@ func TestWriteAwaitEndsWithTheConnection(t *testing.T) {
 			client, server := testutil.TCPPair(t)
 			done := startWriteAwait(t, client, []byte("ping"))
 			readPing(t, server)
+			stillWaiting(t, done, "the end")
 			tc.end(client, server)
-			if n := within(t, done, "WriteAwait after the end"); n != 4 {
-				t.Fatalf("WriteAwait wrote %d bytes, want 4", n)
+			if r := within(t, done, "LookWriteAwait after the end"); r.wrote != 4 {
+				t.Fatalf("LookWriteAwait: %+v, want 4 bytes written", r)
 			}
 		})
 	}
 }
 
-// TestWriteAwaitHandsBackWhatTheSocketCannotTake: a write larger than the
-// socket takes at once returns at once, nothing waited for, with the count
-// of what went, for the caller to write the rest.
-func TestWriteAwaitHandsBackWhatTheSocketCannotTake(t *testing.T) {
+// TestLookWriteAwaitWritesNothingOnASocketNotEmpty: what arrived before the
+// call (a close, or bytes) is reported by the look, nothing is written and
+// nothing waited for; a deadline already past writes nothing either.
+func TestLookWriteAwaitWritesNothingOnASocketNotEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before func(client, server net.Conn)
+		want   State
+	}{
+		{"peer half-closed", func(_, server net.Conn) { _ = server.(*net.TCPConn).CloseWrite() }, Closed},
+		{"bytes unasked", func(_, server net.Conn) { _, _ = server.Write([]byte("HTTP/1.1 200 OK\r\n")) }, Data},
+		{"deadline past", func(client, _ net.Conn) { _ = client.SetReadDeadline(time.Unix(1, 0)) }, Closed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := testutil.TCPPair(t)
+			tc.before(client, server)
+			if tc.name != "deadline past" {
+				if got := lookUntil(New(client), tc.want); got != tc.want {
+					t.Fatalf("the socket never showed %v (%v)", tc.want, got)
+				}
+			}
+			r := within(t, startWriteAwait(t, client, []byte("ping")), "LookWriteAwait")
+			if r != (awaited{tc.want, 0}) {
+				t.Fatalf("LookWriteAwait: %+v, want %v and nothing written", r, tc.want)
+			}
+		})
+	}
+}
+
+// TestLookWriteAwaitHandsBackWhatTheSocketCannotTake: a write larger than
+// the socket takes at once returns at once, nothing waited for, with the
+// count of what went, for the caller to write the rest.
+func TestLookWriteAwaitHandsBackWhatTheSocketCannotTake(t *testing.T) {
 	client, _ := testutil.TCPPair(t)
 	if err := client.(*net.TCPConn).SetWriteBuffer(4 << 10); err != nil {
 		t.Fatal(err)
 	}
 	big := make([]byte, 64<<20) // more than any socket buffer takes, the peer reading nothing
-	n := within(t, startWriteAwait(t, client, big), "WriteAwait of more than the socket takes")
-	if n <= 0 || n >= len(big) {
-		t.Fatalf("WriteAwait wrote %d of %d bytes, want some but not all", n, len(big))
+	r := within(t, startWriteAwait(t, client, big), "LookWriteAwait of more than the socket takes")
+	if r.state != Empty || r.wrote <= 0 || r.wrote >= len(big) {
+		t.Fatalf("LookWriteAwait: %+v of %d bytes, want some but not all written", r, len(big))
 	}
 }
