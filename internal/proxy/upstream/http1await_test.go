@@ -44,6 +44,20 @@ func answeringUpstream(t *testing.T, accepted *atomic.Int64, then func(conn net.
 	})
 }
 
+// pooledClient is a client with a connection to addr in its pool, from a
+// first request answered "1", and a context bounding the test's requests.
+func pooledClient(t *testing.T, addr string) (*HTTP1Client, context.Context) {
+	t.Helper()
+	c := testClient(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang, not a speed limit
+	t.Cleanup(cancel)
+	if code, got := getWith(t, c, ctx, addr, nil, nil); code != 200 || got != "1" {
+		t.Fatalf("first request: %d %q", code, got)
+	}
+	waitPooled(t, c, addr)
+	return c, ctx
+}
+
 // getWith makes a GET of addr with c under ctx and trace, and returns the
 // response's status and body.
 func getWith(t *testing.T, c *HTTP1Client, ctx context.Context, addr string, header http.Header, trace *httptrace.ClientTrace) (int, string) {
@@ -77,13 +91,7 @@ func TestHTTP1ClientSeesACloseBeforeItsRequest(t *testing.T) {
 		close(closed)
 		_, _ = io.Copy(io.Discard, br)
 	})
-	c := testClient(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang, not a speed limit
-	defer cancel()
-	if code, got := getWith(t, c, ctx, addr, nil, nil); code != 200 || got != "1" {
-		t.Fatalf("first request: %d %q", code, got)
-	}
-	waitPooled(t, c, addr)
+	c, ctx := pooledClient(t, addr)
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		if !info.Reused {
 			return
@@ -113,13 +121,7 @@ func TestHTTP1ClientReadsAnAnswerToALargeHead(t *testing.T) {
 		_ = conn.(*net.TCPConn).CloseWrite()
 		_, _ = io.Copy(io.Discard, br)
 	})
-	c := testClient(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang, not a speed limit
-	defer cancel()
-	if code, got := getWith(t, c, ctx, addr, nil, nil); code != 200 || got != "1" {
-		t.Fatalf("first request: %d %q", code, got)
-	}
-	waitPooled(t, c, addr)
+	c, ctx := pooledClient(t, addr)
 	large := http.Header{"X-Large": {strings.Repeat("a", 1<<20)}}
 	if code, got := getWith(t, c, ctx, addr, large, nil); code != http.StatusRequestHeaderFieldsTooLarge || accepted.Load() != 1 {
 		t.Fatalf("a 1 MiB head answered early: %d %q (%d connections), want 431 on the pooled one", code, got, accepted.Load())
