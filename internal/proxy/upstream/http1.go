@@ -227,9 +227,9 @@ func (c *HTTP1Client) takeIdle(addr string) *http1Conn {
 		// closed (or wrote to unasked) is only found out here, or by the request
 		// failing on it. In clear text the look is the exchange's first write's
 		// (lookPending), made in the same wait as the response's.
-		if pc.br.Buffered() == 0 && (pc.await != nil || pc.peek == nil || pc.peek.Look() == sockpeek.Empty) {
+		if pc.br.Buffered() == 0 && (pc.bare || pc.peek == nil || pc.peek.Look() == sockpeek.Empty) {
 			pc.reused = true
-			pc.lookPending = pc.await != nil
+			pc.lookPending = pc.bare
 			return pc
 		}
 		pc.close()
@@ -321,13 +321,13 @@ type http1Conn struct {
 	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
 	bw     *bufio.Writer
 	peek   *sockpeek.Peeker // nil where the socket cannot be looked at
-	// await is peek on a bare TCP connection, where the request's bytes are
-	// the socket's. A pooled one is looked at by the exchange's first write
-	// (lookPending) rather than by takeIdle; when that write is the whole
-	// head of a request without a body (awaitResponse), it is made by await,
-	// the look and the write then in one wait for the response, which no read
-	// that would find nothing precedes: a system call saved per exchange.
-	await         *sockpeek.Peeker
+	// bare: peek is the connection's own socket (a *net.TCPConn), whose
+	// bytes are the request's. A pooled bare connection is looked at by the
+	// exchange's first write (lookPending) rather than by takeIdle; when that
+	// write is the whole head of a request without a body (awaitResponse),
+	// the look and the write are made in one wait for the response, which no
+	// read that would find nothing precedes: a system call saved per exchange.
+	bare          bool
 	lookPending   bool
 	awaitResponse bool
 	// The response being read, reused from exchange to exchange: parsing a
@@ -390,9 +390,8 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 		conn = tc.NetConn()
 	}
 	pc.peek = sockpeek.New(conn)
-	if _, bare := conn.(*net.TCPConn); bare && !isTLS {
-		pc.await = pc.peek
-	}
+	_, tcp := conn.(*net.TCPConn)
+	pc.bare = tcp && !isTLS && pc.peek != nil
 	return pc
 }
 
@@ -407,13 +406,13 @@ func (pc *http1Conn) Write(p []byte) (int, error) {
 	}
 	pc.lookPending = false
 	if !pc.awaitResponse {
-		if pc.await.Look() != sockpeek.Empty {
+		if pc.peek.Look() != sockpeek.Empty {
 			return 0, errLookedStale
 		}
 		return pc.conn.Write(p)
 	}
 	pc.awaitResponse = false
-	state, n := pc.await.LookWriteAwait(p)
+	state, n := pc.peek.LookWriteAwait(p)
 	if state != sockpeek.Empty {
 		return 0, errLookedStale
 	}

@@ -13,7 +13,7 @@ type Peeker struct {
 	state State
 	buf   [1]byte
 
-	// WriteAwait's state: what is left to write, what was written, and
+	// LookWriteAwait's state: what is left to write, what was written, and
 	// whether the whole was, so that the next call is the poller's wake-up.
 	writeAwait func(fd uintptr) bool
 	out        []byte
