@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/internal/sockpeek"
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
 // The exchanges on pooled clear-text connections write the request and wait
@@ -98,10 +99,10 @@ func TestHTTP1ClientSeesACloseBeforeItsRequest(t *testing.T) {
 		}
 		close(halfClose)
 		<-closed
-		// Until the close has reached this end of the connection.
-		for p := sockpeek.New(info.Conn); p.Look() != sockpeek.Closed; {
-			time.Sleep(time.Millisecond)
-		}
+		p := sockpeek.New(info.Conn)
+		testutil.Eventually(t, 10*time.Second, "the close to reach this end of the connection", func() bool {
+			return p.Look() == sockpeek.Closed
+		})
 	}}
 	if code, got := getWith(t, c, ctx, addr, nil, trace); code != 200 || got != "2" {
 		t.Fatalf("request on the connection closed after it was taken: %d %q, want 200 \"2\" from a new connection", code, got)
