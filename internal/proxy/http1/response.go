@@ -43,6 +43,9 @@ type response struct {
 	written     int64
 	pending     []byte // body held back before the head is committed
 	keys        []string
+	// sendWhole: the response leaves as soon as its declared length is
+	// written, before the handler returns (see serveRequest).
+	sendWhole bool
 }
 
 func (w *response) reset(req *http.Request, head *Head) {
@@ -54,7 +57,7 @@ func (w *response) reset(req *http.Request, head *Head) {
 	}
 	w.status, w.wroteHeader, w.committed, w.noBody, w.chunked = 0, false, false, false, false
 	w.closeAfter, w.continued = head.Close, false
-	w.declared, w.written = -1, 0
+	w.declared, w.written, w.sendWhole = -1, 0, false
 	w.pending = w.pending[:0]
 }
 
@@ -137,7 +140,13 @@ func (w *response) Write(p []byte) (int, error) {
 		}
 		w.commit(false)
 	}
-	return w.writeBody(p)
+	n, err := w.writeBody(p)
+	if err == nil && w.sendWhole && w.written == w.declared {
+		// Whole: nothing the handler still does (its logs and metrics, the
+		// upstream connection's return to its pool) holds the client up.
+		err = w.c.bw.Flush()
+	}
+	return n, err
 }
 
 // writeBody writes p as the framing chosen.

@@ -2,9 +2,12 @@ package http1
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -132,5 +135,85 @@ func TestServePipelinedAnswerNotHeldBySlowRequest(t *testing.T) {
 	}
 	if !<-waited {
 		t.Error("the first answer was held until the second request was served")
+	}
+}
+
+// A response whose declared length is written leaves at once: the client has
+// it while the handler still runs (the proxy's access log line, metrics and
+// the upstream connection's return to its pool come after its last write).
+func TestServeWholeResponseLeavesBeforeHandlerReturns(t *testing.T) {
+	read := make(chan struct{})
+	waited := make(chan bool, 1)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		_, _ = io.WriteString(w, "hello")
+		select {
+		case <-read:
+			waited <- true
+		case <-time.After(20 * time.Second): // a hang, not a speed limit
+			waited <- false
+		}
+	})})
+	c, br := dial(t, addr)
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, body := readResponse(t, br, "GET"); body != "hello" {
+		t.Fatalf("body %q", body)
+	}
+	close(read)
+	if !<-waited {
+		t.Error("the whole response was held until the handler returned")
+	}
+}
+
+// writeCounter counts the writes made to a connection.
+type writeCounter struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// The answers to requests pipelined together leave together, in one write,
+// though each is whole before the next is served: a response is sent as soon
+// as it is whole only when no request is waiting behind it.
+func TestServePipelinedAnswersLeaveInOneWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(r.URL.Path)))
+		_, _ = io.WriteString(w, r.URL.Path)
+	})}
+	served := make(chan *writeCounter, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(served)
+			return
+		}
+		wc := &writeCounter{Conn: c}
+		s.ServeConn(wc, nil)
+		served <- wc
+	}()
+	t.Cleanup(func() { _ = ln.Close(); s.Close() })
+	c, br := dial(t, ln.Addr().String())
+	_, _ = io.WriteString(c, "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /bc HTTP/1.1\r\nHost: a\r\n\r\n")
+	for _, want := range []string{"/a", "/bc"} {
+		if _, body := readResponse(t, br, "GET"); body != want {
+			t.Fatalf("body %q, want %q", body, want)
+		}
+	}
+	_ = c.Close()
+	wc, ok := <-served
+	if !ok {
+		t.Fatal("no connection served")
+	}
+	if n := wc.writes.Load(); n != 1 {
+		t.Errorf("the two answers took %d writes, want 1", n)
 	}
 }
