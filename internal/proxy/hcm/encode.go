@@ -22,8 +22,8 @@ type encodedBody struct {
 // and, when one of them wraps the body, sends the body through it.
 func (w *responseWriter) encodeBody(status int) {
 	h := w.Header()
-	announced := h.Values("Trailer") // before an encoder changes them
-	head := &w.head                  // kept in the writer: no allocation per response
+	announced := h["Trailer"] // before an encoder changes them
+	head := &w.head           // kept in the writer: no allocation per response
 	*head = filter.ResponseHead{Status: status, Headers: filter.HeaderMap(h), Local: w.local, Filter: w.replyFilter, LocalBody: w.localBody}
 	head.EndStream = noBody(w.enc.Request.Method, status) || headerValue(h, "Content-Length") == "0" ||
 		(w.local && headerValue(h, "Content-Length") == "") // localReply declares the length of every body it sends

@@ -252,7 +252,7 @@ func downstreamAddrs(hcm *Spec, w http.ResponseWriter, r *http.Request) (peer ne
 		peer, _ = netip.ParseAddrPort(r.RemoteAddr)
 	}
 	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
-	if a, ok := hcm.Client.ForwardedClient(r.Header.Values("X-Forwarded-For")); ok {
+	if a, ok := hcm.Client.ForwardedClient(r.Header["X-Forwarded-For"]); ok {
 		return peer, a
 	}
 	return peer, peer.Addr()
@@ -658,7 +658,7 @@ func NewRequestID() string {
 // is the edge (use_remote_address), as Envoy does; otherwise the header
 // passes through unchanged.
 func forwardedFor(hcm *Spec, r *http.Request) string {
-	prior := strings.Join(r.Header.Values("X-Forwarded-For"), ", ")
+	prior := strings.Join(r.Header["X-Forwarded-For"], ", ")
 	if !hcm.Client.UseRemoteAddress || hcm.SkipXFFAppend {
 		return prior
 	}

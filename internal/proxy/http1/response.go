@@ -41,8 +41,8 @@ type response struct {
 	continued   bool  // a 100 Continue was sent
 	declared    int64 // the handler's Content-Length; -1: none
 	written     int64
-	pending     []byte // body held back before the head is committed
-	keys        []string
+	pending     []byte        // body held back before the head is committed
+	fields      []headerField // writeFields' list, kept for the next response
 	// sendWhole: the response leaves as soon as its declared length is
 	// written, before the handler returns (see serveRequest).
 	sendWhole bool
@@ -219,23 +219,29 @@ func (w *response) commit(final bool) {
 // names and turning line breaks in values into spaces so that no value can
 // start a field or a message of its own.
 func (w *response) writeFields(bw *bufio.Writer) {
-	keys := w.keys[:0]
-	for k := range w.header {
+	fields := w.fields[:0]
+	for k, vv := range w.header {
 		if !strings.HasPrefix(k, http.TrailerPrefix) {
-			keys = append(keys, k)
+			fields = append(fields, headerField{k, vv})
 		}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !httpguts.ValidHeaderFieldName(k) {
+	slices.SortFunc(fields, func(a, b headerField) int { return strings.Compare(a.name, b.name) })
+	for _, f := range fields {
+		if !httpguts.ValidHeaderFieldName(f.name) {
 			continue
 		}
-		for _, v := range w.header[k] {
-			writeField(bw, k, v)
+		for _, v := range f.values {
+			writeField(bw, f.name, v)
 		}
 	}
-	clear(keys) // the names may hold a large header's text
-	w.keys = keys[:0]
+	clear(fields) // the names and values may hold a large header's text
+	w.fields = fields[:0]
+}
+
+// headerField is a header field's name and values, as writeFields sorts them.
+type headerField struct {
+	name   string
+	values []string
 }
 
 func writeField(bw *bufio.Writer, k, v string) {
@@ -266,6 +272,10 @@ func breaksLine(v string) bool {
 }
 
 func writeStatusLine(bw *bufio.Writer, code int) {
+	if code == http.StatusOK { // most responses: one write of a constant
+		_, _ = bw.WriteString("HTTP/1.1 200 OK\r\n")
+		return
+	}
 	_, _ = bw.WriteString("HTTP/1.1 ")
 	writeStatusCode(bw, code)
 	_ = bw.WriteByte(' ')

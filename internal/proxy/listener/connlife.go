@@ -153,27 +153,48 @@ type connLives struct{ m sync.Map } // net.Conn -> *connLife
 // plaintext connection.
 func (ls *connLives) start(ctx context.Context, ll *liveListener, c net.Conn, chain *connChain) context.Context {
 	cl := &connLife{ll: ll, conn: c, holder: chain, start: time.Now()}
-	raw := c
-	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
-		raw = w.NetConn() // under TLS, or a connection the codec sniffed for h2c
-	}
-	if sc, ok := raw.(*serverConn); ok {
+	if sc := serverConnOf(c); sc != nil {
 		sc.life = cl
 	}
 	ls.m.Store(c, cl)
 	return context.WithValue(ctx, connLifeKey{}, cl)
 }
 
-// connState is http.Server.ConnState.
+// connState is http.Server.ConnState. A connection's life is found on its
+// serverConn when start put it there (every request changes the state twice:
+// no lookup in m for those), else in m.
 func (ls *connLives) connState(c net.Conn, state http.ConnState) {
-	v, ok := ls.m.Load(c)
-	if !ok {
+	if state == http.StateClosed || state == http.StateHijacked {
+		if v, ok := ls.m.LoadAndDelete(c); ok {
+			v.(*connLife).setState(state)
+		}
 		return
 	}
-	if state == http.StateClosed || state == http.StateHijacked {
-		ls.m.Delete(c)
+	if cl := startedLife(c); cl != nil {
+		cl.setState(state)
+		return
 	}
-	v.(*connLife).setState(state)
+	if v, ok := ls.m.Load(c); ok {
+		v.(*connLife).setState(state)
+	}
+}
+
+// startedLife is the life start gave c's serverConn; nil: none there.
+func startedLife(c net.Conn) *connLife {
+	if sc := serverConnOf(c); sc != nil {
+		return sc.life
+	}
+	return nil
+}
+
+// serverConnOf is the serverConn c is, or is over (under TLS, or a connection
+// the codec sniffed for h2c); nil: none.
+func serverConnOf(c net.Conn) *serverConn {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn()
+	}
+	sc, _ := c.(*serverConn)
+	return sc
 }
 
 // headTimeout bounds the read of a request head on the connection whose
@@ -278,11 +299,7 @@ func (c *serverConn) AllowIdle(d time.Duration) {
 // context). It is http.Server's ConnContext after start, so it runs before
 // the server writes anything.
 func boundH2Writes(ctx context.Context, c net.Conn) context.Context {
-	raw := c
-	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
-		raw = w.NetConn()
-	}
-	if sc, ok := raw.(*serverConn); ok && sc.life != nil {
+	if sc := serverConnOf(c); sc != nil && sc.life != nil {
 		sc.writes = http1.NewConnWriter(sc.Conn)
 		return context.WithValue(ctx, hcm.ConnWriteBoundKey{}, hcm.ConnWriteBound(sc))
 	}
