@@ -41,8 +41,8 @@ type response struct {
 	continued   bool  // a 100 Continue was sent
 	declared    int64 // the handler's Content-Length; -1: none
 	written     int64
-	pending     []byte        // body held back before the head is committed
-	fields      []headerField // writeFields' list, kept for the next response
+	pending     []byte // body held back before the head is committed
+	keys        []string
 	// sendWhole: the response leaves as soon as its declared length is
 	// written, before the handler returns (see serveRequest).
 	sendWhole bool
@@ -219,29 +219,23 @@ func (w *response) commit(final bool) {
 // names and turning line breaks in values into spaces so that no value can
 // start a field or a message of its own.
 func (w *response) writeFields(bw *bufio.Writer) {
-	fields := w.fields[:0]
-	for k, vv := range w.header {
+	keys := w.keys[:0]
+	for k := range w.header {
 		if !strings.HasPrefix(k, http.TrailerPrefix) {
-			fields = append(fields, headerField{k, vv})
+			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(fields, func(a, b headerField) int { return strings.Compare(a.name, b.name) })
-	for _, f := range fields {
-		if !httpguts.ValidHeaderFieldName(f.name) {
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !httpguts.ValidHeaderFieldName(k) {
 			continue
 		}
-		for _, v := range f.values {
-			writeField(bw, f.name, v)
+		for _, v := range w.header[k] {
+			writeField(bw, k, v)
 		}
 	}
-	clear(fields) // the names and values may hold a large header's text
-	w.fields = fields[:0]
-}
-
-// headerField is a header field's name and values, as writeFields sorts them.
-type headerField struct {
-	name   string
-	values []string
+	clear(keys) // the names may hold a large header's text
+	w.keys = keys[:0]
 }
 
 func writeField(bw *bufio.Writer, k, v string) {
