@@ -141,9 +141,12 @@ func (w *response) Write(p []byte) (int, error) {
 		w.commit(false)
 	}
 	n, err := w.writeBody(p)
-	if err == nil && w.sendWhole && w.written == w.declared {
+	if err == nil && w.sendWhole && !w.closeAfter && w.written == w.declared {
 		// Whole: nothing the handler still does (its logs and metrics, the
-		// upstream connection's return to its pool) holds the client up.
+		// upstream connection's return to its pool) holds the client up. A
+		// response the connection closes after is not sent apart from the
+		// close: the client would be woken twice, for the bytes and then for
+		// the end.
 		err = w.c.bw.Flush()
 	}
 	return n, err
