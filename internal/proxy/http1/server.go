@@ -456,7 +456,8 @@ func (c *conn) serveRequest() (keep bool) {
 	}
 	// A response is sent once whole, unless the answers to pipelined
 	// requests already here are to leave with it (serve), or the request's
-	// body, whose end can still change the head (endBody), is being read.
+	// body, whose end can still change the head (endBody), is being read; nor
+	// when the connection closes after it (Write).
 	w.sendWhole = c.reqBody == nil && !headBuffered(c.br)
 	c.watch.arm(c.reqBody, c.head.Upgrade)
 	ok := c.callHandler(w, req)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,42 +167,59 @@ func TestServeWholeResponseLeavesBeforeHandlerReturns(t *testing.T) {
 	}
 }
 
-// writeCounter counts the writes made to a connection.
-type writeCounter struct {
+// writeRecorder records the writes made to a connection, and for each whether
+// mark was set when it was made.
+type writeRecorder struct {
 	net.Conn
-	writes atomic.Int32
+	mark   atomic.Bool
+	mu     sync.Mutex
+	marked []bool
 }
 
-func (c *writeCounter) Write(p []byte) (int, error) {
-	c.writes.Add(1)
+func (c *writeRecorder) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.marked = append(c.marked, c.mark.Load())
+	c.mu.Unlock()
 	return c.Conn.Write(p)
 }
 
-// The answers to requests pipelined together leave together, in one write,
-// though each is whole before the next is served: a response is sent as soon
-// as it is whole only when no request is waiting behind it.
-func TestServePipelinedAnswersLeaveInOneWrite(t *testing.T) {
+// serveRecorded serves one connection with s, through a writeRecorder that
+// the handler can mark, and returns the address and the recorder once the
+// connection is served.
+func serveRecorded(t *testing.T, s *Server, rec *writeRecorder) (addr string, served <-chan struct{}) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.Itoa(len(r.URL.Path)))
-		_, _ = io.WriteString(w, r.URL.Path)
-	})}
-	served := make(chan *writeCounter, 1)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		c, err := ln.Accept()
 		if err != nil {
-			close(served)
 			return
 		}
-		wc := &writeCounter{Conn: c}
-		s.ServeConn(wc, nil)
-		served <- wc
+		rec.Conn = c
+		s.ServeConn(rec, nil)
 	}()
-	t.Cleanup(func() { _ = ln.Close(); s.Close() })
-	c, br := dial(t, ln.Addr().String())
+	t.Cleanup(func() { _ = ln.Close(); s.Close(); <-done })
+	return ln.Addr().String(), done
+}
+
+// The answers to requests pipelined together leave together: a response is
+// sent as soon as it is whole only when no request is waiting behind it, so
+// nothing is written while the first request is served (the second one's
+// handler marks the connection when it starts).
+func TestServePipelinedAnswersLeaveTogether(t *testing.T) {
+	rec := &writeRecorder{}
+	addr, served := serveRecorded(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bc" {
+			rec.mark.Store(true)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(r.URL.Path)))
+		_, _ = io.WriteString(w, r.URL.Path)
+	})}, rec)
+	c, br := dial(t, addr)
 	_, _ = io.WriteString(c, "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /bc HTTP/1.1\r\nHost: a\r\n\r\n")
 	for _, want := range []string{"/a", "/bc"} {
 		if _, body := readResponse(t, br, "GET"); body != want {
@@ -209,11 +227,29 @@ func TestServePipelinedAnswersLeaveInOneWrite(t *testing.T) {
 		}
 	}
 	_ = c.Close()
-	wc, ok := <-served
-	if !ok {
-		t.Fatal("no connection served")
+	<-served
+	if len(rec.marked) == 0 || !rec.marked[0] {
+		t.Errorf("the first answer was written while the first request was served (writes, second request started: %v)", rec.marked)
 	}
-	if n := wc.writes.Load(); n != 1 {
-		t.Errorf("the two answers took %d writes, want 1", n)
+}
+
+// A response the connection closes after is not sent before the handler is
+// done (it leaves with the close): the handler marks the connection as it
+// returns.
+func TestServeClosingResponseLeavesWithTheClose(t *testing.T) {
+	rec := &writeRecorder{}
+	addr, served := serveRecorded(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		_, _ = io.WriteString(w, "hello")
+		rec.mark.Store(true)
+	})}, rec)
+	c, br := dial(t, addr)
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	if _, body := readResponse(t, br, "GET"); body != "hello" {
+		t.Fatalf("body %q", body)
+	}
+	<-served
+	if len(rec.marked) == 0 || !rec.marked[0] {
+		t.Errorf("the response was written before the handler was done (writes, handler done: %v)", rec.marked)
 	}
 }
