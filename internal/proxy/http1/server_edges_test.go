@@ -183,8 +183,8 @@ func (c *writeRecorder) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// serveRecorded serves one connection with s, through a writeRecorder that
-// the handler can mark, and returns the address and the recorder once the
+// serveRecorded serves one connection with s, through rec, which the handler
+// can mark; it returns the address to dial and a channel closed once the
 // connection is served.
 func serveRecorded(t *testing.T, s *Server, rec *writeRecorder) (addr string, served <-chan struct{}) {
 	t.Helper()
