@@ -33,7 +33,13 @@ import (
 
 var env *kubetest.Env
 
-func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
+func TestMain(m *testing.M) {
+	code := kubetest.Main(m, &env)
+	if podinfo.path != "" {
+		_ = os.RemoveAll(filepath.Dir(podinfo.path)) // podinfoImage's build, 11 MB
+	}
+	os.Exit(code)
+}
 
 // wait is the deadline of every wait on the API server and the Pods: generous, since
 // the machine may be loaded (a Pod start is a few process starts).
