@@ -170,21 +170,13 @@ func (ls *connLives) connState(c net.Conn, state http.ConnState) {
 		}
 		return
 	}
-	if cl := startedLife(c); cl != nil {
-		cl.setState(state)
+	if sc := serverConnOf(c); sc != nil && sc.life != nil {
+		sc.life.setState(state)
 		return
 	}
 	if v, ok := ls.m.Load(c); ok {
 		v.(*connLife).setState(state)
 	}
-}
-
-// startedLife is the life start gave c's serverConn; nil: none there.
-func startedLife(c net.Conn) *connLife {
-	if sc := serverConnOf(c); sc != nil {
-		return sc.life
-	}
-	return nil
 }
 
 // serverConnOf is the serverConn c is, or is over (under TLS, or a connection
