@@ -86,6 +86,8 @@ type idleTimer struct {
 	mu      sync.Mutex
 	timer   *pooledTimer
 	stopped bool
+	// disturbed: its timer went off, and a call may still reach it.
+	disturbed bool
 }
 
 // startIdleTimer returns a running idle timer, or nil (a valid no-op timer)
@@ -147,7 +149,7 @@ func (it *idleTimer) stop() {
 	defer it.mu.Unlock()
 	it.stopped = true
 	if it.timer != nil {
-		it.timer.release()
+		it.disturbed = !it.timer.release()
 		it.timer = nil
 	}
 }

@@ -16,6 +16,9 @@ type pooledTimer struct {
 	t     *time.Timer
 	mu    sync.Mutex
 	owner expiry // nil once released
+	// fired says the timer went off for its owner: a call may still be under
+	// way, so the owner must not be reused.
+	fired bool
 }
 
 // timers holds released timers. A timer goes back only when its Stop
@@ -32,7 +35,7 @@ func startTimer(d time.Duration, owner expiry) *pooledTimer {
 		return pt
 	}
 	pt.mu.Lock()
-	pt.owner = owner
+	pt.owner, pt.fired = owner, false
 	pt.mu.Unlock()
 	pt.t.Reset(d)
 	return pt
@@ -41,6 +44,7 @@ func startTimer(d time.Duration, owner expiry) *pooledTimer {
 func (pt *pooledTimer) fire() {
 	pt.mu.Lock()
 	o := pt.owner
+	pt.fired = pt.fired || o != nil
 	pt.mu.Unlock()
 	if o != nil {
 		o.expire()
@@ -53,12 +57,18 @@ func (pt *pooledTimer) reset(d time.Duration) { pt.t.Reset(d) }
 
 // release stops the timer for good as far as its owner is concerned: a call
 // already under way may still reach the owner, which must tell (the owners'
-// own stopped flags do).
-func (pt *pooledTimer) release() {
+// own stopped flags do). It reports whether the timer never went off for the
+// owner, so that no call can reach it any more: the owner may be reused.
+// (An owner's timer is armed again only from its own call, after fired is
+// set.)
+func (pt *pooledTimer) release() (quiet bool) {
 	pt.mu.Lock()
 	pt.owner = nil
+	fired := pt.fired
 	pt.mu.Unlock()
-	if pt.t.Stop() {
-		timers.Put(pt)
+	if !pt.t.Stop() {
+		return false
 	}
+	timers.Put(pt)
+	return !fired
 }

@@ -106,3 +106,29 @@ func TestTimeoutStoppedTwiceLeavesTheNextRequestsTimer(t *testing.T) {
 type idleFunc func()
 
 func (f idleFunc) idleExpired() { f() }
+
+// release tells whether a call can still reach the owner: never, when the
+// timer was stopped before it went off; perhaps, once it went off, even if
+// the owner armed it again since and it was stopped before going off again.
+// The connection manager reuses a request's target only in the first case.
+func TestPooledTimerReleaseSaysWhetherItWentOff(t *testing.T) {
+	var early countingExpiry
+	if !startTimer(time.Hour, &early).release() {
+		t.Error("a timer stopped before it went off said a call may still come")
+	}
+
+	var fired countingExpiry
+	pt := startTimer(time.Millisecond, &fired)
+	waitCalled(t, &fired)
+	if pt.release() {
+		t.Error("a timer that went off said no call could come")
+	}
+
+	var again countingExpiry
+	pt = startTimer(time.Millisecond, &again)
+	waitCalled(t, &again)
+	pt.reset(time.Hour) // as an idle timer that found activity does
+	if pt.release() {
+		t.Error("a timer that went off, armed again and stopped said no call could come")
+	}
+}
