@@ -85,7 +85,11 @@ type Route struct {
 	RateLimits any
 }
 
-// Stream is one request passing through a chain.
+// Stream is one request passing through a chain. It is the request's only
+// while the request is served: the connection manager reuses it for a later
+// request once this one is over, so a filter keeps no reference to it (nor to
+// what SetState stored in it) past its calls for the request, and starts no
+// goroutine that outlives them.
 type Stream struct {
 	Request Request
 	Route   Route
@@ -105,7 +109,16 @@ type Stream struct {
 
 // NewStream starts a request's passage through a chain.
 func NewStream(ctx context.Context, env *Env) *Stream {
-	return &Stream{ctx: ctx, Env: env}
+	s := new(Stream)
+	s.Start(ctx, env)
+	return s
+}
+
+// Start makes s a new request's stream, in place: the connection manager
+// reuses the stream of a request that is over, which no filter holds once
+// the request's last call to the chain has returned.
+func (s *Stream) Start(ctx context.Context, env *Env) {
+	*s = Stream{ctx: ctx, Env: env}
 }
 
 // Context is the request's: it ends when the client goes away or the

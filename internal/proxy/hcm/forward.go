@@ -78,6 +78,34 @@ type upstreamTarget struct {
 	// Two int32s share a word: the struct stays in its allocation size class.
 	endpointIdx int32 // the first attempt's endpoint
 	attempts    int32
+	// codecExchanges counts the exchanges the codec's client made for the
+	// request, dialled says one of them dialled its connection
+	// (CodecExchange); quiet, set when the forward is over, says that nothing
+	// it started can reach the target any more (settle).
+	codecExchanges int32
+	dialled        bool
+	quiet          bool
+}
+
+// CodecExchange is told that the codec's client takes the request
+// (upstream.CodecExchanger).
+func (t *upstreamTarget) CodecExchange(dialled bool) {
+	t.codecExchanges++
+	t.dialled = t.dialled || dialled
+}
+
+// settle records, once the forward of r is over, whether anything it started
+// may still reach the target, which its stream's next request would otherwise
+// reuse: a transport of Go's (which may hold its context in a dial) or the
+// codec's client's dial (whose losing dual-stack attempt may still read it),
+// a request body (its writer may outlive the response), a timer that went
+// off (its call may be under way), a per-try timeout (an attempt's timer);
+// and, not worth telling apart, retries, mirrors and internal redirects.
+func (t *upstreamTarget) settle(r *http.Request, fa *router.ForwardAction) {
+	t.quiet = t.codecExchanges > 0 && !t.dialled && t.attempts == 1 && t.cluster.Transport == nil &&
+		t.retry.PerTryTimeout == 0 && !requestHasBody(r) && t.replay == nil &&
+		len(fa.Mirrors) == 0 && t.redirect == nil &&
+		!t.idleState.disturbed && !t.routeState.disturbed
 }
 
 // The target is also the forwarded request's context (ctx): its own

@@ -59,6 +59,62 @@ type stream struct {
 	ri router.RequestInfo
 }
 
+// keptStream is the stream an HTTP/1.1 connection keeps from one request to
+// the next, with the upstream target and filter stream its request may use
+// once (an internal redirect's request gets its own): allocating them anew
+// for every request cost more than collecting them, since new memory is cold
+// in the cache. A request's stream is kept only once nothing holds it (quiet).
+type keptStream struct {
+	stream
+	target  upstreamTarget
+	filters filter.Stream
+}
+
+// keeper is a response writer whose connection keeps what a handler leaves
+// in its slot for the connection's next request (the HTTP/1.1 codec's).
+type keeper interface{ Kept() *any }
+
+// keptStreamFor returns the stream for a request written to w, when w's
+// connection can keep it: the one it kept, emptied, or a new one; slot is
+// where it is kept again once the request is over. Both are nil when w's
+// connection keeps nothing (HTTP/2).
+func keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
+	kw, ok := w.(keeper)
+	if !ok {
+		return nil, nil
+	}
+	slot = kw.Kept()
+	if k, _ = (*slot).(*keptStream); k == nil {
+		k = new(keptStream)
+	} else {
+		*slot = nil
+		*k = keptStream{}
+	}
+	k.rw.spareTarget, k.rw.spareFilters = &k.target, &k.filters
+	return k, slot
+}
+
+// quiet reports whether nothing holds the stream of the request r, served:
+// no body still read by a transport, no spliced upgrade, and a target (if
+// one was used) that nothing the forward started can reach (settle).
+func (k *keptStream) quiet(r *http.Request) bool {
+	if requestHasBody(r) || k.rw.status == http.StatusSwitchingProtocols {
+		return false
+	}
+	return k.rw.spareTarget != nil || k.target.quiet
+}
+
+// forget drops what the stream holds of its request (its route, cluster,
+// configuration, upstream connection), which an idle connection would
+// otherwise keep alive, but for the values of the response's Server and
+// X-Request-Id fields: the codec's header map holds them, and writes a head
+// it held back after the handler returns.
+func (k *keptStream) forget() {
+	edge := k.rw.edge
+	*k = keptStream{}
+	k.rw.edge = edge
+}
+
 // headersFor returns the request's routeHeaders, set up in the exchange on
 // first use and shared with the response writer, which applies them to local
 // replies.
@@ -82,7 +138,22 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
 		panic(http.ErrAbortHandler)
 	}
-	s := new(stream)
+	k, slot := keptStreamFor(w)
+	if k == nil {
+		h.serve(new(stream), w, r, start, lc, chain)
+		return
+	}
+	h.serve(&k.stream, w, r, start, lc, chain)
+	if k.quiet(r) {
+		k.forget()
+		*slot = k
+	}
+}
+
+// serve is Serve's, on the request's stream s. A panic (an aborted response)
+// leaves it before Serve keeps the stream, which is then not reused.
+func (h *Handler) serve(s *stream, w http.ResponseWriter, r *http.Request, start time.Time, lc *Listener, chain *Chain) {
+	hcm := chain.Spec
 	ex, rw, ri := &s.ex, &s.rw, &s.ri
 	*ex = exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
 	rw.ResponseWriter, rw.hcm, rw.requestID, rw.grpc, rw.start = w, hcm, requestID(hcm, r), isGRPCRequest(r), start
@@ -222,7 +293,12 @@ func setHeaders(h http.Header, hs []filter.HeaderValue) {
 // newStream is the request's passage through the HTTP filters: the
 // decoders' and the encoders'.
 func (h *Handler) newStream(rw *responseWriter, r *http.Request, ri *router.RequestInfo, rt *router.Route, ex *exchange) *filter.Stream {
-	s := filter.NewStream(r.Context(), h.env.filterEnv)
+	s := rw.spareFilters
+	if s == nil {
+		s = new(filter.Stream)
+	}
+	rw.spareFilters = nil
+	s.Start(r.Context(), h.env.filterEnv)
 	s.Request = filter.Request{
 		Method:    ri.Method,
 		Scheme:    ri.Scheme,
@@ -298,6 +374,7 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	ctx, cancel := context.WithCancelCause(r.Context())
 	t := h.newTarget(rw, r, rt, ri, ex, cl, endpoint, pc)
 	t.inner, t.cancel = ctx, cancel
+	defer t.settle(r, fa) // last: after every step below that stops what reaches t
 	defer t.cancelWith(nil)
 	defer func() {
 		// Deferred: ReverseProxy panics (ErrAbortHandler) when the route
@@ -375,7 +452,12 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 	case fa.RegexRewrite != nil:
 		path = fa.RegexRewrite.Apply(path)
 	}
-	t := &upstreamTarget{
+	t := rw.spareTarget
+	if t == nil {
+		t = new(upstreamTarget)
+	}
+	rw.spareTarget = nil
+	*t = upstreamTarget{
 		cluster:     cl,
 		endpointIdx: int32(endpoint),
 		endpoint:    cl.Endpoints[endpoint],
@@ -449,6 +531,8 @@ type routeTimer struct {
 	mu      sync.Mutex
 	timer   *pooledTimer
 	stopped bool
+	// disturbed: its timer went off, and a call may still reach it.
+	disturbed bool
 }
 
 // arm starts the timeout; only the first call counts.
@@ -479,7 +563,7 @@ func (rt *routeTimer) stop() {
 	defer rt.mu.Unlock()
 	rt.stopped = true
 	if rt.timer != nil {
-		rt.timer.release()
+		rt.disturbed = !rt.timer.release()
 		rt.timer = nil
 	}
 }
@@ -847,6 +931,10 @@ type responseWriter struct {
 	start      time.Time           // when the request arrived
 	// edge holds the values of Server and X-Request-Id (decorate).
 	edge [2]string
+	// A kept stream's target and filter stream while unused (the first
+	// forward and newStream take them); nil once taken, or without them.
+	spareTarget  *upstreamTarget
+	spareFilters *filter.Stream
 }
 
 // decorate sets the headers of the response head: the route's mutations

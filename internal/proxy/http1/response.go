@@ -399,6 +399,12 @@ func (w *response) EnableFullDuplex() error { return nil }
 // request's RemoteAddr, parsed once for the connection's requests.
 func (w *response) RemoteAddrPort() netip.AddrPort { return w.c.remote }
 
+// Kept is the connection's slot for what its handler keeps from one request
+// to the next: the codec serves one request at a time, so what a handler
+// stores there when it is done with it (and nobody else holds it) is its
+// own again at the connection's next request. The codec never reads it.
+func (w *response) Kept() *any { return &w.c.kept }
+
 // NotifyClientGone has l told when the connection's watch finds the client
 // gone while the request is served, right after the request's context is
 // cancelled: a handler that stops its own work then needs no

@@ -146,6 +146,8 @@ type conn struct {
 	url    url.URL
 	header http.Header
 	values []string
+	// kept is what the handler keeps from one request to the next (Kept).
+	kept any
 }
 
 // ServeConn serves c until it closes. br, if not nil, holds bytes already read

@@ -106,6 +106,9 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		target := ctx.Value(TargetKey{})
 		pc.interims, _ = target.(InterimReceiver)
 		pc.aborts, _ = target.(AbortWatcher)
+		if e, ok := target.(CodecExchanger); ok {
+			e.CodecExchange(!pc.reused)
+		}
 		res, err := pc.roundTrip(ctx, req, trace)
 		if err == nil {
 			return res, nil

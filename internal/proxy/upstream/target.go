@@ -37,6 +37,17 @@ type AbortWatcher interface {
 	UnwatchAbort() bool
 }
 
+// CodecExchanger is a request's target (under TargetKey) told that the
+// codec's client, not one of Go's transports, makes an exchange for it, and
+// whether it dialled the connection for it. With a pooled connection, the
+// client keeps nothing of the request or its context once the response body
+// is closed (a pooled connection forgets them with its next exchange), where
+// Go's transports may still hold the context in a dial or a loop of theirs,
+// and a dial may leave a goroutine of its own (the loser of a dual-stack
+// race) still reading the context: only then may the target's owner reuse it
+// for another request.
+type CodecExchanger interface{ CodecExchange(dialled bool) }
+
 // withInterimTrace returns req for one of Go's transports: with a trace that
 // gives its target the interim responses, when it takes them.
 func withInterimTrace(req *http.Request) *http.Request {

@@ -1,0 +1,168 @@
+package hcm
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portico-dev/portico/internal/proxy/router"
+	"github.com/portico-dev/portico/internal/proxy/upstream"
+)
+
+// keepingWriter is a response writer whose connection keeps a slot, as the
+// HTTP/1.1 codec's does.
+type keepingWriter struct {
+	*httptest.ResponseRecorder
+	slot any
+}
+
+func (w *keepingWriter) Kept() *any { return &w.slot }
+
+// A connection's next request gets the stream its last request left quiet,
+// emptied; a stream left in use gets a new one, and a writer that keeps
+// nothing (HTTP/2) none.
+func TestKeptStreamForReusesWhatTheConnectionKept(t *testing.T) {
+	w := &keepingWriter{ResponseRecorder: httptest.NewRecorder()}
+	k, slot := keptStreamFor(w)
+	if k == nil || slot != &w.slot {
+		t.Fatal("the codec's slot was not offered for keeping the stream")
+	}
+	if k.rw.spareTarget != &k.target || k.rw.spareFilters != &k.filters {
+		t.Error("a new kept stream does not offer its target and filter stream")
+	}
+	k.ex.vhost, k.rw.status, k.rw.spareTarget = "old", http.StatusTeapot, nil
+	k.target.path = "/old"
+	*slot = k
+	again, _ := keptStreamFor(w)
+	if again != k {
+		t.Fatal("the kept stream was not reused")
+	}
+	if again.ex.vhost != "" || again.rw.status != 0 || again.target.path != "" {
+		t.Errorf("the reused stream kept its last request's state: vhost %q, status %d, target path %q",
+			again.ex.vhost, again.rw.status, again.target.path)
+	}
+	if again.rw.spareTarget != &again.target {
+		t.Error("the reused stream does not offer its target again")
+	}
+	if w.slot != nil {
+		t.Error("the slot still holds the stream now in use")
+	}
+	if next, _ := keptStreamFor(w); next == k {
+		t.Error("a stream in use (not kept again) was handed out a second time")
+	}
+	if k, slot := keptStreamFor(httptest.NewRecorder()); k != nil || slot != nil {
+		t.Error("a writer without a slot was offered a kept stream")
+	}
+}
+
+// Keeping a stream drops what it holds of its request, so that an idle
+// connection does not keep a configuration or an upstream connection alive,
+// but for the Server and X-Request-Id values the codec's header map may still
+// write.
+func TestKeptStreamForgetsAllButTheHeadsValues(t *testing.T) {
+	k := new(keptStream)
+	h := http.Header{}
+	k.rw.ResponseWriter = &keepingWriter{ResponseRecorder: httptest.NewRecorder()}
+	k.rw.setEdge(h, 1, "X-Request-Id", "abc")
+	k.ex.vhost, k.target.path, k.rw.hcm = "old", "/old", &Spec{}
+	k.forget()
+	if k.ex.vhost != "" || k.target.path != "" || k.rw.hcm != nil || k.rw.ResponseWriter != nil {
+		t.Error("the kept stream still holds its request's state")
+	}
+	if got := h.Get("X-Request-Id"); got != "abc" {
+		t.Errorf("the head's X-Request-Id became %q", got)
+	}
+}
+
+// A served request's stream is kept only when nothing can reach it any more.
+func TestKeptStreamQuietOnlyWhenNothingHoldsIt(t *testing.T) {
+	get := httptest.NewRequest(http.MethodGet, "/", nil)
+	post := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("hello"))
+	fresh := func() *keptStream {
+		k := new(keptStream)
+		k.rw.spareTarget = &k.target
+		return k
+	}
+	if k := fresh(); !k.quiet(get) {
+		t.Error("a request answered without forwarding was not quiet")
+	}
+	if k := fresh(); k.quiet(post) {
+		t.Error("a request with a body (its writer may outlive the response) was quiet")
+	}
+	k := fresh()
+	k.rw.status = http.StatusSwitchingProtocols
+	if k.quiet(get) {
+		t.Error("an upgraded request (spliced by goroutines) was quiet")
+	}
+	k = fresh()
+	k.rw.spareTarget = nil // forwarded
+	if k.quiet(get) {
+		t.Error("a forwarded request whose target did not settle quiet was quiet")
+	}
+	k.target.quiet = true
+	if !k.quiet(get) {
+		t.Error("a forwarded request whose target settled quiet was not")
+	}
+}
+
+// A forward's target settles quiet only when the codec's client made its one
+// attempt, without a body, mirror, redirect, per-try timeout or timer that
+// went off: each of those can still reach it after the response.
+func TestTargetSettlesQuietOnlyWithoutLateHolders(t *testing.T) {
+	get := httptest.NewRequest(http.MethodGet, "/", nil)
+	withBody := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("hello"))
+	for _, tc := range []struct {
+		name   string
+		change func(*upstreamTarget, *router.ForwardAction) *http.Request
+		want   bool
+	}{
+		{"codec, one attempt, pooled connection", func(*upstreamTarget, *router.ForwardAction) *http.Request { return get }, true},
+		{"codec, dialled", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.CodecExchange(true)
+			return get
+		}, false},
+		{"Go's transport", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.codecExchanges = 0
+			return get
+		}, false},
+		{"cluster transport", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.cluster = &upstream.Cluster{Transport: http.DefaultTransport}
+			return get
+		}, false},
+		{"retried", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.attempts = 2
+			return get
+		}, false},
+		{"per-try timeout", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.retry = &router.RetryPolicy{PerTryTimeout: time.Second}
+			return get
+		}, false},
+		{"request body", func(*upstreamTarget, *router.ForwardAction) *http.Request { return withBody }, false},
+		{"mirror", func(_ *upstreamTarget, fa *router.ForwardAction) *http.Request {
+			fa.Mirrors = make([]router.MirrorPolicy, 1)
+			return get
+		}, false},
+		{"internal redirect", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.redirect = &pendingRedirect{}
+			return get
+		}, false},
+		{"idle timer went off", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.idleState.disturbed = true
+			return get
+		}, false},
+		{"route timer went off", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
+			t.routeState.disturbed = true
+			return get
+		}, false},
+	} {
+		tg := &upstreamTarget{cluster: &upstream.Cluster{}, retry: &router.RetryPolicy{}, attempts: 1, codecExchanges: 1}
+		fa := &router.ForwardAction{}
+		r := tc.change(tg, fa)
+		tg.settle(r, fa)
+		if tg.quiet != tc.want {
+			t.Errorf("%s: quiet = %v, want %v", tc.name, tg.quiet, tc.want)
+		}
+	}
+}
