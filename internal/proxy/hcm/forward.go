@@ -62,6 +62,9 @@ type upstreamTarget struct {
 	// url is the upstream request's URL, which comes with the target rather
 	// than in an allocation of its own.
 	url url.URL
+	// header, when not nil, is where the upstream request's header is made
+	// (a kept stream's); nil: a new map.
+	header *headerBuf
 
 	retry *router.RetryPolicy  // never nil
 	pick  upstream.PickContext // for the retries' picks

@@ -68,6 +68,7 @@ type keptStream struct {
 	stream
 	target  upstreamTarget
 	filters filter.Stream
+	header  headerBuf // the target's upstream request header, kept emptied
 }
 
 // keeper is a response writer whose connection keeps what a handler leaves
@@ -88,9 +89,10 @@ func keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
 		k = new(keptStream)
 	} else {
 		*slot = nil
-		*k = keptStream{}
+		header := k.header
+		*k = keptStream{header: header}
 	}
-	k.rw.spareTarget, k.rw.spareFilters = &k.target, &k.filters
+	k.rw.spareTarget, k.rw.spareFilters, k.rw.spareHeader = &k.target, &k.filters, &k.header
 	return k, slot
 }
 
@@ -110,8 +112,10 @@ func (k *keptStream) quiet(r *http.Request) bool {
 // X-Request-Id fields: the codec's header map holds them, and writes a head
 // it held back after the handler returns.
 func (k *keptStream) forget() {
-	edge := k.rw.edge
-	*k = keptStream{}
+	edge, header := k.rw.edge, k.header
+	clear(header.m)
+	clear(header.values[:cap(header.values)])
+	*k = keptStream{header: header}
 	k.rw.edge = edge
 }
 
@@ -452,12 +456,15 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 	case fa.RegexRewrite != nil:
 		path = fa.RegexRewrite.Apply(path)
 	}
-	t := rw.spareTarget
+	t, header := rw.spareTarget, (*headerBuf)(nil)
 	if t == nil {
 		t = new(upstreamTarget)
+	} else {
+		header = rw.spareHeader
 	}
 	rw.spareTarget = nil
 	*t = upstreamTarget{
+		header:      header,
 		cluster:     cl,
 		endpointIdx: int32(endpoint),
 		endpoint:    cl.Endpoints[endpoint],
@@ -933,8 +940,10 @@ type responseWriter struct {
 	edge [2]string
 	// A kept stream's target and filter stream while unused (the first
 	// forward and newStream take them); nil once taken, or without them.
+	// spareHeader is the room the kept target makes its upstream header in.
 	spareTarget  *upstreamTarget
 	spareFilters *filter.Stream
+	spareHeader  *headerBuf
 }
 
 // decorate sets the headers of the response head: the route's mutations

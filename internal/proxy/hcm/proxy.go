@@ -154,7 +154,7 @@ func prepareUpstream(out *http.Request) error {
 	te := httpguts.HeaderValuesContainsToken(out.Header["Te"], "trailers")
 	upgrade := upgradeOf(out.Header)
 	t := targetFrom(out.Context())
-	out.Header, t.edgeValues = upstreamHeader(out.Header, edgeHeaders)
+	out.Header, t.edgeValues = upstreamHeader(out.Header, edgeHeaders, t.header)
 	t.url = *out.URL
 	out.URL = &t.url
 	if out.ContentLength == 0 {
@@ -183,17 +183,36 @@ func prepareUpstream(out *http.Request) error {
 // X-Forwarded-Client-Cert, and an empty User-Agent when the client sent none).
 const edgeHeaders = 5
 
+// headerBuf is room for an upstream request's header that a kept stream
+// keeps from request to request: the map, emptied, and its values' array.
+type headerBuf struct {
+	m      http.Header
+	values []string
+}
+
 // upstreamHeader copies h without its hop-by-hop and forwarding fields, with
 // room for spare more single-value fields: their values' array comes with the
 // copy's (see setEdgeHeader), rather than in an allocation each as Header.Set
-// makes.
-func upstreamHeader(h http.Header, spare int) (http.Header, []string) {
+// makes. The copy is made in buf when not nil.
+func upstreamHeader(h http.Header, spare int, buf *headerBuf) (http.Header, []string) {
 	n := spare
 	for _, vv := range h {
 		n += len(vv)
 	}
-	values := make([]string, n)
-	out := make(http.Header, len(h)+spare)
+	var values []string
+	var out http.Header
+	if buf == nil {
+		values, out = make([]string, n), make(http.Header, len(h)+spare)
+	} else {
+		if cap(buf.values) < n {
+			buf.values = make([]string, n)
+		}
+		if buf.m == nil {
+			buf.m = make(http.Header, len(h)+spare)
+		}
+		values, out = buf.values[:n], buf.m
+		clear(out)
+	}
 	for k, vv := range h {
 		if isHopByHop(k) || isForwardingField(k) {
 			continue

@@ -67,9 +67,21 @@ func TestKeptStreamForgetsAllButTheHeadsValues(t *testing.T) {
 	k.rw.ResponseWriter = &keepingWriter{ResponseRecorder: httptest.NewRecorder()}
 	k.rw.setEdge(h, 1, "X-Request-Id", "abc")
 	k.ex.vhost, k.target.path, k.rw.hcm = "old", "/old", &Spec{}
+	up, _ := upstreamHeader(http.Header{"Cookie": {"secret"}, "Connection": {"close"}}, edgeHeaders, &k.header)
+	if len(up) != 1 || up.Get("Cookie") != "secret" {
+		t.Fatalf("the upstream header made in the kept room is %v", up)
+	}
+	room := cap(k.header.values)
 	k.forget()
 	if k.ex.vhost != "" || k.target.path != "" || k.rw.hcm != nil || k.rw.ResponseWriter != nil {
 		t.Error("the kept stream still holds its request's state")
+	}
+	if len(up) != 0 || cap(k.header.values) != room || k.header.values[:1][0] != "" {
+		t.Errorf("the kept room for the upstream header still holds %v, %q (or lost its room)", up, k.header.values[:1])
+	}
+	again, _ := upstreamHeader(http.Header{"Accept": {"*/*"}}, edgeHeaders, &k.header)
+	if len(again) != 1 || again.Get("Accept") != "*/*" || again.Get("Cookie") != "" {
+		t.Errorf("the next request's upstream header, made in the kept room, is %v", again)
 	}
 	if got := h.Get("X-Request-Id"); got != "abc" {
 		t.Errorf("the head's X-Request-Id became %q", got)
