@@ -62,9 +62,10 @@ type upstreamTarget struct {
 	// url is the upstream request's URL, which comes with the target rather
 	// than in an allocation of its own.
 	url url.URL
-	// header, when not nil, is where the upstream request's header is made
-	// (a kept stream's); nil: a new map.
+	// header and room, when not nil, are where the upstream request's header
+	// and the responses are made (a kept stream's); nil: new allocations.
 	header *headerBuf
+	room   *upstream.ResponseRoom
 
 	retry *router.RetryPolicy  // never nil
 	pick  upstream.PickContext // for the retries' picks
@@ -89,6 +90,10 @@ type upstreamTarget struct {
 	dialled        bool
 	quiet          bool
 }
+
+// ResponseRoom offers the codec's client the room the target's responses are
+// built in (upstream.ResponseRoomer).
+func (t *upstreamTarget) ResponseRoom() *upstream.ResponseRoom { return t.room }
 
 // CodecExchange is told that the codec's client takes the request
 // (upstream.CodecExchanger).

@@ -68,7 +68,10 @@ type keptStream struct {
 	stream
 	target  upstreamTarget
 	filters filter.Stream
-	header  headerBuf // the target's upstream request header, kept emptied
+	// The target's room for its upstream request's header and for its
+	// responses, kept emptied from request to request.
+	header   headerBuf
+	response upstream.ResponseRoom
 }
 
 // keeper is a response writer whose connection keeps what a handler leaves
@@ -89,10 +92,9 @@ func keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
 		k = new(keptStream)
 	} else {
 		*slot = nil
-		header := k.header
-		*k = keptStream{header: header}
+		k.empty()
 	}
-	k.rw.spareTarget, k.rw.spareFilters, k.rw.spareHeader = &k.target, &k.filters, &k.header
+	k.rw.spareTarget, k.rw.spareFilters, k.rw.spareHeader, k.rw.spareRoom = &k.target, &k.filters, &k.header, &k.response
 	return k, slot
 }
 
@@ -112,11 +114,17 @@ func (k *keptStream) quiet(r *http.Request) bool {
 // X-Request-Id fields: the codec's header map holds them, and writes a head
 // it held back after the handler returns.
 func (k *keptStream) forget() {
-	edge, header := k.rw.edge, k.header
-	clear(header.m)
-	clear(header.values[:cap(header.values)])
-	*k = keptStream{header: header}
+	edge := k.rw.edge
+	k.empty()
 	k.rw.edge = edge
+	k.header.forget()
+	k.response.Forget() // which keeps the response's header values too
+}
+
+// empty makes the stream, target and filter stream new; the rooms keep what
+// they hold.
+func (k *keptStream) empty() {
+	k.stream, k.target, k.filters = stream{}, upstreamTarget{}, filter.Stream{}
 }
 
 // headersFor returns the request's routeHeaders, set up in the exchange on
@@ -456,15 +464,16 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 	case fa.RegexRewrite != nil:
 		path = fa.RegexRewrite.Apply(path)
 	}
-	t, header := rw.spareTarget, (*headerBuf)(nil)
+	t, header, room := rw.spareTarget, (*headerBuf)(nil), (*upstream.ResponseRoom)(nil)
 	if t == nil {
 		t = new(upstreamTarget)
 	} else {
-		header = rw.spareHeader
+		header, room = rw.spareHeader, rw.spareRoom
 	}
 	rw.spareTarget = nil
 	*t = upstreamTarget{
 		header:      header,
+		room:        room,
 		cluster:     cl,
 		endpointIdx: int32(endpoint),
 		endpoint:    cl.Endpoints[endpoint],
@@ -940,10 +949,12 @@ type responseWriter struct {
 	edge [2]string
 	// A kept stream's target and filter stream while unused (the first
 	// forward and newStream take them); nil once taken, or without them.
-	// spareHeader is the room the kept target makes its upstream header in.
+	// spareHeader and spareRoom are the rooms the kept target makes its
+	// upstream request's header and its responses in.
 	spareTarget  *upstreamTarget
 	spareFilters *filter.Stream
 	spareHeader  *headerBuf
+	spareRoom    *upstream.ResponseRoom
 }
 
 // decorate sets the headers of the response head: the route's mutations

@@ -190,6 +190,20 @@ type headerBuf struct {
 	values []string
 }
 
+// forget empties the room, or drops it when a request of many fields grew it:
+// each connection would otherwise keep the room of its largest request.
+func (b *headerBuf) forget() {
+	if len(b.m) > maxKeptFields || cap(b.values) > maxKeptFields {
+		b.m, b.values = nil, nil
+		return
+	}
+	clear(b.m)
+	clear(b.values[:cap(b.values)])
+}
+
+// maxKeptFields is the most header fields a kept room holds room for.
+const maxKeptFields = 32
+
 // upstreamHeader copies h without its hop-by-hop and forwarding fields, with
 // room for spare more single-value fields: their values' array comes with the
 // copy's (see setEdgeHeader), rather than in an allocation each as Header.Set

@@ -1,6 +1,7 @@
 package hcm
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -176,5 +177,26 @@ func TestTargetSettlesQuietOnlyWithoutLateHolders(t *testing.T) {
 		if tg.quiet != tc.want {
 			t.Errorf("%s: quiet = %v, want %v", tc.name, tg.quiet, tc.want)
 		}
+	}
+}
+
+// The room of an upstream request's header is kept emptied, but dropped once a
+// request of many fields grew it: a connection would otherwise keep the room
+// of its largest request.
+func TestHeaderRoomDroppedWhenGrown(t *testing.T) {
+	var b headerBuf
+	upstreamHeader(http.Header{"Accept": {"*/*"}}, edgeHeaders, &b)
+	b.forget()
+	if b.m == nil || len(b.m) != 0 || b.values[0] != "" {
+		t.Errorf("a small room was not kept emptied: %v, %q", b.m, b.values)
+	}
+	many := http.Header{}
+	for i := range 2 * maxKeptFields {
+		many[fmt.Sprintf("X-F%d", i)] = []string{"v"}
+	}
+	upstreamHeader(many, edgeHeaders, &b)
+	b.forget()
+	if b.m != nil || b.values != nil {
+		t.Errorf("a room grown to %d fields was kept", 2*maxKeptFields)
 	}
 }

@@ -106,6 +106,7 @@ func (c *HTTP1Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		target := ctx.Value(TargetKey{})
 		pc.interims, _ = target.(InterimReceiver)
 		pc.aborts, _ = target.(AbortWatcher)
+		pc.room = roomOf(target) // never a room of an earlier exchange's
 		if e, ok := target.(CodecExchanger); ok {
 			e.CodecExchange(!pc.reused)
 		}
@@ -350,6 +351,9 @@ type http1Conn struct {
 	// interims takes the interim responses of the exchange under way (nil:
 	// nobody does but the trace, if any).
 	interims InterimReceiver
+	// room is where the exchange under way builds its responses (nil: new
+	// allocations).
+	room *ResponseRoom
 	// bodySent receives the result of writing the request body (nil: the
 	// request has none, or its result was taken).
 	bodySent chan error
@@ -508,7 +512,12 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 		pc.close()
 		return nil, &malformedResponseError{err}
 	}
-	res.Body = &http1Body{body: &pc.body, res: res, pc: pc, ctx: ctx, keep: keep, stop: stop}
+	body := new(http1Body)
+	if pc.room != nil {
+		body = &pc.room.body
+	}
+	*body = http1Body{body: &pc.body, res: res, pc: pc, ctx: ctx, keep: keep, stop: stop}
+	res.Body = body
 	return res, nil
 }
 
@@ -738,7 +747,7 @@ func (pc *http1Conn) readResponse(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	res := newResponse(&pc.head, req)
+	res := newResponseIn(pc.room, &pc.head, req)
 	res.TLS = pc.tlsState
 	return res, nil
 }
@@ -826,5 +835,9 @@ func (b *http1Body) Close() error {
 }
 
 func (b *http1Body) end(keep bool) {
-	b.once.Do(func() { b.pc.release(keep, b.stop) })
+	b.once.Do(func() {
+		if b.pc != nil { // nil: a room's body, forgotten
+			b.pc.release(keep, b.stop)
+		}
+	})
 }

@@ -47,7 +47,60 @@ func (e *malformedResponseError) Unwrap() error { return e.err }
 // -1 for chunked and close-delimited bodies), Close when the connection ends
 // after the response.
 func newResponse(h *http1.Head, req *http.Request) *http.Response {
-	res := &http.Response{
+	return newResponseIn(nil, h, req)
+}
+
+// ResponseRoom is where the codec's client builds the responses of a request
+// whose target offers one (ResponseRoomer): the *http.Response, its header
+// map and values, and its body reader, kept by the target's owner from request
+// to request instead of allocated for each. The header values a caller took
+// from a response stay valid until the room's next response.
+type ResponseRoom struct {
+	res    http.Response
+	header http.Header
+	values []string
+	body   http1Body
+}
+
+// Forget drops what the room holds of its last exchange (the request, the
+// upstream connection, the header map's entries) but for the header values,
+// which a caller may still hold. A room grown by a response of many fields
+// is dropped rather than kept: an upstream could otherwise have every client
+// connection keep the room of its largest head, and clear it at each request.
+func (r *ResponseRoom) Forget() {
+	r.res, r.body = http.Response{}, http1Body{}
+	r.body.closed.Store(true) // a late Close or Read finds it closed
+	if len(r.header) > maxKeptFields || cap(r.values) > maxKeptFields {
+		r.header, r.values = nil, nil
+		return
+	}
+	clear(r.header)
+}
+
+// maxKeptFields is the most header fields a kept room holds room for.
+const maxKeptFields = 32
+
+// ResponseRoomer is a request's target (under TargetKey) that offers the room
+// its responses are built in. Its owner keeps the room from being used by
+// another exchange until the request is over, and reuses it only when nothing
+// of the exchange can reach it any more (not even its response's body reader).
+type ResponseRoomer interface{ ResponseRoom() *ResponseRoom }
+
+// roomOf returns the room the target offers; nil: none.
+func roomOf(target any) *ResponseRoom {
+	if r, ok := target.(ResponseRoomer); ok {
+		return r.ResponseRoom()
+	}
+	return nil
+}
+
+// newResponseIn is newResponse building in room (nil: new allocations).
+func newResponseIn(room *ResponseRoom, h *http1.Head, req *http.Request) *http.Response {
+	res := new(http.Response)
+	if room != nil {
+		res = &room.res
+	}
+	*res = http.Response{
 		StatusCode: h.Status,
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
@@ -58,7 +111,7 @@ func newResponse(h *http1.Head, req *http.Request) *http.Response {
 	if h.Minor == 0 {
 		res.Proto = "HTTP/1.0"
 	}
-	res.Status, res.Header = statusAndHeader(h)
+	res.Status, res.Header = statusAndHeader(h, room)
 	header := res.Header
 	if h.Chunked {
 		delete(header, "Transfer-Encoding")
@@ -110,7 +163,7 @@ func dropConnection(header http.Header) {
 // statusAndHeader copies the status and the fields of h out of its buffer,
 // which the next response reuses, into one string, and indexes it as
 // net/http would: canonical names, values in order.
-func statusAndHeader(h *http1.Head) (string, http.Header) {
+func statusAndHeader(h *http1.Head, room *ResponseRoom) (string, http.Header) {
 	n := h.NumFields()
 	reason := h.Reason()
 	size := 4 + len(reason)
@@ -134,8 +187,7 @@ func statusAndHeader(h *http1.Head) (string, http.Header) {
 		b.Write(value)
 	}
 	text := b.String()
-	header := make(http.Header, n)
-	values := make([]string, n) // one array for the usual one value per name
+	header, values := roomFor(room, n) // one array for the usual one value per name
 	off := statusEnd
 	for i := range n {
 		name, value := h.Field(i)
@@ -150,7 +202,26 @@ func statusAndHeader(h *http1.Head) (string, http.Header) {
 		values[0] = v
 		header[key], values = values[:1:1], values[1:]
 	}
+	clear(values) // what repeated names left unused, in a room: no old value stays
 	return text[:statusEnd], header
+}
+
+// roomFor returns an empty header map and an array of n values: room's
+// (the values past n emptied, so that they keep no old response alive), or
+// new ones.
+func roomFor(room *ResponseRoom, n int) (http.Header, []string) {
+	if room == nil {
+		return make(http.Header, n), make([]string, n)
+	}
+	if room.header == nil {
+		room.header = make(http.Header, n)
+	}
+	clear(room.header)
+	if cap(room.values) < n {
+		room.values = make([]string, n)
+	}
+	clear(room.values[n:cap(room.values)])
+	return room.header, room.values[:n]
 }
 
 // announcedTrailer takes a chunked response's Trailer field out of its header

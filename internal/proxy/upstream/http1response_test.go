@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -176,4 +177,122 @@ func BenchmarkReadResponse(b *testing.B) {
 			setTrailer(res, &body.Trailer)
 		}
 	})
+}
+
+// Responses built one after the other in one room (a kept stream's) are the
+// responses built without it, and the header values a caller took from one
+// survive the room's Forget: the client's response head points into them
+// until it is written, after the handler returns.
+func TestResponseRoomBuildsTheSameResponses(t *testing.T) {
+	heads := []string{
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\ncontent-length: 5\r\nX-A: 1\r\nx-a: 2\r\nSet-Cookie: a=1\r\n\r\n",
+		"HTTP/1.1 404 Not Found\r\nPragma: no-cache\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T, x-u\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nX-E2E: 2\r\nContent-Length: 2\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\nF: 6\r\nG: 7\r\nH: 8\r\nI: 9\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 204 No Content\r\n\r\n",
+	}
+	var room ResponseRoom
+	req := &http.Request{Method: http.MethodGet}
+	for _, head := range heads {
+		var h http1.Head
+		if err := h.ReadResponse(bufio.NewReader(strings.NewReader(head)), responseLimits); err != nil {
+			t.Fatalf("%q: %v", head, err)
+		}
+		want := newResponse(&h, req)
+		got := newResponseIn(&room, &h, req)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: built in the room\n%+v\nwithout it\n%+v", head, got, want)
+		}
+		taken := got.Header.Clone()
+		held := map[string][]string{}
+		for k, vv := range got.Header {
+			held[k] = vv // as the connection manager's copy holds them
+		}
+		room.Forget()
+		if len(room.header) != 0 || room.res.Header != nil {
+			t.Errorf("%q: the room still holds the response after Forget", head)
+		}
+		if !reflect.DeepEqual(http.Header(held), taken) {
+			t.Errorf("%q: the values taken changed with Forget: %v, want %v", head, held, taken)
+		}
+	}
+}
+
+// Every response of the corpus, after a GET and after a HEAD, is built in one
+// shared room as it is without one, whatever the room held before.
+func TestResponseRoomBuildsTheCorpusAlike(t *testing.T) {
+	cases, err := h1corpus.Load("../internal/h1corpus/testdata/responses.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var room ResponseRoom
+	built := 0
+	for pass := range 2 {
+		for i, c := range cases {
+			for _, method := range []string{http.MethodGet, http.MethodHead} {
+				var h http1.Head
+				if h.ReadResponse(bufio.NewReader(bytes.NewReader(c.Reply)), responseLimits) != nil {
+					continue // refused: no response is built
+				}
+				req := &http.Request{Method: method}
+				want, got := newResponse(&h, req), newResponseIn(&room, &h, req)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("pass %d, case %d, %s: built in the room\n%+v\nwithout it\n%+v", pass, i, method, got, want)
+				}
+				built++
+				if (i+pass)%3 == 0 {
+					room.Forget()
+				}
+			}
+		}
+	}
+	if built == 0 {
+		t.Fatal("no corpus response was built")
+	}
+}
+
+// A room keeps no value of an earlier response, even where this one's
+// repeated names left slots unused; one grown by a response of many fields
+// is dropped when forgotten; and a body reader forgotten with its room
+// stays closed.
+func TestResponseRoomKeepsNothingOld(t *testing.T) {
+	var room ResponseRoom
+	read := func(head string) *http.Response {
+		t.Helper()
+		var h http1.Head
+		if err := h.ReadResponse(bufio.NewReader(strings.NewReader(head)), responseLimits); err != nil {
+			t.Fatal(err)
+		}
+		return newResponseIn(&room, &h, &http.Request{Method: http.MethodGet})
+	}
+	read("HTTP/1.1 200 OK\r\nA: old-a\r\nB: old-b\r\nC: old-c\r\n\r\n")
+	room.Forget()
+	read("HTTP/1.1 200 OK\r\nSet-Cookie: 1\r\nSet-Cookie: 2\r\nSet-Cookie: 3\r\n\r\n")
+	for i, v := range room.values[:cap(room.values)] {
+		if strings.HasPrefix(v, "old") {
+			t.Errorf("the room's value %d is still the earlier response's %q", i, v)
+		}
+	}
+
+	var many strings.Builder
+	many.WriteString("HTTP/1.1 200 OK\r\n")
+	for i := range 2 * maxKeptFields {
+		fmt.Fprintf(&many, "X-F%d: %d\r\n", i, i)
+	}
+	many.WriteString("\r\n")
+	read(many.String())
+	room.Forget()
+	if room.header != nil || room.values != nil {
+		t.Errorf("a room grown to %d fields was kept", 2*maxKeptFields)
+	}
+
+	room.body.pc = nil
+	if err := room.body.Close(); err != nil {
+		t.Errorf("closing a forgotten body: %v", err)
+	}
+	if _, err := room.body.Read(make([]byte, 1)); err == nil {
+		t.Error("a forgotten body could be read")
+	}
 }
