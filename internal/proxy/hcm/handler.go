@@ -72,6 +72,9 @@ type keptStream struct {
 	// responses, kept emptied from request to request.
 	header   headerBuf
 	response upstream.ResponseRoom
+	// targetTaken and filtersTaken: the request's first forward and filter
+	// stream took them.
+	targetTaken, filtersTaken bool
 }
 
 // keeper is a response writer whose connection keeps what a handler leaves
@@ -94,7 +97,7 @@ func keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
 		*slot = nil
 		k.empty()
 	}
-	k.rw.spareTarget, k.rw.spareFilters, k.rw.spareHeader, k.rw.spareRoom = &k.target, &k.filters, &k.header, &k.response
+	k.rw.kept = k
 	return k, slot
 }
 
@@ -105,7 +108,7 @@ func (k *keptStream) quiet(r *http.Request) bool {
 	if requestHasBody(r) || k.rw.status == http.StatusSwitchingProtocols {
 		return false
 	}
-	return k.rw.spareTarget != nil || k.target.quiet
+	return !k.targetTaken || k.target.quiet
 }
 
 // forget drops what the stream holds of its request (its route, cluster,
@@ -125,6 +128,7 @@ func (k *keptStream) forget() {
 // they hold.
 func (k *keptStream) empty() {
 	k.stream, k.target, k.filters = stream{}, upstreamTarget{}, filter.Stream{}
+	k.targetTaken, k.filtersTaken = false, false
 }
 
 // headersFor returns the request's routeHeaders, set up in the exchange on
@@ -305,11 +309,12 @@ func setHeaders(h http.Header, hs []filter.HeaderValue) {
 // newStream is the request's passage through the HTTP filters: the
 // decoders' and the encoders'.
 func (h *Handler) newStream(rw *responseWriter, r *http.Request, ri *router.RequestInfo, rt *router.Route, ex *exchange) *filter.Stream {
-	s := rw.spareFilters
-	if s == nil {
+	var s *filter.Stream
+	if k := rw.kept; k != nil && !k.filtersTaken {
+		s, k.filtersTaken = &k.filters, true
+	} else {
 		s = new(filter.Stream)
 	}
-	rw.spareFilters = nil
 	s.Start(r.Context(), h.env.filterEnv)
 	s.Request = filter.Request{
 		Method:    ri.Method,
@@ -464,13 +469,14 @@ func (h *Handler) newTarget(rw *responseWriter, r *http.Request, rt *router.Rout
 	case fa.RegexRewrite != nil:
 		path = fa.RegexRewrite.Apply(path)
 	}
-	t, header, room := rw.spareTarget, (*headerBuf)(nil), (*upstream.ResponseRoom)(nil)
-	if t == nil {
-		t = new(upstreamTarget)
+	var t *upstreamTarget
+	var header *headerBuf
+	var room *upstream.ResponseRoom
+	if k := rw.kept; k != nil && !k.targetTaken {
+		t, header, room, k.targetTaken = &k.target, &k.header, &k.response, true
 	} else {
-		header, room = rw.spareHeader, rw.spareRoom
+		t = new(upstreamTarget)
 	}
-	rw.spareTarget = nil
 	*t = upstreamTarget{
 		header:      header,
 		room:        room,
@@ -947,14 +953,10 @@ type responseWriter struct {
 	start      time.Time           // when the request arrived
 	// edge holds the values of Server and X-Request-Id (decorate).
 	edge [2]string
-	// A kept stream's target and filter stream while unused (the first
-	// forward and newStream take them); nil once taken, or without them.
-	// spareHeader and spareRoom are the rooms the kept target makes its
-	// upstream request's header and its responses in.
-	spareTarget  *upstreamTarget
-	spareFilters *filter.Stream
-	spareHeader  *headerBuf
-	spareRoom    *upstream.ResponseRoom
+	// kept is the stream this writer is part of, when its connection keeps
+	// it (HTTP/1.1): its target, filter stream and rooms are the request's
+	// to take once. nil otherwise.
+	kept *keptStream
 }
 
 // decorate sets the headers of the response head: the route's mutations

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -193,16 +194,13 @@ type headerBuf struct {
 // forget empties the room, or drops it when a request of many fields grew it:
 // each connection would otherwise keep the room of its largest request.
 func (b *headerBuf) forget() {
-	if len(b.m) > maxKeptFields || cap(b.values) > maxKeptFields {
+	if len(b.m) > upstream.MaxRoomFields || cap(b.values) > upstream.MaxRoomFields {
 		b.m, b.values = nil, nil
 		return
 	}
 	clear(b.m)
 	clear(b.values[:cap(b.values)])
 }
-
-// maxKeptFields is the most header fields a kept room holds room for.
-const maxKeptFields = 32
 
 // upstreamHeader copies h without its hop-by-hop and forwarding fields, with
 // room for spare more single-value fields: their values' array comes with the

@@ -30,10 +30,10 @@ func TestKeptStreamForReusesWhatTheConnectionKept(t *testing.T) {
 	if k == nil || slot != &w.slot {
 		t.Fatal("the codec's slot was not offered for keeping the stream")
 	}
-	if k.rw.spareTarget != &k.target || k.rw.spareFilters != &k.filters {
+	if k.rw.kept != k || k.targetTaken || k.filtersTaken {
 		t.Error("a new kept stream does not offer its target and filter stream")
 	}
-	k.ex.vhost, k.rw.status, k.rw.spareTarget = "old", http.StatusTeapot, nil
+	k.ex.vhost, k.rw.status, k.targetTaken = "old", http.StatusTeapot, true
 	k.target.path = "/old"
 	*slot = k
 	again, _ := keptStreamFor(w)
@@ -44,7 +44,7 @@ func TestKeptStreamForReusesWhatTheConnectionKept(t *testing.T) {
 		t.Errorf("the reused stream kept its last request's state: vhost %q, status %d, target path %q",
 			again.ex.vhost, again.rw.status, again.target.path)
 	}
-	if again.rw.spareTarget != &again.target {
+	if again.rw.kept != again || again.targetTaken {
 		t.Error("the reused stream does not offer its target again")
 	}
 	if w.slot != nil {
@@ -95,7 +95,7 @@ func TestKeptStreamQuietOnlyWhenNothingHoldsIt(t *testing.T) {
 	post := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("hello"))
 	fresh := func() *keptStream {
 		k := new(keptStream)
-		k.rw.spareTarget = &k.target
+		k.rw.kept = k
 		return k
 	}
 	if k := fresh(); !k.quiet(get) {
@@ -110,7 +110,7 @@ func TestKeptStreamQuietOnlyWhenNothingHoldsIt(t *testing.T) {
 		t.Error("an upgraded request (spliced by goroutines) was quiet")
 	}
 	k = fresh()
-	k.rw.spareTarget = nil // forwarded
+	k.targetTaken = true // forwarded
 	if k.quiet(get) {
 		t.Error("a forwarded request whose target did not settle quiet was quiet")
 	}
@@ -191,12 +191,12 @@ func TestHeaderRoomDroppedWhenGrown(t *testing.T) {
 		t.Errorf("a small room was not kept emptied: %v, %q", b.m, b.values)
 	}
 	many := http.Header{}
-	for i := range 2 * maxKeptFields {
+	for i := range 2 * upstream.MaxRoomFields {
 		many[fmt.Sprintf("X-F%d", i)] = []string{"v"}
 	}
 	upstreamHeader(many, edgeHeaders, &b)
 	b.forget()
 	if b.m != nil || b.values != nil {
-		t.Errorf("a room grown to %d fields was kept", 2*maxKeptFields)
+		t.Errorf("a room grown to %d fields was kept", 2*upstream.MaxRoomFields)
 	}
 }

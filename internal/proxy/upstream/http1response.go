@@ -70,15 +70,17 @@ type ResponseRoom struct {
 func (r *ResponseRoom) Forget() {
 	r.res, r.body = http.Response{}, http1Body{}
 	r.body.closed.Store(true) // a late Close or Read finds it closed
-	if len(r.header) > maxKeptFields || cap(r.values) > maxKeptFields {
+	if len(r.header) > MaxRoomFields || cap(r.values) > MaxRoomFields {
 		r.header, r.values = nil, nil
 		return
 	}
 	clear(r.header)
 }
 
-// maxKeptFields is the most header fields a kept room holds room for.
-const maxKeptFields = 32
+// MaxRoomFields is the most header fields a room kept from request to
+// request holds room for (the connection manager's for upstream request
+// headers too).
+const MaxRoomFields = 32
 
 // ResponseRoomer is a request's target (under TargetKey) that offers the room
 // its responses are built in. Its owner keeps the room from being used by

@@ -278,14 +278,14 @@ func TestResponseRoomKeepsNothingOld(t *testing.T) {
 
 	var many strings.Builder
 	many.WriteString("HTTP/1.1 200 OK\r\n")
-	for i := range 2 * maxKeptFields {
+	for i := range 2 * MaxRoomFields {
 		fmt.Fprintf(&many, "X-F%d: %d\r\n", i, i)
 	}
 	many.WriteString("\r\n")
 	read(many.String())
 	room.Forget()
 	if room.header != nil || room.values != nil {
-		t.Errorf("a room grown to %d fields was kept", 2*maxKeptFields)
+		t.Errorf("a room grown to %d fields was kept", 2*MaxRoomFields)
 	}
 
 	room.body.pc = nil
