@@ -82,11 +82,11 @@ type upstreamTarget struct {
 	// Two int32s share a word: the struct stays in its allocation size class.
 	endpointIdx int32 // the first attempt's endpoint
 	attempts    int32
-	// codecExchanges counts the exchanges the codec's client made for the
-	// request, dialled says one of them dialled its connection
+	// codecExchanged says the codec's client made an exchange for the
+	// request, dialled that one of them dialled its connection
 	// (CodecExchange); quiet, set when the forward is over, says that nothing
 	// it started can reach the target any more (settle).
-	codecExchanges int32
+	codecExchanged bool
 	dialled        bool
 	quiet          bool
 }
@@ -98,7 +98,7 @@ func (t *upstreamTarget) ResponseRoom() *upstream.ResponseRoom { return t.room }
 // CodecExchange is told that the codec's client takes the request
 // (upstream.CodecExchanger).
 func (t *upstreamTarget) CodecExchange(dialled bool) {
-	t.codecExchanges++
+	t.codecExchanged = true
 	t.dialled = t.dialled || dialled
 }
 
@@ -110,7 +110,7 @@ func (t *upstreamTarget) CodecExchange(dialled bool) {
 // off (its call may be under way), a per-try timeout (an attempt's timer);
 // and, not worth telling apart, retries, mirrors and internal redirects.
 func (t *upstreamTarget) settle(r *http.Request, fa *router.ForwardAction) {
-	t.quiet = t.codecExchanges > 0 && !t.dialled && t.attempts == 1 && t.cluster.Transport == nil &&
+	t.quiet = t.codecExchanged && !t.dialled && t.attempts == 1 && t.cluster.Transport == nil &&
 		t.retry.PerTryTimeout == 0 && !requestHasBody(r) && t.replay == nil &&
 		len(fa.Mirrors) == 0 && t.redirect == nil &&
 		!t.idleState.disturbed && !t.routeState.disturbed

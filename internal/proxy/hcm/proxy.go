@@ -222,8 +222,7 @@ func upstreamHeader(h http.Header, spare int, buf *headerBuf) (http.Header, []st
 		if buf.m == nil {
 			buf.m = make(http.Header, len(h)+spare)
 		}
-		values, out = buf.values[:n], buf.m
-		clear(out)
+		values, out = buf.values[:n], buf.m // emptied by forget
 	}
 	for k, vv := range h {
 		if isHopByHop(k) || isForwardingField(k) {

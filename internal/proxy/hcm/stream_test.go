@@ -137,7 +137,7 @@ func TestTargetSettlesQuietOnlyWithoutLateHolders(t *testing.T) {
 			return get
 		}, false},
 		{"Go's transport", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
-			t.codecExchanges = 0
+			t.codecExchanged = false
 			return get
 		}, false},
 		{"cluster transport", func(t *upstreamTarget, _ *router.ForwardAction) *http.Request {
@@ -170,7 +170,7 @@ func TestTargetSettlesQuietOnlyWithoutLateHolders(t *testing.T) {
 			return get
 		}, false},
 	} {
-		tg := &upstreamTarget{cluster: &upstream.Cluster{}, retry: &router.RetryPolicy{}, attempts: 1, codecExchanges: 1}
+		tg := &upstreamTarget{cluster: &upstream.Cluster{}, retry: &router.RetryPolicy{}, attempts: 1, codecExchanged: true}
 		fa := &router.ForwardAction{}
 		r := tc.change(tg, fa)
 		tg.settle(r, fa)
