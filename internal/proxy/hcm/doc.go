@@ -37,5 +37,7 @@
 //     place of answering it.
 //   - xfcc.go: the x-forwarded-client-cert header sent upstream.
 //   - stats.go: the request metrics, per route (RouteStats, resolved at
-//     compile time by package proxy, which owns their lifecycle).
+//     compile time by package proxy, which owns their lifecycle);
+//     routeseries.go: their counts, in one block per route, and the
+//     collector that exports them.
 package hcm

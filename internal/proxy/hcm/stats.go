@@ -3,7 +3,7 @@ package hcm
 import (
 	"log/slog"
 	"strconv"
-	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,10 +18,13 @@ const UnmatchedLabel = "(none)"
 // latencyBuckets extend to 10 minutes: beyond Envoy's default route timeout
 // (15s) and any reasonable configured one, so that slow routes land in a
 // bucket instead of +Inf.
-var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600}
+var latencyBuckets = [...]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600}
 
 // sizeBuckets are response body sizes from 64 bytes to 256 MiB, by factors of 4.
-var sizeBuckets = prometheus.ExponentialBuckets(64, 4, 12)
+var sizeBuckets = func() (b [12]float64) {
+	copy(b[:], prometheus.ExponentialBuckets(64, 4, len(b)))
+	return b
+}()
 
 // Reasons of refused request headers (reason label).
 const (
@@ -41,10 +44,8 @@ var routeLabels = []string{"listener", "vhost", "route", "path"}
 // configuration, so that label cardinality follows the configuration in
 // force and the traffic it has seen.
 type Metrics struct {
-	requests       *prometheus.CounterVec   // routeLabels, code_class
-	duration       *prometheus.HistogramVec // routeLabels
-	responseSize   *prometheus.HistogramVec // routeLabels
-	headersRefused *prometheus.CounterVec   // reason
+	routes         *routeCollector        // the requests, duration and size series of routes
+	headersRefused *prometheus.CounterVec // reason
 	// filterReplies counts the requests an HTTP filter answered, by filter
 	// name and status code.
 	filterReplies *prometheus.CounterVec
@@ -59,15 +60,7 @@ type Metrics struct {
 // it is not nil.
 func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 	m := &Metrics{
-		requests: stats.CounterVec("requests_total",
-			"Downstream HTTP requests by listener, virtual host, route (the object that declared it, kind/namespace/name), its path condition and response code class; \"(none)\" when nothing matched.",
-			stats.WithClass(routeLabels)...),
-		duration: stats.HistogramVec("request_duration_seconds",
-			"Time from receiving a downstream request to finishing its response, by listener, virtual host, route and path condition.",
-			latencyBuckets, routeLabels...),
-		responseSize: stats.HistogramVec("response_size_bytes",
-			"Response body bytes sent downstream, by listener, virtual host, route and path condition.",
-			sizeBuckets, routeLabels...),
+		routes: newRouteCollector(),
 		headersRefused: stats.CounterVec("request_headers_refused_total",
 			"Requests answered 431 because their headers exceeded max_request_headers_kb (reason size) or max_headers_count (reason count).",
 			"reason"),
@@ -82,9 +75,7 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 			"code"),
 	}
 	if reg != nil {
-		m.requests = stats.Register(reg, m.requests, log)
-		m.duration = stats.Register(reg, m.duration, log)
-		m.responseSize = stats.Register(reg, m.responseSize, log)
+		m.routes = stats.Register(reg, m.routes, log)
 		m.headersRefused = stats.Register(reg, m.headersRefused, log)
 		m.filterReplies = stats.Register(reg, m.filterReplies, log)
 		m.mirrors = stats.Register(reg, m.mirrors, log)
@@ -116,71 +107,56 @@ func (k RouteKey) values(extra ...string) []string {
 	return append([]string{k.Listener, k.Vhost, k.Route, k.Path}, extra...)
 }
 
-// routeObservers are a route's histograms, created together with its first
-// finished request.
-type routeObservers struct {
-	duration, size prometheus.Observer
-}
-
 // RouteStats are the request metrics of one routeKey (or of the requests of
 // a listener or virtual host that matched nothing). The proxy keeps one per
 // routeKey across configurations.
 type RouteStats struct {
-	M          *Metrics
-	Key        RouteKey
-	series     stats.Group
-	requests   [len(stats.CodeClasses)]atomic.Pointer[prometheus.Counter]
-	histograms atomic.Pointer[routeObservers]
-	Gen        uint64 // the last compilation that referenced it (ADS goroutine only)
+	counts routeCounts // first: a request touches nothing else
+	M      *Metrics
+	Key    RouteKey
+	series stats.Group
+	Gen    uint64 // the last compilation that referenced it (ADS goroutine only)
 }
 
 // Observe records a finished request: its code class's counter and the
-// histograms, each created by its first request.
+// histograms, each series created by its first request.
 func (s *RouteStats) Observe(status int, seconds float64, bytes int64) {
 	class := stats.CodeClass(status)
-	var requests prometheus.Counter
-	if c := s.requests[class].Load(); c != nil {
-		requests = *c
-	} else {
-		requests = s.createRequests(class)
+	if want := classCreated(class) | histogramsCreated; s.counts.created.Load()&want != want {
+		s.create(want)
 	}
-	obs := s.histograms.Load()
-	if obs == nil {
-		o := s.createObservers()
-		obs = &o
-	}
-	requests.Inc()
-	obs.duration.Observe(seconds)
-	obs.size.Observe(float64(bytes))
+	s.counts.observe(class, seconds, bytes)
 }
 
-func (s *RouteStats) createRequests(class int) prometheus.Counter {
-	return stats.Get(&s.series, &s.requests[class], func() prometheus.Counter {
-		return s.M.requests.WithLabelValues(s.Key.values(stats.CodeClasses[class])...)
-	}, stats.DiscardedCounter)
-}
-
-func (s *RouteStats) createObservers() routeObservers {
-	return stats.Get(&s.series, &s.histograms, func() routeObservers {
-		return routeObservers{
-			duration: s.M.duration.WithLabelValues(s.Key.values()...),
-			size:     s.M.responseSize.WithLabelValues(s.Key.values()...),
+// create makes the series of bits exist, unless the route's stats were
+// retired: then nothing exports what they count.
+func (s *RouteStats) create(bits uint32) {
+	s.series.Locked(func(retired bool) {
+		if retired {
+			return // Remove has set every bit
 		}
-	}, routeObservers{duration: stats.DiscardedHistogram, size: stats.DiscardedHistogram})
-}
-
-// Remove deletes the route's series.
-func (s *RouteStats) Remove() {
-	s.series.Retire(func() {
-		for class := range s.requests {
-			if s.requests[class].Load() != nil {
-				s.M.requests.DeleteLabelValues(s.Key.values(stats.CodeClasses[class])...)
+		created := s.counts.created.Load()
+		if created == 0 {
+			s.M.routes.add(s)
+		}
+		now := time.Now().UnixNano()
+		for i := range s.counts.createdAt {
+			if bit := uint32(1) << i; bits&bit != 0 && created&bit == 0 {
+				s.counts.createdAt[i].Store(now)
 			}
 		}
-		if s.histograms.Load() != nil {
-			s.M.duration.DeleteLabelValues(s.Key.values()...)
-			s.M.responseSize.DeleteLabelValues(s.Key.values()...)
+		s.counts.created.Or(bits)
+	})
+}
+
+// Remove deletes the route's series. A request that finishes later counts
+// in stats nothing exports.
+func (s *RouteStats) Remove() {
+	s.series.Retire(func() {
+		if s.counts.created.Load() != 0 {
+			s.M.routes.remove(s)
 		}
+		s.counts.created.Store(allCreated)
 	})
 }
 

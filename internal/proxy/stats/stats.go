@@ -68,9 +68,8 @@ func (g *Group) Retire(remove func()) {
 // Series that nothing exports, for requests of routes and clusters that
 // left the configuration while they ran.
 var (
-	DiscardedCounter   prometheus.Counter   = prometheus.NewCounter(prometheus.CounterOpts{Name: "discarded"})
-	DiscardedGauge     prometheus.Gauge     = prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
-	DiscardedHistogram prometheus.Histogram = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "discarded"})
+	DiscardedCounter prometheus.Counter = prometheus.NewCounter(prometheus.CounterOpts{Name: "discarded"})
+	DiscardedGauge   prometheus.Gauge   = prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
 )
 
 // Register registers c, reusing an identical collector that is already
@@ -90,7 +89,7 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.
 	return c
 }
 
-// CounterVec, GaugeVec and HistogramVec make the proxy's collectors, named
+// CounterVec and GaugeVec make the proxy's collectors, named
 // portico_proxy_<name>.
 func CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help}, labels)
@@ -98,10 +97,6 @@ func CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
 
 func GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help}, labels)
-}
-
-func HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "portico", Subsystem: "proxy", Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // WithClass is labels and code_class.
