@@ -42,8 +42,9 @@ var layerRules = map[string][]string{
 	"http1":    {"internal/stackgrow"},
 	"upstream": {"stats", "http1", "internal/xdsconv", "internal/sockpeek"},
 	// The router reads the route-level rate_limits of the ratelimit filter
-	// (Envoy's route actions for it), not the filter itself.
-	"router": {"filter", "filters/ratelimit", "upstream", "internal/layered", "internal/xdsconv"},
+	// (Envoy's route actions for it), not the filter itself, and names each
+	// route for the access log (accesslog.Route) as it compiles it.
+	"router": {"filter", "filters/ratelimit", "upstream", "accesslog", "internal/layered", "internal/xdsconv"},
 	// The HTTP connection manager: the request path, down to the router.
 	"hcm": {"router", "filter", "upstream", "http1", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:

@@ -98,7 +98,7 @@ func (s *resourceStore) vhdsTable(inline *router.RouteTable) (*router.RouteTable
 		if err != nil {
 			return nil, fmt.Errorf("VirtualHost %q: %w", name, err)
 		}
-		def.Name = hosts[name].host
+		def.Rename(hosts[name].host)
 		defs[i] = def
 	}
 	t, err := router.BuildRouteTable(inline.Name, inline.Level, inline.Inline+len(defs), func(i int) (*router.VhostDef, bool, error) {
@@ -169,7 +169,7 @@ func (p *Proxy) vhdsTables(updated map[string]any, removed []string) (map[string
 			return nil, fmt.Errorf("VirtualHost %q: %w", name, err)
 		}
 		if t != nil {
-			def.Name = h.host
+			def.Rename(h.host)
 			change(h.namespace, h.host, def)
 		}
 	}

@@ -59,10 +59,7 @@ type Entry struct {
 	UpstreamHost string
 	Attempts     int
 	RequestID    string
-	Vhost        string
-	Route        string // the route and path labels
-	RoutePath    string
-	RouteName    string // the xDS route's name: "" when none matched
+	Routed       *Route // nil: no virtual host matched
 	RemoteAddr   string
 	UpstreamErr  error
 	Details      string
@@ -70,6 +67,15 @@ type Entry struct {
 	// cluster, service, upstreamHost, remoteAddr and upstreamErr unused,
 	// for a TCP proxy connection's line.
 	Conn *ConnEntry
+}
+
+// routed is where e's request was routed: a Route of its own when it
+// matched no virtual host.
+func (e *Entry) routed() *Route {
+	if e.Routed == nil {
+		return &Route{Vhost: Unmatched, Route: Unmatched, Path: Unmatched}
+	}
+	return e.Routed
 }
 
 // ConnEntry is what an access log line says of a TCP proxy connection
@@ -258,6 +264,7 @@ func (a *Log) write(e *Entry, l *lineWriter) {
 		_, _ = a.direct.w.Write(l.buf)
 		return
 	}
+	routed := e.routed()
 	r := slog.NewRecord(e.Time, slog.LevelInfo, "access", 0)
 	r.AddAttrs(
 		slog.String("listener", e.Listener),
@@ -273,10 +280,10 @@ func (a *Log) write(e *Entry, l *lineWriter) {
 		slog.String("upstream_host", e.UpstreamHost),
 		slog.Int("attempts", e.Attempts),
 		slog.String("request_id", e.RequestID),
-		slog.String("vhost", e.Vhost),
-		slog.String("route", e.Route),
-		slog.String("route_path", e.RoutePath),
-		slog.String("route_name", e.RouteName),
+		slog.String("vhost", routed.Vhost),
+		slog.String("route", routed.Route),
+		slog.String("route_path", routed.Path),
+		slog.String("route_name", routed.Name),
 		slog.String("downstream_remote_address", e.RemoteAddr),
 	)
 	if e.UpstreamErr != nil {

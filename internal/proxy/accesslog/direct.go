@@ -336,10 +336,7 @@ func (l *lineWriter) requestLine(e *Entry) {
 	l.str("upstream_host", e.UpstreamHost)
 	l.int("attempts", int64(e.Attempts))
 	l.str("request_id", e.RequestID)
-	l.str("vhost", e.Vhost)
-	l.str("route", e.Route)
-	l.str("route_path", e.RoutePath)
-	l.str("route_name", e.RouteName)
+	l.routed(e.routed())
 	l.str("downstream_remote_address", e.RemoteAddr)
 	if e.UpstreamErr != nil {
 		l.str("upstream_error", e.UpstreamErr.Error())

@@ -52,10 +52,7 @@ func sampleEntry() *Entry {
 		UpstreamHost: "10.0.0.1:8080",
 		Attempts:     1,
 		RequestID:    "4b1c0f3e-8d0a-4d5e-9d1e-6f1e2a3b4c5d",
-		Vhost:        "app.example.com",
-		Route:        "/",
-		RoutePath:    "/",
-		RouteName:    "",
+		Routed:       &Route{Vhost: "app.example.com", Route: "/", Path: "/"},
 		RemoteAddr:   "127.0.0.1:5000",
 	}
 }
@@ -66,8 +63,9 @@ func sampleEntry() *Entry {
 func TestDirectLinesLikeSlog(t *testing.T) {
 	edits := map[string]func(*Entry){
 		"plain":         func(*Entry) {},
-		"quoted values": func(e *Entry) { e.Authority, e.RouteName = `a"b=c d\e`, "x\ty\n\x00\x7f" },
-		"unicode":       func(e *Entry) { e.Vhost, e.Route = "café.example", "\u2028\u2029\u00a0\ufeff" },
+		"quoted values": func(e *Entry) { e.Authority, e.Routed.Name = `a"b=c d\e`, "x\ty\n\x00\x7f" },
+		"unicode":       func(e *Entry) { e.Routed.Vhost, e.Routed.Route = "café.example", "\u2028\u2029\u00a0\ufeff" },
+		"no vhost":      func(e *Entry) { e.Routed = nil },
 		"invalid utf-8": func(e *Entry) { e.Method, e.Listener = "G\xffT", "\xc3" },
 		"html":          func(e *Entry) { e.URL = url.URL{Path: "/<script>&amp;"} },
 		"optional fields": func(e *Entry) {
@@ -103,7 +101,8 @@ func FuzzDirectLineLikeSlog(f *testing.F) {
 	f.Add("\xff", "", "/\u2028", "", "\t", int64(0), int64(-1), int64(0), "boom")
 	f.Fuzz(func(t *testing.T, method, authority, path, query, other string, elapsed, bytes, unixNano int64, upstreamErr string) {
 		e := sampleEntry()
-		e.Method, e.Authority, e.Vhost, e.RouteName, e.Details = method, authority, other, other+authority, other
+		e.Method, e.Authority, e.Details = method, authority, other
+		e.Routed.Vhost, e.Routed.Name = other, other+authority
 		e.URL = url.URL{Path: path, RawQuery: query}
 		e.Elapsed, e.Bytes = time.Duration(elapsed), bytes
 		e.Time = time.Unix(0, unixNano).UTC()
@@ -270,5 +269,23 @@ func TestBatchWaitsUntilHalfFull(t *testing.T) {
 	a.Stop()
 	if writes, lines := sink.counts(); lines != 5 || writes != 2 {
 		t.Errorf("after Stop: %d lines in %d writes, want 5 in 2", lines, writes)
+	}
+}
+
+// A route's attributes are formatted once per format and kept: lines of
+// both formats that share a Route, in turn, each say what slog says.
+func TestSharedRouteLinesLikeSlog(t *testing.T) {
+	shared := &Route{Vhost: "café.example", Route: "httpproxy/shop/web", Path: "/a b", Name: `x"y`}
+	for i := range 3 {
+		for _, json := range []bool{false, true, false} {
+			e := sampleEntry()
+			e.Routed, e.Status = shared, 200+i
+			if d, s := bothLines(t, json, e); d != s {
+				t.Errorf("line %d (json %v):\naccess log: %s\nslog:       %s", i, json, d, s)
+			}
+		}
+	}
+	if shared.formatted[0].Load() == nil || shared.formatted[1].Load() == nil {
+		t.Error("the route's attributes were not kept for either format")
 	}
 }

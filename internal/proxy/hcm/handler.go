@@ -33,8 +33,8 @@ type Handler struct {
 
 // exchange collects what the access log and metrics report about a request.
 type exchange struct {
-	vhost    string        // label values: "(none)" until matched
-	route    *router.Route // nil: none matched
+	logged   *accesslog.Route // where the access log says it was routed; nil: no virtual host matched
+	route    *router.Route    // nil: none matched
 	stats    *RouteStats
 	cluster  string
 	upstream *upstream.Stats // nil unless the request was forwarded
@@ -171,7 +171,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 func (h *Handler) serve(s *stream, w http.ResponseWriter, r *http.Request, start time.Time, lc *Listener, chain *Chain) {
 	hcm := chain.Spec
 	ex, rw, ri := &s.ex, &s.rw, &s.ri
-	*ex = exchange{vhost: UnmatchedLabel, stats: chain.Stats.NoVhost}
+	*ex = exchange{stats: chain.Stats.NoVhost}
 	rw.ResponseWriter, rw.hcm, rw.requestID, rw.grpc, rw.start = w, hcm, requestID(hcm, r), isGRPCRequest(r), start
 	ex.info.Certificates = lc.Certificates
 	http10Host(hcm.http1, r)
@@ -209,9 +209,9 @@ func (h *Handler) dispatch(rw *responseWriter, r *http.Request, lc *Listener, ch
 	var rt *router.Route
 	if vh != nil {
 		vs := &chain.Stats.Vhosts[vh.Slot]
-		ex.vhost, ex.stats = vh.Name, vs.NoRoute
+		ex.logged, ex.stats = vh.Logged, vs.NoRoute
 		if rt = vh.SelectRoute(ri); rt != nil {
-			ex.route, ex.stats = rt, vs.Routes[rt.Index]
+			ex.route, ex.logged, ex.stats = rt, rt.Logged, vs.Routes[rt.Index]
 			if rt.Plan != nil {
 				// From here on every response carries the route's headers.
 				ex.headersFor(rw, r, ri).Plan = rt.Plan
@@ -328,7 +328,7 @@ func (h *Handler) newStream(rw *responseWriter, r *http.Request, ri *router.Requ
 	}
 	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, rw.ResponseWriter, r)
 	if rt != nil {
-		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
+		s.Route = filter.Route{VirtualHost: rt.Logged.Vhost, Name: rt.Name, Matched: true}
 		if rt.RateLimits != nil {
 			s.Route.RateLimits = rt.RateLimits
 		}
@@ -652,15 +652,10 @@ func (h *Handler) finish(r *http.Request, ri *router.RequestInfo, rw *responseWr
 		UpstreamHost: ex.info.UpstreamHost,
 		Attempts:     ex.attempts,
 		RequestID:    rw.requestID,
-		Vhost:        ex.vhost,
-		Route:        UnmatchedLabel,
-		RoutePath:    UnmatchedLabel,
+		Routed:       ex.logged,
 		RemoteAddr:   r.RemoteAddr,
 		UpstreamErr:  rw.upstreamErr,
 		Details:      ex.info.Details,
-	}
-	if rt := ex.route; rt != nil {
-		e.Route, e.RoutePath, e.RouteName = rt.Label, rt.PathLabel, rt.Name
 	}
 	if ex.upstream != nil {
 		e.Service = ex.upstream.Label

@@ -132,6 +132,6 @@ func (e *errInternalRedirect) run() {
 	p.t.timer.stop()
 	p.rw.headers, p.rw.filterHeaders, p.rw.upstreamErr = nil, nil, nil
 	ex := p.ex
-	*ex = exchange{vhost: UnmatchedLabel, stats: p.chain.Stats.NoVhost, attempts: ex.attempts}
+	*ex = exchange{stats: p.chain.Stats.NoVhost, attempts: ex.attempts}
 	p.h.dispatch(p.rw, r, p.lc, p.chain, ri, ex, state)
 }

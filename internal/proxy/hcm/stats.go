@@ -7,13 +7,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/stats"
 )
 
 // UnmatchedLabel is the vhost, route and path label value of requests that
 // matched no virtual host (or, for route and path, no route of their virtual
 // host), and of requests refused before routing (431).
-const UnmatchedLabel = "(none)"
+const UnmatchedLabel = accesslog.Unmatched
 
 // latencyBuckets extend to 10 minutes: beyond Envoy's default route timeout
 // (15s) and any reasonable configured one, so that slow routes land in a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/router"
 	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
@@ -33,16 +34,16 @@ func TestKeptStreamForReusesWhatTheConnectionKept(t *testing.T) {
 	if k.rw.kept != k || k.targetTaken || k.filtersTaken {
 		t.Error("a new kept stream does not offer its target and filter stream")
 	}
-	k.ex.vhost, k.rw.status, k.targetTaken = "old", http.StatusTeapot, true
+	k.ex.logged, k.rw.status, k.targetTaken = accesslog.NewVhostRoute("old"), http.StatusTeapot, true
 	k.target.path = "/old"
 	*slot = k
 	again, _ := keptStreamFor(w)
 	if again != k {
 		t.Fatal("the kept stream was not reused")
 	}
-	if again.ex.vhost != "" || again.rw.status != 0 || again.target.path != "" {
-		t.Errorf("the reused stream kept its last request's state: vhost %q, status %d, target path %q",
-			again.ex.vhost, again.rw.status, again.target.path)
+	if again.ex.logged != nil || again.rw.status != 0 || again.target.path != "" {
+		t.Errorf("the reused stream kept its last request's state: routed %v, status %d, target path %q",
+			again.ex.logged, again.rw.status, again.target.path)
 	}
 	if again.rw.kept != again || again.targetTaken {
 		t.Error("the reused stream does not offer its target again")
@@ -67,14 +68,14 @@ func TestKeptStreamForgetsAllButTheHeadsValues(t *testing.T) {
 	h := http.Header{}
 	k.rw.ResponseWriter = &keepingWriter{ResponseRecorder: httptest.NewRecorder()}
 	k.rw.setEdge(h, 1, "X-Request-Id", "abc")
-	k.ex.vhost, k.target.path, k.rw.hcm = "old", "/old", &Spec{}
+	k.ex.logged, k.target.path, k.rw.hcm = accesslog.NewVhostRoute("old"), "/old", &Spec{}
 	up, _ := upstreamHeader(http.Header{"Cookie": {"secret"}, "Connection": {"close"}}, edgeHeaders, &k.header)
 	if len(up) != 1 || up.Get("Cookie") != "secret" {
 		t.Fatalf("the upstream header made in the kept room is %v", up)
 	}
 	room := cap(k.header.values)
 	k.forget()
-	if k.ex.vhost != "" || k.target.path != "" || k.rw.hcm != nil || k.rw.ResponseWriter != nil {
+	if k.ex.logged != nil || k.target.path != "" || k.rw.hcm != nil || k.rw.ResponseWriter != nil {
 		t.Error("the kept stream still holds its request's state")
 	}
 	if len(up) != 0 || cap(k.header.values) != room || k.header.values[:1][0] != "" {

@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"fmt"
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -227,7 +228,9 @@ func (l RouteConfigLevel) checkDirectBodies(def *VhostDef) error {
 func (l RouteConfigLevel) ConvertVirtualHost(pvh *routev3.VirtualHost) (*VhostDef, error) {
 	def, err := convertVirtualHost(pvh, l.filters)
 	if err != nil {
-		return &VhostDef{Name: pvh.GetName()}, err
+		def = &VhostDef{}
+		def.Rename(pvh.GetName())
+		return def, err
 	}
 	for _, r := range def.Routes {
 		r.Plan = planMutations(headerLevel{}, r.headers, def.headers, l.global, l.mostSpecificWins)
@@ -288,7 +291,7 @@ func convertVirtualHost(pvh *routev3.VirtualHost, filters *filter.Registry) (*Vh
 	if err != nil {
 		return nil, err
 	}
-	vh := &VhostDef{Name: pvh.GetName(), headers: headers}
+	vh := &VhostDef{headers: headers}
 	places := routePlaces(pvh)
 	for i, pr := range pvh.GetRoutes() {
 		var at filter.Place
@@ -306,7 +309,18 @@ func convertVirtualHost(pvh *routev3.VirtualHost, filters *filter.Registry) (*Vh
 		r.Index, r.Label, r.PathLabel = i, routeLabel(r.Name, i), pathLabel(&r.Match)
 		vh.Routes = append(vh.Routes, r)
 	}
+	vh.Rename(pvh.GetName())
 	return vh, nil
+}
+
+// Rename names the virtual host, as its requests' access log lines and
+// metrics do: VHDS serves a virtual host under its resource's name and
+// names it by its host.
+func (vh *VhostDef) Rename(name string) {
+	vh.Name, vh.Logged = name, accesslog.NewVhostRoute(name)
+	for _, r := range vh.Routes {
+		r.Logged = &accesslog.Route{Vhost: name, Route: r.Label, Path: r.PathLabel, Name: r.Name}
+	}
 }
 
 // routeRateLimits are a forwarding route's rate_limits with its virtual

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
@@ -99,6 +100,9 @@ type VhostDef struct {
 	// Raw is the VirtualHost's encoding, when it was decoded from RDS: an
 	// identical encoding in the next version stands for the same def.
 	Raw string
+	// Logged is where the access log says its requests that match none of
+	// its routes were routed.
+	Logged *accesslog.Route
 }
 
 // Route is a compiled route: its match, its action and policies, and the
@@ -108,7 +112,8 @@ type Route struct {
 	// label and pathLabel are its route and path labels (routeLabel,
 	// pathLabel): metrics and access log.
 	Label, PathLabel string
-	Index            int // in virtualHost.routes
+	Logged           *accesslog.Route // the access log's vhost, route, route_path and route_name
+	Index            int              // in virtualHost.routes
 	Match            routeMatch
 	// exactly one of the following is set
 	Forward  *ForwardAction
