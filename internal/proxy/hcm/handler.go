@@ -33,6 +33,7 @@ type Handler struct {
 
 // exchange collects what the access log and metrics report about a request.
 type exchange struct {
+	vhost    string           // the virtual host's name; "" until matched
 	logged   *accesslog.Route // where the access log says it was routed; nil: no virtual host matched
 	route    *router.Route    // nil: none matched
 	stats    *RouteStats
@@ -208,14 +209,18 @@ func (h *Handler) dispatch(rw *responseWriter, r *http.Request, lc *Listener, ch
 	vh := chain.Routes.SelectVirtualHost(ri.Authority)
 	var rt *router.Route
 	if vh != nil {
+		// What a request reads of its virtual host and route is cold in the
+		// cache when there are thousands: only what the outcome needs.
 		vs := &chain.Stats.Vhosts[vh.Slot]
-		ex.logged, ex.stats = vh.Logged, vs.NoRoute
+		ex.vhost = vh.Name
 		if rt = vh.SelectRoute(ri); rt != nil {
 			ex.route, ex.logged, ex.stats = rt, rt.Logged, vs.Routes[rt.Index]
 			if rt.Plan != nil {
 				// From here on every response carries the route's headers.
 				ex.headersFor(rw, r, ri).Plan = rt.Plan
 			}
+		} else {
+			ex.logged, ex.stats = vh.Logged, vs.NoRoute
 		}
 	}
 	// As in Envoy, the route is known when the upgrade is checked: its
@@ -328,7 +333,7 @@ func (h *Handler) newStream(rw *responseWriter, r *http.Request, ri *router.Requ
 	}
 	s.Request.Peer, s.Request.Client = downstreamAddrs(rw.hcm, rw.ResponseWriter, r)
 	if rt != nil {
-		s.Route = filter.Route{VirtualHost: rt.Logged.Vhost, Name: rt.Name, Matched: true}
+		s.Route = filter.Route{VirtualHost: ex.vhost, Name: rt.Name, Matched: true}
 		if rt.RateLimits != nil {
 			s.Route.RateLimits = rt.RateLimits
 		}
