@@ -378,12 +378,19 @@ func TestRequestMetricsByVirtualHostAndRoute(t *testing.T) {
 	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "A", "code_class": "2xx"}, 3)
 	waitMetric(t, p, "portico_proxy_upstream_requests_total", map[string]string{"service_name": "B", "code_class": "2xx"}, 3)
 
-	// The access log names the same route and virtual host.
+	// The access log names the same route and virtual host, and the route's
+	// path condition and xDS name.
 	waitFor(t, "8 access log lines", func() bool { return len(p.logs.records("access")) == 8 })
 	for _, rec := range p.logs.records("access") {
-		wantRoute := map[string]string{"/a": "to-A", "/unnamed": "#1", "/x": "to-B", "/nothing": "(none)", "/": "(none)"}[rec["path"].(string)]
-		if rec["route"] != wantRoute {
-			t.Errorf("access log of %v: route %q, want %q", rec["path"], rec["route"], wantRoute)
+		want := map[string][4]string{
+			"/a":       {"a.test", "to-A", "/a", "to-A"},
+			"/unnamed": {"a.test", "#1", "/unnamed", ""},
+			"/x":       {"b.test", "to-B", "/", "to-B"},
+			"/nothing": {"a.test", "(none)", "(none)", ""},
+			"/":        {"(none)", "(none)", "(none)", ""},
+		}[rec["path"].(string)]
+		if got := [4]any{rec["vhost"], rec["route"], rec["route_path"], rec["route_name"]}; got != [4]any{want[0], want[1], want[2], want[3]} {
+			t.Errorf("access log of %v: vhost, route, route_path, route_name %q, want %q", rec["path"], got, want)
 		}
 	}
 }

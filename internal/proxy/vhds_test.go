@@ -130,6 +130,9 @@ func TestVHDSServesVirtualHosts(t *testing.T) {
 	var vhosts []string
 	for _, rec := range p.logs.records("access") {
 		vhosts = append(vhosts, fmt.Sprint(rec["vhost"]))
+		if vh := rec["vhost"]; vh != "(none)" && !strings.HasPrefix(fmt.Sprint(rec["route_name"]), "to-") {
+			t.Errorf("access log of %v: route_name %q, want its route's", vh, rec["route_name"])
+		}
 	}
 	slices.Sort(vhosts)
 	if want := []string{"(none)", "a.test", "b.test", "inline.test"}; !slices.Equal(vhosts, want) {

@@ -69,15 +69,6 @@ type Entry struct {
 	Conn *ConnEntry
 }
 
-// routed is where e's request was routed: a Route of its own when it
-// matched no virtual host.
-func (e *Entry) routed() *Route {
-	if e.Routed == nil {
-		return &Route{Vhost: Unmatched, Route: Unmatched, Path: Unmatched}
-	}
-	return e.Routed
-}
-
 // ConnEntry is what an access log line says of a TCP proxy connection
 // beyond the fields it shares with requests' lines.
 type ConnEntry struct {
@@ -103,8 +94,11 @@ type Log struct {
 	line    lineWriter     // the writer goroutine's buffer for direct lines
 	batcher Batcher        // nil: a write per line
 	dropped prometheus.Counter
-	queue   chan Entry
-	done    chan struct{} // closed when the writer has drained the queue
+	// unmatched is the Route of the lines of requests that matched no
+	// virtual host (Entry.Routed nil), formatted once like the others.
+	unmatched Route
+	queue     chan Entry
+	done      chan struct{} // closed when the writer has drained the queue
 	// wake tells the writer a batch has begun (the first line queued since
 	// its last write: waiting is set) or that a batch is ready (batchLines).
 	wake    chan struct{}
@@ -118,7 +112,7 @@ type Log struct {
 
 func New(log *slog.Logger, batcher Batcher, dropped prometheus.Counter, capacity int) *Log {
 	a := &Log{log: log, batcher: batcher, dropped: dropped, queue: make(chan Entry, capacity), done: make(chan struct{}),
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), unmatched: Route{Vhost: Unmatched, Route: Unmatched, Path: Unmatched}}
 	if batcher != nil {
 		a.delay = FlushDelay
 	}
@@ -259,12 +253,15 @@ func (a *Log) write(e *Entry, l *lineWriter) {
 		a.writeConn(e)
 		return
 	}
+	routed := e.Routed
+	if routed == nil {
+		routed = &a.unmatched
+	}
 	if a.direct != nil {
-		l.requestLine(e)
+		l.requestLine(e, routed)
 		_, _ = a.direct.w.Write(l.buf)
 		return
 	}
-	routed := e.routed()
 	r := slog.NewRecord(e.Time, slog.LevelInfo, "access", 0)
 	r.AddAttrs(
 		slog.String("listener", e.Listener),

@@ -320,8 +320,8 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 }
 
 // requestLine appends e's line, the attributes in the order write gives them
-// to slog.
-func (l *lineWriter) requestLine(e *Entry) {
+// to slog; routed is where it was routed.
+func (l *lineWriter) requestLine(e *Entry, routed *Route) {
 	l.start(e.Time, "access")
 	l.str("listener", e.Listener)
 	l.str("method", e.Method)
@@ -336,7 +336,7 @@ func (l *lineWriter) requestLine(e *Entry) {
 	l.str("upstream_host", e.UpstreamHost)
 	l.int("attempts", int64(e.Attempts))
 	l.str("request_id", e.RequestID)
-	l.routed(e.routed())
+	l.routed(routed)
 	l.str("downstream_remote_address", e.RemoteAddr)
 	if e.UpstreamErr != nil {
 		l.str("upstream_error", e.UpstreamErr.Error())

@@ -13,7 +13,8 @@ const Unmatched = "(none)"
 // that a request's entry carries one pointer for the four, and the writer
 // formats them once per format rather than reading and quoting four strings
 // per line. At 10,000 virtual hosts those strings were cold in the cache on
-// every line (issue 22, ninth session).
+// every line (issue 22, ninth session). Its fields must not change once a
+// line has used it.
 type Route struct {
 	Vhost, Route, Path, Name string
 	// formatted are the four attributes as a text (0) and a JSON (1) line

@@ -2,6 +2,7 @@ package hcm
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,10 @@ func classCreated(class int) uint32 { return 1 << class }
 
 // routeCounts are what a route's requests counted. Every field is updated
 // atomically on its own: a scrape may see a request counted in one series
-// and not yet in another, as with client_golang's own collectors, but every
-// histogram it exports has a count equal to its buckets' total.
+// and not yet in another, as with client_golang's own collectors, and (unlike
+// them) in a histogram's bucket and not yet in its sum, so that sum/count may
+// be off by one request's value for one scrape; every histogram it exports
+// has a count equal to its buckets' total.
 type routeCounts struct {
 	created  atomic.Uint32 // which series exist (the bits above)
 	requests [len(stats.CodeClasses)]atomic.Uint64
@@ -92,12 +95,24 @@ func addFloat(bits *atomic.Uint64, v float64) {
 // routeCollector exports the series of every route whose stats created
 // some. Two stats of one label set (two proxies sharing a registry) are
 // exported as one series, their counts added, as the vectors they replace
-// shared one series.
+// shared one series; when one of them leaves, what it counted stays in the
+// series until the last one leaves, so that the series never goes down.
+//
+// A scrape holds the collector's lock while it sends the series, as
+// client_golang's vectors hold theirs: meanwhile a route's first request
+// and a route's removal wait.
 type routeCollector struct {
 	requests, duration, size *prometheus.Desc
 
 	mu     sync.Mutex
-	routes map[RouteKey][]*RouteStats
+	routes map[RouteKey]*routeEntry
+}
+
+// routeEntry are the stats of a label set that created series, and what
+// those that left counted.
+type routeEntry struct {
+	stats []*RouteStats
+	left  routeSnapshot
 }
 
 // The route series' names (after portico_proxy_) and help.
@@ -116,31 +131,34 @@ func newRouteCollector() *routeCollector {
 		requests: prometheus.NewDesc(name(requestsName), requestsHelp, stats.WithClass(routeLabels), nil),
 		duration: prometheus.NewDesc(name(durationName), durationHelp, routeLabels, nil),
 		size:     prometheus.NewDesc(name(sizeName), sizeHelp, routeLabels, nil),
-		routes:   make(map[RouteKey][]*RouteStats),
+		routes:   make(map[RouteKey]*routeEntry),
 	}
 }
 
 func (c *routeCollector) add(s *RouteStats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.routes[s.Key] = append(c.routes[s.Key], s)
+	e := c.routes[s.Key]
+	if e == nil {
+		e = new(routeEntry)
+		c.routes[s.Key] = e
+	}
+	e.stats = append(e.stats, s)
 }
 
 func (c *routeCollector) remove(s *RouteStats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rest := c.routes[s.Key]
-	for i, o := range rest {
-		if o == s {
-			rest = append(rest[:i], rest[i+1:]...)
-			break
-		}
+	e := c.routes[s.Key]
+	if e == nil {
+		return
 	}
-	if len(rest) == 0 {
+	e.stats = slices.DeleteFunc(e.stats, func(o *RouteStats) bool { return o == s })
+	if len(e.stats) == 0 {
 		delete(c.routes, s.Key)
 		return
 	}
-	c.routes[s.Key] = rest
+	e.left.add(&s.counts)
 }
 
 func (c *routeCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -152,9 +170,9 @@ func (c *routeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for key, same := range c.routes {
-		var snap routeSnapshot
-		for _, s := range same {
+	for key, e := range c.routes {
+		snap := e.left
+		for _, s := range e.stats {
 			snap.add(&s.counts)
 		}
 		c.collect(ch, key, &snap)

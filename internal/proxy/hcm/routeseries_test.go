@@ -1,9 +1,11 @@
 package hcm
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -189,8 +191,49 @@ func TestRouteSeriesOfOneLabelSetAdd(t *testing.T) {
 		t.Errorf("2xx: %v, want 3", v)
 	}
 	s1.Remove()
-	if v := counterValue(t, reg, key, "2xx"); v != 2 {
-		t.Errorf("2xx after one proxy's stats left: %v, want 2", v)
+	s1.Observe(200, 0.01, 100) // late, on removed stats: not counted
+	s2.Observe(200, 0.01, 100)
+	if v := counterValue(t, reg, key, "2xx"); v != 4 {
+		t.Errorf("2xx after one proxy's stats left and one more request: %v, want 4 (a counter never goes down)", v)
+	}
+	s2.Remove()
+	if n := seriesCount(t, reg); n != 0 {
+		t.Errorf("%d series after both proxies' stats left, want 0", n)
+	}
+}
+
+// Requests, removals and scrapes at once (run with -race): every scrape
+// succeeds, and the series of stats still in use count every request.
+func TestRouteSeriesConcurrentScrapes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, slog.New(slog.DiscardHandler))
+	key := func(i int) RouteKey {
+		return RouteKey{Listener: "ingress_http", Vhost: fmt.Sprintf("h%d.test", i), Route: "ingress/default/h", Path: "/"}
+	}
+	const routes, requests = 8, 500
+	var wg sync.WaitGroup
+	kept := make([]*RouteStats, routes)
+	for i := range routes {
+		kept[i] = &RouteStats{M: m, Key: key(i)}
+		wg.Go(func() {
+			for n := range requests {
+				kept[i].Observe(100+100*(n%5), 0.001, int64(n))
+				gone := &RouteStats{M: m, Key: key(routes + n%3)}
+				gone.Observe(200, 0.001, 1)
+				gone.Remove()
+			}
+		})
+	}
+	for range 20 {
+		if _, err := reg.Gather(); err != nil {
+			t.Fatalf("gather during requests: %v", err)
+		}
+	}
+	wg.Wait()
+	for i := range routes {
+		if v := counterValue(t, reg, key(i), "2xx"); v != requests/5 {
+			t.Errorf("route %d: 2xx %v, want %d", i, v, requests/5)
+		}
 	}
 }
 

@@ -155,7 +155,7 @@ func (s *RouteStats) create(bits uint32) {
 func (s *RouteStats) Remove() {
 	s.series.Retire(func() {
 		if s.counts.created.Load() != 0 {
-			s.M.routes.remove(s)
+			s.M.routes.remove(s) // reads the series it created
 		}
 		s.counts.created.Store(allCreated)
 	})
