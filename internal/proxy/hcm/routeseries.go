@@ -1,13 +1,18 @@
 package hcm
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/portico-dev/portico/internal/proxy/stats"
 )
@@ -15,8 +20,10 @@ import (
 // A route's request series (portico_proxy_requests_total,
 // portico_proxy_request_duration_seconds, portico_proxy_response_size_bytes)
 // are counted in one block of its RouteStats (routeCounts) and exported by
-// one collector (routeCollector), which client_golang's constant metrics
-// turn into the same exposition its vectors give.
+// one collector (routeCollector) as the same series client_golang's vectors
+// give, label pairs made once per label set as theirs are (a scrape of
+// 10,000 routes: 70 ms and 276k allocations, against the vectors' 110 ms and
+// 780k, and client_golang's constant metrics' 110 ms and 1.39M).
 //
 // Why not the vectors: a request reached a route's counter and two
 // histograms through about ten dependent pointers (each series, its hot and
@@ -113,6 +120,10 @@ type routeCollector struct {
 type routeEntry struct {
 	stats []*RouteStats
 	left  routeSnapshot
+	// labels are the label pairs of its histograms, and classLabels of its
+	// counters, made by the first scrape.
+	labels      []*dto.LabelPair
+	classLabels [len(stats.CodeClasses)][]*dto.LabelPair
 }
 
 // The route series' names (after portico_proxy_) and help.
@@ -171,11 +182,12 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, e := range c.routes {
-		snap := e.left
+		snap := &routeSnapshot{}
+		*snap = e.left
 		for _, s := range e.stats {
 			snap.add(&s.counts)
 		}
-		c.collect(ch, key, &snap)
+		c.collect(ch, key, e, snap)
 	}
 }
 
@@ -206,40 +218,96 @@ func (snap *routeSnapshot) add(c *routeCounts) {
 	snap.sizeSum += math.Float64frombits(c.sizeSum.Load())
 }
 
-func (c *routeCollector) collect(ch chan<- prometheus.Metric, key RouteKey, snap *routeSnapshot) {
+func (c *routeCollector) collect(ch chan<- prometheus.Metric, key RouteKey, e *routeEntry, snap *routeSnapshot) {
+	if e.labels == nil {
+		if err := e.makeLabels(key); err != nil {
+			ch <- prometheus.NewInvalidMetric(c.requests, err)
+			return
+		}
+	}
 	for class, n := range snap.requests {
 		if snap.created&classCreated(class) != 0 {
-			ch <- metricOrError(c.requests)(prometheus.NewConstMetricWithCreatedTimestamp(c.requests, prometheus.CounterValue, float64(n),
-				time.Unix(0, snap.createdAt[class]), key.values(stats.CodeClasses[class])...))
+			ch <- &counterMetric{desc: c.requests, labels: e.classLabels[class], value: float64(n), created: snap.createdAt[class]}
 		}
 	}
 	if snap.created&histogramsCreated != 0 {
-		labels, created := key.values(), time.Unix(0, snap.createdAt[len(stats.CodeClasses)])
-		ch <- constHistogram(c.duration, latencyBuckets[:], snap.buckets[:durationSlots], snap.durationSum, created, labels)
-		ch <- constHistogram(c.size, sizeBuckets[:], snap.buckets[durationSlots:], snap.sizeSum, created, labels)
+		created := snap.createdAt[len(stats.CodeClasses)]
+		ch <- &histogramMetric{desc: c.duration, labels: e.labels, bounds: latencyBuckets[:], cumulative: accumulate(snap.buckets[:durationSlots]),
+			sum: snap.durationSum, created: created}
+		ch <- &histogramMetric{desc: c.size, labels: e.labels, bounds: sizeBuckets[:], cumulative: accumulate(snap.buckets[durationSlots:]),
+			sum: snap.sizeSum, created: created}
 	}
 }
 
-// constHistogram is a histogram of per-bucket counts (the last +Inf's).
-func constHistogram(desc *prometheus.Desc, bounds []float64, counts []uint64, sum float64, created time.Time, labels []string) prometheus.Metric {
-	cumulative := make(map[float64]uint64, len(bounds))
-	var total uint64
-	for i, b := range bounds {
-		total += counts[i]
-		cumulative[b] = total
-	}
-	total += counts[len(bounds)]
-	return metricOrError(desc)(prometheus.NewConstHistogramWithCreatedTimestamp(desc, total, sum, cumulative, created, labels...))
-}
-
-// metricOrError reports a series whose labels client_golang refuses
-// (invalid UTF-8, which xDS strings cannot hold) as the scrape's error
-// without failing the other series.
-func metricOrError(desc *prometheus.Desc) func(prometheus.Metric, error) prometheus.Metric {
-	return func(m prometheus.Metric, err error) prometheus.Metric {
-		if err != nil {
-			return prometheus.NewInvalidMetric(desc, err)
+// makeLabels makes the label pairs of the entry's series once, as
+// client_golang's own series do: sorted by name, shared by every scrape.
+func (e *routeEntry) makeLabels(key RouteKey) error {
+	values := key.values()
+	for _, v := range values {
+		if !utf8.ValidString(v) {
+			// xDS strings cannot hold it; client_golang refuses it.
+			return fmt.Errorf("label value %q is not valid UTF-8", v)
 		}
-		return m
 	}
+	pair := func(name, value string) *dto.LabelPair { return &dto.LabelPair{Name: &name, Value: &value} }
+	e.labels = make([]*dto.LabelPair, len(routeLabels))
+	for i, name := range routeLabels {
+		e.labels[i] = pair(name, values[i])
+	}
+	slices.SortFunc(e.labels, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+	for class, name := range stats.CodeClasses {
+		// code_class sorts before every route label.
+		e.classLabels[class] = append([]*dto.LabelPair{pair("code_class", name)}, e.labels...)
+	}
+	return nil
+}
+
+// counterMetric and histogramMetric are a route's series as a scrape
+// writes them, from its snapshot.
+type counterMetric struct {
+	desc    *prometheus.Desc
+	labels  []*dto.LabelPair
+	value   float64
+	created int64 // unix nanoseconds
+}
+
+func (m *counterMetric) Desc() *prometheus.Desc { return m.desc }
+
+func (m *counterMetric) Write(out *dto.Metric) error {
+	out.Label = m.labels
+	out.Counter = &dto.Counter{Value: &m.value, CreatedTimestamp: timestamppb.New(time.Unix(0, m.created))}
+	return nil
+}
+
+type histogramMetric struct {
+	desc       *prometheus.Desc
+	labels     []*dto.LabelPair
+	bounds     []float64
+	cumulative []uint64 // by bucket, the last (+Inf's) the count
+	sum        float64
+	created    int64
+}
+
+// accumulate turns per-bucket counts into cumulative ones, in place.
+func accumulate(counts []uint64) []uint64 {
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	return counts
+}
+
+func (m *histogramMetric) Desc() *prometheus.Desc { return m.desc }
+
+// Write writes the buckets cumulative, +Inf left out, as client_golang does.
+func (m *histogramMetric) Write(out *dto.Metric) error {
+	buckets := make([]dto.Bucket, len(m.bounds))
+	pointers := make([]*dto.Bucket, len(m.bounds))
+	for i := range m.bounds {
+		buckets[i].CumulativeCount, buckets[i].UpperBound = &m.cumulative[i], &m.bounds[i]
+		pointers[i] = &buckets[i]
+	}
+	out.Label = m.labels
+	out.Histogram = &dto.Histogram{SampleCount: &m.cumulative[len(m.bounds)], SampleSum: &m.sum, Bucket: pointers,
+		CreatedTimestamp: timestamppb.New(time.Unix(0, m.created))}
+	return nil
 }

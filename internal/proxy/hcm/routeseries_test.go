@@ -261,3 +261,20 @@ func counterValue(t *testing.T, g prometheus.Gatherer, key RouteKey, class strin
 // labelOrder maps the requests series' labels, sorted by name, to their
 // places in RouteKey.values(class).
 var labelOrder = []int{4, 0, 3, 2, 1}
+
+// A label value client_golang would refuse (invalid UTF-8; xDS strings
+// cannot hold one) fails the scrape of its own series only.
+func TestRouteSeriesInvalidLabelFailsOnlyItsOwn(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, slog.New(slog.DiscardHandler))
+	good := RouteKey{Listener: "ingress_http", Vhost: "a.test", Route: "ingress/default/a", Path: "/"}
+	(&RouteStats{M: m, Key: good}).Observe(200, 0.01, 1)
+	(&RouteStats{M: m, Key: RouteKey{Listener: "ingress_http", Vhost: "b\xff.test", Route: "r", Path: "/"}}).Observe(200, 0.01, 1)
+	mfs, err := reg.Gather()
+	if err == nil {
+		t.Error("no error for a label value that is not UTF-8")
+	}
+	if got := counterValue(t, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil }), good, "2xx"); got != 1 {
+		t.Errorf("the valid route's 2xx: %v, want 1", got)
+	}
+}
