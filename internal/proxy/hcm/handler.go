@@ -33,7 +33,7 @@ type Handler struct {
 
 // exchange collects what the access log and metrics report about a request.
 type exchange struct {
-	vhost    string           // the virtual host's name; "" until matched
+	vhost    string           // the virtual host's name, "" until matched: what filters read, apart from logged (a miss at 10,000 hosts)
 	logged   *accesslog.Route // where the access log says it was routed; nil: no virtual host matched
 	route    *router.Route    // nil: none matched
 	stats    *RouteStats
