@@ -96,7 +96,7 @@ type Log struct {
 	dropped prometheus.Counter
 	// unmatched is the Route of the lines of requests that matched no
 	// virtual host (Entry.Routed nil), formatted once like the others.
-	unmatched Route
+	unmatched *Route
 	queue     chan Entry
 	done      chan struct{} // closed when the writer has drained the queue
 	// wake tells the writer a batch has begun (the first line queued since
@@ -112,7 +112,7 @@ type Log struct {
 
 func New(log *slog.Logger, batcher Batcher, dropped prometheus.Counter, capacity int) *Log {
 	a := &Log{log: log, batcher: batcher, dropped: dropped, queue: make(chan Entry, capacity), done: make(chan struct{}),
-		wake: make(chan struct{}, 1), unmatched: Route{Vhost: Unmatched, Route: Unmatched, Path: Unmatched}}
+		wake: make(chan struct{}, 1), unmatched: NewVhostRoute(Unmatched)}
 	if batcher != nil {
 		a.delay = FlushDelay
 	}
@@ -255,7 +255,7 @@ func (a *Log) write(e *Entry, l *lineWriter) {
 	}
 	routed := e.Routed
 	if routed == nil {
-		routed = &a.unmatched
+		routed = a.unmatched
 	}
 	if a.direct != nil {
 		l.requestLine(e, routed)
