@@ -10,8 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/portico-dev/portico/internal/proxy/upstream"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/portico-dev/portico/internal/proxy/upstream"
 )
 
 // The connection manager's own reverse proxy: it sends the upstream request

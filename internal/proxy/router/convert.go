@@ -3,7 +3,6 @@ package router
 import (
 	"errors"
 	"fmt"
-	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
 	"github.com/portico-dev/portico/internal/proxy/filters/ratelimit"
 	"github.com/portico-dev/portico/internal/proxy/internal/layered"
