@@ -76,6 +76,9 @@ type keptStream struct {
 	// targetTaken and filtersTaken: the request's first forward and filter
 	// stream took them.
 	targetTaken, filtersTaken bool
+	// out is the upstream request of the forward that took target, with
+	// target as its context (upstreamrequest.go); nil until the first.
+	out *http.Request
 }
 
 // keeper is a response writer whose connection keeps what a handler leaves
@@ -123,6 +126,7 @@ func (k *keptStream) forget() {
 	k.rw.edge = edge
 	k.header.forget()
 	k.response.Forget() // which keeps the response's header values too
+	k.forgetUpstreamRequest()
 }
 
 // empty makes the stream, target and filter stream new; the rooms keep what
@@ -443,7 +447,12 @@ func (h *Handler) forward(rw *responseWriter, r *http.Request, lc *Listener, cha
 	defer t.stopTimeouts()
 	t.watchClientGone(rw)
 	defer t.unwatchClientGone()
-	out := r.WithContext(t)
+	var out *http.Request
+	if k := rw.kept; k != nil && t == &k.target {
+		out = k.upstreamRequest(r)
+	} else {
+		out = r.WithContext(t)
+	}
 	switch {
 	case redirects != nil && redirects.body != nil:
 		// A redirect's target: the body, received whole, is sent from the buffer.

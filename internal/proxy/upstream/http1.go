@@ -512,9 +512,11 @@ func (pc *http1Conn) roundTrip(ctx context.Context, req *http.Request, trace *ht
 		pc.close()
 		return nil, &malformedResponseError{err}
 	}
-	body := new(http1Body)
+	var body *http1Body // not new(http1Body) first, which would be allocated anyway
 	if pc.room != nil {
 		body = &pc.room.body
+	} else {
+		body = new(http1Body)
 	}
 	*body = http1Body{body: &pc.body, res: res, pc: pc, ctx: ctx, keep: keep, stop: stop}
 	res.Body = body

@@ -98,9 +98,13 @@ func roomOf(target any) *ResponseRoom {
 
 // newResponseIn is newResponse building in room (nil: new allocations).
 func newResponseIn(room *ResponseRoom, h *http1.Head, req *http.Request) *http.Response {
-	res := new(http.Response)
+	// Not new(http.Response) first: it escapes, so it would be allocated even
+	// when the room is used.
+	var res *http.Response
 	if room != nil {
 		res = &room.res
+	} else {
+		res = new(http.Response)
 	}
 	*res = http.Response{
 		StatusCode: h.Status,

@@ -296,3 +296,27 @@ func TestResponseRoomKeepsNothingOld(t *testing.T) {
 		t.Error("a forgotten body could be read")
 	}
 }
+
+// TestResponseRoomAllocatesOnlyTheHeadText: a response built in a room
+// allocates the text its names and values are made of, and nothing else (the
+// *http.Response was once allocated anyway, then dropped for the room's).
+func TestResponseRoomAllocatesOnlyTheHeadText(t *testing.T) {
+	var h http1.Head
+	head := "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nServer: upstream\r\n\r\n"
+	if err := h.ReadResponse(bufio.NewReader(strings.NewReader(head)), responseLimits); err != nil {
+		t.Fatal(err)
+	}
+	req := &http.Request{Method: http.MethodGet}
+	var room ResponseRoom
+	newResponseIn(&room, &h, req) // the room's map and values, made once
+	room.Forget()
+	allocs := testing.AllocsPerRun(100, func() {
+		if res := newResponseIn(&room, &h, req); res != &room.res {
+			t.Fatal("the response was not built in the room")
+		}
+		room.Forget()
+	})
+	if allocs != 1 {
+		t.Errorf("a response built in a room made %v allocations, want 1 (its head's text)", allocs)
+	}
+}
