@@ -119,3 +119,4 @@ go test -run='^$' -fuzz='^FuzzTargetLikeNetURL$' -fuzztime="${FUZZ_DECODE_EXECS}
 go test -run='^$' -fuzz='^FuzzNewResponseLikeNetHTTP$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/upstream/
 # The access log's own lines against slog's handlers' (internal/proxy/accesslog/direct.go).
 go test -run='^$' -fuzz='^FuzzDirectLineLikeSlog$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/accesslog/
+go test -run='^$' -fuzz='^FuzzStampCacheLikeTime$' -fuzztime="${FUZZ_DECODE_EXECS}x" ./internal/proxy/accesslog/

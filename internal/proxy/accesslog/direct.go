@@ -111,6 +111,7 @@ type lineWriter struct {
 	json        bool
 	attrs       string // directHandler.attrs
 	invalidUTF8 string // directHandler.invalidUTF8
+	stamp       stampCache
 }
 
 // start begins a line with slog's built-in attributes: the time (left out
@@ -121,7 +122,7 @@ func (l *lineWriter) start(t time.Time, msg string) {
 		l.buf = append(l.buf, '{')
 		if !t.IsZero() {
 			l.buf = append(l.buf, `"time":"`...)
-			l.buf = t.AppendFormat(l.buf, time.RFC3339Nano)
+			l.buf = l.stamp.appendRFC3339Nano(l.buf, t)
 			l.buf = append(l.buf, `",`...)
 		}
 		l.buf = append(l.buf, `"level":"INFO","msg":`...)
@@ -131,7 +132,7 @@ func (l *lineWriter) start(t time.Time, msg string) {
 	}
 	if !t.IsZero() {
 		l.buf = append(l.buf, "time="...)
-		l.buf = appendRFC3339Millis(l.buf, t)
+		l.buf = l.stamp.appendRFC3339Millis(l.buf, t)
 		l.buf = append(l.buf, ' ')
 	}
 	l.buf = append(l.buf, "level=INFO msg="...)
@@ -307,16 +308,58 @@ func (l *lineWriter) quoteJSON(s string) {
 	l.buf = append(b, '"')
 }
 
+// stampCache formats the times of a writer's lines. Formatting a whole time
+// took a fifth of a line's cost; lines come many to a second, and all but the
+// fraction is the same for a second (in one location: offsets change on whole
+// seconds), so that part is formatted once per second.
+type stampCache struct {
+	sec  int64
+	loc  *time.Location
+	set  bool
+	head []byte // "2006-01-02T15:04:05"
+	zone []byte // "Z07:00"
+}
+
+// parts returns t's date and time to the second, and its zone.
+func (c *stampCache) parts(t time.Time) (head, zone []byte) {
+	if sec, loc := t.Unix(), t.Location(); !c.set || sec != c.sec || loc != c.loc {
+		c.head = t.AppendFormat(c.head[:0], "2006-01-02T15:04:05")
+		c.zone = t.AppendFormat(c.zone[:0], "Z07:00")
+		c.sec, c.loc, c.set = sec, loc, true
+	}
+	return c.head, c.zone
+}
+
 // appendRFC3339Millis writes a time as slog's TextHandler does: RFC 3339 with
 // exactly three digits of milliseconds, truncated.
-func appendRFC3339Millis(b []byte, t time.Time) []byte {
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(b)
-	// RFC3339Nano trims trailing zeros: a tenth of a millisecond added keeps
-	// four digits, the fourth then dropped.
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
+func (c *stampCache) appendRFC3339Millis(b []byte, t time.Time) []byte {
+	head, zone := c.parts(t)
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, head...)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, zone...)
+}
+
+// appendRFC3339Nano writes a time as time.RFC3339Nano does (slog's
+// JSONHandler's): nanoseconds without their trailing zeros, none at all on a
+// whole second.
+func (c *stampCache) appendRFC3339Nano(b []byte, t time.Time) []byte {
+	head, zone := c.parts(t)
+	b = append(b, head...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var digits [10]byte
+		digits[0] = '.'
+		for i := 9; i > 0; i-- {
+			digits[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for digits[n-1] == '0' {
+			n--
+		}
+		b = append(b, digits[:n]...)
+	}
+	return append(b, zone...)
 }
 
 // requestLine appends e's line, the attributes in the order write gives them

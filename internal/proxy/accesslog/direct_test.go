@@ -289,3 +289,60 @@ func TestSharedRouteLinesLikeSlog(t *testing.T) {
 		t.Error("the route's attributes were not kept for either format")
 	}
 }
+
+// rfc3339Millis is slog's TextHandler's time format, made the slow way, as
+// slog makes it (for four-digit years: a clock's; slog drops the wrong digit
+// of a five-digit year's).
+func rfc3339Millis(t time.Time) string {
+	s := t.Truncate(time.Millisecond).Add(time.Millisecond / 10).Format(time.RFC3339Nano)
+	const prefixLen = len("2006-01-02T15:04:05.000")
+	return s[:prefixLen] + s[prefixLen+1:]
+}
+
+// checkStamps formats times in turn through one cache, in both formats, and
+// compares each with the time package's formatting of it alone.
+func checkStamps(t *testing.T, times ...time.Time) {
+	t.Helper()
+	var c stampCache
+	for _, tm := range times {
+		if got, want := string(c.appendRFC3339Millis(nil, tm)), rfc3339Millis(tm); got != want {
+			t.Errorf("text time of %v: %s, want %s", tm, got, want)
+		}
+		if got, want := string(c.appendRFC3339Nano(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
+			t.Errorf("JSON time of %v: %s, want %s", tm, got, want)
+		}
+	}
+}
+
+// TestStampCacheFormatsLikeTime: a writer's times, formatted a second at a
+// time, come out as the time package writes each: within a second, across
+// seconds and back, across locations of the same instant, whole seconds,
+// and a zone offset change.
+func TestStampCacheFormatsLikeTime(t *testing.T) {
+	base := time.Date(2026, 11, 29, 8, 13, 59, 0, time.UTC)
+	india := time.FixedZone("IST", 5*3600+1800)
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		ny = time.FixedZone("EST", -5*3600)
+	}
+	dst := time.Date(2026, 3, 8, 6, 59, 59, 999_000_000, time.UTC) // a second before New York's clocks go forward
+	checkStamps(t,
+		base, base.Add(1), base.Add(123_456_789), base.Add(999_999_999),
+		base.Add(time.Second), base.Add(time.Second+time.Millisecond), base,
+		base.In(india), base.Add(5*time.Millisecond).In(india), base.Local(), base.Add(10*time.Millisecond),
+		base.Add(100*time.Millisecond).In(ny), base.Add(120*time.Millisecond),
+		dst.In(ny), dst.Add(time.Millisecond).In(ny), dst.Add(2*time.Millisecond).In(ny),
+		time.Unix(0, 0).UTC(), time.Unix(-1, 5).UTC())
+}
+
+// FuzzStampCacheLikeTime formats two times through one cache, the second in
+// both a fixed zone and UTC, against the time package.
+func FuzzStampCacheLikeTime(f *testing.F) {
+	f.Add(int64(1_764_404_039_123_456_789), int64(1_764_404_039_999_000_000), int32(19800))
+	f.Add(int64(0), int64(-1), int32(-18000))
+	f.Fuzz(func(t *testing.T, a, b int64, offset int32) {
+		zone := time.FixedZone("Z", int(offset%(18*3600)))
+		ta, tb := time.Unix(0, a).In(zone), time.Unix(0, b)
+		checkStamps(t, ta, tb.In(zone), tb.UTC(), ta)
+	})
+}
