@@ -1,6 +1,7 @@
 package hcm
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -74,9 +75,13 @@ func TestKeptStreamForgetsAllButTheHeadsValues(t *testing.T) {
 		t.Fatalf("the upstream header made in the kept room is %v", up)
 	}
 	room := cap(k.header.values)
+	out := k.upstreamRequest(httptest.NewRequest(http.MethodGet, "/old", nil))
 	k.forget()
 	if k.ex.logged != nil || k.target.path != "" || k.rw.hcm != nil || k.rw.ResponseWriter != nil {
 		t.Error("the kept stream still holds its request's state")
+	}
+	if k.out != out || out.URL != nil || out.Header != nil || out.Method != "" || out.Context() != context.Context(&k.target) {
+		t.Errorf("the kept upstream request still holds its request's fields, or lost its context: %+v", out)
 	}
 	if len(up) != 0 || cap(k.header.values) != room || k.header.values[:1][0] != "" {
 		t.Errorf("the kept room for the upstream header still holds %v, %q (or lost its room)", up, k.header.values[:1])
