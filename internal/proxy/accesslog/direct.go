@@ -314,18 +314,17 @@ func (l *lineWriter) quoteJSON(s string) {
 // seconds), so that part is formatted once per second.
 type stampCache struct {
 	sec  int64
-	loc  *time.Location
-	set  bool
-	head []byte // "2006-01-02T15:04:05"
-	zone []byte // "Z07:00"
+	loc  *time.Location // nil until the first time (a time's Location is never nil)
+	head []byte         // "2006-01-02T15:04:05"
+	zone []byte         // "Z07:00"
 }
 
 // parts returns t's date and time to the second, and its zone.
 func (c *stampCache) parts(t time.Time) (head, zone []byte) {
-	if sec, loc := t.Unix(), t.Location(); !c.set || sec != c.sec || loc != c.loc {
+	if sec, loc := t.Unix(), t.Location(); sec != c.sec || loc != c.loc {
 		c.head = t.AppendFormat(c.head[:0], "2006-01-02T15:04:05")
 		c.zone = t.AppendFormat(c.zone[:0], "Z07:00")
-		c.sec, c.loc, c.set = sec, loc, true
+		c.sec, c.loc = sec, loc
 	}
 	return c.head, c.zone
 }
