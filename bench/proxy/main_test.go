@@ -351,3 +351,34 @@ func TestTrimLogsKeepsTheEndOfLongLogs(t *testing.T) {
 		t.Errorf("short log after trim: %q, want it unchanged", got)
 	}
 }
+
+// TestPairedAgainstBaseline: the baseline table pairs the builds round by
+// round, says in how many rounds Portico did better, and leaves out a round
+// without a figure.
+func TestPairedAgainstBaseline(t *testing.T) {
+	round := func(rps float64, requests int64, cpu, sys float64) sample {
+		return sample{rps: rps, requests: requests, cpuSec: cpu, sysSec: sys}
+	}
+	portico := []sample{round(110, 1000, 1.0, 0.5), round(90, 1000, 0.9, 0.5), round(100, 1000, 0.8, 0.4), round(100, 0, 0, 0)}
+	baseline := []sample{round(100, 1000, 1.0, 0.4), round(100, 1000, 1.0, 0.5), round(100, 1000, 1.0, 0.5), round(100, 1000, 1.0, 0.5)}
+	if got, want := paired(portico, baseline, rpsOf, true), "1.00x (1 of 4)"; got != want {
+		t.Errorf("paired req/s %q, want %q", got, want)
+	}
+	// Per request: 1.0, 0.9, 0.8 against 1.0 each; the fourth round has no requests.
+	if got, want := paired(portico, baseline, sample.cpuPer100k, false), "0.90x (2 of 3)"; got != want {
+		t.Errorf("paired CPU %q, want %q", got, want)
+	}
+	// User time per request: 0.5, 0.4 and 0.4 ms against 0.6, 0.5 and 0.5.
+	if got, want := paired(portico, baseline, sample.userPerRequest, false), "0.80x (3 of 3)"; got != want {
+		t.Errorf("paired user time %q, want %q", got, want)
+	}
+	if got := paired(nil, baseline, rpsOf, true); got != "n/a" {
+		t.Errorf("paired with no rounds: %q, want n/a", got)
+	}
+	var out bytes.Buffer
+	results := []scenarioResult{{sc: scenario{name: "c32", title: "32 connections"}, samples: map[string][]sample{porticoSide: portico, "baseline": baseline}}}
+	printBaseline(&out, results, porticoSide, "baseline")
+	if !strings.Contains(out.String(), "| 1.00x (1 of 4) | 0.90x (2 of 3) | 0.80x (3 of 3) |") {
+		t.Errorf("the baseline table lacks the paired ratios:\n%s", out.String())
+	}
+}

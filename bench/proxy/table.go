@@ -40,18 +40,44 @@ func printTable(w io.Writer, results []scenarioResult, sides []string) {
 	}
 }
 
-// printBaseline compares Portico with the baseline build.
+// printBaseline compares Portico with the baseline build: the medians of
+// each side's rounds, and the rounds paired (each round runs both builds one
+// after the other), whose ratios tell a change from the machine's drift
+// better than medians taken apart.
 func printBaseline(w io.Writer, results []scenarioResult, a, base string) {
-	fmt.Fprintf(w, "\n%s against %s, measured in the same rounds (ratio = %s / %s).\n\n", a, base, a, base)
-	fmt.Fprintf(w, "| scenario | %s req/s | %s req/s | ratio | %s CPU s/100k req | %s CPU s/100k req | ratio |\n", a, base, a, base)
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\n%s against %s, measured in the same rounds (ratio = %s / %s; paired: the median of the rounds' own ratios, and in how many rounds %s did better).\n\n", a, base, a, base, a)
+	fmt.Fprintf(w, "| scenario | %s req/s | %s req/s | ratio | %s CPU s/100k req | %s CPU s/100k req | ratio | paired req/s | paired CPU/req | paired user/req |\n", a, base, a, base)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		sa, sb := r.samples[a], r.samples[base]
 		rpsA, rpsB := medianOf(sa, rpsOf), medianOf(sb, rpsOf)
 		cpuA, cpuB := medianOf(sa, sample.cpuPer100k), medianOf(sb, sample.cpuPer100k)
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.sc.title, num(rpsA, 0), num(rpsB, 0), ratio(rpsA, rpsB),
-			num(cpuA, 2), num(cpuB, 2), ratio(cpuA, cpuB))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.sc.title, num(rpsA, 0), num(rpsB, 0), ratio(rpsA, rpsB),
+			num(cpuA, 2), num(cpuB, 2), ratio(cpuA, cpuB),
+			paired(sa, sb, rpsOf, true), paired(sa, sb, sample.cpuPer100k, false), paired(sa, sb, sample.userPerRequest, false))
 	}
+}
+
+// paired is the median of a's and b's ratios of f round by round, and in how
+// many rounds a did better (a higher f when higherBetter, else a lower one):
+// "0.95x (4 of 5)". Rounds without a figure on either side are left out.
+func paired(a, b []sample, f func(sample) float64, higherBetter bool) string {
+	var ratios []float64
+	better := 0
+	for i := range min(len(a), len(b)) {
+		x, y := f(a[i]), f(b[i])
+		if math.IsNaN(x) || math.IsNaN(y) || y == 0 {
+			continue
+		}
+		ratios = append(ratios, x/y)
+		if higherBetter && x > y || !higherBetter && x < y {
+			better++
+		}
+	}
+	if len(ratios) == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx (%d of %d)", median(ratios), better, len(ratios))
 }
 
 // printAgainst compares every side with ref (nginx), scenario by scenario: the table
