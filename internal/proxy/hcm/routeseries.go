@@ -182,7 +182,9 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, e := range c.routes {
-		snap := &routeSnapshot{}
+		// A snapshot of its own on the heap: the histograms sent point into
+		// its buckets, made cumulative in place.
+		snap := new(routeSnapshot)
 		*snap = e.left
 		for _, s := range e.stats {
 			snap.add(&s.counts)
