@@ -208,12 +208,13 @@ func expectCut(t *testing.T, conn net.Conn, whole int64, stuck func() int, befor
 	}
 }
 
-// stuckH2Writers counts the goroutines of Go's HTTP/2 server blocked in a
-// write to a client.
+// stuckH2Writers counts the goroutines of Go's HTTP/2 server, and the
+// flushers of its connections' write batches, blocked in a write to a client.
 func stuckH2Writers() int {
 	stuck := 0
 	for g := range strings.SplitSeq(allStacks(), "\n\n") {
-		if strings.Contains(g, "http2") && strings.Contains(g, "waitWrite") && !strings.Contains(g, "http1.(*conn)") {
+		h2 := strings.Contains(g, "http2") || strings.Contains(g, "listener.(*writeBatch)")
+		if h2 && strings.Contains(g, "waitWrite") && !strings.Contains(g, "http1.(*conn)") {
 			stuck++
 		}
 	}

@@ -110,6 +110,10 @@ func (w *ConnWriter) clear() {
 	w.armed = false
 }
 
+// SetDeadline sets a write deadline that no refresh of the bound moves
+// until the next request: a closing connection's last writes.
+func (w *ConnWriter) SetDeadline(t time.Time) error { return w.setByHandler(t) }
+
 // setByHandler sets the write deadline a handler asks for, which holds until
 // the next request.
 func (w *ConnWriter) setByHandler(t time.Time) error {

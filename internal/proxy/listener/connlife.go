@@ -234,15 +234,50 @@ type serverConn struct {
 	writes    *http1.ConnWriter
 	allowed   atomic.Int64
 	unbounded atomic.Bool
-	// failed: a bounded write failed, and the connection is ending. Its last
-	// writes (TLS's close_notify, under the 5 s deadline tls.Conn.Close
-	// sets) then go out under their own deadlines: the bound would push
-	// theirs back by a whole timeout.
+	// failed: a bounded write failed, and the connection is ending. Later
+	// writes go to the socket unbounded (under their own deadlines: the bound
+	// would push theirs back by a whole timeout).
 	failed atomic.Bool
+	// batch gathers the writes of Go's HTTP/2 server (boundH2Writes); its
+	// sends are bounded writes.
+	batch *writeBatch
 }
 
-// Write is the socket's, bounded once boundH2Writes has been called.
+// Write is the socket's, bounded and batched once boundH2Writes has been
+// called.
 func (c *serverConn) Write(p []byte) (int, error) {
+	if c.batch != nil {
+		return c.batch.Write(p)
+	}
+	return c.boundedWrite(p)
+}
+
+// SetWriteDeadline bounds what was written before it (and waits in the
+// batch) by the deadline in force, as it was without a batch, and the later
+// writes by t: tls.Conn.Close bounds its close_notify so, then ends every
+// write with a deadline of now.
+func (c *serverConn) SetWriteDeadline(t time.Time) error {
+	c.sendWaiting()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines; the write one as SetWriteDeadline does.
+func (c *serverConn) SetDeadline(t time.Time) error {
+	c.sendWaiting()
+	return c.Conn.SetDeadline(t)
+}
+
+// sendWaiting sends what waits in the batch, if the connection has one, in
+// the caller's goroutine.
+func (c *serverConn) sendWaiting() {
+	if c.batch != nil {
+		_ = c.batch.Flush()
+	}
+}
+
+// boundedWrite writes p to the socket, bounded once boundH2Writes has been
+// called.
+func (c *serverConn) boundedWrite(p []byte) (int, error) {
 	if c.writes == nil || c.failed.Load() {
 		return c.Conn.Write(p)
 	}
@@ -293,6 +328,9 @@ func (c *serverConn) AllowIdle(d time.Duration) {
 func boundH2Writes(ctx context.Context, c net.Conn) context.Context {
 	if sc := serverConnOf(c); sc != nil && sc.life != nil {
 		sc.writes = http1.NewConnWriter(sc.Conn)
+		// A failed send closes the socket: the server may have nothing more to
+		// write, and learns of the failure when its read fails.
+		sc.batch = newWriteBatch(sc.boundedWrite, func(error) { _ = sc.Conn.Close() })
 		return context.WithValue(ctx, hcm.ConnWriteBoundKey{}, hcm.ConnWriteBound(sc))
 	}
 	return ctx
@@ -301,22 +339,39 @@ func boundH2Writes(ctx context.Context, c net.Conn) context.Context {
 func (c *serverConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
-		var delay time.Duration
-		if c.life != nil {
-			delay = c.life.limits().DelayedClose
-		}
-		if delay <= 0 {
-			err = c.Conn.Close()
+		if c.batch == nil {
+			err = c.closeSocket()
 			return
 		}
-		_ = closeWrite(c.Conn)
-		_ = c.Conn.SetReadDeadline(time.Now().Add(delay))
+		// What waits in the batch (the server's GOAWAY) leaves before the
+		// socket closes, from a goroutine: http.Server closes its connections
+		// one after another, and must not wait for a client that stopped
+		// reading.
 		go func() {
-			_, _ = io.Copy(io.Discard, c.Conn)
-			_ = c.Conn.Close()
+			c.sendLast()
+			_ = c.closeSocket()
 		}()
 	})
 	return err
+}
+
+// closeSocket closes the socket, after the delayed close's wait when the
+// connection's chain sets one.
+func (c *serverConn) closeSocket() error {
+	var delay time.Duration
+	if c.life != nil {
+		delay = c.life.limits().DelayedClose
+	}
+	if delay <= 0 {
+		return c.Conn.Close()
+	}
+	_ = closeWrite(c.Conn)
+	_ = c.Conn.SetReadDeadline(time.Now().Add(delay))
+	go func() {
+		_, _ = io.Copy(io.Discard, c.Conn)
+		_ = c.Conn.Close()
+	}()
+	return nil
 }
 
 // CloseAsked is http1.AskedCloser: the client asked for the close and is to
@@ -344,7 +399,23 @@ func unreadInput(c net.Conn) bool {
 }
 
 // CloseWrite half-closes the connection (net/http's lingering close).
-func (c *serverConn) CloseWrite() error { return closeWrite(c.Conn) }
+func (c *serverConn) CloseWrite() error {
+	c.sendWaiting()
+	return closeWrite(c.Conn)
+}
+
+// lastWritesTimeout is how long what waits in a batch when the connection
+// closes may take to leave: what tls.Conn.Close gives its close_notify.
+const lastWritesTimeout = 5 * time.Second
+
+// sendLast sends what waits in the batch, within lastWritesTimeout: a send
+// underway to a client that stopped reading, on a connection whose writes a
+// route left unbounded, would otherwise hold the close for ever. The deadline
+// is the handler's kind, which no write's refresh of the bound moves.
+func (c *serverConn) sendLast() {
+	_ = c.writes.SetDeadline(time.Now().Add(lastWritesTimeout))
+	_ = c.batch.Close()
+}
 
 // lifeListener hands a plaintext listener's connections to http.Server as
 // serverConns (reading their PROXY protocol header first when configured).
