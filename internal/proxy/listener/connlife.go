@@ -268,9 +268,20 @@ func (c *serverConn) SetDeadline(t time.Time) error {
 }
 
 // sendWaiting sends what waits in the batch, if the connection has one, in
-// the caller's goroutine.
+// the caller's goroutine. A send already underway may be stuck on a client
+// that stopped reading, for as long as the bound allows or for ever: its
+// deadline becomes lastWritesTimeout from now. tls.Conn.Close comes here
+// (its close_notify's deadlines) and, with no write of its own in flight,
+// would otherwise wait for that send; it used to find the write in flight and
+// close the socket at once. The callers are closing paths once the
+// connection serves (Go's HTTP/2 server sets no deadline on it), so the
+// deadline may hold for the rest of its life.
 func (c *serverConn) sendWaiting() {
-	if c.batch != nil {
+	if c.batch == nil {
+		return
+	}
+	if !c.batch.TryFlush() {
+		_ = c.writes.SetDeadline(time.Now().Add(lastWritesTimeout))
 		_ = c.batch.Flush()
 	}
 }

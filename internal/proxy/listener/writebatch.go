@@ -121,6 +121,17 @@ func (b *writeBatch) Flush() error {
 	return b.sendWaiting()
 }
 
+// TryFlush sends what waits now unless a send is underway; it reports
+// whether it did.
+func (b *writeBatch) TryFlush() bool {
+	if !b.wmu.TryLock() {
+		return false
+	}
+	defer b.wmu.Unlock()
+	_ = b.sendWaiting()
+	return true
+}
+
 // sendWaiting sends the batch; the caller holds wmu.
 func (b *writeBatch) sendWaiting() error {
 	b.mu.Lock()

@@ -2,6 +2,7 @@ package listener
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/portico-dev/portico/internal/proxy/http1"
+	"github.com/portico-dev/portico/internal/testutil"
 )
 
 // writeAside writes p to b from a goroutine of its own; the result is the
@@ -51,13 +53,30 @@ func newGatedSocket(gated bool) *gatedSocket {
 
 // step lets the next send begin and end.
 func (s *gatedSocket) step() {
-	<-s.entered
-	s.gate <- struct{}{}
+	s.began()
+	s.end()
 }
 
-// began waits until a send has begun; end lets it end.
-func (s *gatedSocket) began() { <-s.entered }
-func (s *gatedSocket) end()   { s.gate <- struct{}{} }
+// began waits until a send has begun; end lets it end. Either fails the test
+// (from the goroutine that called it: a panic in another) when the batch
+// makes no send for a minute (a hang, not a speed limit).
+func (s *gatedSocket) began() { within(func() { <-s.entered }) }
+func (s *gatedSocket) end()   { within(func() { s.gate <- struct{}{} }) }
+
+// within runs wait, and panics with every goroutine's stack when it has not
+// returned after a minute.
+func within(wait func()) {
+	done := make(chan struct{})
+	go func() {
+		wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		panic("the batch made no send for a minute: stranded bytes, or a send too many?\n" + allGoroutines())
+	}
+}
 
 func (s *gatedSocket) send(p []byte) (int, error) {
 	if s.gate != nil {
@@ -443,11 +462,56 @@ func TestServerConnSendsWhatWaitsBeforeADeadlineMoves(t *testing.T) {
 		}
 	}
 	_ = sc.SetWriteDeadline(time.Now())
-	_ = sc.Close()
+	want := "GOAWAY;close_notify"
 	_ = client.SetReadDeadline(time.Now().Add(time.Minute)) // a hang, not a speed limit
-	got, err := io.ReadAll(client)
-	if string(got) != "GOAWAY;close_notify" {
-		t.Fatalf("the client got %q (%v), want %q", got, err, "GOAWAY;close_notify")
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(client, got); err != nil || string(got) != want {
+		t.Fatalf("before the close, the client got %q (%v), want %q", got, err, want)
+	}
+	_ = sc.Close()
+}
+
+// tls.Conn.Close, with no write of its own in flight while the batch's send
+// is stuck on a client that stopped reading (on a connection whose writes a
+// route left unbounded), closes all the same, once lastWritesTimeout has
+// passed: its close_notify's deadline would otherwise wait for that send for
+// ever.
+func TestTLSCloseWithABatchSendStuck(t *testing.T) {
+	client, raw := tcpPair(t)
+	_ = client.(*net.TCPConn).SetReadBuffer(4 << 10) // and, once the handshake is made, it does not read
+	_ = raw.(*net.TCPConn).SetWriteBuffer(4 << 10)
+	c := testutil.SelfSigned("localhost")
+	cert, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &serverConn{Conn: raw}
+	server := tls.Server(sc, &tls.Config{Certificates: []tls.Certificate{cert}})
+	handshake := make(chan error, 1)
+	go func() { handshake <- tls.Client(client, &tls.Config{InsecureSkipVerify: true}).Handshake() }()
+	if err := server.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-handshake; err != nil {
+		t.Fatal(err)
+	}
+	sc.writes = http1.NewConnWriter(raw) // no timeout: unbounded
+	sc.batch = newWriteBatch(sc.writes.Write, func(error) { _ = raw.Close() })
+
+	// Less than a batch's bound in all: every write returns, none is in flight.
+	record := bytes.Repeat([]byte("x"), 1<<10)
+	for range (maxWriteBatch - 8<<10) / len(record) {
+		if _, err := server.Write(record); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the batch's send to block", sendStuck)
+	closed := make(chan error, 1)
+	go func() { closed <- server.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute): // a hang, not a speed limit
+		t.Fatalf("tls.Conn.Close waits for the stuck send:\n%s", allGoroutines())
 	}
 }
 
