@@ -32,8 +32,7 @@ type writeBatch struct {
 	buf     []byte  // what waits to be sent
 	arr     *[]byte // buf's array's holder in batchArrays; nil with buf
 	err     error   // the first failed send's
-	woken   bool    // buf is not empty, and a flusher round will take it
-	running bool    // a flusher goroutine runs
+	running bool    // a flusher goroutine runs: a round of it will take buf
 	closed  bool
 }
 
@@ -78,12 +77,9 @@ func (b *writeBatch) Write(p []byte) (int, error) {
 		b.buf = (*b.arr)[:0]
 	}
 	b.buf = append(b.buf, p...)
-	if !b.woken {
-		b.woken = true
-		if !b.running {
-			b.running = true
-			go b.run()
-		}
+	if !b.running {
+		b.running = true
+		go b.run()
 	}
 	b.mu.Unlock()
 	return len(p), nil
@@ -105,7 +101,7 @@ func (b *writeBatch) run() {
 	for {
 		_ = b.Flush()
 		b.mu.Lock()
-		if !b.woken {
+		if len(b.buf) == 0 {
 			b.running = false
 			b.mu.Unlock()
 			return
@@ -136,7 +132,7 @@ func (b *writeBatch) TryFlush() bool {
 func (b *writeBatch) sendWaiting() error {
 	b.mu.Lock()
 	p, arr, err := b.buf, b.arr, b.err
-	b.buf, b.arr, b.woken = nil, nil, false
+	b.buf, b.arr = nil, nil
 	b.mu.Unlock()
 	if err == nil && len(p) > 0 {
 		_, err = b.sendNow(p)
@@ -165,8 +161,7 @@ func (b *writeBatch) sendNow(p []byte) (int, error) {
 	return n, err
 }
 
-// Close sends what waits; later writes go straight to the socket (TLS's
-// close_notify, written before the socket's Close).
+// Close sends what waits; later writes go straight to the socket.
 func (b *writeBatch) Close() error {
 	b.mu.Lock()
 	b.closed = true
