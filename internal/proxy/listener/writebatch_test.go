@@ -431,13 +431,7 @@ func TestServerConnClosesWithASendStuck(t *testing.T) {
 		}
 	}()
 	waitFor(t, "a send to block", sendStuck)
-	closed := make(chan error, 1)
-	go func() { closed <- sc.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(time.Minute): // a hang, not a speed limit
-		t.Fatalf("Close waits for the stuck send:\n%s", allGoroutines())
-	}
+	closeWithin(t, "Close", sc)
 	waitFor(t, "the stuck send to be cut", func() bool { return !sendStuck() })
 	// The socket is closed: the client reads what it holds, then the end.
 	_ = client.SetReadDeadline(time.Now().Add(time.Minute))
@@ -506,12 +500,19 @@ func TestTLSCloseWithABatchSendStuck(t *testing.T) {
 		}
 	}
 	waitFor(t, "the batch's send to block", sendStuck)
+	closeWithin(t, "tls.Conn.Close", server)
+}
+
+// closeWithin closes c, failing the test when Close has not returned after
+// a minute (a hang, not a speed limit).
+func closeWithin(t *testing.T, what string, c io.Closer) {
+	t.Helper()
 	closed := make(chan error, 1)
-	go func() { closed <- server.Close() }()
+	go func() { closed <- c.Close() }()
 	select {
 	case <-closed:
-	case <-time.After(time.Minute): // a hang, not a speed limit
-		t.Fatalf("tls.Conn.Close waits for the stuck send:\n%s", allGoroutines())
+	case <-time.After(time.Minute):
+		t.Fatalf("%s waits for the stuck send:\n%s", what, allGoroutines())
 	}
 }
 
