@@ -416,7 +416,7 @@ func isClosed(b *writeBatch) bool {
 // closes all the same, once lastWritesTimeout has passed: the close would
 // otherwise wait for the send for ever.
 func TestServerConnClosesWithASendStuck(t *testing.T) {
-	client, raw := tcpPair(t)
+	client, raw := testutil.TCPPair(t)
 	_ = client.(*net.TCPConn).SetReadBuffer(4 << 10) // and it does not read
 	_ = raw.(*net.TCPConn).SetWriteBuffer(4 << 10)
 	sc := &serverConn{Conn: raw, writes: http1.NewConnWriter(raw)} // no timeout: unbounded
@@ -447,7 +447,7 @@ func TestServerConnClosesWithASendStuck(t *testing.T) {
 // a deadline of now, which must not fail the close_notify waiting in the
 // batch (nor the GOAWAY before it).
 func TestServerConnSendsWhatWaitsBeforeADeadlineMoves(t *testing.T) {
-	client, raw := tcpPair(t)
+	client, raw := testutil.TCPPair(t)
 	sc := &serverConn{Conn: raw, writes: http1.NewConnWriter(raw)}
 	sc.batch = newWriteBatch(sc.writes.Write, func(error) { _ = raw.Close() })
 	for _, p := range []string{"GOAWAY;", "close_notify"} {
@@ -471,7 +471,7 @@ func TestServerConnSendsWhatWaitsBeforeADeadlineMoves(t *testing.T) {
 // passed: its close_notify's deadline would otherwise wait for that send for
 // ever.
 func TestTLSCloseWithABatchSendStuck(t *testing.T) {
-	client, raw := tcpPair(t)
+	client, raw := testutil.TCPPair(t)
 	_ = client.(*net.TCPConn).SetReadBuffer(4 << 10) // and, once the handshake is made, it does not read
 	_ = raw.(*net.TCPConn).SetWriteBuffer(4 << 10)
 	c := testutil.SelfSigned("localhost")
@@ -514,31 +514,6 @@ func closeWithin(t *testing.T, what string, c io.Closer) {
 	case <-time.After(time.Minute):
 		t.Fatalf("%s waits for the stuck send:\n%s", what, allGoroutines())
 	}
-}
-
-// tcpPair is a loopback connection's two ends.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-accepted
-	t.Cleanup(func() {
-		_ = client.Close()
-		_ = server.Close()
-	})
-	return client, server
 }
 
 // waitFor waits until cond holds, failing the test when it still does not
