@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,22 +18,23 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// An HTTP/1.1 connection keeps a request's stream (exchange, target, filter
-// stream) for its next request once nothing holds it. Each request that
-// leaves something holding its stream after the response (a body still
-// written upstream, a retry, a timer that went off, a mirror) is followed on
-// the same connection by plain requests, which must get their own answer,
-// headers and access log line; under -race, a stream reused while something
-// still held it is a data race. The two paths are the codec's, in clear text
-// and over TLS (HTTP/2 keeps no stream).
-func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
-	t.Parallel()
-	var flaky atomic.Int64
+// startStreamReuseProxy starts a proxy whose routes leave something holding a
+// request's stream after its response: a retry (/flaky, whose first attempt
+// per path fails), a route or idle timeout that goes off (/stall-route,
+// /stall-idle), a mirror (/mirrored); /tagged adds a response header, and
+// /trailers answers with a trailer (x-echo, the request's path). Others echo
+// the method, path and body.
+func startStreamReuseProxy(t *testing.T) *codecProxy {
+	t.Helper()
+	var attempts sync.Map // path: *atomic.Int64
 	be := startScripted(t, func(_ int64, w http.ResponseWriter, r *http.Request) {
 		switch {
-		case strings.HasPrefix(r.URL.Path, "/flaky") && flaky.Add(1)%2 == 1:
-			w.WriteHeader(http.StatusServiceUnavailable) // the first attempt; the retry succeeds
-			return
+		case strings.HasPrefix(r.URL.Path, "/flaky"):
+			n, _ := attempts.LoadOrStore(r.URL.Path, new(atomic.Int64))
+			if n.(*atomic.Int64).Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable) // the first attempt; the retry succeeds
+				return
+			}
 		case strings.HasPrefix(r.URL.Path, "/stall"):
 			select { // until the proxy gives up on the request
 			case <-r.Context().Done():
@@ -42,13 +45,16 @@ func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
 			w.Header().Set("Connection", "close") // answers before reading the body
 			fmt.Fprint(w, "early "+r.URL.Path)
 			return
+		case strings.HasPrefix(r.URL.Path, "/trailers"):
+			w.Header().Set("Trailer", "X-Echo")
+			defer func() { w.Header().Set("X-Echo", r.URL.Path) }()
 		}
 		body, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, body)
 	})
 	tagged := toCluster("be", prefixMatch("/tagged"))
 	tagged.ResponseHeadersToAdd = []*corev3.HeaderValueOption{xdstest.Set("x-tag", "tagged")}
-	p := startCodecProxy(t, map[string]string{"be": be.srv.Listener.Addr().String()}, nil, vhost("*",
+	return startCodecProxy(t, map[string]string{"be": be.srv.Listener.Addr().String()}, nil, vhost("*",
 		withAction(toCluster("be", prefixMatch("/flaky")), func(a *routev3.RouteAction) {
 			a.RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx", NumRetries: wrapperspb.UInt32(1)}
 		}),
@@ -64,6 +70,19 @@ func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
 		tagged,
 		toCluster("be", prefixMatch("/")),
 	))
+}
+
+// An HTTP/1.1 connection keeps a request's stream (exchange, target, filter
+// stream) for its next request once nothing holds it. Each request that
+// leaves something holding its stream after the response (a body still
+// written upstream, a retry, a timer that went off, a mirror) is followed on
+// the same connection by plain requests, which must get their own answer,
+// headers and access log line; under -race, a stream reused while something
+// still held it is a data race. The two paths are the codec's, in clear text
+// and over TLS (HTTP/2's streams: TestH2StreamsPooledOnlyWhenQuiet).
+func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
+	t.Parallel()
+	p := startStreamReuseProxy(t)
 	steps := []struct {
 		name, request string
 		status        int
@@ -111,6 +130,113 @@ func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
 					conn, br = rp.dial(t)
 				}
 				plain(s.name)
+			}
+		})
+	}
+}
+
+// HTTP/2 streams share a pool of streams (exchange, target, filter stream,
+// rooms): a stream goes back once its request is over and nothing holds it.
+// Clients on h2c and TLS each run streams at once on one connection, each
+// sending requests that leave something holding their stream (a body, a
+// retry, a timeout gone off, a mirror) between plain ones and ones answered
+// with a header or a trailer of their own; each response must be its own
+// request's, and each request must have its one access log line. Under
+// -race, a stream taken from the pool while something still held it is a
+// data race.
+func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
+	t.Parallel()
+	p := startStreamReuseProxy(t)
+	type step struct {
+		method, path, body string
+		status             int
+		want               string // the response body's start; "" for any
+	}
+	steps := func(prefix string) []step {
+		return []step{
+			{"GET", prefix + "/plain", "", 200, "GET " + prefix + "/plain "},
+			{"POST", prefix + "/echo", "hello", 200, "POST " + prefix + "/echo hello"},
+			{"GET", "/flaky" + prefix, "", 200, "GET /flaky" + prefix + " "},
+			{"GET", "/stall-route" + prefix, "", 504, ""},
+			{"GET", "/stall-idle" + prefix, "", 408, ""},
+			{"GET", "/mirrored" + prefix, "", 200, "GET /mirrored" + prefix + " "},
+			{"GET", "/tagged" + prefix, "", 200, "GET /tagged" + prefix + " "},
+			{"GET", "/trailers" + prefix, "", 200, "GET /trailers" + prefix + " "},
+			{"POST", "/early" + prefix, "hello", 200, "early /early" + prefix},
+		}
+	}
+	// check sends s and reports what is wrong with its answer ("": nothing).
+	check := func(cp codecPath, s step) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang, not a speed limit
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, s.method, cp.base+s.path, strings.NewReader(s.body))
+		if err != nil {
+			return err.Error()
+		}
+		resp, err := cp.client().Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		switch {
+		case err != nil:
+			return "reading the body: " + err.Error()
+		case resp.Proto != cp.proto:
+			return "answered over " + resp.Proto
+		case resp.StatusCode != s.status || !strings.HasPrefix(string(body), s.want):
+			return fmt.Sprintf("%d %q, want %d %q", resp.StatusCode, body, s.status, s.want)
+		case strings.HasPrefix(s.path, "/tagged") != (resp.Header.Get("X-Tag") == "tagged"):
+			return fmt.Sprintf("x-tag %q", resp.Header.Get("X-Tag"))
+		case strings.HasPrefix(s.path, "/trailers") && resp.Trailer.Get("X-Echo") != s.path:
+			return fmt.Sprintf("trailer x-echo %q", resp.Trailer.Get("X-Echo"))
+		case !strings.HasPrefix(s.path, "/trailers") && len(resp.Trailer) > 0:
+			return fmt.Sprintf("trailers %v", resp.Trailer)
+		}
+		return ""
+	}
+	// Three clients: a cluster allows three retries at once (Envoy's
+	// default max_retries), and every client's /flaky request is retried.
+	const clients, rounds = 3, 4
+	for _, cp := range p.paths(t)[2:] { // http2, http2-tls
+		t.Run(cp.name, func(t *testing.T) {
+			// One request first, so that the clients' streams share its
+			// connection instead of each dialling one.
+			if msg := check(cp, step{"GET", "/first/" + cp.name, "", 200, "GET /first/" + cp.name + " "}); msg != "" {
+				t.Fatal(msg)
+			}
+			var wg sync.WaitGroup
+			var plain []string
+			var mu sync.Mutex
+			for c := range clients {
+				wg.Go(func() {
+					for r := range rounds {
+						for i, s := range steps(fmt.Sprintf("/%s/%d/%d", cp.name, c, r)) {
+							if msg := check(cp, s); msg != "" {
+								t.Errorf("%s %s: %s", s.method, s.path, msg)
+								return
+							}
+							after := step{"GET", fmt.Sprintf("/plain/%s/%d/%d/%d", cp.name, c, r, i), "", 200, ""}
+							after.want = "GET " + after.path + " "
+							if msg := check(cp, after); msg != "" {
+								t.Errorf("after %s: %s: %s", s.path, after.path, msg)
+								return
+							}
+							mu.Lock()
+							plain = append(plain, after.path)
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if cp.dials.Load() != 1 {
+				t.Errorf("the client opened %d connections, want its streams on one", cp.dials.Load())
+			}
+			for _, path := range plain {
+				if line := requestLineOf(t, p.testProxy, path); line["status"] != float64(200) || line["attempts"] != float64(1) {
+					t.Errorf("the access log line of %s is %v", path, line)
+				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package hcm
 import (
 	"log/slog"
 	"strconv"
+	"sync"
 
 	"github.com/portico-dev/portico/internal/proxy/accesslog"
 	"github.com/portico-dev/portico/internal/proxy/filter"
@@ -24,6 +25,9 @@ type Env struct {
 	filterEnv *filter.Env
 	// mirrors bounds the copies of requests sent to mirrors at once.
 	mirrors inFlight
+	// streams holds the streams of requests over connections that keep none
+	// from one request to the next (HTTP/2's), for later requests to reuse.
+	streams sync.Pool
 }
 
 // NewEnv returns the environment of the connection managers: their logger,

@@ -61,10 +61,11 @@ type stream struct {
 }
 
 // keptStream is the stream an HTTP/1.1 connection keeps from one request to
-// the next, with the upstream target and filter stream its request may use
-// once (an internal redirect's request gets its own): allocating them anew
-// for every request cost more than collecting them, since new memory is cold
-// in the cache. A request's stream is kept only once nothing holds it (quiet).
+// the next (HTTP/2 streams share a pool of them), with the upstream target
+// and filter stream its request may use once (an internal redirect's request
+// gets its own): allocating them anew for every request cost more than
+// collecting them, since new memory is cold in the cache. A request's stream
+// is kept only once nothing holds it (quiet).
 type keptStream struct {
 	stream
 	target  upstreamTarget
@@ -85,24 +86,49 @@ type keptStream struct {
 // in its slot for the connection's next request (the HTTP/1.1 codec's).
 type keeper interface{ Kept() *any }
 
-// keptStreamFor returns the stream for a request written to w, when w's
-// connection can keep it: the one it kept, emptied, or a new one; slot is
-// where it is kept again once the request is over. Both are nil when w's
-// connection keeps nothing (HTTP/2).
-func keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
-	kw, ok := w.(keeper)
-	if !ok {
-		return nil, nil
+// keptStreamFor returns the stream for a request written to w: the one w's
+// connection kept, emptied, or a new one; slot is where it is kept again
+// once the request is over. When w's connection keeps nothing (HTTP/2, whose
+// streams each have a writer of their own), the stream comes from the
+// environment's pool and slot is nil: it goes back there.
+func (e *Env) keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
+	if kw, ok := w.(keeper); ok {
+		slot = kw.Kept()
+		k, _ = (*slot).(*keptStream)
+		*slot = nil
+	} else {
+		k, _ = e.streams.Get().(*keptStream)
 	}
-	slot = kw.Kept()
-	if k, _ = (*slot).(*keptStream); k == nil {
+	if k == nil {
 		k = new(keptStream)
 	} else {
-		*slot = nil
 		k.empty()
 	}
 	k.rw.kept = k
 	return k, slot
+}
+
+// keep keeps the stream of the request r, served, for a later request: in
+// slot, or in the environment's pool without one. A stream something may
+// still reach is dropped instead (quiet).
+func (e *Env) keep(k *keptStream, slot *any, r *http.Request) {
+	if !k.quiet(r) {
+		return
+	}
+	if slot == nil && k.rw.status == 0 {
+		// Go's HTTP/2 server writes the head of a handler that wrote none
+		// after the handler returns, reading the header values the writer
+		// holds (rw.edge, the response room's): another stream could have
+		// taken the stream by then. Once the head is written, it reads only
+		// trailers, which the proxy always copies (proxy, bodySink.Close).
+		return
+	}
+	k.forget()
+	if slot != nil {
+		*slot = k
+	} else {
+		e.streams.Put(k)
+	}
 }
 
 // quiet reports whether nothing holds the stream of the request r, served:
@@ -159,16 +185,9 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, start time.Time,
 		// connection (the HTTP/2 stream) without an answer, and so does the proxy.
 		panic(http.ErrAbortHandler)
 	}
-	k, slot := keptStreamFor(w)
-	if k == nil {
-		h.serve(new(stream), w, r, start, lc, chain)
-		return
-	}
+	k, slot := h.env.keptStreamFor(w)
 	h.serve(&k.stream, w, r, start, lc, chain)
-	if k.quiet(r) {
-		k.forget()
-		*slot = k
-	}
+	h.env.keep(k, slot, r)
 }
 
 // serve is Serve's, on the request's stream s. A panic (an aborted response)
@@ -962,9 +981,9 @@ type responseWriter struct {
 	start      time.Time           // when the request arrived
 	// edge holds the values of Server and X-Request-Id (decorate).
 	edge [2]string
-	// kept is the stream this writer is part of, when its connection keeps
-	// it (HTTP/1.1): its target, filter stream and rooms are the request's
-	// to take once. nil otherwise.
+	// kept is the stream this writer is part of, kept by its connection
+	// (HTTP/1.1) or pooled (HTTP/2): its target, filter stream and rooms are
+	// the request's to take once. nil for a writer made otherwise (tests).
 	kept *keptStream
 }
 
