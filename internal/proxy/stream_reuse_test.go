@@ -22,8 +22,9 @@ import (
 // request's stream after its response: a retry (/flaky, whose first attempt
 // per path fails), a route or idle timeout that goes off (/stall-route,
 // /stall-idle), a mirror (/mirrored); /tagged adds a response header, and
-// /trailers answers with a trailer (x-echo, the request's path). Others echo
-// the method, path and body.
+// /trailers answers with a trailer (x-echo, the request's path), /declared
+// with the header field x-echo (its path), declared a trailer too (with
+// Server) but not sent as one. Others echo the method, path and body.
 func startStreamReuseProxy(t *testing.T) *codecProxy {
 	t.Helper()
 	var attempts sync.Map // path: *atomic.Int64
@@ -48,6 +49,12 @@ func startStreamReuseProxy(t *testing.T) *codecProxy {
 		case strings.HasPrefix(r.URL.Path, "/trailers"):
 			w.Header().Set("Trailer", "X-Echo")
 			defer func() { w.Header().Set("X-Echo", r.URL.Path) }()
+		case strings.HasPrefix(r.URL.Path, "/declared"):
+			// Header fields also declared trailers, and no trailer sent: the
+			// backend's own and the Server field the proxy sets.
+			w.Header().Set("Trailer", "X-Echo, Server")
+			w.Header().Set("X-Echo", r.URL.Path)
+			defer w.Header().Del("X-Echo")
 		}
 		body, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, body)
@@ -162,6 +169,7 @@ func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 			{"GET", "/mirrored" + prefix, "", 200, "GET /mirrored" + prefix + " "},
 			{"GET", "/tagged" + prefix, "", 200, "GET /tagged" + prefix + " "},
 			{"GET", "/trailers" + prefix, "", 200, "GET /trailers" + prefix + " "},
+			{"GET", "/declared" + prefix, "", 200, "GET /declared" + prefix + " "},
 			{"POST", "/early" + prefix, "hello", 200, "early /early" + prefix},
 		}
 	}
@@ -190,7 +198,12 @@ func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 			return fmt.Sprintf("x-tag %q", resp.Header.Get("X-Tag"))
 		case strings.HasPrefix(s.path, "/trailers") && resp.Trailer.Get("X-Echo") != s.path:
 			return fmt.Sprintf("trailer x-echo %q", resp.Trailer.Get("X-Echo"))
-		case !strings.HasPrefix(s.path, "/trailers") && len(resp.Trailer) > 0:
+		case strings.HasPrefix(s.path, "/declared") && (resp.Header.Get("X-Echo") != s.path || len(resp.Trailer["X-Echo"]) > 1 ||
+			resp.Trailer.Get("X-Echo") != "" && resp.Trailer.Get("X-Echo") != s.path):
+			// Whether the header's value comes again as the trailer is the
+			// proxy's choice; another request's value never is.
+			return fmt.Sprintf("x-echo %q, trailer %q", resp.Header.Get("X-Echo"), resp.Trailer["X-Echo"])
+		case !strings.HasPrefix(s.path, "/trailers") && !strings.HasPrefix(s.path, "/declared") && len(resp.Trailer) > 0:
 			return fmt.Sprintf("trailers %v", resp.Trailer)
 		}
 		return ""

@@ -115,12 +115,14 @@ func (e *Env) keep(k *keptStream, slot *any, r *http.Request) {
 	if !k.quiet(r) {
 		return
 	}
-	if slot == nil && k.rw.status == 0 {
-		// Go's HTTP/2 server writes the head of a handler that wrote none
-		// after the handler returns, reading the header values the writer
-		// holds (rw.edge, the response room's): another stream could have
-		// taken the stream by then. Once the head is written, it reads only
-		// trailers, which the proxy always copies (proxy, bodySink.Close).
+	if slot == nil && (!k.rw.headerSent.Load() || len(k.rw.Header()["Trailer"]) > 0) {
+		// Go's HTTP/2 server reads the handler's header map after the handler
+		// returns: all of it for the head of a handler that wrote none, the
+		// declared trailers' fields otherwise. Their values may be the
+		// stream's (rw.edge's, the response room's: a trailer the upstream
+		// declared and did not send keeps the header field's value), which
+		// another stream could have taken by then. Undeclared trailers' are
+		// always copies (proxy, bodySink.Close).
 		return
 	}
 	k.forget()
