@@ -33,14 +33,15 @@ var layerRules = map[string][]string{
 	"internal/h1corpus":  {},
 	"internal/sorted":    {},
 	"internal/stackgrow": {},
-	"internal/sockpeek":  {},
+	"internal/rawsock":   {},
+	"internal/sockpeek":  {"internal/rawsock"},
 	"stats":              {},
 	"accesslog":          {},
 	"filter":             {},
 	// The HTTP/1.1 codec: a leaf, so that both the listeners (server side)
 	// and upstream (client side) use it.
 	"http1":    {"internal/stackgrow"},
-	"upstream": {"stats", "http1", "internal/xdsconv", "internal/sockpeek"},
+	"upstream": {"stats", "http1", "internal/xdsconv", "internal/sockpeek", "internal/rawsock"},
 	// The router reads the route-level rate_limits of the ratelimit filter
 	// (Envoy's route actions for it), not the filter itself, and names each
 	// route for the access log (accesslog.Route) as it compiles it.
@@ -49,7 +50,7 @@ var layerRules = map[string][]string{
 	"hcm": {"router", "filter", "upstream", "http1", "accesslog", "stats", "internal/layered", "internal/xdsconv"},
 	// Sockets, TLS and SNI chain selection, client certificates, tcp_proxy:
 	// HTTP chains are handed to their connection manager.
-	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted", "internal/stackgrow", "internal/sockpeek"},
+	"listener":  {"hcm", "http1", "router", "upstream", "accesslog", "internal/xdsconv", "internal/sorted", "internal/stackgrow", "internal/sockpeek", "internal/rawsock"},
 	"xdsclient": {},
 	"filters/*": {"filter", "stats", "internal/xdsconv", "filters/internal/"},
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/portico-dev/portico/internal/proxy/hcm"
 	"github.com/portico-dev/portico/internal/proxy/http1"
+	"github.com/portico-dev/portico/internal/proxy/internal/rawsock"
 	"github.com/portico-dev/portico/internal/proxy/internal/sockpeek"
 )
 
@@ -440,5 +441,5 @@ func (l lifeListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serverConn{Conn: withProxyProtocol(c, l.ll.cfg.Load())}, nil
+	return &serverConn{Conn: withProxyProtocol(rawsock.Wrap(c), l.ll.cfg.Load())}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/portico-dev/portico/internal/proxy/internal/rawsock"
 	"github.com/portico-dev/portico/internal/proxy/internal/xdsconv"
 )
 
@@ -186,6 +187,9 @@ func (l *tlsListener) acceptLoop() {
 			continue
 		}
 		lc := l.ll.cfg.Load()
+		if !lc.HasTCP {
+			raw = rawsock.Wrap(raw) // HTTP only: TCP proxying splices the socket itself
+		}
 		raw = withProxyProtocol(raw, lc)
 		if !lc.HasTCP {
 			c := l.httpConn(raw)

@@ -3,6 +3,8 @@ package sockpeek
 import (
 	"net"
 	"syscall"
+
+	"github.com/portico-dev/portico/internal/proxy/internal/rawsock"
 )
 
 // Peeker looks at one connection's socket, as often as asked, without an
@@ -33,11 +35,12 @@ func New(c net.Conn) *Peeker {
 	}
 	p := &Peeker{raw: raw}
 	p.look = func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		// Raw calls: see package rawsock.
+		n, err := rawsock.PeekFD(fd, p.buf[:])
 		switch {
 		case err == syscall.EAGAIN:
 			p.state = Empty
-		case err == nil && n > 0:
+		case err == 0 && n > 0:
 			p.state = Data
 		default: // 0 bytes: the peer's end of input; or an error
 			p.state = Closed
@@ -52,11 +55,11 @@ func New(c net.Conn) *Peeker {
 			return true // nothing written: the socket is not the caller's to write on
 		}
 		for len(p.out) > 0 {
-			n, err := syscall.Write(int(fd), p.out)
+			n, err := rawsock.WriteFD(fd, p.out)
 			if err == syscall.EINTR {
 				continue
 			}
-			if err != nil || n <= 0 {
+			if err != 0 || n <= 0 {
 				return true // full, or failing: the caller's own write takes over
 			}
 			p.wrote += n
