@@ -34,18 +34,16 @@ import (
 type Socket struct {
 	raw           syscall.RawConn
 	local, remote net.Addr
+	read, write   call
+}
 
-	rmu   sync.Mutex // the read state below: one Read at a time
-	rbuf  []byte
-	rn    int
-	rerr  error
-	readf func(fd uintptr) bool
-
-	wmu    sync.Mutex // the write state below: one Write at a time
-	wbuf   []byte
-	wn     int
-	werr   error
-	writef func(fd uintptr) bool
+// call is one direction's system call state: one call at a time.
+type call struct {
+	mu  sync.Mutex
+	buf []byte
+	n   int
+	err error
+	f   func(fd uintptr) bool // readFD or writeFD
 }
 
 // New returns the socket of c, or nil when c is not a *net.TCPConn.
@@ -59,8 +57,8 @@ func New(c net.Conn) *Socket {
 		return nil
 	}
 	s := &Socket{raw: raw, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
-	s.readf = s.readFD
-	s.writef = s.writeFD
+	s.read.f = s.readFD
+	s.write.f = s.writeFD
 	return s
 }
 
@@ -70,87 +68,82 @@ func (s *Socket) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
-	s.rbuf, s.rn, s.rerr = p, 0, nil
-	err := s.raw.Read(s.readf)
-	n, rerr := s.rn, s.rerr
-	s.rbuf, s.rerr = nil, nil
-	if err == nil {
-		err = rerr
-	}
-	if err != nil && err != io.EOF {
-		err = s.opError("read", err)
-	}
-	return n, err
+	return s.do(&s.read, p, "read")
 }
 
-// opError is err as the connection's own call would report it; the poller's
-// errors come wrapped by RawConn already.
-func (s *Socket) opError(op string, err error) error {
-	if oe, ok := err.(*net.OpError); ok {
-		err = oe.Err
+// Write writes the whole of p as net.Conn's Write does, or fails.
+func (s *Socket) Write(p []byte) (int, error) { return s.do(&s.write, p, "write") }
+
+// do makes c's call on p in the poller (which waits for readiness as often
+// as c.f asks it to) and reports its outcome as the connection's own call
+// named op would.
+func (s *Socket) do(c *call, p []byte, op string) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf, c.n, c.err = p, 0, nil
+	var err error
+	if c == &s.read {
+		err = s.raw.Read(c.f)
+	} else {
+		err = s.raw.Write(c.f)
 	}
-	return &net.OpError{Op: op, Net: "tcp", Source: s.local, Addr: s.remote, Err: err}
+	n := c.n
+	if err == nil {
+		err = c.err
+	}
+	c.buf, c.err = nil, nil
+	if err != nil && err != io.EOF {
+		// The poller's errors come wrapped by RawConn already.
+		if oe, ok := err.(*net.OpError); ok {
+			err = oe.Err
+		}
+		err = &net.OpError{Op: op, Net: "tcp", Source: s.local, Addr: s.remote, Err: err}
+	}
+	return n, err
 }
 
 // readFD is one attempt of Read: false asks the poller to wait for the
 // socket to be readable.
 func (s *Socket) readFD(fd uintptr) bool {
+	c := &s.read
 	for {
-		n, errno := ReadFD(fd, s.rbuf)
+		n, errno := ReadFD(fd, c.buf)
 		switch {
 		case errno == syscall.EINTR:
 			continue
 		case errno == syscall.EAGAIN:
 			return false
 		case errno != 0:
-			s.rerr = os.NewSyscallError("read", errno)
+			c.err = os.NewSyscallError("read", errno)
 		case n == 0:
-			s.rerr = io.EOF
+			c.err = io.EOF
 		default:
-			s.rn = n
+			c.n = n
 		}
 		return true
 	}
 }
 
-// Write writes the whole of p as net.Conn's Write does, or fails.
-func (s *Socket) Write(p []byte) (int, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.wbuf, s.wn, s.werr = p, 0, nil
-	err := s.raw.Write(s.writef)
-	n, werr := s.wn, s.werr
-	s.wbuf, s.werr = nil, nil
-	if err == nil {
-		err = werr
-	}
-	if err != nil {
-		err = s.opError("write", err)
-	}
-	return n, err
-}
-
 // writeFD writes what is left of Write's bytes: false asks the poller to
 // wait for the socket to take more.
 func (s *Socket) writeFD(fd uintptr) bool {
-	for s.wn < len(s.wbuf) {
-		n, errno := WriteFD(fd, s.wbuf[s.wn:])
+	c := &s.write
+	for c.n < len(c.buf) {
+		n, errno := WriteFD(fd, c.buf[c.n:])
 		switch {
 		case errno == syscall.EINTR:
 			continue
 		case errno == syscall.EAGAIN:
 			return false
 		case errno != 0:
-			s.werr = os.NewSyscallError("write", errno)
+			c.err = os.NewSyscallError("write", errno)
 			return true
-		case n <= 0 || n > len(s.wbuf)-s.wn:
+		case n <= 0 || n > len(c.buf)-c.n:
 			// As the poller's Write: a write that took nothing ends it.
-			s.werr = io.ErrUnexpectedEOF
+			c.err = io.ErrUnexpectedEOF
 			return true
 		}
-		s.wn += n
+		c.n += n
 	}
 	return true
 }
