@@ -188,10 +188,9 @@ func (l *tlsListener) acceptLoop() {
 		}
 		lc := l.ll.cfg.Load()
 		if !lc.HasTCP {
-			raw = rawsock.Wrap(raw) // HTTP only: TCP proxying splices the socket itself
-		}
-		raw = withProxyProtocol(raw, lc)
-		if !lc.HasTCP {
+			// HTTP only, read and written with raw system calls (TCP
+			// proxying splices the socket itself).
+			raw = withProxyProtocol(rawsock.Wrap(raw), lc)
 			c := l.httpConn(raw)
 			if !l.deliver(acceptResult{c: c}) {
 				l.pending.Delete(c)
@@ -199,6 +198,7 @@ func (l *tlsListener) acceptLoop() {
 			}
 			continue
 		}
+		raw = withProxyProtocol(raw, lc)
 		if !l.ll.conns.add(raw) {
 			_ = raw.Close()
 			continue

@@ -326,9 +326,6 @@ type http1Conn struct {
 	br     *bufio.Reader // reads through the connection's Read, which enforces readLimit
 	bw     *bufio.Writer
 	peek   *sockpeek.Peeker // nil where the socket cannot be looked at
-	// sock reads and writes a bare connection's socket (rawsock); nil: the
-	// connection's own calls do.
-	sock *rawsock.Socket
 	// bare: peek is the connection's own socket (a *net.TCPConn), whose
 	// bytes are the request's. A pooled bare connection is looked at by the
 	// exchange's first write (lookPending) rather than by takeIdle; when that
@@ -404,7 +401,7 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 	_, tcp := conn.(*net.TCPConn)
 	pc.bare = tcp && !isTLS && pc.peek != nil
 	if pc.bare {
-		pc.sock = rawsock.New(conn)
+		pc.conn = rawsock.Wrap(conn) // read and written with raw system calls
 	}
 	return pc
 }
@@ -416,14 +413,14 @@ func newHTTP1Conn(c *HTTP1Client, addr string, conn net.Conn) *http1Conn {
 // the response can be read.
 func (pc *http1Conn) Write(p []byte) (int, error) {
 	if !pc.lookPending {
-		return pc.write(p)
+		return pc.conn.Write(p)
 	}
 	pc.lookPending = false
 	if !pc.awaitResponse {
 		if pc.peek.Look() != sockpeek.Empty {
 			return 0, errLookedStale
 		}
-		return pc.write(p)
+		return pc.conn.Write(p)
 	}
 	pc.awaitResponse = false
 	state, n := pc.peek.LookWriteAwait(p)
@@ -433,16 +430,8 @@ func (pc *http1Conn) Write(p []byte) (int, error) {
 	if n == len(p) {
 		return n, nil
 	}
-	m, err := pc.write(p[n:])
+	m, err := pc.conn.Write(p[n:])
 	return n + m, err
-}
-
-// write writes p on the connection: its socket's raw calls when bare.
-func (pc *http1Conn) write(p []byte) (int, error) {
-	if pc.sock != nil {
-		return pc.sock.Write(p)
-	}
-	return pc.conn.Write(p)
 }
 
 // errLookedStale: a pooled connection received something while idle (its
@@ -459,13 +448,7 @@ func (pc *http1Conn) Read(p []byte) (int, error) {
 	if int64(len(p)) > pc.readLimit {
 		p = p[:pc.readLimit]
 	}
-	var n int
-	var err error
-	if pc.sock != nil {
-		n, err = pc.sock.Read(p)
-	} else {
-		n, err = pc.conn.Read(p)
-	}
+	n, err := pc.conn.Read(p)
 	if err == io.EOF {
 		pc.sawEOF = true
 	}

@@ -4,7 +4,7 @@ package rawsock
 
 import "syscall"
 
-// Elsewhere New finds no socket, and callers use the connection's own calls.
+// Elsewhere Wrap finds no socket, and callers use the connection's own calls.
 
 const supported = false
 

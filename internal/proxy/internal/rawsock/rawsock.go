@@ -16,7 +16,7 @@
 //
 // Under the race detector and the sanitizers the calls go through package
 // syscall, whose annotations order what goroutines did before writing to a
-// socket before what others do after reading from one. Outside Linux, New
+// socket before what others do after reading from one. Outside Linux, Wrap
 // finds no socket and callers use the connection's own calls.
 package rawsock
 
@@ -28,10 +28,10 @@ import (
 	"syscall"
 )
 
-// Socket is a TCP connection's socket, read and written with raw system
+// socket is a TCP connection's socket, read and written with raw system
 // calls. Its Read and Write behave as the connection's own: they wait in the
 // poller, honour its deadlines, and fail with the same errors.
-type Socket struct {
+type socket struct {
 	raw           syscall.RawConn
 	local, remote net.Addr
 	read, write   call
@@ -46,8 +46,8 @@ type call struct {
 	f   func(fd uintptr) bool // readFD or writeFD
 }
 
-// New returns the socket of c, or nil when c is not a *net.TCPConn.
-func New(c net.Conn) *Socket {
+// newSocket returns the socket of c, or nil when c is not a *net.TCPConn.
+func newSocket(c net.Conn) *socket {
 	tc, ok := c.(*net.TCPConn)
 	if !ok || !supported {
 		return nil
@@ -56,7 +56,7 @@ func New(c net.Conn) *Socket {
 	if err != nil {
 		return nil
 	}
-	s := &Socket{raw: raw, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
+	s := &socket{raw: raw, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
 	s.read.f = s.readFD
 	s.write.f = s.writeFD
 	return s
@@ -64,7 +64,7 @@ func New(c net.Conn) *Socket {
 
 // Read reads into p as net.Conn's Read does: some bytes, or an error (io.EOF
 // once the peer ended its side).
-func (s *Socket) Read(p []byte) (int, error) {
+func (s *socket) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -72,12 +72,12 @@ func (s *Socket) Read(p []byte) (int, error) {
 }
 
 // Write writes the whole of p as net.Conn's Write does, or fails.
-func (s *Socket) Write(p []byte) (int, error) { return s.do(&s.write, p, "write") }
+func (s *socket) Write(p []byte) (int, error) { return s.do(&s.write, p, "write") }
 
 // do makes c's call on p in the poller (which waits for readiness as often
 // as c.f asks it to) and reports its outcome as the connection's own call
 // named op would.
-func (s *Socket) do(c *call, p []byte, op string) (int, error) {
+func (s *socket) do(c *call, p []byte, op string) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buf, c.n, c.err = p, 0, nil
@@ -104,7 +104,7 @@ func (s *Socket) do(c *call, p []byte, op string) (int, error) {
 
 // readFD is one attempt of Read: false asks the poller to wait for the
 // socket to be readable.
-func (s *Socket) readFD(fd uintptr) bool {
+func (s *socket) readFD(fd uintptr) bool {
 	c := &s.read
 	for {
 		n, errno := ReadFD(fd, c.buf)
@@ -126,7 +126,7 @@ func (s *Socket) readFD(fd uintptr) bool {
 
 // writeFD writes what is left of Write's bytes: false asks the poller to
 // wait for the socket to take more.
-func (s *Socket) writeFD(fd uintptr) bool {
+func (s *socket) writeFD(fd uintptr) bool {
 	c := &s.write
 	for c.n < len(c.buf) {
 		n, errno := WriteFD(fd, c.buf[c.n:])
@@ -152,13 +152,13 @@ func (s *Socket) writeFD(fd uintptr) bool {
 // other methods are the connection's own.
 type Conn struct {
 	*net.TCPConn
-	sock *Socket
+	sock *socket
 }
 
 // Wrap returns c with raw reads and writes when it is a *net.TCPConn, and c
 // itself otherwise.
 func Wrap(c net.Conn) net.Conn {
-	s := New(c)
+	s := newSocket(c)
 	if s == nil {
 		return c
 	}
