@@ -126,9 +126,18 @@ func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
 			}
 			plain("the connection's start")
 			for _, s := range steps {
+				// Each path's first attempt at /flaky fails: a path of the
+				// subtest's own has its retry on either path.
+				s.request = strings.Replace(s.request, "/flaky", "/flaky/"+rp.name, 1)
+				s.body = strings.Replace(s.body, "/flaky", "/flaky/"+rp.name, 1)
 				resp, body := rawRequest(t, conn, br, s.request)
 				if resp.StatusCode != s.status || !strings.HasPrefix(body, s.body) {
 					t.Fatalf("%s: %d %q, want %d %q", s.name, resp.StatusCode, body, s.status, s.body)
+				}
+				if s.name == "retried" {
+					if line := requestLineOf(t, p.testProxy, "/flaky/"+rp.name); line["attempts"] != float64(2) {
+						t.Fatalf("retried: the access log line is %v, want 2 attempts", line)
+					}
 				}
 				if (s.name == "route headers") != (resp.Header.Get("X-Tag") == "tagged") {
 					t.Fatalf("%s: x-tag %q", s.name, resp.Header.Get("X-Tag"))
