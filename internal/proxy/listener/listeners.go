@@ -336,7 +336,12 @@ func (s *Set) noteStarted() {
 
 func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener, error) {
 	addr := s.bindAddress(lc)
-	ln, err := net.Listen("tcp", addr)
+	// No TCP keep-alive on accepted connections, as Envoy's listeners (which
+	// set it only through socket options, refused here): the idle timeouts
+	// end a connection whose client vanished. Go's default, probes after 15
+	// s, cost four setsockopt calls per connection accepted.
+	lcfg := net.ListenConfig{KeepAlive: -1}
+	ln, err := lcfg.Listen(serveCtx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
