@@ -26,7 +26,8 @@ type Env struct {
 	// mirrors bounds the copies of requests sent to mirrors at once.
 	mirrors inFlight
 	// streams holds the streams of requests over connections that keep none
-	// from one request to the next (HTTP/2's), for later requests to reuse.
+	// from one request to the next (HTTP/2's), and those HTTP/1.1
+	// connections kept until they ended, for later requests to reuse.
 	streams sync.Pool
 }
 

@@ -80,33 +80,44 @@ type keptStream struct {
 	// out is the upstream request of the forward that took target, with
 	// target as its context (upstreamrequest.go); nil until the first.
 	out *http.Request
+	// pool is the environment's pool, where Release puts the stream.
+	pool *sync.Pool
 }
 
 // keeper is a response writer whose connection keeps what a handler leaves
-// in its slot for the connection's next request (the HTTP/1.1 codec's).
+// in its slot for the connection's next request (the HTTP/1.1 codec's), and
+// releases it when the connection ends.
 type keeper interface{ Kept() *any }
 
 // keptStreamFor returns the stream for a request written to w: the one w's
-// connection kept, emptied, or a new one; slot is where it is kept again
-// once the request is over. When w's connection keeps nothing (HTTP/2, whose
-// streams each have a writer of their own), the stream comes from the
-// environment's pool and slot is nil: it goes back there.
+// connection kept, emptied, or one from the environment's pool, or a new one;
+// slot is where it is kept again once the request is over. When w's
+// connection keeps nothing (HTTP/2, whose streams each have a writer of their
+// own), slot is nil: the stream goes back to the pool.
 func (e *Env) keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
 	if kw, ok := w.(keeper); ok {
 		slot = kw.Kept()
 		k, _ = (*slot).(*keptStream)
 		*slot = nil
-	} else {
+	}
+	if k == nil {
 		k, _ = e.streams.Get().(*keptStream)
 	}
 	if k == nil {
-		k = new(keptStream)
+		k = &keptStream{pool: &e.streams}
 	} else {
 		k.empty()
 	}
 	k.rw.kept = k
 	return k, slot
 }
+
+// Release is called by the HTTP/1.1 codec for the stream its connection
+// kept, once the connection ended: nothing of it reads the stream any more
+// (its last head and trailers are written), and only a quiet stream is kept
+// (keep), so a request of another connection may take it. A new connection
+// per request then allocates none.
+func (k *keptStream) Release() { k.pool.Put(k) }
 
 // keep keeps the stream of the request r, served, for a later request: in
 // slot, or in the environment's pool without one. A stream something may

@@ -271,3 +271,50 @@ func TestHeaderRoomDroppedWhenGrown(t *testing.T) {
 		t.Errorf("a room grown to %d fields was kept", 2*upstream.MaxRoomFields)
 	}
 }
+
+// slotWriter is an HTTP/1.1 connection's writer, with its slot (keeper).
+type slotWriter struct {
+	*httptest.ResponseRecorder
+	slot any
+}
+
+func (w *slotWriter) Kept() *any { return &w.slot }
+
+// A stream an HTTP/1.1 connection kept goes to the pool when the codec
+// releases it at the connection's end, and a request of a new connection
+// (an empty slot) takes it from there; never while its connection holds it.
+func TestKeptStreamReleasedByItsConnectionServesAnother(t *testing.T) {
+	e := &Env{}
+	get := httptest.NewRequest(http.MethodGet, "/", nil)
+	reused := false
+	for range 100 { // sync.Pool may drop what it is given (see above)
+		first := &slotWriter{ResponseRecorder: httptest.NewRecorder()}
+		k, slot := e.keptStreamFor(first)
+		if slot != first.Kept() {
+			t.Fatal("a writer with a slot was not given it")
+		}
+		k.rw.status, k.target.path, k.targetTaken = http.StatusOK, "/old", true
+		k.target.quiet = true
+		e.keep(k, slot, get)
+		if first.slot != k {
+			t.Fatal("a quiet stream was not kept in its connection's slot")
+		}
+		if other, _ := e.keptStreamFor(&slotWriter{ResponseRecorder: httptest.NewRecorder()}); other == k {
+			t.Fatal("a new connection took the stream another connection keeps")
+		}
+		first.slot.(interface{ Release() }).Release()
+		again, slot := e.keptStreamFor(&slotWriter{ResponseRecorder: httptest.NewRecorder()})
+		if again != k {
+			continue // dropped by the pool
+		}
+		reused = true
+		if slot == nil || again.rw.status != 0 || again.target.path != "" || again.targetTaken || again.rw.kept != again {
+			t.Fatalf("the released stream kept its last request's state: status %d, target path %q",
+				again.rw.status, again.target.path)
+		}
+		break
+	}
+	if !reused {
+		t.Fatal("a released stream never served a new connection")
+	}
+}

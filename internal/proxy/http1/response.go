@@ -402,8 +402,13 @@ func (w *response) RemoteAddrPort() netip.AddrPort { return w.c.remote }
 // Kept is the connection's slot for what its handler keeps from one request
 // to the next: the codec serves one request at a time, so what a handler
 // stores there when it is done with it (and nobody else holds it) is its
-// own again at the connection's next request. The codec never reads it.
+// own again at the connection's next request. The codec only hands it back
+// when the connection ends (and was not hijacked): a value with a Release
+// method is released then, once the connection's last bytes were written.
 func (w *response) Kept() *any { return &w.c.kept }
+
+// releaser is a kept value the handler wants back when its connection ends.
+type releaser interface{ Release() }
 
 // NotifyClientGone has l told when the connection's watch finds the client
 // gone while the request is served, right after the request's context is

@@ -282,6 +282,10 @@ func (c *conn) serve() {
 		}
 		c.close()
 		c.srv.setState(c, http.StateClosed)
+		if r, ok := c.kept.(releaser); ok {
+			c.kept = nil
+			r.Release()
+		}
 	}()
 	if tc, ok := c.rwc.(*tls.Conn); ok {
 		cs := tc.ConnectionState()

@@ -379,3 +379,103 @@ func TestServeNextRequestSeesNothingOfThePrevious(t *testing.T) {
 		}
 	}
 }
+
+// keptValue records its release, made once the client has the connection's
+// last response (or after a long wait, a failure: released before writing
+// it, the response would only leave after the release).
+type keptValue struct {
+	released chan bool
+	answered chan struct{}
+}
+
+func (v *keptValue) Release() {
+	select {
+	case <-v.answered:
+		v.released <- true
+	case <-time.After(30 * time.Second):
+		v.released <- false
+	}
+}
+
+// What a handler keeps in the connection's slot is its own again from one
+// request to the next, and released once when the connection ends, after its
+// last response was written; never for a hijacked connection, whose handler
+// may still use it.
+func TestServeReleasesKeptValueWhenTheConnectionEnds(t *testing.T) {
+	v := &keptValue{released: make(chan bool, 4), answered: make(chan struct{})}
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slot := w.(interface{ Kept() *any }).Kept()
+		switch r.URL.Path {
+		case "/keep":
+			if *slot != nil {
+				t.Errorf("a new connection's slot holds %v", *slot)
+			}
+			*slot = v
+		case "/again":
+			if *slot != v {
+				t.Errorf("the slot holds %v, not what the last request kept", *slot)
+			}
+		case "/hijack":
+			*slot = v
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = conn.Close()
+		}
+		_, _ = io.WriteString(w, "ok")
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// serveNext serves the next connection accepted; done is closed once
+	// ServeConn returned.
+	serveNext := func() (done chan struct{}) {
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			if c, err := ln.Accept(); err == nil {
+				s.ServeConn(c, nil)
+			}
+		}()
+		return done
+	}
+
+	done := serveNext()
+	c, br := dial(t, ln.Addr().String())
+	_, _ = io.WriteString(c, "GET /keep HTTP/1.1\r\nHost: a\r\n\r\n")
+	readResponse(t, br, http.MethodGet)
+	_, _ = io.WriteString(c, "GET /again HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	if resp, _ := readResponse(t, br, http.MethodGet); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	close(v.answered)
+	<-done
+	select {
+	case whenAnswered := <-v.released:
+		if !whenAnswered {
+			t.Fatal("released before the connection's last response was written")
+		}
+	default:
+		t.Fatal("not released when the connection ended")
+	}
+	select {
+	case <-v.released:
+		t.Fatal("released twice")
+	default:
+	}
+
+	done = serveNext()
+	c, br = dial(t, ln.Addr().String())
+	_, _ = io.WriteString(c, "GET /hijack HTTP/1.1\r\nHost: a\r\n\r\n")
+	_, _ = br.ReadByte() // the handler closes the hijacked connection
+	<-done
+	select {
+	case <-v.released:
+		t.Fatal("released for a hijacked connection")
+	default:
+	}
+}
