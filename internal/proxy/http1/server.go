@@ -335,6 +335,17 @@ func (c *conn) serve() {
 		}
 		c.forget()
 		c.srv.setState(c, http.StateIdle)
+		if c.br.Buffered() == 0 {
+			// The client sends its next request only once it has read this
+			// response: a read made now finds nothing, fails, and parks the
+			// goroutine in the poller, a system call and a wake-up for
+			// nothing. Other connections' goroutines that are ready run
+			// first instead; when the proxy is busy, the request is there
+			// by the time this one runs again (at 32 connections, 3 reads
+			// per request became 2). With nothing else ready it runs again
+			// at once.
+			runtime.Gosched()
+		}
 	}
 }
 
