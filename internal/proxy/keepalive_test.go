@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 )
@@ -31,6 +32,12 @@ func TestAcceptedConnectionsCarryNoTCPKeepAlive(t *testing.T) {
 	}
 	// The server's side of conn: local address conn's remote, remote conn's local.
 	server := socketTimer(t, conn.RemoteAddr().(*net.TCPAddr), conn.LocalAddr().(*net.TCPAddr))
+	for i := 0; server == "01" && i < 500; i++ {
+		// A retransmission timer runs until the client's ACK of the
+		// response is in: look again.
+		time.Sleep(10 * time.Millisecond)
+		server = socketTimer(t, conn.RemoteAddr().(*net.TCPAddr), conn.LocalAddr().(*net.TCPAddr))
+	}
 	if server != "00" {
 		t.Fatalf("accepted connection's timer is %q, want 00 (none): TCP keep-alive is on", server)
 	}

@@ -263,3 +263,69 @@ func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 		})
 	}
 }
+
+// An HTTP/1.1 connection's stream goes to the pool HTTP/2 streams share when
+// the connection ends, and the next connection's first request takes it.
+// Clients each send requests on a new connection every time (clear text and
+// TLS, Connection: close) while HTTP/2 streams run on both listeners, with
+// answers that carry a route header or a trailer of their own between plain
+// ones: each response must be its own request's. Under -race, a stream taken
+// while the connection that released it still read it is a data race.
+func TestCodecStreamsOfEndedConnectionsServeOthers(t *testing.T) {
+	t.Parallel()
+	p := startStreamReuseProxy(t)
+	check := func(cp codecPath, path string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang, not a speed limit
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.base+path, nil)
+		if err != nil {
+			return err.Error()
+		}
+		resp, err := cp.client().Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		switch {
+		case err != nil:
+			return "reading the body: " + err.Error()
+		case resp.Proto != cp.proto:
+			return "answered over " + resp.Proto
+		case resp.StatusCode != 200 || string(body) != "GET "+path+" ":
+			return fmt.Sprintf("%d %q", resp.StatusCode, body)
+		case strings.HasPrefix(path, "/tagged") != (resp.Header.Get("X-Tag") == "tagged"):
+			return fmt.Sprintf("x-tag %q", resp.Header.Get("X-Tag"))
+		case strings.HasPrefix(path, "/trailers") != (resp.Trailer.Get("X-Echo") == path):
+			return fmt.Sprintf("trailer x-echo %q", resp.Trailer.Get("X-Echo"))
+		}
+		return ""
+	}
+	paths := p.paths(t)
+	for _, cp := range paths[:2] {
+		cp.tr.DisableKeepAlives = true // a connection per request, each asking for its close
+	}
+	const clients, rounds = 3, 10
+	var wg sync.WaitGroup
+	for _, cp := range paths {
+		for c := range clients {
+			wg.Go(func() {
+				for r := range rounds {
+					for _, kind := range []string{"plain", "tagged", "trailers"} {
+						path := fmt.Sprintf("/%s/%s/%d/%d", kind, cp.name, c, r)
+						if msg := check(cp, path); msg != "" {
+							t.Errorf("%s: %s", path, msg)
+							return
+						}
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, cp := range paths[:2] {
+		if n := cp.dials.Load(); n != clients*rounds*3 {
+			t.Errorf("%s: the clients opened %d connections, want one per request (%d)", cp.name, n, clients*rounds*3)
+		}
+	}
+}

@@ -104,11 +104,11 @@ func (e *Env) keptStreamFor(w http.ResponseWriter) (k *keptStream, slot *any) {
 		k, _ = e.streams.Get().(*keptStream)
 	}
 	if k == nil {
-		k = &keptStream{pool: &e.streams}
+		k = new(keptStream)
 	} else {
 		k.empty()
 	}
-	k.rw.kept = k
+	k.rw.kept, k.pool = k, &e.streams
 	return k, slot
 }
 

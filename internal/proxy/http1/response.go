@@ -404,7 +404,8 @@ func (w *response) RemoteAddrPort() netip.AddrPort { return w.c.remote }
 // stores there when it is done with it (and nobody else holds it) is its
 // own again at the connection's next request. The codec only hands it back
 // when the connection ends (and was not hijacked): a value with a Release
-// method is released then, once the connection's last bytes were written.
+// method is released then, after the codec's last write (or once it gave up
+// writing) and with no handler running.
 func (w *response) Kept() *any { return &w.c.kept }
 
 // releaser is a kept value the handler wants back when its connection ends.

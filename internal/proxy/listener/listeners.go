@@ -341,7 +341,7 @@ func (s *Set) openListener(serveCtx context.Context, lc *Config) (*liveListener,
 	// end a connection whose client vanished. Go's default, probes after 15
 	// s, cost four setsockopt calls per connection accepted.
 	lcfg := net.ListenConfig{KeepAlive: -1}
-	ln, err := lcfg.Listen(serveCtx, "tcp", addr)
+	ln, err := lcfg.Listen(context.Background(), "tcp", addr) // as net.Listen: a bind retried at shutdown still binds
 	if err != nil {
 		return nil, err
 	}
