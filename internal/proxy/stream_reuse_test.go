@@ -151,6 +151,51 @@ func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
 	}
 }
 
+// step is a request of the stream reuse tests and what its answer must be.
+type step struct {
+	method, path, body string
+	status             int
+	want               string // the response body's start; "" for any
+}
+
+// checkReuseStep sends s on cp and reports what is wrong with its answer
+// ("": nothing): its status and body, and no route header, trailer or
+// header value but its own request's.
+func checkReuseStep(cp codecPath, s step) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang, not a speed limit
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, s.method, cp.base+s.path, strings.NewReader(s.body))
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := cp.client().Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		return "reading the body: " + err.Error()
+	case resp.Proto != cp.proto:
+		return "answered over " + resp.Proto
+	case resp.StatusCode != s.status || !strings.HasPrefix(string(body), s.want):
+		return fmt.Sprintf("%d %q, want %d %q", resp.StatusCode, body, s.status, s.want)
+	case strings.HasPrefix(s.path, "/tagged") != (resp.Header.Get("X-Tag") == "tagged"):
+		return fmt.Sprintf("x-tag %q", resp.Header.Get("X-Tag"))
+	case strings.HasPrefix(s.path, "/trailers") && resp.Trailer.Get("X-Echo") != s.path:
+		return fmt.Sprintf("trailer x-echo %q", resp.Trailer.Get("X-Echo"))
+	case strings.HasPrefix(s.path, "/declared") && (resp.Header.Get("X-Echo") != s.path || len(resp.Trailer["X-Echo"]) > 1 ||
+		resp.Trailer.Get("X-Echo") != "" && resp.Trailer.Get("X-Echo") != s.path):
+		// Whether the header's value comes again as the trailer is the
+		// proxy's choice; another request's value never is.
+		return fmt.Sprintf("x-echo %q, trailer %q", resp.Header.Get("X-Echo"), resp.Trailer["X-Echo"])
+	case !strings.HasPrefix(s.path, "/trailers") && !strings.HasPrefix(s.path, "/declared") && len(resp.Trailer) > 0:
+		return fmt.Sprintf("trailers %v", resp.Trailer)
+	}
+	return ""
+}
+
 // HTTP/2 streams share a pool of streams (exchange, target, filter stream,
 // rooms): a stream goes back once its request is over and nothing holds it.
 // Clients on h2c and TLS each run streams at once on one connection, each
@@ -163,11 +208,6 @@ func TestCodecStreamReusedOnlyWhenQuiet(t *testing.T) {
 func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 	t.Parallel()
 	p := startStreamReuseProxy(t)
-	type step struct {
-		method, path, body string
-		status             int
-		want               string // the response body's start; "" for any
-	}
 	steps := func(prefix string) []step {
 		return []step{
 			{"GET", prefix + "/plain", "", 200, "GET " + prefix + "/plain "},
@@ -182,41 +222,6 @@ func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 			{"POST", "/early" + prefix, "hello", 200, "early /early" + prefix},
 		}
 	}
-	// check sends s and reports what is wrong with its answer ("": nothing).
-	check := func(cp codecPath, s step) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang, not a speed limit
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, s.method, cp.base+s.path, strings.NewReader(s.body))
-		if err != nil {
-			return err.Error()
-		}
-		resp, err := cp.client().Do(req)
-		if err != nil {
-			return err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		switch {
-		case err != nil:
-			return "reading the body: " + err.Error()
-		case resp.Proto != cp.proto:
-			return "answered over " + resp.Proto
-		case resp.StatusCode != s.status || !strings.HasPrefix(string(body), s.want):
-			return fmt.Sprintf("%d %q, want %d %q", resp.StatusCode, body, s.status, s.want)
-		case strings.HasPrefix(s.path, "/tagged") != (resp.Header.Get("X-Tag") == "tagged"):
-			return fmt.Sprintf("x-tag %q", resp.Header.Get("X-Tag"))
-		case strings.HasPrefix(s.path, "/trailers") && resp.Trailer.Get("X-Echo") != s.path:
-			return fmt.Sprintf("trailer x-echo %q", resp.Trailer.Get("X-Echo"))
-		case strings.HasPrefix(s.path, "/declared") && (resp.Header.Get("X-Echo") != s.path || len(resp.Trailer["X-Echo"]) > 1 ||
-			resp.Trailer.Get("X-Echo") != "" && resp.Trailer.Get("X-Echo") != s.path):
-			// Whether the header's value comes again as the trailer is the
-			// proxy's choice; another request's value never is.
-			return fmt.Sprintf("x-echo %q, trailer %q", resp.Header.Get("X-Echo"), resp.Trailer["X-Echo"])
-		case !strings.HasPrefix(s.path, "/trailers") && !strings.HasPrefix(s.path, "/declared") && len(resp.Trailer) > 0:
-			return fmt.Sprintf("trailers %v", resp.Trailer)
-		}
-		return ""
-	}
 	// Three clients: a cluster allows three retries at once (Envoy's
 	// default max_retries), and every client's /flaky request is retried.
 	const clients, rounds = 3, 4
@@ -224,7 +229,7 @@ func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 		t.Run(cp.name, func(t *testing.T) {
 			// One request first, so that the clients' streams share its
 			// connection instead of each dialling one.
-			if msg := check(cp, step{"GET", "/first/" + cp.name, "", 200, "GET /first/" + cp.name + " "}); msg != "" {
+			if msg := checkReuseStep(cp, step{"GET", "/first/" + cp.name, "", 200, "GET /first/" + cp.name + " "}); msg != "" {
 				t.Fatal(msg)
 			}
 			var wg sync.WaitGroup
@@ -234,13 +239,13 @@ func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 				wg.Go(func() {
 					for r := range rounds {
 						for i, s := range steps(fmt.Sprintf("/%s/%d/%d", cp.name, c, r)) {
-							if msg := check(cp, s); msg != "" {
+							if msg := checkReuseStep(cp, s); msg != "" {
 								t.Errorf("%s %s: %s", s.method, s.path, msg)
 								return
 							}
 							after := step{"GET", fmt.Sprintf("/plain/%s/%d/%d/%d", cp.name, c, r, i), "", 200, ""}
 							after.want = "GET " + after.path + " "
-							if msg := check(cp, after); msg != "" {
+							if msg := checkReuseStep(cp, after); msg != "" {
 								t.Errorf("after %s: %s: %s", s.path, after.path, msg)
 								return
 							}
@@ -274,33 +279,6 @@ func TestH2StreamsPooledOnlyWhenQuiet(t *testing.T) {
 func TestCodecStreamsOfEndedConnectionsServeOthers(t *testing.T) {
 	t.Parallel()
 	p := startStreamReuseProxy(t)
-	check := func(cp codecPath, path string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang, not a speed limit
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.base+path, nil)
-		if err != nil {
-			return err.Error()
-		}
-		resp, err := cp.client().Do(req)
-		if err != nil {
-			return err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		switch {
-		case err != nil:
-			return "reading the body: " + err.Error()
-		case resp.Proto != cp.proto:
-			return "answered over " + resp.Proto
-		case resp.StatusCode != 200 || string(body) != "GET "+path+" ":
-			return fmt.Sprintf("%d %q", resp.StatusCode, body)
-		case strings.HasPrefix(path, "/tagged") != (resp.Header.Get("X-Tag") == "tagged"):
-			return fmt.Sprintf("x-tag %q", resp.Header.Get("X-Tag"))
-		case strings.HasPrefix(path, "/trailers") != (resp.Trailer.Get("X-Echo") == path):
-			return fmt.Sprintf("trailer x-echo %q", resp.Trailer.Get("X-Echo"))
-		}
-		return ""
-	}
 	paths := p.paths(t)
 	for _, cp := range paths[:2] {
 		cp.tr.DisableKeepAlives = true // a connection per request, each asking for its close
@@ -313,7 +291,7 @@ func TestCodecStreamsOfEndedConnectionsServeOthers(t *testing.T) {
 				for r := range rounds {
 					for _, kind := range []string{"plain", "tagged", "trailers"} {
 						path := fmt.Sprintf("/%s/%s/%d/%d", kind, cp.name, c, r)
-						if msg := check(cp, path); msg != "" {
+						if msg := checkReuseStep(cp, step{"GET", path, "", 200, "GET " + path + " "}); msg != "" {
 							t.Errorf("%s: %s", path, msg)
 							return
 						}
