@@ -348,7 +348,7 @@ func (c *conn) serve() {
 			// first instead; when the proxy is busy, the request is there
 			// by the time this one runs again (at 32 connections, 3 reads
 			// per request became 2). Alone on its server, a connection has
-			// no one to yield to, and the yield would only cost (2% of the
+			// no one to yield to, and the yield would only cost (3% of the
 			// CPU per request with one client).
 			runtime.Gosched()
 		}
